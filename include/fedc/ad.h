@@ -1,0 +1,42 @@
+/*
+ * fedc/ad.h — automatic differentiation as a program transform.
+ *
+ * The derivative of a program is again a program, built from the same ops, so it
+ * can be printed, run, and differentiated again (Hessian-vector products are the
+ * gradient of a gradient's inner product with a vector).
+ *
+ *     fedc_program *g;
+ *     const char *wrt[] = {"w1", "w2"};
+ *     fedc_grad(model, "loss", wrt, 2, &g);
+ *     // g has model's inputs; its outputs are model's outputs plus "grad_w1", "grad_w2".
+ *
+ * Only floating-point values carry derivatives; integer and bool values (labels,
+ * masks, indices) are constants to AD. Ops without a derivative (argmax, one_hot,
+ * comparisons) pass none. A few ops have no rule for their own derivative: the
+ * transform says which when a program needs one.
+ */
+#ifndef FEDC_AD_H
+#define FEDC_AD_H
+
+#include "fedc/program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Reverse mode (vector-Jacobian product). The result program has the inputs of `p`
+ * plus one cotangent input per floating-point output o, named "ct_<o>" and of o's
+ * type; its outputs are p's outputs plus "grad_<w>" for each name in `wrt`:
+ * the sum over outputs o of ct_o^T d o / d w. */
+fedc_status fedc_vjp(const fedc_program *p, const char *const *wrt, int nwrt, fedc_program **out);
+
+/* The gradient of the scalar floating-point output `of` with respect to the inputs
+ * named in `wrt`. The result program has p's inputs; its outputs are p's outputs
+ * plus "grad_<w>" for each w. */
+fedc_status fedc_grad(const fedc_program *p, const char *of, const char *const *wrt, int nwrt,
+                      fedc_program **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FEDC_AD_H */

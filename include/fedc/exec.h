@@ -1,0 +1,64 @@
+/*
+ * fedc/exec.h — running programs on the CPU.
+ *
+ * An executor is made once per program. It verifies the program, plans every
+ * intermediate buffer by liveness into one block (values that are never alive at
+ * the same time share memory) and allocates it; after that, running the program
+ * allocates nothing. Inputs are bound by name to caller-owned memory; outputs are
+ * read by name and stay valid until the next run.
+ *
+ *     fedc_executor *ex;
+ *     if (fedc_executor_create(&ex, program, NULL)) { ... fedc_errmsg() ... }
+ *     fedc_executor_bind(ex, "x", x_data);              // float[32*784], borrowed
+ *     fedc_executor_bind(ex, "w", w_data);
+ *     fedc_executor_run(ex);
+ *     const float *y;
+ *     fedc_executor_output(ex, "y", (const void **)&y, NULL);
+ *     fedc_executor_destroy(ex);
+ *
+ * Kernels run single-threaded (parallelism comes from running many clients at
+ * once). Results are deterministic: the same inputs give the same bits.
+ */
+#ifndef FEDC_EXEC_H
+#define FEDC_EXEC_H
+
+#include "fedc/program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fedc_executor fedc_executor;
+
+typedef struct fedc_exec_options {
+    /* Run the plain-C reference kernels (the oracle) instead of the fast ones. */
+    bool reference_kernels;
+} fedc_exec_options;
+
+/* Verifies `program` and plans it. The executor keeps its own copy of the program.
+ * `options` may be NULL for the defaults. */
+fedc_status fedc_executor_create(fedc_executor **out, const fedc_program *program,
+                                 const fedc_exec_options *options);
+void fedc_executor_destroy(fedc_executor *ex); /* safe on NULL */
+
+/* Binds input `name` to `data`, which holds the input's type (row-major) and must
+ * stay valid while the executor runs. Bindings persist across runs. */
+fedc_status fedc_executor_bind(fedc_executor *ex, const char *name, const void *data);
+
+/* Runs the program once. Fails if an input is unbound, or a kernel meets bad data
+ * (an index out of range, a label outside the classes), naming the op. */
+fedc_status fedc_executor_run(fedc_executor *ex);
+
+/* The value of output `name` from the last run; `type` may be NULL. */
+fedc_status fedc_executor_output(const fedc_executor *ex, const char *name, const void **data,
+                                 fedc_type *type);
+
+/* Bytes of the planned block for intermediate values, and what it would be with no
+ * reuse (the sum of every intermediate's size): how much the plan saves. */
+size_t fedc_executor_planned_bytes(const fedc_executor *ex);
+size_t fedc_executor_unplanned_bytes(const fedc_executor *ex);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FEDC_EXEC_H */

@@ -1,0 +1,220 @@
+/*
+ * fedc/program.h — programs: typed dataflow graphs built op by op.
+ *
+ * A program is a list of operations in SSA form. Each operation produces one value,
+ * named by a fedc_value (its index in the program). Inputs are named; outputs are
+ * named values. The builder functions below append one operation each and return
+ * its value:
+ *
+ *     fedc_program *p;
+ *     fedc_program_create(&p);
+ *     fedc_value x = fedc_input(p, "x", fedc_type_make(FEDC_F32, 2, (int64_t[]){32, 784}));
+ *     fedc_value w = fedc_input(p, "w", fedc_type_make(FEDC_F32, 2, (int64_t[]){784, 10}));
+ *     fedc_value y = fedc_tanh(p, fedc_matmul(p, x, w, false, false));
+ *     fedc_program_output(p, "y", y);
+ *     if (fedc_program_status(p)) fprintf(stderr, "%s\n", fedc_errmsg());
+ *
+ * Errors are sticky, as in a stream: a builder call that fails (shapes that do not
+ * match, a bad axis, out of memory) records the first error in the program and
+ * returns FEDC_NONE, and every later call that receives FEDC_NONE returns FEDC_NONE
+ * too. So a whole model is built without checks, and fedc_program_status() is asked
+ * once at the end; fedc_errmsg() then names the op, the operand and the types, e.g.
+ *     "matmul: inner dimensions differ: a is f32[32,784], b is f32[785,10]".
+ *
+ * Conventions of the ops:
+ *  - Binary arithmetic and comparisons broadcast as numpy does. Operands must have
+ *    the same dtype (no implicit promotion; use fedc_cast). fedc_scalar_like makes a
+ *    constant of another value's dtype.
+ *  - Images are NHWC ([batch, height, width, channels]); conv filters are HWIO
+ *    ([kh, kw, in_channels, out_channels]).
+ *  - Axes may be negative (counted from the end).
+ *  - Integer labels and indices are i32. Comparisons produce bool.
+ */
+#ifndef FEDC_PROGRAM_H
+#define FEDC_PROGRAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fedc/core.h"
+#include "fedc/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fedc_program fedc_program;
+typedef int32_t fedc_value;
+#define FEDC_NONE ((fedc_value)-1)
+
+/* Padding of convolution and pooling windows: VALID uses only in-image positions;
+ * SAME pads so that the output has ceil(in / stride) positions (TensorFlow's rule,
+ * with the odd padding row/column at the bottom/right). */
+typedef enum fedc_padding { FEDC_PAD_VALID, FEDC_PAD_SAME } fedc_padding;
+
+/* ------------------------------------------------------------- lifecycle -- */
+
+fedc_status fedc_program_create(fedc_program **out);
+void fedc_program_destroy(fedc_program *p); /* safe on NULL */
+/* The first error recorded by a builder call (FEDC_OK if none); also makes it this
+ * thread's fedc_errmsg(). */
+fedc_status fedc_program_status(const fedc_program *p);
+
+/* Names `v` as an output. Output names are unique. */
+fedc_status fedc_program_output(fedc_program *p, const char *name, fedc_value v);
+
+/* ------------------------------------------------------------ inspection -- */
+
+int fedc_program_size(const fedc_program *p); /* number of operations */
+int fedc_program_num_inputs(const fedc_program *p);
+int fedc_program_num_outputs(const fedc_program *p);
+fedc_value fedc_program_input(const fedc_program *p, int i); /* in order of creation */
+const char *fedc_program_input_name(const fedc_program *p, int i);
+fedc_value fedc_program_output_value(const fedc_program *p, int i);
+const char *fedc_program_output_name(const fedc_program *p, int i);
+/* Looks an input or output up by name; FEDC_NONE if there is none. */
+fedc_value fedc_program_find_input(const fedc_program *p, const char *name);
+fedc_value fedc_program_find_output(const fedc_program *p, const char *name);
+fedc_type fedc_value_type(const fedc_program *p, fedc_value v);
+const char *fedc_value_op_name(const fedc_program *p, fedc_value v); /* "matmul" */
+
+/* ------------------------------------------------------ whole programs -- */
+
+/* Checks every rule a program must keep: operands defined before use (no cycles, no
+ * dangling values), arity, attributes, dtypes and shapes as each op's rule computes
+ * them, unique input and output names. The message names the op (by its %index and
+ * name), the operand, and the expected vs actual type. */
+fedc_status fedc_program_verify(const fedc_program *p);
+
+/* Dead-code elimination: removes operations no output depends on (inputs stay, as
+ * they are the program's interface). Values are renumbered. */
+fedc_status fedc_program_dce(fedc_program *p);
+
+/* Appends a copy of `src`'s operations to `dst`, with src's inputs replaced by
+ * `args` (one per input of src, in order, of the same types). Writes the values of
+ * src's outputs, in order, to `results`. This is how programs call programs. */
+fedc_status fedc_program_inline(fedc_program *dst, const fedc_program *src, const fedc_value *args,
+                                fedc_value *results);
+
+/* A deep copy. */
+fedc_status fedc_program_clone(const fedc_program *src, fedc_program **out);
+
+/* The text format: one operation per line,
+ *     %3 = matmul(%1, %2) {transpose_a=0, transpose_b=1} : f32[32,10]
+ * Printing then parsing then printing gives the same text, and the parsed program
+ * computes the same bits. Parse errors say line:column and what was expected. */
+fedc_status fedc_program_print(const fedc_program *p, FILE *out);
+/* Prints into a fedc_malloc'd NUL-terminated string the caller frees with fedc_free. */
+fedc_status fedc_program_to_string(const fedc_program *p, char **out);
+fedc_status fedc_program_parse(const char *text, fedc_program **out);
+
+/* -------------------------------------------------------------- builders -- */
+
+fedc_value fedc_input(fedc_program *p, const char *name, fedc_type type);
+/* A constant holding a copy of `data` (row-major, `type`'s dtype). */
+fedc_value fedc_constant(fedc_program *p, fedc_type type, const void *data);
+/* A rank-0 constant of dtype `dt` (or of the dtype of `like`). */
+fedc_value fedc_scalar(fedc_program *p, fedc_dtype dt, double value);
+fedc_value fedc_scalar_like(fedc_program *p, fedc_value like, double value);
+/* A constant of `type` filled with `value`. */
+fedc_value fedc_full(fedc_program *p, fedc_type type, double value);
+/* y[i0, ..., in] = i_axis. */
+fedc_value fedc_iota(fedc_program *p, fedc_type type, int axis);
+
+/* Elementwise, with numpy broadcasting for the binary ones. */
+fedc_value fedc_add(fedc_program *p, fedc_value a, fedc_value b);
+fedc_value fedc_sub(fedc_program *p, fedc_value a, fedc_value b);
+fedc_value fedc_mul(fedc_program *p, fedc_value a, fedc_value b);
+fedc_value fedc_div(fedc_program *p, fedc_value a, fedc_value b);
+fedc_value fedc_maximum(fedc_program *p, fedc_value a, fedc_value b);
+fedc_value fedc_minimum(fedc_program *p, fedc_value a, fedc_value b);
+fedc_value fedc_neg(fedc_program *p, fedc_value x);
+fedc_value fedc_exp(fedc_program *p, fedc_value x);
+fedc_value fedc_log(fedc_program *p, fedc_value x);
+fedc_value fedc_tanh(fedc_program *p, fedc_value x);
+fedc_value fedc_sigmoid(fedc_program *p, fedc_value x);
+fedc_value fedc_relu(fedc_program *p, fedc_value x);
+fedc_value fedc_sqrt(fedc_program *p, fedc_value x);
+fedc_value fedc_square(fedc_program *p, fedc_value x);
+fedc_value fedc_pow(fedc_program *p, fedc_value x, double exponent);
+
+/* Comparisons give bool; select picks a where cond is true, else b (broadcasting). */
+fedc_value fedc_eq(fedc_program *p, fedc_value a, fedc_value b);
+fedc_value fedc_ne(fedc_program *p, fedc_value a, fedc_value b);
+fedc_value fedc_lt(fedc_program *p, fedc_value a, fedc_value b);
+fedc_value fedc_le(fedc_program *p, fedc_value a, fedc_value b);
+fedc_value fedc_gt(fedc_program *p, fedc_value a, fedc_value b);
+fedc_value fedc_ge(fedc_program *p, fedc_value a, fedc_value b);
+fedc_value fedc_select(fedc_program *p, fedc_value cond, fedc_value a, fedc_value b);
+
+/* Reductions over `naxes` axes (naxes == 0: none; pass NULL, -1 to reduce all). */
+fedc_value fedc_reduce_sum(fedc_program *p, fedc_value x, const int *axes, int naxes, bool keepdims);
+fedc_value fedc_reduce_mean(fedc_program *p, fedc_value x, const int *axes, int naxes, bool keepdims);
+fedc_value fedc_reduce_max(fedc_program *p, fedc_value x, const int *axes, int naxes, bool keepdims);
+fedc_value fedc_argmax(fedc_program *p, fedc_value x, int axis); /* i32, axis removed */
+
+/* Shapes. reshape accepts one -1 dim, inferred. broadcast_to follows numpy. */
+fedc_value fedc_reshape(fedc_program *p, fedc_value x, int rank, const int64_t *dims);
+fedc_value fedc_broadcast_to(fedc_program *p, fedc_value x, int rank, const int64_t *dims);
+fedc_value fedc_transpose(fedc_program *p, fedc_value x, const int *perm); /* y.dims[i] = x.dims[perm[i]] */
+/* x[start[i] : limit[i]] along every axis (unit stride). */
+fedc_value fedc_slice(fedc_program *p, fedc_value x, const int64_t *start, const int64_t *limit);
+fedc_value fedc_concat(fedc_program *p, const fedc_value *xs, int n, int axis);
+/* Zero padding: lo[i] before and hi[i] after axis i. */
+fedc_value fedc_pad(fedc_program *p, fedc_value x, const int64_t *lo, const int64_t *hi);
+
+/* Matrix product of the last two axes, batched over the leading ones: a is [..., m, k]
+ * ([..., k, m] when transpose_a), b is [..., k, n] ([..., n, k] when transpose_b). A
+ * rank-2 operand is shared by every batch; otherwise batch dims must agree. */
+fedc_value fedc_matmul(fedc_program *p, fedc_value a, fedc_value b, bool transpose_a, bool transpose_b);
+
+/* Rows of `table` ([rows, ...]) at i32 indices `idx` (any shape): the result has
+ * shape idx.shape + table.shape[1:]. An index out of range fails at run time. */
+fedc_value fedc_gather(fedc_program *p, fedc_value table, fedc_value idx);
+/* The transpose of gather: a [rows, ...] array of zeros with updates[i] added at row
+ * idx[i]. updates has shape idx.shape + row shape. */
+fedc_value fedc_scatter_add(fedc_program *p, fedc_value updates, fedc_value idx, int64_t rows);
+/* idx.shape + [depth] of dtype dt; an index outside [0, depth) gives zeros. */
+fedc_value fedc_one_hot(fedc_program *p, fedc_value idx, int64_t depth, fedc_dtype dt);
+
+/* Convolution of x [n,h,w,c] with filters w [kh,kw,c,o]: y is [n,oh,ow,o]. */
+fedc_value fedc_conv2d(fedc_program *p, fedc_value x, fedc_value w, int stride_h, int stride_w,
+                       fedc_padding padding);
+fedc_value fedc_max_pool2d(fedc_program *p, fedc_value x, int window_h, int window_w, int stride_h,
+                           int stride_w, fedc_padding padding);
+fedc_value fedc_avg_pool2d(fedc_program *p, fedc_value x, int window_h, int window_w, int stride_h,
+                           int stride_w, fedc_padding padding);
+
+/* log_softmax over the last axis. */
+fedc_value fedc_log_softmax(fedc_program *p, fedc_value x);
+/* Per-example cross-entropy of logits [..., classes] against i32 labels [...],
+ * computed stably as logsumexp(logits) - logits[label], times `weight` [...] when
+ * weight is not FEDC_NONE (a mask: padded examples get weight 0). Result [...]. */
+fedc_value fedc_softmax_cross_entropy(fedc_program *p, fedc_value logits, fedc_value labels,
+                                      fedc_value weight);
+
+/* Inverted dropout: each element is kept with probability 1 - rate and scaled by
+ * 1 / (1 - rate). `key` is an i32[4] value naming the random stream (see
+ * fedc_rng_stream in core.h: key[0..1] the Philox key, key[2..3] the upper counter
+ * words); element i uses the stream's i-th uniform, so the mask is a pure function
+ * of (key, position) and the derivative reuses it. */
+fedc_value fedc_dropout(fedc_program *p, fedc_value x, fedc_value key, double rate);
+
+fedc_value fedc_cast(fedc_program *p, fedc_value x, fedc_dtype dt);
+
+/* The gradient ops that derivatives of conv2d and pooling are built from. They are
+ * ordinary ops (printable, runnable, differentiable where stated in docs/ops.md). */
+fedc_value fedc_conv2d_input_grad(fedc_program *p, fedc_value dy, fedc_value w, const fedc_type *x_type,
+                                  int stride_h, int stride_w, const int64_t pads[4]);
+fedc_value fedc_conv2d_filter_grad(fedc_program *p, fedc_value x, fedc_value dy, int kh, int kw,
+                                   int stride_h, int stride_w, const int64_t pads[4]);
+fedc_value fedc_max_pool2d_grad(fedc_program *p, fedc_value x, fedc_value dy, int window_h, int window_w,
+                                int stride_h, int stride_w, const int64_t pads[4]);
+fedc_value fedc_avg_pool2d_grad(fedc_program *p, fedc_value dy, const fedc_type *x_type, int window_h,
+                                 int window_w, int stride_h, int stride_w, const int64_t pads[4]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FEDC_PROGRAM_H */

@@ -1,0 +1,59 @@
+/* The replaceable allocator and its fault-injection hook.
+ *
+ * Every allocation in the library comes through fedc_malloc/fedc_realloc, so a
+ * test can make the Nth one fail and prove that each failure path returns
+ * FEDC_ENOMEM without leaking (see tests/test_alloc_failure.c). */
+#include "fedc/core.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *libc_malloc(void *ctx, size_t size) { (void)ctx; return malloc(size); }
+static void *libc_realloc(void *ctx, void *p, size_t size) { (void)ctx; return realloc(p, size); }
+static void libc_free(void *ctx, void *p) { (void)ctx; free(p); }
+
+static fedc_allocator current = {libc_malloc, libc_realloc, libc_free, NULL};
+
+/* Counted with atomics: worker threads allocate too. */
+static atomic_uint_fast64_t alloc_count;
+static atomic_uint_fast64_t fail_at; /* 0 = never fail */
+
+void fedc_set_allocator(const fedc_allocator *a) {
+    static const fedc_allocator libc = {libc_malloc, libc_realloc, libc_free, NULL};
+    current = a ? *a : libc;
+}
+
+uint64_t fedc_alloc_fail_after(uint64_t n) {
+    uint64_t made = atomic_exchange(&alloc_count, 0);
+    atomic_store(&fail_at, n);
+    return made;
+}
+
+/* True when fault injection says this allocation must fail. */
+static int injected_failure(void) {
+    uint64_t k = atomic_fetch_add(&alloc_count, 1) + 1;
+    uint64_t at = atomic_load(&fail_at);
+    return at != 0 && k >= at;
+}
+
+void *fedc_malloc(size_t size) {
+    if (injected_failure()) return NULL;
+    return current.malloc(current.ctx, size ? size : 1);
+}
+
+void *fedc_calloc(size_t count, size_t size) {
+    if (size && count > SIZE_MAX / size) return NULL;
+    void *p = fedc_malloc(count * size);
+    if (p) memset(p, 0, count * size);
+    return p;
+}
+
+void *fedc_realloc(void *ptr, size_t size) {
+    if (injected_failure()) return NULL;
+    return current.realloc(current.ctx, ptr, size ? size : 1);
+}
+
+void fedc_free(void *ptr) {
+    if (ptr) current.free(current.ctx, ptr);
+}

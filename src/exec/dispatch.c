@@ -1,0 +1,283 @@
+/* Kernel dispatch: for each op, how a node's attributes and operand types become
+ * a call of one kernel. The table at the bottom is generated from ops.def, so an op
+ * without a run_ function does not compile. */
+#include <string.h>
+
+#include "exec/exec.h"
+
+typedef fedc_status (*run_fn)(const fedc__step *s);
+
+fedc_kshape fedc__kshape(const fedc_type *t) {
+    fedc_kshape s;
+    s.rank = t->rank;
+    for (int i = 0; i < FEDC_MAX_RANK; i++) s.dims[i] = i < t->rank ? t->dims[i] : 0;
+    return s;
+}
+
+static const fedc_type *in_type(const fedc__step *s, int i) { return &s->p->nodes[s->n->in[i]].type; }
+static fedc_kshape in_shape(const fedc__step *s, int i) { return fedc__kshape(in_type(s, i)); }
+static fedc_kshape out_shape(const fedc__step *s) { return fedc__kshape(&s->n->type); }
+static int64_t out_count(const fedc__step *s) { return fedc_type_count(&s->n->type); }
+static size_t out_elsize(const fedc__step *s) { return fedc_dtype_size(s->n->type.dtype); }
+
+/* -------------------------------------------------------------- sources -- */
+
+static fedc_status run_INPUT(const fedc__step *s) { (void)s; return FEDC_OK; }    /* bound, not computed */
+static fedc_status run_CONSTANT(const fedc__step *s) { (void)s; return FEDC_OK; } /* points at its data */
+
+static fedc_status run_IOTA(const fedc__step *s) {
+    fedc_kshape ys = out_shape(s);
+    int axis = fedc__axis((int)fedc__attr_int(s->n, FEDC_ATTR_AXIS, 0), ys.rank);
+    return s->k->iota(s->n->type.dtype, &ys, axis, s->out);
+}
+
+/* ---------------------------------------------------------- elementwise -- */
+
+static fedc_status binary(const fedc__step *s, fedc_binary_op op) {
+    fedc_kshape as = in_shape(s, 0), bs = in_shape(s, 1), os = out_shape(s);
+    return s->k->binary(op, in_type(s, 0)->dtype, &as, s->in[0], &bs, s->in[1], &os, s->out);
+}
+
+static fedc_status unary(const fedc__step *s, fedc_unary_op op) {
+    double param = fedc__attr_float(s->n, FEDC_ATTR_EXPONENT, 0);
+    return s->k->unary(op, s->n->type.dtype, out_count(s), s->in[0], s->out, param);
+}
+
+static fedc_status run_ADD(const fedc__step *s) { return binary(s, FEDC_B_ADD); }
+static fedc_status run_SUB(const fedc__step *s) { return binary(s, FEDC_B_SUB); }
+static fedc_status run_MUL(const fedc__step *s) { return binary(s, FEDC_B_MUL); }
+static fedc_status run_DIV(const fedc__step *s) { return binary(s, FEDC_B_DIV); }
+static fedc_status run_MAXIMUM(const fedc__step *s) { return binary(s, FEDC_B_MAX); }
+static fedc_status run_MINIMUM(const fedc__step *s) { return binary(s, FEDC_B_MIN); }
+static fedc_status run_EQ(const fedc__step *s) { return binary(s, FEDC_B_EQ); }
+static fedc_status run_NE(const fedc__step *s) { return binary(s, FEDC_B_NE); }
+static fedc_status run_LT(const fedc__step *s) { return binary(s, FEDC_B_LT); }
+static fedc_status run_LE(const fedc__step *s) { return binary(s, FEDC_B_LE); }
+static fedc_status run_GT(const fedc__step *s) { return binary(s, FEDC_B_GT); }
+static fedc_status run_GE(const fedc__step *s) { return binary(s, FEDC_B_GE); }
+static fedc_status run_NEG(const fedc__step *s) { return unary(s, FEDC_U_NEG); }
+static fedc_status run_EXP(const fedc__step *s) { return unary(s, FEDC_U_EXP); }
+static fedc_status run_LOG(const fedc__step *s) { return unary(s, FEDC_U_LOG); }
+static fedc_status run_TANH(const fedc__step *s) { return unary(s, FEDC_U_TANH); }
+static fedc_status run_SIGMOID(const fedc__step *s) { return unary(s, FEDC_U_SIGMOID); }
+static fedc_status run_RELU(const fedc__step *s) { return unary(s, FEDC_U_RELU); }
+static fedc_status run_SQRT(const fedc__step *s) { return unary(s, FEDC_U_SQRT); }
+static fedc_status run_SQUARE(const fedc__step *s) { return unary(s, FEDC_U_SQUARE); }
+static fedc_status run_POW(const fedc__step *s) { return unary(s, FEDC_U_POW); }
+
+static fedc_status run_SELECT(const fedc__step *s) {
+    fedc_kshape cs = in_shape(s, 0), as = in_shape(s, 1), bs = in_shape(s, 2), os = out_shape(s);
+    return s->k->select(s->n->type.dtype, &cs, s->in[0], &as, s->in[1], &bs, s->in[2], &os, s->out);
+}
+
+/* ----------------------------------------------------------- reductions -- */
+
+static fedc_status reduce(const fedc__step *s, fedc_reduce_op op) {
+    fedc_kshape xs = in_shape(s, 0);
+    int count;
+    const int64_t *axes = fedc__attr_ints(s->n, FEDC_ATTR_AXES, &count);
+    unsigned mask = 0;
+    for (int i = 0; i < count; i++) mask |= 1u << fedc__axis((int)axes[i], xs.rank);
+    return s->k->reduce(op, s->n->type.dtype, &xs, mask, s->in[0], s->out);
+}
+
+static fedc_status run_REDUCE_SUM(const fedc__step *s) { return reduce(s, FEDC_R_SUM); }
+static fedc_status run_REDUCE_MEAN(const fedc__step *s) { return reduce(s, FEDC_R_MEAN); }
+static fedc_status run_REDUCE_MAX(const fedc__step *s) { return reduce(s, FEDC_R_MAX); }
+
+static fedc_status run_ARGMAX(const fedc__step *s) {
+    const fedc_type *x = in_type(s, 0);
+    int axis = fedc__axis((int)fedc__attr_int(s->n, FEDC_ATTR_AXIS, -1), x->rank);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++) outer *= x->dims[i];
+    for (int i = axis + 1; i < x->rank; i++) inner *= x->dims[i];
+    return s->k->argmax(x->dtype, outer, x->dims[axis], inner, s->in[0], s->out);
+}
+
+/* --------------------------------------------------------------- shapes -- */
+
+static fedc_status run_RESHAPE(const fedc__step *s) {
+    memcpy(s->out, s->in[0], fedc_type_bytes(&s->n->type));
+    return FEDC_OK;
+}
+
+static fedc_status run_BROADCAST_TO(const fedc__step *s) {
+    fedc_kshape xs = in_shape(s, 0), ys = out_shape(s);
+    return s->k->broadcast_to(out_elsize(s), &xs, s->in[0], &ys, s->out);
+}
+
+static fedc_status run_TRANSPOSE(const fedc__step *s) {
+    fedc_kshape xs = in_shape(s, 0);
+    int count, perm[FEDC_MAX_RANK];
+    const int64_t *p = fedc__attr_ints(s->n, FEDC_ATTR_PERM, &count);
+    for (int i = 0; i < count; i++) perm[i] = (int)p[i];
+    return s->k->transpose(out_elsize(s), &xs, perm, s->in[0], s->out);
+}
+
+static fedc_status run_SLICE(const fedc__step *s) {
+    fedc_kshape xs = in_shape(s, 0), ys = out_shape(s);
+    int count;
+    const int64_t *start = fedc__attr_ints(s->n, FEDC_ATTR_START, &count);
+    return s->k->slice(out_elsize(s), &xs, start, s->in[0], &ys, s->out);
+}
+
+static fedc_status run_CONCAT(const fedc__step *s) {
+    fedc_kshape shapes[64];
+    for (int i = 0; i < s->n->nin; i++) shapes[i] = in_shape(s, i);
+    int axis = fedc__axis((int)fedc__attr_int(s->n, FEDC_ATTR_AXIS, 0), s->n->type.rank);
+    return s->k->concat(out_elsize(s), s->n->nin, shapes, s->in, axis, s->out);
+}
+
+static fedc_status run_PAD(const fedc__step *s) {
+    fedc_kshape xs = in_shape(s, 0), ys = out_shape(s);
+    int count;
+    const int64_t *lo = fedc__attr_ints(s->n, FEDC_ATTR_LO, &count);
+    return s->k->pad(out_elsize(s), &xs, lo, s->in[0], &ys, s->out);
+}
+
+/* ------------------------------------------------- algebra and indexing -- */
+
+static fedc_status run_MATMUL(const fedc__step *s) {
+    const fedc_type *a = in_type(s, 0), *b = in_type(s, 1), *c = &s->n->type;
+    int ta = (int)fedc__attr_int(s->n, FEDC_ATTR_TRANSPOSE_A, 0), tb = (int)fedc__attr_int(s->n, FEDC_ATTR_TRANSPOSE_B, 0);
+    int64_t m = c->dims[c->rank - 2], n = c->dims[c->rank - 1];
+    int64_t k = a->dims[a->rank - (ta ? 2 : 1)];
+    int64_t batch = 1; /* product of c's leading dims */
+    for (int i = 0; i < c->rank - 2; i++) batch *= c->dims[i];
+    return s->k->matmul(c->dtype, batch, m, n, k, ta, tb, s->in[0], a->rank > 2, s->in[1], b->rank > 2, s->out);
+}
+
+static fedc_status run_GATHER(const fedc__step *s) {
+    const fedc_type *table = in_type(s, 0);
+    int64_t width = fedc_type_count(table) / (table->dims[0] ? table->dims[0] : 1);
+    if (table->dims[0] == 0) width = 0;
+    return s->k->gather(out_elsize(s), table->dims[0], width, s->in[0], fedc_type_count(in_type(s, 1)), s->in[1], s->out);
+}
+
+static fedc_status run_SCATTER_ADD(const fedc__step *s) {
+    int64_t rows = s->n->type.dims[0];
+    int64_t width = rows ? out_count(s) / rows : 0;
+    return s->k->scatter_add(s->n->type.dtype, rows, width, fedc_type_count(in_type(s, 1)), s->in[1], s->in[0], s->out);
+}
+
+static fedc_status run_ONE_HOT(const fedc__step *s) {
+    return s->k->one_hot(s->n->type.dtype, fedc_type_count(in_type(s, 0)), s->in[0],
+                         fedc__attr_int(s->n, FEDC_ATTR_DEPTH, 0), s->out);
+}
+
+/* ---------------------------------------------------- convolution, pools -- */
+
+/* Geometry from the NHWC input type x, the filter's kh, kw, o and the attributes. */
+static fedc_conv_geom conv_geom(const fedc__node *n, const fedc_type *x, int64_t kh, int64_t kw, int64_t o,
+                                const fedc_type *y) {
+    int count;
+    const int64_t *strides = fedc__attr_ints(n, FEDC_ATTR_STRIDES, &count);
+    const int64_t *pads = fedc__attr_ints(n, FEDC_ATTR_PADS, &count);
+    fedc_conv_geom g = {x->dims[0], x->dims[1], x->dims[2], x->dims[3], kh, kw, o,
+                        strides[0], strides[1], pads[0], pads[2], y->dims[1], y->dims[2]};
+    return g;
+}
+
+/* The geometry of a conv-family node, whichever of the three it is. */
+static fedc_conv_geom conv_geom_of(const fedc_program *p, const fedc__node *n) {
+    const fedc_type *a = &p->nodes[n->in[0]].type, *b = &p->nodes[n->in[1]].type;
+    if (n->op == FEDC_OP_CONV2D) return conv_geom(n, a, b->dims[0], b->dims[1], b->dims[3], &n->type);
+    if (n->op == FEDC_OP_CONV2D_INPUT_GRAD) return conv_geom(n, &n->type, b->dims[0], b->dims[1], b->dims[3], a);
+    return conv_geom(n, a, n->type.dims[0], n->type.dims[1], n->type.dims[3], b); /* filter grad: x, dy */
+}
+
+static fedc_status run_CONV2D(const fedc__step *s) {
+    fedc_conv_geom g = conv_geom_of(s->p, s->n);
+    return s->k->conv2d(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);
+}
+
+static fedc_status run_CONV2D_INPUT_GRAD(const fedc__step *s) {
+    fedc_conv_geom g = conv_geom_of(s->p, s->n);
+    return s->k->conv2d_input_grad(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);
+}
+
+static fedc_status run_CONV2D_FILTER_GRAD(const fedc__step *s) {
+    fedc_conv_geom g = conv_geom_of(s->p, s->n);
+    return s->k->conv2d_filter_grad(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);
+}
+
+static fedc_pool_geom pool_geom(const fedc__node *n, const fedc_type *x, const fedc_type *y) {
+    int count;
+    const int64_t *window = fedc__attr_ints(n, FEDC_ATTR_WINDOW, &count);
+    const int64_t *strides = fedc__attr_ints(n, FEDC_ATTR_STRIDES, &count);
+    const int64_t *pads = fedc__attr_ints(n, FEDC_ATTR_PADS, &count);
+    fedc_pool_geom g = {x->dims[0], x->dims[1], x->dims[2], x->dims[3], window[0], window[1],
+                        strides[0], strides[1], pads[0], pads[2], y->dims[1], y->dims[2]};
+    return g;
+}
+
+static fedc_status run_MAX_POOL2D(const fedc__step *s) {
+    fedc_pool_geom g = pool_geom(s->n, in_type(s, 0), &s->n->type);
+    return s->k->max_pool2d(s->n->type.dtype, &g, s->in[0], s->out);
+}
+
+static fedc_status run_AVG_POOL2D(const fedc__step *s) {
+    fedc_pool_geom g = pool_geom(s->n, in_type(s, 0), &s->n->type);
+    return s->k->avg_pool2d(s->n->type.dtype, &g, s->in[0], s->out);
+}
+
+static fedc_status run_MAX_POOL2D_GRAD(const fedc__step *s) {
+    fedc_pool_geom g = pool_geom(s->n, in_type(s, 0), in_type(s, 1));
+    return s->k->max_pool2d_grad(s->n->type.dtype, &g, s->in[0], s->in[1], s->out);
+}
+
+static fedc_status run_AVG_POOL2D_GRAD(const fedc__step *s) {
+    fedc_pool_geom g = pool_geom(s->n, &s->n->type, in_type(s, 0));
+    return s->k->avg_pool2d_grad(s->n->type.dtype, &g, s->in[0], s->out);
+}
+
+/* ------------------------------------------------------- losses and misc -- */
+
+static fedc_status run_LOG_SOFTMAX(const fedc__step *s) {
+    const fedc_type *x = in_type(s, 0);
+    int64_t cols = x->dims[x->rank - 1];
+    int64_t rows = cols ? fedc_type_count(x) / cols : 0;
+    return s->k->log_softmax(x->dtype, rows, cols, s->in[0], s->out);
+}
+
+static fedc_status run_SOFTMAX_XENT(const fedc__step *s) {
+    const fedc_type *logits = in_type(s, 0);
+    int64_t classes = logits->dims[logits->rank - 1];
+    const void *w = s->n->nin == 3 ? s->in[2] : NULL;
+    return s->k->softmax_xent(logits->dtype, out_count(s), classes, s->in[0], s->in[1], w, s->out);
+}
+
+static fedc_status run_DROPOUT(const fedc__step *s) {
+    const int32_t *key = s->in[1];
+    fedc_rng_stream stream = {{{(uint32_t)key[0], (uint32_t)key[1]}}, (uint32_t)key[2], (uint32_t)key[3]};
+    return s->k->dropout(s->n->type.dtype, out_count(s), s->in[0], stream,
+                         fedc__attr_float(s->n, FEDC_ATTR_RATE, 0), s->out);
+}
+
+static fedc_status run_CAST(const fedc__step *s) {
+    return s->k->cast(in_type(s, 0)->dtype, s->n->type.dtype, out_count(s), s->in[0], s->out);
+}
+
+/* ------------------------------------------------------------- dispatch -- */
+
+static const run_fn runners[FEDC_OP_COUNT] = {
+#define FEDC_OP(id, name, min_in, max_in) [FEDC_OP_##id] = run_##id,
+#include "ir/ops.def"
+#undef FEDC_OP
+};
+
+fedc_status fedc__step_run(const fedc__step *s) {
+    fedc_status st = runners[s->n->op](s);
+    if (st) { /* say which node failed, keeping the kernel's own message */
+        char msg[900];
+        snprintf(msg, sizeof msg, "%s", fedc_errmsg());
+        return fedc_error(st, "%%%d (%s): %s", s->v, fedc__ops[s->n->op].name, msg);
+    }
+    return FEDC_OK;
+}
+
+size_t fedc__step_scratch(const fedc_kernels *k, const fedc_program *p, const fedc__node *n) {
+    if (n->op != FEDC_OP_CONV2D && n->op != FEDC_OP_CONV2D_INPUT_GRAD && n->op != FEDC_OP_CONV2D_FILTER_GRAD) return 0;
+    fedc_conv_geom g = conv_geom_of(p, n);
+    return k->conv2d_scratch(&g, n->type.dtype);
+}

@@ -1,0 +1,122 @@
+/*
+ * ir.h — the inside of a program: nodes, attributes and the op table, shared by the
+ * layers that read programs (ad, exec, the text format). Not part of the public API.
+ */
+#ifndef FEDC_IR_H
+#define FEDC_IR_H
+
+#include "fedc/program.h"
+
+typedef enum fedc__op {
+#define FEDC_OP(id, name, min_in, max_in) FEDC_OP_##id,
+#include "ir/ops.def"
+#undef FEDC_OP
+    FEDC_OP_COUNT
+} fedc__op;
+
+typedef enum fedc__attr_kind { FEDC_KIND_INTS, FEDC_KIND_INT, FEDC_KIND_FLOAT, FEDC_KIND_DTYPE } fedc__attr_kind;
+
+typedef enum fedc__attr_key {
+#define FEDC_ATTR(id, name, kind) FEDC_ATTR_##id,
+#include "ir/attrs.def"
+#undef FEDC_ATTR
+    FEDC_ATTR_KEY_COUNT
+} fedc__attr_key;
+
+typedef struct fedc__op_info {
+    const char *name;
+    int min_inputs, max_inputs;
+} fedc__op_info;
+
+typedef struct fedc__attr_info {
+    const char *name;
+    fedc__attr_kind kind;
+} fedc__attr_info;
+
+extern const fedc__op_info fedc__ops[FEDC_OP_COUNT];
+extern const fedc__attr_info fedc__attr_infos[FEDC_ATTR_KEY_COUNT];
+
+/* An attribute: a key and its value (ints for INTS/INT/DTYPE, f for FLOAT). */
+typedef struct fedc__attr {
+    uint8_t key;
+    uint8_t n; /* number of ints (1 for INT and DTYPE, 0 for FLOAT) */
+    double f;
+    int64_t v[FEDC_MAX_RANK];
+} fedc__attr;
+
+#define FEDC__MAX_ATTRS 4
+
+typedef struct fedc__node {
+    fedc__op op;
+    fedc_type type;
+    int nin;
+    fedc_value *in;   /* nin operands, program-owned */
+    int nattr;
+    fedc__attr attr[FEDC__MAX_ATTRS];
+    const void *data; /* CONSTANT: the values, program-owned */
+    const char *name; /* INPUT: the input's name, program-owned */
+} fedc__node;
+
+typedef struct fedc__output {
+    const char *name;
+    fedc_value value;
+} fedc__output;
+
+struct fedc_program {
+    fedc__node *nodes;
+    int n, cap;
+    fedc__output *outputs;
+    int noutputs, cap_outputs;
+    fedc_arena arena; /* names, operand lists and constant data */
+    fedc_status status; /* first builder error, sticky */
+    char errmsg[512];
+};
+
+/* Attribute accessors. A missing attribute reads as `dflt` (ints: count 0). */
+const fedc__attr *fedc__attr_find(const fedc__node *n, fedc__attr_key key);
+int64_t fedc__attr_int(const fedc__node *n, fedc__attr_key key, int64_t dflt);
+double fedc__attr_float(const fedc__node *n, fedc__attr_key key, double dflt);
+const int64_t *fedc__attr_ints(const fedc__node *n, fedc__attr_key key, int *count);
+
+/* Attribute constructors for builders. */
+fedc__attr fedc__attr_make_int(fedc__attr_key key, int64_t v);
+fedc__attr fedc__attr_make_ints(fedc__attr_key key, int n, const int64_t *v);
+fedc__attr fedc__attr_make_float(fedc__attr_key key, double f);
+
+static inline const fedc__node *fedc__node_at(const fedc_program *p, fedc_value v) { return &p->nodes[v]; }
+
+/* Appends a node after checking its operands and computing its type with the op's
+ * rule. For INPUT and CONSTANT, `type` is the declared type (ignored otherwise).
+ * Records the error in the program (sticky) and returns FEDC_NONE on failure. */
+fedc_value fedc__emit(fedc_program *p, fedc__op op, const fedc_value *in, int nin,
+                      const fedc__attr *attrs, int nattr, const fedc_type *type);
+
+/* Records `status` with the current fedc_errmsg() in the program if it has no error
+ * yet; returns FEDC_NONE, for builders' error paths. */
+fedc_value fedc__program_fail(fedc_program *p, fedc_status status);
+
+/* Copies `bytes` into the program's arena (NULL on out of memory). */
+void *fedc__program_copy(fedc_program *p, const void *src, size_t bytes);
+const char *fedc__program_strdup(fedc_program *p, const char *s);
+
+/* fedc_program_inline, writing the dst value of every src value to map[src->n]. */
+fedc_status fedc__program_inline_map(fedc_program *dst, const fedc_program *src, const fedc_value *args,
+                                     fedc_value *map);
+
+/* Computes the result type of node `n` (its operands' types are read from p) and
+ * checks its arity and attributes. The message names the op and the operands. */
+fedc_status fedc__infer(const fedc_program *p, const fedc__node *n, fedc_type *out);
+
+/* Resolves a possibly negative axis against `rank`; -1 if out of range. */
+int fedc__axis(int axis, int rank);
+
+/* "%4 (matmul)" — how messages name a node. buf of 48 bytes suffices. */
+const char *fedc__node_label(const fedc_program *p, fedc_value v, char *buf, size_t size);
+
+/* SAME/VALID padding as explicit pads {top, bottom, left, right}, and the output
+ * size of a window op. */
+void fedc__same_pads(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                     fedc_padding padding, int64_t pads[4]);
+int64_t fedc__window_out(int64_t in, int64_t k, int64_t stride, int64_t pad_lo, int64_t pad_hi);
+
+#endif /* FEDC_IR_H */

@@ -1,0 +1,511 @@
+/* Reverse-mode AD: every differentiable op's gradient against central finite
+ * differences in f64 (including broadcasting cases), gradients of gradients
+ * (Hessian-vector products) on a tanh MLP and on softmax cross-entropy, and the
+ * transform's errors. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fedc/ad.h"
+#include "fedc/exec.h"
+#include "harness.h"
+
+#define MAX_INPUTS 3
+
+typedef fedc_value (*build_fn)(fedc_program *p, const fedc_value *x);
+
+typedef struct ad_case {
+    const char *name;
+    int nin;
+    fedc_type in[MAX_INPUTS]; /* f64 inputs are differentiated; i32 ones are indices/labels */
+    double lo, hi;            /* range of the random f64 inputs */
+    int32_t imod;             /* i32 inputs hold (7 i + 3) mod imod */
+    build_fn build;
+} ad_case;
+
+/* ------------------------------------------------------------- helpers -- */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static double uniform(double lo, double hi) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return lo + (hi - lo) * (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+#define T(...) fedc_type_make(FEDC_F64, FEDC_COUNT_OF(((int64_t[]){__VA_ARGS__})), (int64_t[]){__VA_ARGS__})
+#define TI(...) fedc_type_make(FEDC_I32, FEDC_COUNT_OF(((int64_t[]){__VA_ARGS__})), (int64_t[]){__VA_ARGS__})
+#define T0 fedc_type_scalar(FEDC_F64)
+
+/* loss = sum(build(x) * r) with a fixed random r: its gradient is r^T J, which
+ * exercises every entry of the Jacobian. */
+static fedc_program *loss_program(const ad_case *c) {
+    fedc_program *p;
+    if (fedc_program_create(&p)) return NULL;
+    fedc_value x[MAX_INPUTS];
+    for (int i = 0; i < c->nin; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        x[i] = fedc_input(p, name, c->in[i]);
+    }
+    fedc_value y = c->build(p, x);
+    fedc_type yt = fedc_value_type(p, y);
+    int64_t n = fedc_type_count(&yt);
+    double *r = malloc((size_t)n * sizeof *r);
+    for (int64_t i = 0; i < n; i++) r[i] = uniform(-1, 1);
+    fedc_value rv = fedc_constant(p, yt, r);
+    free(r);
+    fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_mul(p, y, rv), NULL, -1, false));
+    return p;
+}
+
+static double run_loss(fedc_executor *ex) {
+    const double *loss;
+    CHECK_OK(fedc_executor_run(ex));
+    CHECK_OK(fedc_executor_output(ex, "loss", (const void **)&loss, NULL));
+    return *loss;
+}
+
+static void fill_inputs(const ad_case *c, void **data) {
+    for (int i = 0; i < c->nin; i++) {
+        int64_t n = fedc_type_count(&c->in[i]);
+        data[i] = malloc((size_t)(n ? n : 1) * 8);
+        for (int64_t j = 0; j < n; j++) {
+            if (c->in[i].dtype == FEDC_I32) ((int32_t *)data[i])[j] = (int32_t)((7 * j + 3) % c->imod);
+            else ((double *)data[i])[j] = uniform(c->lo, c->hi);
+        }
+    }
+}
+
+/* Compares grad_x<i> with central differences of the loss, element by element. */
+static void check_case(const ad_case *c) {
+    fedc_program *p = loss_program(c);
+    CHECK_MSG(p && fedc_program_status(p) == FEDC_OK, "%s: build: %s", c->name, fedc_errmsg());
+    if (!p || fedc_program_status(p)) goto done_p;
+    const char *wrt[MAX_INPUTS];
+    char names[MAX_INPUTS][16];
+    int nwrt = 0;
+    for (int i = 0; i < c->nin; i++) {
+        snprintf(names[i], sizeof names[i], "x%d", i);
+        if (c->in[i].dtype == FEDC_F64) wrt[nwrt++] = names[i];
+    }
+    fedc_program *g = NULL;
+    fedc_executor *fwd = NULL, *bwd = NULL;
+    void *data[MAX_INPUTS] = {0};
+    fedc_status st = fedc_grad(p, "loss", wrt, nwrt, &g);
+    CHECK_MSG(st == FEDC_OK, "%s: grad: %s", c->name, fedc_errmsg());
+    if (st) goto done;
+    CHECK_OK(fedc_executor_create(&fwd, p, NULL));
+    CHECK_OK(fedc_executor_create(&bwd, g, NULL));
+    if (!fwd || !bwd) goto done;
+    fill_inputs(c, data);
+    for (int i = 0; i < c->nin; i++) {
+        CHECK_OK(fedc_executor_bind(fwd, names[i], data[i]));
+        CHECK_OK(fedc_executor_bind(bwd, names[i], data[i]));
+    }
+    CHECK_OK(fedc_executor_run(bwd));
+    for (int i = 0; i < c->nin; i++) {
+        if (c->in[i].dtype != FEDC_F64) continue;
+        char gname[24];
+        snprintf(gname, sizeof gname, "grad_x%d", i);
+        const double *grad;
+        CHECK_OK(fedc_executor_output(bwd, gname, (const void **)&grad, NULL));
+        double *x = data[i];
+        int64_t n = fedc_type_count(&c->in[i]);
+        for (int64_t j = 0; j < n; j++) {
+            const double h = 1e-6;
+            double keep = x[j];
+            x[j] = keep + h;
+            double up = run_loss(fwd);
+            x[j] = keep - h;
+            double down = run_loss(fwd);
+            x[j] = keep;
+            double fd = (up - down) / (2 * h);
+            double tol = 1e-6 * (1 + fabs(fd));
+            CHECK_MSG(fabs(grad[j] - fd) <= tol, "%s: d loss / d x%d[%lld]: AD %.10g, finite differences %.10g",
+                      c->name, i, (long long)j, grad[j], fd);
+        }
+    }
+done:
+    for (int i = 0; i < c->nin; i++) free(data[i]);
+    fedc_executor_destroy(fwd);
+    fedc_executor_destroy(bwd);
+    fedc_program_destroy(g);
+done_p:
+    fedc_program_destroy(p);
+}
+
+/* --------------------------------------------------------------- cases -- */
+
+static fedc_value b_add(fedc_program *p, const fedc_value *x) { return fedc_add(p, x[0], x[1]); }
+static fedc_value b_sub(fedc_program *p, const fedc_value *x) { return fedc_sub(p, x[0], x[1]); }
+static fedc_value b_mul(fedc_program *p, const fedc_value *x) { return fedc_mul(p, x[0], x[1]); }
+static fedc_value b_div(fedc_program *p, const fedc_value *x) { return fedc_div(p, x[0], x[1]); }
+static fedc_value b_max(fedc_program *p, const fedc_value *x) { return fedc_maximum(p, x[0], x[1]); }
+static fedc_value b_min(fedc_program *p, const fedc_value *x) { return fedc_minimum(p, x[0], x[1]); }
+static fedc_value b_neg(fedc_program *p, const fedc_value *x) { return fedc_neg(p, x[0]); }
+static fedc_value b_exp(fedc_program *p, const fedc_value *x) { return fedc_exp(p, x[0]); }
+static fedc_value b_log(fedc_program *p, const fedc_value *x) { return fedc_log(p, x[0]); }
+static fedc_value b_tanh(fedc_program *p, const fedc_value *x) { return fedc_tanh(p, x[0]); }
+static fedc_value b_sigmoid(fedc_program *p, const fedc_value *x) { return fedc_sigmoid(p, x[0]); }
+static fedc_value b_relu(fedc_program *p, const fedc_value *x) { return fedc_relu(p, x[0]); }
+static fedc_value b_sqrt(fedc_program *p, const fedc_value *x) { return fedc_sqrt(p, x[0]); }
+static fedc_value b_square(fedc_program *p, const fedc_value *x) { return fedc_square(p, x[0]); }
+static fedc_value b_pow3(fedc_program *p, const fedc_value *x) { return fedc_pow(p, x[0], 3.0); }
+static fedc_value b_pow_half(fedc_program *p, const fedc_value *x) { return fedc_pow(p, x[0], -1.5); }
+static fedc_value b_select(fedc_program *p, const fedc_value *x) {
+    return fedc_select(p, fedc_gt(p, x[0], fedc_scalar_like(p, x[0], 0)), x[1], x[2]);
+}
+static fedc_value b_sum1(fedc_program *p, const fedc_value *x) { return fedc_reduce_sum(p, x[0], (int[]){1}, 1, false); }
+static fedc_value b_sum_keep(fedc_program *p, const fedc_value *x) {
+    return fedc_reduce_sum(p, x[0], (int[]){0, -1}, 2, true);
+}
+static fedc_value b_sum_all(fedc_program *p, const fedc_value *x) { return fedc_reduce_sum(p, x[0], NULL, -1, false); }
+static fedc_value b_mean02(fedc_program *p, const fedc_value *x) { return fedc_reduce_mean(p, x[0], (int[]){0, 2}, 2, false); }
+static fedc_value b_max1(fedc_program *p, const fedc_value *x) { return fedc_reduce_max(p, x[0], (int[]){1}, 1, false); }
+static fedc_value b_reshape(fedc_program *p, const fedc_value *x) { return fedc_reshape(p, x[0], 2, (int64_t[]){3, -1}); }
+static fedc_value b_bcast(fedc_program *p, const fedc_value *x) { return fedc_broadcast_to(p, x[0], 3, (int64_t[]){2, 4, 3}); }
+static fedc_value b_transpose(fedc_program *p, const fedc_value *x) { return fedc_transpose(p, x[0], (int[]){2, 0, 1}); }
+static fedc_value b_slice(fedc_program *p, const fedc_value *x) {
+    return fedc_slice(p, x[0], (int64_t[]){1, 0, 2}, (int64_t[]){3, 2, 4});
+}
+static fedc_value b_concat(fedc_program *p, const fedc_value *x) { return fedc_concat(p, x, 3, 1); }
+static fedc_value b_pad(fedc_program *p, const fedc_value *x) {
+    return fedc_pad(p, x[0], (int64_t[]){1, 0}, (int64_t[]){2, 3});
+}
+static fedc_value b_mm00(fedc_program *p, const fedc_value *x) { return fedc_matmul(p, x[0], x[1], false, false); }
+static fedc_value b_mm01(fedc_program *p, const fedc_value *x) { return fedc_matmul(p, x[0], x[1], false, true); }
+static fedc_value b_mm10(fedc_program *p, const fedc_value *x) { return fedc_matmul(p, x[0], x[1], true, false); }
+static fedc_value b_mm11(fedc_program *p, const fedc_value *x) { return fedc_matmul(p, x[0], x[1], true, true); }
+static fedc_value b_gather(fedc_program *p, const fedc_value *x) { return fedc_gather(p, x[0], x[1]); }
+static fedc_value b_scatter(fedc_program *p, const fedc_value *x) { return fedc_scatter_add(p, x[0], x[1], 5); }
+static fedc_value b_conv_valid(fedc_program *p, const fedc_value *x) { return fedc_conv2d(p, x[0], x[1], 1, 1, FEDC_PAD_VALID); }
+static fedc_value b_conv_same2(fedc_program *p, const fedc_value *x) { return fedc_conv2d(p, x[0], x[1], 2, 2, FEDC_PAD_SAME); }
+static fedc_value b_conv_in_grad(fedc_program *p, const fedc_value *x) {
+    fedc_type xt = T(2, 7, 6, 2);
+    return fedc_conv2d_input_grad(p, x[0], x[1], &xt, 2, 2, (int64_t[]){1, 1, 0, 1});
+}
+static fedc_value b_conv_filter_grad(fedc_program *p, const fedc_value *x) {
+    return fedc_conv2d_filter_grad(p, x[0], x[1], 3, 2, 2, 2, (int64_t[]){1, 1, 0, 1});
+}
+static fedc_value b_maxpool(fedc_program *p, const fedc_value *x) { return fedc_max_pool2d(p, x[0], 2, 2, 2, 2, FEDC_PAD_VALID); }
+static fedc_value b_maxpool_same(fedc_program *p, const fedc_value *x) {
+    return fedc_max_pool2d(p, x[0], 3, 3, 1, 1, FEDC_PAD_SAME);
+}
+static fedc_value b_avgpool(fedc_program *p, const fedc_value *x) { return fedc_avg_pool2d(p, x[0], 3, 2, 2, 1, FEDC_PAD_SAME); }
+static fedc_value b_avgpool_grad(fedc_program *p, const fedc_value *x) {
+    fedc_type xt = T(2, 5, 4, 3);
+    return fedc_avg_pool2d_grad(p, x[0], &xt, 3, 2, 2, 1, (int64_t[]){1, 1, 0, 1});
+}
+static fedc_value b_log_softmax(fedc_program *p, const fedc_value *x) { return fedc_log_softmax(p, x[0]); }
+static fedc_value b_xent(fedc_program *p, const fedc_value *x) { return fedc_softmax_cross_entropy(p, x[0], x[1], FEDC_NONE); }
+static fedc_value b_xent_w(fedc_program *p, const fedc_value *x) { return fedc_softmax_cross_entropy(p, x[0], x[1], x[2]); }
+static fedc_value b_dropout(fedc_program *p, const fedc_value *x) {
+    int32_t key[4] = {7, 11, 13, 17};
+    return fedc_dropout(p, x[0], fedc_constant(p, TI(4), key), 0.3);
+}
+static fedc_value b_cast(fedc_program *p, const fedc_value *x) { return fedc_cast(p, x[0], FEDC_F64); }
+/* A small composite: everything the ops above do, chained through one value. */
+static fedc_value b_mlp(fedc_program *p, const fedc_value *x) {
+    fedc_value h = fedc_tanh(p, fedc_matmul(p, x[0], x[1], false, false));
+    return fedc_log_softmax(p, fedc_add(p, fedc_matmul(p, h, x[2], false, false), fedc_scalar_like(p, h, 0.5)));
+}
+
+
+static void test_every_op_against_finite_differences(void) {
+    const ad_case cases[] = {
+        {"add broadcast", 2, {T(3, 4), T(4)}, -1, 1, 0, b_add},
+        {"add both broadcast", 2, {T(3, 1), T(1, 4)}, -1, 1, 0, b_add},
+        {"sub scalar", 2, {T(2, 3), T0}, -1, 1, 0, b_sub},
+        {"mul rank 3", 2, {T(2, 3, 4), T(3, 1)}, -1, 1, 0, b_mul},
+        {"div", 2, {T(3, 4), T(4)}, 0.5, 2, 0, b_div},
+        {"maximum", 2, {T(3, 4), T(3, 4)}, -1, 1, 0, b_max},
+        {"minimum broadcast", 2, {T(3, 4), T(1, 4)}, -1, 1, 0, b_min},
+        {"neg", 1, {T(5)}, -1, 1, 0, b_neg},
+        {"exp", 1, {T(2, 3)}, -1, 1, 0, b_exp},
+        {"log", 1, {T(2, 3)}, 0.5, 2, 0, b_log},
+        {"tanh", 1, {T(2, 3)}, -2, 2, 0, b_tanh},
+        {"sigmoid", 1, {T(2, 3)}, -3, 3, 0, b_sigmoid},
+        {"relu", 1, {T(4, 3)}, -1, 1, 0, b_relu},
+        {"sqrt", 1, {T(2, 3)}, 0.5, 2, 0, b_sqrt},
+        {"square", 1, {T(2, 3)}, -1, 1, 0, b_square},
+        {"pow 3", 1, {T(2, 3)}, -1, 1, 0, b_pow3},
+        {"pow -1.5", 1, {T(2, 3)}, 0.5, 2, 0, b_pow_half},
+        {"select", 3, {T(3, 4), T(3, 4), T(4)}, -1, 1, 0, b_select},
+        {"reduce_sum axis 1", 1, {T(2, 3, 4)}, -1, 1, 0, b_sum1},
+        {"reduce_sum keepdims", 1, {T(2, 3, 4)}, -1, 1, 0, b_sum_keep},
+        {"reduce_sum all", 1, {T(2, 3)}, -1, 1, 0, b_sum_all},
+        {"reduce_mean", 1, {T(2, 3, 4)}, -1, 1, 0, b_mean02},
+        {"reduce_max", 1, {T(3, 5)}, -1, 1, 0, b_max1},
+        {"reshape", 1, {T(2, 3, 2)}, -1, 1, 0, b_reshape},
+        {"broadcast_to", 1, {T(4, 1)}, -1, 1, 0, b_bcast},
+        {"transpose", 1, {T(2, 3, 4)}, -1, 1, 0, b_transpose},
+        {"slice", 1, {T(4, 3, 5)}, -1, 1, 0, b_slice},
+        {"concat", 3, {T(2, 1), T(2, 3), T(2, 2)}, -1, 1, 0, b_concat},
+        {"pad", 1, {T(2, 3)}, -1, 1, 0, b_pad},
+        {"matmul", 2, {T(3, 4), T(4, 5)}, -1, 1, 0, b_mm00},
+        {"matmul b^T", 2, {T(3, 4), T(5, 4)}, -1, 1, 0, b_mm01},
+        {"matmul a^T", 2, {T(4, 3), T(4, 5)}, -1, 1, 0, b_mm10},
+        {"matmul a^T b^T", 2, {T(4, 3), T(5, 4)}, -1, 1, 0, b_mm11},
+        {"matmul batched, shared b", 2, {T(2, 3, 4), T(4, 5)}, -1, 1, 0, b_mm00},
+        {"matmul shared a, batched b^T", 2, {T(3, 4), T(2, 5, 4)}, -1, 1, 0, b_mm01},
+        {"matmul both batched a^T", 2, {T(2, 4, 3), T(2, 4, 5)}, -1, 1, 0, b_mm10},
+        {"gather", 2, {T(5, 3), TI(2, 3)}, -1, 1, 5, b_gather},
+        {"scatter_add", 2, {T(4, 3), TI(4)}, -1, 1, 5, b_scatter},
+        {"conv2d valid", 2, {T(2, 5, 6, 2), T(3, 3, 2, 3)}, -1, 1, 0, b_conv_valid},
+        {"conv2d same stride 2", 2, {T(2, 7, 6, 2), T(3, 2, 2, 3)}, -1, 1, 0, b_conv_same2},
+        {"conv2d_input_grad", 2, {T(2, 4, 3, 3), T(3, 2, 2, 3)}, -1, 1, 0, b_conv_in_grad},
+        {"conv2d_filter_grad", 2, {T(2, 7, 6, 2), T(2, 4, 3, 3)}, -1, 1, 0, b_conv_filter_grad},
+        {"max_pool2d", 1, {T(2, 4, 6, 3)}, -1, 1, 0, b_maxpool},
+        {"max_pool2d same", 1, {T(1, 4, 5, 2)}, -1, 1, 0, b_maxpool_same},
+        {"avg_pool2d same", 1, {T(2, 5, 4, 3)}, -1, 1, 0, b_avgpool},
+        {"avg_pool2d_grad", 1, {T(2, 3, 4, 3)}, -1, 1, 0, b_avgpool_grad},
+        {"log_softmax", 1, {T(3, 5)}, -2, 2, 0, b_log_softmax},
+        {"softmax_cross_entropy", 2, {T(4, 5), TI(4)}, -2, 2, 5, b_xent},
+        {"softmax_cross_entropy weighted", 3, {T(2, 3, 5), TI(2, 3), T(2, 3)}, -2, 2, 5, b_xent_w},
+        {"dropout", 1, {T(4, 5)}, -1, 1, 0, b_dropout},
+        {"cast", 1, {T(2, 3)}, -1, 1, 0, b_cast},
+        {"mlp composite", 3, {T(4, 3), T(3, 5), T(5, 2)}, -1, 1, 0, b_mlp},
+    };
+    for (int i = 0; i < FEDC_COUNT_OF(cases); i++) {
+        int before = fedc_test_failures();
+        check_case(&cases[i]);
+        if (fedc_test_failures() != before) fprintf(stderr, "    (in case \"%s\")\n", cases[i].name);
+    }
+}
+
+/* ------------------------------------------------------- second order -- */
+
+/* Builds hvp(w..., v...) = d/dw <grad_w loss, v> from `loss_p` and checks it
+ * against central differences of the gradient along v. */
+static void check_hvp(fedc_program *loss_p, const char *const *wrt, int nwrt, void *const *data, const fedc_type *types,
+                      const char *const *others, void *const *other_data, int nothers) {
+    fedc_program *g = NULL, *h = NULL, *hv = NULL;
+    CHECK_OK(fedc_grad(loss_p, "loss", wrt, nwrt, &g));
+    CHECK_OK(fedc_program_create(&h));
+    if (!g || !h) goto done;
+    /* h(inputs of g, v_w...) = sum_w <grad_w, v_w> */
+    int nin = fedc_program_num_inputs(g);
+    fedc_value args[8], results[8], v[4];
+    for (int i = 0; i < nin; i++)
+        args[i] = fedc_input(h, fedc_program_input_name(g, i), fedc_value_type(g, fedc_program_input(g, i)));
+    for (int i = 0; i < nwrt; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "v_%s", wrt[i]);
+        v[i] = fedc_input(h, name, types[i]);
+    }
+    CHECK_OK(fedc_program_inline(h, g, args, results));
+    fedc_value s = FEDC_NONE;
+    for (int i = 0; i < nwrt; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "grad_%s", wrt[i]);
+        int k = 0;
+        while (strcmp(fedc_program_output_name(g, k), name) != 0) k++;
+        fedc_value dot = fedc_reduce_sum(h, fedc_mul(h, results[k], v[i]), NULL, -1, false);
+        s = s == FEDC_NONE ? dot : fedc_add(h, s, dot);
+    }
+    CHECK_OK(fedc_program_output(h, "loss", s));
+    CHECK_OK(fedc_grad(h, "loss", wrt, nwrt, &hv));
+    if (!hv) goto done;
+
+    fedc_executor *eh = NULL, *eg = NULL;
+    CHECK_OK(fedc_executor_create(&eh, hv, NULL));
+    CHECK_OK(fedc_executor_create(&eg, g, NULL));
+    double *vdata[4];
+    for (int i = 0; i < nwrt; i++) {
+        int64_t n = fedc_type_count(&types[i]);
+        vdata[i] = malloc((size_t)n * sizeof(double));
+        for (int64_t j = 0; j < n; j++) vdata[i][j] = uniform(-1, 1);
+        char name[32];
+        snprintf(name, sizeof name, "v_%s", wrt[i]);
+        CHECK_OK(fedc_executor_bind(eh, name, vdata[i]));
+        CHECK_OK(fedc_executor_bind(eh, wrt[i], data[i]));
+        CHECK_OK(fedc_executor_bind(eg, wrt[i], data[i]));
+    }
+    for (int i = 0; i < nothers; i++) {
+        CHECK_OK(fedc_executor_bind(eh, others[i], other_data[i]));
+        CHECK_OK(fedc_executor_bind(eg, others[i], other_data[i]));
+    }
+    CHECK_OK(fedc_executor_run(eh));
+    /* Central differences of every gradient along v. */
+    const double eps = 1e-5;
+    for (int wi = 0; wi < nwrt; wi++) {
+        char name[32];
+        snprintf(name, sizeof name, "grad_%s", wrt[wi]);
+        const double *hvp;
+        CHECK_OK(fedc_executor_output(eh, name, (const void **)&hvp, NULL));
+        int64_t n = fedc_type_count(&types[wi]);
+        double *up = malloc((size_t)n * sizeof *up);
+        for (int sign = 1; sign >= -1; sign -= 2) {
+            for (int i = 0; i < nwrt; i++) {
+                double *w = data[i];
+                for (int64_t j = 0; j < fedc_type_count(&types[i]); j++) w[j] += sign * eps * vdata[i][j];
+            }
+            CHECK_OK(fedc_executor_run(eg));
+            const double *gr;
+            CHECK_OK(fedc_executor_output(eg, name, (const void **)&gr, NULL));
+            for (int64_t j = 0; j < n; j++) up[j] = sign > 0 ? gr[j] : (up[j] - gr[j]) / (2 * eps);
+            for (int i = 0; i < nwrt; i++) {
+                double *w = data[i];
+                for (int64_t j = 0; j < fedc_type_count(&types[i]); j++) w[j] -= sign * eps * vdata[i][j];
+            }
+        }
+        for (int64_t j = 0; j < n; j++)
+            CHECK_MSG(fabs(hvp[j] - up[j]) <= 1e-6 * (1 + fabs(up[j])), "Hv for %s[%lld]: AD %.10g, FD %.10g", wrt[wi],
+                      (long long)j, hvp[j], up[j]);
+        free(up);
+    }
+    for (int i = 0; i < nwrt; i++) free(vdata[i]);
+    fedc_executor_destroy(eh);
+    fedc_executor_destroy(eg);
+done:
+    fedc_program_destroy(g);
+    fedc_program_destroy(h);
+    fedc_program_destroy(hv);
+}
+
+static double *random_array(const fedc_type *t, double scale) {
+    int64_t n = fedc_type_count(t);
+    double *a = malloc((size_t)n * sizeof *a);
+    for (int64_t i = 0; i < n; i++) a[i] = uniform(-scale, scale);
+    return a;
+}
+
+static void test_hessian_vector_product_tanh_mlp(void) {
+    fedc_type xt = T(6, 4), w1t = T(4, 5), w2t = T(5, 3), tt = T(6, 3);
+    fedc_program *p;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value x = fedc_input(p, "x", xt), t = fedc_input(p, "t", tt);
+    fedc_value w1 = fedc_input(p, "w1", w1t), w2 = fedc_input(p, "w2", w2t);
+    fedc_value y = fedc_matmul(p, fedc_tanh(p, fedc_matmul(p, x, w1, false, false)), w2, false, false);
+    CHECK_OK(fedc_program_output(p, "loss", fedc_reduce_mean(p, fedc_square(p, fedc_sub(p, y, t)), NULL, -1, false)));
+    void *w[2] = {random_array(&w1t, 1), random_array(&w2t, 1)};
+    void *other[2] = {random_array(&xt, 1), random_array(&tt, 1)};
+    const char *wrt[] = {"w1", "w2"}, *others[] = {"x", "t"};
+    fedc_type types[2] = {w1t, w2t};
+    check_hvp(p, wrt, 2, w, types, others, other, 2);
+    for (int i = 0; i < 2; i++) free(w[i]), free(other[i]);
+    fedc_program_destroy(p);
+}
+
+static void test_hessian_vector_product_softmax_cross_entropy(void) {
+    fedc_type xt = T(5, 4), wt = T(4, 3), bt = T(3), lt = TI(5);
+    fedc_program *p;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value x = fedc_input(p, "x", xt), labels = fedc_input(p, "labels", lt);
+    fedc_value w = fedc_input(p, "w", wt), b = fedc_input(p, "b", bt);
+    fedc_value logits = fedc_add(p, fedc_matmul(p, x, w, false, false), b);
+    fedc_value loss = fedc_reduce_mean(p, fedc_softmax_cross_entropy(p, logits, labels, FEDC_NONE), NULL, -1, false);
+    CHECK_OK(fedc_program_output(p, "loss", loss));
+    int32_t label_data[5] = {0, 2, 1, 2, 0};
+    void *params[2] = {random_array(&wt, 1), random_array(&bt, 1)};
+    void *other[2] = {random_array(&xt, 2), label_data};
+    const char *wrt[] = {"w", "b"}, *others[] = {"x", "labels"};
+    fedc_type types[2] = {wt, bt};
+    check_hvp(p, wrt, 2, params, types, others, other, 2);
+    free(params[0]), free(params[1]), free(other[0]);
+    fedc_program_destroy(p);
+}
+
+/* ---------------------------------------------------------- the transform -- */
+
+static void test_gradient_program_shape(void) {
+    fedc_program *p, *g;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value x = fedc_input(p, "x", T(3)), k = fedc_input(p, "k", T(3));
+    CHECK_OK(fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_mul(p, x, x), NULL, -1, false)));
+    CHECK_OK(fedc_program_output(p, "unrelated", k));
+    const char *wrt[] = {"x", "k"};
+    CHECK_OK(fedc_grad(p, "loss", wrt, 2, &g));
+    CHECK_EQ_INT(fedc_program_num_outputs(g), 4);
+    CHECK(fedc_program_find_output(g, "loss") != FEDC_NONE);
+    CHECK(fedc_program_find_output(g, "grad_x") != FEDC_NONE);
+    /* k does not reach the loss: its gradient is zeros of its type. */
+    fedc_executor *ex;
+    CHECK_OK(fedc_executor_create(&ex, g, NULL));
+    double xd[3] = {1, -2, 3}, kd[3] = {5, 5, 5};
+    CHECK_OK(fedc_executor_bind(ex, "x", xd));
+    CHECK_OK(fedc_executor_bind(ex, "k", kd));
+    CHECK_OK(fedc_executor_run(ex));
+    const double *gx, *gk;
+    CHECK_OK(fedc_executor_output(ex, "grad_x", (const void **)&gx, NULL));
+    CHECK_OK(fedc_executor_output(ex, "grad_k", (const void **)&gk, NULL));
+    for (int i = 0; i < 3; i++) {
+        CHECK_NEAR(gx[i], 2 * xd[i], 0);
+        CHECK_NEAR(gk[i], 0, 0);
+    }
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(g);
+    fedc_program_destroy(p);
+}
+
+static void test_vjp_takes_cotangents(void) {
+    fedc_program *p, *g;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value x = fedc_input(p, "x", T(2));
+    CHECK_OK(fedc_program_output(p, "y", fedc_mul(p, x, fedc_scalar_like(p, x, 3))));
+    const char *wrt[] = {"x"};
+    CHECK_OK(fedc_vjp(p, wrt, 1, &g));
+    CHECK(fedc_program_find_input(g, "ct_y") != FEDC_NONE);
+    fedc_executor *ex;
+    CHECK_OK(fedc_executor_create(&ex, g, NULL));
+    double xd[2] = {1, 2}, ct[2] = {10, -1};
+    CHECK_OK(fedc_executor_bind(ex, "x", xd));
+    CHECK_OK(fedc_executor_bind(ex, "ct_y", ct));
+    CHECK_OK(fedc_executor_run(ex));
+    const double *gx;
+    CHECK_OK(fedc_executor_output(ex, "grad_x", (const void **)&gx, NULL));
+    CHECK_NEAR(gx[0], 30, 0);
+    CHECK_NEAR(gx[1], -3, 0);
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(g);
+    fedc_program_destroy(p);
+}
+
+static void test_grad_errors(void) {
+    fedc_program *p, *g = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value x = fedc_input(p, "x", T(2));
+    fedc_value labels = fedc_input(p, "labels", TI(2));
+    CHECK_OK(fedc_program_output(p, "vec", x));
+    CHECK_OK(fedc_program_output(p, "loss", fedc_reduce_sum(p, x, NULL, -1, false)));
+    (void)labels;
+    const char *wrt[] = {"x"}, *bad[] = {"nope"}, *ints[] = {"labels"};
+    CHECK_ERR(fedc_grad(p, "missing", wrt, 1, &g), FEDC_ENOTFOUND, "missing");
+    CHECK_ERR(fedc_grad(p, "vec", wrt, 1, &g), FEDC_ETYPE, "scalar");
+    CHECK_ERR(fedc_grad(p, "loss", bad, 1, &g), FEDC_ENOTFOUND, "nope");
+    CHECK_ERR(fedc_grad(p, "loss", ints, 1, &g), FEDC_ETYPE, "labels");
+    CHECK(g == NULL);
+    fedc_program_destroy(p);
+}
+
+/* A max_pool2d_grad node has no derivative yet: the transform says so. */
+static void test_missing_second_derivative_is_reported(void) {
+    fedc_program *p, *g = NULL, *gg = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value x = fedc_input(p, "x", T(1, 4, 4, 1));
+    CHECK_OK(fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_square(p, fedc_max_pool2d(p, x, 2, 2, 2, 2, FEDC_PAD_VALID)), NULL, -1, false)));
+    const char *wrt[] = {"x"};
+    CHECK_OK(fedc_grad(p, "loss", wrt, 1, &g));
+    fedc_program *h;
+    CHECK_OK(fedc_program_create(&h));
+    fedc_value hx = fedc_input(h, "x", T(1, 4, 4, 1)), res[2];
+    CHECK_OK(fedc_program_inline(h, g, &hx, res));
+    CHECK_OK(fedc_program_output(h, "loss", fedc_reduce_sum(h, res[1], NULL, -1, false)));
+    CHECK_ERR(fedc_grad(h, "loss", wrt, 1, &gg), FEDC_EUNSUPPORTED, "max_pool2d_grad");
+    fedc_program_destroy(h);
+    fedc_program_destroy(g);
+    fedc_program_destroy(p);
+}
+
+int main(int argc, char **argv) {
+    static const fedc_test tests[] = {
+        {"every op against finite differences", test_every_op_against_finite_differences},
+        {"hessian-vector product, tanh mlp", test_hessian_vector_product_tanh_mlp},
+        {"hessian-vector product, softmax cross-entropy", test_hessian_vector_product_softmax_cross_entropy},
+        {"gradient program shape", test_gradient_program_shape},
+        {"vjp takes cotangents", test_vjp_takes_cotangents},
+        {"grad errors", test_grad_errors},
+        {"missing second derivative is reported", test_missing_second_derivative_is_reported},
+    };
+    return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+}
