@@ -1,0 +1,33 @@
+/* fast.h — the fast kernels, one per entry of fedc_kernels_fast that has a faster
+ * version than the reference (internal). Each has exactly its table field's
+ * signature; fast_table.c builds the table from them. */
+#ifndef FEDC_KERNELS_FAST_H
+#define FEDC_KERNELS_FAST_H
+
+#include "kernels/kernels.h"
+
+fedc_status fedc_fast_unary(fedc_unary_op op, fedc_dtype dt, int64_t n, const void *x, void *y,
+                            double param);
+fedc_status fedc_fast_binary(fedc_binary_op op, fedc_dtype dt, const fedc_kshape *as, const void *a,
+                             const fedc_kshape *bs, const void *b, const fedc_kshape *outs,
+                             void *out);
+fedc_status fedc_fast_reduce(fedc_reduce_op op, fedc_dtype dt, const fedc_kshape *xs, unsigned axes,
+                             const void *x, void *y);
+fedc_status fedc_fast_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k, int ta,
+                             int tb, const void *a, int a_batched, const void *b, int b_batched,
+                             void *c);
+size_t fedc_fast_conv2d_scratch(const fedc_conv_geom *g, fedc_dtype dt);
+fedc_status fedc_fast_conv2d(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
+                             void *y, void *scratch);
+fedc_status fedc_fast_conv2d_input_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *dy,
+                                        const void *w, void *dx, void *scratch);
+fedc_status fedc_fast_conv2d_filter_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *x,
+                                         const void *dy, void *dw, void *scratch);
+fedc_status fedc_fast_max_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const void *x, void *y);
+fedc_status fedc_fast_max_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *x,
+                                      const void *dy, void *dx);
+fedc_status fedc_fast_avg_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const void *x, void *y);
+fedc_status fedc_fast_avg_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *dy,
+                                      void *dx);
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * fast_blas.c — the fast matrix product, through OpenBLAS's CBLAS, plus the
+ * process-wide BLAS setup and a single-thread sgemm throughput probe for
+ * benchmarks. BLAS is pinned to one thread because the runtime already runs one
+ * client per core; a second level of threads would only oversubscribe the
+ * machine. With one thread, GEMM on the same operands gives the same bits every
+ * time, which is what makes the fast kernels deterministic.
+ */
+#include <cblas.h>
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/fast.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_blas(void) { openblas_set_num_threads(1); }
+
+void fedc_kernels_init(void) { pthread_once(&init_once, init_blas); }
+
+/* CBLAS takes int dimensions; larger ones are refused rather than truncated. */
+static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+/* Leading dimensions must be at least 1 even for empty matrices. */
+static int ld(int64_t v) { return v > 0 ? (int)v : 1; }
+
+/* One product c = op(a) @ op(b), [m,n] = [m,k] @ [k,n], stored densely. k == 0
+ * is handled here (c is all zeros) because CBLAS rejects lda == 0. */
+static void gemm1(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, const void *a,
+                  const void *b, void *c) {
+    size_t es = dt == FEDC_F32 ? sizeof(float) : sizeof(double);
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+        memset(c, 0, (size_t)(m * n) * es);
+        return;
+    }
+    enum CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE opb = tb ? CblasTrans : CblasNoTrans;
+    int lda = ld(ta ? m : k), ldb = ld(tb ? k : n);
+    if (dt == FEDC_F32)
+        cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0f, a, lda, b, ldb, 0.0f,
+                    c, ld(n));
+    else
+        cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0, a, lda, b, ldb, 0.0, c,
+                    ld(n));
+}
+
+static fedc_status check_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k) {
+    if (dt != FEDC_F32 && dt != FEDC_F64)
+        return fedc_error(FEDC_EUNSUPPORTED, "matmul (fast): dtype %s is not supported",
+                          fedc_dtype_name(dt));
+    if (batch < 0 || m < 0 || n < 0 || k < 0)
+        return fedc_error(FEDC_EINVAL, "matmul (fast): negative dimension (batch %lld, m %lld, "
+                          "n %lld, k %lld)",
+                          (long long)batch, (long long)m, (long long)n, (long long)k);
+    if (!fits_int(m) || !fits_int(n) || !fits_int(k))
+        return fedc_error(FEDC_EUNSUPPORTED,
+                          "matmul (fast): dimensions batch %lld, m %lld, n %lld, k %lld exceed "
+                          "BLAS's int range",
+                          (long long)batch, (long long)m, (long long)n, (long long)k);
+    return FEDC_OK;
+}
+
+fedc_status fedc_fast_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k, int ta,
+                             int tb, const void *a, int a_batched, const void *b, int b_batched,
+                             void *c) {
+    fedc_status st = check_matmul(dt, batch, m, n, k);
+    if (st) return st;
+    fedc_kernels_init();
+    size_t es = dt == FEDC_F32 ? sizeof(float) : sizeof(double);
+    size_t astep = a_batched ? (size_t)(m * k) * es : 0;
+    size_t bstep = b_batched ? (size_t)(k * n) * es : 0;
+    size_t cstep = (size_t)(m * n) * es;
+    if (batch == 0) return FEDC_OK;
+    /* A batched, untransposed a against one shared b is a single tall GEMM: the
+     * stacked a is [batch*m, k] and the stacked c is [batch*m, n]. */
+    if (a_batched && !b_batched && !ta && fits_int(batch * m)) {
+        gemm1(dt, batch * m, n, k, 0, tb, a, b, c);
+        return FEDC_OK;
+    }
+    /* Both operands shared: every batch is the same product, so compute it once. */
+    if (!a_batched && !b_batched) {
+        gemm1(dt, m, n, k, ta, tb, a, b, c);
+        for (int64_t i = 1; i < batch; i++) memcpy((char *)c + (size_t)i * cstep, c, cstep);
+        return FEDC_OK;
+    }
+    for (int64_t i = 0; i < batch; i++)
+        gemm1(dt, m, n, k, ta, tb, (const char *)a + (size_t)i * astep,
+              (const char *)b + (size_t)i * bstep, (char *)c + (size_t)i * cstep);
+    return FEDC_OK;
+}
+
+/* ------------------------------------------------------------ benchmark -- */
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Deterministic, well-scaled operands: the values do not matter for speed, but
+ * denormals or NaNs would. */
+static void fill(float *p, int64_t count, float scale) {
+    for (int64_t i = 0; i < count; i++) p[i] = scale * (float)((i * 7919) % 1013 - 506) / 506.0f;
+}
+
+double fedc_kernels_sgemm_gflops(int64_t n, int repeats) {
+    if (n <= 0 || !fits_int(n) || repeats < 1) return 0.0;
+    fedc_kernels_init();
+    size_t count = (size_t)(n * n);
+    float *a = fedc_malloc(3 * count * sizeof(float));
+    if (!a) return 0.0;
+    float *b = a + count, *c = b + count;
+    fill(a, n * n, 1.0f);
+    fill(b, n * n, 0.5f);
+    gemm1(FEDC_F32, n, n, n, 0, 0, a, b, c); /* warm caches and BLAS's buffers */
+    double best = 0.0;
+    for (int r = 0; r < repeats; r++) {
+        double t0 = now_seconds();
+        gemm1(FEDC_F32, n, n, n, 0, 0, a, b, c);
+        double t = now_seconds() - t0;
+        if (best == 0.0 || t < best) best = t;
+    }
+    fedc_free(a);
+    return best > 0.0 ? 2.0 * (double)n * (double)n * (double)n / best * 1e-9 : 0.0;
+}

@@ -1,0 +1,347 @@
+/*
+ * fast_elementwise.c — unary, binary and reduce for f32 and f64 as flat loops the
+ * compiler can vectorise. The reference resolves every element through broadcast
+ * strides (a division per dim); here the common layouts get a direct loop:
+ * operands of the output's shape, a scalar operand, and an operand that repeats
+ * along the leading dims (a bias: its shape is the output's trailing dims). Other
+ * broadcasts, i32 and bad arguments go to the reference, which also reports the
+ * errors. Reduce has a fast path when the reduced axes are the leading ones or the
+ * trailing ones (size-1 axes do not matter); sums accumulate in double, as the
+ * reference's do, in a fixed order, so results are deterministic.
+ *
+ * Aliasing: the output may be the very buffer of an operand (the kernel contract
+ * allows it for unary and binary). The loops write through a restrict pointer, so
+ * they are only ever given an output that overlaps no input; when it does, they
+ * write into a stack tile that is then copied out, tile by tile, which is correct
+ * for exact aliasing because each tile reads only the elements it replaces.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/fast.h"
+#include "kernels/ref.h"
+
+#define TILE 1024     /* elements per tile on the aliased path */
+#define COL_BLOCK 256 /* columns summed together by the leading-axes reduction */
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Whether byte ranges [p, p+pn) and [q, q+qn) share a byte. */
+static int overlaps(const void *p, size_t pn, const void *q, size_t qn) {
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
+    return pn && qn && a < b + qn && b < a + pn;
+}
+
+static int shape_ok(const fedc_kshape *s) {
+    if (s->rank < 0 || s->rank > FEDC_MAX_RANK) return 0;
+    for (int d = 0; d < s->rank; d++)
+        if (s->dims[d] < 0) return 0;
+    return 1;
+}
+
+/* ----------------------------------------------------------------- unary -- */
+
+/* Both branches keep exp's argument non-positive, so neither overflows. */
+static float sigmoid_f32(float v) {
+    if (v >= 0) return 1.0f / (1.0f + expf(-v));
+    float e = expf(v);
+    return e / (1.0f + e);
+}
+
+static double sigmoid_f64(double v) {
+    if (v >= 0) return 1.0 / (1.0 + exp(-v));
+    double e = exp(v);
+    return e / (1.0 + e);
+}
+
+/* y[i] = op(x[i]); y overlaps no x. f32 uses the float libm functions (within an
+ * ulp or two of the reference's double evaluation); POW stays in double so that
+ * an exponent like 0.1 is not rounded to float first. */
+#define UNARY_FN(T, S, EXP, LOG, TANH, SQRT)                                                     \
+    static void unary_##S(fedc_unary_op op, int64_t n, const void *xv, void *restrict yv,        \
+                          double p) {                                                            \
+        const T *x = xv;                                                                         \
+        T *restrict y = yv;                                                                      \
+        switch (op) {                                                                            \
+        case FEDC_U_NEG: for (int64_t i = 0; i < n; i++) y[i] = -x[i]; break;                    \
+        case FEDC_U_EXP: for (int64_t i = 0; i < n; i++) y[i] = EXP(x[i]); break;                \
+        case FEDC_U_LOG: for (int64_t i = 0; i < n; i++) y[i] = LOG(x[i]); break;                \
+        case FEDC_U_TANH: for (int64_t i = 0; i < n; i++) y[i] = TANH(x[i]); break;              \
+        case FEDC_U_SIGMOID: for (int64_t i = 0; i < n; i++) y[i] = sigmoid_##S(x[i]); break;    \
+        case FEDC_U_RELU: for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0; break;     \
+        case FEDC_U_SQRT: for (int64_t i = 0; i < n; i++) y[i] = SQRT(x[i]); break;              \
+        case FEDC_U_SQUARE: for (int64_t i = 0; i < n; i++) y[i] = x[i] * x[i]; break;           \
+        case FEDC_U_POW: for (int64_t i = 0; i < n; i++) y[i] = (T)pow(x[i], p); break;          \
+        default: break;                                                                          \
+        }                                                                                        \
+    }
+
+UNARY_FN(float, f32, expf, logf, tanhf, sqrtf)
+UNARY_FN(double, f64, exp, log, tanh, sqrt)
+
+typedef void (*unary_fn)(fedc_unary_op op, int64_t n, const void *x, void *restrict y, double p);
+
+/* Runs fn over n elements of size es, through stack tiles when y overlaps x. */
+static void run_unary(unary_fn fn, fedc_unary_op op, int64_t n, size_t es, const void *x, void *y,
+                      double p) {
+    if (!overlaps(x, (size_t)n * es, y, (size_t)n * es)) {
+        fn(op, n, x, y, p);
+        return;
+    }
+    _Alignas(64) unsigned char tile[TILE * sizeof(double)];
+    for (int64_t i = 0; i < n; i += TILE) {
+        int64_t len = min64(TILE, n - i);
+        fn(op, len, (const char *)x + (size_t)i * es, tile, p);
+        memcpy((char *)y + (size_t)i * es, tile, (size_t)len * es);
+    }
+}
+
+fedc_status fedc_fast_unary(fedc_unary_op op, fedc_dtype dt, int64_t n, const void *x, void *y,
+                            double param) {
+    if ((unsigned)op >= FEDC_U_COUNT || n < 0 || (dt != FEDC_F32 && dt != FEDC_F64))
+        return fedc_ref_unary(op, dt, n, x, y, param);
+    if (dt == FEDC_F32) run_unary(unary_f32, op, n, sizeof(float), x, y, param);
+    else run_unary(unary_f64, op, n, sizeof(double), x, y, param);
+    return FEDC_OK;
+}
+
+/* ---------------------------------------------------------------- binary -- */
+
+/* out[t] = A op B for t in [0, n), where A and B are expressions in a[t], a[0], b[t]
+ * or b[0]; out overlaps neither operand. MAX and MIN return NaN when either side is
+ * NaN (the first test catches a NaN in A, the comparison failing picks a NaN B) and
+ * otherwise pick exactly what the reference picks, ties included. Comparisons write
+ * bytes. */
+#define BINARY_FN(T, NAME, A, B)                                                                 \
+    static void NAME(fedc_binary_op op, int64_t n, const void *av, const void *bv,               \
+                     void *restrict ov) {                                                        \
+        const T *a = av, *b = bv;                                                                \
+        T *restrict y = ov;                                                                      \
+        uint8_t *restrict m = ov;                                                                \
+        switch (op) {                                                                            \
+        case FEDC_B_ADD: for (int64_t t = 0; t < n; t++) y[t] = (A) + (B); break;                \
+        case FEDC_B_SUB: for (int64_t t = 0; t < n; t++) y[t] = (A) - (B); break;                \
+        case FEDC_B_MUL: for (int64_t t = 0; t < n; t++) y[t] = (A) * (B); break;                \
+        case FEDC_B_DIV: for (int64_t t = 0; t < n; t++) y[t] = (A) / (B); break;                \
+        case FEDC_B_MAX:                                                                         \
+            for (int64_t t = 0; t < n; t++) y[t] = (A) != (A) || (A) > (B) ? (A) : (B);          \
+            break;                                                                               \
+        case FEDC_B_MIN:                                                                         \
+            for (int64_t t = 0; t < n; t++) y[t] = (A) != (A) || (A) < (B) ? (A) : (B);          \
+            break;                                                                               \
+        case FEDC_B_EQ: for (int64_t t = 0; t < n; t++) m[t] = (A) == (B); break;                \
+        case FEDC_B_NE: for (int64_t t = 0; t < n; t++) m[t] = (A) != (B); break;                \
+        case FEDC_B_LT: for (int64_t t = 0; t < n; t++) m[t] = (A) < (B); break;                 \
+        case FEDC_B_LE: for (int64_t t = 0; t < n; t++) m[t] = (A) <= (B); break;                \
+        case FEDC_B_GT: for (int64_t t = 0; t < n; t++) m[t] = (A) > (B); break;                 \
+        case FEDC_B_GE: for (int64_t t = 0; t < n; t++) m[t] = (A) >= (B); break;                \
+        default: break;                                                                          \
+        }                                                                                        \
+    }
+
+BINARY_FN(float, bin_vv_f32, a[t], b[t])
+BINARY_FN(float, bin_vs_f32, a[t], b[0])
+BINARY_FN(float, bin_sv_f32, a[0], b[t])
+BINARY_FN(double, bin_vv_f64, a[t], b[t])
+BINARY_FN(double, bin_vs_f64, a[t], b[0])
+BINARY_FN(double, bin_sv_f64, a[0], b[t])
+
+typedef void (*binary_fn)(fedc_binary_op op, int64_t n, const void *a, const void *b,
+                          void *restrict out);
+
+/* One flat run: an operand with step 0 is a scalar, otherwise it advances one
+ * element (es bytes) per output; outputs are oes bytes. */
+typedef struct bin_run {
+    binary_fn fn;
+    fedc_binary_op op;
+    size_t es, oes;
+    size_t astep, bstep;
+} bin_run;
+
+static void run_binary(const bin_run *r, int64_t n, const void *a, const void *b, void *out) {
+    size_t abytes = r->astep ? (size_t)n * r->es : r->es;
+    size_t bbytes = r->bstep ? (size_t)n * r->es : r->es;
+    size_t obytes = (size_t)n * r->oes;
+    if (!overlaps(out, obytes, a, abytes) && !overlaps(out, obytes, b, bbytes)) {
+        r->fn(r->op, n, a, b, out);
+        return;
+    }
+    _Alignas(64) unsigned char tile[TILE * sizeof(double)];
+    for (int64_t i = 0; i < n; i += TILE) {
+        int64_t len = min64(TILE, n - i);
+        r->fn(r->op, len, (const char *)a + (size_t)i * r->astep,
+              (const char *)b + (size_t)i * r->bstep, tile);
+        memcpy((char *)out + (size_t)i * r->oes, tile, (size_t)len * r->oes);
+    }
+}
+
+/* s right-aligned against out's rank, with 1 for the dims it lacks. */
+static int align_dims(const fedc_kshape *s, const fedc_kshape *out, int64_t *dims) {
+    int lead = out->rank - s->rank;
+    if (!shape_ok(s) || lead < 0) return 0;
+    for (int d = 0; d < out->rank; d++) dims[d] = d < lead ? 1 : s->dims[d - lead];
+    return 1;
+}
+
+static int same_dims(const int64_t *dims, const fedc_kshape *out) {
+    for (int d = 0; d < out->rank; d++)
+        if (dims[d] != out->dims[d]) return 0;
+    return 1;
+}
+
+static int64_t dims_count(const int64_t *dims, int rank) {
+    int64_t count = 1;
+    for (int d = 0; d < rank; d++) count *= dims[d];
+    return count;
+}
+
+/* If dims are 1 up to some axis r and equal out's from r on (a bias), the number of
+ * elements of that trailing block; otherwise 0. */
+static int64_t trailing_block(const int64_t *dims, const fedc_kshape *out) {
+    int r = 0;
+    while (r < out->rank && dims[r] == 1) r++;
+    int64_t inner = 1;
+    for (int d = r; d < out->rank; d++) {
+        if (dims[d] != out->dims[d]) return 0;
+        inner *= dims[d];
+    }
+    return inner;
+}
+
+/* The bias layouts: `full` has out's shape and `bias` repeats every `inner`
+ * elements; bias_is_b says which side of op the bias is on. */
+static void run_bias(bin_run *r, int64_t count, int64_t inner, const void *full,
+                     const void *bias, int bias_is_b, void *out) {
+    r->astep = r->bstep = r->es;
+    for (int64_t o = 0; o < count; o += inner) {
+        const char *f = (const char *)full + (size_t)o * r->es;
+        char *dst = (char *)out + (size_t)o * r->oes;
+        if (bias_is_b) run_binary(r, inner, f, bias, dst);
+        else run_binary(r, inner, bias, f, dst);
+    }
+}
+
+/* Dispatches to a fast layout; returns 0 when none applies. */
+static int binary_fast(bin_run *r, const fedc_kshape *as, const void *a, const fedc_kshape *bs,
+                       const void *b, const fedc_kshape *outs, void *out, const binary_fn fns[3]) {
+    int64_t ad[FEDC_MAX_RANK], bd[FEDC_MAX_RANK], inner;
+    if (!shape_ok(outs) || !align_dims(as, outs, ad) || !align_dims(bs, outs, bd)) return 0;
+    int afull = same_dims(ad, outs), bfull = same_dims(bd, outs);
+    int64_t count = fedc_kshape_count(outs), na = dims_count(ad, outs->rank),
+            nb = dims_count(bd, outs->rank);
+    r->fn = fns[0];
+    r->astep = r->bstep = r->es;
+    if (afull && bfull) {
+        run_binary(r, count, a, b, out);
+    } else if (afull && nb == 1) {
+        r->fn = fns[1], r->bstep = 0;
+        run_binary(r, count, a, b, out);
+    } else if (bfull && na == 1) {
+        r->fn = fns[2], r->astep = 0;
+        run_binary(r, count, a, b, out);
+    } else if (afull && (inner = trailing_block(bd, outs)) > 0) {
+        run_bias(r, count, inner, a, b, 1, out);
+    } else if (bfull && (inner = trailing_block(ad, outs)) > 0) {
+        run_bias(r, count, inner, b, a, 0, out);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+static const binary_fn binary_f32[3] = {bin_vv_f32, bin_vs_f32, bin_sv_f32};
+static const binary_fn binary_f64[3] = {bin_vv_f64, bin_vs_f64, bin_sv_f64};
+
+fedc_status fedc_fast_binary(fedc_binary_op op, fedc_dtype dt, const fedc_kshape *as, const void *a,
+                             const fedc_kshape *bs, const void *b, const fedc_kshape *outs,
+                             void *out) {
+    if ((unsigned)op < FEDC_B_COUNT && (dt == FEDC_F32 || dt == FEDC_F64)) {
+        bin_run r = {.op = op, .es = fedc_dtype_size(dt)};
+        r.oes = op >= FEDC_B_EQ ? 1 : r.es;
+        if (binary_fast(&r, as, a, bs, b, outs, out, dt == FEDC_F32 ? binary_f32 : binary_f64))
+            return FEDC_OK;
+    }
+    return fedc_ref_binary(op, dt, as, a, bs, b, outs, out);
+}
+
+/* ---------------------------------------------------------------- reduce -- */
+
+/* Sums in double, as the reference does. row_sum keeps 8 independent partial sums
+ * so the loop vectorises without reassociation; the order is fixed, so the result
+ * is too. col_sums adds `outer` rows of `inner` columns in row order (exactly the
+ * reference's order), COL_BLOCK columns at a time so the accumulators stay on the
+ * stack. `div` is 1 for SUM and the count for MEAN. */
+#define REDUCE_FNS(T, S)                                                                         \
+    static double row_sum_##S(int64_t n, const T *x) {                                           \
+        double lane[8] = {0};                                                                    \
+        int64_t t = 0;                                                                           \
+        for (; t + 8 <= n; t += 8)                                                               \
+            for (int l = 0; l < 8; l++) lane[l] += (double)x[t + l];                             \
+        for (; t < n; t++) lane[t % 8] += (double)x[t];                                          \
+        return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +                                     \
+               ((lane[4] + lane[5]) + (lane[6] + lane[7]));                                      \
+    }                                                                                            \
+                                                                                                 \
+    static void row_sums_##S(int64_t outer, int64_t inner, const T *x, T *y, double div) {       \
+        for (int64_t o = 0; o < outer; o++) y[o] = (T)(row_sum_##S(inner, x + o * inner) / div); \
+    }                                                                                            \
+                                                                                                 \
+    static void col_sums_##S(int64_t outer, int64_t inner, const T *x, T *y, double div) {       \
+        for (int64_t j0 = 0; j0 < inner; j0 += COL_BLOCK) {                                      \
+            int64_t len = min64(COL_BLOCK, inner - j0);                                          \
+            double acc[COL_BLOCK];                                                               \
+            for (int64_t t = 0; t < len; t++) acc[t] = 0;                                        \
+            for (int64_t o = 0; o < outer; o++) {                                                \
+                const T *row = x + o * inner + j0;                                               \
+                for (int64_t t = 0; t < len; t++) acc[t] += (double)row[t];                      \
+            }                                                                                    \
+            for (int64_t t = 0; t < len; t++) y[j0 + t] = (T)(acc[t] / div);                     \
+        }                                                                                        \
+    }
+
+REDUCE_FNS(float, f32)
+REDUCE_FNS(double, f64)
+
+/* x viewed as [outer, inner] with either the outer part reduced (leading) or the
+ * inner part (trailing). Size-1 axes are ignored. Returns 0 when the reduced and
+ * kept axes interleave. */
+typedef struct reduce_split {
+    int leading;
+    int64_t outer, inner, reduced;
+} reduce_split;
+
+static int split_axes(const fedc_kshape *xs, unsigned axes, reduce_split *sp) {
+    int last_r = -1, first_r = FEDC_MAX_RANK, last_k = -1, first_k = FEDC_MAX_RANK;
+    int64_t rprod = 1, kprod = 1;
+    for (int d = 0; d < xs->rank; d++) {
+        int red = (axes >> d) & 1u;
+        if (red) rprod *= xs->dims[d];
+        else kprod *= xs->dims[d];
+        if (xs->dims[d] == 1) continue;
+        if (red) last_r = d, first_r = first_r < d ? first_r : d;
+        else last_k = d, first_k = first_k < d ? first_k : d;
+    }
+    sp->reduced = rprod;
+    sp->leading = last_r < first_k;
+    if (sp->leading) sp->outer = rprod, sp->inner = kprod;
+    else sp->outer = kprod, sp->inner = rprod;
+    return sp->leading || last_k < first_r;
+}
+
+fedc_status fedc_fast_reduce(fedc_reduce_op op, fedc_dtype dt, const fedc_kshape *xs, unsigned axes,
+                             const void *x, void *y) {
+    reduce_split sp;
+    if ((op != FEDC_R_SUM && op != FEDC_R_MEAN) || (dt != FEDC_F32 && dt != FEDC_F64) ||
+        !shape_ok(xs) || (axes >> xs->rank) != 0 || !split_axes(xs, axes, &sp))
+        return fedc_ref_reduce(op, dt, xs, axes, x, y);
+    double div = op == FEDC_R_MEAN ? (double)sp.reduced : 1.0;
+    if (dt == FEDC_F32) {
+        if (sp.leading) col_sums_f32(sp.outer, sp.inner, x, y, div);
+        else row_sums_f32(sp.outer, sp.inner, x, y, div);
+    } else {
+        if (sp.leading) col_sums_f64(sp.outer, sp.inner, x, y, div);
+        else row_sums_f64(sp.outer, sp.inner, x, y, div);
+    }
+    return FEDC_OK;
+}

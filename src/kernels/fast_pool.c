@@ -1,0 +1,204 @@
+/*
+ * fast_pool.c — max and average pooling and their gradients over NHWC images.
+ * The reference walks one channel at a time; here every inner loop runs over
+ * the contiguous channels of one pixel, so the compiler can vectorise it and
+ * each input pixel is touched once per window. Windows are clipped to the image
+ * first, so padding costs nothing (pooling ignores padded positions). The order
+ * in which elements are combined is fixed, so results are deterministic.
+ * Channels of max_pool2d_grad are taken in blocks of MAXG_BLOCK so that the
+ * running maxima and their positions live on the stack (kernels never allocate).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/fast.h"
+
+#define MAXG_BLOCK 64
+
+/* The in-image part [r0, r1) x [c0, c1) of the window of output pixel (i, j). */
+typedef struct window {
+    int64_t r0, r1, c0, c1;
+} window;
+
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static window window_of(const fedc_pool_geom *g, int64_t i, int64_t j) {
+    int64_t top = i * g->sh - g->pad_top, left = j * g->sw - g->pad_left;
+    window win = {clamp(top, 0, g->h), clamp(top + g->kh, 0, g->h), clamp(left, 0, g->w),
+                  clamp(left + g->kw, 0, g->w)};
+    return win;
+}
+
+static int64_t window_count(window w) {
+    int64_t n = (w.r1 - w.r0) * (w.c1 - w.c0);
+    return n > 0 ? n : 0;
+}
+
+/* The reference's checks, so both tables fail alike: a float dtype, no negative
+ * size, strides >= 1. */
+static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *g) {
+    if (dt != FEDC_F32 && dt != FEDC_F64)
+        return fedc_error(FEDC_EUNSUPPORTED, "%s (fast): dtype %s is not supported", what,
+                          fedc_dtype_name(dt));
+    if (g->n < 0 || g->h < 0 || g->w < 0 || g->c < 0 || g->kh < 0 || g->kw < 0 || g->oh < 0 ||
+        g->ow < 0 || g->sh < 1 || g->sw < 1)
+        return fedc_error(FEDC_EINVAL, "%s (fast): bad geometry (a negative size or a stride < 1)",
+                          what);
+    return FEDC_OK;
+}
+
+/* POOL_DEFS(T, S) defines the four pooling passes for element type T, named with
+ * suffix S; they all walk output pixels in row-major order and call a per-pixel
+ * function whose innermost loop runs over channels. */
+#define POOL_DEFS(T, S)                                                                         \
+    /* y[0..c) = max over the window, starting from its first element (so a NaN there is    \
+     * kept, as the reference's strict > does); -inf if the window lies wholly in padding. */   \
+    static void max_pixel_##S(const fedc_pool_geom *g, const T *img, window w, T *restrict y) { \
+        int64_t c = g->c;                                                                       \
+        if (window_count(w) == 0) {                                                             \
+            for (int64_t t = 0; t < c; t++) y[t] = -(T)INFINITY;                                \
+            return;                                                                             \
+        }                                                                                       \
+        memcpy(y, img + (w.r0 * g->w + w.c0) * c, (size_t)c * sizeof(T));                       \
+        for (int64_t r = w.r0; r < w.r1; r++)                                                   \
+            for (int64_t q = w.c0; q < w.c1; q++) {                                             \
+                const T *restrict v = img + (r * g->w + q) * c;                                 \
+                for (int64_t t = 0; t < c; t++) y[t] = v[t] > y[t] ? v[t] : y[t];               \
+            }                                                                                   \
+    }                                                                                           \
+                                                                                                \
+    /* Channels [c0, c0+nc) of one window: dx at the first maximum += dy. Two sweeps     \
+     * over the window, both vectorised over channels: the first finds each channel's     \
+     * maximum (starting from the window's first element, so a NaN there is the maximum, \
+     * as in the reference), the second adds dy at the first element equal to it (the    \
+     * first NaN when the maximum is NaN). Under strict >, the reference's first maximum  \
+     * is exactly the first element comparing equal to the final maximum. A window        \
+     * wholly in padding sends nothing back. */                                           \
+    static void max_grad_block_##S(const fedc_pool_geom *g, const T *img, window w,             \
+                                   const T *dy, T *dximg, int64_t c0, int64_t nc) {             \
+        T best[MAXG_BLOCK];                                                                     \
+        unsigned char done[MAXG_BLOCK];                                                         \
+        if (window_count(w) == 0) return;                                                       \
+        const T *first = img + (w.r0 * g->w + w.c0) * g->c + c0;                                \
+        for (int64_t t = 0; t < nc; t++) best[t] = first[t], done[t] = 0;                       \
+        for (int64_t r = w.r0; r < w.r1; r++)                                                   \
+            for (int64_t q = w.c0; q < w.c1; q++) {                                             \
+                const T *v = img + (r * g->w + q) * g->c + c0;                                  \
+                for (int64_t t = 0; t < nc; t++) best[t] = v[t] > best[t] ? v[t] : best[t];     \
+            }                                                                                   \
+        dy += c0;                                                                               \
+        for (int64_t r = w.r0; r < w.r1; r++)                                                   \
+            for (int64_t q = w.c0; q < w.c1; q++) {                                             \
+                const T *v = img + (r * g->w + q) * g->c + c0;                                  \
+                T *restrict d = dximg + (r * g->w + q) * g->c + c0;                             \
+                for (int64_t t = 0; t < nc; t++) {                                              \
+                    T grad = dy[t], x = v[t], m = best[t];                                      \
+                    unsigned char hit = (unsigned char)(done[t] == 0) &                         \
+                                        (unsigned char)((x == m) | ((x != x) & (m != m)));      \
+                    d[t] += hit ? grad : (T)0;                                                  \
+                    done[t] |= hit;                                                             \
+                }                                                                               \
+            }                                                                                   \
+    }                                                                                           \
+                                                                                                \
+    /* y[0..c) = mean over the in-image part of the window; 0 for a window wholly in        \
+     * padding (the reference's convention, rather than 0/0). */                               \
+    static void avg_pixel_##S(const fedc_pool_geom *g, const T *img, window w, T *restrict y) { \
+        int64_t c = g->c;                                                                       \
+        T count = window_count(w) ? (T)window_count(w) : (T)1;                                  \
+        for (int64_t t = 0; t < c; t++) y[t] = 0;                                               \
+        for (int64_t r = w.r0; r < w.r1; r++)                                                   \
+            for (int64_t q = w.c0; q < w.c1; q++) {                                             \
+                const T *restrict v = img + (r * g->w + q) * c;                                 \
+                for (int64_t t = 0; t < c; t++) y[t] += v[t];                                   \
+            }                                                                                   \
+        for (int64_t t = 0; t < c; t++) y[t] /= count;                                          \
+    }                                                                                           \
+                                                                                                \
+    /* Each in-image pixel of the window gets dy / count. */                                    \
+    static void avg_grad_pixel_##S(const fedc_pool_geom *g, const T *restrict dy, window w,     \
+                                   T *dximg) {                                                  \
+        int64_t c = g->c;                                                                       \
+        T count = (T)window_count(w);                                                           \
+        for (int64_t r = w.r0; r < w.r1; r++)                                                   \
+            for (int64_t q = w.c0; q < w.c1; q++) {                                             \
+                T *restrict d = dximg + (r * g->w + q) * c;                                     \
+                for (int64_t t = 0; t < c; t++) d[t] += dy[t] / count;                          \
+            }                                                                                   \
+    }                                                                                           \
+                                                                                                \
+    static void max_pool_##S(const fedc_pool_geom *g, const T *x, T *y) {                       \
+        for (int64_t b = 0; b < g->n; b++) {                                                    \
+            const T *img = x + b * g->h * g->w * g->c;                                          \
+            for (int64_t i = 0; i < g->oh; i++)                                                 \
+                for (int64_t j = 0; j < g->ow; j++, y += g->c)                                  \
+                    max_pixel_##S(g, img, window_of(g, i, j), y);                               \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static void max_grad_##S(const fedc_pool_geom *g, const T *x, const T *dy, T *dx) {         \
+        int64_t img_size = g->h * g->w * g->c;                                                  \
+        memset(dx, 0, (size_t)(g->n * img_size) * sizeof(T));                                  \
+        for (int64_t b = 0; b < g->n; b++)                                                      \
+            for (int64_t i = 0; i < g->oh; i++)                                                 \
+                for (int64_t j = 0; j < g->ow; j++, dy += g->c)                                 \
+                    for (int64_t c0 = 0; c0 < g->c; c0 += MAXG_BLOCK)                           \
+                        max_grad_block_##S(g, x + b * img_size, window_of(g, i, j), dy,         \
+                                           dx + b * img_size, c0,                               \
+                                           g->c - c0 < MAXG_BLOCK ? g->c - c0 : MAXG_BLOCK);    \
+    }                                                                                           \
+                                                                                                \
+    static void avg_pool_##S(const fedc_pool_geom *g, const T *x, T *y) {                       \
+        for (int64_t b = 0; b < g->n; b++) {                                                    \
+            const T *img = x + b * g->h * g->w * g->c;                                          \
+            for (int64_t i = 0; i < g->oh; i++)                                                 \
+                for (int64_t j = 0; j < g->ow; j++, y += g->c)                                  \
+                    avg_pixel_##S(g, img, window_of(g, i, j), y);                               \
+        }                                                                                       \
+    }                                                                                           \
+                                                                                                \
+    static void avg_grad_##S(const fedc_pool_geom *g, const T *dy, T *dx) {                     \
+        int64_t img_size = g->h * g->w * g->c;                                                  \
+        memset(dx, 0, (size_t)(g->n * img_size) * sizeof(T));                                  \
+        for (int64_t b = 0; b < g->n; b++)                                                      \
+            for (int64_t i = 0; i < g->oh; i++)                                                 \
+                for (int64_t j = 0; j < g->ow; j++, dy += g->c)                                 \
+                    avg_grad_pixel_##S(g, dy, window_of(g, i, j), dx + b * img_size);           \
+    }
+
+POOL_DEFS(float, f32)
+POOL_DEFS(double, f64)
+
+fedc_status fedc_fast_max_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const void *x, void *y) {
+    fedc_status st = check("max_pool2d", dt, g);
+    if (st) return st;
+    if (dt == FEDC_F32) max_pool_f32(g, x, y);
+    else max_pool_f64(g, x, y);
+    return FEDC_OK;
+}
+
+fedc_status fedc_fast_max_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *x,
+                                      const void *dy, void *dx) {
+    fedc_status st = check("max_pool2d_grad", dt, g);
+    if (st) return st;
+    if (dt == FEDC_F32) max_grad_f32(g, x, dy, dx);
+    else max_grad_f64(g, x, dy, dx);
+    return FEDC_OK;
+}
+
+fedc_status fedc_fast_avg_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const void *x, void *y) {
+    fedc_status st = check("avg_pool2d", dt, g);
+    if (st) return st;
+    if (dt == FEDC_F32) avg_pool_f32(g, x, y);
+    else avg_pool_f64(g, x, y);
+    return FEDC_OK;
+}
+
+fedc_status fedc_fast_avg_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *dy,
+                                      void *dx) {
+    fedc_status st = check("avg_pool2d_grad", dt, g);
+    if (st) return st;
+    if (dt == FEDC_F32) avg_grad_f32(g, dy, dx);
+    else avg_grad_f64(g, dy, dx);
+    return FEDC_OK;
+}

@@ -1,0 +1,596 @@
+/* Tests for the fast kernel table: every entry of fedc_kernels_fast that is not
+ * the reference function itself is compared with fedc_kernels_ref on odd shapes
+ * (sizes 1 and primes, non-square, batches of 1 and 3, every transpose and
+ * sharing combination, conv and pooling geometries with strides and SAME padding,
+ * every broadcast layout), including the aliased and fallback paths, and run twice
+ * to check that it is deterministic. Both tables are called only through the
+ * struct, as the runtime calls them. Float results are compared with a relative
+ * tolerance (1e-5 for f32, 1e-12 for f64) because BLAS accumulates in the element
+ * type while the reference accumulates in double. */
+#include "harness.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+static const fedc_kernels *const F = &fedc_kernels_fast;
+static const fedc_kernels *const R = &fedc_kernels_ref;
+
+/* ------------------------------------------------------------- helpers -- */
+
+/* xorshift64*: deterministic test data without depending on the library's RNG. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15u;
+
+static double uniform(void) { /* [-1, 1) */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    uint64_t r = rng_state * 0x2545F4914F6CDD1Du;
+    return (double)(r >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+static void *alloc_bytes(size_t bytes) {
+    void *p = fedc_malloc(bytes ? bytes : 1);
+    CHECK(p != NULL);
+    return p;
+}
+
+/* All-ones bytes: a NaN in f32 and f64, so an element a kernel forgets to write
+ * shows up as a mismatch. */
+static void *alloc_poison(size_t bytes) {
+    void *p = alloc_bytes(bytes);
+    if (p) memset(p, 0xFF, bytes ? bytes : 1);
+    return p;
+}
+
+static void store(fedc_dtype dt, void *p, int64_t i, double v) {
+    if (dt == FEDC_F32) ((float *)p)[i] = (float)v;
+    else if (dt == FEDC_F64) ((double *)p)[i] = v;
+    else ((int32_t *)p)[i] = (int32_t)v;
+}
+
+static double load(fedc_dtype dt, const void *p, int64_t i) {
+    if (dt == FEDC_F32) return ((const float *)p)[i];
+    if (dt == FEDC_F64) return ((const double *)p)[i];
+    return ((const int32_t *)p)[i];
+}
+
+/* n elements uniform in [-scale, scale); with `quantum` > 0 rounded to multiples
+ * of it, so that ties and equal operands occur. */
+static void *random_array(fedc_dtype dt, int64_t n, double scale, double quantum) {
+    void *p = alloc_bytes((size_t)n * fedc_dtype_size(dt));
+    for (int64_t i = 0; p && i < n; i++) {
+        double v = scale * uniform();
+        store(dt, p, i, quantum > 0 ? quantum * nearbyint(v / quantum) : v);
+    }
+    return p;
+}
+
+static double tolerance(fedc_dtype dt) { return dt == FEDC_F32 ? 1e-5 : 1e-12; }
+
+/* How a mismatch is measured: against each element's own magnitude (elementwise
+ * results), or against the largest magnitude in the expected array (sums of many
+ * products, where cancellation can make one element small but not its error). */
+enum { PER_ELEMENT, ARRAY_SCALE };
+
+static double array_scale(fedc_dtype dt, int64_t n, const void *want) {
+    double s = 1;
+    for (int64_t i = 0; i < n; i++) {
+        double v = fabs(load(dt, want, i));
+        if (isfinite(v) && v > s) s = v;
+    }
+    return s;
+}
+
+/* Reports the first element that differs (NaNs and equal infinities match). */
+static void check_close(fedc_dtype dt, int64_t n, const void *got, const void *want, int mode,
+                        const char *what) {
+    double tol = tolerance(dt), big = array_scale(dt, n, want);
+    for (int64_t i = 0; i < n; i++) {
+        double g = load(dt, got, i), w = load(dt, want, i);
+        if (g == w || (isnan(g) && isnan(w))) continue;
+        double s = mode == ARRAY_SCALE ? big : fabs(w) > 1 ? fabs(w) : 1;
+        if (fabs(g - w) <= tol * s) continue;
+        fedc_test_fail(__FILE__, __LINE__, "%s: element %lld: fast %.9g, ref %.9g", what,
+                       (long long)i, g, w);
+        return;
+    }
+}
+
+static void check_same_bits(const void *a, const void *b, size_t bytes, const char *what) {
+    CHECK_MSG(memcmp(a, b, bytes) == 0, "%s: two fast runs differ", what);
+}
+
+static const char *dt_name(fedc_dtype dt) { return fedc_dtype_name(dt); }
+
+/* --------------------------------------------------------------- table -- */
+
+static void test_table(void) {
+    CHECK(strcmp(F->name, "fast") == 0);
+    CHECK(F->unary && F->binary && F->select && F->reduce && F->broadcast_to && F->transpose);
+    CHECK(F->slice && F->pad && F->concat && F->matmul && F->gather && F->scatter_add);
+    CHECK(F->one_hot && F->conv2d_scratch && F->conv2d && F->conv2d_input_grad);
+    CHECK(F->conv2d_filter_grad && F->max_pool2d && F->max_pool2d_grad && F->avg_pool2d);
+    CHECK(F->avg_pool2d_grad && F->log_softmax && F->softmax_xent && F->argmax && F->dropout);
+    CHECK(F->cast && F->iota);
+    fedc_kernels_init();
+    fedc_kernels_init(); /* idempotent */
+    CHECK(fedc_kernels_sgemm_gflops(48, 2) > 0);
+    CHECK(fedc_kernels_sgemm_gflops(0, 2) == 0);
+}
+
+/* ---------------------------------------------------------------- matmul -- */
+
+static void matmul_case(fedc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k, int ta,
+                        int tb, int ab, int bb) {
+    size_t es = fedc_dtype_size(dt);
+    int64_t na = (ab ? batch : 1) * m * k, nb = (bb ? batch : 1) * k * n, nc = batch * m * n;
+    void *a = random_array(dt, na, 1, 0), *b = random_array(dt, nb, 1, 0);
+    void *cr = alloc_poison((size_t)nc * es), *cf = alloc_poison((size_t)nc * es),
+         *cf2 = alloc_poison((size_t)nc * es);
+    char what[160];
+    snprintf(what, sizeof what, "matmul %s batch %lld m %lld n %lld k %lld ta %d tb %d ab %d bb %d",
+             dt_name(dt), (long long)batch, (long long)m, (long long)n, (long long)k, ta, tb, ab,
+             bb);
+    CHECK_OK(R->matmul(dt, batch, m, n, k, ta, tb, a, ab, b, bb, cr));
+    CHECK_OK(F->matmul(dt, batch, m, n, k, ta, tb, a, ab, b, bb, cf));
+    CHECK_OK(F->matmul(dt, batch, m, n, k, ta, tb, a, ab, b, bb, cf2));
+    check_close(dt, nc, cf, cr, ARRAY_SCALE, what);
+    check_same_bits(cf, cf2, (size_t)nc * es, what);
+    fedc_free(a), fedc_free(b), fedc_free(cr), fedc_free(cf), fedc_free(cf2);
+}
+
+static void test_matmul(void) {
+    static const int64_t shapes[][4] = {/* batch, m, n, k */
+                                        {1, 1, 1, 1},  {1, 7, 13, 31}, {3, 7, 13, 31},
+                                        {3, 13, 1, 7}, {1, 31, 7, 1},  {3, 1, 31, 13},
+                                        {3, 5, 4, 0},  {2, 0, 3, 4},   {0, 3, 3, 3},
+                                        {3, 64, 33, 70}};
+    static const int share[][2] = {{1, 1}, {1, 0}, {0, 1}, {0, 0}};
+    for (int d = 0; d < 2; d++)
+        for (int s = 0; s < FEDC_COUNT_OF(shapes); s++)
+            for (int t = 0; t < 4; t++)
+                for (int sh = 0; sh < 4; sh++)
+                    matmul_case(d ? FEDC_F64 : FEDC_F32, shapes[s][0], shapes[s][1], shapes[s][2],
+                                shapes[s][3], t & 1, t >> 1, share[sh][0], share[sh][1]);
+}
+
+static void test_matmul_errors(void) {
+    int32_t a[4] = {0}, b[4] = {0}, c[4];
+    CHECK_ERR(F->matmul(FEDC_I32, 1, 2, 2, 1, 0, 0, a, 1, b, 1, c), FEDC_EUNSUPPORTED, "matmul");
+    CHECK_ERR(F->matmul(FEDC_I32, 1, 2, 2, 1, 0, 0, a, 1, b, 1, c), FEDC_EUNSUPPORTED, "i32");
+    CHECK_ERR(F->matmul(FEDC_F32, 1, -1, 2, 1, 0, 0, a, 1, b, 1, c), FEDC_EINVAL, "matmul");
+}
+
+/* ------------------------------------------------------------------ conv -- */
+
+typedef struct conv_case {
+    int64_t n, h, w, c, kh, kw, o, sh, sw;
+    int same; /* TensorFlow SAME padding, else VALID */
+} conv_case;
+
+/* SAME: out = ceil(in / s) and the padding total max((out-1)*s + k - in, 0) split
+ * with the smaller half first; VALID: no padding, out = (in - k) / s + 1. */
+static void tf_padding(int same, int64_t in, int64_t k, int64_t s, int64_t *out, int64_t *lo) {
+    if (same) {
+        *out = (in + s - 1) / s;
+        int64_t total = (*out - 1) * s + k - in;
+        *lo = (total > 0 ? total : 0) / 2;
+    } else {
+        *out = in >= k ? (in - k) / s + 1 : 0;
+        *lo = 0;
+    }
+}
+
+static fedc_conv_geom conv_geom(const conv_case *cc) {
+    fedc_conv_geom g = {.n = cc->n, .h = cc->h, .w = cc->w, .c = cc->c, .kh = cc->kh,
+                        .kw = cc->kw, .o = cc->o, .sh = cc->sh, .sw = cc->sw};
+    tf_padding(cc->same, cc->h, cc->kh, cc->sh, &g.oh, &g.pad_top);
+    tf_padding(cc->same, cc->w, cc->kw, cc->sw, &g.ow, &g.pad_left);
+    return g;
+}
+
+typedef struct conv_bufs {
+    void *x, *w, *dy, *ref, *fast, *fast2, *scratch;
+} conv_bufs;
+
+/* One pass (0 forward, 1 input grad, 2 filter grad) through `k` into out. */
+static fedc_status conv_pass(const fedc_kernels *k, int pass, fedc_dtype dt,
+                             const fedc_conv_geom *g, const conv_bufs *b, void *out) {
+    if (pass == 0) return k->conv2d(dt, g, b->x, b->w, out, b->scratch);
+    if (pass == 1) return k->conv2d_input_grad(dt, g, b->dy, b->w, out, b->scratch);
+    return k->conv2d_filter_grad(dt, g, b->x, b->dy, out, b->scratch);
+}
+
+static void conv_case_run(fedc_dtype dt, const conv_case *cc) {
+    fedc_conv_geom g = conv_geom(cc);
+    size_t es = fedc_dtype_size(dt);
+    int64_t nx = g.n * g.h * g.w * g.c, nw = g.kh * g.kw * g.c * g.o, ny = g.n * g.oh * g.ow * g.o;
+    int64_t sizes[3] = {ny, nx, nw};
+    static const char *const names[3] = {"conv2d", "conv2d_input_grad", "conv2d_filter_grad"};
+    size_t scratch = F->conv2d_scratch(&g, dt);
+    conv_bufs b = {random_array(dt, nx, 1, 0), random_array(dt, nw, 1, 0),
+                   random_array(dt, ny, 1, 0), NULL, NULL, NULL, alloc_poison(scratch)};
+    for (int pass = 0; pass < 3; pass++) {
+        size_t bytes = (size_t)sizes[pass] * es;
+        void *ref = alloc_poison(bytes), *fast = alloc_poison(bytes), *fast2 = alloc_poison(bytes);
+        char what[200];
+        snprintf(what, sizeof what,
+                 "%s %s n%lld %lldx%lldx%lld k%lldx%lld o%lld s%lldx%lld %s (pad %lld,%lld)",
+                 names[pass], dt_name(dt), (long long)g.n, (long long)g.h, (long long)g.w,
+                 (long long)g.c, (long long)g.kh, (long long)g.kw, (long long)g.o, (long long)g.sh,
+                 (long long)g.sw, cc->same ? "same" : "valid", (long long)g.pad_top,
+                 (long long)g.pad_left);
+        CHECK_OK(conv_pass(R, pass, dt, &g, &b, ref));
+        CHECK_OK(conv_pass(F, pass, dt, &g, &b, fast));
+        CHECK_OK(conv_pass(F, pass, dt, &g, &b, fast2));
+        check_close(dt, sizes[pass], fast, ref, ARRAY_SCALE, what);
+        check_same_bits(fast, fast2, bytes, what);
+        fedc_free(ref), fedc_free(fast), fedc_free(fast2);
+    }
+    fedc_free(b.x), fedc_free(b.w), fedc_free(b.dy), fedc_free(b.scratch);
+}
+
+static const conv_case conv_cases[] = {
+    /* n, h, w, c, kh, kw, o, sh, sw, same */
+    {1, 7, 7, 1, 1, 1, 3, 1, 1, 0},     /* 1x1 direct GEMM */
+    {3, 7, 5, 3, 1, 1, 4, 1, 1, 1},     /* 1x1 direct, SAME is no padding */
+    {3, 7, 7, 3, 1, 1, 4, 2, 2, 0},     /* 1x1 strided: im2col */
+    {1, 1, 1, 1, 1, 1, 1, 1, 1, 0},     /* everything 1 */
+    {1, 13, 13, 1, 3, 3, 32, 1, 1, 0},  /* first-layer shape */
+    {3, 13, 7, 3, 3, 3, 7, 1, 1, 1},
+    {3, 13, 13, 3, 3, 3, 5, 2, 2, 1},
+    {3, 13, 13, 3, 3, 3, 5, 2, 2, 0},
+    {2, 13, 11, 32, 5, 5, 3, 1, 1, 1},
+    {3, 7, 13, 3, 5, 5, 4, 2, 2, 0},
+    {3, 9, 8, 3, 3, 2, 5, 1, 2, 1},     /* non-square kernel, mixed strides */
+    {3, 8, 9, 1, 3, 2, 7, 2, 1, 0},
+    {2, 5, 5, 32, 3, 3, 32, 1, 1, 1},
+    {2, 3, 3, 3, 5, 5, 2, 1, 1, 1},     /* kernel larger than the image */
+    {1, 31, 31, 3, 3, 3, 13, 2, 2, 1},
+};
+
+static void test_conv(void) {
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < FEDC_COUNT_OF(conv_cases); i++)
+            conv_case_run(d ? FEDC_F64 : FEDC_F32, &conv_cases[i]);
+}
+
+/* Batches whose im2col buffer is processed in several chunks (one with chunks of
+ * several images, one where a single image exceeds the chunk size). */
+static void test_conv_chunked(void) {
+    static const conv_case big[] = {
+        {5, 32, 32, 32, 3, 3, 8, 1, 1, 1},
+        {2, 64, 64, 32, 3, 3, 4, 1, 1, 1},
+    };
+    for (int i = 0; i < FEDC_COUNT_OF(big); i++) {
+        fedc_conv_geom g = conv_geom(&big[i]);
+        size_t whole = (size_t)(g.n * g.oh * g.ow * g.kh * g.kw * g.c) * sizeof(float);
+        CHECK(F->conv2d_scratch(&g, FEDC_F32) < whole); /* really chunked */
+        conv_case_run(FEDC_F32, &big[i]);
+    }
+}
+
+static void test_conv_errors(void) {
+    conv_case cc = {1, 5, 5, 1, 3, 3, 1, 1, 1, 0};
+    fedc_conv_geom g = conv_geom(&cc);
+    int32_t buf[64] = {0};
+    CHECK_ERR(F->conv2d(FEDC_I32, &g, buf, buf, buf, buf), FEDC_EUNSUPPORTED, "conv2d");
+    CHECK_ERR(F->conv2d_input_grad(FEDC_U8, &g, buf, buf, buf, buf), FEDC_EUNSUPPORTED, "u8");
+    CHECK_ERR(F->conv2d_filter_grad(FEDC_I32, &g, buf, buf, buf, buf), FEDC_EUNSUPPORTED,
+              "conv2d_filter_grad");
+    g.sh = 0;
+    CHECK_ERR(F->conv2d(FEDC_F32, &g, buf, buf, buf, buf), FEDC_EINVAL, "conv2d");
+    CHECK(F->conv2d_scratch(&g, FEDC_F32) == 0);
+}
+
+/* --------------------------------------------------------------- pooling -- */
+
+typedef struct pool_case {
+    int64_t n, h, w, c, k, s;
+    int same;
+    double quantum; /* > 0: quantised data, so windows hold ties */
+} pool_case;
+
+static fedc_pool_geom pool_geom(const pool_case *pc) {
+    fedc_pool_geom g = {.n = pc->n, .h = pc->h, .w = pc->w, .c = pc->c, .kh = pc->k,
+                        .kw = pc->k, .sh = pc->s, .sw = pc->s};
+    tf_padding(pc->same, pc->h, pc->k, pc->s, &g.oh, &g.pad_top);
+    tf_padding(pc->same, pc->w, pc->k, pc->s, &g.ow, &g.pad_left);
+    return g;
+}
+
+static void pool_describe(char *buf, size_t size, const char *kernel, fedc_dtype dt,
+                          const fedc_pool_geom *g) {
+    snprintf(buf, size,
+             "%s %s n%lld %lldx%lldx%lld k%lldx%lld s%lldx%lld pad %lld,%lld out %lldx%lld",
+             kernel, dt_name(dt), (long long)g->n, (long long)g->h, (long long)g->w,
+             (long long)g->c, (long long)g->kh, (long long)g->kw, (long long)g->sh,
+             (long long)g->sw, (long long)g->pad_top, (long long)g->pad_left, (long long)g->oh,
+             (long long)g->ow);
+}
+
+/* Runs the four pooling kernels of both tables on geometry g; `x` may hold NaNs. */
+static void pool_run(fedc_dtype dt, const fedc_pool_geom *g, const void *x) {
+    size_t es = fedc_dtype_size(dt);
+    int64_t nx = g->n * g->h * g->w * g->c, ny = g->n * g->oh * g->ow * g->c;
+    void *dy = random_array(dt, ny, 1, 0);
+    for (int kind = 0; kind < 4; kind++) {
+        int64_t n = kind % 2 ? nx : ny; /* forward writes y, gradient dx */
+        size_t bytes = (size_t)n * es;
+        void *out[3] = {alloc_poison(bytes), alloc_poison(bytes), alloc_poison(bytes)};
+        const fedc_kernels *tables[3] = {R, F, F};
+        static const char *const names[4] = {"max_pool2d", "max_pool2d_grad", "avg_pool2d",
+                                              "avg_pool2d_grad"};
+        for (int t = 0; t < 3; t++) {
+            const fedc_kernels *k = tables[t];
+            if (kind == 0) CHECK_OK(k->max_pool2d(dt, g, x, out[t]));
+            if (kind == 1) CHECK_OK(k->max_pool2d_grad(dt, g, x, dy, out[t]));
+            if (kind == 2) CHECK_OK(k->avg_pool2d(dt, g, x, out[t]));
+            if (kind == 3) CHECK_OK(k->avg_pool2d_grad(dt, g, dy, out[t]));
+        }
+        char what[200];
+        pool_describe(what, sizeof what, names[kind], dt, g);
+        check_close(dt, n, out[1], out[0], PER_ELEMENT, what);
+        check_same_bits(out[1], out[2], bytes, what);
+        for (int t = 0; t < 3; t++) fedc_free(out[t]);
+    }
+    fedc_free(dy);
+}
+
+static void test_pool(void) {
+    static const pool_case cases[] = {
+        /* n, h, w, c, k, s, same, quantum */
+        {3, 8, 8, 3, 2, 2, 0, 0},    {1, 7, 7, 1, 2, 2, 0, 0},   {3, 7, 9, 32, 2, 2, 1, 0},
+        {3, 7, 7, 5, 3, 1, 1, 0},    {1, 13, 13, 3, 3, 2, 1, 0}, {3, 7, 7, 70, 3, 1, 1, 0.5},
+        {3, 8, 8, 3, 2, 2, 0, 0.5},  {1, 1, 1, 1, 2, 2, 1, 0},   {1, 5, 6, 3, 3, 1, 1, 1.0},
+        {3, 6, 6, 130, 2, 2, 0, 0.25},
+    };
+    for (int d = 0; d < 2; d++) {
+        fedc_dtype dt = d ? FEDC_F64 : FEDC_F32;
+        for (int i = 0; i < FEDC_COUNT_OF(cases); i++) {
+            fedc_pool_geom g = pool_geom(&cases[i]);
+            void *x = random_array(dt, g.n * g.h * g.w * g.c, 2, cases[i].quantum);
+            pool_run(dt, &g, x);
+            fedc_free(x);
+        }
+    }
+}
+
+/* Windows wholly in padding (max gives -inf, average 0) and NaNs in the data. */
+static void test_pool_edges(void) {
+    fedc_pool_geom g = {.n = 2, .h = 4, .w = 4, .c = 3, .kh = 2, .kw = 2, .sh = 1, .sw = 1,
+                        .pad_top = 2, .pad_left = 2, .oh = 5, .ow = 5};
+    for (int d = 0; d < 2; d++) {
+        fedc_dtype dt = d ? FEDC_F64 : FEDC_F32;
+        int64_t nx = g.n * g.h * g.w * g.c;
+        void *x = random_array(dt, nx, 1, 0);
+        for (int64_t i = 0; i < nx; i += 7) store(dt, x, i, NAN);
+        pool_run(dt, &g, x);
+        fedc_free(x);
+    }
+    uint8_t buf[16] = {0};
+    CHECK_ERR(F->max_pool2d(FEDC_U8, &g, buf, buf), FEDC_EUNSUPPORTED, "max_pool2d");
+    CHECK_ERR(F->avg_pool2d_grad(FEDC_I32, &g, buf, buf), FEDC_EUNSUPPORTED, "i32");
+    g.sw = 0;
+    CHECK_ERR(F->avg_pool2d(FEDC_F32, &g, buf, buf), FEDC_EINVAL, "avg_pool2d");
+}
+
+/* ----------------------------------------------------------------- unary -- */
+
+static void unary_case(fedc_unary_op op, fedc_dtype dt, int64_t n, double param) {
+    size_t es = fedc_dtype_size(dt);
+    /* Domains: log and sqrt also see negatives (NaN on both sides); exp and
+     * sigmoid see large magnitudes. */
+    void *x = random_array(dt, n, op == FEDC_U_EXP || op == FEDC_U_SIGMOID ? 40 : 3,
+                           dt == FEDC_I32 ? 1 : 0);
+    if (op == FEDC_U_POW && param != (double)(int64_t)param)
+        for (int64_t i = 0; i < n; i++) store(dt, x, i, fabs(load(dt, x, i)));
+    void *ref = alloc_poison((size_t)n * es), *fast = alloc_poison((size_t)n * es),
+         *inplace = alloc_bytes((size_t)n * es);
+    memcpy(inplace, x, (size_t)n * es);
+    char what[96];
+    snprintf(what, sizeof what, "unary op %d %s n %lld param %g", (int)op, dt_name(dt),
+             (long long)n, param);
+    CHECK_OK(R->unary(op, dt, n, x, ref, param));
+    CHECK_OK(F->unary(op, dt, n, x, fast, param));
+    CHECK_OK(F->unary(op, dt, n, inplace, inplace, param)); /* y aliasing x */
+    if (dt == FEDC_I32) {
+        CHECK_MSG(memcmp(fast, ref, (size_t)n * es) == 0, "%s", what);
+    } else {
+        check_close(dt, n, fast, ref, PER_ELEMENT, what);
+        check_same_bits(fast, inplace, (size_t)n * es, what);
+    }
+    fedc_free(x), fedc_free(ref), fedc_free(fast), fedc_free(inplace);
+}
+
+static void test_unary(void) {
+    static const int64_t sizes[] = {1, 7, 31, 2500};
+    for (int d = 0; d < 2; d++)
+        for (int op = 0; op < FEDC_U_COUNT; op++)
+            for (int s = 0; s < FEDC_COUNT_OF(sizes); s++) {
+                fedc_dtype dt = d ? FEDC_F64 : FEDC_F32;
+                unary_case((fedc_unary_op)op, dt, sizes[s], 2.0);
+                if (op == FEDC_U_POW) unary_case(FEDC_U_POW, dt, sizes[s], 0.1);
+                if (op == FEDC_U_POW) unary_case(FEDC_U_POW, dt, sizes[s], 3.0);
+            }
+    unary_case(FEDC_U_NEG, FEDC_I32, 13, 0); /* falls back to the reference */
+    float x = 1, y;
+    CHECK_ERR(F->unary(FEDC_U_EXP, FEDC_U8, 1, &x, &y, 0), FEDC_EUNSUPPORTED, "u8");
+}
+
+/* ---------------------------------------------------------------- binary -- */
+
+static fedc_kshape kshape(int rank, const int64_t *dims) {
+    fedc_kshape s = {.rank = rank};
+    for (int d = 0; d < rank; d++) s.dims[d] = dims[d];
+    return s;
+}
+
+/* out's shape: a and b right-aligned, each dim the non-1 one. */
+static fedc_kshape broadcast_shape(const fedc_kshape *a, const fedc_kshape *b) {
+    fedc_kshape o = {.rank = a->rank > b->rank ? a->rank : b->rank};
+    for (int d = 0; d < o.rank; d++) {
+        int da = d - (o.rank - a->rank), db = d - (o.rank - b->rank);
+        int64_t x = da >= 0 ? a->dims[da] : 1, y = db >= 0 ? b->dims[db] : 1;
+        o.dims[d] = x == 1 ? y : x;
+    }
+    return o;
+}
+
+static int same_shape(const fedc_kshape *a, const fedc_kshape *b) {
+    return a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof(int64_t)) == 0;
+}
+
+typedef struct binary_case {
+    int arank;
+    int64_t adims[4];
+    int brank;
+    int64_t bdims[4];
+} binary_case;
+
+static void binary_check(fedc_binary_op op, fedc_dtype dt, const fedc_kshape *out, int64_t n,
+                         const void *fast, const void *ref, const char *what) {
+    if (op >= FEDC_B_EQ || dt == FEDC_I32)
+        CHECK_MSG(memcmp(fast, ref, (size_t)n * (op >= FEDC_B_EQ ? 1 : 4)) == 0, "%s", what);
+    else
+        check_close(dt, n, fast, ref, PER_ELEMENT, what);
+    (void)out;
+}
+
+/* out = a op b on both tables, then again with out aliasing each operand that has
+ * out's shape (the contract allows exactly that). */
+static void binary_case_run(fedc_binary_op op, fedc_dtype dt, const binary_case *bc) {
+    fedc_kshape as = kshape(bc->arank, bc->adims), bs = kshape(bc->brank, bc->bdims);
+    fedc_kshape os = broadcast_shape(&as, &bs);
+    int64_t na = fedc_kshape_count(&as), nb = fedc_kshape_count(&bs), n = fedc_kshape_count(&os);
+    size_t es = fedc_dtype_size(dt), oes = op >= FEDC_B_EQ ? 1 : es;
+    double quantum = dt == FEDC_I32 ? 1 : 0.5; /* equal pairs for the comparisons */
+    void *a = random_array(dt, na, 3, quantum), *b = random_array(dt, nb, 3, quantum);
+    if (dt != FEDC_I32 && na > 3) store(dt, a, 3, NAN);
+    if (dt != FEDC_I32 && nb > 2) store(dt, b, 2, NAN);
+    void *ref = alloc_poison((size_t)n * oes), *fast = alloc_poison((size_t)n * oes),
+         *fast2 = alloc_poison((size_t)n * oes);
+    char what[128];
+    snprintf(what, sizeof what, "binary op %d %s a rank %d [%lld..] b rank %d [%lld..]", (int)op,
+             dt_name(dt), as.rank, (long long)(as.rank ? as.dims[0] : 0), bs.rank,
+             (long long)(bs.rank ? bs.dims[0] : 0));
+    CHECK_OK(R->binary(op, dt, &as, a, &bs, b, &os, ref));
+    CHECK_OK(F->binary(op, dt, &as, a, &bs, b, &os, fast));
+    CHECK_OK(F->binary(op, dt, &as, a, &bs, b, &os, fast2));
+    binary_check(op, dt, &os, n, fast, ref, what);
+    check_same_bits(fast, fast2, (size_t)n * oes, what);
+    if (op < FEDC_B_EQ && same_shape(&as, &os)) { /* out is a */
+        CHECK_OK(F->binary(op, dt, &as, a, &bs, b, &os, a));
+        binary_check(op, dt, &os, n, a, ref, what);
+    } else if (op < FEDC_B_EQ && same_shape(&bs, &os)) { /* out is b */
+        CHECK_OK(F->binary(op, dt, &as, a, &bs, b, &os, b));
+        binary_check(op, dt, &os, n, b, ref, what);
+    }
+    fedc_free(a), fedc_free(b), fedc_free(ref), fedc_free(fast), fedc_free(fast2);
+}
+
+static void test_binary(void) {
+    static const binary_case cases[] = {
+        {3, {3, 5, 7}, 3, {3, 5, 7}}, /* same shape */
+        {1, {2500}, 1, {2500}},       /* several tiles when aliased */
+        {3, {3, 5, 7}, 0, {0}},       /* scalar b */
+        {3, {3, 5, 7}, 1, {1}},
+        {3, {3, 5, 7}, 3, {1, 1, 1}},
+        {0, {0}, 3, {3, 5, 7}},       /* scalar a */
+        {1, {1}, 1, {2500}},
+        {3, {3, 5, 7}, 1, {7}},       /* bias b */
+        {3, {3, 5, 7}, 2, {5, 7}},
+        {3, {3, 5, 7}, 3, {1, 5, 7}},
+        {2, {3, 1300}, 1, {1300}},
+        {1, {7}, 3, {3, 5, 7}},       /* bias a */
+        {2, {5, 7}, 3, {3, 5, 7}},
+        {3, {3, 1, 7}, 3, {1, 5, 1}}, /* general: the reference */
+        {3, {3, 5, 1}, 3, {3, 1, 7}},
+        {3, {3, 5, 7}, 3, {3, 1, 7}},
+        {3, {3, 5, 7}, 2, {5, 1}},
+        {2, {5, 1}, 2, {5, 7}},
+        {0, {0}, 0, {0}},             /* scalars */
+        {1, {1}, 1, {1}},
+        {2, {0, 3}, 1, {3}},          /* empty */
+    };
+    for (int d = 0; d < 3; d++) {
+        fedc_dtype dt = d == 0 ? FEDC_F32 : d == 1 ? FEDC_F64 : FEDC_I32;
+        for (int op = 0; op < FEDC_B_COUNT; op++)
+            for (int i = 0; i < FEDC_COUNT_OF(cases); i++)
+                binary_case_run((fedc_binary_op)op, dt, &cases[i]);
+    }
+    fedc_kshape s3 = kshape(1, (int64_t[]){3}), s4 = kshape(1, (int64_t[]){4});
+    float buf[4] = {0};
+    CHECK_ERR(F->binary(FEDC_B_ADD, FEDC_F32, &s3, buf, &s4, buf, &s4, buf), FEDC_ESHAPE,
+              "binary");
+    CHECK_ERR(F->binary(FEDC_B_ADD, FEDC_U8, &s4, buf, &s4, buf, &s4, buf), FEDC_EUNSUPPORTED,
+              "u8");
+}
+
+/* ---------------------------------------------------------------- reduce -- */
+
+static void reduce_case(fedc_reduce_op op, fedc_dtype dt, const fedc_kshape *xs, unsigned axes) {
+    int64_t n = fedc_kshape_count(xs), ny = 1;
+    for (int d = 0; d < xs->rank; d++)
+        if (!(axes >> d & 1u)) ny *= xs->dims[d];
+    size_t es = fedc_dtype_size(dt);
+    void *x = random_array(dt, n, 1, dt == FEDC_I32 ? 1 : 0);
+    void *ref = alloc_poison((size_t)ny * es), *fast = alloc_poison((size_t)ny * es),
+         *fast2 = alloc_poison((size_t)ny * es);
+    char what[128];
+    snprintf(what, sizeof what, "reduce op %d %s rank %d [%lld..] axes 0x%x", (int)op,
+             dt_name(dt), xs->rank, (long long)(xs->rank ? xs->dims[0] : 0), axes);
+    CHECK_OK(R->reduce(op, dt, xs, axes, x, ref));
+    CHECK_OK(F->reduce(op, dt, xs, axes, x, fast));
+    CHECK_OK(F->reduce(op, dt, xs, axes, x, fast2));
+    if (dt == FEDC_I32) CHECK_MSG(memcmp(fast, ref, (size_t)ny * es) == 0, "%s", what);
+    else check_close(dt, ny, fast, ref, PER_ELEMENT, what);
+    check_same_bits(fast, fast2, (size_t)ny * es, what);
+    fedc_free(x), fedc_free(ref), fedc_free(fast), fedc_free(fast2);
+}
+
+static void test_reduce(void) {
+    static const struct {
+        int rank;
+        int64_t dims[4];
+        unsigned axes;
+    } cases[] = {
+        {3, {3, 5, 7}, 0x1}, {3, {3, 5, 7}, 0x3}, {3, {3, 5, 7}, 0x4}, {3, {3, 5, 7}, 0x6},
+        {3, {3, 5, 7}, 0x7}, {3, {3, 5, 7}, 0x2}, {3, {3, 5, 7}, 0x5}, {3, {3, 5, 7}, 0x0},
+        {4, {1, 5, 1, 7}, 0x2}, {4, {5, 1, 7, 1}, 0x5}, {4, {3, 1, 7, 1}, 0xA},
+        {2, {20, 300}, 0x1}, {2, {20, 300}, 0x2}, {2, {4, 1001}, 0x2}, {1, {13}, 0x1},
+        {2, {0, 3}, 0x1}, {2, {3, 0}, 0x2}, {0, {0}, 0x0}, {1, {1}, 0x1},
+    };
+    for (int d = 0; d < 3; d++) {
+        fedc_dtype dt = d == 0 ? FEDC_F32 : d == 1 ? FEDC_F64 : FEDC_I32;
+        for (int op = 0; op < FEDC_R_COUNT; op++) {
+            if (dt == FEDC_I32 && op == FEDC_R_MEAN) continue;
+            for (int i = 0; i < FEDC_COUNT_OF(cases); i++) {
+                fedc_kshape xs = kshape(cases[i].rank, cases[i].dims);
+                reduce_case((fedc_reduce_op)op, dt, &xs, cases[i].axes);
+            }
+        }
+    }
+    fedc_kshape xs = kshape(2, (int64_t[]){2, 2});
+    float buf[4] = {0};
+    CHECK_ERR(F->reduce(FEDC_R_SUM, FEDC_F32, &xs, 0x4, buf, buf), FEDC_EINVAL, "reduce");
+}
+
+int main(int argc, char **argv) {
+    static const fedc_test tests[] = {
+        {"table", test_table},
+        {"matmul", test_matmul},
+        {"matmul_errors", test_matmul_errors},
+        {"conv", test_conv},
+        {"conv_chunked", test_conv_chunked},
+        {"conv_errors", test_conv_errors},
+        {"pool", test_pool},
+        {"pool_edges", test_pool_edges},
+        {"unary", test_unary},
+        {"binary", test_binary},
+        {"reduce", test_reduce},
+    };
+    return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+}
