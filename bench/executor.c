@@ -4,7 +4,7 @@
  * the same memory, both single-threaded. Runs alternate (executor, raw, executor,
  * raw, ...) after a warm-up, and the medians are compared.
  *
- *     ./build/bench_bench_executor [n] [pairs]      (default 512, 21)
+ *     ./build/bench_executor [n] [pairs]      (default 512, 21)
  *
  * Target (issue 2): overhead < 5% at n = 512.
  */

@@ -154,7 +154,7 @@ static fedc_value keepdims_ct(const rule *r) {
     const int64_t *axes = fedc__attr_ints(r->n, FEDC_ATTR_AXES, &count);
     int64_t dims[FEDC_MAX_RANK];
     for (int i = 0; i < x->rank; i++) dims[i] = x->dims[i];
-    for (int i = 0; i < count; i++) dims[fedc__axis((int)axes[i], x->rank)] = 1;
+    for (int i = 0; i < count; i++) dims[fedc__axis(axes[i], x->rank)] = 1;
     return fedc_reshape(r->g, r->ct, x->rank, dims);
 }
 
@@ -225,7 +225,7 @@ static fedc_status vjp_PAD(const rule *r) {
 
 static fedc_status vjp_CONCAT(const rule *r) {
     const fedc_type *y = &r->n->type;
-    int axis = fedc__axis((int)fedc__attr_int(r->n, FEDC_ATTR_AXIS, 0), y->rank);
+    int axis = fedc__axis(fedc__attr_int(r->n, FEDC_ATTR_AXIS, 0), y->rank);
     int64_t start[FEDC_MAX_RANK] = {0}, limit[FEDC_MAX_RANK];
     for (int i = 0; i < y->rank; i++) limit[i] = y->dims[i];
     for (int i = 0; i < r->n->nin; i++) {

@@ -27,7 +27,7 @@ static fedc_status run_CONSTANT(const fedc__step *s) { (void)s; return FEDC_OK; 
 
 static fedc_status run_IOTA(const fedc__step *s) {
     fedc_kshape ys = out_shape(s);
-    int axis = fedc__axis((int)fedc__attr_int(s->n, FEDC_ATTR_AXIS, 0), ys.rank);
+    int axis = fedc__axis(fedc__attr_int(s->n, FEDC_ATTR_AXIS, 0), ys.rank);
     return s->k->iota(s->n->type.dtype, &ys, axis, s->out);
 }
 
@@ -77,7 +77,7 @@ static fedc_status reduce(const fedc__step *s, fedc_reduce_op op) {
     int count;
     const int64_t *axes = fedc__attr_ints(s->n, FEDC_ATTR_AXES, &count);
     unsigned mask = 0;
-    for (int i = 0; i < count; i++) mask |= 1u << fedc__axis((int)axes[i], xs.rank);
+    for (int i = 0; i < count; i++) mask |= 1u << fedc__axis(axes[i], xs.rank);
     return s->k->reduce(op, s->n->type.dtype, &xs, mask, s->in[0], s->out);
 }
 
@@ -87,7 +87,7 @@ static fedc_status run_REDUCE_MAX(const fedc__step *s) { return reduce(s, FEDC_R
 
 static fedc_status run_ARGMAX(const fedc__step *s) {
     const fedc_type *x = in_type(s, 0);
-    int axis = fedc__axis((int)fedc__attr_int(s->n, FEDC_ATTR_AXIS, -1), x->rank);
+    int axis = fedc__axis(fedc__attr_int(s->n, FEDC_ATTR_AXIS, -1), x->rank);
     int64_t outer = 1, inner = 1;
     for (int i = 0; i < axis; i++) outer *= x->dims[i];
     for (int i = axis + 1; i < x->rank; i++) inner *= x->dims[i];
@@ -124,7 +124,7 @@ static fedc_status run_SLICE(const fedc__step *s) {
 static fedc_status run_CONCAT(const fedc__step *s) {
     fedc_kshape shapes[64];
     for (int i = 0; i < s->n->nin; i++) shapes[i] = in_shape(s, i);
-    int axis = fedc__axis((int)fedc__attr_int(s->n, FEDC_ATTR_AXIS, 0), s->n->type.rank);
+    int axis = fedc__axis(fedc__attr_int(s->n, FEDC_ATTR_AXIS, 0), s->n->type.rank);
     return s->k->concat(out_elsize(s), s->n->nin, shapes, s->in, axis, s->out);
 }
 

@@ -24,6 +24,22 @@ static fedc_value bad_argument(fedc_program *p, const char *op, const char *what
 
 /* -------------------------------------------------------------- sources -- */
 
+/* A declared type (of an input or constant) must be one a program can hold. */
+static bool bad_type(fedc_program *p, const char *op, const fedc_type *t) {
+    const char *why = NULL;
+    if (t->rank < 0 || t->rank > FEDC_MAX_RANK) why = "its rank is outside 0..6";
+    else if ((unsigned)t->dtype >= FEDC_DTYPE_COUNT) why = "its dtype is unknown";
+    else if ((unsigned)t->placement >= FEDC_PLACEMENT_COUNT) why = "its placement is unknown";
+    for (int i = 0; !why && i < t->rank; i++)
+        if (t->dims[i] < 0) why = "a dimension is negative";
+    if (!why) return false;
+    char buf[64] = "?";
+    if (t->rank >= 0 && t->rank <= FEDC_MAX_RANK) fedc_type_str(t, buf, sizeof buf);
+    fedc_error(FEDC_ESHAPE, "%s: bad type %s: %s", op, buf, why);
+    fedc__program_fail(p, FEDC_ESHAPE);
+    return true;
+}
+
 fedc_value fedc_input(fedc_program *p, const char *name, fedc_type type) {
     if (p->status) return FEDC_NONE;
     if (!name || !*name) return bad_argument(p, "input", "an input needs a name");
@@ -31,8 +47,7 @@ fedc_value fedc_input(fedc_program *p, const char *name, fedc_type type) {
         fedc_error(FEDC_EINVAL, "input: an input is already named \"%s\"", name);
         return fedc__program_fail(p, FEDC_EINVAL);
     }
-    if (type.rank < 0 || type.rank > FEDC_MAX_RANK || (unsigned)type.dtype >= FEDC_DTYPE_COUNT)
-        return bad_argument(p, "input", "the type has a bad rank or dtype");
+    if (bad_type(p, "input", &type)) return FEDC_NONE;
     const char *copy = fedc__program_strdup(p, name);
     if (!copy) return fedc__program_fail(p, FEDC_ENOMEM);
     fedc_value v = fedc__emit(p, FEDC_OP_INPUT, NULL, 0, NULL, 0, &type);
@@ -42,8 +57,7 @@ fedc_value fedc_input(fedc_program *p, const char *name, fedc_type type) {
 
 fedc_value fedc_constant(fedc_program *p, fedc_type type, const void *data) {
     if (p->status) return FEDC_NONE;
-    if (type.rank < 0 || type.rank > FEDC_MAX_RANK || (unsigned)type.dtype >= FEDC_DTYPE_COUNT)
-        return bad_argument(p, "constant", "the type has a bad rank or dtype");
+    if (bad_type(p, "constant", &type)) return FEDC_NONE;
     if (!data) return bad_argument(p, "constant", "data is NULL");
     const void *copy = fedc__program_copy(p, data, fedc_type_bytes(&type));
     if (!copy) return fedc__program_fail(p, FEDC_ENOMEM);
@@ -66,8 +80,7 @@ static void store(fedc_dtype dt, void *data, int64_t i, double value) {
 
 fedc_value fedc_full(fedc_program *p, fedc_type type, double value) {
     if (p->status) return FEDC_NONE;
-    if (type.rank < 0 || type.rank > FEDC_MAX_RANK || (unsigned)type.dtype >= FEDC_DTYPE_COUNT)
-        return bad_argument(p, "constant", "the type has a bad rank or dtype");
+    if (bad_type(p, "constant", &type)) return FEDC_NONE;
     size_t bytes = fedc_type_bytes(&type);
     void *data = fedc_malloc(bytes);
     if (!data) {

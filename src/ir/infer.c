@@ -28,9 +28,9 @@ static fedc_status fail(const rule_ctx *c, fedc_status st, const char *fmt, ...)
 
 #define TYPESTR(t) fedc_type_str((t), (char[64]){0}, 64)
 
-int fedc__axis(int axis, int rank) {
+int fedc__axis(int64_t axis, int rank) {
     if (axis < 0) axis += rank;
-    return axis >= 0 && axis < rank ? axis : -1;
+    return axis >= 0 && axis < rank ? (int)axis : -1;
 }
 
 /* ---------------------------------------------------------------- helpers -- */
@@ -113,7 +113,7 @@ static fedc_status axes_mask(const rule_ctx *c, int rank, unsigned *mask) {
     const int64_t *axes = fedc__attr_ints(c->n, FEDC_ATTR_AXES, &count);
     *mask = 0;
     for (int i = 0; i < count; i++) {
-        int ax = fedc__axis((int)axes[i], rank);
+        int ax = fedc__axis(axes[i], rank);
         if (ax < 0) return fail(c, FEDC_EINVAL, "axis %lld is out of range for rank %d", (long long)axes[i], rank);
         if (*mask & (1u << ax)) return fail(c, FEDC_EINVAL, "axis %d is listed twice", ax);
         *mask |= 1u << ax;
@@ -128,10 +128,16 @@ static fedc_status set_dims(fedc_type *out, int rank, const int64_t *dims) {
     return FEDC_OK;
 }
 
+/* Dims must be >= 0 and their product must fit comfortably in a byte count. */
 static fedc_status check_dims(const rule_ctx *c, int count, const int64_t *dims, const char *what) {
     if (count > FEDC_MAX_RANK) return fail(c, FEDC_ESHAPE, "%s has rank %d > %d", what, count, FEDC_MAX_RANK);
-    for (int i = 0; i < count; i++)
+    int64_t total = 1;
+    for (int i = 0; i < count; i++) {
         if (dims[i] < 0) return fail(c, FEDC_ESHAPE, "%s has a negative dimension %lld", what, (long long)dims[i]);
+        if (dims[i] && total > (INT64_MAX / 8) / dims[i])
+            return fail(c, FEDC_ESHAPE, "%s has too many elements", what);
+        total *= dims[i];
+    }
     return FEDC_OK;
 }
 
@@ -156,10 +162,10 @@ static fedc_status infer_IOTA(const rule_ctx *c, fedc_type *out) {
     fedc_status st = check_dims(c, count, shape, "shape");
     if (st) return st;
     out->dtype = (fedc_dtype)fedc__attr_int(c->n, FEDC_ATTR_DTYPE, FEDC_F32);
-    if (!(fedc_dtype_is_float(out->dtype) || out->dtype == FEDC_I32))
+    if ((unsigned)out->dtype >= FEDC_DTYPE_COUNT || !(fedc_dtype_is_float(out->dtype) || out->dtype == FEDC_I32))
         return fail(c, FEDC_ETYPE, "dtype must be f32, f64 or i32, got %s", fedc_dtype_name(out->dtype));
     set_dims(out, count, shape);
-    if (fedc__axis((int)fedc__attr_int(c->n, FEDC_ATTR_AXIS, 0), count) < 0)
+    if (fedc__axis(fedc__attr_int(c->n, FEDC_ATTR_AXIS, 0), count) < 0)
         return fail(c, FEDC_EINVAL, "axis %lld is out of range for rank %d",
                     (long long)fedc__attr_int(c->n, FEDC_ATTR_AXIS, 0), count);
     return FEDC_OK;
@@ -242,7 +248,7 @@ static fedc_status infer_REDUCE_MAX(const rule_ctx *c, fedc_type *out) { return 
 
 static fedc_status infer_ARGMAX(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0);
-    int ax = fedc__axis((int)fedc__attr_int(c->n, FEDC_ATTR_AXIS, -1), x->rank);
+    int ax = fedc__axis(fedc__attr_int(c->n, FEDC_ATTR_AXIS, -1), x->rank);
     if (ax < 0) return fail(c, FEDC_EINVAL, "axis is out of range for %s", TYPESTR(x));
     if (!(fedc_dtype_is_float(x->dtype) || x->dtype == FEDC_I32))
         return fail(c, FEDC_ETYPE, "cannot take argmax of %s", TYPESTR(x));
@@ -324,7 +330,7 @@ static fedc_status infer_SLICE(const rule_ctx *c, fedc_type *out) {
 
 static fedc_status infer_CONCAT(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0);
-    int ax = fedc__axis((int)fedc__attr_int(c->n, FEDC_ATTR_AXIS, 0), x->rank);
+    int ax = fedc__axis(fedc__attr_int(c->n, FEDC_ATTR_AXIS, 0), x->rank);
     if (ax < 0) return fail(c, FEDC_EINVAL, "axis is out of range for %s", TYPESTR(x));
     fedc_status st = same_placement(c, &out->placement);
     if (st) return st;
@@ -428,8 +434,10 @@ static fedc_status infer_ONE_HOT(const rule_ctx *c, fedc_type *out) {
     int64_t depth = fedc__attr_int(c->n, FEDC_ATTR_DEPTH, -1);
     if (depth < 0) return fail(c, FEDC_EINVAL, "needs depth >= 0");
     if (idx->rank >= FEDC_MAX_RANK) return fail(c, FEDC_ESHAPE, "result rank exceeds %d", FEDC_MAX_RANK);
+    int64_t dt = fedc__attr_int(c->n, FEDC_ATTR_DTYPE, FEDC_F32);
+    if (dt < 0 || dt >= FEDC_DTYPE_COUNT) return fail(c, FEDC_EINVAL, "unknown dtype %lld", (long long)dt);
     *out = *idx;
-    out->dtype = (fedc_dtype)fedc__attr_int(c->n, FEDC_ATTR_DTYPE, FEDC_F32);
+    out->dtype = (fedc_dtype)dt;
     out->dims[out->rank++] = depth;
     return FEDC_OK;
 }
@@ -645,7 +653,8 @@ fedc_status fedc__infer(const fedc_program *p, const fedc__node *n, fedc_type *o
     memset(&t, 0, sizeof t);
     fedc_status st = rules[n->op](&c, &t);
     if (st) return st;
-    if (t.rank > FEDC_MAX_RANK) return fail(&c, FEDC_ESHAPE, "result rank exceeds %d", FEDC_MAX_RANK);
+    st = check_dims(&c, t.rank, t.dims, "the result");
+    if (st) return st;
     for (int i = t.rank; i < FEDC_MAX_RANK; i++) t.dims[i] = 0;
     *out = t;
     return FEDC_OK;

@@ -108,7 +108,7 @@ fedc_status fedc__program_inline_map(fedc_program *dst, const fedc_program *src,
 fedc_status fedc__infer(const fedc_program *p, const fedc__node *n, fedc_type *out);
 
 /* Resolves a possibly negative axis against `rank`; -1 if out of range. */
-int fedc__axis(int axis, int rank);
+int fedc__axis(int64_t axis, int rank);
 
 /* "%4 (matmul)" — how messages name a node. buf of 48 bytes suffices. */
 const char *fedc__node_label(const fedc_program *p, fedc_value v, char *buf, size_t size);

@@ -269,7 +269,7 @@ fedc_status fedc__program_inline_map(fedc_program *dst, const fedc_program *src,
         fedc_value a = args[input_index++];
         map[v] = a;
         if (a < 0 || a >= dst->n) {
-            if (a == FEDC_NONE) continue; /* an earlier builder error */
+            if (a == FEDC_NONE && dst->status) continue; /* an earlier builder error */
             fedc_error(FEDC_EINVAL, "program_inline: argument for input \"%s\" is not a value of the program", n->name);
             fedc__program_fail(dst, FEDC_EINVAL);
             continue;

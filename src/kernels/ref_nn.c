@@ -260,7 +260,7 @@ fedc_status fedc_ref_max_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const vo
 static double max_pool_dx(fedc_dtype dt, const fedc_pool_geom *g, const void *x, const void *dy,
                           int64_t b, int64_t r, int64_t s, int64_t ci) {
     double acc = 0;
-    int64_t i, j, ar, as;
+    int64_t i, j, ar = -1, as = -1;
     for (int64_t di = 0; di < g->kh; di++) {
         if (!window_source(r, g->sh, g->pad_top, di, g->oh, &i)) continue;
         for (int64_t dj = 0; dj < g->kw; dj++) {
