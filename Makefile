@@ -48,7 +48,9 @@ bench: build
 	./bench/run
 
 install: build
-	cmake --install build --prefix $(PREFIX)
+	cmake -S . -B build -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	cmake --build build -j $(JOBS)
+	cmake --install build
 
 clean:
 	rm -rf build build-asan build-clang

@@ -259,9 +259,11 @@ static fedc_value copy_node(fedc_program *dst, const fedc_program *src, const fe
 fedc_status fedc__program_inline_map(fedc_program *dst, const fedc_program *src, const fedc_value *args,
                                      fedc_value *map) {
     if (dst->status) return fedc_program_status(dst);
-    int input_index = 0;
-    for (int v = 0; v < src->n; v++) {
-        const fedc__node *n = &src->nodes[v];
+    /* dst may be src itself: copy what src holds now, reading each node by value
+     * since appending may move the node array. */
+    int count = src->n, input_index = 0;
+    for (int v = 0; v < count; v++) {
+        const fedc__node node = src->nodes[v], *n = &node;
         if (n->op != FEDC_OP_INPUT) {
             map[v] = copy_node(dst, src, n, map);
             continue;
@@ -287,6 +289,7 @@ fedc_status fedc__program_inline_map(fedc_program *dst, const fedc_program *src,
 
 fedc_status fedc_program_inline(fedc_program *dst, const fedc_program *src, const fedc_value *args,
                                 fedc_value *results) {
+    for (int i = 0; i < src->noutputs; i++) results[i] = FEDC_NONE;
     if (dst->status) return fedc_program_status(dst);
     fedc_value *map = fedc_malloc((size_t)(src->n ? src->n : 1) * sizeof *map);
     if (!map) {
@@ -301,6 +304,7 @@ fedc_status fedc_program_inline(fedc_program *dst, const fedc_program *src, cons
 }
 
 fedc_status fedc_program_clone(const fedc_program *src, fedc_program **out) {
+    *out = NULL;
     fedc_program *p;
     fedc_status st = fedc_program_create(&p);
     if (st) return st;

@@ -1,0 +1,1157 @@
+/*
+ * Tests for the executor (fedc/exec.h): results of an MLP-like program against
+ * values computed here with plain loops (f32 and f64); the reference kernels
+ * against the fast ones on a convolutional program and its gradient; liveness
+ * planning (a long chain reuses a few buffers; diamonds and random DAGs with many
+ * outputs stay correct while buffers are shared); no allocation while running;
+ * errors (unknown or unbound inputs, unknown outputs, out-of-range gather indices
+ * and labels at run time, named by node); determinism; outputs that are inputs or
+ * constants; and that the executor owns a copy of its program.
+ */
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fedc/ad.h"
+#include "fedc/exec.h"
+#include "fedc/program.h"
+
+#define DIMS(...) ((int64_t[]){__VA_ARGS__})
+#define NDIMS(...) ((int)(sizeof(DIMS(__VA_ARGS__)) / sizeof(int64_t)))
+#define TY(dt, ...) fedc_type_make((dt), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__))
+
+/* ---------------------------------------------------------------- helpers -- */
+
+/* A small deterministic generator for test data (xorshift64*). */
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r) {
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 2685821657736338717ull;
+}
+
+/* Uniform in [lo, hi). */
+static double rng_uniform(rng *r, double lo, double hi) {
+    return lo + (hi - lo) * (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int rng_int(rng *r, int n) { return (int)(rng_next(r) % (uint64_t)n); }
+
+static void fill_f32(rng *r, float *x, int64_t n, double lo, double hi) {
+    for (int64_t i = 0; i < n; i++) x[i] = (float)rng_uniform(r, lo, hi);
+}
+
+static fedc_program *newp(void) {
+    fedc_program *p = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    return p;
+}
+
+/* Output `name` of `ex`, checked to exist with `count` elements of dtype dt. */
+static const void *output(const fedc_executor *ex, const char *name, fedc_dtype dt, int64_t count) {
+    const void *data = NULL;
+    fedc_type t;
+    fedc_status st = fedc_executor_output(ex, name, &data, &t);
+    CHECK_OK(st);
+    if (st) return NULL;
+    CHECK_MSG(t.dtype == dt && fedc_type_count(&t) == count, "output %s: dtype %d count %lld, want %d and %lld", name,
+              (int)t.dtype, (long long)fedc_type_count(&t), (int)dt, (long long)count);
+    return t.dtype == dt && fedc_type_count(&t) == count ? data : NULL;
+}
+
+/* ------------------------------------------------------------------- mlp -- */
+
+enum { MB = 4, MI = 5, MH = 6, MO = 3 };
+
+/* h = relu(x @ w1 + b1); logits = h @ w2 + b2; loss = mean(xent(logits, labels));
+ * pred = argmax(logits). */
+static fedc_program *build_mlp(fedc_dtype dt) {
+    fedc_program *p = newp();
+    if (!p) return NULL;
+    fedc_value x = fedc_input(p, "x", TY(dt, MB, MI));
+    fedc_value w1 = fedc_input(p, "w1", TY(dt, MI, MH));
+    fedc_value b1 = fedc_input(p, "b1", TY(dt, MH));
+    fedc_value w2 = fedc_input(p, "w2", TY(dt, MH, MO));
+    fedc_value b2 = fedc_input(p, "b2", TY(dt, MO));
+    fedc_value labels = fedc_input(p, "labels", TY(FEDC_I32, MB));
+    fedc_value h = fedc_relu(p, fedc_add(p, fedc_matmul(p, x, w1, false, false), b1));
+    fedc_value logits = fedc_add(p, fedc_matmul(p, h, w2, false, false), b2);
+    fedc_value xent = fedc_softmax_cross_entropy(p, logits, labels, FEDC_NONE);
+    fedc_value loss = fedc_reduce_mean(p, xent, NULL, -1, false);
+    fedc_value pred = fedc_argmax(p, logits, -1);
+    CHECK_OK(fedc_program_output(p, "h", h));
+    CHECK_OK(fedc_program_output(p, "logits", logits));
+    CHECK_OK(fedc_program_output(p, "loss", loss));
+    CHECK_OK(fedc_program_output(p, "pred", pred));
+    CHECK_OK(fedc_program_status(p));
+    return p;
+}
+
+typedef struct mlp_data {
+    double x[MB * MI], w1[MI * MH], b1[MH], w2[MH * MO], b2[MO];
+    int32_t labels[MB];
+} mlp_data;
+
+static void mlp_data_make(mlp_data *d, uint64_t seed) {
+    rng r = {seed};
+    for (int i = 0; i < MB * MI; i++) d->x[i] = rng_uniform(&r, -1, 1);
+    for (int i = 0; i < MI * MH; i++) d->w1[i] = rng_uniform(&r, -1, 1);
+    for (int i = 0; i < MH; i++) d->b1[i] = rng_uniform(&r, -0.5, 0.5);
+    for (int i = 0; i < MH * MO; i++) d->w2[i] = rng_uniform(&r, -1, 1);
+    for (int i = 0; i < MO; i++) d->b2[i] = rng_uniform(&r, -0.5, 0.5);
+    for (int i = 0; i < MB; i++) d->labels[i] = (int32_t)rng_int(&r, MO);
+}
+
+/* The MLP by hand, in double, from the data as the program sees it (rounded to
+ * f32 when dt is f32). */
+static void mlp_by_hand(const mlp_data *d, fedc_dtype dt, double *h, double *logits, double *loss, int32_t *pred) {
+#define R(v) (dt == FEDC_F32 ? (double)(float)(v) : (v))
+    for (int b = 0; b < MB; b++)
+        for (int j = 0; j < MH; j++) {
+            double s = R(d->b1[j]);
+            for (int i = 0; i < MI; i++) s += R(d->x[b * MI + i]) * R(d->w1[i * MH + j]);
+            h[b * MH + j] = s > 0 ? s : 0;
+        }
+    double total = 0;
+    for (int b = 0; b < MB; b++) {
+        for (int o = 0; o < MO; o++) {
+            double s = R(d->b2[o]);
+            for (int j = 0; j < MH; j++) s += h[b * MH + j] * R(d->w2[j * MO + o]);
+            logits[b * MO + o] = s;
+        }
+        double mx = logits[b * MO], sum = 0;
+        int best = 0;
+        for (int o = 1; o < MO; o++)
+            if (logits[b * MO + o] > mx) mx = logits[b * MO + o], best = o;
+        for (int o = 0; o < MO; o++) sum += exp(logits[b * MO + o] - mx);
+        total += mx + log(sum) - logits[b * MO + d->labels[b]];
+        pred[b] = best;
+    }
+    *loss = total / MB;
+#undef R
+}
+
+/* Binds the MLP's inputs from `d` converted to dt; `store` holds the converted data. */
+static void mlp_bind(fedc_executor *ex, const mlp_data *d, fedc_dtype dt, void *store) {
+    const double *src[5] = {d->x, d->w1, d->b1, d->w2, d->b2};
+    const int n[5] = {MB * MI, MI * MH, MH, MH * MO, MO};
+    const char *names[5] = {"x", "w1", "b1", "w2", "b2"};
+    char *at = store;
+    for (int k = 0; k < 5; k++) {
+        for (int i = 0; i < n[k]; i++) {
+            if (dt == FEDC_F32) ((float *)at)[i] = (float)src[k][i];
+            else ((double *)at)[i] = src[k][i];
+        }
+        CHECK_OK(fedc_executor_bind(ex, names[k], at));
+        at += (size_t)n[k] * fedc_dtype_size(dt);
+    }
+    CHECK_OK(fedc_executor_bind(ex, "labels", d->labels));
+}
+
+static double load(fedc_dtype dt, const void *p, int64_t i) {
+    return dt == FEDC_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+static void check_mlp(fedc_dtype dt, bool reference) {
+    fedc_program *p = build_mlp(dt);
+    if (!p) return;
+    fedc_executor *ex = NULL;
+    fedc_exec_options opt = {reference};
+    fedc_status st = fedc_executor_create(&ex, p, &opt);
+    CHECK_OK(st);
+    fedc_program_destroy(p);
+    if (st) return;
+    double tol = dt == FEDC_F32 ? 1e-5 : 1e-12;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        mlp_data d;
+        mlp_data_make(&d, seed * 7919);
+        double store[MB * MI + MI * MH + MH + MH * MO + MO];
+        mlp_bind(ex, &d, dt, store);
+        CHECK_OK(fedc_executor_run(ex));
+        double h[MB * MH], logits[MB * MO], loss;
+        int32_t pred[MB];
+        mlp_by_hand(&d, dt, h, logits, &loss, pred);
+        const void *hv = output(ex, "h", dt, MB * MH);
+        const void *lv = output(ex, "logits", dt, MB * MO);
+        const void *sv = output(ex, "loss", dt, 1);
+        const int32_t *pv = output(ex, "pred", FEDC_I32, MB);
+        if (!hv || !lv || !sv || !pv) break;
+        for (int i = 0; i < MB * MH; i++) CHECK_NEAR(load(dt, hv, i), h[i], tol);
+        for (int i = 0; i < MB * MO; i++) CHECK_NEAR(load(dt, lv, i), logits[i], tol);
+        CHECK_NEAR(load(dt, sv, 0), loss, tol);
+        for (int b = 0; b < MB; b++) CHECK_EQ_INT(pv[b], pred[b]);
+    }
+    fedc_executor_destroy(ex);
+}
+
+static void test_mlp_f32(void) { check_mlp(FEDC_F32, false); }
+static void test_mlp_f64(void) { check_mlp(FEDC_F64, false); }
+static void test_mlp_reference(void) {
+    check_mlp(FEDC_F32, true);
+    check_mlp(FEDC_F64, true);
+}
+
+/* ------------------------------------------------------- ref vs fast -- */
+
+enum { CN = 2, CH = 9, CW = 9, CC = 3, CO = 4, CK = 5 };
+
+/* conv SAME/2 -> relu -> max_pool 2x2/1 -> flatten -> matmul (+ a transposed one)
+ * -> xent -> mean; a VALID conv and an avg pool on the side. */
+static fedc_program *build_convnet(void) {
+    fedc_program *p = newp();
+    if (!p) return NULL;
+    fedc_value x = fedc_input(p, "x", TY(FEDC_F32, CN, CH, CW, CC));
+    fedc_value w = fedc_input(p, "w", TY(FEDC_F32, 3, 3, CC, CO));
+    fedc_value w2 = fedc_input(p, "w2", TY(FEDC_F32, 64, CK));
+    fedc_value w2t = fedc_input(p, "w2t", TY(FEDC_F32, CK, 64));
+    fedc_value b = fedc_input(p, "b", TY(FEDC_F32, CK));
+    fedc_value labels = fedc_input(p, "labels", TY(FEDC_I32, CN));
+    fedc_value conv = fedc_conv2d(p, x, w, 2, 2, FEDC_PAD_SAME);          /* [2,5,5,4] */
+    fedc_value act = fedc_relu(p, conv);
+    fedc_value pool = fedc_max_pool2d(p, act, 2, 2, 1, 1, FEDC_PAD_VALID); /* [2,4,4,4] */
+    fedc_value flat = fedc_reshape(p, pool, 2, DIMS(CN, -1));             /* [2,64] */
+    fedc_value logits = fedc_add(p, fedc_matmul(p, flat, w2, false, false), b);
+    fedc_value logits_t = fedc_matmul(p, flat, w2t, false, true);
+    fedc_value xent = fedc_softmax_cross_entropy(p, logits, labels, FEDC_NONE);
+    fedc_value loss = fedc_reduce_mean(p, xent, NULL, -1, false);
+    fedc_value valid = fedc_conv2d(p, x, w, 1, 1, FEDC_PAD_VALID);        /* [2,7,7,4] */
+    fedc_value avg = fedc_avg_pool2d(p, valid, 3, 3, 2, 2, FEDC_PAD_SAME); /* [2,4,4,4] */
+    fedc_value mean = fedc_reduce_mean(p, avg, (int[]){1, 2}, 2, false);  /* [2,4] */
+    CHECK_OK(fedc_program_output(p, "conv", conv));
+    CHECK_OK(fedc_program_output(p, "pool", pool));
+    CHECK_OK(fedc_program_output(p, "logits", logits));
+    CHECK_OK(fedc_program_output(p, "logits_t", logits_t));
+    CHECK_OK(fedc_program_output(p, "loss", loss));
+    CHECK_OK(fedc_program_output(p, "valid", valid));
+    CHECK_OK(fedc_program_output(p, "mean", mean));
+    CHECK_OK(fedc_program_status(p));
+    return p;
+}
+
+typedef struct convnet_data {
+    float x[CN * CH * CW * CC], w[3 * 3 * CC * CO], w2[64 * CK], w2t[CK * 64], b[CK];
+    int32_t labels[CN];
+} convnet_data;
+
+static void convnet_data_make(convnet_data *d, uint64_t seed) {
+    rng r = {seed};
+    fill_f32(&r, d->x, CN * CH * CW * CC, -1, 1);
+    fill_f32(&r, d->w, 3 * 3 * CC * CO, -0.5, 0.5);
+    fill_f32(&r, d->w2, 64 * CK, -0.3, 0.3);
+    fill_f32(&r, d->w2t, 64 * CK, -0.3, 0.3);
+    fill_f32(&r, d->b, CK, -0.1, 0.1);
+    for (int i = 0; i < CN; i++) d->labels[i] = (int32_t)rng_int(&r, CK);
+}
+
+static void convnet_bind(fedc_executor *ex, const convnet_data *d) {
+    CHECK_OK(fedc_executor_bind(ex, "x", d->x));
+    CHECK_OK(fedc_executor_bind(ex, "w", d->w));
+    CHECK_OK(fedc_executor_bind(ex, "w2", d->w2));
+    CHECK_OK(fedc_executor_bind(ex, "w2t", d->w2t));
+    CHECK_OK(fedc_executor_bind(ex, "b", d->b));
+    CHECK_OK(fedc_executor_bind(ex, "labels", d->labels));
+}
+
+/* Runs `p` with both kernel tables on the same data and compares every output. */
+static void compare_ref_fast(const fedc_program *p, double tol) {
+    fedc_executor *ref = NULL, *fast = NULL;
+    fedc_exec_options ro = {true}, fo = {false};
+    CHECK_OK(fedc_executor_create(&ref, p, &ro));
+    CHECK_OK(fedc_executor_create(&fast, p, &fo));
+    if (!ref || !fast) goto done;
+    for (uint64_t seed = 11; seed <= 13; seed++) {
+        convnet_data d;
+        convnet_data_make(&d, seed);
+        convnet_bind(ref, &d);
+        convnet_bind(fast, &d);
+        CHECK_OK(fedc_executor_run(ref));
+        CHECK_OK(fedc_executor_run(fast));
+        for (int o = 0; o < fedc_program_num_outputs(p); o++) {
+            const char *name = fedc_program_output_name(p, o);
+            const void *a = NULL, *b = NULL;
+            fedc_type ta, tb;
+            CHECK_OK(fedc_executor_output(ref, name, &a, &ta));
+            CHECK_OK(fedc_executor_output(fast, name, &b, &tb));
+            if (!a || !b) continue;
+            CHECK(fedc_type_equal(&ta, &tb));
+            int64_t n = fedc_type_count(&ta);
+            int bad = 0;
+            for (int64_t i = 0; i < n && bad < 5; i++) {
+                double va = load(ta.dtype, a, i), vb = load(ta.dtype, b, i);
+                double scale = fabs(va) > 1 ? fabs(va) : 1;
+                if (!(fabs(va - vb) <= tol * scale)) {
+                    fedc_test_fail(__FILE__, __LINE__, "output %s[%lld]: ref %.9g, fast %.9g", name, (long long)i, va,
+                                   vb);
+                    bad++;
+                }
+            }
+        }
+    }
+done:
+    fedc_executor_destroy(ref);
+    fedc_executor_destroy(fast);
+}
+
+static void test_ref_vs_fast(void) {
+    fedc_program *p = build_convnet();
+    if (!p) return;
+    compare_ref_fast(p, 1e-5);
+    fedc_program_destroy(p);
+}
+
+static void test_ref_vs_fast_grad(void) {
+    fedc_program *p = build_convnet();
+    if (!p) return;
+    fedc_program *g = NULL;
+    const char *wrt[] = {"x", "w", "w2", "w2t", "b"};
+    CHECK_OK(fedc_grad(p, "loss", wrt, 5, &g));
+    fedc_program_destroy(p);
+    if (!g) return;
+    CHECK_EQ_INT(fedc_program_num_outputs(g), 7 + 5);
+    compare_ref_fast(g, 1e-5);
+    fedc_program_destroy(g);
+}
+
+/* The convnet's forward values by hand, for the fast kernels. */
+static void test_convnet_by_hand(void) {
+    fedc_program *p = build_convnet();
+    if (!p) return;
+    fedc_executor *ex = NULL;
+    CHECK_OK(fedc_executor_create(&ex, p, NULL));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    convnet_data d;
+    convnet_data_make(&d, 99);
+    convnet_bind(ex, &d);
+    CHECK_OK(fedc_executor_run(ex));
+    /* SAME, stride 2 on 9: 5 outputs, padding (5-1)*2+3-9 = 2 split 1/1 */
+    static double conv[CN][5][5][CO], pool[CN][4][4][CO];
+    for (int n = 0; n < CN; n++)
+        for (int i = 0; i < 5; i++)
+            for (int j = 0; j < 5; j++)
+                for (int o = 0; o < CO; o++) {
+                    double s = 0;
+                    for (int ki = 0; ki < 3; ki++)
+                        for (int kj = 0; kj < 3; kj++) {
+                            int r = i * 2 - 1 + ki, c = j * 2 - 1 + kj;
+                            if (r < 0 || r >= CH || c < 0 || c >= CW) continue;
+                            for (int ch = 0; ch < CC; ch++)
+                                s += (double)d.x[((n * CH + r) * CW + c) * CC + ch] *
+                                     d.w[((ki * 3 + kj) * CC + ch) * CO + o];
+                        }
+                    conv[n][i][j][o] = s;
+                }
+    for (int n = 0; n < CN; n++)
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                for (int o = 0; o < CO; o++) {
+                    double m = 0; /* relu output is >= 0 */
+                    for (int a = 0; a < 2; a++)
+                        for (int b = 0; b < 2; b++) {
+                            double v = conv[n][i + a][j + b][o];
+                            if (v > m) m = v;
+                        }
+                    pool[n][i][j][o] = m;
+                }
+    double logits[CN][CK], loss = 0;
+    for (int n = 0; n < CN; n++) {
+        double mx = -1e300, sum = 0;
+        for (int k = 0; k < CK; k++) {
+            double s = d.b[k];
+            for (int f = 0; f < 64; f++) s += (&pool[n][0][0][0])[f] * d.w2[f * CK + k];
+            logits[n][k] = s;
+            if (s > mx) mx = s;
+        }
+        for (int k = 0; k < CK; k++) sum += exp(logits[n][k] - mx);
+        loss += (mx + log(sum) - logits[n][d.labels[n]]) / CN;
+    }
+    const float *cv = output(ex, "conv", FEDC_F32, CN * 5 * 5 * CO);
+    const float *pv = output(ex, "pool", FEDC_F32, CN * 4 * 4 * CO);
+    const float *lv = output(ex, "logits", FEDC_F32, CN * CK);
+    const float *sv = output(ex, "loss", FEDC_F32, 1);
+    if (cv && pv && lv && sv) {
+        for (int i = 0; i < CN * 5 * 5 * CO; i++) CHECK_NEAR(cv[i], (&conv[0][0][0][0])[i], 1e-5);
+        for (int i = 0; i < CN * 4 * 4 * CO; i++) CHECK_NEAR(pv[i], (&pool[0][0][0][0])[i], 1e-5);
+        for (int i = 0; i < CN * CK; i++) CHECK_NEAR(lv[i], (&logits[0][0])[i], 1e-5);
+        CHECK_NEAR(sv[0], loss, 1e-5);
+    }
+    fedc_executor_destroy(ex);
+}
+
+/* -------------------------------------------------------------- planning -- */
+
+enum { CHAIN_N = 1000, CHAIN_LEN = 32 };
+
+static void test_plan_chain(void) {
+    fedc_program *p = newp();
+    if (!p) return;
+    fedc_value v = fedc_input(p, "x", TY(FEDC_F32, CHAIN_N));
+    fedc_value half = fedc_scalar(p, FEDC_F32, 0.5), one = fedc_scalar(p, FEDC_F32, 1);
+    for (int i = 0; i < CHAIN_LEN; i++) {
+        switch (i % 4) {
+        case 0: v = fedc_add(p, v, one); break;
+        case 1: v = fedc_mul(p, v, half); break;
+        case 2: v = fedc_tanh(p, v); break;
+        default: v = fedc_neg(p, v); break;
+        }
+    }
+    CHECK_OK(fedc_program_output(p, "y", v));
+    fedc_executor *ex = NULL;
+    CHECK_OK(fedc_executor_create(&ex, p, NULL));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    size_t one_buffer = CHAIN_N * sizeof(float);
+    size_t planned = fedc_executor_planned_bytes(ex), unplanned = fedc_executor_unplanned_bytes(ex);
+    CHECK_MSG(unplanned >= CHAIN_LEN * one_buffer, "unplanned %zu < %zu", unplanned, CHAIN_LEN * one_buffer);
+    CHECK_MSG(unplanned <= CHAIN_LEN * (one_buffer + 64), "unplanned %zu", unplanned);
+    /* at most three buffers' worth (each rounded up to the 64-byte alignment) */
+    CHECK_MSG(planned >= one_buffer && planned <= 3 * (one_buffer + 64), "planned %zu bytes for buffers of %zu",
+              planned, one_buffer);
+    CHECK(planned * 8 < unplanned);
+
+    static float x[CHAIN_N];
+    for (int i = 0; i < CHAIN_N; i++) x[i] = (float)(i - CHAIN_N / 2) / 100.0f;
+    CHECK_OK(fedc_executor_bind(ex, "x", x));
+    CHECK_OK(fedc_executor_run(ex));
+    const float *y = output(ex, "y", FEDC_F32, CHAIN_N);
+    for (int i = 0; y && i < CHAIN_N; i++) {
+        float t = x[i];
+        for (int k = 0; k < CHAIN_LEN; k++) {
+            switch (k % 4) {
+            case 0: t = t + 1.0f; break;
+            case 1: t = t * 0.5f; break;
+            case 2: t = tanhf(t); break;
+            default: t = -t; break;
+            }
+        }
+        CHECK_NEAR(y[i], t, 1e-5);
+    }
+    fedc_executor_destroy(ex);
+}
+
+/* A diamond with several branches whose lifetimes overlap:
+ *   a = x + 1; b = a * a; c = a - 1; d = a * 3; e = b - d; f = c + e; g = -b;
+ *   h = f + g; out = h * d  = (x - 3a) * 3a, and b is an output too. */
+static void test_plan_diamond(void) {
+    for (int keep_b = 0; keep_b < 2; keep_b++) {
+        fedc_program *p = newp();
+        if (!p) return;
+        enum { N = 300 };
+        fedc_value x = fedc_input(p, "x", TY(FEDC_F32, N));
+        fedc_value one = fedc_scalar(p, FEDC_F32, 1), three = fedc_scalar(p, FEDC_F32, 3);
+        fedc_value a = fedc_add(p, x, one);
+        fedc_value b = fedc_mul(p, a, a);
+        fedc_value c = fedc_sub(p, a, one);
+        fedc_value d = fedc_mul(p, a, three);
+        fedc_value e = fedc_sub(p, b, d);
+        fedc_value f = fedc_add(p, c, e);
+        fedc_value g = fedc_neg(p, b);
+        fedc_value h = fedc_add(p, f, g);
+        fedc_value out = fedc_mul(p, h, d);
+        CHECK_OK(fedc_program_output(p, "out", out));
+        if (keep_b) CHECK_OK(fedc_program_output(p, "b", b));
+        fedc_executor *ex = NULL;
+        CHECK_OK(fedc_executor_create(&ex, p, NULL));
+        fedc_program_destroy(p);
+        if (!ex) return;
+        CHECK(fedc_executor_planned_bytes(ex) < fedc_executor_unplanned_bytes(ex));
+        float xv[N];
+        for (int i = 0; i < N; i++) xv[i] = (float)(i % 17) * 0.25f - 2;
+        CHECK_OK(fedc_executor_bind(ex, "x", xv));
+        CHECK_OK(fedc_executor_run(ex));
+        const float *ov = output(ex, "out", FEDC_F32, N);
+        const float *bv = keep_b ? output(ex, "b", FEDC_F32, N) : NULL;
+        for (int i = 0; ov && i < N; i++) {
+            double av = xv[i] + 1.0;
+            CHECK_NEAR(ov[i], (xv[i] - 3 * av) * 3 * av, 1e-5);
+            if (bv) CHECK_NEAR(bv[i], av * av, 1e-5);
+        }
+        fedc_executor_destroy(ex);
+    }
+}
+
+/* Random DAGs of values of shapes [8,16], [1,16] and [8,1] (broadcasting, and
+ * reductions between them), with many outputs, checked against a plain
+ * interpreter. Buffers of different sizes come and go, so first-fit placement
+ * makes gaps and reuses them. */
+enum { DR = 8, DC = 16, DAG_STEPS = 70, DAG_MAX = 3 * DAG_STEPS + 4 };
+
+typedef struct dval {
+    int rows, cols;
+    float v[DR * DC];
+} dval;
+
+static float dget(const dval *a, int r, int c) { return a->v[(a->rows == 1 ? 0 : r) * a->cols + (a->cols == 1 ? 0 : c)]; }
+
+static void random_dag(uint64_t seed, bool reference) {
+    rng r = {seed};
+    fedc_program *p = newp();
+    if (!p) return;
+    static dval vals[DAG_MAX];
+    fedc_value ids[DAG_MAX];
+    bool is_output[DAG_MAX];
+    int n = 0;
+    float xin[DR * DC], rin[DC];
+    fill_f32(&r, xin, DR * DC, -1, 1);
+    fill_f32(&r, rin, DC, -1, 1);
+    ids[n] = fedc_input(p, "x", TY(FEDC_F32, DR, DC));
+    vals[n].rows = DR, vals[n].cols = DC;
+    memcpy(vals[n].v, xin, sizeof xin);
+    is_output[n++] = false;
+    ids[n] = fedc_input(p, "r", TY(FEDC_F32, 1, DC));
+    vals[n].rows = 1, vals[n].cols = DC;
+    memcpy(vals[n].v, rin, sizeof rin);
+    is_output[n++] = false;
+
+    for (int step = 0; step < DAG_STEPS; step++) {
+        int kind = rng_int(&r, 10);
+        /* prefer recent values, so lifetimes vary from short to long */
+        int ia = n - 1 - rng_int(&r, n < 6 ? n : 6);
+        int ib = rng_int(&r, 3) ? n - 1 - rng_int(&r, n < 10 ? n : 10) : rng_int(&r, n);
+        const dval *a = &vals[ia], *b = &vals[ib];
+        dval *y = &vals[n];
+        fedc_value v;
+        if (kind < 6) { /* binary, then tanh */
+            int op = rng_int(&r, 5);
+            y->rows = a->rows > b->rows ? a->rows : b->rows;
+            y->cols = a->cols > b->cols ? a->cols : b->cols;
+            for (int i = 0; i < y->rows; i++)
+                for (int j = 0; j < y->cols; j++) {
+                    float u = dget(a, i, j), w = dget(b, i, j), z;
+                    switch (op) {
+                    case 0: z = u + w; break;
+                    case 1: z = u - w; break;
+                    case 2: z = u * w; break;
+                    case 3: z = u > w ? u : w; break;
+                    default: z = u < w ? u : w; break;
+                    }
+                    y->v[i * y->cols + j] = z;
+                }
+            fedc_value (*fns[5])(fedc_program *, fedc_value, fedc_value) = {fedc_add, fedc_sub, fedc_mul,
+                                                                            fedc_maximum, fedc_minimum};
+            v = fns[op](p, ids[ia], ids[ib]);
+        } else if (kind < 8) { /* unary */
+            int op = rng_int(&r, 3);
+            *y = *a;
+            for (int i = 0; i < a->rows * a->cols; i++) {
+                float u = a->v[i];
+                y->v[i] = op == 0 ? -u : op == 1 ? (u > 0 ? u : 0) : (float)(1 / (1 + exp(-(double)u)));
+            }
+            v = op == 0 ? fedc_neg(p, ids[ia]) : op == 1 ? fedc_relu(p, ids[ia]) : fedc_sigmoid(p, ids[ia]);
+        } else { /* a reduction that keeps dims: sum over rows or max over columns */
+            bool rows = kind == 8;
+            y->rows = rows ? 1 : a->rows;
+            y->cols = rows ? a->cols : 1;
+            for (int i = 0; i < y->rows; i++)
+                for (int j = 0; j < y->cols; j++) {
+                    float acc = rows ? 0.0f : -INFINITY;
+                    int len = rows ? a->rows : a->cols;
+                    for (int k = 0; k < len; k++) {
+                        float u = rows ? a->v[k * a->cols + j] : a->v[i * a->cols + k];
+                        acc = rows ? acc + u : (u > acc ? u : acc);
+                    }
+                    y->v[i * y->cols + j] = acc;
+                }
+            v = rows ? fedc_reduce_sum(p, ids[ia], (int[]){0}, 1, true)
+                     : fedc_reduce_max(p, ids[ia], (int[]){-1}, 1, true);
+        }
+        ids[n] = v;
+        is_output[n++] = false;
+        if (kind < 6 || kind >= 8) { /* squash, to keep values bounded */
+            dval *t = &vals[n];
+            *t = vals[n - 1];
+            for (int i = 0; i < t->rows * t->cols; i++) t->v[i] = tanhf(t->v[i]);
+            ids[n] = fedc_tanh(p, v);
+            is_output[n++] = false;
+        }
+        if (rng_int(&r, 5) == 0) is_output[n - 1] = true;
+    }
+    is_output[n - 1] = true;
+    char name[16];
+    for (int i = 2; i < n; i++) {
+        if (!is_output[i]) continue;
+        snprintf(name, sizeof name, "o%d", i);
+        CHECK_OK(fedc_program_output(p, name, ids[i]));
+    }
+    CHECK_OK(fedc_program_status(p));
+    fedc_executor *ex = NULL;
+    fedc_exec_options opt = {reference};
+    CHECK_OK(fedc_executor_create(&ex, p, &opt));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    CHECK(fedc_executor_planned_bytes(ex) <= fedc_executor_unplanned_bytes(ex));
+    CHECK_OK(fedc_executor_bind(ex, "x", xin));
+    CHECK_OK(fedc_executor_bind(ex, "r", rin));
+    CHECK_OK(fedc_executor_run(ex));
+    int failures = fedc_test_failures();
+    for (int i = 2; i < n && fedc_test_failures() < failures + 5; i++) {
+        if (!is_output[i]) continue;
+        snprintf(name, sizeof name, "o%d", i);
+        const float *y = output(ex, name, FEDC_F32, vals[i].rows * vals[i].cols);
+        for (int k = 0; y && k < vals[i].rows * vals[i].cols; k++)
+            CHECK_MSG(fabs(y[k] - vals[i].v[k]) <= 1e-4 * (fabs(vals[i].v[k]) > 1 ? fabs(vals[i].v[k]) : 1),
+                      "seed %llu, output %s[%d]: %.9g, want %.9g", (unsigned long long)seed, name, k, y[k],
+                      vals[i].v[k]);
+    }
+    fedc_executor_destroy(ex);
+}
+
+static void test_plan_random_dags(void) {
+    for (uint64_t seed = 1; seed <= 40; seed++) random_dag(seed * 0x9E3779B97F4A7C15ull, seed % 4 == 0);
+}
+
+/* ------------------------------------------------------- no allocation -- */
+
+static void test_no_allocation_during_run(void) {
+    fedc_program *p = build_convnet();
+    if (!p) return;
+    fedc_executor *ex = NULL, *mlp = NULL;
+    CHECK_OK(fedc_executor_create(&ex, p, NULL));
+    fedc_program_destroy(p);
+    p = build_mlp(FEDC_F32);
+    if (p) CHECK_OK(fedc_executor_create(&mlp, p, NULL));
+    fedc_program_destroy(p);
+    if (!ex || !mlp) goto done;
+    convnet_data d;
+    convnet_data_make(&d, 5);
+    convnet_bind(ex, &d);
+    mlp_data md;
+    mlp_data_make(&md, 5);
+    double store[MB * MI + MI * MH + MH + MH * MO + MO];
+    mlp_bind(mlp, &md, FEDC_F32, store);
+    CHECK_OK(fedc_executor_run(ex)); /* a first run: lazily initialised libraries */
+    CHECK_OK(fedc_executor_run(mlp));
+
+    fedc_alloc_fail_after(0); /* reset the counter */
+    for (int i = 0; i < 5; i++) {
+        CHECK_OK(fedc_executor_run(ex));
+        CHECK_OK(fedc_executor_run(mlp));
+        const void *y;
+        CHECK_OK(fedc_executor_output(ex, "loss", &y, NULL));
+        CHECK_OK(fedc_executor_bind(mlp, "x", store));
+    }
+    uint64_t made = fedc_alloc_fail_after(0);
+    CHECK_EQ_INT(made, 0);
+
+    /* and with every allocation failing, running still works */
+    fedc_alloc_fail_after(1);
+    fedc_status st1 = fedc_executor_run(ex), st2 = fedc_executor_run(mlp);
+    made = fedc_alloc_fail_after(0);
+    CHECK_OK(st1);
+    CHECK_OK(st2);
+    CHECK_EQ_INT(made, 0);
+done:
+    fedc_executor_destroy(ex);
+    fedc_executor_destroy(mlp);
+}
+
+/* ---------------------------------------------------------------- errors -- */
+
+static void test_errors_binding(void) {
+    fedc_program *p = newp();
+    if (!p) return;
+    fedc_value x = fedc_input(p, "x", TY(FEDC_F32, 3));
+    fedc_value w = fedc_input(p, "weights", TY(FEDC_F32, 3));
+    CHECK_OK(fedc_program_output(p, "y", fedc_mul(p, x, w)));
+    fedc_executor *ex = NULL;
+    CHECK_OK(fedc_executor_create(&ex, p, NULL));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    const float xv[3] = {1, 2, 3}, wv[3] = {4, 5, 6};
+    CHECK_ERR(fedc_executor_bind(ex, "nope", xv), FEDC_ENOTFOUND, "\"nope\"");
+    CHECK_ERR(fedc_executor_bind(ex, "y", xv), FEDC_ENOTFOUND, "\"y\""); /* an output is not an input */
+    CHECK_ERR(fedc_executor_bind(ex, "x", NULL), FEDC_EINVAL, "\"x\"");
+    CHECK_OK(fedc_executor_bind(ex, "x", xv));
+    fedc_status st = fedc_executor_run(ex);
+    CHECK(st != FEDC_OK);
+    CHECK_MSG(strstr(fedc_errmsg(), "\"weights\"") != NULL, "message: %s", fedc_errmsg());
+    CHECK_OK(fedc_executor_bind(ex, "weights", wv));
+    CHECK_OK(fedc_executor_run(ex));
+    const void *y = NULL;
+    CHECK_ERR(fedc_executor_output(ex, "nope", &y, NULL), FEDC_ENOTFOUND, "\"nope\"");
+    CHECK_OK(fedc_executor_output(ex, "y", &y, NULL));
+    if (y)
+        for (int i = 0; i < 3; i++) CHECK(((const float *)y)[i] == xv[i] * wv[i]);
+    fedc_executor_destroy(ex);
+
+    /* a program with an error cannot be run */
+    p = newp();
+    if (!p) return;
+    fedc_exp(p, fedc_input(p, "i", TY(FEDC_I32, 3)));
+    ex = NULL;
+    CHECK_ERR(fedc_executor_create(&ex, p, NULL), FEDC_ETYPE, "exp");
+    CHECK(ex == NULL);
+    fedc_program_destroy(p);
+}
+
+static void test_errors_gather_range(void) {
+    fedc_program *p = newp();
+    if (!p) return;
+    fedc_value table = fedc_input(p, "table", TY(FEDC_F32, 5, 3)); /* %0 */
+    fedc_value idx = fedc_input(p, "idx", TY(FEDC_I32, 4));        /* %1 */
+    fedc_value g = fedc_gather(p, table, idx);                     /* %2 */
+    CHECK_EQ_INT(g, 2);
+    CHECK_OK(fedc_program_output(p, "g", fedc_tanh(p, g)));
+    fedc_executor *ex[2] = {NULL, NULL};
+    fedc_exec_options ro = {true};
+    CHECK_OK(fedc_executor_create(&ex[0], p, NULL));
+    CHECK_OK(fedc_executor_create(&ex[1], p, &ro));
+    fedc_program_destroy(p);
+    float tv[15];
+    for (int i = 0; i < 15; i++) tv[i] = (float)i / 10;
+    for (int e = 0; e < 2; e++) {
+        if (!ex[e]) continue;
+        int32_t iv[4] = {0, 4, 7, 1};
+        CHECK_OK(fedc_executor_bind(ex[e], "table", tv));
+        CHECK_OK(fedc_executor_bind(ex[e], "idx", iv));
+        CHECK_ERR(fedc_executor_run(ex[e]), FEDC_ERANGE, "%2 (gather)");
+        CHECK_MSG(strstr(fedc_errmsg(), "7") != NULL, "message: %s", fedc_errmsg());
+        iv[2] = -1;
+        CHECK_ERR(fedc_executor_run(ex[e]), FEDC_ERANGE, "%2 (gather)");
+        CHECK_MSG(strstr(fedc_errmsg(), "-1") != NULL, "message: %s", fedc_errmsg());
+        iv[2] = 5; /* one past the end */
+        CHECK_ERR(fedc_executor_run(ex[e]), FEDC_ERANGE, "%2 (gather)");
+        /* good data: the executor recovers */
+        iv[2] = 2;
+        CHECK_OK(fedc_executor_run(ex[e]));
+        const float *y = output(ex[e], "g", FEDC_F32, 12);
+        for (int k = 0; y && k < 4; k++)
+            for (int j = 0; j < 3; j++) CHECK_NEAR(y[k * 3 + j], tanh(tv[iv[k] * 3 + j]), 1e-6);
+        fedc_executor_destroy(ex[e]);
+    }
+}
+
+static void test_errors_label_range(void) {
+    fedc_program *p = newp();
+    if (!p) return;
+    fedc_value logits = fedc_input(p, "logits", TY(FEDC_F32, 3, 4));
+    fedc_value labels = fedc_input(p, "labels", TY(FEDC_I32, 3));
+    fedc_value scaled = fedc_mul(p, logits, fedc_scalar(p, FEDC_F32, 2)); /* %3 (%2 is the constant) */
+    fedc_value xent = fedc_softmax_cross_entropy(p, scaled, labels, FEDC_NONE); /* %4 */
+    CHECK_EQ_INT(xent, 4);
+    CHECK_OK(fedc_program_output(p, "xent", xent));
+    fedc_executor *ex = NULL;
+    CHECK_OK(fedc_executor_create(&ex, p, NULL));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    float lv[12];
+    for (int i = 0; i < 12; i++) lv[i] = (float)((i * 7) % 5) / 4;
+    int32_t yv[3] = {0, 4, 1};
+    CHECK_OK(fedc_executor_bind(ex, "logits", lv));
+    CHECK_OK(fedc_executor_bind(ex, "labels", yv));
+    CHECK_ERR(fedc_executor_run(ex), FEDC_ERANGE, "%4 (softmax_cross_entropy)");
+    CHECK_MSG(strstr(fedc_errmsg(), "4") != NULL && strstr(fedc_errmsg(), "label"), "message: %s", fedc_errmsg());
+    yv[1] = -2;
+    CHECK_ERR(fedc_executor_run(ex), FEDC_ERANGE, "%4 (softmax_cross_entropy)");
+    CHECK_MSG(strstr(fedc_errmsg(), "-2") != NULL, "message: %s", fedc_errmsg());
+    yv[1] = 3;
+    CHECK_OK(fedc_executor_run(ex));
+    const float *xe = output(ex, "xent", FEDC_F32, 3);
+    for (int r = 0; xe && r < 3; r++) {
+        double s = 0;
+        for (int c = 0; c < 4; c++) s += exp(2.0 * lv[r * 4 + c]);
+        CHECK_NEAR(xe[r], log(s) - 2.0 * lv[r * 4 + yv[r]], 1e-5);
+    }
+    fedc_executor_destroy(ex);
+}
+
+/* ------------------------------------------------------------- dispatch -- */
+
+/* Compares output `name` (any numeric dtype) with `want`, element by element. */
+static void check_output(const fedc_executor *ex, const char *name, const char *type, const double *want, double tol) {
+    const void *y = NULL;
+    fedc_type t;
+    fedc_status st = fedc_executor_output(ex, name, &y, &t);
+    CHECK_OK(st);
+    if (st) return;
+    char buf[64];
+    fedc_type_str(&t, buf, sizeof buf);
+    CHECK_MSG(strcmp(buf, type) == 0, "output %s is %s, want %s", name, buf, type);
+    if (strcmp(buf, type) != 0) return;
+    int bad = 0;
+    for (int64_t i = 0; i < fedc_type_count(&t) && bad < 4; i++) {
+        double v;
+        switch (t.dtype) {
+        case FEDC_F32: v = ((const float *)y)[i]; break;
+        case FEDC_F64: v = ((const double *)y)[i]; break;
+        case FEDC_I32: v = ((const int32_t *)y)[i]; break;
+        default: v = ((const uint8_t *)y)[i]; break;
+        }
+        double scale = fabs(want[i]) > 1 ? fabs(want[i]) : 1;
+        if (!(fabs(v - want[i]) <= tol * scale)) {
+            fedc_test_fail(__FILE__, __LINE__, "output %s[%lld] = %.9g, want %.9g", name, (long long)i, v, want[i]);
+            bad++;
+        }
+    }
+}
+
+/* Every op's dispatch (attributes -> kernel arguments) on small values whose
+ * results are computed here: transposes, slices, pads, concat, broadcasts,
+ * reductions with negative axes, argmax, gather, scatter_add, one_hot, select,
+ * cast, iota, log_softmax, pow, pooling with SAME padding. Both kernel tables. */
+static void test_dispatch_ops(void) {
+    fedc_program *p = newp();
+    if (!p) return;
+    fedc_value x = fedc_input(p, "x", TY(FEDC_F32, 2, 3, 4));
+    fedc_value z = fedc_input(p, "z", TY(FEDC_F32, 2, 3, 4));
+    fedc_value r = fedc_input(p, "r", TY(FEDC_F32, 3, 1));
+    fedc_value tab = fedc_input(p, "tab", TY(FEDC_F64, 5, 2));
+    fedc_value gidx = fedc_input(p, "gidx", TY(FEDC_I32, 2, 2));
+    fedc_value upd = fedc_input(p, "upd", TY(FEDC_F32, 3, 2));
+    fedc_value sidx = fedc_input(p, "sidx", TY(FEDC_I32, 3));
+    fedc_value oidx = fedc_input(p, "oidx", TY(FEDC_I32, 4));
+    fedc_value img = fedc_input(p, "img", TY(FEDC_F32, 1, 3, 3, 1));
+    fedc_value xs[2] = {x, fedc_neg(p, x)};
+    fedc_value ci = fedc_cast(p, x, FEDC_I32);
+    struct {
+        const char *name;
+        fedc_value v;
+    } outs[] = {
+        {"t", fedc_transpose(p, x, (int[]){2, 0, 1})},
+        {"s", fedc_slice(p, x, DIMS(0, 1, 1), DIMS(2, 3, 3))},
+        {"p", fedc_pad(p, x, DIMS(1, 0, 0), DIMS(0, 1, 2))},
+        {"c", fedc_concat(p, xs, 2, -1)},
+        {"b", fedc_broadcast_to(p, r, 3, DIMS(2, 3, 4))},
+        {"rs", fedc_reduce_sum(p, x, (int[]){-1}, 1, true)},
+        {"rm", fedc_reduce_max(p, x, (int[]){0, -1}, 2, false)},
+        {"ra", fedc_reduce_mean(p, x, NULL, -1, false)},
+        {"am", fedc_argmax(p, z, 1)},
+        {"g", fedc_gather(p, tab, gidx)},
+        {"sa", fedc_scatter_add(p, upd, sidx, 5)},
+        {"oh", fedc_one_hot(p, oidx, 3, FEDC_F32)},
+        {"sel", fedc_select(p, fedc_lt(p, r, fedc_scalar(p, FEDC_F32, 15)), x, fedc_neg(p, x))},
+        {"ci", ci},
+        {"cf", fedc_cast(p, oidx, FEDC_F64)},
+        {"ri", fedc_reduce_sum(p, ci, (int[]){0}, 1, false)},
+        {"io", fedc_iota(p, TY(FEDC_I32, 3, 4), 0)},
+        {"iof", fedc_iota(p, TY(FEDC_F32, 2, 3), -1)},
+        {"ls", fedc_log_softmax(p, x)},
+        {"pw", fedc_pow(p, fedc_mul(p, x, fedc_scalar(p, FEDC_F32, 0.1)), 3)},
+        {"bb", fedc_add(p, fedc_slice(p, x, DIMS(0, 0, 0), DIMS(2, 1, 4)), r)},
+        {"ap", fedc_avg_pool2d(p, img, 2, 2, 2, 2, FEDC_PAD_SAME)},
+        {"mp", fedc_max_pool2d(p, img, 2, 2, 2, 2, FEDC_PAD_SAME)},
+        {"sq", fedc_sqrt(p, fedc_square(p, x))},
+    };
+    for (int i = 0; i < FEDC_COUNT_OF(outs); i++) CHECK_OK(fedc_program_output(p, outs[i].name, outs[i].v));
+    CHECK_OK(fedc_program_status(p));
+
+    float xv[24], zv[24], rv[3] = {10, 20, 30}, uv[6], imv[9];
+    double tv[10];
+    int32_t gv[4] = {4, 0, 2, 2}, sv[3] = {1, 1, 4}, ov[4] = {0, 2, 5, -1};
+#define X(i, j, k) ((double)((i) * 12 + (j) * 4 + (k) - 5))
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++) {
+                xv[i * 12 + j * 4 + k] = (float)X(i, j, k);
+                zv[i * 12 + j * 4 + k] = (float)((i * 7 + k * 3 + j * 5) % 11); /* no ties along axis 1 */
+            }
+    for (int i = 0; i < 10; i++) tv[i] = (i / 2) * 10 + (i % 2);
+    for (int i = 0; i < 6; i++) uv[i] = (float)(i / 2 + 1) + (float)(i % 2) * 0.5f;
+    for (int i = 0; i < 9; i++) imv[i] = (float)(i + 1);
+
+    /* expected values, by hand */
+    double t[24], sl[8], pd[72] = {0}, c[48], b[24], rs[6], rm[3], ra = 0, am[8], g[8], sa[10] = {0}, oh[12] = {0},
+           sel[24], cif[24], cf[4], ri[12], io[12], iof[6], ls[24], pw[24], bb[24], sq[24];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++) {
+            double mx = -1e300, sum = 0;
+            for (int k = 0; k < 4; k++) mx = X(i, j, k) > mx ? X(i, j, k) : mx;
+            for (int k = 0; k < 4; k++) sum += exp(X(i, j, k) - mx);
+            rs[i * 3 + j] = 0;
+            for (int k = 0; k < 4; k++) {
+                double v = X(i, j, k);
+                t[k * 6 + i * 3 + j] = v;
+                pd[(i + 1) * 24 + j * 6 + k] = v;
+                c[i * 24 + j * 8 + k] = v;
+                c[i * 24 + j * 8 + 4 + k] = -v;
+                b[i * 12 + j * 4 + k] = rv[j];
+                rs[i * 3 + j] += v;
+                ra += v / 24;
+                sel[i * 12 + j * 4 + k] = rv[j] < 15 ? v : -v;
+                cif[i * 12 + j * 4 + k] = v;
+                ls[i * 12 + j * 4 + k] = v - mx - log(sum);
+                pw[i * 12 + j * 4 + k] = pow(v * (double)0.1f, 3);
+                bb[i * 12 + j * 4 + k] = X(i, 0, k) + rv[j];
+                sq[i * 12 + j * 4 + k] = fabs(v);
+            }
+        }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 2; k++) sl[i * 4 + j * 2 + k] = X(i, j + 1, k + 1);
+    for (int j = 0; j < 3; j++) rm[j] = X(1, j, 3);
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 4; k++) {
+            int best = 0;
+            for (int j = 1; j < 3; j++)
+                if (zv[i * 12 + j * 4 + k] > zv[i * 12 + best * 4 + k]) best = j;
+            am[i * 4 + k] = best;
+        }
+    for (int n = 0; n < 4; n++)
+        for (int col = 0; col < 2; col++) g[n * 2 + col] = tv[gv[n] * 2 + col];
+    for (int n = 0; n < 3; n++)
+        for (int col = 0; col < 2; col++) sa[sv[n] * 2 + col] += uv[n * 2 + col];
+    for (int n = 0; n < 4; n++)
+        if (ov[n] >= 0 && ov[n] < 3) oh[n * 3 + ov[n]] = 1;
+    for (int n = 0; n < 4; n++) cf[n] = ov[n];
+    for (int j = 0; j < 3; j++)
+        for (int k = 0; k < 4; k++) ri[j * 4 + k] = X(0, j, k) + X(1, j, k);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) io[i * 4 + j] = i;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++) iof[i * 3 + j] = j;
+    /* SAME, 2x2 windows, stride 2 on 3x3: one padding row/column at the bottom/right,
+     * ignored by both pools (average over in-image elements) */
+    const double ap[4] = {(1 + 2 + 4 + 5) / 4.0, (3 + 6) / 2.0, (7 + 8) / 2.0, 9};
+    const double mp[4] = {5, 6, 8, 9};
+#undef X
+
+    for (int ref = 0; ref < 2; ref++) {
+        fedc_executor *ex = NULL;
+        fedc_exec_options opt = {ref == 1};
+        CHECK_OK(fedc_executor_create(&ex, p, &opt));
+        if (!ex) continue;
+        CHECK_OK(fedc_executor_bind(ex, "x", xv));
+        CHECK_OK(fedc_executor_bind(ex, "z", zv));
+        CHECK_OK(fedc_executor_bind(ex, "r", rv));
+        CHECK_OK(fedc_executor_bind(ex, "tab", tv));
+        CHECK_OK(fedc_executor_bind(ex, "gidx", gv));
+        CHECK_OK(fedc_executor_bind(ex, "upd", uv));
+        CHECK_OK(fedc_executor_bind(ex, "sidx", sv));
+        CHECK_OK(fedc_executor_bind(ex, "oidx", ov));
+        CHECK_OK(fedc_executor_bind(ex, "img", imv));
+        CHECK_OK(fedc_executor_run(ex));
+        check_output(ex, "t", "f32[4,2,3]", t, 0);
+        check_output(ex, "s", "f32[2,2,2]", sl, 0);
+        check_output(ex, "p", "f32[3,4,6]", pd, 0);
+        check_output(ex, "c", "f32[2,3,8]", c, 0);
+        check_output(ex, "b", "f32[2,3,4]", b, 0);
+        check_output(ex, "rs", "f32[2,3,1]", rs, 1e-6);
+        check_output(ex, "rm", "f32[3]", rm, 0);
+        check_output(ex, "ra", "f32[]", &ra, 1e-6);
+        check_output(ex, "am", "i32[2,4]", am, 0);
+        check_output(ex, "g", "f64[2,2,2]", g, 0);
+        check_output(ex, "sa", "f32[5,2]", sa, 1e-6);
+        check_output(ex, "oh", "f32[4,3]", oh, 0);
+        check_output(ex, "sel", "f32[2,3,4]", sel, 0);
+        check_output(ex, "ci", "i32[2,3,4]", cif, 0);
+        check_output(ex, "cf", "f64[4]", cf, 0);
+        check_output(ex, "ri", "i32[3,4]", ri, 0);
+        check_output(ex, "io", "i32[3,4]", io, 0);
+        check_output(ex, "iof", "f32[2,3]", iof, 0);
+        check_output(ex, "ls", "f32[2,3,4]", ls, 1e-5);
+        check_output(ex, "pw", "f32[2,3,4]", pw, 1e-5);
+        check_output(ex, "bb", "f32[2,3,4]", bb, 0);
+        check_output(ex, "ap", "f32[1,2,2,1]", ap, 1e-6);
+        check_output(ex, "mp", "f32[1,2,2,1]", mp, 0);
+        check_output(ex, "sq", "f32[2,3,4]", sq, 1e-6);
+        fedc_executor_destroy(ex);
+    }
+    fedc_program_destroy(p);
+}
+
+/* Dropout's mask is element i's uniform of the stream named by the i32[4] key
+ * (key[0..1] the Philox key, key[2..3] the upper counter words): kept when the
+ * uniform is >= rate, scaled by 1 / (1 - rate). */
+static void test_dropout(void) {
+    enum { N = 4096 };
+    const double rate = 0.25;
+    fedc_program *p = newp();
+    if (!p) return;
+    fedc_value x = fedc_input(p, "x", TY(FEDC_F32, N));
+    fedc_value key = fedc_input(p, "key", TY(FEDC_I32, 4));
+    CHECK_OK(fedc_program_output(p, "y", fedc_dropout(p, x, key, rate)));
+    fedc_executor *ex = NULL;
+    CHECK_OK(fedc_executor_create(&ex, p, NULL));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    static float xv[N], first[N];
+    for (int i = 0; i < N; i++) xv[i] = 1.0f + (float)(i % 7);
+    int32_t kv[4] = {12345, -7, 3, 99};
+    CHECK_OK(fedc_executor_bind(ex, "x", xv));
+    CHECK_OK(fedc_executor_bind(ex, "key", kv));
+    CHECK_OK(fedc_executor_run(ex));
+    const float *y = output(ex, "y", FEDC_F32, N);
+    if (y) {
+        fedc_rng_stream s = {{{(uint32_t)kv[0], (uint32_t)kv[1]}}, (uint32_t)kv[2], (uint32_t)kv[3]};
+        int kept = 0, bad = 0;
+        for (int i = 0; i < N && bad < 5; i++) {
+            bool keep = fedc_rng_uniform_f32(s, (uint64_t)i) >= rate;
+            double want = keep ? xv[i] / (1 - rate) : 0;
+            kept += keep;
+            if (fabs(y[i] - want) > 1e-6 * fabs(want)) {
+                fedc_test_fail(__FILE__, __LINE__, "y[%d] = %g, want %g", i, y[i], want);
+                bad++;
+            }
+        }
+        CHECK_MSG(fabs(kept / (double)N - (1 - rate)) < 0.03, "kept %d of %d", kept, N);
+        memcpy(first, y, sizeof first);
+    }
+    /* same key: same mask; another key: another mask */
+    CHECK_OK(fedc_executor_run(ex));
+    y = output(ex, "y", FEDC_F32, N);
+    if (y) CHECK(memcmp(y, first, sizeof first) == 0);
+    kv[3] = 100;
+    CHECK_OK(fedc_executor_run(ex));
+    y = output(ex, "y", FEDC_F32, N);
+    if (y) CHECK(memcmp(y, first, sizeof first) != 0);
+    fedc_executor_destroy(ex);
+}
+
+/* ---------------------------------------------------------- determinism -- */
+
+static void test_determinism(void) {
+    fedc_program *p = build_convnet();
+    if (!p) return;
+    fedc_executor *a = NULL, *b = NULL;
+    CHECK_OK(fedc_executor_create(&a, p, NULL));
+    CHECK_OK(fedc_executor_create(&b, p, NULL));
+    fedc_program_destroy(p);
+    if (!a || !b) goto done;
+    convnet_data d;
+    convnet_data_make(&d, 31);
+    convnet_bind(a, &d);
+    convnet_bind(b, &d);
+    static const char *names[] = {"conv", "pool", "logits", "logits_t", "loss", "valid", "mean"};
+    static unsigned char first[7][4096];
+    size_t sizes[7] = {0};
+    CHECK_OK(fedc_executor_run(a));
+    for (int i = 0; i < 7; i++) {
+        const void *y = NULL;
+        fedc_type t;
+        CHECK_OK(fedc_executor_output(a, names[i], &y, &t));
+        sizes[i] = y ? fedc_type_bytes(&t) : 0;
+        CHECK(sizes[i] <= sizeof first[i]);
+        if (y && sizes[i] <= sizeof first[i]) memcpy(first[i], y, sizes[i]);
+    }
+    CHECK_OK(fedc_executor_run(a));
+    CHECK_OK(fedc_executor_run(b));
+    for (int i = 0; i < 7; i++) {
+        const void *ya = NULL, *yb = NULL;
+        CHECK_OK(fedc_executor_output(a, names[i], &ya, NULL));
+        CHECK_OK(fedc_executor_output(b, names[i], &yb, NULL));
+        if (!ya || !yb || sizes[i] > sizeof first[i]) continue;
+        CHECK_MSG(memcmp(ya, first[i], sizes[i]) == 0, "output %s changed between runs", names[i]);
+        CHECK_MSG(memcmp(yb, first[i], sizes[i]) == 0, "output %s differs between executors", names[i]);
+    }
+done:
+    fedc_executor_destroy(a);
+    fedc_executor_destroy(b);
+}
+
+/* --------------------------------------------------- outputs and copies -- */
+
+static void test_outputs_inputs_constants(void) {
+    fedc_program *p = newp();
+    if (!p) return;
+    const double cv[2] = {1.5, -2.5};
+    fedc_value x = fedc_input(p, "x", TY(FEDC_F32, 3));
+    fedc_value c = fedc_constant(p, TY(FEDC_F64, 2), cv);
+    fedc_value y = fedc_mul(p, x, fedc_scalar(p, FEDC_F32, 2));
+    CHECK_OK(fedc_program_output(p, "x", x));
+    CHECK_OK(fedc_program_output(p, "c", c));
+    CHECK_OK(fedc_program_output(p, "y", y));
+    CHECK_OK(fedc_program_output(p, "y_again", y));
+    fedc_executor *ex = NULL;
+    CHECK_OK(fedc_executor_create(&ex, p, NULL));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    const float xv[3] = {1, -2, 0.25f};
+    CHECK_OK(fedc_executor_bind(ex, "x", xv));
+    CHECK_OK(fedc_executor_run(ex));
+    const float *xo = output(ex, "x", FEDC_F32, 3);
+    const double *co = output(ex, "c", FEDC_F64, 2);
+    const float *yo = output(ex, "y", FEDC_F32, 3);
+    const float *ya = output(ex, "y_again", FEDC_F32, 3);
+    for (int i = 0; xo && i < 3; i++) CHECK(xo[i] == xv[i]);
+    if (co) CHECK(co[0] == 1.5 && co[1] == -2.5);
+    for (int i = 0; yo && ya && i < 3; i++) {
+        CHECK(yo[i] == 2 * xv[i]);
+        CHECK(ya[i] == yo[i]);
+    }
+    fedc_type t;
+    const void *any;
+    CHECK_OK(fedc_executor_output(ex, "c", &any, &t));
+    CHECK_EQ_INT(t.dtype, FEDC_F64);
+    CHECK_EQ_INT(t.rank, 1);
+    CHECK_EQ_INT(t.dims[0], 2);
+    fedc_executor_destroy(ex);
+
+    /* a program that computes nothing */
+    p = newp();
+    if (!p) return;
+    x = fedc_input(p, "x", TY(FEDC_I32, 2));
+    CHECK_OK(fedc_program_output(p, "same", x));
+    CHECK_OK(fedc_executor_create(&ex, p, NULL));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    CHECK_EQ_INT(fedc_executor_planned_bytes(ex), 0);
+    const int32_t iv[2] = {7, 9};
+    CHECK_OK(fedc_executor_bind(ex, "x", iv));
+    CHECK_OK(fedc_executor_run(ex));
+    const int32_t *io = output(ex, "same", FEDC_I32, 2);
+    if (io) CHECK(io[0] == 7 && io[1] == 9);
+    fedc_executor_destroy(ex);
+}
+
+static void test_executor_owns_program(void) {
+    fedc_program *p = build_mlp(FEDC_F32);
+    if (!p) return;
+    fedc_executor *ex = NULL;
+    CHECK_OK(fedc_executor_create(&ex, p, NULL));
+    /* spoil the program, then destroy it: the executor must not look at it */
+    fedc_relu(p, fedc_program_find_input(p, "x"));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    mlp_data d;
+    mlp_data_make(&d, 4242);
+    double store[MB * MI + MI * MH + MH + MH * MO + MO];
+    mlp_bind(ex, &d, FEDC_F32, store);
+    CHECK_OK(fedc_executor_run(ex));
+    double h[MB * MH], logits[MB * MO], loss;
+    int32_t pred[MB];
+    mlp_by_hand(&d, FEDC_F32, h, logits, &loss, pred);
+    const float *lv = output(ex, "logits", FEDC_F32, MB * MO);
+    const float *sv = output(ex, "loss", FEDC_F32, 1);
+    for (int i = 0; lv && i < MB * MO; i++) CHECK_NEAR(lv[i], logits[i], 1e-5);
+    if (sv) CHECK_NEAR(sv[0], loss, 1e-5);
+
+    /* rebinding to other data changes the next run's results */
+    mlp_data d2;
+    mlp_data_make(&d2, 777);
+    mlp_bind(ex, &d2, FEDC_F32, store);
+    CHECK_OK(fedc_executor_run(ex));
+    mlp_by_hand(&d2, FEDC_F32, h, logits, &loss, pred);
+    lv = output(ex, "logits", FEDC_F32, MB * MO);
+    for (int i = 0; lv && i < MB * MO; i++) CHECK_NEAR(lv[i], logits[i], 1e-5);
+    fedc_executor_destroy(ex);
+    fedc_executor_destroy(NULL); /* safe */
+}
+
+int main(int argc, char **argv) {
+    static const fedc_test tests[] = {
+        {"mlp_f32", test_mlp_f32},
+        {"mlp_f64", test_mlp_f64},
+        {"mlp_reference", test_mlp_reference},
+        {"ref_vs_fast", test_ref_vs_fast},
+        {"ref_vs_fast_grad", test_ref_vs_fast_grad},
+        {"convnet_by_hand", test_convnet_by_hand},
+        {"plan_chain", test_plan_chain},
+        {"plan_diamond", test_plan_diamond},
+        {"plan_random_dags", test_plan_random_dags},
+        {"no_allocation_during_run", test_no_allocation_during_run},
+        {"errors_binding", test_errors_binding},
+        {"errors_gather_range", test_errors_gather_range},
+        {"errors_label_range", test_errors_label_range},
+        {"dispatch_ops", test_dispatch_ops},
+        {"dropout", test_dropout},
+        {"determinism", test_determinism},
+        {"outputs_inputs_constants", test_outputs_inputs_constants},
+        {"executor_owns_program", test_executor_owns_program},
+    };
+    return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+}
