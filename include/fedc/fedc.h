@@ -7,6 +7,7 @@
  *   fedc/program.h  programs: the builder, verifier, text format
  *   fedc/ad.h       derivatives of programs (grad, vjp)
  *   fedc/exec.h     running programs
+ *   fedc/npy.h      reading and writing numpy .npy files
  *
  * ---------------------------------------------------------------------------------
  * Worked example: an MLP, its gradient, and SGD (examples/mlp.c is the full program)
@@ -65,6 +66,7 @@
 #include "fedc/program.h"
 #include "fedc/ad.h"
 #include "fedc/exec.h"
+#include "fedc/npy.h"
 
 #define FEDC_VERSION "0.1.0"
 
