@@ -150,7 +150,7 @@ static fedc_status mlp_vjp(result *out) {
         st = fedc_vjp(p, wrt, 1, &g);
         CHECK_NULL_ON_FAIL(st, g);
     }
-    fedc_exec_options opt = {true};
+    fedc_exec_options opt = {.reference_kernels = true};
     if (!st) st = fedc_executor_create(&ex, g, &opt);
     if (!st) st = bind_mlp(ex);
     static float ct_loss = 1, ct_logits[XB * NO], ct_h2[XB * H2], ct_xent[XB];
@@ -203,6 +203,51 @@ static fedc_status convnet_end_to_end(result *out) {
     fedc_executor_destroy(ex);
     fedc_program_destroy(g);
     fedc_program_destroy(p);
+    return st;
+}
+
+/* A federated round: broadcast, a map whose body folds local steps, weighted_mean,
+ * its gradient, and a two-thread cohort run. */
+static fedc_status federated_round(result *out) {
+    static float w0[3] = {0.5f, -0.25f, 1}, data[3 * 2 * 3], weights[3] = {1, 2, 3};
+    for (int i = 0; i < 3 * 2 * 3; i++) data[i] = (float)((i * 7) % 5) / 5 - 0.4f;
+    fedc_program *step = NULL, *body = NULL, *p = NULL, *g = NULL;
+    fedc_executor *ex = NULL;
+    fedc_status st = fedc_program_create(&step);
+    if (!st) st = fedc_program_create(&body);
+    if (!st) st = fedc_program_create(&p);
+    if (!st) { /* step(w, x) = w - 0.1 tanh(w * x) */
+        fedc_value w = fedc_input(step, "w", TY(FEDC_F32, 3)), x = fedc_input(step, "x", TY(FEDC_F32, 3));
+        fedc_value upd = fedc_sub(step, w, fedc_mul(step, fedc_scalar(step, FEDC_F32, 0.1), fedc_tanh(step, fedc_mul(step, w, x))));
+        st = fedc_program_output(step, "w", upd);
+    }
+    if (!st) { /* body(w, xs) = w - fold(step)(w, xs) */
+        fedc_value w = fedc_input(body, "w", TY(FEDC_F32, 3)), xs = fedc_input(body, "xs", TY(FEDC_F32, 2, 3)), r;
+        st = fedc_fold(body, step, &w, 1, &xs, 1, fedc_scalar(body, FEDC_I32, 2), &r);
+        if (!st) st = fedc_program_output(body, "delta", fedc_sub(body, w, r));
+    }
+    if (!st) {
+        fedc_type ts = TY(FEDC_F32, 3), tc = TY(FEDC_F32, 2, 3), tw = TY(FEDC_F32);
+        ts.placement = FEDC_SERVER, tc.placement = FEDC_CLIENTS, tw.placement = FEDC_CLIENTS;
+        fedc_value w = fedc_input(p, "w", ts), xs = fedc_input(p, "xs", tc), n = fedc_input(p, "n", tw), delta;
+        st = fedc_map(p, body, (fedc_value[]){fedc_broadcast(p, w), xs}, 2, &delta);
+        fedc_value w_new = fedc_sub(p, w, fedc_weighted_mean(p, delta, n));
+        if (!st) st = fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_square(p, w_new), NULL, -1, false));
+    }
+    if (!st) st = fedc_grad(p, "loss", (const char *[]){"w"}, 1, &g);
+    fedc_exec_options o = {.clients = 3, .threads = 2};
+    if (!st) st = fedc_executor_create(&ex, g, &o);
+    if (!st) st = fedc_executor_bind(ex, "w", w0);
+    if (!st) st = fedc_executor_bind(ex, "xs", data);
+    if (!st) st = fedc_executor_bind(ex, "n", weights);
+    if (!st) st = fedc_executor_run(ex);
+    if (!st) st = collect(ex, "loss", out);
+    if (!st) st = collect(ex, "grad_w", out);
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(g);
+    fedc_program_destroy(p);
+    fedc_program_destroy(body);
+    fedc_program_destroy(step);
     return st;
 }
 
@@ -390,6 +435,9 @@ static void exercise_transform(const char *what, transform fn) {
 static void test_mlp_end_to_end(void) { exercise("mlp: build + output + grad + executor + bind + run", mlp_end_to_end); }
 static void test_mlp_vjp(void) { exercise("mlp: build + vjp + executor (reference kernels) + run", mlp_vjp); }
 static void test_convnet(void) { exercise("convnet: build + grad + executor + run", convnet_end_to_end); }
+static void test_federated_round(void) {
+    exercise("federated round: map of a fold + grad + two-thread cohort run", federated_round);
+}
 static void test_clone(void) { exercise_transform("fedc_program_clone", t_clone); }
 static void test_dce(void) { exercise_transform("fedc_program_dce", t_dce); }
 static void test_inline(void) { exercise_transform("fedc_program_inline", t_inline); }
@@ -423,6 +471,7 @@ int main(int argc, char **argv) {
         {"mlp_end_to_end", test_mlp_end_to_end},
         {"mlp_vjp", test_mlp_vjp},
         {"convnet", test_convnet},
+        {"federated_round", test_federated_round},
         {"clone", test_clone},
         {"dce", test_dce},
         {"inline", test_inline},

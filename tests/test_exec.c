@@ -161,7 +161,7 @@ static void check_mlp(fedc_dtype dt, bool reference) {
     fedc_program *p = build_mlp(dt);
     if (!p) return;
     fedc_executor *ex = NULL;
-    fedc_exec_options opt = {reference};
+    fedc_exec_options opt = {.reference_kernels = reference};
     fedc_status st = fedc_executor_create(&ex, p, &opt);
     CHECK_OK(st);
     fedc_program_destroy(p);
@@ -260,7 +260,7 @@ static void convnet_bind(fedc_executor *ex, const convnet_data *d) {
 /* Runs `p` with both kernel tables on the same data and compares every output. */
 static void compare_ref_fast(const fedc_program *p, double tol) {
     fedc_executor *ref = NULL, *fast = NULL;
-    fedc_exec_options ro = {true}, fo = {false};
+    fedc_exec_options ro = {.reference_kernels = true}, fo = {.reference_kernels = false};
     CHECK_OK(fedc_executor_create(&ref, p, &ro));
     CHECK_OK(fedc_executor_create(&fast, p, &fo));
     if (!ref || !fast) goto done;
@@ -580,7 +580,7 @@ static void random_dag(uint64_t seed, bool reference) {
     }
     CHECK_OK(fedc_program_status(p));
     fedc_executor *ex = NULL;
-    fedc_exec_options opt = {reference};
+    fedc_exec_options opt = {.reference_kernels = reference};
     CHECK_OK(fedc_executor_create(&ex, p, &opt));
     fedc_program_destroy(p);
     if (!ex) return;
@@ -698,7 +698,7 @@ static void test_errors_gather_range(void) {
     CHECK_EQ_INT(g, 2);
     CHECK_OK(fedc_program_output(p, "g", fedc_tanh(p, g)));
     fedc_executor *ex[2] = {NULL, NULL};
-    fedc_exec_options ro = {true};
+    fedc_exec_options ro = {.reference_kernels = true};
     CHECK_OK(fedc_executor_create(&ex[0], p, NULL));
     CHECK_OK(fedc_executor_create(&ex[1], p, &ro));
     fedc_program_destroy(p);
@@ -912,7 +912,7 @@ static void test_dispatch_ops(void) {
 
     for (int ref = 0; ref < 2; ref++) {
         fedc_executor *ex = NULL;
-        fedc_exec_options opt = {ref == 1};
+        fedc_exec_options opt = {.reference_kernels = ref == 1};
         CHECK_OK(fedc_executor_create(&ex, p, &opt));
         if (!ex) continue;
         CHECK_OK(fedc_executor_bind(ex, "x", xv));

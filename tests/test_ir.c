@@ -281,14 +281,18 @@ static void test_elementwise(void) {
         CHECK_TYPE(p, fedc_select(p, lt, a, b), "f32[4,5,3]");
         CHECK_OK(fedc_program_status(p));
     });
-    WITH_PROGRAM(p, { /* placements propagate and must agree */
-        fedc_type ts = TY(FEDC_F32, 3);
+    WITH_PROGRAM(p, { /* placements propagate; local values join either; server and clients never meet */
+        fedc_type ts = TY(FEDC_F32, 3), tsrv = TY(FEDC_F32, 3);
         ts.placement = FEDC_CLIENTS;
+        tsrv.placement = FEDC_SERVER;
         fedc_value a = fedc_input(p, "a", ts);
         fedc_value b = fedc_input(p, "b", ts);
         fedc_value l = fedc_input(p, "l", TY(FEDC_F32, 3));
+        fedc_value s = fedc_input(p, "s", tsrv);
         CHECK_TYPE(p, fedc_add(p, a, b), "f32[3]@clients");
-        CHECK_BUILD_FAILS(p, fedc_add(p, a, l), FEDC_ETYPE, "add", "f32[3]@clients", "f32[3]");
+        CHECK_TYPE(p, fedc_add(p, a, l), "f32[3]@clients");
+        CHECK_TYPE(p, fedc_add(p, l, s), "f32[3]@server");
+        CHECK_BUILD_FAILS(p, fedc_add(p, a, s), FEDC_ETYPE, "add", "f32[3]@server", "f32[3]@clients");
     });
     WITH_PROGRAM(p, {
         fedc_value a = fedc_input(p, "a", TY(FEDC_F32, 2, 3));

@@ -10,6 +10,9 @@
  *     fedc_grad(model, "loss", wrt, 2, &g);
  *     // g has model's inputs; its outputs are model's outputs plus "grad_w1", "grad_w2".
  *
+ * A generated name that the program already uses gets a suffix ("grad_w_1"), so
+ * the gradient of a program that returns "grad_w" is still well formed.
+ *
  * Only floating-point values carry derivatives; integer and bool values (labels,
  * masks, indices) are constants to AD. Ops without a derivative (argmax, one_hot,
  * comparisons) pass none. A few ops have no rule for their own derivative: the
@@ -35,6 +38,17 @@ fedc_status fedc_vjp(const fedc_program *p, const char *const *wrt, int nwrt, fe
  * plus "grad_<w>" for each w. */
 fedc_status fedc_grad(const fedc_program *p, const char *of, const char *const *wrt, int nwrt,
                       fedc_program **out);
+
+/* Forward mode (Jacobian-vector product). The result program has the inputs of
+ * `p` plus one tangent input "tangent_<w>" per name in `wrt` (of w's type); its
+ * outputs are p's outputs plus "tangent_<o>" for each floating-point output o: the
+ * directional derivative sum_w d o / d w . tangent_w.
+ *
+ * It is built by transposing the reverse-mode program (the vjp is linear in its
+ * cotangents, and the transpose of a linear map is its gradient), so it covers
+ * every op and primitive that reverse mode covers, including map and fold, and
+ * agrees with reverse mode by construction; it costs about two reverse passes. */
+fedc_status fedc_jvp(const fedc_program *p, const char *const *wrt, int nwrt, fedc_program **out);
 
 #ifdef __cplusplus
 }

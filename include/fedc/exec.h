@@ -30,9 +30,27 @@ extern "C" {
 
 typedef struct fedc_executor fedc_executor;
 
+/* What to do when one client's computation fails (a kernel error, or a NaN/Inf in
+ * its results when check_finite is on). */
+typedef enum fedc_client_failure {
+    FEDC_FAIL_ROUND,  /* the run fails, naming the client (the default) */
+    FEDC_DROP_CLIENT  /* the client is left out of every aggregate; the run goes on */
+} fedc_client_failure;
+
 typedef struct fedc_exec_options {
     /* Run the plain-C reference kernels (the oracle) instead of the fast ones. */
     bool reference_kernels;
+    /* Number of clients in the cohort: the leading extent of every @clients value.
+     * Needed by programs with federated values; ignored by others. */
+    int clients;
+    /* Worker threads that run clients in parallel (0 or 1: the calling thread only).
+     * Results are bitwise identical for any number of threads. */
+    int threads;
+    /* Check every client's results for NaN and Inf. */
+    bool check_finite;
+    fedc_client_failure on_client_failure;
+    /* Optional names of the clients (clients entries, borrowed) used in messages. */
+    const char *const *client_ids;
 } fedc_exec_options;
 
 /* Verifies `program` and plans it. The executor keeps its own copy of the program.
@@ -42,16 +60,22 @@ fedc_status fedc_executor_create(fedc_executor **out, const fedc_program *progra
 void fedc_executor_destroy(fedc_executor *ex); /* safe on NULL */
 
 /* Binds input `name` to `data`, which holds the input's type (row-major) and must
- * stay valid while the executor runs. Bindings persist across runs. */
+ * stay valid while the executor runs. Bindings persist across runs. A @clients
+ * input holds one value per client, one after another: clients x the type. */
 fedc_status fedc_executor_bind(fedc_executor *ex, const char *name, const void *data);
 
 /* Runs the program once. Fails if an input is unbound, or a kernel meets bad data
  * (an index out of range, a label outside the classes), naming the op. */
 fedc_status fedc_executor_run(fedc_executor *ex);
 
-/* The value of output `name` from the last run; `type` may be NULL. */
+/* The value of output `name` from the last run; `type` may be NULL. A @clients
+ * output holds one value per client, one after another. */
 fedc_status fedc_executor_output(const fedc_executor *ex, const char *name, const void **data,
                                  fedc_type *type);
+
+/* The clients left out of the last run (FEDC_DROP_CLIENT): writes up to `max`
+ * client indices, in order, and returns how many there are. */
+int fedc_executor_dropped(const fedc_executor *ex, int *clients, int max);
 
 /* Bytes of the planned block for intermediate values, and what it would be with no
  * reuse (the sum of every intermediate's size): how much the plan saves. */

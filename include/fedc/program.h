@@ -214,6 +214,69 @@ fedc_value fedc_max_pool2d_grad(fedc_program *p, fedc_value x, fedc_value dy, in
 fedc_value fedc_avg_pool2d_grad(fedc_program *p, fedc_value dy, const fedc_type *x_type, int window_h,
                                  int window_w, int stride_h, int stride_w, const int64_t pads[4]);
 
+/* ---------------------------------------------------- federated primitives -- */
+
+/* A federated program computes on placed values: `server` ones held by the
+ * coordinator, `clients` ones held one per client of the cohort (logically
+ * [clients, ...shape]; the cohort's size is set when the program runs). Array ops
+ * apply to server values, and to clients values client by client; a server value
+ * and a clients value never meet in one op: communication is explicit.
+ *
+ *     fedc_value w = fedc_input(p, "w", server_type);          // placement FEDC_SERVER
+ *     fedc_value y = fedc_input(p, "y", clients_type);         // placement FEDC_CLIENTS
+ *     fedc_value loss_i;
+ *     fedc_map(p, client_loss, (fedc_value[]){fedc_broadcast(p, w), y}, 2, &loss_i);
+ *     fedc_value loss = fedc_mean(p, loss_i);                  // f32[]@server
+ */
+
+/* T@server -> T@clients: every client gets the value. */
+fedc_value fedc_broadcast(fedc_program *p, fedc_value x);
+/* T@clients -> T@server: the sum, the mean, and the mean weighted by one scalar
+ * per client (w is T's dtype, []@clients). Sums run in client order, so results do
+ * not depend on how many threads run the clients. */
+fedc_value fedc_sum(fedc_program *p, fedc_value x);
+fedc_value fedc_mean(fedc_program *p, fedc_value x);
+fedc_value fedc_weighted_mean(fedc_program *p, fedc_value x, fedc_value w);
+/* The cohort's size, as a server scalar of dtype dt (f32, f64 or i32). */
+fedc_value fedc_num_clients(fedc_program *p, fedc_dtype dt);
+
+/* Runs `body` on each client. `body` is a program on local values whose inputs
+ * match the args in order: args are @clients values whose per-client types are
+ * the body's input types. Writes one @clients value per body output, in order, to
+ * `results`. The body is copied into p. Returns FEDC_OK or the sticky error. */
+fedc_status fedc_map(fedc_program *p, const fedc_program *body, const fedc_value *args, int nargs,
+                     fedc_value *results);
+
+/* Runs `body` over sequences, carrying state: the carries start as `init`, and
+ * step t (0 <= t < length) computes
+ *     body(carries..., xs[0][t], ..., xs[nxs-1][t]) -> (new carries..., ys...)
+ * Writes the final carries (ncarries values), then each per-step output y stacked
+ * along a new leading axis ([steps, ...]; rows at t >= length are zero) to
+ * `results`. Every sequence has the same leading dimension `steps`; `length` is an
+ * i32[] value in [0, steps], checked when the program runs, so one program serves
+ * clients with different numbers of batches (pad the sequences to the longest).
+ * Local training is a fold over a client's batches, inside a map's body. */
+fedc_status fedc_fold(fedc_program *p, const fedc_program *body, const fedc_value *init, int ncarries,
+                      const fedc_value *xs, int nxs, fedc_value length, fedc_value *results);
+
+/* The phases of a federated program, in order: what a deployment splits apart. */
+typedef enum fedc_segment_kind {
+    FEDC_SEGMENT_SERVER,    /* server preparation or update: server and local values */
+    FEDC_SEGMENT_BROADCAST, /* server -> clients */
+    FEDC_SEGMENT_CLIENTS,   /* client work: map, and ops on clients values */
+    FEDC_SEGMENT_AGGREGATE  /* clients -> server */
+} fedc_segment_kind;
+
+typedef struct fedc_segment {
+    fedc_segment_kind kind;
+    fedc_value first, last; /* the segment's operations are first..last, in program order */
+} fedc_segment;
+
+const char *fedc_segment_name(fedc_segment_kind kind); /* "server", "broadcast", ... */
+/* Writes up to `max` segments to `out` and returns how many the program has
+ * (inputs are not counted in any segment). */
+int fedc_program_segments(const fedc_program *p, fedc_segment *out, int max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,7 +17,7 @@ static void mark_active(const fedc_program *src, const fedc_value *wrt, int nwrt
     for (int i = 0; i < nwrt; i++) active[wrt[i]] = true;
     for (int v = 0; v < src->n; v++) {
         const fedc__node *n = &src->nodes[v];
-        if (active[v] || !fedc_dtype_is_float(n->type.dtype)) continue;
+        if (active[v] || !(fedc_dtype_is_float(n->type.dtype) || n->type.dtype == FEDC__TUPLE)) continue;
         for (int i = 0; i < n->nin; i++) active[v] |= active[n->in[i]];
     }
 }
@@ -49,6 +49,14 @@ static fedc_status copy_forward(fedc_program *g, const fedc_program *src, fedc_v
     return st;
 }
 
+/* "<prefix><name>", made unique with "_1", "_2", ... if p already has an input or
+ * output of that name (a gradient of a program that returns gradients). */
+static void unique_name(const fedc_program *p, const char *prefix, const char *name, char *out, size_t size) {
+    snprintf(out, size, "%s%s", prefix, name);
+    for (int n = 1; fedc_program_find_output(p, out) != FEDC_NONE || fedc_program_find_input(p, out) != FEDC_NONE; n++)
+        snprintf(out, size, "%s%s_%d", prefix, name, n);
+}
+
 /* Seeds the outputs' cotangents: `seed_of` names the one output seeded with 1
  * (grad), or NULL to give every float output a "ct_<name>" input (vjp). */
 static fedc_status seed(fedc__ad *ad, const char *seed_of) {
@@ -63,7 +71,7 @@ static fedc_status seed(fedc__ad *ad, const char *seed_of) {
             ct = fedc_full(ad->g, *t, 1.0);
         } else {
             char name[256];
-            snprintf(name, sizeof name, "ct_%s", o->name);
+            unique_name(ad->g, "ct_", o->name, name, sizeof name);
             ct = fedc_input(ad->g, name, *t);
         }
         fedc__ad_accum(ad, o->value, ct);
@@ -73,7 +81,9 @@ static fedc_status seed(fedc__ad *ad, const char *seed_of) {
 
 static fedc_status backward(fedc__ad *ad) {
     for (int v = ad->src->n - 1; v >= 0; v--) {
-        if (ad->ct[v] == FEDC_NONE || !ad->active[v]) continue;
+        /* A map has no cotangent of its own: its rule reads its results'. */
+        bool map = fedc__op_has_body(ad->src->nodes[v].op);
+        if (!ad->active[v] || (ad->ct[v] == FEDC_NONE && !map)) continue;
         fedc_status st = fedc__vjp_rule(ad, v, ad->ct[v]);
         if (!st) st = fedc_program_status(ad->g);
         if (st) return st;
@@ -92,7 +102,7 @@ static fedc_status add_outputs(fedc__ad *ad, const fedc_value *wrt, int nwrt) {
         fedc_value grad = ad->ct[wrt[i]];
         if (grad == FEDC_NONE) grad = fedc_full(ad->g, w->type, 0.0); /* the outputs do not depend on it */
         char name[256];
-        snprintf(name, sizeof name, "grad_%s", w->name);
+        unique_name(ad->g, "grad_", w->name, name, sizeof name);
         st = fedc_program_output(ad->g, name, grad);
     }
     return st;

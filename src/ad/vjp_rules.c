@@ -372,6 +372,261 @@ static fedc_status vjp_CAST(const rule *r) {
     return FEDC_OK;
 }
 
+/* ------------------------------------------------------------ federated -- */
+
+/* The transposes of the federated primitives (DESIGN.md section 2): broadcast^T is
+ * sum, sum^T is broadcast, mean^T is broadcast / n. So the derivative of a program
+ * that communicates only through them communicates only through them too. */
+static fedc_status vjp_BROADCAST(const rule *r) { give(r, 0, fedc_sum(r->g, r->ct)); return FEDC_OK; }
+static fedc_status vjp_SUM(const rule *r) { give(r, 0, fedc_broadcast(r->g, r->ct)); return FEDC_OK; }
+
+static fedc_status vjp_MEAN(const rule *r) {
+    fedc_value n = fedc_num_clients(r->g, r->n->type.dtype);
+    give(r, 0, fedc_broadcast(r->g, fedc_div(r->g, r->ct, n)));
+    return FEDC_OK;
+}
+
+/* y = sum_i w_i x_i / W with W = sum_i w_i: dx_i = w_i ct / W and
+ * dw_i = <ct, x_i - y> / W. */
+static fedc_status vjp_WEIGHTED_MEAN(const rule *r) {
+    fedc_program *g = r->g;
+    fedc_value scaled = fedc_broadcast(g, fedc_div(g, r->ct, fedc_sum(g, X(r, 1))));
+    if (needs(r, 0)) give(r, 0, fedc_mul(g, scaled, X(r, 1)));
+    if (needs(r, 1)) {
+        fedc_value centred = fedc_sub(g, X(r, 0), fedc_broadcast(g, Y(r)));
+        give(r, 1, fedc_reduce_sum(g, fedc_mul(g, scaled, centred), NULL, -1, false));
+    }
+    return FEDC_OK;
+}
+
+static fedc_status vjp_NUM_CLIENTS(const rule *r) { return none(r); }
+static fedc_status vjp_RESULT(const rule *r) { return none(r); } /* the map's rule reads results' cotangents */
+
+/* The cotangent of the map's k-th result: the sum over its result nodes, or zeros
+ * at every client when nothing downstream depends on it. */
+static fedc_value result_ct(const rule *r, int k) {
+    const fedc_program *src = r->ad->src;
+    fedc_value ct = FEDC_NONE;
+    for (int u = r->v + 1; u < src->n; u++) {
+        const fedc__node *n = &src->nodes[u];
+        if (n->op != FEDC_OP_RESULT || n->in[0] != r->v || fedc__attr_int(n, FEDC_ATTR_INDEX, -1) != k) continue;
+        if (r->ad->ct[u] != FEDC_NONE) ct = ct == FEDC_NONE ? r->ad->ct[u] : fedc_add(r->g, ct, r->ad->ct[u]);
+    }
+    if (ct != FEDC_NONE) return ct;
+    const fedc_program *body = fedc__body(src, r->n);
+    fedc_type t = fedc_value_type(body, fedc_program_output_value(body, k));
+    t.placement = FEDC_SERVER;
+    return fedc_broadcast(r->g, fedc_full(r->g, t, 0.0));
+}
+
+/* The body's derivative as a body: inputs (body inputs, one cotangent per float
+ * output), outputs the gradients of the active inputs only. */
+static fedc_status body_vjp(const fedc_program *body, const char *const *wrt, int nwrt, fedc_program **out) {
+    fedc_program *v = NULL, *b = NULL;
+    fedc_status st = fedc_vjp(body, wrt, nwrt, &v);
+    if (!st) st = fedc_program_create(&b);
+    if (!st) {
+        int nin = fedc_program_num_inputs(v), nout = fedc_program_num_outputs(v);
+        fedc_value args[128], res[128];
+        for (int i = 0; i < nin && i < 128; i++)
+            args[i] = fedc_input(b, fedc_program_input_name(v, i), fedc_value_type(v, fedc_program_input(v, i)));
+        st = nin <= 128 && nout <= 128 ? fedc_program_inline(b, v, args, res)
+                                       : fedc_error(FEDC_EUNSUPPORTED, "map: the body has too many inputs or outputs");
+        for (int i = nout - nwrt; !st && i < nout; i++) st = fedc_program_output(b, fedc_program_output_name(v, i), res[i]);
+        if (!st) st = fedc_program_dce(b);
+    }
+    fedc_program_destroy(v);
+    if (st) {
+        fedc_program_destroy(b);
+        return st;
+    }
+    *out = b;
+    return FEDC_OK;
+}
+
+/* map(f)^T = map(f^T): each client runs the body's derivative on its own
+ * arguments and cotangents. */
+static fedc_status vjp_MAP(const rule *r) {
+    const fedc_program *body = fedc__body(r->ad->src, r->n);
+    const char *wrt[64];
+    int which[64], nwrt = 0;
+    for (int j = 0; j < r->n->nin; j++) {
+        const fedc_type *t = xtype(r, j);
+        if (needs(r, j) && fedc_dtype_is_float(t->dtype)) {
+            wrt[nwrt] = fedc_program_input_name(body, j);
+            which[nwrt++] = j;
+        }
+    }
+    if (!nwrt) return FEDC_OK;
+    fedc_value args[128];
+    int nargs = 0;
+    for (int j = 0; j < r->n->nin; j++) args[nargs++] = X(r, j);
+    for (int k = 0; k < body->noutputs && nargs < 128; k++) {
+        fedc_type t = fedc_value_type(body, fedc_program_output_value(body, k));
+        if (fedc_dtype_is_float(t.dtype)) args[nargs++] = result_ct(r, k);
+    }
+    fedc_program *gb;
+    fedc_status st = body_vjp(body, wrt, nwrt, &gb);
+    if (st) return st;
+    fedc_value grads[64];
+    st = fedc_map(r->g, gb, args, nargs, grads);
+    fedc_program_destroy(gb);
+    for (int i = 0; !st && i < nwrt; i++) give(r, which[i], grads[i]);
+    return st;
+}
+
+/* --------------------------------------------------------------- fold -- */
+
+/* The cotangent of a fold's k-th result (summed over its result nodes), or zeros
+ * of the result's type. */
+static fedc_value fold_result_ct(const rule *r, int k) {
+    const fedc_program *src = r->ad->src;
+    fedc_value ct = FEDC_NONE, any = FEDC_NONE;
+    for (int u = r->v + 1; u < src->n; u++) {
+        const fedc__node *n = &src->nodes[u];
+        if (n->op != FEDC_OP_RESULT || n->in[0] != r->v || fedc__attr_int(n, FEDC_ATTR_INDEX, -1) != k) continue;
+        any = u;
+        if (r->ad->ct[u] != FEDC_NONE) ct = ct == FEDC_NONE ? r->ad->ct[u] : fedc_add(r->g, ct, r->ad->ct[u]);
+    }
+    if (ct != FEDC_NONE) return ct;
+    if (any != FEDC_NONE) return fedc_full(r->g, src->nodes[any].type, 0.0);
+    /* No result node: the type is the body output's (stacked for a per-step one). */
+    const fedc_program *body = fedc__body(src, r->n);
+    fedc_type t = fedc_value_type(body, fedc_program_output_value(body, k));
+    int carries = (int)fedc__attr_int(r->n, FEDC_ATTR_CARRIES, 0);
+    if (k >= carries) {
+        memmove(t.dims + 1, t.dims, sizeof t.dims - sizeof t.dims[0]);
+        t.dims[0] = xtype(r, carries)->dims[0];
+        t.rank++;
+    }
+    t.placement = r->n->type.placement;
+    return fedc_full(r->g, t, 0.0);
+}
+
+/* The body extended to also return its incoming carries as per-step outputs, so a
+ * fold of it records the carry before every step (what the backward pass reads). */
+static fedc_status recording_body(const fedc_program *body, int k, fedc_program **out) {
+    fedc_program *b;
+    fedc_status st = fedc_program_create(&b);
+    if (st) return st;
+    int nin = fedc_program_num_inputs(body);
+    fedc_value args[64], res[64];
+    for (int i = 0; i < nin; i++)
+        args[i] = fedc_input(b, fedc_program_input_name(body, i), fedc_value_type(body, fedc_program_input(body, i)));
+    st = fedc_program_inline(b, body, args, res);
+    for (int j = 0; !st && j < body->noutputs; j++) st = fedc_program_output(b, fedc_program_output_name(body, j), res[j]);
+    for (int i = 0; !st && i < k; i++) {
+        char name[48]; /* unique even when the body already records (a second derivative) */
+        int n = 0;
+        do snprintf(name, sizeof name, "fedc_carry_in%d_%d", i, n++);
+        while (fedc_program_find_output(b, name) != FEDC_NONE);
+        st = fedc_program_output(b, name, args[i]);
+    }
+    if (st) fedc_program_destroy(b);
+    else *out = b;
+    return st;
+}
+
+/* The backward step: inputs (cotangents of the float carries; then the sequences:
+ * the carries before the step, the step's inputs, the cotangents of its float
+ * per-step outputs), outputs (cotangents of the carries before the step, then of
+ * the active float step inputs). Built by inlining the body's vjp. */
+typedef struct fold_shape {
+    int k, m, ny;              /* carries, sequences, per-step outputs */
+    bool fc[64], fy[64], ax[64]; /* float carry, float per-step output, active float step input */
+} fold_shape;
+
+static fedc_status backward_body(const fedc_program *body, const fold_shape *fs, fedc_program **out) {
+    const char *wrt[64];
+    int nwrt = 0;
+    for (int i = 0; i < fs->k + fs->m; i++)
+        if (i < fs->k ? fs->fc[i] : fs->ax[i - fs->k]) wrt[nwrt++] = fedc_program_input_name(body, i);
+    fedc_program *v = NULL, *b = NULL;
+    fedc_status st = fedc_vjp(body, wrt, nwrt, &v);
+    if (!st) st = fedc_program_create(&b);
+    if (st) {
+        fedc_program_destroy(v);
+        return st;
+    }
+    fedc_value ctc[64], seq[128], cty[64], args[192], res[192];
+    char name[40];
+    for (int i = 0; i < fs->k; i++) {
+        snprintf(name, sizeof name, "ct_carry%d", i);
+        if (fs->fc[i]) ctc[i] = fedc_input(b, name, fedc_value_type(body, fedc_program_input(body, i)));
+    }
+    for (int i = 0; i < fs->k + fs->m; i++) {
+        snprintf(name, sizeof name, "step_in%d", i);
+        seq[i] = fedc_input(b, name, fedc_value_type(body, fedc_program_input(body, i)));
+    }
+    for (int j = 0; j < fs->ny; j++) {
+        snprintf(name, sizeof name, "ct_y%d", j);
+        if (fs->fy[j]) cty[j] = fedc_input(b, name, fedc_value_type(body, fedc_program_output_value(body, fs->k + j)));
+    }
+    int nargs = 0;
+    for (int i = 0; i < fs->k + fs->m; i++) args[nargs++] = seq[i];
+    for (int o = 0; o < body->noutputs; o++) {
+        if (o < fs->k ? !fs->fc[o] : !fs->fy[o - fs->k]) continue;
+        args[nargs++] = o < fs->k ? ctc[o] : cty[o - fs->k];
+    }
+    st = fedc_program_inline(b, v, args, res);
+    int g = body->noutputs; /* v's outputs: body's, then the gradients in wrt order */
+    for (int i = 0; !st && i < fs->k + fs->m; i++) {
+        if (!(i < fs->k ? fs->fc[i] : fs->ax[i - fs->k])) continue;
+        snprintf(name, sizeof name, "ct_in%d", i);
+        st = fedc_program_output(b, name, res[g++]);
+    }
+    if (!st) st = fedc_program_dce(b);
+    fedc_program_destroy(v);
+    if (st) fedc_program_destroy(b);
+    else *out = b;
+    return st;
+}
+
+/* fold^T: record the carries with a fold in the same direction, then fold the
+ * body's vjp over the steps in the opposite direction, carrying the carries'
+ * cotangents and stacking the step inputs' cotangents. Carries are stored (one per
+ * step), not recomputed. */
+static fedc_status vjp_FOLD(const rule *r) {
+    const fedc_program *body = fedc__body(r->ad->src, r->n);
+    fold_shape fs = {(int)fedc__attr_int(r->n, FEDC_ATTR_CARRIES, 0), 0, 0, {0}, {0}, {0}};
+    fs.m = r->n->nin - fs.k - 1;
+    fs.ny = body->noutputs - fs.k;
+    if (fs.k > 64 || fs.m > 64 || fs.ny > 64) return fedc_error(FEDC_EUNSUPPORTED, "grad: fold has too many operands");
+    for (int i = 0; i < fs.k; i++) fs.fc[i] = fedc_dtype_is_float(xtype(r, i)->dtype);
+    for (int j = 0; j < fs.m; j++) fs.ax[j] = needs(r, fs.k + j) && fedc_dtype_is_float(xtype(r, fs.k + j)->dtype);
+    for (int j = 0; j < fs.ny; j++)
+        fs.fy[j] = fedc_dtype_is_float(fedc_value_type(body, fedc_program_output_value(body, fs.k + j)).dtype);
+
+    fedc_program *rec = NULL, *back = NULL;
+    fedc_status st = recording_body(body, fs.k, &rec);
+    if (!st) st = backward_body(body, &fs, &back);
+    fedc_value fwd[192], ops[192], bres[128];
+    int n = 0;
+    for (int i = 0; i < r->n->nin; i++) ops[i] = X(r, i);
+    bool reverse = fedc__attr_int(r->n, FEDC_ATTR_REVERSE, 0) != 0;
+    if (!st) st = fedc__fold(r->g, rec, ops, r->n->nin, fs.k, reverse, fwd);
+    /* backward operands: carry cotangents; then carries before each step, the step
+     * inputs, the per-step outputs' cotangents; then the length */
+    for (int i = 0; i < fs.k; i++)
+        if (fs.fc[i]) ops[n++] = fold_result_ct(r, i);
+    int kb = n;
+    for (int i = 0; i < fs.k; i++) ops[n++] = fwd[body->noutputs + i];
+    for (int j = 0; j < fs.m; j++) ops[n++] = X(r, fs.k + j);
+    for (int j = 0; j < fs.ny; j++)
+        if (fs.fy[j]) ops[n++] = fold_result_ct(r, fs.k + j);
+    ops[n++] = X(r, r->n->nin - 1);
+    if (!st) st = fedc__fold(r->g, back, ops, n, kb, !reverse, bres);
+    int at = 0;
+    for (int i = 0; !st && i < fs.k + fs.m; i++) {
+        if (!(i < fs.k ? fs.fc[i] : fs.ax[i - fs.k])) continue;
+        if (needs(r, i)) give(r, i, bres[at]);
+        at++;
+    }
+    fedc_program_destroy(rec);
+    fedc_program_destroy(back);
+    return st;
+}
+
 /* ------------------------------------------------------------- dispatch -- */
 
 static const vjp_fn rules[FEDC_OP_COUNT] = {

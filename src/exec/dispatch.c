@@ -258,6 +258,43 @@ static fedc_status run_CAST(const fedc__step *s) {
     return s->k->cast(in_type(s, 0)->dtype, s->n->type.dtype, out_count(s), s->in[0], s->out);
 }
 
+/* ---------------------------------------------------------- federated -- */
+
+/* broadcast aliases its operand (the executor points every client at the server
+ * value); map runs in the cohort runner (src/exec/cohort.c) and fold in the
+ * executor (run_fold), which also write the result nodes: none computes here. */
+static fedc_status run_BROADCAST(const fedc__step *s) { (void)s; return FEDC_OK; }
+static fedc_status run_MAP(const fedc__step *s) { (void)s; return FEDC_OK; }
+static fedc_status run_FOLD(const fedc__step *s) { (void)s; return FEDC_OK; }
+static fedc_status run_RESULT(const fedc__step *s) { (void)s; return FEDC_OK; }
+
+/* Aggregations of a materialised clients value: client i's value is at
+ * s->in[0] + i * stride (and its weight likewise in s->in[1]), added in client
+ * order; clients dropped in this run are left out. */
+static fedc_status aggregate(const fedc__step *s) {
+    fedc__agg a;
+    fedc__agg_begin(&a, s->n, s->out);
+    for (int i = 0; i < s->clients; i++) {
+        if (s->dropped && s->dropped[i]) continue;
+        const void *w = s->n->nin == 2 ? (const char *)s->in[1] + (size_t)i * s->in_stride[1] : NULL;
+        fedc__agg_add(&a, (const char *)s->in[0] + (size_t)i * s->in_stride[0], w);
+    }
+    return fedc__agg_end(&a);
+}
+
+static fedc_status run_SUM(const fedc__step *s) { return aggregate(s); }
+static fedc_status run_MEAN(const fedc__step *s) { return aggregate(s); }
+static fedc_status run_WEIGHTED_MEAN(const fedc__step *s) { return aggregate(s); }
+
+static fedc_status run_NUM_CLIENTS(const fedc__step *s) {
+    switch (s->n->type.dtype) {
+    case FEDC_F32: *(float *)s->out = (float)s->clients; break;
+    case FEDC_F64: *(double *)s->out = (double)s->clients; break;
+    default: *(int32_t *)s->out = s->clients; break;
+    }
+    return FEDC_OK;
+}
+
 /* ------------------------------------------------------------- dispatch -- */
 
 static const run_fn runners[FEDC_OP_COUNT] = {

@@ -1,30 +1,116 @@
-/* The executor: plans a program's buffers once, then runs it without allocating.
+/* The executor: plans a program's memory once, then runs it without allocating.
  *
- * Planning walks the program in order. Each computed value gets an offset in one
- * block, at the lowest gap that is free for its whole lifetime (from its definition
- * to its last use); outputs live to the end. A value's memory is released only after
- * the node that last reads it has run, so no kernel ever writes over its operands. */
+ * Planning decides where every value lives:
+ *  - inputs in the caller's memory, constants in the program;
+ *  - a broadcast is its server operand, shared by every client (stride 0);
+ *  - a map's result that only feeds aggregations is streamed: never stored, each
+ *    client's copy is added into the aggregation as the client finishes
+ *    (src/exec/cohort.c), and those aggregations are computed by the map;
+ *  - everything else gets an offset in one block, at the lowest gap free for its
+ *    whole lifetime (from the step that writes it to its last reader); a clients
+ *    value takes one copy per client. Outputs live to the end. Memory is released
+ *    only after the node that last reads it has run, so no kernel writes over its
+ *    operands. */
 #include <string.h>
 
-#include "exec/exec.h"
+#include "exec/cohort.h"
 
 #define ALIGN 64
 
+typedef enum mem_kind { MEM_NONE, MEM_BOUND, MEM_CONSTANT, MEM_BLOCK, MEM_ALIAS, MEM_STREAMED } mem_kind;
+
+typedef struct value_plan {
+    mem_kind kind;
+    size_t offset;         /* MEM_BLOCK */
+    size_t stride;         /* clients values: bytes from one client's copy to the next */
+    fedc_value fused_into; /* an aggregation computed by this map, or FEDC_NONE */
+    fedc_value def;        /* the step that writes it */
+} value_plan;
+
 struct fedc_executor {
-    fedc_program *p;         /* our own copy */
+    fedc_program *p; /* our own copy */
     const fedc_kernels *k;
-    size_t *offset;          /* per value: offset in `block` (computed values only) */
-    const void **bound;      /* per value: the caller's memory for inputs */
-    const void **operands;   /* scratch list of operand pointers for one step */
-    unsigned char *block;    /* planned memory of every computed value */
+    fedc_exec_options opt;
+    int clients;
+    value_plan *plan;
+    const void **bound;
+    const void **operands;
+    size_t *strides;
+    unsigned char *block;
     size_t block_bytes, unplanned_bytes;
-    void *scratch;           /* kernels' temporary memory (im2col) */
+    void *scratch;
     size_t scratch_bytes;
+    fedc__backend *backend; /* runs clients in parallel */
+    fedc__cohort **cohorts; /* per value: the runner of a map node */
+    fedc_executor **folds;  /* per value: the executor of a fold node's body */
+    unsigned char **carries; /* per value: a fold's carries between steps */
+    uint8_t *dropped;       /* per client, this run */
 };
+
+/* ------------------------------------------------------------ placement -- */
+
+static bool is_aggregation(fedc__op op) { return op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN; }
+
+static bool is_output(const fedc_program *p, fedc_value v) {
+    for (int i = 0; i < p->noutputs; i++)
+        if (p->outputs[i].value == v) return true;
+    return false;
+}
+
+/* A map's result streams when it is not an output and every reader is an
+ * aggregation whose other operand is available when the map commits a client:
+ * another result of the same map, or a value computed before the map. */
+static bool streams(const fedc_program *p, fedc_value r) {
+    fedc_value m = p->nodes[r].in[0];
+    bool read = false;
+    if (is_output(p, r) || p->nodes[m].op != FEDC_OP_MAP) return false;
+    for (int u = r + 1; u < p->n; u++) {
+        const fedc__node *n = &p->nodes[u];
+        for (int i = 0; i < n->nin; i++) {
+            if (n->in[i] != r) continue;
+            if (!is_aggregation(n->op)) return false;
+            read = true;
+            for (int j = 0; j < n->nin; j++) {
+                const fedc__node *o = &p->nodes[n->in[j]];
+                bool same_map = o->op == FEDC_OP_RESULT && o->in[0] == m;
+                if (!same_map && n->in[j] > m) return false;
+            }
+        }
+    }
+    return read;
+}
+
+static void plan_placement(fedc_executor *ex) {
+    const fedc_program *p = ex->p;
+    for (int v = 0; v < p->n; v++) {
+        const fedc__node *n = &p->nodes[v];
+        value_plan *vp = &ex->plan[v];
+        size_t bytes = n->type.dtype == FEDC__TUPLE ? 0 : fedc_type_bytes(&n->type);
+        vp->fused_into = FEDC_NONE;
+        vp->def = v;
+        vp->stride = n->type.placement == FEDC_CLIENTS ? bytes : 0;
+        if (n->op == FEDC_OP_INPUT) vp->kind = MEM_BOUND;
+        else if (n->op == FEDC_OP_CONSTANT) vp->kind = MEM_CONSTANT;
+        else if (fedc__op_has_body(n->op)) vp->kind = MEM_NONE;
+        else if (n->op == FEDC_OP_BROADCAST && !is_output(p, v)) vp->kind = MEM_ALIAS, vp->stride = 0;
+        else if (n->op == FEDC_OP_RESULT && streams(p, v)) vp->kind = MEM_STREAMED;
+        else vp->kind = MEM_BLOCK;
+        if (n->op == FEDC_OP_RESULT) vp->def = n->in[0]; /* written while the map runs */
+    }
+    /* Aggregations reading a streamed result are computed by that map. */
+    for (int v = 0; v < p->n; v++) {
+        const fedc__node *n = &p->nodes[v];
+        if (!is_aggregation(n->op)) continue;
+        for (int i = 0; i < n->nin; i++) {
+            if (ex->plan[n->in[i]].kind != MEM_STREAMED) continue;
+            ex->plan[v].fused_into = p->nodes[n->in[i]].in[0];
+            ex->plan[v].def = ex->plan[v].fused_into;
+        }
+    }
+}
 
 /* ----------------------------------------------------------------- plan -- */
 
-/* A live allocation in the block. */
 typedef struct span {
     size_t begin, end;
     fedc_value owner;
@@ -33,7 +119,7 @@ typedef struct span {
 typedef struct planner {
     span *live; /* sorted by begin */
     int nlive;
-    size_t high; /* block size so far */
+    size_t high;
 } planner;
 
 static size_t round_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
@@ -64,14 +150,24 @@ static void release(planner *pl, fedc_value owner) {
     }
 }
 
-static bool computed(const fedc__node *n) { return n->op != FEDC_OP_INPUT && n->op != FEDC_OP_CONSTANT; }
-
-/* last_use[v]: the last node reading v; outputs are read "after the end". */
-static void compute_last_use(const fedc_program *p, int *last_use) {
-    for (int v = 0; v < p->n; v++) last_use[v] = v;
+/* last_use[v]: the last step reading v (outputs: after the end). A broadcast
+ * shares its operand's memory, so it keeps the operand alive. */
+static void compute_last_use(const fedc_executor *ex, int *last_use) {
+    const fedc_program *p = ex->p;
+    for (int v = 0; v < p->n; v++) last_use[v] = ex->plan[v].def;
     for (int v = 0; v < p->n; v++)
-        for (int i = 0; i < p->nodes[v].nin; i++) last_use[p->nodes[v].in[i]] = v;
+        for (int i = 0; i < p->nodes[v].nin; i++)
+            if (last_use[p->nodes[v].in[i]] < v) last_use[p->nodes[v].in[i]] = v;
     for (int i = 0; i < p->noutputs; i++) last_use[p->outputs[i].value] = p->n;
+    for (int v = p->n - 1; v >= 0; v--)
+        if (ex->plan[v].kind == MEM_ALIAS && last_use[p->nodes[v].in[0]] < last_use[v])
+            last_use[p->nodes[v].in[0]] = last_use[v];
+}
+
+static size_t value_bytes(const fedc_executor *ex, fedc_value v) {
+    const fedc_type *t = &ex->p->nodes[v].type;
+    size_t bytes = fedc_type_bytes(t);
+    return t->placement == FEDC_CLIENTS ? bytes * (size_t)ex->clients : bytes;
 }
 
 static fedc_status plan(fedc_executor *ex) {
@@ -84,20 +180,24 @@ static fedc_status plan(fedc_executor *ex) {
         fedc_free(pl.live);
         return fedc_error(FEDC_ENOMEM, "executor: out of memory while planning");
     }
-    compute_last_use(p, last_use);
-    for (int v = 0; v < p->n; v++) {
-        const fedc__node *node = &p->nodes[v];
-        if (computed(node)) {
-            size_t bytes = fedc_type_bytes(&node->type);
-            ex->offset[v] = place(&pl, v, bytes);
+    compute_last_use(ex, last_use);
+    for (int step = 0; step < p->n; step++) {
+        /* Values written at this step: the node, or what a map writes. */
+        bool map = fedc__op_has_body(p->nodes[step].op); /* writes its result nodes */
+        for (int v = step; v < (map ? p->n : step + 1); v++) {
+            if (ex->plan[v].def != step || ex->plan[v].kind != MEM_BLOCK) continue;
+            size_t bytes = value_bytes(ex, v);
+            ex->plan[v].offset = place(&pl, v, bytes);
             ex->unplanned_bytes += round_up(bytes ? bytes : 1);
-            size_t scratch = fedc__step_scratch(ex->k, p, node);
-            if (scratch > ex->scratch_bytes) ex->scratch_bytes = scratch;
         }
-        /* Operands whose last reader is v, and v itself if nothing reads it. */
+        size_t scratch = fedc__step_scratch(ex->k, p, &p->nodes[step]);
+        if (scratch > ex->scratch_bytes) ex->scratch_bytes = scratch;
+        /* Memory whose last reader is this step. */
+        const fedc__node *node = &p->nodes[step];
         for (int i = 0; i < node->nin; i++)
-            if (last_use[node->in[i]] == v) release(&pl, node->in[i]);
-        if (last_use[v] == v) release(&pl, v);
+            if (last_use[node->in[i]] == step) release(&pl, node->in[i]);
+        for (int v = step; v < (map ? p->n : step + 1); v++)
+            if (last_use[v] == step && ex->plan[v].def == step) release(&pl, v);
     }
     ex->block_bytes = pl.high;
     fedc_free(last_use);
@@ -105,35 +205,94 @@ static fedc_status plan(fedc_executor *ex) {
     return FEDC_OK;
 }
 
-/* -------------------------------------------------------------- lifecycle -- */
+/* ------------------------------------------------------------ lifecycle -- */
+
+static bool federated(const fedc_program *p) {
+    for (int v = 0; v < p->n; v++)
+        if (p->nodes[v].type.placement != FEDC_LOCAL) return true;
+    return false;
+}
+
+/* A fold runs its body with an executor of its own, and keeps its carries in a
+ * buffer of its own between steps. */
+static fedc_status create_fold(fedc_executor *ex, fedc_value v) {
+    const fedc__node *n = &ex->p->nodes[v];
+    const fedc_program *body = fedc__body(ex->p, n);
+    fedc_exec_options o = {.reference_kernels = ex->opt.reference_kernels};
+    size_t bytes = 0;
+    for (int i = 0; i < fedc__attr_int(n, FEDC_ATTR_CARRIES, 0); i++) bytes += round_up(fedc_type_bytes(&ex->p->nodes[n->in[i]].type));
+    ex->carries[v] = fedc_malloc(2 * bytes + 1); /* two halves: read one, write the other */
+    if (!ex->carries[v]) return fedc_error(FEDC_ENOMEM, "executor: out of memory for a fold's carries");
+    return fedc_executor_create(&ex->folds[v], body, &o);
+}
+
+static fedc_status create_cohorts(fedc_executor *ex) {
+    int workers = ex->opt.threads > 1 ? ex->opt.threads : 1;
+    bool any = false;
+    for (int v = 0; v < ex->p->n; v++) {
+        if (ex->p->nodes[v].op != FEDC_OP_FOLD) continue;
+        fedc_status st = create_fold(ex, v);
+        if (st) return st;
+    }
+    for (int v = 0; v < ex->p->n; v++) any |= ex->p->nodes[v].op == FEDC_OP_MAP;
+    if (!any) return FEDC_OK;
+    fedc_status st = fedc__backend_threads(&ex->backend, workers);
+    for (int v = 0; !st && v < ex->p->n; v++) {
+        const fedc__node *n = &ex->p->nodes[v];
+        if (n->op == FEDC_OP_MAP) st = fedc__cohort_create(&ex->cohorts[v], fedc__body(ex->p, n), workers, &ex->opt);
+    }
+    return st;
+}
 
 static fedc_status allocate(fedc_executor *ex) {
     int n = ex->p->n ? ex->p->n : 1;
     int max_in = 1;
     for (int v = 0; v < ex->p->n; v++)
         if (ex->p->nodes[v].nin > max_in) max_in = ex->p->nodes[v].nin;
-    ex->offset = fedc_calloc((size_t)n, sizeof *ex->offset);
+    ex->plan = fedc_calloc((size_t)n, sizeof *ex->plan);
     ex->bound = fedc_calloc((size_t)n, sizeof *ex->bound);
+    ex->cohorts = fedc_calloc((size_t)n, sizeof *ex->cohorts);
+    ex->folds = fedc_calloc((size_t)n, sizeof *ex->folds);
+    ex->carries = fedc_calloc((size_t)n, sizeof *ex->carries);
     ex->operands = fedc_calloc((size_t)max_in, sizeof *ex->operands);
-    if (!ex->offset || !ex->bound || !ex->operands) return fedc_error(FEDC_ENOMEM, "executor: out of memory");
+    ex->strides = fedc_calloc((size_t)max_in, sizeof *ex->strides);
+    ex->dropped = fedc_calloc((size_t)(ex->clients ? ex->clients : 1), 1);
+    if (!ex->plan || !ex->bound || !ex->cohorts || !ex->folds || !ex->carries || !ex->operands || !ex->strides ||
+        !ex->dropped)
+        return fedc_error(FEDC_ENOMEM, "executor: out of memory");
+    plan_placement(ex);
     fedc_status st = plan(ex);
     if (st) return st;
-    ex->block = fedc_malloc(ex->block_bytes + ALIGN);
+    ex->block = fedc_malloc(ex->block_bytes);
     ex->scratch = ex->scratch_bytes ? fedc_malloc(ex->scratch_bytes) : NULL;
     if (!ex->block || (ex->scratch_bytes && !ex->scratch))
         return fedc_error(FEDC_ENOMEM, "executor: cannot allocate %zu bytes of buffers and %zu of scratch",
                           ex->block_bytes, ex->scratch_bytes);
+    return create_cohorts(ex);
+}
+
+static fedc_status check_options(const fedc_program *p, const fedc_exec_options *o) {
+    if (o->threads < 0) return fedc_error(FEDC_EINVAL, "executor: threads is %d; use 0 or more", o->threads);
+    if (o->clients < 0) return fedc_error(FEDC_EINVAL, "executor: clients is %d; use 0 or more", o->clients);
+    if (federated(p) && o->clients < 1)
+        return fedc_error(FEDC_EINVAL, "executor: the program has federated values; set options.clients to the "
+                          "cohort's size");
     return FEDC_OK;
 }
 
 fedc_status fedc_executor_create(fedc_executor **out, const fedc_program *program, const fedc_exec_options *options) {
     *out = NULL;
+    fedc_exec_options defaults = {0};
+    const fedc_exec_options *o = options ? options : &defaults;
     fedc_status st = fedc_program_verify(program);
+    if (!st) st = check_options(program, o);
     if (st) return st;
     fedc_kernels_init();
     fedc_executor *ex = fedc_calloc(1, sizeof *ex);
     if (!ex) return fedc_error(FEDC_ENOMEM, "executor: out of memory");
-    ex->k = options && options->reference_kernels ? &fedc_kernels_ref : &fedc_kernels_fast;
+    ex->opt = *o;
+    ex->clients = federated(program) ? o->clients : 0;
+    ex->k = o->reference_kernels ? &fedc_kernels_ref : &fedc_kernels_fast;
     st = fedc_program_clone(program, &ex->p);
     if (!st) st = allocate(ex);
     if (st) {
@@ -146,10 +305,19 @@ fedc_status fedc_executor_create(fedc_executor **out, const fedc_program *progra
 
 void fedc_executor_destroy(fedc_executor *ex) {
     if (!ex) return;
+    for (int v = 0; ex->cohorts && v < ex->p->n; v++) fedc__cohort_destroy(ex->cohorts[v]);
+    for (int v = 0; ex->folds && v < ex->p->n; v++) fedc_executor_destroy(ex->folds[v]);
+    for (int v = 0; ex->carries && v < ex->p->n; v++) fedc_free(ex->carries[v]);
+    fedc_free(ex->folds);
+    fedc_free(ex->carries);
+    fedc__backend_destroy(ex->backend);
     fedc_program_destroy(ex->p);
-    fedc_free(ex->offset);
+    fedc_free(ex->plan);
     fedc_free(ex->bound);
+    fedc_free(ex->cohorts);
     fedc_free(ex->operands);
+    fedc_free(ex->strides);
+    fedc_free(ex->dropped);
     fedc_free(ex->block);
     fedc_free(ex->scratch);
     fedc_free(ex);
@@ -166,10 +334,75 @@ fedc_status fedc_executor_bind(fedc_executor *ex, const char *name, const void *
 }
 
 static const void *value_memory(const fedc_executor *ex, fedc_value v) {
+    for (;;) {
+        const value_plan *vp = &ex->plan[v];
+        switch (vp->kind) {
+        case MEM_BOUND: return ex->bound[v];
+        case MEM_CONSTANT: return ex->p->nodes[v].data;
+        case MEM_BLOCK: return ex->block + vp->offset;
+        case MEM_ALIAS: v = ex->p->nodes[v].in[0]; continue;
+        default: return NULL;
+        }
+    }
+}
+
+static void gather_operands(fedc_executor *ex, const fedc__node *n) {
+    for (int i = 0; i < n->nin; i++) {
+        ex->operands[i] = value_memory(ex, n->in[i]);
+        ex->strides[i] = ex->plan[n->in[i]].stride;
+    }
+}
+
+static fedc_status client_failed(fedc_executor *ex, int i, fedc_status st) {
+    if (ex->opt.on_client_failure == FEDC_DROP_CLIENT) {
+        ex->dropped[i] = 1;
+        return FEDC_OK;
+    }
+    char msg[900];
+    snprintf(msg, sizeof msg, "%s", fedc_errmsg());
+    const char *id = ex->opt.client_ids ? ex->opt.client_ids[i] : NULL;
+    return fedc_error(st, "client %d%s%s%s: %s", i, id ? " (\"" : "", id ? id : "", id ? "\")" : "", msg);
+}
+
+/* An array op on clients values runs once per client, in client order. */
+static fedc_status run_per_client(fedc_executor *ex, fedc__step *s) {
+    const void *base[64];
+    size_t bytes = ex->plan[s->v].stride;
+    for (int j = 0; j < s->n->nin; j++) base[j] = ex->operands[j];
+    unsigned char *out = s->out;
+    for (int i = 0; i < ex->clients; i++) {
+        for (int j = 0; j < s->n->nin; j++) ex->operands[j] = (const char *)base[j] + (size_t)i * ex->strides[j];
+        s->out = out + (size_t)i * bytes;
+        fedc_status st = fedc__step_run(s);
+        if (st && (st = client_failed(ex, i, st))) return st;
+    }
+    return FEDC_OK;
+}
+
+/* A broadcast that is an output is stored: one copy per client. */
+static void run_stored_broadcast(fedc_executor *ex, fedc__step *s) {
+    size_t bytes = ex->plan[s->v].stride;
+    for (int i = 0; i < ex->clients; i++) memcpy((char *)s->out + (size_t)i * bytes, ex->operands[0], bytes);
+}
+
+static fedc_status run_map(fedc_executor *ex, fedc_value m);
+static fedc_status run_fold(fedc_executor *ex, fedc_value f);
+
+static fedc_status run_node(fedc_executor *ex, fedc_value v) {
     const fedc__node *n = &ex->p->nodes[v];
-    if (n->op == FEDC_OP_INPUT) return ex->bound[v];
-    if (n->op == FEDC_OP_CONSTANT) return n->data;
-    return ex->block + ex->offset[v];
+    value_plan *vp = &ex->plan[v];
+    if (n->op == FEDC_OP_MAP) return run_map(ex, v);
+    if (n->op == FEDC_OP_FOLD) return run_fold(ex, v);
+    if (vp->kind != MEM_BLOCK || vp->fused_into != FEDC_NONE || n->op == FEDC_OP_RESULT) return FEDC_OK;
+    gather_operands(ex, n);
+    fedc__step s = {ex->p, v, n, ex->k, ex->block + vp->offset, ex->operands, ex->scratch, ex->clients, ex->strides,
+                    ex->dropped};
+    if (n->op == FEDC_OP_BROADCAST) {
+        run_stored_broadcast(ex, &s);
+        return FEDC_OK;
+    }
+    if (n->type.placement == FEDC_CLIENTS) return run_per_client(ex, &s);
+    return fedc__step_run(&s);
 }
 
 fedc_status fedc_executor_run(fedc_executor *ex) {
@@ -179,16 +412,171 @@ fedc_status fedc_executor_run(fedc_executor *ex) {
         if (n->op == FEDC_OP_INPUT && !ex->bound[v])
             return fedc_error(FEDC_EINVAL, "executor_run: input \"%s\" is not bound", n->name);
     }
+    if (ex->clients) memset(ex->dropped, 0, (size_t)ex->clients);
     for (int v = 0; v < p->n; v++) {
-        const fedc__node *n = &p->nodes[v];
-        if (!computed(n)) continue;
-        for (int i = 0; i < n->nin; i++) ex->operands[i] = value_memory(ex, n->in[i]);
-        fedc__step s = {p, v, n, ex->k, ex->block + ex->offset[v], ex->operands, ex->scratch};
-        fedc_status st = fedc__step_run(&s);
+        fedc_status st = run_node(ex, v);
         if (st) return st;
     }
     return FEDC_OK;
 }
+
+/* ------------------------------------------------------------ results -- */
+
+/* The memory of node b's (a map's or a fold's) result nodes: dest[k] for output
+ * k, and its size; NULL when no result node stores output k. */
+static void result_memory(const fedc_executor *ex, fedc_value b, void **dest, size_t *bytes, int max) {
+    for (int k = 0; k < max; k++) dest[k] = NULL, bytes[k] = 0;
+    for (int v = b + 1; v < ex->p->n; v++) {
+        const fedc__node *u = &ex->p->nodes[v];
+        int64_t k = fedc__attr_int(u, FEDC_ATTR_INDEX, 0);
+        if (u->op == FEDC_OP_RESULT && u->in[0] == b && ex->plan[v].kind == MEM_BLOCK && k < max && !dest[k]) {
+            dest[k] = ex->block + ex->plan[v].offset;
+            bytes[k] = value_bytes(ex, v);
+        }
+    }
+}
+
+/* A second result node for the same output (a program may hold one) gets a copy. */
+static void copy_duplicate_results(fedc_executor *ex, fedc_value b, void *const *dest) {
+    for (int v = b + 1; v < ex->p->n; v++) {
+        const fedc__node *u = &ex->p->nodes[v];
+        if (u->op != FEDC_OP_RESULT || u->in[0] != b || ex->plan[v].kind != MEM_BLOCK) continue;
+        void *mine = ex->block + ex->plan[v].offset, *first = dest[fedc__attr_int(u, FEDC_ATTR_INDEX, 0)];
+        if (mine != first) memcpy(mine, first, value_bytes(ex, v));
+    }
+}
+
+/* --------------------------------------------------------------- maps -- */
+
+/* Where an aggregation fused into map m reads operand i. */
+static fedc__source source_of(const fedc_executor *ex, fedc_value operand) {
+    const fedc__node *o = &ex->p->nodes[operand];
+    if (o->op == FEDC_OP_RESULT) {
+        fedc__source s = {(int)fedc__attr_int(o, FEDC_ATTR_INDEX, 0), NULL, 0};
+        return s;
+    }
+    fedc__source s = {-1, value_memory(ex, operand), ex->plan[operand].stride};
+    return s;
+}
+
+static fedc_status run_map(fedc_executor *ex, fedc_value m) {
+    const fedc_program *p = ex->p;
+    const fedc__node *n = &p->nodes[m];
+    enum { MAX = 64 };
+    const void *args[MAX];
+    size_t arg_stride[MAX];
+    void *dest[MAX];
+    size_t dest_bytes[MAX];
+    fedc__agg aggs[MAX];
+    const fedc__node *agg_nodes[MAX];
+    void *agg_out[MAX];
+    fedc__source x_src[MAX], w_src[MAX];
+    int naggs = 0;
+    for (int j = 0; j < n->nin; j++) {
+        args[j] = value_memory(ex, n->in[j]);
+        arg_stride[j] = ex->plan[n->in[j]].stride;
+    }
+    result_memory(ex, m, dest, dest_bytes, MAX);
+    for (int v = m + 1; v < p->n; v++) {
+        const fedc__node *u = &p->nodes[v];
+        if (ex->plan[v].fused_into != m || naggs == MAX) continue;
+        agg_nodes[naggs] = u;
+        agg_out[naggs] = ex->block + ex->plan[v].offset;
+        x_src[naggs] = source_of(ex, u->in[0]);
+        w_src[naggs] = u->nin == 2 ? source_of(ex, u->in[1]) : (fedc__source){-1, NULL, 0};
+        naggs++;
+    }
+    fedc__map_job job = {ex->clients, n->nin, args, arg_stride, dest, naggs, aggs, agg_nodes, agg_out, x_src, w_src,
+                         ex->opt.check_finite, ex->opt.on_client_failure == FEDC_DROP_CLIENT, ex->dropped,
+                         ex->opt.client_ids};
+    fedc_status st = fedc__cohort_run(ex->cohorts[m], ex->backend, &job);
+    if (!st) copy_duplicate_results(ex, m, dest);
+    return st;
+}
+
+/* --------------------------------------------------------------- folds -- */
+
+
+/* One step t: the body reads the carries (from `in`) and row t of each sequence;
+ * the new carries go to `out` and the per-step outputs to row t. The body's outputs
+ * may be its inputs (a carry passed through, or recorded), so the two carry
+ * buffers must differ. */
+static fedc_status fold_step(fedc_executor *ex, fedc_value f, int64_t t, void *const *dest, unsigned char *in,
+                             unsigned char *out) {
+    const fedc__node *n = &ex->p->nodes[f];
+    const fedc_program *body = fedc__body(ex->p, n);
+    fedc_executor *sub = ex->folds[f];
+    int k = (int)fedc__attr_int(n, FEDC_ATTR_CARRIES, 0), m = n->nin - k - 1;
+    unsigned char *carry = in;
+    for (int i = 0; i < k + m; i++) {
+        const fedc_type *a = &ex->p->nodes[n->in[i]].type;
+        const void *at = carry;
+        if (i < k) carry += round_up(fedc_type_bytes(a));
+        else at = (const char *)value_memory(ex, n->in[i]) + (size_t)t * (fedc_type_bytes(a) / (size_t)a->dims[0]);
+        fedc_executor_bind(sub, fedc_program_input_name(body, i), at);
+    }
+    fedc_status st = fedc_executor_run(sub);
+    carry = out;
+    for (int j = 0; !st && j < body->noutputs; j++) {
+        const void *y;
+        fedc_type yt;
+        fedc_executor_output(sub, fedc_program_output_name(body, j), &y, &yt);
+        size_t bytes = fedc_type_bytes(&yt);
+        if (j < k) {
+            memcpy(carry, y, bytes);
+            carry += round_up(bytes);
+        } else if (dest[j]) {
+            memcpy((char *)dest[j] + (size_t)t * bytes, y, bytes);
+        }
+    }
+    return st;
+}
+
+static fedc_status run_fold(fedc_executor *ex, fedc_value f) {
+    const fedc__node *n = &ex->p->nodes[f];
+    const fedc_program *body = fedc__body(ex->p, n);
+    int k = (int)fedc__attr_int(n, FEDC_ATTR_CARRIES, 0);
+    int64_t steps = ex->p->nodes[n->in[k]].type.dims[0];
+    int32_t length = *(const int32_t *)value_memory(ex, n->in[n->nin - 1]);
+    if (length < 0 || length > steps)
+        return fedc_error(FEDC_ERANGE, "%%%d (fold): length %d is outside [0, %lld], the sequences' leading dimension",
+                          f, (int)length, (long long)steps);
+    void *dest[64];
+    size_t dest_bytes[64];
+    result_memory(ex, f, dest, dest_bytes, 64);
+    size_t half = 0;
+    for (int i = 0; i < k; i++) half += round_up(fedc_type_bytes(&ex->p->nodes[n->in[i]].type));
+    unsigned char *cur = ex->carries[f], *next = cur + half, *carry = cur;
+    for (int i = 0; i < k; i++) { /* carries start as the initial values */
+        size_t bytes = fedc_type_bytes(&ex->p->nodes[n->in[i]].type);
+        memcpy(carry, value_memory(ex, n->in[i]), bytes);
+        carry += round_up(bytes);
+    }
+    for (int j = k; j < body->noutputs && j < 64; j++) /* rows past the length stay zero */
+        if (dest[j]) memset(dest[j], 0, dest_bytes[j]);
+    bool reverse = fedc__attr_int(n, FEDC_ATTR_REVERSE, 0) != 0;
+    for (int64_t s = 0; s < length; s++) {
+        fedc_status st = fold_step(ex, f, reverse ? length - 1 - s : s, dest, cur, next);
+        unsigned char *swap = cur;
+        cur = next;
+        next = swap;
+        if (st) {
+            char msg[900];
+            snprintf(msg, sizeof msg, "%s", fedc_errmsg());
+            return fedc_error(st, "%%%d (fold) at step %lld: %s", f, (long long)(reverse ? length - 1 - s : s), msg);
+        }
+    }
+    carry = cur;
+    for (int i = 0; i < k; i++) {
+        size_t bytes = fedc_type_bytes(&ex->p->nodes[n->in[i]].type);
+        if (dest[i]) memcpy(dest[i], carry, bytes);
+        carry += round_up(bytes);
+    }
+    copy_duplicate_results(ex, f, dest);
+    return FEDC_OK;
+}
+
+/* -------------------------------------------------------------- results -- */
 
 fedc_status fedc_executor_output(const fedc_executor *ex, const char *name, const void **data, fedc_type *type) {
     fedc_value v = fedc_program_find_output(ex->p, name);
@@ -200,3 +588,10 @@ fedc_status fedc_executor_output(const fedc_executor *ex, const char *name, cons
 
 size_t fedc_executor_planned_bytes(const fedc_executor *ex) { return ex->block_bytes; }
 size_t fedc_executor_unplanned_bytes(const fedc_executor *ex) { return ex->unplanned_bytes; }
+
+int fedc_executor_dropped(const fedc_executor *ex, int *clients, int max) {
+    int count = 0;
+    for (int i = 0; i < ex->clients; i++)
+        if (ex->dropped[i] && count++ < max) clients[count - 1] = i;
+    return count;
+}

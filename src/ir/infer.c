@@ -56,13 +56,21 @@ static fedc_status require_rank(const rule_ctx *c, int i, int rank) {
     return FEDC_OK;
 }
 
-/* All operands share one placement; the result has it too. */
+/* All operands share one placement, and the result has it too. A local value (a
+ * constant, say) combines with server or clients values; server and clients
+ * values never combine: one must be broadcast or the other aggregated. */
 static fedc_status same_placement(const rule_ctx *c, fedc_placement *out) {
-    fedc_placement pl = c->n->nin ? operand(c, 0)->placement : FEDC_LOCAL;
-    for (int i = 1; i < c->n->nin; i++) {
-        if (operand(c, i)->placement != pl)
-            return fail(c, FEDC_ETYPE, "operand %d is %s but operand 0 is %s", i, TYPESTR(operand(c, i)),
-                        TYPESTR(operand(c, 0)));
+    fedc_placement pl = FEDC_LOCAL;
+    int from = -1;
+    for (int i = 0; i < c->n->nin; i++) {
+        fedc_placement q = operand(c, i)->placement;
+        if (q == FEDC_LOCAL) continue;
+        if (from >= 0 && q != pl)
+            return fail(c, FEDC_ETYPE, "operand %d is %s but operand %d is %s: broadcast the server value or "
+                        "aggregate the clients value first", i, TYPESTR(operand(c, i)), from,
+                        TYPESTR(operand(c, from)));
+        pl = q;
+        from = i;
     }
     *out = pl;
     return FEDC_OK;
@@ -639,6 +647,147 @@ static fedc_status infer_CAST(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
+/* ---------------------------------------------------------- federated -- */
+
+static fedc_status infer_BROADCAST(const rule_ctx *c, fedc_type *out) {
+    const fedc_type *x = operand(c, 0);
+    if (x->placement == FEDC_CLIENTS)
+        return fail(c, FEDC_ETYPE, "operand is %s, already at the clients; broadcast takes a server value",
+                    TYPESTR(x));
+    *out = *x;
+    out->placement = FEDC_CLIENTS;
+    return FEDC_OK;
+}
+
+/* sum, mean and weighted_mean take a clients value and give the server one. */
+static fedc_status aggregate(const rule_ctx *c, fedc_type *out, bool floats_only) {
+    const fedc_type *x = operand(c, 0);
+    if (x->placement != FEDC_CLIENTS)
+        return fail(c, FEDC_ETYPE, "operand is %s; %s aggregates a @clients value", TYPESTR(x), c->name);
+    if (floats_only ? !fedc_dtype_is_float(x->dtype) : !(fedc_dtype_is_float(x->dtype) || x->dtype == FEDC_I32))
+        return fail(c, FEDC_ETYPE, "cannot aggregate %s", TYPESTR(x));
+    *out = *x;
+    out->placement = FEDC_SERVER;
+    return FEDC_OK;
+}
+
+static fedc_status infer_SUM(const rule_ctx *c, fedc_type *out) { return aggregate(c, out, false); }
+static fedc_status infer_MEAN(const rule_ctx *c, fedc_type *out) { return aggregate(c, out, true); }
+
+static fedc_status infer_WEIGHTED_MEAN(const rule_ctx *c, fedc_type *out) {
+    const fedc_type *x = operand(c, 0), *w = operand(c, 1);
+    fedc_status st = aggregate(c, out, true);
+    if (st) return st;
+    if (w->placement != FEDC_CLIENTS || w->rank != 0 || w->dtype != x->dtype)
+        return fail(c, FEDC_ETYPE, "the weight is %s; it must be one %s scalar per client (%s[]@clients)", TYPESTR(w),
+                    fedc_dtype_name(x->dtype), fedc_dtype_name(x->dtype));
+    return FEDC_OK;
+}
+
+static fedc_status body_of(const rule_ctx *c, const fedc_program **body) {
+    int64_t index = fedc__attr_int(c->n, FEDC_ATTR_BODY, -1);
+    if (index < 0 || index >= c->p->nbodies)
+        return fail(c, FEDC_EINVAL, "body %lld is not a body of this program (it has %d)", (long long)index,
+                    c->p->nbodies);
+    *body = c->p->bodies[index];
+    return FEDC_OK;
+}
+
+/* Each argument is a clients value whose per-client type is the body's input. */
+static fedc_status infer_MAP(const rule_ctx *c, fedc_type *out) {
+    const fedc_program *body = NULL;
+    fedc_status st = body_of(c, &body);
+    if (st) return st;
+    int nin = fedc_program_num_inputs(body);
+    if (c->n->nin != nin) return fail(c, FEDC_EINVAL, "the body takes %d inputs, given %d arguments", nin, c->n->nin);
+    for (int i = 0; i < nin; i++) {
+        const fedc_type *a = operand(c, i), *want = &body->nodes[fedc_program_input(body, i)].type;
+        if (a->placement != FEDC_CLIENTS)
+            return fail(c, FEDC_ETYPE, "argument %d is %s; map takes per-client values (@clients): broadcast it first",
+                        i, TYPESTR(a));
+        if (a->dtype != want->dtype || !fedc_type_same_shape(a, want))
+            return fail(c, FEDC_ETYPE, "argument %d is %s but the body's input \"%s\" is %s", i, TYPESTR(a),
+                        fedc_program_input_name(body, i), TYPESTR(want));
+    }
+    if (body->noutputs < 1) return fail(c, FEDC_EINVAL, "the body has no outputs");
+    memset(out, 0, sizeof *out);
+    out->dtype = FEDC__TUPLE;
+    out->placement = FEDC_CLIENTS;
+    return FEDC_OK;
+}
+
+/* fold(carries..., sequences..., length): body(carries..., one step of each
+ * sequence) -> (new carries..., per-step outputs...). The results are the final
+ * carries and the per-step outputs stacked along a leading axis. */
+static fedc_status infer_FOLD(const rule_ctx *c, fedc_type *out) {
+    const fedc_program *body = NULL;
+    fedc_status st = body_of(c, &body);
+    if (!st) st = same_placement(c, &out->placement);
+    if (st) return st;
+    int k = (int)fedc__attr_int(c->n, FEDC_ATTR_CARRIES, -1), m = c->n->nin - k - 1;
+    int nin = fedc_program_num_inputs(body);
+    if (k < 0 || m < 1) return fail(c, FEDC_EINVAL, "needs carries >= 0, at least one sequence, and a length");
+    if (nin != k + m) return fail(c, FEDC_EINVAL, "the body takes %d inputs, given %d carries and %d sequences", nin, k, m);
+    if (body->noutputs < k) return fail(c, FEDC_EINVAL, "the body returns %d values for %d carries", body->noutputs, k);
+    if (out->placement == FEDC_CLIENTS) return fail(c, FEDC_ETYPE, "operands are @clients values; fold inside a map body");
+    const fedc_type *len = operand(c, c->n->nin - 1);
+    if (len->dtype != FEDC_I32 || len->rank != 0) return fail(c, FEDC_ETYPE, "the length must be i32[], got %s", TYPESTR(len));
+    int64_t steps = operand(c, k)->rank ? operand(c, k)->dims[0] : -1;
+    for (int i = 0; i < k + m; i++) {
+        const fedc_type *a = operand(c, i), *want = &body->nodes[fedc_program_input(body, i)].type;
+        fedc_type slice = *a;
+        if (i >= k) { /* one step of a sequence: drop the leading axis */
+            if (a->rank < 1 || a->dims[0] != steps)
+                return fail(c, FEDC_ESHAPE, "sequence %d is %s; every sequence needs the leading axis %lld", i - k,
+                            TYPESTR(a), (long long)steps);
+            slice.rank--;
+            memmove(slice.dims, slice.dims + 1, sizeof slice.dims - sizeof slice.dims[0]);
+        }
+        if (a->dtype != want->dtype || !fedc_type_same_shape(&slice, want))
+            return fail(c, FEDC_ETYPE, "operand %d is %s but the body's input \"%s\" takes %s", i, TYPESTR(a),
+                        fedc_program_input_name(body, i), TYPESTR(want));
+        if (i < k) {
+            const fedc_type *back = &body->nodes[body->outputs[i].value].type;
+            if (back->dtype != want->dtype || !fedc_type_same_shape(back, want))
+                return fail(c, FEDC_ETYPE, "carry %d enters the body as %s but comes back as %s", i, TYPESTR(want),
+                            TYPESTR(back));
+        }
+    }
+    fedc_placement pl = out->placement;
+    memset(out, 0, sizeof *out);
+    out->dtype = FEDC__TUPLE;
+    out->placement = pl;
+    return FEDC_OK;
+}
+
+static fedc_status infer_RESULT(const rule_ctx *c, fedc_type *out) {
+    const fedc__node *m = &c->p->nodes[c->n->in[0]];
+    if (!fedc__op_has_body(m->op)) return fail(c, FEDC_ETYPE, "operand is not a map or a fold");
+    const fedc_program *body = fedc__body(c->p, m);
+    int64_t index = fedc__attr_int(c->n, FEDC_ATTR_INDEX, -1);
+    if (index < 0 || index >= body->noutputs)
+        return fail(c, FEDC_EINVAL, "index %lld is outside the %d results", (long long)index, body->noutputs);
+    *out = body->nodes[body->outputs[index].value].type;
+    out->placement = m->type.placement;
+    int64_t k = fedc__attr_int(m, FEDC_ATTR_CARRIES, 0);
+    if (m->op == FEDC_OP_FOLD && index >= k) { /* a per-step output, stacked */
+        if (out->rank == FEDC_MAX_RANK) return fail(c, FEDC_ESHAPE, "a stacked output would exceed rank %d", FEDC_MAX_RANK);
+        memmove(out->dims + 1, out->dims, sizeof out->dims - sizeof out->dims[0]);
+        out->dims[0] = c->p->nodes[m->in[k]].type.dims[0];
+        out->rank++;
+    }
+    return FEDC_OK;
+}
+
+static fedc_status infer_NUM_CLIENTS(const rule_ctx *c, fedc_type *out) {
+    int64_t dt = fedc__attr_int(c->n, FEDC_ATTR_DTYPE, FEDC_F32);
+    if (!(dt == FEDC_F32 || dt == FEDC_F64 || dt == FEDC_I32))
+        return fail(c, FEDC_EINVAL, "dtype must be f32, f64 or i32");
+    *out = fedc_type_scalar((fedc_dtype)dt);
+    out->placement = FEDC_SERVER;
+    return FEDC_OK;
+}
+
 /* ------------------------------------------------------------- dispatch -- */
 
 static const infer_fn rules[FEDC_OP_COUNT] = {
@@ -649,11 +798,14 @@ static const infer_fn rules[FEDC_OP_COUNT] = {
 
 fedc_status fedc__infer(const fedc_program *p, const fedc__node *n, fedc_type *out) {
     rule_ctx c = {p, n, fedc__ops[n->op].name};
+    for (int i = 0; n->op != FEDC_OP_RESULT && i < n->nin; i++)
+        if (operand(&c, i)->dtype == FEDC__TUPLE)
+            return fail(&c, FEDC_ETYPE, "operand %d is a map's tuple of results; take one with result", i);
     fedc_type t;
     memset(&t, 0, sizeof t);
     fedc_status st = rules[n->op](&c, &t);
     if (st) return st;
-    st = check_dims(&c, t.rank, t.dims, "the result");
+    st = t.dtype == FEDC__TUPLE ? FEDC_OK : check_dims(&c, t.rank, t.dims, "the result");
     if (st) return st;
     for (int i = t.rank; i < FEDC_MAX_RANK; i++) t.dims[i] = 0;
     *out = t;

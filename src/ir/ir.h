@@ -62,11 +62,17 @@ typedef struct fedc__output {
     fedc_value value;
 } fedc__output;
 
+/* The dtype of a node whose value is a tuple (map): its parts are read by
+ * "result" nodes. Never the type of a program input or output. */
+#define FEDC__TUPLE ((fedc_dtype)FEDC_DTYPE_COUNT)
+
 struct fedc_program {
     fedc__node *nodes;
     int n, cap;
     fedc__output *outputs;
     int noutputs, cap_outputs;
+    fedc_program **bodies; /* programs run by map nodes (attribute body = index) */
+    int nbodies, cap_bodies;
     fedc_arena arena; /* names, operand lists and constant data */
     fedc_status status; /* first builder error, sticky */
     char errmsg[512];
@@ -102,6 +108,27 @@ const char *fedc__program_strdup(fedc_program *p, const char *s);
 /* fedc_program_inline, writing the dst value of every src value to map[src->n]. */
 fedc_status fedc__program_inline_map(fedc_program *dst, const fedc_program *src, const fedc_value *args,
                                      fedc_value *map);
+
+/* Takes ownership of `body` as one of p's bodies; returns its index, or -1 (and
+ * destroys it) on failure. */
+int fedc__program_add_body(fedc_program *p, fedc_program *body);
+static inline const fedc_program *fedc__body(const fedc_program *p, const fedc__node *n) {
+    return p->bodies[fedc__attr_int(n, FEDC_ATTR_BODY, 0)];
+}
+
+/* Emits fold (reverse: steps from length-1 down to 0) on operands (carries...,
+ * sequences..., length), then its result nodes. */
+fedc_status fedc__fold(fedc_program *p, const fedc_program *body, const fedc_value *operands, int nin, int ncarries,
+                       bool reverse, fedc_value *results);
+
+/* Checks every body of p as a map body. */
+fedc_status fedc__verify_bodies(const fedc_program *p);
+
+/* True for the ops that run a body program (map, fold): their value is a tuple. */
+static inline bool fedc__op_has_body(fedc__op op) { return op == FEDC_OP_MAP || op == FEDC_OP_FOLD; }
+
+/* True for the ops that move values between placements. */
+bool fedc__op_is_federated(fedc__op op);
 
 /* Computes the result type of node `n` (its operands' types are read from p) and
  * checks its arity and attributes. The message names the op and the operands. */

@@ -29,6 +29,8 @@ fedc_status fedc_program_create(fedc_program **out) {
 
 void fedc_program_destroy(fedc_program *p) {
     if (!p) return;
+    for (int i = 0; i < p->nbodies; i++) fedc_program_destroy(p->bodies[i]);
+    fedc_free(p->bodies);
     fedc_free(p->nodes);
     fedc_free(p->outputs);
     fedc_arena_release(&p->arena);
@@ -59,6 +61,27 @@ const char *fedc__program_strdup(fedc_program *p, const char *s) {
 }
 
 /* ---------------------------------------------------------------- nodes -- */
+
+int fedc__program_add_body(fedc_program *p, fedc_program *body) {
+    if (p->nbodies == p->cap_bodies) {
+        int cap = p->cap_bodies ? 2 * p->cap_bodies : 4;
+        fedc_program **bodies = fedc_realloc(p->bodies, (size_t)cap * sizeof *bodies);
+        if (!bodies) {
+            fedc_program_destroy(body);
+            fedc_error(FEDC_ENOMEM, "program: cannot hold %d bodies", cap);
+            return -1;
+        }
+        p->bodies = bodies;
+        p->cap_bodies = cap;
+    }
+    p->bodies[p->nbodies] = body;
+    return p->nbodies++;
+}
+
+bool fedc__op_is_federated(fedc__op op) {
+    return op == FEDC_OP_BROADCAST || op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN ||
+           op == FEDC_OP_MAP || op == FEDC_OP_NUM_CLIENTS;
+}
 
 static fedc_status grow_nodes(fedc_program *p) {
     if (p->n < p->cap) return FEDC_OK;
@@ -246,14 +269,24 @@ fedc__attr fedc__attr_make_float(fedc__attr_key key, double f) {
 /* ------------------------------------------------------------ transforms -- */
 
 /* Appends a copy of node `n` of `src` whose operands are already mapped to dst
- * values by `map`. Inputs are never copied (callers map them). */
+ * values by `map`. Inputs are never copied (callers map them). A map node's body
+ * is cloned into dst. */
 static fedc_value copy_node(fedc_program *dst, const fedc_program *src, const fedc__node *n,
                             const fedc_value *map) {
     fedc_value in[64];
     for (int i = 0; i < n->nin; i++) in[i] = map[n->in[i]];
     if (n->op == FEDC_OP_CONSTANT) return fedc_constant(dst, n->type, n->data);
-    (void)src;
-    return fedc__emit(dst, n->op, in, n->nin, n->attr, n->nattr, &n->type);
+    if (!fedc__op_has_body(n->op)) return fedc__emit(dst, n->op, in, n->nin, n->attr, n->nattr, &n->type);
+    if (dst->status) return FEDC_NONE;
+    fedc_program *body;
+    fedc_status st = fedc_program_clone(fedc__body(src, n), &body);
+    if (st) return fedc__program_fail(dst, st);
+    int index = fedc__program_add_body(dst, body);
+    if (index < 0) return fedc__program_fail(dst, FEDC_ENOMEM);
+    fedc__attr attrs[FEDC__MAX_ATTRS];
+    for (int i = 0; i < n->nattr; i++)
+        attrs[i] = n->attr[i].key == FEDC_ATTR_BODY ? fedc__attr_make_int(FEDC_ATTR_BODY, index) : n->attr[i];
+    return fedc__emit(dst, n->op, in, n->nin, attrs, n->nattr, NULL);
 }
 
 fedc_status fedc__program_inline_map(fedc_program *dst, const fedc_program *src, const fedc_value *args,

@@ -69,5 +69,6 @@ fedc_status fedc_program_verify(const fedc_program *p) {
         if (!st) st = verify_type(p, v);
         if (st) return st;
     }
-    return verify_names(p);
+    fedc_status st = verify_names(p);
+    return st ? st : fedc__verify_bodies(p);
 }

@@ -1,0 +1,214 @@
+/* The cohort runner: runs a map's body for every client on the worker threads,
+ * and commits each client's results in client order.
+ *
+ * Each worker has its own executor for the body, so a client runs with no sharing
+ * and no allocation. A finished client's results go to a slot of a small ring
+ * (2 slots per worker); whichever thread holds the lock commits ready slots in
+ * client order: it copies results that the program keeps per client, and adds the
+ * streamed ones into their aggregations. So sums see clients in the same order for
+ * any number of threads (bitwise-identical results), and memory is O(workers x
+ * results), not O(clients x results), for the usual map -> mean. */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "exec/cohort.h"
+
+struct fedc__cohort {
+    const fedc_program *body;
+    int workers, ring, nresults;
+    fedc_executor **exec; /* one per worker */
+    size_t *result_bytes, *result_offset, slot_bytes;
+    unsigned char *slots;
+    int64_t *slot_client;  /* which client a slot holds, -1 when free */
+    fedc_status *slot_status;
+    char (*slot_msg)[256];
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool sync_ready;
+};
+
+void fedc__cohort_destroy(fedc__cohort *c) {
+    if (!c) return;
+    for (int w = 0; c->exec && w < c->workers; w++) fedc_executor_destroy(c->exec[w]);
+    fedc_free(c->exec);
+    fedc_free(c->result_bytes);
+    fedc_free(c->result_offset);
+    fedc_free(c->slots);
+    fedc_free(c->slot_client);
+    fedc_free(c->slot_status);
+    fedc_free(c->slot_msg);
+    if (c->sync_ready) {
+        pthread_mutex_destroy(&c->lock);
+        pthread_cond_destroy(&c->cond);
+    }
+    fedc_free(c);
+}
+
+static fedc_status layout(fedc__cohort *c) {
+    c->nresults = fedc_program_num_outputs(c->body);
+    c->result_bytes = fedc_calloc((size_t)c->nresults, sizeof *c->result_bytes);
+    c->result_offset = fedc_calloc((size_t)c->nresults, sizeof *c->result_offset);
+    if (!c->result_bytes || !c->result_offset) return fedc_error(FEDC_ENOMEM, "map: out of memory");
+    for (int k = 0; k < c->nresults; k++) {
+        fedc_type t = fedc_value_type(c->body, fedc_program_output_value(c->body, k));
+        c->result_bytes[k] = fedc_type_bytes(&t);
+        c->result_offset[k] = c->slot_bytes;
+        c->slot_bytes += (c->result_bytes[k] + 63) & ~(size_t)63;
+    }
+    c->ring = 2 * c->workers;
+    c->slots = fedc_malloc((size_t)c->ring * (c->slot_bytes ? c->slot_bytes : 1));
+    c->slot_client = fedc_malloc((size_t)c->ring * sizeof *c->slot_client);
+    c->slot_status = fedc_malloc((size_t)c->ring * sizeof *c->slot_status);
+    c->slot_msg = fedc_malloc((size_t)c->ring * sizeof *c->slot_msg);
+    if (!c->slots || !c->slot_client || !c->slot_status || !c->slot_msg)
+        return fedc_error(FEDC_ENOMEM, "map: out of memory for %d result slots", c->ring);
+    return FEDC_OK;
+}
+
+fedc_status fedc__cohort_create(fedc__cohort **out, const fedc_program *body, int workers,
+                                const fedc_exec_options *options) {
+    *out = NULL;
+    fedc__cohort *c = fedc_calloc(1, sizeof *c);
+    if (!c) return fedc_error(FEDC_ENOMEM, "map: out of memory");
+    c->body = body;
+    c->workers = workers;
+    c->exec = fedc_calloc((size_t)workers, sizeof *c->exec);
+    fedc_status st = c->exec ? layout(c) : fedc_error(FEDC_ENOMEM, "map: out of memory");
+    fedc_exec_options body_options = {.reference_kernels = options && options->reference_kernels};
+    for (int w = 0; !st && w < workers; w++) st = fedc_executor_create(&c->exec[w], body, &body_options);
+    if (!st) {
+        if (pthread_mutex_init(&c->lock, NULL)) st = fedc_error(FEDC_ENOMEM, "map: cannot create a mutex");
+        else if (pthread_cond_init(&c->cond, NULL)) {
+            pthread_mutex_destroy(&c->lock);
+            st = fedc_error(FEDC_ENOMEM, "map: cannot create a condition variable");
+        } else c->sync_ready = true;
+    }
+    if (st) {
+        fedc__cohort_destroy(c);
+        return st;
+    }
+    *out = c;
+    return FEDC_OK;
+}
+
+/* ------------------------------------------------------------------ run -- */
+
+typedef struct run_ctx {
+    fedc__cohort *c;
+    const fedc__map_job *job;
+    int64_t next_commit;
+    bool stop;            /* FAIL_ROUND after a failure: skip the remaining clients */
+    int64_t failed_client;
+    fedc_status failed_status;
+    char failed_msg[512];
+} run_ctx;
+
+/* The first non-finite element of a float result, or -1. */
+static int64_t first_nonfinite(const fedc_type *t, const void *data) {
+    int64_t n = fedc_type_count(t);
+    if (t->dtype == FEDC_F32) {
+        for (int64_t i = 0; i < n; i++)
+            if (!isfinite(((const float *)data)[i])) return i;
+    } else if (t->dtype == FEDC_F64) {
+        for (int64_t i = 0; i < n; i++)
+            if (!isfinite(((const double *)data)[i])) return i;
+    }
+    return -1;
+}
+
+/* Runs the body for client i on worker w and copies its results into `slot`. */
+static fedc_status run_client(run_ctx *r, int64_t i, int w, unsigned char *slot) {
+    fedc__cohort *c = r->c;
+    const fedc__map_job *job = r->job;
+    fedc_executor *ex = c->exec[w];
+    for (int j = 0; j < job->nargs; j++) {
+        fedc_status st = fedc_executor_bind(ex, fedc_program_input_name(c->body, j),
+                                            (const char *)job->args[j] + (size_t)i * job->arg_stride[j]);
+        if (st) return st;
+    }
+    fedc_status st = fedc_executor_run(ex);
+    for (int k = 0; !st && k < c->nresults; k++) {
+        const void *data;
+        fedc_type t;
+        st = fedc_executor_output(ex, fedc_program_output_name(c->body, k), &data, &t);
+        if (st) break;
+        int64_t bad = job->check_finite ? first_nonfinite(&t, data) : -1;
+        if (bad >= 0)
+            st = fedc_error(FEDC_ENONFINITE, "result \"%s\" has a non-finite value at element %lld",
+                            fedc_program_output_name(c->body, k), (long long)bad);
+        memcpy(slot + c->result_offset[k], data, c->result_bytes[k]);
+    }
+    return st;
+}
+
+static const void *source_at(const fedc__source *s, const unsigned char *slot, const size_t *offset, int64_t i) {
+    if (s->result >= 0) return slot + offset[s->result];
+    return (const char *)s->base + (size_t)i * s->stride;
+}
+
+/* Commits client i from its slot (lock held): in client order, always. */
+static void commit(run_ctx *r, int64_t i, int s) {
+    fedc__cohort *c = r->c;
+    const fedc__map_job *job = r->job;
+    if (c->slot_status[s] == FEDC_OK && !r->stop) {
+        const unsigned char *slot = c->slots + (size_t)s * c->slot_bytes;
+        for (int k = 0; k < c->nresults; k++)
+            if (job->dest[k]) memcpy((char *)job->dest[k] + (size_t)i * c->result_bytes[k], slot + c->result_offset[k], c->result_bytes[k]);
+        for (int a = 0; a < job->naggs; a++) {
+            const void *w = job->w_src[a].result >= 0 || job->w_src[a].base ? source_at(&job->w_src[a], slot, c->result_offset, i) : NULL;
+            fedc__agg_add(&job->aggs[a], source_at(&job->x_src[a], slot, c->result_offset, i), w);
+        }
+    } else if (c->slot_status[s] != FEDC_OK && job->drop_failed) {
+        job->dropped[i] = 1; /* zeros where the program keeps its results, not stale bytes */
+        for (int k = 0; k < c->nresults; k++)
+            if (job->dest[k]) memset((char *)job->dest[k] + (size_t)i * c->result_bytes[k], 0, c->result_bytes[k]);
+    } else if (c->slot_status[s] != FEDC_OK && !r->stop) {
+        r->stop = true;
+        r->failed_client = i;
+        r->failed_status = c->slot_status[s];
+        snprintf(r->failed_msg, sizeof r->failed_msg, "%s", c->slot_msg[s]);
+    }
+    c->slot_client[s] = -1;
+}
+
+static void client_task(void *ctx, int64_t i, int w) {
+    run_ctx *r = ctx;
+    fedc__cohort *c = r->c;
+    int s = (int)(i % c->ring);
+    pthread_mutex_lock(&c->lock);
+    while (i - r->next_commit >= c->ring) pthread_cond_wait(&c->cond, &c->lock);
+    bool skip = r->stop;
+    pthread_mutex_unlock(&c->lock);
+
+    fedc_status st = FEDC_OK;
+    if (!skip) st = run_client(r, i, w, c->slots + (size_t)s * c->slot_bytes);
+    c->slot_status[s] = st;
+    if (st) snprintf(c->slot_msg[s], sizeof c->slot_msg[s], "%s", fedc_errmsg());
+
+    pthread_mutex_lock(&c->lock);
+    c->slot_client[s] = i;
+    for (int t = (int)(r->next_commit % c->ring); c->slot_client[t] == r->next_commit; t = (int)(r->next_commit % c->ring)) {
+        commit(r, r->next_commit, t);
+        r->next_commit++;
+    }
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+fedc_status fedc__cohort_run(fedc__cohort *c, fedc__backend *backend, const fedc__map_job *job) {
+    run_ctx r = {.c = c, .job = job, .failed_client = -1};
+    for (int s = 0; s < c->ring; s++) c->slot_client[s] = -1;
+    for (int a = 0; a < job->naggs; a++) fedc__agg_begin(&job->aggs[a], job->agg_nodes[a], job->agg_out[a]);
+    backend->run(backend, job->clients, client_task, &r);
+    if (r.stop) {
+        const char *id = job->client_ids ? job->client_ids[r.failed_client] : NULL;
+        return fedc_error(r.failed_status, "client %lld%s%s%s: %s", (long long)r.failed_client, id ? " (\"" : "",
+                          id ? id : "", id ? "\")" : "", r.failed_msg);
+    }
+    for (int a = 0; a < job->naggs; a++) {
+        fedc_status st = fedc__agg_end(&job->aggs[a]);
+        if (st) return st;
+    }
+    return FEDC_OK;
+}

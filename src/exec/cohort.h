@@ -1,0 +1,43 @@
+/* cohort.h — running a map's body over the cohort (internal). */
+#ifndef FEDC_EXEC_COHORT_H
+#define FEDC_EXEC_COHORT_H
+
+#include "exec/backend.h"
+#include "exec/exec.h"
+
+typedef struct fedc__cohort fedc__cohort;
+
+/* Where an aggregation reads one client's value: a result of the map (result >= 0),
+ * or memory outside it (client i at base + i * stride). base NULL and result < 0:
+ * no value (the weight of sum and mean). */
+typedef struct fedc__source {
+    int result;
+    const void *base;
+    size_t stride;
+} fedc__source;
+
+/* One run of a map over the cohort. */
+typedef struct fedc__map_job {
+    int clients;
+    int nargs;
+    const void *const *args;  /* client i's argument j at args[j] + i * arg_stride[j] */
+    const size_t *arg_stride;
+    void *const *dest;        /* per result: where client i's copy goes (dest + i * bytes), or NULL */
+    int naggs;                /* aggregations fed by this map */
+    fedc__agg *aggs;
+    const fedc__node *const *agg_nodes;
+    void *const *agg_out;
+    const fedc__source *x_src, *w_src;
+    bool check_finite;
+    bool drop_failed;         /* FEDC_DROP_CLIENT */
+    uint8_t *dropped;         /* set for the clients left out */
+    const char *const *client_ids;
+} fedc__map_job;
+
+fedc_status fedc__cohort_create(fedc__cohort **out, const fedc_program *body, int workers,
+                                const fedc_exec_options *options);
+void fedc__cohort_destroy(fedc__cohort *c);
+/* Runs the job; on a client's failure (FAIL_ROUND) the message names the client. */
+fedc_status fedc__cohort_run(fedc__cohort *c, fedc__backend *backend, const fedc__map_job *job);
+
+#endif
