@@ -1,5 +1,5 @@
 #!/bin/sh
-# The fedc command line: program check/print/grad on files in tests/data, exit
+# The fedc command line: program check/print/grad/run on files in tests/data, exit
 # codes and messages for bad input and bad usage. Usage: cli.sh path/to/fedc
 set -u
 fedc=$1
@@ -44,6 +44,78 @@ expect 0 "3 outputs" -- "$fedc" program check "$out/grad.fedc"
 expect 1 "no input \"nope\"" -- "$fedc" program grad $data/logistic.fedc --of loss --wrt nope
 expect 1 "only f32 and f64 inputs have gradients" -- "$fedc" program grad $data/logistic.fedc --of loss --wrt labels
 expect 2 "needs FILE, --of OUTPUT and --wrt" -- "$fedc" program grad $data/logistic.fedc --of loss
+
+# run: the .npy inputs are written byte by byte here (not with fedc's writer, which
+# is what is under test). npy FILE DESCR SHAPE DATA writes a version 1.0 file whose
+# header is padded with spaces and '\n' to 64 bytes; DATA is printf escapes.
+npy() {
+  dict="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
+  hlen=$(( (10 + ${#dict} + 1 + 63) / 64 * 64 - 10 ))
+  {
+    printf '\223NUMPY\001\000'
+    printf "\\$(printf %03o $((hlen % 256)))\\$(printf %03o $((hlen / 256)))"
+    printf "%-$((hlen - 1))s\n" "$dict"
+    printf "$4"
+  } >"$1"
+}
+Z='\000\000\000\000' ONE='\000\000\200\077' M1='\000\000\200\277' HALF='\000\000\000\077'
+MHALF='\000\000\000\277' TWO='\000\000\000\100' I1='\001\000\000\000'
+npy "$out/x.npy" '<f4' '(4, 3)' "$ONE$Z$Z$Z$ONE$Z$Z$Z$ONE$ONE$ONE$ONE" # [[1,0,0],[0,1,0],[0,0,1],[1,1,1]]
+npy "$out/labels.npy" '<i4' '(4,)' "$Z$I1$I1$Z"                         # [0,1,1,0]
+npy "$out/w.npy" '<f4' '(3, 2)' "$ONE$M1$HALF$HALF$M1$TWO"              # [[1,-1],[.5,.5],[-1,2]]
+npy "$out/b.npy" '<f4' '(2,)' "$HALF$MHALF"                             # [.5,-.5]
+# logits = x @ w + b = [[1.5,-1.5],[1,0],[-.5,1.5],[1,1]], so the mean cross-entropy
+# is (log(1+e^-3) + log(1+e) + log(1+e^-2) + log 2) / 4 = 0.54548105767...
+set -- "$fedc" program run $data/logistic.fedc --input x="$out/x.npy" --input labels="$out/labels.npy" \
+  --input w="$out/w.npy"
+expect 0 "loss: f32[] = 0.54548" -- "$@" --input b="$out/b.npy" --out "$out/run/deep"
+[ "$(wc -c <"$out/run/deep/loss.npy")" -eq 132 ] && ok || bad "run did not write a 132-byte loss.npy"
+expect 0 "-> $out/run/deep/loss.npy" -- "$@" --input b="$out/b.npy" --out "$out/run/deep"
+expect 0 "loss: f32[] = 0.54548" -- "$@" --input b="$out/b.npy" --out "$out/run" --reference --threads 2
+(cd "$out" && "$fedc" program run "$OLDPWD/$data/logistic.fedc" --input x=x.npy --input labels=labels.npy \
+  --input w=w.npy --input b=b.npy >/dev/null) && [ -f "$out/loss.npy" ] && ok || bad "run did not default to ."
+expect 1 'input "b" (f32[2]) is missing: give it with --input b=PATH.npy' -- "$@"
+expect 1 "input \"x\" from $out/w.npy: expected f32[4,3], got f32[3,2]" -- \
+  "$fedc" program run $data/logistic.fedc --input x="$out/w.npy" --input labels="$out/labels.npy" \
+  --input w="$out/w.npy" --input b="$out/b.npy"
+expect 1 "input \"labels\" from $out/x.npy: expected i32[4], got f32[4,3]" -- \
+  "$fedc" program run $data/logistic.fedc --input x="$out/x.npy" --input labels="$out/x.npy" \
+  --input w="$out/w.npy" --input b="$out/b.npy"
+expect 1 'the program has no input "nope"; its inputs are "x", "labels", "w", "b"' -- \
+  "$@" --input b="$out/b.npy" --input nope="$out/b.npy"
+expect 1 "cannot open $out/none.npy" -- "$@" --input b="$out/none.npy"
+expect 1 "not a .npy file (bad magic" -- "$@" --input b=$data/logistic.fedc
+expect 2 "unexpected argument '--frobnicate'" -- "$@" --input b="$out/b.npy" --frobnicate
+expect 2 "--clients needs an integer from 1" -- "$@" --input b="$out/b.npy" --clients many
+expect 2 'input "w" is given twice' -- "$@" --input w="$out/w.npy"
+expect 2 "--input needs NAME=PATH.npy, not 'b'" -- "$@" --input b
+expect 2 "--out needs a value" -- "$@" --input b="$out/b.npy" --out
+
+# A federated program: a @clients input is [clients, ...] in its file, the cohort
+# size comes from it unless --clients says otherwise, and outputs follow suit.
+cat >"$out/fed.fedc" <<'END'
+fedc program
+%0 = input "y" : f32[2]@clients
+%1 = mean(%0) : f32[2]@server
+%2 = input "s" : f32[]@server
+%3 = broadcast(%2) : f32[]@clients
+output "m" = %1
+output "each" = %3
+END
+npy "$out/y.npy" '<f4' '(3, 2)' "$ONE$TWO$Z$ONE$HALF$MHALF" # 3 clients: [1,2],[0,1],[.5,-.5]
+npy "$out/s.npy" '<f4' '()' "$HALF"
+expect 0 "each: f32[]@clients = [0.5, 0.5, 0.5] -> $out/fed/each.npy" -- \
+  "$fedc" program run "$out/fed.fedc" --input y="$out/y.npy" --input s="$out/s.npy" --out "$out/fed"
+[ "$(wc -c <"$out/fed/m.npy")" -eq 136 ] && ok || bad "run did not write m.npy as f32[2]"
+expect 1 'input "y" from '"$out/y.npy"': expected f32[4,2] (4 clients of f32[2]@clients), got f32[3,2]' -- \
+  "$fedc" program run "$out/fed.fedc" --input y="$out/y.npy" --input s="$out/s.npy" --clients 4
+
+# check lists a federated program's segments; jvp prints the forward-mode program.
+expect 0 "segments: aggregate %1, broadcast %3" -- "$fedc" program check "$out/fed.fedc"
+expect 0 'output "tangent_loss"' -- "$fedc" program jvp $data/logistic.fedc --wrt w,b
+"$fedc" program jvp $data/logistic.fedc --wrt w >"$out/jvp.fedc"
+expect 0 "ok (" -- "$fedc" program check "$out/jvp.fedc"
+expect 2 "needs FILE, --wrt" -- "$fedc" program jvp $data/logistic.fedc
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
