@@ -1,72 +1,20 @@
-/* Tests for the text format (src/ir/print.c, src/ir/parse.c): the exact text of
- * a small program; print -> parse -> print over a program that uses every op in
- * ops.def; bit-exact constants and float attributes with awkward values (denormals,
- * -0, infinities, NaN payloads); quoted names with escapes; comments and blank
- * lines; every parse error with its line and words; and allocation failure at
- * each allocation of parse and print, with a counting allocator proving that no
- * failure leaks. Programs are compared node by node through src/ir/ir.h. */
-#include "harness.h"
-
+/* Tests for the text format (src/ir/print.c, src/ir/parse.c, parse_lex.c): the
+ * exact text of a small program; print -> parse -> print over a program that uses
+ * every op in ops.def, bodies (nested ones too) included; bit-exact constants and
+ * float attributes with awkward values (denormals, -0, infinities, NaN payloads);
+ * quoted names with escapes; comments and blank lines; every parse error of the
+ * line grammar with its line and words; and allocation failure at each
+ * allocation of parse and print, federated programs included, with a counting
+ * allocator proving that no failure leaks. Bodies, tuples and running parsed
+ * federated programs are tested in test_text_bodies.c; the helpers shared by
+ * both are in text_check.h. */
 #include <float.h>
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fedc/program.h"
-#include "ir/ir.h"
-
-/* ------------------------------------------------------------- helpers -- */
-
-static fedc_type ty(fedc_dtype dt, int rank, const int64_t *dims) { return fedc_type_make(dt, rank, dims); }
-#define T(dt, ...) ty(dt, FEDC_COUNT_OF(((int64_t[]){__VA_ARGS__})), (int64_t[]){__VA_ARGS__})
-
-static char *to_text(const fedc_program *p) {
-    char *s = NULL;
-    CHECK_OK(fedc_program_to_string(p, &s));
-    return s;
-}
-
-static bool same_attr(const fedc__attr *a, const fedc__attr *b) {
-    if (a->key != b->key || a->n != b->n || memcmp(&a->f, &b->f, sizeof a->f) != 0) return false;
-    return memcmp(a->v, b->v, (size_t)a->n * sizeof a->v[0]) == 0;
-}
-
-/* Node for node: op, type, operands, attributes (float bits too), names, data. */
-static void check_same_program(const fedc_program *a, const fedc_program *b) {
-    CHECK_EQ_INT(a->n, b->n);
-    for (int v = 0; v < a->n && v < b->n; v++) {
-        const fedc__node *x = &a->nodes[v], *y = &b->nodes[v];
-        CHECK_MSG(x->op == y->op && fedc_type_equal(&x->type, &y->type), "%%%d differs in op or type", v);
-        CHECK_MSG(x->nin == y->nin && x->nattr == y->nattr, "%%%d differs in operands or attributes", v);
-        for (int i = 0; i < x->nin && i < y->nin; i++) CHECK_EQ_INT(x->in[i], y->in[i]);
-        for (int i = 0; i < x->nattr && i < y->nattr; i++)
-            CHECK_MSG(same_attr(&x->attr[i], &y->attr[i]), "%%%d: attribute %d differs", v, i);
-        if (x->op == FEDC_OP_INPUT) CHECK(strcmp(x->name, y->name) == 0);
-        if (x->op == FEDC_OP_CONSTANT)
-            CHECK_MSG(memcmp(x->data, y->data, fedc_type_bytes(&x->type)) == 0, "%%%d: constant bits differ", v);
-    }
-    CHECK_EQ_INT(a->noutputs, b->noutputs);
-    for (int i = 0; i < a->noutputs && i < b->noutputs; i++) {
-        CHECK(strcmp(a->outputs[i].name, b->outputs[i].name) == 0);
-        CHECK_EQ_INT(a->outputs[i].value, b->outputs[i].value);
-    }
-}
-
-/* print -> parse -> print: the same text and the same program. */
-static void check_round_trip(const fedc_program *p) {
-    CHECK_OK(fedc_program_status(p));
-    char *text = to_text(p);
-    fedc_program *q = NULL;
-    CHECK_OK(fedc_program_parse(text ? text : "", &q));
-    if (q) {
-        char *again = to_text(q);
-        CHECK_MSG(again && text && strcmp(text, again) == 0, "text changed:\n%s\n--- became ---\n%s", text, again);
-        check_same_program(p, q);
-        fedc_free(again);
-    }
-    fedc_program_destroy(q);
-    fedc_free(text);
-}
+#include "fedc/ad.h"
+#include "text_check.h"
 
 /* ---------------------------------------------------------- exact text -- */
 
@@ -216,6 +164,18 @@ static void build_placed_ops(fedc_program *p) {
     fedc_program_output(p, "client_out", fedc_reduce_sum(p, cv, ax, 1, false));
 }
 
+/* A fold outside any map, on local values, stepping backwards (reverse=1). */
+static void build_reverse_fold(fedc_program *p) {
+    fedc_program *step = step_body();
+    fedc_value c0 = fedc_input(p, "c0", T(FEDC_F32, 2)), cs = fedc_input(p, "cs", T(FEDC_F32, 4, 2));
+    fedc_value len = fedc_input(p, "len", fedc_type_scalar(FEDC_I32)), r[2];
+    fedc_value in[3] = {c0, cs, len};
+    CHECK(step != NULL);
+    if (step) fedc__fold(p, step, in, 3, 1, true, r);
+    fedc_program_destroy(step);
+    fedc_num_clients(p, FEDC_F64);
+}
+
 static fedc_program *build_all_ops(void) {
     fedc_program *p;
     if (fedc_program_create(&p)) return NULL;
@@ -225,6 +185,8 @@ static fedc_program *build_all_ops(void) {
     build_indexing_ops(p, x);
     build_window_ops(p);
     build_placed_ops(p);
+    build_round(p);
+    build_reverse_fold(p);
     fedc_value c = fedc_full(p, T(FEDC_F32, 2, 3), 0.1);
     fedc_program_output(p, "sum", fedc_add(p, x, c));
     fedc_program_output(p, "x again", x);
@@ -399,21 +361,6 @@ static void test_comments_blank_lines_and_spacing(void) {
 
 #define HEAD "fedc program\n%0 = input \"x\" : f32[4,3]\n%1 = input \"w\" : f32[3,2]\n"
 
-/* Parses `text`, expects FEDC_EPARSE with each needle in the message. */
-static void expect_parse_error(const char *text, const char *needle1, const char *needle2, int line) {
-    fedc_program *p = (fedc_program *)&p; /* must come back NULL */
-    fedc_status st = fedc_program_parse(text, &p);
-    if (st != FEDC_EPARSE || p != NULL) {
-        fedc_test_fail(__FILE__, line, "expected a parse error, got %s: %s", fedc_status_str(st), fedc_errmsg());
-        if (!st) fedc_program_destroy(p);
-        return;
-    }
-    if (!strstr(fedc_errmsg(), needle1) || (needle2 && !strstr(fedc_errmsg(), needle2)))
-        fedc_test_fail(__FILE__, line, "message \"%s\" lacks \"%s\" or \"%s\"", fedc_errmsg(), needle1,
-                       needle2 ? needle2 : "");
-}
-#define PARSE_ERROR(text, n1, n2) expect_parse_error((text), (n1), (n2), __LINE__)
-
 static void test_errors_syntax(void) {
     PARSE_ERROR("", "line 1, column 1: expected the header 'fedc program', found end of input", NULL);
     PARSE_ERROR("# only a comment\n\n", "expected the header 'fedc program'", NULL);
@@ -427,7 +374,7 @@ static void test_errors_syntax(void) {
     PARSE_ERROR(HEAD "%2 = matmul(%0, %1) : f32[4,2] extra\n", "line 4, column 32: expected end of line, found 'extra'",
                 NULL);
     PARSE_ERROR(HEAD "%2 = neg(%0) : f32[4,3] }\n", "expected end of line, found '}'", NULL);
-    PARSE_ERROR(HEAD "bogus\n", "line 4, column 1: expected '%N = ...' or 'output', found 'bogus'", NULL);
+    PARSE_ERROR(HEAD "bogus\n", "line 4, column 1: expected '%N = ...', 'output' or 'body', found 'bogus'", NULL);
     PARSE_ERROR("fedc program\n%0 = input x : f32[2]\n", "line 2, column 12: expected a quoted name, found 'x'", NULL);
     PARSE_ERROR("fedc program\n%0 = input \"x : f32[2]\n", "line 2", "expected '\"' to end the name");
     PARSE_ERROR("fedc program\n%0 = input \"a\\qb\" : f32[2]\n", "line 2, column 14: unknown escape", NULL);
@@ -493,7 +440,6 @@ static void test_errors_constants_and_outputs(void) {
     PARSE_ERROR(HEAD "output \"y\" = %2\n", "line 4, column 14: %2 is used before it is defined", NULL);
     PARSE_ERROR(HEAD "output \"y\" %0\n", "expected '=', found '%0'", NULL);
 }
-
 /* ---------------------------------------------------- allocation failure -- */
 
 /* Live allocations made through fedc_* while counting (single-threaded here). */
@@ -517,10 +463,23 @@ static void count_free(void *ctx, void *p) {
 }
 static const fedc_allocator counting = {count_malloc, count_realloc, count_free, NULL};
 
+/* A federated round's gradient: bodies nested two deep, made by fedc_grad. */
+static fedc_program *build_round_grad(void) {
+    fedc_program *p, *g = NULL;
+    if (fedc_program_create(&p)) return NULL;
+    build_round(p);
+    CHECK_OK(fedc_grad(p, "loss", (const char *[]){"w0"}, 1, &g));
+    fedc_program_destroy(p);
+    return g;
+}
+
+/* The programs whose text the allocation-failure tests parse and print. */
+static fedc_program *(*const alloc_programs[])(void) = {build_all_ops, build_round_grad};
+
 /* Fails the k-th allocation of parse, for k = 1, 2, ... until parse succeeds:
  * every failure must be FEDC_ENOMEM with nothing left allocated. */
-static void test_parse_alloc_failure(void) {
-    fedc_program *p = build_all_ops();
+static void parse_alloc_failure(fedc_program *(*build)(void)) {
+    fedc_program *p = build();
     char *text = p ? to_text(p) : NULL;
     fedc_program_destroy(p);
     CHECK(text != NULL);
@@ -548,10 +507,15 @@ static void test_parse_alloc_failure(void) {
     fedc_free(text);
 }
 
-static void test_print_alloc_failure(void) {
+static void test_parse_alloc_failure(void) {
+    for (int i = 0; i < FEDC_COUNT_OF(alloc_programs) && !fedc_test_failures(); i++)
+        parse_alloc_failure(alloc_programs[i]);
+}
+
+static void print_alloc_failure(fedc_program *(*build)(void)) {
     fedc_set_allocator(&counting);
     live = 0;
-    fedc_program *p = build_all_ops();
+    fedc_program *p = build();
     CHECK(p != NULL);
     int k;
     for (k = 1; p && k < 100000; k++) {
@@ -574,6 +538,11 @@ static void test_print_alloc_failure(void) {
     fedc_program_destroy(p);
     CHECK_EQ_INT(live, 0);
     fedc_set_allocator(NULL);
+}
+
+static void test_print_alloc_failure(void) {
+    for (int i = 0; i < FEDC_COUNT_OF(alloc_programs) && !fedc_test_failures(); i++)
+        print_alloc_failure(alloc_programs[i]);
 }
 
 int main(int argc, char **argv) {

@@ -1,384 +1,54 @@
 /* The text format, parsing side: a hand-written line parser for the format that
- * src/ir/print.c writes and specifies (also docs/text-format.md). Each line is
- * parsed completely, then turned into a node through the same calls a builder
- * makes (fedc_input, fedc_constant, fedc__emit, fedc_program_output), so the
- * type rules check parsed programs exactly as they check built ones; the type
- * the text declares must then equal the type the rule computed. The first error
- * stops the parse: syntax errors read "line L, column C: expected X, found 'Y'",
- * errors from a type rule "line L: <the rule's message>". Every error is
- * FEDC_EPARSE except running out of memory, which stays FEDC_ENOMEM, and no
- * error path leaks. */
-#include <errno.h>
+ * src/ir/print.c writes and specifies (also docs/text-format.md); its tokens are
+ * read by src/ir/parse_lex.c. Each line is parsed completely, then turned into a
+ * node through the same calls a builder makes (fedc_input, fedc_constant,
+ * fedc__emit, fedc_program_output), so the type rules check parsed programs
+ * exactly as they check built ones; the type the text declares must then equal
+ * the type the rule computed. A `body N {` ... `}` block is read with the same
+ * grammar into a program of its own, which becomes body N of the program around
+ * it. The first error stops the parse: syntax errors read "line L, column C:
+ * expected X, found 'Y'", errors from a type rule "line L: <the rule's message>".
+ * Every error is FEDC_EPARSE except running out of memory, which stays
+ * FEDC_ENOMEM, and no error path leaks. */
 #include <locale.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir.h"
+#include "ir/text.h"
 
-#define MAX_OPERANDS 64  /* the widest op (concat) takes 64 */
-#define MAX_NUMBER 128   /* longest number token, with its NUL */
-/* Elements a type may have: its size in bytes must fit in an int64 whatever the
- * dtype, and so must every partial product of its dims. */
-#define MAX_ELEMENTS (INT64_MAX / 8)
-
-typedef struct parser {
-    fedc_program *p;
-    const char *line; /* first character of the current line */
-    const char *pos;  /* next character to read */
-    int lineno;       /* 1-based */
-} parser;
-
-/* ---------------------------------------------------------------- errors -- */
-
-static fedc_status error_at(const parser *ps, const char *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static fedc_status error_at(const parser *ps, const char *at, const char *fmt, ...) {
-    char detail[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
-    va_end(ap);
-    return fedc_error(FEDC_EPARSE, "line %d, column %d: %s", ps->lineno, (int)(at - ps->line) + 1, detail);
-}
-
-static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-static bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-static bool is_eol(char c) { return c == '\n' || c == '\0'; }
-/* Characters of a number token: digits, exponents, signs, inf, nan:0x... */
-static bool is_number_char(char c) { return is_alpha(c) || is_digit(c) || c == '.' || c == '+' || c == '-' || c == ':'; }
-
-/* What stands at `at`, quoted, for "found ..." (a word or number whole). */
-static void describe(const char *at, char *buf, size_t size) {
-    if (is_eol(*at)) {
-        snprintf(buf, size, *at ? "end of line" : "end of input");
-        return;
-    }
-    int n = 1;
-    if (is_number_char(*at) || *at == '%')
-        while (n < 24 && is_number_char(at[n])) n++;
-    snprintf(buf, size, "'%.*s'", n, at);
-}
-
-static fedc_status expected(const parser *ps, const char *what) {
-    char found[40];
-    describe(ps->pos, found, sizeof found);
-    return error_at(ps, ps->pos, "expected %s, found %s", what, found);
-}
-
-static fedc_status out_of_memory(const parser *ps) {
-    return fedc_error(FEDC_ENOMEM, "line %d: out of memory", ps->lineno);
-}
-
-/* Puts the line number before the current message of a failed library call,
- * keeping its words (a type rule's names the op and the types). */
-static fedc_status with_line(const parser *ps, fedc_status st) {
-    char msg[768];
-    snprintf(msg, sizeof msg, "%s", fedc_errmsg());
-    return fedc_error(st == FEDC_ENOMEM ? FEDC_ENOMEM : FEDC_EPARSE, "line %d: %s", ps->lineno, msg);
-}
+#define MAX_OPERANDS 64 /* the widest ops (concat, map, fold) take 64 */
+/* How deep bodies may nest (a map's body may fold, a fold's body fold again).
+ * Each level is a recursion of the parser, so deeper text is refused rather than
+ * followed without bound. */
+#define MAX_BODY_DEPTH 16
 
 /* A builder call failed: its error is sticky in the program. */
-static fedc_status builder_error(const parser *ps) { return with_line(ps, fedc_program_status(ps->p)); }
-
-/* ----------------------------------------------------------------- lexing -- */
-
-/* Spaces, tabs, the \r of a CRLF, and a comment running to the end of the line. */
-static void skip_space(parser *ps) {
-    for (;;) {
-        char c = *ps->pos;
-        if (c == ' ' || c == '\t' || c == '\r') {
-            ps->pos++;
-        } else if (c == '#') {
-            while (!is_eol(*ps->pos)) ps->pos++;
-        } else {
-            return;
-        }
-    }
-}
-
-static bool accept(parser *ps, char c) {
-    skip_space(ps);
-    if (*ps->pos != c) return false;
-    ps->pos++;
-    return true;
-}
-
-static fedc_status expect(parser *ps, char c, const char *what) { return accept(ps, c) ? FEDC_OK : expected(ps, what); }
-
-static fedc_status expect_eol(parser *ps) {
-    skip_space(ps);
-    return is_eol(*ps->pos) ? FEDC_OK : expected(ps, "end of line");
-}
-
-/* An identifier; returns its length (0 if none) and leaves *start at it. */
-static size_t scan_word(parser *ps, const char **start) {
-    skip_space(ps);
-    *start = ps->pos;
-    if (!is_alpha(*ps->pos)) return 0;
-    while (is_alpha(*ps->pos) || is_digit(*ps->pos)) ps->pos++;
-    return (size_t)(ps->pos - *start);
-}
-
-static bool word_is(const char *s, size_t n, const char *word) { return strlen(word) == n && memcmp(s, word, n) == 0; }
-
-/* Copies the number token at the cursor, NUL-terminated, into buf[MAX_NUMBER]
- * and moves past it; *start is where it began. Conversion is the caller's. */
-static fedc_status scan_number(parser *ps, char *buf, const char **start, const char *what) {
-    skip_space(ps);
-    size_t n = 0;
-    while (is_number_char(ps->pos[n])) n++;
-    if (n == 0 || n >= MAX_NUMBER) return expected(ps, what);
-    memcpy(buf, ps->pos, n);
-    buf[n] = '\0';
-    *start = ps->pos;
-    ps->pos += n;
-    return FEDC_OK;
-}
-
-/* A decimal integer. `at` (may be NULL) receives where it began, for range errors. */
-static fedc_status parse_int(parser *ps, int64_t *out, const char *what, const char **at) {
-    *out = 0;
-    if (at) *at = ps->pos;
-    char buf[MAX_NUMBER];
-    const char *start;
-    fedc_status st = scan_number(ps, buf, &start, what);
-    if (st) return st;
-    char *end;
-    errno = 0;
-    long long v = strtoll(buf, &end, 10);
-    if (end == buf || *end) {
-        ps->pos = start;
-        return expected(ps, what);
-    }
-    if (errno == ERANGE) return error_at(ps, start, "integer '%s' is out of range", buf);
-    *out = v;
-    if (at) *at = start;
-    return FEDC_OK;
-}
-
-/* The bits a NaN token stands for: "nan" is the NaN strtod("nan") gives, and
- * "nan:0x<up to `digits` hex digits>" spells the bits out. False if neither. */
-static bool nan_bits(const char *buf, fedc_dtype dt, uint64_t *bits) {
-    *bits = dt == FEDC_F32 ? UINT64_C(0x7fc00000) : UINT64_C(0x7ff8000000000000);
-    if (strcmp(buf, "nan") == 0) return true;
-    if (strncmp(buf, "nan:0x", 6) != 0) return false;
-    size_t n = strlen(buf + 6);
-    if (n == 0 || n > (dt == FEDC_F32 ? 8u : 16u)) return false;
-    for (size_t i = 0; i < n; i++)
-        if (!is_hex(buf[6 + i])) return false;
-    *bits = strtoull(buf + 6, NULL, 16);
-    return true;
-}
-
-/* A NaN token (a sign makes it no number: the bits carry the sign). */
-static fedc_status parse_nan(parser *ps, const char *buf, const char *start, fedc_dtype dt, void *out,
-                             const char *what) {
-    uint64_t bits;
-    if (!nan_bits(buf, dt, &bits)) {
-        ps->pos = start;
-        return expected(ps, what);
-    }
-    if (dt == FEDC_F32) {
-        uint32_t b32 = (uint32_t)bits;
-        float f;
-        memcpy(&f, &b32, sizeof f);
-        if (!isnan(f)) return error_at(ps, start, "'%s' is not the bit pattern of a NaN", buf);
-        memcpy(out, &f, sizeof f);
-    } else {
-        double d;
-        memcpy(&d, &bits, sizeof d);
-        if (!isnan(d)) return error_at(ps, start, "'%s' is not the bit pattern of a NaN", buf);
-        memcpy(out, &d, sizeof d);
-    }
-    return FEDC_OK;
-}
-
-/* A floating-point number stored as dt (f32 or f64) at out: decimal (as strtod
- * reads it), inf, -inf, nan or nan:0x<bits>. Hex floats are not part of the
- * format. f32 is read with strtof, so it is rounded once, exactly as printed. */
-static fedc_status parse_float(parser *ps, fedc_dtype dt, void *out, const char *what) {
-    char buf[MAX_NUMBER];
-    const char *start;
-    fedc_status st = scan_number(ps, buf, &start, what);
-    if (st) return st;
-    const char *unsigned_part = buf + (buf[0] == '+' || buf[0] == '-');
-    if (*unsigned_part == 'n' || *unsigned_part == 'N') return parse_nan(ps, buf, start, dt, out, what);
-    if (strchr(buf, 'x') || strchr(buf, 'X')) {
-        ps->pos = start;
-        return expected(ps, what);
-    }
-    char *end;
-    errno = 0;
-    float f = dt == FEDC_F32 ? strtof(buf, &end) : 0;
-    double d = dt == FEDC_F32 ? f : strtod(buf, &end);
-    if (end == buf || *end) {
-        ps->pos = start;
-        return expected(ps, what);
-    }
-    /* Underflow to a denormal or zero is the nearest value, so it stands;
-     * overflow of a finite literal to infinity does not. */
-    if (errno == ERANGE && isinf(d)) return error_at(ps, start, "'%s' is out of range for %s", buf, fedc_dtype_name(dt));
-    if (dt == FEDC_F32) memcpy(out, &f, sizeof f);
-    else memcpy(out, &d, sizeof d);
-    return FEDC_OK;
-}
-
-/* A value reference %N, syntax only: *n is N, *start where the '%' is. */
-static fedc_status scan_ref(parser *ps, int64_t *n, const char **start) {
-    skip_space(ps);
-    *n = 0;
-    *start = ps->pos;
-    if (ps->pos[0] != '%' || !is_digit(ps->pos[1])) return expected(ps, "a value like %3");
-    ps->pos++;
-    while (is_digit(*ps->pos)) {
-        *n = *n * 10 + (*ps->pos++ - '0');
-        if (*n > INT32_MAX) return error_at(ps, *start, "value number is too large");
-    }
-    return FEDC_OK;
-}
-
-/* A reference to a value defined on an earlier line. */
-static fedc_status parse_ref(parser *ps, fedc_value *out) {
-    int64_t n;
-    const char *start;
-    fedc_status st = scan_ref(ps, &n, &start);
-    if (st) return st;
-    if (n >= ps->p->n)
-        return error_at(ps, start, "%%%lld is used before it is defined (values must be defined on an earlier line)",
-                        (long long)n);
-    *out = (fedc_value)n;
-    return FEDC_OK;
-}
-
-/* One escape after a backslash in a quoted name; *s is past the backslash. */
-static fedc_status parse_escape(parser *ps, const char **s, char *out) {
-    const char *at = *s - 1;
-    char c = **s;
-    if (c == '"' || c == '\\') *out = c;
-    else if (c == 'n') *out = '\n';
-    else if (c == 't') *out = '\t';
-    else if (c == 'x' && is_hex((*s)[1]) && is_hex((*s)[2])) {
-        char hex[3] = {(*s)[1], (*s)[2], '\0'};
-        *out = (char)strtol(hex, NULL, 16);
-        if (*out == '\0') return error_at(ps, at, "a name cannot contain \\x00");
-        *s += 2;
-    } else {
-        return error_at(ps, at, "unknown escape in a name (the escapes are \\\" \\\\ \\n \\t \\xHH)");
-    }
-    (*s)++;
-    return FEDC_OK;
-}
-
-/* A double-quoted name, into a fedc_malloc'd string the caller frees. */
-static fedc_status parse_string(parser *ps, char **out) {
-    *out = NULL;
-    skip_space(ps);
-    if (*ps->pos != '"') return expected(ps, "a quoted name");
-    const char *s = ps->pos + 1;
-    /* Escapes only shrink the text, so the rest of the line bounds the name. */
-    char *name = fedc_malloc(strcspn(s, "\n") + 1);
-    if (!name) return out_of_memory(ps);
-    size_t n = 0;
-    fedc_status st = FEDC_OK;
-    while (!st && *s != '"') {
-        if (is_eol(*s)) st = error_at(ps, s, "expected '\"' to end the name, found end of line");
-        else if (*s != '\\') name[n++] = *s++;
-        else {
-            s++;
-            st = parse_escape(ps, &s, &name[n++]);
-        }
-    }
-    if (st) {
-        fedc_free(name);
-        return st;
-    }
-    name[n] = '\0';
-    ps->pos = s + 1;
-    *out = name;
-    return FEDC_OK;
-}
-
-/* ------------------------------------------------------------------ types -- */
-
-static fedc_status parse_dtype(parser *ps, fedc_dtype *out, const char *what) {
-    const char *start;
-    size_t n = scan_word(ps, &start);
-    if (!n) return expected(ps, what);
-    for (int dt = 0; dt < FEDC_DTYPE_COUNT; dt++) {
-        if (word_is(start, n, fedc_dtype_name((fedc_dtype)dt))) {
-            *out = (fedc_dtype)dt;
-            return FEDC_OK;
-        }
-    }
-    return error_at(ps, start, "unknown dtype '%.*s' (the dtypes are f32, f64, i32, u8, bool)", (int)n, start);
-}
-
-static fedc_status parse_placement(parser *ps, fedc_placement *out) {
-    const char *start;
-    size_t n = scan_word(ps, &start);
-    if (!n) return expected(ps, "a placement (server or clients)");
-    for (int pl = 0; pl < FEDC_PLACEMENT_COUNT; pl++) {
-        if (word_is(start, n, fedc_placement_name((fedc_placement)pl))) {
-            *out = (fedc_placement)pl;
-            return FEDC_OK;
-        }
-    }
-    return error_at(ps, start, "unknown placement '%.*s' (the placements are local, server, clients)", (int)n, start);
-}
-
-static fedc_status parse_dims(parser *ps, fedc_type *t) {
-    if (accept(ps, ']')) return FEDC_OK;
-    int64_t product = 1; /* of the nonzero dims, which bounds every partial product */
-    for (;;) {
-        int64_t d;
-        const char *at;
-        fedc_status st = parse_int(ps, &d, "a dimension", &at);
-        if (st) return st;
-        if (d < 0) return error_at(ps, at, "a dimension cannot be negative (%lld)", (long long)d);
-        if (t->rank == FEDC_MAX_RANK) return error_at(ps, at, "a type has at most %d dimensions", FEDC_MAX_RANK);
-        if (d > 0 && product > MAX_ELEMENTS / d) return error_at(ps, at, "the type has too many elements");
-        if (d > 0) product *= d;
-        t->dims[t->rank++] = d;
-        if (accept(ps, ',')) continue;
-        return expect(ps, ']', "',' or ']'");
-    }
-}
-
-/* dtype[dims] with an optional @placement. */
-static fedc_status parse_type(parser *ps, fedc_type *t) {
-    memset(t, 0, sizeof *t);
-    fedc_status st = parse_dtype(ps, &t->dtype, "a type like f32[4,3]");
-    if (!st) st = expect(ps, '[', "'[' after the dtype");
-    if (!st) st = parse_dims(ps, t);
-    if (!st && accept(ps, '@')) st = parse_placement(ps, &t->placement);
-    return st;
+static fedc_status builder_error(const fedc__parser *ps) {
+    return fedc__lex_with_line(ps, fedc_program_status(ps->p));
 }
 
 /* ------------------------------------------------------------- attributes -- */
 
-static fedc_status parse_int_list(parser *ps, fedc__attr_key key, fedc__attr *a) {
+static fedc_status parse_int_list(fedc__parser *ps, fedc__attr_key key, fedc__attr *a) {
     int64_t v[FEDC_MAX_RANK];
     int n = 0;
-    bool more = !accept(ps, ']');
+    bool more = !fedc__lex_accept(ps, ']');
     while (more) {
         const char *at;
         int64_t x;
-        fedc_status st = parse_int(ps, &x, "an integer", &at);
+        fedc_status st = fedc__lex_int(ps, &x, "an integer", &at);
         if (st) return st;
-        if (n == FEDC_MAX_RANK) return error_at(ps, at, "a list has at most %d integers", FEDC_MAX_RANK);
+        if (n == FEDC_MAX_RANK) return fedc__lex_error_at(ps, at, "a list has at most %d integers", FEDC_MAX_RANK);
         v[n++] = x;
-        more = accept(ps, ',');
-        if (!more && (st = expect(ps, ']', "',' or ']'")) != FEDC_OK) return st;
+        more = fedc__lex_accept(ps, ',');
+        if (!more && (st = fedc__lex_expect(ps, ']', "',' or ']'")) != FEDC_OK) return st;
     }
     *a = fedc__attr_make_ints(key, n, v);
     return FEDC_OK;
 }
 
 /* The value of attribute `key`, in the syntax of the key's kind. */
-static fedc_status parse_attr_value(parser *ps, fedc__attr_key key, fedc__attr *a) {
+static fedc_status parse_attr_value(fedc__parser *ps, fedc__attr_key key, fedc__attr *a) {
     const fedc__attr_info *info = &fedc__attr_infos[key];
     char what[64];
     int64_t v = 0;
@@ -388,20 +58,20 @@ static fedc_status parse_attr_value(parser *ps, fedc__attr_key key, fedc__attr *
     switch (info->kind) {
     case FEDC_KIND_INTS:
         snprintf(what, sizeof what, "a list of integers for '%s'", info->name);
-        return accept(ps, '[') ? parse_int_list(ps, key, a) : expected(ps, what);
+        return fedc__lex_accept(ps, '[') ? parse_int_list(ps, key, a) : fedc__lex_expected(ps, what);
     case FEDC_KIND_INT:
         snprintf(what, sizeof what, "an integer for '%s'", info->name);
-        st = parse_int(ps, &v, what, NULL);
+        st = fedc__lex_int(ps, &v, what, NULL);
         *a = fedc__attr_make_int(key, v);
         return st;
     case FEDC_KIND_FLOAT:
         snprintf(what, sizeof what, "a number for '%s'", info->name);
-        st = parse_float(ps, FEDC_F64, &f, what);
+        st = fedc__lex_float(ps, FEDC_F64, &f, what);
         *a = fedc__attr_make_float(key, f);
         return st;
     case FEDC_KIND_DTYPE:
         snprintf(what, sizeof what, "a dtype name for '%s'", info->name);
-        st = parse_dtype(ps, &dt, what);
+        st = fedc__lex_dtype(ps, &dt, what);
         *a = fedc__attr_make_int(key, st ? 0 : dt);
         return st;
     }
@@ -410,91 +80,105 @@ static fedc_status parse_attr_value(parser *ps, fedc__attr_key key, fedc__attr *
 
 static int find_attr_key(const char *s, size_t n) {
     for (int k = 0; k < FEDC_ATTR_KEY_COUNT; k++)
-        if (word_is(s, n, fedc__attr_infos[k].name)) return k;
+        if (fedc__lex_word_is(s, n, fedc__attr_infos[k].name)) return k;
     return -1;
 }
 
-static fedc_status parse_one_attr(parser *ps, fedc__attr *attrs, int *nattr) {
+/* A node's attributes as read, with where each value begins, so that an error
+ * about a value (an unknown body) can point at it. */
+typedef struct attr_list {
+    fedc__attr a[FEDC__MAX_ATTRS];
+    const char *at[FEDC__MAX_ATTRS];
+    int n;
+} attr_list;
+
+static fedc_status parse_one_attr(fedc__parser *ps, attr_list *attrs) {
     const char *start;
-    size_t n = scan_word(ps, &start);
-    if (!n) return expected(ps, "an attribute name");
+    size_t n = fedc__lex_word(ps, &start);
+    if (!n) return fedc__lex_expected(ps, "an attribute name");
     int key = find_attr_key(start, n);
-    if (key < 0) return error_at(ps, start, "unknown attribute '%.*s'", (int)n, start);
-    for (int i = 0; i < *nattr; i++)
-        if (attrs[i].key == key) return error_at(ps, start, "attribute '%.*s' is given twice", (int)n, start);
-    if (*nattr == FEDC__MAX_ATTRS) return error_at(ps, start, "a node has at most %d attributes", FEDC__MAX_ATTRS);
-    fedc_status st = expect(ps, '=', "'=' after the attribute name");
-    if (!st) st = parse_attr_value(ps, (fedc__attr_key)key, &attrs[*nattr]);
-    if (!st) (*nattr)++;
+    if (key < 0) return fedc__lex_error_at(ps, start, "unknown attribute '%.*s'", (int)n, start);
+    for (int i = 0; i < attrs->n; i++)
+        if (attrs->a[i].key == key)
+            return fedc__lex_error_at(ps, start, "attribute '%.*s' is given twice", (int)n, start);
+    if (attrs->n == FEDC__MAX_ATTRS)
+        return fedc__lex_error_at(ps, start, "a node has at most %d attributes", FEDC__MAX_ATTRS);
+    fedc_status st = fedc__lex_expect(ps, '=', "'=' after the attribute name");
+    if (st) return st;
+    fedc__lex_skip_space(ps);
+    attrs->at[attrs->n] = ps->pos;
+    st = parse_attr_value(ps, (fedc__attr_key)key, &attrs->a[attrs->n]);
+    if (!st) attrs->n++;
     return st;
 }
 
 /* An optional {key=value, ...} block. */
-static fedc_status parse_attrs(parser *ps, fedc__attr *attrs, int *nattr) {
-    *nattr = 0;
-    if (!accept(ps, '{') || accept(ps, '}')) return FEDC_OK;
+static fedc_status parse_attrs(fedc__parser *ps, attr_list *attrs) {
+    attrs->n = 0;
+    if (!fedc__lex_accept(ps, '{') || fedc__lex_accept(ps, '}')) return FEDC_OK;
     for (;;) {
-        fedc_status st = parse_one_attr(ps, attrs, nattr);
+        fedc_status st = parse_one_attr(ps, attrs);
         if (st) return st;
-        if (accept(ps, ',')) continue;
-        return expect(ps, '}', "',' or '}'");
+        if (fedc__lex_accept(ps, ',')) continue;
+        return fedc__lex_expect(ps, '}', "',' or '}'");
     }
 }
 
 /* ------------------------------------------------------------------ nodes -- */
 
-static fedc_status parse_input(parser *ps) {
+static fedc_status parse_input(fedc__parser *ps) {
     char *name;
     fedc_type t;
-    fedc_status st = parse_string(ps, &name);
+    fedc_status st = fedc__lex_string(ps, &name);
     if (st) return st;
-    st = expect(ps, ':', "':' before the type");
-    if (!st) st = parse_type(ps, &t);
-    if (!st) st = expect_eol(ps);
+    st = fedc__lex_expect(ps, ':', "':' before the type");
+    if (!st) st = fedc__lex_type(ps, &t);
+    if (!st) st = fedc__lex_expect_eol(ps);
     if (!st && fedc_input(ps->p, name, t) == FEDC_NONE) st = builder_error(ps);
     fedc_free(name);
     return st;
 }
 
 /* Skips the values of a constant (just their tokens) to count them. */
-static fedc_status count_values(parser *ps, int64_t *count) {
-    char buf[MAX_NUMBER];
+static fedc_status count_values(fedc__parser *ps, int64_t *count) {
+    char buf[FEDC__MAX_NUMBER];
     const char *start;
     *count = 0;
-    if (accept(ps, ']')) return FEDC_OK;
+    if (fedc__lex_accept(ps, ']')) return FEDC_OK;
     for (;;) {
-        fedc_status st = scan_number(ps, buf, &start, "a number");
+        fedc_status st = fedc__lex_number(ps, buf, &start, "a number");
         if (st) return st;
         ++*count;
-        if (accept(ps, ',')) continue;
-        return expect(ps, ']', "',' or ']'");
+        if (fedc__lex_accept(ps, ',')) continue;
+        return fedc__lex_expect(ps, ']', "',' or ']'");
     }
 }
 
 /* Reads one value of dtype dt into element i of data. */
-static fedc_status parse_element(parser *ps, fedc_dtype dt, void *data, int64_t i) {
+static fedc_status parse_element(fedc__parser *ps, fedc_dtype dt, void *data, int64_t i) {
     static const int64_t lo[FEDC_DTYPE_COUNT] = {[FEDC_I32] = INT32_MIN, [FEDC_U8] = 0, [FEDC_BOOL] = 0};
     static const int64_t hi[FEDC_DTYPE_COUNT] = {[FEDC_I32] = INT32_MAX, [FEDC_U8] = 255, [FEDC_BOOL] = 1};
-    if (dt == FEDC_F32) return parse_float(ps, dt, (float *)data + i, "a number");
-    if (dt == FEDC_F64) return parse_float(ps, dt, (double *)data + i, "a number");
+    if (dt == FEDC_F32) return fedc__lex_float(ps, dt, (float *)data + i, "a number");
+    if (dt == FEDC_F64) return fedc__lex_float(ps, dt, (double *)data + i, "a number");
     int64_t v;
     const char *at;
-    fedc_status st = parse_int(ps, &v, "an integer", &at);
+    fedc_status st = fedc__lex_int(ps, &v, "an integer", &at);
     if (st) return st;
-    if (v < lo[dt] || v > hi[dt]) return error_at(ps, at, "%lld is out of range for %s", (long long)v, fedc_dtype_name(dt));
+    if (v < lo[dt] || v > hi[dt])
+        return fedc__lex_error_at(ps, at, "%lld is out of range for %s", (long long)v, fedc_dtype_name(dt));
     if (dt == FEDC_I32) ((int32_t *)data)[i] = (int32_t)v;
     else ((uint8_t *)data)[i] = (uint8_t)v;
     return FEDC_OK;
 }
 
 /* Converts `count` values from `values` (just past the '[') into data. */
-static fedc_status parse_values(parser *ps, const char *values, fedc_dtype dt, void *data, int64_t count) {
+static fedc_status parse_values(fedc__parser *ps, const char *values, fedc_dtype dt, void *data, int64_t count) {
     const char *end = ps->pos;
     ps->pos = values;
     for (int64_t i = 0; i < count; i++) {
         fedc_status st = parse_element(ps, dt, data, i);
         if (st) return st;
-        accept(ps, ',');
+        fedc__lex_accept(ps, ',');
     }
     ps->pos = end;
     return FEDC_OK;
@@ -502,164 +186,310 @@ static fedc_status parse_values(parser *ps, const char *values, fedc_dtype dt, v
 
 /* The values come before the type that says how to read them, so they are
  * counted first, then read once the type is known. */
-static fedc_status parse_constant(parser *ps) {
-    fedc_status st = expect(ps, '[', "'[' before the values");
+static fedc_status parse_constant(fedc__parser *ps) {
+    fedc_status st = fedc__lex_expect(ps, '[', "'[' before the values");
     if (st) return st;
     const char *values = ps->pos;
     int64_t count;
     fedc_type t;
     st = count_values(ps, &count);
-    if (!st) st = expect(ps, ':', "':' before the type");
-    if (!st) st = parse_type(ps, &t);
-    if (!st) st = expect_eol(ps);
+    if (!st) st = fedc__lex_expect(ps, ':', "':' before the type");
+    if (!st) st = fedc__lex_type(ps, &t);
+    if (!st) st = fedc__lex_expect_eol(ps);
     if (st) return st;
     if (count != fedc_type_count(&t)) {
         char s[64];
-        return error_at(ps, values - 1, "a constant of type %s needs %lld values, found %lld",
+        return fedc__lex_error_at(ps, values - 1, "a constant of type %s needs %lld values, found %lld",
                         fedc_type_str(&t, s, sizeof s), (long long)fedc_type_count(&t), (long long)count);
     }
     void *data = fedc_malloc(fedc_type_bytes(&t));
-    if (!data) return out_of_memory(ps);
+    if (!data) return fedc__lex_out_of_memory(ps);
     st = parse_values(ps, values, t.dtype, data, count);
     if (!st && fedc_constant(ps->p, t, data) == FEDC_NONE) st = builder_error(ps);
     fedc_free(data);
     return st;
 }
 
-static fedc_status find_op(parser *ps, const char *start, size_t n, fedc__op *out) {
+static fedc_status find_op(fedc__parser *ps, const char *start, size_t n, fedc__op *out) {
     for (int op = 0; op < FEDC_OP_COUNT; op++) {
-        if (op != FEDC_OP_INPUT && op != FEDC_OP_CONSTANT && word_is(start, n, fedc__ops[op].name)) {
+        if (op != FEDC_OP_INPUT && op != FEDC_OP_CONSTANT && fedc__lex_word_is(start, n, fedc__ops[op].name)) {
             *out = (fedc__op)op;
             return FEDC_OK;
         }
     }
-    return error_at(ps, start, "unknown op '%.*s'", (int)n, start);
+    return fedc__lex_error_at(ps, start, "unknown op '%.*s'", (int)n, start);
 }
 
-static fedc_status parse_operands(parser *ps, fedc_value *in, int *nin) {
+static fedc_status parse_operands(fedc__parser *ps, fedc_value *in, int *nin) {
     *nin = 0;
-    fedc_status st = expect(ps, '(', "'(' after the op name");
-    if (st || accept(ps, ')')) return st;
+    fedc_status st = fedc__lex_expect(ps, '(', "'(' after the op name");
+    if (st || fedc__lex_accept(ps, ')')) return st;
     for (;;) {
-        skip_space(ps);
-        if (*nin == MAX_OPERANDS) return error_at(ps, ps->pos, "an op takes at most %d operands", MAX_OPERANDS);
-        st = parse_ref(ps, &in[(*nin)++]);
+        fedc__lex_skip_space(ps);
+        if (*nin == MAX_OPERANDS)
+            return fedc__lex_error_at(ps, ps->pos, "an op takes at most %d operands", MAX_OPERANDS);
+        st = fedc__lex_ref(ps, &in[(*nin)++]);
         if (st) return st;
-        if (accept(ps, ',')) continue;
-        return expect(ps, ')', "',' or ')'");
+        if (fedc__lex_accept(ps, ',')) continue;
+        return fedc__lex_expect(ps, ')', "',' or ')'");
     }
+}
+
+/* ------------------------------------------------------------ op nodes -- */
+
+/* The type after ':' of an op's line, as written: one type, or for an op with a
+ * body a tuple "(type, ...)", one per result. A tuple's parts are not stored:
+ * they are read again when compared with the rule's (check_tuple). */
+typedef struct declared {
+    const char *at; /* where it begins */
+    bool tuple;
+    fedc_type type; /* not a tuple */
+    int nparts;     /* a tuple */
+} declared;
+
+static fedc_status parse_declared(fedc__parser *ps, declared *d) {
+    memset(d, 0, sizeof *d);
+    fedc__lex_skip_space(ps);
+    d->at = ps->pos;
+    if (!fedc__lex_accept(ps, '(')) return fedc__lex_type(ps, &d->type);
+    d->tuple = true;
+    if (fedc__lex_accept(ps, ')')) return FEDC_OK;
+    for (;;) {
+        fedc_type part;
+        fedc_status st = fedc__lex_type(ps, &part);
+        if (st) return st;
+        d->nparts++;
+        if (fedc__lex_accept(ps, ',')) continue;
+        return fedc__lex_expect(ps, ')', "',' or ')'");
+    }
+}
+
+/* "(a, b, ...)" for tuple value v, or v's type; cut short if it does not fit. */
+static const char *computed_str(const fedc_program *p, fedc_value v, char *buf, size_t size) {
+    const fedc__node *n = &p->nodes[v];
+    if (n->type.dtype != FEDC__TUPLE) return fedc_type_str(&n->type, buf, size);
+    size_t len = (size_t)snprintf(buf, size, "(");
+    for (int k = 0; k < fedc__tuple_size(p, n) && len < size; k++) {
+        fedc_type t;
+        char s[64];
+        if (fedc__tuple_part(p, v, k, &t)) snprintf(s, sizeof s, "?");
+        else fedc_type_str(&t, s, sizeof s);
+        len += (size_t)snprintf(buf + len, size - len, k ? ", %s" : "%s", s);
+    }
+    if (len < size) snprintf(buf + len, size - len, ")");
+    return buf;
+}
+
+/* Reads the tuple at d again, part by part, against the parts the rule gives. */
+static fedc_status check_tuple(fedc__parser *ps, const declared *d, fedc_value v, const char *op) {
+    const char *end = ps->pos;
+    ps->pos = d->at + 1;
+    fedc_status st = FEDC_OK;
+    for (int k = 0; k < d->nparts && !st; k++) {
+        fedc_type got, want;
+        fedc__lex_skip_space(ps);
+        const char *at = ps->pos;
+        st = fedc__lex_type(ps, &got);
+        fedc__lex_accept(ps, ',');
+        if (!st && (st = fedc__tuple_part(ps->p, v, k, &want)) != FEDC_OK) st = fedc__lex_with_line(ps, st);
+        if (!st && !fedc_type_equal(&got, &want)) {
+            char g[64], w[64];
+            st = fedc__lex_error_at(ps, at, "declared type %s for result %d but %s gives %s",
+                                    fedc_type_str(&got, g, sizeof g), k, op, fedc_type_str(&want, w, sizeof w));
+        }
+    }
+    ps->pos = end;
+    return st;
+}
+
+/* The declared type must be the one the rule computed for node v: the same type,
+ * or a tuple with as many parts as v's body has outputs, each the same type. */
+static fedc_status check_declared(fedc__parser *ps, const declared *d, fedc_value v) {
+    const fedc__node *n = &ps->p->nodes[v];
+    const char *op = fedc__ops[n->op].name;
+    bool tuple = n->type.dtype == FEDC__TUPLE;
+    if (d->tuple && tuple && d->nparts == fedc__tuple_size(ps->p, n)) return check_tuple(ps, d, v, op);
+    if (!d->tuple && !tuple && fedc_type_equal(&d->type, &n->type)) return FEDC_OK;
+    char got[64], want[512];
+    computed_str(ps->p, v, want, sizeof want);
+    if (!d->tuple)
+        return fedc__lex_error_at(ps, d->at, "declared type %s but %s gives %s",
+                                  fedc_type_str(&d->type, got, sizeof got), op, want);
+    if (!tuple) return fedc__lex_error_at(ps, d->at, "declared a tuple but %s gives %s", op, want);
+    return fedc__lex_error_at(ps, d->at, "declared a tuple of %d types but %s gives %d, one per output of its body: "
+                              "%s", d->nparts, op, fedc__tuple_size(ps->p, n), want);
+}
+
+/* An op with a body names one defined above it, {body=N}. Checked before the
+ * rule runs, so that the error can point at N. */
+static fedc_status check_body_attr(fedc__parser *ps, const char *name, size_t len, const attr_list *attrs) {
+    for (int i = 0; i < attrs->n; i++) {
+        if (attrs->a[i].key != FEDC_ATTR_BODY) continue;
+        int64_t b = attrs->a[i].v[0];
+        if (b >= 0 && b < ps->p->nbodies) return FEDC_OK;
+        return fedc__lex_error_at(ps, attrs->at[i],
+                                  "unknown body %lld (%d defined so far: a 'body N {' block defines body N before "
+                                  "the nodes that run it)", (long long)b, ps->p->nbodies);
+    }
+    return fedc__lex_error_at(ps, name, "%.*s needs the attribute {body=N} naming the body it runs", (int)len, name);
 }
 
 /* name(%a, ...) {attrs} : type — the rule checks arity and operands, and the
  * declared type must be the one it computes. */
-static fedc_status parse_op(parser *ps, const char *name, size_t n) {
+static fedc_status parse_op(fedc__parser *ps, const char *name, size_t len) {
     fedc__op op = FEDC_OP_INPUT; /* set by find_op; initialized for the compiler */
     fedc_value in[MAX_OPERANDS];
-    fedc__attr attrs[FEDC__MAX_ATTRS];
-    int nin, nattr;
-    fedc_type declared;
-    fedc_status st = find_op(ps, name, n, &op);
+    attr_list attrs;
+    declared d;
+    int nin = 0;
+    attrs.n = 0;
+    fedc_status st = find_op(ps, name, len, &op);
     if (!st) st = parse_operands(ps, in, &nin);
-    if (!st) st = parse_attrs(ps, attrs, &nattr);
-    if (!st) st = expect(ps, ':', "':' before the type");
+    if (!st) st = parse_attrs(ps, &attrs);
+    if (!st) st = fedc__lex_expect(ps, ':', "':' before the type");
+    if (!st) st = parse_declared(ps, &d);
+    if (!st) st = fedc__lex_expect_eol(ps);
+    if (!st && fedc__op_has_body(op)) st = check_body_attr(ps, name, len, &attrs);
     if (st) return st;
-    skip_space(ps);
-    const char *type_at = ps->pos;
-    st = parse_type(ps, &declared);
-    if (!st) st = expect_eol(ps);
-    if (st) return st;
-    fedc_value v = fedc__emit(ps->p, op, in, nin, attrs, nattr, NULL);
+    fedc_value v = fedc__emit(ps->p, op, in, nin, attrs.a, attrs.n, NULL);
     if (v == FEDC_NONE) return builder_error(ps);
-    const fedc_type *computed = &ps->p->nodes[v].type;
-    if (!fedc_type_equal(&declared, computed)) {
-        char want[64], got[64];
-        return error_at(ps, type_at, "declared type %s but %s gives %s", fedc_type_str(&declared, got, sizeof got),
-                        fedc__ops[op].name, fedc_type_str(computed, want, sizeof want));
-    }
-    return FEDC_OK;
+    return check_declared(ps, &d, v);
 }
 
+/* ---------------------------------------------------------------- lines -- */
+
 /* %N = ..., where N must be the next value's number. */
-static fedc_status parse_value_line(parser *ps) {
+static fedc_status parse_value_line(fedc__parser *ps) {
     int64_t n;
     const char *start;
-    fedc_status st = scan_ref(ps, &n, &start);
+    fedc_status st = fedc__lex_scan_ref(ps, &n, &start);
     if (st) return st;
     if (n != ps->p->n) {
         char want[48];
         snprintf(want, sizeof want, "%%%d (values are numbered in order)", ps->p->n);
         ps->pos = start;
-        return expected(ps, want);
+        return fedc__lex_expected(ps, want);
     }
-    st = expect(ps, '=', "'='");
+    st = fedc__lex_expect(ps, '=', "'='");
     if (st) return st;
     const char *word;
-    size_t len = scan_word(ps, &word);
-    if (!len) return expected(ps, "an op name");
-    if (word_is(word, len, "input")) return parse_input(ps);
-    if (word_is(word, len, "constant")) return parse_constant(ps);
+    size_t len = fedc__lex_word(ps, &word);
+    if (!len) return fedc__lex_expected(ps, "an op name");
+    if (fedc__lex_word_is(word, len, "input")) return parse_input(ps);
+    if (fedc__lex_word_is(word, len, "constant")) return parse_constant(ps);
     return parse_op(ps, word, len);
 }
 
 /* output "name" = %N */
-static fedc_status parse_output_line(parser *ps) {
+static fedc_status parse_output_line(fedc__parser *ps) {
     char *name;
     fedc_value v;
-    skip_space(ps);
+    fedc__lex_skip_space(ps);
     const char *name_at = ps->pos;
-    fedc_status st = parse_string(ps, &name);
+    fedc_status st = fedc__lex_string(ps, &name);
     if (st) return st;
-    st = expect(ps, '=', "'='");
-    if (!st) st = parse_ref(ps, &v);
-    if (!st) st = expect_eol(ps);
+    st = fedc__lex_expect(ps, '=', "'='");
+    if (!st) st = fedc__lex_ref(ps, &v);
+    if (!st) st = fedc__lex_expect_eol(ps);
     if (!st && fedc_program_find_output(ps->p, name) != FEDC_NONE)
-        st = error_at(ps, name_at, "duplicate output name \"%s\"", name);
-    if (!st && (st = fedc_program_output(ps->p, name, v)) != FEDC_OK) st = with_line(ps, st);
+        st = fedc__lex_error_at(ps, name_at, "duplicate output name \"%s\"", name);
+    if (!st && (st = fedc_program_output(ps->p, name, v)) != FEDC_OK) st = fedc__lex_with_line(ps, st);
     fedc_free(name);
     return st;
 }
 
-static fedc_status parse_line(parser *ps) {
-    if (*ps->pos == '%') return parse_value_line(ps);
-    const char *word;
-    size_t n = scan_word(ps, &word);
-    if (n && word_is(word, n, "output")) return parse_output_line(ps);
-    ps->pos = word;
-    return expected(ps, "'%N = ...' or 'output'");
+/* Moves to the first token of the next line that has one (past blank and
+ * comment-only lines); false at the end of the text. */
+static bool next_token(fedc__parser *ps) {
+    for (;;) {
+        fedc__lex_skip_space(ps);
+        if (!fedc__lex_is_eol(*ps->pos)) return true;
+        if (*ps->pos == '\0') return false;
+        ps->line = ps->pos = ps->pos + 1;
+        ps->lineno++;
+    }
 }
 
-static fedc_status parse_header(parser *ps) {
+static fedc_status parse_body(fedc__parser *ps, const char *word, int depth);
+
+static fedc_status parse_line(fedc__parser *ps, int depth) {
+    if (*ps->pos == '%') return parse_value_line(ps);
+    if (*ps->pos == '}') return fedc__lex_error_at(ps, ps->pos, "'}' but no body is open");
     const char *word;
-    size_t n = scan_word(ps, &word);
-    bool ok = word_is(word, n, "fedc");
+    size_t n = fedc__lex_word(ps, &word);
+    if (n && fedc__lex_word_is(word, n, "output")) return parse_output_line(ps);
+    if (n && fedc__lex_word_is(word, n, "body")) return parse_body(ps, word, depth);
+    ps->pos = word;
+    return fedc__lex_expected(ps, "'%N = ...', 'output' or 'body'");
+}
+
+/* Where a block of lines ends: the end of the text for the program itself
+ * (depth 0), the '}' of `body N {` (opened on line `opened`) for a body. */
+typedef struct block {
+    int depth, number, opened;
+} block;
+
+static fedc_status parse_block(fedc__parser *ps, block b) {
+    while (next_token(ps)) {
+        if (b.depth > 0 && fedc__lex_accept(ps, '}')) return fedc__lex_expect_eol(ps);
+        fedc_status st = parse_line(ps, b.depth);
+        if (st) return st;
+    }
+    if (b.depth == 0) return FEDC_OK;
+    char what[96];
+    snprintf(what, sizeof what, "'}' to close body %d (opened on line %d)", b.number, b.opened);
+    return fedc__lex_expected(ps, what);
+}
+
+/* body N { ... }: the lines up to the '}' are a program of their own, read with
+ * the same grammar, then added to the current program as its body N. */
+static fedc_status parse_body(fedc__parser *ps, const char *word, int depth) {
+    int64_t n = 0;
+    const char *at = NULL;
+    fedc_status st = fedc__lex_int(ps, &n, "a body number", &at);
+    if (!st && n != ps->p->nbodies) {
+        char want[64];
+        snprintf(want, sizeof want, "body %d (bodies are numbered in order)", ps->p->nbodies);
+        ps->pos = at;
+        return fedc__lex_expected(ps, want);
+    }
+    if (!st) st = fedc__lex_expect(ps, '{', "'{' after the body number");
+    if (!st) st = fedc__lex_expect_eol(ps);
+    if (!st && depth == MAX_BODY_DEPTH)
+        st = fedc__lex_error_at(ps, word, "bodies nest at most %d deep", MAX_BODY_DEPTH);
+    fedc_program *body = NULL;
+    if (!st && (st = fedc_program_create(&body)) != FEDC_OK) st = fedc__lex_with_line(ps, st);
+    if (st) return st;
+    fedc_program *outer = ps->p;
+    ps->p = body;
+    st = parse_block(ps, (block){depth + 1, (int)n, ps->lineno});
+    ps->p = outer;
+    if (st) {
+        fedc_program_destroy(body);
+        return st;
+    }
+    int index = fedc__program_add_body(outer, body); /* which owns it now, even on failure */
+    if (index < 0) return fedc__lex_with_line(ps, FEDC_ENOMEM);
+    if (index != n)
+        return fedc_error(FEDC_EINTERNAL, "line %d: body %lld was added as body %d", ps->lineno, (long long)n, index);
+    return FEDC_OK;
+}
+
+/* The first line that is not blank or a comment. */
+static fedc_status parse_header(fedc__parser *ps) {
+    if (!next_token(ps)) return fedc__lex_expected(ps, "the header 'fedc program'");
+    const char *word;
+    size_t n = fedc__lex_word(ps, &word);
+    bool ok = fedc__lex_word_is(word, n, "fedc");
     if (ok) {
-        n = scan_word(ps, &word);
-        ok = word_is(word, n, "program");
+        n = fedc__lex_word(ps, &word);
+        ok = fedc__lex_word_is(word, n, "program");
     }
     if (!ok) {
         ps->pos = word;
-        return expected(ps, "the header 'fedc program'");
+        return fedc__lex_expected(ps, "the header 'fedc program'");
     }
-    return expect_eol(ps);
-}
-
-/* The header, then every line; blank and comment-only lines are skipped. */
-static fedc_status parse_lines(parser *ps) {
-    bool header = false;
-    for (;;) {
-        skip_space(ps);
-        if (!is_eol(*ps->pos)) {
-            fedc_status st = header ? parse_line(ps) : parse_header(ps);
-            if (st) return st;
-            header = true;
-        }
-        const char *next = strchr(ps->pos, '\n');
-        if (!next) break;
-        ps->line = ps->pos = next + 1;
-        ps->lineno++;
-    }
-    if (!header) return expected(ps, "the header 'fedc program'");
-    return FEDC_OK;
+    return fedc__lex_expect_eol(ps);
 }
 
 /* ---------------------------------------------------------------- public -- */
@@ -668,10 +498,11 @@ static fedc_status parse_program(const char *text, fedc_program **out) {
     fedc_program *p;
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
-    parser ps = {p, text, text, 1};
-    st = parse_lines(&ps);
+    fedc__parser ps = {p, text, text, 1};
+    st = parse_header(&ps);
+    if (!st) st = parse_block(&ps, (block){0, 0, 0});
     /* The lines were checked one by one as they were built; the verifier is the
-     * last word on the whole program. */
+     * last word on the whole program, bodies included. */
     if (!st && (st = fedc_program_verify(p)) != FEDC_OK) {
         char msg[768];
         snprintf(msg, sizeof msg, "%s", fedc_errmsg());

@@ -12,10 +12,28 @@
  *     %5 = input "round" : i32[]@server
  *     output "y" = %2
  *
- *  - The first line is the header "fedc program". Then one line per node, in
- *    program order: "%i = " where i is the node's index, then the node, then
- *    " : " and its type as fedc_type_str writes it ("f32[4,2]", "f32[]" for a
- *    scalar, "@server"/"@clients" after the brackets for those placements).
+ * and a federated program, whose map runs body 0 on every client:
+ *
+ *     fedc program
+ *     body 0 {
+ *       %0 = input "w" : f32[2]
+ *       %1 = input "x" : f32[2]
+ *       %2 = mul(%0, %1) : f32[2]
+ *       output "y" = %2
+ *     }
+ *     %0 = input "w" : f32[2]@server
+ *     %1 = input "x" : f32[2]@clients
+ *     %2 = broadcast(%0) : f32[2]@clients
+ *     %3 = map(%2, %1) {body=0} : (f32[2]@clients)
+ *     %4 = result(%3) {index=0} : f32[2]@clients
+ *     %5 = mean(%4) : f32[2]@server
+ *     output "y" = %5
+ *
+ *  - The first line is the header "fedc program". Then the bodies, if any (see
+ *    below), then one line per node, in program order: "%i = " where i is the
+ *    node's index, then the node, then " : " and its type as fedc_type_str
+ *    writes it ("f32[4,2]", "f32[]" for a scalar, "@server"/"@clients" after
+ *    the brackets for those placements).
  *  - An input is `input "name"`; a constant is `constant [v, v, ...]` with every
  *    value, row-major; any other op is `name(%a, %b, ...)`, its operands in order
  *    (empty parentheses for none), then `{key=value, ...}` with the node's
@@ -31,8 +49,16 @@
  *  - Names are double-quoted; \" \\ \n \t and \xHH (other control bytes) are the
  *    escapes. Bytes from 0x80 up (UTF-8) print as they are.
  *  - The outputs come last, one line each: `output "name" = %i`.
+ *  - A program that runs bodies (map, fold) writes each body first, in order,
+ *    as a block: `body i {`, the body's own lines (its bodies, nodes and
+ *    outputs, numbered from %0, indented two more spaces), then `}`. Body i is
+ *    the program's i-th body; an op names the body it runs as {body=i}.
+ *  - The value of an op with a body is a tuple; its type is written as the list
+ *    of its results' types, `(f32[]@clients, f32[2]@clients)`: what
+ *    `result(%i) {index=k}` has, for each output k of the body.
  *  - The parser also takes blank lines, comments from '#' to the end of a line,
- *    and output lines anywhere after the value they name.
+ *    any indentation, output lines anywhere after the value they name, and body
+ *    blocks anywhere before the ops that run them.
  * Numbers are printed and read in the C locale whatever the caller's locale is,
  * so text written in one locale reads back in another. A program holding a
  * sticky builder error is not printed: the error is returned instead. */
@@ -42,7 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir.h"
+#include "ir/text.h"
 
 /* ---------------------------------------------------------------- buffer -- */
 
@@ -145,6 +171,24 @@ static void print_type(text_buf *b, const fedc_type *t) {
     buf_puts(b, fedc_type_str(t, s, sizeof s));
 }
 
+/* The type of the tuple value v: its parts, as the result rule types them. */
+static void print_tuple(text_buf *b, const fedc_program *p, fedc_value v) {
+    buf_puts(b, "(");
+    for (int k = 0; k < fedc__tuple_size(p, &p->nodes[v]) && !b->status; k++) {
+        fedc_type t;
+        fedc_status st = fedc__tuple_part(p, v, k, &t);
+        if (st) {
+            char msg[768];
+            snprintf(msg, sizeof msg, "%s", fedc_errmsg());
+            b->status = fedc_error(st, "program_print: %%%d: %s", (int)v, msg);
+            return;
+        }
+        if (k) buf_puts(b, ", ");
+        print_type(b, &t);
+    }
+    buf_puts(b, ")");
+}
+
 static void print_string(text_buf *b, const char *s) {
     buf_putc(b, '"');
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
@@ -232,33 +276,85 @@ static void print_node(text_buf *b, const fedc_program *p, fedc_value v) {
         print_op(b, n);
     }
     buf_puts(b, " : ");
-    print_type(b, &n->type);
+    if (n->type.dtype == FEDC__TUPLE) print_tuple(b, p, v);
+    else print_type(b, &n->type);
     buf_puts(b, "\n");
 }
 
-/* The tables are indexed by op and attribute key, so a node from a corrupted
- * program is refused rather than read out of bounds. */
+/* The tables are indexed by op, dtype and attribute key, and a body by its
+ * number, so a node from a corrupted program is refused rather than read out of
+ * bounds. Only an op with a body has a tuple value. */
+static fedc_status check_node(const fedc_program *p, fedc_value v) {
+    const fedc__node *n = &p->nodes[v];
+    if ((unsigned)n->op >= FEDC_OP_COUNT)
+        return fedc_error(FEDC_EINVAL, "program_print: %%%d has an unknown op %d", (int)v, (int)n->op);
+    bool body = fedc__op_has_body(n->op);
+    if ((unsigned)n->type.dtype >= FEDC_DTYPE_COUNT && !(body && n->type.dtype == FEDC__TUPLE))
+        return fedc_error(FEDC_EINVAL, "program_print: %%%d (%s) has an unknown dtype %d", (int)v,
+                          fedc__ops[n->op].name, (int)n->type.dtype);
+    for (int i = 0; i < n->nattr; i++)
+        if (n->attr[i].key >= FEDC_ATTR_KEY_COUNT)
+            return fedc_error(FEDC_EINVAL, "program_print: %%%d has an unknown attribute key %d", (int)v,
+                              n->attr[i].key);
+    int64_t index = body ? fedc__attr_int(n, FEDC_ATTR_BODY, -1) : 0;
+    if (body && (index < 0 || index >= p->nbodies))
+        return fedc_error(FEDC_EINVAL, "program_print: %%%d (%s) runs body %lld, which the program does not have",
+                          (int)v, fedc__ops[n->op].name, (long long)index);
+    return FEDC_OK;
+}
+
 static fedc_status check_printable(const fedc_program *p) {
-    for (int v = 0; v < p->n; v++) {
-        const fedc__node *n = &p->nodes[v];
-        if ((unsigned)n->op >= FEDC_OP_COUNT || (unsigned)n->type.dtype >= FEDC_DTYPE_COUNT)
-            return fedc_error(FEDC_EINVAL, "program_print: %%%d has an unknown op or dtype", v);
-        for (int i = 0; i < n->nattr; i++)
-            if (n->attr[i].key >= FEDC_ATTR_KEY_COUNT)
-                return fedc_error(FEDC_EINVAL, "program_print: %%%d has an unknown attribute key %d", v,
-                                  n->attr[i].key);
+    for (fedc_value v = 0; v < p->n; v++) {
+        fedc_status st = check_node(p, v);
+        if (st) return st;
+    }
+    for (int i = 0; i < p->nbodies; i++) {
+        fedc_status st = check_printable(p->bodies[i]);
+        if (st) {
+            char msg[768];
+            snprintf(msg, sizeof msg, "%s", fedc_errmsg());
+            return fedc_error(st, "body %d: %s", i, msg);
+        }
     }
     return FEDC_OK;
 }
 
-static void print_program(text_buf *b, const fedc_program *p) {
-    buf_puts(b, "fedc program\n");
-    for (fedc_value v = 0; v < p->n && !b->status; v++) print_node(b, p, v);
+static void print_indent(text_buf *b, int depth) {
+    for (int i = 0; i < depth; i++) buf_puts(b, "  ");
+}
+
+static void print_lines(text_buf *b, const fedc_program *p, int depth);
+
+/* Bodies come first: an op names its body by number, so the body is defined
+ * before it, as a value is before its uses. */
+static void print_bodies(text_buf *b, const fedc_program *p, int depth) {
+    for (int i = 0; i < p->nbodies && !b->status; i++) {
+        print_indent(b, depth);
+        buf_printf(b, "body %d {\n", i);
+        print_lines(b, p->bodies[i], depth + 1);
+        print_indent(b, depth);
+        buf_puts(b, "}\n");
+    }
+}
+
+/* The lines of p (the program itself at depth 0, a body deeper), indented. */
+static void print_lines(text_buf *b, const fedc_program *p, int depth) {
+    print_bodies(b, p, depth);
+    for (fedc_value v = 0; v < p->n && !b->status; v++) {
+        print_indent(b, depth);
+        print_node(b, p, v);
+    }
     for (int i = 0; i < p->noutputs && !b->status; i++) {
+        print_indent(b, depth);
         buf_puts(b, "output ");
         print_string(b, p->outputs[i].name);
         buf_printf(b, " = %%%d\n", (int)p->outputs[i].value);
     }
+}
+
+static void print_program(text_buf *b, const fedc_program *p) {
+    buf_puts(b, "fedc program\n");
+    print_lines(b, p, 0);
 }
 
 /* ---------------------------------------------------------------- public -- */
