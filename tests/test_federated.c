@@ -442,6 +442,39 @@ static void test_client_failure_fails_round_or_drops(void) {
     fedc_program_destroy(p);
 }
 
+/* weighted_mean(x, w) where w is a result of an earlier map (stored) and x streams
+ * from a later one: the weight is read from the stored copy of each client. */
+static void test_weights_from_an_earlier_map(void) {
+    fedc_program *wb, *xb, *p;
+    CHECK_OK(fedc_program_create(&wb));
+    CHECK_OK(fedc_program_create(&xb));
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value d = fedc_input(wb, "d", fedc_type_make(FEDC_F32, 1, (int64_t[]){2}));
+    CHECK_OK(fedc_program_output(wb, "w", fedc_reduce_sum(wb, fedc_square(wb, d), NULL, -1, false)));
+    d = fedc_input(xb, "d", fedc_type_make(FEDC_F32, 1, (int64_t[]){2}));
+    CHECK_OK(fedc_program_output(xb, "x", fedc_mul(xb, d, fedc_scalar(xb, FEDC_F32, 3))));
+    fedc_value pd = fedc_input(p, "d", CLIENTS(2)), w, x;
+    CHECK_OK(fedc_map(p, wb, &pd, 1, &w));
+    CHECK_OK(fedc_map(p, xb, &pd, 1, &x));
+    CHECK_OK(fedc_program_output(p, "y", fedc_weighted_mean(p, x, w)));
+    float data[6] = {1, 2, 0, 1, 3, -1}; /* weights 5, 1, 10 */
+    for (int threads = 1; threads <= 2; threads++) {
+        fedc_executor *ex;
+        fedc_exec_options o = {.clients = 3, .threads = threads};
+        CHECK_OK(fedc_executor_create(&ex, p, &o));
+        CHECK_OK(fedc_executor_bind(ex, "d", data));
+        CHECK_OK(fedc_executor_run(ex));
+        const float *y;
+        CHECK_OK(fedc_executor_output(ex, "y", (const void **)&y, NULL));
+        CHECK_NEAR(y[0], 3.0 * (5 * 1 + 1 * 0 + 10 * 3) / 16, 1e-6);
+        CHECK_NEAR(y[1], 3.0 * (5 * 2 + 1 * 1 + 10 * -1) / 16, 1e-6);
+        fedc_executor_destroy(ex);
+    }
+    fedc_program_destroy(wb);
+    fedc_program_destroy(xb);
+    fedc_program_destroy(p);
+}
+
 static void test_executor_needs_a_cohort_size(void) {
     fedc_program *p = linear_regression();
     fedc_executor *ex = NULL;
@@ -476,6 +509,7 @@ int main(int argc, char **argv) {
         {"streaming memory is independent of cohort", test_streaming_memory_is_independent_of_cohort},
         {"clients outputs", test_clients_outputs},
         {"client failure fails round or drops", test_client_failure_fails_round_or_drops},
+        {"weights from an earlier map", test_weights_from_an_earlier_map},
         {"executor needs a cohort size", test_executor_needs_a_cohort_size},
         {"segments", test_segments},
     };

@@ -448,10 +448,11 @@ static void copy_duplicate_results(fedc_executor *ex, fedc_value b, void *const 
 
 /* --------------------------------------------------------------- maps -- */
 
-/* Where an aggregation fused into map m reads operand i. */
-static fedc__source source_of(const fedc_executor *ex, fedc_value operand) {
+/* Where an aggregation fused into map m reads an operand: a result of m, or
+ * memory computed before m (which may be another map's stored result). */
+static fedc__source source_of(const fedc_executor *ex, fedc_value m, fedc_value operand) {
     const fedc__node *o = &ex->p->nodes[operand];
-    if (o->op == FEDC_OP_RESULT) {
+    if (o->op == FEDC_OP_RESULT && o->in[0] == m) {
         fedc__source s = {(int)fedc__attr_int(o, FEDC_ATTR_INDEX, 0), NULL, 0};
         return s;
     }
@@ -482,8 +483,8 @@ static fedc_status run_map(fedc_executor *ex, fedc_value m) {
         if (ex->plan[v].fused_into != m || naggs == MAX) continue;
         agg_nodes[naggs] = u;
         agg_out[naggs] = ex->block + ex->plan[v].offset;
-        x_src[naggs] = source_of(ex, u->in[0]);
-        w_src[naggs] = u->nin == 2 ? source_of(ex, u->in[1]) : (fedc__source){-1, NULL, 0};
+        x_src[naggs] = source_of(ex, m, u->in[0]);
+        w_src[naggs] = u->nin == 2 ? source_of(ex, m, u->in[1]) : (fedc__source){-1, NULL, 0};
         naggs++;
     }
     fedc__map_job job = {ex->clients, n->nin, args, arg_stride, dest, naggs, aggs, agg_nodes, agg_out, x_src, w_src,
@@ -518,9 +519,10 @@ static fedc_status fold_step(fedc_executor *ex, fedc_value f, int64_t t, void *c
     fedc_status st = fedc_executor_run(sub);
     carry = out;
     for (int j = 0; !st && j < body->noutputs; j++) {
-        const void *y;
-        fedc_type yt;
-        fedc_executor_output(sub, fedc_program_output_name(body, j), &y, &yt);
+        const void *y = NULL;
+        fedc_type yt = {0};
+        st = fedc_executor_output(sub, fedc_program_output_name(body, j), &y, &yt);
+        if (st) break;
         size_t bytes = fedc_type_bytes(&yt);
         if (j < k) {
             memcpy(carry, y, bytes);

@@ -19,23 +19,24 @@ fedc_value fedc_num_clients(fedc_program *p, fedc_dtype dt) {
 }
 
 /* A body computes on one client's values (map) or one step (fold): every value
- * is local, and it neither communicates nor maps. It may fold. */
-static fedc_status check_body(const char *op, const fedc_program *body) {
+ * is local, and it neither communicates nor maps. It may fold. `who` starts the
+ * messages: "map: the body" or "body 2". */
+static fedc_status check_body(const char *who, const fedc_program *body) {
     fedc_status st = fedc_program_verify(body);
     if (st) {
         char msg[900];
         snprintf(msg, sizeof msg, "%s", fedc_errmsg());
-        return fedc_error(st, "%s: the body is not a valid program: %s", op, msg);
+        return fedc_error(st, "%s is not a valid program: %s", who, msg);
     }
     for (int v = 0; v < body->n; v++) {
         const fedc__node *n = &body->nodes[v];
         char t[64];
         if (fedc__op_is_federated(n->op))
-            return fedc_error(FEDC_ETYPE, "%s: the body's %%%d is a %s; a body computes on local values and "
-                              "cannot communicate or map", op, v, fedc__ops[n->op].name);
+            return fedc_error(FEDC_ETYPE, "%s: %%%d is a %s; a body computes on local values and "
+                              "cannot communicate or map", who, v, fedc__ops[n->op].name);
         if (n->type.placement != FEDC_LOCAL)
-            return fedc_error(FEDC_ETYPE, "%s: the body's %%%d (%s) is %s; a body's values are local (no @server or "
-                              "@clients)", op, v, fedc__ops[n->op].name, fedc_type_str(&n->type, t, sizeof t));
+            return fedc_error(FEDC_ETYPE, "%s: %%%d (%s) is %s; a body's values are local (no @server or "
+                              "@clients)", who, v, fedc__ops[n->op].name, fedc_type_str(&n->type, t, sizeof t));
     }
     return FEDC_OK;
 }
@@ -48,7 +49,9 @@ static fedc_status emit_with_body(fedc_program *p, fedc__op op, const fedc_progr
     if (p->status) return fedc_program_status(p);
     for (int i = 0; i < nin; i++)
         if (in[i] == FEDC_NONE) return fedc_program_status(p);
-    fedc_status st = check_body(fedc__ops[op].name, body);
+    char who[32];
+    snprintf(who, sizeof who, "%s: the body", fedc__ops[op].name);
+    fedc_status st = check_body(who, body);
     fedc_program *copy = NULL;
     if (!st) st = fedc_program_clone(body, &copy);
     if (st) {
@@ -101,12 +104,10 @@ fedc_status fedc_fold(fedc_program *p, const fedc_program *body, const fedc_valu
 /* Verifies every body of p as a body (called by fedc_program_verify). */
 fedc_status fedc__verify_bodies(const fedc_program *p) {
     for (int i = 0; i < p->nbodies; i++) {
-        fedc_status st = check_body("body", p->bodies[i]);
-        if (st) {
-            char msg[900];
-            snprintf(msg, sizeof msg, "%s", fedc_errmsg());
-            return fedc_error(st, "body %d: %s", i, msg);
-        }
+        char who[32];
+        snprintf(who, sizeof who, "body %d", i);
+        fedc_status st = check_body(who, p->bodies[i]);
+        if (st) return st;
     }
     return FEDC_OK;
 }

@@ -146,6 +146,9 @@ fedc_status fedc_program_output(fedc_program *p, const char *name, fedc_value v)
         return fedc_error(FEDC_EINVAL, "program_output \"%s\": %%%d is not a value of this program", name, v);
     if (fedc_program_find_output(p, name) != FEDC_NONE)
         return fedc_error(FEDC_EINVAL, "program_output: an output is already named \"%s\"", name);
+    if (p->nodes[v].type.dtype == FEDC__TUPLE)
+        return fedc_error(FEDC_ETYPE, "program_output \"%s\": %%%d is a %s's tuple of results; output its results",
+                          name, v, fedc__ops[p->nodes[v].op].name);
     if (p->noutputs == p->cap_outputs) {
         int cap = p->cap_outputs ? 2 * p->cap_outputs : 8;
         fedc__output *o = fedc_realloc(p->outputs, (size_t)cap * sizeof *o);

@@ -53,6 +53,9 @@ static fedc_status verify_names(const fedc_program *p) {
         const fedc__output *o = &p->outputs[i];
         if (o->value < 0 || o->value >= p->n)
             return fedc_error(FEDC_EINVAL, "output \"%s\" refers to %%%d, which does not exist", o->name, o->value);
+        if (p->nodes[o->value].type.dtype == FEDC__TUPLE)
+            return fedc_error(FEDC_ETYPE, "output \"%s\" is %%%d, a tuple of results; output its results", o->name,
+                              o->value);
         for (int j = 0; j < i; j++)
             if (strcmp(p->outputs[j].name, o->name) == 0)
                 return fedc_error(FEDC_EINVAL, "two outputs are named \"%s\"", o->name);
