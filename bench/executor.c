@@ -13,24 +13,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "fedc/fedc.h"
+#include "common/bench.h"
 #include "kernels/kernels.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 #define CHECK(st)                                                                    \
     do {                                                                             \
@@ -73,16 +57,16 @@ int main(int argc, char **argv) {
                     0.0f, cd, (int)n);
     }
     for (int i = 0; i < pairs; i++) {
-        double t0 = now();
+        double t0 = bench_now();
         CHECK(fedc_executor_run(ex));
-        double t1 = now();
+        double t1 = bench_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, ad, (int)n, bd, (int)n,
                     0.0f, cd, (int)n);
-        double t2 = now();
+        double t2 = bench_now();
         t_exec[i] = t1 - t0;
         t_raw[i] = t2 - t1;
     }
-    double me = median(t_exec, pairs), mr = median(t_raw, pairs);
+    double me = bench_median(t_exec, pairs), mr = bench_median(t_raw, pairs);
     double flops = 2.0 * (double)n * (double)n * (double)n;
     printf("gemm %lldx%lldx%lld, %d alternating pairs, medians, 1 thread\n", (long long)n, (long long)n, (long long)n,
            pairs);

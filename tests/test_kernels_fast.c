@@ -578,8 +578,51 @@ static void test_reduce(void) {
     CHECK_ERR(F->reduce(FEDC_R_SUM, FEDC_F32, &xs, 0x4, buf, buf), FEDC_EINVAL, "reduce");
 }
 
+/* select: the fast layouts (full cond; a and b full or scalar) and a broadcast
+ * that falls back, in every dtype, against the reference bit for bit (select only
+ * copies). */
+static void test_select(void) {
+    static const struct {
+        int crank, arank, brank;
+        int64_t c[3], a[3], b[3];
+    } cases[] = {
+        {2, 2, 2, {7, 13}, {7, 13}, {7, 13}}, /* all full */
+        {2, 2, 0, {7, 13}, {7, 13}, {0}},     /* relu's derivative: select(x > 0, ct, 0) */
+        {2, 0, 2, {7, 13}, {0}, {7, 13}},
+        {1, 0, 0, {31}, {0}, {0}},
+        {3, 3, 1, {2, 3, 5}, {2, 3, 5}, {5}},  /* a bias-shaped operand: the reference path */
+        {2, 1, 2, {3, 5}, {1}, {3, 5}},        /* a size-1 operand of rank 1: a scalar */
+    };
+    const fedc_dtype dts[] = {FEDC_F32, FEDC_F64, FEDC_I32, FEDC_U8};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        fedc_kshape cs = kshape(cases[ci].crank, cases[ci].c), as = kshape(cases[ci].arank, cases[ci].a),
+                    bs = kshape(cases[ci].brank, cases[ci].b);
+        fedc_kshape outs = broadcast_shape(&cs, &as);
+        outs = broadcast_shape(&outs, &bs);
+        int64_t n = fedc_kshape_count(&outs), nc = fedc_kshape_count(&cs);
+        uint8_t *cond = alloc_bytes((size_t)nc);
+        for (int64_t i = 0; i < nc; i++) cond[i] = uniform() > 0;
+        for (size_t di = 0; di < sizeof dts / sizeof *dts; di++) {
+            fedc_dtype dt = dts[di];
+            size_t es = fedc_dtype_size(dt);
+            unsigned char *a = alloc_bytes(es * (size_t)fedc_kshape_count(&as)), *b = alloc_bytes(es * (size_t)fedc_kshape_count(&bs));
+            for (size_t i = 0; i < es * (size_t)fedc_kshape_count(&as); i++) a[i] = (unsigned char)(37 * i + 1);
+            for (size_t i = 0; i < es * (size_t)fedc_kshape_count(&bs); i++) b[i] = (unsigned char)(91 * i + 7);
+            void *got = alloc_poison(es * (size_t)n), *want = alloc_poison(es * (size_t)n);
+            CHECK_OK(F->select(dt, &cs, cond, &as, a, &bs, b, &outs, got));
+            CHECK_OK(R->select(dt, &cs, cond, &as, a, &bs, b, &outs, want));
+            char what[64];
+            snprintf(what, sizeof what, "select case %zu %s", ci, dt_name(dt));
+            check_same_bits(got, want, es * (size_t)n, what);
+            fedc_free(a), fedc_free(b), fedc_free(got), fedc_free(want);
+        }
+        fedc_free(cond);
+    }
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
+        {"select", test_select},
         {"table", test_table},
         {"matmul", test_matmul},
         {"matmul_errors", test_matmul_errors},

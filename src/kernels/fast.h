@@ -11,6 +11,8 @@ fedc_status fedc_fast_unary(fedc_unary_op op, fedc_dtype dt, int64_t n, const vo
 fedc_status fedc_fast_binary(fedc_binary_op op, fedc_dtype dt, const fedc_kshape *as, const void *a,
                              const fedc_kshape *bs, const void *b, const fedc_kshape *outs,
                              void *out);
+fedc_status fedc_fast_select(fedc_dtype dt, const fedc_kshape *cs, const uint8_t *cond, const fedc_kshape *as,
+                             const void *a, const fedc_kshape *bs, const void *b, const fedc_kshape *outs, void *out);
 fedc_status fedc_fast_reduce(fedc_reduce_op op, fedc_dtype dt, const fedc_kshape *xs, unsigned axes,
                              const void *x, void *y);
 fedc_status fedc_fast_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k, int ta,

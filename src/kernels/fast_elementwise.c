@@ -265,6 +265,46 @@ fedc_status fedc_fast_binary(fedc_binary_op op, fedc_dtype dt, const fedc_kshape
     return fedc_ref_binary(op, dt, as, a, bs, b, outs, out);
 }
 
+/* ---------------------------------------------------------------- select -- */
+
+/* out[i] = cond[i] ? a : b, where a and b are either full (step 1) or scalars
+ * (step 0): the layouts derivatives produce (relu's is select(x > 0, ct, 0)). Each
+ * element reads only index i, so out may alias a full operand. */
+#define SELECT_LOOP(T)                                                                               \
+    static void select_##T(int64_t n, const uint8_t *restrict c, const T *a, int64_t sa, const T *b,   \
+                           int64_t sb, T *out) {                                                     \
+        for (int64_t i = 0; i < n; i++) out[i] = c[i] ? a[i * sa] : b[i * sb];                       \
+    }
+SELECT_LOOP(float)
+SELECT_LOOP(double)
+SELECT_LOOP(int32_t)
+SELECT_LOOP(uint8_t)
+
+/* The step of an operand against out: 1 when full, 0 when one element, -1 otherwise. */
+static int64_t select_step(const fedc_kshape *s, const fedc_kshape *outs) {
+    int64_t dims[FEDC_MAX_RANK];
+    if (!align_dims(s, outs, dims)) return -1;
+    if (same_dims(dims, outs)) return 1;
+    return dims_count(dims, outs->rank) == 1 ? 0 : -1;
+}
+
+fedc_status fedc_fast_select(fedc_dtype dt, const fedc_kshape *cs, const uint8_t *cond, const fedc_kshape *as,
+                             const void *a, const fedc_kshape *bs, const void *b, const fedc_kshape *outs, void *out) {
+    int64_t sc = select_step(cs, outs), sa = select_step(as, outs), sb = select_step(bs, outs);
+    if (sc != 1 || sa < 0 || sb < 0 || !shape_ok(outs))
+        return fedc_ref_select(dt, cs, cond, as, a, bs, b, outs, out);
+    int64_t n = fedc_kshape_count(outs);
+    switch (fedc_dtype_size(dt)) {
+    case 4:
+        if (dt == FEDC_F32) select_float(n, cond, a, sa, b, sb, out);
+        else select_int32_t(n, cond, a, sa, b, sb, out);
+        return FEDC_OK;
+    case 8: select_double(n, cond, a, sa, b, sb, out); return FEDC_OK;
+    case 1: select_uint8_t(n, cond, a, sa, b, sb, out); return FEDC_OK;
+    default: return fedc_ref_select(dt, cs, cond, as, a, bs, b, outs, out);
+    }
+}
+
 /* ---------------------------------------------------------------- reduce -- */
 
 /* Sums in double, as the reference does. row_sum keeps 8 independent partial sums

@@ -1,0 +1,50 @@
+/* bench.h — what the benchmarks share: timing, medians, and a FedAvg round built
+ * from a model program (the same round the tests and examples write by hand, kept
+ * here once until the algorithms library provides it). */
+#ifndef FEDC_BENCH_H
+#define FEDC_BENCH_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fedc/fedc.h"
+
+/* Exits with the failing line and fedc's message (benchmarks are programs). */
+#define BENCH_FAIL_IF(cond)                                                                          \
+    do {                                                                                             \
+        if (cond) {                                                                                  \
+            fprintf(stderr, "%s: line %d: %s\n", __FILE__, __LINE__, fedc_errmsg());                 \
+            exit(1);                                                                                 \
+        }                                                                                            \
+    } while (0)
+
+double bench_now(void);                 /* monotonic seconds */
+double bench_median(double *v, int n);  /* sorts v */
+
+typedef struct bench_param {
+    const char *name;
+    int rank;
+    int64_t dims[4];
+} bench_param;
+
+/* What a FedAvg round needs to know about the model: its parameters (inputs of
+ * `model` with these names), the per-client data (inputs "x" and "labels" of
+ * `model` are one batch; xs and ys are a client's stacked batches), and the
+ * clients' learning rate. */
+typedef struct bench_fedavg {
+    const bench_param *params;
+    int nparams;
+    fedc_type xs, ys;
+    float client_lr;
+} bench_fedavg;
+
+fedc_type bench_param_type(const bench_param *p);
+fedc_type bench_placed(fedc_type t, fedc_placement pl);
+
+/* The round: inputs <param>@server..., xs@clients, ys@clients, batches (i32[]@clients);
+ * every client folds SGD steps (gradient of `model`'s output "loss") over its first
+ * `batches` batches; outputs new_<param> = param - weighted_mean(delta, batches)
+ * and "loss" (the clients' mean step loss, weighted alike). */
+fedc_program *bench_fedavg_round(const fedc_program *model, const bench_fedavg *f);
+
+#endif
