@@ -1,0 +1,128 @@
+/*
+ * fedc/nn.h — models and optimizers, written as functions that add ops to a
+ * program, so that everything they compute can be differentiated (a model's loss
+ * by the client, an optimizer's step by a hypergradient through a round).
+ *
+ * Parameters live in one flat f32 buffer with named slices: parameter i is
+ * fedc_model_param_size(m, i) floats at fedc_model_param_offset(m, i). A program
+ * takes each parameter as an input of its own name and type, bound to its slice.
+ *
+ *     fedc_model *m;
+ *     fedc_model_create(&m, "cnn", &(fedc_model_options){.num_classes = 62});
+ *     float *w = malloc(fedc_model_size(m) * sizeof *w);
+ *     fedc_model_init(m, seed, w);
+ *     ... params[i] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
+ *     fedc_model_outputs out;
+ *     fedc_model_apply(m, p, params, x, y, mask, FEDC_NONE, &out);   // out.loss, out.logits, ...
+ */
+#ifndef FEDC_NN_H
+#define FEDC_NN_H
+
+#include "fedc/program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ models -- */
+
+typedef struct fedc_model fedc_model;
+
+typedef struct fedc_model_options {
+    int num_classes;  /* 0: the model's default (62 for the EMNIST models) */
+    int input_height, input_width, input_channels; /* images; 0: 28 x 28 x 1 */
+    int input_dim;    /* vectors (logistic, dense, heart); 0: height*width*channels */
+    int hidden;       /* dense: units per hidden layer; 0: 200 */
+} fedc_model_options;
+
+/* Models by name, with FedJAX's architectures and parameter counts:
+ *   "logistic"  EMNIST logistic regression (784 -> 62: 48,670 parameters)
+ *   "dense"     784-200-200-62 ReLU MLP (209,662)
+ *   "cnn"       conv3x3x32 - conv3x3x64 - maxpool2 - dropout0.25 - dense128 - dropout0.5
+ *               - 62 (1,206,590); with num_classes = 10, the Fashion-MNIST CNN
+ *   "heart"     logistic regression for the heart-disease silos (13 -> 2)
+ * Options override sizes (num_classes, input shape); `options` may be NULL. An
+ * unknown name is FEDC_EINVAL listing the known ones. */
+fedc_status fedc_model_create(fedc_model **out, const char *name, const fedc_model_options *options);
+void fedc_model_destroy(fedc_model *m); /* safe on NULL */
+
+const char *fedc_model_name(const fedc_model *m);
+int fedc_model_num_params(const fedc_model *m);             /* parameter tensors */
+int64_t fedc_model_size(const fedc_model *m);               /* floats in all of them */
+const char *fedc_model_param_name(const fedc_model *m, int i); /* "conv1/w", ... */
+fedc_type fedc_model_param_type(const fedc_model *m, int i);  /* f32, local */
+int64_t fedc_model_param_offset(const fedc_model *m, int i);  /* in floats */
+int64_t fedc_model_param_size(const fedc_model *m, int i);
+/* The type of one batch of inputs: [batch, ...example shape], f32. */
+fedc_type fedc_model_input_type(const fedc_model *m, int64_t batch);
+int fedc_model_num_classes(const fedc_model *m);
+
+/* Fills `params` (fedc_model_size floats) with the initialisers FedJAX's Haiku models
+ * use (documented per model in docs/models.md), from the counter RNG keyed by seed. */
+fedc_status fedc_model_init(const fedc_model *m, uint64_t seed, float *params);
+
+typedef struct fedc_model_outputs {
+    fedc_value loss;    /* f32[]: mean cross-entropy over the examples with mask 1 */
+    fedc_value logits;  /* f32[batch, classes] */
+    fedc_value correct; /* f32[]: number of masked-in examples whose argmax is the label */
+    fedc_value count;   /* f32[]: number of masked-in examples */
+} fedc_model_outputs;
+
+/* Adds the model's forward pass on one batch to p: params (one value per parameter,
+ * in order), x (fedc_model_input_type), y (i32[batch] labels), mask (f32[batch]: 1 for
+ * real examples, 0 for padding). `dropout_key` (an i32[4] value) turns dropout on
+ * (training); FEDC_NONE evaluates without it. */
+fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_value *params, fedc_value x,
+                             fedc_value y, fedc_value mask, fedc_value dropout_key, fedc_model_outputs *out);
+
+/* -------------------------------------------------------------- optimizers -- */
+
+typedef enum fedc_optimizer_kind {
+    FEDC_OPT_SGD,
+    FEDC_OPT_MOMENTUM, /* heavy ball; nesterov = true for Nesterov's */
+    FEDC_OPT_ADAM,
+    FEDC_OPT_ADAGRAD,
+    FEDC_OPT_YOGI,
+    FEDC_OPT_RMSPROP,
+    FEDC_OPT_COUNT
+} fedc_optimizer_kind;
+
+/* The settings of an optimizer; fedc_optimizer_defaults fills FedJAX's defaults
+ * (optax's) for a kind, then callers change what they need. */
+typedef struct fedc_optimizer {
+    fedc_optimizer_kind kind;
+    double learning_rate;
+    double momentum;            /* momentum */
+    bool nesterov;              /* momentum */
+    double b1, b2, eps;         /* adam, yogi; rmsprop's decay is b2 */
+    double initial_accumulator; /* adagrad (0.1, as FedJAX), yogi (1e-6) */
+} fedc_optimizer;
+
+fedc_optimizer fedc_optimizer_defaults(fedc_optimizer_kind kind, double learning_rate);
+const char *fedc_optimizer_name(fedc_optimizer_kind kind); /* "sgd", "momentum", ... */
+/* Parses "sgd", "momentum", "nesterov", "adam", "adagrad", "yogi", "rmsprop". */
+fedc_status fedc_optimizer_parse(const char *name, double learning_rate, fedc_optimizer *out);
+
+/* Optimizer state: `slots` tensors per parameter (of the parameter's type: adam's m
+ * and v, ...), in the order slot-major then parameter (slot 0 of every parameter,
+ * then slot 1 ...), then one f32[] step count if the optimizer counts steps. */
+int fedc_optimizer_slots(const fedc_optimizer *o);
+bool fedc_optimizer_counts_steps(const fedc_optimizer *o);
+/* Number of state tensors for n parameters: n * slots (+ 1 step count). */
+int fedc_optimizer_state_size(const fedc_optimizer *o, int n);
+/* The initial value of every element of state tensor k (for n parameters). */
+double fedc_optimizer_state_init(const fedc_optimizer *o, int n, int k);
+
+/* Adds one step to p: new_params[i] = params[i] - update(grads[i], state). state and
+ * new_state hold fedc_optimizer_state_size(o, n) values each. `lr` is a scalar
+ * value of the parameters' dtype to use as the learning rate, or FEDC_NONE for
+ * o->learning_rate as a constant. The step is built from ordinary ops, so it is
+ * differentiable, in the learning rate too (pass it as a value). */
+fedc_status fedc_optimizer_step(const fedc_optimizer *o, fedc_program *p, fedc_value lr, int n,
+                                const fedc_value *params, const fedc_value *grads, const fedc_value *state,
+                                fedc_value *new_params, fedc_value *new_state);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FEDC_NN_H */

@@ -1,0 +1,322 @@
+/*
+ * src/nn/models.c — the models of include/fedc/nn.h: FedJAX's EMNIST models
+ * (fedjax/models/emnist.py: create_logistic_model, create_dense_model,
+ * create_conv_model), the same CNN for Fashion-MNIST (num_classes = 10), and a
+ * logistic regression for the heart-disease silos. docs/models.md describes each
+ * architecture, its parameters and its sources.
+ *
+ * A model is a table of parameters (declared once, at create) and a forward pass
+ * that fedc_model_apply adds to a program, followed by the loss and metric heads
+ * shared by every model.
+ */
+#include "nn/nn.h"
+
+#include <string.h>
+
+typedef enum arch { ARCH_LOGISTIC, ARCH_DENSE, ARCH_CNN } arch;
+
+typedef struct model_kind {
+    const char *name;
+    arch arch;
+    int default_classes;
+    int vector_dim; /* > 0: the model takes vectors only, of this default size */
+} model_kind;
+
+static const model_kind KINDS[] = {
+    {"logistic", ARCH_LOGISTIC, 62, 0},
+    {"dense", ARCH_DENSE, 62, 0},
+    {"cnn", ARCH_CNN, 62, 0},
+    {"heart", ARCH_LOGISTIC, 2, 13},
+};
+enum { NKINDS = sizeof KINDS / sizeof KINDS[0] };
+
+/* FedJAX's defaults: 28 x 28 x 1 images (_HAIKU_SAMPLE_BATCH), 200 hidden units. */
+enum { DEFAULT_SIDE = 28, DEFAULT_CHANNELS = 1, DEFAULT_HIDDEN = 200 };
+/* Bounds on the options, so that every size below fits in int64 with room. */
+enum { MAX_SIDE = 1 << 16, MAX_UNITS = 1 << 20 };
+#define MAX_INPUT ((int64_t)1 << 31)
+
+/* The CNN's fixed sizes (ConvDropoutModule in fedjax/models/emnist.py). */
+enum { CONV1_OUT = 32, CONV2_OUT = 64, CNN_KERNEL = 3, CNN_POOL = 2, CNN_DENSE = 128 };
+static const double CNN_DROPOUT1 = 0.25, CNN_DROPOUT2 = 0.5;
+
+struct fedc_model {
+    const model_kind *kind;
+    int classes;
+    bool images; /* x is [batch, height, width, channels]; else [batch, input_dim] */
+    int64_t height, width, channels;
+    int64_t input_dim; /* floats per example */
+    int64_t hidden;    /* dense only */
+    fedc_nn_params params;
+};
+
+/* ---------------------------------------------------------------- options -- */
+
+static fedc_status check_range(const model_kind *k, const char *field, int v, int max) {
+    if (v < 0 || v > max)
+        return fedc_error(FEDC_EINVAL, "model %s: %s = %d is outside [0, %d] (0 means the default)", k->name,
+                          field, v, max);
+    return FEDC_OK;
+}
+
+static fedc_status check_ranges(const model_kind *k, const fedc_model_options *o) {
+    fedc_status st;
+    if ((st = check_range(k, "num_classes", o->num_classes, MAX_UNITS)) ||
+        (st = check_range(k, "input_height", o->input_height, MAX_SIDE)) ||
+        (st = check_range(k, "input_width", o->input_width, MAX_SIDE)) ||
+        (st = check_range(k, "input_channels", o->input_channels, MAX_SIDE)) ||
+        (st = check_range(k, "input_dim", o->input_dim, INT32_MAX)) ||
+        (st = check_range(k, "hidden", o->hidden, MAX_UNITS)))
+        return st;
+    return FEDC_OK;
+}
+
+/* Vector models (heart) take [batch, input_dim]; an image shape is a mistake. */
+static fedc_status resolve_vector(fedc_model *m, const fedc_model_options *o) {
+    if (o->input_height || o->input_width || o->input_channels)
+        return fedc_error(FEDC_EINVAL, "model %s takes vectors: set input_dim, not an image shape", m->kind->name);
+    m->images = false;
+    m->input_dim = o->input_dim ? o->input_dim : m->kind->vector_dim;
+    return FEDC_OK;
+}
+
+/* Image models take [batch, h, w, c]; logistic and dense take [batch, input_dim]
+ * instead when input_dim is given without an image shape. */
+static fedc_status resolve_image(fedc_model *m, const fedc_model_options *o) {
+    bool image_set = o->input_height || o->input_width || o->input_channels;
+    m->height = o->input_height ? o->input_height : DEFAULT_SIDE;
+    m->width = o->input_width ? o->input_width : DEFAULT_SIDE;
+    m->channels = o->input_channels ? o->input_channels : DEFAULT_CHANNELS;
+    int64_t hwc = m->height * m->width * m->channels;
+    if (hwc > MAX_INPUT)
+        return fedc_error(FEDC_EINVAL, "model %s: an image of %lld floats is too large", m->kind->name,
+                          (long long)hwc);
+    m->images = m->kind->arch == ARCH_CNN || !o->input_dim || image_set;
+    m->input_dim = m->images ? hwc : o->input_dim;
+    if (m->images && o->input_dim && o->input_dim != hwc)
+        return fedc_error(FEDC_EINVAL, "model %s: input_dim %d differs from height*width*channels = %lld",
+                          m->kind->name, o->input_dim, (long long)hwc);
+    /* Two VALID 3x3 convolutions take 4 rows and columns, and the pool needs 2 more. */
+    if (m->kind->arch == ARCH_CNN && (m->height < 6 || m->width < 6))
+        return fedc_error(FEDC_EINVAL, "model cnn: images of %lld x %lld are smaller than 6 x 6",
+                          (long long)m->height, (long long)m->width);
+    return FEDC_OK;
+}
+
+static fedc_status resolve_options(fedc_model *m, const fedc_model_options *o) {
+    const model_kind *k = m->kind;
+    fedc_status st = check_ranges(k, o);
+    if (st) return st;
+    if (o->hidden && k->arch != ARCH_DENSE)
+        return fedc_error(FEDC_EINVAL, "model %s has no hidden layer: hidden must be 0", k->name);
+    m->classes = o->num_classes ? o->num_classes : k->default_classes;
+    m->hidden = o->hidden ? o->hidden : DEFAULT_HIDDEN;
+    return k->vector_dim ? resolve_vector(m, o) : resolve_image(m, o);
+}
+
+/* ----------------------------------------------------------- declarations -- */
+
+/* Parameter order: layers in forward order, w before b in each. */
+static fedc_status declare_params(fedc_model *m) {
+    fedc_nn_params *ps = &m->params;
+    fedc_status st;
+    switch (m->kind->arch) {
+    case ARCH_LOGISTIC: return fedc_nn_declare_dense(ps, "dense1", m->input_dim, m->classes);
+    case ARCH_DENSE:
+        if ((st = fedc_nn_declare_dense(ps, "dense1", m->input_dim, m->hidden)) ||
+            (st = fedc_nn_declare_dense(ps, "dense2", m->hidden, m->hidden)))
+            return st;
+        return fedc_nn_declare_dense(ps, "dense3", m->hidden, m->classes);
+    case ARCH_CNN: {
+        /* VALID 3x3 twice (-4), then the 2x2 VALID pool (floor of half). */
+        int64_t flat = ((m->height - 4) / CNN_POOL) * ((m->width - 4) / CNN_POOL) * CONV2_OUT;
+        if ((st = fedc_nn_declare_conv(ps, "conv1", CNN_KERNEL, CNN_KERNEL, m->channels, CONV1_OUT)) ||
+            (st = fedc_nn_declare_conv(ps, "conv2", CNN_KERNEL, CNN_KERNEL, CONV1_OUT, CONV2_OUT)) ||
+            (st = fedc_nn_declare_dense(ps, "dense1", flat, CNN_DENSE)))
+            return st;
+        return fedc_nn_declare_dense(ps, "dense2", CNN_DENSE, m->classes);
+    }
+    }
+    return fedc_error(FEDC_EINTERNAL, "model %s: unknown architecture", m->kind->name);
+}
+
+static const model_kind *find_kind(const char *name) {
+    for (int i = 0; i < NKINDS; i++)
+        if (strcmp(KINDS[i].name, name) == 0) return &KINDS[i];
+    return NULL;
+}
+
+static fedc_status unknown_name(const char *name) {
+    char list[128] = "";
+    for (int i = 0; i < NKINDS; i++) {
+        if (i) strncat(list, ", ", sizeof list - strlen(list) - 1);
+        strncat(list, KINDS[i].name, sizeof list - strlen(list) - 1);
+    }
+    return fedc_error(FEDC_EINVAL, "model: unknown name \"%s\"; the models are %s", name, list);
+}
+
+fedc_status fedc_model_create(fedc_model **out, const char *name, const fedc_model_options *options) {
+    if (!out) return fedc_error(FEDC_EINVAL, "fedc_model_create: out is NULL");
+    *out = NULL;
+    if (!name) return unknown_name("(null)");
+    const model_kind *kind = find_kind(name);
+    if (!kind) return unknown_name(name);
+    fedc_model_options none = {0};
+    fedc_model *m = fedc_calloc(1, sizeof *m);
+    if (!m) return fedc_error(FEDC_ENOMEM, "fedc_model_create: out of memory");
+    m->kind = kind;
+    fedc_status st = resolve_options(m, options ? options : &none);
+    if (!st) st = declare_params(m);
+    if (st) {
+        fedc_free(m);
+        return st;
+    }
+    *out = m;
+    return FEDC_OK;
+}
+
+void fedc_model_destroy(fedc_model *m) { fedc_free(m); }
+
+/* ------------------------------------------------------------- inspection -- */
+
+static bool has_param(const fedc_model *m, int i) { return m && i >= 0 && i < m->params.count; }
+
+const char *fedc_model_name(const fedc_model *m) { return m ? m->kind->name : NULL; }
+int fedc_model_num_params(const fedc_model *m) { return m ? m->params.count : 0; }
+int64_t fedc_model_size(const fedc_model *m) { return m ? m->params.size : 0; }
+int fedc_model_num_classes(const fedc_model *m) { return m ? m->classes : 0; }
+
+const char *fedc_model_param_name(const fedc_model *m, int i) {
+    return has_param(m, i) ? m->params.items[i].name : NULL;
+}
+
+fedc_type fedc_model_param_type(const fedc_model *m, int i) {
+    return has_param(m, i) ? m->params.items[i].type : fedc_type_scalar(FEDC_F32);
+}
+
+int64_t fedc_model_param_offset(const fedc_model *m, int i) {
+    return has_param(m, i) ? m->params.items[i].offset : -1;
+}
+
+int64_t fedc_model_param_size(const fedc_model *m, int i) { return has_param(m, i) ? m->params.items[i].size : 0; }
+
+fedc_type fedc_model_input_type(const fedc_model *m, int64_t batch) {
+    if (!m) return fedc_type_scalar(FEDC_F32);
+    if (m->images) return fedc_type_make(FEDC_F32, 4, (int64_t[]){batch, m->height, m->width, m->channels});
+    return fedc_type_make(FEDC_F32, 2, (int64_t[]){batch, m->input_dim});
+}
+
+/* ------------------------------------------------------------------- init -- */
+
+fedc_status fedc_model_init(const fedc_model *m, uint64_t seed, float *params) {
+    if (!m || !params) return fedc_error(FEDC_EINVAL, "fedc_model_init: %s is NULL", m ? "params" : "model");
+    for (int i = 0; i < m->params.count; i++) {
+        const fedc_nn_param *q = &m->params.items[i];
+        float *at = params + q->offset;
+        if (q->init_stddev > 0)
+            fedc_nn_truncated_normal(fedc_nn_init_stream(seed, i), q->init_stddev, q->size, at);
+        else
+            memset(at, 0, (size_t)q->size * sizeof *at);
+    }
+    return FEDC_OK;
+}
+
+/* ------------------------------------------------------------------ apply -- */
+
+/* `v` is a value of p with want's dtype and shape (any placement). */
+static fedc_status check_value(const fedc_model *m, const fedc_program *p, fedc_value v, fedc_type want,
+                               const char *what) {
+    if (v == FEDC_NONE) return fedc_error(FEDC_EINVAL, "model %s: %s is FEDC_NONE", m->kind->name, what);
+    if (v < 0 || v >= fedc_program_size(p))
+        return fedc_error(FEDC_EINVAL, "model %s: %s (%%%d) is not a value of the program", m->kind->name, what,
+                          (int)v);
+    fedc_type t = fedc_value_type(p, v);
+    if (t.dtype == want.dtype && fedc_type_same_shape(&t, &want)) return FEDC_OK;
+    char got[64], expected[64];
+    return fedc_error(t.dtype != want.dtype ? FEDC_ETYPE : FEDC_ESHAPE, "model %s: %s is %s, expected %s",
+                      m->kind->name, what, fedc_type_str(&t, got, sizeof got),
+                      fedc_type_str(&want, expected, sizeof expected));
+}
+
+/* The batch size is x's leading dimension; everything else is fixed by the model. */
+static fedc_status check_args(const fedc_model *m, const fedc_program *p, const fedc_value *params, fedc_value x,
+                              fedc_value y, fedc_value mask, fedc_value key) {
+    fedc_status st;
+    for (int i = 0; i < m->params.count; i++)
+        if ((st = check_value(m, p, params[i], m->params.items[i].type, m->params.items[i].name))) return st;
+    int64_t batch = 1;
+    if (x >= 0 && x < fedc_program_size(p)) {
+        fedc_type xt = fedc_value_type(p, x);
+        if (xt.rank > 0 && xt.dims[0] > 0) batch = xt.dims[0];
+    }
+    int64_t b[1] = {batch};
+    if ((st = check_value(m, p, x, fedc_model_input_type(m, batch), "x")) ||
+        (st = check_value(m, p, y, fedc_type_make(FEDC_I32, 1, b), "y (labels)")) ||
+        (st = check_value(m, p, mask, fedc_type_make(FEDC_F32, 1, b), "mask")))
+        return st;
+    if (key == FEDC_NONE) return FEDC_OK;
+    return check_value(m, p, key, fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), "dropout_key");
+}
+
+/* hk.Flatten of an image batch; vectors are already flat. */
+static fedc_value flatten_input(const fedc_model *m, fedc_program *p, fedc_value x) {
+    return m->images ? fedc_nn_flatten(p, x) : x;
+}
+
+static fedc_value forward_dense(const fedc_model *m, fedc_program *p, const fedc_value *w, fedc_value x) {
+    fedc_value h = flatten_input(m, p, x);
+    h = fedc_relu(p, fedc_nn_dense(p, h, w[0], w[1]));
+    h = fedc_relu(p, fedc_nn_dense(p, h, w[2], w[3]));
+    return fedc_nn_dense(p, h, w[4], w[5]);
+}
+
+/* ConvDropoutModule: conv-relu-conv-relu-maxpool-dropout-flatten-dense-relu-dropout-dense. */
+static fedc_value forward_cnn(fedc_program *p, const fedc_value *w, fedc_value x, fedc_value key) {
+    fedc_value h = fedc_relu(p, fedc_nn_conv(p, x, w[0], w[1]));
+    h = fedc_relu(p, fedc_nn_conv(p, h, w[2], w[3]));
+    h = fedc_nn_max_pool(p, h, CNN_POOL);
+    h = fedc_nn_flatten(p, fedc_nn_dropout(p, h, key, 0, CNN_DROPOUT1));
+    h = fedc_relu(p, fedc_nn_dense(p, h, w[4], w[5]));
+    h = fedc_nn_dropout(p, h, key, 1, CNN_DROPOUT2);
+    return fedc_nn_dense(p, h, w[6], w[7]);
+}
+
+static fedc_value forward(const fedc_model *m, fedc_program *p, const fedc_value *w, fedc_value x, fedc_value key) {
+    switch (m->kind->arch) {
+    case ARCH_LOGISTIC: return fedc_nn_dense(p, flatten_input(m, p, x), w[0], w[1]);
+    case ARCH_DENSE: return forward_dense(m, p, w, x);
+    case ARCH_CNN: return forward_cnn(p, w, x, key);
+    }
+    return FEDC_NONE;
+}
+
+/* loss = sum(xent * mask) / max(sum(mask), 1): the mean over the masked-in
+ * examples, and 0 (not NaN) for a batch that is all padding. */
+static void heads(fedc_program *p, fedc_value logits, fedc_value y, fedc_value mask, fedc_model_outputs *out) {
+    fedc_value xent = fedc_softmax_cross_entropy(p, logits, y, mask);
+    fedc_value count = fedc_reduce_sum(p, mask, NULL, -1, false);
+    fedc_value denom = fedc_maximum(p, count, fedc_scalar_like(p, count, 1.0));
+    fedc_value hit = fedc_cast(p, fedc_eq(p, fedc_argmax(p, logits, -1), y), FEDC_F32);
+    out->loss = fedc_div(p, fedc_reduce_sum(p, xent, NULL, -1, false), denom);
+    out->logits = logits;
+    out->correct = fedc_reduce_sum(p, fedc_mul(p, hit, mask), NULL, -1, false);
+    out->count = count;
+}
+
+static void clear_outputs(fedc_model_outputs *out) {
+    out->loss = out->logits = out->correct = out->count = FEDC_NONE;
+}
+
+fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_value *params, fedc_value x,
+                             fedc_value y, fedc_value mask, fedc_value dropout_key, fedc_model_outputs *out) {
+    if (!m || !p || !params || !out)
+        return fedc_error(FEDC_EINVAL, "fedc_model_apply: a NULL %s",
+                          !m ? "model" : !p ? "program" : !params ? "params" : "out");
+    clear_outputs(out);
+    fedc_status st = fedc_program_status(p);
+    if (st) return st;
+    if ((st = check_args(m, p, params, x, y, mask, dropout_key))) return st;
+    heads(p, forward(m, p, params, x, dropout_key), y, mask, out);
+    if ((st = fedc_program_status(p))) clear_outputs(out);
+    return st;
+}

@@ -1,0 +1,81 @@
+/*
+ * src/nn/nn.h — internals of the models (include/fedc/nn.h): the parameter table
+ * that layer declarations fill at fedc_model_create, the layer helpers that add a
+ * layer's ops to a program at fedc_model_apply, and the initialisers.
+ *
+ * A layer is declared once (its parameters, with shapes and initialisers, are
+ * appended to the table in order) and applied any number of times (its ops take
+ * the parameter values the caller passes, in the same order).
+ */
+#ifndef FEDC_SRC_NN_NN_H
+#define FEDC_SRC_NN_NN_H
+
+#include "fedc/core.h"
+#include "fedc/nn.h"
+#include "fedc/program.h"
+
+/* The CNN has the most parameters: two conv and two dense layers, w and b each. */
+#define FEDC_NN_MAX_PARAMS 8
+
+/* One parameter tensor: a named slice of the flat f32 buffer. */
+typedef struct fedc_nn_param {
+    char name[24];      /* "conv1/w" */
+    fedc_type type;     /* f32, local */
+    int64_t offset;     /* in floats, from the start of the buffer */
+    int64_t size;       /* floats */
+    double init_stddev; /* stddev of the truncated normal; 0: zeros */
+} fedc_nn_param;
+
+/* The parameters in declaration order; size is the running total of floats. */
+typedef struct fedc_nn_params {
+    fedc_nn_param items[FEDC_NN_MAX_PARAMS];
+    int count;
+    int64_t size;
+} fedc_nn_params;
+
+/* ------------------------------------------------------ declarations (layers.c) -- */
+
+/* "<layer>/w" [in, out] with Haiku's hk.Linear default (truncated normal, stddev
+ * 1/sqrt(in)) and "<layer>/b" [out] of zeros. */
+fedc_status fedc_nn_declare_dense(fedc_nn_params *ps, const char *layer, int64_t in, int64_t out);
+/* "<layer>/w" [kh, kw, cin, cout] (HWIO) with hk.Conv2D's default (truncated normal,
+ * stddev 1/sqrt(kh*kw*cin)) and "<layer>/b" [cout] of zeros. */
+fedc_status fedc_nn_declare_conv(fedc_nn_params *ps, const char *layer, int kh, int kw, int64_t cin,
+                                 int64_t cout);
+
+/* ------------------------------------------------------------ ops (layers.c) -- */
+
+/* x [batch, in] @ w + b. */
+fedc_value fedc_nn_dense(fedc_program *p, fedc_value x, fedc_value w, fedc_value b);
+/* VALID, stride-1 convolution of NHWC x with HWIO w, plus b per output channel. */
+fedc_value fedc_nn_conv(fedc_program *p, fedc_value x, fedc_value w, fedc_value b);
+/* window x window max pooling with stride `window`, VALID. */
+fedc_value fedc_nn_max_pool(fedc_program *p, fedc_value x, int window);
+/* [batch, ...] -> [batch, product of the rest], row-major (hk.Flatten's order). */
+fedc_value fedc_nn_flatten(fedc_program *p, fedc_value x);
+/* Inverted dropout at `rate` with dropout layer number `layer` (0, 1, ...) of the
+ * model: the layer's key is `key` with layer * FEDC_NN_DROPOUT_KEY_STEP added to
+ * key[3] (mod 2^32). Returns x unchanged when key is FEDC_NONE (evaluation). */
+fedc_value fedc_nn_dropout(fedc_program *p, fedc_value x, fedc_value key, int layer, double rate);
+
+/* The Weyl constant of the RNG (the golden ratio as a 32-bit fraction): the second
+ * dropout layer's stream would meet the first layer's only for steps (key[3])
+ * about 1.6e9 apart, where a small constant such as 1 would give layer 2 at step s
+ * the mask stream of layer 1 at step s + 1. */
+#define FEDC_NN_DROPOUT_KEY_STEP 0x9E3779B9u
+
+/* -------------------------------------------------------------- init (init.c) -- */
+
+/* The stream parameter `index` of a model is initialised from: round UINT32_MAX,
+ * client `index`, step FEDC_NN_INIT_STEP, so that it differs from the streams a
+ * training run keys by (seed, round, client, step) for its own draws. */
+#define FEDC_NN_INIT_STEP 0x696E6974u /* "init" */
+fedc_rng_stream fedc_nn_init_stream(uint64_t seed, int index);
+
+/* n floats of stddev * z, z standard normal conditioned on |z| < 2 (drawn again
+ * while outside), as Haiku's hk.initializers.TruncatedNormal. Element j's attempt
+ * a uses the stream's normal number a * n + j, so every element is a pure function
+ * of (stream, j). */
+void fedc_nn_truncated_normal(fedc_rng_stream s, double stddev, int64_t n, float *out);
+
+#endif /* FEDC_SRC_NN_NN_H */
