@@ -11,6 +11,8 @@
  *                    [--threads N] [--reference]
  *                                        run it on inputs read from .npy files and
  *                                        write each output to DIR/NAME.npy
+ *   fedc data info PATH [--format leaf|tff|fedjax|idx|csv|text]
+ *                                        describe a federated dataset
  *   fedc --version | --help
  *
  * FILE may be "-" for standard input. Errors go to stderr with the file name and,
@@ -24,12 +26,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "fedc/fedc.h"
 
 static const char usage[] =
     "usage: fedc <command> [options]\n"
     "\n"
     "commands:\n"
+    "  train --data PATH [options]  federated training (fedc train --help lists the options)\n"
     "  program check FILE      verify a program written in the text format, and list a\n"
     "                          federated program's segments (server, broadcast,\n"
     "                          clients, aggregate) in order\n"
@@ -49,6 +53,10 @@ static const char usage[] =
     "                          size (default: the leading dimension of the @clients\n"
     "                          inputs), --threads the worker threads that run clients,\n"
     "                          --reference uses the plain-C reference kernels\n"
+    "  data info PATH [--format leaf|tff|fedjax|idx|csv|text]\n"
+    "                          describe a federated dataset: its format (detected\n"
+    "                          unless given), clients, examples, examples per client\n"
+    "                          (with a histogram) and the first client's features\n"
     "\n"
     "options:\n"
     "  --help                  show this help\n"
@@ -504,6 +512,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(argv[1], "program") == 0) return cmd_program(argc - 2, argv + 2);
+    if (strcmp(argv[1], "data") == 0) return fedc_cli_data(argc - 2, argv + 2);
+    if (strcmp(argv[1], "train") == 0) return fedc_cli_train(argc - 2, argv + 2);
     fprintf(stderr, "fedc: unknown command '%s'\n%s", argv[1], usage);
     return 2;
 }

@@ -117,5 +117,45 @@ expect 0 'output "tangent_loss"' -- "$fedc" program jvp $data/logistic.fedc --wr
 expect 0 "ok (" -- "$fedc" program check "$out/jvp.fedc"
 expect 2 "needs FILE, --wrt" -- "$fedc" program jvp $data/logistic.fedc
 
+# data info: a LEAF file written here (exact figures), the real datasets in
+# ../shared/data when they are there, and files that are not datasets.
+cat >"$out/tiny.json" <<'END'
+{"users": ["a", "b", "c"], "num_samples": [1, 2, 4],
+ "user_data": {"a": {"x": [[0, 1]], "y": [0]}, "b": {"x": [[1, 1], [2, 2]], "y": [1, 0]},
+               "c": {"x": [[1, 1], [2, 2], [3, 3], [4, 4]], "y": [1, 0, 1, 1]}}}
+END
+expect 0 "format:   leaf (detected)" -- "$fedc" data info "$out/tiny.json"
+expect 0 "examples per client: min 1, median 2, mean 2.3, max 4" -- "$fedc" data info "$out/tiny.json"
+expect 0 "histogram of examples per client (4 bins)" -- "$fedc" data info "$out/tiny.json"
+expect 0 "format:   leaf (given)" -- "$fedc" data info "$out/tiny.json" --format leaf
+"$fedc" data info "$out/tiny.json" >"$out/info"
+grep -q '^  x  *array  *f32  *\[2\]$' "$out/info" && grep -q '^  y  *array  *i32  *\[\]$' "$out/info" && ok \
+  || bad "data info lacks the features of the first client"
+grep -q '^ *3 - 3 *| *| 0$' "$out/info" && grep -q '^ *4 - 4 *|#\{40\}| 1$' "$out/info" && ok \
+  || bad "data info's histogram is wrong"
+shared=../shared/data
+if [ -d $shared/femnist-leaf/train ] && [ -d $shared/heart-disease-uci ]; then
+  expect 0 "clients:  56" -- "$fedc" data info $shared/femnist-leaf/train
+  expect 0 "examples: 7935" -- "$fedc" data info $shared/femnist-leaf/train
+  expect 0 "histogram of examples per client (10 bins)" -- "$fedc" data info $shared/femnist-leaf/train
+  [ "$(grep -c '|.*| [0-9]*$' "$out/stdout")" = 10 ] && ok || bad "FEMNIST's histogram has not 10 bars"
+  expect 0 "clients:  4" -- "$fedc" data info $shared/heart-disease-uci --format csv
+  expect 0 "examples: 920" -- "$fedc" data info $shared/heart-disease-uci --format csv
+  expect 0 "  x              array    f32   [13]" -- "$fedc" data info $shared/heart-disease-uci --format csv
+else
+  echo "skipped the ../shared/data cases: $shared is absent"
+fi
+printf 'this is not gzip' >"$out/bad.json.gz"
+expect 1 "$out/bad.json.gz" -- "$fedc" data info "$out/bad.json.gz"
+printf '\037\213\010\000\000\000\000\000\000\003' >"$out/cut.json.gz" # a gzip header, then nothing
+expect 1 "$out/cut.json.gz" -- "$fedc" data info "$out/cut.json.gz"
+printf '{"users": ["a"], "num_samples": [1], "user_data": {"a": {"x": [[1, 2]], "y": [0' >"$out/cut.json"
+expect 1 "$out/cut.json" -- "$fedc" data info "$out/cut.json"
+expect 1 "$out/none.json: no such file or directory" -- "$fedc" data info "$out/none.json"
+expect 2 'unknown data format "bogus"' -- "$fedc" data info "$out/tiny.json" --format bogus
+expect 2 "fedc data info: needs PATH" -- "$fedc" data info
+expect 2 "unknown or missing subcommand 'show'" -- "$fedc" data show "$out/tiny.json"
+expect 2 "unexpected argument '--frobnicate'" -- "$fedc" data info "$out/tiny.json" --frobnicate
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -7,7 +7,12 @@
  *   fedc/program.h  programs: the builder, verifier, text format
  *   fedc/ad.h       derivatives of programs (grad, vjp)
  *   fedc/exec.h     running programs
+ *   fedc/data.h     federated datasets: readers, partitioners, batching, sampling
+ *   fedc/tasks.h    the standard tasks' preprocessing (EMNIST, Shakespeare, ...)
+ *   fedc/nn.h       models and optimizers as program builders
+ *   fedc/fl.h       federated learning algorithms, and the training job
  *   fedc/npy.h      reading and writing numpy .npy files
+ *   fedc/safetensors.h  reading and writing .safetensors files (checkpoints)
  *
  * ---------------------------------------------------------------------------------
  * Worked example: an MLP, its gradient, and SGD (examples/mlp.c is the full program)
@@ -66,7 +71,12 @@
 #include "fedc/program.h"
 #include "fedc/ad.h"
 #include "fedc/exec.h"
+#include "fedc/data.h"
+#include "fedc/tasks.h"
+#include "fedc/nn.h"
+#include "fedc/fl.h"
 #include "fedc/npy.h"
+#include "fedc/safetensors.h"
 
 #define FEDC_VERSION "0.1.0"
 

@@ -1,0 +1,55 @@
+/* fl.h — what the algorithms share (internal): the client's loss and its
+ * gradient as programs, the round's interface, and the server's update. */
+#ifndef FEDC_FL_INTERNAL_H
+#define FEDC_FL_INTERNAL_H
+
+#include "fedc/fl.h"
+
+enum { FEDC__FL_MAX_PARAMS = 32 };
+
+/* t with placement pl. */
+static inline fedc_type fedc__placed(fedc_type t, fedc_placement pl) {
+    t.placement = pl;
+    return t;
+}
+
+/* The client's objective on one batch, as a program:
+ *   inputs  <param>..., x [batch, ...], y i32[batch], mask f32[batch], key i32[4],
+ *           and for FedProx also anchor_<param>... (the server's model)
+ *   outputs loss (the model's masked mean, plus mu/2 ||w - anchor||^2 for FedProx),
+ *           count (f32[]: examples in the batch)
+ * and, with `grad`, its gradient: outputs loss, count, grad_<param>... */
+fedc_status fedc__fl_objective(const fedc_model *m, const fedc_algorithm *a, bool grad, fedc_program **out);
+
+/* The round's inputs (fl.h's interface), added to p in order. */
+typedef struct fedc__round_inputs {
+    int nparams, nstate;
+    fedc_value params[FEDC__FL_MAX_PARAMS], state[3 * FEDC__FL_MAX_PARAMS + 1];
+    fedc_value x, y, mask, steps, key; /* @clients */
+} fedc__round_inputs;
+fedc_status fedc__fl_round_inputs(fedc_program *p, const fedc_model *m, const fedc_algorithm *a, fedc__round_inputs *in);
+
+/* The server's half: new params and state from the clients' updates (the
+ * pseudo-gradient, @clients, one per param), weighted by `weight`; adds the round's
+ * outputs (new_<param>, new_server_state<k>, train_loss, examples). */
+fedc_status fedc__fl_server_update(fedc_program *p, const fedc_model *m, const fedc_algorithm *a,
+                                   const fedc__round_inputs *in, const fedc_value *updates, fedc_value weight,
+                                   fedc_value client_loss);
+
+/* Builds an algorithm's client, the map's body: (params..., x, y, mask, steps, key)
+ * -> (update_<param>..., examples, loss); `round` and `in` give the input types. */
+typedef fedc_status (*fedc__client_builder)(const fedc_model *m, const fedc_algorithm *a, const fedc_program *round,
+                                            const fedc__round_inputs *in, fedc_program **client);
+/* The round every algorithm shares: its inputs, map(client)(broadcast(params)...,
+ * data), and the server's update with the clients' updates. */
+fedc_status fedc__fl_assemble(const fedc_model *m, const fedc_algorithm *a, fedc__client_builder build,
+                              fedc_program **out);
+
+/* The i32[4] dropout key of step t: key + [0, 0, 0, t]. */
+fedc_value fedc__fl_step_key(fedc_program *p, fedc_value key, fedc_value t);
+
+/* Algorithms (src/fl/<name>.c). */
+fedc_status fedc__fedavg_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
+fedc_status fedc__fedsgd_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
+
+#endif

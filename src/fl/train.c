@@ -1,0 +1,270 @@
+/* The training job: data, model, the round and evaluation programs, and the loop
+ *
+ *     for round r:  clients = sample(seed, r)
+ *                   load their batches (shuffled by (seed, r, client))
+ *                   run the round program -> new model, server state, train loss
+ *                   every eval_every rounds: evaluate on the test clients
+ *                   every checkpoint_every rounds: checkpoint
+ *
+ * Everything random is keyed by (seed, round, client), so a run resumed from a
+ * checkpoint continues exactly as it would have. */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fl/train.h"
+
+void fedc_train_defaults(fedc_train_config *c) {
+    memset(c, 0, sizeof *c);
+    c->format = FEDC_FORMAT_AUTO;
+    c->num_clients = 100;
+    c->model = "cnn";
+    c->algorithm.kind = FEDC_ALG_FEDAVG;
+    c->algorithm.client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 0.1);
+    c->algorithm.server_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0);
+    c->algorithm.batch_size = 20;
+    c->algorithm.dropout = true;
+    c->epochs = 1;
+    c->rounds = 100;
+    c->clients_per_round = 10;
+    c->threads = 2;
+    c->eval_every = 10;
+    c->eval_batch_size = 100;
+    c->out_dir = "fedc-run";
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- setup -- */
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int64_t max_examples(const fedc_dataset *ds) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < fedc_dataset_num_clients(ds); i++)
+        if (fedc_dataset_client_examples(ds, i) > m) m = fedc_dataset_client_examples(ds, i);
+    return m;
+}
+
+static fedc_status create_model(trainer *t) {
+    fedc_model_options o = {0};
+    if (!strcmp(t->task, "fashion")) o.num_classes = 10;
+    if (!strcmp(t->task, "heart")) o.num_classes = 2, o.input_dim = FEDC_HEART_DISEASE_FEATURES;
+    const char *name = t->c->model;
+    if (!strcmp(t->task, "heart") && strcmp(name, "heart") && strcmp(name, "logistic")) name = "heart";
+    fedc_status st = fedc_model_create(&t->model, name, &o);
+    if (st) return st;
+    size_t n = (size_t)fedc_model_size(t->model);
+    t->params = fedc_malloc(n * sizeof *t->params);
+    if (!t->params) return fedc_error(FEDC_ENOMEM, "train: out of memory for %zu parameters", n);
+    return fedc_model_init(t->model, t->c->seed, t->params);
+}
+
+static fedc_status create_state(trainer *t) {
+    int n = fedc_model_num_params(t->model);
+    const fedc_optimizer *o = &t->alg.server_opt;
+    t->nstate = fedc_optimizer_state_size(o, n);
+    t->state = fedc_calloc((size_t)(t->nstate ? t->nstate : 1), sizeof *t->state);
+    if (!t->state) return fedc_error(FEDC_ENOMEM, "train: out of memory");
+    for (int k = 0; k < t->nstate; k++) {
+        bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(o);
+        int64_t size = count ? 1 : fedc_model_param_size(t->model, k % n);
+        t->state[k] = fedc_malloc((size_t)size * sizeof(float));
+        if (!t->state[k]) return fedc_error(FEDC_ENOMEM, "train: out of memory");
+        for (int64_t j = 0; j < size; j++) t->state[k][j] = (float)fedc_optimizer_state_init(o, n, k);
+    }
+    return FEDC_OK;
+}
+
+static fedc_status bind_model(trainer *t, fedc_executor *ex, bool state) {
+    fedc_status st = FEDC_OK;
+    for (int i = 0; !st && i < fedc_model_num_params(t->model); i++)
+        st = fedc_executor_bind(ex, fedc_model_param_name(t->model, i), t->params + fedc_model_param_offset(t->model, i));
+    for (int k = 0; !st && state && k < t->nstate; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "server_state%d", k);
+        st = fedc_executor_bind(ex, name, t->state[k]);
+    }
+    return st;
+}
+
+static fedc_status create_programs(trainer *t) {
+    const fedc_train_config *c = t->c;
+    t->alg = c->algorithm;
+    int64_t batch = t->alg.batch_size, per_epoch = ceil_div(max_examples(t->train), batch);
+    t->alg.max_steps = c->steps > 0 ? c->steps : per_epoch * (c->epochs > 0 ? c->epochs : 1);
+    if (t->alg.max_steps < 1) t->alg.max_steps = 1;
+    int k = c->clients_per_round;
+    if (k < 1 || k > fedc_dataset_num_clients(t->train))
+        return fedc_error(FEDC_EINVAL, "train: %d clients per round, but the data has %lld clients", k,
+                          (long long)fedc_dataset_num_clients(t->train));
+    fedc_status st = create_state(t);
+    if (!st) st = fedc_algorithm_round(t->model, &t->alg, &t->round);
+    fedc_exec_options o = {.clients = k, .threads = c->threads};
+    if (!st) st = fedc_executor_create(&t->round_ex, t->round, &o);
+    if (!st) st = fedc__cohort_buffers_init(&t->cohort, t->model, k, batch, t->alg.max_steps);
+    if (!st) st = fedc__cohort_buffers_bind(&t->cohort, t->round_ex, true);
+    if (!st) st = bind_model(t, t->round_ex, true);
+    t->sampled = st ? NULL : fedc_malloc((size_t)k * sizeof *t->sampled);
+    if (!st && !t->sampled) st = fedc_error(FEDC_ENOMEM, "train: out of memory");
+    fedc_dataset *eval_ds = t->test ? t->test : t->train;
+    int ek = (int)(fedc_dataset_num_clients(eval_ds) < 16 ? fedc_dataset_num_clients(eval_ds) : 16);
+    int64_t eb = c->eval_batch_size > 0 ? c->eval_batch_size : batch, es = ceil_div(max_examples(eval_ds), eb);
+    if (es < 1) es = 1;
+    if (!st) st = fedc_evaluation_program(t->model, eb, es, &t->eval);
+    fedc_exec_options eo = {.clients = ek, .threads = c->threads};
+    if (!st) st = fedc_executor_create(&t->eval_ex, t->eval, &eo);
+    if (!st) st = fedc__cohort_buffers_init(&t->eval_cohort, t->model, ek, eb, es);
+    if (!st) st = fedc__cohort_buffers_bind(&t->eval_cohort, t->eval_ex, false);
+    if (!st) st = bind_model(t, t->eval_ex, false);
+    return st;
+}
+
+static void destroy(trainer *t) {
+    fedc_executor_destroy(t->round_ex);
+    fedc_executor_destroy(t->eval_ex);
+    fedc_program_destroy(t->round);
+    fedc_program_destroy(t->eval);
+    fedc__cohort_buffers_free(&t->cohort);
+    fedc__cohort_buffers_free(&t->eval_cohort);
+    for (int k = 0; t->state && k < t->nstate; k++) fedc_free(t->state[k]);
+    fedc_free(t->state);
+    fedc_free(t->params);
+    fedc_free(t->sampled);
+    fedc_free(t->curve);
+    fedc_model_destroy(t->model);
+    fedc_dataset_destroy(t->test);
+    fedc_dataset_destroy(t->train);
+    fedc_dataset_destroy(t->train_central);
+    if (t->jsonl) fclose(t->jsonl);
+    if (t->csv) fclose(t->csv);
+}
+
+/* ---------------------------------------------------------------- rounds -- */
+
+static fedc_status copy_output(fedc_executor *ex, const char *name, float *dst) {
+    const void *data;
+    fedc_type type;
+    fedc_status st = fedc_executor_output(ex, name, &data, &type);
+    if (!st) memcpy(dst, data, fedc_type_bytes(&type));
+    return st;
+}
+
+static fedc_status run_round(trainer *t, int r, double *loss, double *examples) {
+    const fedc_train_config *c = t->c;
+    int k = c->clients_per_round;
+    fedc_status st = fedc_sample_clients(fedc_dataset_num_clients(t->train), k, c->seed, (uint32_t)r, t->sampled);
+    if (!st) st = fedc__train_fill(t, t->train, t->sampled, k, &t->cohort, true, (uint32_t)r);
+    if (!st) st = fedc_executor_run(t->round_ex);
+    for (int i = 0; !st && i < fedc_model_num_params(t->model); i++) {
+        char name[96];
+        snprintf(name, sizeof name, "new_%s", fedc_model_param_name(t->model, i));
+        st = copy_output(t->round_ex, name, t->params + fedc_model_param_offset(t->model, i));
+    }
+    for (int s = 0; !st && s < t->nstate; s++) {
+        char name[40];
+        snprintf(name, sizeof name, "new_server_state%d", s);
+        st = copy_output(t->round_ex, name, t->state[s]);
+    }
+    float l = NAN, e = 0;
+    if (!st) st = copy_output(t->round_ex, "train_loss", &l);
+    if (!st) st = copy_output(t->round_ex, "examples", &e);
+    if (!st && !isfinite(l))
+        st = fedc_error(FEDC_ENONFINITE, "round %d: the training loss is %g; lower the learning rates", r, (double)l);
+    *loss = l;
+    *examples = e;
+    return st;
+}
+
+/* Evaluates on every test client, in cohorts of the eval executor's size. */
+static fedc_status evaluate(trainer *t, double *loss, double *accuracy) {
+    fedc_dataset *ds = t->test ? t->test : t->train;
+    int64_t n = fedc_dataset_num_clients(ds);
+    int ek = t->eval_cohort.clients;
+    double loss_sum = 0, correct = 0, count = 0;
+    int64_t ids[64];
+    for (int64_t first = 0; first < n; first += ek) {
+        int k = 0;
+        for (; k < ek; k++) ids[k] = first + k < n ? first + k : first + k - n; /* wrap; counted once below */
+        fedc_status st = fedc__train_fill(t, ds, ids, k, &t->eval_cohort, false, 0);
+        for (int j = 0; j < k; j++)
+            if (first + j >= n) t->eval_cohort.steps[j] = 0; /* a wrapped client adds nothing */
+        if (!st) st = fedc_executor_run(t->eval_ex);
+        float v[3];
+        const char *names[3] = {"loss_sum", "correct", "count"};
+        for (int i = 0; !st && i < 3; i++) st = copy_output(t->eval_ex, names[i], &v[i]);
+        if (st) return st;
+        loss_sum += v[0], correct += v[1], count += v[2];
+    }
+    *loss = count > 0 ? loss_sum / count : NAN;
+    *accuracy = count > 0 ? correct / count : NAN;
+    return FEDC_OK;
+}
+
+static void progress(const trainer *t, int r, double loss, double eps, double elapsed, bool tty) {
+    if (t->c->quiet) return;
+    FILE *log = t->c->log ? t->c->log : stdout;
+    int done = r + 1 - t->first_round, left = t->c->rounds - r - 1;
+    double eta = done > 0 ? elapsed / done * left : 0;
+    fprintf(log, "%sround %d/%d  train loss %.4f  %.0f examples/s  elapsed %.0fs  eta %.0fs%s", tty ? "\r" : "",
+            r + 1, t->c->rounds, loss, eps, elapsed, eta, tty ? "   " : "\n");
+    fflush(log);
+}
+
+static fedc_status loop(trainer *t, fedc_train_result *res) {
+    const fedc_train_config *c = t->c;
+    FILE *log = c->log ? c->log : stdout;
+    bool tty = isatty(fileno(log));
+    double start = now(), examples_total = 0, train_loss = NAN;
+    for (int r = t->first_round; r < c->rounds; r++) {
+        double examples, t0 = now();
+        fedc_status st = run_round(t, r, &train_loss, &examples);
+        if (st) return st;
+        examples_total += examples;
+        double elapsed = now() - start, eps = examples_total / (elapsed > 0 ? elapsed : 1);
+        progress(t, r, train_loss, eps, elapsed, tty);
+        bool last = r + 1 == c->rounds;
+        if (last || (c->eval_every > 0 && (r + 1) % c->eval_every == 0)) {
+            double test_loss, acc;
+            if ((st = evaluate(t, &test_loss, &acc))) return st;
+            if (tty && !c->quiet) fprintf(log, "\n");
+            if (!c->quiet)
+                fprintf(log, "round %d: %s loss %.4f, accuracy %.2f%%\n", r + 1,
+                        t->test ? "test" : "(no test split: on the training clients)", test_loss, 100 * acc);
+            st = fedc__train_log_metrics(t, r + 1, train_loss, test_loss, acc, eps, now() - start);
+            res->test_loss = test_loss, res->test_accuracy = acc;
+        }
+        if (!st && c->checkpoint_every > 0 && ((r + 1) % c->checkpoint_every == 0 || last))
+            st = fedc__train_save_checkpoint(t, r + 1);
+        if (st) return st;
+        res->rounds_run++;
+        (void)t0;
+    }
+    res->train_loss = train_loss;
+    res->seconds = now() - start;
+    res->examples_per_s = examples_total / (res->seconds > 0 ? res->seconds : 1);
+    return FEDC_OK;
+}
+
+fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result) {
+    trainer t;
+    memset(&t, 0, sizeof t);
+    t.c = c;
+    fedc_train_result res = {0};
+    if (c->rounds < 1) return fedc_error(FEDC_EINVAL, "train: rounds must be >= 1");
+    fedc_status st = fedc__train_open_data(&t);
+    if (!st) st = create_model(&t);
+    if (!st) st = create_programs(&t);
+    if (!st && c->resume) st = fedc__train_load_checkpoint(&t);
+    if (!st) st = fedc__train_open_metrics(&t);
+    if (!st) st = loop(&t, &res);
+    if (!st) st = fedc__train_write_curves(&t);
+    destroy(&t);
+    if (result) *result = res;
+    return st;
+}

@@ -1,0 +1,57 @@
+/* train.h — the training job's state, shared by its files (internal). */
+#ifndef FEDC_FL_TRAIN_H
+#define FEDC_FL_TRAIN_H
+
+#include "fedc/exec.h"
+#include "fedc/tasks.h"
+#include "fl/fl.h"
+
+/* A cohort's batches, laid out as the round's @clients inputs want them. */
+typedef struct cohort_buffers {
+    int clients;
+    int64_t batch, max_steps, x_elems; /* x_elems: floats of one client's x */
+    float *x, *mask;
+    int32_t *y, *steps, *key;
+} cohort_buffers;
+
+typedef struct trainer {
+    const fedc_train_config *c;
+    fedc_data_format source_format;
+    fedc_dataset *train, *test, *train_central;
+    char task[16];
+    fedc_heart_disease_options heart;
+    float heart_mean[FEDC_HEART_DISEASE_FEATURES], heart_std[FEDC_HEART_DISEASE_FEATURES];
+    fedc_model *model;
+    fedc_algorithm alg;
+    float *params;          /* the model, flat */
+    float **state;          /* the server optimizer's state tensors */
+    int nstate;
+    fedc_program *round, *eval;
+    fedc_executor *round_ex, *eval_ex;
+    cohort_buffers cohort, eval_cohort;
+    int64_t *sampled;
+    int first_round;        /* 0, or where a resumed run starts */
+    FILE *jsonl, *csv;
+    double *curve;          /* per evaluated round: round, train_loss, test_loss, test_accuracy */
+    int ncurve, cap_curve;
+} trainer;
+
+fedc_status fedc__train_open_data(trainer *t);
+fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, int clients, int64_t batch,
+                                      int64_t max_steps);
+void fedc__cohort_buffers_free(cohort_buffers *cb);
+fedc_status fedc__cohort_buffers_bind(const cohort_buffers *cb, fedc_executor *ex, bool with_key);
+/* Loads clients[0..k) of ds into cb (shuffled and repeated for training, in order
+ * for evaluation). */
+fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *clients, int k, cohort_buffers *cb,
+                             bool shuffle, uint32_t round);
+
+/* Metrics, curves and checkpoints (src/fl/train_io.c). */
+fedc_status fedc__train_open_metrics(trainer *t);
+fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, double test_loss, double accuracy,
+                                    double examples_per_s, double seconds);
+fedc_status fedc__train_write_curves(const trainer *t);
+fedc_status fedc__train_save_checkpoint(const trainer *t, int next_round);
+fedc_status fedc__train_load_checkpoint(trainer *t);
+
+#endif

@@ -1,0 +1,229 @@
+/* The training job's data: opening the train and test sets (partitioning
+ * centralized data), the task's preprocessing, and filling a cohort's batches
+ * into the round program's @clients inputs. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fedc/tasks.h"
+#include "fl/train.h"
+
+/* ------------------------------------------------------------- opening -- */
+
+/* IDX: u8 images [n, h, w] -> "x" f32 [n, h, w, 1] / 255 (as torchvision's
+ * ToTensor and FedJAX's image datasets scale), "y" unchanged. */
+static fedc_status image_u8_hook(void *ctx, fedc_client_data **client) {
+    (void)ctx;
+    fedc_client_data *in = *client, *out;
+    const fedc_feature *x = fedc_client_feature(in, "x"), *y = fedc_client_feature(in, "y");
+    if (!x || !y || x->kind != FEDC_FEATURE_ARRAY || x->type.dtype != FEDC_U8 || x->type.rank != 3)
+        return fedc_error(FEDC_ETYPE, "client \"%s\": the image task wants \"x\" u8[n,h,w] and \"y\"", in->id);
+    fedc_status st = fedc_client_data_create(&out, in->id, in->num_examples);
+    if (st) return st;
+    fedc_type t = fedc_type_make(FEDC_F32, 4, (int64_t[]){x->type.dims[0], x->type.dims[1], x->type.dims[2], 1});
+    int64_t n = fedc_type_count(&t);
+    float *f = fedc_malloc((size_t)(n ? n : 1) * sizeof *f);
+    if (!f) st = fedc_error(FEDC_ENOMEM, "client \"%s\": out of memory", in->id);
+    for (int64_t i = 0; !st && i < n; i++) f[i] = (float)((const uint8_t *)x->data)[i] / 255.0f;
+    if (!st) st = fedc_client_add_array(out, "x", t, f);
+    if (!st) st = fedc_client_add_array(out, "y", y->type, y->data);
+    fedc_free(f);
+    if (st) {
+        fedc_client_data_destroy(out);
+        return st;
+    }
+    fedc_client_data_destroy(in);
+    *client = out;
+    return FEDC_OK;
+}
+
+static fedc_status resolve_task(trainer *t) {
+    const char *task = t->c->task;
+    if (!task) {
+        fedc_data_format f = fedc_dataset_format(t->train);
+        if (f == FEDC_FORMAT_MEMORY) f = t->source_format;
+        task = f == FEDC_FORMAT_IDX ? "fashion" : f == FEDC_FORMAT_CSV ? "heart" : "emnist";
+    }
+    snprintf(t->task, sizeof t->task, "%s", task);
+    if (strcmp(task, "emnist") && strcmp(task, "fashion") && strcmp(task, "heart") && strcmp(task, "none"))
+        return fedc_error(FEDC_EINVAL, "unknown task \"%s\" (use emnist, fashion, heart or none)", task);
+    return FEDC_OK;
+}
+
+/* Heart disease standardises with statistics of the training clients. */
+static fedc_status heart_stats(trainer *t) {
+    int64_t n = fedc_dataset_num_clients(t->train);
+    fedc_client_data **clients = fedc_calloc((size_t)(n ? n : 1), sizeof *clients);
+    if (!clients) return fedc_error(FEDC_ENOMEM, "train: out of memory");
+    fedc_status st = FEDC_OK;
+    for (int64_t i = 0; !st && i < n; i++) st = fedc_dataset_client(t->train, i, &clients[i]);
+    if (!st) st = fedc_heart_disease_stats((const fedc_client_data *const *)clients, n, t->heart_mean, t->heart_std);
+    for (int64_t i = 0; i < n; i++) fedc_client_data_destroy(clients[i]);
+    fedc_free(clients);
+    t->heart.mean = t->heart_mean;
+    t->heart.std = t->heart_std;
+    t->heart.impute_missing = true;
+    return st;
+}
+
+static fedc_status set_hooks(trainer *t) {
+    fedc_client_fn hook = NULL;
+    void *ctx = NULL;
+    fedc_status st = resolve_task(t);
+    if (st) return st;
+    if (!strcmp(t->task, "emnist")) hook = fedc_emnist_hook;
+    else if (!strcmp(t->task, "fashion")) hook = image_u8_hook;
+    else if (!strcmp(t->task, "heart")) {
+        if ((st = heart_stats(t))) return st;
+        hook = fedc_heart_disease_hook;
+        ctx = &t->heart;
+    }
+    fedc_dataset_set_preprocess(t->train, hook, ctx);
+    if (t->test) fedc_dataset_set_preprocess(t->test, hook, ctx);
+    return FEDC_OK;
+}
+
+/* Splits client 0 of a centralized dataset by c->partition. */
+static fedc_status partition(trainer *t, fedc_dataset *central, fedc_dataset **out) {
+    const char *spec = t->c->partition ? t->c->partition : "iid";
+    int64_t n = fedc_dataset_client_examples(central, 0), clients = t->c->num_clients;
+    if (clients < 1) return fedc_error(FEDC_EINVAL, "train: centralized data needs --num-clients >= 1");
+    int64_t *assign = fedc_malloc((size_t)(n ? n : 1) * sizeof *assign);
+    fedc_client_data *all = NULL;
+    fedc_status st = assign ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
+    if (!st) st = fedc_dataset_client(central, 0, &all);
+    const fedc_feature *y = st ? NULL : fedc_client_feature(all, "y");
+    if (!st && (!y || y->type.dtype != FEDC_I32)) st = fedc_error(FEDC_ETYPE, "train: partitioning needs labels \"y\" i32");
+    if (!st) {
+        if (!strcmp(spec, "iid")) st = fedc_partition_iid(n, clients, t->c->seed, assign);
+        else if (!strncmp(spec, "dirichlet:", 10)) {
+            int32_t classes = 0;
+            for (int64_t i = 0; i < n; i++)
+                if (((const int32_t *)y->data)[i] >= classes) classes = ((const int32_t *)y->data)[i] + 1;
+            st = fedc_partition_dirichlet(y->data, n, classes, clients, atof(spec + 10), t->c->seed, assign);
+        }
+        else if (!strncmp(spec, "shards:", 7)) st = fedc_partition_shards(y->data, n, clients, atoi(spec + 7), t->c->seed, assign);
+        else st = fedc_error(FEDC_EINVAL, "unknown partition \"%s\" (use iid, dirichlet:ALPHA or shards:K)", spec);
+    }
+    fedc_client_data_destroy(all);
+    if (!st) st = fedc_dataset_partition(central, assign, clients, out);
+    fedc_free(assign);
+    return st;
+}
+
+/* IDX's test split: the t10k file beside the train file. */
+static fedc_status default_test_path(const trainer *t, char *buf, size_t size) {
+    const char *at = strstr(t->c->data, "train");
+    if (t->source_format != FEDC_FORMAT_IDX || !at) return FEDC_ENOTFOUND;
+    snprintf(buf, size, "%.*st10k%s", (int)(at - t->c->data), t->c->data, at + 5);
+    return FEDC_OK;
+}
+
+static fedc_status open_one(trainer *t, const char *path, fedc_dataset **out, fedc_dataset **central) {
+    fedc_dataset *ds;
+    fedc_status st = fedc_dataset_open(&ds, path, t->c->format);
+    if (st) return st;
+    t->source_format = fedc_dataset_format(ds);
+    bool centralized = t->source_format == FEDC_FORMAT_IDX || t->c->partition;
+    if (!centralized || !central) {
+        *out = ds;
+        return FEDC_OK;
+    }
+    *central = ds;
+    return partition(t, ds, out);
+}
+
+fedc_status fedc__train_open_data(trainer *t) {
+    fedc_status st = open_one(t, t->c->data, &t->train, &t->train_central);
+    char path[4096];
+    const char *test = t->c->test_data;
+    if (!st && !test && default_test_path(t, path, sizeof path) == FEDC_OK) test = path;
+    if (!st && test) { /* a test split is evaluated as it comes: one client per writer, or all */
+        st = fedc_dataset_open(&t->test, test, t->c->format);
+    }
+    if (!st) st = set_hooks(t);
+    return st;
+}
+
+/* ------------------------------------------------------------- filling -- */
+
+/* Copies feature `name` of b ([steps, batch, ...]) into dst (max_steps rows), zeros
+ * after; checks its per-example shape against `want` elements and dtype. */
+static fedc_status copy_rows(const fedc_batches *b, const char *name, fedc_dtype dt, int64_t per_step, int64_t max_steps,
+                             void *dst, const char *client) {
+    const fedc_feature *f = fedc_batches_feature(b, name);
+    size_t es = fedc_dtype_size(dt), row = (size_t)per_step * es;
+    if (!f || f->type.dtype != dt || fedc_type_count(&f->type) != b->steps * per_step)
+        return fedc_error(FEDC_ETYPE, "client \"%s\": feature \"%s\" does not fit the model (%lld values per batch of "
+                          "%s expected)", client, name, (long long)per_step, fedc_dtype_name(dt));
+    int64_t steps = b->steps < max_steps ? b->steps : max_steps;
+    memcpy(dst, f->data, (size_t)steps * row);
+    memset((char *)dst + (size_t)steps * row, 0, (size_t)(max_steps - steps) * row);
+    return FEDC_OK;
+}
+
+fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *clients, int k, cohort_buffers *cb,
+                             bool shuffle, uint32_t round) {
+    const fedc_algorithm *a = &t->alg;
+    int64_t batch = cb->batch, per_x = cb->x_elems / (cb->max_steps * batch);
+    for (int j = 0; j < k; j++) {
+        fedc_client_data *c = NULL;
+        fedc_batches *b = NULL;
+        fedc_status st = fedc_dataset_client(ds, clients[j], &c);
+        if (!st && shuffle)
+            st = fedc_shuffle_repeat_batch(c, batch, t->c->epochs, cb->max_steps, false, t->c->seed, round,
+                                           (uint32_t)clients[j], &b);
+        else if (!st)
+            st = fedc_batch(c, batch, false, &b);
+        if (!st) st = copy_rows(b, "x", FEDC_F32, batch * per_x, cb->max_steps, cb->x + (size_t)j * (size_t)(cb->x_elems), c->id);
+        if (!st) st = copy_rows(b, "y", FEDC_I32, batch, cb->max_steps, cb->y + (size_t)j * (size_t)(cb->max_steps * batch), c->id);
+        if (!st) {
+            int64_t steps = b->steps < cb->max_steps ? b->steps : cb->max_steps;
+            float *mask = cb->mask + (size_t)j * (size_t)(cb->max_steps * batch);
+            memcpy(mask, b->mask, (size_t)(steps * batch) * sizeof *mask);
+            memset(mask + steps * batch, 0, (size_t)((cb->max_steps - steps) * batch) * sizeof *mask);
+            cb->steps[j] = (int32_t)steps;
+            fedc_rng_stream s = fedc_rng_stream_make(t->c->seed, round, (uint32_t)clients[j], 0);
+            int32_t *key = cb->key + 4 * j;
+            key[0] = (int32_t)s.key.k[0], key[1] = (int32_t)s.key.k[1], key[2] = (int32_t)s.c2, key[3] = 0;
+        }
+        fedc_batches_destroy(b);
+        fedc_client_data_destroy(c);
+        (void)a;
+        if (st) return st;
+    }
+    return FEDC_OK;
+}
+
+fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, int clients, int64_t batch,
+                                      int64_t max_steps) {
+    fedc_type xt = fedc_model_input_type(m, batch);
+    cb->clients = clients;
+    cb->batch = batch;
+    cb->max_steps = max_steps;
+    cb->x_elems = fedc_type_count(&xt) * max_steps;
+    size_t n = (size_t)clients;
+    cb->x = fedc_calloc(n * (size_t)cb->x_elems, sizeof *cb->x);
+    cb->y = fedc_calloc(n * (size_t)(max_steps * batch), sizeof *cb->y);
+    cb->mask = fedc_calloc(n * (size_t)(max_steps * batch), sizeof *cb->mask);
+    cb->steps = fedc_calloc(n, sizeof *cb->steps);
+    cb->key = fedc_calloc(4 * n, sizeof *cb->key);
+    if (!cb->x || !cb->y || !cb->mask || !cb->steps || !cb->key)
+        return fedc_error(FEDC_ENOMEM, "train: out of memory for %d clients' batches (%lld steps of %lld)", clients,
+                          (long long)max_steps, (long long)batch);
+    return FEDC_OK;
+}
+
+void fedc__cohort_buffers_free(cohort_buffers *cb) {
+    fedc_free(cb->x), fedc_free(cb->y), fedc_free(cb->mask), fedc_free(cb->steps), fedc_free(cb->key);
+    memset(cb, 0, sizeof *cb);
+}
+
+fedc_status fedc__cohort_buffers_bind(const cohort_buffers *cb, fedc_executor *ex, bool with_key) {
+    fedc_status st = fedc_executor_bind(ex, "x", cb->x);
+    if (!st) st = fedc_executor_bind(ex, "y", cb->y);
+    if (!st) st = fedc_executor_bind(ex, "mask", cb->mask);
+    if (!st) st = fedc_executor_bind(ex, "steps", cb->steps);
+    if (!st && with_key) st = fedc_executor_bind(ex, "key", cb->key);
+    return st;
+}

@@ -1,0 +1,185 @@
+/* What a training job writes: metrics (one JSON object and one CSV row per
+ * evaluated round), the learning curves as an SVG plot, and checkpoints (the model
+ * and the server optimizer's state in one safetensors file, with the round and
+ * the run's settings as metadata). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fedc/safetensors.h"
+#include "fl/train.h"
+
+static void path_in(const trainer *t, const char *name, char *buf, size_t size) {
+    snprintf(buf, size, "%s/%s", t->c->out_dir, name);
+}
+
+/* ------------------------------------------------------------- metrics -- */
+
+static fedc_status make_dir(const char *dir) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++) { /* mkdir -p */
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return fedc_error(FEDC_EIO, "%s: cannot create: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return fedc_error(FEDC_EIO, "%s: cannot create: %s", buf, strerror(errno));
+    return FEDC_OK;
+}
+
+fedc_status fedc__train_open_metrics(trainer *t) {
+    fedc_status st = make_dir(t->c->out_dir);
+    if (st) return st;
+    char path[4096];
+    const char *mode = t->first_round > 0 ? "a" : "w"; /* a resumed run appends */
+    path_in(t, "metrics.jsonl", path, sizeof path);
+    if (!(t->jsonl = fopen(path, mode))) return fedc_error(FEDC_EIO, "%s: cannot open: %s", path, strerror(errno));
+    path_in(t, "metrics.csv", path, sizeof path);
+    if (!(t->csv = fopen(path, mode))) return fedc_error(FEDC_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (t->first_round == 0) fprintf(t->csv, "round,train_loss,test_loss,test_accuracy,examples_per_s,seconds\n");
+    return FEDC_OK;
+}
+
+fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, double test_loss, double accuracy,
+                                    double examples_per_s, double seconds) {
+    fprintf(t->jsonl,
+            "{\"round\": %d, \"train_loss\": %.6g, \"test_loss\": %.6g, \"test_accuracy\": %.6g, "
+            "\"examples_per_s\": %.6g, \"seconds\": %.6g}\n",
+            round, train_loss, test_loss, accuracy, examples_per_s, seconds);
+    fprintf(t->csv, "%d,%.6g,%.6g,%.6g,%.6g,%.6g\n", round, train_loss, test_loss, accuracy, examples_per_s, seconds);
+    fflush(t->jsonl);
+    fflush(t->csv);
+    if (t->ncurve == t->cap_curve) {
+        int cap = t->cap_curve ? 2 * t->cap_curve : 64;
+        double *c = fedc_realloc(t->curve, (size_t)cap * 4 * sizeof *c);
+        if (!c) return fedc_error(FEDC_ENOMEM, "train: out of memory for the curves");
+        t->curve = c;
+        t->cap_curve = cap;
+    }
+    double *row = t->curve + 4 * t->ncurve++;
+    row[0] = round, row[1] = train_loss, row[2] = test_loss, row[3] = accuracy;
+    return ferror(t->jsonl) || ferror(t->csv) ? fedc_error(FEDC_EIO, "%s: cannot write the metrics", t->c->out_dir)
+                                              : FEDC_OK;
+}
+
+/* -------------------------------------------------------------- curves -- */
+
+/* One polyline of column `col` of the curve, scaled into the plot box. */
+static void polyline(FILE *f, const trainer *t, int col, double lo, double hi, const char *color) {
+    double last_round = t->curve[4 * (t->ncurve - 1)];
+    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
+    for (int i = 0; i < t->ncurve; i++) {
+        double v = t->curve[4 * i + col];
+        if (!isfinite(v)) continue;
+        double x = 60 + 500 * t->curve[4 * i] / (last_round > 0 ? last_round : 1);
+        double y = 320 - 280 * (v - lo) / (hi > lo ? hi - lo : 1);
+        fprintf(f, "%.1f,%.1f ", x, y);
+    }
+    fprintf(f, "\"/>\n");
+}
+
+fedc_status fedc__train_write_curves(const trainer *t) {
+    if (t->ncurve == 0) return FEDC_OK;
+    char path[4096];
+    path_in(t, "curves.svg", path, sizeof path);
+    FILE *f = fopen(path, "w");
+    if (!f) return fedc_error(FEDC_EIO, "%s: cannot write: %s", path, strerror(errno));
+    double top = 0;
+    for (int i = 0; i < t->ncurve; i++)
+        for (int col = 1; col <= 2; col++)
+            if (isfinite(t->curve[4 * i + col]) && t->curve[4 * i + col] > top) top = t->curve[4 * i + col];
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" height=\"380\" font-family=\"sans-serif\" "
+               "font-size=\"12\">\n<rect width=\"640\" height=\"380\" fill=\"white\"/>\n"
+               "<rect x=\"60\" y=\"40\" width=\"500\" height=\"280\" fill=\"none\" stroke=\"#888\"/>\n");
+    fprintf(f, "<text x=\"60\" y=\"25\">fedc: %s on %s (left axis: loss 0 to %.3g; right: accuracy 0 to 100%%)</text>\n",
+            fedc_algorithm_name(t->alg.kind), t->task, top);
+    fprintf(f, "<text x=\"280\" y=\"350\">round (last: %.0f)</text>\n", t->curve[4 * (t->ncurve - 1)]);
+    polyline(f, t, 1, 0, top, "#1f77b4");
+    polyline(f, t, 2, 0, top, "#ff7f0e");
+    polyline(f, t, 3, 0, 1, "#2ca02c");
+    fprintf(f, "<text x=\"570\" y=\"60\" fill=\"#1f77b4\">train loss</text>\n"
+               "<text x=\"570\" y=\"80\" fill=\"#ff7f0e\">test loss</text>\n"
+               "<text x=\"570\" y=\"100\" fill=\"#2ca02c\">accuracy</text>\n</svg>\n");
+    bool bad = ferror(f) != 0;
+    if (fclose(f) != 0 || bad) return fedc_error(FEDC_EIO, "%s: cannot write", path);
+    return FEDC_OK;
+}
+
+/* --------------------------------------------------------- checkpoints -- */
+
+/* What a checkpoint must agree with to be resumed. */
+static void settings(const trainer *t, char *buf, size_t size) {
+    snprintf(buf, size, "model=%s task=%s algorithm=%s batch=%lld steps=%lld clients_per_round=%d seed=%llu",
+             fedc_model_name(t->model), t->task, fedc_algorithm_name(t->alg.kind), (long long)t->alg.batch_size,
+             (long long)t->alg.max_steps, t->c->clients_per_round, (unsigned long long)t->c->seed);
+}
+
+fedc_status fedc__train_save_checkpoint(const trainer *t, int next_round) {
+    int n = fedc_model_num_params(t->model), total = n + t->nstate;
+    fedc_tensor_entry *e = fedc_malloc((size_t)total * sizeof *e);
+    char (*names)[40] = fedc_malloc((size_t)(t->nstate ? t->nstate : 1) * sizeof *names);
+    if (!e || !names) {
+        fedc_free(e), fedc_free(names);
+        return fedc_error(FEDC_ENOMEM, "checkpoint: out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        e[i] = (fedc_tensor_entry){fedc_model_param_name(t->model, i), fedc_model_param_type(t->model, i),
+                                   t->params + fedc_model_param_offset(t->model, i)};
+    for (int k = 0; k < t->nstate; k++) {
+        bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(&t->alg.server_opt);
+        snprintf(names[k], sizeof names[k], "server_state%d", k);
+        e[n + k] = (fedc_tensor_entry){names[k], count ? fedc_type_scalar(FEDC_F32) : fedc_model_param_type(t->model, k % n),
+                                       t->state[k]};
+    }
+    char round[32], how[512];
+    snprintf(round, sizeof round, "%d", next_round);
+    settings(t, how, sizeof how);
+    fedc_metadata_entry meta[3] = {{"format", "fedc checkpoint 1"}, {"next_round", round}, {"settings", how}};
+    char path[4096];
+    path_in(t, "checkpoint.safetensors", path, sizeof path);
+    fedc_status st = fedc_safetensors_write(path, e, total, meta, 3);
+    fedc_free(e);
+    fedc_free(names);
+    return st;
+}
+
+static fedc_status restore(trainer *t, const fedc_safetensors *s, const char *name, float *dst, fedc_type want) {
+    fedc_tensor_entry e;
+    fedc_status st = fedc_safetensors_find(s, name, &e);
+    if (st) return st;
+    if (e.type.dtype != FEDC_F32 || !fedc_type_same_shape(&e.type, &want)) {
+        char a[64], b[64];
+        return fedc_error(FEDC_EPARSE, "%s/checkpoint.safetensors: \"%s\" is %s, the run needs %s", t->c->out_dir, name,
+                          fedc_type_str(&e.type, a, sizeof a), fedc_type_str(&want, b, sizeof b));
+    }
+    memcpy(dst, e.data, fedc_type_bytes(&want));
+    return FEDC_OK;
+}
+
+fedc_status fedc__train_load_checkpoint(trainer *t) {
+    char path[4096], how[512];
+    path_in(t, "checkpoint.safetensors", path, sizeof path);
+    fedc_safetensors *s;
+    fedc_status st = fedc_safetensors_read(path, &s);
+    if (st) return st;
+    const char *saved = fedc_safetensors_metadata(s, "settings"), *round = fedc_safetensors_metadata(s, "next_round");
+    settings(t, how, sizeof how);
+    if (!saved || !round || strcmp(saved, how) != 0)
+        st = fedc_error(FEDC_EINVAL, "%s: written by another run (%s); this run is %s", path, saved ? saved : "?", how);
+    int n = fedc_model_num_params(t->model);
+    for (int i = 0; !st && i < n; i++)
+        st = restore(t, s, fedc_model_param_name(t->model, i), t->params + fedc_model_param_offset(t->model, i),
+                     fedc_model_param_type(t->model, i));
+    for (int k = 0; !st && k < t->nstate; k++) {
+        char name[40];
+        snprintf(name, sizeof name, "server_state%d", k);
+        bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(&t->alg.server_opt);
+        st = restore(t, s, name, t->state[k], count ? fedc_type_scalar(FEDC_F32) : fedc_model_param_type(t->model, k % n));
+    }
+    if (!st) t->first_round = atoi(round);
+    fedc_safetensors_destroy(s);
+    return st;
+}

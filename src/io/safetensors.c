@@ -1,0 +1,330 @@
+/* .safetensors files: an atomic writer, and a reader with a small parser for the
+ * JSON header (objects, arrays, strings without escapes beyond \" and \\, and
+ * integers: what safetensors headers contain). */
+#include "fedc/safetensors.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct {
+    fedc_dtype dt;
+    const char *name;
+} dtypes[] = {{FEDC_F32, "F32"}, {FEDC_F64, "F64"}, {FEDC_I32, "I32"}, {FEDC_U8, "U8"}, {FEDC_BOOL, "BOOL"}};
+
+static const char *dtype_tag(fedc_dtype dt) {
+    for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
+        if (dtypes[i].dt == dt) return dtypes[i].name;
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- write -- */
+
+/* A growable string (fedc_realloc), for the header. */
+typedef struct text {
+    char *s;
+    size_t n, cap;
+    bool failed;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...) {
+    for (int tries = 0; tries < 2 && !t->failed; tries++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) t->failed = true;
+        else if (t->s && t->n + (size_t)k < t->cap) {
+            t->n += (size_t)k;
+            return;
+        } else {
+            size_t cap = (t->cap + (size_t)k + 1) * 2;
+            char *s = fedc_realloc(t->s, cap);
+            if (!s) t->failed = true;
+            else t->s = s, t->cap = cap;
+        }
+    }
+}
+
+static fedc_status header(text *h, const fedc_tensor_entry *tensors, int n, const fedc_metadata_entry *meta,
+                          int nmeta) {
+    size_t offset = 0;
+    put(h, "{");
+    for (int i = 0; i < n; i++) {
+        const char *tag = dtype_tag(tensors[i].type.dtype);
+        if (!tag || strpbrk(tensors[i].name, "\"\\"))
+            return fedc_error(FEDC_EINVAL, "safetensors: tensor \"%s\" has an unsupported dtype or name", tensors[i].name);
+        size_t bytes = fedc_type_bytes(&tensors[i].type);
+        put(h, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "", tensors[i].name, tag);
+        for (int d = 0; d < tensors[i].type.rank; d++) put(h, d ? ",%lld" : "%lld", (long long)tensors[i].type.dims[d]);
+        put(h, "],\"data_offsets\":[%zu,%zu]}", offset, offset + bytes);
+        offset += bytes;
+    }
+    if (nmeta) {
+        put(h, "%s\"__metadata__\":{", n ? "," : "");
+        for (int i = 0; i < nmeta; i++) {
+            if (strpbrk(meta[i].key, "\"\\\n") || strpbrk(meta[i].value, "\"\\\n"))
+                return fedc_error(FEDC_EINVAL, "safetensors: metadata \"%s\" needs escaping, which is not supported", meta[i].key);
+            put(h, "%s\"%s\":\"%s\"", i ? "," : "", meta[i].key, meta[i].value);
+        }
+        put(h, "}");
+    }
+    put(h, "}");
+    while (!h->failed && h->n % 8) put(h, " "); /* the data starts 8-aligned, as the format recommends */
+    return h->failed ? fedc_error(FEDC_ENOMEM, "safetensors: out of memory for the header") : FEDC_OK;
+}
+
+static bool write_all(int fd, const void *p, size_t n) {
+    const char *c = p;
+    while (n) {
+        ssize_t k = write(fd, c, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        c += k, n -= (size_t)k;
+    }
+    return true;
+}
+
+fedc_status fedc_safetensors_write(const char *path, const fedc_tensor_entry *tensors, int n,
+                                   const fedc_metadata_entry *metadata, int nmeta) {
+    text h = {0};
+    fedc_status st = header(&h, tensors, n, metadata, nmeta);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = st ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (!st && fd < 0) st = fedc_error(FEDC_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
+    bool ok = !st && write_all(fd, len, 8) && write_all(fd, h.s, h.n);
+    for (int i = 0; ok && i < n; i++) ok = write_all(fd, tensors[i].data, fedc_type_bytes(&tensors[i].type));
+    if (!st && !(ok && fsync(fd) == 0)) st = fedc_error(FEDC_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+    if (fd >= 0 && close(fd) != 0 && !st) st = fedc_error(FEDC_EIO, "%s: cannot close: %s", tmp, strerror(errno));
+    if (!st && rename(tmp, path) != 0) st = fedc_error(FEDC_EIO, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+    if (st && fd >= 0) unlink(tmp); /* the previous file, if any, is untouched */
+    fedc_free(h.s);
+    return st;
+}
+
+/* ----------------------------------------------------------------- read -- */
+
+enum { MAX_TENSORS = 4096, MAX_META = 64 };
+
+struct fedc_safetensors {
+    char *path;
+    unsigned char *bytes; /* the whole file */
+    size_t size, data_start;
+    int n, nmeta;
+    fedc_tensor_entry tensors[MAX_TENSORS];
+    char *names[MAX_TENSORS];
+    char *meta_key[MAX_META], *meta_value[MAX_META];
+};
+
+typedef struct cursor {
+    const char *s, *end, *start, *path;
+} cursor;
+
+static fedc_status bad(const cursor *c, const char *what) {
+    return fedc_error(FEDC_EPARSE, "%s: header byte %td: expected %s", c->path, c->s - c->start, what);
+}
+
+static void skip_ws(cursor *c) {
+    while (c->s < c->end && (*c->s == ' ' || *c->s == '\n' || *c->s == '\t' || *c->s == '\r')) c->s++;
+}
+
+static bool eat(cursor *c, char ch) {
+    skip_ws(c);
+    if (c->s < c->end && *c->s == ch) {
+        c->s++;
+        return true;
+    }
+    return false;
+}
+
+/* A string into a fedc_malloc'd copy. */
+static fedc_status string(cursor *c, char **out) {
+    if (!eat(c, '"')) return bad(c, "a string");
+    const char *start = c->s;
+    while (c->s < c->end && *c->s != '"') c->s += *c->s == '\\' ? 2 : 1;
+    if (c->s >= c->end) return bad(c, "the end of a string");
+    size_t n = (size_t)(c->s - start);
+    c->s++;
+    char *s = fedc_malloc(n + 1);
+    if (!s) return fedc_error(FEDC_ENOMEM, "%s: out of memory", c->path);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) s[k++] = start[i] == '\\' ? start[++i] : start[i];
+    s[k] = '\0';
+    *out = s;
+    return FEDC_OK;
+}
+
+static fedc_status integer(cursor *c, long long *v) {
+    skip_ws(c);
+    char *end;
+    errno = 0;
+    *v = strtoll(c->s, &end, 10);
+    if (end == c->s || errno) return bad(c, "an integer");
+    c->s = end;
+    return FEDC_OK;
+}
+
+/* [a, b, ...] of at most `max` integers. */
+static fedc_status int_list(cursor *c, long long *v, int max, int *n) {
+    *n = 0;
+    if (!eat(c, '[')) return bad(c, "'['");
+    if (eat(c, ']')) return FEDC_OK;
+    do {
+        if (*n == max) return bad(c, "fewer entries");
+        fedc_status st = integer(c, &v[(*n)++]);
+        if (st) return st;
+    } while (eat(c, ','));
+    return eat(c, ']') ? FEDC_OK : bad(c, "']'");
+}
+
+static fedc_status tensor(fedc_safetensors *s, cursor *c, char *name) {
+    char *key = NULL, *tag = NULL;
+    long long shape[FEDC_MAX_RANK], off[2] = {-1, -1};
+    int rank = -1, noff = 0;
+    fedc_status st = eat(c, '{') ? FEDC_OK : bad(c, "'{'");
+    do {
+        fedc_free(key);
+        key = NULL;
+        if (!st) st = string(c, &key);
+        if (!st && !eat(c, ':')) st = bad(c, "':'");
+        if (st) break;
+        if (!strcmp(key, "dtype")) st = string(c, &tag);
+        else if (!strcmp(key, "shape")) st = int_list(c, shape, FEDC_MAX_RANK, &rank);
+        else if (!strcmp(key, "data_offsets")) st = int_list(c, off, 2, &noff);
+        else st = bad(c, "dtype, shape or data_offsets");
+    } while (!st && eat(c, ','));
+    if (!st && !eat(c, '}')) st = bad(c, "'}'");
+    fedc_dtype dt = FEDC_DTYPE_COUNT;
+    for (size_t i = 0; !st && tag && i < sizeof dtypes / sizeof *dtypes; i++)
+        if (!strcmp(tag, dtypes[i].name)) dt = dtypes[i].dt;
+    if (!st && (dt == FEDC_DTYPE_COUNT || rank < 0 || noff != 2))
+        st = fedc_error(FEDC_EPARSE, "%s: tensor \"%s\": missing or unsupported dtype \"%s\", shape or offsets", s->path,
+                        name, tag ? tag : "");
+    fedc_type t = {0};
+    if (!st) {
+        int64_t dims[FEDC_MAX_RANK];
+        for (int d = 0; d < rank; d++) dims[d] = shape[d];
+        t = fedc_type_make(dt, rank, dims);
+        if (off[0] < 0 || off[1] - off[0] != (long long)fedc_type_bytes(&t) ||
+            s->data_start + (size_t)off[1] > s->size)
+            st = fedc_error(FEDC_EPARSE, "%s: tensor \"%s\": offsets [%lld, %lld] do not fit its shape or the file",
+                            s->path, name, off[0], off[1]);
+    }
+    if (!st && s->n == MAX_TENSORS) st = fedc_error(FEDC_EUNSUPPORTED, "%s: more than %d tensors", s->path, MAX_TENSORS);
+    if (!st) {
+        s->names[s->n] = name;
+        s->tensors[s->n] = (fedc_tensor_entry){name, t, s->bytes + s->data_start + off[0]};
+        s->n++;
+    } else {
+        fedc_free(name);
+    }
+    fedc_free(key);
+    fedc_free(tag);
+    return st;
+}
+
+static fedc_status metadata(fedc_safetensors *s, cursor *c) {
+    if (!eat(c, '{')) return bad(c, "'{'");
+    if (eat(c, '}')) return FEDC_OK;
+    do {
+        if (s->nmeta == MAX_META) return fedc_error(FEDC_EUNSUPPORTED, "%s: more than %d metadata entries", s->path, MAX_META);
+        fedc_status st = string(c, &s->meta_key[s->nmeta]);
+        if (!st && !eat(c, ':')) st = bad(c, "':'");
+        if (!st) st = string(c, &s->meta_value[s->nmeta]);
+        if (st) return st;
+        s->nmeta++;
+    } while (eat(c, ','));
+    return eat(c, '}') ? FEDC_OK : bad(c, "'}'");
+}
+
+static fedc_status parse_header(fedc_safetensors *s, size_t len) {
+    const char *h = (const char *)s->bytes + 8;
+    cursor c = {h, h + len, h, s->path};
+    if (!eat(&c, '{')) return bad(&c, "'{'");
+    if (eat(&c, '}')) return FEDC_OK;
+    do {
+        char *name;
+        fedc_status st = string(&c, &name);
+        if (!st && !eat(&c, ':')) st = bad(&c, "':'");
+        if (!st && !strcmp(name, "__metadata__")) {
+            fedc_free(name);
+            st = metadata(s, &c);
+        } else if (!st) {
+            st = tensor(s, &c, name);
+        }
+        if (st) return st;
+    } while (eat(&c, ','));
+    return eat(&c, '}') ? FEDC_OK : bad(&c, "'}'");
+}
+
+static fedc_status slurp(fedc_safetensors *s, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return fedc_error(FEDC_EIO, "%s: cannot open: %s", path, strerror(errno));
+    fedc_status st = FEDC_OK;
+    if (fseek(f, 0, SEEK_END) != 0 || (long)(s->size = (size_t)ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
+        st = fedc_error(FEDC_EIO, "%s: cannot read", path);
+    if (!st && !(s->bytes = fedc_malloc(s->size ? s->size : 1))) st = fedc_error(FEDC_ENOMEM, "%s: out of memory", path);
+    if (!st && fread(s->bytes, 1, s->size, f) != s->size) st = fedc_error(FEDC_EIO, "%s: cannot read", path);
+    fclose(f);
+    return st;
+}
+
+fedc_status fedc_safetensors_read(const char *path, fedc_safetensors **out) {
+    *out = NULL;
+    fedc_safetensors *s = fedc_calloc(1, sizeof *s);
+    if (!s || !(s->path = fedc_malloc(strlen(path) + 1))) {
+        fedc_free(s);
+        return fedc_error(FEDC_ENOMEM, "%s: out of memory", path);
+    }
+    strcpy(s->path, path);
+    fedc_status st = slurp(s, path);
+    uint64_t len = 0;
+    for (int i = 0; !st && i < 8 && s->size >= 8; i++) len |= (uint64_t)s->bytes[i] << (8 * i);
+    if (!st && (s->size < 8 || len > s->size - 8))
+        st = fedc_error(FEDC_EPARSE, "%s: not a safetensors file (a header of %llu bytes in %zu)", path,
+                        (unsigned long long)len, s->size);
+    s->data_start = 8 + (size_t)len;
+    if (!st) st = parse_header(s, (size_t)len);
+    if (st) {
+        fedc_safetensors_destroy(s);
+        return st;
+    }
+    *out = s;
+    return FEDC_OK;
+}
+
+void fedc_safetensors_destroy(fedc_safetensors *s) {
+    if (!s) return;
+    for (int i = 0; i < s->n; i++) fedc_free(s->names[i]);
+    for (int i = 0; i < s->nmeta; i++) fedc_free(s->meta_key[i]), fedc_free(s->meta_value[i]);
+    fedc_free(s->bytes);
+    fedc_free(s->path);
+    fedc_free(s);
+}
+
+int fedc_safetensors_count(const fedc_safetensors *s) { return s->n; }
+fedc_tensor_entry fedc_safetensors_tensor(const fedc_safetensors *s, int i) { return s->tensors[i]; }
+
+fedc_status fedc_safetensors_find(const fedc_safetensors *s, const char *name, fedc_tensor_entry *out) {
+    for (int i = 0; i < s->n; i++) {
+        if (!strcmp(s->names[i], name)) {
+            *out = s->tensors[i];
+            return FEDC_OK;
+        }
+    }
+    return fedc_error(FEDC_ENOTFOUND, "%s: no tensor \"%s\"", s->path, name);
+}
+
+const char *fedc_safetensors_metadata(const fedc_safetensors *s, const char *key) {
+    for (int i = 0; i < s->nmeta; i++)
+        if (!strcmp(s->meta_key[i], key)) return s->meta_value[i];
+    return NULL;
+}
