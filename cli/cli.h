@@ -4,6 +4,8 @@
 
 /* fedc train [options]: argv holds the arguments after "train". */
 int fedc_cli_train(int argc, char **argv);
+/* fedc eval --checkpoint FILE --data PATH [options]. */
+int fedc_cli_eval(int argc, char **argv);
 /* fedc data info PATH [--format NAME]. */
 int fedc_cli_data(int argc, char **argv);
 

@@ -34,6 +34,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  train --data PATH [options]  federated training (fedc train --help lists the options)\n"
+    "  eval --checkpoint FILE --data PATH [options]  evaluate a trained model\n"
     "  program check FILE      verify a program written in the text format, and list a\n"
     "                          federated program's segments (server, broadcast,\n"
     "                          clients, aggregate) in order\n"
@@ -514,6 +515,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "program") == 0) return cmd_program(argc - 2, argv + 2);
     if (strcmp(argv[1], "data") == 0) return fedc_cli_data(argc - 2, argv + 2);
     if (strcmp(argv[1], "train") == 0) return fedc_cli_train(argc - 2, argv + 2);
+    if (strcmp(argv[1], "eval") == 0) return fedc_cli_eval(argc - 2, argv + 2);
     fprintf(stderr, "fedc: unknown command '%s'\n%s", argv[1], usage);
     return 2;
 }

@@ -4,6 +4,9 @@
  * Every flag is "--name VALUE"; the same names work as "name = value" lines of an
  * INI config file (--config FILE, read with inih; flags given after it win).
  * `fedc train --help` lists them with their defaults.
+ *
+ * fedc eval --checkpoint FILE --data PATH [--model NAME] [data options] evaluates a
+ * checkpoint's model on every client of PATH.
  */
 #include <ini.h>
 #include <stdio.h>
@@ -48,6 +51,8 @@ static const char train_usage[] =
     "  --threads N               worker threads for the clients (default 2)\n"
     "  --eval-every N            evaluate every N rounds (default 10; and after the last)\n"
     "  --eval-batch-size N       (default 100)\n"
+    "  --eval-clients N          evaluate on N test clients sampled by (seed, round) (default 0:\n"
+    "                            all)\n"
     "  --out DIR                 metrics.jsonl, metrics.csv, curves.svg, checkpoint.safetensors\n"
     "                            (default fedc-run)\n"
     "  --checkpoint-every N      rounds (default 0: no checkpoints)\n"
@@ -60,6 +65,7 @@ typedef struct options {
     const char *client_opt, *server_opt;
     double client_lr, server_lr, server_eps;
     const char *algorithm;
+    const char *checkpoint; /* fedc eval */
     char *owned[64]; /* strings copied from a config file */
     int nowned;
 } options;
@@ -121,6 +127,8 @@ static int set(options *o, const char *name, const char *v) {
     else if (!strcmp(name, "threads")) rc = parse_int(name, v, 1, &i), c->threads = (int)i;
     else if (!strcmp(name, "eval-every")) rc = parse_int(name, v, 0, &i), c->eval_every = (int)i;
     else if (!strcmp(name, "eval-batch-size")) rc = parse_int(name, v, 1, &i), c->eval_batch_size = i;
+    else if (!strcmp(name, "eval-clients")) rc = parse_int(name, v, 0, &i), c->eval_clients = i;
+    else if (!strcmp(name, "checkpoint")) o->checkpoint = v;
     else if (!strcmp(name, "out")) c->out_dir = v;
     else if (!strcmp(name, "checkpoint-every")) rc = parse_int(name, v, 0, &i), c->checkpoint_every = (int)i;
     else return usage_error("unknown option '--%s'", name);
@@ -184,17 +192,53 @@ static int finish(options *o) {
     return 0;
 }
 
+static void defaults(options *o) {
+    memset(o, 0, sizeof *o);
+    fedc_train_defaults(&o->c);
+    o->c.algorithm.prox_mu = 0.01;
+    o->client_opt = "sgd", o->server_opt = "sgd", o->algorithm = "fedavg";
+    o->client_lr = 0.1, o->server_lr = 1;
+}
+
+static const char eval_usage[] =
+    "usage: fedc eval --checkpoint FILE --data PATH [--model NAME] [--task NAME] [--format NAME]\n"
+    "                 [--partition SPEC --num-clients N] [--eval-batch-size N] [--threads N]\n"
+    "evaluates the model in FILE (a checkpoint.safetensors written by fedc train) on every client\n"
+    "of PATH, and prints the loss, accuracy and the clients' accuracy quantiles\n";
+
+int fedc_cli_eval(int argc, char **argv) {
+    if (argc > 0 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+        fputs(eval_usage, stdout);
+        return 0;
+    }
+    options o;
+    defaults(&o);
+    int rc = parse_args(&o, argc, argv);
+    if (!rc && (!o.c.data || !o.checkpoint)) rc = usage_error("%s", "--checkpoint FILE and --data PATH are required");
+    if (!rc) {
+        fedc_train_result r;
+        o.c.quiet = true;
+        fedc_status st = fedc_evaluate_checkpoint(&o.c, o.checkpoint, &r);
+        if (st) {
+            fprintf(stderr, "fedc eval: %s\n", fedc_errmsg());
+            rc = st == FEDC_ENOMEM || st == FEDC_EINTERNAL ? 1 : 2;
+        } else {
+            printf("%s on %s: loss %.4f, accuracy %.2f%% (clients: p10 %.1f%%, median %.1f%%, p90 %.1f%%)\n",
+                   o.checkpoint, o.c.data, r.test_loss, 100 * r.test_accuracy, 100 * r.accuracy_quantiles[0],
+                   100 * r.accuracy_quantiles[1], 100 * r.accuracy_quantiles[2]);
+        }
+    }
+    for (int i = 0; i < o.nowned; i++) free(o.owned[i]);
+    return rc;
+}
+
 int fedc_cli_train(int argc, char **argv) {
     if (argc > 0 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
         fputs(train_usage, stdout);
         return 0;
     }
     options o;
-    memset(&o, 0, sizeof o);
-    fedc_train_defaults(&o.c);
-    o.c.algorithm.prox_mu = 0.01;
-    o.client_opt = "sgd", o.server_opt = "sgd", o.algorithm = "fedavg";
-    o.client_lr = 0.1, o.server_lr = 1;
+    defaults(&o);
     int rc = parse_args(&o, argc, argv);
     if (!rc) rc = finish(&o);
     if (!rc) {
@@ -208,6 +252,7 @@ int fedc_cli_train(int argc, char **argv) {
                    "accuracy %.2f%%\nmetrics: %s/metrics.jsonl, %s/metrics.csv; curves: %s/curves.svg\n",
                    r.rounds_run, r.seconds, r.examples_per_s, r.train_loss, r.test_loss, 100 * r.test_accuracy,
                    o.c.out_dir, o.c.out_dir, o.c.out_dir);
+            if (o.c.checkpoint_every > 0) printf("checkpoint: %s/checkpoint.safetensors\n", o.c.out_dir);
         }
     }
     for (int i = 0; i < o.nowned; i++) free(o.owned[i]);

@@ -157,5 +157,28 @@ expect 2 "fedc data info: needs PATH" -- "$fedc" data info
 expect 2 "unknown or missing subcommand 'show'" -- "$fedc" data show "$out/tiny.json"
 expect 2 "unexpected argument '--frobnicate'" -- "$fedc" data info "$out/tiny.json" --frobnicate
 
+# fedc train and fedc eval on the heart-disease silos (skipped without ../shared/data)
+if [ -d ../shared/data/heart-disease-uci ]; then
+  expect 0 "checkpoint: $out/run/checkpoint.safetensors" -- "$fedc" train --data ../shared/data/heart-disease-uci \
+    --model heart --rounds 4 --clients-per-round 4 --batch-size 16 --eval-every 2 --checkpoint-every 2 \
+    --threads 1 --quiet --out "$out/run"
+  grep -q '"round": 4' "$out/run/metrics.jsonl" && ok || bad "train wrote no metrics for round 4"
+  [ -s "$out/run/curves.svg" ] && ok || bad "train wrote no curves"
+  expect 0 "accuracy" -- "$fedc" eval --checkpoint "$out/run/checkpoint.safetensors" \
+    --data ../shared/data/heart-disease-uci --model heart
+  printf 'rounds = 2\nclients-per-round = 4\nmodel = heart\nquiet = true\n' >"$out/run.ini"
+  expect 0 "done: 2 rounds" -- "$fedc" train --data ../shared/data/heart-disease-uci --config "$out/run.ini" \
+    --out "$out/run2"
+  expect 2 "9 clients per round, but the data has 4 clients" -- "$fedc" train \
+    --data ../shared/data/heart-disease-uci --clients-per-round 9 --quiet --out "$out/run3"
+fi
+expect 2 "unknown option '--frobnicate'" -- "$fedc" train --data x --frobnicate 1
+expect 2 "--rounds needs an integer >= 1" -- "$fedc" train --data x --rounds zero
+expect 2 "unknown algorithm" -- "$fedc" train --data x --algorithm fedfoo
+expect 2 "no such file" -- "$fedc" train --data "$out/missing" --quiet
+expect 2 "--checkpoint FILE and --data PATH are required" -- "$fedc" eval --data x
+printf 'rounds = zero\n' >"$out/bad.ini"
+expect 2 "line 1: bad option or value" -- "$fedc" train --data x --config "$out/bad.ini"
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

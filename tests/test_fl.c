@@ -120,6 +120,17 @@ static void test_resume_is_bitwise_identical(void) {
     char *ca = checkpoint(whole.out_dir, &na), *cb = checkpoint(part.out_dir, &nb);
     CHECK(ca && cb && na == nb && na > 0 && memcmp(ca, cb, na) == 0);
     free(ca), free(cb);
+    /* evaluating the checkpoint gives the run's last evaluation */
+    fedc_train_result again;
+    char path[600];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", whole.out_dir);
+    fedc_train_result last;
+    CHECK_OK(fedc_train(&whole, &last)); /* the whole run again, for its figures */
+    CHECK_OK(fedc_evaluate_checkpoint(&whole, path, &again));
+    CHECK_NEAR(again.test_accuracy, last.test_accuracy, 0);
+    CHECK_NEAR(again.test_loss, last.test_loss, 1e-12);
+    CHECK(again.accuracy_quantiles[0] <= again.accuracy_quantiles[1] &&
+          again.accuracy_quantiles[1] <= again.accuracy_quantiles[2]);
     /* a checkpoint of another run is refused */
     fedc_train_config other = heart_config(dir("part"));
     other.resume = true;

@@ -81,6 +81,7 @@ typedef struct fedc_train_config {
     uint64_t seed;
     int threads;
     int eval_every;         /* rounds; 0: only at the end */
+    int64_t eval_clients;   /* test clients per evaluation, sampled; 0: all */
     int64_t eval_batch_size;
     const char *out_dir;    /* metrics.jsonl, metrics.csv, curves.svg, checkpoint.safetensors */
     int checkpoint_every;   /* rounds; 0: none */
@@ -92,12 +93,16 @@ typedef struct fedc_train_config {
 typedef struct fedc_train_result {
     int rounds_run;
     double train_loss, test_loss, test_accuracy; /* last evaluated */
+    double accuracy_quantiles[3]; /* of the test clients' accuracies: p10, median, p90 */
     double seconds, examples_per_s;
 } fedc_train_result;
 
 /* Fills a config with the defaults `fedc train --help` documents. */
 void fedc_train_defaults(fedc_train_config *c);
 fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result);
+/* Evaluates the model in a checkpoint (any safetensors file holding the model's
+ * parameters by name) on every client of c->data (with c's task and model). */
+fedc_status fedc_evaluate_checkpoint(const fedc_train_config *c, const char *checkpoint, fedc_train_result *result);
 
 #ifdef __cplusplus
 }

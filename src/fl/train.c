@@ -9,6 +9,7 @@
  * Everything random is keyed by (seed, round, client), so a run resumed from a
  * checkpoint continues exactly as it would have. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -112,16 +113,27 @@ static fedc_status create_programs(trainer *t) {
     if (!st) st = bind_model(t, t->round_ex, true);
     t->sampled = st ? NULL : fedc_malloc((size_t)k * sizeof *t->sampled);
     if (!st && !t->sampled) st = fedc_error(FEDC_ENOMEM, "train: out of memory");
-    fedc_dataset *eval_ds = t->test ? t->test : t->train;
-    int ek = (int)(fedc_dataset_num_clients(eval_ds) < 16 ? fedc_dataset_num_clients(eval_ds) : 16);
-    int64_t eb = c->eval_batch_size > 0 ? c->eval_batch_size : batch, es = ceil_div(max_examples(eval_ds), eb);
+    return st;
+}
+
+/* The evaluation program over cohorts of up to 16 test clients at a time. */
+static fedc_status create_evaluation(trainer *t) {
+    const fedc_train_config *c = t->c;
+    fedc_dataset *ds = t->test ? t->test : t->train;
+    int64_t n = fedc_dataset_num_clients(ds);
+    int ek = (int)(n < 16 ? n : 16);
+    if (ek < 1) return fedc_error(FEDC_EINVAL, "evaluate: the data has no clients");
+    int64_t eb = c->eval_batch_size > 0 ? c->eval_batch_size : c->algorithm.batch_size;
+    int64_t es = ceil_div(max_examples(ds), eb);
     if (es < 1) es = 1;
-    if (!st) st = fedc_evaluation_program(t->model, eb, es, &t->eval);
+    fedc_status st = fedc_evaluation_program(t->model, eb, es, &t->eval);
     fedc_exec_options eo = {.clients = ek, .threads = c->threads};
     if (!st) st = fedc_executor_create(&t->eval_ex, t->eval, &eo);
     if (!st) st = fedc__cohort_buffers_init(&t->eval_cohort, t->model, ek, eb, es);
     if (!st) st = fedc__cohort_buffers_bind(&t->eval_cohort, t->eval_ex, false);
     if (!st) st = bind_model(t, t->eval_ex, false);
+    t->client_accuracy = st ? NULL : fedc_malloc((size_t)n * sizeof *t->client_accuracy);
+    if (!st && !t->client_accuracy) st = fedc_error(FEDC_ENOMEM, "evaluate: out of memory");
     return st;
 }
 
@@ -137,6 +149,7 @@ static void destroy(trainer *t) {
     fedc_free(t->params);
     fedc_free(t->sampled);
     fedc_free(t->curve);
+    fedc_free(t->client_accuracy);
     fedc_model_destroy(t->model);
     fedc_dataset_destroy(t->test);
     fedc_dataset_destroy(t->train);
@@ -181,28 +194,59 @@ static fedc_status run_round(trainer *t, int r, double *loss, double *examples) 
     return st;
 }
 
-/* Evaluates on every test client, in cohorts of the eval executor's size. */
-static fedc_status evaluate(trainer *t, double *loss, double *accuracy) {
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Evaluates on the test clients (all, or --eval-clients of them sampled by
+ * (seed, round)), in cohorts of the eval executor's size: the example-weighted
+ * loss and accuracy, and the quantiles of the clients' own accuracies. */
+static fedc_status evaluate(trainer *t, int round, eval_result *out) {
     fedc_dataset *ds = t->test ? t->test : t->train;
-    int64_t n = fedc_dataset_num_clients(ds);
-    int ek = t->eval_cohort.clients;
+    int64_t n = fedc_dataset_num_clients(ds), use = n;
+    int64_t *which = NULL;
+    if (t->c->eval_clients > 0 && t->c->eval_clients < n) {
+        use = t->c->eval_clients;
+        which = fedc_malloc((size_t)use * sizeof *which);
+        if (!which) return fedc_error(FEDC_ENOMEM, "evaluate: out of memory");
+        fedc_status st = fedc_sample_clients(n, use, t->c->seed ^ 0x65766131u, (uint32_t)round, which);
+        if (st) {
+            fedc_free(which);
+            return st;
+        }
+    }
+    int ek = t->eval_cohort.clients, nacc = 0;
     double loss_sum = 0, correct = 0, count = 0;
-    int64_t ids[64];
-    for (int64_t first = 0; first < n; first += ek) {
-        int k = 0;
-        for (; k < ek; k++) ids[k] = first + k < n ? first + k : first + k - n; /* wrap; counted once below */
-        fedc_status st = fedc__train_fill(t, ds, ids, k, &t->eval_cohort, false, 0);
-        for (int j = 0; j < k; j++)
-            if (first + j >= n) t->eval_cohort.steps[j] = 0; /* a wrapped client adds nothing */
+    fedc_status st = FEDC_OK;
+    for (int64_t first = 0; !st && first < use; first += ek) {
+        int64_t ids[16];
+        int k = (int)(use - first < ek ? use - first : ek);
+        for (int j = 0; j < ek; j++) { /* a short last cohort repeats a client with no steps */
+            int64_t i = first + (j < k ? j : 0);
+            ids[j] = which ? which[i] : i;
+        }
+        st = fedc__train_fill(t, ds, ids, ek, &t->eval_cohort, false, 0);
+        for (int j = k; !st && j < ek; j++) t->eval_cohort.steps[j] = 0;
         if (!st) st = fedc_executor_run(t->eval_ex);
+        const float *per_correct = NULL, *per_count = NULL;
         float v[3];
         const char *names[3] = {"loss_sum", "correct", "count"};
         for (int i = 0; !st && i < 3; i++) st = copy_output(t->eval_ex, names[i], &v[i]);
-        if (st) return st;
+        if (!st) st = fedc_executor_output(t->eval_ex, "client_correct", (const void **)&per_correct, NULL);
+        if (!st) st = fedc_executor_output(t->eval_ex, "client_count", (const void **)&per_count, NULL);
+        if (st) break;
         loss_sum += v[0], correct += v[1], count += v[2];
+        for (int j = 0; j < k; j++)
+            if (per_count[j] > 0) t->client_accuracy[nacc++] = per_correct[j] / per_count[j];
     }
-    *loss = count > 0 ? loss_sum / count : NAN;
-    *accuracy = count > 0 ? correct / count : NAN;
+    fedc_free(which);
+    if (st) return st;
+    out->loss = count > 0 ? loss_sum / count : NAN;
+    out->accuracy = count > 0 ? correct / count : NAN;
+    qsort(t->client_accuracy, (size_t)nacc, sizeof *t->client_accuracy, cmp_double);
+    for (int q = 0; q < 3; q++) /* 10th, 50th, 90th percentiles (nearest rank) */
+        out->quantiles[q] = nacc ? t->client_accuracy[(int)((nacc - 1) * (0.1 + 0.4 * q) + 0.5)] : NAN;
     return FEDC_OK;
 }
 
@@ -230,14 +274,16 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
         progress(t, r, train_loss, eps, elapsed, tty);
         bool last = r + 1 == c->rounds;
         if (last || (c->eval_every > 0 && (r + 1) % c->eval_every == 0)) {
-            double test_loss, acc;
-            if ((st = evaluate(t, &test_loss, &acc))) return st;
+            eval_result e;
+            if ((st = evaluate(t, r, &e))) return st;
             if (tty && !c->quiet) fprintf(log, "\n");
             if (!c->quiet)
-                fprintf(log, "round %d: %s loss %.4f, accuracy %.2f%%\n", r + 1,
-                        t->test ? "test" : "(no test split: on the training clients)", test_loss, 100 * acc);
-            st = fedc__train_log_metrics(t, r + 1, train_loss, test_loss, acc, eps, now() - start);
-            res->test_loss = test_loss, res->test_accuracy = acc;
+                fprintf(log, "round %d: %s loss %.4f, accuracy %.2f%% (clients: p10 %.1f%%, median %.1f%%, p90 %.1f%%)\n",
+                        r + 1, t->test ? "test" : "(no test split: on the training clients)", e.loss, 100 * e.accuracy,
+                        100 * e.quantiles[0], 100 * e.quantiles[1], 100 * e.quantiles[2]);
+            st = fedc__train_log_metrics(t, r + 1, train_loss, &e, eps, now() - start);
+            res->test_loss = e.loss, res->test_accuracy = e.accuracy;
+            for (int q = 0; q < 3; q++) res->accuracy_quantiles[q] = e.quantiles[q];
         }
         if (!st && c->checkpoint_every > 0 && ((r + 1) % c->checkpoint_every == 0 || last))
             st = fedc__train_save_checkpoint(t, r + 1);
@@ -260,11 +306,31 @@ fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result) {
     fedc_status st = fedc__train_open_data(&t);
     if (!st) st = create_model(&t);
     if (!st) st = create_programs(&t);
+    if (!st) st = create_evaluation(&t);
     if (!st && c->resume) st = fedc__train_load_checkpoint(&t);
     if (!st) st = fedc__train_open_metrics(&t);
     if (!st) st = loop(&t, &res);
     if (!st) st = fedc__train_write_curves(&t);
     destroy(&t);
     if (result) *result = res;
+    return st;
+}
+
+fedc_status fedc_evaluate_checkpoint(const fedc_train_config *c, const char *checkpoint, fedc_train_result *result) {
+    trainer t;
+    memset(&t, 0, sizeof t);
+    t.c = c;
+    eval_result e = {0};
+    fedc_status st = fedc__train_open_data(&t);
+    if (!st) st = create_model(&t);
+    if (!st) st = fedc__train_load_params(&t, checkpoint);
+    if (!st) st = create_evaluation(&t);
+    if (!st) st = evaluate(&t, 0, &e);
+    if (!st && result) {
+        memset(result, 0, sizeof *result);
+        result->test_loss = e.loss, result->test_accuracy = e.accuracy;
+        for (int q = 0; q < 3; q++) result->accuracy_quantiles[q] = e.quantiles[q];
+    }
+    destroy(&t);
     return st;
 }

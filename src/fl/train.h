@@ -14,6 +14,11 @@ typedef struct cohort_buffers {
     int32_t *y, *steps, *key;
 } cohort_buffers;
 
+typedef struct eval_result {
+    double loss, accuracy;
+    double quantiles[3]; /* of the clients' accuracies: 10th, 50th, 90th percentile */
+} eval_result;
+
 typedef struct trainer {
     const fedc_train_config *c;
     fedc_data_format source_format;
@@ -33,6 +38,7 @@ typedef struct trainer {
     int first_round;        /* 0, or where a resumed run starts */
     FILE *jsonl, *csv;
     double *curve;          /* per evaluated round: round, train_loss, test_loss, test_accuracy */
+    double *client_accuracy; /* per evaluated client, for the quantiles */
     int ncurve, cap_curve;
 } trainer;
 
@@ -48,10 +54,12 @@ fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *client
 
 /* Metrics, curves and checkpoints (src/fl/train_io.c). */
 fedc_status fedc__train_open_metrics(trainer *t);
-fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, double test_loss, double accuracy,
+fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, const eval_result *e,
                                     double examples_per_s, double seconds);
 fedc_status fedc__train_write_curves(const trainer *t);
 fedc_status fedc__train_save_checkpoint(const trainer *t, int next_round);
 fedc_status fedc__train_load_checkpoint(trainer *t);
+/* The model's parameters alone, from any checkpoint with the model's names. */
+fedc_status fedc__train_load_params(trainer *t, const char *path);
 
 #endif

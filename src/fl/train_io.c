@@ -39,17 +39,23 @@ fedc_status fedc__train_open_metrics(trainer *t) {
     if (!(t->jsonl = fopen(path, mode))) return fedc_error(FEDC_EIO, "%s: cannot open: %s", path, strerror(errno));
     path_in(t, "metrics.csv", path, sizeof path);
     if (!(t->csv = fopen(path, mode))) return fedc_error(FEDC_EIO, "%s: cannot open: %s", path, strerror(errno));
-    if (t->first_round == 0) fprintf(t->csv, "round,train_loss,test_loss,test_accuracy,examples_per_s,seconds\n");
+    if (t->first_round == 0)
+        fprintf(t->csv, "round,train_loss,test_loss,test_accuracy,client_accuracy_p10,client_accuracy_p50,"
+                        "client_accuracy_p90,examples_per_s,seconds\n");
     return FEDC_OK;
 }
 
-fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, double test_loss, double accuracy,
+fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, const eval_result *e,
                                     double examples_per_s, double seconds) {
+    double test_loss = e->loss, accuracy = e->accuracy;
+    const double *q = e->quantiles;
     fprintf(t->jsonl,
             "{\"round\": %d, \"train_loss\": %.6g, \"test_loss\": %.6g, \"test_accuracy\": %.6g, "
+            "\"client_accuracy_p10\": %.6g, \"client_accuracy_p50\": %.6g, \"client_accuracy_p90\": %.6g, "
             "\"examples_per_s\": %.6g, \"seconds\": %.6g}\n",
-            round, train_loss, test_loss, accuracy, examples_per_s, seconds);
-    fprintf(t->csv, "%d,%.6g,%.6g,%.6g,%.6g,%.6g\n", round, train_loss, test_loss, accuracy, examples_per_s, seconds);
+            round, train_loss, test_loss, accuracy, q[0], q[1], q[2], examples_per_s, seconds);
+    fprintf(t->csv, "%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", round, train_loss, test_loss, accuracy, q[0], q[1],
+            q[2], examples_per_s, seconds);
     fflush(t->jsonl);
     fflush(t->csv);
     if (t->ncurve == t->cap_curve) {
@@ -146,17 +152,27 @@ fedc_status fedc__train_save_checkpoint(const trainer *t, int next_round) {
     return st;
 }
 
-static fedc_status restore(trainer *t, const fedc_safetensors *s, const char *name, float *dst, fedc_type want) {
+static fedc_status restore(const fedc_safetensors *s, const char *name, float *dst, fedc_type want) {
     fedc_tensor_entry e;
     fedc_status st = fedc_safetensors_find(s, name, &e);
     if (st) return st;
     if (e.type.dtype != FEDC_F32 || !fedc_type_same_shape(&e.type, &want)) {
         char a[64], b[64];
-        return fedc_error(FEDC_EPARSE, "%s/checkpoint.safetensors: \"%s\" is %s, the run needs %s", t->c->out_dir, name,
+        return fedc_error(FEDC_EPARSE, "checkpoint: \"%s\" is %s, the model needs %s", name,
                           fedc_type_str(&e.type, a, sizeof a), fedc_type_str(&want, b, sizeof b));
     }
     memcpy(dst, e.data, fedc_type_bytes(&want));
     return FEDC_OK;
+}
+
+fedc_status fedc__train_load_params(trainer *t, const char *path) {
+    fedc_safetensors *s;
+    fedc_status st = fedc_safetensors_read(path, &s);
+    for (int i = 0; !st && i < fedc_model_num_params(t->model); i++)
+        st = restore(s, fedc_model_param_name(t->model, i), t->params + fedc_model_param_offset(t->model, i),
+                     fedc_model_param_type(t->model, i));
+    fedc_safetensors_destroy(s);
+    return st;
 }
 
 fedc_status fedc__train_load_checkpoint(trainer *t) {
@@ -171,13 +187,13 @@ fedc_status fedc__train_load_checkpoint(trainer *t) {
         st = fedc_error(FEDC_EINVAL, "%s: written by another run (%s); this run is %s", path, saved ? saved : "?", how);
     int n = fedc_model_num_params(t->model);
     for (int i = 0; !st && i < n; i++)
-        st = restore(t, s, fedc_model_param_name(t->model, i), t->params + fedc_model_param_offset(t->model, i),
+        st = restore(s, fedc_model_param_name(t->model, i), t->params + fedc_model_param_offset(t->model, i),
                      fedc_model_param_type(t->model, i));
     for (int k = 0; !st && k < t->nstate; k++) {
         char name[40];
         snprintf(name, sizeof name, "server_state%d", k);
         bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(&t->alg.server_opt);
-        st = restore(t, s, name, t->state[k], count ? fedc_type_scalar(FEDC_F32) : fedc_model_param_type(t->model, k % n));
+        st = restore(s, name, t->state[k], count ? fedc_type_scalar(FEDC_F32) : fedc_model_param_type(t->model, k % n));
     }
     if (!st) t->first_round = atoi(round);
     fedc_safetensors_destroy(s);
