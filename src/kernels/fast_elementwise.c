@@ -273,7 +273,17 @@ fedc_status fedc_fast_binary(fedc_binary_op op, fedc_dtype dt, const fedc_kshape
 #define SELECT_LOOP(T)                                                                               \
     static void select_##T(int64_t n, const uint8_t *restrict c, const T *a, int64_t sa, const T *b,   \
                            int64_t sb, T *out) {                                                     \
-        for (int64_t i = 0; i < n; i++) out[i] = c[i] ? a[i * sa] : b[i * sb];                       \
+        if (sa == 1 && sb == 0) { /* branch-free so the compiler vectorises it */                    \
+            T bv = b[0];                                                                             \
+            for (int64_t i = 0; i < n; i++) out[i] = c[i] ? a[i] : bv;                               \
+        } else if (sa == 0 && sb == 1) {                                                             \
+            T av = a[0];                                                                             \
+            for (int64_t i = 0; i < n; i++) out[i] = c[i] ? av : b[i];                               \
+        } else if (sa == 1 && sb == 1) {                                                             \
+            for (int64_t i = 0; i < n; i++) out[i] = c[i] ? a[i] : b[i];                             \
+        } else {                                                                                     \
+            for (int64_t i = 0; i < n; i++) out[i] = c[i] ? a[0] : b[0];                             \
+        }                                                                                            \
     }
 SELECT_LOOP(float)
 SELECT_LOOP(double)
