@@ -57,7 +57,11 @@ static fedc_status create_model(trainer *t) {
     if (!strcmp(t->task, "fashion")) o.num_classes = 10;
     if (!strcmp(t->task, "heart")) o.num_classes = 2, o.input_dim = FEDC_HEART_DISEASE_FEATURES;
     const char *name = t->c->model;
-    if (!strcmp(t->task, "heart") && strcmp(name, "heart") && strcmp(name, "logistic")) name = "heart";
+    bool vectors = !strcmp(t->task, "heart"), heart_model = !strcmp(name, "heart");
+    if (vectors != heart_model && !(vectors && !strcmp(name, "logistic")))
+        return fedc_error(FEDC_EINVAL, "model \"%s\" does not fit the %s task (%s); use --model %s", name, t->task,
+                          vectors ? "13 features per example" : "28x28 images",
+                          vectors ? "heart or logistic" : "logistic, dense or cnn");
     fedc_status st = fedc_model_create(&t->model, name, &o);
     if (st) return st;
     size_t n = (size_t)fedc_model_size(t->model);
