@@ -50,6 +50,7 @@ demo: build
 	  --client-lr 0.05 --eval-every 4 --threads $(JOBS) --out demo-run
 
 bench: build
+	@./scripts/install-bench-deps
 	./bench/run
 
 install: build

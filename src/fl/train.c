@@ -270,7 +270,7 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
     bool tty = isatty(fileno(log));
     double start = now(), examples_total = 0, train_loss = NAN;
     for (int r = t->first_round; r < c->rounds; r++) {
-        double examples, t0 = now();
+        double examples;
         fedc_status st = run_round(t, r, &train_loss, &examples);
         if (st) return st;
         examples_total += examples;
@@ -293,7 +293,6 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
             st = fedc__train_save_checkpoint(t, r + 1);
         if (st) return st;
         res->rounds_run++;
-        (void)t0;
     }
     res->train_loss = train_loss;
     res->seconds = now() - start;

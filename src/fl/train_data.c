@@ -164,7 +164,6 @@ static fedc_status copy_rows(const fedc_batches *b, const char *name, fedc_dtype
 
 fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *clients, int k, cohort_buffers *cb,
                              bool shuffle, uint32_t round) {
-    const fedc_algorithm *a = &t->alg;
     int64_t batch = cb->batch, per_x = cb->x_elems / (cb->max_steps * batch);
     for (int j = 0; j < k; j++) {
         fedc_client_data *c = NULL;
@@ -189,7 +188,6 @@ fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *client
         }
         fedc_batches_destroy(b);
         fedc_client_data_destroy(c);
-        (void)a;
         if (st) return st;
     }
     return FEDC_OK;
