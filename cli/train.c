@@ -58,6 +58,7 @@ static const char train_usage[] =
     "  --checkpoint-every N      rounds (default 0: no checkpoints)\n"
     "  --resume                  continue from DIR/checkpoint.safetensors\n"
     "  --quiet                   no progress lines\n"
+    "  --profile                 print the time spent in each kind of op at the end\n"
     "  --config FILE             read options from an INI file (name = value, names as above)\n";
 
 typedef struct options {
@@ -171,6 +172,7 @@ static int parse_args(options *o, int argc, char **argv) {
         a += 2;
         if (!strcmp(a, "resume")) o->c.resume = true;
         else if (!strcmp(a, "quiet")) o->c.quiet = true;
+        else if (!strcmp(a, "profile")) o->c.profile = true;
         else if (!strcmp(a, "no-dropout")) o->c.algorithm.dropout = false;
         else if (i + 1 >= argc) return usage_error("--%s needs a value", a);
         else if (!strcmp(a, "config")) rc = read_config(o, argv[++i]);

@@ -190,7 +190,11 @@ PY
   expect 0 "done: 2 rounds" -- "$fedc" train --data ../shared/data/heart-disease-uci --config "$out/run.ini" \
     --out "$out/run2"
   expect 2 "9 clients per round, but the data has 4 clients" -- "$fedc" train \
-    --data ../shared/data/heart-disease-uci --clients-per-round 9 --quiet --out "$out/run3"
+    --data ../shared/data/heart-disease-uci --model heart --clients-per-round 9 --quiet --out "$out/run3"
+fi
+if [ -d ../shared/data/heart-disease-uci ]; then
+  expect 2 "model \"cnn\" does not fit the heart task" -- "$fedc" train --data ../shared/data/heart-disease-uci \
+    --quiet --out "$out/run4"
 fi
 expect 2 "unknown option '--frobnicate'" -- "$fedc" train --data x --frobnicate 1
 expect 2 "--rounds needs an integer >= 1" -- "$fedc" train --data x --rounds zero

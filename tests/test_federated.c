@@ -475,6 +475,36 @@ static void test_weights_from_an_earlier_map(void) {
     fedc_program_destroy(p);
 }
 
+/* A profile counts every op of the map's body once per client, over every run. */
+static void test_profile(void) {
+    const int clients = 5, dim = 4;
+    fedc_program *p = cohort_program(dim, false);
+    float w[4] = {1, 2, 3, 4};
+    float *d = cohort_data(clients, dim);
+    fedc_executor *ex;
+    fedc_exec_options o = {.clients = clients, .threads = 2, .profile = true};
+    CHECK_OK(fedc_executor_create(&ex, p, &o));
+    CHECK_OK(fedc_executor_bind(ex, "w", w));
+    CHECK_OK(fedc_executor_bind(ex, "d", d));
+    CHECK_OK(fedc_executor_run(ex));
+    CHECK_OK(fedc_executor_run(ex));
+    char buf[4096] = {0};
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    CHECK_OK(fedc_executor_profile(ex, f));
+    fclose(f);
+    /* the body's tanh runs once per client per run: 2 runs x 5 clients */
+    const char *line = strstr(buf, "tanh");
+    CHECK_MSG(line && atoi(line + 4) == 10, "profile:\n%s", buf);
+    CHECK(strstr(buf, "total"));
+    fedc_executor_destroy(ex);
+    o.profile = false;
+    CHECK_OK(fedc_executor_create(&ex, p, &o));
+    CHECK_ERR(fedc_executor_profile(ex, stderr), FEDC_EINVAL, "without profile");
+    fedc_executor_destroy(ex);
+    free(d);
+    fedc_program_destroy(p);
+}
+
 static void test_executor_needs_a_cohort_size(void) {
     fedc_program *p = linear_regression();
     fedc_executor *ex = NULL;
@@ -510,6 +540,7 @@ int main(int argc, char **argv) {
         {"clients outputs", test_clients_outputs},
         {"client failure fails round or drops", test_client_failure_fails_round_or_drops},
         {"weights from an earlier map", test_weights_from_an_earlier_map},
+        {"profile", test_profile},
         {"executor needs a cohort size", test_executor_needs_a_cohort_size},
         {"segments", test_segments},
     };

@@ -51,6 +51,9 @@ typedef struct fedc_exec_options {
     fedc_client_failure on_client_failure;
     /* Optional names of the clients (clients entries, borrowed) used in messages. */
     const char *const *client_ids;
+    /* Time every op (see fedc_executor_profile); off by default: it costs two clock
+     * reads an op. */
+    bool profile;
 } fedc_exec_options;
 
 /* Verifies `program` and plans it. The executor keeps its own copy of the program.
@@ -76,6 +79,11 @@ fedc_status fedc_executor_output(const fedc_executor *ex, const char *name, cons
 /* The clients left out of the last run (FEDC_DROP_CLIENT): writes up to `max`
  * client indices, in order, and returns how many there are. */
 int fedc_executor_dropped(const fedc_executor *ex, int *clients, int max);
+
+/* With options.profile: writes to `out` the time spent in each kind of op over all
+ * runs so far, summed over this executor and the bodies of its maps and folds (every
+ * client, every step), most expensive first. FEDC_EINVAL if profiling is off. */
+fedc_status fedc_executor_profile(const fedc_executor *ex, FILE *out);
 
 /* Bytes of the planned block for intermediate values, and what it would be with no
  * reuse (the sum of every intermediate's size): how much the plan saves. */

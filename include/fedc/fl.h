@@ -87,6 +87,7 @@ typedef struct fedc_train_config {
     int checkpoint_every;   /* rounds; 0: none */
     bool resume;            /* continue from out_dir's checkpoint */
     bool quiet;             /* no progress lines */
+    bool profile;           /* print the time per op kind of the rounds at the end */
     FILE *log;              /* progress and summary (NULL: stdout) */
 } fedc_train_config;
 

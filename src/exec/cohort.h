@@ -37,6 +37,8 @@ typedef struct fedc__map_job {
 fedc_status fedc__cohort_create(fedc__cohort **out, const fedc_program *body, int workers,
                                 const fedc_exec_options *options);
 void fedc__cohort_destroy(fedc__cohort *c);
+/* The body executors of the workers (for profiles). */
+fedc_executor *const *fedc__cohort_executors(const fedc__cohort *c, int *n);
 /* Runs the job; on a client's failure (FAIL_ROUND) the message names the client. */
 fedc_status fedc__cohort_run(fedc__cohort *c, fedc__backend *backend, const fedc__map_job *job);
 

@@ -12,6 +12,7 @@
  *    only after the node that last reads it has run, so no kernel writes over its
  *    operands. */
 #include <string.h>
+#include <time.h>
 
 #include "exec/cohort.h"
 
@@ -45,6 +46,8 @@ struct fedc_executor {
     fedc_executor **folds;  /* per value: the executor of a fold node's body */
     unsigned char **carries; /* per value: a fold's carries between steps */
     uint8_t *dropped;       /* per client, this run */
+    double *op_seconds;     /* with options.profile: per op kind, over all runs */
+    int64_t *op_calls;
 };
 
 /* ------------------------------------------------------------ placement -- */
@@ -218,7 +221,7 @@ static bool federated(const fedc_program *p) {
 static fedc_status create_fold(fedc_executor *ex, fedc_value v) {
     const fedc__node *n = &ex->p->nodes[v];
     const fedc_program *body = fedc__body(ex->p, n);
-    fedc_exec_options o = {.reference_kernels = ex->opt.reference_kernels};
+    fedc_exec_options o = {.reference_kernels = ex->opt.reference_kernels, .profile = ex->opt.profile};
     size_t bytes = 0;
     for (int i = 0; i < fedc__attr_int(n, FEDC_ATTR_CARRIES, 0); i++) bytes += round_up(fedc_type_bytes(&ex->p->nodes[n->in[i]].type));
     ex->carries[v] = fedc_malloc(2 * bytes + 1); /* two halves: read one, write the other */
@@ -257,6 +260,11 @@ static fedc_status allocate(fedc_executor *ex) {
     ex->operands = fedc_calloc((size_t)max_in, sizeof *ex->operands);
     ex->strides = fedc_calloc((size_t)max_in, sizeof *ex->strides);
     ex->dropped = fedc_calloc((size_t)(ex->clients ? ex->clients : 1), 1);
+    if (ex->opt.profile) {
+        ex->op_seconds = fedc_calloc(FEDC_OP_COUNT, sizeof *ex->op_seconds);
+        ex->op_calls = fedc_calloc(FEDC_OP_COUNT, sizeof *ex->op_calls);
+        if (!ex->op_seconds || !ex->op_calls) return fedc_error(FEDC_ENOMEM, "executor: out of memory");
+    }
     if (!ex->plan || !ex->bound || !ex->cohorts || !ex->folds || !ex->carries || !ex->operands || !ex->strides ||
         !ex->dropped)
         return fedc_error(FEDC_ENOMEM, "executor: out of memory");
@@ -310,6 +318,8 @@ void fedc_executor_destroy(fedc_executor *ex) {
     for (int v = 0; ex->carries && v < ex->p->n; v++) fedc_free(ex->carries[v]);
     fedc_free(ex->folds);
     fedc_free(ex->carries);
+    fedc_free(ex->op_seconds);
+    fedc_free(ex->op_calls);
     fedc__backend_destroy(ex->backend);
     fedc_program_destroy(ex->p);
     fedc_free(ex->plan);
@@ -388,7 +398,27 @@ static void run_stored_broadcast(fedc_executor *ex, fedc__step *s) {
 static fedc_status run_map(fedc_executor *ex, fedc_value m);
 static fedc_status run_fold(fedc_executor *ex, fedc_value f);
 
+static fedc_status run_node_timed(fedc_executor *ex, fedc_value v);
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A node, timed when profiling. Maps and folds are not counted themselves: their
+ * bodies' executors count what they run. */
 static fedc_status run_node(fedc_executor *ex, fedc_value v) {
+    fedc__op op = ex->p->nodes[v].op;
+    if (!ex->op_seconds || fedc__op_has_body(op)) return run_node_timed(ex, v);
+    double t0 = seconds_now();
+    fedc_status st = run_node_timed(ex, v);
+    ex->op_seconds[op] += seconds_now() - t0;
+    ex->op_calls[op]++;
+    return st;
+}
+
+static fedc_status run_node_timed(fedc_executor *ex, fedc_value v) {
     const fedc__node *n = &ex->p->nodes[v];
     value_plan *vp = &ex->plan[v];
     if (n->op == FEDC_OP_MAP) return run_map(ex, v);
@@ -590,6 +620,44 @@ fedc_status fedc_executor_output(const fedc_executor *ex, const char *name, cons
 
 size_t fedc_executor_planned_bytes(const fedc_executor *ex) { return ex->block_bytes; }
 size_t fedc_executor_unplanned_bytes(const fedc_executor *ex) { return ex->unplanned_bytes; }
+
+/* Adds ex's profile and its bodies' into seconds/calls. */
+static void collect_profile(const fedc_executor *ex, double *seconds, int64_t *calls) {
+    for (int i = 0; i < FEDC_OP_COUNT; i++) seconds[i] += ex->op_seconds[i], calls[i] += ex->op_calls[i];
+    for (int v = 0; v < ex->p->n; v++) {
+        if (ex->folds[v]) collect_profile(ex->folds[v], seconds, calls);
+        if (!ex->cohorts[v]) continue;
+        int n;
+        fedc_executor *const *workers = fedc__cohort_executors(ex->cohorts[v], &n);
+        for (int w = 0; w < n; w++) collect_profile(workers[w], seconds, calls);
+    }
+}
+
+fedc_status fedc_executor_profile(const fedc_executor *ex, FILE *out) {
+    if (!ex->op_seconds) return fedc_error(FEDC_EINVAL, "executor_profile: the executor was created without profile");
+    double seconds[FEDC_OP_COUNT] = {0}, total = 0;
+    int64_t calls[FEDC_OP_COUNT] = {0};
+    int order[FEDC_OP_COUNT], n = 0;
+    collect_profile(ex, seconds, calls);
+    for (int i = 0; i < FEDC_OP_COUNT; i++) {
+        total += seconds[i];
+        if (calls[i]) order[n++] = i;
+    }
+    for (int i = 1; i < n; i++) /* most expensive first */
+        for (int j = i; j > 0 && seconds[order[j]] > seconds[order[j - 1]]; j--) {
+            int tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
+    fprintf(out, "%-24s %10s %10s %7s %12s\n", "op", "calls", "seconds", "share", "us/call");
+    for (int k = 0; k < n; k++) {
+        int i = order[k];
+        fprintf(out, "%-24s %10lld %10.3f %6.1f%% %12.1f\n", fedc__ops[i].name, (long long)calls[i], seconds[i],
+                total > 0 ? 100 * seconds[i] / total : 0, 1e6 * seconds[i] / (double)calls[i]);
+    }
+    fprintf(out, "%-24s %10s %10.3f\n", "total", "", total);
+    return FEDC_OK;
+}
 
 int fedc_executor_dropped(const fedc_executor *ex, int *clients, int max) {
     int count = 0;

@@ -110,7 +110,7 @@ static fedc_status create_programs(trainer *t) {
                           (long long)fedc_dataset_num_clients(t->train));
     fedc_status st = create_state(t);
     if (!st) st = fedc_algorithm_round(t->model, &t->alg, &t->round);
-    fedc_exec_options o = {.clients = k, .threads = c->threads};
+    fedc_exec_options o = {.clients = k, .threads = c->threads, .profile = c->profile};
     if (!st) st = fedc_executor_create(&t->round_ex, t->round, &o);
     if (!st) st = fedc__cohort_buffers_init(&t->cohort, t->model, k, batch, t->alg.max_steps);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, t->round_ex, true);
@@ -314,6 +314,11 @@ fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result) {
     if (!st) st = fedc__train_open_metrics(&t);
     if (!st) st = loop(&t, &res);
     if (!st) st = fedc__train_write_curves(&t);
+    if (!st && c->profile) {
+        FILE *log = c->log ? c->log : stdout;
+        fprintf(log, "time per op in the rounds (all clients and steps):\n");
+        st = fedc_executor_profile(t.round_ex, log);
+    }
     destroy(&t);
     if (result) *result = res;
     return st;
