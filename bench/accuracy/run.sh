@@ -35,7 +35,7 @@ FASHION=${FASHION:-/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz}
 TORCH=bench/accuracy/fedavg_torch.py
 mkdir -p "$OUT"
 results="$OUT/results.tsv"
-[ "${REUSE:-0}" = 1 ] && [ -f "$results" ] || : >"$results"
+if [ "${REUSE:-0}" != 1 ] || [ ! -f "$results" ]; then : >"$results"; fi
 
 [ -x "$FEDC" ] || { echo "run.sh: $FEDC not found (make build)" >&2; exit 2; }
 "$PYTHON" -c 'import torch, numpy' 2>/dev/null ||
