@@ -76,12 +76,8 @@ static fedc_status client_update(const fedc_model *m, const fedc_algorithm *a, c
     int n = in->nparams, ns = fedc_optimizer_state_size(&a->client_opt, n), nc = 0;
     bool prox = a->kind == FEDC_ALG_FEDPROX;
     fedc_value w[FEDC__FL_MAX_PARAMS], carries[4 * FEDC__FL_MAX_PARAMS + 8], res[4 * FEDC__FL_MAX_PARAMS + 8];
-    for (int i = 0; i < n; i++) w[i] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
-    fedc_value x = fedc_input(p, "x", fedc__placed(fedc_value_type(round, in->x), FEDC_LOCAL));
-    fedc_value y = fedc_input(p, "y", fedc__placed(fedc_value_type(round, in->y), FEDC_LOCAL));
-    fedc_value mask = fedc_input(p, "mask", fedc__placed(fedc_value_type(round, in->mask), FEDC_LOCAL));
-    fedc_value steps = fedc_input(p, "steps", fedc_type_scalar(FEDC_I32));
-    fedc_value key = fedc_input(p, "key", fedc_type_make(FEDC_I32, 1, (int64_t[]){4}));
+    fedc__client_inputs ci;
+    fedc__fl_client_inputs(p, m, round, in, w, &ci);
     for (int i = 0; i < n; i++) carries[nc++] = w[i];
     for (int k = 0; k < ns; k++) /* the state's initial values, as constants */
         carries[nc++] = fedc_full(p, fedc_value_type(step, fedc_program_input(step, n + k)),
@@ -89,9 +85,9 @@ static fedc_status client_update(const fedc_model *m, const fedc_algorithm *a, c
     carries[nc++] = fedc_scalar(p, FEDC_F32, 0); /* loss_sum */
     carries[nc++] = fedc_scalar(p, FEDC_F32, 0); /* count */
     carries[nc++] = fedc_scalar(p, FEDC_I32, 0); /* t */
-    carries[nc++] = key;
+    carries[nc++] = ci.key;
     for (int i = 0; prox && i < n; i++) carries[nc++] = w[i]; /* the anchor: the server's model */
-    st = fedc_fold(p, step, carries, nc, (fedc_value[]){x, y, mask}, 3, steps, res);
+    st = fedc_fold(p, step, carries, nc, (fedc_value[]){ci.x, ci.y, ci.mask}, 3, ci.steps, res);
     for (int i = 0; !st && i < n; i++) {
         char name[80];
         snprintf(name, sizeof name, "delta_%s", fedc_model_param_name(m, i));

@@ -57,18 +57,15 @@ static fedc_status client_gradient(const fedc_model *m, const fedc_program *step
     if (st) return st;
     int n = in->nparams, nc = 0;
     fedc_value carries[2 * FEDC__FL_MAX_PARAMS + 4], res[2 * FEDC__FL_MAX_PARAMS + 4];
-    for (int i = 0; i < n; i++) carries[nc++] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
-    fedc_value x = fedc_input(p, "x", fedc__placed(fedc_value_type(round, in->x), FEDC_LOCAL));
-    fedc_value y = fedc_input(p, "y", fedc__placed(fedc_value_type(round, in->y), FEDC_LOCAL));
-    fedc_value mask = fedc_input(p, "mask", fedc__placed(fedc_value_type(round, in->mask), FEDC_LOCAL));
-    fedc_value steps = fedc_input(p, "steps", fedc_type_scalar(FEDC_I32));
-    fedc_value key = fedc_input(p, "key", fedc_type_make(FEDC_I32, 1, (int64_t[]){4}));
+    fedc__client_inputs ci;
+    fedc__fl_client_inputs(p, m, round, in, carries, &ci); /* the params are the first carries */
+    nc = n;
     for (int i = 0; i < n; i++) carries[nc++] = fedc_full(p, fedc_model_param_type(m, i), 0.0);
     carries[nc++] = fedc_scalar(p, FEDC_F32, 0);
     carries[nc++] = fedc_scalar(p, FEDC_F32, 0);
     carries[nc++] = fedc_scalar(p, FEDC_I32, 0);
-    carries[nc++] = key;
-    st = fedc_fold(p, step, carries, nc, (fedc_value[]){x, y, mask}, 3, steps, res);
+    carries[nc++] = ci.key;
+    st = fedc_fold(p, step, carries, nc, (fedc_value[]){ci.x, ci.y, ci.mask}, 3, ci.steps, res);
     fedc_value count = res[2 * n + 1], denominator = fedc_maximum(p, count, fedc_scalar(p, FEDC_F32, 1));
     for (int i = 0; !st && i < n; i++) {
         char name[80];

@@ -36,6 +36,14 @@ fedc_status fedc__fl_server_update(fedc_program *p, const fedc_model *m, const f
                                    const fedc__round_inputs *in, const fedc_value *updates, fedc_value weight,
                                    fedc_value client_loss);
 
+/* A client body's inputs, in the map's argument order: the params (to w), then
+ * one client's x, y, mask, steps and key (local types of the round's `in`). */
+typedef struct fedc__client_inputs {
+    fedc_value x, y, mask, steps, key;
+} fedc__client_inputs;
+void fedc__fl_client_inputs(fedc_program *p, const fedc_model *m, const fedc_program *round,
+                            const fedc__round_inputs *in, fedc_value *w, fedc__client_inputs *ci);
+
 /* Builds an algorithm's client, the map's body: (params..., x, y, mask, steps, key)
  * -> (update_<param>..., examples, loss); `round` and `in` give the input types. */
 typedef fedc_status (*fedc__client_builder)(const fedc_model *m, const fedc_algorithm *a, const fedc_program *round,

@@ -96,6 +96,16 @@ fedc_status fedc__fl_round_inputs(fedc_program *p, const fedc_model *m, const fe
     return fedc_program_status(p);
 }
 
+void fedc__fl_client_inputs(fedc_program *p, const fedc_model *m, const fedc_program *round,
+                            const fedc__round_inputs *in, fedc_value *w, fedc__client_inputs *ci) {
+    for (int i = 0; i < in->nparams; i++) w[i] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
+    ci->x = fedc_input(p, "x", fedc__placed(fedc_value_type(round, in->x), FEDC_LOCAL));
+    ci->y = fedc_input(p, "y", fedc__placed(fedc_value_type(round, in->y), FEDC_LOCAL));
+    ci->mask = fedc_input(p, "mask", fedc__placed(fedc_value_type(round, in->mask), FEDC_LOCAL));
+    ci->steps = fedc_input(p, "steps", fedc_type_scalar(FEDC_I32));
+    ci->key = fedc_input(p, "key", fedc_type_make(FEDC_I32, 1, (int64_t[]){4}));
+}
+
 fedc_status fedc__fl_server_update(fedc_program *p, const fedc_model *m, const fedc_algorithm *a,
                                    const fedc__round_inputs *in, const fedc_value *updates, fedc_value weight,
                                    fedc_value client_loss) {
