@@ -32,7 +32,8 @@ static const char train_usage[] =
     "  --num-clients N           clients to split centralized data into (default 100)\n"
     "model and algorithm\n"
     "  --model NAME              logistic|dense|cnn|heart (default cnn)\n"
-    "  --algorithm NAME          fedsgd|fedavg|fedprox (default fedavg)\n"
+    "  --algorithm NAME          fedsgd|fedavg|fedprox, or one registered by the program\n"
+    "                            (default fedavg; `fedc train --algorithms` lists them)\n"
     "  --prox-mu X               FedProx's mu (default 0.01)\n"
     "  --rounds N                (default 100)\n"
     "  --clients-per-round N     (default 10)\n"
@@ -186,11 +187,11 @@ static int parse_args(options *o, int argc, char **argv) {
 static int finish(options *o) {
     fedc_train_config *c = &o->c;
     if (!c->data) return usage_error("%s", "--data PATH is required");
-    if (fedc_algorithm_parse(o->algorithm, &c->algorithm.kind)) return usage_error("%s", fedc_errmsg());
+    if (!(c->algorithm.def = fedc_algorithm_find(o->algorithm))) return usage_error("%s", fedc_errmsg());
     if (fedc_optimizer_parse(o->client_opt, o->client_lr, &c->algorithm.client_opt)) return usage_error("%s", fedc_errmsg());
     if (fedc_optimizer_parse(o->server_opt, o->server_lr, &c->algorithm.server_opt)) return usage_error("%s", fedc_errmsg());
     if (o->server_eps > 0) c->algorithm.server_opt.eps = o->server_eps;
-    if (c->algorithm.kind == FEDC_ALG_FEDSGD) c->epochs = 1;
+    if (c->algorithm.def->one_pass) c->epochs = 1;
     return 0;
 }
 
@@ -237,6 +238,11 @@ int fedc_cli_eval(int argc, char **argv) {
 int fedc_cli_train(int argc, char **argv) {
     if (argc > 0 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
         fputs(train_usage, stdout);
+        return 0;
+    }
+    if (argc > 0 && !strcmp(argv[0], "--algorithms")) {
+        for (int i = 0; i < fedc_algorithm_count(); i++)
+            printf("%-10s %s\n", fedc_algorithm_at(i)->name, fedc_algorithm_at(i)->summary);
         return 0;
     }
     options o;

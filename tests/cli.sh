@@ -198,7 +198,8 @@ if [ -d ../shared/data/heart-disease-uci ]; then
 fi
 expect 2 "unknown option '--frobnicate'" -- "$fedc" train --data x --frobnicate 1
 expect 2 "--rounds needs an integer >= 1" -- "$fedc" train --data x --rounds zero
-expect 2 "unknown algorithm" -- "$fedc" train --data x --algorithm fedfoo
+expect 2 "unknown algorithm \"fedfoo\" (known: fedsgd, fedavg, fedprox" -- "$fedc" train --data x --algorithm fedfoo
+expect 0 "fedprox    FedProx" -- "$fedc" train --algorithms
 expect 2 "no such file" -- "$fedc" train --data "$out/missing" --quiet
 expect 2 "--checkpoint FILE and --data PATH are required" -- "$fedc" eval --data x
 printf 'rounds = zero\n' >"$out/bad.ini"

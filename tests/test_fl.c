@@ -146,14 +146,14 @@ static void test_algorithms_on_fashion_mnist(void) {
         return;
     }
     static const struct {
-        fedc_algorithm_kind kind;
+        const fedc_algorithm_def *def;
         fedc_optimizer_kind server;
         double server_lr;
     } runs[] = {
-        {FEDC_ALG_FEDAVG, FEDC_OPT_SGD, 1.0},    {FEDC_ALG_FEDSGD, FEDC_OPT_SGD, 0.1},
-        {FEDC_ALG_FEDPROX, FEDC_OPT_SGD, 1.0},   {FEDC_ALG_FEDAVG, FEDC_OPT_ADAM, 0.01},
-        {FEDC_ALG_FEDAVG, FEDC_OPT_YOGI, 0.03},  {FEDC_ALG_FEDAVG, FEDC_OPT_ADAGRAD, 0.1},
-        {FEDC_ALG_FEDAVG, FEDC_OPT_MOMENTUM, 0.5},
+        {&fedc_algorithm_fedavg, FEDC_OPT_SGD, 1.0},    {&fedc_algorithm_fedsgd, FEDC_OPT_SGD, 0.1},
+        {&fedc_algorithm_fedprox, FEDC_OPT_SGD, 1.0},   {&fedc_algorithm_fedavg, FEDC_OPT_ADAM, 0.01},
+        {&fedc_algorithm_fedavg, FEDC_OPT_YOGI, 0.03},  {&fedc_algorithm_fedavg, FEDC_OPT_ADAGRAD, 0.1},
+        {&fedc_algorithm_fedavg, FEDC_OPT_MOMENTUM, 0.5},
     };
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
         fedc_train_config c;
@@ -162,7 +162,7 @@ static void test_algorithms_on_fashion_mnist(void) {
         c.partition = "dirichlet:0.5";
         c.num_clients = 50;
         c.model = "logistic";
-        c.algorithm.kind = runs[i].kind;
+        c.algorithm.def = runs[i].def;
         c.algorithm.prox_mu = 0.01;
         c.algorithm.client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 0.05);
         c.algorithm.server_opt = fedc_optimizer_defaults(runs[i].server, runs[i].server_lr);
@@ -174,11 +174,64 @@ static void test_algorithms_on_fashion_mnist(void) {
         c.quiet = true;
         fedc_train_result r;
         CHECK_OK(fedc_train(&c, &r));
-        printf("    %s, server %s: test accuracy %.3f after 4 rounds\n", fedc_algorithm_name(runs[i].kind),
+        printf("    %s, server %s: test accuracy %.3f after 4 rounds\n", runs[i].def->name,
                fedc_optimizer_name(runs[i].server), r.test_accuracy);
-        CHECK_MSG(r.test_accuracy > 0.2, "%s with server %s: accuracy %.3f (chance 0.1)", fedc_algorithm_name(runs[i].kind),
+        CHECK_MSG(r.test_accuracy > 0.2, "%s with server %s: accuracy %.3f (chance 0.1)", runs[i].def->name,
                   fedc_optimizer_name(runs[i].server), r.test_accuracy);
     }
+}
+
+/* An algorithm defined outside the library, over the public API, and found by
+ * name once registered: FedAvg whose server takes half steps (a damped server). */
+static fedc_status halfstep_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
+    fedc_algorithm damped = *a;
+    damped.server_opt.learning_rate = a->server_opt.learning_rate / 2;
+    return fedc_algorithm_fedavg.round(m, &damped, out);
+}
+
+static const fedc_algorithm_def halfstep = {"fedavg_halfstep", "FedAvg with half server steps", false, halfstep_round};
+
+static fedc_train_result train_briefly(const fedc_algorithm_def *def, double server_lr) {
+    fedc_train_config c;
+    fedc_train_defaults(&c);
+    c.data = FASHION;
+    c.partition = "iid";
+    c.num_clients = 20;
+    c.model = "logistic";
+    c.algorithm.def = def;
+    c.algorithm.client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 0.05);
+    c.algorithm.server_opt = fedc_optimizer_defaults(FEDC_OPT_MOMENTUM, server_lr);
+    c.rounds = 3;
+    c.clients_per_round = 4;
+    c.steps = 5;
+    c.eval_every = 3;
+    c.eval_clients = 4;
+    c.out_dir = dir("registered");
+    c.quiet = true;
+    fedc_train_result r = {0};
+    CHECK_OK(fedc_train(&c, &r));
+    return r;
+}
+
+static void test_registered_algorithm(void) {
+    CHECK(fedc_algorithm_find("fedavg_halfstep") == NULL);
+    CHECK(strstr(fedc_errmsg(), "unknown algorithm \"fedavg_halfstep\"") && strstr(fedc_errmsg(), "fedprox"));
+    CHECK_OK(fedc_algorithm_register(&halfstep));
+    CHECK_ERR(fedc_algorithm_register(&halfstep), FEDC_EINVAL, "\"fedavg_halfstep\" is already an algorithm");
+    CHECK_ERR(fedc_algorithm_register(&(fedc_algorithm_def){"no_round", "", false, NULL}), FEDC_EINVAL,
+              "needs a name and a round builder");
+    CHECK(fedc_algorithm_find("fedavg_halfstep") == &halfstep);
+    CHECK(fedc_algorithm_at(fedc_algorithm_count() - 1) == &halfstep);
+    if (!exists(FASHION)) {
+        printf("    (no %s: training skipped)\n", FASHION);
+        return;
+    }
+    /* found by name, it trains exactly as FedAvg with half the server learning rate */
+    fedc_train_result mine = train_briefly(fedc_algorithm_find("fedavg_halfstep"), 0.5);
+    fedc_train_result builtin = train_briefly(&fedc_algorithm_fedavg, 0.25);
+    fedc_train_result plain = train_briefly(&fedc_algorithm_fedavg, 0.5);
+    CHECK(mine.rounds_run == 3 && mine.train_loss == builtin.train_loss && mine.test_loss == builtin.test_loss);
+    CHECK_MSG(mine.test_loss != plain.test_loss, "half steps changed nothing (test loss %g)", mine.test_loss);
 }
 
 static void test_bad_configurations(void) {
@@ -262,6 +315,7 @@ int main(int argc, char **argv) {
         {"bitwise identical for 1 and 2 threads", test_bitwise_identical_for_1_and_2_threads},
         {"resume is bitwise identical", test_resume_is_bitwise_identical},
         {"algorithms on fashion-mnist", test_algorithms_on_fashion_mnist},
+        {"registered algorithm", test_registered_algorithm},
         {"bad configurations", test_bad_configurations},
     };
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));

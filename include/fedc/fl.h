@@ -34,25 +34,45 @@
 extern "C" {
 #endif
 
-typedef enum fedc_algorithm_kind {
-    FEDC_ALG_FEDSGD,
-    FEDC_ALG_FEDAVG, /* with a server optimizer other than SGD(1): FedOpt (FedAdam, FedYogi, ...) */
-    FEDC_ALG_FEDPROX,
-    FEDC_ALG_COUNT
-} fedc_algorithm_kind;
+typedef struct fedc_algorithm fedc_algorithm;
 
-typedef struct fedc_algorithm {
-    fedc_algorithm_kind kind;
+/* An algorithm is a name and a function that builds its round (the interface
+ * above). The built-in ones are below; an algorithm written elsewhere (in a user's
+ * own file, over the public builder API) is added with fedc_algorithm_register and
+ * is then found by name like the others, by `fedc_algorithm_find` and the CLI.
+ * A round's server_state inputs must be those of a->server_opt: the caller
+ * (fedc_train) allocates and initialises them from it. */
+typedef struct fedc_algorithm_def {
+    const char *name;    /* what `fedc train --algorithm` takes */
+    const char *summary; /* one line for --help */
+    bool one_pass;       /* each client computes one gradient of all its data (FedSGD): one epoch */
+    fedc_status (*round)(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
+} fedc_algorithm_def;
+
+extern const fedc_algorithm_def fedc_algorithm_fedsgd;  /* src/fl/fedsgd.c */
+extern const fedc_algorithm_def fedc_algorithm_fedavg;  /* src/fl/fedavg.c; FedOpt with a server optimizer */
+extern const fedc_algorithm_def fedc_algorithm_fedprox; /* src/fl/fedprox.c */
+
+struct fedc_algorithm {
+    const fedc_algorithm_def *def; /* NULL: FedAvg */
     fedc_optimizer client_opt; /* re-initialised every round */
     fedc_optimizer server_opt; /* applied to the averaged update as a pseudo-gradient */
     double prox_mu;            /* FedProx */
     int64_t batch_size;
     int64_t max_steps;         /* batches per client in the program (padded) */
     bool dropout;              /* train with the model's dropout */
-} fedc_algorithm;
+};
 
-const char *fedc_algorithm_name(fedc_algorithm_kind kind); /* "fedsgd", "fedavg", "fedprox" */
-fedc_status fedc_algorithm_parse(const char *name, fedc_algorithm_kind *out);
+/* Adds `def` (which must outlive its use) to the algorithms found by name.
+ * EINVAL if the name is taken or def lacks a name or a round builder. */
+fedc_status fedc_algorithm_register(const fedc_algorithm_def *def);
+/* The algorithm called `name`; NULL (with an error naming the choices) if none. */
+const fedc_algorithm_def *fedc_algorithm_find(const char *name);
+/* The known algorithms, built-in first, for listing: i in [0, fedc_algorithm_count()). */
+int fedc_algorithm_count(void);
+const fedc_algorithm_def *fedc_algorithm_at(int i);
+/* a's name ("fedavg" when a->def is NULL). */
+const char *fedc_algorithm_name(const fedc_algorithm *a);
 
 /* Builds one round of `a` on model `m` (the interface above). */
 fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);

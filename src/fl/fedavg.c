@@ -22,7 +22,7 @@ static fedc_status local_step(const fedc_model *m, const fedc_algorithm *a, fedc
         return st;
     }
     int n = fedc_model_num_params(m), ns = fedc_optimizer_state_size(&a->client_opt, n);
-    bool prox = a->kind == FEDC_ALG_FEDPROX;
+    bool prox = fedc__fl_proximal(a);
     fedc_value w[FEDC__FL_MAX_PARAMS], s[3 * FEDC__FL_MAX_PARAMS + 1], anchor[FEDC__FL_MAX_PARAMS];
     for (int i = 0; i < n; i++) w[i] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
     for (int k = 0; k < ns; k++) {
@@ -74,7 +74,7 @@ static fedc_status client_update(const fedc_model *m, const fedc_algorithm *a, c
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
     int n = in->nparams, ns = fedc_optimizer_state_size(&a->client_opt, n), nc = 0;
-    bool prox = a->kind == FEDC_ALG_FEDPROX;
+    bool prox = fedc__fl_proximal(a);
     fedc_value w[FEDC__FL_MAX_PARAMS], carries[4 * FEDC__FL_MAX_PARAMS + 8], res[4 * FEDC__FL_MAX_PARAMS + 8];
     fedc__client_inputs ci;
     fedc__fl_client_inputs(p, m, round, in, w, &ci);
@@ -115,3 +115,10 @@ static fedc_status build_client(const fedc_model *m, const fedc_algorithm *a, co
 fedc_status fedc__fedavg_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
     return fedc__fl_assemble(m, a, build_client, out);
 }
+
+const fedc_algorithm_def fedc_algorithm_fedavg = {
+    .name = "fedavg",
+    .summary = "FedAvg: local epochs of the client optimizer, example-weighted mean of the deltas; "
+               "with a server optimizer, FedOpt (FedAdam, FedYogi, FedAdagrad, FedAvgM)",
+    .round = fedc__fedavg_round,
+};

@@ -88,6 +88,13 @@ static fedc_status build_client(const fedc_model *m, const fedc_algorithm *a, co
     return st;
 }
 
-fedc_status fedc__fedsgd_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
+static fedc_status fedsgd_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
     return fedc__fl_assemble(m, a, build_client, out);
 }
+
+const fedc_algorithm_def fedc_algorithm_fedsgd = {
+    .name = "fedsgd",
+    .summary = "FedSGD: one gradient of each client's data, example-weighted mean, a server optimizer step",
+    .one_pass = true,
+    .round = fedsgd_round,
+};

@@ -56,8 +56,10 @@ fedc_status fedc__fl_assemble(const fedc_model *m, const fedc_algorithm *a, fedc
 /* The i32[4] dropout key of step t: key + [0, 0, 0, t]. */
 fedc_value fedc__fl_step_key(fedc_program *p, fedc_value key, fedc_value t);
 
-/* Algorithms (src/fl/<name>.c). */
+/* Whether the client's objective has FedProx's proximal term. */
+static inline bool fedc__fl_proximal(const fedc_algorithm *a) { return a->def == &fedc_algorithm_fedprox; }
+
+/* FedAvg's round, which FedProx shares (src/fl/fedavg.c). */
 fedc_status fedc__fedavg_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
-fedc_status fedc__fedsgd_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
 
 #endif

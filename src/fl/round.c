@@ -24,7 +24,7 @@ static fedc_status objective_body(fedc_program *p, const fedc_model *m, const fe
     fedc_status st = fedc_model_apply(m, p, w, x, y, mask, a->dropout ? key : FEDC_NONE, &out);
     if (st) return st;
     fedc_value loss = out.loss;
-    if (a->kind == FEDC_ALG_FEDPROX) { /* + mu/2 ||w - anchor||^2, the proximal term */
+    if (fedc__fl_proximal(a)) { /* + mu/2 ||w - anchor||^2, the proximal term */
         fedc_value prox = FEDC_NONE;
         for (int i = 0; i < n; i++) {
             char name[80];

@@ -21,7 +21,7 @@ void fedc_train_defaults(fedc_train_config *c) {
     c->format = FEDC_FORMAT_AUTO;
     c->num_clients = 100;
     c->model = "cnn";
-    c->algorithm.kind = FEDC_ALG_FEDAVG;
+    c->algorithm.def = &fedc_algorithm_fedavg;
     c->algorithm.client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 0.1);
     c->algorithm.server_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0);
     c->algorithm.batch_size = 20;
@@ -70,18 +70,26 @@ static fedc_status create_model(trainer *t) {
     return fedc_model_init(t->model, t->c->seed, t->params);
 }
 
+/* The server optimizer's state, like the parameters, is one flat buffer; slice k
+ * (bound as server_state<k>) is a parameter-shaped slot or the step count. */
 static fedc_status create_state(trainer *t) {
     int n = fedc_model_num_params(t->model);
     const fedc_optimizer *o = &t->alg.server_opt;
     t->nstate = fedc_optimizer_state_size(o, n);
     t->state = fedc_calloc((size_t)(t->nstate ? t->nstate : 1), sizeof *t->state);
     if (!t->state) return fedc_error(FEDC_ENOMEM, "train: out of memory");
+    int64_t size[3 * FEDC__FL_MAX_PARAMS + 1], total = 0;
     for (int k = 0; k < t->nstate; k++) {
         bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(o);
-        int64_t size = count ? 1 : fedc_model_param_size(t->model, k % n);
-        t->state[k] = fedc_malloc((size_t)size * sizeof(float));
-        if (!t->state[k]) return fedc_error(FEDC_ENOMEM, "train: out of memory");
-        for (int64_t j = 0; j < size; j++) t->state[k][j] = (float)fedc_optimizer_state_init(o, n, k);
+        size[k] = count ? 1 : fedc_model_param_size(t->model, k % n);
+        total += size[k];
+    }
+    t->state_flat = fedc_malloc((size_t)(total ? total : 1) * sizeof(float));
+    if (!t->state_flat) return fedc_error(FEDC_ENOMEM, "train: out of memory for the server optimizer's state");
+    float *slice = t->state_flat;
+    for (int k = 0; k < t->nstate; slice += size[k], k++) {
+        t->state[k] = slice;
+        for (int64_t j = 0; j < size[k]; j++) slice[j] = (float)fedc_optimizer_state_init(o, n, k);
     }
     return FEDC_OK;
 }
@@ -148,8 +156,8 @@ static void destroy(trainer *t) {
     fedc_program_destroy(t->eval);
     fedc__cohort_buffers_free(&t->cohort);
     fedc__cohort_buffers_free(&t->eval_cohort);
-    for (int k = 0; t->state && k < t->nstate; k++) fedc_free(t->state[k]);
     fedc_free(t->state);
+    fedc_free(t->state_flat);
     fedc_free(t->params);
     fedc_free(t->sampled);
     fedc_free(t->curve);

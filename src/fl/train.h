@@ -29,7 +29,8 @@ typedef struct trainer {
     fedc_model *model;
     fedc_algorithm alg;
     float *params;          /* the model, flat */
-    float **state;          /* the server optimizer's state tensors */
+    float *state_flat;      /* the server optimizer's state, one buffer ... */
+    float **state;          /* ... and its slices, server_state<k> */
     int nstate;
     fedc_program *round, *eval;
     fedc_executor *round_ex, *eval_ex;

@@ -101,7 +101,7 @@ fedc_status fedc__train_write_curves(const trainer *t) {
                "font-size=\"12\">\n<rect width=\"640\" height=\"380\" fill=\"white\"/>\n"
                "<rect x=\"60\" y=\"40\" width=\"500\" height=\"280\" fill=\"none\" stroke=\"#888\"/>\n");
     fprintf(f, "<text x=\"60\" y=\"25\">fedc: %s on %s (left axis: loss 0 to %.3g; right: accuracy 0 to 100%%)</text>\n",
-            fedc_algorithm_name(t->alg.kind), t->task, top);
+            fedc_algorithm_name(&t->alg), t->task, top);
     fprintf(f, "<text x=\"280\" y=\"350\">round (last: %.0f)</text>\n", t->curve[4 * (t->ncurve - 1)]);
     polyline(f, t, 1, 0, top, "#1f77b4");
     polyline(f, t, 2, 0, top, "#ff7f0e");
@@ -119,7 +119,7 @@ fedc_status fedc__train_write_curves(const trainer *t) {
 /* What a checkpoint must agree with to be resumed. */
 static void settings(const trainer *t, char *buf, size_t size) {
     snprintf(buf, size, "model=%s task=%s algorithm=%s batch=%lld steps=%lld clients_per_round=%d seed=%llu",
-             fedc_model_name(t->model), t->task, fedc_algorithm_name(t->alg.kind), (long long)t->alg.batch_size,
+             fedc_model_name(t->model), t->task, fedc_algorithm_name(&t->alg), (long long)t->alg.batch_size,
              (long long)t->alg.max_steps, t->c->clients_per_round, (unsigned long long)t->c->seed);
 }
 
