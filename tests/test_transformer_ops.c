@@ -69,7 +69,7 @@ static fedc_program *loss_program(const op_case *c) {
     if (fedc_program_create(&p)) return NULL;
     fedc_value x[MAX_IN];
     for (int i = 0; i < c->nin; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "x%d", i);
         x[i] = fedc_input(p, name, c->in[i]);
     }
@@ -92,7 +92,7 @@ static double run_loss(fedc_executor *ex) {
 
 typedef struct bound {
     double *x[MAX_IN], *t[MAX_IN];
-    char names[MAX_IN][8], tnames[MAX_IN][20];
+    char names[MAX_IN][16], tnames[MAX_IN][32];
     const char *wrt[MAX_IN];
 } bound;
 
@@ -156,8 +156,6 @@ static void check_jvp(const op_case *c, fedc_program *p, bound *b) {
     CHECK_OK(fedc_executor_create(&fwd, p, NULL));
     CHECK_OK(fedc_executor_create(&jex, j, NULL));
     if (!fwd || !jex) goto done;
-    int64_t total = 0;
-    for (int i = 0; i < c->nin; i++) total += fedc_type_count(&c->in[i]);
     double *moved[MAX_IN];
     for (int i = 0; i < c->nin; i++) {
         moved[i] = malloc((size_t)fedc_type_count(&c->in[i]) * sizeof(double));
