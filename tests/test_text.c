@@ -176,6 +176,17 @@ static void build_reverse_fold(fedc_program *p) {
     fedc_num_clients(p, FEDC_F64);
 }
 
+/* The transformer layers' ops. */
+static void build_transformer_ops(fedc_program *p) {
+    fedc_value x = fedc_input(p, "tokens_h", T(FEDC_F32, 2, 3, 6)), g = fedc_input(p, "ln_g", T(FEDC_F32, 6));
+    fedc_value h = fedc_layer_norm(p, x, g, g, 1e-5);
+    fedc_value a = fedc_causal_attention(p, h, 1);
+    fedc_program_output(p, "gelu", fedc_gelu_grad(p, a, fedc_gelu(p, a)));
+    fedc_program_output(p, "ln_dx", fedc_layer_norm_grad(p, x, g, h, 1e-5));
+    fedc_program_output(p, "ln_dgb", fedc_layer_norm_param_grad(p, x, h, 1e-5));
+    fedc_program_output(p, "attn_d", fedc_causal_attention_grad(p, h, a, 1));
+}
+
 static fedc_program *build_all_ops(void) {
     fedc_program *p;
     if (fedc_program_create(&p)) return NULL;
@@ -187,6 +198,7 @@ static fedc_program *build_all_ops(void) {
     build_placed_ops(p);
     build_round(p);
     build_reverse_fold(p);
+    build_transformer_ops(p);
     fedc_value c = fedc_full(p, T(FEDC_F32, 2, 3), 0.1);
     fedc_program_output(p, "sum", fedc_add(p, x, c));
     fedc_program_output(p, "x again", x);

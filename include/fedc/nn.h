@@ -33,9 +33,21 @@ typedef struct fedc_model_options {
     int input_height, input_width, input_channels; /* images; 0: 28 x 28 x 1 */
     int input_dim;    /* vectors (logistic, dense, heart); 0: height*width*channels */
     int hidden;       /* dense: units per hidden layer; 0: 200 */
+    /* transformer: 0 keeps the preset's size; num_classes is the vocabulary */
+    int layers, width, heads, context;
+    bool tied_embeddings;      /* the output projection is the token embedding, transposed */
+    bool sinusoidal_positions; /* fixed sinusoidal positions instead of learned ones */
 } fedc_model_options;
 
 /* Models by name, with FedJAX's architectures and parameter counts:
+ *   "transformer[:PRESET]"  decoder-only (GPT-2-style, pre-LN) language model on i32
+ *               token sequences; presets tiny (2 blocks, width 32, 2 heads, context
+ *               16, vocab 90), small (the default: 6 x 256, 4 heads, context 128,
+ *               vocab 10,004), medium (8 x 512, 8 heads, 256) and base (12 x 768,
+ *               12 heads, 512: 100.8M parameters, 93.1M tied); options
+ *               layers/width/heads/context/num_classes override. Its x is i32
+ *               [batch, context], y the next tokens i32 [batch, context]; tokens
+ *               whose label is 0 (PAD) are left out of the loss and metrics.
  *   "logistic"  EMNIST logistic regression (784 -> 62: 48,670 parameters)
  *   "dense"     784-200-200-62 ReLU MLP (209,662)
  *   "cnn"       conv3x3x32 - conv3x3x64 - maxpool2 - dropout0.25 - dense128 - dropout0.5
@@ -53,8 +65,12 @@ const char *fedc_model_param_name(const fedc_model *m, int i); /* "conv1/w", ...
 fedc_type fedc_model_param_type(const fedc_model *m, int i);  /* f32, local */
 int64_t fedc_model_param_offset(const fedc_model *m, int i);  /* in floats */
 int64_t fedc_model_param_size(const fedc_model *m, int i);
-/* The type of one batch of inputs: [batch, ...example shape], f32. */
+/* The type of one batch of inputs: [batch, ...example shape], f32 (i32 tokens for
+ * language models). */
 fedc_type fedc_model_input_type(const fedc_model *m, int64_t batch);
+/* The type of one batch of labels: i32[batch], or i32[batch, context] for language
+ * models (a next token per position). The mask stays f32[batch], per example. */
+fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch);
 int fedc_model_num_classes(const fedc_model *m);
 
 /* Fills `params` (fedc_model_size floats) with the initialisers FedJAX's Haiku models
@@ -63,9 +79,9 @@ fedc_status fedc_model_init(const fedc_model *m, uint64_t seed, float *params);
 
 typedef struct fedc_model_outputs {
     fedc_value loss;    /* f32[]: mean cross-entropy over the examples with mask 1 */
-    fedc_value logits;  /* f32[batch, classes] */
+    fedc_value logits;  /* f32[batch, classes] ([batch, context, vocab] for language models) */
     fedc_value correct; /* f32[]: number of masked-in examples whose argmax is the label */
-    fedc_value count;   /* f32[]: number of masked-in examples */
+    fedc_value count;   /* f32[]: number of masked-in examples (language models: tokens) */
 } fedc_model_outputs;
 
 /* Adds the model's forward pass on one batch to p: params (one value per parameter,

@@ -277,6 +277,31 @@ const char *fedc_segment_name(fedc_segment_kind kind); /* "server", "broadcast",
  * (inputs are not counted in any segment). */
 int fedc_program_segments(const fedc_program *p, fedc_segment *out, int max);
 
+/* ------------------------------------------------------ transformer layers -- */
+
+/* GELU with the tanh approximation (GPT-2, BERT, PyTorch's approximate="tanh"):
+ * x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))). */
+fedc_value fedc_gelu(fedc_program *p, fedc_value x);
+/* Layer normalisation over the last axis of x [..., C]: (x - mean) / sqrt(var +
+ * eps) * gamma + beta, with gamma and beta [C] and var the biased variance (as
+ * PyTorch's nn.LayerNorm; eps 1e-5 there). */
+fedc_value fedc_layer_norm(fedc_program *p, fedc_value x, fedc_value gamma, fedc_value beta, double eps);
+/* Causal multi-head self-attention on packed projections: qkv [batch, seq, 3 *
+ * heads * d] holds q, k, v side by side (the last axis is [3, heads, d]), the
+ * result is [batch, seq, heads * d] (heads side by side): position i of head h
+ * gets sum_{j <= i} softmax_j(q_i . k_j / sqrt(d)) v_j. One fused op: the
+ * attention matrix is never a program value. */
+fedc_value fedc_causal_attention(fedc_program *p, fedc_value qkv, int heads);
+
+/* The backward ops the derivatives of the three use (differentiable as well):
+ * gelu_grad = dy * gelu'(x); layer_norm_grad = dx of layer_norm for cotangent dy;
+ * layer_norm_param_grad = [d gamma; d beta] as a [2, C] array; causal_attention_grad
+ * = d qkv for the output's cotangent dy. */
+fedc_value fedc_gelu_grad(fedc_program *p, fedc_value x, fedc_value dy);
+fedc_value fedc_layer_norm_grad(fedc_program *p, fedc_value x, fedc_value gamma, fedc_value dy, double eps);
+fedc_value fedc_layer_norm_param_grad(fedc_program *p, fedc_value x, fedc_value dy, double eps);
+fedc_value fedc_causal_attention_grad(fedc_program *p, fedc_value qkv, fedc_value dy, int heads);
+
 #ifdef __cplusplus
 }
 #endif

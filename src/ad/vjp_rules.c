@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ad/ad.h"
+#include "ad/composite.h"
 
 typedef struct rule {
     fedc__ad *ad;
@@ -626,6 +627,66 @@ static fedc_status vjp_FOLD(const rule *r) {
     fedc_program_destroy(back);
     return st;
 }
+
+/* --------------------------------------------------- transformer layers -- */
+
+/* The fused ops' derivatives are the fused backward ops. The backward ops' own
+ * derivatives (second order, and forward mode, which transposes the vjp) use a
+ * closed form where it is short and the composite form (ad/composite.c)
+ * elsewhere. */
+static fedc_status vjp_GELU(const rule *r) { give(r, 0, fedc_gelu_grad(r->g, X(r, 0), r->ct)); return FEDC_OK; }
+
+static fedc_status vjp_GELU_GRAD(const rule *r) { /* dx = dy * gelu'(x): linear in dy */
+    if (needs(r, 1)) give(r, 1, fedc_gelu_grad(r->g, X(r, 0), r->ct));
+    return fedc__composite_vjp(r->ad, r->v, r->ct, 1u);
+}
+
+static fedc_value ones_like_vector(const rule *r, int i) { return fedc_full(r->g, *xtype(r, i), 1.0); }
+
+static fedc_status vjp_LAYER_NORM(const rule *r) {
+    fedc_program *g = r->g;
+    double eps = fedc__attr_float(r->n, FEDC_ATTR_EPS, 0);
+    if (needs(r, 0)) give(r, 0, fedc_layer_norm_grad(g, X(r, 0), X(r, 1), r->ct, eps));
+    if (needs(r, 1) || needs(r, 2)) {
+        int64_t c = xtype(r, 1)->dims[0];
+        fedc_value pg = fedc_layer_norm_param_grad(g, X(r, 0), r->ct, eps);
+        for (int i = 1; i <= 2; i++)
+            if (needs(r, i))
+                give(r, i, fedc_reshape(g, fedc_slice(g, pg, (int64_t[]){i - 1, 0}, (int64_t[]){i, c}), 1, &c));
+    }
+    return FEDC_OK;
+}
+
+/* dx = A (gamma dy) with A = layer_norm_grad(x, 1, .) symmetric, so the
+ * cotangent of dy is gamma A ct; x and gamma go through the composite form. */
+static fedc_status vjp_LAYER_NORM_GRAD(const rule *r) {
+    double eps = fedc__attr_float(r->n, FEDC_ATTR_EPS, 0);
+    if (needs(r, 2))
+        give(r, 2, fedc_mul(r->g, X(r, 1), fedc_layer_norm_grad(r->g, X(r, 0), ones_like_vector(r, 1), r->ct, eps)));
+    return fedc__composite_vjp(r->ad, r->v, r->ct, 3u);
+}
+
+/* [dgamma; dbeta] = [sum dy xhat; sum dy]: the cotangent of dy is xhat ct0 + ct1. */
+static fedc_status vjp_LAYER_NORM_PARAM_GRAD(const rule *r) {
+    fedc_program *g = r->g;
+    if (needs(r, 1)) {
+        double eps = fedc__attr_float(r->n, FEDC_ATTR_EPS, 0);
+        int64_t c = r->n->type.dims[1];
+        fedc_type vt = fedc_type_make(xtype(r, 0)->dtype, 1, &c);
+        fedc_value xhat = fedc_layer_norm(g, X(r, 0), fedc_full(g, vt, 1.0), fedc_full(g, vt, 0.0), eps);
+        fedc_value c0 = fedc_reshape(g, fedc_slice(g, r->ct, (int64_t[]){0, 0}, (int64_t[]){1, c}), 1, &c);
+        fedc_value c1 = fedc_reshape(g, fedc_slice(g, r->ct, (int64_t[]){1, 0}, (int64_t[]){2, c}), 1, &c);
+        give(r, 1, fedc_add(g, fedc_mul(g, xhat, c0), c1));
+    }
+    return fedc__composite_vjp(r->ad, r->v, r->ct, 1u);
+}
+
+static fedc_status vjp_CAUSAL_ATTENTION(const rule *r) {
+    give(r, 0, fedc_causal_attention_grad(r->g, X(r, 0), r->ct, (int)fedc__attr_int(r->n, FEDC_ATTR_HEADS, 1)));
+    return FEDC_OK;
+}
+
+static fedc_status vjp_CAUSAL_ATTENTION_GRAD(const rule *r) { return fedc__composite_vjp(r->ad, r->v, r->ct, 3u); }
 
 /* ------------------------------------------------------------- dispatch -- */
 

@@ -295,6 +295,61 @@ static fedc_status run_NUM_CLIENTS(const fedc__step *s) {
     return FEDC_OK;
 }
 
+/* --------------------------------------------------- transformer layers -- */
+
+static fedc_status run_GELU(const fedc__step *s) {
+    return s->k->gelu(s->n->type.dtype, out_count(s), s->in[0], s->out);
+}
+
+static fedc_status run_GELU_GRAD(const fedc__step *s) {
+    return s->k->gelu_grad(s->n->type.dtype, out_count(s), s->in[0], s->in[1], s->out);
+}
+
+/* x viewed as [rows, cols], cols its last axis. */
+static void norm_rows(const fedc_type *x, int64_t *rows, int64_t *cols) {
+    *cols = x->dims[x->rank - 1];
+    *rows = *cols ? fedc_type_count(x) / *cols : 0;
+}
+
+static fedc_status run_LAYER_NORM(const fedc__step *s) {
+    int64_t rows, cols;
+    norm_rows(in_type(s, 0), &rows, &cols);
+    return s->k->layer_norm(s->n->type.dtype, rows, cols, s->in[0], s->in[1], s->in[2],
+                            fedc__attr_float(s->n, FEDC_ATTR_EPS, 0), s->out);
+}
+
+static fedc_status run_LAYER_NORM_GRAD(const fedc__step *s) {
+    int64_t rows, cols;
+    norm_rows(in_type(s, 0), &rows, &cols);
+    return s->k->layer_norm_grad(s->n->type.dtype, rows, cols, s->in[0], s->in[1], s->in[2],
+                                 fedc__attr_float(s->n, FEDC_ATTR_EPS, 0), s->out);
+}
+
+static fedc_status run_LAYER_NORM_PARAM_GRAD(const fedc__step *s) {
+    int64_t rows, cols;
+    norm_rows(in_type(s, 0), &rows, &cols);
+    return s->k->layer_norm_param_grad(s->n->type.dtype, rows, cols, s->in[0], s->in[1],
+                                       fedc__attr_float(s->n, FEDC_ATTR_EPS, 0), s->out);
+}
+
+/* Both attention ops have qkv [batch, seq, 3 * heads * d] as operand 0. */
+static fedc_attn_geom attn_geom(const fedc_program *p, const fedc__node *n) {
+    const fedc_type *qkv = &p->nodes[n->in[0]].type;
+    int64_t heads = fedc__attr_int(n, FEDC_ATTR_HEADS, 1);
+    fedc_attn_geom g = {qkv->dims[0], qkv->dims[1], heads, qkv->dims[2] / (3 * heads)};
+    return g;
+}
+
+static fedc_status run_CAUSAL_ATTENTION(const fedc__step *s) {
+    fedc_attn_geom g = attn_geom(s->p, s->n);
+    return s->k->causal_attention(s->n->type.dtype, &g, s->in[0], s->out, s->scratch);
+}
+
+static fedc_status run_CAUSAL_ATTENTION_GRAD(const fedc__step *s) {
+    fedc_attn_geom g = attn_geom(s->p, s->n);
+    return s->k->causal_attention_grad(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);
+}
+
 /* ------------------------------------------------------------- dispatch -- */
 
 static const run_fn runners[FEDC_OP_COUNT] = {
@@ -314,6 +369,10 @@ fedc_status fedc__step_run(const fedc__step *s) {
 }
 
 size_t fedc__step_scratch(const fedc_kernels *k, const fedc_program *p, const fedc__node *n) {
+    if (n->op == FEDC_OP_CAUSAL_ATTENTION || n->op == FEDC_OP_CAUSAL_ATTENTION_GRAD) {
+        fedc_attn_geom g = attn_geom(p, n);
+        return k->attention_scratch(n->type.dtype, &g);
+    }
     if (n->op != FEDC_OP_CONV2D && n->op != FEDC_OP_CONV2D_INPUT_GRAD && n->op != FEDC_OP_CONV2D_FILTER_GRAD) return 0;
     fedc_conv_geom g = conv_geom_of(p, n);
     return k->conv2d_scratch(&g, n->type.dtype);

@@ -3,6 +3,8 @@
 #ifndef FEDC_FL_INTERNAL_H
 #define FEDC_FL_INTERNAL_H
 
+#include <string.h>
+
 #include "fedc/fl.h"
 
 enum { FEDC__FL_MAX_PARAMS = 32 };
@@ -10,6 +12,14 @@ enum { FEDC__FL_MAX_PARAMS = 32 };
 /* t with placement pl. */
 static inline fedc_type fedc__placed(fedc_type t, fedc_placement pl) {
     t.placement = pl;
+    return t;
+}
+
+/* t with a leading axis of `steps` (a client's batches stacked). */
+static inline fedc_type fedc__stacked(fedc_type t, int64_t steps) {
+    memmove(t.dims + 1, t.dims, sizeof t.dims - sizeof t.dims[0]);
+    t.dims[0] = steps;
+    t.rank++;
     return t;
 }
 

@@ -9,7 +9,9 @@
 /* A cohort's batches, laid out as the round's @clients inputs want them. */
 typedef struct cohort_buffers {
     int clients;
-    int64_t batch, max_steps, x_elems; /* x_elems: floats of one client's x */
+    int64_t batch, max_steps, x_elems; /* x_elems: floats (or i32 tokens) of one client's x */
+    int64_t y_elems;                   /* labels in one batch: batch, or batch * context */
+    fedc_dtype x_dtype;
     float *x, *mask;
     int32_t *y, *steps, *key;
 } cohort_buffers;

@@ -32,4 +32,18 @@ fedc_status fedc_fast_avg_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const v
 fedc_status fedc_fast_avg_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *dy,
                                       void *dx);
 
+fedc_status fedc_fast_gelu(fedc_dtype dt, int64_t n, const void *x, void *y);
+fedc_status fedc_fast_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx);
+fedc_status fedc_fast_layer_norm(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
+                                 const void *beta, double eps, void *y);
+fedc_status fedc_fast_layer_norm_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
+                                      const void *dy, double eps, void *dx);
+fedc_status fedc_fast_layer_norm_param_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *dy,
+                                            double eps, void *dgb);
+size_t fedc_fast_attention_scratch(fedc_dtype dt, const fedc_attn_geom *g);
+fedc_status fedc_fast_causal_attention(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv, void *y,
+                                       void *scratch);
+fedc_status fedc_fast_causal_attention_grad(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv, const void *dy,
+                                            void *dqkv, void *scratch);
+
 #endif

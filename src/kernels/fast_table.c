@@ -38,4 +38,12 @@ const fedc_kernels fedc_kernels_fast = {
     .dropout = fedc_ref_dropout,
     .cast = fedc_ref_cast,
     .iota = fedc_ref_iota,
+    .gelu = fedc_fast_gelu,
+    .gelu_grad = fedc_fast_gelu_grad,
+    .layer_norm = fedc_fast_layer_norm,
+    .layer_norm_grad = fedc_fast_layer_norm_grad,
+    .layer_norm_param_grad = fedc_fast_layer_norm_param_grad,
+    .attention_scratch = fedc_fast_attention_scratch,
+    .causal_attention = fedc_fast_causal_attention,
+    .causal_attention_grad = fedc_fast_causal_attention_grad,
 };

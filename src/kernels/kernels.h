@@ -69,6 +69,15 @@ typedef struct fedc_pool_geom {
     int64_t oh, ow;
 } fedc_pool_geom;
 
+/* Causal multi-head self-attention on packed projections (as GPT-2 and llm.c lay
+ * them out): qkv is [batch, seq, 3 * heads * head_dim] holding q, k and v side by
+ * side, each [heads, head_dim] per position; the output is [batch, seq, heads *
+ * head_dim]. Position i attends to positions j <= i with weights
+ * softmax_j(q_i . k_j / sqrt(head_dim)). */
+typedef struct fedc_attn_geom {
+    int64_t batch, seq, heads, head_dim;
+} fedc_attn_geom;
+
 typedef struct fedc_kernels {
     const char *name; /* "ref" or "fast" */
 
@@ -179,6 +188,34 @@ typedef struct fedc_kernels {
 
     /* y[idx] = idx[axis] for every index of ys. F32, F64, I32. */
     fedc_status (*iota)(fedc_dtype dt, const fedc_kshape *ys, int axis, void *y);
+    /* ---- transformer layers (ref_transformer.c, fast_transformer.c) ---- */
+
+    /* GELU, tanh approximation (GPT-2's, PyTorch's approximate="tanh"):
+     * y = x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))); gelu_grad writes
+     * dx = dy * gelu'(x). y may alias x, dx may alias dy. */
+    fedc_status (*gelu)(fedc_dtype dt, int64_t n, const void *x, void *y);
+    fedc_status (*gelu_grad)(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx);
+
+    /* Layer normalisation of each of `rows` rows of `cols`: y = (x - mean) /
+     * sqrt(var + eps) * gamma + beta, var the biased (population) variance.
+     * layer_norm_grad writes dx for the cotangent dy; layer_norm_param_grad writes
+     * dgb [2, cols]: row 0 d gamma = sum over rows of dy * xhat, row 1 d beta =
+     * sum over rows of dy. */
+    fedc_status (*layer_norm)(fedc_dtype dt, int64_t rows, int64_t cols, const void *x,
+                              const void *gamma, const void *beta, double eps, void *y);
+    fedc_status (*layer_norm_grad)(fedc_dtype dt, int64_t rows, int64_t cols, const void *x,
+                                   const void *gamma, const void *dy, double eps, void *dx);
+    fedc_status (*layer_norm_param_grad)(fedc_dtype dt, int64_t rows, int64_t cols,
+                                         const void *x, const void *dy, double eps, void *dgb);
+
+    /* Causal attention (fedc_attn_geom) and its derivative: dqkv (overwritten) is
+     * the cotangent of qkv for the output's cotangent dy. The softmax weights are
+     * recomputed, not stored. Scratch: attention_scratch(dt, g) bytes. */
+    size_t (*attention_scratch)(fedc_dtype dt, const fedc_attn_geom *g);
+    fedc_status (*causal_attention)(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv,
+                                    void *y, void *scratch);
+    fedc_status (*causal_attention_grad)(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv,
+                                         const void *dy, void *dqkv, void *scratch);
 } fedc_kernels;
 
 extern const fedc_kernels fedc_kernels_ref;

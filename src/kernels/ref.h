@@ -89,6 +89,20 @@ fedc_status fedc_ref_dropout(fedc_dtype dt, int64_t n, const void *x, fedc_rng_s
 fedc_status fedc_ref_cast(fedc_dtype from, fedc_dtype to, int64_t n, const void *x, void *y);
 fedc_status fedc_ref_iota(fedc_dtype dt, const fedc_kshape *ys, int axis, void *y);
 
+fedc_status fedc_ref_gelu(fedc_dtype dt, int64_t n, const void *x, void *y);
+fedc_status fedc_ref_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx);
+fedc_status fedc_ref_layer_norm(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
+                                const void *beta, double eps, void *y);
+fedc_status fedc_ref_layer_norm_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
+                                     const void *dy, double eps, void *dx);
+fedc_status fedc_ref_layer_norm_param_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *dy,
+                                           double eps, void *dgb);
+size_t fedc_ref_attention_scratch(fedc_dtype dt, const fedc_attn_geom *g);
+fedc_status fedc_ref_causal_attention(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv, void *y,
+                                      void *scratch);
+fedc_status fedc_ref_causal_attention_grad(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv, const void *dy,
+                                           void *dqkv, void *scratch);
+
 /* ---- helpers shared by the ref_*.c files (defined in ref_shape.c) ------------ */
 
 /* FEDC_EINVAL naming `kernel` unless 0 <= s->rank <= FEDC_MAX_RANK and no dim is

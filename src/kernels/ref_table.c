@@ -35,4 +35,12 @@ const fedc_kernels fedc_kernels_ref = {
     .dropout = fedc_ref_dropout,
     .cast = fedc_ref_cast,
     .iota = fedc_ref_iota,
+    .gelu = fedc_ref_gelu,
+    .gelu_grad = fedc_ref_gelu_grad,
+    .layer_norm = fedc_ref_layer_norm,
+    .layer_norm_grad = fedc_ref_layer_norm_grad,
+    .layer_norm_param_grad = fedc_ref_layer_norm_param_grad,
+    .attention_scratch = fedc_ref_attention_scratch,
+    .causal_attention = fedc_ref_causal_attention,
+    .causal_attention_grad = fedc_ref_causal_attention_grad,
 };

@@ -84,3 +84,10 @@ fedc_value fedc_nn_dropout(fedc_program *p, fedc_value x, fedc_value key, int la
     if (key == FEDC_NONE) return x;
     return fedc_dropout(p, x, layer_key(p, key, layer), rate);
 }
+
+fedc_status fedc_nn_declare_param(fedc_nn_params *ps, const char *layer, const char *suffix, int rank,
+                                  const int64_t *dims, double init_stddev, double init_const) {
+    fedc_status st = declare(ps, layer, suffix, rank, dims, init_stddev);
+    if (!st) ps->items[ps->count - 1].init_const = init_const;
+    return st;
+}

@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-typedef enum arch { ARCH_LOGISTIC, ARCH_DENSE, ARCH_CNN } arch;
+typedef enum arch { ARCH_LOGISTIC, ARCH_DENSE, ARCH_CNN, ARCH_TRANSFORMER } arch;
 
 typedef struct model_kind {
     const char *name;
@@ -29,6 +29,8 @@ static const model_kind KINDS[] = {
     {"heart", ARCH_LOGISTIC, 2, 13},
 };
 enum { NKINDS = sizeof KINDS / sizeof KINDS[0] };
+/* "transformer[:preset]" (src/nn/transformer.c) is matched by prefix. */
+static const model_kind TRANSFORMER_KIND = {"transformer", ARCH_TRANSFORMER, 0, 0};
 
 /* FedJAX's defaults: 28 x 28 x 1 images (_HAIKU_SAMPLE_BATCH), 200 hidden units. */
 enum { DEFAULT_SIDE = 28, DEFAULT_CHANNELS = 1, DEFAULT_HIDDEN = 200 };
@@ -47,6 +49,7 @@ struct fedc_model {
     int64_t height, width, channels;
     int64_t input_dim; /* floats per example */
     int64_t hidden;    /* dense only */
+    fedc_nn_transformer tf; /* transformer only */
     fedc_nn_params params;
 };
 
@@ -105,6 +108,9 @@ static fedc_status resolve_image(fedc_model *m, const fedc_model_options *o) {
 
 static fedc_status resolve_options(fedc_model *m, const fedc_model_options *o) {
     const model_kind *k = m->kind;
+    if (o->layers || o->width || o->heads || o->context || o->tied_embeddings || o->sinusoidal_positions)
+        return fedc_error(FEDC_EINVAL, "model %s: layers, width, heads, context and the embedding options are for "
+                          "transformer models", k->name);
     fedc_status st = check_ranges(k, o);
     if (st) return st;
     if (o->hidden && k->arch != ARCH_DENSE)
@@ -127,6 +133,7 @@ static fedc_status declare_params(fedc_model *m) {
             (st = fedc_nn_declare_dense(ps, "dense2", m->hidden, m->hidden)))
             return st;
         return fedc_nn_declare_dense(ps, "dense3", m->hidden, m->classes);
+    case ARCH_TRANSFORMER: return fedc_nn_transformer_declare(&m->tf, ps);
     case ARCH_CNN: {
         /* VALID 3x3 twice (-4), then the 2x2 VALID pool (floor of half). */
         int64_t flat = ((m->height - 4) / CNN_POOL) * ((m->width - 4) / CNN_POOL) * CONV2_OUT;
@@ -141,17 +148,19 @@ static fedc_status declare_params(fedc_model *m) {
 }
 
 static const model_kind *find_kind(const char *name) {
+    if (!strncmp(name, "transformer", 11) && (name[11] == 0 || name[11] == ':')) return &TRANSFORMER_KIND;
     for (int i = 0; i < NKINDS; i++)
         if (strcmp(KINDS[i].name, name) == 0) return &KINDS[i];
     return NULL;
 }
 
 static fedc_status unknown_name(const char *name) {
-    char list[128] = "";
+    char list[192] = "";
     for (int i = 0; i < NKINDS; i++) {
         if (i) strncat(list, ", ", sizeof list - strlen(list) - 1);
         strncat(list, KINDS[i].name, sizeof list - strlen(list) - 1);
     }
+    strncat(list, ", transformer[:tiny|small|medium|base]", sizeof list - strlen(list) - 1);
     return fedc_error(FEDC_EINVAL, "model: unknown name \"%s\"; the models are %s", name, list);
 }
 
@@ -165,7 +174,9 @@ fedc_status fedc_model_create(fedc_model **out, const char *name, const fedc_mod
     fedc_model *m = fedc_calloc(1, sizeof *m);
     if (!m) return fedc_error(FEDC_ENOMEM, "fedc_model_create: out of memory");
     m->kind = kind;
-    fedc_status st = resolve_options(m, options ? options : &none);
+    const fedc_model_options *o = options ? options : &none;
+    fedc_status st = kind->arch == ARCH_TRANSFORMER ? fedc_nn_transformer_config(name, o, &m->tf) : resolve_options(m, o);
+    if (!st && kind->arch == ARCH_TRANSFORMER) m->classes = (int)m->tf.vocab;
     if (!st) st = declare_params(m);
     if (st) {
         fedc_free(m);
@@ -202,8 +213,14 @@ int64_t fedc_model_param_size(const fedc_model *m, int i) { return has_param(m, 
 
 fedc_type fedc_model_input_type(const fedc_model *m, int64_t batch) {
     if (!m) return fedc_type_scalar(FEDC_F32);
+    if (m->kind->arch == ARCH_TRANSFORMER) return fedc_type_make(FEDC_I32, 2, (int64_t[]){batch, m->tf.context});
     if (m->images) return fedc_type_make(FEDC_F32, 4, (int64_t[]){batch, m->height, m->width, m->channels});
     return fedc_type_make(FEDC_F32, 2, (int64_t[]){batch, m->input_dim});
+}
+
+fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch) {
+    if (m && m->kind->arch == ARCH_TRANSFORMER) return fedc_type_make(FEDC_I32, 2, (int64_t[]){batch, m->tf.context});
+    return fedc_type_make(FEDC_I32, 1, (int64_t[]){batch});
 }
 
 /* ------------------------------------------------------------------- init -- */
@@ -216,7 +233,7 @@ fedc_status fedc_model_init(const fedc_model *m, uint64_t seed, float *params) {
         if (q->init_stddev > 0)
             fedc_nn_truncated_normal(fedc_nn_init_stream(seed, i), q->init_stddev, q->size, at);
         else
-            memset(at, 0, (size_t)q->size * sizeof *at);
+            for (int64_t j = 0; j < q->size; j++) at[j] = (float)q->init_const;
     }
     return FEDC_OK;
 }
@@ -251,7 +268,7 @@ static fedc_status check_args(const fedc_model *m, const fedc_program *p, const 
     }
     int64_t b[1] = {batch};
     if ((st = check_value(m, p, x, fedc_model_input_type(m, batch), "x")) ||
-        (st = check_value(m, p, y, fedc_type_make(FEDC_I32, 1, b), "y (labels)")) ||
+        (st = check_value(m, p, y, fedc_model_label_type(m, batch), "y (labels)")) ||
         (st = check_value(m, p, mask, fedc_type_make(FEDC_F32, 1, b), "mask")))
         return st;
     if (key == FEDC_NONE) return FEDC_OK;
@@ -286,6 +303,7 @@ static fedc_value forward(const fedc_model *m, fedc_program *p, const fedc_value
     case ARCH_LOGISTIC: return fedc_nn_dense(p, flatten_input(m, p, x), w[0], w[1]);
     case ARCH_DENSE: return forward_dense(m, p, w, x);
     case ARCH_CNN: return forward_cnn(p, w, x, key);
+    case ARCH_TRANSFORMER: return fedc_nn_transformer_forward(&m->tf, p, w, x);
     }
     return FEDC_NONE;
 }
@@ -303,6 +321,15 @@ static void heads(fedc_program *p, fedc_value logits, fedc_value y, fedc_value m
     out->count = count;
 }
 
+/* A language model's per-token weights [batch, context]: the example's mask where
+ * the label is not PAD (id 0), else 0. */
+static fedc_value token_weights(const fedc_model *m, fedc_program *p, fedc_value y, fedc_value mask) {
+    int64_t batch = fedc_value_type(p, y).dims[0];
+    fedc_value real = fedc_cast(p, fedc_ne(p, y, fedc_scalar(p, FEDC_I32, 0)), FEDC_F32);
+    (void)m;
+    return fedc_mul(p, real, fedc_reshape(p, mask, 2, (int64_t[]){batch, 1}));
+}
+
 static void clear_outputs(fedc_model_outputs *out) {
     out->loss = out->logits = out->correct = out->count = FEDC_NONE;
 }
@@ -316,6 +343,7 @@ fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_va
     fedc_status st = fedc_program_status(p);
     if (st) return st;
     if ((st = check_args(m, p, params, x, y, mask, dropout_key))) return st;
+    if (m->kind->arch == ARCH_TRANSFORMER) mask = token_weights(m, p, y, mask);
     heads(p, forward(m, p, params, x, dropout_key), y, mask, out);
     if ((st = fedc_program_status(p))) clear_outputs(out);
     return st;

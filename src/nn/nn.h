@@ -14,8 +14,9 @@
 #include "fedc/nn.h"
 #include "fedc/program.h"
 
-/* The CNN has the most parameters: two conv and two dense layers, w and b each. */
-#define FEDC_NN_MAX_PARAMS 8
+/* The transformer has the most parameter tensors: 12 per block and 5 more, so up
+ * to 20 blocks. */
+#define FEDC_NN_MAX_PARAMS 256
 
 /* One parameter tensor: a named slice of the flat f32 buffer. */
 typedef struct fedc_nn_param {
@@ -23,7 +24,8 @@ typedef struct fedc_nn_param {
     fedc_type type;     /* f32, local */
     int64_t offset;     /* in floats, from the start of the buffer */
     int64_t size;       /* floats */
-    double init_stddev; /* stddev of the truncated normal; 0: zeros */
+    double init_stddev; /* stddev of the truncated normal; 0: every element init_const */
+    double init_const;
 } fedc_nn_param;
 
 /* The parameters in declaration order; size is the running total of floats. */
@@ -77,5 +79,28 @@ fedc_rng_stream fedc_nn_init_stream(uint64_t seed, int index);
  * a uses the stream's normal number a * n + j, so every element is a pure function
  * of (stream, j). */
 void fedc_nn_truncated_normal(fedc_rng_stream s, double stddev, int64_t n, float *out);
+
+/* "<layer>/<suffix>" of shape dims[0..rank): truncated normal of init_stddev, or
+ * (init_stddev 0) every element init_const. */
+fedc_status fedc_nn_declare_param(fedc_nn_params *ps, const char *layer, const char *suffix, int rank,
+                                  const int64_t *dims, double init_stddev, double init_const);
+
+/* ------------------------------------------------ transformer (transformer.c) -- */
+
+typedef struct fedc_nn_transformer {
+    int64_t layers, width, heads, context, vocab;
+    bool tied;       /* logits = h @ wte^T; else a separate head [width, vocab] */
+    bool sinusoidal; /* fixed sinusoidal positions; else learned wpe [context, width] */
+} fedc_nn_transformer;
+
+/* Resolves "transformer[:preset]" and the options into a checked config. */
+fedc_status fedc_nn_transformer_config(const char *name, const fedc_model_options *o, fedc_nn_transformer *out);
+/* The number of floats the model's parameters hold, by formula (tests check the
+ * declared table against it). */
+int64_t fedc_nn_transformer_param_count(const fedc_nn_transformer *c);
+fedc_status fedc_nn_transformer_declare(const fedc_nn_transformer *c, fedc_nn_params *ps);
+/* Logits [batch, seq, vocab] of i32 tokens [batch, seq]. */
+fedc_value fedc_nn_transformer_forward(const fedc_nn_transformer *c, fedc_program *p, const fedc_value *w,
+                                       fedc_value tokens);
 
 #endif /* FEDC_SRC_NN_NN_H */

@@ -1,0 +1,132 @@
+/*
+ * bench_transformer_step.c — one training step of the transformer language model
+ * (forward, gradient by fedc_grad, SGD update of every parameter) against the same
+ * model and step in PyTorch (bench/transformer_step_torch.py, the better of 1 and
+ * 2 threads), runs alternated: fedc, torch 1 thread, torch 2 threads, repeated.
+ * Prints the step times, the ratio, the FLOPs per step counted analytically, and
+ * fedc's model-FLOPs utilisation against this machine's measured single-thread
+ * sgemm peak (fedc runs a step on one thread; it parallelises across clients).
+ *
+ *     ./build/bench_transformer_step [layers width heads context vocab batch] [rounds] [steps]
+ *     (default 6 256 4 128 10004 8, 2 rounds of 5 steps each)
+ *     FEDC_PROFILE=1 also prints fedc's time per op kind.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/bench.h"
+#include "kernels/kernels.h"
+
+typedef struct shape {
+    int64_t layers, width, heads, context, vocab, batch;
+} shape;
+
+/* Matmul FLOPs of one step: forward 2 FLOPs per multiply-add of every weight
+ * matrix per token (12 C^2 per block: qkv 3, proj 1, fc 4, fc2 4; and the head
+ * C V), plus causal attention (q k^T and p v: 2 x 2 C per attended pair, (T+1)/2
+ * pairs per token on average); backward twice the forward. */
+static double step_flops(const shape *s) {
+    double tokens = (double)(s->batch * s->context), c = (double)s->width;
+    double dense = 2.0 * ((double)s->layers * 12.0 * c * c + c * (double)s->vocab);
+    double attention = (double)s->layers * 2.0 * 2.0 * c * (double)(s->context + 1) / 2.0;
+    return 3.0 * tokens * (dense + attention);
+}
+
+static double torch_step_ms(const shape *s, int threads) {
+    char cmd[512], line[256];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 bench/transformer_step_torch.py --layers %lld --width %lld --heads %lld "
+             "--context %lld --vocab %lld --batch %lld --threads %d", (long long)s->layers, (long long)s->width,
+             (long long)s->heads, (long long)s->context, (long long)s->vocab, (long long)s->batch, threads);
+    FILE *f = popen(cmd, "r");
+    double ms = -1;
+    while (f && fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, "step_ms=");
+        if (at) ms = atof(at + 8);
+    }
+    if (f) pclose(f);
+    return ms;
+}
+
+int main(int argc, char **argv) {
+    shape s = {6, 256, 4, 128, 10004, 8};
+    int64_t *fields[] = {&s.layers, &s.width, &s.heads, &s.context, &s.vocab, &s.batch};
+    for (int i = 0; i < 6 && i + 1 < argc; i++) *fields[i] = atoll(argv[i + 1]);
+    int rounds = argc > 7 ? atoi(argv[7]) : 2, steps = argc > 8 ? atoi(argv[8]) : 5;
+    fedc_kernels_init();
+
+    fedc_model_options o = {.layers = (int)s.layers, .width = (int)s.width, .heads = (int)s.heads,
+                            .context = (int)s.context, .num_classes = (int)s.vocab};
+    fedc_model *m;
+    BENCH_FAIL_IF(fedc_model_create(&m, "transformer", &o));
+    int n = fedc_model_num_params(m);
+    fedc_program *p, *g;
+    BENCH_FAIL_IF(fedc_program_create(&p));
+    fedc_value *w = calloc((size_t)n, sizeof *w);
+    const char **wrt = calloc((size_t)n, sizeof *wrt);
+    for (int i = 0; i < n; i++) {
+        wrt[i] = fedc_model_param_name(m, i);
+        w[i] = fedc_input(p, wrt[i], fedc_model_param_type(m, i));
+    }
+    fedc_value x = fedc_input(p, "x", fedc_model_input_type(m, s.batch));
+    fedc_value y = fedc_input(p, "y", fedc_model_label_type(m, s.batch));
+    fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 1, &s.batch));
+    fedc_model_outputs out;
+    BENCH_FAIL_IF(fedc_model_apply(m, p, w, x, y, mask, FEDC_NONE, &out));
+    BENCH_FAIL_IF(fedc_program_output(p, "loss", out.loss));
+    BENCH_FAIL_IF(fedc_grad(p, "loss", wrt, n, &g));
+
+    int64_t size = fedc_model_size(m), tokens = s.batch * s.context;
+    float *params = malloc((size_t)size * sizeof *params), *maskv = malloc((size_t)s.batch * sizeof *maskv);
+    int32_t *xv = malloc((size_t)tokens * sizeof *xv), *yv = malloc((size_t)tokens * sizeof *yv);
+    BENCH_FAIL_IF(fedc_model_init(m, 1, params));
+    for (int64_t i = 0; i < tokens; i++) xv[i] = (int32_t)(1 + (i * 7919) % (s.vocab - 1)), yv[i] = (int32_t)(1 + (i * 104729) % (s.vocab - 1));
+    for (int64_t i = 0; i < s.batch; i++) maskv[i] = 1;
+    fedc_executor *ex;
+    fedc_exec_options eo = {.profile = getenv("FEDC_PROFILE") != NULL}; /* time per op kind, printed at the end */
+    BENCH_FAIL_IF(fedc_executor_create(&ex, g, &eo));
+    for (int i = 0; i < n; i++) BENCH_FAIL_IF(fedc_executor_bind(ex, wrt[i], params + fedc_model_param_offset(m, i)));
+    BENCH_FAIL_IF(fedc_executor_bind(ex, "x", xv) || fedc_executor_bind(ex, "y", yv) || fedc_executor_bind(ex, "mask", maskv));
+
+    double flops = step_flops(&s), peak = fedc_kernels_sgemm_gflops(1024, 3);
+    printf("transformer step: %lld layers, width %lld, %lld heads, context %lld, vocab %lld, batch %lld; %lld parameters\n",
+           (long long)s.layers, (long long)s.width, (long long)s.heads, (long long)s.context, (long long)s.vocab,
+           (long long)s.batch, (long long)size);
+    printf("FLOPs per step (3 x tokens x (2 x (12 L C^2 + C V) + 2 L C (T+1))) = %.3f GFLOP\n", flops * 1e-9);
+    double best_fedc = 1e30, best_torch = 1e30;
+    int best_threads = 1;
+    for (int r = 0; r < rounds; r++) {
+        for (int k = 0; k <= steps; k++) { /* the first is a warm-up */
+            double t0 = bench_now();
+            BENCH_FAIL_IF(fedc_executor_run(ex));
+            for (int i = 0; i < n; i++) { /* SGD, lr 0.01 */
+                char name[64];
+                const float *gr;
+                snprintf(name, sizeof name, "grad_%s", wrt[i]);
+                BENCH_FAIL_IF(fedc_executor_output(ex, name, (const void **)&gr, NULL));
+                float *at = params + fedc_model_param_offset(m, i);
+                for (int64_t j = 0; j < fedc_model_param_size(m, i); j++) at[j] -= 0.01f * gr[j];
+            }
+            double t = bench_now() - t0;
+            if (k && t < best_fedc) best_fedc = t;
+        }
+        for (int threads = 1; threads <= 2; threads++) {
+            double ms = torch_step_ms(&s, threads);
+            if (ms > 0 && ms * 1e-3 < best_torch) best_torch = ms * 1e-3, best_threads = threads;
+            printf("  round %d: torch %d thread%s %.1f ms\n", r + 1, threads, threads > 1 ? "s" : "", ms);
+        }
+        printf("  round %d: fedc best so far %.1f ms\n", r + 1, best_fedc * 1e3);
+    }
+    printf("fedc  %.1f ms/step (1 thread), %.2f GFLOP/s, MFU %.1f%% of measured sgemm peak %.1f GFLOP/s (1 thread)\n",
+           best_fedc * 1e3, flops / best_fedc * 1e-9, 100.0 * flops / best_fedc * 1e-9 / peak, peak);
+    if (best_torch < 1e30)
+        printf("torch %.1f ms/step (best of 1 and 2 threads: %d), %.2f GFLOP/s\nratio torch / fedc = %.2f (target >= 1.5)\n",
+               best_torch * 1e3, best_threads, flops / best_torch * 1e-9, best_torch / best_fedc);
+    else
+        printf("torch: not available (/usr/bin/python3 with torch)\n");
+    if (eo.profile) fedc_executor_profile(ex, stdout);
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(g), fedc_program_destroy(p), fedc_model_destroy(m);
+    free(params), free(maskv), free(xv), free(yv), free(w), free(wrt);
+    return 0;
+}

@@ -1,0 +1,37 @@
+/* fast_math.h — branch-free float exp and tanh that the compiler vectorises
+ * (libm's expf and tanhf are calls per element, which dominate GELU and softmax
+ * over large arrays). Internal to the fast kernels. */
+#ifndef FEDC_KERNELS_FAST_MATH_H
+#define FEDC_KERNELS_FAST_MATH_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* e^x for x in any range (clamped to [-87.3, 88.3], so the result is a normal
+ * float), within about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by Cephes'
+ * expf polynomial, 2^n placed in the exponent bits. */
+static inline float fedc_fast_expf(float x) {
+    x = x < -87.3f ? -87.3f : x;
+    x = x > 88.3f ? 88.3f : x;
+    float z = x * 1.44269504088896341f + 126.5f; /* > 0, so truncation is floor */
+    int32_t n = (int32_t)z - 126;
+    float fn = (float)n;
+    float r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = (n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+/* tanh(x) = 1 - 2 / (e^(2x) + 1): absolute error about 1e-7 (relative error
+ * grows near 0, where callers add it to 1). */
+static inline float fedc_fast_tanhf(float x) { return 1.0f - 2.0f / (fedc_fast_expf(2.0f * x) + 1.0f); }
+
+#endif

@@ -1,0 +1,112 @@
+/*
+ * fast_transformer.c — fast GELU and layer normalisation for f32: flat loops the
+ * compiler vectorises, with fedc_fast_tanhf for GELU. f64 goes to the reference
+ * kernels (it is the precision of tests, not of training).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/fast.h"
+#include "kernels/fast_math.h"
+#include "kernels/ref.h"
+
+#define GELU_C 0.7978845608028654f
+#define GELU_A 0.044715f
+
+fedc_status fedc_fast_gelu(fedc_dtype dt, int64_t n, const void *x, void *y) {
+    if (dt != FEDC_F32) return fedc_ref_gelu(dt, n, x, y);
+    const float *xs = x;
+    float *ys = y;
+    for (int64_t i = 0; i < n; i++) {
+        float v = xs[i], t = fedc_fast_tanhf(GELU_C * (v + GELU_A * v * v * v));
+        ys[i] = 0.5f * v * (1.0f + t);
+    }
+    return FEDC_OK;
+}
+
+fedc_status fedc_fast_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx) {
+    if (dt != FEDC_F32) return fedc_ref_gelu_grad(dt, n, x, dy, dx);
+    const float *xs = x, *dys = dy;
+    float *dxs = dx;
+    for (int64_t i = 0; i < n; i++) {
+        float v = xs[i], t = fedc_fast_tanhf(GELU_C * (v + GELU_A * v * v * v));
+        float d = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
+        dxs[i] = dys[i] * d;
+    }
+    return FEDC_OK;
+}
+
+/* Sum of n floats in 8 interleaved partial sums (vectorisable, fixed order). */
+static float sum8(const float *x, int64_t n) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) acc[l] += x[i + l];
+    float s = 0;
+    for (; i < n; i++) s += x[i];
+    for (int l = 0; l < 8; l++) s += acc[l];
+    return s;
+}
+
+/* Mean and 1 / sqrt(var + eps) of a row; tmp holds cols floats. */
+static void row_stats(const float *x, int64_t cols, double eps, float *tmp, float *mean, float *rstd) {
+    float m = sum8(x, cols) / (float)cols;
+    for (int64_t j = 0; j < cols; j++) tmp[j] = (x[j] - m) * (x[j] - m);
+    *mean = m;
+    *rstd = (float)(1.0 / sqrt((double)(sum8(tmp, cols) / (float)cols) + eps));
+}
+
+/* The kernels write y, dx row by row, and use the output row as the scratch row
+ * of row_stats (it is overwritten after). */
+fedc_status fedc_fast_layer_norm(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
+                                 const void *beta, double eps, void *y) {
+    if (dt != FEDC_F32 || cols == 0) return fedc_ref_layer_norm(dt, rows, cols, x, gamma, beta, eps, y);
+    const float *g = gamma, *b = beta;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = (const float *)x + r * cols;
+        float *yr = (float *)y + r * cols, mean, rstd;
+        row_stats(xr, cols, eps, yr, &mean, &rstd);
+        for (int64_t j = 0; j < cols; j++) yr[j] = (xr[j] - mean) * rstd * g[j] + b[j];
+    }
+    return FEDC_OK;
+}
+
+fedc_status fedc_fast_layer_norm_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
+                                      const void *dy, double eps, void *dx) {
+    if (dt != FEDC_F32 || cols == 0) return fedc_ref_layer_norm_grad(dt, rows, cols, x, gamma, dy, eps, dx);
+    const float *gm = gamma;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = (const float *)x + r * cols, *dyr = (const float *)dy + r * cols;
+        float *dxr = (float *)dx + r * cols, mean, rstd;
+        row_stats(xr, cols, eps, dxr, &mean, &rstd);
+        for (int64_t j = 0; j < cols; j++) dxr[j] = dyr[j] * gm[j];
+        float mg = sum8(dxr, cols) / (float)cols, mgx = 0;
+        float acc[8] = {0};
+        int64_t j = 0;
+        for (; j + 8 <= cols; j += 8)
+            for (int l = 0; l < 8; l++) acc[l] += dxr[j + l] * (xr[j + l] - mean);
+        for (; j < cols; j++) mgx += dxr[j] * (xr[j] - mean);
+        for (int l = 0; l < 8; l++) mgx += acc[l];
+        mgx *= rstd / (float)cols;
+        for (j = 0; j < cols; j++) dxr[j] = rstd * (dxr[j] - mg - (xr[j] - mean) * rstd * mgx);
+    }
+    return FEDC_OK;
+}
+
+fedc_status fedc_fast_layer_norm_param_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *dy,
+                                            double eps, void *dgb) {
+    if (dt != FEDC_F32 || cols == 0) return fedc_ref_layer_norm_param_grad(dt, rows, cols, x, dy, eps, dgb);
+    float *dg = dgb, *db = dg + cols;
+    memset(dgb, 0, (size_t)(2 * cols) * sizeof(float));
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = (const float *)x + r * cols, *dyr = (const float *)dy + r * cols;
+        float m = sum8(xr, cols) / (float)cols, ss = 0;
+        for (int64_t j = 0; j < cols; j++) ss += (xr[j] - m) * (xr[j] - m);
+        float rstd = (float)(1.0 / sqrt((double)(ss / (float)cols) + eps));
+        for (int64_t j = 0; j < cols; j++) {
+            dg[j] += dyr[j] * (xr[j] - m) * rstd;
+            db[j] += dyr[j];
+        }
+    }
+    return FEDC_OK;
+}

@@ -1,0 +1,212 @@
+/* The transformer language model: parameter counts (by hand and by formula) for
+ * every preset, the options and their errors, initial values, the forward pass's
+ * shapes and PAD masking, and FedAvg on a learnable token task: the loss falls. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fedc/fl.h"
+#include "fedc/exec.h"
+#include "nn/nn.h"
+#include "harness.h"
+
+static int64_t model_size(const char *name, const fedc_model_options *o) {
+    fedc_model *m = NULL;
+    CHECK_MSG(fedc_model_create(&m, name, o) == FEDC_OK, "%s: %s", name, fedc_errmsg());
+    int64_t n = fedc_model_size(m);
+    fedc_model_destroy(m);
+    return n;
+}
+
+/* Counted by hand: wte V C + wpe T C + L (12 C^2 + 13 C) + lnf 2 C + head C V. */
+static void test_parameter_counts(void) {
+    CHECK_EQ_INT(model_size("transformer:tiny", NULL), 2880 + 512 + 2 * 12704 + 64 + 2880);        /* 31,744 */
+    CHECK_EQ_INT(model_size("transformer", NULL), 9893888);                                        /* small */
+    CHECK_EQ_INT(model_size("transformer:small", NULL), 2561024 + 32768 + 6 * 789760 + 512 + 2561024);
+    CHECK_EQ_INT(model_size("transformer:base", NULL), 100815360);
+    fedc_model_options tied = {.tied_embeddings = true};
+    CHECK_EQ_INT(model_size("transformer:base", &tied), 93132288);
+    fedc_model_options sin = {.sinusoidal_positions = true, .tied_embeddings = true};
+    CHECK_EQ_INT(model_size("transformer:tiny", &sin), 2880 + 2 * 12704 + 64);
+    fedc_model_options custom = {.layers = 3, .width = 48, .heads = 3, .context = 10, .num_classes = 7};
+    CHECK_EQ_INT(model_size("transformer:tiny", &custom), 7 * 48 + 10 * 48 + 3 * (12 * 48 * 48 + 13 * 48) + 96 + 48 * 7);
+    /* the formula agrees with the table for every preset and variant */
+    const char *presets[] = {"tiny", "small", "medium", "base"};
+    for (int i = 0; i < 4; i++)
+        for (int v = 0; v < 4; v++) {
+            char name[32];
+            snprintf(name, sizeof name, "transformer:%s", presets[i]);
+            fedc_model_options o = {.tied_embeddings = v & 1, .sinusoidal_positions = v & 2};
+            fedc_nn_transformer c;
+            CHECK_OK(fedc_nn_transformer_config(name, &o, &c));
+            CHECK_EQ_INT(model_size(name, &o), fedc_nn_transformer_param_count(&c));
+        }
+    fedc_model *m;
+    CHECK_OK(fedc_model_create(&m, "transformer:tiny", NULL));
+    CHECK_EQ_INT(fedc_model_num_params(m), 2 + 2 * 12 + 3);
+    CHECK(!strcmp(fedc_model_param_name(m, 2), "h0/ln1/g"));
+    CHECK(!strcmp(fedc_model_param_name(m, 14 + 8), "h1/fc/w"));
+    CHECK(!strcmp(fedc_model_param_name(m, 28), "head/w"));
+    fedc_type it = fedc_model_input_type(m, 3), lt = fedc_model_label_type(m, 3);
+    CHECK(it.dtype == FEDC_I32 && it.rank == 2 && it.dims[0] == 3 && it.dims[1] == 16);
+    CHECK(lt.dtype == FEDC_I32 && lt.rank == 2 && lt.dims[1] == 16);
+    CHECK_EQ_INT(fedc_model_num_classes(m), 90);
+    fedc_model_destroy(m);
+}
+
+static void test_bad_options(void) {
+    fedc_model *m = NULL;
+    CHECK_ERR(fedc_model_create(&m, "transformer:huge", NULL), FEDC_EINVAL, "unknown preset \"huge\"");
+    fedc_model_options o = {.width = 30, .heads = 4};
+    CHECK_ERR(fedc_model_create(&m, "transformer:tiny", &o), FEDC_EINVAL, "not a multiple of heads");
+    fedc_model_options img = {.input_height = 28};
+    CHECK_ERR(fedc_model_create(&m, "transformer", &img), FEDC_EINVAL, "token sequences");
+    fedc_model_options lay = {.layers = 2};
+    CHECK_ERR(fedc_model_create(&m, "cnn", &lay), FEDC_EINVAL, "transformer models");
+    CHECK_ERR(fedc_model_create(&m, "transformers", NULL), FEDC_EINVAL, "transformer[:tiny");
+    fedc_model_options deep = {.layers = 21};
+    CHECK_ERR(fedc_model_create(&m, "transformer", &deep), FEDC_EINVAL, "layers = 21");
+    CHECK(m == NULL);
+}
+
+static void test_init(void) {
+    fedc_model *m;
+    CHECK_OK(fedc_model_create(&m, "transformer:tiny", NULL));
+    float *w = malloc((size_t)fedc_model_size(m) * sizeof *w);
+    CHECK_OK(fedc_model_init(m, 7, w));
+    const float *g = w + fedc_model_param_offset(m, 2), *b = w + fedc_model_param_offset(m, 3);
+    const float *wte = w + fedc_model_param_offset(m, 0);
+    double ss = 0;
+    for (int i = 0; i < 32; i++) CHECK(g[i] == 1.0f && b[i] == 0.0f);
+    for (int i = 0; i < 2880; i++) ss += (double)wte[i] * wte[i];
+    double sd = sqrt(ss / 2880); /* 0.02 * 0.88 (truncated at 2 sigma) */
+    CHECK_MSG(sd > 0.016 && sd < 0.019, "wte stddev %g", sd);
+    free(w);
+    fedc_model_destroy(m);
+}
+
+/* A token task a model can learn: y[t] = (x[t] + 1) mod V, except PAD (0) labels
+ * at the end of odd rows, which the loss must ignore. */
+static void fill_tokens(int32_t *x, int32_t *y, int64_t rows, int64_t t, int vocab, uint32_t seed) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < t; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            int32_t tok = 1 + (int32_t)((seed >> 8) % (uint32_t)(vocab - 2));
+            x[r * t + i] = tok;
+            y[r * t + i] = (r % 2 && i >= t - 3) ? 0 : tok + 1;
+        }
+}
+
+/* The loss over real tokens only: changing the input at positions whose labels
+ * are PAD, after the last real label, changes nothing (causality), and the
+ * count is the number of non-PAD labels. */
+static void test_forward_masks_pad(void) {
+    fedc_model *m;
+    CHECK_OK(fedc_model_create(&m, "transformer:tiny", NULL));
+    fedc_program *p;
+    CHECK_OK(fedc_program_create(&p));
+    int n = fedc_model_num_params(m);
+    fedc_value w[64];
+    for (int i = 0; i < n; i++) w[i] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
+    fedc_value x = fedc_input(p, "x", fedc_model_input_type(m, 2)), y = fedc_input(p, "y", fedc_model_label_type(m, 2));
+    fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 1, (int64_t[]){2}));
+    fedc_model_outputs o;
+    CHECK_OK(fedc_model_apply(m, p, w, x, y, mask, FEDC_NONE, &o));
+    CHECK_OK(fedc_program_output(p, "loss", o.loss));
+    CHECK_OK(fedc_program_output(p, "count", o.count));
+    fedc_type lt = fedc_value_type(p, o.logits);
+    CHECK(lt.rank == 3 && lt.dims[0] == 2 && lt.dims[1] == 16 && lt.dims[2] == 90);
+    float *wv = malloc((size_t)fedc_model_size(m) * sizeof *wv), mk[2] = {1, 1};
+    CHECK_OK(fedc_model_init(m, 1, wv));
+    int32_t xs[32], ys[32];
+    fill_tokens(xs, ys, 2, 16, 90, 5);
+    fedc_executor *ex;
+    CHECK_OK(fedc_executor_create(&ex, p, NULL));
+    for (int i = 0; i < n; i++) CHECK_OK(fedc_executor_bind(ex, fedc_model_param_name(m, i), wv + fedc_model_param_offset(m, i)));
+    CHECK_OK(fedc_executor_bind(ex, "x", xs));
+    CHECK_OK(fedc_executor_bind(ex, "y", ys));
+    CHECK_OK(fedc_executor_bind(ex, "mask", mk));
+    const float *loss, *count;
+    CHECK_OK(fedc_executor_run(ex));
+    CHECK_OK(fedc_executor_output(ex, "loss", (const void **)&loss, NULL));
+    CHECK_OK(fedc_executor_output(ex, "count", (const void **)&count, NULL));
+    float l0 = *loss;
+    CHECK_EQ_INT((int)*count, 32 - 3);
+    CHECK_MSG(fabsf(l0 - logf(90)) < 0.3f, "initial loss %g, log(90) = %g", l0, logf(90));
+    xs[31] = xs[31] % 80 + 3; /* the last input of row 1: its label is PAD */
+    CHECK_OK(fedc_executor_run(ex));
+    CHECK_OK(fedc_executor_output(ex, "loss", (const void **)&loss, NULL));
+    CHECK(*loss == l0);
+    xs[16] = xs[16] % 80 + 4; /* the first input of row 1 changes every later position */
+    CHECK_OK(fedc_executor_run(ex));
+    CHECK_OK(fedc_executor_output(ex, "loss", (const void **)&loss, NULL));
+    CHECK(*loss != l0);
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(p);
+    free(wv);
+    fedc_model_destroy(m);
+}
+
+/* FedAvg rounds of the tiny model on 4 clients: the training loss falls well
+ * below its start (log 90 = 4.5). */
+static void test_fedavg_loss_falls(void) {
+    fedc_model *m;
+    CHECK_OK(fedc_model_create(&m, "transformer:tiny", NULL));
+    fedc_algorithm a = {FEDC_ALG_FEDAVG, fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0),
+                        fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0), 0, 4, 4, false};
+    fedc_program *round;
+    CHECK_OK(fedc_algorithm_round(m, &a, &round));
+    if (!round) return;
+    enum { CLIENTS = 4, STEPS = 4, BATCH = 4, T = 16 };
+    fedc_exec_options eo = {.clients = CLIENTS, .threads = 2};
+    fedc_executor *ex = NULL;
+    CHECK_OK(fedc_executor_create(&ex, round, &eo));
+    int n = fedc_model_num_params(m);
+    int64_t size = fedc_model_size(m);
+    float *w = malloc((size_t)size * sizeof *w), mask[CLIENTS * STEPS * BATCH];
+    static int32_t x[CLIENTS * STEPS * BATCH * T], y[CLIENTS * STEPS * BATCH * T];
+    int32_t steps[CLIENTS], key[4 * CLIENTS] = {0};
+    CHECK_OK(fedc_model_init(m, 3, w));
+    fill_tokens(x, y, CLIENTS * STEPS * BATCH, T, 90, 11);
+    for (int i = 0; i < CLIENTS * STEPS * BATCH; i++) mask[i] = 1;
+    for (int i = 0; i < CLIENTS; i++) steps[i] = STEPS;
+    for (int i = 0; ex && i < n; i++) CHECK_OK(fedc_executor_bind(ex, fedc_model_param_name(m, i), w + fedc_model_param_offset(m, i)));
+    if (ex) {
+        CHECK_OK(fedc_executor_bind(ex, "x", x));
+        CHECK_OK(fedc_executor_bind(ex, "y", y));
+        CHECK_OK(fedc_executor_bind(ex, "mask", mask));
+        CHECK_OK(fedc_executor_bind(ex, "steps", steps));
+        CHECK_OK(fedc_executor_bind(ex, "key", key));
+    }
+    double first = 0, last = 0;
+    for (int r = 0; ex && r < 25; r++) {
+        CHECK_OK(fedc_executor_run(ex));
+        const float *loss;
+        CHECK_OK(fedc_executor_output(ex, "train_loss", (const void **)&loss, NULL));
+        if (r == 0) first = *loss;
+        last = *loss;
+        for (int i = 0; i < n; i++) { /* the new model is next round's model */
+            char name[48];
+            const float *nw;
+            snprintf(name, sizeof name, "new_%s", fedc_model_param_name(m, i));
+            CHECK_OK(fedc_executor_output(ex, name, (const void **)&nw, NULL));
+            memcpy(w + fedc_model_param_offset(m, i), nw, (size_t)fedc_model_param_size(m, i) * sizeof *w);
+        }
+    }
+    CHECK_MSG(first > 4.0 && last < 0.5 * first, "train loss %g -> %g", first, last);
+    fprintf(stderr, "    train loss %.3f -> %.3f after 25 rounds\n", first, last);
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(round);
+    free(w);
+    fedc_model_destroy(m);
+}
+
+int main(int argc, char **argv) {
+    static const fedc_test tests[] = {
+        {"parameter_counts", test_parameter_counts},
+        {"bad_options", test_bad_options},
+        {"init", test_init},
+        {"forward_masks_pad", test_forward_masks_pad},
+        {"fedavg_loss_falls", test_fedavg_loss_falls},
+    };
+    return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+}
