@@ -151,7 +151,7 @@ static void test_forward_masks_pad(void) {
 static void test_fedavg_loss_falls(void) {
     fedc_model *m;
     CHECK_OK(fedc_model_create(&m, "transformer:tiny", NULL));
-    fedc_algorithm a = {FEDC_ALG_FEDAVG, fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0),
+    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0),
                         fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0), 0, 4, 4, false};
     fedc_program *round;
     CHECK_OK(fedc_algorithm_round(m, &a, &round));
