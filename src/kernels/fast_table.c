@@ -35,7 +35,7 @@ const fedc_kernels fedc_kernels_fast = {
     .log_softmax = fedc_ref_log_softmax,
     .softmax_xent = fedc_ref_softmax_xent,
     .argmax = fedc_ref_argmax,
-    .dropout = fedc_ref_dropout,
+    .dropout = fedc_fast_dropout,
     .cast = fedc_ref_cast,
     .iota = fedc_ref_iota,
 };
