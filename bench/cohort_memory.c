@@ -1,11 +1,13 @@
 /*
- * bench_cohort_memory — peak memory of one FedAvg round with a small and a large
- * cohort of clients of the same size (issue 3: a round's memory is O(model), not
- * O(cohort)).
+ * bench_cohort_memory — peak memory and time of one FedAvg round with cohorts of
+ * clients of the same size (issue 3: a round's memory is O(model), not O(cohort);
+ * issue 7, workload 4: 100, 1,000 and 10,000 clients a round, time linear in the
+ * cohort, (RSS - data) at 10,000 <= 1.1 x that at 100).
  *
- *     ./build/bench_cohort_memory [small] [large] [threads] [rounds]   (default 10 1000 2 3)
+ *     ./build/bench_cohort_memory [threads] [rounds] [clients...]   (default 2 3 100 1000 10000)
  *
- * The round: the server's model (a 784-64-10 ReLU MLP, 50,890 f32 parameters) is
+ * The round: the server's model (a 60-64-10 ReLU MLP, 4,554 f32 parameters, on
+ * 60 features: small, so that 10,000 clients' data stays under 100 MB) is
  * broadcast; every client runs local SGD over its batches (a fold whose step is the
  * fedc_grad of the model's loss, then w - lr * grad) and returns its model delta
  * and a weight; the server takes the weighted mean of the deltas and subtracts it.
@@ -18,7 +20,7 @@
  * the next) and reads its peak resident set size (VmHWM in /proc/self/status). The
  * clients' data is O(cohort) by nature, not the runtime's doing, so its bytes are
  * subtracted: "RSS - data" is what the runtime (and the process) needs for the
- * round. Target: (RSS - data) at 1,000 clients <= 1.1 x that at 10.
+ * round. Target: (RSS - data) at the largest cohort <= 1.1 x that at the smallest.
  *
  * Also printed: seconds per round (median of the rounds), the executor's planned
  * block (fedc_executor_planned_bytes) and the RSS after setup, before the first
@@ -35,7 +37,7 @@
 
 #include "common/bench.h"
 
-enum { IN = 784, HIDDEN = 64, CLASSES = 10, BATCH = 20, BATCHES = 2, NPARAMS = 4, MAX_ROUNDS = 100 };
+enum { IN = 60, HIDDEN = 64, CLASSES = 10, BATCH = 20, BATCHES = 2, NPARAMS = 4, MAX_ROUNDS = 100, MAX_COHORTS = 8 };
 static const float CLIENT_LR = 0.05f;
 
 static const bench_param PARAMS[NPARAMS] = {
@@ -184,11 +186,14 @@ static int measure_in_child(int clients, int threads, int rounds, measurement *o
 static double mib(size_t b) { return (double)b / (1024.0 * 1024.0); }
 
 int main(int argc, char **argv) {
-    int small = argc > 1 ? atoi(argv[1]) : 10, large = argc > 2 ? atoi(argv[2]) : 1000;
-    int threads = argc > 3 ? atoi(argv[3]) : 2, rounds = argc > 4 ? atoi(argv[4]) : 3;
-    if (small < 1 || large < 1 || threads < 1 || rounds < 1 || rounds > MAX_ROUNDS) {
-        fprintf(stderr, "usage: bench_cohort_memory [small >= 1] [large >= 1] [threads >= 1] [rounds in 1..%d]\n",
-                MAX_ROUNDS);
+    int threads = argc > 1 ? atoi(argv[1]) : 2, rounds = argc > 2 ? atoi(argv[2]) : 3;
+    int ncohorts = argc > 3 ? argc - 3 : 3, cohorts[MAX_COHORTS + 1] = {100, 1000, 10000};
+    for (int k = 0; argc > 3 && k < ncohorts && k < MAX_COHORTS; k++) cohorts[k] = atoi(argv[3 + k]);
+    bool ok = threads >= 1 && rounds >= 1 && rounds <= MAX_ROUNDS && ncohorts >= 2 && ncohorts <= MAX_COHORTS;
+    for (int k = 0; ok && k < ncohorts; k++) ok = cohorts[k] >= 1;
+    if (!ok) {
+        fprintf(stderr, "usage: bench_cohort_memory [threads >= 1] [rounds in 1..%d] [clients >= 1 ...(2..%d cohorts)]\n",
+                MAX_ROUNDS, MAX_COHORTS);
         return 2;
     }
     printf("command: ");
@@ -200,40 +205,45 @@ int main(int argc, char **argv) {
         fclose(la);
     }
     printf("nproc %ld, load %.2f %.2f %.2f\n", sysconf(_SC_NPROCESSORS_ONLN), load[0], load[1], load[2]);
-    printf("FedAvg round: MLP 784-64-10 (50,890 f32 params), %d local SGD steps of batch %d per client, "
+    printf("FedAvg round: MLP %d-%d-%d (%d f32 params), %d local SGD steps of batch %d per client, "
            "%d threads, %d rounds per cohort (fork per cohort)\n\n",
-           BATCHES, BATCH, threads, rounds);
+           IN, HIDDEN, CLASSES, IN * HIDDEN + HIDDEN + HIDDEN * CLASSES + CLASSES, BATCHES, BATCH, threads, rounds);
 
-    /* m[2] is the baseline: a child that measures its peak as soon as it is forked. */
-    measurement m[3];
-    int cohorts[3] = {small, large, 0};
-    for (int k = 0; k < 3; k++) {
+    /* The last measurement is the baseline: a child that measures its peak as soon as it is forked. */
+    measurement m[MAX_COHORTS + 1];
+    cohorts[ncohorts] = 0;
+    for (int k = 0; k <= ncohorts; k++) {
         if (measure_in_child(cohorts[k], threads, rounds, &m[k])) {
             fprintf(stderr, "bench_cohort_memory: the measurement of %d clients failed\n", cohorts[k]);
             return 1;
         }
     }
-    printf("%8s %12s %12s %12s %12s %14s %14s %12s\n", "clients", "s/round", "peak RSS", "data", "RSS - data",
-           "planned block", "no-reuse sum", "setup RSS");
-    for (int k = 0; k < 2; k++)
-        printf("%8d %12.4f %8.2f MiB %8.2f MiB %8.2f MiB %10.2f MiB %10.2f MiB %8.2f MiB\n", m[k].clients,
-               m[k].seconds_per_round, mib(m[k].peak_rss), mib(m[k].data_bytes),
-               mib(m[k].peak_rss - m[k].data_bytes), mib(m[k].planned_bytes), mib(m[k].unplanned_bytes),
-               mib(m[k].setup_rss));
-    printf("loss (weighted mean over clients): %d clients %.4f -> %.4f, %d clients %.4f -> %.4f\n", small,
-           m[0].first_loss, m[0].last_loss, large, m[1].first_loss, m[1].last_loss);
-    double ratio = (double)(m[1].peak_rss - m[1].data_bytes) / (double)(m[0].peak_rss - m[0].data_bytes);
-    printf("\n(RSS - data) ratio, %d vs %d clients: %.3f   (target <= 1.1: %s)\n", large, small, ratio,
+    printf("%8s %12s %14s %12s %12s %12s %14s %14s %12s\n", "clients", "s/round", "ms per client", "peak RSS", "data",
+           "RSS - data", "planned block", "no-reuse sum", "setup RSS");
+    for (int k = 0; k < ncohorts; k++)
+        printf("%8d %12.4f %14.4f %8.2f MiB %8.2f MiB %8.2f MiB %10.2f MiB %10.2f MiB %8.2f MiB\n", m[k].clients,
+               m[k].seconds_per_round, 1e3 * m[k].seconds_per_round / m[k].clients, mib(m[k].peak_rss),
+               mib(m[k].data_bytes), mib(m[k].peak_rss - m[k].data_bytes), mib(m[k].planned_bytes),
+               mib(m[k].unplanned_bytes), mib(m[k].setup_rss));
+    for (int k = 0; k < ncohorts; k++)
+        printf("loss (weighted mean over clients), %d clients: %.4f -> %.4f\n", cohorts[k], m[k].first_loss,
+               m[k].last_loss);
+    const measurement *lo = &m[0], *hi = &m[ncohorts - 1];
+    double ratio = (double)(hi->peak_rss - hi->data_bytes) / (double)(lo->peak_rss - lo->data_bytes);
+    printf("\n(RSS - data) ratio, %d vs %d clients: %.3f   (target <= 1.1: %s)\n", hi->clients, lo->clients, ratio,
            ratio <= 1.1 ? "met" : "MISSED");
     /* Stricter: without the process's own pages (libc, OpenBLAS, the binary) either. */
-    size_t base = m[2].peak_rss;
-    double strict = (double)(m[1].peak_rss - m[1].data_bytes - base) / (double)(m[0].peak_rss - m[0].data_bytes - base);
+    size_t base = m[ncohorts].peak_rss;
+    double strict = (double)(hi->peak_rss - hi->data_bytes - base) / (double)(lo->peak_rss - lo->data_bytes - base);
     printf("process baseline (peak RSS of a child that does nothing): %.2f MiB\n", mib(base));
-    printf("(RSS - data - baseline): %.2f MiB vs %.2f MiB, ratio %.3f\n", mib(m[1].peak_rss - m[1].data_bytes - base),
-           mib(m[0].peak_rss - m[0].data_bytes - base), strict);
-    printf("planned block, %d vs %d clients: %zu vs %zu bytes\n", large, small, m[1].planned_bytes,
-           m[0].planned_bytes);
-    printf("time per client: %.3f ms (%d clients), %.3f ms (%d clients)\n",
-           1e3 * m[0].seconds_per_round / small, small, 1e3 * m[1].seconds_per_round / large, large);
+    printf("(RSS - data - baseline): %.2f MiB vs %.2f MiB, ratio %.3f\n", mib(hi->peak_rss - hi->data_bytes - base),
+           mib(lo->peak_rss - lo->data_bytes - base), strict);
+    /* Linear time: the time per client of the largest cohort over that of the smallest. */
+    double linear = (hi->seconds_per_round / hi->clients) / (lo->seconds_per_round / lo->clients);
+    printf("time per client, %d vs %d clients: ratio %.3f (1 = linear)\n", hi->clients, lo->clients, linear);
+    bench_json("cohort_memory", "\"threads\": %d, \"clients\": [%d, %d], \"seconds_per_round\": [%.6f, %.6f], "
+               "\"rss_minus_data_mib\": [%.3f, %.3f], \"rss_ratio\": %.4f, \"time_per_client_ratio\": %.4f",
+               threads, lo->clients, hi->clients, lo->seconds_per_round, hi->seconds_per_round,
+               mib(lo->peak_rss - lo->data_bytes), mib(hi->peak_rss - hi->data_bytes), ratio, linear);
     return 0;
 }

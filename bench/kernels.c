@@ -6,12 +6,23 @@
  * fraction of that peak. Each conv pass counts 2*n*oh*ow*kh*kw*c*o FLOPs; a layer
  * runs forward, input grad and filter grad, except the first, whose input grad a
  * real backward pass never needs. Times are the best of several repeats.
+ *
+ *     ./build/bench_kernels            the above
+ *     ./build/bench_kernels peak [T]   the machine's sgemm peak: 1 thread, and T threads
+ *                                      (default: all cores) each running its own 512^3
+ *                                      sgemms at once with a 1-thread BLAS, as fedc's
+ *                                      workers do; prints a json line for bench/run
  */
+#include <cblas.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
 #include "kernels/kernels.h"
+#include "common/bench.h"
 
 #define REPEATS 20
 
@@ -75,7 +86,59 @@ static double layer_time(const fedc_kernels *k, const layer *l) {
     return best;
 }
 
-int main(void) {
+/* ------------------------------------------------------------ the peak -- */
+
+enum { PEAK_N = 512, PEAK_REPEATS = 30, MAX_PEAK_THREADS = 64 };
+static pthread_barrier_t peak_barrier;
+
+/* One worker: warms up, waits for all, runs PEAK_REPEATS sgemms; returns its seconds. */
+static void *peak_worker(void *out) {
+    size_t count = (size_t)PEAK_N * PEAK_N;
+    float *a = fedc_malloc(3 * count * sizeof(float));
+    double *seconds = out;
+    if (!a) return NULL;
+    for (size_t i = 0; i < 3 * count; i++) a[i] = (float)(i % 7) * 0.25f;
+    float *b = a + count, *c = b + count;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, PEAK_N, PEAK_N, PEAK_N, 1, a, PEAK_N, b, PEAK_N, 0, c, PEAK_N);
+    pthread_barrier_wait(&peak_barrier);
+    double t0 = now_seconds();
+    for (int r = 0; r < PEAK_REPEATS; r++)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, PEAK_N, PEAK_N, PEAK_N, 1, a, PEAK_N, b, PEAK_N, 0, c,
+                    PEAK_N);
+    *seconds = now_seconds() - t0;
+    fedc_free(a);
+    return NULL;
+}
+
+/* GFLOP/s of `threads` workers running sgemms at once: all their FLOPs over the
+ * slowest one's time. */
+static double peak_gflops(int threads) {
+    pthread_t tid[MAX_PEAK_THREADS];
+    double seconds[MAX_PEAK_THREADS] = {0}, slowest = 0;
+    pthread_barrier_init(&peak_barrier, NULL, (unsigned)threads);
+    for (int i = 0; i < threads; i++) pthread_create(&tid[i], NULL, peak_worker, &seconds[i]);
+    for (int i = 0; i < threads; i++) pthread_join(tid[i], NULL);
+    pthread_barrier_destroy(&peak_barrier);
+    for (int i = 0; i < threads; i++) slowest = seconds[i] > slowest ? seconds[i] : slowest;
+    double flops = 2.0 * PEAK_N * PEAK_N * PEAK_N * PEAK_REPEATS * threads;
+    return slowest > 0 ? flops / slowest * 1e-9 : 0;
+}
+
+static int peak(int threads) {
+    if (threads < 1 || threads > MAX_PEAK_THREADS) {
+        fprintf(stderr, "usage: bench_kernels peak [threads in 1..%d]\n", MAX_PEAK_THREADS);
+        return 2;
+    }
+    fedc_kernels_init(); /* OpenBLAS on one thread: each worker is one */
+    double one = peak_gflops(1), all = peak_gflops(threads);
+    printf("sgemm %d^3: 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s (%.2fx)\n", PEAK_N, one, threads, all, all / one);
+    bench_json("sgemm_peak", "\"n\": %d, \"gflops_1\": %.3f, \"threads\": %d, \"gflops_all\": %.3f", PEAK_N, one,
+               threads, all);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "peak")) return peak(argc > 2 ? atoi(argv[2]) : (int)sysconf(_SC_NPROCESSORS_ONLN));
     fedc_kernels_init();
     double peak = fedc_kernels_sgemm_gflops(512, 10);
     printf("sgemm 512^3, 1 thread: %.1f GFLOP/s\n", peak);

@@ -9,6 +9,7 @@
  * type while the reference accumulates in double. */
 #include "harness.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -620,9 +621,42 @@ static void test_select(void) {
     }
 }
 
+/* --------------------------------------------------------------- dropout -- */
+
+/* The fast dropout computes its Philox blocks in tiles; its mask and values must be
+ * the reference's bit for bit: sizes around the tile (256) and block (4) edges,
+ * rates whose threshold is exact and not, a stream with a high counter word, and
+ * rate 0 (keep all). NaN and -0 inputs go through as the reference's do. */
+static void test_dropout(void) {
+    const int64_t sizes[] = {1, 3, 4, 5, 255, 256, 257, 1031};
+    const double rates[] = {0, 0.25, 0.5, 0.3, 1.0 / 3.0, 0.999};
+    fedc_rng_stream streams[2] = {fedc_rng_stream_make(7, 3, 11, 2), fedc_rng_stream_make(0xFFFFFFFF12345ull, 9, 0, 77)};
+    for (size_t si = 0; si < FEDC_COUNT_OF(sizes); si++) {
+        int64_t n = sizes[si];
+        float *x = alloc_bytes((size_t)n * sizeof *x), *got = alloc_poison((size_t)n * sizeof *got);
+        float *want = alloc_poison((size_t)n * sizeof *want);
+        for (int64_t i = 0; i < n; i++) x[i] = (float)uniform();
+        x[0] = -0.0f;
+        if (n > 2) x[2] = NAN;
+        for (size_t ri = 0; ri < FEDC_COUNT_OF(rates); ri++)
+            for (int k = 0; k < 2; k++) {
+                CHECK_OK(F->dropout(FEDC_F32, n, x, streams[k], rates[ri], got));
+                CHECK_OK(R->dropout(FEDC_F32, n, x, streams[k], rates[ri], want));
+                char what[64];
+                snprintf(what, sizeof what, "dropout n %lld rate %g stream %d", (long long)n, rates[ri], k);
+                check_same_bits(got, want, (size_t)n * sizeof *got, what);
+            }
+        fedc_free(x), fedc_free(got), fedc_free(want);
+    }
+    double xd[3] = {1, 2, 3}, yd[3];
+    CHECK_ERR(F->dropout(FEDC_F32, 3, xd, streams[0], 1.0, yd), FEDC_EINVAL, "rate");
+    CHECK_ERR(F->dropout(FEDC_F32, 3, xd, streams[0], NAN, yd), FEDC_EINVAL, "rate");
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"select", test_select},
+        {"dropout", test_dropout},
         {"table", test_table},
         {"matmul", test_matmul},
         {"matmul_errors", test_matmul_errors},

@@ -1,6 +1,7 @@
 /* Timing, medians and the FedAvg round the benchmarks share (bench.h). */
 #include "bench.h"
 
+#include <stdarg.h>
 #include <string.h>
 #include <time.h>
 
@@ -18,6 +19,16 @@ static int cmp_double(const void *a, const void *b) {
 double bench_median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n ? v[n / 2] : 0;
+}
+
+void bench_json(const char *name, const char *fields, ...) {
+    va_list ap;
+    va_start(ap, fields);
+    printf("json: {\"bench\": \"%s\", ", name);
+    vprintf(fields, ap);
+    printf("}\n");
+    va_end(ap);
+    fflush(stdout);
 }
 
 fedc_type bench_param_type(const bench_param *p) { return fedc_type_make(FEDC_F32, p->rank, p->dims); }

@@ -21,6 +21,10 @@
 double bench_now(void);                 /* monotonic seconds */
 double bench_median(double *v, int n);  /* sorts v */
 
+/* One line of JSON on stdout for bench/run: {"bench": name, <fields>} where fields is
+ * a printf format of "key": value pairs. */
+void bench_json(const char *name, const char *fields, ...) __attribute__((format(printf, 2, 3)));
+
 typedef struct bench_param {
     const char *name;
     int rank;

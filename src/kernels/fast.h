@@ -25,6 +25,8 @@ fedc_status fedc_fast_conv2d_input_grad(fedc_dtype dt, const fedc_conv_geom *g, 
                                         const void *w, void *dx, void *scratch);
 fedc_status fedc_fast_conv2d_filter_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *x,
                                          const void *dy, void *dw, void *scratch);
+fedc_status fedc_fast_dropout(fedc_dtype dt, int64_t n, const void *x, fedc_rng_stream stream, double rate,
+                              void *y);
 fedc_status fedc_fast_max_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const void *x, void *y);
 fedc_status fedc_fast_max_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *x,
                                       const void *dy, void *dx);

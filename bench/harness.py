@@ -1,0 +1,234 @@
+#!/usr/bin/python3
+"""`make bench`: fedc's end-to-end benchmarks against PyTorch (issue 7), in one run, one table.
+
+    bench/run                 (what `make bench` runs; BUILD_DIR=build, QUICK=1 for a smoke run)
+
+What it runs, in this order (every command is printed and logged in out/bench/logs/):
+
+ 0. the machine's sgemm peak, 1 thread and all threads (bench_kernels peak), at the start and
+    again at the end; the higher all-thread figure is the MFU's denominator;
+ -  the component benchmarks (bench_executor, bench_kernels, bench_thread_scaling,
+    bench_data_read) as before, their output to the log (skipped with QUICK=1);
+ 1+5. FedAvg client training of the EMNIST CNN on FEMNIST-LEAF (10 clients a round, batch 20,
+    1 local epoch, dropout, client lr 0.1): `fedc train` with 2 and 1 threads against
+    bench/accuracy/fedavg_torch.py (the same job in PyTorch: sequential clients, torch.optim)
+    with 1 and 2 threads, runs alternating fedc, torch, fedc, torch; one warm-up set, then
+    PAIRS sets (default 5); figure: training examples per second over the rounds, evaluation
+    excluded (each program's metrics.jsonl); medians. Workload 5 is fedc's 2-thread median over
+    its 1-thread median;
+ 2. evaluation, forward only, batches of 500: bench_evaluate (2 threads) against
+    bench/peers/evaluate_torch.py (1 and 2 threads), alternating, warm-up + PAIRS sets;
+ 3. FedJAX's EMNIST-62 benchmark at full scale on synthetic data: bench_emnist_full;
+ 4. large cohorts of a small model: bench_cohort_memory 2 3 100 1000 10000.
+
+The PyTorch peer's figure is the better of its 1- and 2-thread medians. Results: the table on
+stdout and out/bench/results.json (every run's figure, the medians, the commands).
+"""
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("BUILD_DIR", "build")
+QUICK = os.environ.get("QUICK", "") not in ("", "0")
+PAIRS = int(os.environ.get("PAIRS", "1" if QUICK else "5"))
+WARMUP = 0 if QUICK else 1
+OUT = os.path.join("out", "bench")
+PY = "/usr/bin/python3"
+LEAF = "../shared/data/femnist-leaf"
+TRAIN_ROUNDS = 1 if QUICK else 5
+EVAL_EXAMPLES = 1000 if QUICK else 10000
+
+log_index = 0
+
+
+def run(cmd, label):
+    """Runs cmd (a list) from the repository root, logs its output, returns (stdout, seconds)."""
+    global log_index
+    log_index += 1
+    path = os.path.join(OUT, "logs", f"{log_index:03d}-{label}.log")
+    print(f"  $ {' '.join(cmd)}", flush=True)
+    t0 = time.time()
+    p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seconds = time.time() - t0
+    with open(os.path.join(ROOT, path), "w") as f:
+        f.write(f"$ {' '.join(cmd)}\n{p.stdout}")
+    if p.returncode != 0:
+        sys.exit(f"bench/run: `{' '.join(cmd)}` failed (exit {p.returncode}); see {path}:\n{p.stdout[-2000:]}")
+    return p.stdout, seconds
+
+
+def json_line(out):
+    for line in reversed(out.splitlines()):
+        if line.startswith("json: "):
+            return json.loads(line[6:])
+    sys.exit("bench/run: no json line in the output")
+
+
+def last_metrics(out_dir):
+    with open(os.path.join(ROOT, out_dir, "metrics.jsonl")) as f:
+        return json.loads(f.read().splitlines()[-1])
+
+
+def fedc_train(threads, i):
+    d = os.path.join(OUT, "runs", f"fedc-t{threads}-{i}")
+    cmd = [f"./{BUILD}/fedc", "train", "--data", f"{LEAF}/train", "--test-data", f"{LEAF}/test", "--model", "cnn",
+           "--algorithm", "fedavg", "--rounds", str(TRAIN_ROUNDS), "--clients-per-round", "10", "--batch-size", "20",
+           "--epochs", "1", "--client-lr", "0.1", "--eval-every", "0", "--seed", "0", "--threads", str(threads),
+           "--quiet", "--out", d]
+    run(cmd, f"train-fedc-t{threads}")
+    return last_metrics(d)["examples_per_s"], cmd
+
+
+def torch_train(threads, i):
+    d = os.path.join(OUT, "runs", f"torch-t{threads}-{i}")
+    cmd = [PY, "bench/accuracy/fedavg_torch.py", "--data", f"{LEAF}/train", "--test-data", f"{LEAF}/test",
+           "--rounds", str(TRAIN_ROUNDS), "--clients-per-round", "10", "--batch-size", "20", "--epochs", "1",
+           "--client-lr", "0.1", "--eval-every", "0", "--seed", "0", "--threads", str(threads), "--out", d]
+    run(cmd, f"train-torch-t{threads}")
+    return last_metrics(d)["examples_per_s"], cmd
+
+
+def fedc_eval(threads, i):
+    cmd = [f"./{BUILD}/bench_evaluate", str(EVAL_EXAMPLES), "500", str(threads), "3"]
+    j = json_line(run(cmd, f"eval-fedc-t{threads}")[0])
+    return j["examples_per_s"], cmd, j
+
+
+def torch_eval(threads, i):
+    cmd = [PY, "bench/peers/evaluate_torch.py", "--examples", str(EVAL_EXAMPLES), "--batch", "500", "--threads",
+           str(threads), "--repeats", "3"]
+    return json_line(run(cmd, f"eval-torch-t{threads}")[0])["examples_per_s"], cmd
+
+
+def alternate(runners, what):
+    """runners: {name: fn(i) -> (figure, cmd, ...)}; runs them in turn, WARMUP + PAIRS times;
+    returns {name: {"runs": [...], "median": m, "command": cmd}} without the warm-up runs."""
+    res = {name: {"runs": []} for name in runners}
+    for i in range(WARMUP + PAIRS):
+        print(f"{what}: {'warm-up' if i < WARMUP else f'set {i - WARMUP + 1}/{PAIRS}'}", flush=True)
+        for name, fn in runners.items():
+            r = fn(i)
+            res[name]["command"] = " ".join(r[1])
+            if i >= WARMUP:
+                res[name]["runs"].append(r[0])
+            if len(r) > 2:
+                res[name]["extra"] = r[2]
+    for v in res.values():
+        v["median"] = statistics.median(v["runs"])
+    return res
+
+
+def sgemm_peak():
+    cmd = [f"./{BUILD}/bench_kernels", "peak"]
+    return json_line(run(cmd, "sgemm-peak")[0]), " ".join(cmd)
+
+
+def machine():
+    model = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[:3]
+    return {"cpu": model, "cores": os.cpu_count(), "kernel": platform.release(), "load_at_start": load}
+
+
+def components():
+    for name, args in [("executor", []), ("kernels", []), ("thread_scaling", []), ("data_read", [])]:
+        print(f"component: bench_{name}", flush=True)
+        out, _ = run([f"./{BUILD}/bench_{name}"] + args, f"component-{name}")
+
+
+def yes(ok):
+    return "met" if ok else "NOT met"
+
+
+def main():
+    os.makedirs(os.path.join(ROOT, OUT, "logs"), exist_ok=True)
+    os.makedirs(os.path.join(ROOT, OUT, "runs"), exist_ok=True)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    info = machine()
+    print(f"fedc benchmarks ({started:%Y-%m-%d %H:%M} UTC, {info['cores']} cores, {info['cpu']}, load "
+          f"{' '.join(info['load_at_start'])}){' QUICK' if QUICK else ''}: {WARMUP} warm-up + {PAIRS} sets",
+          flush=True)
+    peak0, peak_cmd = sgemm_peak()
+    if not QUICK:
+        components()
+
+    train = alternate({"fedc-t2": lambda i: fedc_train(2, i), "torch-t1": lambda i: torch_train(1, i),
+                       "fedc-t1": lambda i: fedc_train(1, i), "torch-t2": lambda i: torch_train(2, i)},
+                      "workload 1+5 (FedAvg training)")
+    evals = alternate({"fedc-t2": lambda i: fedc_eval(2, i), "torch-t1": lambda i: torch_eval(1, i),
+                       "torch-t2": lambda i: torch_eval(2, i)}, "workload 2 (evaluation)")
+    print("workload 3 (EMNIST-62 at full scale)", flush=True)
+    full_cmd = [f"./{BUILD}/bench_emnist_full"] + (["1", "0.05"] if QUICK else ["5", "1"]) + ["2"]
+    full = json_line(run(full_cmd, "emnist-full")[0])
+    print("workload 4 (large cohorts)", flush=True)
+    cohort_cmd = [f"./{BUILD}/bench_cohort_memory", "2", "2" if QUICK else "3", "100", "1000", "10000"]
+    cohort_out = run(cohort_cmd, "cohort-memory")[0]
+    cohort = json_line(cohort_out)
+    peak1, _ = sgemm_peak()
+
+    peak_all = max(peak0["gflops_all"], peak1["gflops_all"])
+    peak_one = max(peak0["gflops_1"], peak1["gflops_1"])
+    train_flops = evals["fedc-t2"]["extra"]["train_flops"]
+    fedc_train_eps = train["fedc-t2"]["median"]
+    peer_train = max(("torch-t1", "torch-t2"), key=lambda k: train[k]["median"])
+    peer_eval = max(("torch-t1", "torch-t2"), key=lambda k: evals[k]["median"])
+    mfu = fedc_train_eps * train_flops * 1e-9 / peak_all
+    scaling = train["fedc-t2"]["median"] / train["fedc-t1"]["median"]
+    r_train = fedc_train_eps / train[peer_train]["median"]
+    r_eval = evals["fedc-t2"]["median"] / evals[peer_eval]["median"]
+
+    rows = [
+        ("1. FedAvg training, FEMNIST-LEAF (examples/s)", f"{fedc_train_eps:.0f}",
+         f"{train[peer_train]['median']:.0f} ({peer_train[-2:]})", f"{r_train:.2f}x", ">= 2.5x", yes(r_train >= 2.5)),
+        ("1. model-FLOPs utilisation (of all-thread sgemm)",
+         f"{fedc_train_eps * train_flops * 1e-9:.1f} GFLOP/s", "", f"{100 * mfu:.0f}%", ">= 65%", yes(mfu >= 0.65)),
+        ("2. evaluation, batch 500 (examples/s)", f"{evals['fedc-t2']['median']:.0f}",
+         f"{evals[peer_eval]['median']:.0f} ({peer_eval[-2:]})", f"{r_eval:.2f}x", ">= 3x", yes(r_eval >= 3)),
+        ("3. EMNIST-62 full scale: s/round", f"{full['seconds_per_round']:.3f}", "", "", "reported", ""),
+        ("3. projected 1,500 rounds + full test eval", f"{full['projected_seconds'] / 3600:.2f} h "
+         f"(eval {full['eval_seconds_full']:.0f} s)", "", "", "reported", ""),
+        ("4. cohort 100 -> 10,000: (RSS - data) ratio", f"{cohort['rss_minus_data_mib'][0]:.2f} -> "
+         f"{cohort['rss_minus_data_mib'][1]:.2f} MiB", "", f"{cohort['rss_ratio']:.3f}", "<= 1.1",
+         yes(cohort['rss_ratio'] <= 1.1)),
+        ("4. time per client, 10,000 vs 100 (1 = linear)", f"{cohort['seconds_per_round'][0]:.3f} -> "
+         f"{cohort['seconds_per_round'][1]:.3f} s/round", "", f"{cohort['time_per_client_ratio']:.2f}",
+         "linear (<= 1)", yes(cohort['time_per_client_ratio'] <= 1.1)),
+        ("5. thread scaling of 1: 2 vs 1 thread (ex/s)", f"{train['fedc-t2']['median']:.0f} vs "
+         f"{train['fedc-t1']['median']:.0f}", "", f"{scaling:.2f}x", ">= 1.8x", yes(scaling >= 1.8)),
+    ]
+    head = ("workload", "fedc", "PyTorch (best threads)", "ratio", "target", "")
+    widths = [max(len(str(r[c])) for r in rows + [head]) for c in range(6)]
+    print(f"\nsgemm 512^3 in this run: 1 thread {peak_one:.1f} GFLOP/s, all {peak0['threads']} threads "
+          f"{peak_all:.1f} GFLOP/s; one training example = {train_flops / 1e6:.2f} MFLOP (forward "
+          f"{evals['fedc-t2']['extra']['forward_flops'] / 1e6:.2f})")
+    print(f"medians of {PAIRS} alternating sets after {WARMUP} warm-up; fedc at 2 threads; load now "
+          f"{open('/proc/loadavg').read().split()[0]}\n")
+    for r in [head] + rows:
+        print(" | ".join(str(v).ljust(w) for v, w in zip(r, widths)))
+
+    results = {"date": started.isoformat(), "quick": QUICK, "pairs": PAIRS, "warmup": WARMUP, "machine": info,
+               "sgemm": {"start": peak0, "end": peak1, "gflops_1": peak_one, "gflops_all": peak_all,
+                         "command": peak_cmd},
+               "train_flops_per_example": train_flops, "training": train, "evaluation": evals,
+               "emnist_full": dict(full, command=" ".join(full_cmd)),
+               "cohorts": dict(cohort, command=" ".join(cohort_cmd)),
+               "table": [dict(zip(["workload", "fedc", "peer", "ratio", "target", "status"], r)) for r in rows]}
+    with open(os.path.join(ROOT, OUT, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"\nresults: {OUT}/results.json; logs: {OUT}/logs/")
+
+
+if __name__ == "__main__":
+    main()
