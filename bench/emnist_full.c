@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
 
     bench_cnn m;
     bench_cnn_create(&m, 0);
-    fedc_algorithm alg = {.kind = FEDC_ALG_FEDAVG, .batch_size = BATCH, .dropout = true,
+    fedc_algorithm alg = {.def = &fedc_algorithm_fedavg, .batch_size = BATCH, .dropout = true,
                           .max_steps = (most + BATCH - 1) / BATCH};
     alg.client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, pow(10, -1.5));
     alg.server_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, pow(10, -2.5));
