@@ -240,7 +240,8 @@ static fedc_status create_cohorts(fedc_executor *ex) {
     }
     for (int v = 0; v < ex->p->n; v++) any |= ex->p->nodes[v].op == FEDC_OP_MAP;
     if (!any) return FEDC_OK;
-    fedc_status st = fedc__backend_threads(&ex->backend, workers);
+    fedc_status st = ex->opt.mpi && fedc_mpi_size() > 1 ? fedc__backend_mpi(&ex->backend, workers)
+                                                        : fedc__backend_threads(&ex->backend, workers);
     for (int v = 0; !st && v < ex->p->n; v++) {
         const fedc__node *n = &ex->p->nodes[v];
         if (n->op == FEDC_OP_MAP) st = fedc__cohort_create(&ex->cohorts[v], fedc__body(ex->p, n), workers, &ex->opt);
@@ -635,6 +636,12 @@ fedc_status fedc_executor_output(const fedc_executor *ex, const char *name, cons
     *data = value_memory(ex, v);
     if (type) *type = ex->p->nodes[v].type;
     return FEDC_OK;
+}
+
+void fedc_executor_block(const fedc_executor *ex, int *first, int *end) {
+    int64_t f = 0, e = ex->clients;
+    if (ex->backend) fedc__backend_block(ex->backend->rank, ex->backend->ranks, ex->clients, &f, &e);
+    *first = (int)f, *end = (int)e;
 }
 
 size_t fedc_executor_planned_bytes(const fedc_executor *ex) { return ex->block_bytes; }
