@@ -7,6 +7,9 @@
  *
  * fedc eval --checkpoint FILE --data PATH [--model NAME] [data options] evaluates a
  * checkpoint's model on every client of PATH.
+ *
+ * `mpirun -np N fedc train ...` runs one training job on N processes (docs/mpi.md):
+ * fedc notices the launcher, and each rank trains its share of every cohort.
  */
 #include <ini.h>
 #include <stdio.h>
@@ -60,7 +63,10 @@ static const char train_usage[] =
     "  --resume                  continue from DIR/checkpoint.safetensors\n"
     "  --quiet                   no progress lines\n"
     "  --profile                 print the time spent in each kind of op at the end\n"
-    "  --config FILE             read options from an INI file (name = value, names as above)\n";
+    "  --config FILE             read options from an INI file (name = value, names as above)\n"
+    "\n"
+    "mpirun -np N fedc train ... runs one job on N processes or hosts: each rank trains its share\n"
+    "of every round's clients on --threads threads, with the same results (docs/mpi.md).\n";
 
 typedef struct options {
     fedc_train_config c;
@@ -235,6 +241,23 @@ int fedc_cli_eval(int argc, char **argv) {
     return rc;
 }
 
+/* The number of processes an MPI launcher started (mpirun sets these), or 0. */
+static int launched_ranks(void) {
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+    for (int i = 0; i < 3; i++)
+        if (getenv(vars[i])) return atoi(getenv(vars[i]));
+    return 0;
+}
+
+/* Joins the MPI job when started by a launcher; 0, or the exit status. */
+static int join_mpi(void) {
+    int ranks = launched_ranks();
+    if (ranks == 0 || (ranks == 1 && !fedc_mpi_built())) return 0;
+    if (fedc_mpi_init() == FEDC_OK) return 0;
+    fprintf(stderr, "fedc train: started as one of %d MPI processes, but %s\n", ranks, fedc_errmsg());
+    return fedc_mpi_built() ? 1 : 2;
+}
+
 int fedc_cli_train(int argc, char **argv) {
     if (argc > 0 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
         fputs(train_usage, stdout);
@@ -249,13 +272,14 @@ int fedc_cli_train(int argc, char **argv) {
     defaults(&o);
     int rc = parse_args(&o, argc, argv);
     if (!rc) rc = finish(&o);
+    if (!rc) rc = join_mpi();
     if (!rc) {
         fedc_train_result r;
         fedc_status st = fedc_train(&o.c, &r);
-        if (st) {
+        if (st) { /* every rank says it: they all stopped for the same reason */
             fprintf(stderr, "fedc train: %s\n", fedc_errmsg());
             rc = st == FEDC_EINVAL || st == FEDC_ENOTFOUND || st == FEDC_EIO || st == FEDC_ETYPE ? 2 : 1;
-        } else {
+        } else if (fedc_mpi_rank() == 0) {
             printf("done: %d rounds in %.1f s (%.0f examples/s); final train loss %.4f, test loss %.4f, test "
                    "accuracy %.2f%%\nmetrics: %s/metrics.jsonl, %s/metrics.csv; curves: %s/curves.svg\n",
                    r.rounds_run, r.seconds, r.examples_per_s, r.train_loss, r.test_loss, 100 * r.test_accuracy,
@@ -264,5 +288,6 @@ int fedc_cli_train(int argc, char **argv) {
         }
     }
     for (int i = 0; i < o.nowned; i++) free(o.owned[i]);
+    fedc_mpi_finalize();
     return rc;
 }

@@ -54,6 +54,14 @@ typedef struct fedc_exec_options {
     /* Time every op (see fedc_executor_profile); off by default: it costs two clock
      * reads an op. */
     bool profile;
+    /* Split every map's clients over the ranks of the MPI job (after fedc_mpi_init;
+     * ignored in a job of one rank): each rank runs a contiguous block of clients on
+     * its own `threads` workers, and every rank gets the same outputs, bitwise
+     * identical to a run in one process. Every rank must create the executor and
+     * run it the same number of times, with the same server inputs; a @clients
+     * input that only maps read needs values only for the rank's block
+     * (fedc_executor_block). */
+    bool mpi;
 } fedc_exec_options;
 
 /* Verifies `program` and plans it. The executor keeps its own copy of the program.
@@ -84,6 +92,29 @@ int fedc_executor_dropped(const fedc_executor *ex, int *clients, int max);
  * runs so far, summed over this executor and the bodies of its maps and folds (every
  * client, every step), most expensive first. FEDC_EINVAL if profiling is off. */
 fedc_status fedc_executor_profile(const fedc_executor *ex, FILE *out);
+
+/* The clients whose map bodies this process runs: [*first, *end); all of them
+ * unless options.mpi splits them over ranks. */
+void fedc_executor_block(const fedc_executor *ex, int *first, int *end);
+
+/* ------------------------------------------------------------------ MPI --
+ * One federated program on many processes and hosts (docs/mpi.md). Launch the
+ * same program on every rank (mpirun -np N prog), call fedc_mpi_init first and
+ * fedc_mpi_finalize last, and create executors with options.mpi. Built without
+ * MPI, fedc_mpi_init fails with FEDC_EUNSUPPORTED and a message that says how to
+ * enable it, and the rest behave as one rank. */
+bool fedc_mpi_built(void);            /* whether this fedc was built with MPI */
+fedc_status fedc_mpi_init(void);      /* MPI_Init_thread unless already initialised */
+fedc_status fedc_mpi_finalize(void);  /* MPI_Finalize, if fedc_mpi_init initialised MPI */
+int fedc_mpi_rank(void);              /* 0 outside an MPI job */
+int fedc_mpi_size(void);              /* 1 outside an MPI job */
+/* Collective: every rank passes its status; every rank returns the status and
+ * message of the lowest rank that failed (prefixed "rank R of N: "), or FEDC_OK.
+ * Call it after anything that can fail on some ranks only (reading a client's data,
+ * allocating), before the next collective call, so that no rank waits forever. */
+fedc_status fedc_mpi_agree(fedc_status st);
+/* Collective: rank 0's `bytes` at data reach every rank. */
+fedc_status fedc_mpi_broadcast(void *data, size_t bytes);
 
 /* Bytes of the planned block for intermediate values, and what it would be with no
  * reuse (the sum of every intermediate's size): how much the plan saves. */

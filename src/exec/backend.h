@@ -1,29 +1,53 @@
 /* backend.h — how the runtime gets clients run in parallel (internal).
  *
- * The cohort runner asks a backend to run a task for every client index; the task
- * itself commits results in client order (src/exec/cohort.c), so a backend only
- * decides where clients run, never the order results are combined in. The threads
- * backend runs clients on a pool of worker threads of this process. An MPI backend
- * (a later issue) will run a contiguous block of clients on each rank and combine
- * the ranks' partial aggregates in rank order, which is client order. */
+ * Every process of a run executes the whole program; a map's clients are split
+ * among the processes (ranks) in contiguous blocks, and each process runs its
+ * block on its own worker threads. The cohort runner (src/exec/cohort.c) commits
+ * a block's results in client order into the aggregations' trees; the backend then
+ * joins the blocks: it agrees on failures, gives every rank the other blocks'
+ * stored results, and completes the aggregations from the ranks' partial sums.
+ *
+ * Backends: threads (one process: nothing to join; backend_threads.c) and MPI
+ * (backend_mpi.c, when fedc is built with MPI). Results are the same bits with
+ * either, for any number of threads and ranks, because the aggregations' trees fix
+ * the order of every sum by client index alone. */
 #ifndef FEDC_EXEC_BACKEND_H
 #define FEDC_EXEC_BACKEND_H
 
-#include "fedc/core.h"
+#include "exec/exec.h"
 
 typedef struct fedc__backend fedc__backend;
 
 struct fedc__backend {
     const char *name;
     int workers; /* tasks may use per-worker state indexed by the worker argument */
-    /* Runs task(ctx, i, worker) for every i in [0, n); returns when all are done.
-     * Indices are started in increasing order. */
+    int rank, ranks;
+    /* Runs task(ctx, i, worker) for every i in [0, n) on this process's workers;
+     * returns when all are done. Indices are started in increasing order. */
     void (*run)(fedc__backend *b, int64_t n, fedc_pool_task task, void *ctx);
+    /* Every rank passes its status; every rank gets the lowest failing rank's
+     * status and message (FEDC_OK when none failed). */
+    fedc_status (*agree)(fedc__backend *b, fedc_status st);
+    /* data holds n items of `bytes` each, this rank's block filled in (see
+     * fedc__backend_block); fills in the other ranks' blocks. */
+    fedc_status (*allgather)(fedc__backend *b, void *data, size_t bytes, int64_t n);
+    /* Completes aggregations into which each rank added its block: the same
+     * result, bitwise, on every rank. */
+    fedc_status (*combine)(fedc__backend *b, fedc__agg *const *aggs, int n);
     void (*destroy)(fedc__backend *b);
 };
 
 /* The threads backend with `workers` threads (the calling thread is one of them). */
 fedc_status fedc__backend_threads(fedc__backend **out, int workers);
+/* The MPI backend over every rank of the job (fedc_mpi_init), `workers` threads
+ * each; FEDC_EUNSUPPORTED when fedc is built without MPI. */
+fedc_status fedc__backend_mpi(fedc__backend **out, int workers);
+
+/* The block of clients [first, end) of n that `rank` of `ranks` runs. */
+static inline void fedc__backend_block(int rank, int ranks, int64_t n, int64_t *first, int64_t *end) {
+    *first = n * rank / ranks;
+    *end = n * (rank + 1) / ranks;
+}
 
 static inline void fedc__backend_destroy(fedc__backend *b) {
     if (b) b->destroy(b);

@@ -1,13 +1,16 @@
-/* The cohort runner: runs a map's body for every client on the worker threads,
- * and commits each client's results in client order.
+/* The cohort runner: runs a map's body for every client of this process's block
+ * (all clients, or its rank's under MPI) on the worker threads, and commits each
+ * client's results in client order.
  *
  * Each worker has its own executor for the body, so a client runs with no sharing
  * and no allocation. A finished client's results go to a slot of a small ring
  * (2 slots per worker); whichever thread holds the lock commits ready slots in
  * client order: it copies results that the program keeps per client, and adds the
- * streamed ones into their aggregations. So sums see clients in the same order for
- * any number of threads (bitwise-identical results), and memory is O(workers x
- * results), not O(clients x results), for the usual map -> mean. */
+ * streamed ones into their aggregations, whose trees fix the order of every sum by
+ * client index (src/exec/aggregate.c). So results are bitwise identical for any
+ * number of threads, and memory is O(workers x results) plus O(log2 clients)
+ * partial sums, not O(clients x results), for the usual map -> mean. Completing
+ * the aggregations (and, under MPI, joining the ranks' blocks) is the executor's. */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -103,7 +106,7 @@ fedc_executor *const *fedc__cohort_executors(const fedc__cohort *c, int *n) {
 typedef struct run_ctx {
     fedc__cohort *c;
     const fedc__map_job *job;
-    int64_t next_commit;
+    int64_t next_commit;  /* counted from the block's first client */
     bool stop;            /* FAIL_ROUND after a failure: skip the remaining clients */
     int64_t failed_client;
     fedc_status failed_status;
@@ -153,49 +156,61 @@ static const void *source_at(const fedc__source *s, const unsigned char *slot, c
     return (const char *)s->base + (size_t)i * s->stride;
 }
 
-/* Commits client i from its slot (lock held): in client order, always. */
+/* Records the first failure (lock held): the lowest failing client of the block. */
+static void fail(run_ctx *r, int64_t i, fedc_status st, const char *msg) {
+    if (r->stop) return;
+    r->stop = true;
+    r->failed_client = i;
+    r->failed_status = st;
+    snprintf(r->failed_msg, sizeof r->failed_msg, "%s", msg);
+}
+
+/* Commits client i from slot s (lock held): in client order, always. */
 static void commit(run_ctx *r, int64_t i, int s) {
     fedc__cohort *c = r->c;
     const fedc__map_job *job = r->job;
-    if (c->slot_status[s] == FEDC_OK && !r->stop) {
+    fedc_status st = c->slot_status[s];
+    if (st == FEDC_OK && !r->stop) {
         const unsigned char *slot = c->slots + (size_t)s * c->slot_bytes;
         for (int k = 0; k < c->nresults; k++)
             if (job->dest[k]) memcpy((char *)job->dest[k] + (size_t)i * c->result_bytes[k], slot + c->result_offset[k], c->result_bytes[k]);
-        for (int a = 0; a < job->naggs; a++) {
+        for (int a = 0; a < job->naggs && !st; a++) {
             const void *w = job->w_src[a].result >= 0 || job->w_src[a].base ? source_at(&job->w_src[a], slot, c->result_offset, i) : NULL;
-            fedc__agg_add(&job->aggs[a], source_at(&job->x_src[a], slot, c->result_offset, i), w);
+            st = fedc__agg_add(job->aggs[a], i, source_at(&job->x_src[a], slot, c->result_offset, i), w);
         }
-    } else if (c->slot_status[s] != FEDC_OK && job->drop_failed) {
+        if (st) fail(r, i, st, fedc_errmsg());
+    } else if (st != FEDC_OK && job->drop_failed) {
         job->dropped[i] = 1; /* zeros where the program keeps its results, not stale bytes */
         for (int k = 0; k < c->nresults; k++)
             if (job->dest[k]) memset((char *)job->dest[k] + (size_t)i * c->result_bytes[k], 0, c->result_bytes[k]);
-    } else if (c->slot_status[s] != FEDC_OK && !r->stop) {
-        r->stop = true;
-        r->failed_client = i;
-        r->failed_status = c->slot_status[s];
-        snprintf(r->failed_msg, sizeof r->failed_msg, "%s", c->slot_msg[s]);
+        st = FEDC_OK;
+        for (int a = 0; a < job->naggs && !st; a++) st = fedc__agg_add(job->aggs[a], i, NULL, NULL); /* a hole */
+        if (st) fail(r, i, st, fedc_errmsg());
+    } else if (st != FEDC_OK) {
+        fail(r, i, st, c->slot_msg[s]);
     }
     c->slot_client[s] = -1;
 }
 
-static void client_task(void *ctx, int64_t i, int w) {
+/* Runs the block's k-th client (client job->first + k) on worker w. */
+static void client_task(void *ctx, int64_t k, int w) {
     run_ctx *r = ctx;
     fedc__cohort *c = r->c;
-    int s = (int)(i % c->ring);
+    int s = (int)(k % c->ring);
     pthread_mutex_lock(&c->lock);
-    while (i - r->next_commit >= c->ring) pthread_cond_wait(&c->cond, &c->lock);
+    while (k - r->next_commit >= c->ring) pthread_cond_wait(&c->cond, &c->lock);
     bool skip = r->stop;
     pthread_mutex_unlock(&c->lock);
 
     fedc_status st = FEDC_OK;
-    if (!skip) st = run_client(r, i, w, c->slots + (size_t)s * c->slot_bytes);
+    if (!skip) st = run_client(r, r->job->first + k, w, c->slots + (size_t)s * c->slot_bytes);
     c->slot_status[s] = st;
     if (st) snprintf(c->slot_msg[s], sizeof c->slot_msg[s], "%s", fedc_errmsg());
 
     pthread_mutex_lock(&c->lock);
-    c->slot_client[s] = i;
+    c->slot_client[s] = k;
     for (int t = (int)(r->next_commit % c->ring); c->slot_client[t] == r->next_commit; t = (int)(r->next_commit % c->ring)) {
-        commit(r, r->next_commit, t);
+        commit(r, r->job->first + r->next_commit, t);
         r->next_commit++;
     }
     pthread_cond_broadcast(&c->cond);
@@ -205,16 +220,12 @@ static void client_task(void *ctx, int64_t i, int w) {
 fedc_status fedc__cohort_run(fedc__cohort *c, fedc__backend *backend, const fedc__map_job *job) {
     run_ctx r = {.c = c, .job = job, .failed_client = -1};
     for (int s = 0; s < c->ring; s++) c->slot_client[s] = -1;
-    for (int a = 0; a < job->naggs; a++) fedc__agg_begin(&job->aggs[a], job->agg_nodes[a], job->agg_out[a]);
-    backend->run(backend, job->clients, client_task, &r);
+    for (int a = 0; a < job->naggs; a++) fedc__agg_begin(job->aggs[a], job->agg_nodes[a], job->agg_out[a]);
+    backend->run(backend, job->end - job->first, client_task, &r);
     if (r.stop) {
         const char *id = job->client_ids ? job->client_ids[r.failed_client] : NULL;
         return fedc_error(r.failed_status, "client %lld%s%s%s: %s", (long long)r.failed_client, id ? " (\"" : "",
                           id ? id : "", id ? "\")" : "", r.failed_msg);
-    }
-    for (int a = 0; a < job->naggs; a++) {
-        fedc_status st = fedc__agg_end(&job->aggs[a]);
-        if (st) return st;
     }
     return FEDC_OK;
 }

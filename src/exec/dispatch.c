@@ -269,17 +269,18 @@ static fedc_status run_FOLD(const fedc__step *s) { (void)s; return FEDC_OK; }
 static fedc_status run_RESULT(const fedc__step *s) { (void)s; return FEDC_OK; }
 
 /* Aggregations of a materialised clients value: client i's value is at
- * s->in[0] + i * stride (and its weight likewise in s->in[1]), added in client
- * order; clients dropped in this run are left out. */
+ * s->in[0] + i * stride (and its weight likewise in s->in[1]), added in the
+ * tree's order (src/exec/aggregate.c); clients dropped in this run are left out. */
 static fedc_status aggregate(const fedc__step *s) {
-    fedc__agg a;
-    fedc__agg_begin(&a, s->n, s->out);
-    for (int i = 0; i < s->clients; i++) {
-        if (s->dropped && s->dropped[i]) continue;
+    fedc__agg *a = s->agg;
+    fedc_status st = FEDC_OK;
+    fedc__agg_begin(a, s->n, s->out);
+    for (int i = 0; !st && i < s->clients; i++) {
+        bool left_out = s->dropped && s->dropped[i];
         const void *w = s->n->nin == 2 ? (const char *)s->in[1] + (size_t)i * s->in_stride[1] : NULL;
-        fedc__agg_add(&a, (const char *)s->in[0] + (size_t)i * s->in_stride[0], w);
+        st = fedc__agg_add(a, i, left_out ? NULL : (const char *)s->in[0] + (size_t)i * s->in_stride[0], w);
     }
-    return fedc__agg_end(&a);
+    return st ? st : fedc__agg_end(a);
 }
 
 static fedc_status run_SUM(const fedc__step *s) { return aggregate(s); }

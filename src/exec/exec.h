@@ -20,6 +20,7 @@ typedef struct fedc__step {
     int clients;           /* the cohort's size */
     const size_t *in_stride; /* per operand: bytes from one client's value to the next (0: shared) */
     const uint8_t *dropped;  /* per client: left out of aggregates in this run */
+    struct fedc__agg *agg;   /* sum, mean, weighted_mean: the node's accumulator */
 } fedc__step;
 
 /* Runs one node's kernel. */
@@ -30,19 +31,44 @@ size_t fedc__step_scratch(const fedc_kernels *k, const fedc_program *p, const fe
 
 fedc_kshape fedc__kshape(const fedc_type *t);
 
-/* An aggregation in progress (sum, mean or weighted_mean of one node). */
+/* One block of an aggregation's tree: the clients [first, first + 2^level), of
+ * which `clients` were added (the others were dropped or are not there). */
+typedef struct fedc__partial {
+    int64_t first;
+    int level;
+    int clients;
+    double weight; /* weighted_mean: the sum of their weights */
+    void *data;    /* the sum of their values; NULL when clients == 0 */
+} fedc__partial;
+
+enum { FEDC__AGG_MAX_DEPTH = 128 };
+
+/* An aggregation in progress (sum, mean or weighted_mean of one node): a fixed
+ * binary tree over client indices (src/exec/aggregate.c), kept as a stack of the
+ * blocks that still wait for their sibling. */
 typedef struct fedc__agg {
     fedc__op op;
     fedc_dtype dtype;
     int64_t count; /* elements of the value */
-    void *out;     /* the server value being accumulated */
-    int clients;   /* clients added so far */
-    double weight; /* weighted_mean: sum of the weights added */
+    size_t bytes;  /* of the value */
+    void *out;     /* the server value it ends in */
+    fedc__partial stack[FEDC__AGG_MAX_DEPTH];
+    int depth;
+    void *spare[FEDC__AGG_MAX_DEPTH + 1]; /* buffers for partial sums, kept for the next run */
+    int nspare;
 } fedc__agg;
 
 void fedc__agg_begin(fedc__agg *a, const fedc__node *n, void *out);
-/* Adds one client's value x (and its weight w, for weighted_mean). */
-void fedc__agg_add(fedc__agg *a, const void *x, const void *w);
+/* Adds client i's value x (and its weight w, for weighted_mean); x NULL: client i
+ * is left out. Clients come in increasing order, without gaps. */
+fedc_status fedc__agg_add(fedc__agg *a, int64_t i, const void *x, const void *w);
+/* Adds a block summed elsewhere (another rank), after the blocks before it; a
+ * takes p.data, which must come from fedc__agg_buffer(a). */
+fedc_status fedc__agg_push(fedc__agg *a, fedc__partial p);
+/* A buffer of the value's size for a partial sum (NULL when out of memory). */
+void *fedc__agg_buffer(fedc__agg *a);
+/* Combines the blocks into `out` (and divides, for the means). */
 fedc_status fedc__agg_end(fedc__agg *a);
+void fedc__agg_free(fedc__agg *a);
 
 #endif

@@ -46,6 +46,7 @@ struct fedc_executor {
     fedc_executor **folds;  /* per value: the executor of a fold node's body */
     unsigned char **carries; /* per value: a fold's carries between steps */
     uint8_t *dropped;       /* per client, this run */
+    fedc__agg **aggs;       /* per value: the accumulator of an aggregation node */
     double *op_seconds;     /* with options.profile: per op kind, over all runs */
     int64_t *op_calls;
 };
@@ -239,7 +240,8 @@ static fedc_status create_cohorts(fedc_executor *ex) {
     }
     for (int v = 0; v < ex->p->n; v++) any |= ex->p->nodes[v].op == FEDC_OP_MAP;
     if (!any) return FEDC_OK;
-    fedc_status st = fedc__backend_threads(&ex->backend, workers);
+    fedc_status st = ex->opt.mpi && fedc_mpi_size() > 1 ? fedc__backend_mpi(&ex->backend, workers)
+                                                        : fedc__backend_threads(&ex->backend, workers);
     for (int v = 0; !st && v < ex->p->n; v++) {
         const fedc__node *n = &ex->p->nodes[v];
         if (n->op == FEDC_OP_MAP) st = fedc__cohort_create(&ex->cohorts[v], fedc__body(ex->p, n), workers, &ex->opt);
@@ -260,14 +262,18 @@ static fedc_status allocate(fedc_executor *ex) {
     ex->operands = fedc_calloc((size_t)max_in, sizeof *ex->operands);
     ex->strides = fedc_calloc((size_t)max_in, sizeof *ex->strides);
     ex->dropped = fedc_calloc((size_t)(ex->clients ? ex->clients : 1), 1);
+    ex->aggs = fedc_calloc((size_t)n, sizeof *ex->aggs);
     if (ex->opt.profile) {
         ex->op_seconds = fedc_calloc(FEDC_OP_COUNT, sizeof *ex->op_seconds);
         ex->op_calls = fedc_calloc(FEDC_OP_COUNT, sizeof *ex->op_calls);
         if (!ex->op_seconds || !ex->op_calls) return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     }
     if (!ex->plan || !ex->bound || !ex->cohorts || !ex->folds || !ex->carries || !ex->operands || !ex->strides ||
-        !ex->dropped)
+        !ex->dropped || !ex->aggs)
         return fedc_error(FEDC_ENOMEM, "executor: out of memory");
+    for (int v = 0; v < ex->p->n; v++)
+        if (is_aggregation(ex->p->nodes[v].op) && !(ex->aggs[v] = fedc_calloc(1, sizeof *ex->aggs[v])))
+            return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     plan_placement(ex);
     fedc_status st = plan(ex);
     if (st) return st;
@@ -321,6 +327,11 @@ void fedc_executor_destroy(fedc_executor *ex) {
     fedc_free(ex->op_seconds);
     fedc_free(ex->op_calls);
     fedc__backend_destroy(ex->backend);
+    for (int v = 0; ex->aggs && v < ex->p->n; v++) {
+        if (ex->aggs[v]) fedc__agg_free(ex->aggs[v]);
+        fedc_free(ex->aggs[v]);
+    }
+    fedc_free(ex->aggs);
     fedc_program_destroy(ex->p);
     fedc_free(ex->plan);
     fedc_free(ex->bound);
@@ -426,7 +437,7 @@ static fedc_status run_node_timed(fedc_executor *ex, fedc_value v) {
     if (vp->kind != MEM_BLOCK || vp->fused_into != FEDC_NONE || n->op == FEDC_OP_RESULT) return FEDC_OK;
     gather_operands(ex, n);
     fedc__step s = {ex->p, v, n, ex->k, ex->block + vp->offset, ex->operands, ex->scratch, ex->clients, ex->strides,
-                    ex->dropped};
+                    ex->dropped, ex->aggs[v]};
     if (n->op == FEDC_OP_BROADCAST) {
         run_stored_broadcast(ex, &s);
         return FEDC_OK;
@@ -498,7 +509,7 @@ static fedc_status run_map(fedc_executor *ex, fedc_value m) {
     size_t arg_stride[MAX];
     void *dest[MAX];
     size_t dest_bytes[MAX];
-    fedc__agg aggs[MAX];
+    fedc__agg *aggs[MAX];
     const fedc__node *agg_nodes[MAX];
     void *agg_out[MAX];
     fedc__source x_src[MAX], w_src[MAX];
@@ -512,15 +523,24 @@ static fedc_status run_map(fedc_executor *ex, fedc_value m) {
         const fedc__node *u = &p->nodes[v];
         if (ex->plan[v].fused_into != m || naggs == MAX) continue;
         agg_nodes[naggs] = u;
+        aggs[naggs] = ex->aggs[v];
         agg_out[naggs] = ex->block + ex->plan[v].offset;
         x_src[naggs] = source_of(ex, m, u->in[0]);
         w_src[naggs] = u->nin == 2 ? source_of(ex, m, u->in[1]) : (fedc__source){-1, NULL, 0};
         naggs++;
     }
-    fedc__map_job job = {ex->clients, n->nin, args, arg_stride, dest, naggs, aggs, agg_nodes, agg_out, x_src, w_src,
-                         ex->opt.check_finite, ex->opt.on_client_failure == FEDC_DROP_CLIENT, ex->dropped,
-                         ex->opt.client_ids};
-    fedc_status st = fedc__cohort_run(ex->cohorts[m], ex->backend, &job);
+    fedc__backend *b = ex->backend;
+    int64_t first, end;
+    fedc__backend_block(b->rank, b->ranks, ex->clients, &first, &end);
+    fedc__map_job job = {ex->clients, (int)first, (int)end, n->nin, args, arg_stride, dest, naggs, aggs, agg_nodes,
+                         agg_out, x_src, w_src, ex->opt.check_finite, ex->opt.on_client_failure == FEDC_DROP_CLIENT,
+                         ex->dropped, ex->opt.client_ids};
+    fedc_status st = b->agree(b, fedc__cohort_run(ex->cohorts[m], b, &job));
+    /* join the ranks' blocks: stored results, who was dropped, the aggregations */
+    for (int k = 0; !st && k < MAX; k++)
+        if (dest[k]) st = b->allgather(b, dest[k], dest_bytes[k] / (size_t)ex->clients, ex->clients);
+    if (!st && job.drop_failed) st = b->allgather(b, ex->dropped, 1, ex->clients);
+    if (!st) st = b->combine(b, aggs, naggs);
     if (!st) copy_duplicate_results(ex, m, dest);
     return st;
 }
@@ -616,6 +636,12 @@ fedc_status fedc_executor_output(const fedc_executor *ex, const char *name, cons
     *data = value_memory(ex, v);
     if (type) *type = ex->p->nodes[v].type;
     return FEDC_OK;
+}
+
+void fedc_executor_block(const fedc_executor *ex, int *first, int *end) {
+    int64_t f = 0, e = ex->clients;
+    if (ex->backend) fedc__backend_block(ex->backend->rank, ex->backend->ranks, ex->clients, &f, &e);
+    *first = (int)f, *end = (int)e;
 }
 
 size_t fedc_executor_planned_bytes(const fedc_executor *ex) { return ex->block_bytes; }

@@ -7,7 +7,14 @@
  *                   every checkpoint_every rounds: checkpoint
  *
  * Everything random is keyed by (seed, round, client), so a run resumed from a
- * checkpoint continues exactly as it would have. */
+ * checkpoint continues exactly as it would have.
+ *
+ * Under MPI (docs/mpi.md) every rank runs this loop on the same model: the
+ * executors split each cohort's clients over the ranks, each rank loads only its
+ * own clients' batches, and every rank gets the same new model. Rank 0 alone
+ * prints and writes (metrics, curves, checkpoints) and reads a checkpoint to resume
+ * from, which it broadcasts. Whatever can fail on some ranks only is followed by
+ * fedc_mpi_agree, so all ranks stop with the same error and none waits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +41,8 @@ void fedc_train_defaults(fedc_train_config *c) {
     c->eval_batch_size = 100;
     c->out_dir = "fedc-run";
 }
+
+static bool is_root(void) { return fedc_mpi_rank() == 0; }
 
 static double now(void) {
     struct timespec t;
@@ -118,7 +127,7 @@ static fedc_status create_programs(trainer *t) {
                           (long long)fedc_dataset_num_clients(t->train));
     fedc_status st = create_state(t);
     if (!st) st = fedc_algorithm_round(t->model, &t->alg, &t->round);
-    fedc_exec_options o = {.clients = k, .threads = c->threads, .profile = c->profile};
+    fedc_exec_options o = {.clients = k, .threads = c->threads, .profile = c->profile, .mpi = true};
     if (!st) st = fedc_executor_create(&t->round_ex, t->round, &o);
     if (!st) st = fedc__cohort_buffers_init(&t->cohort, t->model, k, batch, t->alg.max_steps);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, t->round_ex, true);
@@ -139,7 +148,7 @@ static fedc_status create_evaluation(trainer *t) {
     int64_t es = ceil_div(max_examples(ds), eb);
     if (es < 1) es = 1;
     fedc_status st = fedc_evaluation_program(t->model, eb, es, &t->eval);
-    fedc_exec_options eo = {.clients = ek, .threads = c->threads};
+    fedc_exec_options eo = {.clients = ek, .threads = c->threads, .mpi = true};
     if (!st) st = fedc_executor_create(&t->eval_ex, t->eval, &eo);
     if (!st) st = fedc__cohort_buffers_init(&t->eval_cohort, t->model, ek, eb, es);
     if (!st) st = fedc__cohort_buffers_bind(&t->eval_cohort, t->eval_ex, false);
@@ -172,6 +181,22 @@ static void destroy(trainer *t) {
 
 /* ---------------------------------------------------------------- rounds -- */
 
+/* Loads the batches of the clients that this rank runs (ex's block of the cohort),
+ * and agrees with the other ranks on whether that worked. */
+static fedc_status fill_block(trainer *t, fedc_dataset *ds, const int64_t *clients, cohort_buffers *cb,
+                              const fedc_executor *ex, bool shuffle, uint32_t round) {
+    int first, end;
+    fedc_executor_block(ex, &first, &end);
+    size_t rows = (size_t)(cb->max_steps * cb->batch);
+    cohort_buffers block = *cb; /* a view of the block's slots */
+    block.x += (size_t)first * (size_t)cb->x_elems;
+    block.y += (size_t)first * rows;
+    block.mask += (size_t)first * rows;
+    block.steps += first;
+    block.key += 4 * (size_t)first;
+    return fedc_mpi_agree(fedc__train_fill(t, ds, clients + first, end - first, &block, shuffle, round));
+}
+
 static fedc_status copy_output(fedc_executor *ex, const char *name, float *dst) {
     const void *data;
     fedc_type type;
@@ -184,7 +209,7 @@ static fedc_status run_round(trainer *t, int r, double *loss, double *examples) 
     const fedc_train_config *c = t->c;
     int k = c->clients_per_round;
     fedc_status st = fedc_sample_clients(fedc_dataset_num_clients(t->train), k, c->seed, (uint32_t)r, t->sampled);
-    if (!st) st = fedc__train_fill(t, t->train, t->sampled, k, &t->cohort, true, (uint32_t)r);
+    if (!st) st = fill_block(t, t->train, t->sampled, &t->cohort, t->round_ex, true, (uint32_t)r);
     if (!st) st = fedc_executor_run(t->round_ex);
     for (int i = 0; !st && i < fedc_model_num_params(t->model); i++) {
         char name[96];
@@ -221,8 +246,8 @@ static fedc_status evaluate(trainer *t, int round, eval_result *out) {
     if (t->c->eval_clients > 0 && t->c->eval_clients < n) {
         use = t->c->eval_clients;
         which = fedc_malloc((size_t)use * sizeof *which);
-        if (!which) return fedc_error(FEDC_ENOMEM, "evaluate: out of memory");
-        fedc_status st = fedc_sample_clients(n, use, t->c->seed ^ 0x65766131u, (uint32_t)round, which);
+        fedc_status st = fedc_mpi_agree(which ? FEDC_OK : fedc_error(FEDC_ENOMEM, "evaluate: out of memory"));
+        if (!st) st = fedc_sample_clients(n, use, t->c->seed ^ 0x65766131u, (uint32_t)round, which);
         if (st) {
             fedc_free(which);
             return st;
@@ -238,7 +263,7 @@ static fedc_status evaluate(trainer *t, int round, eval_result *out) {
             int64_t i = first + (j < k ? j : 0);
             ids[j] = which ? which[i] : i;
         }
-        st = fedc__train_fill(t, ds, ids, ek, &t->eval_cohort, false, 0);
+        st = fill_block(t, ds, ids, &t->eval_cohort, t->eval_ex, false, 0);
         for (int j = k; !st && j < ek; j++) t->eval_cohort.steps[j] = 0;
         if (!st) st = fedc_executor_run(t->eval_ex);
         const float *per_correct = NULL, *per_count = NULL;
@@ -263,7 +288,7 @@ static fedc_status evaluate(trainer *t, int round, eval_result *out) {
 }
 
 static void progress(const trainer *t, int r, double loss, double eps, double elapsed, bool tty) {
-    if (t->c->quiet) return;
+    if (t->c->quiet || !is_root()) return;
     FILE *log = t->c->log ? t->c->log : stdout;
     int done = r + 1 - t->first_round, left = t->c->rounds - r - 1;
     double eta = done > 0 ? elapsed / done * left : 0;
@@ -275,7 +300,7 @@ static void progress(const trainer *t, int r, double loss, double eps, double el
 static fedc_status loop(trainer *t, fedc_train_result *res) {
     const fedc_train_config *c = t->c;
     FILE *log = c->log ? c->log : stdout;
-    bool tty = isatty(fileno(log));
+    bool tty = isatty(fileno(log)), quiet = c->quiet || !is_root();
     double start = now(), examples_total = 0, train_loss = NAN;
     for (int r = t->first_round; r < c->rounds; r++) {
         double examples;
@@ -288,17 +313,17 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
         if (last || (c->eval_every > 0 && (r + 1) % c->eval_every == 0)) {
             eval_result e;
             if ((st = evaluate(t, r, &e))) return st;
-            if (tty && !c->quiet) fprintf(log, "\n");
-            if (!c->quiet)
+            if (tty && !quiet) fprintf(log, "\n");
+            if (!quiet)
                 fprintf(log, "round %d: %s loss %.4f, accuracy %.2f%% (clients: p10 %.1f%%, median %.1f%%, p90 %.1f%%)\n",
                         r + 1, t->test ? "test" : "(no test split: on the training clients)", e.loss, 100 * e.accuracy,
                         100 * e.quantiles[0], 100 * e.quantiles[1], 100 * e.quantiles[2]);
-            st = fedc__train_log_metrics(t, r + 1, train_loss, &e, eps, now() - start);
+            st = fedc_mpi_agree(is_root() ? fedc__train_log_metrics(t, r + 1, train_loss, &e, eps, now() - start) : st);
             res->test_loss = e.loss, res->test_accuracy = e.accuracy;
             for (int q = 0; q < 3; q++) res->accuracy_quantiles[q] = e.quantiles[q];
         }
-        if (!st && c->checkpoint_every > 0 && ((r + 1) % c->checkpoint_every == 0 || last))
-            st = fedc__train_save_checkpoint(t, r + 1);
+        if (c->checkpoint_every > 0 && ((r + 1) % c->checkpoint_every == 0 || last))
+            st = fedc_mpi_agree(!st && is_root() ? fedc__train_save_checkpoint(t, r + 1) : st);
         if (st) return st;
         res->rounds_run++;
     }
@@ -306,6 +331,19 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
     res->seconds = now() - start;
     res->examples_per_s = examples_total / (res->seconds > 0 ? res->seconds : 1);
     return FEDC_OK;
+}
+
+/* Rank 0 reads the checkpoint; every rank gets its model, state and round. */
+static fedc_status resume(trainer *t) {
+    fedc_status st = fedc_mpi_agree(is_root() ? fedc__train_load_checkpoint(t) : FEDC_OK);
+    if (!st) st = fedc_mpi_broadcast(t->params, (size_t)fedc_model_size(t->model) * sizeof *t->params);
+    for (int k = 0; !st && k < t->nstate; k++) {
+        int n = fedc_model_num_params(t->model);
+        bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(&t->alg.server_opt);
+        st = fedc_mpi_broadcast(t->state[k], (size_t)(count ? 1 : fedc_model_param_size(t->model, k % n)) * sizeof(float));
+    }
+    if (!st) st = fedc_mpi_broadcast(&t->first_round, sizeof t->first_round);
+    return st;
 }
 
 fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result) {
@@ -318,11 +356,12 @@ fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result) {
     if (!st) st = create_model(&t);
     if (!st) st = create_programs(&t);
     if (!st) st = create_evaluation(&t);
-    if (!st && c->resume) st = fedc__train_load_checkpoint(&t);
-    if (!st) st = fedc__train_open_metrics(&t);
+    st = fedc_mpi_agree(st);
+    if (!st && c->resume) st = resume(&t);
+    if (!st) st = fedc_mpi_agree(is_root() ? fedc__train_open_metrics(&t) : FEDC_OK);
     if (!st) st = loop(&t, &res);
-    if (!st) st = fedc__train_write_curves(&t);
-    if (!st && c->profile) {
+    if (!st) st = fedc_mpi_agree(is_root() ? fedc__train_write_curves(&t) : FEDC_OK);
+    if (!st && c->profile && is_root()) {
         FILE *log = c->log ? c->log : stdout;
         fprintf(log, "time per op in the rounds (all clients and steps):\n");
         st = fedc_executor_profile(t.round_ex, log);

@@ -1,0 +1,240 @@
+/* The MPI backend, and the process group it runs on (fedc_mpi_*; docs/mpi.md).
+ *
+ * Every rank runs the same program on the same server values; a map's clients are
+ * split into contiguous blocks (fedc__backend_block), and each rank runs its block
+ * on its own threads (a threads backend inside). After the block, the ranks:
+ *  - agree: the lowest failing rank's status and message reach every rank, so all
+ *    return the same error and none waits for a rank that gave up;
+ *  - gather the clients' stored results and dropped flags (MPI_Allgatherv);
+ *  - join each aggregation: ranks 1.. send rank 0 the blocks of the tree they
+ *    completed (src/exec/aggregate.c); rank 0 pushes them in rank order, which
+ *    rebuilds the stack one process would have had, completes the aggregation and
+ *    broadcasts it. So every rank gets the single-process bits.
+ *
+ * MPI errors are returned as fedc errors (the communicator is a duplicate of
+ * MPI_COMM_WORLD with MPI_ERRORS_RETURN), never aborted on. MPI is called only by
+ * the thread that runs the executor (MPI_THREAD_FUNNELED), never by workers. The
+ * ranks are assumed to share one byte order and type sizes (one kind of host). */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/backend.h"
+#include "fedc/exec.h"
+
+#ifdef FEDC_HAVE_MPI
+#include <mpi.h>
+
+static MPI_Comm comm = MPI_COMM_NULL;
+static int my_rank, my_size = 1;
+static bool we_initialized;
+
+static fedc_status mpi_error(int rc, const char *what) {
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
+    return fedc_error(FEDC_EIO, "MPI: %s failed: %s", what, text);
+}
+
+#define MPI_TRY(call, what)                                  \
+    do {                                                     \
+        int rc_ = (call);                                    \
+        if (rc_ != MPI_SUCCESS) return mpi_error(rc_, what); \
+    } while (0)
+
+bool fedc_mpi_built(void) { return true; }
+int fedc_mpi_rank(void) { return my_rank; }
+int fedc_mpi_size(void) { return my_size; }
+
+fedc_status fedc_mpi_init(void) {
+    if (comm != MPI_COMM_NULL) return FEDC_OK;
+    int ready = 0, provided = 0;
+    MPI_Initialized(&ready);
+    if (!ready) {
+        int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        if (rc != MPI_SUCCESS) return fedc_error(FEDC_EIO, "MPI: MPI_Init_thread failed (error %d)", rc);
+        we_initialized = true;
+        if (provided < MPI_THREAD_FUNNELED)
+            return fedc_error(FEDC_EUNSUPPORTED, "MPI: the library gives thread level %d; fedc needs FUNNELED", provided);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
+    MPI_TRY(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    MPI_TRY(MPI_Comm_rank(comm, &my_rank), "MPI_Comm_rank");
+    MPI_TRY(MPI_Comm_size(comm, &my_size), "MPI_Comm_size");
+    return FEDC_OK;
+}
+
+fedc_status fedc_mpi_finalize(void) {
+    if (comm == MPI_COMM_NULL) return FEDC_OK;
+    MPI_Comm_free(&comm);
+    comm = MPI_COMM_NULL;
+    my_rank = 0, my_size = 1;
+    if (we_initialized) MPI_TRY(MPI_Finalize(), "MPI_Finalize");
+    we_initialized = false;
+    return FEDC_OK;
+}
+
+fedc_status fedc_mpi_agree(fedc_status st) {
+    if (comm == MPI_COMM_NULL || my_size == 1) return st;
+    int mine = st ? my_rank : INT_MAX, first = INT_MAX;
+    MPI_TRY(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (agreeing on failures)");
+    if (first == INT_MAX) return FEDC_OK;
+    struct {
+        int status;
+        char msg[1000];
+    } failure = {(int)st, ""};
+    if (my_rank == first) snprintf(failure.msg, sizeof failure.msg, "%s", fedc_errmsg());
+    MPI_TRY(MPI_Bcast(&failure, (int)sizeof failure, MPI_BYTE, first, comm), "MPI_Bcast (a failure)");
+    return fedc_error((fedc_status)failure.status, "rank %d of %d: %s", first, my_size, failure.msg);
+}
+
+fedc_status fedc_mpi_broadcast(void *data, size_t bytes) {
+    if (comm == MPI_COMM_NULL || my_size == 1) return FEDC_OK;
+    for (size_t done = 0; done < bytes;) {
+        int n = bytes - done > INT_MAX / 2 ? INT_MAX / 2 : (int)(bytes - done);
+        MPI_TRY(MPI_Bcast((char *)data + done, n, MPI_BYTE, 0, comm), "MPI_Bcast");
+        done += (size_t)n;
+    }
+    return FEDC_OK;
+}
+
+/* ------------------------------------------------------------- backend -- */
+
+typedef struct mpi_backend {
+    fedc__backend base; /* first */
+    fedc__backend *threads;
+} mpi_backend;
+
+static void run_block(fedc__backend *b, int64_t n, fedc_pool_task task, void *ctx) {
+    fedc__backend *t = ((mpi_backend *)b)->threads;
+    t->run(t, n, task, ctx);
+}
+
+static fedc_status agree(fedc__backend *b, fedc_status st) {
+    (void)b;
+    return fedc_mpi_agree(st);
+}
+
+static fedc_status allgather(fedc__backend *b, void *data, size_t bytes, int64_t n) {
+    if (bytes > INT_MAX) return fedc_error(FEDC_EUNSUPPORTED, "MPI: a client's result of %zu bytes is too large", bytes);
+    int *counts = fedc_malloc(2 * (size_t)b->ranks * sizeof *counts);
+    if (!counts) return fedc_error(FEDC_ENOMEM, "MPI: out of memory");
+    int *displs = counts + b->ranks;
+    for (int r = 0; r < b->ranks; r++) {
+        int64_t first, end;
+        fedc__backend_block(r, b->ranks, n, &first, &end);
+        counts[r] = (int)(end - first), displs[r] = (int)first;
+    }
+    MPI_Datatype item;
+    int rc = MPI_Type_contiguous((int)bytes, MPI_BYTE, &item);
+    if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&item)) == MPI_SUCCESS) {
+        rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts, displs, item, comm);
+        MPI_Type_free(&item);
+    }
+    fedc_free(counts);
+    return rc == MPI_SUCCESS ? FEDC_OK : mpi_error(rc, "MPI_Allgatherv (the clients' results)");
+}
+
+/* A tree block as it travels: where it is and what it holds; its sum follows. */
+typedef struct block_header {
+    int64_t first;
+    int32_t level, clients;
+    double weight;
+} block_header;
+
+static fedc_status send_blocks(const fedc__agg *a, int tag) {
+    int depth = a->depth;
+    block_header h[FEDC__AGG_MAX_DEPTH];
+    for (int k = 0; k < depth; k++)
+        h[k] = (block_header){a->stack[k].first, a->stack[k].level, a->stack[k].clients, a->stack[k].weight};
+    MPI_TRY(MPI_Send(&depth, 1, MPI_INT, 0, tag, comm), "MPI_Send (partial sums)");
+    MPI_TRY(MPI_Send(h, depth * (int)sizeof *h, MPI_BYTE, 0, tag, comm), "MPI_Send (partial sums)");
+    for (int k = 0; k < depth; k++)
+        if (a->stack[k].clients)
+            MPI_TRY(MPI_Send(a->stack[k].data, (int)a->bytes, MPI_BYTE, 0, tag, comm), "MPI_Send (partial sums)");
+    return FEDC_OK;
+}
+
+/* Rank 0: pushes rank `from`'s blocks after those it has. A failure here is
+ * remembered, and the messages are still received, so no sender waits forever. */
+static fedc_status receive_blocks(fedc__agg *a, int from, int tag, fedc_status st) {
+    int depth = 0;
+    block_header h[FEDC__AGG_MAX_DEPTH];
+    MPI_TRY(MPI_Recv(&depth, 1, MPI_INT, from, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv (partial sums)");
+    if (depth < 0 || depth > FEDC__AGG_MAX_DEPTH) return fedc_error(FEDC_EINTERNAL, "MPI: rank %d sent %d blocks", from, depth);
+    MPI_TRY(MPI_Recv(h, depth * (int)sizeof *h, MPI_BYTE, from, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv (partial sums)");
+    for (int k = 0; k < depth; k++) {
+        fedc__partial p = {h[k].first, h[k].level, h[k].clients, h[k].weight, NULL};
+        if (p.clients) {
+            p.data = fedc__agg_buffer(a);
+            void *into = p.data ? p.data : a->out; /* out of memory: receive anyway, into out */
+            MPI_TRY(MPI_Recv(into, (int)a->bytes, MPI_BYTE, from, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv (partial sums)");
+            if (!p.data && !st) st = fedc_error(FEDC_ENOMEM, "MPI: out of memory for a partial sum of %zu bytes", a->bytes);
+        }
+        if (!st) st = fedc__agg_push(a, p);
+        else if (p.data) fedc_free(p.data);
+    }
+    return st;
+}
+
+static fedc_status combine(fedc__backend *b, fedc__agg *const *aggs, int n) {
+    for (int i = 0; i < n; i++) {
+        fedc__agg *a = aggs[i];
+        if (a->bytes > INT_MAX) return fedc_error(FEDC_EUNSUPPORTED, "MPI: an aggregate of %zu bytes is too large", a->bytes);
+        fedc_status st = FEDC_OK;
+        if (b->rank != 0) st = send_blocks(a, i);
+        for (int r = 1; b->rank == 0 && r < b->ranks; r++) st = receive_blocks(a, r, i, st);
+        if (b->rank == 0 && !st) st = fedc__agg_end(a);
+        /* rank 0's outcome, then its result, for everyone */
+        st = fedc_mpi_agree(b->rank == 0 ? st : FEDC_OK);
+        if (st) return st;
+        MPI_TRY(MPI_Bcast(a->out, (int)a->bytes, MPI_BYTE, 0, comm), "MPI_Bcast (an aggregate)");
+    }
+    return FEDC_OK;
+}
+
+static void destroy_mpi(fedc__backend *b) {
+    fedc__backend_destroy(((mpi_backend *)b)->threads);
+    fedc_free(b);
+}
+
+fedc_status fedc__backend_mpi(fedc__backend **out, int workers) {
+    *out = NULL;
+    if (comm == MPI_COMM_NULL) return fedc_error(FEDC_EINVAL, "MPI backend: call fedc_mpi_init first");
+    mpi_backend *m = fedc_calloc(1, sizeof *m);
+    if (!m) return fedc_error(FEDC_ENOMEM, "backend: out of memory");
+    fedc_status st = fedc__backend_threads(&m->threads, workers);
+    if (st) {
+        fedc_free(m);
+        return st;
+    }
+    m->base = (fedc__backend){"mpi", workers, my_rank, my_size, run_block, agree, allgather, combine, destroy_mpi};
+    *out = &m->base;
+    return FEDC_OK;
+}
+
+#else /* built without MPI: one process, and a clear answer to anyone asking for more */
+
+bool fedc_mpi_built(void) { return false; }
+int fedc_mpi_rank(void) { return 0; }
+int fedc_mpi_size(void) { return 1; }
+
+fedc_status fedc_mpi_init(void) {
+    return fedc_error(FEDC_EUNSUPPORTED, "fedc was built without MPI: install Open MPI (scripts/install-deps installs "
+                                         "openmpi-bin and libopenmpi-dev) and rebuild (cmake -DFEDC_MPI=ON)");
+}
+fedc_status fedc_mpi_finalize(void) { return FEDC_OK; }
+fedc_status fedc_mpi_agree(fedc_status st) { return st; }
+fedc_status fedc_mpi_broadcast(void *data, size_t bytes) {
+    (void)data, (void)bytes;
+    return FEDC_OK;
+}
+
+fedc_status fedc__backend_mpi(fedc__backend **out, int workers) {
+    (void)workers;
+    *out = NULL;
+    return fedc_mpi_init();
+}
+
+#endif

@@ -1,0 +1,166 @@
+/* The MPI backend: run under mpirun with 1, 2 or 3 ranks (CMakeLists.txt registers
+ * test_mpi_ranks1..3), every rank runs federated programs split over the ranks
+ * (options.mpi) and, alone, the same programs in one process; the outputs must be
+ * the same bits on every rank: streamed and stored aggregations, clients' stored
+ * results, dropped clients. A failing client or a failing rank gives every rank the
+ * same error. Run plainly (no mpirun) it is a job of one rank; built without MPI,
+ * it checks that fedc_mpi_init says how to enable MPI. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fedc/fedc.h"
+#include "harness.h"
+
+static fedc_type placed(int dim, fedc_placement pl) {
+    fedc_type t = fedc_type_make(FEDC_F32, 1, (int64_t[]){dim});
+    t.placement = pl;
+    return t;
+}
+
+/* body(w, d) = (delta = tanh(w * d + d), weight = exp(mean(d))); the program takes
+ * the weighted mean and mean of delta and the sum of the weights. keep_deltas
+ * stores every client's delta (an output), so the means read stored values. */
+static fedc_program *cohort_program(int dim, bool keep_deltas) {
+    fedc_program *body, *p;
+    if (fedc_program_create(&body) || fedc_program_create(&p)) return NULL;
+    fedc_type v = fedc_type_make(FEDC_F32, 1, (int64_t[]){dim});
+    fedc_value w = fedc_input(body, "w", v), d = fedc_input(body, "d", v);
+    fedc_program_output(body, "delta", fedc_tanh(body, fedc_add(body, fedc_mul(body, w, d), d)));
+    fedc_program_output(body, "weight", fedc_exp(body, fedc_reduce_mean(body, d, NULL, -1, false)));
+    fedc_value pw = fedc_input(p, "w", placed(dim, FEDC_SERVER)), pd = fedc_input(p, "d", placed(dim, FEDC_CLIENTS));
+    fedc_value r[2];
+    fedc_map(p, body, (fedc_value[]){fedc_broadcast(p, pw), pd}, 2, r);
+    fedc_program_output(p, "wmean", fedc_weighted_mean(p, r[0], r[1]));
+    fedc_program_output(p, "mean", fedc_mean(p, r[0]));
+    fedc_program_output(p, "total", fedc_sum(p, r[1]));
+    if (keep_deltas) fedc_program_output(p, "deltas", r[0]);
+    fedc_program_destroy(body);
+    return p;
+}
+
+/* Runs p on the cohort, split over the ranks or not, and returns its outputs'
+ * bytes one after another (malloc'd). */
+static fedc_status run(const fedc_program *p, int clients, bool mpi, const float *w, const float *d, char **out,
+                       size_t *bytes) {
+    fedc_executor *ex;
+    fedc_exec_options o = {.clients = clients, .threads = 2, .mpi = mpi};
+    fedc_status st = fedc_executor_create(&ex, p, &o);
+    if (st) return st;
+    fedc_executor_bind(ex, "w", w);
+    fedc_executor_bind(ex, "d", d);
+    st = fedc_executor_run(ex);
+    *bytes = 0;
+    *out = NULL;
+    for (int k = 0; !st && k < fedc_program_num_outputs(p); k++) {
+        const void *data;
+        fedc_type t;
+        st = fedc_executor_output(ex, fedc_program_output_name(p, k), &data, &t);
+        size_t n = fedc_type_bytes(&t) * (t.placement == FEDC_CLIENTS ? (size_t)clients : 1);
+        *out = realloc(*out, *bytes + n);
+        memcpy(*out + *bytes, data, n);
+        *bytes += n;
+    }
+    fedc_executor_destroy(ex);
+    return st;
+}
+
+static void test_split_equals_one_process(void) {
+    const int dim = 16;
+    float w[16];
+    for (int j = 0; j < dim; j++) w[j] = 0.3f * (float)j - 2;
+    for (int keep = 0; keep <= 1; keep++) {
+        for (int clients = 1; clients <= 203; clients += 101) { /* 1, 102, 203: fewer clients than ranks too */
+            float *d = malloc((size_t)clients * dim * sizeof *d);
+            for (int i = 0; i < clients * dim; i++) d[i] = ((float)((i * 37) % 101) / 101.0f - 0.5f) * (float)(1 + (i / dim) % 7);
+            fedc_program *p = cohort_program(dim, keep);
+            char *a = NULL, *b = NULL;
+            size_t na = 0, nb = 0;
+            CHECK_OK(run(p, clients, false, w, d, &a, &na));
+            CHECK_OK(run(p, clients, true, w, d, &b, &nb));
+            CHECK_MSG(na == nb && na > 0 && memcmp(a, b, na) == 0,
+                      "rank %d of %d: %d clients (deltas %s): the split run differs from one process", fedc_mpi_rank(),
+                      fedc_mpi_size(), clients, keep ? "stored" : "streamed");
+            free(a), free(b), free(d);
+            fedc_program_destroy(p);
+        }
+    }
+}
+
+/* mean(map(log(gather(table, idx)))) — a client whose index is out of range fails. */
+static fedc_program *lookup_program(void) {
+    fedc_program *body, *p;
+    if (fedc_program_create(&body) || fedc_program_create(&p)) return NULL;
+    fedc_value t = fedc_input(body, "table", fedc_type_make(FEDC_F32, 2, (int64_t[]){4, 2}));
+    fedc_value i = fedc_input(body, "idx", fedc_type_make(FEDC_I32, 1, (int64_t[]){1}));
+    fedc_program_output(body, "row", fedc_log(body, fedc_gather(body, t, i)));
+    fedc_type tt = fedc_type_make(FEDC_F32, 2, (int64_t[]){4, 2}), it = fedc_type_make(FEDC_I32, 1, (int64_t[]){1});
+    tt.placement = FEDC_SERVER, it.placement = FEDC_CLIENTS;
+    fedc_value row;
+    fedc_map(p, body, (fedc_value[]){fedc_broadcast(p, fedc_input(p, "table", tt)), fedc_input(p, "idx", it)}, 2, &row);
+    fedc_program_output(p, "mean", fedc_mean(p, row));
+    fedc_program_destroy(body);
+    return p;
+}
+
+static void test_failing_client(void) {
+    fedc_program *p = lookup_program();
+    float table[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int32_t idx[7] = {0, 1, 2, 3, 2, 9, 1}; /* client 5 fails: on the last rank of 2 or 3 */
+    for (int drop = 0; drop <= 1; drop++) {
+        fedc_executor *ex;
+        fedc_exec_options o = {.clients = 7, .threads = 2, .mpi = true,
+                               .on_client_failure = drop ? FEDC_DROP_CLIENT : FEDC_FAIL_ROUND};
+        CHECK_OK(fedc_executor_create(&ex, p, &o));
+        CHECK_OK(fedc_executor_bind(ex, "table", table));
+        CHECK_OK(fedc_executor_bind(ex, "idx", idx));
+        if (!drop) {
+            CHECK_ERR(fedc_executor_run(ex), FEDC_ERANGE, "client 5: %2 (gather): gather: index 9");
+        } else {
+            CHECK_OK(fedc_executor_run(ex));
+            int dropped[7];
+            CHECK_EQ_INT(fedc_executor_dropped(ex, dropped, 7), 1);
+            CHECK_EQ_INT(dropped[0], 5);
+            const float *mean;
+            CHECK_OK(fedc_executor_output(ex, "mean", (const void **)&mean, NULL));
+            double want = 0;
+            for (int i = 0; i < 7; i++) want += i == 5 ? 0 : log(table[2 * idx[i]]) / 6;
+            CHECK_NEAR(mean[0], want, 1e-6);
+        }
+        fedc_executor_destroy(ex);
+    }
+    fedc_program_destroy(p);
+}
+
+static void test_agree(void) {
+    int last = fedc_mpi_size() - 1;
+    fedc_status mine = fedc_mpi_rank() == last ? fedc_error(FEDC_EIO, "disk on fire") : FEDC_OK;
+    CHECK_ERR(fedc_mpi_agree(mine), FEDC_EIO, "disk on fire");
+    if (fedc_mpi_size() > 1) CHECK_MSG(strstr(fedc_errmsg(), "rank") != NULL, "no rank in \"%s\"", fedc_errmsg());
+    CHECK_OK(fedc_mpi_agree(FEDC_OK));
+    int value = fedc_mpi_rank() == 0 ? 42 : -1;
+    CHECK_OK(fedc_mpi_broadcast(&value, sizeof value));
+    CHECK_EQ_INT(value, 42);
+}
+
+static void test_without_mpi_says_how(void) {
+    if (fedc_mpi_built()) return;
+    CHECK_ERR(fedc_mpi_init(), FEDC_EUNSUPPORTED, "built without MPI");
+}
+
+int main(int argc, char **argv) {
+    /* Only under a launcher: a plain run stays one process without touching MPI. */
+    if (fedc_mpi_built() && getenv("OMPI_COMM_WORLD_SIZE") && fedc_mpi_init()) {
+        fprintf(stderr, "test_mpi: %s\n", fedc_errmsg());
+        return 1;
+    }
+    static const fedc_test tests[] = {
+        {"split over ranks equals one process", test_split_equals_one_process},
+        {"a failing client", test_failing_client},
+        {"ranks agree on failures", test_agree},
+        {"without MPI: says how to enable it", test_without_mpi_says_how},
+    };
+    int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+    fedc_mpi_finalize();
+    return rc;
+}
