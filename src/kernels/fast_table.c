@@ -38,4 +38,7 @@ const fedc_kernels fedc_kernels_fast = {
     .dropout = fedc_ref_dropout,
     .cast = fedc_ref_cast,
     .iota = fedc_ref_iota,
+    .lstm = fedc_fast_lstm,
+    .lstm_grad = fedc_fast_lstm_grad,
+    .lstm_tangent = fedc_ref_lstm_tangent,
 };

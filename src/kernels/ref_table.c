@@ -35,4 +35,7 @@ const fedc_kernels fedc_kernels_ref = {
     .dropout = fedc_ref_dropout,
     .cast = fedc_ref_cast,
     .iota = fedc_ref_iota,
+    .lstm = fedc_ref_lstm,
+    .lstm_grad = fedc_ref_lstm_grad,
+    .lstm_tangent = fedc_ref_lstm_tangent,
 };
