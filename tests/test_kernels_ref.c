@@ -98,6 +98,7 @@ static void test_table_complete(void) {
     ENTRY(conv2d_input_grad); ENTRY(conv2d_filter_grad); ENTRY(max_pool2d);
     ENTRY(max_pool2d_grad); ENTRY(avg_pool2d); ENTRY(avg_pool2d_grad); ENTRY(log_softmax);
     ENTRY(softmax_xent); ENTRY(argmax); ENTRY(dropout); ENTRY(cast); ENTRY(iota);
+    ENTRY(lstm); ENTRY(lstm_grad); ENTRY(lstm_tangent);
 #undef ENTRY
     CHECK_EQ_INT(sizeof(const char *) + (size_t)entries * sizeof(void (*)(void)),
                  sizeof(fedc_kernels));
