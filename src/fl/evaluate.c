@@ -17,7 +17,7 @@ static fedc_status eval_step(const fedc_model *m, int64_t batch, fedc_program **
     fedc_value correct = fedc_input(p, "correct", fedc_type_scalar(FEDC_F32));
     fedc_value count = fedc_input(p, "count", fedc_type_scalar(FEDC_F32));
     fedc_value x = fedc_input(p, "x", fedc_model_input_type(m, batch));
-    fedc_value y = fedc_input(p, "y", fedc_type_make(FEDC_I32, 1, &batch));
+    fedc_value y = fedc_input(p, "y", fedc_model_label_type(m, batch));
     fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 1, &batch));
     fedc_model_outputs o;
     st = fedc_model_apply(m, p, w, x, y, mask, FEDC_NONE, &o);
@@ -39,7 +39,7 @@ static fedc_status eval_client(const fedc_model *m, const fedc_program *step, fe
     fedc_value carries[FEDC__FL_MAX_PARAMS + 3], res[FEDC__FL_MAX_PARAMS + 3];
     for (int i = 0; i < n; i++) carries[nc++] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
     fedc_value x = fedc_input(p, "x", xt), y = fedc_input(p, "y", yt);
-    fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, yt.rank, yt.dims));
+    fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 2, yt.dims)); /* [steps, batch] */
     fedc_value steps = fedc_input(p, "steps", fedc_type_scalar(FEDC_I32));
     for (int k = 0; k < 3; k++) carries[nc++] = fedc_scalar(p, FEDC_F32, 0);
     st = fedc_fold(p, step, carries, nc, (fedc_value[]){x, y, mask}, 3, steps, res);
@@ -60,7 +60,10 @@ fedc_status fedc_evaluation_program(const fedc_model *m, int64_t batch_size, int
     memmove(xt.dims + 1, xt.dims, sizeof xt.dims - sizeof xt.dims[0]);
     xt.dims[0] = max_steps;
     xt.rank++;
-    fedc_type yt = fedc_type_make(FEDC_I32, 2, (int64_t[]){max_steps, batch_size});
+    fedc_type yt = fedc_model_label_type(m, batch_size);
+    memmove(yt.dims + 1, yt.dims, sizeof yt.dims - sizeof yt.dims[0]);
+    yt.dims[0] = max_steps;
+    yt.rank++;
     fedc_program *p = NULL, *step = NULL, *client = NULL;
     fedc_status st = eval_step(m, batch_size, &step);
     if (!st) st = eval_client(m, step, xt, yt, &client);

@@ -5,9 +5,16 @@
 
 #include "fl/fl.h"
 
-static fedc_type batch_type(const fedc_model *m, const fedc_algorithm *a, fedc_dtype dt) {
-    fedc_type t = fedc_model_input_type(m, a->batch_size);
-    if (dt != FEDC_F32) t = fedc_type_make(dt, 1, (int64_t[]){a->batch_size});
+/* One batch's inputs (labels: the model's label type). */
+static fedc_type batch_type(const fedc_model *m, const fedc_algorithm *a, bool labels) {
+    return labels ? fedc_model_label_type(m, a->batch_size) : fedc_model_input_type(m, a->batch_size);
+}
+
+/* [steps, ...t]: a client's batches of t. */
+static fedc_type stacked(fedc_type t, int64_t steps) {
+    memmove(t.dims + 1, t.dims, sizeof t.dims - sizeof t.dims[0]);
+    t.dims[0] = steps;
+    t.rank++;
     return t;
 }
 
@@ -16,8 +23,8 @@ static fedc_status objective_body(fedc_program *p, const fedc_model *m, const fe
     int n = fedc_model_num_params(m);
     fedc_value w[FEDC__FL_MAX_PARAMS];
     for (int i = 0; i < n; i++) w[i] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
-    fedc_value x = fedc_input(p, "x", batch_type(m, a, FEDC_F32));
-    fedc_value y = fedc_input(p, "y", batch_type(m, a, FEDC_I32));
+    fedc_value x = fedc_input(p, "x", batch_type(m, a, false));
+    fedc_value y = fedc_input(p, "y", batch_type(m, a, true));
     fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 1, (int64_t[]){a->batch_size}));
     fedc_value key = fedc_input(p, "key", fedc_type_make(FEDC_I32, 1, (int64_t[]){4}));
     fedc_model_outputs out;
@@ -83,13 +90,11 @@ fedc_status fedc__fl_round_inputs(fedc_program *p, const fedc_model *m, const fe
         in->state[k] = fedc_input(p, name, fedc__placed(t, FEDC_SERVER));
     }
     /* each client's batches, [max_steps, batch, ...] */
-    fedc_type xt = fedc_model_input_type(m, a->batch_size);
-    memmove(xt.dims + 1, xt.dims, sizeof xt.dims - sizeof xt.dims[0]);
-    xt.dims[0] = a->max_steps;
-    xt.rank++;
+    fedc_type xt = stacked(fedc_model_input_type(m, a->batch_size), a->max_steps);
+    fedc_type yt = stacked(fedc_model_label_type(m, a->batch_size), a->max_steps);
     int64_t sb[2] = {a->max_steps, a->batch_size};
     in->x = fedc_input(p, "x", fedc__placed(xt, FEDC_CLIENTS));
-    in->y = fedc_input(p, "y", fedc__placed(fedc_type_make(FEDC_I32, 2, sb), FEDC_CLIENTS));
+    in->y = fedc_input(p, "y", fedc__placed(yt, FEDC_CLIENTS));
     in->mask = fedc_input(p, "mask", fedc__placed(fedc_type_make(FEDC_F32, 2, sb), FEDC_CLIENTS));
     in->steps = fedc_input(p, "steps", fedc__placed(fedc_type_scalar(FEDC_I32), FEDC_CLIENTS));
     in->key = fedc_input(p, "key", fedc__placed(fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), FEDC_CLIENTS));
