@@ -161,7 +161,7 @@ static void check_gradient(const char *name, build_fn build, int n, const fedc_t
     if (bwd) CHECK_OK(fedc_executor_run(bwd));
     for (int i = 0; bwd && fwd && i < n; i++) {
         if (!active[i]) continue;
-        char gname[16];
+        char gname[24];
         snprintf(gname, sizeof gname, "grad_x%d", i);
         const double *grad = NULL;
         CHECK_OK(fedc_executor_output(bwd, gname, (const void **)&grad, NULL));
