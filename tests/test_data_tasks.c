@@ -174,7 +174,7 @@ static void test_shakespeare_vocab(void) {
 static void test_shakespeare_fedjax_case(void) {
     fedc_client_data *c = new_client("role", 2), *out = NULL;
     CHECK_OK(fedc_client_add_strings(c, "snippets", (const char *[]){"hello", "hi there"}, NULL));
-    CHECK_OK(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){10}, &out));
+    CHECK_OK(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){.sequence_length = 10}, &out));
     static const int32_t x[] = {1, 4, 67, 5, 5, 26, 2, 1, 4, 68, 16, 7, 4, 67, 48, 67, 0, 0, 0, 0};
     static const int32_t y[] = {4, 67, 5, 5, 26, 2, 1, 4, 68, 16, 7, 4, 67, 48, 67, 2, 0, 0, 0, 0};
     check_ints(array(out, "x", TY(FEDC_I32, 2, 10)), x, 20, "x");
@@ -189,7 +189,7 @@ static void test_shakespeare_fedjax_case(void) {
 static void test_shakespeare_chunks(void) {
     fedc_client_data *c = new_client("r", 2), *out = NULL;
     CHECK_OK(fedc_client_add_strings(c, "text", (const char *[]){"ABCD", "E"}, NULL));
-    CHECK_OK(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){3}, &out));
+    CHECK_OK(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){.sequence_length = 3}, &out));
     int32_t A = fedc_shakespeare_char_id('A'), B = fedc_shakespeare_char_id('B'), C = fedc_shakespeare_char_id('C'),
             D = fedc_shakespeare_char_id('D'), E = fedc_shakespeare_char_id('E');
     check_ints(array(out, "x", TY(FEDC_I32, 3, 3)), (int32_t[]){1, A, B, C, D, 2, 1, E, 0}, 9, "x");
@@ -214,7 +214,7 @@ static void test_shakespeare_chunks(void) {
     /* Exactly L + 1 ids fill one row; no snippets make no rows. */
     c = new_client("r", 1);
     CHECK_OK(fedc_client_add_strings(c, "snippets", (const char *[]){"ab"}, NULL));
-    CHECK_OK(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){3}, &out));
+    CHECK_OK(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){.sequence_length = 3}, &out));
     check_ints(array(out, "y", TY(FEDC_I32, 1, 3)), (int32_t[]){fedc_shakespeare_char_id('a'),
                                                                 fedc_shakespeare_char_id('b'), 2}, 3, "y");
     fedc_client_data_destroy(out);
@@ -224,9 +224,9 @@ static void test_shakespeare_chunks(void) {
     CHECK_OK(fedc_shakespeare_preprocess(c, NULL, &out));
     array(out, "x", TY(FEDC_I32, 0, 80));
     fedc_client_data_destroy(out);
-    CHECK_ERR(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){-2}, &out), FEDC_EINVAL,
+    CHECK_ERR(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){.sequence_length = -2}, &out), FEDC_EINVAL,
               "sequence length -2 is not in [1, 1048576]");
-    CHECK_ERR(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){INT64_MAX}, &out), FEDC_EINVAL, "is not in");
+    CHECK_ERR(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){.sequence_length = INT64_MAX}, &out), FEDC_EINVAL, "is not in");
     fedc_client_data_destroy(c);
 }
 
@@ -244,6 +244,23 @@ static void test_shakespeare_leaf(void) {
         CHECK_EQ_INT(x[80 + k], fedc_shakespeare_char_id((unsigned char)b[k]));
     }
     check_ints(array(out, "y", TY(FEDC_I32, 2)), (int32_t[]){fedc_shakespeare_char_id('n'), 89}, 2, "y");
+    fedc_client_data_destroy(out);
+    fedc_client_data_destroy(c);
+
+    /* as next-character sequences: y = x[1:] then y, per window */
+    c = new_client("THE_TEMPEST_ARIEL", 2);
+    CHECK_OK(fedc_client_add_strings(c, "x", (const char *[]){a, b}, NULL));
+    CHECK_OK(fedc_client_add_strings(c, "y", (const char *[]){"n", "~"}, NULL));
+    CHECK_OK(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){.leaf_sequences = true}, &out));
+    const int32_t *ys = array(out, "y", TY(FEDC_I32, 2, 80));
+    for (int k = 0; ys && k < 79; k++) {
+        CHECK_EQ_INT(ys[k], fedc_shakespeare_char_id((unsigned char)a[k + 1]));
+        CHECK_EQ_INT(ys[80 + k], fedc_shakespeare_char_id((unsigned char)b[k + 1]));
+    }
+    if (ys) {
+        CHECK_EQ_INT(ys[79], fedc_shakespeare_char_id((unsigned char)'n'));
+        CHECK_EQ_INT(ys[159], 89);
+    }
     fedc_client_data_destroy(out);
     fedc_client_data_destroy(c);
 
@@ -764,6 +781,35 @@ static void test_real_femnist(void) {
     fedc_dataset_destroy(ds);
 }
 
+/* LEAF's test file counts the 79 windows its split dropped at each role's
+ * train/test seam in "num_samples"; the reader accepts exactly that, and the
+ * windows become next-character sequences. */
+static void test_real_shakespeare_test_split(void) {
+    const char *path = shared("../shared/data/shakespeare-leaf/test");
+    if (!exists(path)) {
+        fprintf(stderr, "    (skipped: %s is absent)\n", path);
+        return;
+    }
+    fedc_dataset *ds = NULL;
+    CHECK_OK(fedc_dataset_open(&ds, path, FEDC_FORMAT_AUTO));
+    if (!ds) return;
+    fedc_shakespeare_options o = {.leaf_sequences = true};
+    fedc_dataset_set_preprocess(ds, fedc_shakespeare_hook, &o);
+    int64_t total = 0;
+    for (int64_t i = 0; i < fedc_dataset_num_clients(ds); i++) {
+        fedc_client_data *c = NULL;
+        CHECK_OK(fedc_dataset_client(ds, i, &c));
+        if (!c) break;
+        const int32_t *x = array(c, "x", TY(FEDC_I32, c->num_examples, 80));
+        const int32_t *y = array(c, "y", TY(FEDC_I32, c->num_examples, 80));
+        for (int64_t k = 0; x && y && k < 79; k++) CHECK_EQ_INT(y[k], x[k + 1]);
+        total += c->num_examples;
+        fedc_client_data_destroy(c);
+    }
+    CHECK_EQ_INT(total, 3881); /* "num_samples" adds up to 4,671 = 3,881 + 10 * 79 */
+    fedc_dataset_destroy(ds);
+}
+
 static void test_real_shakespeare(void) {
     const char *path = shared("../shared/data/shakespeare-leaf/train");
     if (!exists(path)) {
@@ -862,6 +908,7 @@ int main(int argc, char **argv) {
     if (!mkdtemp(tmpdir)) return 1;
     static const fedc_test tests[] = {
         {"emnist_leaf", test_emnist_leaf},
+        {"real_shakespeare_test_split", test_real_shakespeare_test_split},
         {"emnist_tff_and_domain", test_emnist_tff_and_domain},
         {"emnist_errors", test_emnist_errors},
         {"emnist_hook", test_emnist_hook},

@@ -100,6 +100,7 @@ static void test_table_complete(void) {
     ENTRY(softmax_xent); ENTRY(argmax); ENTRY(dropout); ENTRY(cast); ENTRY(iota);
     ENTRY(gelu); ENTRY(gelu_grad); ENTRY(layer_norm); ENTRY(layer_norm_grad); ENTRY(layer_norm_param_grad);
     ENTRY(attention_scratch); ENTRY(causal_attention); ENTRY(causal_attention_grad);
+    ENTRY(lstm); ENTRY(lstm_grad); ENTRY(lstm_tangent);
 #undef ENTRY
     CHECK_EQ_INT(sizeof(const char *) + (size_t)entries * sizeof(void (*)(void)),
                  sizeof(fedc_kernels));

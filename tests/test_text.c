@@ -152,6 +152,13 @@ static void build_window_ops(fedc_program *p) {
     fedc_avg_pool2d_grad(p, ap, &img_t, 3, 3, 1, 1, same);
 }
 
+/* The recurrent ops. */
+static void build_recurrent_ops(fedc_program *p) {
+    fedc_value xw = fedc_input(p, "lstm_xw", T(FEDC_F32, 3, 2, 8)), wh = fedc_input(p, "lstm_wh", T(FEDC_F32, 2, 8));
+    fedc_value trace = fedc_lstm(p, xw, wh);
+    fedc_lstm_tangent(p, trace, fedc_lstm_grad(p, trace, trace, wh), wh);
+}
+
 /* Federated placements: inputs on the server and the clients. */
 static void build_placed_ops(fedc_program *p) {
     fedc_type s = T(FEDC_F32, 3), c = T(FEDC_F64, 5, 2);
@@ -195,6 +202,7 @@ static fedc_program *build_all_ops(void) {
     build_basic_ops(p, x, y);
     build_indexing_ops(p, x);
     build_window_ops(p);
+    build_recurrent_ops(p);
     build_placed_ops(p);
     build_round(p);
     build_reverse_fold(p);

@@ -192,7 +192,9 @@ static void test_fedavg_loss_falls(void) {
             memcpy(w + fedc_model_param_offset(m, i), nw, (size_t)fedc_model_param_size(m, i) * sizeof *w);
         }
     }
-    CHECK_MSG(first > 4.0 && last < 0.5 * first, "train loss %g -> %g", first, last);
+    /* from chance (ln 90 = 4.50) to well below it; the exact figure moves with the
+     * summation order of aggregates, so the margin is not cut to one run's value */
+    CHECK_MSG(first > 4.0 && last < 0.6 * first, "train loss %g -> %g", first, last);
     fprintf(stderr, "    train loss %.3f -> %.3f after 25 rounds\n", first, last);
     fedc_executor_destroy(ex);
     fedc_program_destroy(round);

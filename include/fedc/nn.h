@@ -32,14 +32,27 @@ typedef struct fedc_model_options {
     int num_classes;  /* 0: the model's default (62 for the EMNIST models) */
     int input_height, input_width, input_channels; /* images; 0: 28 x 28 x 1 */
     int input_dim;    /* vectors (logistic, dense, heart); 0: height*width*channels */
-    int hidden;       /* dense: units per hidden layer; 0: 200 */
+    int hidden;       /* dense: units per hidden layer; 0: 200. LSTM models: the LSTM size */
     /* transformer: 0 keeps the preset's size; num_classes is the vocabulary */
     int layers, width, heads, context;
-    bool tied_embeddings;      /* the output projection is the token embedding, transposed */
-    bool sinusoidal_positions; /* fixed sinusoidal positions instead of learned ones */
+    bool sinusoidal_positions; /* transformer: fixed sinusoidal positions instead of learned ones */
+    /* Language models (shakespeare_lstm, stackoverflow_lstm, transformer): */
+    bool tied_embeddings; /* the output projection is the token embedding, transposed */
+    /* LSTM language models: */
+    int sequence_length;  /* tokens per example; 0: 80 (Shakespeare), 20 (Stack Overflow) */
+    bool mask_eos, mask_oov; /* leave EOS (2) / OOV (the last id) targets out of loss and accuracy */
 } fedc_model_options;
 
-/* Models by name, with FedJAX's architectures and parameter counts:
+/* Models by name, with FedJAX's architectures and parameter counts (docs/models.md):
+ *   "logistic"  EMNIST logistic regression (784 -> 62: 48,670 parameters)
+ *   "dense"     784-200-200-62 ReLU MLP (209,662)
+ *   "cnn"       conv3x3x32 - conv3x3x64 - maxpool2 - dropout0.25 - dense128 - dropout0.5
+ *               - 62 (1,206,590); with num_classes = 10, the Fashion-MNIST CNN
+ *   "heart"     logistic regression for the heart-disease silos (13 -> 2)
+ *   "shakespeare_lstm"   characters: embedding 90x8, two LSTM layers of 256 (each
+ *               followed by tanh), dense to 90 (820,522)
+ *   "stackoverflow_lstm" words: embedding 10,004x96, LSTM 670, tanh, dense 96, dense to
+ *               10,004 (4,050,748; 3,090,364 with tied_embeddings)
  *   "transformer[:PRESET]"  decoder-only (GPT-2-style, pre-LN) language model on i32
  *               token sequences; presets tiny (2 blocks, width 32, 2 heads, context
  *               16, vocab 90), small (the default: 6 x 256, 4 heads, context 128,
@@ -48,11 +61,9 @@ typedef struct fedc_model_options {
  *               layers/width/heads/context/num_classes override. Its x is i32
  *               [batch, context], y the next tokens i32 [batch, context]; tokens
  *               whose label is 0 (PAD) are left out of the loss and metrics.
- *   "logistic"  EMNIST logistic regression (784 -> 62: 48,670 parameters)
- *   "dense"     784-200-200-62 ReLU MLP (209,662)
- *   "cnn"       conv3x3x32 - conv3x3x64 - maxpool2 - dropout0.25 - dense128 - dropout0.5
- *               - 62 (1,206,590); with num_classes = 10, the Fashion-MNIST CNN
- *   "heart"     logistic regression for the heart-disease silos (13 -> 2)
+ * The language models take i32 token ids x [batch, length] and targets y [batch,
+ * length]; their loss and accuracy are over the target tokens that are not PAD (0)
+ * (nor EOS / OOV with mask_eos / mask_oov) of the examples with mask 1.
  * Options override sizes (num_classes, input shape); `options` may be NULL. An
  * unknown name is FEDC_EINVAL listing the known ones. */
 fedc_status fedc_model_create(fedc_model **out, const char *name, const fedc_model_options *options);
@@ -65,13 +76,16 @@ const char *fedc_model_param_name(const fedc_model *m, int i); /* "conv1/w", ...
 fedc_type fedc_model_param_type(const fedc_model *m, int i);  /* f32, local */
 int64_t fedc_model_param_offset(const fedc_model *m, int i);  /* in floats */
 int64_t fedc_model_param_size(const fedc_model *m, int i);
-/* The type of one batch of inputs: [batch, ...example shape], f32 (i32 tokens for
- * language models). */
+/* The type of one batch of inputs: [batch, ...example shape], f32 (i32 token ids
+ * [batch, length] for the language models). */
 fedc_type fedc_model_input_type(const fedc_model *m, int64_t batch);
 /* The type of one batch of labels: i32[batch], or i32[batch, context] for language
  * models (a next token per position). The mask stays f32[batch], per example. */
 fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch);
 int fedc_model_num_classes(const fedc_model *m);
+/* The type of one batch of labels: i32[batch], or i32[batch, length] for the
+ * language models. */
+fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch);
 
 /* Fills `params` (fedc_model_size floats) with the initialisers FedJAX's Haiku models
  * use (documented per model in docs/models.md), from the counter RNG keyed by seed. */
@@ -79,13 +93,13 @@ fedc_status fedc_model_init(const fedc_model *m, uint64_t seed, float *params);
 
 typedef struct fedc_model_outputs {
     fedc_value loss;    /* f32[]: mean cross-entropy over the examples with mask 1 */
-    fedc_value logits;  /* f32[batch, classes] ([batch, context, vocab] for language models) */
+    fedc_value logits;  /* f32[batch, classes] ([batch, length, classes] for language models) */
     fedc_value correct; /* f32[]: number of masked-in examples whose argmax is the label */
-    fedc_value count;   /* f32[]: number of masked-in examples (language models: tokens) */
+    fedc_value count;   /* f32[]: number of masked-in examples (language models: target tokens) */
 } fedc_model_outputs;
 
 /* Adds the model's forward pass on one batch to p: params (one value per parameter,
- * in order), x (fedc_model_input_type), y (i32[batch] labels), mask (f32[batch]: 1 for
+ * in order), x (fedc_model_input_type), y (fedc_model_label_type), mask (f32[batch]: 1 for
  * real examples, 0 for padding). `dropout_key` (an i32[4] value) turns dropout on
  * (training); FEDC_NONE evaluates without it. */
 fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_value *params, fedc_value x,

@@ -214,6 +214,22 @@ fedc_value fedc_max_pool2d_grad(fedc_program *p, fedc_value x, fedc_value dy, in
 fedc_value fedc_avg_pool2d_grad(fedc_program *p, fedc_value dy, const fedc_type *x_type, int window_h,
                                  int window_w, int stride_h, int stride_w, const int64_t pads[4]);
 
+/* The LSTM over a whole sequence (Haiku's hk.LSTM cell, gates in the order i, g, f,
+ * o, without the forget bias, which callers add to xw): xw [T, B, 4H] is the input
+ * projection x[t] @ w_x + b of every step, computed beforehand as one GEMM, and wh
+ * [H, 4H] the recurrent weights. With a = xw[t] + h[t-1] @ wh, i = sigmoid(a_i),
+ * g = tanh(a_g), f = sigmoid(a_f), o = sigmoid(a_o), c[t] = f c[t-1] + i g and
+ * h[t] = o tanh(c[t]) from h[-1] = c[-1] = 0, the result is the trace
+ * [T, B, 6H]: per step and row [h, c, i, g, f, o]. Slice h (the first H) out of
+ * it; the rest is what backpropagation through time reads. */
+fedc_value fedc_lstm(fedc_program *p, fedc_value xw, fedc_value wh);
+/* Backpropagation through time: the cotangent of xw [T, B, 4H] from the trace,
+ * the trace's cotangent dtrace [T, B, 6H] and wh. */
+fedc_value fedc_lstm_grad(fedc_program *p, fedc_value trace, fedc_value dtrace, fedc_value wh);
+/* Forward mode: the trace's tangent [T, B, 6H] from a tangent dxw [T, B, 4H] of xw
+ * (wh held fixed); the transpose of fedc_lstm_grad in its second operand. */
+fedc_value fedc_lstm_tangent(fedc_program *p, fedc_value trace, fedc_value dxw, fedc_value wh);
+
 /* ---------------------------------------------------- federated primitives -- */
 
 /* A federated program computes on placed values: `server` ones held by the

@@ -88,6 +88,10 @@ int32_t fedc_shakespeare_char_id(unsigned char c);
  *   model trained on either source sees the same ids.) */
 typedef struct fedc_shakespeare_options {
     int64_t sequence_length; /* snippets only; 0: 80; at most FEDC_TASK_MAX_LENGTH */
+    /* LEAF only: "y" i32[n, L] = the next character of every position of x (x[1:]
+     * then y), so that a window is one next-character sequence example for the
+     * language model (docs/data.md). */
+    bool leaf_sequences;
 } fedc_shakespeare_options;
 
 fedc_status fedc_shakespeare_preprocess(const fedc_client_data *in, const fedc_shakespeare_options *o,

@@ -688,6 +688,49 @@ static fedc_status vjp_CAUSAL_ATTENTION(const rule *r) {
 
 static fedc_status vjp_CAUSAL_ATTENTION_GRAD(const rule *r) { return fedc__composite_vjp(r->ad, r->v, r->ct, 3u); }
 
+/* ------------------------------------------------------------ recurrent -- */
+
+/* trace = lstm(xw, wh): the preactivations' cotangent is BPTT's result, and wh's
+ * is one GEMM over every step, sum_t h[t-1]^T @ dxw[t], with h[-1] = 0. */
+static fedc_status vjp_LSTM(const rule *r) {
+    fedc_program *g = r->g;
+    const fedc_type *xw = xtype(r, 0);
+    int64_t T = xw->dims[0], B = xw->dims[1], H = xw->dims[2] / 4;
+    fedc_value dxw = fedc_lstm_grad(g, Y(r), r->ct, X(r, 1));
+    if (needs(r, 0)) give(r, 0, dxw);
+    if (!needs(r, 1)) return FEDC_OK;
+    if (T == 0) {
+        give(r, 1, fedc_full(g, *xtype(r, 1), 0.0));
+        return FEDC_OK;
+    }
+    fedc_value h = fedc_slice(g, Y(r), (int64_t[]){0, 0, 0}, (int64_t[]){T - 1, B, H});
+    fedc_value h_prev = fedc_pad(g, h, (int64_t[]){1, 0, 0}, (int64_t[]){0, 0, 0});
+    fedc_value a = fedc_reshape(g, h_prev, 2, (int64_t[]){T * B, H});
+    fedc_value d = fedc_reshape(g, dxw, 2, (int64_t[]){T * B, 4 * H});
+    give(r, 1, fedc_matmul(g, a, d, true, false));
+    return FEDC_OK;
+}
+
+/* lstm_grad and lstm_tangent are linear in operand 1 and each other's transpose
+ * there (that is what makes jvp through lstm work); their derivatives in the trace
+ * and the weights (second derivatives of lstm) are not written yet. */
+static fedc_status lstm_second_order(const rule *r) {
+    return fedc_error(FEDC_EUNSUPPORTED, "grad: %s has no derivative rule in the trace or the weights yet "
+                      "(second derivatives through lstm are not supported)", fedc__ops[r->n->op].name);
+}
+
+static fedc_status vjp_LSTM_GRAD(const rule *r) {
+    if (needs(r, 0) || needs(r, 2)) return lstm_second_order(r);
+    give(r, 1, fedc_lstm_tangent(r->g, X(r, 0), r->ct, X(r, 2)));
+    return FEDC_OK;
+}
+
+static fedc_status vjp_LSTM_TANGENT(const rule *r) {
+    if (needs(r, 0) || needs(r, 2)) return lstm_second_order(r);
+    give(r, 1, fedc_lstm_grad(r->g, X(r, 0), r->ct, X(r, 2)));
+    return FEDC_OK;
+}
+
 /* ------------------------------------------------------------- dispatch -- */
 
 static const vjp_fn rules[FEDC_OP_COUNT] = {

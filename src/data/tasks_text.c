@@ -110,14 +110,15 @@ static fedc_status leaf_check(const fedc_client_data *in, const fedc_feature *xs
     return FEDC_OK;
 }
 
-static fedc_status shakespeare_leaf(const fedc_client_data *in, fedc_client_data **out) {
+static fedc_status shakespeare_leaf(const fedc_client_data *in, bool sequences, fedc_client_data **out) {
     const fedc_feature *xs, *ys;
     int64_t n = in->num_examples, length = 0;
     fedc_status st = fedc__task_input(in, SHAKESPEARE, "x", NULL, FEDC_FEATURE_STRINGS, FEDC_U8, &xs);
     if (!st) st = fedc__task_input(in, SHAKESPEARE, "y", NULL, FEDC_FEATURE_STRINGS, FEDC_U8, &ys);
     if (!st) st = leaf_check(in, xs, ys, &length);
     if (st) return st;
-    int32_t *x = fedc__task_alloc(in, n * length, sizeof *x), *y = fedc__task_alloc(in, n, sizeof *y);
+    int64_t per_y = sequences ? length : 1;
+    int32_t *x = fedc__task_alloc(in, n * length, sizeof *x), *y = fedc__task_alloc(in, n * per_y, sizeof *y);
     if (!x || !y) {
         fedc_free(x), fedc_free(y);
         return FEDC_ENOMEM;
@@ -127,10 +128,12 @@ static fedc_status shakespeare_leaf(const fedc_client_data *in, fedc_client_data
     const unsigned char *xb = xs->data, *yb = ys->data;
     for (int64_t i = 0; i < n; i++) {
         for (int64_t k = 0; k < length; k++) x[i * length + k] = table[xb[xs->offsets[i] + k]];
-        y[i] = table[yb[ys->offsets[i]]];
+        /* the window's next characters: x shifted by one, then y */
+        for (int64_t k = 1; sequences && k < length; k++) y[i * per_y + k - 1] = x[i * length + k];
+        y[i * per_y + per_y - 1] = table[yb[ys->offsets[i]]];
     }
-    return make_xy(in, fedc_type_make(FEDC_I32, 2, (int64_t[]){n, length}), x, fedc_type_make(FEDC_I32, 1, &n), y,
-                   out);
+    fedc_type yt = sequences ? fedc_type_make(FEDC_I32, 2, (int64_t[]){n, length}) : fedc_type_make(FEDC_I32, 1, &n);
+    return make_xy(in, fedc_type_make(FEDC_I32, 2, (int64_t[]){n, length}), x, yt, y, out);
 }
 
 fedc_status fedc_shakespeare_preprocess(const fedc_client_data *in, const fedc_shakespeare_options *o,
@@ -143,7 +146,7 @@ fedc_status fedc_shakespeare_preprocess(const fedc_client_data *in, const fedc_s
     /* TFF's and FedJAX's "snippets" and the text reader's "text" are both a
      * role's lines; LEAF has x and y instead. */
     const fedc_feature *snippets = fedc_client_feature(in, "snippets");
-    if (!snippets && !fedc_client_feature(in, "text")) return shakespeare_leaf(in, out);
+    if (!snippets && !fedc_client_feature(in, "text")) return shakespeare_leaf(in, o && o->leaf_sequences, out);
     fedc_status st = fedc__task_input(in, SHAKESPEARE, "snippets", "text", FEDC_FEATURE_STRINGS, FEDC_U8, &snippets);
     return st ? st : shakespeare_snippets(in, snippets, length, out);
 }

@@ -351,6 +351,32 @@ static fedc_status run_CAUSAL_ATTENTION_GRAD(const fedc__step *s) {
     return s->k->causal_attention_grad(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);
 }
 
+/* ------------------------------------------------------------ recurrent -- */
+
+/* T, B and H of an lstm-family node, from operand `i` = [T, B, .] and wh = [H, 4H]. */
+static void lstm_sizes(const fedc__step *s, int64_t *T, int64_t *B, int64_t *H) {
+    const fedc_type *x = in_type(s, 0), *wh = in_type(s, s->n->nin - 1);
+    *T = x->dims[0], *B = x->dims[1], *H = wh->dims[0];
+}
+
+static fedc_status run_LSTM(const fedc__step *s) {
+    int64_t T, B, H;
+    lstm_sizes(s, &T, &B, &H);
+    return s->k->lstm(s->n->type.dtype, T, B, H, s->in[0], s->in[1], s->out);
+}
+
+static fedc_status run_LSTM_GRAD(const fedc__step *s) {
+    int64_t T, B, H;
+    lstm_sizes(s, &T, &B, &H);
+    return s->k->lstm_grad(s->n->type.dtype, T, B, H, s->in[0], s->in[1], s->in[2], s->out, s->scratch);
+}
+
+static fedc_status run_LSTM_TANGENT(const fedc__step *s) {
+    int64_t T, B, H;
+    lstm_sizes(s, &T, &B, &H);
+    return s->k->lstm_tangent(s->n->type.dtype, T, B, H, s->in[0], s->in[1], s->in[2], s->out, s->scratch);
+}
+
 /* ------------------------------------------------------------- dispatch -- */
 
 static const run_fn runners[FEDC_OP_COUNT] = {
@@ -373,6 +399,10 @@ size_t fedc__step_scratch(const fedc_kernels *k, const fedc_program *p, const fe
     if (n->op == FEDC_OP_CAUSAL_ATTENTION || n->op == FEDC_OP_CAUSAL_ATTENTION_GRAD) {
         fedc_attn_geom g = attn_geom(p, n);
         return k->attention_scratch(n->type.dtype, &g);
+    }
+    if (n->op == FEDC_OP_LSTM_GRAD || n->op == FEDC_OP_LSTM_TANGENT) {
+        const fedc_type *x = &p->nodes[n->in[0]].type, *wh = &p->nodes[n->in[2]].type;
+        return FEDC_LSTM_SCRATCH(x->dims[1], wh->dims[0]);
     }
     if (n->op != FEDC_OP_CONV2D && n->op != FEDC_OP_CONV2D_INPUT_GRAD && n->op != FEDC_OP_CONV2D_FILTER_GRAD) return 0;
     fedc_conv_geom g = conv_geom_of(p, n);

@@ -77,13 +77,11 @@ fedc_status fedc__fl_round_inputs(fedc_program *p, const fedc_model *m, const fe
         in->state[k] = fedc_input(p, name, fedc__placed(t, FEDC_SERVER));
     }
     /* each client's batches, [max_steps, batch, ...] */
-    fedc_type xt = fedc_model_input_type(m, a->batch_size);
-    memmove(xt.dims + 1, xt.dims, sizeof xt.dims - sizeof xt.dims[0]);
-    xt.dims[0] = a->max_steps;
-    xt.rank++;
+    fedc_type xt = fedc__stacked(fedc_model_input_type(m, a->batch_size), a->max_steps);
+    fedc_type yt = fedc__stacked(fedc_model_label_type(m, a->batch_size), a->max_steps);
     int64_t sb[2] = {a->max_steps, a->batch_size};
     in->x = fedc_input(p, "x", fedc__placed(xt, FEDC_CLIENTS));
-    in->y = fedc_input(p, "y", fedc__placed(fedc__stacked(fedc_model_label_type(m, a->batch_size), a->max_steps), FEDC_CLIENTS));
+    in->y = fedc_input(p, "y", fedc__placed(yt, FEDC_CLIENTS));
     in->mask = fedc_input(p, "mask", fedc__placed(fedc_type_make(FEDC_F32, 2, sb), FEDC_CLIENTS));
     in->steps = fedc_input(p, "steps", fedc__placed(fedc_type_scalar(FEDC_I32), FEDC_CLIENTS));
     in->key = fedc_input(p, "key", fedc__placed(fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), FEDC_CLIENTS));

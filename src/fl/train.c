@@ -66,6 +66,10 @@ static fedc_status create_model(trainer *t) {
     if (!strcmp(t->task, "fashion")) o.num_classes = 10;
     if (!strcmp(t->task, "heart")) o.num_classes = 2, o.input_dim = FEDC_HEART_DISEASE_FEATURES;
     const char *name = t->c->model;
+    bool text_task = !strcmp(t->task, "shakespeare"), text_model = !strcmp(name, "shakespeare_lstm");
+    if (text_task != text_model)
+        return fedc_error(FEDC_EINVAL, "model \"%s\" does not fit the %s task; use --model %s", name, t->task,
+                          text_task ? "shakespeare_lstm" : "logistic, dense or cnn");
     bool vectors = !strcmp(t->task, "heart"), heart_model = !strcmp(name, "heart");
     if (vectors != heart_model && !(vectors && !strcmp(name, "logistic")))
         return fedc_error(FEDC_EINVAL, "model \"%s\" does not fit the %s task (%s); use --model %s", name, t->task,

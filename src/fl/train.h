@@ -9,9 +9,8 @@
 /* A cohort's batches, laid out as the round's @clients inputs want them. */
 typedef struct cohort_buffers {
     int clients;
-    int64_t batch, max_steps, x_elems; /* x_elems: floats (or i32 tokens) of one client's x */
-    int64_t y_elems;                   /* labels in one batch: batch, or batch * context */
-    fedc_dtype x_dtype;
+    int64_t batch, max_steps, x_elems, y_elems; /* of one client's x and y */
+    fedc_dtype x_dtype;  /* f32, or i32 token ids (stored in x's 4-byte elements) */
     float *x, *mask;
     int32_t *y, *steps, *key;
 } cohort_buffers;
@@ -27,6 +26,7 @@ typedef struct trainer {
     fedc_dataset *train, *test, *train_central;
     char task[16];
     fedc_heart_disease_options heart;
+    fedc_shakespeare_options shakespeare;
     float heart_mean[FEDC_HEART_DISEASE_FEATURES], heart_std[FEDC_HEART_DISEASE_FEATURES];
     fedc_model *model;
     fedc_algorithm alg;

@@ -45,8 +45,9 @@ static fedc_status resolve_task(trainer *t) {
         task = f == FEDC_FORMAT_IDX ? "fashion" : f == FEDC_FORMAT_CSV ? "heart" : "emnist";
     }
     snprintf(t->task, sizeof t->task, "%s", task);
-    if (strcmp(task, "emnist") && strcmp(task, "fashion") && strcmp(task, "heart") && strcmp(task, "none"))
-        return fedc_error(FEDC_EINVAL, "unknown task \"%s\" (use emnist, fashion, heart or none)", task);
+    if (strcmp(task, "emnist") && strcmp(task, "fashion") && strcmp(task, "heart") && strcmp(task, "shakespeare") &&
+        strcmp(task, "none"))
+        return fedc_error(FEDC_EINVAL, "unknown task \"%s\" (use emnist, fashion, heart, shakespeare or none)", task);
     return FEDC_OK;
 }
 
@@ -73,7 +74,11 @@ static fedc_status set_hooks(trainer *t) {
     if (st) return st;
     if (!strcmp(t->task, "emnist")) hook = fedc_emnist_hook;
     else if (!strcmp(t->task, "fashion")) hook = image_u8_hook;
-    else if (!strcmp(t->task, "heart")) {
+    else if (!strcmp(t->task, "shakespeare")) { /* LEAF windows become next-character sequences */
+        t->shakespeare.leaf_sequences = true;
+        hook = fedc_shakespeare_hook;
+        ctx = &t->shakespeare;
+    } else if (!strcmp(t->task, "heart")) {
         if ((st = heart_stats(t))) return st;
         hook = fedc_heart_disease_hook;
         ctx = &t->heart;
@@ -164,7 +169,7 @@ static fedc_status copy_rows(const fedc_batches *b, const char *name, fedc_dtype
 
 fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *clients, int k, cohort_buffers *cb,
                              bool shuffle, uint32_t round) {
-    int64_t batch = cb->batch, per_x = cb->x_elems / (cb->max_steps * batch), per_y = cb->y_elems / batch;
+    int64_t batch = cb->batch, per_x = cb->x_elems / (cb->max_steps * batch), per_y = cb->y_elems / (cb->max_steps * batch);
     for (int j = 0; j < k; j++) {
         fedc_client_data *c = NULL;
         fedc_batches *b = NULL;
@@ -175,9 +180,7 @@ fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *client
         else if (!st)
             st = fedc_batch(c, batch, false, &b);
         if (!st) st = copy_rows(b, "x", cb->x_dtype, batch * per_x, cb->max_steps, cb->x + (size_t)j * (size_t)(cb->x_elems), c->id);
-        if (!st)
-            st = copy_rows(b, "y", FEDC_I32, batch * per_y, cb->max_steps,
-                           cb->y + (size_t)j * (size_t)(cb->max_steps * batch * per_y), c->id);
+        if (!st) st = copy_rows(b, "y", FEDC_I32, batch * per_y, cb->max_steps, cb->y + (size_t)j * (size_t)(cb->y_elems), c->id);
         if (!st) {
             int64_t steps = b->steps < cb->max_steps ? b->steps : cb->max_steps;
             float *mask = cb->mask + (size_t)j * (size_t)(cb->max_steps * batch);
@@ -198,15 +201,15 @@ fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *client
 fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, int clients, int64_t batch,
                                       int64_t max_steps) {
     fedc_type xt = fedc_model_input_type(m, batch), yt = fedc_model_label_type(m, batch);
-    cb->x_dtype = xt.dtype; /* f32 or i32 (tokens): 4 bytes either way */
-    cb->y_elems = fedc_type_count(&yt);
     cb->clients = clients;
     cb->batch = batch;
     cb->max_steps = max_steps;
     cb->x_elems = fedc_type_count(&xt) * max_steps;
+    cb->y_elems = fedc_type_count(&yt) * max_steps;
+    cb->x_dtype = xt.dtype;
     size_t n = (size_t)clients;
     cb->x = fedc_calloc(n * (size_t)cb->x_elems, sizeof *cb->x);
-    cb->y = fedc_calloc(n * (size_t)(max_steps * cb->y_elems), sizeof *cb->y);
+    cb->y = fedc_calloc(n * (size_t)cb->y_elems, sizeof *cb->y);
     cb->mask = fedc_calloc(n * (size_t)(max_steps * batch), sizeof *cb->mask);
     cb->steps = fedc_calloc(n, sizeof *cb->steps);
     cb->key = fedc_calloc(4 * n, sizeof *cb->key);

@@ -33,6 +33,10 @@ fedc_status fedc_fast_max_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, co
 fedc_status fedc_fast_avg_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const void *x, void *y);
 fedc_status fedc_fast_avg_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *dy,
                                       void *dx);
+fedc_status fedc_fast_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *xw, const void *wh,
+                           void *trace);
+fedc_status fedc_fast_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dtrace,
+                                const void *wh, void *dxw, void *scratch);
 
 fedc_status fedc_fast_gelu(fedc_dtype dt, int64_t n, const void *x, void *y);
 fedc_status fedc_fast_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx);

@@ -46,4 +46,7 @@ const fedc_kernels fedc_kernels_fast = {
     .attention_scratch = fedc_fast_attention_scratch,
     .causal_attention = fedc_fast_causal_attention,
     .causal_attention_grad = fedc_fast_causal_attention_grad,
+    .lstm = fedc_fast_lstm,
+    .lstm_grad = fedc_fast_lstm_grad,
+    .lstm_tangent = fedc_ref_lstm_tangent,
 };

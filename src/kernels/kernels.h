@@ -216,7 +216,23 @@ typedef struct fedc_kernels {
                                     void *y, void *scratch);
     fedc_status (*causal_attention_grad)(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv,
                                          const void *dy, void *dqkv, void *scratch);
+
+    /* The LSTM recurrence over T steps of a batch of B, hidden size H (ref_lstm.c
+     * states the cell): xw [T, B, 4H] is the input projection (gates i, g, f, o),
+     * wh [H, 4H] the recurrent weights; writes trace [T, B, 6H] = per step and row
+     * [h, c, i, g, f, o] (gates activated). lstm_grad is backpropagation through
+     * time: from the trace and its cotangent dtrace [T, B, 6H] to the cotangent of
+     * xw [T, B, 4H] (the preactivations'). lstm_tangent is its transpose in dtrace:
+     * from a tangent dxw [T, B, 4H] of xw to the trace's tangent [T, B, 6H]. Scratch:
+     * FEDC_LSTM_SCRATCH(B, H) bytes. F32 and F64. */
+    fedc_status (*lstm)(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *xw, const void *wh, void *trace);
+    fedc_status (*lstm_grad)(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dtrace,
+                             const void *wh, void *dxw, void *scratch);
+    fedc_status (*lstm_tangent)(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dxw,
+                                const void *wh, void *dtrace, void *scratch);
 } fedc_kernels;
+
+#define FEDC_LSTM_SCRATCH(B, H) ((size_t)(2 * (B) * (H)) * sizeof(double))
 
 extern const fedc_kernels fedc_kernels_ref;
 extern const fedc_kernels fedc_kernels_fast;

@@ -88,6 +88,12 @@ fedc_status fedc_ref_dropout(fedc_dtype dt, int64_t n, const void *x, fedc_rng_s
                              double rate, void *y);
 fedc_status fedc_ref_cast(fedc_dtype from, fedc_dtype to, int64_t n, const void *x, void *y);
 fedc_status fedc_ref_iota(fedc_dtype dt, const fedc_kshape *ys, int axis, void *y);
+fedc_status fedc_ref_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *xw, const void *wh,
+                          void *trace);
+fedc_status fedc_ref_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dtrace,
+                               const void *wh, void *dxw, void *scratch);
+fedc_status fedc_ref_lstm_tangent(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dxw,
+                                  const void *wh, void *dtrace, void *scratch);
 
 fedc_status fedc_ref_gelu(fedc_dtype dt, int64_t n, const void *x, void *y);
 fedc_status fedc_ref_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx);

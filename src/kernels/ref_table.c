@@ -43,4 +43,7 @@ const fedc_kernels fedc_kernels_ref = {
     .attention_scratch = fedc_ref_attention_scratch,
     .causal_attention = fedc_ref_causal_attention,
     .causal_attention_grad = fedc_ref_causal_attention_grad,
+    .lstm = fedc_ref_lstm,
+    .lstm_grad = fedc_ref_lstm_grad,
+    .lstm_tangent = fedc_ref_lstm_tangent,
 };

@@ -10,9 +10,8 @@
 #include <math.h>
 #include <stdio.h>
 
-/* Appends "<layer>/<suffix>" of shape dims[0..rank) to the table. */
-static fedc_status declare(fedc_nn_params *ps, const char *layer, const char *suffix, int rank,
-                           const int64_t *dims, double init_stddev) {
+fedc_status fedc_nn_declare(fedc_nn_params *ps, const char *layer, const char *suffix, int rank, const int64_t *dims,
+                            double init_stddev) {
     if (ps->count >= FEDC_NN_MAX_PARAMS)
         return fedc_error(FEDC_EINTERNAL, "model: more than %d parameters", FEDC_NN_MAX_PARAMS);
     fedc_nn_param *q = &ps->items[ps->count];
@@ -31,9 +30,9 @@ static fedc_status declare(fedc_nn_params *ps, const char *layer, const char *su
 /* hk.Linear: w_init = TruncatedNormal(stddev = 1 / sqrt(input_size)), b_init = zeros
  * (dm-haiku haiku/_src/basic.py, Linear.__call__). */
 fedc_status fedc_nn_declare_dense(fedc_nn_params *ps, const char *layer, int64_t in, int64_t out) {
-    fedc_status st = declare(ps, layer, "w", 2, (int64_t[]){in, out}, 1.0 / sqrt((double)in));
+    fedc_status st = fedc_nn_declare(ps, layer, "w", 2, (int64_t[]){in, out}, 1.0 / sqrt((double)in));
     if (st) return st;
-    return declare(ps, layer, "b", 1, (int64_t[]){out}, 0.0);
+    return fedc_nn_declare(ps, layer, "b", 1, (int64_t[]){out}, 0.0);
 }
 
 /* hk.Conv2D: fan_in = prod(w_shape[:-1]) = kh * kw * cin, w_init =
@@ -42,9 +41,9 @@ fedc_status fedc_nn_declare_dense(fedc_nn_params *ps, const char *layer, int64_t
 fedc_status fedc_nn_declare_conv(fedc_nn_params *ps, const char *layer, int kh, int kw, int64_t cin,
                                  int64_t cout) {
     double fan_in = (double)kh * kw * (double)cin;
-    fedc_status st = declare(ps, layer, "w", 4, (int64_t[]){kh, kw, cin, cout}, 1.0 / sqrt(fan_in));
+    fedc_status st = fedc_nn_declare(ps, layer, "w", 4, (int64_t[]){kh, kw, cin, cout}, 1.0 / sqrt(fan_in));
     if (st) return st;
-    return declare(ps, layer, "b", 1, (int64_t[]){cout}, 0.0);
+    return fedc_nn_declare(ps, layer, "b", 1, (int64_t[]){cout}, 0.0);
 }
 
 fedc_value fedc_nn_dense(fedc_program *p, fedc_value x, fedc_value w, fedc_value b) {
@@ -87,7 +86,7 @@ fedc_value fedc_nn_dropout(fedc_program *p, fedc_value x, fedc_value key, int la
 
 fedc_status fedc_nn_declare_param(fedc_nn_params *ps, const char *layer, const char *suffix, int rank,
                                   const int64_t *dims, double init_stddev, double init_const) {
-    fedc_status st = declare(ps, layer, suffix, rank, dims, init_stddev);
+    fedc_status st = fedc_nn_declare(ps, layer, suffix, rank, dims, init_stddev);
     if (!st) ps->items[ps->count - 1].init_const = init_const;
     return st;
 }

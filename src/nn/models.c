@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-typedef enum arch { ARCH_LOGISTIC, ARCH_DENSE, ARCH_CNN, ARCH_TRANSFORMER } arch;
+typedef enum arch { ARCH_LOGISTIC, ARCH_DENSE, ARCH_CNN, ARCH_CHAR_LSTM, ARCH_WORD_LSTM, ARCH_TRANSFORMER } arch;
 
 typedef struct model_kind {
     const char *name;
@@ -27,6 +27,8 @@ static const model_kind KINDS[] = {
     {"dense", ARCH_DENSE, 62, 0},
     {"cnn", ARCH_CNN, 62, 0},
     {"heart", ARCH_LOGISTIC, 2, 13},
+    {"shakespeare_lstm", ARCH_CHAR_LSTM, 0, 0}, /* models_text.c */
+    {"stackoverflow_lstm", ARCH_WORD_LSTM, 0, 0},
 };
 enum { NKINDS = sizeof KINDS / sizeof KINDS[0] };
 /* "transformer[:preset]" (src/nn/transformer.c) is matched by prefix. */
@@ -50,6 +52,7 @@ struct fedc_model {
     int64_t input_dim; /* floats per example */
     int64_t hidden;    /* dense only */
     fedc_nn_transformer tf; /* transformer only */
+    fedc_nn_text text;      /* the LSTM language models */
     fedc_nn_params params;
 };
 
@@ -106,11 +109,21 @@ static fedc_status resolve_image(fedc_model *m, const fedc_model_options *o) {
     return FEDC_OK;
 }
 
+static bool is_text(const fedc_model *m) { return m->kind->arch == ARCH_CHAR_LSTM || m->kind->arch == ARCH_WORD_LSTM; }
+
 static fedc_status resolve_options(fedc_model *m, const fedc_model_options *o) {
     const model_kind *k = m->kind;
-    if (o->layers || o->width || o->heads || o->context || o->tied_embeddings || o->sinusoidal_positions)
-        return fedc_error(FEDC_EINVAL, "model %s: layers, width, heads, context and the embedding options are for "
+    if (o->layers || o->width || o->heads || o->context || o->sinusoidal_positions)
+        return fedc_error(FEDC_EINVAL, "model %s: layers, width, heads, context and sinusoidal_positions are for "
                           "transformer models", k->name);
+    if (is_text(m)) {
+        fedc_status st = fedc_nn_text_configure(&m->text, k->name, k->arch == ARCH_WORD_LSTM, o);
+        m->classes = (int)m->text.vocab;
+        return st;
+    }
+    if (o->sequence_length || o->tied_embeddings || o->mask_eos || o->mask_oov)
+        return fedc_error(FEDC_EINVAL, "model %s is not a language model: sequence_length, tied_embeddings, "
+                          "mask_eos and mask_oov must be unset", k->name);
     fedc_status st = check_ranges(k, o);
     if (st) return st;
     if (o->hidden && k->arch != ARCH_DENSE)
@@ -143,6 +156,8 @@ static fedc_status declare_params(fedc_model *m) {
             return st;
         return fedc_nn_declare_dense(ps, "dense2", CNN_DENSE, m->classes);
     }
+    case ARCH_CHAR_LSTM:
+    case ARCH_WORD_LSTM: return fedc_nn_text_declare(&m->text, ps);
     }
     return fedc_error(FEDC_EINTERNAL, "model %s: unknown architecture", m->kind->name);
 }
@@ -214,12 +229,14 @@ int64_t fedc_model_param_size(const fedc_model *m, int i) { return has_param(m, 
 fedc_type fedc_model_input_type(const fedc_model *m, int64_t batch) {
     if (!m) return fedc_type_scalar(FEDC_F32);
     if (m->kind->arch == ARCH_TRANSFORMER) return fedc_type_make(FEDC_I32, 2, (int64_t[]){batch, m->tf.context});
+    if (is_text(m)) return fedc_type_make(FEDC_I32, 2, (int64_t[]){batch, m->text.length});
     if (m->images) return fedc_type_make(FEDC_F32, 4, (int64_t[]){batch, m->height, m->width, m->channels});
     return fedc_type_make(FEDC_F32, 2, (int64_t[]){batch, m->input_dim});
 }
 
 fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch) {
     if (m && m->kind->arch == ARCH_TRANSFORMER) return fedc_type_make(FEDC_I32, 2, (int64_t[]){batch, m->tf.context});
+    if (m && is_text(m)) return fedc_type_make(FEDC_I32, 2, (int64_t[]){batch, m->text.length});
     return fedc_type_make(FEDC_I32, 1, (int64_t[]){batch});
 }
 
@@ -304,6 +321,8 @@ static fedc_value forward(const fedc_model *m, fedc_program *p, const fedc_value
     case ARCH_DENSE: return forward_dense(m, p, w, x);
     case ARCH_CNN: return forward_cnn(p, w, x, key);
     case ARCH_TRANSFORMER: return fedc_nn_transformer_forward(&m->tf, p, w, x);
+    case ARCH_CHAR_LSTM:
+    case ARCH_WORD_LSTM: break; /* fedc_nn_text_apply */
     }
     return FEDC_NONE;
 }
@@ -343,8 +362,12 @@ fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_va
     fedc_status st = fedc_program_status(p);
     if (st) return st;
     if ((st = check_args(m, p, params, x, y, mask, dropout_key))) return st;
-    if (m->kind->arch == ARCH_TRANSFORMER) mask = token_weights(m, p, y, mask);
-    heads(p, forward(m, p, params, x, dropout_key), y, mask, out);
+    if (is_text(m)) {
+        fedc_nn_text_apply(&m->text, p, params, x, y, mask, out);
+    } else {
+        if (m->kind->arch == ARCH_TRANSFORMER) mask = token_weights(m, p, y, mask);
+        heads(p, forward(m, p, params, x, dropout_key), y, mask, out);
+    }
     if ((st = fedc_program_status(p))) clear_outputs(out);
     return st;
 }

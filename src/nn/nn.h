@@ -45,6 +45,11 @@ fedc_status fedc_nn_declare_dense(fedc_nn_params *ps, const char *layer, int64_t
 fedc_status fedc_nn_declare_conv(fedc_nn_params *ps, const char *layer, int kh, int kw, int64_t cin,
                                  int64_t cout);
 
+/* Appends "<layer>/<suffix>" of shape dims[0..rank) with a truncated normal of
+ * init_stddev (0: zeros) to the table. */
+fedc_status fedc_nn_declare(fedc_nn_params *ps, const char *layer, const char *suffix, int rank, const int64_t *dims,
+                            double init_stddev);
+
 /* ------------------------------------------------------------ ops (layers.c) -- */
 
 /* x [batch, in] @ w + b. */
@@ -65,6 +70,35 @@ fedc_value fedc_nn_dropout(fedc_program *p, fedc_value x, fedc_value key, int la
  * about 1.6e9 apart, where a small constant such as 1 would give layer 2 at step s
  * the mask stream of layer 1 at step s + 1. */
 #define FEDC_NN_DROPOUT_KEY_STEP 0x9E3779B9u
+
+/* ------------------------------------------------- recurrent (recurrent.c) -- */
+
+/* hk.Embed: "<layer>/w" [vocab, dim], truncated normal of stddev 1. */
+fedc_status fedc_nn_declare_embedding(fedc_nn_params *ps, const char *layer, int64_t vocab, int64_t dim);
+/* hk.LSTM: "<layer>/w" [in + hidden, 4 hidden] (rows: input, then hidden; columns:
+ * gates i, g, f, o), truncated normal of stddev 1/sqrt(in + hidden), and
+ * "<layer>/b" [4 hidden] of zeros. */
+fedc_status fedc_nn_declare_lstm(fedc_nn_params *ps, const char *layer, int64_t in, int64_t hidden);
+/* hk.LSTM over a time-major sequence x [T, B, in] from zero state: h [T, B, H].
+ * The input projection of all steps is one GEMM; Haiku's forget-gate bias of +1 is
+ * added to it; the recurrence is the fused lstm op. */
+fedc_value fedc_nn_lstm(fedc_program *p, fedc_value x, fedc_value w, fedc_value b);
+
+/* ----------------------------------------------- language models (models_text.c) -- */
+
+typedef struct fedc_nn_text {
+    bool word;            /* Stack Overflow's shape (a projection to embed); else Shakespeare's */
+    int64_t vocab, embed, hidden, layers, length;
+    bool tied, mask_eos, mask_oov;
+} fedc_nn_text;
+
+/* Sizes from FedJAX's defaults and the options; errors name the model. */
+fedc_status fedc_nn_text_configure(fedc_nn_text *t, const char *name, bool word, const fedc_model_options *o);
+fedc_status fedc_nn_text_declare(const fedc_nn_text *t, fedc_nn_params *ps);
+/* The forward pass and the masked sequence heads. x and y are i32[B, length], mask
+ * f32[B]. */
+void fedc_nn_text_apply(const fedc_nn_text *t, fedc_program *p, const fedc_value *w, fedc_value x, fedc_value y,
+                        fedc_value mask, fedc_model_outputs *out);
 
 /* -------------------------------------------------------------- init (init.c) -- */
 
