@@ -28,6 +28,19 @@ typedef struct value_plan {
     fedc_value def;        /* the step that writes it */
 } value_plan;
 
+/* The per-node lists of a map or a fold (arguments, result memory, the fused
+ * aggregations) and a per-client op's operands for client 0, sized when the
+ * executor is created for its widest node, so runs never allocate. */
+typedef struct node_lists {
+    int width;
+    const void **base, **args;
+    size_t *arg_stride, *dest_bytes;
+    void **dest, **agg_out;
+    fedc__agg *aggs;
+    const fedc__node **agg_nodes;
+    fedc__source *x_src, *w_src;
+} node_lists;
+
 struct fedc_executor {
     fedc_program *p; /* our own copy */
     const fedc_kernels *k;
@@ -37,6 +50,7 @@ struct fedc_executor {
     const void **bound;
     const void **operands;
     size_t *strides;
+    node_lists lists;
     unsigned char *block;
     size_t block_bytes, unplanned_bytes;
     void *scratch;
@@ -247,6 +261,49 @@ static fedc_status create_cohorts(fedc_executor *ex) {
     return st;
 }
 
+/* The widest node: its operands, its body's results, or the aggregations a map
+ * may compute (at most every aggregation of the program). */
+static int lists_width(const fedc_program *p) {
+    int width = 1, aggregations = 0;
+    for (int v = 0; v < p->n; v++) {
+        const fedc__node *n = &p->nodes[v];
+        if (n->nin > width) width = n->nin;
+        if (fedc__op_has_body(n->op) && fedc__body(p, n)->noutputs > width) width = fedc__body(p, n)->noutputs;
+        aggregations += is_aggregation(n->op);
+    }
+    return aggregations > width ? aggregations : width;
+}
+
+static bool allocate_lists(node_lists *l, int width) {
+    size_t w = (size_t)width;
+    l->width = width;
+    l->base = fedc_calloc(w, sizeof *l->base);
+    l->args = fedc_calloc(w, sizeof *l->args);
+    l->arg_stride = fedc_calloc(w, sizeof *l->arg_stride);
+    l->dest_bytes = fedc_calloc(w, sizeof *l->dest_bytes);
+    l->dest = fedc_calloc(w, sizeof *l->dest);
+    l->agg_out = fedc_calloc(w, sizeof *l->agg_out);
+    l->aggs = fedc_calloc(w, sizeof *l->aggs);
+    l->agg_nodes = fedc_calloc(w, sizeof *l->agg_nodes);
+    l->x_src = fedc_calloc(w, sizeof *l->x_src);
+    l->w_src = fedc_calloc(w, sizeof *l->w_src);
+    return l->base && l->args && l->arg_stride && l->dest_bytes && l->dest && l->agg_out && l->aggs && l->agg_nodes &&
+           l->x_src && l->w_src;
+}
+
+static void free_lists(node_lists *l) {
+    fedc_free(l->base);
+    fedc_free(l->args);
+    fedc_free(l->arg_stride);
+    fedc_free(l->dest_bytes);
+    fedc_free(l->dest);
+    fedc_free(l->agg_out);
+    fedc_free(l->aggs);
+    fedc_free(l->agg_nodes);
+    fedc_free(l->x_src);
+    fedc_free(l->w_src);
+}
+
 static fedc_status allocate(fedc_executor *ex) {
     int n = ex->p->n ? ex->p->n : 1;
     int max_in = 1;
@@ -265,8 +322,9 @@ static fedc_status allocate(fedc_executor *ex) {
         ex->op_calls = fedc_calloc(FEDC_OP_COUNT, sizeof *ex->op_calls);
         if (!ex->op_seconds || !ex->op_calls) return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     }
+    bool lists = allocate_lists(&ex->lists, lists_width(ex->p));
     if (!ex->plan || !ex->bound || !ex->cohorts || !ex->folds || !ex->carries || !ex->operands || !ex->strides ||
-        !ex->dropped)
+        !ex->dropped || !lists)
         return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     plan_placement(ex);
     fedc_status st = plan(ex);
@@ -327,6 +385,7 @@ void fedc_executor_destroy(fedc_executor *ex) {
     fedc_free(ex->cohorts);
     fedc_free(ex->operands);
     fedc_free(ex->strides);
+    free_lists(&ex->lists);
     fedc_free(ex->dropped);
     fedc_free(ex->block);
     fedc_free(ex->scratch);
@@ -376,7 +435,7 @@ static fedc_status client_failed(fedc_executor *ex, int i, fedc_status st) {
 
 /* An array op on clients values runs once per client, in client order. */
 static fedc_status run_per_client(fedc_executor *ex, fedc__step *s) {
-    const void *base[64];
+    const void **base = ex->lists.base;
     size_t bytes = ex->plan[s->v].stride;
     for (int j = 0; j < s->n->nin; j++) base[j] = ex->operands[j];
     unsigned char *out = s->out;
@@ -493,31 +552,28 @@ static fedc__source source_of(const fedc_executor *ex, fedc_value m, fedc_value 
 static fedc_status run_map(fedc_executor *ex, fedc_value m) {
     const fedc_program *p = ex->p;
     const fedc__node *n = &p->nodes[m];
-    enum { MAX = 64 };
-    const void *args[MAX];
-    size_t arg_stride[MAX];
-    void *dest[MAX];
-    size_t dest_bytes[MAX];
-    fedc__agg aggs[MAX];
-    const fedc__node *agg_nodes[MAX];
-    void *agg_out[MAX];
-    fedc__source x_src[MAX], w_src[MAX];
+    node_lists *l = &ex->lists;
+    const void **args = l->args;
+    size_t *arg_stride = l->arg_stride;
+    void **dest = l->dest, **agg_out = l->agg_out;
+    const fedc__node **agg_nodes = l->agg_nodes;
+    fedc__source *x_src = l->x_src, *w_src = l->w_src;
     int naggs = 0;
     for (int j = 0; j < n->nin; j++) {
         args[j] = value_memory(ex, n->in[j]);
         arg_stride[j] = ex->plan[n->in[j]].stride;
     }
-    result_memory(ex, m, dest, dest_bytes, MAX);
+    result_memory(ex, m, dest, l->dest_bytes, l->width);
     for (int v = m + 1; v < p->n; v++) {
         const fedc__node *u = &p->nodes[v];
-        if (ex->plan[v].fused_into != m || naggs == MAX) continue;
+        if (ex->plan[v].fused_into != m) continue;
         agg_nodes[naggs] = u;
         agg_out[naggs] = ex->block + ex->plan[v].offset;
         x_src[naggs] = source_of(ex, m, u->in[0]);
         w_src[naggs] = u->nin == 2 ? source_of(ex, m, u->in[1]) : (fedc__source){-1, NULL, 0};
         naggs++;
     }
-    fedc__map_job job = {ex->clients, n->nin, args, arg_stride, dest, naggs, aggs, agg_nodes, agg_out, x_src, w_src,
+    fedc__map_job job = {ex->clients, n->nin, args, arg_stride, dest, naggs, l->aggs, agg_nodes, agg_out, x_src, w_src,
                          ex->opt.check_finite, ex->opt.on_client_failure == FEDC_DROP_CLIENT, ex->dropped,
                          ex->opt.client_ids};
     fedc_status st = fedc__cohort_run(ex->cohorts[m], ex->backend, &job);
@@ -573,9 +629,9 @@ static fedc_status run_fold(fedc_executor *ex, fedc_value f) {
     if (length < 0 || length > steps)
         return fedc_error(FEDC_ERANGE, "%%%d (fold): length %d is outside [0, %lld], the sequences' leading dimension",
                           f, (int)length, (long long)steps);
-    void *dest[64];
-    size_t dest_bytes[64];
-    result_memory(ex, f, dest, dest_bytes, 64);
+    void **dest = ex->lists.dest;
+    size_t *dest_bytes = ex->lists.dest_bytes;
+    result_memory(ex, f, dest, dest_bytes, ex->lists.width);
     size_t half = 0;
     for (int i = 0; i < k; i++) half += round_up(fedc_type_bytes(&ex->p->nodes[n->in[i]].type));
     unsigned char *cur = ex->carries[f], *next = cur + half, *carry = cur;
@@ -584,7 +640,7 @@ static fedc_status run_fold(fedc_executor *ex, fedc_value f) {
         memcpy(carry, value_memory(ex, n->in[i]), bytes);
         carry += round_up(bytes);
     }
-    for (int j = k; j < body->noutputs && j < 64; j++) /* rows past the length stay zero */
+    for (int j = k; j < body->noutputs; j++) /* rows past the length stay zero */
         if (dest[j]) memset(dest[j], 0, dest_bytes[j]);
     bool reverse = fedc__attr_int(n, FEDC_ATTR_REVERSE, 0) != 0;
     for (int64_t s = 0; s < length; s++) {
