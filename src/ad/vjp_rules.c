@@ -348,16 +348,34 @@ static fedc_status vjp_SOFTMAX_XENT(const rule *r) {
     const fedc_type *z = xtype(r, 0);
     bool weighted = r->n->nin == 3;
     fedc_value scale = weighted ? fedc_mul(g, r->ct, X(r, 2)) : r->ct;
-    if (needs(r, 0)) {
-        fedc_value probs = fedc_exp(g, fedc_log_softmax(g, X(r, 0)));
-        fedc_value onehot = fedc_one_hot(g, X(r, 1), z->dims[z->rank - 1], z->dtype);
-        int64_t dims[FEDC_MAX_RANK];
-        memcpy(dims, z->dims, sizeof dims);
-        dims[z->rank - 1] = 1;
-        give(r, 0, fedc_mul(g, fedc_sub(g, probs, onehot), fedc_reshape(g, scale, z->rank, dims)));
-    }
+    (void)z;
+    if (needs(r, 0)) give(r, 0, fedc_softmax_cross_entropy_grad(g, X(r, 0), X(r, 1), scale));
     if (weighted && needs(r, 2))
         give(r, 2, fedc_mul(g, r->ct, fedc_softmax_cross_entropy(g, X(r, 0), X(r, 1), FEDC_NONE)));
+    return FEDC_OK;
+}
+
+/* dz = s (p - onehot) with p = softmax(z). Linear in s: ct_s = sum_c ct (p -
+ * onehot). Through p: dp = p (dz - <p, dz>), so ct_z = p (u - <p, u>) with
+ * u = s ct. */
+static fedc_status vjp_SOFTMAX_XENT_GRAD(const rule *r) {
+    fedc_program *g = r->g;
+    const fedc_type *z = xtype(r, 0);
+    int last = -1;
+    int64_t dims[FEDC_MAX_RANK];
+    memcpy(dims, z->dims, sizeof dims);
+    dims[z->rank - 1] = 1;
+    if (needs(r, 2)) {
+        fedc_value ones = fedc_full(g, *xtype(r, 2), 1.0);
+        fedc_value diff = fedc_softmax_cross_entropy_grad(g, X(r, 0), X(r, 1), ones);
+        give(r, 2, fedc_reduce_sum(g, fedc_mul(g, r->ct, diff), &last, 1, false));
+    }
+    if (needs(r, 0)) {
+        fedc_value p = fedc_exp(g, fedc_log_softmax(g, X(r, 0)));
+        fedc_value u = fedc_mul(g, r->ct, fedc_reshape(g, X(r, 2), z->rank, dims));
+        fedc_value pu = fedc_reduce_sum(g, fedc_mul(g, p, u), &last, 1, true);
+        give(r, 0, fedc_mul(g, p, fedc_sub(g, u, pu)));
+    }
     return FEDC_OK;
 }
 

@@ -32,6 +32,10 @@ fedc_status fedc_fast_avg_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const v
 fedc_status fedc_fast_avg_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *dy,
                                       void *dx);
 
+fedc_status fedc_fast_softmax_xent(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
+                                   const int32_t *labels, const void *w, void *loss);
+fedc_status fedc_fast_softmax_xent_grad(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
+                                        const int32_t *labels, const void *scale, void *dlogits);
 fedc_status fedc_fast_gelu(fedc_dtype dt, int64_t n, const void *x, void *y);
 fedc_status fedc_fast_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx);
 fedc_status fedc_fast_layer_norm(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,

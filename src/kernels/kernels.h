@@ -172,6 +172,10 @@ typedef struct fedc_kernels {
      * w == NULL means 1. A label outside [0, classes) is FEDC_ERANGE. */
     fedc_status (*softmax_xent)(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
                                 const int32_t *labels, const void *w, void *loss);
+    /* dlogits[r, c] = scale[r] * (softmax(logits[r, :])[c] - (c == labels[r])), its
+     * gradient. A label outside [0, classes) is FEDC_ERANGE. */
+    fedc_status (*softmax_xent_grad)(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
+                                     const int32_t *labels, const void *scale, void *dlogits);
 
     /* y[o, i] = index of the first maximum of x[o, :, i] (x viewed [outer, len, inner]). */
     fedc_status (*argmax)(fedc_dtype dt, int64_t outer, int64_t len, int64_t inner, const void *x,
