@@ -323,6 +323,65 @@ static void test_deep_round_text(void) {
     fedc_model_destroy(m);
 }
 
+/* One training step's gradient (a program without maps: its threads go to the
+ * kernels, which cut the GEMMs and the loss into blocks by shape) has the same
+ * bits on 1, 2 and 3 threads. Big enough that every GEMM is cut. */
+static void test_step_threads_bitwise(void) {
+    fedc_model *m;
+    fedc_model_options mo = {.layers = 2, .width = 64, .heads = 2, .context = 64, .num_classes = 2048};
+    CHECK_OK(fedc_model_create(&m, "transformer", &mo));
+    int n = fedc_model_num_params(m);
+    int64_t batch = 3, size = fedc_model_size(m);
+    fedc_program *p, *g = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value *w = calloc((size_t)n, sizeof *w);
+    const char **wrt = calloc((size_t)n, sizeof *wrt);
+    for (int i = 0; i < n; i++) {
+        wrt[i] = fedc_model_param_name(m, i);
+        w[i] = fedc_input(p, wrt[i], fedc_model_param_type(m, i));
+    }
+    fedc_value x = fedc_input(p, "x", fedc_model_input_type(m, batch)), y = fedc_input(p, "y", fedc_model_label_type(m, batch));
+    fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 1, &batch));
+    fedc_model_outputs out;
+    CHECK_OK(fedc_model_apply(m, p, w, x, y, mask, FEDC_NONE, &out));
+    CHECK_OK(fedc_program_output(p, "loss", out.loss));
+    CHECK_OK(fedc_grad(p, "loss", wrt, n, &g));
+    float *params = malloc((size_t)size * sizeof *params), mk[3] = {1, 1, 0.5f};
+    float *first = malloc((size_t)size * sizeof *first);
+    static int32_t xs[3 * 64], ys[3 * 64];
+    fill_tokens(xs, ys, batch, 64, 2048, 17);
+    CHECK_OK(fedc_model_init(m, 5, params));
+    for (int threads = 1; g && threads <= 3; threads++) {
+        fedc_exec_options eo = {.threads = threads};
+        fedc_executor *ex = NULL;
+        CHECK_OK(fedc_executor_create(&ex, g, &eo));
+        for (int i = 0; ex && i < n; i++) CHECK_OK(fedc_executor_bind(ex, wrt[i], params + fedc_model_param_offset(m, i)));
+        if (ex) {
+            CHECK_OK(fedc_executor_bind(ex, "x", xs));
+            CHECK_OK(fedc_executor_bind(ex, "y", ys));
+            CHECK_OK(fedc_executor_bind(ex, "mask", mk));
+            CHECK_OK(fedc_executor_run(ex));
+        }
+        int64_t differ = 0;
+        for (int i = 0; ex && i < n; i++) {
+            char name[64];
+            const float *gr = NULL;
+            snprintf(name, sizeof name, "grad_%s", wrt[i]);
+            CHECK_OK(fedc_executor_output(ex, name, (const void **)&gr, NULL));
+            float *at = first + fedc_model_param_offset(m, i);
+            int64_t len = fedc_model_param_size(m, i);
+            if (threads == 1) memcpy(at, gr, (size_t)len * sizeof *at);
+            else differ += memcmp(at, gr, (size_t)len * sizeof *at) != 0;
+        }
+        CHECK_MSG(differ == 0, "%d threads: %lld gradients differ from 1 thread's", threads, (long long)differ);
+        fedc_executor_destroy(ex);
+    }
+    free(params), free(first), free(w), free(wrt);
+    fedc_program_destroy(g);
+    fedc_program_destroy(p);
+    fedc_model_destroy(m);
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"parameter_counts", test_parameter_counts},
@@ -333,6 +392,7 @@ int main(int argc, char **argv) {
         {"fedavg_adam_4_blocks", test_fedavg_adam_4_blocks},
         {"deep_presets_round", test_deep_presets_round},
         {"deep_round_text", test_deep_round_text},
+        {"step_threads_bitwise", test_step_threads_bitwise},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

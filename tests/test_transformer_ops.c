@@ -334,6 +334,23 @@ static void test_fast_softmax_xent(void) {
     }
 }
 
+/* The embedding gradient: repeated rows summed, untouched rows zero, a bad index
+ * reported as the reference does. */
+static void test_fast_scatter_add(void) {
+    const fedc_kernels *f = &fedc_kernels_fast, *r = &fedc_kernels_ref;
+    int64_t rows = 37, width = 13, nidx = 101;
+    int32_t idx[101];
+    for (int64_t i = 0; i < nidx; i++) idx[i] = (int32_t)((i * i * 7 + 3) % 29); /* repeats; rows 29..36 never hit */
+    float *u = random_f32(nidx * width, -1, 1), *a = random_f32(rows * width, 5, 5), *e = random_f32(rows * width, 0, 0);
+    CHECK_OK(f->scatter_add(FEDC_F32, rows, width, nidx, idx, u, a));
+    CHECK_OK(r->scatter_add(FEDC_F32, rows, width, nidx, idx, u, e));
+    compare_f32("scatter_add", a, e, rows * width, 1e-6);
+    CHECK(a[36 * width] == 0.0f);
+    idx[50] = 37;
+    CHECK_ERR(f->scatter_add(FEDC_F32, rows, width, nidx, idx, u, a), FEDC_ERANGE, "index 37 at position 50");
+    free(u), free(a), free(e);
+}
+
 static void test_fast_attention(void) {
     const fedc_kernels *f = &fedc_kernels_fast, *r = &fedc_kernels_ref;
     const fedc_attn_geom shapes[] = {{2, 37, 3, 13}, {1, 1, 1, 1}, {3, 8, 4, 16}};
@@ -410,6 +427,7 @@ int main(int argc, char **argv) {
         {"fast_gelu_and_layer_norm", test_fast_gelu_and_layer_norm},
         {"fast_attention", test_fast_attention},
         {"fast_softmax_xent", test_fast_softmax_xent},
+        {"fast_scatter_add", test_fast_scatter_add},
         {"text_round_trip", test_text_round_trip},
         {"type_errors", test_type_errors},
     };

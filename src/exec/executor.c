@@ -56,6 +56,7 @@ struct fedc_executor {
     void *scratch;
     size_t scratch_bytes;
     fedc__backend *backend; /* runs clients in parallel */
+    fedc_pool *kernel_pool; /* threads no client uses, lent to the kernels (a program without maps) */
     fedc__cohort **cohorts; /* per value: the runner of a map node */
     fedc_executor **folds;  /* per value: the executor of a fold node's body */
     unsigned char **carries; /* per value: a fold's carries between steps */
@@ -243,8 +244,12 @@ static fedc_status create_fold(fedc_executor *ex, fedc_value v) {
     return fedc_executor_create(&ex->folds[v], body, &o);
 }
 
+/* Threads run clients; a program without maps has none to run, so its threads go
+ * to the kernels of each step (fedc_kernels_set_pool: the same bits either way).
+ * A cohort smaller than the threads leaves the rest to its clients' kernels. */
 static fedc_status create_cohorts(fedc_executor *ex) {
     int workers = ex->opt.threads > 1 ? ex->opt.threads : 1;
+    if (ex->clients > 0 && workers > ex->clients) workers = ex->clients;
     bool any = false;
     for (int v = 0; v < ex->p->n; v++) {
         if (ex->p->nodes[v].op != FEDC_OP_FOLD) continue;
@@ -252,7 +257,7 @@ static fedc_status create_cohorts(fedc_executor *ex) {
         if (st) return st;
     }
     for (int v = 0; v < ex->p->n; v++) any |= ex->p->nodes[v].op == FEDC_OP_MAP;
-    if (!any) return FEDC_OK;
+    if (!any) return workers > 1 ? fedc_pool_create(&ex->kernel_pool, workers) : FEDC_OK;
     fedc_status st = fedc__backend_threads(&ex->backend, workers);
     for (int v = 0; !st && v < ex->p->n; v++) {
         const fedc__node *n = &ex->p->nodes[v];
@@ -379,6 +384,7 @@ void fedc_executor_destroy(fedc_executor *ex) {
     fedc_free(ex->op_seconds);
     fedc_free(ex->op_calls);
     fedc__backend_destroy(ex->backend);
+    fedc_pool_destroy(ex->kernel_pool);
     fedc_program_destroy(ex->p);
     fedc_free(ex->plan);
     fedc_free(ex->bound);
@@ -502,11 +508,11 @@ fedc_status fedc_executor_run(fedc_executor *ex) {
             return fedc_error(FEDC_EINVAL, "executor_run: input \"%s\" is not bound", n->name);
     }
     if (ex->clients) memset(ex->dropped, 0, (size_t)ex->clients);
-    for (int v = 0; v < p->n; v++) {
-        fedc_status st = run_node(ex, v);
-        if (st) return st;
-    }
-    return FEDC_OK;
+    fedc_pool *outer = ex->kernel_pool ? fedc_kernels_set_pool(ex->kernel_pool) : NULL;
+    fedc_status st = FEDC_OK;
+    for (int v = 0; !st && v < p->n; v++) st = run_node(ex, v);
+    if (ex->kernel_pool) fedc_kernels_set_pool(outer);
+    return st;
 }
 
 /* ------------------------------------------------------------ results -- */

@@ -32,6 +32,8 @@ fedc_status fedc_fast_avg_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const v
 fedc_status fedc_fast_avg_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *dy,
                                       void *dx);
 
+fedc_status fedc_fast_scatter_add(fedc_dtype dt, int64_t rows, int64_t width, int64_t nidx, const int32_t *idx,
+                                  const void *updates, void *y);
 fedc_status fedc_fast_softmax_xent(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
                                    const int32_t *labels, const void *w, void *loss);
 fedc_status fedc_fast_softmax_xent_grad(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
