@@ -246,7 +246,7 @@ static fedavg_run fedavg_rounds(const char *model, const fedc_model_options *mo,
 /* FedAvg rounds of the tiny model on 4 clients: the training loss falls well
  * below its start (log 90 = 4.5). */
 static void test_fedavg_loss_falls(void) {
-    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0),
+    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_SGD, 0.5),
                         fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0), 0, BATCH, STEPS, false};
     fedavg_run run = fedavg_rounds("transformer:tiny", NULL, &a, 25, 2);
     CHECK_MSG(run.first > 4.0 && run.last < 0.5 * run.first, "train loss %g -> %g", run.first, run.last);

@@ -242,6 +242,23 @@ static fedc_status vjp_CONCAT(const rule *r) {
 /* C = op(A) op(B): dop(A) = dC op(B)^T and dop(B) = op(A)^T dC, expressed with the
  * transpose flags so no transpose is materialised. A rank-2 operand shared across
  * batches gets the sum over the batch (unbroadcast). */
+/* x [..., m, k] @ w [k, n]: a dense layer on a batch of sequences. */
+static bool shared_weight(const rule *r, bool ta) { return !ta && xtype(r, 0)->rank > 2 && xtype(r, 1)->rank == 2; }
+
+/* The weight's gradient as one GEMM over all the rows, x^T ct with x [rows, k]
+ * and ct [rows, n] (transposed for a transposed weight), rather than one product
+ * per batch element summed after: the same sum, one pass, no [batch, k, n] value. */
+static fedc_value weight_grad(const rule *r) {
+    fedc_program *g = r->g;
+    const fedc_type *at = xtype(r, 0);
+    int64_t rows = fedc_type_count(at) / at->dims[at->rank - 1];
+    fedc_type ct = fedc_value_type(g, r->ct);
+    fedc_value a2 = fedc_reshape(g, X(r, 0), 2, (int64_t[]){rows, at->dims[at->rank - 1]});
+    fedc_value c2 = fedc_reshape(g, r->ct, 2, (int64_t[]){rows, ct.dims[ct.rank - 1]});
+    bool tb = fedc__attr_int(r->n, FEDC_ATTR_TRANSPOSE_B, 0);
+    return tb ? fedc_matmul(g, c2, a2, true, false) : fedc_matmul(g, a2, c2, true, false);
+}
+
 static fedc_status vjp_MATMUL(const rule *r) {
     fedc_program *g = r->g;
     bool ta = fedc__attr_int(r->n, FEDC_ATTR_TRANSPOSE_A, 0), tb = fedc__attr_int(r->n, FEDC_ATTR_TRANSPOSE_B, 0);
@@ -250,7 +267,9 @@ static fedc_status vjp_MATMUL(const rule *r) {
         fedc_value da = ta ? fedc_matmul(g, b, c, tb, true) : fedc_matmul(g, c, b, false, !tb);
         give_unbroadcast(r, 0, da);
     }
-    if (needs(r, 1)) {
+    if (needs(r, 1) && shared_weight(r, ta)) {
+        give(r, 1, weight_grad(r));
+    } else if (needs(r, 1)) {
         fedc_value db = tb ? fedc_matmul(g, c, a, true, ta) : fedc_matmul(g, a, c, !ta, false);
         give_unbroadcast(r, 1, db);
     }
