@@ -3,6 +3,7 @@
  * Planning decides where every value lives:
  *  - inputs in the caller's memory, constants in the program;
  *  - a broadcast is its server operand, shared by every client (stride 0);
+ *  - a reshape (not an output) is its operand's memory, read with a new shape;
  *  - a map's result that only feeds aggregations is streamed: never stored, each
  *    client's copy is added into the aggregation as the client finishes
  *    (src/exec/cohort.c), and those aggregations are computed by the map;
@@ -111,6 +112,7 @@ static void plan_placement(fedc_executor *ex) {
         else if (n->op == FEDC_OP_CONSTANT) vp->kind = MEM_CONSTANT;
         else if (fedc__op_has_body(n->op)) vp->kind = MEM_NONE;
         else if (n->op == FEDC_OP_BROADCAST && !is_output(p, v)) vp->kind = MEM_ALIAS, vp->stride = 0;
+        else if (n->op == FEDC_OP_RESHAPE && !is_output(p, v)) vp->kind = MEM_ALIAS, vp->stride = ex->plan[n->in[0]].stride;
         else if (n->op == FEDC_OP_RESULT && streams(p, v)) vp->kind = MEM_STREAMED;
         else vp->kind = MEM_BLOCK;
         if (n->op == FEDC_OP_RESULT) vp->def = n->in[0]; /* written while the map runs */
@@ -168,8 +170,8 @@ static void release(planner *pl, fedc_value owner) {
     }
 }
 
-/* last_use[v]: the last step reading v (outputs: after the end). A broadcast
- * shares its operand's memory, so it keeps the operand alive. */
+/* last_use[v]: the last step reading v (outputs: after the end). A broadcast or
+ * a reshape shares its operand's memory, so it keeps the operand alive. */
 static void compute_last_use(const fedc_executor *ex, int *last_use) {
     const fedc_program *p = ex->p;
     for (int v = 0; v < p->n; v++) last_use[v] = ex->plan[v].def;
