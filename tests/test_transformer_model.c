@@ -270,14 +270,16 @@ static void test_fedavg_adam_4_blocks(void) {
 /* The deep presets' rounds build and run with client and server Adam (small: 6
  * blocks, 77 tensors; base: 12 blocks, 149), at a small width, context and
  * vocabulary so the test is quick: the loss starts at log(vocab), the model
- * moves and stays finite, and the result is bitwise the same on 1 and 2 threads. */
+ * moves and stays finite, and the result is bitwise the same on 1, 2 and 8 threads. */
 static void test_deep_presets_round(void) {
     const char *presets[] = {"transformer:small", "transformer:base"};
     for (int i = 0; i < 2; i++) {
         fedc_model_options mo = {.width = 16, .heads = 4, .context = 8, .num_classes = 40};
         fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-3),
                             fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-2), 0, BATCH, STEPS, false};
-        fedavg_run one = fedavg_rounds(presets[i], &mo, &a, 2, 1), two = fedavg_rounds(presets[i], &mo, &a, 2, 2);
+        /* 8 threads for 4 clients: each client's kernels get 2 (the cohort's spare threads) */
+        fedavg_run one = fedavg_rounds(presets[i], &mo, &a, 2, 1), two = fedavg_rounds(presets[i], &mo, &a, 2, 2),
+                   eight = fedavg_rounds(presets[i], &mo, &a, 2, 8);
         CHECK_MSG(fabs(one.first - log(40.0)) < 0.5, "%s: first loss %g, log(40) = %g", presets[i], one.first, log(40.0));
         fedc_model *m;
         CHECK_OK(fedc_model_create(&m, presets[i], &mo));
@@ -292,11 +294,13 @@ static void test_deep_presets_round(void) {
                   (long long)moved, (long long)one.size, (long long)finite);
         CHECK(one.size == two.size && memcmp(one.w, two.w, (size_t)one.size * sizeof *one.w) == 0);
         CHECK(one.last == two.last);
+        CHECK(memcmp(one.w, eight.w, (size_t)one.size * sizeof *one.w) == 0 && one.last == eight.last);
         fprintf(stderr, "    %s (%d tensors): loss %.3f -> %.3f\n", presets[i], fedc_model_num_params(m), one.first,
                 one.last);
         free(w0);
         free(one.w);
         free(two.w);
+        free(eight.w);
         fedc_model_destroy(m);
     }
 }
