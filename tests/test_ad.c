@@ -247,6 +247,8 @@ static void test_every_op_against_finite_differences(void) {
         {"matmul a^T", 2, {T(4, 3), T(4, 5)}, -1, 1, 0, b_mm10},
         {"matmul a^T b^T", 2, {T(4, 3), T(5, 4)}, -1, 1, 0, b_mm11},
         {"matmul batched, shared b", 2, {T(2, 3, 4), T(4, 5)}, -1, 1, 0, b_mm00},
+        {"matmul batched, shared b^T", 2, {T(2, 3, 4), T(5, 4)}, -1, 1, 0, b_mm01},
+        {"matmul rank 4, shared b", 2, {T(2, 2, 3, 4), T(4, 5)}, -1, 1, 0, b_mm00},
         {"matmul shared a, batched b^T", 2, {T(3, 4), T(2, 5, 4)}, -1, 1, 0, b_mm01},
         {"matmul both batched a^T", 2, {T(2, 4, 3), T(2, 4, 5)}, -1, 1, 0, b_mm10},
         {"gather", 2, {T(5, 3), TI(2, 3)}, -1, 1, 5, b_gather},

@@ -1132,6 +1132,40 @@ static void test_executor_owns_program(void) {
     fedc_executor_destroy(NULL); /* safe */
 }
 
+/* A reshape that is not an output reads its operand's memory (no copy, no
+ * buffer): tanh -> reshape -> reshape -> neg plans two buffers, and @clients
+ * values reshape per client. */
+static void test_reshape_aliases(void) {
+    fedc_program *p;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value x = fedc_input(p, "x", fedc_type_make(FEDC_F32, 2, (int64_t[]){4, 6}));
+    fedc_value r = fedc_reshape(p, fedc_tanh(p, x), 1, (int64_t[]){24});
+    fedc_value s = fedc_reshape(p, r, 2, (int64_t[]){6, 4});
+    CHECK_OK(fedc_program_output(p, "y", fedc_neg(p, s)));
+    fedc_type ct = fedc_type_make(FEDC_F32, 2, (int64_t[]){2, 3});
+    ct.placement = FEDC_CLIENTS;
+    fedc_value c = fedc_input(p, "c", ct);
+    CHECK_OK(fedc_program_output(p, "z", fedc_neg(p, fedc_reshape(p, c, 1, (int64_t[]){6}))));
+    fedc_exec_options o = {.clients = 3};
+    fedc_executor *ex = NULL;
+    CHECK_OK(fedc_executor_create(&ex, p, &o));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    /* three buffers of 96, 96 and 72 bytes (tanh, neg [24]; neg [6] x 3 clients), each
+     * rounded up to 128: none for the reshapes */
+    CHECK_MSG(fedc_executor_unplanned_bytes(ex) == 3 * 128, "unplanned %zu", fedc_executor_unplanned_bytes(ex));
+    float xs[24], cs[18];
+    for (int i = 0; i < 24; i++) xs[i] = (float)i / 10 - 1;
+    for (int i = 0; i < 18; i++) cs[i] = (float)i;
+    CHECK_OK(fedc_executor_bind(ex, "x", xs));
+    CHECK_OK(fedc_executor_bind(ex, "c", cs));
+    CHECK_OK(fedc_executor_run(ex));
+    const float *y = output(ex, "y", FEDC_F32, 24), *z = output(ex, "z", FEDC_F32, 6); /* per client */
+    for (int i = 0; y && i < 24; i++) CHECK(y[i] == -tanhf(xs[i]));
+    for (int i = 0; z && i < 18; i++) CHECK(z[i] == -cs[i]);
+    fedc_executor_destroy(ex);
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"mlp_f32", test_mlp_f32},
@@ -1141,6 +1175,7 @@ int main(int argc, char **argv) {
         {"ref_vs_fast_grad", test_ref_vs_fast_grad},
         {"convnet_by_hand", test_convnet_by_hand},
         {"plan_chain", test_plan_chain},
+        {"reshape_aliases", test_reshape_aliases},
         {"plan_diamond", test_plan_diamond},
         {"plan_random_dags", test_plan_random_dags},
         {"no_allocation_during_run", test_no_allocation_during_run},

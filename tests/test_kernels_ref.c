@@ -97,7 +97,7 @@ static void test_table_complete(void) {
     ENTRY(scatter_add); ENTRY(one_hot); ENTRY(conv2d_scratch); ENTRY(conv2d);
     ENTRY(conv2d_input_grad); ENTRY(conv2d_filter_grad); ENTRY(max_pool2d);
     ENTRY(max_pool2d_grad); ENTRY(avg_pool2d); ENTRY(avg_pool2d_grad); ENTRY(log_softmax);
-    ENTRY(softmax_xent); ENTRY(argmax); ENTRY(dropout); ENTRY(cast); ENTRY(iota);
+    ENTRY(softmax_xent); ENTRY(softmax_xent_grad); ENTRY(argmax); ENTRY(dropout); ENTRY(cast); ENTRY(iota);
     ENTRY(gelu); ENTRY(gelu_grad); ENTRY(layer_norm); ENTRY(layer_norm_grad); ENTRY(layer_norm_param_grad);
     ENTRY(attention_scratch); ENTRY(causal_attention); ENTRY(causal_attention_grad);
     ENTRY(lstm); ENTRY(lstm_grad); ENTRY(lstm_tangent);

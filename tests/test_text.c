@@ -192,6 +192,8 @@ static void build_transformer_ops(fedc_program *p) {
     fedc_program_output(p, "ln_dx", fedc_layer_norm_grad(p, x, g, h, 1e-5));
     fedc_program_output(p, "ln_dgb", fedc_layer_norm_param_grad(p, x, h, 1e-5));
     fedc_program_output(p, "attn_d", fedc_causal_attention_grad(p, h, a, 1));
+    fedc_value labels = fedc_input(p, "next_tokens", T(FEDC_I32, 2, 3)), scale = fedc_input(p, "scale", T(FEDC_F32, 2, 3));
+    fedc_program_output(p, "xent_d", fedc_softmax_cross_entropy_grad(p, h, labels, scale));
 }
 
 static fedc_program *build_all_ops(void) {

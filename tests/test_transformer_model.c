@@ -146,59 +146,243 @@ static void test_forward_masks_pad(void) {
     fedc_model_destroy(m);
 }
 
-/* FedAvg rounds of the tiny model on 4 clients: the training loss falls well
- * below its start (log 90 = 4.5). */
-static void test_fedavg_loss_falls(void) {
-    fedc_model *m;
-    CHECK_OK(fedc_model_create(&m, "transformer:tiny", NULL));
-    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0),
-                        fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0), 0, 4, 4, false};
-    fedc_program *round;
-    CHECK_OK(fedc_algorithm_round(m, &a, &round));
-    if (!round) return;
-    enum { CLIENTS = 4, STEPS = 4, BATCH = 4, T = 16 };
-    fedc_exec_options eo = {.clients = CLIENTS, .threads = 2};
-    fedc_executor *ex = NULL;
-    CHECK_OK(fedc_executor_create(&ex, round, &eo));
-    int n = fedc_model_num_params(m);
-    int64_t size = fedc_model_size(m);
-    float *w = malloc((size_t)size * sizeof *w), mask[CLIENTS * STEPS * BATCH];
-    static int32_t x[CLIENTS * STEPS * BATCH * T], y[CLIENTS * STEPS * BATCH * T];
-    int32_t steps[CLIENTS], key[4 * CLIENTS] = {0};
-    CHECK_OK(fedc_model_init(m, 3, w));
-    fill_tokens(x, y, CLIENTS * STEPS * BATCH, T, 90, 11);
+/* A FedAvg run of `rounds` rounds on the token task: CLIENTS clients of STEPS
+ * batches of BATCH sequences (context at most 64), with `threads` workers: the
+ * training loss of the first and the last round, and the final model (malloc'd). */
+enum { CLIENTS = 4, STEPS = 4, BATCH = 4 };
+typedef struct fedavg_run {
+    double first, last;
+    float *w;
+    int64_t size;
+} fedavg_run;
+
+static void bind_round(fedc_executor *ex, const fedc_model *m, const float *w, int64_t t, int vocab) {
+    static int32_t x[CLIENTS * STEPS * BATCH * 64], y[CLIENTS * STEPS * BATCH * 64];
+    static float mask[CLIENTS * STEPS * BATCH];
+    static int32_t steps[CLIENTS], key[4 * CLIENTS];
+    fill_tokens(x, y, CLIENTS * STEPS * BATCH, t, vocab, 11);
     for (int i = 0; i < CLIENTS * STEPS * BATCH; i++) mask[i] = 1;
     for (int i = 0; i < CLIENTS; i++) steps[i] = STEPS;
-    for (int i = 0; ex && i < n; i++) CHECK_OK(fedc_executor_bind(ex, fedc_model_param_name(m, i), w + fedc_model_param_offset(m, i)));
-    if (ex) {
-        CHECK_OK(fedc_executor_bind(ex, "x", x));
-        CHECK_OK(fedc_executor_bind(ex, "y", y));
-        CHECK_OK(fedc_executor_bind(ex, "mask", mask));
-        CHECK_OK(fedc_executor_bind(ex, "steps", steps));
-        CHECK_OK(fedc_executor_bind(ex, "key", key));
+    for (int i = 0; i < fedc_model_num_params(m); i++)
+        CHECK_OK(fedc_executor_bind(ex, fedc_model_param_name(m, i), w + fedc_model_param_offset(m, i)));
+    CHECK_OK(fedc_executor_bind(ex, "x", x));
+    CHECK_OK(fedc_executor_bind(ex, "y", y));
+    CHECK_OK(fedc_executor_bind(ex, "mask", mask));
+    CHECK_OK(fedc_executor_bind(ex, "steps", steps));
+    CHECK_OK(fedc_executor_bind(ex, "key", key));
+}
+
+/* Binds the server optimizer's state (server_state<k>), slots laid out like the
+ * parameters, plus the step count when the optimizer counts. */
+static float *bind_server_state(fedc_executor *ex, const fedc_model *m, const fedc_optimizer *o) {
+    int n = fedc_model_num_params(m), ns = fedc_optimizer_state_size(o, n);
+    int64_t size = fedc_model_size(m);
+    float *state = calloc((size_t)(2 * size + 1), sizeof *state);
+    for (int k = 0; k < ns; k++) {
+        bool count = k == ns - 1 && fedc_optimizer_counts_steps(o);
+        float *at = count ? state + 2 * size : state + (k / n) * size + fedc_model_param_offset(m, k % n);
+        int64_t len = count ? 1 : fedc_model_param_size(m, k % n);
+        for (int64_t j = 0; j < len; j++) at[j] = (float)fedc_optimizer_state_init(o, n, k);
+        char name[32];
+        snprintf(name, sizeof name, "server_state%d", k);
+        CHECK_OK(fedc_executor_bind(ex, name, at));
     }
-    double first = 0, last = 0;
-    for (int r = 0; ex && r < 25; r++) {
+    return state;
+}
+
+static fedavg_run fedavg_rounds(const char *model, const fedc_model_options *mo, const fedc_algorithm *a, int rounds,
+                                int threads) {
+    fedavg_run run = {0, 0, NULL, 0};
+    fedc_model *m;
+    CHECK_OK(fedc_model_create(&m, model, mo));
+    fedc_program *round = NULL;
+    CHECK_OK(fedc_algorithm_round(m, a, &round));
+    fedc_exec_options eo = {.clients = CLIENTS, .threads = threads};
+    fedc_executor *ex = NULL;
+    if (round) CHECK_OK(fedc_executor_create(&ex, round, &eo));
+    int n = fedc_model_num_params(m);
+    int64_t t = fedc_model_input_type(m, 1).dims[1];
+    int vocab = mo && mo->num_classes ? mo->num_classes : 90; /* tiny's */
+    run.size = fedc_model_size(m);
+    run.w = malloc((size_t)run.size * sizeof *run.w);
+    CHECK_OK(fedc_model_init(m, 3, run.w));
+    float *state = NULL;
+    if (ex) {
+        bind_round(ex, m, run.w, t, vocab);
+        state = bind_server_state(ex, m, &a->server_opt);
+    }
+    for (int r = 0; ex && r < rounds; r++) {
         CHECK_OK(fedc_executor_run(ex));
         const float *loss;
         CHECK_OK(fedc_executor_output(ex, "train_loss", (const void **)&loss, NULL));
-        if (r == 0) first = *loss;
-        last = *loss;
+        if (r == 0) run.first = *loss;
+        run.last = *loss;
         for (int i = 0; i < n; i++) { /* the new model is next round's model */
             char name[48];
             const float *nw;
             snprintf(name, sizeof name, "new_%s", fedc_model_param_name(m, i));
             CHECK_OK(fedc_executor_output(ex, name, (const void **)&nw, NULL));
-            memcpy(w + fedc_model_param_offset(m, i), nw, (size_t)fedc_model_param_size(m, i) * sizeof *w);
+            memcpy(run.w + fedc_model_param_offset(m, i), nw, (size_t)fedc_model_param_size(m, i) * sizeof *run.w);
+        }
+        int ns = fedc_optimizer_state_size(&a->server_opt, n);
+        for (int k = 0; k < ns; k++) { /* and the new server state next round's state */
+            char name[40];
+            const void *ns_data;
+            fedc_type st;
+            snprintf(name, sizeof name, "new_server_state%d", k);
+            CHECK_OK(fedc_executor_output(ex, name, &ns_data, &st));
+            bool count = k == ns - 1 && fedc_optimizer_counts_steps(&a->server_opt);
+            float *at = count ? state + 2 * run.size : state + (k / n) * run.size + fedc_model_param_offset(m, k % n);
+            memcpy(at, ns_data, fedc_type_bytes(&st));
         }
     }
-    /* from chance (ln 90 = 4.50) to well below it; the exact figure moves with the
-     * summation order of aggregates, so the margin is not cut to one run's value */
-    CHECK_MSG(first > 4.0 && last < 0.6 * first, "train loss %g -> %g", first, last);
-    fprintf(stderr, "    train loss %.3f -> %.3f after 25 rounds\n", first, last);
+    free(state);
     fedc_executor_destroy(ex);
     fedc_program_destroy(round);
-    free(w);
+    fedc_model_destroy(m);
+    return run;
+}
+
+/* FedAvg rounds of the tiny model on 4 clients: the training loss falls well
+ * below its start (log 90 = 4.5). */
+static void test_fedavg_loss_falls(void) {
+    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_SGD, 0.5),
+                        fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0), 0, BATCH, STEPS, false};
+    fedavg_run run = fedavg_rounds("transformer:tiny", NULL, &a, 25, 2);
+    CHECK_MSG(run.first > 4.0 && run.last < 0.5 * run.first, "train loss %g -> %g", run.first, run.last);
+    fprintf(stderr, "    train loss %.3f -> %.3f after 25 rounds\n", run.first, run.last);
+    free(run.w);
+}
+
+/* A deeper model, past the old limit of 64 operands per map and fold: 4 blocks
+ * (53 tensors) with Adam on the clients and on the server, whose round folds 164
+ * carries. The loss falls. */
+static void test_fedavg_adam_4_blocks(void) {
+    fedc_model_options mo = {.layers = 4};
+    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_ADAM, 3e-3),
+                        fedc_optimizer_defaults(FEDC_OPT_ADAM, 3e-2), 0, BATCH, STEPS, false};
+    fedavg_run run = fedavg_rounds("transformer:tiny", &mo, &a, 12, 2);
+    CHECK_MSG(run.first > 4.0 && run.last < 0.6 * run.first, "train loss %g -> %g", run.first, run.last);
+    fprintf(stderr, "    4 blocks, Adam/Adam: train loss %.3f -> %.3f after 12 rounds\n", run.first, run.last);
+    free(run.w);
+}
+
+/* The deep presets' rounds build and run with client and server Adam (small: 6
+ * blocks, 77 tensors; base: 12 blocks, 149), at a small width, context and
+ * vocabulary so the test is quick: the loss starts at log(vocab), the model
+ * moves and stays finite, and the result is bitwise the same on 1, 2 and 8 threads. */
+static void test_deep_presets_round(void) {
+    const char *presets[] = {"transformer:small", "transformer:base"};
+    for (int i = 0; i < 2; i++) {
+        fedc_model_options mo = {.width = 16, .heads = 4, .context = 8, .num_classes = 40};
+        fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-3),
+                            fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-2), 0, BATCH, STEPS, false};
+        /* 8 threads for 4 clients: each client's kernels get 2 (the cohort's spare threads) */
+        fedavg_run one = fedavg_rounds(presets[i], &mo, &a, 2, 1), two = fedavg_rounds(presets[i], &mo, &a, 2, 2),
+                   eight = fedavg_rounds(presets[i], &mo, &a, 2, 8);
+        CHECK_MSG(fabs(one.first - log(40.0)) < 0.5, "%s: first loss %g, log(40) = %g", presets[i], one.first, log(40.0));
+        fedc_model *m;
+        CHECK_OK(fedc_model_create(&m, presets[i], &mo));
+        float *w0 = malloc((size_t)one.size * sizeof *w0);
+        CHECK_OK(fedc_model_init(m, 3, w0));
+        int64_t moved = 0, finite = 0;
+        for (int64_t j = 0; j < one.size; j++) {
+            moved += one.w[j] != w0[j];
+            finite += isfinite(one.w[j]);
+        }
+        CHECK_MSG(finite == one.size && moved > one.size / 2, "%s: %lld of %lld moved, %lld finite", presets[i],
+                  (long long)moved, (long long)one.size, (long long)finite);
+        CHECK(one.size == two.size && memcmp(one.w, two.w, (size_t)one.size * sizeof *one.w) == 0);
+        CHECK(one.last == two.last);
+        CHECK(memcmp(one.w, eight.w, (size_t)one.size * sizeof *one.w) == 0 && one.last == eight.last);
+        fprintf(stderr, "    %s (%d tensors): loss %.3f -> %.3f\n", presets[i], fedc_model_num_params(m), one.first,
+                one.last);
+        free(w0);
+        free(one.w);
+        free(two.w);
+        free(eight.w);
+        fedc_model_destroy(m);
+    }
+}
+
+/* The text format takes the wide maps and folds of a deep round: printed, parsed
+ * and printed again, the text is the same. */
+static void test_deep_round_text(void) {
+    fedc_model *m;
+    fedc_model_options mo = {.width = 16, .heads = 4, .context = 8, .num_classes = 40};
+    CHECK_OK(fedc_model_create(&m, "transformer:small", &mo));
+    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-3),
+                        fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-2), 0, 2, 2, false};
+    fedc_program *round = NULL, *parsed = NULL;
+    char *text = NULL, *again = NULL;
+    CHECK_OK(fedc_algorithm_round(m, &a, &round));
+    if (round) CHECK_OK(fedc_program_to_string(round, &text));
+    if (text) CHECK_OK(fedc_program_parse(text, &parsed));
+    if (parsed) CHECK_OK(fedc_program_to_string(parsed, &again));
+    CHECK(text && again && strcmp(text, again) == 0);
+    fedc_free(text);
+    fedc_free(again);
+    fedc_program_destroy(parsed);
+    fedc_program_destroy(round);
+    fedc_model_destroy(m);
+}
+
+/* One training step's gradient (a program without maps: its threads go to the
+ * kernels, which cut the GEMMs and the loss into blocks by shape) has the same
+ * bits on 1, 2 and 3 threads. Big enough that every GEMM is cut. */
+static void test_step_threads_bitwise(void) {
+    fedc_model *m;
+    fedc_model_options mo = {.layers = 2, .width = 64, .heads = 2, .context = 64, .num_classes = 2048};
+    CHECK_OK(fedc_model_create(&m, "transformer", &mo));
+    int n = fedc_model_num_params(m);
+    int64_t batch = 3, size = fedc_model_size(m);
+    fedc_program *p, *g = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value *w = calloc((size_t)n, sizeof *w);
+    const char **wrt = calloc((size_t)n, sizeof *wrt);
+    for (int i = 0; i < n; i++) {
+        wrt[i] = fedc_model_param_name(m, i);
+        w[i] = fedc_input(p, wrt[i], fedc_model_param_type(m, i));
+    }
+    fedc_value x = fedc_input(p, "x", fedc_model_input_type(m, batch)), y = fedc_input(p, "y", fedc_model_label_type(m, batch));
+    fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 1, &batch));
+    fedc_model_outputs out;
+    CHECK_OK(fedc_model_apply(m, p, w, x, y, mask, FEDC_NONE, &out));
+    CHECK_OK(fedc_program_output(p, "loss", out.loss));
+    CHECK_OK(fedc_grad(p, "loss", wrt, n, &g));
+    float *params = malloc((size_t)size * sizeof *params), mk[3] = {1, 1, 0.5f};
+    float *first = malloc((size_t)size * sizeof *first);
+    static int32_t xs[3 * 64], ys[3 * 64];
+    fill_tokens(xs, ys, batch, 64, 2048, 17);
+    CHECK_OK(fedc_model_init(m, 5, params));
+    for (int threads = 1; g && threads <= 3; threads++) {
+        fedc_exec_options eo = {.threads = threads};
+        fedc_executor *ex = NULL;
+        CHECK_OK(fedc_executor_create(&ex, g, &eo));
+        for (int i = 0; ex && i < n; i++) CHECK_OK(fedc_executor_bind(ex, wrt[i], params + fedc_model_param_offset(m, i)));
+        if (ex) {
+            CHECK_OK(fedc_executor_bind(ex, "x", xs));
+            CHECK_OK(fedc_executor_bind(ex, "y", ys));
+            CHECK_OK(fedc_executor_bind(ex, "mask", mk));
+            CHECK_OK(fedc_executor_run(ex));
+        }
+        int64_t differ = 0;
+        for (int i = 0; ex && i < n; i++) {
+            char name[64];
+            const float *gr = NULL;
+            snprintf(name, sizeof name, "grad_%s", wrt[i]);
+            CHECK_OK(fedc_executor_output(ex, name, (const void **)&gr, NULL));
+            float *at = first + fedc_model_param_offset(m, i);
+            int64_t len = fedc_model_param_size(m, i);
+            if (threads == 1) memcpy(at, gr, (size_t)len * sizeof *at);
+            else differ += memcmp(at, gr, (size_t)len * sizeof *at) != 0;
+        }
+        CHECK_MSG(differ == 0, "%d threads: %lld gradients differ from 1 thread's", threads, (long long)differ);
+        fedc_executor_destroy(ex);
+    }
+    free(params), free(first), free(w), free(wrt);
+    fedc_program_destroy(g);
+    fedc_program_destroy(p);
     fedc_model_destroy(m);
 }
 
@@ -209,6 +393,10 @@ int main(int argc, char **argv) {
         {"init", test_init},
         {"forward_masks_pad", test_forward_masks_pad},
         {"fedavg_loss_falls", test_fedavg_loss_falls},
+        {"fedavg_adam_4_blocks", test_fedavg_adam_4_blocks},
+        {"deep_presets_round", test_deep_presets_round},
+        {"deep_round_text", test_deep_round_text},
+        {"step_threads_bitwise", test_step_threads_bitwise},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

@@ -44,6 +44,22 @@ static fedc_value b_attn1(fedc_program *p, const fedc_value *x) { return fedc_ca
 static fedc_value b_attn2(fedc_program *p, const fedc_value *x) { return fedc_causal_attention(p, x[0], 2); }
 static fedc_value b_attn_grad(fedc_program *p, const fedc_value *x) { return fedc_causal_attention_grad(p, x[0], x[1], 2); }
 /* attention after a layer norm and before a GELU: the ops composed, as in a block */
+/* softmax cross-entropy with fixed labels: the loss (whose gradient is the
+ * fused softmax_cross_entropy_grad) and that gradient op itself (second order). */
+static fedc_value labels_for(fedc_program *p, fedc_value logits) {
+    fedc_type t = fedc_value_type(p, logits);
+    t.rank--;
+    t.dtype = FEDC_I32;
+    int32_t l[8] = {0, 4, 2, 3, 1, 4, 0, 2};
+    return fedc_constant(p, t, l);
+}
+static fedc_value b_xent(fedc_program *p, const fedc_value *x) {
+    return fedc_softmax_cross_entropy(p, x[0], labels_for(p, x[0]), x[1]);
+}
+static fedc_value b_xent_grad(fedc_program *p, const fedc_value *x) {
+    return fedc_softmax_cross_entropy_grad(p, x[0], labels_for(p, x[0]), x[1]);
+}
+
 static fedc_value b_block(fedc_program *p, const fedc_value *x) {
     return fedc_gelu(p, fedc_causal_attention(p, fedc_layer_norm(p, x[0], x[1], x[2], EPS), 2));
 }
@@ -60,6 +76,9 @@ static fedc_value b_block(fedc_program *p, const fedc_value *x) {
     {"causal_attention 2 heads", 1, {T(2, 5, 12)}, b_attn2}, \
     {"causal_attention_grad", 2, {T(2, 4, 12), T(2, 4, 4)}, b_attn_grad}, \
     {"block", 3, {T(2, 3, 12), T(12), T(12)}, b_block}, \
+    {"softmax_cross_entropy weighted", 2, {T(3, 5), T(3)}, b_xent}, \
+    {"softmax_cross_entropy_grad", 2, {T(3, 5), T(3)}, b_xent_grad}, \
+    {"softmax_cross_entropy_grad rank 3", 2, {T(2, 2, 5), T(2, 2)}, b_xent_grad}, \
  \
 }
 
@@ -209,7 +228,8 @@ static void test_fused_matches_composite(void) {
     const op_case CASES[] = CASE_LIST;
     for (int k = 0; k < FEDC_COUNT_OF(CASES); k++) {
         const op_case *c = &CASES[k];
-        if (!strcmp(c->name, "block")) continue;
+        /* the block has no single fused op; the loss cases' labels are constants, not case inputs */
+        if (!strcmp(c->name, "block") || !strncmp(c->name, "softmax", 7)) continue;
         fedc_program *p;
         CHECK_OK(fedc_program_create(&p));
         fedc_value x[MAX_IN];
@@ -282,6 +302,53 @@ static void test_fast_gelu_and_layer_norm(void) {
     CHECK_OK(r->layer_norm_param_grad(FEDC_F32, rows, cols, x, dy, 1e-5, e));
     compare_f32("layer_norm_param_grad", a, e, 2 * cols, 1e-5);
     free(x), free(dy), free(a), free(e), free(g), free(bt);
+}
+
+/* Fused f32 loss and gradient against the reference (double, libm exp, rounded
+ * once) on odd shapes: a vocabulary that is not a multiple of the 8 lanes, one
+ * class, and logits far apart (the max shift matters). */
+static void test_fast_softmax_xent(void) {
+    const fedc_kernels *f = &fedc_kernels_fast, *r = &fedc_kernels_ref;
+    const int64_t shapes[][2] = {{7, 10007}, {5, 3}, {3, 1}, {4, 64}};
+    for (int s = 0; s < FEDC_COUNT_OF(shapes); s++) {
+        int64_t rows = shapes[s][0], classes = shapes[s][1], n = rows * classes;
+        float *z = random_f32(n, -30, 30), *w = random_f32(rows, -2, 2), *a = random_f32(n, 0, 0), *e = random_f32(n, 0, 0);
+        int32_t labels[8];
+        for (int64_t i = 0; i < rows; i++) labels[i] = (int32_t)((i * 7919) % classes);
+        CHECK_OK(f->softmax_xent(FEDC_F32, rows, classes, z, labels, w, a));
+        CHECK_OK(r->softmax_xent(FEDC_F32, rows, classes, z, labels, w, e));
+        compare_f32("softmax_xent", a, e, rows, 2e-6);
+        CHECK_OK(f->softmax_xent(FEDC_F32, rows, classes, z, labels, NULL, a));
+        CHECK_OK(r->softmax_xent(FEDC_F32, rows, classes, z, labels, NULL, e));
+        compare_f32("softmax_xent unweighted", a, e, rows, 2e-6);
+        CHECK_OK(f->softmax_xent_grad(FEDC_F32, rows, classes, z, labels, w, a));
+        CHECK_OK(r->softmax_xent_grad(FEDC_F32, rows, classes, z, labels, w, e));
+        compare_f32("softmax_xent_grad", a, e, n, 1e-6);
+        double total = 0; /* each row of the gradient sums to 0 (softmax sums to 1) */
+        for (int64_t c = 0; c < classes; c++) total += a[c];
+        CHECK_MSG(fabs(total) < 1e-5, "row 0 of the gradient sums to %g", total);
+        labels[rows - 1] = (int32_t)classes;
+        CHECK_ERR(f->softmax_xent_grad(FEDC_F32, rows, classes, z, labels, w, a), FEDC_ERANGE, "outside [0,");
+        CHECK_ERR(f->softmax_xent(FEDC_F32, rows, classes, z, labels, w, a), FEDC_ERANGE, "outside [0,");
+        free(z), free(w), free(a), free(e);
+    }
+}
+
+/* The embedding gradient: repeated rows summed, untouched rows zero, a bad index
+ * reported as the reference does. */
+static void test_fast_scatter_add(void) {
+    const fedc_kernels *f = &fedc_kernels_fast, *r = &fedc_kernels_ref;
+    int64_t rows = 37, width = 13, nidx = 101;
+    int32_t idx[101];
+    for (int64_t i = 0; i < nidx; i++) idx[i] = (int32_t)((i * i * 7 + 3) % 29); /* repeats; rows 29..36 never hit */
+    float *u = random_f32(nidx * width, -1, 1), *a = random_f32(rows * width, 5, 5), *e = random_f32(rows * width, 0, 0);
+    CHECK_OK(f->scatter_add(FEDC_F32, rows, width, nidx, idx, u, a));
+    CHECK_OK(r->scatter_add(FEDC_F32, rows, width, nidx, idx, u, e));
+    compare_f32("scatter_add", a, e, rows * width, 1e-6);
+    CHECK(a[36 * width] == 0.0f);
+    idx[50] = 37;
+    CHECK_ERR(f->scatter_add(FEDC_F32, rows, width, nidx, idx, u, a), FEDC_ERANGE, "index 37 at position 50");
+    free(u), free(a), free(e);
 }
 
 static void test_fast_attention(void) {
@@ -359,6 +426,8 @@ int main(int argc, char **argv) {
         {"fused_matches_composite", test_fused_matches_composite},
         {"fast_gelu_and_layer_norm", test_fast_gelu_and_layer_norm},
         {"fast_attention", test_fast_attention},
+        {"fast_softmax_xent", test_fast_softmax_xent},
+        {"fast_scatter_add", test_fast_scatter_add},
         {"text_round_trip", test_text_round_trip},
         {"type_errors", test_type_errors},
     };

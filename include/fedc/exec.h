@@ -44,7 +44,10 @@ typedef struct fedc_exec_options {
      * Needed by programs with federated values; ignored by others. */
     int clients;
     /* Worker threads that run clients in parallel (0 or 1: the calling thread only).
-     * Results are bitwise identical for any number of threads. */
+     * Threads no client uses (a program without map, or a cohort smaller than
+     * this) run blocks of each step's large kernels (GEMMs, the loss over the
+     * classes), cut by shape alone. Results are bitwise identical for any number
+     * of threads. */
     int threads;
     /* Check every client's results for NaN and Inf. */
     bool check_finite;

@@ -193,6 +193,10 @@ fedc_value fedc_log_softmax(fedc_program *p, fedc_value x);
  * weight is not FEDC_NONE (a mask: padded examples get weight 0). Result [...]. */
 fedc_value fedc_softmax_cross_entropy(fedc_program *p, fedc_value logits, fedc_value labels,
                                       fedc_value weight);
+/* Its gradient with respect to the logits, the op its derivative uses (one pass
+ * over the logits): scale[..., None] * (softmax(logits) - one_hot(labels)), with
+ * scale [...] the cotangent of the loss (times the weight). Differentiable. */
+fedc_value fedc_softmax_cross_entropy_grad(fedc_program *p, fedc_value logits, fedc_value labels, fedc_value scale);
 
 /* Inverted dropout: each element is kept with probability 1 - rate and scaled by
  * 1 / (1 - rate). `key` is an i32[4] value naming the random stream (see

@@ -8,7 +8,15 @@
 
 #include "ad/ad.h"
 
-enum { MAX = 128 };
+/* args [n inputs] and res [n outputs] of program v, on the heap: the programs of a
+ * large model have hundreds of each. NULL, with the message set, when out of memory. */
+static fedc_value *value_lists(const fedc_program *v, fedc_value **res) {
+    int nin = fedc_program_num_inputs(v), nout = fedc_program_num_outputs(v);
+    fedc_value *args = fedc_calloc((size_t)(nin + nout + 1), sizeof *args);
+    if (!args) fedc_error(FEDC_ENOMEM, "jvp: out of memory");
+    *res = args ? args + nin : NULL;
+    return args;
+}
 
 /* h(inputs of v, tangents) = sum_w <grad_w, tangent_w>, output "fedc_dot", with
  * p's outputs passed through. */
@@ -18,7 +26,11 @@ static fedc_status dot_program(const fedc_program *v, const fedc_program *p, con
     fedc_status st = fedc_program_create(&h);
     if (st) return st;
     int nin = fedc_program_num_inputs(v), nout = fedc_program_num_outputs(v);
-    fedc_value args[MAX], res[MAX], dot = FEDC_NONE;
+    fedc_value *res, *args = value_lists(v, &res), dot = FEDC_NONE;
+    if (!args) {
+        fedc_program_destroy(h);
+        return FEDC_ENOMEM;
+    }
     for (int i = 0; i < nin; i++)
         args[i] = fedc_input(h, fedc_program_input_name(v, i), fedc_value_type(v, fedc_program_input(v, i)));
     st = fedc_program_inline(h, v, args, res);
@@ -34,6 +46,7 @@ static fedc_status dot_program(const fedc_program *v, const fedc_program *p, con
     for (int i = 0; !st && i < p->noutputs; i++) /* v's outputs start with p's */
         st = fedc_program_output(h, p->outputs[i].name, res[i]);
     if (!st) st = fedc_program_output(h, "fedc_dot", dot);
+    fedc_free(args);
     if (st) fedc_program_destroy(h);
     else *out = h;
     return st;
@@ -47,7 +60,11 @@ static fedc_status assemble(const fedc_program *p, const fedc_program *d, const 
     fedc_status st = fedc_program_create(&j);
     if (st) return st;
     int nin = fedc_program_num_inputs(d), nout = fedc_program_num_outputs(d);
-    fedc_value args[MAX], res[MAX];
+    fedc_value *res, *args = value_lists(d, &res);
+    if (!args) {
+        fedc_program_destroy(j);
+        return FEDC_ENOMEM;
+    }
     for (int i = 0; i < nin; i++) {
         const char *name = fedc_program_input_name(d, i);
         fedc_type t = fedc_value_type(d, fedc_program_input(d, i));
@@ -69,6 +86,7 @@ static fedc_status assemble(const fedc_program *p, const fedc_program *d, const 
     }
     (void)nwrt;
     (void)wrt;
+    fedc_free(args);
     if (!st) st = fedc_program_dce(j);
     if (st) fedc_program_destroy(j);
     else *out = j;
@@ -78,12 +96,10 @@ static fedc_status assemble(const fedc_program *p, const fedc_program *d, const 
 fedc_status fedc_jvp(const fedc_program *p, const char *const *wrt, int nwrt, fedc_program **out) {
     *out = NULL;
     fedc_program *v = NULL, *h = NULL, *d = NULL;
-    const char *cts[MAX];
-    char names[MAX][256];
     int ncts = 0;
-    fedc_status st = fedc_vjp(p, wrt, nwrt, &v);
-    if (!st && (fedc_program_num_inputs(v) >= MAX || fedc_program_num_outputs(v) >= MAX))
-        st = fedc_error(FEDC_EUNSUPPORTED, "jvp: too many inputs or outputs (at most %d)", MAX - 1);
+    const char **cts = fedc_calloc((size_t)p->noutputs + 1, sizeof *cts);
+    char (*names)[256] = fedc_calloc((size_t)p->noutputs + 1, sizeof *names);
+    fedc_status st = cts && names ? fedc_vjp(p, wrt, nwrt, &v) : fedc_error(FEDC_ENOMEM, "jvp: out of memory");
     if (!st) st = dot_program(v, p, wrt, nwrt, &h);
     for (int i = 0; !st && i < p->noutputs; i++) {
         if (!fedc_dtype_is_float(p->nodes[p->outputs[i].value].type.dtype)) continue;
@@ -92,6 +108,8 @@ fedc_status fedc_jvp(const fedc_program *p, const char *const *wrt, int nwrt, fe
         ncts++;
     }
     if (!st) st = fedc_grad(h, "fedc_dot", cts, ncts, &d);
+    fedc_free(cts);
+    fedc_free(names);
     if (!st) st = assemble(p, d, wrt, nwrt, out);
     fedc_program_destroy(v);
     fedc_program_destroy(h);

@@ -242,6 +242,23 @@ static fedc_status vjp_CONCAT(const rule *r) {
 /* C = op(A) op(B): dop(A) = dC op(B)^T and dop(B) = op(A)^T dC, expressed with the
  * transpose flags so no transpose is materialised. A rank-2 operand shared across
  * batches gets the sum over the batch (unbroadcast). */
+/* x [..., m, k] @ w [k, n]: a dense layer on a batch of sequences. */
+static bool shared_weight(const rule *r, bool ta) { return !ta && xtype(r, 0)->rank > 2 && xtype(r, 1)->rank == 2; }
+
+/* The weight's gradient as one GEMM over all the rows, x^T ct with x [rows, k]
+ * and ct [rows, n] (transposed for a transposed weight), rather than one product
+ * per batch element summed after: the same sum, one pass, no [batch, k, n] value. */
+static fedc_value weight_grad(const rule *r) {
+    fedc_program *g = r->g;
+    const fedc_type *at = xtype(r, 0);
+    int64_t rows = fedc_type_count(at) / at->dims[at->rank - 1];
+    fedc_type ct = fedc_value_type(g, r->ct);
+    fedc_value a2 = fedc_reshape(g, X(r, 0), 2, (int64_t[]){rows, at->dims[at->rank - 1]});
+    fedc_value c2 = fedc_reshape(g, r->ct, 2, (int64_t[]){rows, ct.dims[ct.rank - 1]});
+    bool tb = fedc__attr_int(r->n, FEDC_ATTR_TRANSPOSE_B, 0);
+    return tb ? fedc_matmul(g, c2, a2, true, false) : fedc_matmul(g, a2, c2, true, false);
+}
+
 static fedc_status vjp_MATMUL(const rule *r) {
     fedc_program *g = r->g;
     bool ta = fedc__attr_int(r->n, FEDC_ATTR_TRANSPOSE_A, 0), tb = fedc__attr_int(r->n, FEDC_ATTR_TRANSPOSE_B, 0);
@@ -250,7 +267,9 @@ static fedc_status vjp_MATMUL(const rule *r) {
         fedc_value da = ta ? fedc_matmul(g, b, c, tb, true) : fedc_matmul(g, c, b, false, !tb);
         give_unbroadcast(r, 0, da);
     }
-    if (needs(r, 1)) {
+    if (needs(r, 1) && shared_weight(r, ta)) {
+        give(r, 1, weight_grad(r));
+    } else if (needs(r, 1)) {
         fedc_value db = tb ? fedc_matmul(g, c, a, true, ta) : fedc_matmul(g, a, c, !ta, false);
         give_unbroadcast(r, 1, db);
     }
@@ -348,16 +367,34 @@ static fedc_status vjp_SOFTMAX_XENT(const rule *r) {
     const fedc_type *z = xtype(r, 0);
     bool weighted = r->n->nin == 3;
     fedc_value scale = weighted ? fedc_mul(g, r->ct, X(r, 2)) : r->ct;
-    if (needs(r, 0)) {
-        fedc_value probs = fedc_exp(g, fedc_log_softmax(g, X(r, 0)));
-        fedc_value onehot = fedc_one_hot(g, X(r, 1), z->dims[z->rank - 1], z->dtype);
-        int64_t dims[FEDC_MAX_RANK];
-        memcpy(dims, z->dims, sizeof dims);
-        dims[z->rank - 1] = 1;
-        give(r, 0, fedc_mul(g, fedc_sub(g, probs, onehot), fedc_reshape(g, scale, z->rank, dims)));
-    }
+    (void)z;
+    if (needs(r, 0)) give(r, 0, fedc_softmax_cross_entropy_grad(g, X(r, 0), X(r, 1), scale));
     if (weighted && needs(r, 2))
         give(r, 2, fedc_mul(g, r->ct, fedc_softmax_cross_entropy(g, X(r, 0), X(r, 1), FEDC_NONE)));
+    return FEDC_OK;
+}
+
+/* dz = s (p - onehot) with p = softmax(z). Linear in s: ct_s = sum_c ct (p -
+ * onehot). Through p: dp = p (dz - <p, dz>), so ct_z = p (u - <p, u>) with
+ * u = s ct. */
+static fedc_status vjp_SOFTMAX_XENT_GRAD(const rule *r) {
+    fedc_program *g = r->g;
+    const fedc_type *z = xtype(r, 0);
+    int last = -1;
+    int64_t dims[FEDC_MAX_RANK];
+    memcpy(dims, z->dims, sizeof dims);
+    dims[z->rank - 1] = 1;
+    if (needs(r, 2)) {
+        fedc_value ones = fedc_full(g, *xtype(r, 2), 1.0);
+        fedc_value diff = fedc_softmax_cross_entropy_grad(g, X(r, 0), X(r, 1), ones);
+        give(r, 2, fedc_reduce_sum(g, fedc_mul(g, r->ct, diff), &last, 1, false));
+    }
+    if (needs(r, 0)) {
+        fedc_value p = fedc_exp(g, fedc_log_softmax(g, X(r, 0)));
+        fedc_value u = fedc_mul(g, r->ct, fedc_reshape(g, X(r, 2), z->rank, dims));
+        fedc_value pu = fedc_reduce_sum(g, fedc_mul(g, p, u), &last, 1, true);
+        give(r, 0, fedc_mul(g, p, fedc_sub(g, u, pu)));
+    }
     return FEDC_OK;
 }
 
@@ -420,22 +457,39 @@ static fedc_value result_ct(const rule *r, int k) {
     return fedc_broadcast(r->g, fedc_full(r->g, t, 0.0));
 }
 
+/* A zeroed list of n items on the heap (a map or fold may have thousands of
+ * operands); NULL, with the message set, when out of memory. */
+static void *alloc_list(int n, size_t size) {
+    void *p = fedc_calloc((size_t)(n > 0 ? n : 1), size);
+    if (!p) fedc_error(FEDC_ENOMEM, "grad: out of memory for a list of %d values", n);
+    return p;
+}
+
+/* Inlines `src` into `dst` on fresh inputs named like src's; res gets src's
+ * outputs (n = its number of outputs). */
+static fedc_status inline_on_inputs(fedc_program *dst, const fedc_program *src, fedc_value *args, fedc_value *res) {
+    for (int i = 0; i < fedc_program_num_inputs(src); i++)
+        args[i] = fedc_input(dst, fedc_program_input_name(src, i), fedc_value_type(src, fedc_program_input(src, i)));
+    return fedc_program_inline(dst, src, args, res);
+}
+
 /* The body's derivative as a body: inputs (body inputs, one cotangent per float
  * output), outputs the gradients of the active inputs only. */
 static fedc_status body_vjp(const fedc_program *body, const char *const *wrt, int nwrt, fedc_program **out) {
     fedc_program *v = NULL, *b = NULL;
+    fedc_value *args = NULL, *res = NULL;
     fedc_status st = fedc_vjp(body, wrt, nwrt, &v);
     if (!st) st = fedc_program_create(&b);
     if (!st) {
-        int nin = fedc_program_num_inputs(v), nout = fedc_program_num_outputs(v);
-        fedc_value args[128], res[128];
-        for (int i = 0; i < nin && i < 128; i++)
-            args[i] = fedc_input(b, fedc_program_input_name(v, i), fedc_value_type(v, fedc_program_input(v, i)));
-        st = nin <= 128 && nout <= 128 ? fedc_program_inline(b, v, args, res)
-                                       : fedc_error(FEDC_EUNSUPPORTED, "map: the body has too many inputs or outputs");
+        int nout = fedc_program_num_outputs(v);
+        args = alloc_list(fedc_program_num_inputs(v), sizeof *args);
+        res = alloc_list(nout, sizeof *res);
+        st = args && res ? inline_on_inputs(b, v, args, res) : FEDC_ENOMEM;
         for (int i = nout - nwrt; !st && i < nout; i++) st = fedc_program_output(b, fedc_program_output_name(v, i), res[i]);
         if (!st) st = fedc_program_dce(b);
     }
+    fedc_free(args);
+    fedc_free(res);
     fedc_program_destroy(v);
     if (st) {
         fedc_program_destroy(b);
@@ -445,34 +499,48 @@ static fedc_status body_vjp(const fedc_program *body, const char *const *wrt, in
     return FEDC_OK;
 }
 
+/* The lists of a map's transpose, one allocation each, sized by the node. */
+typedef struct map_lists {
+    const char **wrt;
+    int *which;
+    fedc_value *args, *grads;
+} map_lists;
+
+static fedc_status map_transpose(const rule *r, const fedc_program *body, map_lists *l) {
+    int nwrt = 0, nargs = 0;
+    for (int j = 0; j < r->n->nin; j++) {
+        if (needs(r, j) && fedc_dtype_is_float(xtype(r, j)->dtype)) {
+            l->wrt[nwrt] = fedc_program_input_name(body, j);
+            l->which[nwrt++] = j;
+        }
+    }
+    if (!nwrt) return FEDC_OK;
+    for (int j = 0; j < r->n->nin; j++) l->args[nargs++] = X(r, j);
+    for (int k = 0; k < body->noutputs; k++) {
+        fedc_type t = fedc_value_type(body, fedc_program_output_value(body, k));
+        if (fedc_dtype_is_float(t.dtype)) l->args[nargs++] = result_ct(r, k);
+    }
+    fedc_program *gb;
+    fedc_status st = body_vjp(body, l->wrt, nwrt, &gb);
+    if (st) return st;
+    st = fedc_map(r->g, gb, l->args, nargs, l->grads);
+    fedc_program_destroy(gb);
+    for (int i = 0; !st && i < nwrt; i++) give(r, l->which[i], l->grads[i]);
+    return st;
+}
+
 /* map(f)^T = map(f^T): each client runs the body's derivative on its own
  * arguments and cotangents. */
 static fedc_status vjp_MAP(const rule *r) {
     const fedc_program *body = fedc__body(r->ad->src, r->n);
-    const char *wrt[64];
-    int which[64], nwrt = 0;
-    for (int j = 0; j < r->n->nin; j++) {
-        const fedc_type *t = xtype(r, j);
-        if (needs(r, j) && fedc_dtype_is_float(t->dtype)) {
-            wrt[nwrt] = fedc_program_input_name(body, j);
-            which[nwrt++] = j;
-        }
-    }
-    if (!nwrt) return FEDC_OK;
-    fedc_value args[128];
-    int nargs = 0;
-    for (int j = 0; j < r->n->nin; j++) args[nargs++] = X(r, j);
-    for (int k = 0; k < body->noutputs && nargs < 128; k++) {
-        fedc_type t = fedc_value_type(body, fedc_program_output_value(body, k));
-        if (fedc_dtype_is_float(t.dtype)) args[nargs++] = result_ct(r, k);
-    }
-    fedc_program *gb;
-    fedc_status st = body_vjp(body, wrt, nwrt, &gb);
-    if (st) return st;
-    fedc_value grads[64];
-    st = fedc_map(r->g, gb, args, nargs, grads);
-    fedc_program_destroy(gb);
-    for (int i = 0; !st && i < nwrt; i++) give(r, which[i], grads[i]);
+    int nin = r->n->nin;
+    map_lists l = {alloc_list(nin, sizeof(const char *)), alloc_list(nin, sizeof(int)),
+                   alloc_list(nin + body->noutputs, sizeof(fedc_value)), alloc_list(nin, sizeof(fedc_value))};
+    fedc_status st = l.wrt && l.which && l.args && l.grads ? map_transpose(r, body, &l) : FEDC_ENOMEM;
+    fedc_free(l.wrt);
+    fedc_free(l.which);
+    fedc_free(l.args);
+    fedc_free(l.grads);
     return st;
 }
 
@@ -510,11 +578,9 @@ static fedc_status recording_body(const fedc_program *body, int k, fedc_program 
     fedc_program *b;
     fedc_status st = fedc_program_create(&b);
     if (st) return st;
-    int nin = fedc_program_num_inputs(body);
-    fedc_value args[64], res[64];
-    for (int i = 0; i < nin; i++)
-        args[i] = fedc_input(b, fedc_program_input_name(body, i), fedc_value_type(body, fedc_program_input(body, i)));
-    st = fedc_program_inline(b, body, args, res);
+    fedc_value *args = alloc_list(fedc_program_num_inputs(body), sizeof *args);
+    fedc_value *res = alloc_list(body->noutputs, sizeof *res);
+    st = args && res ? inline_on_inputs(b, body, args, res) : FEDC_ENOMEM;
     for (int j = 0; !st && j < body->noutputs; j++) st = fedc_program_output(b, fedc_program_output_name(body, j), res[j]);
     for (int i = 0; !st && i < k; i++) {
         char name[48]; /* unique even when the body already records (a second derivative) */
@@ -523,6 +589,8 @@ static fedc_status recording_body(const fedc_program *body, int k, fedc_program 
         while (fedc_program_find_output(b, name) != FEDC_NONE);
         st = fedc_program_output(b, name, args[i]);
     }
+    fedc_free(args);
+    fedc_free(res);
     if (st) fedc_program_destroy(b);
     else *out = b;
     return st;
@@ -533,23 +601,15 @@ static fedc_status recording_body(const fedc_program *body, int k, fedc_program 
  * per-step outputs), outputs (cotangents of the carries before the step, then of
  * the active float step inputs). Built by inlining the body's vjp. */
 typedef struct fold_shape {
-    int k, m, ny;              /* carries, sequences, per-step outputs */
-    bool fc[64], fy[64], ax[64]; /* float carry, float per-step output, active float step input */
+    int k, m, ny;        /* carries, sequences, per-step outputs */
+    bool *fc, *fy, *ax;  /* float carry, float per-step output, active float step input */
 } fold_shape;
 
-static fedc_status backward_body(const fedc_program *body, const fold_shape *fs, fedc_program **out) {
-    const char *wrt[64];
-    int nwrt = 0;
-    for (int i = 0; i < fs->k + fs->m; i++)
-        if (i < fs->k ? fs->fc[i] : fs->ax[i - fs->k]) wrt[nwrt++] = fedc_program_input_name(body, i);
-    fedc_program *v = NULL, *b = NULL;
-    fedc_status st = fedc_vjp(body, wrt, nwrt, &v);
-    if (!st) st = fedc_program_create(&b);
-    if (st) {
-        fedc_program_destroy(v);
-        return st;
-    }
-    fedc_value ctc[64], seq[128], cty[64], args[192], res[192];
+static bool fold_wrt(const fold_shape *fs, int i) { return i < fs->k ? fs->fc[i] : fs->ax[i - fs->k]; }
+
+/* The backward body's inputs and the vjp's arguments, in the order above. */
+static void backward_inputs(fedc_program *b, const fedc_program *body, const fold_shape *fs, fedc_value *ctc,
+                            fedc_value *seq, fedc_value *cty, fedc_value *args, int *nargs) {
     char name[40];
     for (int i = 0; i < fs->k; i++) {
         snprintf(name, sizeof name, "ct_carry%d", i);
@@ -563,23 +623,79 @@ static fedc_status backward_body(const fedc_program *body, const fold_shape *fs,
         snprintf(name, sizeof name, "ct_y%d", j);
         if (fs->fy[j]) cty[j] = fedc_input(b, name, fedc_value_type(body, fedc_program_output_value(body, fs->k + j)));
     }
-    int nargs = 0;
-    for (int i = 0; i < fs->k + fs->m; i++) args[nargs++] = seq[i];
+    *nargs = 0;
+    for (int i = 0; i < fs->k + fs->m; i++) args[(*nargs)++] = seq[i];
     for (int o = 0; o < body->noutputs; o++) {
         if (o < fs->k ? !fs->fc[o] : !fs->fy[o - fs->k]) continue;
-        args[nargs++] = o < fs->k ? ctc[o] : cty[o - fs->k];
+        args[(*nargs)++] = o < fs->k ? ctc[o] : cty[o - fs->k];
     }
-    st = fedc_program_inline(b, v, args, res);
+}
+
+static fedc_status backward_body(const fedc_program *body, const fold_shape *fs, fedc_program **out) {
+    int km = fs->k + fs->m;
+    const char **wrt = alloc_list(km, sizeof *wrt);
+    if (!wrt) return FEDC_ENOMEM;
+    int nwrt = 0;
+    for (int i = 0; i < km; i++)
+        if (fold_wrt(fs, i)) wrt[nwrt++] = fedc_program_input_name(body, i);
+    fedc_program *v = NULL, *b = NULL;
+    fedc_status st = fedc_vjp(body, wrt, nwrt, &v);
+    fedc_free(wrt);
+    if (!st) st = fedc_program_create(&b);
+    if (st) {
+        fedc_program_destroy(v);
+        return st;
+    }
+    /* ctc [k], seq [k + m], cty [ny], args [k + m + k + ny], res [v's outputs] */
+    int nlist = fs->k + km + fs->ny + km + fs->k + fs->ny + fedc_program_num_outputs(v);
+    fedc_value *list = alloc_list(nlist, sizeof *list);
+    if (!list) st = FEDC_ENOMEM;
+    fedc_value *ctc = list, *seq = ctc + fs->k, *cty = seq + km, *args = cty + fs->ny, *res = args + km + fs->k + fs->ny;
+    int nargs = 0;
+    if (!st) backward_inputs(b, body, fs, ctc, seq, cty, args, &nargs);
+    if (!st) st = fedc_program_inline(b, v, args, res);
     int g = body->noutputs; /* v's outputs: body's, then the gradients in wrt order */
-    for (int i = 0; !st && i < fs->k + fs->m; i++) {
-        if (!(i < fs->k ? fs->fc[i] : fs->ax[i - fs->k])) continue;
+    for (int i = 0; !st && i < km; i++) {
+        if (!fold_wrt(fs, i)) continue;
+        char name[40];
         snprintf(name, sizeof name, "ct_in%d", i);
         st = fedc_program_output(b, name, res[g++]);
     }
     if (!st) st = fedc_program_dce(b);
+    fedc_free(list);
     fedc_program_destroy(v);
     if (st) fedc_program_destroy(b);
     else *out = b;
+    return st;
+}
+
+/* The two folds of the transpose, given the recording and backward bodies:
+ * fwd [rec's outputs], ops [the wider of the two folds' operands], bres [k + m]. */
+static fedc_status fold_transpose(const rule *r, const fold_shape *fs, const fedc_program *rec,
+                                  const fedc_program *back, fedc_value *fwd, fedc_value *ops, fedc_value *bres) {
+    const fedc_program *body = fedc__body(r->ad->src, r->n);
+    int n = 0;
+    for (int i = 0; i < r->n->nin; i++) ops[i] = X(r, i);
+    bool reverse = fedc__attr_int(r->n, FEDC_ATTR_REVERSE, 0) != 0;
+    fedc_status st = fedc__fold(r->g, rec, ops, r->n->nin, fs->k, reverse, fwd);
+    if (st) return st;
+    /* backward operands: carry cotangents; then carries before each step, the step
+     * inputs, the per-step outputs' cotangents; then the length */
+    for (int i = 0; i < fs->k; i++)
+        if (fs->fc[i]) ops[n++] = fold_result_ct(r, i);
+    int kb = n;
+    for (int i = 0; i < fs->k; i++) ops[n++] = fwd[body->noutputs + i];
+    for (int j = 0; j < fs->m; j++) ops[n++] = X(r, fs->k + j);
+    for (int j = 0; j < fs->ny; j++)
+        if (fs->fy[j]) ops[n++] = fold_result_ct(r, fs->k + j);
+    ops[n++] = X(r, r->n->nin - 1);
+    st = fedc__fold(r->g, back, ops, n, kb, !reverse, bres);
+    int at = 0;
+    for (int i = 0; !st && i < fs->k + fs->m; i++) {
+        if (!fold_wrt(fs, i)) continue;
+        if (needs(r, i)) give(r, i, bres[at]);
+        at++;
+    }
     return st;
 }
 
@@ -589,10 +705,19 @@ static fedc_status backward_body(const fedc_program *body, const fold_shape *fs,
  * step), not recomputed. */
 static fedc_status vjp_FOLD(const rule *r) {
     const fedc_program *body = fedc__body(r->ad->src, r->n);
-    fold_shape fs = {(int)fedc__attr_int(r->n, FEDC_ATTR_CARRIES, 0), 0, 0, {0}, {0}, {0}};
+    fold_shape fs = {(int)fedc__attr_int(r->n, FEDC_ATTR_CARRIES, 0), 0, 0, NULL, NULL, NULL};
     fs.m = r->n->nin - fs.k - 1;
     fs.ny = body->noutputs - fs.k;
-    if (fs.k > 64 || fs.m > 64 || fs.ny > 64) return fedc_error(FEDC_EUNSUPPORTED, "grad: fold has too many operands");
+    bool *flags = alloc_list(fs.k + fs.m + fs.ny, sizeof *flags);
+    /* fwd [body's outputs + k], ops [nin + 2k + m + ny + 1 covers both folds], bres [k + m] */
+    int nfwd = body->noutputs + fs.k, nops = r->n->nin + 2 * fs.k + fs.m + fs.ny + 1;
+    fedc_value *list = alloc_list(nfwd + nops + fs.k + fs.m, sizeof *list);
+    if (!flags || !list) {
+        fedc_free(flags);
+        fedc_free(list);
+        return FEDC_ENOMEM;
+    }
+    fs.fc = flags, fs.ax = flags + fs.k, fs.fy = flags + fs.k + fs.m;
     for (int i = 0; i < fs.k; i++) fs.fc[i] = fedc_dtype_is_float(xtype(r, i)->dtype);
     for (int j = 0; j < fs.m; j++) fs.ax[j] = needs(r, fs.k + j) && fedc_dtype_is_float(xtype(r, fs.k + j)->dtype);
     for (int j = 0; j < fs.ny; j++)
@@ -601,30 +726,11 @@ static fedc_status vjp_FOLD(const rule *r) {
     fedc_program *rec = NULL, *back = NULL;
     fedc_status st = recording_body(body, fs.k, &rec);
     if (!st) st = backward_body(body, &fs, &back);
-    fedc_value fwd[192], ops[192], bres[128];
-    int n = 0;
-    for (int i = 0; i < r->n->nin; i++) ops[i] = X(r, i);
-    bool reverse = fedc__attr_int(r->n, FEDC_ATTR_REVERSE, 0) != 0;
-    if (!st) st = fedc__fold(r->g, rec, ops, r->n->nin, fs.k, reverse, fwd);
-    /* backward operands: carry cotangents; then carries before each step, the step
-     * inputs, the per-step outputs' cotangents; then the length */
-    for (int i = 0; i < fs.k; i++)
-        if (fs.fc[i]) ops[n++] = fold_result_ct(r, i);
-    int kb = n;
-    for (int i = 0; i < fs.k; i++) ops[n++] = fwd[body->noutputs + i];
-    for (int j = 0; j < fs.m; j++) ops[n++] = X(r, fs.k + j);
-    for (int j = 0; j < fs.ny; j++)
-        if (fs.fy[j]) ops[n++] = fold_result_ct(r, fs.k + j);
-    ops[n++] = X(r, r->n->nin - 1);
-    if (!st) st = fedc__fold(r->g, back, ops, n, kb, !reverse, bres);
-    int at = 0;
-    for (int i = 0; !st && i < fs.k + fs.m; i++) {
-        if (!(i < fs.k ? fs.fc[i] : fs.ax[i - fs.k])) continue;
-        if (needs(r, i)) give(r, i, bres[at]);
-        at++;
-    }
+    if (!st) st = fold_transpose(r, &fs, rec, back, list, list + nfwd, list + nfwd + nops);
     fedc_program_destroy(rec);
     fedc_program_destroy(back);
+    fedc_free(flags);
+    fedc_free(list);
     return st;
 }
 

@@ -247,6 +247,13 @@ static fedc_status run_SOFTMAX_XENT(const fedc__step *s) {
     return s->k->softmax_xent(logits->dtype, out_count(s), classes, s->in[0], s->in[1], w, s->out);
 }
 
+static fedc_status run_SOFTMAX_XENT_GRAD(const fedc__step *s) {
+    const fedc_type *logits = in_type(s, 0);
+    int64_t classes = logits->dims[logits->rank - 1];
+    return s->k->softmax_xent_grad(logits->dtype, out_count(s) / (classes ? classes : 1), classes, s->in[0], s->in[1],
+                                   s->in[2], s->out);
+}
+
 static fedc_status run_DROPOUT(const fedc__step *s) {
     const int32_t *key = s->in[1];
     fedc_rng_stream stream = {{{(uint32_t)key[0], (uint32_t)key[1]}}, (uint32_t)key[2], (uint32_t)key[3]};

@@ -3,6 +3,7 @@
  * Planning decides where every value lives:
  *  - inputs in the caller's memory, constants in the program;
  *  - a broadcast is its server operand, shared by every client (stride 0);
+ *  - a reshape (not an output) is its operand's memory, read with a new shape;
  *  - a map's result that only feeds aggregations is streamed: never stored, each
  *    client's copy is added into the aggregation as the client finishes
  *    (src/exec/cohort.c), and those aggregations are computed by the map;
@@ -28,6 +29,19 @@ typedef struct value_plan {
     fedc_value def;        /* the step that writes it */
 } value_plan;
 
+/* The per-node lists of a map or a fold (arguments, result memory, the fused
+ * aggregations) and a per-client op's operands for client 0, sized when the
+ * executor is created for its widest node, so runs never allocate. */
+typedef struct node_lists {
+    int width;
+    const void **base, **args;
+    size_t *arg_stride, *dest_bytes;
+    void **dest, **agg_out;
+    fedc__agg **aggs; /* the map's aggregations' accumulators (fedc_executor.aggs) */
+    const fedc__node **agg_nodes;
+    fedc__source *x_src, *w_src;
+} node_lists;
+
 struct fedc_executor {
     fedc_program *p; /* our own copy */
     const fedc_kernels *k;
@@ -37,11 +51,13 @@ struct fedc_executor {
     const void **bound;
     const void **operands;
     size_t *strides;
+    node_lists lists;
     unsigned char *block;
     size_t block_bytes, unplanned_bytes;
     void *scratch;
     size_t scratch_bytes;
     fedc__backend *backend; /* runs clients in parallel */
+    fedc_pool *kernel_pool; /* threads no client uses, lent to the kernels (a program without maps) */
     fedc__cohort **cohorts; /* per value: the runner of a map node */
     fedc_executor **folds;  /* per value: the executor of a fold node's body */
     unsigned char **carries; /* per value: a fold's carries between steps */
@@ -97,6 +113,7 @@ static void plan_placement(fedc_executor *ex) {
         else if (n->op == FEDC_OP_CONSTANT) vp->kind = MEM_CONSTANT;
         else if (fedc__op_has_body(n->op)) vp->kind = MEM_NONE;
         else if (n->op == FEDC_OP_BROADCAST && !is_output(p, v)) vp->kind = MEM_ALIAS, vp->stride = 0;
+        else if (n->op == FEDC_OP_RESHAPE && !is_output(p, v)) vp->kind = MEM_ALIAS, vp->stride = ex->plan[n->in[0]].stride;
         else if (n->op == FEDC_OP_RESULT && streams(p, v)) vp->kind = MEM_STREAMED;
         else vp->kind = MEM_BLOCK;
         if (n->op == FEDC_OP_RESULT) vp->def = n->in[0]; /* written while the map runs */
@@ -154,8 +171,8 @@ static void release(planner *pl, fedc_value owner) {
     }
 }
 
-/* last_use[v]: the last step reading v (outputs: after the end). A broadcast
- * shares its operand's memory, so it keeps the operand alive. */
+/* last_use[v]: the last step reading v (outputs: after the end). A broadcast or
+ * a reshape shares its operand's memory, so it keeps the operand alive. */
 static void compute_last_use(const fedc_executor *ex, int *last_use) {
     const fedc_program *p = ex->p;
     for (int v = 0; v < p->n; v++) last_use[v] = ex->plan[v].def;
@@ -230,8 +247,12 @@ static fedc_status create_fold(fedc_executor *ex, fedc_value v) {
     return fedc_executor_create(&ex->folds[v], body, &o);
 }
 
+/* Threads run clients; a program without maps has none to run, so its threads go
+ * to the kernels of each step (fedc_kernels_set_pool: the same bits either way).
+ * A cohort smaller than the threads leaves the rest to its clients' kernels. */
 static fedc_status create_cohorts(fedc_executor *ex) {
     int workers = ex->opt.threads > 1 ? ex->opt.threads : 1;
+    if (ex->clients > 0 && workers > ex->clients) workers = ex->clients;
     bool any = false;
     for (int v = 0; v < ex->p->n; v++) {
         if (ex->p->nodes[v].op != FEDC_OP_FOLD) continue;
@@ -239,7 +260,7 @@ static fedc_status create_cohorts(fedc_executor *ex) {
         if (st) return st;
     }
     for (int v = 0; v < ex->p->n; v++) any |= ex->p->nodes[v].op == FEDC_OP_MAP;
-    if (!any) return FEDC_OK;
+    if (!any) return workers > 1 ? fedc_pool_create(&ex->kernel_pool, workers) : FEDC_OK;
     fedc_status st = ex->opt.mpi && fedc_mpi_size() > 1 ? fedc__backend_mpi(&ex->backend, workers)
                                                         : fedc__backend_threads(&ex->backend, workers);
     for (int v = 0; !st && v < ex->p->n; v++) {
@@ -247,6 +268,49 @@ static fedc_status create_cohorts(fedc_executor *ex) {
         if (n->op == FEDC_OP_MAP) st = fedc__cohort_create(&ex->cohorts[v], fedc__body(ex->p, n), workers, &ex->opt);
     }
     return st;
+}
+
+/* The widest node: its operands, its body's results, or the aggregations a map
+ * may compute (at most every aggregation of the program). */
+static int lists_width(const fedc_program *p) {
+    int width = 1, aggregations = 0;
+    for (int v = 0; v < p->n; v++) {
+        const fedc__node *n = &p->nodes[v];
+        if (n->nin > width) width = n->nin;
+        if (fedc__op_has_body(n->op) && fedc__body(p, n)->noutputs > width) width = fedc__body(p, n)->noutputs;
+        aggregations += is_aggregation(n->op);
+    }
+    return aggregations > width ? aggregations : width;
+}
+
+static bool allocate_lists(node_lists *l, int width) {
+    size_t w = (size_t)width;
+    l->width = width;
+    l->base = fedc_calloc(w, sizeof *l->base);
+    l->args = fedc_calloc(w, sizeof *l->args);
+    l->arg_stride = fedc_calloc(w, sizeof *l->arg_stride);
+    l->dest_bytes = fedc_calloc(w, sizeof *l->dest_bytes);
+    l->dest = fedc_calloc(w, sizeof *l->dest);
+    l->agg_out = fedc_calloc(w, sizeof *l->agg_out);
+    l->aggs = fedc_calloc(w, sizeof *l->aggs);
+    l->agg_nodes = fedc_calloc(w, sizeof *l->agg_nodes);
+    l->x_src = fedc_calloc(w, sizeof *l->x_src);
+    l->w_src = fedc_calloc(w, sizeof *l->w_src);
+    return l->base && l->args && l->arg_stride && l->dest_bytes && l->dest && l->agg_out && l->aggs && l->agg_nodes &&
+           l->x_src && l->w_src;
+}
+
+static void free_lists(node_lists *l) {
+    fedc_free(l->base);
+    fedc_free(l->args);
+    fedc_free(l->arg_stride);
+    fedc_free(l->dest_bytes);
+    fedc_free(l->dest);
+    fedc_free(l->agg_out);
+    fedc_free(l->aggs);
+    fedc_free(l->agg_nodes);
+    fedc_free(l->x_src);
+    fedc_free(l->w_src);
 }
 
 static fedc_status allocate(fedc_executor *ex) {
@@ -268,8 +332,9 @@ static fedc_status allocate(fedc_executor *ex) {
         ex->op_calls = fedc_calloc(FEDC_OP_COUNT, sizeof *ex->op_calls);
         if (!ex->op_seconds || !ex->op_calls) return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     }
+    bool lists = allocate_lists(&ex->lists, lists_width(ex->p));
     if (!ex->plan || !ex->bound || !ex->cohorts || !ex->folds || !ex->carries || !ex->operands || !ex->strides ||
-        !ex->dropped || !ex->aggs)
+        !ex->dropped || !ex->aggs || !lists)
         return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     for (int v = 0; v < ex->p->n; v++)
         if (is_aggregation(ex->p->nodes[v].op) && !(ex->aggs[v] = fedc_calloc(1, sizeof *ex->aggs[v])))
@@ -332,12 +397,14 @@ void fedc_executor_destroy(fedc_executor *ex) {
         fedc_free(ex->aggs[v]);
     }
     fedc_free(ex->aggs);
+    fedc_pool_destroy(ex->kernel_pool);
     fedc_program_destroy(ex->p);
     fedc_free(ex->plan);
     fedc_free(ex->bound);
     fedc_free(ex->cohorts);
     fedc_free(ex->operands);
     fedc_free(ex->strides);
+    free_lists(&ex->lists);
     fedc_free(ex->dropped);
     fedc_free(ex->block);
     fedc_free(ex->scratch);
@@ -387,7 +454,7 @@ static fedc_status client_failed(fedc_executor *ex, int i, fedc_status st) {
 
 /* An array op on clients values runs once per client, in client order. */
 static fedc_status run_per_client(fedc_executor *ex, fedc__step *s) {
-    const void *base[64];
+    const void **base = ex->lists.base;
     size_t bytes = ex->plan[s->v].stride;
     for (int j = 0; j < s->n->nin; j++) base[j] = ex->operands[j];
     unsigned char *out = s->out;
@@ -454,11 +521,11 @@ fedc_status fedc_executor_run(fedc_executor *ex) {
             return fedc_error(FEDC_EINVAL, "executor_run: input \"%s\" is not bound", n->name);
     }
     if (ex->clients) memset(ex->dropped, 0, (size_t)ex->clients);
-    for (int v = 0; v < p->n; v++) {
-        fedc_status st = run_node(ex, v);
-        if (st) return st;
-    }
-    return FEDC_OK;
+    fedc_pool *outer = ex->kernel_pool ? fedc_kernels_set_pool(ex->kernel_pool) : NULL;
+    fedc_status st = FEDC_OK;
+    for (int v = 0; !st && v < p->n; v++) st = run_node(ex, v);
+    if (ex->kernel_pool) fedc_kernels_set_pool(outer);
+    return st;
 }
 
 /* ------------------------------------------------------------ results -- */
@@ -504,24 +571,22 @@ static fedc__source source_of(const fedc_executor *ex, fedc_value m, fedc_value 
 static fedc_status run_map(fedc_executor *ex, fedc_value m) {
     const fedc_program *p = ex->p;
     const fedc__node *n = &p->nodes[m];
-    enum { MAX = 64 };
-    const void *args[MAX];
-    size_t arg_stride[MAX];
-    void *dest[MAX];
-    size_t dest_bytes[MAX];
-    fedc__agg *aggs[MAX];
-    const fedc__node *agg_nodes[MAX];
-    void *agg_out[MAX];
-    fedc__source x_src[MAX], w_src[MAX];
+    node_lists *l = &ex->lists;
+    const void **args = l->args;
+    size_t *arg_stride = l->arg_stride, *dest_bytes = l->dest_bytes;
+    void **dest = l->dest, **agg_out = l->agg_out;
+    fedc__agg **aggs = l->aggs;
+    const fedc__node **agg_nodes = l->agg_nodes;
+    fedc__source *x_src = l->x_src, *w_src = l->w_src;
     int naggs = 0;
     for (int j = 0; j < n->nin; j++) {
         args[j] = value_memory(ex, n->in[j]);
         arg_stride[j] = ex->plan[n->in[j]].stride;
     }
-    result_memory(ex, m, dest, dest_bytes, MAX);
+    result_memory(ex, m, dest, l->dest_bytes, l->width);
     for (int v = m + 1; v < p->n; v++) {
         const fedc__node *u = &p->nodes[v];
-        if (ex->plan[v].fused_into != m || naggs == MAX) continue;
+        if (ex->plan[v].fused_into != m) continue;
         agg_nodes[naggs] = u;
         aggs[naggs] = ex->aggs[v];
         agg_out[naggs] = ex->block + ex->plan[v].offset;
@@ -537,7 +602,7 @@ static fedc_status run_map(fedc_executor *ex, fedc_value m) {
                          ex->dropped, ex->opt.client_ids};
     fedc_status st = b->agree(b, fedc__cohort_run(ex->cohorts[m], b, &job));
     /* join the ranks' blocks: stored results, who was dropped, the aggregations */
-    for (int k = 0; !st && k < MAX; k++)
+    for (int k = 0; !st && k < l->width; k++)
         if (dest[k]) st = b->allgather(b, dest[k], dest_bytes[k] / (size_t)ex->clients, ex->clients);
     if (!st && job.drop_failed) st = b->allgather(b, ex->dropped, 1, ex->clients);
     if (!st) st = b->combine(b, aggs, naggs);
@@ -593,9 +658,9 @@ static fedc_status run_fold(fedc_executor *ex, fedc_value f) {
     if (length < 0 || length > steps)
         return fedc_error(FEDC_ERANGE, "%%%d (fold): length %d is outside [0, %lld], the sequences' leading dimension",
                           f, (int)length, (long long)steps);
-    void *dest[64];
-    size_t dest_bytes[64];
-    result_memory(ex, f, dest, dest_bytes, 64);
+    void **dest = ex->lists.dest;
+    size_t *dest_bytes = ex->lists.dest_bytes;
+    result_memory(ex, f, dest, dest_bytes, ex->lists.width);
     size_t half = 0;
     for (int i = 0; i < k; i++) half += round_up(fedc_type_bytes(&ex->p->nodes[n->in[i]].type));
     unsigned char *cur = ex->carries[f], *next = cur + half, *carry = cur;
@@ -604,7 +669,7 @@ static fedc_status run_fold(fedc_executor *ex, fedc_value f) {
         memcpy(carry, value_memory(ex, n->in[i]), bytes);
         carry += round_up(bytes);
     }
-    for (int j = k; j < body->noutputs && j < 64; j++) /* rows past the length stay zero */
+    for (int j = k; j < body->noutputs; j++) /* rows past the length stay zero */
         if (dest[j]) memset(dest[j], 0, dest_bytes[j]);
     bool reverse = fedc__attr_int(n, FEDC_ATTR_REVERSE, 0) != 0;
     for (int64_t s = 0; s < length; s++) {

@@ -11,7 +11,11 @@ static fedc_status eval_step(const fedc_model *m, int64_t batch, fedc_program **
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
     int n = fedc_model_num_params(m);
-    fedc_value w[FEDC__FL_MAX_PARAMS];
+    fedc_value *w = fedc__fl_values(n);
+    if (!w) {
+        fedc_program_destroy(p);
+        return FEDC_ENOMEM;
+    }
     for (int i = 0; i < n; i++) w[i] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
     fedc_value loss_sum = fedc_input(p, "loss_sum", fedc_type_scalar(FEDC_F32));
     fedc_value correct = fedc_input(p, "correct", fedc_type_scalar(FEDC_F32));
@@ -25,6 +29,7 @@ static fedc_status eval_step(const fedc_model *m, int64_t batch, fedc_program **
     if (!st) st = fedc_program_output(p, "loss_sum", fedc_add(p, loss_sum, fedc_mul(p, o.loss, o.count)));
     if (!st) st = fedc_program_output(p, "correct", fedc_add(p, correct, o.correct));
     if (!st) st = fedc_program_output(p, "count", fedc_add(p, count, o.count));
+    fedc_free(w);
     if (st) fedc_program_destroy(p);
     else *out = p;
     return st;
@@ -36,7 +41,11 @@ static fedc_status eval_client(const fedc_model *m, const fedc_program *step, fe
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
     int n = fedc_model_num_params(m), nc = 0;
-    fedc_value carries[FEDC__FL_MAX_PARAMS + 3], res[FEDC__FL_MAX_PARAMS + 3];
+    fedc_value *carries = fedc__fl_values(2 * n + 6), *res = carries ? carries + n + 3 : NULL;
+    if (!carries) {
+        fedc_program_destroy(p);
+        return FEDC_ENOMEM;
+    }
     for (int i = 0; i < n; i++) carries[nc++] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
     fedc_value x = fedc_input(p, "x", xt), y = fedc_input(p, "y", yt);
     fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 2, yt.dims));
@@ -46,6 +55,7 @@ static fedc_status eval_client(const fedc_model *m, const fedc_program *step, fe
     if (!st) st = fedc_program_output(p, "loss_sum", res[n]);
     if (!st) st = fedc_program_output(p, "correct", res[n + 1]);
     if (!st) st = fedc_program_output(p, "count", res[n + 2]);
+    fedc_free(carries);
     if (st) fedc_program_destroy(p);
     else *out = p;
     return st;
@@ -65,7 +75,8 @@ fedc_status fedc_evaluation_program(const fedc_model *m, int64_t batch_size, int
     fedc_status st = eval_step(m, batch_size, &step);
     if (!st) st = eval_client(m, step, xt, yt, &client);
     if (!st) st = fedc_program_create(&p);
-    fedc_value args[FEDC__FL_MAX_PARAMS + 4], r[3];
+    fedc_value *args = st ? NULL : fedc__fl_values(n + 4), r[3];
+    if (!st && !args) st = FEDC_ENOMEM;
     for (int i = 0; !st && i < n; i++)
         args[i] = fedc_broadcast(p, fedc_input(p, fedc_model_param_name(m, i), fedc__placed(fedc_model_param_type(m, i), FEDC_SERVER)));
     if (!st) {
@@ -82,6 +93,7 @@ fedc_status fedc_evaluation_program(const fedc_model *m, int64_t batch_size, int
         st = fedc_program_output(p, names[k], fedc_sum(p, r[k]));
         if (!st) st = fedc_program_output(p, name, r[k]);
     }
+    fedc_free(args);
     fedc_program_destroy(step);
     fedc_program_destroy(client);
     if (st) fedc_program_destroy(p);

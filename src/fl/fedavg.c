@@ -23,7 +23,15 @@ static fedc_status local_step(const fedc_model *m, const fedc_algorithm *a, fedc
     }
     int n = fedc_model_num_params(m), ns = fedc_optimizer_state_size(&a->client_opt, n);
     bool prox = fedc__fl_proximal(a);
-    fedc_value w[FEDC__FL_MAX_PARAMS], s[3 * FEDC__FL_MAX_PARAMS + 1], anchor[FEDC__FL_MAX_PARAMS];
+    /* w [n], s [ns], anchor [n], args [2n + 4], res [n + 2], next [n], state [ns] */
+    fedc_value *w = fedc__fl_values(6 * n + 2 * ns + 6);
+    if (!w) {
+        fedc_program_destroy(obj);
+        fedc_program_destroy(p);
+        return FEDC_ENOMEM;
+    }
+    fedc_value *s = w + n, *anchor = s + ns, *args = anchor + n, *res = args + 2 * n + 4, *next = res + n + 2,
+               *state = next + n;
     for (int i = 0; i < n; i++) w[i] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
     for (int k = 0; k < ns; k++) {
         char name[32];
@@ -45,13 +53,11 @@ static fedc_status local_step(const fedc_model *m, const fedc_algorithm *a, fedc
     fedc_value mask = fedc_input(p, "mask", fedc_value_type(obj, fedc_program_find_input(obj, "mask")));
 
     /* the objective's inputs: params, x, y, mask, key, [anchors]; outputs: loss, count, grads */
-    fedc_value args[2 * FEDC__FL_MAX_PARAMS + 4], res[FEDC__FL_MAX_PARAMS + 2];
     int na = 0;
     for (int i = 0; i < n; i++) args[na++] = w[i];
     args[na++] = x, args[na++] = y, args[na++] = mask, args[na++] = fedc__fl_step_key(p, key, t);
     for (int i = 0; prox && i < n; i++) args[na++] = anchor[i];
     st = fedc_program_inline(p, obj, args, res);
-    fedc_value next[FEDC__FL_MAX_PARAMS], state[3 * FEDC__FL_MAX_PARAMS + 1];
     if (!st) st = fedc_optimizer_step(&a->client_opt, p, FEDC_NONE, n, w, res + 2, s, next, state);
     for (int i = 0; !st && i < n; i++) st = fedc_program_output(p, fedc_model_param_name(m, i), next[i]);
     for (int k = 0; !st && k < ns; k++) st = fedc_program_output(p, fedc_program_input_name(p, n + k), state[k]);
@@ -60,6 +66,7 @@ static fedc_status local_step(const fedc_model *m, const fedc_algorithm *a, fedc
     if (!st) st = fedc_program_output(p, "t", fedc_add(p, t, fedc_scalar(p, FEDC_I32, 1)));
     if (!st) st = fedc_program_output(p, "key", key);
     for (int i = 0; !st && prox && i < n; i++) st = fedc_program_output(p, fedc_program_input_name(p, n + ns + 4 + i), anchor[i]);
+    fedc_free(w);
     fedc_program_destroy(obj);
     if (st) fedc_program_destroy(p);
     else *out = p;
@@ -75,7 +82,13 @@ static fedc_status client_update(const fedc_model *m, const fedc_algorithm *a, c
     if (st) return st;
     int n = in->nparams, ns = fedc_optimizer_state_size(&a->client_opt, n), nc = 0;
     bool prox = fedc__fl_proximal(a);
-    fedc_value w[FEDC__FL_MAX_PARAMS], carries[4 * FEDC__FL_MAX_PARAMS + 8], res[4 * FEDC__FL_MAX_PARAMS + 8];
+    /* w [n], carries and res [2n + ns + 4] each */
+    fedc_value *w = fedc__fl_values(5 * n + 2 * ns + 8);
+    if (!w) {
+        fedc_program_destroy(p);
+        return FEDC_ENOMEM;
+    }
+    fedc_value *carries = w + n, *res = carries + 2 * n + ns + 4;
     fedc__client_inputs ci;
     fedc__fl_client_inputs(p, m, round, in, w, &ci);
     for (int i = 0; i < n; i++) carries[nc++] = w[i];
@@ -97,6 +110,7 @@ static fedc_status client_update(const fedc_model *m, const fedc_algorithm *a, c
     fedc_value mean = fedc_div(p, loss_sum, fedc_maximum(p, count, fedc_scalar(p, FEDC_F32, 1)));
     if (!st) st = fedc_program_output(p, "examples", count);
     if (!st) st = fedc_program_output(p, "loss", mean);
+    fedc_free(w);
     if (st) fedc_program_destroy(p);
     else *out = p;
     return st;

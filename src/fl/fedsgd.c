@@ -18,7 +18,14 @@ static fedc_status accumulate_step(const fedc_model *m, const fedc_algorithm *a,
         return st;
     }
     int n = fedc_model_num_params(m);
-    fedc_value w[FEDC__FL_MAX_PARAMS], g[FEDC__FL_MAX_PARAMS];
+    /* w [n], g [n], args [n + 4], res [n + 2] */
+    fedc_value *w = fedc__fl_values(4 * n + 6);
+    if (!w) {
+        fedc_program_destroy(obj);
+        fedc_program_destroy(p);
+        return FEDC_ENOMEM;
+    }
+    fedc_value *g = w + n, *args = g + n, *res = args + n + 4;
     for (int i = 0; i < n; i++) w[i] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
     for (int i = 0; i < n; i++) {
         char name[80];
@@ -32,7 +39,6 @@ static fedc_status accumulate_step(const fedc_model *m, const fedc_algorithm *a,
     fedc_value x = fedc_input(p, "x", fedc_value_type(obj, fedc_program_find_input(obj, "x")));
     fedc_value y = fedc_input(p, "y", fedc_value_type(obj, fedc_program_find_input(obj, "y")));
     fedc_value mask = fedc_input(p, "mask", fedc_value_type(obj, fedc_program_find_input(obj, "mask")));
-    fedc_value args[FEDC__FL_MAX_PARAMS + 4], res[FEDC__FL_MAX_PARAMS + 2];
     for (int i = 0; i < n; i++) args[i] = w[i];
     args[n] = x, args[n + 1] = y, args[n + 2] = mask, args[n + 3] = fedc__fl_step_key(p, key, t);
     st = fedc_program_inline(p, obj, args, res);
@@ -43,6 +49,7 @@ static fedc_status accumulate_step(const fedc_model *m, const fedc_algorithm *a,
     if (!st) st = fedc_program_output(p, "count", fedc_add(p, count, res[1]));
     if (!st) st = fedc_program_output(p, "t", fedc_add(p, t, fedc_scalar(p, FEDC_I32, 1)));
     if (!st) st = fedc_program_output(p, "key", key);
+    fedc_free(w);
     fedc_program_destroy(obj);
     if (st) fedc_program_destroy(p);
     else *out = p;
@@ -56,7 +63,11 @@ static fedc_status client_gradient(const fedc_model *m, const fedc_program *step
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
     int n = in->nparams, nc = 0;
-    fedc_value carries[2 * FEDC__FL_MAX_PARAMS + 4], res[2 * FEDC__FL_MAX_PARAMS + 4];
+    fedc_value *carries = fedc__fl_values(4 * n + 8), *res = carries ? carries + 2 * n + 4 : NULL;
+    if (!carries) {
+        fedc_program_destroy(p);
+        return FEDC_ENOMEM;
+    }
     fedc__client_inputs ci;
     fedc__fl_client_inputs(p, m, round, in, carries, &ci); /* the params are the first carries */
     nc = n;
@@ -74,6 +85,7 @@ static fedc_status client_gradient(const fedc_model *m, const fedc_program *step
     }
     if (!st) st = fedc_program_output(p, "examples", count);
     if (!st) st = fedc_program_output(p, "loss", fedc_div(p, res[2 * n], denominator));
+    fedc_free(carries);
     if (st) fedc_program_destroy(p);
     else *out = p;
     return st;

@@ -7,7 +7,15 @@
 
 #include "fedc/fl.h"
 
-enum { FEDC__FL_MAX_PARAMS = 32 };
+/* The most parameter tensors an algorithm takes: well above the models' own
+ * limit (the transformer "base" preset has 150; with Adam's two slots per tensor a
+ * round has about 3 values per tensor). The builders keep their per-parameter
+ * lists on the heap (fedc__fl_values), so only this number bounds them. */
+enum { FEDC__FL_MAX_PARAMS = 1024 };
+
+/* A zeroed list of n values on the heap for a builder; NULL, with an ENOMEM
+ * message, when out of memory. Free with fedc_free. */
+fedc_value *fedc__fl_values(int n);
 
 /* t with placement pl. */
 static inline fedc_type fedc__placed(fedc_type t, fedc_placement pl) {
@@ -34,10 +42,11 @@ fedc_status fedc__fl_objective(const fedc_model *m, const fedc_algorithm *a, boo
 /* The round's inputs (fl.h's interface), added to p in order. */
 typedef struct fedc__round_inputs {
     int nparams, nstate;
-    fedc_value params[FEDC__FL_MAX_PARAMS], state[3 * FEDC__FL_MAX_PARAMS + 1];
+    fedc_value *params, *state;        /* nparams and nstate, one heap block */
     fedc_value x, y, mask, steps, key; /* @clients */
 } fedc__round_inputs;
 fedc_status fedc__fl_round_inputs(fedc_program *p, const fedc_model *m, const fedc_algorithm *a, fedc__round_inputs *in);
+void fedc__fl_round_inputs_free(fedc__round_inputs *in);
 
 /* The server's half: new params and state from the clients' updates (the
  * pseudo-gradient, @clients, one per param), weighted by `weight`; adds the round's

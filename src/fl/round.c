@@ -5,10 +5,15 @@
 
 #include "fl/fl.h"
 
+fedc_value *fedc__fl_values(int n) {
+    fedc_value *v = fedc_calloc((size_t)(n > 0 ? n : 1), sizeof *v);
+    if (!v) fedc_error(FEDC_ENOMEM, "fl: out of memory for a list of %d values", n);
+    return v;
+}
+
 /* The objective's value and example count, from the inputs it declares. */
-static fedc_status objective_body(fedc_program *p, const fedc_model *m, const fedc_algorithm *a) {
+static fedc_status objective_body(fedc_program *p, const fedc_model *m, const fedc_algorithm *a, fedc_value *w) {
     int n = fedc_model_num_params(m);
-    fedc_value w[FEDC__FL_MAX_PARAMS];
     for (int i = 0; i < n; i++) w[i] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
     fedc_value x = fedc_input(p, "x", fedc_model_input_type(m, a->batch_size));
     fedc_value y = fedc_input(p, "y", fedc_model_label_type(m, a->batch_size));
@@ -40,15 +45,18 @@ fedc_status fedc__fl_objective(const fedc_model *m, const fedc_algorithm *a, boo
     fedc_program *p;
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
-    st = objective_body(p, m, a);
+    fedc_value *w = fedc__fl_values(n);
+    const char **wrt = fedc_calloc((size_t)n + 1, sizeof *wrt);
+    st = w && wrt ? objective_body(p, m, a, w) : fedc_error(FEDC_ENOMEM, "fl: out of memory");
     if (!st && grad) {
-        const char *wrt[FEDC__FL_MAX_PARAMS];
         for (int i = 0; i < n; i++) wrt[i] = fedc_model_param_name(m, i);
         fedc_program *g;
         st = fedc_grad(p, "loss", wrt, n, &g);
         fedc_program_destroy(p);
         p = st ? NULL : g;
     }
+    fedc_free(w);
+    fedc_free(wrt);
     if (st) {
         fedc_program_destroy(p);
         return st;
@@ -67,6 +75,9 @@ fedc_status fedc__fl_round_inputs(fedc_program *p, const fedc_model *m, const fe
     if (n > FEDC__FL_MAX_PARAMS) return fedc_error(FEDC_EUNSUPPORTED, "fl: the model has more than %d parameters", FEDC__FL_MAX_PARAMS);
     in->nparams = n;
     in->nstate = fedc_optimizer_state_size(&a->server_opt, n);
+    in->params = fedc__fl_values(n + in->nstate);
+    if (!in->params) return FEDC_ENOMEM;
+    in->state = in->params + n;
     for (int i = 0; i < n; i++)
         in->params[i] = fedc_input(p, fedc_model_param_name(m, i), fedc__placed(fedc_model_param_type(m, i), FEDC_SERVER));
     for (int k = 0; k < in->nstate; k++) {
@@ -88,6 +99,11 @@ fedc_status fedc__fl_round_inputs(fedc_program *p, const fedc_model *m, const fe
     return fedc_program_status(p);
 }
 
+void fedc__fl_round_inputs_free(fedc__round_inputs *in) {
+    fedc_free(in->params);
+    in->params = in->state = NULL;
+}
+
 void fedc__fl_client_inputs(fedc_program *p, const fedc_model *m, const fedc_program *round,
                             const fedc__round_inputs *in, fedc_value *w, fedc__client_inputs *ci) {
     for (int i = 0; i < in->nparams; i++) w[i] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
@@ -102,7 +118,8 @@ fedc_status fedc__fl_server_update(fedc_program *p, const fedc_model *m, const f
                                    const fedc__round_inputs *in, const fedc_value *updates, fedc_value weight,
                                    fedc_value client_loss) {
     int n = in->nparams;
-    fedc_value grads[FEDC__FL_MAX_PARAMS], next[FEDC__FL_MAX_PARAMS], state[3 * FEDC__FL_MAX_PARAMS + 1];
+    fedc_value *grads = fedc__fl_values(2 * n + in->nstate), *next = grads + n, *state = next + n;
+    if (!grads) return FEDC_ENOMEM;
     for (int i = 0; i < n; i++) grads[i] = fedc_weighted_mean(p, updates[i], weight);
     fedc_status st = fedc_program_status(p);
     if (!st) st = fedc_optimizer_step(&a->server_opt, p, FEDC_NONE, n, in->params, grads, in->state, next, state);
@@ -118,6 +135,7 @@ fedc_status fedc__fl_server_update(fedc_program *p, const fedc_model *m, const f
     }
     if (!st) st = fedc_program_output(p, "train_loss", fedc_weighted_mean(p, client_loss, weight));
     if (!st) st = fedc_program_output(p, "examples", fedc_sum(p, weight));
+    fedc_free(grads);
     return st;
 }
 
@@ -125,16 +143,19 @@ fedc_status fedc__fl_assemble(const fedc_model *m, const fedc_algorithm *a, fedc
                               fedc_program **out) {
     *out = NULL;
     fedc_program *p = NULL, *client = NULL;
-    fedc__round_inputs in;
+    fedc__round_inputs in = {0};
     fedc_status st = fedc_program_create(&p);
     if (!st) st = fedc__fl_round_inputs(p, m, a, &in);
     if (!st) st = build(m, a, p, &in, &client);
     int n = in.nparams;
-    fedc_value args[FEDC__FL_MAX_PARAMS + 5], res[FEDC__FL_MAX_PARAMS + 2];
+    fedc_value *args = st ? NULL : fedc__fl_values(2 * n + 7), *res = args ? args + n + 5 : NULL;
+    if (!st && !args) st = FEDC_ENOMEM;
     for (int i = 0; !st && i < n; i++) args[i] = fedc_broadcast(p, in.params[i]);
-    args[n] = in.x, args[n + 1] = in.y, args[n + 2] = in.mask, args[n + 3] = in.steps, args[n + 4] = in.key;
+    if (!st) args[n] = in.x, args[n + 1] = in.y, args[n + 2] = in.mask, args[n + 3] = in.steps, args[n + 4] = in.key;
     if (!st) st = fedc_map(p, client, args, n + 5, res);
     if (!st) st = fedc__fl_server_update(p, m, a, &in, res, res[n], res[n + 1]);
+    fedc_free(args);
+    fedc__fl_round_inputs_free(&in);
     fedc_program_destroy(client);
     if (st) fedc_program_destroy(p);
     else *out = p;

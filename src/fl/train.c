@@ -91,19 +91,21 @@ static fedc_status create_state(trainer *t) {
     t->nstate = fedc_optimizer_state_size(o, n);
     t->state = fedc_calloc((size_t)(t->nstate ? t->nstate : 1), sizeof *t->state);
     if (!t->state) return fedc_error(FEDC_ENOMEM, "train: out of memory");
-    int64_t size[3 * FEDC__FL_MAX_PARAMS + 1], total = 0;
+    int64_t *size = fedc_calloc((size_t)t->nstate + 1, sizeof *size), total = 0;
+    if (!size) return fedc_error(FEDC_ENOMEM, "train: out of memory");
     for (int k = 0; k < t->nstate; k++) {
         bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(o);
         size[k] = count ? 1 : fedc_model_param_size(t->model, k % n);
         total += size[k];
     }
     t->state_flat = fedc_malloc((size_t)(total ? total : 1) * sizeof(float));
-    if (!t->state_flat) return fedc_error(FEDC_ENOMEM, "train: out of memory for the server optimizer's state");
     float *slice = t->state_flat;
-    for (int k = 0; k < t->nstate; slice += size[k], k++) {
+    for (int k = 0; slice && k < t->nstate; slice += size[k], k++) {
         t->state[k] = slice;
         for (int64_t j = 0; j < size[k]; j++) slice[j] = (float)fedc_optimizer_state_init(o, n, k);
     }
+    fedc_free(size);
+    if (!t->state_flat) return fedc_error(FEDC_ENOMEM, "train: out of memory for the server optimizer's state");
     return FEDC_OK;
 }
 

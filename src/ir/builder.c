@@ -356,6 +356,10 @@ fedc_value fedc_softmax_cross_entropy(fedc_program *p, fedc_value logits, fedc_v
     return fedc__emit(p, FEDC_OP_SOFTMAX_XENT, in, 3, NULL, 0, NULL);
 }
 
+fedc_value fedc_softmax_cross_entropy_grad(fedc_program *p, fedc_value logits, fedc_value labels, fedc_value scale) {
+    return fedc__emit(p, FEDC_OP_SOFTMAX_XENT_GRAD, (fedc_value[]){logits, labels, scale}, 3, NULL, 0, NULL);
+}
+
 fedc_value fedc_dropout(fedc_program *p, fedc_value x, fedc_value key, double rate) {
     fedc_value in[2] = {x, key};
     fedc__attr a = fedc__attr_make_float(FEDC_ATTR_RATE, rate);

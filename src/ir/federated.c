@@ -87,18 +87,25 @@ fedc_status fedc__fold(fedc_program *p, const fedc_program *body, const fedc_val
 
 fedc_status fedc_fold(fedc_program *p, const fedc_program *body, const fedc_value *init, int ncarries,
                       const fedc_value *xs, int nxs, fedc_value length, fedc_value *results) {
-    fedc_value in[64];
-    if (ncarries < 0 || nxs < 1 || ncarries + nxs + 1 > 64) {
+    int nin = ncarries + nxs + 1;
+    fedc_status st = FEDC_OK;
+    if (ncarries < 0 || nxs < 1 || nin > FEDC__MAX_OPERANDS)
+        st = fedc_error(FEDC_EINVAL, "fold: needs 0 or more carries, 1 or more sequences, at most %d operands",
+                        FEDC__MAX_OPERANDS - 1);
+    fedc_value small[16], *in = st ? NULL : fedc__values_scratch(small, 16, nin);
+    if (!st && !in) st = fedc_error(FEDC_ENOMEM, "fold: out of memory for %d operands", nin);
+    if (st) {
         for (int i = 0; i < body->noutputs; i++) results[i] = FEDC_NONE;
         if (p->status) return fedc_program_status(p);
-        fedc_error(FEDC_EINVAL, "fold: needs 0 or more carries, 1 or more sequences, at most 63 operands");
-        fedc__program_fail(p, FEDC_EINVAL);
-        return FEDC_EINVAL;
+        fedc__program_fail(p, st);
+        return st;
     }
     for (int i = 0; i < ncarries; i++) in[i] = init[i];
     for (int i = 0; i < nxs; i++) in[ncarries + i] = xs[i];
     in[ncarries + nxs] = length;
-    return fedc__fold(p, body, in, ncarries + nxs + 1, ncarries, false, results);
+    st = fedc__fold(p, body, in, nin, ncarries, false, results);
+    fedc__values_release(in, small);
+    return st;
 }
 
 /* Verifies every body of p as a body (called by fedc_program_verify). */

@@ -627,6 +627,13 @@ static fedc_status infer_SOFTMAX_XENT(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
+/* The logits' type; labels and scale as softmax_cross_entropy's labels and weight. */
+static fedc_status infer_SOFTMAX_XENT_GRAD(const rule_ctx *c, fedc_type *out) {
+    fedc_status st = infer_SOFTMAX_XENT(c, out);
+    if (!st) *out = *operand(c, 0);
+    return st;
+}
+
 static fedc_status infer_DROPOUT(const rule_ctx *c, fedc_type *out) {
     const fedc_type *key = operand(c, 1);
     fedc_status st = require_dtype_float(c, 0);

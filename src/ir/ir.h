@@ -7,6 +7,11 @@
 
 #include "fedc/program.h"
 
+/* The most operands a map or fold takes (ops.def): a round of a large model passes
+ * one per parameter tensor and optimizer slot, several hundred. Code that handles
+ * the operands of any node sizes its scratch from the node, never from this. */
+#define FEDC__MAX_OPERANDS 4096
+
 typedef enum fedc__op {
 #define FEDC_OP(id, name, min_in, max_in) FEDC_OP_##id,
 #include "ir/ops.def"
@@ -114,6 +119,15 @@ fedc_status fedc__program_inline_map(fedc_program *dst, const fedc_program *src,
 int fedc__program_add_body(fedc_program *p, fedc_program *body);
 static inline const fedc_program *fedc__body(const fedc_program *p, const fedc__node *n) {
     return p->bodies[fedc__attr_int(n, FEDC_ATTR_BODY, 0)];
+}
+
+/* Scratch for n values: `small` (of `nsmall`) when they fit, else the heap; NULL
+ * when out of memory. Release with fedc__values_release(v, small). */
+static inline fedc_value *fedc__values_scratch(fedc_value *small, int nsmall, int n) {
+    return n <= nsmall ? small : (fedc_value *)fedc_malloc((size_t)n * sizeof(fedc_value));
+}
+static inline void fedc__values_release(fedc_value *v, const fedc_value *small) {
+    if (v != small) fedc_free(v);
 }
 
 /* Emits fold (reverse: steps from length-1 down to 0) on operands (carries...,

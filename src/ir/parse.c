@@ -16,7 +16,6 @@
 
 #include "ir/text.h"
 
-#define MAX_OPERANDS 64 /* the widest ops (concat, map, fold) take 64 */
 /* How deep bodies may nest (a map's body may fold, a fold's body fold again).
  * Each level is a recursion of the parser, so deeper text is refused rather than
  * followed without bound. */
@@ -220,15 +219,24 @@ static fedc_status find_op(fedc__parser *ps, const char *start, size_t n, fedc__
     return fedc__lex_error_at(ps, start, "unknown op '%.*s'", (int)n, start);
 }
 
-static fedc_status parse_operands(fedc__parser *ps, fedc_value *in, int *nin) {
+/* The operand list, grown on the heap: a map or fold may take thousands. The
+ * caller frees *in, also on failure. */
+static fedc_status parse_operands(fedc__parser *ps, fedc_value **in, int *nin) {
     *nin = 0;
+    int cap = 0;
     fedc_status st = fedc__lex_expect(ps, '(', "'(' after the op name");
     if (st || fedc__lex_accept(ps, ')')) return st;
     for (;;) {
         fedc__lex_skip_space(ps);
-        if (*nin == MAX_OPERANDS)
-            return fedc__lex_error_at(ps, ps->pos, "an op takes at most %d operands", MAX_OPERANDS);
-        st = fedc__lex_ref(ps, &in[(*nin)++]);
+        if (*nin == FEDC__MAX_OPERANDS)
+            return fedc__lex_error_at(ps, ps->pos, "an op takes at most %d operands", FEDC__MAX_OPERANDS);
+        if (*nin == cap) {
+            cap = cap ? 2 * cap : 8;
+            fedc_value *grown = fedc_realloc(*in, (size_t)cap * sizeof *grown);
+            if (!grown) return fedc__lex_out_of_memory(ps);
+            *in = grown;
+        }
+        st = fedc__lex_ref(ps, &(*in)[(*nin)++]);
         if (st) return st;
         if (fedc__lex_accept(ps, ',')) continue;
         return fedc__lex_expect(ps, ')', "',' or ')'");
@@ -338,20 +346,21 @@ static fedc_status check_body_attr(fedc__parser *ps, const char *name, size_t le
  * declared type must be the one it computes. */
 static fedc_status parse_op(fedc__parser *ps, const char *name, size_t len) {
     fedc__op op = FEDC_OP_INPUT; /* set by find_op; initialized for the compiler */
-    fedc_value in[MAX_OPERANDS];
+    fedc_value *in = NULL;
     attr_list attrs;
     declared d;
     int nin = 0;
     attrs.n = 0;
     fedc_status st = find_op(ps, name, len, &op);
-    if (!st) st = parse_operands(ps, in, &nin);
+    if (!st) st = parse_operands(ps, &in, &nin);
     if (!st) st = parse_attrs(ps, &attrs);
     if (!st) st = fedc__lex_expect(ps, ':', "':' before the type");
     if (!st) st = parse_declared(ps, &d);
     if (!st) st = fedc__lex_expect_eol(ps);
     if (!st && fedc__op_has_body(op)) st = check_body_attr(ps, name, len, &attrs);
+    fedc_value v = st ? FEDC_NONE : fedc__emit(ps->p, op, in, nin, attrs.a, attrs.n, NULL);
+    fedc_free(in);
     if (st) return st;
-    fedc_value v = fedc__emit(ps->p, op, in, nin, attrs.a, attrs.n, NULL);
     if (v == FEDC_NONE) return builder_error(ps);
     return check_declared(ps, &d, v);
 }

@@ -271,15 +271,8 @@ fedc__attr fedc__attr_make_float(fedc__attr_key key, double f) {
 
 /* ------------------------------------------------------------ transforms -- */
 
-/* Appends a copy of node `n` of `src` whose operands are already mapped to dst
- * values by `map`. Inputs are never copied (callers map them). A map node's body
- * is cloned into dst. */
-static fedc_value copy_node(fedc_program *dst, const fedc_program *src, const fedc__node *n,
-                            const fedc_value *map) {
-    fedc_value in[64];
-    for (int i = 0; i < n->nin; i++) in[i] = map[n->in[i]];
-    if (n->op == FEDC_OP_CONSTANT) return fedc_constant(dst, n->type, n->data);
-    if (!fedc__op_has_body(n->op)) return fedc__emit(dst, n->op, in, n->nin, n->attr, n->nattr, &n->type);
+/* A map or fold node with operands `in`: its body is cloned into dst. */
+static fedc_value copy_body_node(fedc_program *dst, const fedc_program *src, const fedc__node *n, const fedc_value *in) {
     if (dst->status) return FEDC_NONE;
     fedc_program *body;
     fedc_status st = fedc_program_clone(fedc__body(src, n), &body);
@@ -290,6 +283,24 @@ static fedc_value copy_node(fedc_program *dst, const fedc_program *src, const fe
     for (int i = 0; i < n->nattr; i++)
         attrs[i] = n->attr[i].key == FEDC_ATTR_BODY ? fedc__attr_make_int(FEDC_ATTR_BODY, index) : n->attr[i];
     return fedc__emit(dst, n->op, in, n->nin, attrs, n->nattr, NULL);
+}
+
+/* Appends a copy of node `n` of `src` whose operands are already mapped to dst
+ * values by `map`. Inputs are never copied (callers map them). A map node's body
+ * is cloned into dst. */
+static fedc_value copy_node(fedc_program *dst, const fedc_program *src, const fedc__node *n,
+                            const fedc_value *map) {
+    if (n->op == FEDC_OP_CONSTANT) return fedc_constant(dst, n->type, n->data);
+    fedc_value small[16], *in = fedc__values_scratch(small, 16, n->nin);
+    if (!in) {
+        fedc_error(FEDC_ENOMEM, "program: out of memory for %d operands", n->nin);
+        return fedc__program_fail(dst, FEDC_ENOMEM);
+    }
+    for (int i = 0; i < n->nin; i++) in[i] = map[n->in[i]];
+    fedc_value v = fedc__op_has_body(n->op) ? copy_body_node(dst, src, n, in)
+                                            : fedc__emit(dst, n->op, in, n->nin, n->attr, n->nattr, &n->type);
+    fedc__values_release(in, small);
+    return v;
 }
 
 fedc_status fedc__program_inline_map(fedc_program *dst, const fedc_program *src, const fedc_value *args,

@@ -38,6 +38,12 @@ fedc_status fedc_fast_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const
 fedc_status fedc_fast_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dtrace,
                                 const void *wh, void *dxw, void *scratch);
 
+fedc_status fedc_fast_scatter_add(fedc_dtype dt, int64_t rows, int64_t width, int64_t nidx, const int32_t *idx,
+                                  const void *updates, void *y);
+fedc_status fedc_fast_softmax_xent(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
+                                   const int32_t *labels, const void *w, void *loss);
+fedc_status fedc_fast_softmax_xent_grad(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
+                                        const int32_t *labels, const void *scale, void *dlogits);
 fedc_status fedc_fast_gelu(fedc_dtype dt, int64_t n, const void *x, void *y);
 fedc_status fedc_fast_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx);
 fedc_status fedc_fast_layer_norm(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,

@@ -4,7 +4,10 @@
  * benchmarks. BLAS is pinned to one thread because the runtime already runs one
  * client per core; a second level of threads would only oversubscribe the
  * machine. With one thread, GEMM on the same operands gives the same bits every
- * time, which is what makes the fast kernels deterministic.
+ * time, which is what makes the fast kernels deterministic. When the executor lends
+ * the kernels spare threads (fedc_kernels_set_pool), a large product is cut into
+ * blocks of rows or columns fixed by its shape, each a one-thread GEMM: the same
+ * blocks, so the same bits, whether they run in parallel or one after another.
  */
 #include <cblas.h>
 #include <limits.h>
@@ -28,6 +31,52 @@ static int ld(int64_t v) { return v > 0 ? (int)v : 1; }
 
 /* One product c = op(a) @ op(b), [m,n] = [m,k] @ [k,n], stored densely. k == 0
  * is handled here (c is all zeros) because CBLAS rejects lda == 0. */
+/* Rows [r0, r0 + rows) and columns [c0, c0 + cols) of c = op(a) @ op(b), where
+ * op(a) is [m, k], op(b) [k, n] and c [m, n], all stored densely. */
+typedef struct gemm_args {
+    fedc_dtype dt;
+    int64_t m, n, k;
+    int ta, tb;
+    const void *a, *b;
+    void *c;
+} gemm_args;
+
+static void gemm_block(const gemm_args *g, int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
+    size_t es = g->dt == FEDC_F32 ? sizeof(float) : sizeof(double);
+    const char *a = (const char *)g->a + (size_t)(g->ta ? r0 : r0 * g->k) * es;
+    const char *b = (const char *)g->b + (size_t)(g->tb ? c0 * g->k : c0) * es;
+    char *c = (char *)g->c + (size_t)(r0 * g->n + c0) * es;
+    enum CBLAS_TRANSPOSE opa = g->ta ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE opb = g->tb ? CblasTrans : CblasNoTrans;
+    int lda = ld(g->ta ? g->m : g->k), ldb = ld(g->tb ? g->k : g->n), ldc = ld(g->n);
+    if (g->dt == FEDC_F32)
+        cblas_sgemm(CblasRowMajor, opa, opb, (int)rows, (int)cols, (int)g->k, 1.0f, (const float *)a, lda,
+                    (const float *)b, ldb, 0.0f, (float *)c, ldc);
+    else
+        cblas_dgemm(CblasRowMajor, opa, opb, (int)rows, (int)cols, (int)g->k, 1.0, (const double *)a, lda,
+                    (const double *)b, ldb, 0.0, (double *)c, ldc);
+}
+
+/* The blocks of a product: a product of at least BLOCK_FLOPS is cut along its
+ * longer side (rows or columns of c) into up to MAX_BLOCKS pieces of at least
+ * MIN_SIDE, a multiple of 16. A function of the shape only. */
+enum { MAX_BLOCKS = 4, MIN_SIDE = 128, BLOCK_FLOPS = 1 << 24 };
+
+typedef struct gemm_split {
+    gemm_args g;
+    int by_rows;
+    int64_t side; /* the block's extent along the cut side (the last may be shorter) */
+} gemm_split;
+
+static void gemm_task(void *ctx, int64_t i, int worker) {
+    (void)worker;
+    const gemm_split *s = ctx;
+    int64_t extent = s->by_rows ? s->g.m : s->g.n, at = i * s->side;
+    int64_t len = extent - at < s->side ? extent - at : s->side;
+    if (s->by_rows) gemm_block(&s->g, at, len, 0, s->g.n);
+    else gemm_block(&s->g, 0, s->g.m, at, len);
+}
+
 static void gemm1(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, const void *a,
                   const void *b, void *c) {
     size_t es = dt == FEDC_F32 ? sizeof(float) : sizeof(double);
@@ -36,15 +85,13 @@ static void gemm1(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb
         memset(c, 0, (size_t)(m * n) * es);
         return;
     }
-    enum CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE opb = tb ? CblasTrans : CblasNoTrans;
-    int lda = ld(ta ? m : k), ldb = ld(tb ? k : n);
-    if (dt == FEDC_F32)
-        cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0f, a, lda, b, ldb, 0.0f,
-                    c, ld(n));
-    else
-        cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0, a, lda, b, ldb, 0.0, c,
-                    ld(n));
+    gemm_split s = {{dt, m, n, k, ta, tb, a, b, c}, m > n, 0};
+    int64_t extent = s.by_rows ? m : n, blocks = 1;
+    if (2.0 * (double)m * (double)n * (double)k >= BLOCK_FLOPS) blocks = extent / MIN_SIDE;
+    blocks = blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : blocks;
+    s.side = ((extent + blocks - 1) / blocks + 15) / 16 * 16;
+    blocks = (extent + s.side - 1) / s.side;
+    fedc_kernels_parallel(blocks, gemm_task, &s);
 }
 
 static fedc_status check_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k) {
@@ -115,11 +162,12 @@ double fedc_kernels_sgemm_gflops(int64_t n, int repeats) {
     float *b = a + count, *c = b + count;
     fill(a, n * n, 1.0f);
     fill(b, n * n, 0.5f);
-    gemm1(FEDC_F32, n, n, n, 0, 0, a, b, c); /* warm caches and BLAS's buffers */
+    gemm_args g = {FEDC_F32, n, n, n, 0, 0, a, b, c}; /* one GEMM, uncut: the one-thread peak */
+    gemm_block(&g, 0, n, 0, n); /* warm caches and BLAS's buffers */
     double best = 0.0;
     for (int r = 0; r < repeats; r++) {
         double t0 = now_seconds();
-        gemm1(FEDC_F32, n, n, n, 0, 0, a, b, c);
+        gemm_block(&g, 0, n, 0, n);
         double t = now_seconds() - t0;
         if (best == 0.0 || t < best) best = t;
     }

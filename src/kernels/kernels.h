@@ -16,8 +16,11 @@
  *  - Kernels that can meet bad data (an index out of range) return a status with a
  *    message; the rest return FEDC_OK. None allocates: scratch comes from the caller,
  *    sized by the matching *_scratch function.
- *  - Kernels are single-threaded (the runtime parallelises across clients); BLAS is
- *    set to one thread by fedc_kernels_init().
+ *  - Kernels run on the calling thread (the runtime parallelises across clients;
+ *    BLAS is set to one thread by fedc_kernels_init()), unless the caller lends
+ *    them a pool (fedc_kernels_set_pool): then the large fast kernels split their
+ *    work into blocks that depend only on the shapes, never on the number of
+ *    threads, so the result has the same bits with or without the pool.
  */
 #ifndef FEDC_KERNELS_H
 #define FEDC_KERNELS_H
@@ -172,6 +175,10 @@ typedef struct fedc_kernels {
      * w == NULL means 1. A label outside [0, classes) is FEDC_ERANGE. */
     fedc_status (*softmax_xent)(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
                                 const int32_t *labels, const void *w, void *loss);
+    /* dlogits[r, c] = scale[r] * (softmax(logits[r, :])[c] - (c == labels[r])), its
+     * gradient. A label outside [0, classes) is FEDC_ERANGE. */
+    fedc_status (*softmax_xent_grad)(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
+                                     const int32_t *labels, const void *scale, void *dlogits);
 
     /* y[o, i] = index of the first maximum of x[o, :, i] (x viewed [outer, len, inner]). */
     fedc_status (*argmax)(fedc_dtype dt, int64_t outer, int64_t len, int64_t inner, const void *x,
@@ -239,6 +246,14 @@ extern const fedc_kernels fedc_kernels_fast;
 
 /* Once per process (idempotent, thread-safe): pins BLAS to one thread. */
 void fedc_kernels_init(void);
+
+/* The pool the calling thread's fast kernels may use (NULL: none, the default).
+ * Set by the executor around a run when it has threads no client uses. Returns
+ * the previous one. */
+fedc_pool *fedc_kernels_set_pool(fedc_pool *pool);
+/* Runs task(ctx, i, worker) for i in [0, n): on the calling thread's pool when it
+ * has one, else in order on the calling thread. Tasks write disjoint results. */
+void fedc_kernels_parallel(int64_t n, fedc_pool_task task, void *ctx);
 
 /* Measures this machine's single-thread sgemm GFLOP/s on n x n x n (for benchmarks). */
 double fedc_kernels_sgemm_gflops(int64_t n, int repeats);

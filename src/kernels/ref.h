@@ -82,6 +82,10 @@ fedc_status fedc_ref_avg_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, con
 fedc_status fedc_ref_log_softmax(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, void *y);
 fedc_status fedc_ref_softmax_xent(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
                                   const int32_t *labels, const void *w, void *loss);
+fedc_status fedc_ref_softmax_xent_grad(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
+                                       const int32_t *labels, const void *scale, void *dlogits);
+/* FEDC_ERANGE naming `kernel` and the row when a label is outside [0, classes). */
+fedc_status fedc_ref_check_labels(const char *kernel, int64_t rows, int64_t classes, const int32_t *labels);
 fedc_status fedc_ref_argmax(fedc_dtype dt, int64_t outer, int64_t len, int64_t inner,
                             const void *x, int32_t *y);
 fedc_status fedc_ref_dropout(fedc_dtype dt, int64_t n, const void *x, fedc_rng_stream stream,

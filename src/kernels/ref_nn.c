@@ -371,19 +371,39 @@ fedc_status fedc_ref_log_softmax(fedc_dtype dt, int64_t rows, int64_t cols, cons
     return FEDC_OK;
 }
 
+fedc_status fedc_ref_check_labels(const char *kernel, int64_t rows, int64_t classes, const int32_t *labels) {
+    for (int64_t r = 0; r < rows; r++)
+        if (labels[r] < 0 || labels[r] >= classes)
+            return fedc_error(FEDC_ERANGE, "%s: label %d at row %lld is outside [0, %lld)", kernel, labels[r],
+                              (long long)r, (long long)classes);
+    return FEDC_OK;
+}
+
 fedc_status fedc_ref_softmax_xent(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
                                   const int32_t *labels, const void *w, void *loss) {
     if (!fedc_dtype_is_float(dt)) return unsupported("softmax_xent", dt);
-    for (int64_t r = 0; r < rows; r++)
-        if (labels[r] < 0 || labels[r] >= classes)
-            return fedc_error(FEDC_ERANGE,
-                              "softmax_xent: label %d at row %lld is outside [0, %lld)", labels[r],
-                              (long long)r, (long long)classes);
+    fedc_status st = fedc_ref_check_labels("softmax_xent", rows, classes, labels);
+    if (st) return st;
     for (int64_t r = 0; r < rows; r++) {
         double lse = row_logsumexp(dt, logits, r * classes, classes);
         double nll = lse - fedc_ref_loadf(dt, logits, r * classes + labels[r]);
         double weight = w ? fedc_ref_loadf(dt, w, r) : 1.0;
         fedc_ref_storef(dt, loss, r, weight * nll);
+    }
+    return FEDC_OK;
+}
+
+fedc_status fedc_ref_softmax_xent_grad(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
+                                       const int32_t *labels, const void *scale, void *dlogits) {
+    if (!fedc_dtype_is_float(dt)) return unsupported("softmax_xent_grad", dt);
+    fedc_status st = fedc_ref_check_labels("softmax_xent_grad", rows, classes, labels);
+    if (st) return st;
+    for (int64_t r = 0; r < rows; r++) {
+        double lse = row_logsumexp(dt, logits, r * classes, classes), s = fedc_ref_loadf(dt, scale, r);
+        for (int64_t c = 0; c < classes; c++) {
+            double p = exp(fedc_ref_loadf(dt, logits, r * classes + c) - lse);
+            fedc_ref_storef(dt, dlogits, r * classes + c, s * (p - (c == labels[r])));
+        }
     }
     return FEDC_OK;
 }

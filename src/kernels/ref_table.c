@@ -31,6 +31,7 @@ const fedc_kernels fedc_kernels_ref = {
     .avg_pool2d_grad = fedc_ref_avg_pool2d_grad,
     .log_softmax = fedc_ref_log_softmax,
     .softmax_xent = fedc_ref_softmax_xent,
+    .softmax_xent_grad = fedc_ref_softmax_xent_grad,
     .argmax = fedc_ref_argmax,
     .dropout = fedc_ref_dropout,
     .cast = fedc_ref_cast,
