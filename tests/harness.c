@@ -54,3 +54,35 @@ int fedc_test_main(int argc, char **argv, const fedc_test *tests, int count) {
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+void fedc_test_seed(uint64_t state) { rng_state = state ? state : 0x9E3779B97F4A7C15ull; }
+
+double fedc_test_uniform(double lo, double hi) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return lo + (hi - lo) * (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+fedc_program *fedc_test_loss_program(const fedc_type *types, int n, fedc_test_build_fn build, fedc_value *y_out) {
+    fedc_program *p;
+    if (fedc_program_create(&p)) return NULL;
+    fedc_value x[64];
+    for (int i = 0; i < n && i < 64; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        x[i] = fedc_input(p, name, types[i]);
+    }
+    fedc_value y = build(p, x);
+    if (y_out) *y_out = y;
+    fedc_type yt = fedc_value_type(p, y);
+    int64_t count = fedc_type_count(&yt);
+    double *r = malloc((size_t)(count ? count : 1) * sizeof *r);
+    if (!r) return p;
+    for (int64_t i = 0; i < count; i++) r[i] = fedc_test_uniform(-1, 1);
+    fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_mul(p, y, fedc_constant(p, yt, r)), NULL, -1, false));
+    free(r);
+    return p;
+}

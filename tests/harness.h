@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "fedc/core.h"
+#include "fedc/program.h"
 
 typedef struct fedc_test {
     const char *name;
@@ -73,5 +74,17 @@ void fedc_test_check_err(fedc_status got, fedc_status want, const char *needle, 
 
 /* Path of a file under the source tree (FEDC_SOURCE_DIR, else the working directory). */
 const char *fedc_test_path(const char *relative);
+
+/* Reproducible uniform doubles in [lo, hi): one xorshift64 stream per test binary,
+ * reset by fedc_test_seed, so a test's random inputs are the same every run. */
+void fedc_test_seed(uint64_t state);
+double fedc_test_uniform(double lo, double hi);
+
+/* For gradient checks: a program with inputs x0, x1, ... of `types`, y = build(p, x)
+ * (its value in *y if y is not NULL) and the output "loss" = sum(y * r) for a fixed
+ * random r from fedc_test_uniform(-1, 1), so that the gradient of the loss, r^T J,
+ * involves every entry of the Jacobian. NULL if the program cannot be created. */
+typedef fedc_value (*fedc_test_build_fn)(fedc_program *p, const fedc_value *x);
+fedc_program *fedc_test_loss_program(const fedc_type *types, int n, fedc_test_build_fn build, fedc_value *y);
 
 #endif

@@ -24,39 +24,10 @@ typedef struct ad_case {
 
 /* ------------------------------------------------------------- helpers -- */
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static double uniform(double lo, double hi) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return lo + (hi - lo) * (double)(rng_state >> 11) / 9007199254740992.0;
-}
 
 #define T(...) fedc_type_make(FEDC_F64, FEDC_COUNT_OF(((int64_t[]){__VA_ARGS__})), (int64_t[]){__VA_ARGS__})
 #define TI(...) fedc_type_make(FEDC_I32, FEDC_COUNT_OF(((int64_t[]){__VA_ARGS__})), (int64_t[]){__VA_ARGS__})
 #define T0 fedc_type_scalar(FEDC_F64)
-
-/* loss = sum(build(x) * r) with a fixed random r: its gradient is r^T J, which
- * exercises every entry of the Jacobian. */
-static fedc_program *loss_program(const ad_case *c) {
-    fedc_program *p;
-    if (fedc_program_create(&p)) return NULL;
-    fedc_value x[MAX_INPUTS];
-    for (int i = 0; i < c->nin; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "x%d", i);
-        x[i] = fedc_input(p, name, c->in[i]);
-    }
-    fedc_value y = c->build(p, x);
-    fedc_type yt = fedc_value_type(p, y);
-    int64_t n = fedc_type_count(&yt);
-    double *r = malloc((size_t)n * sizeof *r);
-    for (int64_t i = 0; i < n; i++) r[i] = uniform(-1, 1);
-    fedc_value rv = fedc_constant(p, yt, r);
-    free(r);
-    fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_mul(p, y, rv), NULL, -1, false));
-    return p;
-}
 
 static double run_loss(fedc_executor *ex) {
     const double *loss;
@@ -71,14 +42,14 @@ static void fill_inputs(const ad_case *c, void **data) {
         data[i] = malloc((size_t)(n ? n : 1) * 8);
         for (int64_t j = 0; j < n; j++) {
             if (c->in[i].dtype == FEDC_I32) ((int32_t *)data[i])[j] = (int32_t)((7 * j + 3) % c->imod);
-            else ((double *)data[i])[j] = uniform(c->lo, c->hi);
+            else ((double *)data[i])[j] = fedc_test_uniform(c->lo, c->hi);
         }
     }
 }
 
 /* Compares grad_x<i> with central differences of the loss, element by element. */
 static void check_case(const ad_case *c) {
-    fedc_program *p = loss_program(c);
+    fedc_program *p = fedc_test_loss_program(c->in, c->nin, c->build, NULL);
     CHECK_MSG(p && fedc_program_status(p) == FEDC_OK, "%s: build: %s", c->name, fedc_errmsg());
     if (!p || fedc_program_status(p)) goto done_p;
     const char *wrt[MAX_INPUTS];
@@ -316,7 +287,7 @@ static void check_hvp(fedc_program *loss_p, const char *const *wrt, int nwrt, vo
     for (int i = 0; i < nwrt; i++) {
         int64_t n = fedc_type_count(&types[i]);
         vdata[i] = malloc((size_t)n * sizeof(double));
-        for (int64_t j = 0; j < n; j++) vdata[i][j] = uniform(-1, 1);
+        for (int64_t j = 0; j < n; j++) vdata[i][j] = fedc_test_uniform(-1, 1);
         char name[32];
         snprintf(name, sizeof name, "v_%s", wrt[i]);
         CHECK_OK(fedc_executor_bind(eh, name, vdata[i]));
@@ -368,7 +339,7 @@ done:
 static double *random_array(const fedc_type *t, double scale) {
     int64_t n = fedc_type_count(t);
     double *a = malloc((size_t)n * sizeof *a);
-    for (int64_t i = 0; i < n; i++) a[i] = uniform(-scale, scale);
+    for (int64_t i = 0; i < n; i++) a[i] = fedc_test_uniform(-scale, scale);
     return a;
 }
 

@@ -25,13 +25,6 @@ typedef struct op_case {
     build_fn build;
 } op_case;
 
-static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-static double uniform(double lo, double hi) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return lo + (hi - lo) * (double)(rng_state >> 11) / 9007199254740992.0;
-}
 
 #define T(...) fedc_type_make(FEDC_F64, FEDC_COUNT_OF(((int64_t[]){__VA_ARGS__})), (int64_t[]){__VA_ARGS__})
 
@@ -82,26 +75,6 @@ static fedc_value b_block(fedc_program *p, const fedc_value *x) {
  \
 }
 
-/* loss = sum(build(x) * r) with a fixed random r, so its gradient is r^T J. */
-static fedc_program *loss_program(const op_case *c) {
-    fedc_program *p;
-    if (fedc_program_create(&p)) return NULL;
-    fedc_value x[MAX_IN];
-    for (int i = 0; i < c->nin; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "x%d", i);
-        x[i] = fedc_input(p, name, c->in[i]);
-    }
-    fedc_value y = c->build(p, x);
-    fedc_type yt = fedc_value_type(p, y);
-    int64_t n = fedc_type_count(&yt);
-    double *r = malloc((size_t)n * sizeof *r);
-    for (int64_t i = 0; i < n; i++) r[i] = uniform(-1, 1);
-    fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_mul(p, y, fedc_constant(p, yt, r)), NULL, -1, false));
-    free(r);
-    return p;
-}
-
 static double run_loss(fedc_executor *ex) {
     const double *loss = NULL;
     CHECK_OK(fedc_executor_run(ex));
@@ -120,7 +93,7 @@ static void bound_init(const op_case *c, bound *b) {
         int64_t n = fedc_type_count(&c->in[i]);
         b->x[i] = malloc((size_t)n * sizeof(double));
         b->t[i] = malloc((size_t)n * sizeof(double));
-        for (int64_t j = 0; j < n; j++) b->x[i][j] = uniform(-2, 2), b->t[i][j] = uniform(-1, 1);
+        for (int64_t j = 0; j < n; j++) b->x[i][j] = fedc_test_uniform(-2, 2), b->t[i][j] = fedc_test_uniform(-1, 1);
         snprintf(b->names[i], sizeof b->names[i], "x%d", i);
         snprintf(b->tnames[i], sizeof b->tnames[i], "tangent_x%d", i);
         b->wrt[i] = b->names[i];
@@ -205,7 +178,7 @@ static void test_gradients_and_jvps(void) {
     const op_case CASES[] = CASE_LIST;
     for (int k = 0; k < FEDC_COUNT_OF(CASES); k++) {
         const op_case *c = &CASES[k];
-        fedc_program *p = loss_program(c);
+        fedc_program *p = fedc_test_loss_program(c->in, c->nin, c->build, NULL);
         CHECK_MSG(p && !fedc_program_status(p), "%s: build: %s", c->name, fedc_errmsg());
         if (!p || fedc_program_status(p)) {
             fedc_program_destroy(p);
@@ -276,7 +249,7 @@ static void compare_f32(const char *what, const float *fast, const float *ref, i
 
 static float *random_f32(int64_t n, double lo, double hi) {
     float *x = malloc((size_t)(n ? n : 1) * sizeof *x);
-    for (int64_t i = 0; i < n; i++) x[i] = (float)uniform(lo, hi);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)fedc_test_uniform(lo, hi);
     return x;
 }
 
@@ -421,6 +394,7 @@ static void test_type_errors(void) {
 }
 
 int main(int argc, char **argv) {
+    fedc_test_seed(0x2545F4914F6CDD1Dull);
     static const fedc_test tests[] = {
         {"gradients_and_jvps", test_gradients_and_jvps},
         {"fused_matches_composite", test_fused_matches_composite},
