@@ -56,26 +56,26 @@ static void rows_times(int64_t B, int64_t k, int64_t n, const float *a, int64_t 
                 (int)lda, w, (int)ldw, beta, out, (int)ldo);
 }
 
-/* Gates and states of one step from the preactivations already in `row`'s gate
- * slots; c_prev is NULL at t = 0. Branch-free loops over j with the inlined
- * exp of fast_math.h, which the compiler vectorises. */
-static void cell_forward(int64_t B, int64_t H, float *rows, const float *prev_rows) {
-    for (int64_t b = 0; b < B; b++) {
-        float *r = rows + b * 6 * H;
-        const float *c_prev = prev_rows ? prev_rows + b * 6 * H + H : NULL;
-        float *restrict h = r, *restrict c = r + H, *restrict i = r + 2 * H, *restrict g = r + 3 * H,
-                        *restrict f = r + 4 * H, *restrict o = r + 5 * H;
-        for (int64_t j = 0; j < H; j++) {
-            i[j] = sigmoidf(i[j]);
-            g[j] = fedc_fast_tanhf(g[j]);
-            f[j] = sigmoidf(f[j]);
-            o[j] = sigmoidf(o[j]);
-            c[j] = i[j] * g[j];
-        }
-        if (c_prev)
-            for (int64_t j = 0; j < H; j++) c[j] += f[j] * c_prev[j];
-        for (int64_t j = 0; j < H; j++) h[j] = o[j] * fedc_fast_tanhf(c[j]);
+/* Gates and states of one batch row from the preactivations already in the
+ * gate slots of r = [h, c, i, g, f, o]; c_prev is c[t-1], NULL at t = 0.
+ * Restrict parameters and fast_math's inlined exp let the compiler vectorise. */
+static void row_forward(int64_t H, float *restrict r, const float *restrict c_prev) {
+    float *h = r, *c = r + H, *i = r + 2 * H, *g = r + 3 * H, *f = r + 4 * H, *o = r + 5 * H;
+    for (int64_t j = 0; j < H; j++) {
+        i[j] = sigmoidf(i[j]);
+        g[j] = fedc_fast_tanhf(g[j]);
+        f[j] = sigmoidf(f[j]);
+        o[j] = sigmoidf(o[j]);
     }
+    if (c_prev)
+        for (int64_t j = 0; j < H; j++) c[j] = f[j] * c_prev[j] + i[j] * g[j];
+    else
+        for (int64_t j = 0; j < H; j++) c[j] = i[j] * g[j];
+    for (int64_t j = 0; j < H; j++) h[j] = o[j] * fedc_fast_tanhf(c[j]);
+}
+
+static void cell_forward(int64_t B, int64_t H, float *rows, const float *prev_rows) {
+    for (int64_t b = 0; b < B; b++) row_forward(H, rows + b * 6 * H, prev_rows ? prev_rows + b * 6 * H + H : NULL);
 }
 
 fedc_status fedc_fast_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *xw, const void *wh,
@@ -95,31 +95,36 @@ fedc_status fedc_fast_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const
     return FEDC_OK;
 }
 
+/* One batch row of a BPTT step: r the row's trace [h, c, i, g, f, o], c_prev its
+ * c[t-1] (zeros at t = 0), d the trace's cotangent, dhr / dcr the cotangents of h
+ * and c carried from step t+1 (dcr is updated), da the preactivations' gradient.
+ * Separate restrict parameters, so that the compiler vectorises over j without
+ * run-time alias checks. */
+static void row_backward(int64_t H, const float *restrict r, const float *restrict c_prev, const float *restrict d,
+                         const float *restrict dhr, float *restrict dcr, float *restrict da) {
+    const float *c = r + H, *i = r + 2 * H, *g = r + 3 * H, *f = r + 4 * H, *o = r + 5 * H;
+    for (int64_t j = 0; j < H; j++) {
+        float tc = fedc_fast_tanhf(c[j]), dh = d[j] + dhr[j];
+        float dc = dh * o[j] * (1.0f - tc * tc) + d[H + j] + dcr[j];
+        float di = dc * g[j] + d[2 * H + j], dg = dc * i[j] + d[3 * H + j];
+        float df = dc * c_prev[j] + d[4 * H + j], dout = dh * tc + d[5 * H + j];
+        dcr[j] = dc * f[j];
+        da[j] = di * i[j] * (1.0f - i[j]);
+        da[H + j] = dg * (1.0f - g[j] * g[j]);
+        da[2 * H + j] = df * f[j] * (1.0f - f[j]);
+        da[3 * H + j] = dout * o[j] * (1.0f - o[j]);
+    }
+}
+
 /* Step t of BPTT for every batch row: dh (the cotangent of h[t] through step t+1,
  * in), dc (through c[t+1], in and out) -> the preactivation gradients of step t.
  * At t = 0 there is no c[t-1]: c_prev reads a row of zeros instead (so the loop
- * has no branch and vectorises). */
+ * has no branch). */
 static void cell_backward(int64_t B, int64_t H, const float *rows, const float *prev_rows, const float *zeros,
                           const float *drows, const float *dh_rec, float *dc_rec, float *out) {
-    for (int64_t b = 0; b < B; b++) {
-        const float *r = rows + b * 6 * H, *d = drows + b * 6 * H;
-        const float *restrict c_prev = prev_rows ? prev_rows + b * 6 * H + H : zeros;
-        const float *restrict c = r + H, *restrict i = r + 2 * H, *restrict g = r + 3 * H, *restrict f = r + 4 * H,
-                              *restrict o = r + 5 * H;
-        const float *restrict dhr = dh_rec + b * H;
-        float *restrict dcr = dc_rec + b * H, *restrict da = out + b * 4 * H;
-        for (int64_t j = 0; j < H; j++) {
-            float tc = fedc_fast_tanhf(c[j]), dh = d[j] + dhr[j];
-            float dc = dh * o[j] * (1.0f - tc * tc) + d[H + j] + dcr[j];
-            float di = dc * g[j] + d[2 * H + j], dg = dc * i[j] + d[3 * H + j];
-            float df = dc * c_prev[j] + d[4 * H + j], dout = dh * tc + d[5 * H + j];
-            dcr[j] = dc * f[j];
-            da[j] = di * i[j] * (1.0f - i[j]);
-            da[H + j] = dg * (1.0f - g[j] * g[j]);
-            da[2 * H + j] = df * f[j] * (1.0f - f[j]);
-            da[3 * H + j] = dout * o[j] * (1.0f - o[j]);
-        }
-    }
+    for (int64_t b = 0; b < B; b++)
+        row_backward(H, rows + b * 6 * H, prev_rows ? prev_rows + b * 6 * H + H : zeros, drows + b * 6 * H,
+                     dh_rec + b * H, dc_rec + b * H, out + b * 4 * H);
 }
 
 fedc_status fedc_fast_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dtrace,
