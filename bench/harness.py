@@ -22,7 +22,8 @@ What it runs, in this order (every command is printed and logged in out/bench/lo
  4. large cohorts of a small model: bench_cohort_memory 2 3 100 1000 10000;
  6. one SGD training step of FedJAX's Shakespeare LSTM (batch 4 and 32, sequence 80):
     bench_lstm_step --no-peer (fedc, 1 thread) against bench/peers/lstm_step_torch.py (1 and 2
-    threads), alternating, warm-up + PAIRS sets; figure: median ms per step of each run.
+    threads), alternating, warm-up + PAIRS sets; figure: median ms per step of each run (and, as a
+    check that a loaded machine does not decide it, the last set's CPU time per step at 1 thread).
 
 The PyTorch peer's figure is the better of its 1- and 2-thread medians. Results: the table on
 stdout and out/bench/results.json (every run's figure, the medians, the commands).
@@ -113,13 +114,15 @@ def torch_eval(threads, i):
 
 def fedc_lstm(batch, i):
     cmd = [f"./{BUILD}/bench_lstm_step", str(batch), "--no-peer", "--sets", "1", "--steps", str(LSTM_STEPS)]
-    return json_line(run(cmd, f"lstm-fedc-b{batch}")[0])["fedc_ms"], cmd
+    j = json_line(run(cmd, f"lstm-fedc-b{batch}")[0])
+    return j["fedc_ms"], cmd, {"cpu_ms": j["fedc_cpu_ms"]}
 
 
 def torch_lstm(batch, threads, i):
     cmd = [PY, "bench/peers/lstm_step_torch.py", "--batch", str(batch), "--threads", str(threads), "--steps",
            str(LSTM_STEPS), "--json"]
-    return json_line(run(cmd, f"lstm-torch-b{batch}-t{threads}")[0])["step_ms"], cmd
+    j = json_line(run(cmd, f"lstm-torch-b{batch}-t{threads}")[0])
+    return j["step_ms"], cmd, {"cpu_ms": j["cpu_ms"]}
 
 
 def alternate(runners, what):
@@ -239,6 +242,9 @@ def main():
         r = res[peer]["median"] / res["fedc"]["median"]
         rows.append((f"6. Shakespeare LSTM step, batch {batch} (ms; fedc 1 thread)", f"{res['fedc']['median']:.1f}",
                      f"{res[peer]['median']:.1f} ({peer[-2:]})", f"{r:.2f}x", ">= 1.5x", yes(r >= 1.5)))
+        cpu_f, cpu_t = res["fedc"]["extra"]["cpu_ms"], res["torch-t1"]["extra"]["cpu_ms"]  # the last set's
+        rows.append((f"6. ... its CPU time per step, 1 thread each (ms)", f"{cpu_f:.1f}", f"{cpu_t:.1f} (t1)",
+                     f"{cpu_t / cpu_f:.2f}x", "(load-robust)", ""))
     head = ("workload", "fedc", "PyTorch (best threads)", "ratio", "target", "")
     widths = [max(len(str(r[c])) for r in rows + [head]) for c in range(6)]
     print(f"\nsgemm 512^3 in this run: 1 thread {peak_one:.1f} GFLOP/s, all {peak0['threads']} threads "

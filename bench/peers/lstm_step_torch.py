@@ -9,8 +9,9 @@ fedc's shakespeare_lstm) and the same training step, on CPU with a given number 
 nn.LSTM keeps two bias vectors (b_ih, b_hh) where Haiku (and fedc) keep one; that is 2,048 more
 parameters and one more vector add per step, nothing that matters to the time.
 
-Prints "torch threads=N batch=B seq=T step_ms=MEDIAN best_ms=BEST" (median and best of --steps
-steps after --warmup steps), and with --json a line "json: {...}" for bench/harness.py."""
+Prints "torch threads=N batch=B seq=T step_ms=MEDIAN best_ms=BEST cpu_ms=CPU" (median and best
+wall time of --steps steps after --warmup steps, and the median CPU time of the process per step,
+which a loaded machine distorts less), and with --json a line "json: {...}" for bench/harness.py."""
 import argparse
 import json
 import statistics
@@ -50,18 +51,19 @@ opt = torch.optim.SGD(m.parameters(), lr=0.01)
 g = torch.Generator().manual_seed(1)
 x = torch.randint(1, a.vocab, (a.batch, a.seq), generator=g)
 y = torch.randint(1, a.vocab, (a.batch, a.seq), generator=g)
-times = []
+times, cpu = [], []
 for r in range(a.warmup + a.steps):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     opt.zero_grad(set_to_none=True)
     m(x, y).backward()
     opt.step()
-    t = time.perf_counter() - t0
+    t, c = time.perf_counter() - t0, time.process_time() - c0
     if r >= a.warmup:
         times.append(t)
-med, best = statistics.median(times) * 1e3, min(times) * 1e3
+        cpu.append(c)
+med, best, cpu_med = statistics.median(times) * 1e3, min(times) * 1e3, statistics.median(cpu) * 1e3
 print(f"torch threads={a.threads} batch={a.batch} seq={a.seq} step_ms={med:.3f} best_ms={best:.3f} "
-      f"params={sum(q.numel() for q in m.parameters())}")
+      f"cpu_ms={cpu_med:.3f} params={sum(q.numel() for q in m.parameters())}")
 if a.json:
     print("json: " + json.dumps({"bench": "lstm_step_torch", "threads": a.threads, "batch": a.batch, "seq": a.seq,
-                                 "step_ms": med, "best_ms": best}))
+                                 "step_ms": med, "best_ms": best, "cpu_ms": cpu_med}))
