@@ -243,7 +243,7 @@ def main():
         rows.append((f"6. Shakespeare LSTM step, batch {batch} (ms; fedc 1 thread)", f"{res['fedc']['median']:.1f}",
                      f"{res[peer]['median']:.1f} ({peer[-2:]})", f"{r:.2f}x", ">= 1.5x", yes(r >= 1.5)))
         cpu_f, cpu_t = res["fedc"]["extra"]["cpu_ms"], res["torch-t1"]["extra"]["cpu_ms"]  # the last set's
-        rows.append((f"6. ... its CPU time per step, 1 thread each (ms)", f"{cpu_f:.1f}", f"{cpu_t:.1f} (t1)",
+        rows.append(("6. ... its CPU time per step, 1 thread each (ms)", f"{cpu_f:.1f}", f"{cpu_t:.1f} (t1)",
                      f"{cpu_t / cpu_f:.2f}x", "(load-robust)", ""))
     head = ("workload", "fedc", "PyTorch (best threads)", "ratio", "target", "")
     widths = [max(len(str(r[c])) for r in rows + [head]) for c in range(6)]
