@@ -19,7 +19,11 @@ What it runs, in this order (every command is printed and logged in out/bench/lo
  2. evaluation, forward only, batches of 500: bench_evaluate (2 threads) against
     bench/peers/evaluate_torch.py (1 and 2 threads), alternating, warm-up + PAIRS sets;
  3. FedJAX's EMNIST-62 benchmark at full scale on synthetic data: bench_emnist_full;
- 4. large cohorts of a small model: bench_cohort_memory 2 3 100 1000 10000.
+ 4. large cohorts of a small model: bench_cohort_memory 2 3 100 1000 10000;
+ 6. one SGD training step of FedJAX's Shakespeare LSTM (batch 4 and 32, sequence 80):
+    bench_lstm_step --no-peer (fedc, 1 thread) against bench/peers/lstm_step_torch.py (1 and 2
+    threads), alternating, warm-up + PAIRS sets; figure: median ms per step of each run (and, as a
+    check that a loaded machine does not decide it, the last set's CPU time per step at 1 thread).
 
 The PyTorch peer's figure is the better of its 1- and 2-thread medians. Results: the table on
 stdout and out/bench/results.json (every run's figure, the medians, the commands).
@@ -44,6 +48,7 @@ PY = "/usr/bin/python3"
 LEAF = "../shared/data/femnist-leaf"
 TRAIN_ROUNDS = 1 if QUICK else 5
 EVAL_EXAMPLES = 1000 if QUICK else 10000
+LSTM_STEPS = 5 if QUICK else 20
 
 log_index = 0
 
@@ -105,6 +110,19 @@ def torch_eval(threads, i):
     cmd = [PY, "bench/peers/evaluate_torch.py", "--examples", str(EVAL_EXAMPLES), "--batch", "500", "--threads",
            str(threads), "--repeats", "3"]
     return json_line(run(cmd, f"eval-torch-t{threads}")[0])["examples_per_s"], cmd
+
+
+def fedc_lstm(batch, i):
+    cmd = [f"./{BUILD}/bench_lstm_step", str(batch), "--no-peer", "--sets", "1", "--steps", str(LSTM_STEPS)]
+    j = json_line(run(cmd, f"lstm-fedc-b{batch}")[0])
+    return j["fedc_ms"], cmd, {"cpu_ms": j["fedc_cpu_ms"]}
+
+
+def torch_lstm(batch, threads, i):
+    cmd = [PY, "bench/peers/lstm_step_torch.py", "--batch", str(batch), "--threads", str(threads), "--steps",
+           str(LSTM_STEPS), "--json"]
+    j = json_line(run(cmd, f"lstm-torch-b{batch}-t{threads}")[0])
+    return j["step_ms"], cmd, {"cpu_ms": j["cpu_ms"]}
 
 
 def alternate(runners, what):
@@ -181,6 +199,12 @@ def main():
     cohort_cmd = [f"./{BUILD}/bench_cohort_memory", "2", "2" if QUICK else "3", "100", "1000", "10000"]
     cohort_out = run(cohort_cmd, "cohort-memory")[0]
     cohort = json_line(cohort_out)
+    lstm = {}
+    for batch in (4, 32):
+        lstm[batch] = alternate({"fedc": lambda i, b=batch: fedc_lstm(b, i),
+                                 "torch-t1": lambda i, b=batch: torch_lstm(b, 1, i),
+                                 "torch-t2": lambda i, b=batch: torch_lstm(b, 2, i)},
+                                f"workload 6 (Shakespeare LSTM step, batch {batch})")
     peak1, _ = sgemm_peak()
 
     peak_all = max(peak0["gflops_all"], peak1["gflops_all"])
@@ -213,6 +237,14 @@ def main():
         ("5. thread scaling of 1: 2 vs 1 thread (ex/s)", f"{train['fedc-t2']['median']:.0f} vs "
          f"{train['fedc-t1']['median']:.0f}", "", f"{scaling:.2f}x", ">= 1.8x", yes(scaling >= 1.8)),
     ]
+    for batch, res in lstm.items():  # ms per step: lower is better, the ratio is the peer's over fedc's
+        peer = min(("torch-t1", "torch-t2"), key=lambda k: res[k]["median"])
+        r = res[peer]["median"] / res["fedc"]["median"]
+        rows.append((f"6. Shakespeare LSTM step, batch {batch} (ms; fedc 1 thread)", f"{res['fedc']['median']:.1f}",
+                     f"{res[peer]['median']:.1f} ({peer[-2:]})", f"{r:.2f}x", ">= 1.5x", yes(r >= 1.5)))
+        cpu_f, cpu_t = res["fedc"]["extra"]["cpu_ms"], res["torch-t1"]["extra"]["cpu_ms"]  # the last set's
+        rows.append(("6. ... its CPU time per step, 1 thread each (ms)", f"{cpu_f:.1f}", f"{cpu_t:.1f} (t1)",
+                     f"{cpu_t / cpu_f:.2f}x", "(load-robust)", ""))
     head = ("workload", "fedc", "PyTorch (best threads)", "ratio", "target", "")
     widths = [max(len(str(r[c])) for r in rows + [head]) for c in range(6)]
     print(f"\nsgemm 512^3 in this run: 1 thread {peak_one:.1f} GFLOP/s, all {peak0['threads']} threads "
@@ -229,6 +261,7 @@ def main():
                "train_flops_per_example": train_flops, "training": train, "evaluation": evals,
                "emnist_full": dict(full, command=" ".join(full_cmd)),
                "cohorts": dict(cohort, command=" ".join(cohort_cmd)),
+               "lstm_step": {str(b): v for b, v in lstm.items()},
                "table": [dict(zip(["workload", "fedc", "peer", "ratio", "target", "status"], r)) for r in rows]}
     with open(os.path.join(ROOT, OUT, "results.json"), "w") as f:
         json.dump(results, f, indent=1)

@@ -24,17 +24,25 @@ static const char train_usage[] =
     "\n"
     "data\n"
     "  --data PATH               a dataset: LEAF .json[.gz] file or directory, TFF .h5, FedJAX\n"
-    "                            .sqlite, an IDX images file, or a directory of CSV or text files\n"
+    "                            .sqlite, an IDX images file, or a directory of CSV or text files;\n"
+    "                            or synthetic:zipf:CLIENTS:EXAMPLES[:WORDS[:S]], Zipfian word\n"
+    "                            sequences standing in for Stack Overflow (WORDS 20, S 1)\n"
     "  --test-data PATH          the test split (default: none; for IDX the t10k file beside\n"
     "                            --data)\n"
     "  --format NAME             leaf|tff|fedjax|idx|csv|text (default: detected)\n"
-    "  --task NAME               emnist|fashion|heart|shakespeare|none (default: from the format: LEAF, TFF\n"
-    "                            and FedJAX are emnist, IDX fashion, CSV heart)\n"
+    "  --task NAME               emnist|fashion|heart|shakespeare|stackoverflow|none (default: from the\n"
+    "                            format: LEAF, TFF and FedJAX are emnist, IDX fashion, CSV heart,\n"
+    "                            synthetic stackoverflow)\n"
+    "  --vocab FILE              stackoverflow: the vocabulary, one word a line, most frequent first\n"
+    "  --vocab-size N            stackoverflow: words of the vocabulary (default 10000)\n"
     "  --partition SPEC          split centralized data: iid|dirichlet:ALPHA|shards:K (default\n"
     "                            iid for IDX)\n"
     "  --num-clients N           clients to split centralized data into (default 100)\n"
     "model and algorithm\n"
-    "  --model NAME              logistic|dense|cnn|heart|shakespeare_lstm (default cnn)\n"
+    "  --model NAME              logistic|dense|cnn|heart|shakespeare_lstm|stackoverflow_lstm|\n"
+    "                            transformer[:tiny|small|medium|base] (default cnn); text tasks cut\n"
+    "                            or pad their sequences to the model's length (a transformer's\n"
+    "                            context)\n"
     "  --algorithm NAME          fedsgd|fedavg|fedprox, or one registered by the program\n"
     "                            (default fedavg; `fedc train --algorithms` lists them)\n"
     "  --prox-mu X               FedProx's mu (default 0.01)\n"
@@ -116,6 +124,8 @@ static int set(options *o, const char *name, const char *v) {
     else if (!strcmp(name, "test-data")) c->test_data = v;
     else if (!strcmp(name, "format")) rc = fedc_data_format_parse(v, &c->format) ? usage_error("%s", fedc_errmsg()) : 0;
     else if (!strcmp(name, "task")) c->task = v;
+    else if (!strcmp(name, "vocab")) c->vocab = v;
+    else if (!strcmp(name, "vocab-size")) rc = parse_int(name, v, 1, &i), c->vocab_size = i;
     else if (!strcmp(name, "partition")) c->partition = v;
     else if (!strcmp(name, "num-clients")) rc = parse_int(name, v, 1, &i), c->num_clients = i;
     else if (!strcmp(name, "model")) c->model = v;

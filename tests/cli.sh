@@ -202,6 +202,29 @@ expect 2 "unknown algorithm \"fedfoo\" (known: fedsgd, fedavg, fedprox" -- "$fed
 expect 0 "fedprox    FedProx" -- "$fedc" train --algorithms
 expect 2 "no such file" -- "$fedc" train --data "$out/missing" --quiet
 expect 2 "--checkpoint FILE and --data PATH are required" -- "$fedc" eval --data x
+# Language models from the command line: Stack Overflow on synthetic Zipf word ranks
+# and on a TFF file that h5py writes (tests/data_tff_make.py) with a vocabulary
+# file; a transformer on Shakespeare snippets cut to its context of 16.
+text="--rounds 2 --clients-per-round 2 --batch-size 2 --steps 2 --eval-every 1 --threads 2 --quiet"
+expect 0 "done: 2 rounds" -- "$fedc" train --data synthetic:zipf:3:8:12 --test-data synthetic:zipf:2:4 \
+  --model stackoverflow_lstm --vocab-size 50 $text --out "$out/so"
+grep -q '"round": 2, "train_loss": [0-9.]*, "test_loss": [0-9.]*, "test_accuracy": 0\.[0-9]*[1-9]' \
+  "$out/so/metrics.jsonl" && ok || bad "synthetic stackoverflow: no test accuracy for round 2"
+expect 2 "bad synthetic data" -- "$fedc" train --data synthetic:zipf:3 --quiet
+expect 2 "use --task stackoverflow" -- "$fedc" train --data synthetic:zipf:3:8 --task emnist --quiet
+expect 2 "model \"cnn\" does not fit the stackoverflow task" -- "$fedc" train --data synthetic:zipf:3:8 --quiet
+if /usr/bin/python3 -c 'import h5py' 2>/dev/null && /usr/bin/python3 tests/data_tff_make.py "$out"; then
+  printf 'caf\303\251 3\ntok0 2\n0 1\n' >"$out/vocab.txt"
+  expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/stackoverflow.h5" --test-data "$out/stackoverflow.h5" \
+    --task stackoverflow --vocab "$out/vocab.txt" --model stackoverflow_lstm $text --out "$out/so-tff"
+  grep -q '"round": 2' "$out/so-tff/metrics.jsonl" && ok || bad "TFF stackoverflow: no metrics for round 2"
+  expect 2 "needs --vocab FILE" -- "$fedc" train --data "$out/stackoverflow.h5" --task stackoverflow --quiet
+  expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/shakespeare.h5" --test-data "$out/shakespeare.h5" \
+    --task shakespeare --model transformer:tiny $text --out "$out/sh-tf"
+  grep -q '"round": 2, "train_loss": [0-9.]*, "test_loss": [0-9.]*, "test_accuracy"' "$out/sh-tf/metrics.jsonl" \
+    && ok || bad "transformer on Shakespeare: no metrics for round 2"
+fi
+
 printf 'rounds = zero\n' >"$out/bad.ini"
 expect 2 "line 1: bad option or value" -- "$fedc" train --data x --config "$out/bad.ini"
 

@@ -262,6 +262,28 @@ static void test_shakespeare_leaf(void) {
         CHECK_EQ_INT(ys[159], 89);
     }
     fedc_client_data_destroy(out);
+
+    /* a model's length: the last 5 positions of each window, or the window and PAD */
+    CHECK_OK(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){.leaf_sequences = true, .sequence_length = 5},
+                                         &out));
+    const int32_t *x5 = array(out, "x", TY(FEDC_I32, 2, 5)), *y5 = array(out, "y", TY(FEDC_I32, 2, 5));
+    for (int k = 0; x5 && y5 && k < 5; k++) {
+        CHECK_EQ_INT(x5[k], fedc_shakespeare_char_id((unsigned char)a[75 + k]));
+        CHECK_EQ_INT(x5[5 + k], fedc_shakespeare_char_id((unsigned char)b[75 + k]));
+        CHECK_EQ_INT(y5[k], k < 4 ? fedc_shakespeare_char_id((unsigned char)a[76 + k]) : fedc_shakespeare_char_id('n'));
+        CHECK_EQ_INT(y5[5 + k], k < 4 ? fedc_shakespeare_char_id((unsigned char)b[76 + k]) : 89);
+    }
+    fedc_client_data_destroy(out);
+    CHECK_OK(fedc_shakespeare_preprocess(c, &(fedc_shakespeare_options){.leaf_sequences = true, .sequence_length = 83},
+                                         &out));
+    const int32_t *x83 = array(out, "x", TY(FEDC_I32, 2, 83)), *y83 = array(out, "y", TY(FEDC_I32, 2, 83));
+    for (int k = 0; x83 && y83 && k < 83; k++) {
+        CHECK_EQ_INT(x83[83 + k], k < 80 ? fedc_shakespeare_char_id((unsigned char)b[k]) : FEDC_SHAKESPEARE_PAD);
+        CHECK_EQ_INT(y83[k], k < 79   ? fedc_shakespeare_char_id((unsigned char)a[k + 1])
+                             : k == 79 ? fedc_shakespeare_char_id('n')
+                                       : FEDC_SHAKESPEARE_PAD);
+    }
+    fedc_client_data_destroy(out);
     fedc_client_data_destroy(c);
 
     c = new_client("R", 2);
@@ -318,7 +340,7 @@ static void test_stackoverflow_fedjax_case(void) {
         {7, {1, 3, 4, 5, 0, 0, 0, 1, 5, 3, 4, 5, 6, 0}, {3, 4, 5, 2, 0, 0, 0, 5, 3, 4, 5, 6, 2, 0}},
     };
     for (int k = 0; k < 3; k++) {
-        fedc_stackoverflow_options o = {v, cases[k].length};
+        fedc_stackoverflow_options o = {.vocab = v, .max_length = cases[k].length};
         CHECK_OK(fedc_stackoverflow_preprocess(c, &o, &out));
         check_ints(array(out, "x", TY(FEDC_I32, 2, cases[k].length)), cases[k].x, 2 * cases[k].length, "x");
         check_ints(array(out, "y", TY(FEDC_I32, 2, cases[k].length)), cases[k].y, 2 * cases[k].length, "y");
@@ -352,7 +374,7 @@ static void test_stackoverflow_split(void) {
     for (int k = 0; k < 20; k++) memcpy(text + 2 * k, k % 2 ? "b " : "a ", 2);
     fedc_client_data *c = new_client("long", 1), *out = NULL;
     CHECK_OK(fedc_client_add_strings(c, "tokens", (const char *[]){text}, (size_t[]){39}));
-    CHECK_OK(fedc_stackoverflow_preprocess(c, &(fedc_stackoverflow_options){v, 0}, &out));
+    CHECK_OK(fedc_stackoverflow_preprocess(c, &(fedc_stackoverflow_options){.vocab = v}, &out));
     const int32_t *ox = array(out, "x", TY(FEDC_I32, 1, 20)), *oy = array(out, "y", TY(FEDC_I32, 1, 20));
     for (int k = 0; ox && oy && k < 20; k++) {
         CHECK_EQ_INT(ox[k], k == 0 ? 1 : (k - 1) % 2 ? 4 : 3);
@@ -360,10 +382,24 @@ static void test_stackoverflow_split(void) {
     }
     CHECK(out && !fedc_client_feature(out, "domain_id")); /* no "type" */
     fedc_client_data_destroy(out);
-    CHECK_ERR(fedc_stackoverflow_preprocess(c, &(fedc_stackoverflow_options){NULL, 0}, &out), FEDC_EINVAL,
+    CHECK_ERR(fedc_stackoverflow_preprocess(c, &(fedc_stackoverflow_options){.vocab = NULL}, &out), FEDC_EINVAL,
               "needs a vocabulary");
     fedc_client_data_destroy(c);
     fedc_stackoverflow_vocab_destroy(v);
+
+    /* word ranks (synthetic data): rank r is id r + 3, ranks outside a vocabulary of 5
+     * are OOV (8); BOS first, EOS after the words, PAD after that */
+    c = new_client("ranks", 2);
+    CHECK_OK(fedc_client_add_array(c, "tokens", TY(FEDC_I32, 2, 3), (int32_t[]){0, 4, 5, 2, -1, 1}));
+    CHECK_OK(fedc_stackoverflow_preprocess(c, &(fedc_stackoverflow_options){.vocab_size = 5, .max_length = 6}, &out));
+    check_ints(array(out, "x", TY(FEDC_I32, 2, 6)), (int32_t[]){1, 3, 7, 8, 2, 0, 1, 5, 8, 4, 2, 0}, 12, "x");
+    check_ints(array(out, "y", TY(FEDC_I32, 2, 6)), (int32_t[]){3, 7, 8, 2, 0, 0, 5, 8, 4, 2, 0, 0}, 12, "y");
+    fedc_client_data_destroy(out);
+    CHECK_OK(fedc_stackoverflow_preprocess(c, &(fedc_stackoverflow_options){.max_length = 2}, &out));
+    check_ints(array(out, "x", TY(FEDC_I32, 2, 2)), (int32_t[]){1, 3, 1, 5}, 4, "x cut");
+    check_ints(array(out, "y", TY(FEDC_I32, 2, 2)), (int32_t[]){3, 7, 5, 10003}, 4, "y cut");
+    fedc_client_data_destroy(out);
+    fedc_client_data_destroy(c);
 }
 
 static void test_stackoverflow_vocab_file(void) {
@@ -715,7 +751,7 @@ static void test_alloc_failures(void) {
     CHECK_OK(fedc_client_add_strings(t, "tokens", (const char *[]){"a b c"}, NULL));
     CHECK_OK(fedc_client_add_strings(t, "type", (const char *[]){"answer"}, NULL));
     fail_each_allocation("stackoverflow", stackoverflow_fn, t,
-                         &(fedc_stackoverflow_options){v, 4});
+                         &(fedc_stackoverflow_options){.vocab = v, .max_length = 4});
     fedc_client_data_destroy(t);
     fedc_stackoverflow_vocab_destroy(v);
     for (uint64_t k = 1; k < 100; k++) { /* the vocabulary itself */

@@ -653,6 +653,60 @@ static void test_dropout(void) {
     CHECK_ERR(F->dropout(FEDC_F32, 3, xd, streams[0], NAN, yd), FEDC_EINVAL, "rate");
 }
 
+/* ------------------------------------------------------------ slice, pad -- */
+
+/* The window `inner` at `at` of `outer`: slice outer -> inner and pad inner -> outer,
+ * fast against reference, bit for bit, for element sizes 1, 4 and 8. */
+static void window_case(const fedc_kshape *outer, const int64_t *at, const fedc_kshape *inner) {
+    static const size_t sizes[] = {1, 4, 8};
+    for (size_t si = 0; si < FEDC_COUNT_OF(sizes); si++) {
+        size_t es = sizes[si], nout = (size_t)fedc_kshape_count(outer) * es, nin = (size_t)fedc_kshape_count(inner) * es;
+        unsigned char *big = alloc_bytes(nout), *small = alloc_bytes(nin);
+        void *got = alloc_poison(nout > nin ? nout : nin), *want = alloc_poison(nout > nin ? nout : nin);
+        for (size_t i = 0; big && i < nout; i++) big[i] = (unsigned char)(1 + i % 251);
+        for (size_t i = 0; small && i < nin; i++) small[i] = (unsigned char)(1 + (i * 7) % 253);
+        char what[96];
+        snprintf(what, sizeof what, "slice rank %d, %zu-byte elements, %lld of %lld", outer->rank, es,
+                 (long long)fedc_kshape_count(inner), (long long)fedc_kshape_count(outer));
+        CHECK_OK(F->slice(es, outer, at, big, inner, got));
+        CHECK_OK(R->slice(es, outer, at, big, inner, want));
+        check_same_bits(got, want, nin, what);
+        what[0] = 'p', what[1] = 'a', what[2] = 'd', memmove(what + 3, what + 5, strlen(what + 5) + 1);
+        CHECK_OK(F->pad(es, inner, at, small, outer, got));
+        CHECK_OK(R->pad(es, inner, at, small, outer, want));
+        check_same_bits(got, want, nout, what);
+        fedc_free(big), fedc_free(small), fedc_free(got), fedc_free(want);
+    }
+}
+
+static void test_slice_pad(void) {
+    /* rows of a matrix (one run), columns (a run per row), an LSTM trace's h, inner
+     * windows of 3-d and 4-d arrays, whole arrays, empty windows, rank 0 and 1 */
+    struct { int rank; int64_t outer[4], at[4], inner[4]; } cases[] = {
+        {2, {264, 1024}, {8, 0}, {256, 1024}},
+        {2, {264, 1024}, {0, 0}, {8, 1024}},
+        {2, {7, 13}, {2, 3}, {4, 9}},
+        {3, {5, 3, 12}, {0, 0, 0}, {5, 3, 2}},
+        {3, {5, 3, 12}, {1, 0, 4}, {3, 3, 8}},
+        {3, {5, 3, 12}, {1, 1, 0}, {4, 2, 12}},
+        {4, {3, 4, 5, 6}, {1, 0, 0, 0}, {2, 4, 5, 6}},
+        {4, {3, 4, 5, 6}, {0, 1, 2, 1}, {3, 2, 3, 4}},
+        {4, {3, 4, 5, 6}, {0, 0, 0, 0}, {3, 4, 5, 6}},
+        {3, {5, 3, 12}, {2, 0, 0}, {0, 3, 12}},
+        {1, {17}, {5}, {11}},
+        {0, {0}, {0}, {0}},
+    };
+    for (size_t c = 0; c < FEDC_COUNT_OF(cases); c++) {
+        fedc_kshape outer = {cases[c].rank, {0}}, inner = {cases[c].rank, {0}};
+        for (int d = 0; d < cases[c].rank; d++) outer.dims[d] = cases[c].outer[d], inner.dims[d] = cases[c].inner[d];
+        window_case(&outer, cases[c].at, &inner);
+    }
+    fedc_kshape a = {2, {4, 4}}, b = {2, {3, 5}};
+    float x[20] = {0}, y[20];
+    CHECK_ERR(F->slice(4, &a, (int64_t[]){0, 0}, x, &b, y), FEDC_ESHAPE, "axis 1");
+    CHECK_ERR(F->pad(4, &b, (int64_t[]){1, 0}, x, &a, y), FEDC_ESHAPE, "axis 1");
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"select", test_select},
@@ -668,6 +722,7 @@ int main(int argc, char **argv) {
         {"unary", test_unary},
         {"binary", test_binary},
         {"reduce", test_reduce},
+        {"slice_pad", test_slice_pad},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

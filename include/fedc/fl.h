@@ -87,13 +87,18 @@ fedc_status fedc_evaluation_program(const fedc_model *m, int64_t batch_size, int
 
 /* What `fedc train` runs: a federated training job from data to metrics. */
 typedef struct fedc_train_config {
-    const char *data;       /* a dataset path (fedc_dataset_open) */
+    const char *data;       /* a dataset path (fedc_dataset_open), or synthetic:zipf:CLIENTS:EXAMPLES[:WORDS[:S]]
+                               (fedc_synthetic_zipf word ranks, for stackoverflow) */
     const char *test_data;  /* NULL: none (IDX: the t10k file beside the train file) */
     fedc_data_format format;
-    const char *task;       /* "emnist", "fashion", "heart", "none"; NULL: from the data */
+    const char *task;       /* "emnist", "fashion", "heart", "shakespeare", "stackoverflow", "none"; NULL: from
+                               the data (synthetic:zipf:... is stackoverflow) */
     const char *partition;  /* centralized data: "iid", "dirichlet:ALPHA", "shards:K" */
     int64_t num_clients;    /* clients to partition centralized data into */
-    const char *model;      /* "logistic", "dense", "cnn", "heart" */
+    const char *model;      /* "logistic", "dense", "cnn", "heart", "shakespeare_lstm", "stackoverflow_lstm",
+                               "transformer[:PRESET]" (text tasks; its context becomes the task's length) */
+    const char *vocab;      /* stackoverflow: the vocabulary file, most frequent word first */
+    int64_t vocab_size;     /* stackoverflow: words of it to use (0: 10000); the model has vocab_size + 4 ids */
     fedc_algorithm algorithm; /* kind, optimizers, prox_mu, batch_size, dropout; max_steps 0: derived */
     int epochs;             /* local epochs per round */
     int64_t steps;          /* local steps per round (0: all the epochs' batches) */

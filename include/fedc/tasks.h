@@ -87,10 +87,13 @@ int32_t fedc_shakespeare_char_id(unsigned char c);
  *   (LEAF's own models use an 80-character vocabulary; this is FedJAX's, so a
  *   model trained on either source sees the same ids.) */
 typedef struct fedc_shakespeare_options {
-    int64_t sequence_length; /* snippets only; 0: 80; at most FEDC_TASK_MAX_LENGTH */
+    int64_t sequence_length; /* 0: 80; at most FEDC_TASK_MAX_LENGTH */
     /* LEAF only: "y" i32[n, L] = the next character of every position of x (x[1:]
      * then y), so that a window is one next-character sequence example for the
-     * language model (docs/data.md). */
+     * language model (docs/data.md). With a sequence_length S, "x" and "y" are
+     * i32[n, S]: the window's last S positions when S <= L, else the whole window
+     * followed by PAD (so a model of any context reads LEAF's 80-character
+     * windows). Without leaf_sequences, LEAF ignores sequence_length. */
     bool leaf_sequences;
 } fedc_shakespeare_options;
 
@@ -133,10 +136,15 @@ void fedc_stackoverflow_tokenize(const fedc_stackoverflow_vocab *v, const char *
 
 /* Input "tokens" STRINGS (and optionally "type" STRINGS). Output "x", "y"
  * i32[n, max_length], and, where "type" is present, FedJAX's "domain_id" i32[n]
- * (1 for "answer", 0 otherwise). */
+ * (1 for "answer", 0 otherwise).
+ * Input "tokens" i32[n, W] instead (fedc_synthetic_zipf's sequences, the
+ * benchmarks' stand-in for the real data) holds word ranks already: rank r is the
+ * vocabulary's word r (id r + 3; OOV outside [0, vocabulary size)), then x and y
+ * are made as fedc_stackoverflow_tokenize makes them, and no vocabulary is needed. */
 typedef struct fedc_stackoverflow_options {
-    const fedc_stackoverflow_vocab *vocab; /* required */
+    const fedc_stackoverflow_vocab *vocab; /* required for STRINGS tokens */
     int64_t max_length; /* 0: 20 (FedJAX trains on 20, evaluates on 30); at most FEDC_TASK_MAX_LENGTH */
+    int64_t vocab_size; /* words, for rank tokens without `vocab` (0: 10000) */
 } fedc_stackoverflow_options;
 
 fedc_status fedc_stackoverflow_preprocess(const fedc_client_data *in, const fedc_stackoverflow_options *o,

@@ -110,15 +110,20 @@ static fedc_status leaf_check(const fedc_client_data *in, const fedc_feature *xs
     return FEDC_OK;
 }
 
-static fedc_status shakespeare_leaf(const fedc_client_data *in, bool sequences, fedc_client_data **out) {
+/* With `sequences`, each window becomes one next-character sequence of `want`
+ * positions (0: the window's length L): the last `want` characters of the window
+ * and their next characters when want <= L, else the whole window followed by
+ * PAD (which the models leave out). */
+static fedc_status shakespeare_leaf(const fedc_client_data *in, bool sequences, int64_t want, fedc_client_data **out) {
     const fedc_feature *xs, *ys;
     int64_t n = in->num_examples, length = 0;
     fedc_status st = fedc__task_input(in, SHAKESPEARE, "x", NULL, FEDC_FEATURE_STRINGS, FEDC_U8, &xs);
     if (!st) st = fedc__task_input(in, SHAKESPEARE, "y", NULL, FEDC_FEATURE_STRINGS, FEDC_U8, &ys);
     if (!st) st = leaf_check(in, xs, ys, &length);
     if (st) return st;
-    int64_t per_y = sequences ? length : 1;
-    int32_t *x = fedc__task_alloc(in, n * length, sizeof *x), *y = fedc__task_alloc(in, n * per_y, sizeof *y);
+    int64_t len_x = sequences && want ? want : length, per_y = sequences ? len_x : 1;
+    int64_t skip = sequences && want && want < length ? length - want : 0; /* characters dropped from the front */
+    int32_t *x = fedc__task_alloc(in, n * len_x, sizeof *x), *y = fedc__task_alloc(in, n * per_y, sizeof *y);
     if (!x || !y) {
         fedc_free(x), fedc_free(y);
         return FEDC_ENOMEM;
@@ -127,13 +132,19 @@ static fedc_status shakespeare_leaf(const fedc_client_data *in, bool sequences, 
     build_table(table);
     const unsigned char *xb = xs->data, *yb = ys->data;
     for (int64_t i = 0; i < n; i++) {
-        for (int64_t k = 0; k < length; k++) x[i * length + k] = table[xb[xs->offsets[i] + k]];
-        /* the window's next characters: x shifted by one, then y */
-        for (int64_t k = 1; sequences && k < length; k++) y[i * per_y + k - 1] = x[i * length + k];
-        y[i * per_y + per_y - 1] = table[yb[ys->offsets[i]]];
+        int32_t *xi = x + i * len_x, *yi = y + i * per_y, next = table[yb[ys->offsets[i]]];
+        for (int64_t k = 0; k < len_x; k++)
+            xi[k] = skip + k < length ? table[xb[xs->offsets[i] + skip + k]] : FEDC_SHAKESPEARE_PAD;
+        if (!sequences) {
+            yi[0] = next;
+            continue;
+        }
+        /* the window's next characters: x shifted by one, then y, then PAD */
+        for (int64_t k = 0; k < per_y; k++)
+            yi[k] = skip + k + 1 < length ? xi[k + 1] : skip + k + 1 == length ? next : FEDC_SHAKESPEARE_PAD;
     }
-    fedc_type yt = sequences ? fedc_type_make(FEDC_I32, 2, (int64_t[]){n, length}) : fedc_type_make(FEDC_I32, 1, &n);
-    return make_xy(in, fedc_type_make(FEDC_I32, 2, (int64_t[]){n, length}), x, yt, y, out);
+    fedc_type yt = sequences ? fedc_type_make(FEDC_I32, 2, (int64_t[]){n, per_y}) : fedc_type_make(FEDC_I32, 1, &n);
+    return make_xy(in, fedc_type_make(FEDC_I32, 2, (int64_t[]){n, len_x}), x, yt, y, out);
 }
 
 fedc_status fedc_shakespeare_preprocess(const fedc_client_data *in, const fedc_shakespeare_options *o,
@@ -146,7 +157,8 @@ fedc_status fedc_shakespeare_preprocess(const fedc_client_data *in, const fedc_s
     /* TFF's and FedJAX's "snippets" and the text reader's "text" are both a
      * role's lines; LEAF has x and y instead. */
     const fedc_feature *snippets = fedc_client_feature(in, "snippets");
-    if (!snippets && !fedc_client_feature(in, "text")) return shakespeare_leaf(in, o && o->leaf_sequences, out);
+    if (!snippets && !fedc_client_feature(in, "text"))
+        return shakespeare_leaf(in, o && o->leaf_sequences, o ? o->sequence_length : 0, out);
     fedc_status st = fedc__task_input(in, SHAKESPEARE, "snippets", "text", FEDC_FEATURE_STRINGS, FEDC_U8, &snippets);
     return st ? st : shakespeare_snippets(in, snippets, length, out);
 }
@@ -352,15 +364,53 @@ static fedc_status add_domain(const fedc_client_data *in, const fedc_feature *ty
     return fedc__task_adopt(out, "domain_id", fedc_type_make(FEDC_I32, 1, &in->num_examples), d);
 }
 
+/* Word ranks (fedc_synthetic_zipf's "tokens" i32[n, W]) as the tokenizer would
+ * give them: ids = [BOS] + (rank + 3, or OOV for a rank outside the vocabulary)
+ * + [EOS], x = ids[:-1] and y = ids[1:], cut or padded with PAD to `length`. */
+static int32_t rank_id(const int32_t *ranks, int64_t words, int64_t vocab, int64_t p) {
+    if (p == 0) return FEDC_STACKOVERFLOW_BOS;
+    if (p == words + 1) return FEDC_STACKOVERFLOW_EOS;
+    if (p > words + 1) return FEDC_STACKOVERFLOW_PAD;
+    int32_t r = ranks[p - 1];
+    return r >= 0 && r < vocab ? r + 3 : (int32_t)vocab + 3;
+}
+
+static fedc_status stackoverflow_ranks(const fedc_client_data *in, const fedc_feature *tokens, int64_t vocab,
+                                       int64_t length, fedc_client_data **out) {
+    if (tokens->type.rank != 2)
+        return fedc_error(FEDC_ETYPE, "client \"%s\": " SO " word ranks \"tokens\" must be i32[n, words], not rank %d",
+                          in->id, tokens->type.rank);
+    int64_t n = in->num_examples, words = tokens->type.dims[1];
+    int32_t *x = fedc__task_alloc(in, n * length, sizeof *x), *y = fedc__task_alloc(in, n * length, sizeof *y);
+    if (!x || !y) {
+        fedc_free(x), fedc_free(y);
+        return FEDC_ENOMEM;
+    }
+    const int32_t *ranks = tokens->data;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t p = 0; p < length; p++) {
+            x[i * length + p] = rank_id(ranks + i * words, words, vocab, p);
+            y[i * length + p] = rank_id(ranks + i * words, words, vocab, p + 1);
+        }
+    fedc_type t = fedc_type_make(FEDC_I32, 2, (int64_t[]){n, length});
+    return make_xy(in, t, x, t, y, out);
+}
+
 fedc_status fedc_stackoverflow_preprocess(const fedc_client_data *in, const fedc_stackoverflow_options *o,
                                           fedc_client_data **out) {
     *out = NULL;
     int64_t n = in->num_examples, length = o && o->max_length ? o->max_length : FEDC_STACKOVERFLOW_MAX_LENGTH;
-    if (!o || !o->vocab) return fedc_error(FEDC_EINVAL, "client \"%s\": " SO " needs a vocabulary", in->id);
     if (length < 1 || length > FEDC_TASK_MAX_LENGTH)
         return fedc_error(FEDC_EINVAL, "client \"%s\": " SO " max length %lld is not in [1, %d]", in->id,
                           (long long)length, FEDC_TASK_MAX_LENGTH);
-    const fedc_feature *tokens, *type = NULL;
+    const fedc_feature *tokens = fedc_client_feature(in, "tokens"), *type = NULL;
+    if (tokens && tokens->kind == FEDC_FEATURE_ARRAY && tokens->type.dtype == FEDC_I32) {
+        int64_t vocab = o && o->vocab ? fedc_stackoverflow_vocab_size(o->vocab)
+                        : o && o->vocab_size ? o->vocab_size : FEDC_STACKOVERFLOW_VOCAB_SIZE;
+        return stackoverflow_ranks(in, tokens, vocab, length, out);
+    }
+    if (!o || !o->vocab)
+        return fedc_error(FEDC_EINVAL, "client \"%s\": " SO " needs a vocabulary to look its words up", in->id);
     fedc_status st = fedc__task_input(in, SO, "tokens", NULL, FEDC_FEATURE_STRINGS, FEDC_U8, &tokens);
     if (!st && fedc_client_feature(in, "type"))
         st = fedc__task_input(in, SO, "type", NULL, FEDC_FEATURE_STRINGS, FEDC_U8, &type);

@@ -27,6 +27,9 @@ typedef struct trainer {
     char task[16];
     fedc_heart_disease_options heart;
     fedc_shakespeare_options shakespeare;
+    fedc_stackoverflow_options stackoverflow;
+    fedc_stackoverflow_vocab *so_vocab;
+    bool synthetic;         /* synthetic:zipf:... data (word ranks) */
     float heart_mean[FEDC_HEART_DISEASE_FEATURES], heart_std[FEDC_HEART_DISEASE_FEATURES];
     fedc_model *model;
     fedc_algorithm alg;

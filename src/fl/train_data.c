@@ -8,6 +8,10 @@
 #include "fedc/tasks.h"
 #include "fl/train.h"
 
+/* The language models' output covers the vocabulary and 4 special ids, at most
+ * 2^20 classes. */
+enum { MAX_VOCAB = (1 << 20) - 4 };
+
 /* ------------------------------------------------------------- opening -- */
 
 /* IDX: u8 images [n, h, w] -> "x" f32 [n, h, w, 1] / 255 (as torchvision's
@@ -39,6 +43,7 @@ static fedc_status image_u8_hook(void *ctx, fedc_client_data **client) {
 
 static fedc_status resolve_task(trainer *t) {
     const char *task = t->c->task;
+    if (!task && t->synthetic) task = "stackoverflow";
     if (!task) {
         fedc_data_format f = fedc_dataset_format(t->train);
         if (f == FEDC_FORMAT_MEMORY) f = t->source_format;
@@ -46,8 +51,31 @@ static fedc_status resolve_task(trainer *t) {
     }
     snprintf(t->task, sizeof t->task, "%s", task);
     if (strcmp(task, "emnist") && strcmp(task, "fashion") && strcmp(task, "heart") && strcmp(task, "shakespeare") &&
-        strcmp(task, "none"))
-        return fedc_error(FEDC_EINVAL, "unknown task \"%s\" (use emnist, fashion, heart, shakespeare or none)", task);
+        strcmp(task, "stackoverflow") && strcmp(task, "none"))
+        return fedc_error(FEDC_EINVAL, "unknown task \"%s\" (use emnist, fashion, heart, shakespeare, stackoverflow "
+                          "or none)", task);
+    if (t->synthetic && strcmp(task, "stackoverflow"))
+        return fedc_error(FEDC_EINVAL, "synthetic Zipf data are word sequences: use --task stackoverflow, not %s", task);
+    return FEDC_OK;
+}
+
+/* Stack Overflow: words through the vocabulary file (--vocab), or synthetic word
+ * ranks, which need none. */
+static fedc_status stackoverflow_options(trainer *t) {
+    const fedc_train_config *c = t->c;
+    if (c->vocab_size < 0 || c->vocab_size > MAX_VOCAB)
+        return fedc_error(FEDC_EINVAL, "train: vocabulary size %lld is outside [0, %d] (0: 10000)",
+                          (long long)c->vocab_size, MAX_VOCAB);
+    t->stackoverflow.vocab_size = c->vocab_size ? c->vocab_size : FEDC_STACKOVERFLOW_VOCAB_SIZE;
+    if (!c->vocab) {
+        if (t->synthetic) return FEDC_OK;
+        return fedc_error(FEDC_EINVAL, "the stackoverflow task needs --vocab FILE: the vocabulary, one word a line, "
+                          "most frequent first (FedJAX's stackoverflow.word_count or TFF's vocabulary)");
+    }
+    fedc_status st = fedc_stackoverflow_vocab_read(&t->so_vocab, c->vocab, t->stackoverflow.vocab_size);
+    if (st) return st;
+    t->stackoverflow.vocab = t->so_vocab;
+    t->stackoverflow.vocab_size = fedc_stackoverflow_vocab_size(t->so_vocab);
     return FEDC_OK;
 }
 
@@ -78,6 +106,10 @@ static fedc_status set_hooks(trainer *t) {
         t->shakespeare.leaf_sequences = true;
         hook = fedc_shakespeare_hook;
         ctx = &t->shakespeare;
+    } else if (!strcmp(t->task, "stackoverflow")) {
+        if ((st = stackoverflow_options(t))) return st;
+        hook = fedc_stackoverflow_hook;
+        ctx = &t->stackoverflow;
     } else if (!strcmp(t->task, "heart")) {
         if ((st = heart_stats(t))) return st;
         hook = fedc_heart_disease_hook;
@@ -124,7 +156,35 @@ static fedc_status default_test_path(const trainer *t, char *buf, size_t size) {
     return FEDC_OK;
 }
 
+/* "synthetic:zipf:CLIENTS:EXAMPLES[:WORDS[:S]]": fedc_synthetic_zipf's word ranks
+ * over the task's vocabulary, WORDS per example (default 20) with exponent S
+ * (default 1); the test split (`test`) draws from seed + 1. */
+static fedc_status open_synthetic(trainer *t, const char *path, bool test, fedc_dataset **out) {
+    const char *spec = path + strlen("synthetic:");
+    long long clients = 0, examples = 0, words = FEDC_STACKOVERFLOW_MAX_LENGTH;
+    double s = 1.0;
+    int used = 0;
+    int got = sscanf(spec, "zipf:%lld:%lld%n", &clients, &examples, &used);
+    if (got == 2 && spec[used] == ':') {
+        int more = 0;
+        got += sscanf(spec + used, ":%lld%n", &words, &more);
+        used += more;
+        if (got == 3 && spec[used] == ':') got += sscanf(spec + used, ":%lf%n", &s, &more), used += more;
+    }
+    if (got < 2 || spec[used] != '\0' || clients < 1 || examples < 1 || words < 1 || words > FEDC_TASK_MAX_LENGTH)
+        return fedc_error(FEDC_EINVAL, "train: bad synthetic data \"%s\" (use synthetic:zipf:CLIENTS:EXAMPLES[:WORDS[:S]] "
+                          "with CLIENTS, EXAMPLES >= 1 and WORDS in [1, %d])", path, FEDC_TASK_MAX_LENGTH);
+    int64_t vocab = t->c->vocab_size > 0 ? t->c->vocab_size : FEDC_STACKOVERFLOW_VOCAB_SIZE;
+    if (vocab > MAX_VOCAB)
+        return fedc_error(FEDC_EINVAL, "train: vocabulary size %lld is above %d", (long long)vocab,
+                          MAX_VOCAB);
+    t->synthetic = true;
+    t->source_format = FEDC_FORMAT_MEMORY;
+    return fedc_synthetic_zipf(clients, examples, words, (int32_t)vocab, s, t->c->seed + (test ? 1 : 0), out);
+}
+
 static fedc_status open_one(trainer *t, const char *path, fedc_dataset **out, fedc_dataset **central) {
+    if (!strncmp(path, "synthetic:", 10)) return open_synthetic(t, path, false, out);
     fedc_dataset *ds;
     fedc_status st = fedc_dataset_open(&ds, path, t->c->format);
     if (st) return st;
@@ -143,7 +203,8 @@ fedc_status fedc__train_open_data(trainer *t) {
     char path[4096];
     const char *test = t->c->test_data;
     if (!st && !test && default_test_path(t, path, sizeof path) == FEDC_OK) test = path;
-    if (!st && test) { /* a test split is evaluated as it comes: one client per writer, or all */
+    if (!st && test && !strncmp(test, "synthetic:", 10)) st = open_synthetic(t, test, true, &t->test);
+    else if (!st && test) { /* a test split is evaluated as it comes: one client per writer, or all */
         st = fedc_dataset_open(&t->test, test, t->c->format);
     }
     if (!st) st = set_hooks(t);

@@ -15,6 +15,10 @@ fedc_status fedc_fast_select(fedc_dtype dt, const fedc_kshape *cs, const uint8_t
                              const void *a, const fedc_kshape *bs, const void *b, const fedc_kshape *outs, void *out);
 fedc_status fedc_fast_reduce(fedc_reduce_op op, fedc_dtype dt, const fedc_kshape *xs, unsigned axes,
                              const void *x, void *y);
+fedc_status fedc_fast_slice(size_t elsize, const fedc_kshape *xs, const int64_t *start, const void *x,
+                            const fedc_kshape *ys, void *y);
+fedc_status fedc_fast_pad(size_t elsize, const fedc_kshape *xs, const int64_t *lo, const void *x,
+                          const fedc_kshape *ys, void *y);
 fedc_status fedc_fast_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k, int ta,
                              int tb, const void *a, int a_batched, const void *b, int b_batched,
                              void *c);

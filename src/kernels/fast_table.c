@@ -1,7 +1,8 @@
 /*
  * The fast kernel table, fedc_kernels_fast: GEMM-based matmul and convolution
- * (fast_blas.c, fast_conv.c), channel-vectorised pooling (fast_pool.c) and flat
- * elementwise loops (fast_elementwise.c); every other entry is the reference
+ * (fast_blas.c, fast_conv.c), channel-vectorised pooling (fast_pool.c), flat
+ * elementwise loops (fast_elementwise.c), slice and pad by contiguous runs
+ * (fast_shape.c); every other entry is the reference
  * kernel of the same name, which is already as fast as it needs to be or not on a
  * hot path. The fast functions are declared in fast.h, which every fast_*.c
  * includes, so the compiler checks each definition against the table's field.
@@ -17,8 +18,8 @@ const fedc_kernels fedc_kernels_fast = {
     .reduce = fedc_fast_reduce,
     .broadcast_to = fedc_ref_broadcast_to,
     .transpose = fedc_ref_transpose,
-    .slice = fedc_ref_slice,
-    .pad = fedc_ref_pad,
+    .slice = fedc_fast_slice,
+    .pad = fedc_fast_pad,
     .concat = fedc_ref_concat,
     .matmul = fedc_fast_matmul,
     .gather = fedc_ref_gather,

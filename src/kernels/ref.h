@@ -119,6 +119,11 @@ fedc_status fedc_ref_causal_attention_grad(fedc_dtype dt, const fedc_attn_geom *
  * negative. */
 fedc_status fedc_ref_check_shape(const char *kernel, const fedc_kshape *s);
 
+/* FEDC_ESHAPE naming `kernel` unless `inner` (same rank) placed at offset `at` lies
+ * inside `outer` (slice's and pad's window). */
+fedc_status fedc_ref_check_window(const char *kernel, const fedc_kshape *outer, const int64_t *at,
+                                  const fedc_kshape *inner);
+
 /* Element strides of `in` seen through out's indices under numpy broadcasting: in is
  * right-aligned against out, and a missing or size-1 dim gets stride 0. FEDC_ESHAPE
  * naming `kernel` and both shapes when in does not broadcast to out. */

@@ -207,9 +207,8 @@ fedc_status fedc_ref_transpose(size_t elsize, const fedc_kshape *xs, const int *
     return FEDC_OK;
 }
 
-/* Checks that `inner` (same rank) placed at offset `at` lies inside `outer`. */
-static fedc_status check_window(const char *kernel, const fedc_kshape *outer, const int64_t *at,
-                                const fedc_kshape *inner) {
+fedc_status fedc_ref_check_window(const char *kernel, const fedc_kshape *outer, const int64_t *at,
+                                  const fedc_kshape *inner) {
     fedc_status st = fedc_ref_check_shape(kernel, outer);
     if (!st) st = fedc_ref_check_shape(kernel, inner);
     if (st) return st;
@@ -233,7 +232,7 @@ static int64_t dot(int rank, const int64_t *at, const int64_t *str) {
 
 fedc_status fedc_ref_slice(size_t elsize, const fedc_kshape *xs, const int64_t *start,
                            const void *x, const fedc_kshape *ys, void *y) {
-    fedc_status st = check_window("slice", xs, start, ys);
+    fedc_status st = fedc_ref_check_window("slice", xs, start, ys);
     if (st) return st;
     int64_t xstr[FEDC_MAX_RANK];
     contiguous_strides(xs, xstr);
@@ -247,7 +246,7 @@ fedc_status fedc_ref_slice(size_t elsize, const fedc_kshape *xs, const int64_t *
 
 fedc_status fedc_ref_pad(size_t elsize, const fedc_kshape *xs, const int64_t *lo, const void *x,
                          const fedc_kshape *ys, void *y) {
-    fedc_status st = check_window("pad", ys, lo, xs);
+    fedc_status st = fedc_ref_check_window("pad", ys, lo, xs);
     if (st) return st;
     int64_t ystr[FEDC_MAX_RANK];
     contiguous_strides(ys, ystr);
