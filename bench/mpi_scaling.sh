@@ -32,9 +32,12 @@ if ! command -v mpirun >/dev/null; then echo "mpi_scaling: no mpirun (scripts/in
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# measure NAME RANKS CLIENTS THREADS: prints client examples/s
+# measure NAME RANKS CLIENTS THREADS: prints client examples/s. Open MPI binds each of
+# a few ranks to one core, which would leave a rank's second thread no core of its own.
 measure() {
-  mpirun --oversubscribe -np "$2" "$fedc" train --data "$data" --model cnn --algorithm fedavg --rounds "$rounds" \
+  bind=; [ "$4" -gt 1 ] && bind="--bind-to none"
+  # shellcheck disable=SC2086
+  mpirun --oversubscribe $bind -np "$2" "$fedc" train --data "$data" --model cnn --algorithm fedavg --rounds "$rounds" \
     --clients-per-round "$3" --batch-size 20 --epochs 1 --client-lr 0.05 --eval-every 0 --eval-clients 1 \
     --threads "$4" --checkpoint-every "$rounds" --quiet --out "$tmp/$1" >/dev/null
   tail -n 1 "$tmp/$1/metrics.jsonl" | sed 's/.*"examples_per_s": \([0-9.e+]*\).*/\1/'
