@@ -1,6 +1,9 @@
 /* The test runner behind harness.h. Ends with the line "N passed, N failed". */
 #include "harness.h"
 
+#include <dirent.h>
+#include <unistd.h>
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,4 +88,30 @@ fedc_program *fedc_test_loss_program(const fedc_type *types, int n, fedc_test_bu
     fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_mul(p, y, fedc_constant(p, yt, r)), NULL, -1, false));
     free(r);
     return p;
+}
+
+static char tmpdir[64];
+
+const char *fedc_test_tmpdir(const char *what) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/fedc-%s-XXXXXX", what);
+    if (mkdtemp(tmpdir)) return tmpdir;
+    perror("mkdtemp");
+    return NULL;
+}
+
+const char *fedc_test_tmp(const char *name) {
+    static char bufs[4][400]; /* tmpdir, "/" and a d_name of up to 255 bytes */
+    static int next;
+    char *b = bufs[next++ % 4];
+    snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
+    return b;
+}
+
+void fedc_test_tmpdir_remove(void) {
+    DIR *d = tmpdir[0] ? opendir(tmpdir) : NULL;
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlink(fedc_test_tmp(e->d_name));
+    closedir(d);
+    rmdir(tmpdir);
 }

@@ -75,6 +75,13 @@ void fedc_test_check_err(fedc_status got, fedc_status want, const char *needle, 
 /* Path of a file under the source tree (FEDC_SOURCE_DIR, else the working directory). */
 const char *fedc_test_path(const char *relative);
 
+/* A fresh directory /tmp/fedc-<what>-XXXXXX for a test binary's files (NULL, with
+ * a message, if it cannot be made); fedc_test_tmp(name) is a path in it (one of a few
+ * rotating buffers); fedc_test_tmpdir_remove() deletes it and the files in it. */
+const char *fedc_test_tmpdir(const char *what);
+const char *fedc_test_tmp(const char *name);
+void fedc_test_tmpdir_remove(void);
+
 /* Reproducible uniform doubles in [lo, hi): one xorshift64 stream per test binary,
  * reset by fedc_test_seed, so a test's random inputs are the same every run. */
 void fedc_test_seed(uint64_t state);

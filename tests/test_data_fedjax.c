@@ -20,15 +20,7 @@
 #include "data/dataset.h"
 #include "data/fedjax_records.h"
 
-static char tmpdir[64];
-
-static const char *tmp(const char *name) {
-    static char bufs[4][400];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-    return b;
-}
+static const char *tmpdir; /* fedc_test_tmpdir */
 
 /* The first python3 with msgpack and numpy (a pyenv python3 may lack them while
  * /usr/bin/python3 has them), or NULL. */
@@ -44,7 +36,7 @@ static const char *find_python(void) {
 
 static fedc_dataset *open_ok(const char *name) {
     fedc_dataset *ds = NULL;
-    CHECK_OK(fedc__open_fedjax(&ds, tmp(name)));
+    CHECK_OK(fedc__open_fedjax(&ds, fedc_test_tmp(name)));
     return ds;
 }
 
@@ -233,7 +225,7 @@ static void test_vanished_client(void) {
     fedc_dataset *ds = open_ok("text_id.sqlite");
     if (!ds) return;
     sqlite3 *db = NULL;
-    CHECK_EQ_INT(sqlite3_open(tmp("text_id.sqlite"), &db), SQLITE_OK);
+    CHECK_EQ_INT(sqlite3_open(fedc_test_tmp("text_id.sqlite"), &db), SQLITE_OK);
     CHECK_EQ_INT(sqlite3_exec(db, "DELETE FROM federated_data WHERE client_id = 'text id'", NULL, NULL, NULL),
                  SQLITE_OK);
     sqlite3_close(db);
@@ -249,8 +241,8 @@ static void test_vanished_client(void) {
 
 static void open_fails(const char *name, fedc_status want, const char *needle) {
     fedc_dataset *ds = (fedc_dataset *)&ds; /* must come back NULL */
-    CHECK_ERR(fedc__open_fedjax(&ds, tmp(name)), want, needle);
-    CHECK_MSG(strstr(fedc_errmsg(), tmp(name)) != NULL, "%s: the message does not name the file: %s", name,
+    CHECK_ERR(fedc__open_fedjax(&ds, fedc_test_tmp(name)), want, needle);
+    CHECK_MSG(strstr(fedc_errmsg(), fedc_test_tmp(name)) != NULL, "%s: the message does not name the file: %s", name,
               fedc_errmsg());
     CHECK(ds == NULL);
 }
@@ -329,7 +321,7 @@ static void test_record_errors(void) {
         fedc_status st = fedc_dataset_client(ds, i, &c);
         CHECK_ERR(st, b->status, b->needle);
         char who[128];
-        snprintf(who, sizeof who, "%s: client \"%s\": ", tmp("corrupt.sqlite"), b->client);
+        snprintf(who, sizeof who, "%s: client \"%s\": ", fedc_test_tmp("corrupt.sqlite"), b->client);
         CHECK_MSG(strstr(fedc_errmsg(), who) != NULL, "%s: the message does not name file and client: %s", b->client,
                   fedc_errmsg());
         CHECK(c == NULL);
@@ -343,7 +335,7 @@ static unsigned char *record_msgpack(const char *name, const char *client, size_
     sqlite3_stmt *q = NULL;
     unsigned char *out = NULL;
     *n = 0;
-    if (sqlite3_open_v2(tmp(name), &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+    if (sqlite3_open_v2(fedc_test_tmp(name), &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
         sqlite3_prepare_v2(db, "SELECT data FROM federated_data WHERE client_id = ?", -1, &q, NULL) == SQLITE_OK &&
         sqlite3_bind_blob(q, 1, client, (int)strlen(client), SQLITE_STATIC) == SQLITE_OK &&
         sqlite3_step(q) == SQLITE_ROW) {
@@ -403,7 +395,7 @@ static void test_fuzz(void) {
 /* Opens `name` and loads every client. */
 static fedc_status open_and_load_all(const char *name) {
     fedc_dataset *ds = NULL;
-    fedc_status st = fedc__open_fedjax(&ds, tmp(name));
+    fedc_status st = fedc__open_fedjax(&ds, fedc_test_tmp(name));
     for (int64_t i = 0; !st && i < fedc_dataset_num_clients(ds); i++) {
         fedc_client_data *c = NULL;
         st = fedc_dataset_client(ds, i, &c);
@@ -435,15 +427,6 @@ static void test_alloc_failure(void) {
 
 /* ---------------------------------------------------------------- main -- */
 
-static void remove_tmpdir(void) {
-    DIR *d = opendir(tmpdir);
-    if (!d) return;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlink(tmp(e->d_name));
-    closedir(d);
-    rmdir(tmpdir);
-}
-
 /* Writes the databases with FedJAX's encoding: 1 done, 0 skipped (no python3
  * with msgpack and numpy), -1 failed. */
 static int make_databases(void) {
@@ -462,11 +445,7 @@ static int make_databases(void) {
 }
 
 int main(int argc, char **argv) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/fedc-fedjax-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!(tmpdir = fedc_test_tmpdir("fedjax"))) return 1;
     static const fedc_test tests[] = {
         {"missing_file", test_missing_file}, /* the one that needs no database */
         {"emnist", test_emnist},
@@ -483,6 +462,6 @@ int main(int argc, char **argv) {
     };
     int made = make_databases();
     int rc = made < 0 ? 1 : fedc_test_main(argc, argv, tests, made ? FEDC_COUNT_OF(tests) : 1);
-    remove_tmpdir();
+    fedc_test_tmpdir_remove();
     return rc;
 }

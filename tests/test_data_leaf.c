@@ -19,25 +19,16 @@
 
 #include "data/dataset.h"
 
-static char tmpdir[64];
-
-/* A path in the temporary directory (one of a few rotating buffers). */
-static const char *tmp(const char *name) {
-    static char bufs[4][400];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-    return b;
-}
+static const char *tmpdir; /* fedc_test_tmpdir */
 
 static bool ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* Writes bytes to tmp(name), gzipped when the name ends in .gz. */
+/* Writes bytes to fedc_test_tmp(name), gzipped when the name ends in .gz. */
 static void write_bytes(const char *name, const void *bytes, size_t n) {
-    const char *path = tmp(name);
+    const char *path = fedc_test_tmp(name);
     if (ends_with(name, ".gz")) {
         gzFile gz = gzopen(path, "wb");
         CHECK(gz != NULL);
@@ -55,7 +46,7 @@ static void write_bytes(const char *name, const void *bytes, size_t n) {
 
 static void write_text(const char *name, const char *text) { write_bytes(name, text, strlen(text)); }
 
-static void make_dir(const char *name) { CHECK(mkdir(tmp(name), 0700) == 0); }
+static void make_dir(const char *name) { CHECK(mkdir(fedc_test_tmp(name), 0700) == 0); }
 
 /* The real data, or NULL (with a note) when ../shared/data is absent. */
 static const char *data(const char *relative) {
@@ -249,7 +240,7 @@ static void test_small_plain_and_gzip(void) {
     const char *names[] = {"small.json", "small.json.gz"};
     for (int k = 0; k < 2; k++) {
         fedc_dataset *ds;
-        CHECK_OK(fedc__open_leaf(&ds, tmp(names[k])));
+        CHECK_OK(fedc__open_leaf(&ds, fedc_test_tmp(names[k])));
         if (!ds) continue;
         check_small(ds);
         /* a loaded client is the caller's: changing it leaves the dataset's alone */
@@ -271,7 +262,7 @@ static void test_types(void) {
                " \"deep\": {\"x\": [[[[[[7]]]]]], \"y\": [2147483648]},\n"
                " \"empty\": {\"x\": [], \"y\": []}}}");
     fedc_dataset *ds;
-    CHECK_OK(fedc__open_leaf(&ds, tmp("types.json")));
+    CHECK_OK(fedc__open_leaf(&ds, fedc_test_tmp("types.json")));
     if (!ds) return;
     fedc_client_data *s = load(ds, 0), *f = load(ds, 1), *deep = load(ds, 2), *empty = load(ds, 3),
                      *blank = load(ds, 4);
@@ -319,7 +310,7 @@ static void test_numbers(void) {
     strcat(text, "]]}}}");
     write_text("numbers.json", text);
     fedc_dataset *ds;
-    CHECK_OK(fedc__open_leaf(&ds, tmp("numbers.json")));
+    CHECK_OK(fedc__open_leaf(&ds, fedc_test_tmp("numbers.json")));
     fedc_client_data *c = ds ? load(ds, 0) : NULL;
     if (c) {
         const float *x = fedc_client_feature(c, "x")->data;
@@ -349,7 +340,7 @@ static void test_block_boundaries(void) {
         memcpy(text + pad, tail, sizeof tail);
         write_bytes("boundary.json", text, strlen(text));
         fedc_dataset *ds;
-        fedc_status st = fedc__open_leaf(&ds, tmp("boundary.json"));
+        fedc_status st = fedc__open_leaf(&ds, fedc_test_tmp("boundary.json"));
         /* the "true" is refused, at its own offset */
         char want[64];
         size_t at = pad + (size_t)(strstr(tail, "true") - tail);
@@ -367,7 +358,7 @@ static void test_block_boundaries(void) {
         write_bytes("boundary.json", text, strlen(text));
         fedc_dataset *ds;
         fedc_client_data *c = NULL;
-        fedc_status st = fedc__open_leaf(&ds, tmp("boundary.json"));
+        fedc_status st = fedc__open_leaf(&ds, fedc_test_tmp("boundary.json"));
         if (!st) st = fedc_dataset_client(ds, 0, &c);
         CHECK_OK(st);
         if (c) {
@@ -396,7 +387,7 @@ static void test_locale(void) {
     write_text("locale.json", "{\"users\": [\"u\"], \"num_samples\": [1], \"user_data\": {\"u\": {\"y\": [0], "
                               "\"x\": [[0.5, 0.99215686274509810, 1.5e-50]]}}}");
     fedc_dataset *ds;
-    CHECK_OK(fedc__open_leaf(&ds, tmp("locale.json")));
+    CHECK_OK(fedc__open_leaf(&ds, fedc_test_tmp("locale.json")));
     setlocale(LC_NUMERIC, "C");
     fedc_client_data *c = ds ? load(ds, 0) : NULL;
     if (c) {
@@ -419,7 +410,7 @@ static void test_directory(void) {
     write_text("dir/notes.txt", "not json");
     write_text("dir/.hidden.json", "not json either");
     fedc_dataset *ds;
-    CHECK_OK(fedc__open_leaf(&ds, tmp("dir")));
+    CHECK_OK(fedc__open_leaf(&ds, fedc_test_tmp("dir")));
     if (!ds) return;
     CHECK_EQ_INT(fedc_dataset_num_clients(ds), 3);
     static const char *order[] = {"a", "b1", "b0"};
@@ -432,10 +423,10 @@ static void test_directory(void) {
     fedc_dataset_destroy(ds);
 
     make_dir("empty");
-    CHECK_ERR(fedc__open_leaf(&ds, tmp("empty")), FEDC_ENOTFOUND, "no .json or .json.gz");
+    CHECK_ERR(fedc__open_leaf(&ds, fedc_test_tmp("empty")), FEDC_ENOTFOUND, "no .json or .json.gz");
     make_dir("other");
     write_text("other/data.csv", "1,2\n");
-    CHECK_ERR(fedc__open_leaf(&ds, tmp("other")), FEDC_ENOTFOUND, "other");
+    CHECK_ERR(fedc__open_leaf(&ds, fedc_test_tmp("other")), FEDC_ENOTFOUND, "other");
     CHECK(ds == NULL);
 }
 
@@ -536,14 +527,14 @@ static void test_bad_files(void) {
         snprintf(name, sizeof name, "bad/%s", b->name);
         write_text(name, b->text);
         fedc_dataset *ds = (fedc_dataset *)1;
-        fedc_status st = fedc__open_leaf(&ds, tmp(name));
+        fedc_status st = fedc__open_leaf(&ds, fedc_test_tmp(name));
         CHECK_MSG(st == b->status, "%s: expected %s, got %s (%s)", b->name, fedc_status_str(b->status),
                   fedc_status_str(st), fedc_errmsg());
         CHECK_MSG(strstr(fedc_errmsg(), b->needle), "%s: \"%s\" lacks \"%s\"", b->name, fedc_errmsg(), b->needle);
         CHECK_MSG(!b->needle2 || strstr(fedc_errmsg(), b->needle2), "%s: \"%s\" lacks \"%s\"", b->name,
                   fedc_errmsg(), b->needle2);
         CHECK(ds == NULL);
-        unlink(tmp(name));
+        unlink(fedc_test_tmp(name));
     }
 }
 
@@ -554,14 +545,14 @@ static void test_duplicate_across_files(void) {
     write_text("dup/two.json.gz", "{\"users\": [\"b\", \"a\"], \"num_samples\": [1, 1], \"user_data\": "
                                   "{\"a\": {\"x\": [1], \"y\": [1]}, \"b\": {\"x\": [1], \"y\": [1]}}}");
     fedc_dataset *ds;
-    CHECK_ERR(fedc__open_leaf(&ds, tmp("dup")), FEDC_EPARSE, "client \"a\" is in both");
+    CHECK_ERR(fedc__open_leaf(&ds, fedc_test_tmp("dup")), FEDC_EPARSE, "client \"a\" is in both");
     CHECK(strstr(fedc_errmsg(), "dup/one.json and ") && strstr(fedc_errmsg(), "dup/two.json.gz"));
     CHECK(ds == NULL);
 }
 
 static void test_missing_path(void) {
     fedc_dataset *ds;
-    CHECK_ERR(fedc__open_leaf(&ds, tmp("nothing-here")), FEDC_EIO, "nothing-here");
+    CHECK_ERR(fedc__open_leaf(&ds, fedc_test_tmp("nothing-here")), FEDC_EIO, "nothing-here");
     CHECK(ds == NULL);
 }
 
@@ -574,7 +565,7 @@ static size_t gzipped_file(unsigned char *out, size_t cap) {
     for (int i = 0; i < 300; i++) snprintf(text + strlen(text), sizeof text - strlen(text), "%s%d", i ? "," : "", i);
     strcat(text, "]}}}");
     write_text("good.json.gz", text);
-    FILE *f = fopen(tmp("good.json.gz"), "rb");
+    FILE *f = fopen(fedc_test_tmp("good.json.gz"), "rb");
     size_t n = f ? fread(out, 1, cap, f) : 0;
     if (f) fclose(f);
     return n;
@@ -585,24 +576,24 @@ static void test_bad_gzip(void) {
     size_t n = gzipped_file(gz, sizeof gz);
     CHECK(n > 100);
     fedc_dataset *ds;
-    CHECK_OK(fedc__open_leaf(&ds, tmp("good.json.gz")));
+    CHECK_OK(fedc__open_leaf(&ds, fedc_test_tmp("good.json.gz")));
     fedc_dataset_destroy(ds);
 
     write_bytes("truncated.json", gz, n / 2); /* not .gz: written as is */
-    CHECK_ERR(fedc__open_leaf(&ds, tmp("truncated.json")), FEDC_EIO, "truncated.json: byte ");
+    CHECK_ERR(fedc__open_leaf(&ds, fedc_test_tmp("truncated.json")), FEDC_EIO, "truncated.json: byte ");
     CHECK(strstr(fedc_errmsg(), "cannot read the data (unexpected end of file)"));
     write_bytes("notrailer.json", gz, n - 4); /* all the data, the length in the trailer cut */
-    CHECK_ERR(fedc__open_leaf(&ds, tmp("notrailer.json")), FEDC_EIO, "notrailer.json: byte ");
+    CHECK_ERR(fedc__open_leaf(&ds, fedc_test_tmp("notrailer.json")), FEDC_EIO, "notrailer.json: byte ");
 
     unsigned char bad[8192];
     memcpy(bad, gz, n);
     for (size_t i = n / 3; i < n / 3 + 8; i++) bad[i] ^= 0x5A;
     write_bytes("corrupt.json", bad, n);
-    CHECK_ERR(fedc__open_leaf(&ds, tmp("corrupt.json")), FEDC_EIO, "corrupt.json: byte ");
+    CHECK_ERR(fedc__open_leaf(&ds, fedc_test_tmp("corrupt.json")), FEDC_EIO, "corrupt.json: byte ");
     memcpy(bad, gz, n);
     bad[n - 6] ^= 1; /* the CRC */
     write_bytes("crc.json", bad, n);
-    CHECK_ERR(fedc__open_leaf(&ds, tmp("crc.json")), FEDC_EIO, "crc.json: byte ");
+    CHECK_ERR(fedc__open_leaf(&ds, fedc_test_tmp("crc.json")), FEDC_EIO, "crc.json: byte ");
     CHECK(ds == NULL);
 }
 
@@ -617,7 +608,7 @@ static void test_alloc_failure(void) {
     for (uint64_t k = 1; k < 1000; k++) {
         fedc_alloc_fail_after(k);
         fedc_dataset *ds = (fedc_dataset *)1;
-        fedc_status st = fedc__open_leaf(&ds, tmp("af"));
+        fedc_status st = fedc__open_leaf(&ds, fedc_test_tmp("af"));
         fedc_alloc_fail_after(0);
         if (st == FEDC_OK) {
             CHECK_EQ_INT(fedc_dataset_num_clients(ds), 3);
@@ -635,7 +626,7 @@ static void test_alloc_failure(void) {
 
     /* loading a client */
     fedc_dataset *ds;
-    CHECK_OK(fedc__open_leaf(&ds, tmp("af")));
+    CHECK_OK(fedc__open_leaf(&ds, fedc_test_tmp("af")));
     for (uint64_t k = 1; ds && k < 100; k++) {
         fedc_client_data *c = (fedc_client_data *)1;
         fedc_alloc_fail_after(k);
@@ -671,11 +662,7 @@ static void remove_tree(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/fedc-leaf-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!(tmpdir = fedc_test_tmpdir("leaf"))) return 1;
     static const fedc_test tests[] = {
         {"femnist_train", test_femnist_train},
         {"femnist_test", test_femnist_test},

@@ -19,16 +19,6 @@
 #define NDIMS(...) ((int)(sizeof(DIMS(__VA_ARGS__)) / sizeof(int64_t)))
 #define TY(dt, ...) fedc_type_make((dt), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__))
 
-static char tmpdir[64];
-
-/* A path in the temporary directory (one of a few rotating buffers). */
-static const char *tmp(const char *name) {
-    static char bufs[4][400]; /* tmpdir, "/" and a d_name of up to 255 bytes */
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-    return b;
-}
 
 static void write_bytes(const char *path, const void *bytes, size_t n) {
     FILE *f = fopen(path, "wb");
@@ -62,7 +52,7 @@ static const char *raw_npy(const char *name, int major, const char *dict, const 
     memset(buf + pre + dlen, ' ', total - pre - dlen);
     buf[total - 1] = '\n';
     memcpy(buf + total, data, ndata);
-    const char *path = tmp(name);
+    const char *path = fedc_test_tmp(name);
     write_bytes(path, buf, total + ndata);
     return path;
 }
@@ -73,9 +63,9 @@ static const float six[6] = {0, 1, 2, 3, 4, 5};
 
 /* The header np.save writes (numpy 1.24; hand-copied), then the data. */
 static void check_header_bytes(const fedc_type *t, const void *data, const char *dict) {
-    CHECK_OK(fedc_npy_write(tmp("exact.npy"), t, data));
+    CHECK_OK(fedc_npy_write(fedc_test_tmp("exact.npy"), t, data));
     unsigned char got[1024], want[128];
-    size_t n = slurp(tmp("exact.npy"), got, sizeof got), dlen = strlen(dict);
+    size_t n = slurp(fedc_test_tmp("exact.npy"), got, sizeof got), dlen = strlen(dict);
     memcpy(want, "\x93NUMPY\x01\x00\x76\x00", 10); /* version 1.0, header length 118 */
     memcpy(want + 10, dict, dlen);
     memset(want + 10 + dlen, ' ', 128 - 10 - dlen);
@@ -90,7 +80,7 @@ static void test_exact_bytes(void) {
     check_header_bytes(&f32_23, six, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }");
     /* The data of the f32 file, little-endian, as numpy lays it out. */
     unsigned char got[256];
-    slurp(tmp("exact.npy"), got, sizeof got);
+    slurp(fedc_test_tmp("exact.npy"), got, sizeof got);
     static const unsigned char floats[24] = {0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40,
                                              0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40, 0, 0, 0xa0, 0x40};
     CHECK(memcmp(got + 128, floats, 24) == 0);
@@ -123,10 +113,10 @@ static void round_trip(const fedc_type *t) {
     size_t bytes = fedc_type_bytes(t);
     unsigned char *data = malloc(bytes + 1);
     fill(t->dtype, data, fedc_type_count(t));
-    CHECK_OK(fedc_npy_write(tmp("rt.npy"), t, data));
+    CHECK_OK(fedc_npy_write(fedc_test_tmp("rt.npy"), t, data));
     fedc_type got;
     void *back = NULL;
-    CHECK_OK(fedc_npy_read(tmp("rt.npy"), &got, &back));
+    CHECK_OK(fedc_npy_read(fedc_test_tmp("rt.npy"), &got, &back));
     char a[64], b[64];
     CHECK_MSG(fedc_type_equal(&got, t), "type %s read back as %s", fedc_type_str(t, a, sizeof a),
               fedc_type_str(&got, b, sizeof b));
@@ -150,10 +140,10 @@ static void test_round_trip_empty_and_placement(void) {
     /* The placement is not part of a file: a @clients type reads back local. */
     fedc_type t = TY(FEDC_I32, 2, 2);
     t.placement = FEDC_CLIENTS;
-    CHECK_OK(fedc_npy_write(tmp("placed.npy"), &t, (const int32_t[]){1, 2, 3, 4}));
+    CHECK_OK(fedc_npy_write(fedc_test_tmp("placed.npy"), &t, (const int32_t[]){1, 2, 3, 4}));
     fedc_type got;
     void *back;
-    CHECK_OK(fedc_npy_read(tmp("placed.npy"), &got, &back));
+    CHECK_OK(fedc_npy_read(fedc_test_tmp("placed.npy"), &got, &back));
     CHECK_EQ_INT(got.placement, FEDC_LOCAL);
     CHECK_EQ_INT(got.rank, 2);
     fedc_free(back);
@@ -162,9 +152,9 @@ static void test_round_trip_empty_and_placement(void) {
 /* The writer makes bools 0 or 1, as numpy's bool arrays always hold. */
 static void test_bool_normalized(void) {
     fedc_type t = TY(FEDC_BOOL, 3);
-    CHECK_OK(fedc_npy_write(tmp("b.npy"), &t, (const unsigned char[]){0, 2, 255}));
+    CHECK_OK(fedc_npy_write(fedc_test_tmp("b.npy"), &t, (const unsigned char[]){0, 2, 255}));
     unsigned char got[256];
-    CHECK_EQ_INT(slurp(tmp("b.npy"), got, sizeof got), 131);
+    CHECK_EQ_INT(slurp(fedc_test_tmp("b.npy"), got, sizeof got), 131);
     CHECK(got[128] == 0 && got[129] == 1 && got[130] == 1);
     /* And a file holding other bytes reads as 0 or 1 too. */
     const char *p = raw_npy("b2.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", "\0\7", 2);
@@ -225,27 +215,27 @@ static void check_read_fails(const char *path, fedc_status status, const char *n
 
 static const char *with_dict(const char *name, const char *dict) { return raw_npy(name, 1, dict, six, sizeof six); }
 
-static void test_missing_file(void) { check_read_fails(tmp("nonexistent.npy"), FEDC_EIO, "cannot open"); }
+static void test_missing_file(void) { check_read_fails(fedc_test_tmp("nonexistent.npy"), FEDC_EIO, "cannot open"); }
 
 static void test_bad_magic(void) {
-    write_bytes(tmp("magic.npy"), "\x93NUMPZ\x01\x00\x10\x00{}", 12);
-    check_read_fails(tmp("magic.npy"), FEDC_EPARSE, "not a .npy file (bad magic");
-    write_bytes(tmp("text.npy"), "hello, world\n", 13);
-    check_read_fails(tmp("text.npy"), FEDC_EPARSE, "bad magic");
-    write_bytes(tmp("empty.npy"), "", 0);
-    check_read_fails(tmp("empty.npy"), FEDC_EPARSE, "bad magic");
+    write_bytes(fedc_test_tmp("magic.npy"), "\x93NUMPZ\x01\x00\x10\x00{}", 12);
+    check_read_fails(fedc_test_tmp("magic.npy"), FEDC_EPARSE, "not a .npy file (bad magic");
+    write_bytes(fedc_test_tmp("text.npy"), "hello, world\n", 13);
+    check_read_fails(fedc_test_tmp("text.npy"), FEDC_EPARSE, "bad magic");
+    write_bytes(fedc_test_tmp("empty.npy"), "", 0);
+    check_read_fails(fedc_test_tmp("empty.npy"), FEDC_EPARSE, "bad magic");
 }
 
 static void test_truncated_header(void) {
-    write_bytes(tmp("t1.npy"), "\x93NUMPY\x01", 7);
-    check_read_fails(tmp("t1.npy"), FEDC_EPARSE, "truncated header: the file has only 7 bytes");
-    write_bytes(tmp("t2.npy"), "\x93NUMPY\x02\x00\x10\x00", 10);
-    check_read_fails(tmp("t2.npy"), FEDC_EPARSE, "truncated header: the header length is missing");
-    write_bytes(tmp("t3.npy"), "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', ", 27);
-    check_read_fails(tmp("t3.npy"), FEDC_EPARSE, "truncated header: 118 bytes declared, 17 present");
+    write_bytes(fedc_test_tmp("t1.npy"), "\x93NUMPY\x01", 7);
+    check_read_fails(fedc_test_tmp("t1.npy"), FEDC_EPARSE, "truncated header: the file has only 7 bytes");
+    write_bytes(fedc_test_tmp("t2.npy"), "\x93NUMPY\x02\x00\x10\x00", 10);
+    check_read_fails(fedc_test_tmp("t2.npy"), FEDC_EPARSE, "truncated header: the header length is missing");
+    write_bytes(fedc_test_tmp("t3.npy"), "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', ", 27);
+    check_read_fails(fedc_test_tmp("t3.npy"), FEDC_EPARSE, "truncated header: 118 bytes declared, 17 present");
     /* A declared length beyond all reason is refused before anything is allocated. */
-    write_bytes(tmp("t4.npy"), "\x93NUMPY\x02\x00\x00\x00\x00\x40{", 13);
-    check_read_fails(tmp("t4.npy"), FEDC_EPARSE, "header length 1073741824 is implausible");
+    write_bytes(fedc_test_tmp("t4.npy"), "\x93NUMPY\x02\x00\x00\x00\x00\x40{", 13);
+    check_read_fails(fedc_test_tmp("t4.npy"), FEDC_EPARSE, "header length 1073741824 is implausible");
 }
 
 static void test_truncated_data(void) {
@@ -294,10 +284,10 @@ static void test_too_many_dims(void) {
 }
 
 static void test_unsupported_version(void) {
-    write_bytes(tmp("v4.npy"), "\x93NUMPY\x04\x00\x10\x00", 10);
-    check_read_fails(tmp("v4.npy"), FEDC_EUNSUPPORTED, "format version 4.0 is not supported");
-    write_bytes(tmp("v11.npy"), "\x93NUMPY\x01\x01\x10\x00", 10);
-    check_read_fails(tmp("v11.npy"), FEDC_EUNSUPPORTED, "format version 1.1");
+    write_bytes(fedc_test_tmp("v4.npy"), "\x93NUMPY\x04\x00\x10\x00", 10);
+    check_read_fails(fedc_test_tmp("v4.npy"), FEDC_EUNSUPPORTED, "format version 4.0 is not supported");
+    write_bytes(fedc_test_tmp("v11.npy"), "\x93NUMPY\x01\x01\x10\x00", 10);
+    check_read_fails(fedc_test_tmp("v11.npy"), FEDC_EUNSUPPORTED, "format version 1.1");
 }
 
 static void test_malformed_headers(void) {
@@ -326,19 +316,19 @@ static void test_malformed_headers(void) {
 
 static void test_write_errors(void) {
     fedc_type t = TY(FEDC_F32, 2, 3);
-    const char *p = tmp("no/such/dir/x.npy");
+    const char *p = fedc_test_tmp("no/such/dir/x.npy");
     CHECK_ERR(fedc_npy_write(p, &t, six), FEDC_EIO, "cannot create");
     CHECK(strstr(fedc_errmsg(), p) != NULL);
     fedc_type bad = t;
     bad.rank = 7;
-    CHECK_ERR(fedc_npy_write(tmp("r7w.npy"), &bad, six), FEDC_EINVAL, "rank 7 is outside [0, 6]");
+    CHECK_ERR(fedc_npy_write(fedc_test_tmp("r7w.npy"), &bad, six), FEDC_EINVAL, "rank 7 is outside [0, 6]");
     bad = t;
     bad.dtype = FEDC_DTYPE_COUNT;
-    CHECK_ERR(fedc_npy_write(tmp("dtw.npy"), &bad, six), FEDC_EINVAL, "invalid dtype");
+    CHECK_ERR(fedc_npy_write(fedc_test_tmp("dtw.npy"), &bad, six), FEDC_EINVAL, "invalid dtype");
     bad = t;
     bad.dims[1] = -1;
-    CHECK_ERR(fedc_npy_write(tmp("negw.npy"), &bad, six), FEDC_EINVAL, "negative or overflowing");
-    CHECK(access(tmp("negw.npy"), F_OK) != 0);
+    CHECK_ERR(fedc_npy_write(fedc_test_tmp("negw.npy"), &bad, six), FEDC_EINVAL, "negative or overflowing");
+    CHECK(access(fedc_test_tmp("negw.npy"), F_OK) != 0);
 }
 
 /* Every allocation the reader makes can fail; each failure is FEDC_ENOMEM with
@@ -346,13 +336,13 @@ static void test_write_errors(void) {
 static void test_alloc_failure(void) {
     fedc_type t = TY(FEDC_F64, 3, 2);
     double data[6] = {1, 2, 3, 4, 5, 6};
-    CHECK_OK(fedc_npy_write(tmp("af.npy"), &t, data));
+    CHECK_OK(fedc_npy_write(fedc_test_tmp("af.npy"), &t, data));
     int failures = 0;
     for (uint64_t k = 1; k < 10; k++) {
         fedc_alloc_fail_after(k);
         fedc_type got;
         void *back = NULL;
-        fedc_status st = fedc_npy_read(tmp("af.npy"), &got, &back);
+        fedc_status st = fedc_npy_read(fedc_test_tmp("af.npy"), &got, &back);
         fedc_alloc_fail_after(0);
         if (st == FEDC_OK) {
             CHECK(memcmp(back, data, sizeof data) == 0);
@@ -366,22 +356,8 @@ static void test_alloc_failure(void) {
     CHECK_EQ_INT(failures, 2); /* the header, then the data */
 }
 
-/* Removes the temporary directory and what the tests left in it. */
-static void remove_tmpdir(void) {
-    DIR *d = opendir(tmpdir);
-    if (!d) return;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlink(tmp(e->d_name));
-    closedir(d);
-    rmdir(tmpdir);
-}
-
 int main(int argc, char **argv) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/fedc-npy-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!fedc_test_tmpdir("npy")) return 1;
     static const fedc_test tests[] = {
         {"exact_bytes", test_exact_bytes},
         {"round_trip_all", test_round_trip_all},
@@ -404,6 +380,6 @@ int main(int argc, char **argv) {
         {"alloc_failure", test_alloc_failure},
     };
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
-    remove_tmpdir();
+    fedc_test_tmpdir_remove();
     return rc;
 }
