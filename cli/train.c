@@ -29,6 +29,9 @@ static const char train_usage[] =
     "                            sequences standing in for Stack Overflow (WORDS 20, S 1)\n"
     "  --test-data PATH          the test split (default: none; for IDX the t10k file beside\n"
     "                            --data)\n"
+    "  --holdout F               hold out the last F (in (0, 1)) of every client's examples as the\n"
+    "                            test split, as LEAF splits Shakespeare (e.g. 0.1 with the per-role\n"
+    "                            text files: each role's last lines are never trained on)\n"
     "  --format NAME             leaf|tff|fedjax|idx|csv|text (default: detected)\n"
     "  --task NAME               emnist|fashion|heart|shakespeare|stackoverflow|none (default: from the\n"
     "                            format: LEAF, TFF and FedJAX are emnist, IDX fashion, CSV heart,\n"
@@ -122,6 +125,7 @@ static int set(options *o, const char *name, const char *v) {
     int rc = 0;
     if (!strcmp(name, "data")) c->data = v;
     else if (!strcmp(name, "test-data")) c->test_data = v;
+    else if (!strcmp(name, "holdout")) rc = parse_double(name, v, &c->holdout);
     else if (!strcmp(name, "format")) rc = fedc_data_format_parse(v, &c->format) ? usage_error("%s", fedc_errmsg()) : 0;
     else if (!strcmp(name, "task")) c->task = v;
     else if (!strcmp(name, "vocab")) c->vocab = v;

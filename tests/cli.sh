@@ -225,6 +225,21 @@ if /usr/bin/python3 -c 'import h5py' 2>/dev/null && /usr/bin/python3 tests/data_
     && ok || bad "transformer on Shakespeare: no metrics for round 2"
 fi
 
+# Shakespeare from per-role text files with each role's last lines held out (--holdout).
+mkdir -p "$out/roles"
+for role in KING QUEEN FOOL; do
+  for i in 1 2 3 4 5 6 7 8 9 10; do echo "$role speaks line $i, and it is a fine line to speak."; done \
+    >"$out/roles/PLAY_$role.txt"
+done
+expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/roles" --task shakespeare --holdout 0.2 \
+  --model transformer:tiny $text --out "$out/sh-holdout"
+grep -q '"round": 2, "train_loss": [0-9.]*, "test_loss": [0-9.]*, "test_accuracy"' "$out/sh-holdout/metrics.jsonl" \
+  && ok || bad "--holdout: no held-out metrics for round 2"
+expect 2 "--holdout and --test-data" -- "$fedc" train --data "$out/roles" --task shakespeare --holdout 0.2 \
+  --test-data "$out/roles" --quiet
+expect 2 "held-out fraction 1 is not in (0, 1)" -- "$fedc" train --data "$out/roles" --task shakespeare \
+  --holdout 1 --quiet
+
 printf 'rounds = zero\n' >"$out/bad.ini"
 expect 2 "line 1: bad option or value" -- "$fedc" train --data x --config "$out/bad.ini"
 

@@ -10,6 +10,7 @@
  */
 #include "harness.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "fedc/data.h"
@@ -312,6 +313,66 @@ static void test_preprocess(void) {
     fedc_dataset_destroy(ds);
 }
 
+/* ------------------------------------------------------------- holdouts -- */
+
+/* Client i of ds is `id` whose words are "w<first>", "w<first + 1>", ... (n of them). */
+static void check_words(fedc_dataset *ds, int64_t i, const char *id, int64_t n, int first) {
+    fedc_client_data *c = NULL;
+    CHECK_OK(fedc_dataset_client(ds, i, &c));
+    if (!c) return;
+    CHECK_MSG(strcmp(c->id, id) == 0, "client %lld is \"%s\", want \"%s\"", (long long)i, c->id, id);
+    CHECK_EQ_INT(c->num_examples, n);
+    const fedc_feature *w = fedc_client_feature(c, "words");
+    for (int64_t e = 0; w && e < n; e++) {
+        char want[16];
+        snprintf(want, sizeof want, "w%d", first + (int)e);
+        int64_t len = w->offsets[e + 1] - w->offsets[e];
+        CHECK_MSG(len == (int64_t)strlen(want) && !memcmp((const char *)w->data + w->offsets[e], want, (size_t)len),
+                  "client \"%s\" example %lld is not %s", id, (long long)e, want);
+    }
+    fedc_client_data_destroy(c);
+}
+
+static void test_holdout(void) {
+    fedc_dataset *ds = NULL, *train = NULL, *test = NULL, *s = NULL;
+    CHECK_OK(make_dataset(&ds)); /* a 2, b 3, c 1, d 4, e 0 examples */
+    if (!ds) return;
+    CHECK_OK(fedc_dataset_holdout(ds, 0.25, &train, &test));
+    if (!train || !test) goto done;
+    /* train keeps max(1, floor(0.75 n)): a 1, b 2, c 1, d 3; e has nothing on either side */
+    CHECK_EQ_INT(fedc_dataset_num_clients(train), 4);
+    CHECK_EQ_INT(fedc_dataset_total_examples(train), 7);
+    CHECK_EQ_INT(fedc_dataset_client_examples(train, 3), 3);
+    check_load(train, 1, "b", 2, 10);
+    check_words(train, 3, "d", 3, 30);
+    /* test holds the rest, in order: a's last, b's last, d's last; c (one example) trains */
+    CHECK_EQ_INT(fedc_dataset_num_clients(test), 3);
+    CHECK_EQ_INT(fedc_dataset_total_examples(test), 3);
+    CHECK(strcmp(fedc_dataset_client_id(test, 2), "d") == 0);
+    check_load(test, 0, "a", 1, 1);
+    check_words(test, 1, "b", 1, 12);
+    check_load(test, 2, "d", 1, 33);
+    /* a split slices and takes a hook like any dataset: the hook sees the split's rows */
+    CHECK_OK(fedc_dataset_slice(test, 1, 3, &s));
+    if (s) check_load(s, 1, "d", 1, 33);
+    int calls = 0;
+    fedc_dataset_set_preprocess(test, invert, &calls);
+    check_load(test, 1, "b", 1, 1 - 12.0f);
+    CHECK_EQ_INT(calls, 1);
+    fedc_dataset *t2 = NULL, *h2 = NULL;
+    CHECK_ERR(fedc_dataset_holdout(ds, 0, &t2, &h2), FEDC_EINVAL, "held-out fraction 0 is not in (0, 1)");
+    CHECK_ERR(fedc_dataset_holdout(ds, 1, &t2, &h2), FEDC_EINVAL, NULL);
+    CHECK_ERR(fedc_dataset_holdout(ds, NAN, &t2, &h2), FEDC_EINVAL, NULL);
+    CHECK(t2 == NULL && h2 == NULL);
+    /* every client too small to hold anything out: an error, not an empty test split */
+    fedc_dataset *one = NULL;
+    CHECK_OK(fedc_dataset_slice(ds, 2, 3, &one)); /* c: 1 example */
+    if (one) CHECK_ERR(fedc_dataset_holdout(one, 0.5, &t2, &h2), FEDC_EINVAL, "leaves no test example");
+    fedc_dataset_destroy(one);
+done:
+    fedc_dataset_destroy(s), fedc_dataset_destroy(test), fedc_dataset_destroy(train), fedc_dataset_destroy(ds);
+}
+
 static void test_format_names(void) {
     fedc_data_format f = FEDC_FORMAT_AUTO;
     CHECK_OK(fedc_data_format_parse("tff", &f));
@@ -368,6 +429,7 @@ int main(int argc, char **argv) {
         {"loads_are_copies", test_loads_are_copies},
         {"slices", test_slices},
         {"preprocess", test_preprocess},
+        {"holdout", test_holdout},
         {"format_names", test_format_names},
         {"alloc_failure", test_alloc_failure},
     };

@@ -109,6 +109,14 @@ fedc_status fedc_dataset_client(fedc_dataset *ds, int64_t i, fedc_client_data **
 /* A dataset of clients [begin, end) of `ds`, sharing its source: `ds` must outlive it. */
 fedc_status fedc_dataset_slice(fedc_dataset *ds, int64_t begin, int64_t end, fedc_dataset **out);
 
+/* Splits every client by example order, as LEAF splits Shakespeare: a client of
+ * n >= 1 examples trains on its first max(1, floor((1 - fraction) n)) and holds
+ * out the rest, so with text in order the test part (a role's last lines) was
+ * never seen in training. `test` lists only the clients with a held-out example;
+ * fraction must be in (0, 1). Both read through `ds`, which must outlive them;
+ * set preprocessing on the splits (it runs after the split), not on `ds`. */
+fedc_status fedc_dataset_holdout(fedc_dataset *ds, double fraction, fedc_dataset **train, fedc_dataset **test);
+
 /* Preprocessing applied to each client as it is loaded, e.g. EMNIST's x = 1 - x.
  * It may replace *client (destroying the old one) and returns a status. */
 typedef fedc_status (*fedc_client_fn)(void *ctx, fedc_client_data **client);

@@ -90,6 +90,8 @@ typedef struct fedc_train_config {
     const char *data;       /* a dataset path (fedc_dataset_open), or synthetic:zipf:CLIENTS:EXAMPLES[:WORDS[:S]]
                                (fedc_synthetic_zipf word ranks, for stackoverflow) */
     const char *test_data;  /* NULL: none (IDX: the t10k file beside the train file) */
+    double holdout;         /* > 0: hold out this fraction of each client's examples, the last ones, as the
+                               test split (fedc_dataset_holdout; instead of test_data) */
     fedc_data_format format;
     const char *task;       /* "emnist", "fashion", "heart", "shakespeare", "stackoverflow", "none"; NULL: from
                                the data (synthetic:zipf:... is stackoverflow) */

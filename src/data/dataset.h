@@ -56,6 +56,9 @@ void fedc__free_names(char **names, int64_t count);
  * drawing element tag + i of s), a function of (s, tag) alone (src/data/sample.c). */
 void fedc__permutation(int64_t *perm, int64_t n, fedc_rng_stream s, uint64_t tag);
 
+/* A new client with examples [begin, end) of c, in order, and c's id (src/data/partition.c). */
+fedc_status fedc__client_rows(const fedc_client_data *c, int64_t begin, int64_t end, fedc_client_data **out);
+
 /* strdup through fedc_malloc (NULL on out of memory). */
 char *fedc__strdup(const char *s);
 

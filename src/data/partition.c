@@ -376,6 +376,35 @@ static fedc_status split_all(const fedc_client_data *src, const int64_t *assignm
     return st;
 }
 
+fedc_status fedc__client_rows(const fedc_client_data *c, int64_t begin, int64_t end, fedc_client_data **out) {
+    *out = NULL;
+    int64_t n = c->num_examples;
+    if (begin < 0 || end < begin || end > n)
+        return fedc_error(FEDC_ERANGE, "client \"%s\": rows [%lld, %lld) are outside [0, %lld]", c->id,
+                          (long long)begin, (long long)end, (long long)n);
+    /* Part 0 is the rows wanted, part 1 the rest; the split keeps example order. */
+    int64_t *assignment = fedc_malloc((size_t)(n ? n : 1) * sizeof *assignment);
+    fedc_client_data *parts[2] = {NULL, NULL};
+    char *id = fedc__strdup(c->id);
+    if (!assignment || !id) {
+        fedc_free(assignment), fedc_free(id);
+        return fedc_error(FEDC_ENOMEM, "client \"%s\": out of memory", c->id);
+    }
+    for (int64_t i = 0; i < n; i++) assignment[i] = i >= begin && i < end ? 0 : 1;
+    fedc_status st = split_all(c, assignment, 2, parts);
+    fedc_free(assignment);
+    fedc_client_data_destroy(parts[1]);
+    if (st) {
+        fedc_client_data_destroy(parts[0]);
+        fedc_free(id);
+        return st;
+    }
+    fedc_free(parts[0]->id);
+    parts[0]->id = id;
+    *out = parts[0];
+    return FEDC_OK;
+}
+
 fedc_status fedc_dataset_partition(fedc_dataset *central, const int64_t *assignment, int64_t num_clients,
                                    fedc_dataset **out) {
     *out = NULL;

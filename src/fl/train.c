@@ -206,6 +206,7 @@ static void destroy(trainer *t) {
     fedc_stackoverflow_vocab_destroy(t->so_vocab);
     fedc_dataset_destroy(t->test);
     fedc_dataset_destroy(t->train);
+    fedc_dataset_destroy(t->holdout_source);
     fedc_dataset_destroy(t->train_central);
     if (t->jsonl) fclose(t->jsonl);
     if (t->csv) fclose(t->csv);

@@ -24,6 +24,7 @@ typedef struct trainer {
     const fedc_train_config *c;
     fedc_data_format source_format;
     fedc_dataset *train, *test, *train_central;
+    fedc_dataset *holdout_source; /* with --holdout: what train and test split */
     char task[16];
     fedc_heart_disease_options heart;
     fedc_shakespeare_options shakespeare;

@@ -198,12 +198,22 @@ static fedc_status open_one(trainer *t, const char *path, fedc_dataset **out, fe
     return partition(t, ds, out);
 }
 
+/* --holdout: train and test are the two parts of every training client. */
+static fedc_status hold_out(trainer *t, const char *test) {
+    if (test)
+        return fedc_error(FEDC_EINVAL, "train: --holdout and --test-data (%s) both give a test split; use one", test);
+    t->holdout_source = t->train;
+    t->train = NULL;
+    return fedc_dataset_holdout(t->holdout_source, t->c->holdout, &t->train, &t->test);
+}
+
 fedc_status fedc__train_open_data(trainer *t) {
     fedc_status st = open_one(t, t->c->data, &t->train, &t->train_central);
     char path[4096];
     const char *test = t->c->test_data;
-    if (!st && !test && default_test_path(t, path, sizeof path) == FEDC_OK) test = path;
-    if (!st && test && !strncmp(test, "synthetic:", 10)) st = open_synthetic(t, test, true, &t->test);
+    if (!st && !test && t->c->holdout == 0.0 && default_test_path(t, path, sizeof path) == FEDC_OK) test = path;
+    if (!st && t->c->holdout != 0.0) st = hold_out(t, test);
+    else if (!st && test && !strncmp(test, "synthetic:", 10)) st = open_synthetic(t, test, true, &t->test);
     else if (!st && test) { /* a test split is evaluated as it comes: one client per writer, or all */
         st = fedc_dataset_open(&t->test, test, t->c->format);
     }
