@@ -77,7 +77,7 @@ const char *fedc_test_path(const char *relative);
 
 /* A fresh directory /tmp/fedc-<what>-XXXXXX for a test binary's files (NULL, with
  * a message, if it cannot be made); fedc_test_tmp(name) is a path in it (one of a few
- * rotating buffers); fedc_test_tmpdir_remove() deletes it and the files in it. */
+ * rotating buffers); fedc_test_tmpdir_remove() deletes it and everything in it. */
 const char *fedc_test_tmpdir(const char *what);
 const char *fedc_test_tmp(const char *name);
 void fedc_test_tmpdir_remove(void);

@@ -25,32 +25,15 @@
 
 /* ------------------------------------------------------------ scratch -- */
 
-static char scratch[64];
+/* Each test that writes files makes its own scratch directory and removes it. */
+static const char *scratch = ""; /* the directory */
 
-static const char *make_scratch(void) {
-    strcpy(scratch, "/tmp/fedc_data_XXXXXX");
-    if (!mkdtemp(scratch)) fedc_test_fail(__FILE__, __LINE__, "mkdtemp failed");
-    return scratch;
+static void make_scratch(void) {
+    scratch = fedc_test_tmpdir("data");
+    CHECK(scratch != NULL);
+    if (!scratch) scratch = "";
 }
-
-static const char *in_scratch(const char *name) {
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s", scratch, name);
-    return path;
-}
-
-/* Removes the scratch directory and what is in it (one level of subdirectories). */
-static void remove_scratch(void) {
-    DIR *d = opendir(scratch);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s", scratch, e->d_name);
-        if (unlink(path) != 0) rmdir(path);
-    }
-    if (d) closedir(d);
-    rmdir(scratch);
-}
+static const char *in_scratch(const char *name) { return fedc_test_tmp(name); }
 
 static void write_bytes(const char *name, const void *data, size_t len, bool gz) {
     const char *path = in_scratch(name);
@@ -180,7 +163,7 @@ static void test_idx_small(void) {
     write_small_idx("packed", true, 0x803, 3);
     check_small_idx("plain-images-idx3-ubyte");
     check_small_idx("packed-images-idx3-ubyte.gz");
-    remove_scratch();
+    fedc_test_tmpdir_remove();
 }
 
 /* Truncates a file of the scratch directory to `len` bytes. */
@@ -224,7 +207,7 @@ static void test_idx_errors(void) {
     write_small_idx("nolabels", false, 0x803, 3);
     unlink(in_scratch("nolabels-labels-idx1-ubyte"));
     CHECK_ERR(fedc__open_idx(&ds, in_scratch("nolabels-images-idx3-ubyte")), FEDC_ENOTFOUND,
-              "looked for /tmp/fedc_data_");
+              "looked for /tmp/fedc-data-");
     write_text("mnist.idx", "whatever");
     CHECK_ERR(fedc__open_idx(&ds, in_scratch("mnist.idx")), FEDC_EINVAL, "images-idx3");
     CHECK_ERR(fedc__open_idx(&ds, in_scratch("none-images-idx3-ubyte")), FEDC_EIO, "none-images-idx3-ubyte");
@@ -233,7 +216,7 @@ static void test_idx_errors(void) {
     mkdir(in_scratch("dir-images-idx3-ubyte"), 0700);
     CHECK_ERR(fedc__open_idx(&ds, in_scratch("dir-images-idx3-ubyte")), FEDC_EIO, "not a regular file");
     CHECK(ds == NULL);
-    remove_scratch();
+    fedc_test_tmpdir_remove();
 }
 
 /* ----------------------------------------------------------------- CSV -- */
@@ -331,7 +314,7 @@ static void test_csv_small(void) {
     write_text("processed.a.data", "1,2,3,0\n");
     CHECK_OK(fedc__open_csv(&ds, scratch));
     if (!ds) {
-        remove_scratch();
+        fedc_test_tmpdir_remove();
         return;
     }
     CHECK_EQ_INT(fedc_dataset_num_clients(ds), 2);
@@ -347,7 +330,7 @@ static void test_csv_small(void) {
     }
     fedc_client_data_destroy(c);
     fedc_dataset_destroy(ds);
-    remove_scratch();
+    fedc_test_tmpdir_remove();
 }
 
 /* A directory holding one CSV file with this text: opening it must fail so. */
@@ -357,7 +340,7 @@ static void csv_error(const char *text, fedc_status want, const char *needle) {
     fedc_dataset *ds;
     CHECK_ERR(fedc__open_csv(&ds, scratch), want, needle);
     CHECK(ds == NULL);
-    remove_scratch();
+    fedc_test_tmpdir_remove();
 }
 
 static void test_csv_errors(void) {
@@ -380,7 +363,7 @@ static void test_csv_errors(void) {
     write_text("a.data", "1,2\n");
     CHECK_ERR(fedc__open_csv(&ds, scratch), FEDC_EINVAL, "a.csv and a.data both name client \"a\"");
     CHECK_ERR(fedc__open_csv(&ds, in_scratch("a.csv")), FEDC_EIO, "cannot read the directory");
-    remove_scratch();
+    fedc_test_tmpdir_remove();
 }
 
 /* ---------------------------------------------------------------- text -- */
@@ -441,7 +424,7 @@ static void test_text_small(void) {
     fedc_dataset *ds;
     CHECK_OK(fedc__open_text(&ds, scratch));
     if (!ds) {
-        remove_scratch();
+        fedc_test_tmpdir_remove();
         return;
     }
     CHECK_EQ_INT(fedc_dataset_num_clients(ds), 2);
@@ -461,7 +444,7 @@ static void test_text_small(void) {
     unlink(in_scratch("b.txt"));
     CHECK_ERR(fedc__open_text(&ds, scratch), FEDC_ENOTFOUND, "no .txt files");
     CHECK_ERR(fedc__open_text(&ds, in_scratch("c.text")), FEDC_EIO, "c.text");
-    remove_scratch();
+    fedc_test_tmpdir_remove();
 }
 
 /* ---------------------------------------------------- allocation failure -- */
@@ -500,7 +483,7 @@ static void test_alloc_failure(void) {
     alloc_failures(fedc__open_idx, in_scratch("small-images-idx3-ubyte.gz"));
     alloc_failures(fedc__open_csv, scratch);
     alloc_failures(fedc__open_text, scratch);
-    remove_scratch();
+    fedc_test_tmpdir_remove();
 }
 
 int main(int argc, char **argv) {

@@ -306,11 +306,8 @@ static void test_shakespeare_leaf(void) {
 
 /* ---------------------------------------------------------- Stack Overflow -- */
 
-static char tmpdir[64];
-
 static const char *tmp_file(const char *name, const char *contents) {
-    static char path[128];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    const char *path = fedc_test_tmp(name);
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
     if (f) {
@@ -940,8 +937,7 @@ static void test_real_heart_disease(void) {
 }
 
 int main(int argc, char **argv) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/fedc_tasks_XXXXXX");
-    if (!mkdtemp(tmpdir)) return 1;
+    if (!fedc_test_tmpdir("tasks")) return 1;
     static const fedc_test tests[] = {
         {"emnist_leaf", test_emnist_leaf},
         {"real_shakespeare_test_split", test_real_shakespeare_test_split},
@@ -967,12 +963,6 @@ int main(int argc, char **argv) {
         {"real_heart_disease", test_real_heart_disease},
     };
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
-    const char *names[] = {"words", "big", "empty", "blank", "dup"};
-    for (int k = 0; k < 5; k++) {
-        char path[128];
-        snprintf(path, sizeof path, "%s/%s", tmpdir, names[k]);
-        unlink(path);
-    }
-    rmdir(tmpdir);
+    fedc_test_tmpdir_remove();
     return rc;
 }

@@ -54,15 +54,7 @@ static char *checkpoint(const char *dir, size_t *n) {
     return slurp(path, n);
 }
 
-static char tmpdir[256];
-
-static const char *dir(const char *name) {
-    static char buf[4][512];
-    static int k;
-    int i = k++ % 4;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", tmpdir, name);
-    return buf[i];
-}
+static const char *dir(const char *name) { return fedc_test_tmp(name); }
 
 /* ------------------------------------------------------------- the job -- */
 
@@ -307,8 +299,7 @@ static void test_evaluation_program(void) {
 }
 
 int main(int argc, char **argv) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/fedc-test-fl-XXXXXX");
-    if (!mkdtemp(tmpdir)) return 1;
+    if (!fedc_test_tmpdir("test-fl")) return 1;
     static const fedc_test tests[] = {
         {"evaluation program", test_evaluation_program},
         {"heart: loss falls and beats chance", test_heart_loss_falls_and_beats_chance},
@@ -319,8 +310,6 @@ int main(int argc, char **argv) {
         {"bad configurations", test_bad_configurations},
     };
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0) rc = rc ? rc : 0;
+    fedc_test_tmpdir_remove();
     return rc;
 }
