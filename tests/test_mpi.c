@@ -41,12 +41,16 @@ static fedc_program *cohort_program(int dim, bool keep_deltas) {
 
 /* Runs p on the cohort, split over the ranks or not, and returns its outputs'
  * bytes one after another (malloc'd). */
-static fedc_status run(const fedc_program *p, int clients, bool mpi, const float *w, const float *d, char **out,
-                       size_t *bytes) {
+static fedc_status run(const fedc_program *p, int clients, bool mpi, int threads, const double *work, const float *w,
+                       const float *d, char **out, size_t *bytes) {
     fedc_executor *ex;
-    fedc_exec_options o = {.clients = clients, .threads = 2, .mpi = mpi};
+    fedc_exec_options o = {.clients = clients, .threads = threads, .mpi = mpi};
     fedc_status st = fedc_executor_create(&ex, p, &o);
-    if (st) return st;
+    if (!st && work) st = fedc_executor_balance(ex, work);
+    if (st) {
+        fedc_executor_destroy(ex);
+        return st;
+    }
     fedc_executor_bind(ex, "w", w);
     fedc_executor_bind(ex, "d", d);
     st = fedc_executor_run(ex);
@@ -65,26 +69,67 @@ static fedc_status run(const fedc_program *p, int clients, bool mpi, const float
     return st;
 }
 
+/* Cohorts of 1 (fewer clients than ranks), 10, 102, 203 and 1001 clients (leaves
+ * of one client; of 1 or 2, 3 or 4, 15 or 16: none divides evenly), each split
+ * evenly and balanced by uneven work (a FEMNIST round's batches, repeated), on 1,
+ * 2 and 8 threads per rank, against one process on 2 threads. */
 static void test_split_equals_one_process(void) {
+    static const int sizes[] = {1, 10, 102, 203, 1001};
+    static const double batches[10] = {9, 8, 5, 9, 1, 9, 8, 7, 8, 7};
     const int dim = 16;
     float w[16];
     for (int j = 0; j < dim; j++) w[j] = 0.3f * (float)j - 2;
     for (int keep = 0; keep <= 1; keep++) {
-        for (int clients = 1; clients <= 203; clients += 101) { /* 1, 102, 203: fewer clients than ranks too */
+        for (size_t c = 0; c < FEDC_COUNT_OF(sizes); c++) {
+            int clients = sizes[c];
             float *d = malloc((size_t)clients * dim * sizeof *d);
+            double *work = malloc((size_t)clients * sizeof *work);
             for (int i = 0; i < clients * dim; i++) d[i] = ((float)((i * 37) % 101) / 101.0f - 0.5f) * (float)(1 + (i / dim) % 7);
+            for (int i = 0; i < clients; i++) work[i] = batches[i % 10] * (i % 23 == 3 ? 40 : 1);
             fedc_program *p = cohort_program(dim, keep);
-            char *a = NULL, *b = NULL;
-            size_t na = 0, nb = 0;
-            CHECK_OK(run(p, clients, false, w, d, &a, &na));
-            CHECK_OK(run(p, clients, true, w, d, &b, &nb));
-            CHECK_MSG(na == nb && na > 0 && memcmp(a, b, na) == 0,
-                      "rank %d of %d: %d clients (deltas %s): the split run differs from one process", fedc_mpi_rank(),
-                      fedc_mpi_size(), clients, keep ? "stored" : "streamed");
-            free(a), free(b), free(d);
+            char *a = NULL;
+            size_t na = 0;
+            CHECK_OK(run(p, clients, false, 2, NULL, w, d, &a, &na));
+            for (int threads = 1; threads <= 8; threads *= threads == 2 ? 4 : 2) {
+                for (int balanced = 0; balanced <= 1; balanced++) {
+                    char *b = NULL;
+                    size_t nb = 0;
+                    CHECK_OK(run(p, clients, true, threads, balanced ? work : NULL, w, d, &b, &nb));
+                    CHECK_MSG(na == nb && na > 0 && memcmp(a, b, na) == 0,
+                              "rank %d of %d: %d clients (deltas %s, %d threads, %s): the split run differs from one "
+                              "process", fedc_mpi_rank(), fedc_mpi_size(), clients, keep ? "stored" : "streamed",
+                              threads, balanced ? "balanced" : "even");
+                    free(b);
+                }
+            }
+            free(a), free(d), free(work);
             fedc_program_destroy(p);
         }
     }
+}
+
+/* Balancing FEMNIST's batches over 2 ranks: each runs 35 or 36 of 71 (37 or more
+ * for any contiguous cut), and every client once. */
+static void test_balance(void) {
+    double work[10] = {9, 8, 5, 9, 1, 9, 8, 7, 8, 7};
+    fedc_program *p = cohort_program(4, false);
+    fedc_executor *ex;
+    fedc_exec_options o = {.clients = 10, .threads = 1, .mpi = true};
+    CHECK_OK(fedc_executor_create(&ex, p, &o));
+    int mine[10], n = fedc_executor_local_clients(ex, mine, 10), first, end;
+    CHECK_EQ_INT(n, fedc_mpi_size() == 2 ? 5 : fedc_mpi_size() == 3 ? 3 + (fedc_mpi_rank() == 2) : 10);
+    CHECK_OK(fedc_executor_balance(ex, work));
+    n = fedc_executor_local_clients(ex, mine, 10);
+    fedc_executor_block(ex, &first, &end);
+    double mine_work = 0;
+    for (int k = 0; k < n; k++) mine_work += work[mine[k]];
+    CHECK(n > 0 && first == mine[0] && end == mine[n - 1] + 1);
+    if (fedc_mpi_size() == 2) CHECK_MSG(mine_work >= 35 && mine_work <= 36, "rank %d: work %g", fedc_mpi_rank(), mine_work);
+    if (fedc_mpi_size() == 1) CHECK(n == 10 && mine_work == 71);
+    work[3] = -1;
+    CHECK_ERR(fedc_executor_balance(ex, work), FEDC_EINVAL, "client 3's work is -1");
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(p);
 }
 
 /* mean(map(log(gather(table, idx)))) — a client whose index is out of range fails. */
@@ -156,6 +201,7 @@ int main(int argc, char **argv) {
     }
     static const fedc_test tests[] = {
         {"split over ranks equals one process", test_split_equals_one_process},
+        {"balancing the ranks' work", test_balance},
         {"a failing client", test_failing_client},
         {"ranks agree on failures", test_agree},
         {"without MPI: says how to enable it", test_without_mpi_says_how},

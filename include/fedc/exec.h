@@ -58,12 +58,12 @@ typedef struct fedc_exec_options {
      * reads an op. */
     bool profile;
     /* Split every map's clients over the ranks of the MPI job (after fedc_mpi_init;
-     * ignored in a job of one rank): each rank runs a contiguous block of clients on
-     * its own `threads` workers, and every rank gets the same outputs, bitwise
-     * identical to a run in one process. Every rank must create the executor and
-     * run it the same number of times, with the same server inputs; a @clients
-     * input that only maps read needs values only for the rank's block
-     * (fedc_executor_block). */
+     * ignored in a job of one rank): each rank runs some of the clients on its own
+     * `threads` workers (fedc_executor_local_clients; fedc_executor_balance says
+     * how), and every rank gets the same outputs, bitwise identical to a run in one
+     * process. Every rank must create the executor and run it the same number of
+     * times, with the same server inputs; a @clients input that only maps read
+     * needs values only for the rank's clients. */
     bool mpi;
 } fedc_exec_options;
 
@@ -96,8 +96,23 @@ int fedc_executor_dropped(const fedc_executor *ex, int *clients, int max);
  * client, every step), most expensive first. FEDC_EINVAL if profiling is off. */
 fedc_status fedc_executor_profile(const fedc_executor *ex, FILE *out);
 
-/* The clients whose map bodies this process runs: [*first, *end); all of them
- * unless options.mpi splits them over ranks. */
+/* Under options.mpi: how much work each client's map body is (work[i] >= 0 for
+ * client i, e.g. its examples or SGD steps), for the next runs; NULL: the same
+ * for all. The cohort is cut into min(clients, 64) leaves of consecutive clients;
+ * each rank runs whole leaves, chosen so that the ranks' work is about equal (the
+ * default: equal numbers of clients, contiguous). Results do not depend on it.
+ * Every rank must pass the same work, before filling its clients' inputs. */
+fedc_status fedc_executor_balance(fedc_executor *ex, const double *work);
+
+/* The clients whose map bodies this process runs, in increasing order: writes up
+ * to `max` of them and returns how many there are. All of them unless
+ * options.mpi splits them over ranks. */
+int fedc_executor_local_clients(const fedc_executor *ex, int *clients, int max);
+
+/* The span of clients [*first, *end) from this process's first client to its last
+ * (every client of the span is its own when the split is contiguous, the default;
+ * after fedc_executor_balance it may also hold other ranks' clients: filling their
+ * inputs too does no harm). */
 void fedc_executor_block(const fedc_executor *ex, int *first, int *end);
 
 /* ------------------------------------------------------------------ MPI --

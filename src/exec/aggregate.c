@@ -1,30 +1,39 @@
-/* Aggregation over clients: sum, mean and weighted mean, as a fixed binary tree
- * over client indices.
+/* Aggregation over clients: sum, mean and weighted mean, in a fixed order: a
+ * running sum over each leaf, then a binary tree over the leaves.
  *
  * Floating-point addition is not associative, so the order of a sum decides its
- * bits. fedc fixes the order by the client indices alone: the sum of the aligned
- * block of clients [k 2^j, (k+1) 2^j) is the sum of its left half plus the sum of
- * its right half, and the total is the sum of the blocks that tile [0, n) (the
- * binary digits of n, largest first), added left to right. A stream of clients in
- * increasing order computes it with a stack: push each client as a block of one,
- * and while the two blocks on top are siblings, replace them by their sum (a
- * binary counter), so at most one block per level waits: O(log2 clients) partial
- * sums, whatever the cohort's size otherwise.
+ * bits. fedc fixes the order by the cohort's size and the client indices alone.
+ * The cohort [0, n) is cut into L = min(n, 64) leaves of consecutive clients
+ * (leaf j = [n j / L, n (j+1) / L), exec.h); a leaf's sum is its clients' values
+ * added in index order; the sum of the aligned block of leaves [k 2^j, (k+1) 2^j)
+ * is the sum of its left half plus the sum of its right half, and the total is
+ * the sum of the blocks that tile [0, L) (the binary digits of L, largest first),
+ * added left to right. A stream of leaves in increasing order computes it with a
+ * stack: push each closed leaf as a block of one, and while the two blocks on top
+ * are siblings, replace them by their sum (a binary counter).
  *
- * Why a tree and not one running sum: the ranks of an MPI run each sum a
- * contiguous block of clients at the same time. A running sum would make rank r
- * wait for rank r-1's total (or keep all its clients' values); with the tree, a
- * rank's stack holds only complete blocks of the tree, which it hands on, and
- * pushing every rank's blocks in order (fedc__agg_push) yields exactly the stack
- * one process would have had. So the result is bitwise the same for any number of
- * threads and ranks. Pairwise sums are also more accurate than a running sum. */
+ * Why this shape. Ranks of an MPI run sum different leaves at the same time: a
+ * leaf is the unit a rank runs, and a rank's stack holds complete blocks of the
+ * tree, which it hands to rank 0, who pushes every rank's blocks in leaf order
+ * (fedc__agg_push) and so rebuilds exactly the stack one process would have had:
+ * the result is bitwise the same for any number of threads and ranks, and for any
+ * assignment of leaves to ranks. Memory is bounded whatever the cohort: the open
+ * leaf and at most log2(64) + 1 waiting blocks, the first of them summed in place
+ * in the aggregation's own output. (A binary tree over clients, as before, needed
+ * log2(clients) partial sums; one running sum over all clients could not be split
+ * among ranks without waiting.) Pairwise sums over the leaves are also more
+ * accurate than one running sum. */
 #include <string.h>
 
 #include "exec/exec.h"
 
-void fedc__agg_begin(fedc__agg *a, const fedc__node *n, void *out) {
-    for (int k = 0; k < a->depth; k++)
-        if (a->stack[k].data) a->spare[a->nspare++] = a->stack[k].data;
+void fedc__agg_release(fedc__agg *a, void *data) {
+    if (data && data != a->out) a->spare[a->nspare++] = data;
+}
+
+void fedc__agg_begin(fedc__agg *a, const fedc__node *n, int64_t clients, void *out) {
+    for (int k = 0; k < a->depth; k++) fedc__agg_release(a, a->stack[k].data);
+    if (a->open) fedc__agg_release(a, a->leaf.data);
     a->op = n->op;
     a->dtype = n->type.dtype;
     a->count = fedc_type_count(&n->type);
@@ -35,13 +44,17 @@ void fedc__agg_begin(fedc__agg *a, const fedc__node *n, void *out) {
     }
     a->bytes = bytes;
     a->out = out;
+    a->clients = clients;
+    a->open = false;
     a->depth = 0;
 }
 
 void fedc__agg_free(fedc__agg *a) {
-    for (int k = 0; k < a->depth; k++) fedc_free(a->stack[k].data);
+    for (int k = 0; k < a->depth; k++) fedc__agg_release(a, a->stack[k].data);
+    if (a->open) fedc__agg_release(a, a->leaf.data);
     for (int k = 0; k < a->nspare; k++) fedc_free(a->spare[k]);
     a->depth = a->nspare = 0;
+    a->open = false;
 }
 
 void *fedc__agg_buffer(fedc__agg *a) {
@@ -97,7 +110,7 @@ static void merge(fedc__agg *a, fedc__partial *left, fedc__partial *right) {
         left->data = right->data;
     } else if (right->clients) {
         accumulate(a->dtype, a->count, left->data, right->data, 1);
-        a->spare[a->nspare++] = right->data;
+        fedc__agg_release(a, right->data);
     }
     left->clients += right->clients;
     left->weight += right->weight;
@@ -111,45 +124,76 @@ fedc_status fedc__agg_push(fedc__agg *a, fedc__partial p) {
         p = left;
     }
     if (a->depth == FEDC__AGG_MAX_DEPTH) {
-        if (p.data) a->spare[a->nspare++] = p.data;
+        fedc__agg_release(a, p.data);
         return fedc_error(FEDC_EINTERNAL, "%s: more than %d partial sums", fedc__ops[a->op].name, FEDC__AGG_MAX_DEPTH);
     }
     a->stack[a->depth++] = p;
     return FEDC_OK;
 }
 
+static fedc_status incomplete(const fedc__agg *a, int64_t i) {
+    return fedc_error(FEDC_EINTERNAL, "%s: client %lld comes where a leaf of the sum is not whole (%lld clients)",
+                      fedc__ops[a->op].name, (long long)i, (long long)a->clients);
+}
+
+fedc_status fedc__agg_close(fedc__agg *a) {
+    if (!a->open) return FEDC_OK;
+    a->open = false;
+    if (a->next != fedc__agg_leaf_start(a->clients, (int)a->leaf.first + 1)) {
+        fedc__agg_release(a, a->leaf.data);
+        return incomplete(a, a->next);
+    }
+    return fedc__agg_push(a, a->leaf);
+}
+
+/* Opens the leaf that starts at client i (closing the one before). */
+static fedc_status open_leaf(fedc__agg *a, int64_t i) {
+    fedc_status st = fedc__agg_close(a);
+    if (st) return st;
+    int j = fedc__agg_leaf_of(a->clients, i);
+    if (i < 0 || i >= a->clients || fedc__agg_leaf_start(a->clients, j) != i) return incomplete(a, i);
+    a->leaf = (fedc__partial){j, 0, 0, 0, NULL};
+    a->open = true;
+    a->next = i;
+    return FEDC_OK;
+}
+
 fedc_status fedc__agg_add(fedc__agg *a, int64_t i, const void *x, const void *w) {
-    fedc__partial leaf = {i, 0, 0, 0, NULL};
-    double scale = 1;
-    if (x) {
-        if (a->op == FEDC_OP_WEIGHTED_MEAN) scale = scalar_at(a->dtype, w);
-        leaf.clients = 1;
-        leaf.weight = a->op == FEDC_OP_WEIGHTED_MEAN ? scale : 0;
+    if (!a->open || i != a->next || i >= fedc__agg_leaf_start(a->clients, (int)a->leaf.first + 1)) {
+        fedc_status st = open_leaf(a, i);
+        if (st) return st;
     }
-    fedc__partial *top = a->depth ? &a->stack[a->depth - 1] : NULL;
-    if (x && top && top->clients && siblings(top, &leaf)) { /* the usual case: add into the left sibling */
-        accumulate(a->dtype, a->count, top->data, x, scale);
-        top->clients++;
-        top->weight += leaf.weight;
-        top->level++;
-        return fedc__agg_push(a, a->stack[--a->depth]);
-    }
-    if (x) {
-        if (!(leaf.data = fedc__agg_buffer(a)))
+    a->next = i + 1;
+    if (!x) return FEDC_OK; /* left out */
+    double scale = a->op == FEDC_OP_WEIGHTED_MEAN ? scalar_at(a->dtype, w) : 1;
+    fedc__partial *leaf = &a->leaf;
+    if (leaf->clients) {
+        accumulate(a->dtype, a->count, leaf->data, x, scale);
+    } else {
+        /* the first leaf's sum (and all that joins it on the left) grows in out itself */
+        leaf->data = leaf->first == 0 ? a->out : fedc__agg_buffer(a);
+        if (!leaf->data)
             return fedc_error(FEDC_ENOMEM, "%s: out of memory for a partial sum of %zu bytes", fedc__ops[a->op].name,
                               a->bytes);
-        scaled_copy(a->dtype, a->count, leaf.data, x, scale);
+        scaled_copy(a->dtype, a->count, leaf->data, x, scale);
     }
-    return fedc__agg_push(a, leaf);
+    leaf->clients++;
+    if (a->op == FEDC_OP_WEIGHTED_MEAN) leaf->weight += scale;
+    return FEDC_OK;
 }
 
 fedc_status fedc__agg_end(fedc__agg *a) {
+    fedc_status st = fedc__agg_close(a);
+    if (st) return st;
     int clients = 0;
     double weight = 0;
     for (int k = 0; k < a->depth; k++) { /* the blocks that tile the cohort, left to right */
         const fedc__partial *b = &a->stack[k];
-        if (b->clients && !clients) memcpy(a->out, b->data, a->bytes);
-        else if (b->clients) accumulate(a->dtype, a->count, a->out, b->data, 1);
+        if (b->clients && !clients) {
+            if (b->data != a->out) memcpy(a->out, b->data, a->bytes);
+        } else if (b->clients) {
+            accumulate(a->dtype, a->count, a->out, b->data, 1);
+        }
         clients += b->clients;
         weight += b->weight;
     }

@@ -1,11 +1,12 @@
 /* backend.h — how the runtime gets clients run in parallel (internal).
  *
  * Every process of a run executes the whole program; a map's clients are split
- * among the processes (ranks) in contiguous blocks, and each process runs its
- * block on its own worker threads. The cohort runner (src/exec/cohort.c) commits
- * a block's results in client order into the aggregations' trees; the backend then
- * joins the blocks: it agrees on failures, gives every rank the other blocks'
- * stored results, and completes the aggregations from the ranks' partial sums.
+ * among the processes (ranks) by leaves of the aggregations' tree (split.h), and
+ * each process runs its clients on its own worker threads. The cohort runner
+ * (src/exec/cohort.c) commits its clients' results in client order into the
+ * aggregations' trees; the backend then joins the ranks' work: it agrees on
+ * failures, gives every rank the other ranks' clients' stored results, and
+ * completes the aggregations from the ranks' partial sums.
  *
  * Backends: threads (one process: nothing to join; backend_threads.c) and MPI
  * (backend_mpi.c, when fedc is built with MPI). Results are the same bits with
@@ -15,6 +16,7 @@
 #define FEDC_EXEC_BACKEND_H
 
 #include "exec/exec.h"
+#include "exec/split.h"
 
 typedef struct fedc__backend fedc__backend;
 
@@ -28,9 +30,9 @@ struct fedc__backend {
     /* Every rank passes its status; every rank gets the lowest failing rank's
      * status and message (FEDC_OK when none failed). */
     fedc_status (*agree)(fedc__backend *b, fedc_status st);
-    /* data holds n items of `bytes` each, this rank's block filled in (see
-     * fedc__backend_block); fills in the other ranks' blocks. */
-    fedc_status (*allgather)(fedc__backend *b, void *data, size_t bytes, int64_t n);
+    /* data holds s->clients items of `bytes` each, this rank's clients' filled in
+     * (split s); fills in the other ranks' clients'. */
+    fedc_status (*allgather)(fedc__backend *b, void *data, size_t bytes, const fedc__split *s);
     /* Completes aggregations into which each rank added its block: the same
      * result, bitwise, on every rank. */
     fedc_status (*combine)(fedc__backend *b, fedc__agg *const *aggs, int n);
@@ -42,12 +44,6 @@ fedc_status fedc__backend_threads(fedc__backend **out, int workers);
 /* The MPI backend over every rank of the job (fedc_mpi_init), `workers` threads
  * each; FEDC_EUNSUPPORTED when fedc is built without MPI. */
 fedc_status fedc__backend_mpi(fedc__backend **out, int workers);
-
-/* The block of clients [first, end) of n that `rank` of `ranks` runs. */
-static inline void fedc__backend_block(int rank, int ranks, int64_t n, int64_t *first, int64_t *end) {
-    *first = n * rank / ranks;
-    *end = n * (rank + 1) / ranks;
-}
 
 static inline void fedc__backend_destroy(fedc__backend *b) {
     if (b) b->destroy(b);

@@ -1,15 +1,17 @@
 /* The MPI backend, and the process group it runs on (fedc_mpi_*; docs/mpi.md).
  *
  * Every rank runs the same program on the same server values; a map's clients are
- * split into contiguous blocks (fedc__backend_block), and each rank runs its block
- * on its own threads (a threads backend inside). After the block, the ranks:
+ * split by leaves of the aggregations' tree (split.h), and each rank runs its
+ * clients on its own threads (a threads backend inside). After them, the ranks:
  *  - agree: the lowest failing rank's status and message reach every rank, so all
  *    return the same error and none waits for a rank that gave up;
- *  - gather the clients' stored results and dropped flags (MPI_Allgatherv);
+ *  - gather the clients' stored results and dropped flags (one MPI_Bcast per
+ *    rank, of an indexed type that picks its clients' items in place);
  *  - join each aggregation: ranks 1.. send rank 0 the blocks of the tree they
- *    completed (src/exec/aggregate.c); rank 0 pushes them in rank order, which
- *    rebuilds the stack one process would have had, completes the aggregation and
- *    broadcasts it. So every rank gets the single-process bits.
+ *    completed (src/exec/aggregate.c), headers first; rank 0 pushes its own and
+ *    theirs in leaf order, which rebuilds the stack one process would have had,
+ *    completes the aggregation and broadcasts it. So every rank gets the
+ *    single-process bits, whichever rank ran which leaf.
  *
  * MPI errors are returned as fedc errors (the communicator is a duplicate of
  * MPI_COMM_WORLD with MPI_ERRORS_RETURN), never aborted on. MPI is called only by
@@ -116,24 +118,39 @@ static fedc_status agree(fedc__backend *b, fedc_status st) {
     return fedc_mpi_agree(st);
 }
 
-static fedc_status allgather(fedc__backend *b, void *data, size_t bytes, int64_t n) {
-    if (bytes > INT_MAX) return fedc_error(FEDC_EUNSUPPORTED, "MPI: a client's result of %zu bytes is too large", bytes);
-    int *counts = fedc_malloc(2 * (size_t)b->ranks * sizeof *counts);
-    if (!counts) return fedc_error(FEDC_ENOMEM, "MPI: out of memory");
-    int *displs = counts + b->ranks;
-    for (int r = 0; r < b->ranks; r++) {
-        int64_t first, end;
-        fedc__backend_block(r, b->ranks, n, &first, &end);
-        counts[r] = (int)(end - first), displs[r] = (int)first;
+/* The items of rank r's clients within n items of `bytes`: runs of leaves. */
+static int owned_type(const fedc__split *s, int r, size_t bytes, MPI_Datatype *type) {
+    int lens[FEDC__AGG_LEAVES], starts[FEDC__AGG_LEAVES], runs = 0;
+    for (int j = 0; j < s->leaves; j++) {
+        if (s->owner[j] != r) continue;
+        int first = (int)fedc__agg_leaf_start(s->clients, j), end = (int)fedc__agg_leaf_start(s->clients, j + 1);
+        if (runs && starts[runs - 1] + lens[runs - 1] == first) lens[runs - 1] += end - first;
+        else starts[runs] = first, lens[runs] = end - first, runs++;
     }
+    if (!runs) return -1;
     MPI_Datatype item;
     int rc = MPI_Type_contiguous((int)bytes, MPI_BYTE, &item);
-    if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&item)) == MPI_SUCCESS) {
-        rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts, displs, item, comm);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Type_indexed(runs, lens, starts, item, type);
         MPI_Type_free(&item);
     }
-    fedc_free(counts);
-    return rc == MPI_SUCCESS ? FEDC_OK : mpi_error(rc, "MPI_Allgatherv (the clients' results)");
+    if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(type)) != MPI_SUCCESS) MPI_Type_free(type);
+    return rc;
+}
+
+static fedc_status allgather(fedc__backend *b, void *data, size_t bytes, const fedc__split *s) {
+    if (bytes > INT_MAX) return fedc_error(FEDC_EUNSUPPORTED, "MPI: a client's result of %zu bytes is too large", bytes);
+    for (int r = 0; r < b->ranks; r++) {
+        MPI_Datatype type;
+        int rc = owned_type(s, r, bytes, &type);
+        if (rc < 0) continue; /* rank r runs no clients */
+        if (rc == MPI_SUCCESS) {
+            rc = MPI_Bcast(data, 1, type, r, comm);
+            MPI_Type_free(&type);
+        }
+        if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Bcast (the clients' results)");
+    }
+    return FEDC_OK;
 }
 
 /* A tree block as it travels: where it is and what it holds; its sum follows. */
@@ -156,42 +173,88 @@ static fedc_status send_blocks(const fedc__agg *a, int tag) {
     return FEDC_OK;
 }
 
-/* Rank 0: pushes rank `from`'s blocks after those it has. A failure here is
- * remembered, and the messages are still received, so no sender waits forever. */
-static fedc_status receive_blocks(fedc__agg *a, int from, int tag, fedc_status st) {
-    int depth = 0;
-    block_header h[FEDC__AGG_MAX_DEPTH];
-    MPI_TRY(MPI_Recv(&depth, 1, MPI_INT, from, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv (partial sums)");
-    if (depth < 0 || depth > FEDC__AGG_MAX_DEPTH) return fedc_error(FEDC_EINTERNAL, "MPI: rank %d sent %d blocks", from, depth);
-    MPI_TRY(MPI_Recv(h, depth * (int)sizeof *h, MPI_BYTE, from, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv (partial sums)");
-    for (int k = 0; k < depth; k++) {
-        fedc__partial p = {h[k].first, h[k].level, h[k].clients, h[k].weight, NULL};
-        if (p.clients) {
-            p.data = fedc__agg_buffer(a);
-            void *into = p.data ? p.data : a->out; /* out of memory: receive anyway, into out */
-            MPI_TRY(MPI_Recv(into, (int)a->bytes, MPI_BYTE, from, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv (partial sums)");
-            if (!p.data && !st) st = fedc_error(FEDC_ENOMEM, "MPI: out of memory for a partial sum of %zu bytes", a->bytes);
-        }
-        if (!st) st = fedc__agg_push(a, p);
-        else if (p.data) fedc_free(p.data);
+/* The blocks every rank holds for one aggregation, as rank 0 sees them. */
+typedef struct blocks {
+    int *depth, *next;  /* per rank: how many blocks, and the next to push */
+    block_header *h;    /* rank r's at h + r * FEDC__AGG_MAX_DEPTH */
+} blocks;
+
+/* Rank 0: pushes rank `from`'s next block (its sum received into a buffer). A
+ * failure is remembered, and the message still received, so no sender waits. */
+static fedc_status receive_block(fedc__agg *a, const block_header *h, int from, int tag, fedc_status st) {
+    fedc__partial p = {h->first, h->level, h->clients, h->weight, NULL};
+    if (p.clients) {
+        p.data = st ? NULL : fedc__agg_buffer(a);
+        void *into = p.data ? p.data : a->out; /* after a failure: receive anyway, into out */
+        MPI_TRY(MPI_Recv(into, (int)a->bytes, MPI_BYTE, from, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv (partial sums)");
+        if (!p.data && !st) st = fedc_error(FEDC_ENOMEM, "MPI: out of memory for a partial sum of %zu bytes", a->bytes);
     }
+    if (!st) return fedc__agg_push(a, p);
+    fedc__agg_release(a, p.data);
     return st;
 }
 
+/* Rank 0: every rank's blocks, its own included, pushed in leaf order. */
+static fedc_status gather_blocks(fedc__backend *b, fedc__agg *a, blocks *bl, int tag) {
+    fedc__partial own[FEDC__AGG_MAX_DEPTH];
+    int nown = a->depth;
+    memcpy(own, a->stack, (size_t)nown * sizeof *own);
+    bl->depth[0] = nown;
+    for (int k = 0; k < nown; k++)
+        bl->h[k] = (block_header){own[k].first, own[k].level, own[k].clients, own[k].weight};
+    for (int r = 1; r < b->ranks; r++) {
+        MPI_TRY(MPI_Recv(&bl->depth[r], 1, MPI_INT, r, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv (partial sums)");
+        if (bl->depth[r] < 0 || bl->depth[r] > FEDC__AGG_MAX_DEPTH)
+            return fedc_error(FEDC_EINTERNAL, "MPI: rank %d sent %d blocks", r, bl->depth[r]);
+        MPI_TRY(MPI_Recv(bl->h + (size_t)r * FEDC__AGG_MAX_DEPTH, bl->depth[r] * (int)sizeof *bl->h, MPI_BYTE, r, tag,
+                         comm, MPI_STATUS_IGNORE), "MPI_Recv (partial sums)");
+    }
+    fedc_status st = FEDC_OK;
+    for (int r = 0; r < b->ranks; r++) bl->next[r] = 0;
+    a->depth = 0; /* its own blocks are in `own`, to be pushed again in turn */
+    for (;;) {
+        int from = -1;
+        for (int r = 0; r < b->ranks; r++)
+            if (bl->next[r] < bl->depth[r] &&
+                (from < 0 || bl->h[(size_t)r * FEDC__AGG_MAX_DEPTH + bl->next[r]].first <
+                                 bl->h[(size_t)from * FEDC__AGG_MAX_DEPTH + bl->next[from]].first))
+                from = r;
+        if (from < 0) return st;
+        int k = bl->next[from]++;
+        if (from == 0) {
+            if (!st) st = fedc__agg_push(a, own[k]);
+            else fedc__agg_release(a, own[k].data);
+        } else {
+            st = receive_block(a, bl->h + (size_t)from * FEDC__AGG_MAX_DEPTH + k, from, tag, st);
+        }
+    }
+}
+
 static fedc_status combine(fedc__backend *b, fedc__agg *const *aggs, int n) {
-    for (int i = 0; i < n; i++) {
+    blocks bl = {NULL, NULL, NULL};
+    if (b->rank == 0) {
+        bl.h = fedc_malloc((size_t)b->ranks * (FEDC__AGG_MAX_DEPTH * sizeof *bl.h + 2 * sizeof(int)));
+        bl.depth = bl.h ? (int *)(bl.h + (size_t)b->ranks * FEDC__AGG_MAX_DEPTH) : NULL;
+        bl.next = bl.h ? bl.depth + b->ranks : NULL;
+    }
+    fedc_status st = fedc_mpi_agree(b->rank == 0 && !bl.h ? fedc_error(FEDC_ENOMEM, "MPI: out of memory") : FEDC_OK);
+    for (int i = 0; !st && i < n; i++) {
         fedc__agg *a = aggs[i];
-        if (a->bytes > INT_MAX) return fedc_error(FEDC_EUNSUPPORTED, "MPI: an aggregate of %zu bytes is too large", a->bytes);
-        fedc_status st = FEDC_OK;
-        if (b->rank != 0) st = send_blocks(a, i);
-        for (int r = 1; b->rank == 0 && r < b->ranks; r++) st = receive_blocks(a, r, i, st);
+        if (a->bytes > INT_MAX) {
+            st = fedc_error(FEDC_EUNSUPPORTED, "MPI: an aggregate of %zu bytes is too large", a->bytes);
+            break;
+        }
+        st = b->rank != 0 ? send_blocks(a, i) : gather_blocks(b, a, &bl, i);
         if (b->rank == 0 && !st) st = fedc__agg_end(a);
         /* rank 0's outcome, then its result, for everyone */
         st = fedc_mpi_agree(b->rank == 0 ? st : FEDC_OK);
-        if (st) return st;
-        MPI_TRY(MPI_Bcast(a->out, (int)a->bytes, MPI_BYTE, 0, comm), "MPI_Bcast (an aggregate)");
+        if (!st) {
+            int rc = MPI_Bcast(a->out, (int)a->bytes, MPI_BYTE, 0, comm);
+            if (rc != MPI_SUCCESS) st = mpi_error(rc, "MPI_Bcast (an aggregate)");
+        }
     }
-    return FEDC_OK;
+    fedc_free(bl.h);
+    return st;
 }
 
 static void destroy_mpi(fedc__backend *b) {

@@ -16,8 +16,8 @@ static fedc_status agree_alone(fedc__backend *b, fedc_status st) {
     return st;
 }
 
-static fedc_status allgather_alone(fedc__backend *b, void *data, size_t bytes, int64_t n) {
-    (void)b, (void)data, (void)bytes, (void)n;
+static fedc_status allgather_alone(fedc__backend *b, void *data, size_t bytes, const fedc__split *s) {
+    (void)b, (void)data, (void)bytes, (void)s;
     return FEDC_OK;
 }
 

@@ -1,5 +1,5 @@
-/* The cohort runner: runs a map's body for every client of this process's block
- * (all clients, or its rank's under MPI) on the worker threads, and commits each
+/* The cohort runner: runs a map's body for every client of this process (all
+ * clients, or its rank's leaves under MPI) on the worker threads, and commits each
  * client's results in client order.
  *
  * Each worker has its own executor for the body, so a client runs with no sharing
@@ -8,7 +8,7 @@
  * client order: it copies results that the program keeps per client, and adds the
  * streamed ones into their aggregations, whose trees fix the order of every sum by
  * client index (src/exec/aggregate.c). So results are bitwise identical for any
- * number of threads, and memory is O(workers x results) plus O(log2 clients)
+ * number of threads, and memory is O(workers x results) plus a bounded number of
  * partial sums, not O(clients x results), for the usual map -> mean. Completing
  * the aggregations (and, under MPI, joining the ranks' blocks) is the executor's. */
 #include <math.h>
@@ -108,7 +108,7 @@ fedc_executor *const *fedc__cohort_executors(const fedc__cohort *c, int *n) {
 typedef struct run_ctx {
     fedc__cohort *c;
     const fedc__map_job *job;
-    int64_t next_commit;  /* counted from the block's first client */
+    int64_t next_commit;  /* an index into job->local */
     bool stop;            /* FAIL_ROUND after a failure: skip the remaining clients */
     int64_t failed_client;
     fedc_status failed_status;
@@ -158,7 +158,7 @@ static const void *source_at(const fedc__source *s, const unsigned char *slot, c
     return (const char *)s->base + (size_t)i * s->stride;
 }
 
-/* Records the first failure (lock held): the lowest failing client of the block. */
+/* Records the first failure (lock held): the lowest failing client here. */
 static void fail(run_ctx *r, int64_t i, fedc_status st, const char *msg) {
     if (r->stop) return;
     r->stop = true;
@@ -194,7 +194,7 @@ static void commit(run_ctx *r, int64_t i, int s) {
     c->slot_client[s] = -1;
 }
 
-/* Runs the block's k-th client (client job->first + k) on worker w. */
+/* Runs the k-th local client (client job->local[k]) on worker w. */
 static void client_task(void *ctx, int64_t k, int w) {
     run_ctx *r = ctx;
     fedc__cohort *c = r->c;
@@ -205,14 +205,14 @@ static void client_task(void *ctx, int64_t k, int w) {
     pthread_mutex_unlock(&c->lock);
 
     fedc_status st = FEDC_OK;
-    if (!skip) st = run_client(r, r->job->first + k, w, c->slots + (size_t)s * c->slot_bytes);
+    if (!skip) st = run_client(r, r->job->local[k], w, c->slots + (size_t)s * c->slot_bytes);
     c->slot_status[s] = st;
     if (st) snprintf(c->slot_msg[s], sizeof c->slot_msg[s], "%s", fedc_errmsg());
 
     pthread_mutex_lock(&c->lock);
     c->slot_client[s] = k;
     for (int t = (int)(r->next_commit % c->ring); c->slot_client[t] == r->next_commit; t = (int)(r->next_commit % c->ring)) {
-        commit(r, r->job->first + r->next_commit, t);
+        commit(r, r->job->local[r->next_commit], t);
         r->next_commit++;
     }
     pthread_cond_broadcast(&c->cond);
@@ -222,8 +222,12 @@ static void client_task(void *ctx, int64_t k, int w) {
 fedc_status fedc__cohort_run(fedc__cohort *c, fedc__backend *backend, const fedc__map_job *job) {
     run_ctx r = {.c = c, .job = job, .failed_client = -1};
     for (int s = 0; s < c->ring; s++) c->slot_client[s] = -1;
-    for (int a = 0; a < job->naggs; a++) fedc__agg_begin(job->aggs[a], job->agg_nodes[a], job->agg_out[a]);
-    backend->run(backend, job->end - job->first, client_task, &r);
+    for (int a = 0; a < job->naggs; a++) fedc__agg_begin(job->aggs[a], job->agg_nodes[a], job->clients, job->agg_out[a]);
+    backend->run(backend, job->nlocal, client_task, &r);
+    for (int a = 0; a < job->naggs && !r.stop; a++) {
+        fedc_status st = fedc__agg_close(job->aggs[a]);
+        if (st) fail(&r, job->local[job->nlocal - 1], st, fedc_errmsg());
+    }
     if (r.stop) {
         const char *id = job->client_ids ? job->client_ids[r.failed_client] : NULL;
         return fedc_error(r.failed_status, "client %lld%s%s%s: %s", (long long)r.failed_client, id ? " (\"" : "",

@@ -19,7 +19,8 @@ typedef struct fedc__source {
 /* One run of a map over the cohort. */
 typedef struct fedc__map_job {
     int clients;
-    int first, end;           /* the clients this process runs: [first, end) */
+    int nlocal;               /* the clients this process runs, in increasing order */
+    const int *local;
     int nargs;
     const void *const *args;  /* client i's argument j at args[j] + i * arg_stride[j] */
     const size_t *arg_stride;
@@ -40,9 +41,9 @@ fedc_status fedc__cohort_create(fedc__cohort **out, const fedc_program *body, in
 void fedc__cohort_destroy(fedc__cohort *c);
 /* The body executors of the workers (for profiles). */
 fedc_executor *const *fedc__cohort_executors(const fedc__cohort *c, int *n);
-/* Runs the job's block of clients, adding into its aggregations (begun here, left
- * for the caller to complete); on a client's failure (FAIL_ROUND) the message
- * names the client. */
+/* Runs the job's local clients, adding into its aggregations (begun here, their
+ * last leaves closed, left for the caller to complete); on a client's failure
+ * (FAIL_ROUND) the message names the client. */
 fedc_status fedc__cohort_run(fedc__cohort *c, fedc__backend *backend, const fedc__map_job *job);
 
 #endif

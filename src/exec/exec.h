@@ -31,42 +31,69 @@ size_t fedc__step_scratch(const fedc_kernels *k, const fedc_program *p, const fe
 
 fedc_kshape fedc__kshape(const fedc_type *t);
 
-/* One block of an aggregation's tree: the clients [first, first + 2^level), of
- * which `clients` were added (the others were dropped or are not there). */
+/* The leaves of every sum over clients (src/exec/aggregate.c): min(clients,
+ * FEDC__AGG_LEAVES) blocks of consecutive clients, leaf j = [n j / L, n (j+1) / L). */
+enum { FEDC__AGG_LEAVES = 64 };
+
+static inline int fedc__agg_leaves(int64_t clients) {
+    return clients < FEDC__AGG_LEAVES ? (int)clients : FEDC__AGG_LEAVES;
+}
+static inline int64_t fedc__agg_leaf_start(int64_t clients, int j) {
+    return clients * j / fedc__agg_leaves(clients);
+}
+static inline int fedc__agg_leaf_of(int64_t clients, int64_t i) {
+    return (int)(((i + 1) * fedc__agg_leaves(clients) - 1) / clients);
+}
+
+/* One block of an aggregation's tree: the leaves [first, first + 2^level), of
+ * whose clients `clients` were added (the others were dropped or are not there). */
 typedef struct fedc__partial {
     int64_t first;
     int level;
     int clients;
     double weight; /* weighted_mean: the sum of their weights */
-    void *data;    /* the sum of their values; NULL when clients == 0 */
+    void *data;    /* the sum of their values; NULL when clients == 0; the
+                    * aggregation's `out` for the block that starts at leaf 0 */
 } fedc__partial;
 
-enum { FEDC__AGG_MAX_DEPTH = 128 };
+/* The blocks a process holds at once: a binary counter over at most 64 leaves,
+ * or one block per leaf of a rank's (FEDC__AGG_LEAVES at most). */
+enum { FEDC__AGG_MAX_DEPTH = FEDC__AGG_LEAVES + 8 };
 
 /* An aggregation in progress (sum, mean or weighted_mean of one node): a fixed
- * binary tree over client indices (src/exec/aggregate.c), kept as a stack of the
- * blocks that still wait for their sibling. */
+ * tree over client indices (src/exec/aggregate.c), kept as the leaf being summed
+ * and a stack of the blocks that still wait for their sibling. */
 typedef struct fedc__agg {
     fedc__op op;
     fedc_dtype dtype;
     int64_t count; /* elements of the value */
     size_t bytes;  /* of the value */
     void *out;     /* the server value it ends in */
+    int64_t clients;      /* the cohort's size */
+    fedc__partial leaf;   /* the open leaf, when open */
+    bool open;
+    int64_t next;         /* the open leaf's next client */
     fedc__partial stack[FEDC__AGG_MAX_DEPTH];
     int depth;
-    void *spare[FEDC__AGG_MAX_DEPTH + 1]; /* buffers for partial sums, kept for the next run */
+    void *spare[FEDC__AGG_MAX_DEPTH + 2]; /* buffers for partial sums, kept for the next run */
     int nspare;
 } fedc__agg;
 
-void fedc__agg_begin(fedc__agg *a, const fedc__node *n, void *out);
+/* Begins an aggregation of node n over a cohort of `clients`, into `out`. */
+void fedc__agg_begin(fedc__agg *a, const fedc__node *n, int64_t clients, void *out);
 /* Adds client i's value x (and its weight w, for weighted_mean); x NULL: client i
- * is left out. Clients come in increasing order, without gaps. */
+ * is left out. Clients come in increasing order, every client of a leaf, and the
+ * leaves whole (a process may skip whole leaves: another rank sums them). */
 fedc_status fedc__agg_add(fedc__agg *a, int64_t i, const void *x, const void *w);
+/* Closes the open leaf: after it, the stack holds every block summed here. */
+fedc_status fedc__agg_close(fedc__agg *a);
 /* Adds a block summed elsewhere (another rank), after the blocks before it; a
  * takes p.data, which must come from fedc__agg_buffer(a). */
 fedc_status fedc__agg_push(fedc__agg *a, fedc__partial p);
 /* A buffer of the value's size for a partial sum (NULL when out of memory). */
 void *fedc__agg_buffer(fedc__agg *a);
+/* Gives a partial sum's buffer back (never `out`). */
+void fedc__agg_release(fedc__agg *a, void *data);
 /* Combines the blocks into `out` (and divides, for the means). */
 fedc_status fedc__agg_end(fedc__agg *a);
 void fedc__agg_free(fedc__agg *a);

@@ -12,6 +12,7 @@
  *    value takes one copy per client. Outputs live to the end. Memory is released
  *    only after the node that last reads it has run, so no kernel writes over its
  *    operands. */
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -57,6 +58,8 @@ struct fedc_executor {
     void *scratch;
     size_t scratch_bytes;
     fedc__backend *backend; /* runs clients in parallel */
+    fedc__split split;      /* which rank runs which leaves of the cohort */
+    int *local, nlocal;     /* the clients this process runs, in increasing order */
     fedc_pool *kernel_pool; /* threads no client uses, lent to the kernels (a program without maps) */
     fedc__cohort **cohorts; /* per value: the runner of a map node */
     fedc_executor **folds;  /* per value: the executor of a fold node's body */
@@ -326,6 +329,7 @@ static fedc_status allocate(fedc_executor *ex) {
     ex->operands = fedc_calloc((size_t)max_in, sizeof *ex->operands);
     ex->strides = fedc_calloc((size_t)max_in, sizeof *ex->strides);
     ex->dropped = fedc_calloc((size_t)(ex->clients ? ex->clients : 1), 1);
+    ex->local = fedc_calloc((size_t)(ex->clients ? ex->clients : 1), sizeof *ex->local);
     ex->aggs = fedc_calloc((size_t)n, sizeof *ex->aggs);
     if (ex->opt.profile) {
         ex->op_seconds = fedc_calloc(FEDC_OP_COUNT, sizeof *ex->op_seconds);
@@ -334,7 +338,7 @@ static fedc_status allocate(fedc_executor *ex) {
     }
     bool lists = allocate_lists(&ex->lists, lists_width(ex->p));
     if (!ex->plan || !ex->bound || !ex->cohorts || !ex->folds || !ex->carries || !ex->operands || !ex->strides ||
-        !ex->dropped || !ex->aggs || !lists)
+        !ex->dropped || !ex->local || !ex->aggs || !lists)
         return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     for (int v = 0; v < ex->p->n; v++)
         if (is_aggregation(ex->p->nodes[v].op) && !(ex->aggs[v] = fedc_calloc(1, sizeof *ex->aggs[v])))
@@ -347,7 +351,8 @@ static fedc_status allocate(fedc_executor *ex) {
     if (!ex->block || (ex->scratch_bytes && !ex->scratch))
         return fedc_error(FEDC_ENOMEM, "executor: cannot allocate %zu bytes of buffers and %zu of scratch",
                           ex->block_bytes, ex->scratch_bytes);
-    return create_cohorts(ex);
+    st = create_cohorts(ex);
+    return st ? st : fedc_executor_balance(ex, NULL);
 }
 
 static fedc_status check_options(const fedc_program *p, const fedc_exec_options *o) {
@@ -406,6 +411,7 @@ void fedc_executor_destroy(fedc_executor *ex) {
     fedc_free(ex->strides);
     free_lists(&ex->lists);
     fedc_free(ex->dropped);
+    fedc_free(ex->local);
     fedc_free(ex->block);
     fedc_free(ex->scratch);
     fedc_free(ex);
@@ -595,16 +601,14 @@ static fedc_status run_map(fedc_executor *ex, fedc_value m) {
         naggs++;
     }
     fedc__backend *b = ex->backend;
-    int64_t first, end;
-    fedc__backend_block(b->rank, b->ranks, ex->clients, &first, &end);
-    fedc__map_job job = {ex->clients, (int)first, (int)end, n->nin, args, arg_stride, dest, naggs, aggs, agg_nodes,
+    fedc__map_job job = {ex->clients, ex->nlocal, ex->local, n->nin, args, arg_stride, dest, naggs, aggs, agg_nodes,
                          agg_out, x_src, w_src, ex->opt.check_finite, ex->opt.on_client_failure == FEDC_DROP_CLIENT,
                          ex->dropped, ex->opt.client_ids};
     fedc_status st = b->agree(b, fedc__cohort_run(ex->cohorts[m], b, &job));
     /* join the ranks' blocks: stored results, who was dropped, the aggregations */
     for (int k = 0; !st && k < l->width; k++)
-        if (dest[k]) st = b->allgather(b, dest[k], dest_bytes[k] / (size_t)ex->clients, ex->clients);
-    if (!st && job.drop_failed) st = b->allgather(b, ex->dropped, 1, ex->clients);
+        if (dest[k]) st = b->allgather(b, dest[k], dest_bytes[k] / (size_t)ex->clients, &ex->split);
+    if (!st && job.drop_failed) st = b->allgather(b, ex->dropped, 1, &ex->split);
     if (!st) st = b->combine(b, aggs, naggs);
     if (!st) copy_duplicate_results(ex, m, dest);
     return st;
@@ -703,10 +707,26 @@ fedc_status fedc_executor_output(const fedc_executor *ex, const char *name, cons
     return FEDC_OK;
 }
 
+fedc_status fedc_executor_balance(fedc_executor *ex, const double *work) {
+    for (int i = 0; work && i < ex->clients; i++)
+        if (!isfinite(work[i]) || work[i] < 0)
+            return fedc_error(FEDC_EINVAL, "executor_balance: client %d's work is %g; use a finite number >= 0", i,
+                              work[i]);
+    int rank = ex->backend ? ex->backend->rank : 0, ranks = ex->backend ? ex->backend->ranks : 1;
+    if (work) fedc__split_balanced(&ex->split, ex->clients, ranks, work);
+    else fedc__split_even(&ex->split, ex->clients, ranks);
+    ex->nlocal = fedc__split_clients(&ex->split, rank, ex->local);
+    return FEDC_OK;
+}
+
+int fedc_executor_local_clients(const fedc_executor *ex, int *clients, int max) {
+    for (int k = 0; k < ex->nlocal && k < max; k++) clients[k] = ex->local[k];
+    return ex->nlocal;
+}
+
 void fedc_executor_block(const fedc_executor *ex, int *first, int *end) {
-    int64_t f = 0, e = ex->clients;
-    if (ex->backend) fedc__backend_block(ex->backend->rank, ex->backend->ranks, ex->clients, &f, &e);
-    *first = (int)f, *end = (int)e;
+    *first = ex->nlocal ? ex->local[0] : 0;
+    *end = ex->nlocal ? ex->local[ex->nlocal - 1] + 1 : 0;
 }
 
 size_t fedc_executor_planned_bytes(const fedc_executor *ex) { return ex->block_bytes; }

@@ -164,7 +164,8 @@ static fedc_status create_programs(trainer *t) {
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, t->round_ex, true);
     if (!st) st = bind_model(t, t->round_ex, true);
     t->sampled = st ? NULL : fedc_malloc((size_t)k * sizeof *t->sampled);
-    if (!st && !t->sampled) st = fedc_error(FEDC_ENOMEM, "train: out of memory");
+    t->work = st ? NULL : fedc_malloc((size_t)k * sizeof *t->work);
+    if (!st && (!t->sampled || !t->work)) st = fedc_error(FEDC_ENOMEM, "train: out of memory");
     return st;
 }
 
@@ -200,6 +201,7 @@ static void destroy(trainer *t) {
     fedc_free(t->state_flat);
     fedc_free(t->params);
     fedc_free(t->sampled);
+    fedc_free(t->work);
     fedc_free(t->curve);
     fedc_free(t->client_accuracy);
     fedc_model_destroy(t->model);
@@ -214,20 +216,40 @@ static void destroy(trainer *t) {
 
 /* ---------------------------------------------------------------- rounds -- */
 
-/* Loads the batches of the clients that this rank runs (ex's block of the cohort),
- * and agrees with the other ranks on whether that worked. */
+/* Loads the batches of the clients that this rank runs (ex's local clients, in
+ * runs of consecutive ones), and agrees with the other ranks on whether that
+ * worked. */
 static fedc_status fill_block(trainer *t, fedc_dataset *ds, const int64_t *clients, cohort_buffers *cb,
                               const fedc_executor *ex, bool shuffle, uint32_t round) {
-    int first, end;
-    fedc_executor_block(ex, &first, &end);
+    int *local = fedc_malloc((size_t)cb->clients * sizeof *local);
+    int n = local ? fedc_executor_local_clients(ex, local, cb->clients) : 0;
     size_t rows = (size_t)(cb->max_steps * cb->batch);
-    cohort_buffers block = *cb; /* a view of the block's slots */
-    block.x += (size_t)first * (size_t)cb->x_elems;
-    block.y += (size_t)first * rows;
-    block.mask += (size_t)first * rows;
-    block.steps += first;
-    block.key += 4 * (size_t)first;
-    return fedc_mpi_agree(fedc__train_fill(t, ds, clients + first, end - first, &block, shuffle, round));
+    fedc_status st = local ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
+    for (int k = 0, end; !st && k < n; k = end) {
+        for (end = k + 1; end < n && local[end] == local[end - 1] + 1;) end++;
+        int first = local[k];
+        cohort_buffers run = *cb; /* a view of the run's slots */
+        run.x += (size_t)first * (size_t)cb->x_elems;
+        run.y += (size_t)first * rows;
+        run.mask += (size_t)first * rows;
+        run.steps += first;
+        run.key += 4 * (size_t)first;
+        st = fedc__train_fill(t, ds, clients + first, end - k, &run, shuffle, round);
+    }
+    fedc_free(local);
+    return fedc_mpi_agree(st);
+}
+
+/* Each sampled client's SGD steps this round: the ranks' work, balanced. */
+static fedc_status balance(trainer *t, int k) {
+    const fedc_train_config *c = t->c;
+    int64_t batch = t->alg.batch_size, epochs = c->epochs;
+    for (int i = 0; i < k; i++) { /* epochs < 0: repeated up to max_steps */
+        int64_t steps = epochs < 0 ? t->alg.max_steps
+                                   : ceil_div(fedc_dataset_client_examples(t->train, t->sampled[i]) * epochs, batch);
+        t->work[i] = (double)(steps < t->alg.max_steps ? steps : t->alg.max_steps);
+    }
+    return fedc_executor_balance(t->round_ex, t->work);
 }
 
 static fedc_status copy_output(fedc_executor *ex, const char *name, float *dst) {
@@ -242,6 +264,7 @@ static fedc_status run_round(trainer *t, int r, double *loss, double *examples) 
     const fedc_train_config *c = t->c;
     int k = c->clients_per_round;
     fedc_status st = fedc_sample_clients(fedc_dataset_num_clients(t->train), k, c->seed, (uint32_t)r, t->sampled);
+    if (!st) st = balance(t, k);
     if (!st) st = fill_block(t, t->train, t->sampled, &t->cohort, t->round_ex, true, (uint32_t)r);
     if (!st) st = fedc_executor_run(t->round_ex);
     for (int i = 0; !st && i < fedc_model_num_params(t->model); i++) {

@@ -42,6 +42,7 @@ typedef struct trainer {
     fedc_executor *round_ex, *eval_ex;
     cohort_buffers cohort, eval_cohort;
     int64_t *sampled;
+    double *work;        /* per sampled client: its SGD steps (balances the ranks) */
     int first_round;        /* 0, or where a resumed run starts */
     FILE *jsonl, *csv;
     double *curve;          /* per evaluated round: round, train_loss, test_loss, test_accuracy */
