@@ -11,7 +11,10 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <cblas.h>
 
 #include "kernels/kernels.h"
 
@@ -106,6 +109,22 @@ static void check_same_bits(const void *a, const void *b, size_t bytes, const ch
 static const char *dt_name(fedc_dtype dt) { return fedc_dtype_name(dt); }
 
 /* --------------------------------------------------------------- table -- */
+
+/* fast_blas.c re-picks OpenBLAS's kernels when its runtime dispatch fell back to
+ * the generic Prescott ones on a CPU it does not know: a CPU with AVX2 and FMA
+ * must end up on better kernels (checked only where OpenBLAS has runtime
+ * dispatch and nobody forced a core with OPENBLAS_CORETYPE). */
+extern void gotoblas_dynamic_init(void) __attribute__((weak));
+
+static void test_blas_core(void) {
+#if defined(__x86_64__)
+    fedc_kernels_init();
+    if (!gotoblas_dynamic_init || getenv("OPENBLAS_CORETYPE")) return;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
+    CHECK(strcmp(openblas_get_corename(), "Prescott") != 0);
+#endif
+}
 
 static void test_table(void) {
     CHECK(strcmp(F->name, "fast") == 0);
@@ -712,6 +731,7 @@ int main(int argc, char **argv) {
         {"select", test_select},
         {"dropout", test_dropout},
         {"table", test_table},
+        {"blas_core", test_blas_core},
         {"matmul", test_matmul},
         {"matmul_errors", test_matmul_errors},
         {"conv", test_conv},
