@@ -130,7 +130,7 @@ static void test_table(void) {
     CHECK(strcmp(F->name, "fast") == 0);
     CHECK(F->unary && F->binary && F->select && F->reduce && F->broadcast_to && F->transpose);
     CHECK(F->slice && F->pad && F->concat && F->matmul && F->gather && F->scatter_add);
-    CHECK(F->one_hot && F->conv2d_scratch && F->conv2d && F->conv2d_input_grad);
+    CHECK(F->one_hot && F->conv2d_scratch && F->conv2d && F->conv2d_bias_relu && F->conv2d_input_grad);
     CHECK(F->conv2d_filter_grad && F->max_pool2d && F->max_pool2d_grad && F->avg_pool2d);
     CHECK(F->avg_pool2d_grad && F->log_softmax && F->softmax_xent && F->argmax && F->dropout);
     CHECK(F->cast && F->iota);
@@ -223,6 +223,23 @@ static fedc_status conv_pass(const fedc_kernels *k, int pass, fedc_dtype dt,
     return k->conv2d_filter_grad(dt, g, b->x, b->dy, out, b->scratch);
 }
 
+/* conv2d_bias_relu must give exactly the bits of conv2d, the fast bias add and
+ * (with relu) the fast relu run one after another, as the unfused executor would. */
+static void check_conv_epilogue(fedc_dtype dt, const fedc_conv_geom *g, const conv_bufs *b, int64_t ny) {
+    size_t bytes = (size_t)ny * fedc_dtype_size(dt);
+    void *bias = random_array(dt, g->o, 1, 0), *want = alloc_poison(bytes), *got = alloc_poison(bytes);
+    fedc_kshape ys = {4, {g->n, g->oh, g->ow, g->o}}, bs = {1, {g->o}};
+    for (int relu = 0; relu < 2; relu++) {
+        CHECK_OK(F->conv2d(dt, g, b->x, b->w, got, b->scratch));
+        CHECK_OK(F->binary(FEDC_B_ADD, dt, &ys, got, &bs, bias, &ys, want));
+        if (relu) CHECK_OK(F->unary(FEDC_U_RELU, dt, ny, want, want, 0));
+        CHECK_OK(F->conv2d_bias_relu(dt, g, b->x, b->w, bias, relu, got, b->scratch));
+        check_same_bits(got, want, bytes, relu ? "conv2d_bias_relu" : "conv2d_bias_relu without relu");
+    }
+    CHECK_ERR(F->conv2d_bias_relu(dt, g, b->x, b->w, NULL, 1, got, b->scratch), FEDC_EINVAL, "bias");
+    fedc_free(bias), fedc_free(want), fedc_free(got);
+}
+
 static void conv_case_run(fedc_dtype dt, const conv_case *cc) {
     fedc_conv_geom g = conv_geom(cc);
     size_t es = fedc_dtype_size(dt);
@@ -249,6 +266,7 @@ static void conv_case_run(fedc_dtype dt, const conv_case *cc) {
         check_same_bits(fast, fast2, bytes, what);
         fedc_free(ref), fedc_free(fast), fedc_free(fast2);
     }
+    check_conv_epilogue(dt, &g, &b, ny);
     fedc_free(b.x), fedc_free(b.w), fedc_free(b.dy), fedc_free(b.scratch);
 }
 

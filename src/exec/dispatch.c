@@ -191,6 +191,11 @@ static fedc_status run_CONV2D(const fedc__step *s) {
     return s->k->conv2d(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);
 }
 
+fedc_status fedc__step_run_conv_epilogue(const fedc__step *s, const void *bias, int relu) {
+    fedc_conv_geom g = conv_geom_of(s->p, s->n);
+    return s->k->conv2d_bias_relu(s->n->type.dtype, &g, s->in[0], s->in[1], bias, relu, s->out, s->scratch);
+}
+
 static fedc_status run_CONV2D_INPUT_GRAD(const fedc__step *s) {
     fedc_conv_geom g = conv_geom_of(s->p, s->n);
     return s->k->conv2d_input_grad(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);

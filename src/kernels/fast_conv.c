@@ -211,23 +211,58 @@ static void col2im(const fedc_conv_geom *g, fedc_dtype dt, int64_t images, const
 
 /* ---------------------------------------------------------------- passes -- */
 
-fedc_status fedc_fast_conv2d(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
-                             void *y, void *scratch) {
+/* The epilogue of conv2d_bias_relu on `rows` output pixels of o channels: the
+ * bias add and the relu of the unfused ops, element by element in their order. */
+#define EPILOGUE(T)                                                                            \
+    static void epilogue_##T(int64_t rows, int64_t o, const T *bias, int relu, T *y) {         \
+        for (int64_t r = 0; r < rows; r++, y += o) {                                           \
+            for (int64_t c = 0; c < o; c++) y[c] = y[c] + bias[c];                             \
+            if (relu)                                                                          \
+                for (int64_t c = 0; c < o; c++) y[c] = y[c] > 0 ? y[c] : 0;                    \
+        }                                                                                      \
+    }
+EPILOGUE(float)
+EPILOGUE(double)
+
+static void epilogue(fedc_dtype dt, int64_t rows, int64_t o, const void *bias, int relu, void *y) {
+    if (!bias) return;
+    if (dt == FEDC_F32) epilogue_float(rows, o, bias, relu, y);
+    else epilogue_double(rows, o, bias, relu, y);
+}
+
+/* conv2d, then (when bias is not NULL) the epilogue on each chunk's output right
+ * after its GEMM wrote it. */
+static fedc_status conv_forward(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
+                                const void *bias, int relu, void *y, void *scratch) {
     fedc_status st = check("conv2d", dt, g);
     if (st) return st;
     fedc_kernels_init();
     conv_plan p = make_plan(g, dt);
     if (p.direct) {
         gemm(dt, 0, 0, g->n * p.pix, g->o, g->c, x, w, 0.0, y);
+        epilogue(dt, g->n * p.pix, g->o, bias, relu, y);
         return FEDC_OK;
     }
     size_t x_img = (size_t)(g->h * g->w * g->c) * p.es, y_img = (size_t)(p.pix * g->o) * p.es;
     for (int64_t b = 0; b < g->n; b += p.chunk) {
         int64_t cn = g->n - b < p.chunk ? g->n - b : p.chunk;
+        char *yc = (char *)y + (size_t)b * y_img;
         im2col(g, p.es, cn, (const char *)x + (size_t)b * x_img, scratch);
-        gemm(dt, 0, 0, cn * p.pix, g->o, p.k, scratch, w, 0.0, (char *)y + (size_t)b * y_img);
+        gemm(dt, 0, 0, cn * p.pix, g->o, p.k, scratch, w, 0.0, yc);
+        epilogue(dt, cn * p.pix, g->o, bias, relu, yc);
     }
     return FEDC_OK;
+}
+
+fedc_status fedc_fast_conv2d(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
+                             void *y, void *scratch) {
+    return conv_forward(dt, g, x, w, NULL, 0, y, scratch);
+}
+
+fedc_status fedc_fast_conv2d_bias_relu(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
+                                      const void *bias, int relu, void *y, void *scratch) {
+    if (!bias) return fedc_error(FEDC_EINVAL, "conv2d_bias_relu (fast): bias is NULL");
+    return conv_forward(dt, g, x, w, bias, relu, y, scratch);
 }
 
 fedc_status fedc_fast_conv2d_input_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *dy,

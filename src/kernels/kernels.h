@@ -154,6 +154,13 @@ typedef struct fedc_kernels {
     size_t (*conv2d_scratch)(const fedc_conv_geom *g, fedc_dtype dt);
     fedc_status (*conv2d)(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
                           void *y, void *scratch);
+    /* Optional (NULL in the reference table): conv2d with an epilogue, y = conv(x, w)
+     * + bias (bias [o], added in that order) and then, when relu is set, y > 0 ? y :
+     * 0: the same bits as conv2d, an add and a relu in turn, applied to each chunk of
+     * output while it is still in cache. The executor uses it for conv -> add(bias)
+     * [-> relu] chains whose intermediate values nothing else reads. */
+    fedc_status (*conv2d_bias_relu)(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
+                                    const void *bias, int relu, void *y, void *scratch);
     fedc_status (*conv2d_input_grad)(fedc_dtype dt, const fedc_conv_geom *g, const void *dy,
                                      const void *w, void *dx, void *scratch);
     fedc_status (*conv2d_filter_grad)(fedc_dtype dt, const fedc_conv_geom *g, const void *x,
