@@ -322,7 +322,8 @@ static void test_ref_vs_fast_grad(void) {
  * nothing else reads the links (executor.c, plan_epilogues): the results must be
  * the unfused ops' bits. `keep` makes every link an output, which rules fusion
  * out. Chain 1 is whole; chain 2's add has a second reader (as in a training
- * step, where relu's derivative reads it), so only conv + add fuse. */
+ * step, where relu's derivative reads it), so only conv + add fuse; chain 3 ends
+ * in a max-pool (as the evaluation's second layer does), which fuses too. */
 enum { EN = 3, EH = 9, EC = 5, EO = 7 };
 
 static fedc_program *epilogue_program(bool keep) {
@@ -336,10 +337,13 @@ static fedc_program *epilogue_program(bool keep) {
     CHECK_OK(fedc_program_output(p, "r1", r1));
     CHECK_OK(fedc_program_output(p, "r2", r2));
     CHECK_OK(fedc_program_output(p, "m2", fedc_mul(p, a2, a2)));
+    fedc_value c3 = fedc_conv2d(p, x, w, 1, 1, FEDC_PAD_SAME), a3 = fedc_add(p, c3, b), r3 = fedc_relu(p, a3);
+    CHECK_OK(fedc_program_output(p, "p3", fedc_max_pool2d(p, r3, 2, 2, 2, 2, FEDC_PAD_VALID)));
     if (keep) {
         CHECK_OK(fedc_program_output(p, "c1", c1));
         CHECK_OK(fedc_program_output(p, "a1", a1));
         CHECK_OK(fedc_program_output(p, "c2", c2));
+        CHECK_OK(fedc_program_output(p, "r3", r3));
     }
     return p;
 }
@@ -368,9 +372,9 @@ static void test_conv_epilogue(void) {
     fedc_executor *fused = epilogue_run(false, false, x, w, b), *plain = epilogue_run(true, false, x, w, b);
     fedc_executor *ref = epilogue_run(false, true, x, w, b);
     if (fused && plain && ref) {
-        const char *names[3] = {"r1", "r2", "m2"};
-        int64_t counts[3] = {EN * 7 * 7 * EO, EN * 5 * 5 * EO, EN * 5 * 5 * EO};
-        for (int i = 0; i < 3; i++) {
+        const char *names[4] = {"r1", "r2", "m2", "p3"};
+        int64_t counts[4] = {EN * 7 * 7 * EO, EN * 5 * 5 * EO, EN * 5 * 5 * EO, EN * 4 * 4 * EO};
+        for (int i = 0; i < 4; i++) {
             const void *a = output(fused, names[i], FEDC_F32, counts[i]);
             const void *c = output(plain, names[i], FEDC_F32, counts[i]);
             CHECK(a && c && memcmp(a, c, (size_t)counts[i] * sizeof(float)) == 0);

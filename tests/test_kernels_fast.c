@@ -223,21 +223,37 @@ static fedc_status conv_pass(const fedc_kernels *k, int pass, fedc_dtype dt,
     return k->conv2d_filter_grad(dt, g, b->x, b->dy, out, b->scratch);
 }
 
-/* conv2d_bias_relu must give exactly the bits of conv2d, the fast bias add and
- * (with relu) the fast relu run one after another, as the unfused executor would. */
+/* conv2d_bias_relu must give exactly the bits of conv2d, the fast bias add, (with
+ * relu) the fast relu and (with a pool: 2x2 windows, stride 2, VALID, or SAME
+ * with stride 1 when the output is smaller) the fast max_pool2d run one after
+ * another, as the unfused executor would. */
 static void check_conv_epilogue(fedc_dtype dt, const fedc_conv_geom *g, const conv_bufs *b, int64_t ny) {
-    size_t bytes = (size_t)ny * fedc_dtype_size(dt);
+    size_t es = fedc_dtype_size(dt), bytes = (size_t)ny * es;
     void *bias = random_array(dt, g->o, 1, 0), *want = alloc_poison(bytes), *got = alloc_poison(bytes);
+    void *conv = alloc_poison(bytes);
     fedc_kshape ys = {4, {g->n, g->oh, g->ow, g->o}}, bs = {1, {g->o}};
-    for (int relu = 0; relu < 2; relu++) {
-        CHECK_OK(F->conv2d(dt, g, b->x, b->w, got, b->scratch));
-        CHECK_OK(F->binary(FEDC_B_ADD, dt, &ys, got, &bs, bias, &ys, want));
+    fedc_pool_geom pool = {g->n, g->oh, g->ow, g->o, 2, 2, 2, 2, 0, 0, g->oh / 2, g->ow / 2};
+    if (pool.oh == 0 || pool.ow == 0) pool = (fedc_pool_geom){g->n, g->oh, g->ow, g->o, 2, 2, 1, 1, 0, 0, g->oh, g->ow};
+    for (int mode = 0; mode < 3; mode++) { /* bias; bias + relu; bias + relu + pool */
+        int relu = mode > 0;
+        const fedc_pool_geom *pg = mode == 2 ? &pool : NULL;
+        size_t n = pg ? (size_t)(pg->n * pg->oh * pg->ow * pg->c) : (size_t)ny;
+        CHECK_OK(F->conv2d(dt, g, b->x, b->w, conv, b->scratch));
+        CHECK_OK(F->binary(FEDC_B_ADD, dt, &ys, conv, &bs, bias, &ys, want));
         if (relu) CHECK_OK(F->unary(FEDC_U_RELU, dt, ny, want, want, 0));
-        CHECK_OK(F->conv2d_bias_relu(dt, g, b->x, b->w, bias, relu, got, b->scratch));
-        check_same_bits(got, want, bytes, relu ? "conv2d_bias_relu" : "conv2d_bias_relu without relu");
+        if (pg) {
+            CHECK_OK(F->max_pool2d(dt, pg, want, conv));
+            memcpy(want, conv, n * es);
+        }
+        CHECK_OK(F->conv2d_bias_relu(dt, g, b->x, b->w, bias, relu, pg, got, b->scratch));
+        static const char *const what[3] = {"conv2d_bias_relu without relu", "conv2d_bias_relu",
+                                            "conv2d_bias_relu with max_pool2d"};
+        check_same_bits(got, want, n * es, what[mode]);
     }
-    CHECK_ERR(F->conv2d_bias_relu(dt, g, b->x, b->w, NULL, 1, got, b->scratch), FEDC_EINVAL, "bias");
-    fedc_free(bias), fedc_free(want), fedc_free(got);
+    CHECK_ERR(F->conv2d_bias_relu(dt, g, b->x, b->w, NULL, 1, NULL, got, b->scratch), FEDC_EINVAL, "bias");
+    pool.c++;
+    CHECK_ERR(F->conv2d_bias_relu(dt, g, b->x, b->w, bias, 1, &pool, got, b->scratch), FEDC_EINVAL, "pool");
+    fedc_free(bias), fedc_free(want), fedc_free(got), fedc_free(conv);
 }
 
 static void conv_case_run(fedc_dtype dt, const conv_case *cc) {

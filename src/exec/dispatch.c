@@ -191,11 +191,6 @@ static fedc_status run_CONV2D(const fedc__step *s) {
     return s->k->conv2d(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);
 }
 
-fedc_status fedc__step_run_conv_epilogue(const fedc__step *s, const void *bias, int relu) {
-    fedc_conv_geom g = conv_geom_of(s->p, s->n);
-    return s->k->conv2d_bias_relu(s->n->type.dtype, &g, s->in[0], s->in[1], bias, relu, s->out, s->scratch);
-}
-
 static fedc_status run_CONV2D_INPUT_GRAD(const fedc__step *s) {
     fedc_conv_geom g = conv_geom_of(s->p, s->n);
     return s->k->conv2d_input_grad(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);
@@ -214,6 +209,13 @@ static fedc_pool_geom pool_geom(const fedc__node *n, const fedc_type *x, const f
     fedc_pool_geom g = {x->dims[0], x->dims[1], x->dims[2], x->dims[3], window[0], window[1],
                         strides[0], strides[1], pads[0], pads[2], y->dims[1], y->dims[2]};
     return g;
+}
+
+fedc_status fedc__step_run_conv_epilogue(const fedc__step *s, const void *bias, int relu, const fedc__node *pool) {
+    fedc_conv_geom g = conv_geom_of(s->p, s->n);
+    fedc_pool_geom pg = pool ? pool_geom(pool, &s->n->type, &pool->type) : (fedc_pool_geom){0};
+    return s->k->conv2d_bias_relu(s->n->type.dtype, &g, s->in[0], s->in[1], bias, relu, pool ? &pg : NULL, s->out,
+                                  s->scratch);
 }
 
 static fedc_status run_MAX_POOL2D(const fedc__step *s) {

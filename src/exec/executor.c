@@ -22,11 +22,11 @@
 typedef enum mem_kind { MEM_NONE, MEM_BOUND, MEM_CONSTANT, MEM_BLOCK, MEM_ALIAS, MEM_STREAMED } mem_kind;
 
 /* A conv2d node that runs with an epilogue (kernels' conv2d_bias_relu): it writes
- * `out`, the last value of its chain conv2d -> add(bias) [-> relu]. */
+ * `out`, the last value of its chain conv2d -> add(bias) [-> relu] [-> max_pool2d]. */
 typedef struct epilogue {
     fedc_value out; /* FEDC_NONE: the node heads no chain */
     fedc_value bias;
-    int relu;
+    int relu, pool; /* pool: out is a max_pool2d */
 } epilogue;
 
 typedef struct value_plan {
@@ -166,10 +166,10 @@ static bool plain(const fedc_executor *ex, fedc_value v) {
     return ex->plan[v].kind == MEM_BLOCK && ex->plan[v].def == v && ex->p->nodes[v].type.placement == FEDC_LOCAL;
 }
 
-/* Finds the chains conv2d -> add(y, bias [o]) [-> relu] whose intermediate values
- * only the next link reads, and runs each as one conv2d with an epilogue that adds
- * the bias and applies the relu while the output is in cache: the same bits, one
- * pass over the activations instead of three. The intermediate values get no
+/* Finds the chains conv2d -> add(y, bias [o]) [-> relu] [-> max_pool2d] whose
+ * intermediate values only the next link reads, and runs each as one conv2d with an
+ * epilogue that adds the bias, applies the relu and pools while each chunk of
+ * output is in cache: the same bits, one pass over the activations instead of four. The intermediate values get no
  * memory; the chain's last value is placed when the conv2d runs (its def), so it
  * never overlaps the conv2d's operands. Only with kernels that have the epilogue. */
 static fedc_status plan_epilogues(fedc_executor *ex) {
@@ -184,16 +184,19 @@ static fedc_status plan_epilogues(fedc_executor *ex) {
         const fedc_type *b = &p->nodes[a->in[1]].type;
         if (b->rank != 1 || b->dims[0] != n->type.dims[3] || b->dtype != n->type.dtype || b->placement != FEDC_LOCAL)
             continue;
-        fedc_value relu = sole_reader(p, add), out = add;
+        fedc_value relu = sole_reader(p, add), out = add, pool;
         if (relu != FEDC_NONE && p->nodes[relu].op == FEDC_OP_RELU && plain(ex, relu)) out = relu;
+        pool = sole_reader(p, out);
+        if (pool == FEDC_NONE || p->nodes[pool].op != FEDC_OP_MAX_POOL2D || !plain(ex, pool)) pool = FEDC_NONE;
         if (!ex->epi) {
             if (!(ex->epi = fedc_malloc((size_t)p->n * sizeof *ex->epi)))
                 return fedc_error(FEDC_ENOMEM, "executor: out of memory");
-            for (int u = 0; u < p->n; u++) ex->epi[u] = (epilogue){FEDC_NONE, FEDC_NONE, 0};
+            for (int u = 0; u < p->n; u++) ex->epi[u] = (epilogue){FEDC_NONE, FEDC_NONE, 0, 0};
         }
-        ex->epi[v] = (epilogue){out, a->in[1], out == relu};
+        ex->epi[v] = (epilogue){pool != FEDC_NONE ? pool : out, a->in[1], out == relu, pool != FEDC_NONE};
         ex->plan[v].kind = MEM_NONE;
         if (out == relu) ex->plan[add].kind = MEM_NONE;
+        if (pool != FEDC_NONE) ex->plan[out].kind = MEM_NONE, out = pool;
         ex->plan[out].def = v;
     }
     return FEDC_OK;
@@ -578,7 +581,7 @@ static fedc_status run_epilogue(fedc_executor *ex, fedc_value v) {
     gather_operands(ex, &ex->p->nodes[v]);
     fedc__step s = {ex->p, v, &ex->p->nodes[v], ex->k, ex->block + ex->plan[e->out].offset, ex->operands,
                     ex->scratch, ex->clients, ex->strides, ex->dropped, NULL};
-    return fedc__step_run_conv_epilogue(&s, value_memory(ex, e->bias), e->relu);
+    return fedc__step_run_conv_epilogue(&s, value_memory(ex, e->bias), e->relu, e->pool ? &ex->p->nodes[e->out] : NULL);
 }
 
 static fedc_status run_node_timed(fedc_executor *ex, fedc_value v) {
