@@ -318,6 +318,75 @@ static void test_ref_vs_fast_grad(void) {
 }
 
 /* The convnet's forward values by hand, for the fast kernels. */
+/* conv2d -> add(bias) [-> relu] chains run as one conv2d with an epilogue when
+ * nothing else reads the links (executor.c, plan_epilogues): the results must be
+ * the unfused ops' bits. `keep` makes every link an output, which rules fusion
+ * out. Chain 1 is whole; chain 2's add has a second reader (as in a training
+ * step, where relu's derivative reads it), so only conv + add fuse; chain 3 ends
+ * in a max-pool (as the evaluation's second layer does), which fuses too. */
+enum { EN = 3, EH = 9, EC = 5, EO = 7 };
+
+static fedc_program *epilogue_program(bool keep) {
+    fedc_program *p = newp();
+    if (!p) return NULL;
+    fedc_value x = fedc_input(p, "x", TY(FEDC_F32, EN, EH, EH, EC));
+    fedc_value w = fedc_input(p, "w", TY(FEDC_F32, 3, 3, EC, EO));
+    fedc_value b = fedc_input(p, "b", TY(FEDC_F32, EO));
+    fedc_value c1 = fedc_conv2d(p, x, w, 1, 1, FEDC_PAD_VALID), a1 = fedc_add(p, c1, b), r1 = fedc_relu(p, a1);
+    fedc_value c2 = fedc_conv2d(p, x, w, 2, 2, FEDC_PAD_SAME), a2 = fedc_add(p, c2, b), r2 = fedc_relu(p, a2);
+    CHECK_OK(fedc_program_output(p, "r1", r1));
+    CHECK_OK(fedc_program_output(p, "r2", r2));
+    CHECK_OK(fedc_program_output(p, "m2", fedc_mul(p, a2, a2)));
+    fedc_value c3 = fedc_conv2d(p, x, w, 1, 1, FEDC_PAD_SAME), a3 = fedc_add(p, c3, b), r3 = fedc_relu(p, a3);
+    CHECK_OK(fedc_program_output(p, "p3", fedc_max_pool2d(p, r3, 2, 2, 2, 2, FEDC_PAD_VALID)));
+    if (keep) {
+        CHECK_OK(fedc_program_output(p, "c1", c1));
+        CHECK_OK(fedc_program_output(p, "a1", a1));
+        CHECK_OK(fedc_program_output(p, "c2", c2));
+        CHECK_OK(fedc_program_output(p, "r3", r3));
+    }
+    return p;
+}
+
+static fedc_executor *epilogue_run(bool keep, bool reference, const float *x, const float *w, const float *b) {
+    fedc_program *p = epilogue_program(keep);
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.reference_kernels = reference};
+    if (p) CHECK_OK(fedc_executor_create(&ex, p, &o));
+    fedc_program_destroy(p);
+    if (!ex) return NULL;
+    CHECK_OK(fedc_executor_bind(ex, "x", x));
+    CHECK_OK(fedc_executor_bind(ex, "w", w));
+    CHECK_OK(fedc_executor_bind(ex, "b", b));
+    CHECK_OK(fedc_executor_run(ex));
+    return ex;
+}
+
+static void test_conv_epilogue(void) {
+    static float x[EN * EH * EH * EC], w[9 * EC * EO], b[EO];
+    rng r = {77};
+    fill_f32(&r, x, EN * EH * EH * EC, -1, 1);
+    fill_f32(&r, w, 9 * EC * EO, -1, 1);
+    fill_f32(&r, b, EO, -1, 1);
+    x[17] = NAN; /* relu's and the add's NaN handling must match too */
+    fedc_executor *fused = epilogue_run(false, false, x, w, b), *plain = epilogue_run(true, false, x, w, b);
+    fedc_executor *ref = epilogue_run(false, true, x, w, b);
+    if (fused && plain && ref) {
+        const char *names[4] = {"r1", "r2", "m2", "p3"};
+        int64_t counts[4] = {EN * 7 * 7 * EO, EN * 5 * 5 * EO, EN * 5 * 5 * EO, EN * 4 * 4 * EO};
+        for (int i = 0; i < 4; i++) {
+            const void *a = output(fused, names[i], FEDC_F32, counts[i]);
+            const void *c = output(plain, names[i], FEDC_F32, counts[i]);
+            CHECK(a && c && memcmp(a, c, (size_t)counts[i] * sizeof(float)) == 0);
+        }
+        /* the fused links took no memory: less than the reference kernels' plan */
+        CHECK(fedc_executor_unplanned_bytes(fused) < fedc_executor_unplanned_bytes(ref));
+    }
+    fedc_executor_destroy(fused);
+    fedc_executor_destroy(plain);
+    fedc_executor_destroy(ref);
+}
+
 static void test_convnet_by_hand(void) {
     fedc_program *p = build_convnet();
     if (!p) return;
@@ -1171,6 +1240,7 @@ int main(int argc, char **argv) {
         {"mlp_f32", test_mlp_f32},
         {"mlp_f64", test_mlp_f64},
         {"mlp_reference", test_mlp_reference},
+        {"conv_epilogue", test_conv_epilogue},
         {"ref_vs_fast", test_ref_vs_fast},
         {"ref_vs_fast_grad", test_ref_vs_fast_grad},
         {"convnet_by_hand", test_convnet_by_hand},

@@ -11,7 +11,10 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <cblas.h>
 
 #include "kernels/kernels.h"
 
@@ -107,11 +110,27 @@ static const char *dt_name(fedc_dtype dt) { return fedc_dtype_name(dt); }
 
 /* --------------------------------------------------------------- table -- */
 
+/* fast_blas.c re-picks OpenBLAS's kernels when its runtime dispatch fell back to
+ * the generic Prescott ones on a CPU it does not know: a CPU with AVX2 and FMA
+ * must end up on better kernels (checked only where OpenBLAS has runtime
+ * dispatch and nobody forced a core with OPENBLAS_CORETYPE). */
+extern void gotoblas_dynamic_init(void) __attribute__((weak));
+
+static void test_blas_core(void) {
+#if defined(__x86_64__)
+    fedc_kernels_init();
+    if (!gotoblas_dynamic_init || getenv("OPENBLAS_CORETYPE")) return;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
+    CHECK(strcmp(openblas_get_corename(), "Prescott") != 0);
+#endif
+}
+
 static void test_table(void) {
     CHECK(strcmp(F->name, "fast") == 0);
     CHECK(F->unary && F->binary && F->select && F->reduce && F->broadcast_to && F->transpose);
     CHECK(F->slice && F->pad && F->concat && F->matmul && F->gather && F->scatter_add);
-    CHECK(F->one_hot && F->conv2d_scratch && F->conv2d && F->conv2d_input_grad);
+    CHECK(F->one_hot && F->conv2d_scratch && F->conv2d && F->conv2d_bias_relu && F->conv2d_input_grad);
     CHECK(F->conv2d_filter_grad && F->max_pool2d && F->max_pool2d_grad && F->avg_pool2d);
     CHECK(F->avg_pool2d_grad && F->log_softmax && F->softmax_xent && F->argmax && F->dropout);
     CHECK(F->cast && F->iota);
@@ -204,6 +223,39 @@ static fedc_status conv_pass(const fedc_kernels *k, int pass, fedc_dtype dt,
     return k->conv2d_filter_grad(dt, g, b->x, b->dy, out, b->scratch);
 }
 
+/* conv2d_bias_relu must give exactly the bits of conv2d, the fast bias add, (with
+ * relu) the fast relu and (with a pool: 2x2 windows, stride 2, VALID, or SAME
+ * with stride 1 when the output is smaller) the fast max_pool2d run one after
+ * another, as the unfused executor would. */
+static void check_conv_epilogue(fedc_dtype dt, const fedc_conv_geom *g, const conv_bufs *b, int64_t ny) {
+    size_t es = fedc_dtype_size(dt), bytes = (size_t)ny * es;
+    void *bias = random_array(dt, g->o, 1, 0), *want = alloc_poison(bytes), *got = alloc_poison(bytes);
+    void *conv = alloc_poison(bytes);
+    fedc_kshape ys = {4, {g->n, g->oh, g->ow, g->o}}, bs = {1, {g->o}};
+    fedc_pool_geom pool = {g->n, g->oh, g->ow, g->o, 2, 2, 2, 2, 0, 0, g->oh / 2, g->ow / 2};
+    if (pool.oh == 0 || pool.ow == 0) pool = (fedc_pool_geom){g->n, g->oh, g->ow, g->o, 2, 2, 1, 1, 0, 0, g->oh, g->ow};
+    for (int mode = 0; mode < 3; mode++) { /* bias; bias + relu; bias + relu + pool */
+        int relu = mode > 0;
+        const fedc_pool_geom *pg = mode == 2 ? &pool : NULL;
+        size_t n = pg ? (size_t)(pg->n * pg->oh * pg->ow * pg->c) : (size_t)ny;
+        CHECK_OK(F->conv2d(dt, g, b->x, b->w, conv, b->scratch));
+        CHECK_OK(F->binary(FEDC_B_ADD, dt, &ys, conv, &bs, bias, &ys, want));
+        if (relu) CHECK_OK(F->unary(FEDC_U_RELU, dt, ny, want, want, 0));
+        if (pg) {
+            CHECK_OK(F->max_pool2d(dt, pg, want, conv));
+            memcpy(want, conv, n * es);
+        }
+        CHECK_OK(F->conv2d_bias_relu(dt, g, b->x, b->w, bias, relu, pg, got, b->scratch));
+        static const char *const what[3] = {"conv2d_bias_relu without relu", "conv2d_bias_relu",
+                                            "conv2d_bias_relu with max_pool2d"};
+        check_same_bits(got, want, n * es, what[mode]);
+    }
+    CHECK_ERR(F->conv2d_bias_relu(dt, g, b->x, b->w, NULL, 1, NULL, got, b->scratch), FEDC_EINVAL, "bias");
+    pool.c++;
+    CHECK_ERR(F->conv2d_bias_relu(dt, g, b->x, b->w, bias, 1, &pool, got, b->scratch), FEDC_EINVAL, "pool");
+    fedc_free(bias), fedc_free(want), fedc_free(got), fedc_free(conv);
+}
+
 static void conv_case_run(fedc_dtype dt, const conv_case *cc) {
     fedc_conv_geom g = conv_geom(cc);
     size_t es = fedc_dtype_size(dt);
@@ -230,6 +282,7 @@ static void conv_case_run(fedc_dtype dt, const conv_case *cc) {
         check_same_bits(fast, fast2, bytes, what);
         fedc_free(ref), fedc_free(fast), fedc_free(fast2);
     }
+    check_conv_epilogue(dt, &g, &b, ny);
     fedc_free(b.x), fedc_free(b.w), fedc_free(b.dy), fedc_free(b.scratch);
 }
 
@@ -712,6 +765,7 @@ int main(int argc, char **argv) {
         {"select", test_select},
         {"dropout", test_dropout},
         {"table", test_table},
+        {"blas_core", test_blas_core},
         {"matmul", test_matmul},
         {"matmul_errors", test_matmul_errors},
         {"conv", test_conv},

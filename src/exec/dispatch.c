@@ -211,6 +211,13 @@ static fedc_pool_geom pool_geom(const fedc__node *n, const fedc_type *x, const f
     return g;
 }
 
+fedc_status fedc__step_run_conv_epilogue(const fedc__step *s, const void *bias, int relu, const fedc__node *pool) {
+    fedc_conv_geom g = conv_geom_of(s->p, s->n);
+    fedc_pool_geom pg = pool ? pool_geom(pool, &s->n->type, &pool->type) : (fedc_pool_geom){0};
+    return s->k->conv2d_bias_relu(s->n->type.dtype, &g, s->in[0], s->in[1], bias, relu, pool ? &pg : NULL, s->out,
+                                  s->scratch);
+}
+
 static fedc_status run_MAX_POOL2D(const fedc__step *s) {
     fedc_pool_geom g = pool_geom(s->n, in_type(s, 0), &s->n->type);
     return s->k->max_pool2d(s->n->type.dtype, &g, s->in[0], s->out);

@@ -26,6 +26,10 @@ typedef struct fedc__step {
 /* Runs one node's kernel. */
 fedc_status fedc__step_run(const fedc__step *s);
 
+/* Runs a conv2d node s with the kernels' conv2d_bias_relu epilogue (pool: the
+ * chain's max_pool2d node, or NULL): s->out is where the chain's last value goes. */
+fedc_status fedc__step_run_conv_epilogue(const fedc__step *s, const void *bias, int relu, const fedc__node *pool);
+
 /* Scratch bytes the node's kernel needs (0 for most ops). */
 size_t fedc__step_scratch(const fedc_kernels *k, const fedc_program *p, const fedc__node *n);
 

@@ -22,6 +22,14 @@
 
 typedef enum mem_kind { MEM_NONE, MEM_BOUND, MEM_CONSTANT, MEM_BLOCK, MEM_ALIAS, MEM_STREAMED } mem_kind;
 
+/* A conv2d node that runs with an epilogue (kernels' conv2d_bias_relu): it writes
+ * `out`, the last value of its chain conv2d -> add(bias) [-> relu] [-> max_pool2d]. */
+typedef struct epilogue {
+    fedc_value out; /* FEDC_NONE: the node heads no chain */
+    fedc_value bias;
+    int relu, pool; /* pool: out is a max_pool2d */
+} epilogue;
+
 typedef struct value_plan {
     mem_kind kind;
     size_t offset;         /* MEM_BLOCK */
@@ -49,6 +57,7 @@ struct fedc_executor {
     fedc_exec_options opt;
     int clients;
     value_plan *plan;
+    epilogue *epi; /* per value, or NULL when no chain was found */
     const void **bound;
     const void **operands;
     size_t *strides;
@@ -133,6 +142,69 @@ static void plan_placement(fedc_executor *ex) {
     }
 }
 
+/* ------------------------------------------------------------ epilogues -- */
+
+/* The one node that reads v (once), or FEDC_NONE: none, several, or v is an output. */
+static fedc_value sole_reader(const fedc_program *p, fedc_value v) {
+    fedc_value r = FEDC_NONE;
+    if (is_output(p, v)) return FEDC_NONE;
+    for (int u = v + 1; u < p->n; u++)
+        for (int i = 0; i < p->nodes[u].nin; i++) {
+            if (p->nodes[u].in[i] != v) continue;
+            if (r != FEDC_NONE) return FEDC_NONE;
+            r = u;
+        }
+    return r;
+}
+
+static bool same_type(const fedc_type *a, const fedc_type *b) {
+    if (a->dtype != b->dtype || a->rank != b->rank || a->placement != b->placement) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* A plain array in the block, computed by this node (not per client). */
+static bool plain(const fedc_executor *ex, fedc_value v) {
+    return ex->plan[v].kind == MEM_BLOCK && ex->plan[v].def == v && ex->p->nodes[v].type.placement == FEDC_LOCAL;
+}
+
+/* Finds the chains conv2d -> add(y, bias [o]) [-> relu] [-> max_pool2d] whose
+ * intermediate values only the next link reads, and runs each as one conv2d with an
+ * epilogue that adds the bias, applies the relu and pools while each chunk of
+ * output is in cache: the same bits, one pass over the activations instead of four. The intermediate values get no
+ * memory; the chain's last value is placed when the conv2d runs (its def), so it
+ * never overlaps the conv2d's operands. Only with kernels that have the epilogue. */
+static fedc_status plan_epilogues(fedc_executor *ex) {
+    const fedc_program *p = ex->p;
+    for (int v = 0; ex->k->conv2d_bias_relu && v < p->n; v++) {
+        const fedc__node *n = &p->nodes[v];
+        fedc_value add = n->op == FEDC_OP_CONV2D && plain(ex, v) ? sole_reader(p, v) : FEDC_NONE;
+        if (add == FEDC_NONE || (n->type.dtype != FEDC_F32 && n->type.dtype != FEDC_F64)) continue;
+        const fedc__node *a = &p->nodes[add];
+        if (a->op != FEDC_OP_ADD || a->in[0] != v || a->in[1] >= v || !plain(ex, add) || !same_type(&a->type, &n->type))
+            continue;
+        const fedc_type *b = &p->nodes[a->in[1]].type;
+        if (b->rank != 1 || b->dims[0] != n->type.dims[3] || b->dtype != n->type.dtype || b->placement != FEDC_LOCAL)
+            continue;
+        fedc_value relu = sole_reader(p, add), out = add, pool;
+        if (relu != FEDC_NONE && p->nodes[relu].op == FEDC_OP_RELU && plain(ex, relu)) out = relu;
+        pool = sole_reader(p, out);
+        if (pool == FEDC_NONE || p->nodes[pool].op != FEDC_OP_MAX_POOL2D || !plain(ex, pool)) pool = FEDC_NONE;
+        if (!ex->epi) {
+            if (!(ex->epi = fedc_malloc((size_t)p->n * sizeof *ex->epi)))
+                return fedc_error(FEDC_ENOMEM, "executor: out of memory");
+            for (int u = 0; u < p->n; u++) ex->epi[u] = (epilogue){FEDC_NONE, FEDC_NONE, 0, 0};
+        }
+        ex->epi[v] = (epilogue){pool != FEDC_NONE ? pool : out, a->in[1], out == relu, pool != FEDC_NONE};
+        ex->plan[v].kind = MEM_NONE;
+        if (out == relu) ex->plan[add].kind = MEM_NONE;
+        if (pool != FEDC_NONE) ex->plan[out].kind = MEM_NONE, out = pool;
+        ex->plan[out].def = v;
+    }
+    return FEDC_OK;
+}
+
 /* ----------------------------------------------------------------- plan -- */
 
 typedef struct span {
@@ -213,6 +285,11 @@ static fedc_status plan(fedc_executor *ex) {
             size_t bytes = value_bytes(ex, v);
             ex->plan[v].offset = place(&pl, v, bytes);
             ex->unplanned_bytes += round_up(bytes ? bytes : 1);
+        }
+        fedc_value out = ex->epi ? ex->epi[step].out : FEDC_NONE; /* written by this conv2d */
+        if (out != FEDC_NONE) {
+            ex->plan[out].offset = place(&pl, out, value_bytes(ex, out));
+            ex->unplanned_bytes += round_up(value_bytes(ex, out));
         }
         size_t scratch = fedc__step_scratch(ex->k, p, &p->nodes[step]);
         if (scratch > ex->scratch_bytes) ex->scratch_bytes = scratch;
@@ -344,7 +421,8 @@ static fedc_status allocate(fedc_executor *ex) {
         if (is_aggregation(ex->p->nodes[v].op) && !(ex->aggs[v] = fedc_calloc(1, sizeof *ex->aggs[v])))
             return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     plan_placement(ex);
-    fedc_status st = plan(ex);
+    fedc_status st = plan_epilogues(ex);
+    if (!st) st = plan(ex);
     if (st) return st;
     ex->block = fedc_malloc(ex->block_bytes);
     ex->scratch = ex->scratch_bytes ? fedc_malloc(ex->scratch_bytes) : NULL;
@@ -405,6 +483,7 @@ void fedc_executor_destroy(fedc_executor *ex) {
     fedc_pool_destroy(ex->kernel_pool);
     fedc_program_destroy(ex->p);
     fedc_free(ex->plan);
+    fedc_free(ex->epi);
     fedc_free(ex->bound);
     fedc_free(ex->cohorts);
     fedc_free(ex->operands);
@@ -502,12 +581,22 @@ static fedc_status run_node(fedc_executor *ex, fedc_value v) {
     return st;
 }
 
+/* A conv2d heading an epilogue chain writes the chain's last value. */
+static fedc_status run_epilogue(fedc_executor *ex, fedc_value v) {
+    const epilogue *e = &ex->epi[v];
+    gather_operands(ex, &ex->p->nodes[v]);
+    fedc__step s = {ex->p, v, &ex->p->nodes[v], ex->k, ex->block + ex->plan[e->out].offset, ex->operands,
+                    ex->scratch, ex->clients, ex->strides, ex->dropped, NULL};
+    return fedc__step_run_conv_epilogue(&s, value_memory(ex, e->bias), e->relu, e->pool ? &ex->p->nodes[e->out] : NULL);
+}
+
 static fedc_status run_node_timed(fedc_executor *ex, fedc_value v) {
     const fedc__node *n = &ex->p->nodes[v];
     value_plan *vp = &ex->plan[v];
     if (n->op == FEDC_OP_MAP) return run_map(ex, v);
     if (n->op == FEDC_OP_FOLD) return run_fold(ex, v);
-    if (vp->kind != MEM_BLOCK || vp->fused_into != FEDC_NONE || n->op == FEDC_OP_RESULT) return FEDC_OK;
+    if (ex->epi && ex->epi[v].out != FEDC_NONE) return run_epilogue(ex, v);
+    if (vp->kind != MEM_BLOCK || vp->fused_into != FEDC_NONE || n->op == FEDC_OP_RESULT || vp->def != v) return FEDC_OK;
     gather_operands(ex, n);
     fedc__step s = {ex->p, v, n, ex->k, ex->block + vp->offset, ex->operands, ex->scratch, ex->clients, ex->strides,
                     ex->dropped, ex->aggs[v]};

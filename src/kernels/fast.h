@@ -25,6 +25,9 @@ fedc_status fedc_fast_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n,
 size_t fedc_fast_conv2d_scratch(const fedc_conv_geom *g, fedc_dtype dt);
 fedc_status fedc_fast_conv2d(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
                              void *y, void *scratch);
+fedc_status fedc_fast_conv2d_bias_relu(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
+                                      const void *bias, int relu, const fedc_pool_geom *pool, void *y,
+                                      void *scratch);
 fedc_status fedc_fast_conv2d_input_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *dy,
                                         const void *w, void *dx, void *scratch);
 fedc_status fedc_fast_conv2d_filter_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *x,

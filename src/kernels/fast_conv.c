@@ -61,11 +61,16 @@ static int geom_ok(const fedc_conv_geom *g) {
            g->o >= 0 && g->oh >= 0 && g->ow >= 0 && g->sh >= 1 && g->sw >= 1;
 }
 
+/* Bytes of one chunk's cols (none for a direct convolution); then, aligned, room
+ * for one chunk's output, where conv2d_bias_relu keeps it when it pools. */
+static size_t cols_bytes(const conv_plan *p) {
+    return p->direct ? 0 : ((size_t)(p->chunk * p->pix * p->k) * p->es + 63) & ~(size_t)63;
+}
+
 size_t fedc_fast_conv2d_scratch(const fedc_conv_geom *g, fedc_dtype dt) {
     if ((dt != FEDC_F32 && dt != FEDC_F64) || !geom_ok(g)) return 0;
     conv_plan p = make_plan(g, dt);
-    if (p.direct) return 0;
-    return (size_t)(p.chunk * p.pix * p.k) * p.es;
+    return cols_bytes(&p) + (size_t)(p.chunk * p.pix * g->o) * p.es;
 }
 
 /* Every GEMM below has dimensions bounded by one chunk (or, for the direct case,
@@ -211,23 +216,72 @@ static void col2im(const fedc_conv_geom *g, fedc_dtype dt, int64_t images, const
 
 /* ---------------------------------------------------------------- passes -- */
 
-fedc_status fedc_fast_conv2d(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
-                             void *y, void *scratch) {
+/* The epilogue of conv2d_bias_relu on `rows` output pixels of o channels: the
+ * bias add and the relu of the unfused ops, element by element in their order. */
+#define EPILOGUE(T)                                                                            \
+    static void epilogue_##T(int64_t rows, int64_t o, const T *bias, int relu, T *y) {         \
+        for (int64_t r = 0; r < rows; r++, y += o) {                                           \
+            for (int64_t c = 0; c < o; c++) y[c] = y[c] + bias[c];                             \
+            if (relu)                                                                          \
+                for (int64_t c = 0; c < o; c++) y[c] = y[c] > 0 ? y[c] : 0;                    \
+        }                                                                                      \
+    }
+EPILOGUE(float)
+EPILOGUE(double)
+
+static void epilogue(fedc_dtype dt, int64_t rows, int64_t o, const void *bias, int relu, void *y) {
+    if (!bias) return;
+    if (dt == FEDC_F32) epilogue_float(rows, o, bias, relu, y);
+    else epilogue_double(rows, o, bias, relu, y);
+}
+
+/* conv2d, then (when bias is not NULL) the epilogue on each chunk's output right
+ * after its GEMM wrote it; with a pool, that output goes to scratch and only its
+ * max-pool to y. */
+static fedc_status conv_forward(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
+                                const void *bias, int relu, const fedc_pool_geom *pool, void *y, void *scratch) {
     fedc_status st = check("conv2d", dt, g);
     if (st) return st;
     fedc_kernels_init();
     conv_plan p = make_plan(g, dt);
-    if (p.direct) {
+    if (p.direct && !pool) {
         gemm(dt, 0, 0, g->n * p.pix, g->o, g->c, x, w, 0.0, y);
+        epilogue(dt, g->n * p.pix, g->o, bias, relu, y);
         return FEDC_OK;
     }
     size_t x_img = (size_t)(g->h * g->w * g->c) * p.es, y_img = (size_t)(p.pix * g->o) * p.es;
-    for (int64_t b = 0; b < g->n; b += p.chunk) {
+    size_t pooled_img = pool ? (size_t)(pool->oh * pool->ow * pool->c) * p.es : 0;
+    char *out = pool ? (char *)scratch + cols_bytes(&p) : NULL;
+    for (int64_t b = 0; !st && b < g->n; b += p.chunk) {
         int64_t cn = g->n - b < p.chunk ? g->n - b : p.chunk;
-        im2col(g, p.es, cn, (const char *)x + (size_t)b * x_img, scratch);
-        gemm(dt, 0, 0, cn * p.pix, g->o, p.k, scratch, w, 0.0, (char *)y + (size_t)b * y_img);
+        const char *xc = (const char *)x + (size_t)b * x_img;
+        char *yc = pool ? out : (char *)y + (size_t)b * y_img;
+        if (!p.direct) im2col(g, p.es, cn, xc, scratch);
+        gemm(dt, 0, 0, cn * p.pix, g->o, p.k, p.direct ? xc : scratch, w, 0.0, yc);
+        epilogue(dt, cn * p.pix, g->o, bias, relu, yc);
+        if (!pool) continue;
+        fedc_pool_geom pc = *pool;
+        pc.n = cn;
+        st = fedc_fast_max_pool2d(dt, &pc, yc, (char *)y + (size_t)b * pooled_img);
     }
-    return FEDC_OK;
+    return st;
+}
+
+fedc_status fedc_fast_conv2d(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
+                             void *y, void *scratch) {
+    return conv_forward(dt, g, x, w, NULL, 0, NULL, y, scratch);
+}
+
+fedc_status fedc_fast_conv2d_bias_relu(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
+                                      const void *bias, int relu, const fedc_pool_geom *pool, void *y,
+                                      void *scratch) {
+    if (!bias) return fedc_error(FEDC_EINVAL, "conv2d_bias_relu (fast): bias is NULL");
+    if (pool && (pool->n != g->n || pool->h != g->oh || pool->w != g->ow || pool->c != g->o))
+        return fedc_error(FEDC_EINVAL, "conv2d_bias_relu (fast): the pool's input [%lld,%lld,%lld,%lld] is not "
+                          "the convolution's output [%lld,%lld,%lld,%lld]", (long long)pool->n, (long long)pool->h,
+                          (long long)pool->w, (long long)pool->c, (long long)g->n, (long long)g->oh,
+                          (long long)g->ow, (long long)g->o);
+    return conv_forward(dt, g, x, w, bias, relu, pool, y, scratch);
 }
 
 fedc_status fedc_fast_conv2d_input_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *dy,

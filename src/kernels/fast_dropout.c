@@ -27,7 +27,13 @@ enum { LANES = 64 }; /* Philox blocks per tile: 256 elements */
 
 /* w[4 l + j] = word j of block first + l of the stream (counter {block lo, block
  * hi, c2, c3}, key = the stream's), as fedc_rng_block computes them one at a time. */
-static void philox_tile(fedc_rng_stream s, uint64_t first, uint32_t w[4 * LANES]) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+
+VECTOR_CLONES static void philox_tile(fedc_rng_stream s, uint64_t first, uint32_t w[4 * LANES]) {
     uint32_t c0[LANES], c1[LANES], c2[LANES], c3[LANES];
     for (int l = 0; l < LANES; l++) {
         uint64_t b = first + (uint64_t)l;
@@ -45,6 +51,17 @@ static void philox_tile(fedc_rng_stream s, uint64_t first, uint32_t w[4 * LANES]
     for (int l = 0; l < LANES; l++) w[4 * l] = c0[l], w[4 * l + 1] = c1[l], w[4 * l + 2] = c2[l], w[4 * l + 3] = c3[l];
 }
 
+/* y[e] = kept ? x / (1 - rate) : 0 for the `end` elements of one tile, without a
+ * branch so that the divisions vectorise (each is still one correctly rounded
+ * double division, so the bits do not depend on the vector width). */
+VECTOR_CLONES static void apply_tile(int64_t end, const uint32_t *w, uint32_t threshold, double scale_div,
+                                     const float *x, float *y) {
+    for (int64_t e = 0; e < end; e++) {
+        float v = (float)((double)x[e] / scale_div);
+        y[e] = (w[e] >> 8) >= threshold ? v : 0.0f;
+    }
+}
+
 fedc_status fedc_fast_dropout(fedc_dtype dt, int64_t n, const void *x, fedc_rng_stream stream, double rate,
                               void *y) {
     if (dt != FEDC_F32 || !(rate >= 0 && rate < 1)) return fedc_ref_dropout(dt, n, x, stream, rate, y);
@@ -55,10 +72,7 @@ fedc_status fedc_fast_dropout(fedc_dtype dt, int64_t n, const void *x, fedc_rng_
     for (int64_t base = 0; base < n; base += 4 * LANES) {
         philox_tile(stream, (uint64_t)base / 4, w);
         int64_t end = n - base < 4 * LANES ? n - base : 4 * LANES;
-        for (int64_t e = 0; e < end; e++) {
-            bool keep = (w[e] >> 8) >= threshold;
-            yf[base + e] = keep ? (float)((double)xf[base + e] / scale_div) : 0.0f;
-        }
+        apply_tile(end, w, threshold, scale_div, xf + base, yf + base);
     }
     return FEDC_OK;
 }

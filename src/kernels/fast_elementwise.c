@@ -269,26 +269,39 @@ fedc_status fedc_fast_binary(fedc_binary_op op, fedc_dtype dt, const fedc_kshape
 
 /* out[i] = cond[i] ? a : b, where a and b are either full (step 1) or scalars
  * (step 0): the layouts derivatives produce (relu's is select(x > 0, ct, 0)). Each
- * element reads only index i, so out may alias a full operand. */
-#define SELECT_LOOP(T)                                                                               \
-    static void select_##T(int64_t n, const uint8_t *restrict c, const T *a, int64_t sa, const T *b,   \
-                           int64_t sb, T *out) {                                                     \
-        if (sa == 1 && sb == 0) { /* branch-free so the compiler vectorises it */                    \
-            T bv = b[0];                                                                             \
-            for (int64_t i = 0; i < n; i++) out[i] = c[i] ? a[i] : bv;                               \
-        } else if (sa == 0 && sb == 1) {                                                             \
-            T av = a[0];                                                                             \
-            for (int64_t i = 0; i < n; i++) out[i] = c[i] ? av : b[i];                               \
-        } else if (sa == 1 && sb == 1) {                                                             \
-            for (int64_t i = 0; i < n; i++) out[i] = c[i] ? a[i] : b[i];                             \
-        } else {                                                                                     \
-            for (int64_t i = 0; i < n; i++) out[i] = c[i] ? a[0] : b[0];                             \
-        }                                                                                            \
+ * element reads only index i, so out may alias a full operand. The choice is made
+ * on the bits, with a mask of all ones or all zeros (U is the unsigned type of T's
+ * size): the same bits as `c ? a : b`, but branch-free in a form the compiler
+ * vectorises well; with the ternary on floats, gcc's SSE2 code ran relu's
+ * derivative 2.5x slower than a memcpy of the same bytes, with the mask at par. */
+#define SELECT_LOOP(T, U)                                                                            \
+    static inline U bits_##T(const T *p) {                                                         \
+        U u;                                                                                       \
+        memcpy(&u, p, sizeof u);                                                                   \
+        return u;                                                                                  \
+    }                                                                                              \
+                                                                                                   \
+    static inline __attribute__((always_inline)) void select_body_##T(                             \
+        int64_t n, const uint8_t *restrict c, const T *a, int64_t sa, const T *b, int64_t sb, T *out) { \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            U m = (U)0 - (U)(c[i] != 0);                                                           \
+            U v = (bits_##T(a + i * sa) & m) | (bits_##T(b + i * sb) & ~m);                        \
+            memcpy(out + i, &v, sizeof v);                                                         \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    /* Constant steps in each call, so that every layout gets its own vector loop. */             \
+    static void select_##T(int64_t n, const uint8_t *restrict c, const T *a, int64_t sa, const T *b, \
+                           int64_t sb, T *out) {                                                   \
+        if (sa == 1 && sb == 0) select_body_##T(n, c, a, 1, b, 0, out);                            \
+        else if (sa == 0 && sb == 1) select_body_##T(n, c, a, 0, b, 1, out);                       \
+        else if (sa == 1 && sb == 1) select_body_##T(n, c, a, 1, b, 1, out);                       \
+        else select_body_##T(n, c, a, 0, b, 0, out);                                               \
     }
-SELECT_LOOP(float)
-SELECT_LOOP(double)
-SELECT_LOOP(int32_t)
-SELECT_LOOP(uint8_t)
+SELECT_LOOP(float, uint32_t)
+SELECT_LOOP(double, uint64_t)
+SELECT_LOOP(int32_t, uint32_t)
+SELECT_LOOP(uint8_t, uint8_t)
 
 /* The step of an operand against out: 1 when full, 0 when one element, -1 otherwise. */
 static int64_t select_step(const fedc_kshape *s, const fedc_kshape *outs) {

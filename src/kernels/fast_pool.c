@@ -34,6 +34,15 @@ static int64_t window_count(window w) {
     return n > 0 ? n : 0;
 }
 
+/* Whether the windows tile the image exactly (no padding, stride = window, every
+ * pixel in one window), as the CNN's 2x2 pool does: then max_pool2d_grad writes
+ * each dx element once, (T)0 + dy where it picks dy and 0 elsewhere (the same
+ * bits as adding into zeros, -0 included), instead of zeroing dx and adding. */
+static int tiles(const fedc_pool_geom *g) {
+    return g->pad_top == 0 && g->pad_left == 0 && g->sh == g->kh && g->sw == g->kw && g->oh * g->kh == g->h &&
+           g->ow * g->kw == g->w;
+}
+
 /* The reference's checks, so both tables fail alike: a float dtype, no negative
  * size, strides >= 1. */
 static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *g) {
@@ -75,7 +84,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
      * is exactly the first element comparing equal to the final maximum. A window        \
      * wholly in padding sends nothing back. */                                           \
     static void max_grad_block_##S(const fedc_pool_geom *g, const T *img, window w,             \
-                                   const T *dy, T *dximg, int64_t c0, int64_t nc) {             \
+                                   const T *dy, T *dximg, int64_t c0, int64_t nc, int store) {  \
         T best[MAXG_BLOCK];                                                                     \
         unsigned char done[MAXG_BLOCK];                                                         \
         if (window_count(w) == 0) return;                                                       \
@@ -95,7 +104,8 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
                     T grad = dy[t], x = v[t], m = best[t];                                      \
                     unsigned char hit = (unsigned char)(done[t] == 0) &                         \
                                         (unsigned char)((x == m) | ((x != x) & (m != m)));      \
-                    d[t] += hit ? grad : (T)0;                                                  \
+                    if (store) d[t] = hit ? (T)0 + grad : (T)0;                                 \
+                    else d[t] += hit ? grad : (T)0;                                             \
                     done[t] |= hit;                                                             \
                 }                                                                               \
             }                                                                                   \
@@ -138,14 +148,16 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
                                                                                                 \
     static void max_grad_##S(const fedc_pool_geom *g, const T *x, const T *dy, T *dx) {         \
         int64_t img_size = g->h * g->w * g->c;                                                  \
-        memset(dx, 0, (size_t)(g->n * img_size) * sizeof(T));                                  \
+        int store = tiles(g);                                                                   \
+        if (!store) memset(dx, 0, (size_t)(g->n * img_size) * sizeof(T));                       \
         for (int64_t b = 0; b < g->n; b++)                                                      \
             for (int64_t i = 0; i < g->oh; i++)                                                 \
                 for (int64_t j = 0; j < g->ow; j++, dy += g->c)                                 \
                     for (int64_t c0 = 0; c0 < g->c; c0 += MAXG_BLOCK)                           \
                         max_grad_block_##S(g, x + b * img_size, window_of(g, i, j), dy,         \
                                            dx + b * img_size, c0,                               \
-                                           g->c - c0 < MAXG_BLOCK ? g->c - c0 : MAXG_BLOCK);    \
+                                           g->c - c0 < MAXG_BLOCK ? g->c - c0 : MAXG_BLOCK,     \
+                                           store);                                              \
     }                                                                                           \
                                                                                                 \
     static void avg_pool_##S(const fedc_pool_geom *g, const T *x, T *y) {                       \

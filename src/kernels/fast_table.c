@@ -27,6 +27,7 @@ const fedc_kernels fedc_kernels_fast = {
     .one_hot = fedc_ref_one_hot,
     .conv2d_scratch = fedc_fast_conv2d_scratch,
     .conv2d = fedc_fast_conv2d,
+    .conv2d_bias_relu = fedc_fast_conv2d_bias_relu,
     .conv2d_input_grad = fedc_fast_conv2d_input_grad,
     .conv2d_filter_grad = fedc_fast_conv2d_filter_grad,
     .max_pool2d = fedc_fast_max_pool2d,

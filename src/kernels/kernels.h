@@ -154,6 +154,17 @@ typedef struct fedc_kernels {
     size_t (*conv2d_scratch)(const fedc_conv_geom *g, fedc_dtype dt);
     fedc_status (*conv2d)(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
                           void *y, void *scratch);
+    /* Optional (NULL in the reference table): conv2d with an epilogue, conv(x, w) +
+     * bias (bias [o], added in that order), then when relu is set v > 0 ? v : 0, then
+     * when pool is not NULL max_pool2d with that geometry (pool->n, h, w, c must be
+     * g's n, oh, ow, o); y is the last of these. The same bits as conv2d, add, relu
+     * and max_pool2d in turn, applied to each chunk of images while its output is in
+     * cache. Scratch: conv2d_scratch (which has room for one chunk's output). The
+     * executor uses it for conv -> add(bias) [-> relu] [-> max_pool2d] chains whose
+     * intermediate values nothing else reads. */
+    fedc_status (*conv2d_bias_relu)(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
+                                    const void *bias, int relu, const fedc_pool_geom *pool, void *y,
+                                    void *scratch);
     fedc_status (*conv2d_input_grad)(fedc_dtype dt, const fedc_conv_geom *g, const void *dy,
                                      const void *w, void *dx, void *scratch);
     fedc_status (*conv2d_filter_grad)(fedc_dtype dt, const fedc_conv_geom *g, const void *x,
