@@ -244,8 +244,11 @@ typedef struct fedc_kernels {
 extern const fedc_kernels fedc_kernels_ref;
 extern const fedc_kernels fedc_kernels_fast;
 
-/* Once per process (idempotent, thread-safe): pins BLAS to one thread. */
+/* Once per process (idempotent, thread-safe): pins BLAS to one thread, and
+ * moves OpenBLAS off a generic core it fell back to (fast_blas.c). */
 void fedc_kernels_init(void);
+/* The name of the BLAS kernels in use (OpenBLAS's core), for benchmarks. */
+const char *fedc_kernels_blas_core(void);
 
 /* The pool the calling thread's fast kernels may use (NULL: none, the default).
  * Set by the executor around a run when it has threads no client uses. Returns
