@@ -13,12 +13,18 @@
 #include "kernels/ref.h"
 
 /* Copies the window `inner` at offset `at` of `outer` between the two arrays:
- * out of outer into inner (slice) or into outer from inner (pad). */
+ * out of outer into inner (slice) or into outer from inner (pad, which also
+ * zeroes the rest of outer: the runs come in increasing order, so the gaps
+ * between them are the rest, and nothing is written twice). */
 static void copy_window(size_t es, const fedc_kshape *outer, const int64_t *at, const fedc_kshape *inner,
                         char *outer_data, char *inner_data, bool into_inner) {
     int r = inner->rank;
     int64_t total = fedc_kshape_count(inner), ostr[FEDC_MAX_RANK], idx[FEDC_MAX_RANK] = {0}, base = 0;
-    if (total == 0) return;
+    size_t zeroed = 0, outer_bytes = (size_t)fedc_kshape_count(outer) * es; /* pad: bytes of outer done */
+    if (total == 0) {
+        if (!into_inner) memset(outer_data, 0, outer_bytes); /* all-zero bytes: 0, 0.0, false */
+        return;
+    }
     int64_t step = 1;
     for (int d = r - 1; d >= 0; d--) ostr[d] = step, step *= outer->dims[d];
     for (int d = 0; d < r; d++) base += at[d] * ostr[d];
@@ -30,9 +36,11 @@ static void copy_window(size_t es, const fedc_kshape *outer, const int64_t *at, 
         int64_t off = base;
         for (int d = 0; d < split; d++) off += idx[d] * ostr[d];
         char *o = outer_data + (size_t)off * es, *in = inner_data + (size_t)(row * run) * es;
+        if (!into_inner) memset(outer_data + zeroed, 0, (size_t)off * es - zeroed), zeroed = (size_t)off * es + bytes;
         memcpy(into_inner ? in : o, into_inner ? o : in, bytes);
         for (int d = split - 1; d >= 0 && ++idx[d] == inner->dims[d]; d--) idx[d] = 0;
     }
+    if (!into_inner) memset(outer_data + zeroed, 0, outer_bytes - zeroed);
 }
 
 fedc_status fedc_fast_slice(size_t elsize, const fedc_kshape *xs, const int64_t *start, const void *x,
@@ -47,7 +55,6 @@ fedc_status fedc_fast_pad(size_t elsize, const fedc_kshape *xs, const int64_t *l
                           const fedc_kshape *ys, void *y) {
     fedc_status st = fedc_ref_check_window("pad", ys, lo, xs);
     if (st) return st;
-    memset(y, 0, (size_t)fedc_kshape_count(ys) * elsize); /* all-zero bytes: 0, 0.0, false */
     copy_window(elsize, ys, lo, xs, y, (char *)x, false);
     return FEDC_OK;
 }

@@ -239,7 +239,9 @@ typedef struct fedc_kernels {
                                 const void *wh, void *dtrace, void *scratch);
 } fedc_kernels;
 
-#define FEDC_LSTM_SCRATCH(B, H) ((size_t)(2 * (B) * (H)) * sizeof(double))
+/* lstm_grad's and lstm_tangent's scratch: 2 B H doubles for the carried
+ * cotangents, then room for a transposed copy of wh (4 H^2 floats, fast_lstm.c). */
+#define FEDC_LSTM_SCRATCH(B, H) ((size_t)(2 * (B) * (H)) * sizeof(double) + (size_t)(4 * (H) * (H)) * sizeof(float))
 
 extern const fedc_kernels fedc_kernels_ref;
 extern const fedc_kernels fedc_kernels_fast;
