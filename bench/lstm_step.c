@@ -224,10 +224,7 @@ int main(int argc, char **argv) {
     if (sets < 1) sets = 1;
     if (sets > MAX_SETS) sets = MAX_SETS;
     if (only_threads < 0 || only_threads > 2) only_threads = 0;
-    fedc_kernels_init();
-    /* The peer gets the BLAS kernels fedc uses (OpenBLAS in this process is already set up). */
-    setenv("OPENBLAS_CORETYPE", fedc_kernels_blas_core(), 0);
-    printf("BLAS kernels: OpenBLAS %s, for fedc and the peer\n", fedc_kernels_blas_core());
+    printf("BLAS kernels: OpenBLAS %s, for fedc and the peer\n", bench_share_blas_core());
     for (int i = 0; i < nb; i++)
         run_batch(batches[i], seq, steps, sets, only_threads, peer, getenv("FEDC_PROFILE") != NULL);
     return 0;

@@ -7,7 +7,8 @@
  * the kernels: GEMMs and the loss cut into blocks by shape, the same bits), the
  * better taken, like PyTorch's. Prints the step times, the ratio, the FLOPs per
  * step counted analytically, and fedc's model-FLOPs utilisation against this
- * machine's measured single-thread sgemm peak (times the threads used).
+ * machine's measured single-thread sgemm peak (times the threads used). The peer
+ * is given the OpenBLAS kernels fedc chose (bench_share_blas_core).
  *
  *     ./build/bench_transformer_step [layers width heads context vocab batch] [rounds] [steps]
  *     (default 6 256 4 128 10004 8, 2 rounds of 5 steps each)
@@ -55,7 +56,7 @@ int main(int argc, char **argv) {
     int64_t *fields[] = {&s.layers, &s.width, &s.heads, &s.context, &s.vocab, &s.batch};
     for (int i = 0; i < 6 && i + 1 < argc; i++) *fields[i] = atoll(argv[i + 1]);
     int rounds = argc > 7 ? atoi(argv[7]) : 2, steps = argc > 8 ? atoi(argv[8]) : 5;
-    fedc_kernels_init();
+    printf("BLAS kernels: OpenBLAS %s, for fedc and the peer\n", bench_share_blas_core());
 
     fedc_model_options o = {.layers = (int)s.layers, .width = (int)s.width, .heads = (int)s.heads,
                             .context = (int)s.context, .num_classes = (int)s.vocab};
