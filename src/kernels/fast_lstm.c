@@ -28,10 +28,11 @@ static fedc_status check(const char *kernel, int64_t T, int64_t B, int64_t H) {
     return FEDC_OK;
 }
 
-/* Batches up to this size take the recurrent product row by row as GEMVs: a GEMM
- * with a few rows spends most of its time packing the [H, 4H] weights again at
- * every step, while a GEMV streams them from cache once per row. FEDC_LSTM_GEMV_ROWS
- * in the environment overrides it (for bench_lstm_step's comparisons). */
+/* Without AVX-512 (fast_rows_gemm), batches up to this size take the recurrent
+ * products row by row as GEMVs: a GEMM with a few rows spends most of its time
+ * packing the [H, 4H] weights again at every step, while a GEMV streams them from
+ * cache once per row. FEDC_LSTM_GEMV_ROWS in the environment overrides it (for
+ * bench_lstm_step's comparisons). */
 static int64_t gemv_rows(void) {
     static int64_t rows = -1;
     if (rows < 0) {
@@ -41,20 +42,20 @@ static int64_t gemv_rows(void) {
     return rows;
 }
 
-/* out[b] += a[b] @ w for the B rows of a ([B, k] with leading dimension lda) into
- * out ([B, n], ldo); w is [k, n] (or [n, k] with trans_w: out[b] += a[b] @ w^T),
- * leading dimension ldw. */
+/* out = a @ w (+ out when accumulate) for the B rows of a ([B, k], leading
+ * dimension lda) into out ([B, n], ldo); w is [k, n] (ldw). */
 static void rows_times(int64_t B, int64_t k, int64_t n, const float *a, int64_t lda, const float *w, int64_t ldw,
-                       bool trans_w, float beta, float *out, int64_t ldo) {
-    if (B <= 0 || k <= 0 || n <= 0) return;
+                       bool accumulate, float *out, int64_t ldo) {
+    if (B <= 0 || k <= 0 || n <= 0 || fedc_fast_rows_gemm(B, n, k, a, lda, w, ldw, out, ldo, accumulate)) return;
+    float beta = accumulate ? 1.0f : 0.0f;
     if (B <= gemv_rows()) {
-        for (int64_t b = 0; b < B; b++) /* out[b] = op(w)^T a[b]: row-major w [k, n] is Trans */
-            cblas_sgemv(CblasRowMajor, trans_w ? CblasNoTrans : CblasTrans, trans_w ? (int)n : (int)k,
-                        trans_w ? (int)k : (int)n, 1.0f, w, (int)ldw, a + b * lda, 1, beta, out + b * ldo, 1);
+        for (int64_t b = 0; b < B; b++) /* out[b] = w^T a[b]: row-major w [k, n] is Trans */
+            cblas_sgemv(CblasRowMajor, CblasTrans, (int)k, (int)n, 1.0f, w, (int)ldw, a + b * lda, 1, beta,
+                        out + b * ldo, 1);
         return;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_w ? CblasTrans : CblasNoTrans, (int)B, (int)n, (int)k, 1.0f, a,
-                (int)lda, w, (int)ldw, beta, out, (int)ldo);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)B, (int)n, (int)k, 1.0f, a, (int)lda, w, (int)ldw,
+                beta, out, (int)ldo);
 }
 
 /* Each step splits the hidden units into blocks of UNITS: block u owns units
@@ -118,7 +119,7 @@ typedef struct step_job {
     float *trace;           /* forward: [T, B, 6H] */
     const float *tr, *dtr;  /* backward: the trace and its cotangent */
     float *dxw;             /* backward: [T, B, 4H] */
-    const float *wt;        /* backward: wh^T [4H, H], or NULL (rows for GEMVs) */
+    const float *wt;        /* backward: wh^T [4H, H] (NULL when T < 2) */
     float *dh_rec, *dc_rec; /* backward: [B, H] each */
     const float *zeros;     /* backward: H zeros, c[-1] */
 } step_job;
@@ -132,7 +133,7 @@ static void forward_block(void *ctx, int64_t u, int worker) {
     float *rows = s->trace + s->t * B * 6 * H;
     const float *prev = s->t > 0 ? rows - B * 6 * H : NULL, *x = s->x + s->t * B * 4 * H;
     for (int64_t q = 0; prev && q < 4; q++)
-        rows_times(B, H, jb, prev, 6 * H, s->w + q * H + j0, 4 * H, false, 0.0f, rows + (2 + q) * H + j0, 6 * H);
+        rows_times(B, H, jb, prev, 6 * H, s->w + q * H + j0, 4 * H, false, rows + (2 + q) * H + j0, 6 * H);
     if (FEDC_FAST_HAS_AVX2()) cells_forward_avx2(B, H, j0, j0 + jb, rows, prev, x);
     else cells_forward_plain(B, H, j0, j0 + jb, rows, prev, x);
 }
@@ -186,11 +187,12 @@ FEDC_FAST_AVX2 static void cells_backward_avx2(const step_job *s, int64_t j0, in
     cells_backward(s, j0, j1, rows, prev, d, out);
 }
 
-/* BPTT's product dxw[t+1] wh^T per block of units: against a transposed copy of
- * wh made once per call, in slices of DEPTH along k, it is a few small GEMMs
- * that OpenBLAS runs without packing wh again at every step (1.5x faster at
- * batch 32, H 256). The slices are fixed by H: the same sums on any thread. */
-enum { DEPTH = 256 };
+/* BPTT's product dxw[t+1] wh^T per block of units, against a transposed copy of
+ * wh made once per call: fast_rows_gemm reads it in place, and without AVX-512,
+ * in slices of K_SLICE along k, it is a few small GEMMs that OpenBLAS runs
+ * without packing wh again at every step (1.5x faster at batch 32, H 256). The
+ * slices are fixed by H: the same sums on any thread. */
+enum { K_SLICE = 256 };
 
 static void transpose(int64_t rows, int64_t cols, const float *x, float *y) {
     for (int64_t i0 = 0; i0 < rows; i0 += 32) /* 32 x 32 tiles */
@@ -208,11 +210,9 @@ static void backward_block(void *ctx, int64_t u, int worker) {
     const step_job *s = ctx;
     int64_t t = s->t, B = s->B, H = s->H, j0 = u * UNITS, jb = H - j0 < UNITS ? H - j0 : UNITS;
     const float *next = s->dxw + (t + 1) * B * 4 * H;
-    if (t + 1 < s->T && !s->wt)
-        rows_times(B, 4 * H, jb, next, 4 * H, s->w + j0 * 4 * H, 4 * H, true, 0.0f, s->dh_rec + j0, H);
-    for (int64_t k0 = 0; t + 1 < s->T && s->wt && k0 < 4 * H; k0 += DEPTH) /* wh^T's columns, in fixed slices of k */
-        rows_times(B, 4 * H - k0 < DEPTH ? 4 * H - k0 : DEPTH, jb, next + k0, 4 * H, s->wt + k0 * H + j0, H, false,
-                   k0 ? 1.0f : 0.0f, s->dh_rec + j0, H);
+    for (int64_t k0 = 0; t + 1 < s->T && k0 < 4 * H; k0 += K_SLICE) /* wh^T's columns, in fixed slices of k */
+        rows_times(B, 4 * H - k0 < K_SLICE ? 4 * H - k0 : K_SLICE, jb, next + k0, 4 * H, s->wt + k0 * H + j0, H,
+                   k0 > 0, s->dh_rec + j0, H);
     const float *rows = s->tr + t * B * 6 * H, *prev = t > 0 ? rows - B * 6 * H : NULL, *d = s->dtr + t * B * 6 * H;
     float *out = s->dxw + t * B * 4 * H;
     if (FEDC_FAST_HAS_AVX2()) cells_backward_avx2(s, j0, j0 + jb, rows, prev, d, out);
@@ -227,7 +227,7 @@ fedc_status fedc_fast_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, 
     /* scratch holds 2 B H doubles = 4 B H floats: dh_rec, dc_rec and H zeros; then 4 H^2 floats */
     float *dh_rec = scratch, *dc_rec = dh_rec + B * H, *zeros = dc_rec + B * H, *wt = NULL;
     memset(dh_rec, 0, (size_t)(2 * B * H + (B > 0 ? H : 0)) * sizeof *dh_rec);
-    if (B > gemv_rows() && T > 1) transpose(H, 4 * H, wh, wt = dh_rec + 4 * B * H);
+    if (T > 1) transpose(H, 4 * H, wh, wt = dh_rec + 4 * B * H);
     step_job s = {.T = T, .B = B, .H = H, .w = wh, .tr = trace, .dtr = dtrace, .dxw = dxw, .wt = wt,
                   .dh_rec = dh_rec, .dc_rec = dc_rec, .zeros = zeros};
     for (s.t = T - 1; B > 0 && s.t >= 0; s.t--) fedc_kernels_parallel(unit_blocks(H), backward_block, &s);
