@@ -512,6 +512,34 @@ static void binary_case_run(fedc_binary_op op, fedc_dtype dt, const binary_case 
     fedc_free(a), fedc_free(b), fedc_free(ref), fedc_free(fast), fedc_free(fast2);
 }
 
+/* Elementwise ops large enough to be cut into spans for the kernels' pool give
+ * the same bits on 1, 2 and 3 threads: tanh, a full add, a bias add (the bias
+ * repeating along the rows), and y aliasing x. */
+static void test_elementwise_bitwise_on_threads(void) {
+    enum { ROWS = 333, COLS = 1000, N = ROWS * COLS };
+    float *x = random_array(FEDC_F32, N, 3, 0), *bias = random_array(FEDC_F32, COLS, 1, 0), *out[3][4];
+    fedc_kshape full = kshape(2, (int64_t[]){ROWS, COLS}), row = kshape(1, (int64_t[]){COLS});
+    for (int threads = 1; x && bias && threads <= 3; threads++) {
+        fedc_pool *pool = NULL;
+        if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
+        fedc_pool *outer = fedc_kernels_set_pool(pool);
+        float **o = out[threads - 1];
+        for (int k = 0; k < 4; k++) o[k] = alloc_bytes(N * sizeof(float));
+        CHECK_OK(F->unary(FEDC_U_TANH, FEDC_F32, N, x, o[0], 0));
+        CHECK_OK(F->binary(FEDC_B_ADD, FEDC_F32, &full, x, &full, o[0], &full, o[1]));
+        CHECK_OK(F->binary(FEDC_B_MUL, FEDC_F32, &full, x, &row, bias, &full, o[2]));
+        memcpy(o[3], x, N * sizeof(float));
+        CHECK_OK(F->binary(FEDC_B_SUB, FEDC_F32, &row, bias, &full, o[3], &full, o[3]));
+        fedc_kernels_set_pool(outer);
+        fedc_pool_destroy(pool);
+        for (int k = 0; threads > 1 && k < 4; k++)
+            CHECK_MSG(memcmp(o[k], out[0][k], N * sizeof(float)) == 0, "op %d: %d threads differ from 1", k, threads);
+    }
+    for (int t = 0; x && bias && t < 3; t++)
+        for (int k = 0; k < 4; k++) fedc_free(out[t][k]);
+    fedc_free(x), fedc_free(bias);
+}
+
 static void test_binary(void) {
     static const binary_case cases[] = {
         {3, {3, 5, 7}, 3, {3, 5, 7}}, /* same shape */
@@ -741,6 +769,7 @@ int main(int argc, char **argv) {
         {"pool_edges", test_pool_edges},
         {"unary", test_unary},
         {"tanh_f32_relative", test_tanh_f32_relative},
+        {"elementwise_bitwise_on_threads", test_elementwise_bitwise_on_threads},
         {"binary", test_binary},
         {"reduce", test_reduce},
         {"slice_pad", test_slice_pad},

@@ -41,6 +41,36 @@ static int shape_ok(const fedc_kshape *s) {
     return 1;
 }
 
+/* Large elementwise runs are cut into spans of SPAN elements for the kernels'
+ * pool (the executor's spare threads); each element is computed the same way in
+ * any span, so the bits do not depend on the threads. Smaller runs stay whole. */
+enum { SPAN = 1 << 15 };
+
+typedef void (*span_fn)(const void *ctx, int64_t i0, int64_t i1);
+
+typedef struct span_job {
+    span_fn fn;
+    const void *ctx;
+    int64_t n, span;
+} span_job;
+
+static void span_task(void *ctx, int64_t i, int worker) {
+    (void)worker;
+    const span_job *j = ctx;
+    int64_t i0 = i * j->span;
+    j->fn(j->ctx, i0, min64(j->n, i0 + j->span));
+}
+
+/* fn(ctx, i0, i1) over [0, n) in spans of `span` (in parallel when n is at least two). */
+static void in_spans(int64_t n, int64_t span, span_fn fn, const void *ctx) {
+    if (n < 2 * span) {
+        if (n > 0) fn(ctx, 0, n);
+        return;
+    }
+    span_job j = {fn, ctx, n, span};
+    fedc_kernels_parallel((n + span - 1) / span, span_task, &j);
+}
+
 /* ----------------------------------------------------------------- unary -- */
 
 /* Both branches keep exp's argument non-positive, so neither overflows. */
@@ -125,12 +155,27 @@ static void run_unary(unary_fn fn, fedc_unary_op op, int64_t n, size_t es, const
     }
 }
 
+typedef struct unary_job {
+    unary_fn fn;
+    fedc_unary_op op;
+    size_t es;
+    const char *x;
+    char *y;
+    double p;
+} unary_job;
+
+static void unary_span(const void *ctx, int64_t i0, int64_t i1) {
+    const unary_job *j = ctx;
+    run_unary(j->fn, j->op, i1 - i0, j->es, j->x + (size_t)i0 * j->es, j->y + (size_t)i0 * j->es, j->p);
+}
+
 fedc_status fedc_fast_unary(fedc_unary_op op, fedc_dtype dt, int64_t n, const void *x, void *y,
                             double param) {
     if ((unsigned)op >= FEDC_U_COUNT || n < 0 || (dt != FEDC_F32 && dt != FEDC_F64))
         return fedc_ref_unary(op, dt, n, x, y, param);
-    if (dt == FEDC_F32) run_unary(op == FEDC_U_TANH ? unary_tanh_f32 : unary_f32, op, n, sizeof(float), x, y, param);
-    else run_unary(unary_f64, op, n, sizeof(double), x, y, param);
+    unary_job j = {unary_f64, op, sizeof(double), x, y, param};
+    if (dt == FEDC_F32) j.fn = op == FEDC_U_TANH ? unary_tanh_f32 : unary_f32, j.es = sizeof(float);
+    in_spans(n, SPAN, unary_span, &j);
     return FEDC_OK;
 }
 
@@ -187,7 +232,7 @@ typedef struct bin_run {
     size_t astep, bstep;
 } bin_run;
 
-static void run_binary(const bin_run *r, int64_t n, const void *a, const void *b, void *out) {
+static void run_binary_whole(const bin_run *r, int64_t n, const void *a, const void *b, void *out) {
     size_t abytes = r->astep ? (size_t)n * r->es : r->es;
     size_t bbytes = r->bstep ? (size_t)n * r->es : r->es;
     size_t obytes = (size_t)n * r->oes;
@@ -202,6 +247,23 @@ static void run_binary(const bin_run *r, int64_t n, const void *a, const void *b
               (const char *)b + (size_t)i * r->bstep, tile);
         memcpy((char *)out + (size_t)i * r->oes, tile, (size_t)len * r->oes);
     }
+}
+
+typedef struct binary_job {
+    const bin_run *r;
+    const char *a, *b;
+    char *out;
+} binary_job;
+
+static void binary_span(const void *ctx, int64_t i0, int64_t i1) {
+    const binary_job *j = ctx;
+    run_binary_whole(j->r, i1 - i0, j->a + (size_t)i0 * j->r->astep, j->b + (size_t)i0 * j->r->bstep,
+                     j->out + (size_t)i0 * j->r->oes);
+}
+
+static void run_binary(const bin_run *r, int64_t n, const void *a, const void *b, void *out) {
+    binary_job j = {r, a, b, out};
+    in_spans(n, SPAN, binary_span, &j);
 }
 
 /* s right-aligned against out's rank, with 1 for the dims it lacks. */
@@ -239,15 +301,30 @@ static int64_t trailing_block(const int64_t *dims, const fedc_kshape *out) {
 
 /* The bias layouts: `full` has out's shape and `bias` repeats every `inner`
  * elements; bias_is_b says which side of op the bias is on. */
+typedef struct bias_job {
+    const bin_run *r;
+    int64_t inner;
+    const char *full, *bias;
+    int bias_is_b;
+    char *out;
+} bias_job;
+
+/* Repeats [o0, o1) of the bias. */
+static void bias_span(const void *ctx, int64_t o0, int64_t o1) {
+    const bias_job *j = ctx;
+    for (int64_t o = o0; o < o1; o++) {
+        const char *f = j->full + (size_t)(o * j->inner) * j->r->es;
+        char *dst = j->out + (size_t)(o * j->inner) * j->r->oes;
+        if (j->bias_is_b) run_binary_whole(j->r, j->inner, f, j->bias, dst);
+        else run_binary_whole(j->r, j->inner, j->bias, f, dst);
+    }
+}
+
 static void run_bias(bin_run *r, int64_t count, int64_t inner, const void *full,
                      const void *bias, int bias_is_b, void *out) {
     r->astep = r->bstep = r->es;
-    for (int64_t o = 0; o < count; o += inner) {
-        const char *f = (const char *)full + (size_t)o * r->es;
-        char *dst = (char *)out + (size_t)o * r->oes;
-        if (bias_is_b) run_binary(r, inner, f, bias, dst);
-        else run_binary(r, inner, bias, f, dst);
-    }
+    bias_job j = {r, inner, full, bias, bias_is_b, out};
+    in_spans(count / inner, (SPAN + inner - 1) / inner, bias_span, &j);
 }
 
 /* Dispatches to a fast layout; returns 0 when none applies. */
