@@ -26,6 +26,12 @@
 enum { ROWS = 12, DEPTH = 128 };
 
 #define AVX512 __attribute__((target("avx512f")))
+/* Loops over the block's rows and vectors unrolled, so that acc stays in registers. */
+#ifdef __clang__
+#define UNROLLED _Pragma("clang loop unroll(full)")
+#else
+#define UNROLLED _Pragma("GCC unroll 12")
+#endif
 
 /* Rows [0, R) x columns [0, 16 V) of c (masks m for a short last block) over k in
  * [k0, k1): from zero when fresh, else from c. R V accumulators: 12 x 2, or for
@@ -34,24 +40,24 @@ static inline __attribute__((always_inline)) AVX512 void block(int R, int V, int
                                                                int64_t lda, const float *w, int64_t ldw, float *c,
                                                                int64_t ldc, const __mmask16 *m, bool fresh) {
     __m512 acc[ROWS][4], wv[4];
-#pragma GCC unroll 12
+UNROLLED
     for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
+UNROLLED
         for (int v = 0; v < V; v++)
             acc[r][v] = fresh ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m[v], c + r * ldc + 16 * v);
     for (int64_t k = k0; k < k1; k++) {
-#pragma GCC unroll 4
+UNROLLED
         for (int v = 0; v < V; v++) wv[v] = _mm512_maskz_loadu_ps(m[v], w + k * ldw + 16 * v);
-#pragma GCC unroll 12
+UNROLLED
         for (int r = 0; r < R; r++) {
             __m512 x = _mm512_set1_ps(a[r * lda + k]);
-#pragma GCC unroll 4
+UNROLLED
             for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(x, wv[v], acc[r][v]);
         }
     }
-#pragma GCC unroll 12
+UNROLLED
     for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
+UNROLLED
         for (int v = 0; v < V; v++) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, m[v], acc[r][v]);
 }
 
