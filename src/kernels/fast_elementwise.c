@@ -122,7 +122,8 @@ FEDC_FAST_INLINE float tanh_f32(float x) {
     float a = fabsf(x), z = x * x;
     float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
                    3.33332819422e-1f) * z * x + x;
-    float big = copysignf(1.0f - 2.0f / (fedc_fast_expf(2.0f * a) + 1.0f), x);
+    float e = fedc_fast_expf(a < 44.0f ? 2.0f * a : 88.0f); /* past 44, tanh is 1 in float; NaN goes here too */
+    float big = copysignf(1.0f - 2.0f / (e + 1.0f), x);
     float y = a < 0.625f ? small : big;
     return x != x ? x : y;
 }
