@@ -94,16 +94,10 @@ static void teardown(step_bench *s) {
     free(s->params), free(s->maskv), free(s->xv), free(s->yv), free(s->wrt), free(s->grad_names);
 }
 
-static double cpu_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* One step: forward and gradient, then SGD (lr 0.01) on every parameter; adds the
  * step's CPU time to *cpu. */
 static double one_step(step_bench *s, fedc_executor *ex, double *cpu) {
-    double t0 = bench_now(), c0 = cpu_now();
+    double t0 = bench_now(), c0 = bench_cpu_now();
     BENCH_FAIL_IF(fedc_executor_run(ex));
     for (int i = 0; i < s->n; i++) {
         const float *gr;
@@ -112,7 +106,7 @@ static double one_step(step_bench *s, fedc_executor *ex, double *cpu) {
         int64_t k = fedc_model_param_size(s->m, i);
         for (int64_t j = 0; j < k; j++) at[j] -= 0.01f * gr[j];
     }
-    *cpu = cpu_now() - c0;
+    *cpu = bench_cpu_now() - c0;
     return bench_now() - t0;
 }
 

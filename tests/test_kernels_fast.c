@@ -727,6 +727,22 @@ static void window_case(const fedc_kshape *outer, const int64_t *at, const fedc_
     }
 }
 
+/* Windows large enough to be cut into spans of rows, on 2 and 3 threads: still
+ * the reference's bytes (pad's zeroed gaps included). */
+static void test_slice_pad_on_threads(void) {
+    fedc_kshape outer = kshape(2, (int64_t[]){600, 1024}), inner = kshape(2, (int64_t[]){512, 700});
+    fedc_kshape outer3 = kshape(3, (int64_t[]){40, 30, 200}), inner3 = kshape(3, (int64_t[]){33, 30, 200});
+    for (int threads = 2; threads <= 3; threads++) {
+        fedc_pool *pool = NULL;
+        CHECK_OK(fedc_pool_create(&pool, threads));
+        fedc_pool *prev = fedc_kernels_set_pool(pool);
+        window_case(&outer, (int64_t[]){40, 100}, &inner);
+        window_case(&outer3, (int64_t[]){5, 0, 0}, &inner3);
+        fedc_kernels_set_pool(prev);
+        fedc_pool_destroy(pool);
+    }
+}
+
 static void test_slice_pad(void) {
     /* rows of a matrix (one run), columns (a run per row), an LSTM trace's h, inner
      * windows of 3-d and 4-d arrays, whole arrays, empty windows, rank 0 and 1 */
@@ -773,6 +789,7 @@ int main(int argc, char **argv) {
         {"binary", test_binary},
         {"reduce", test_reduce},
         {"slice_pad", test_slice_pad},
+        {"slice_pad_on_threads", test_slice_pad_on_threads},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

@@ -13,6 +13,12 @@ double bench_now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+double bench_cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 const char *bench_share_blas_core(void) {
     const char *core = fedc_kernels_blas_core();
     setenv("OPENBLAS_CORETYPE", core, 0);

@@ -19,6 +19,7 @@
     } while (0)
 
 double bench_now(void);                 /* monotonic seconds */
+double bench_cpu_now(void);             /* the process's CPU seconds (all threads) */
 
 /* Sets up fedc's kernels and gives the PyTorch peers this process starts the same
  * OpenBLAS kernels (OPENBLAS_CORETYPE, unless set already: fedc moves OpenBLAS

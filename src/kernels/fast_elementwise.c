@@ -42,34 +42,9 @@ static int shape_ok(const fedc_kshape *s) {
 }
 
 /* Large elementwise runs are cut into spans of SPAN elements for the kernels'
- * pool (the executor's spare threads); each element is computed the same way in
- * any span, so the bits do not depend on the threads. Smaller runs stay whole. */
+ * pool (fedc_kernels_spans); each element is computed the same way in any span,
+ * so the bits do not depend on the threads. Smaller runs stay whole. */
 enum { SPAN = 1 << 15 };
-
-typedef void (*span_fn)(const void *ctx, int64_t i0, int64_t i1);
-
-typedef struct span_job {
-    span_fn fn;
-    const void *ctx;
-    int64_t n, span;
-} span_job;
-
-static void span_task(void *ctx, int64_t i, int worker) {
-    (void)worker;
-    const span_job *j = ctx;
-    int64_t i0 = i * j->span;
-    j->fn(j->ctx, i0, min64(j->n, i0 + j->span));
-}
-
-/* fn(ctx, i0, i1) over [0, n) in spans of `span` (in parallel when n is at least two). */
-static void in_spans(int64_t n, int64_t span, span_fn fn, const void *ctx) {
-    if (n < 2 * span) {
-        if (n > 0) fn(ctx, 0, n);
-        return;
-    }
-    span_job j = {fn, ctx, n, span};
-    fedc_kernels_parallel((n + span - 1) / span, span_task, &j);
-}
 
 /* ----------------------------------------------------------------- unary -- */
 
@@ -176,7 +151,7 @@ fedc_status fedc_fast_unary(fedc_unary_op op, fedc_dtype dt, int64_t n, const vo
         return fedc_ref_unary(op, dt, n, x, y, param);
     unary_job j = {unary_f64, op, sizeof(double), x, y, param};
     if (dt == FEDC_F32) j.fn = op == FEDC_U_TANH ? unary_tanh_f32 : unary_f32, j.es = sizeof(float);
-    in_spans(n, SPAN, unary_span, &j);
+    fedc_kernels_spans(n, SPAN, unary_span, &j);
     return FEDC_OK;
 }
 
@@ -264,7 +239,7 @@ static void binary_span(const void *ctx, int64_t i0, int64_t i1) {
 
 static void run_binary(const bin_run *r, int64_t n, const void *a, const void *b, void *out) {
     binary_job j = {r, a, b, out};
-    in_spans(n, SPAN, binary_span, &j);
+    fedc_kernels_spans(n, SPAN, binary_span, &j);
 }
 
 /* s right-aligned against out's rank, with 1 for the dims it lacks. */
@@ -325,7 +300,7 @@ static void run_bias(bin_run *r, int64_t count, int64_t inner, const void *full,
                      const void *bias, int bias_is_b, void *out) {
     r->astep = r->bstep = r->es;
     bias_job j = {r, inner, full, bias, bias_is_b, out};
-    in_spans(count / inner, (SPAN + inner - 1) / inner, bias_span, &j);
+    fedc_kernels_spans(count / inner, (SPAN + inner - 1) / inner, bias_span, &j);
 }
 
 /* Dispatches to a fast layout; returns 0 when none applies. */

@@ -259,6 +259,11 @@ fedc_pool *fedc_kernels_set_pool(fedc_pool *pool);
 /* Runs task(ctx, i, worker) for i in [0, n): on the calling thread's pool when it
  * has one, else in order on the calling thread. Tasks write disjoint results. */
 void fedc_kernels_parallel(int64_t n, fedc_pool_task task, void *ctx);
+/* fn(ctx, i0, i1) over [0, n) cut into spans of `span` (the last shorter), as
+ * tasks of fedc_kernels_parallel; under two spans' worth it is one call. For
+ * work whose result does not depend on where the cuts fall (elementwise, copies). */
+typedef void (*fedc_span_fn)(const void *ctx, int64_t i0, int64_t i1);
+void fedc_kernels_spans(int64_t n, int64_t span, fedc_span_fn fn, const void *ctx);
 
 /* Measures this machine's single-thread sgemm GFLOP/s on n x n x n (for benchmarks). */
 double fedc_kernels_sgemm_gflops(int64_t n, int repeats);
