@@ -6,8 +6,10 @@
  * fedc runs at 1 and at 2 threads (a program without clients gives its threads to
  * the kernels: GEMMs and the loss cut into blocks by shape, the same bits), the
  * better taken, like PyTorch's. Prints the step times, the ratio, the FLOPs per
- * step counted analytically, and fedc's model-FLOPs utilisation against this
- * machine's measured single-thread sgemm peak (times the threads used).
+ * step counted analytically, fedc's model-FLOPs utilisation against this
+ * machine's measured single-thread sgemm peak (times the threads used), and both
+ * sides' best CPU time per step at 1 thread (which a loaded machine distorts less). The peer
+ * is given the OpenBLAS kernels fedc chose (bench_share_blas_core).
  *
  *     ./build/bench_transformer_step [layers width heads context vocab batch] [rounds] [steps]
  *     (default 6 256 4 128 10004 8, 2 rounds of 5 steps each)
@@ -35,7 +37,8 @@ static double step_flops(const shape *s) {
     return 3.0 * tokens * (dense + attention);
 }
 
-static double torch_step_ms(const shape *s, int threads) {
+/* The peer's best step time (ms), or -1; its best CPU time per step in *cpu_ms. */
+static double torch_step_ms(const shape *s, int threads, double *cpu_ms) {
     char cmd[512], line[256];
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 bench/transformer_step_torch.py --layers %lld --width %lld --heads %lld "
              "--context %lld --vocab %lld --batch %lld --threads %d", (long long)s->layers, (long long)s->width,
@@ -43,8 +46,9 @@ static double torch_step_ms(const shape *s, int threads) {
     FILE *f = popen(cmd, "r");
     double ms = -1;
     while (f && fgets(line, sizeof line, f)) {
-        const char *at = strstr(line, "step_ms=");
+        const char *at = strstr(line, "step_ms="), *cpu = strstr(line, "cpu_ms=");
         if (at) ms = atof(at + 8);
+        if (cpu) *cpu_ms = atof(cpu + 7);
     }
     if (f) pclose(f);
     return ms;
@@ -55,7 +59,7 @@ int main(int argc, char **argv) {
     int64_t *fields[] = {&s.layers, &s.width, &s.heads, &s.context, &s.vocab, &s.batch};
     for (int i = 0; i < 6 && i + 1 < argc; i++) *fields[i] = atoll(argv[i + 1]);
     int rounds = argc > 7 ? atoi(argv[7]) : 2, steps = argc > 8 ? atoi(argv[8]) : 5;
-    fedc_kernels_init();
+    printf("BLAS kernels: OpenBLAS %s, for fedc and the peer\n", bench_share_blas_core());
 
     fedc_model_options o = {.layers = (int)s.layers, .width = (int)s.width, .heads = (int)s.heads,
                             .context = (int)s.context, .num_classes = (int)s.vocab};
@@ -100,12 +104,12 @@ int main(int argc, char **argv) {
            (long long)s.layers, (long long)s.width, (long long)s.heads, (long long)s.context, (long long)s.vocab,
            (long long)s.batch, (long long)size);
     printf("FLOPs per step (3 x tokens x (2 x (12 L C^2 + C V) + 2 L C (T+1))) = %.3f GFLOP\n", flops * 1e-9);
-    double best_fedc = 1e30, best_torch = 1e30, fedc_at[2] = {1e30, 1e30};
+    double best_fedc = 1e30, best_torch = 1e30, fedc_at[2] = {1e30, 1e30}, fedc_cpu1 = 1e30, torch_cpu1 = 1e30;
     int best_threads = 1, fedc_threads = 1;
     for (int r = 0; r < rounds; r++) {
         for (int k = 0; k <= 2 * steps + 1; k++) { /* alternating 1 and 2 threads; the first of each a warm-up */
             fedc_executor *ex = exs[k % 2];
-            double t0 = bench_now();
+            double t0 = bench_now(), c0 = bench_cpu_now();
             BENCH_FAIL_IF(fedc_executor_run(ex));
             for (int i = 0; i < n; i++) { /* SGD, lr 0.01 */
                 char name[64];
@@ -115,14 +119,16 @@ int main(int argc, char **argv) {
                 float *at = params + fedc_model_param_offset(m, i);
                 for (int64_t j = 0; j < fedc_model_param_size(m, i); j++) at[j] -= 0.01f * gr[j];
             }
-            double t = bench_now() - t0;
+            double t = bench_now() - t0, c = bench_cpu_now() - c0;
             if (k > 1 && t < fedc_at[k % 2]) fedc_at[k % 2] = t;
+            if (k > 1 && k % 2 == 0 && c < fedc_cpu1) fedc_cpu1 = c;
             if (k > 1 && t < best_fedc) best_fedc = t, fedc_threads = k % 2 + 1;
         }
         for (int threads = 1; threads <= 2; threads++) {
-            double ms = torch_step_ms(&s, threads);
+            double cpu = -1, ms = torch_step_ms(&s, threads, &cpu);
             if (ms > 0 && ms * 1e-3 < best_torch) best_torch = ms * 1e-3, best_threads = threads;
-            printf("  round %d: torch %d thread%s %.1f ms\n", r + 1, threads, threads > 1 ? "s" : "", ms);
+            if (threads == 1 && cpu > 0 && cpu * 1e-3 < torch_cpu1) torch_cpu1 = cpu * 1e-3;
+            printf("  round %d: torch %d thread%s %.1f ms (cpu %.1f)\n", r + 1, threads, threads > 1 ? "s" : "", ms, cpu);
         }
         printf("  round %d: fedc best so far %.1f ms (1 thread), %.1f ms (2 threads)\n", r + 1, fedc_at[0] * 1e3,
                fedc_at[1] * 1e3);
@@ -131,8 +137,9 @@ int main(int argc, char **argv) {
            "peak %.1f GFLOP/s (1 thread)\n", best_fedc * 1e3, fedc_threads, flops / best_fedc * 1e-9,
            100.0 * flops / best_fedc * 1e-9 / (peak * fedc_threads), fedc_threads, peak);
     if (best_torch < 1e30)
-        printf("torch %.1f ms/step (best of 1 and 2 threads: %d), %.2f GFLOP/s\nratio torch / fedc = %.2f (target >= 1.5)\n",
-               best_torch * 1e3, best_threads, flops / best_torch * 1e-9, best_torch / best_fedc);
+        printf("torch %.1f ms/step (best of 1 and 2 threads: %d), %.2f GFLOP/s\nratio torch / fedc = %.2f (target >= 1.5); "
+               "1-thread cpu time: fedc %.1f ms, torch %.1f ms, ratio %.2f\n", best_torch * 1e3, best_threads,
+               flops / best_torch * 1e-9, best_torch / best_fedc, fedc_cpu1 * 1e3, torch_cpu1 * 1e3, torch_cpu1 / fedc_cpu1);
     else
         printf("torch: not available (/usr/bin/python3 with torch)\n");
     if (getenv("FEDC_PROFILE")) {

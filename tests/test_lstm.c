@@ -2,7 +2,8 @@
  * (the composition oracle, forward and gradient), gradients and tangents of lstm
  * against central finite differences in f64, the linear derivative rules of
  * lstm_grad and lstm_tangent likewise, the fast kernels against the reference
- * ones on odd shapes, the text format, and the errors. */
+ * ones on odd shapes, the fast kernels' bits on 1 to 3 threads, the text format,
+ * and the errors. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,6 +276,45 @@ static void test_fast_kernels_match_reference(void) {
     fast_vs_ref(9, 2, 13);
     fast_vs_ref(0, 3, 4);
     fast_vs_ref(3, 0, 4);
+    fast_vs_ref(4, 9, 130); /* blocks of hidden units, the last short; sgemm rows */
+    fast_vs_ref(3, 2, 70);  /* sgemv rows */
+}
+
+/* The fast kernels on the kernels' pool (2 and 3 threads) give the same bits as
+ * on the calling thread alone: the blocks of hidden units are fixed by H. */
+static void lstm_on_threads(int64_t steps, int64_t batch, int64_t hid) {
+    int64_t nx = steps * batch * 4 * hid, nt = steps * batch * 6 * hid, nw = hid * 4 * hid;
+    float *xw = malloc((size_t)nx * 4), *wh = malloc((size_t)nw * 4), *dtr = malloc((size_t)nt * 4);
+    float *tr[3], *dxw[3];
+    void *scratch = malloc(FEDC_LSTM_SCRATCH(batch, hid));
+    for (int64_t i = 0; i < nx; i++) xw[i] = (float)fedc_test_uniform(-2, 2);
+    for (int64_t i = 0; i < nw; i++) wh[i] = (float)fedc_test_uniform(-0.2, 0.2);
+    for (int64_t i = 0; i < nt; i++) dtr[i] = (float)fedc_test_uniform(-1, 1);
+    for (int threads = 1; threads <= 3; threads++) {
+        fedc_pool *pool = NULL;
+        if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
+        fedc_pool *outer = fedc_kernels_set_pool(pool);
+        int s = threads - 1;
+        tr[s] = malloc((size_t)nt * 4), dxw[s] = malloc((size_t)nx * 4);
+        CHECK_OK(fedc_kernels_fast.lstm(FEDC_F32, steps, batch, hid, xw, wh, tr[s]));
+        CHECK_OK(fedc_kernels_fast.lstm_grad(FEDC_F32, steps, batch, hid, tr[s], dtr, wh, dxw[s], scratch));
+        fedc_kernels_set_pool(outer);
+        fedc_pool_destroy(pool);
+        if (s > 0) {
+            CHECK_MSG(memcmp(tr[s], tr[0], (size_t)nt * 4) == 0, "lstm B=%lld H=%lld: %d threads differ from 1",
+                      (long long)batch, (long long)hid, threads);
+            CHECK_MSG(memcmp(dxw[s], dxw[0], (size_t)nx * 4) == 0, "lstm_grad B=%lld H=%lld: %d threads differ from 1",
+                      (long long)batch, (long long)hid, threads);
+        }
+    }
+    for (int s = 0; s < 3; s++) free(tr[s]), free(dxw[s]);
+    free(xw), free(wh), free(dtr), free(scratch);
+}
+
+static void test_fast_kernels_bitwise_on_threads(void) {
+    fedc_kernels_init();
+    lstm_on_threads(6, 12, 200);
+    lstm_on_threads(5, 3, 96);
 }
 
 /* The executor with fast and with reference kernels, on a whole gradient in f32. */
@@ -366,6 +406,7 @@ int main(int argc, char **argv) {
         {"jvp_against_finite_differences", test_jvp_against_finite_differences},
         {"second_derivative_is_refused", test_second_derivative_is_refused},
         {"fast_kernels_match_reference", test_fast_kernels_match_reference},
+        {"fast_kernels_bitwise_on_threads", test_fast_kernels_bitwise_on_threads},
         {"executor_fast_and_reference_agree", test_executor_fast_and_reference_agree},
         {"text_round_trip", test_text_round_trip},
         {"type_errors", test_type_errors},

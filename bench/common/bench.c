@@ -1,6 +1,8 @@
 /* Timing, medians and the FedAvg round the benchmarks share (bench.h). */
 #include "bench.h"
 
+#include "kernels/kernels.h"
+
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
@@ -9,6 +11,18 @@ double bench_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+double bench_cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+const char *bench_share_blas_core(void) {
+    const char *core = fedc_kernels_blas_core();
+    setenv("OPENBLAS_CORETYPE", core, 0);
+    return core;
 }
 
 static int cmp_double(const void *a, const void *b) {

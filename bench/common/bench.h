@@ -19,6 +19,13 @@
     } while (0)
 
 double bench_now(void);                 /* monotonic seconds */
+double bench_cpu_now(void);             /* the process's CPU seconds (all threads) */
+
+/* Sets up fedc's kernels and gives the PyTorch peers this process starts the same
+ * OpenBLAS kernels (OPENBLAS_CORETYPE, unless set already: fedc moves OpenBLAS
+ * off a generic core it fell back to, src/kernels/fast_blas.c, and the peer's
+ * OpenBLAS would fall back the same way). Returns the core's name. */
+const char *bench_share_blas_core(void);
 double bench_median(double *v, int n);  /* sorts v */
 
 /* One line of JSON on stdout for bench/run: {"bench": name, <fields>} where fields is

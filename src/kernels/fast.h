@@ -45,6 +45,12 @@ fedc_status fedc_fast_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const
 fedc_status fedc_fast_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dtrace,
                                 const void *wh, void *dxw, void *scratch);
 
+/* c (+)= a @ w for `rows` rows of a (leading dimension lda) against w [depth, cols]
+ * (ldw) into c (ldc), in AVX-512 without packing w (fast_rows_gemm.c); false,
+ * doing nothing, where AVX-512 is missing. */
+bool fedc_fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t lda, const float *w,
+                         int64_t ldw, float *c, int64_t ldc, bool accumulate);
+
 fedc_status fedc_fast_scatter_add(fedc_dtype dt, int64_t rows, int64_t width, int64_t nidx, const int32_t *idx,
                                   const void *updates, void *y);
 fedc_status fedc_fast_softmax_xent(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,

@@ -20,7 +20,62 @@
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-static void init_blas(void) { openblas_set_num_threads(1); }
+/* OpenBLAS built with DYNAMIC_ARCH (Debian's) picks its kernels from the CPU's
+ * family and model numbers, and a model it does not know falls back to a generic
+ * core: 0.3.21 on Emerald Rapids (family 6, model 207) takes Prescott's SSE3
+ * kernels, a fifth of the speed of the AVX-512 ones the CPU runs (30 against 148
+ * GFLOP/s on 1024^3 here). When the core it picked lacks the vector units the
+ * CPU has, fedc asks OpenBLAS to choose again by name, through its own
+ * OPENBLAS_CORETYPE and the (exported) functions that read it at load time. A
+ * user's OPENBLAS_CORETYPE is left alone; a BLAS without these functions (not
+ * DYNAMIC_ARCH, or not OpenBLAS) is too. */
+extern void gotoblas_dynamic_init(void) __attribute__((weak));
+extern void gotoblas_dynamic_quit(void) __attribute__((weak));
+
+static int core_is(const char *core, const char *const *names) {
+    for (; *names; names++)
+        if (!strcmp(core, *names)) return 1;
+    return 0;
+}
+
+/* The core to ask for, or NULL to keep the one OpenBLAS picked. */
+static const char *better_core(const char *core) {
+    static const char *const sse[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Unknown", NULL};
+    static const char *const avx[] = {"Sandybridge", "Haswell", NULL};
+    int sse_only = core_is(core, sse), below_avx512 = sse_only || core_is(core, avx);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (below_avx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        return "SkylakeX";
+    if ((sse_only || !strcmp(core, "Sandybridge")) && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return "Haswell";
+#else
+    (void)below_avx512;
+#endif
+    return NULL;
+}
+
+static void choose_core(void) {
+    if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || getenv("OPENBLAS_CORETYPE")) return;
+    const char *core = better_core(openblas_get_corename());
+    if (!core) return;
+    /* Set only for OpenBLAS's one read, under pthread_once, before any kernel runs. */
+    if (setenv("OPENBLAS_CORETYPE", core, 1)) return;
+    gotoblas_dynamic_quit();
+    gotoblas_dynamic_init();
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
+static void init_blas(void) {
+    choose_core();
+    openblas_set_num_threads(1);
+}
+
+const char *fedc_kernels_blas_core(void) {
+    fedc_kernels_init();
+    return openblas_get_corename();
+}
 
 /* OpenBLAS built with DYNAMIC_ARCH picks its kernels from the CPU model it
  * knows; a newer model (Debian 12's 0.3.21 on an Emerald Rapids Xeon, model

@@ -25,3 +25,25 @@ void fedc_kernels_parallel(int64_t n, fedc_pool_task task, void *ctx) {
     }
     for (int64_t i = 0; i < n; i++) task(ctx, i, 0);
 }
+
+typedef struct span_job {
+    fedc_span_fn fn;
+    const void *ctx;
+    int64_t n, span;
+} span_job;
+
+static void span_task(void *ctx, int64_t i, int worker) {
+    (void)worker;
+    const span_job *j = ctx;
+    int64_t i0 = i * j->span, i1 = i0 + j->span < j->n ? i0 + j->span : j->n;
+    j->fn(j->ctx, i0, i1);
+}
+
+void fedc_kernels_spans(int64_t n, int64_t span, fedc_span_fn fn, const void *ctx) {
+    if (n < 2 * span) {
+        if (n > 0) fn(ctx, 0, n);
+        return;
+    }
+    span_job j = {fn, ctx, n, span};
+    fedc_kernels_parallel((n + span - 1) / span, span_task, &j);
+}

@@ -12,27 +12,68 @@
 #include "kernels/fast.h"
 #include "kernels/ref.h"
 
-/* Copies the window `inner` at offset `at` of `outer` between the two arrays:
- * out of outer into inner (slice) or into outer from inner (pad). */
+/* The window `inner` at offset `at` of `outer`, as rows: runs of `run` elements
+ * contiguous in both arrays, one for each index of the axes [0, split). */
+typedef struct window {
+    size_t es, outer_bytes;
+    int split;
+    int64_t run, rows, base, ostr[FEDC_MAX_RANK], idims[FEDC_MAX_RANK];
+    char *outer, *inner;
+    bool into_inner; /* slice: out of outer into inner; pad: into outer from inner */
+} window;
+
+/* Element offset in outer of row `row`'s run, and its index digits in idx. */
+static int64_t row_offset(const window *w, int64_t row, int64_t *idx) {
+    int64_t off = w->base;
+    for (int d = w->split - 1; d >= 0; d--) idx[d] = row % w->idims[d], off += idx[d] * w->ostr[d], row /= w->idims[d];
+    return off;
+}
+
+/* Rows [r0, r1): copies their runs; pad also zeroes the gap before each run (from
+ * the end of the previous row's run) and, after the last row, the rest of outer.
+ * The runs come in increasing order, so the gaps are exactly the rest of outer. */
+static void window_rows(const void *ctx, int64_t r0, int64_t r1) {
+    const window *w = ctx;
+    int64_t idx[FEDC_MAX_RANK], prev[FEDC_MAX_RANK];
+    size_t bytes = (size_t)w->run * w->es;
+    size_t zeroed = r0 > 0 ? (size_t)row_offset(w, r0 - 1, prev) * w->es + bytes : 0; /* pad: outer done up to here */
+    int64_t off = row_offset(w, r0, idx);
+    for (int64_t row = r0; row < r1; row++) {
+        char *o = w->outer + (size_t)off * w->es, *in = w->inner + (size_t)row * bytes;
+        if (w->into_inner) {
+            memcpy(in, o, bytes);
+        } else {
+            memset(w->outer + zeroed, 0, (size_t)off * w->es - zeroed); /* all-zero bytes: 0, 0.0, false */
+            memcpy(o, in, bytes);
+            zeroed = (size_t)off * w->es + bytes;
+        }
+        int d = w->split - 1;
+        for (; d >= 0 && ++idx[d] == w->idims[d]; d--) idx[d] = 0, off -= (w->idims[d] - 1) * w->ostr[d];
+        if (d >= 0) off += w->ostr[d];
+    }
+    if (!w->into_inner && r1 == w->rows) memset(w->outer + zeroed, 0, w->outer_bytes - zeroed);
+}
+
+/* Copies the window between the two arrays (slice or pad, see window), in spans
+ * of rows of about 128 KB for the kernels' pool. */
 static void copy_window(size_t es, const fedc_kshape *outer, const int64_t *at, const fedc_kshape *inner,
                         char *outer_data, char *inner_data, bool into_inner) {
     int r = inner->rank;
-    int64_t total = fedc_kshape_count(inner), ostr[FEDC_MAX_RANK], idx[FEDC_MAX_RANK] = {0}, base = 0;
-    if (total == 0) return;
-    int64_t step = 1;
-    for (int d = r - 1; d >= 0; d--) ostr[d] = step, step *= outer->dims[d];
-    for (int d = 0; d < r; d++) base += at[d] * ostr[d];
-    int split = r > 0 ? r - 1 : 0; /* axes [split, r) form one run */
-    int64_t run = r > 0 ? inner->dims[r - 1] : 1;
-    while (split > 0 && inner->dims[split] == outer->dims[split]) run *= inner->dims[--split];
-    size_t bytes = (size_t)run * es;
-    for (int64_t row = 0; row < total / run; row++) {
-        int64_t off = base;
-        for (int d = 0; d < split; d++) off += idx[d] * ostr[d];
-        char *o = outer_data + (size_t)off * es, *in = inner_data + (size_t)(row * run) * es;
-        memcpy(into_inner ? in : o, into_inner ? o : in, bytes);
-        for (int d = split - 1; d >= 0 && ++idx[d] == inner->dims[d]; d--) idx[d] = 0;
+    window w = {.es = es, .outer_bytes = (size_t)fedc_kshape_count(outer) * es, .outer = outer_data,
+                .inner = inner_data, .into_inner = into_inner};
+    int64_t total = fedc_kshape_count(inner), step = 1;
+    if (total == 0) {
+        if (!into_inner) memset(outer_data, 0, w.outer_bytes);
+        return;
     }
+    for (int d = r - 1; d >= 0; d--) w.ostr[d] = step, step *= outer->dims[d];
+    for (int d = 0; d < r; d++) w.base += at[d] * w.ostr[d], w.idims[d] = inner->dims[d];
+    w.split = r > 0 ? r - 1 : 0; /* axes [split, r) form one run */
+    w.run = r > 0 ? inner->dims[r - 1] : 1;
+    while (w.split > 0 && inner->dims[w.split] == outer->dims[w.split]) w.run *= inner->dims[--w.split];
+    w.rows = total / w.run;
+    int64_t span = (int64_t)(131072 / ((size_t)w.run * es)) + 1;
+    fedc_kernels_spans(w.rows, span, window_rows, &w);
 }
 
 fedc_status fedc_fast_slice(size_t elsize, const fedc_kshape *xs, const int64_t *start, const void *x,
@@ -47,7 +88,6 @@ fedc_status fedc_fast_pad(size_t elsize, const fedc_kshape *xs, const int64_t *l
                           const fedc_kshape *ys, void *y) {
     fedc_status st = fedc_ref_check_window("pad", ys, lo, xs);
     if (st) return st;
-    memset(y, 0, (size_t)fedc_kshape_count(ys) * elsize); /* all-zero bytes: 0, 0.0, false */
     copy_window(elsize, ys, lo, xs, y, (char *)x, false);
     return FEDC_OK;
 }

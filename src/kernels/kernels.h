@@ -250,13 +250,18 @@ typedef struct fedc_kernels {
                                 const void *wh, void *dtrace, void *scratch);
 } fedc_kernels;
 
-#define FEDC_LSTM_SCRATCH(B, H) ((size_t)(2 * (B) * (H)) * sizeof(double))
+/* lstm_grad's and lstm_tangent's scratch: 2 B H doubles for the carried
+ * cotangents, then room for a transposed copy of wh (4 H^2 floats, fast_lstm.c). */
+#define FEDC_LSTM_SCRATCH(B, H) ((size_t)(2 * (B) * (H)) * sizeof(double) + (size_t)(4 * (H) * (H)) * sizeof(float))
 
 extern const fedc_kernels fedc_kernels_ref;
 extern const fedc_kernels fedc_kernels_fast;
 
-/* Once per process (idempotent, thread-safe): pins BLAS to one thread. */
+/* Once per process (idempotent, thread-safe): pins BLAS to one thread, and
+ * moves OpenBLAS off a generic core it fell back to (fast_blas.c). */
 void fedc_kernels_init(void);
+/* The name of the BLAS kernels in use (OpenBLAS's core), for benchmarks. */
+const char *fedc_kernels_blas_core(void);
 
 /* The pool the calling thread's fast kernels may use (NULL: none, the default).
  * Set by the executor around a run when it has threads no client uses. Returns
@@ -265,6 +270,11 @@ fedc_pool *fedc_kernels_set_pool(fedc_pool *pool);
 /* Runs task(ctx, i, worker) for i in [0, n): on the calling thread's pool when it
  * has one, else in order on the calling thread. Tasks write disjoint results. */
 void fedc_kernels_parallel(int64_t n, fedc_pool_task task, void *ctx);
+/* fn(ctx, i0, i1) over [0, n) cut into spans of `span` (the last shorter), as
+ * tasks of fedc_kernels_parallel; under two spans' worth it is one call. For
+ * work whose result does not depend on where the cuts fall (elementwise, copies). */
+typedef void (*fedc_span_fn)(const void *ctx, int64_t i0, int64_t i1);
+void fedc_kernels_spans(int64_t n, int64_t span, fedc_span_fn fn, const void *ctx);
 
 /* Measures this machine's single-thread sgemm GFLOP/s on n x n x n (for benchmarks). */
 double fedc_kernels_sgemm_gflops(int64_t n, int repeats);
