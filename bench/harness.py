@@ -116,17 +116,11 @@ def torch_eval(threads, i):
 def fedc_lstm(batch, i):
     cmd = [f"./{BUILD}/bench_lstm_step", str(batch), "--no-peer", "--sets", "1", "--steps", str(LSTM_STEPS)]
     j = json_line(run(cmd, f"lstm-fedc-b{batch}")[0])
-    global lstm_blas_core
-    lstm_blas_core = j.get("blas_core", "")
     return j["fedc_ms"], cmd, {"cpu_ms": j["fedc_cpu_ms"], "threads": j.get("fedc_threads", 1)}
 
 
-lstm_blas_core = ""  # OpenBLAS's kernels in fedc's last LSTM run, for the peer (src/kernels/fast_blas.c)
-
-
 def torch_lstm(batch, threads, i):
-    core = [] if os.environ.get("OPENBLAS_CORETYPE") or not lstm_blas_core else ["env", f"OPENBLAS_CORETYPE={lstm_blas_core}"]
-    cmd = core + [PY, "bench/peers/lstm_step_torch.py", "--batch", str(batch), "--threads", str(threads), "--steps",
+    cmd = [PY, "bench/peers/lstm_step_torch.py", "--batch", str(batch), "--threads", str(threads), "--steps",
                   str(LSTM_STEPS), "--json"]
     j = json_line(run(cmd, f"lstm-torch-b{batch}-t{threads}")[0])
     return j["step_ms"], cmd, {"cpu_ms": j["cpu_ms"]}
@@ -191,6 +185,13 @@ def main():
           f"{' '.join(info['load_at_start'])}){' QUICK' if QUICK else ''}: {WARMUP} warm-up + {PAIRS} sets",
           flush=True)
     peak0, peak_cmd = sgemm_peak()
+    # Every run, fedc's and PyTorch's (which uses the same OpenBLAS), gets the kernels fedc
+    # chose: Debian's OpenBLAS falls back to SSE3 kernels on CPUs newer than it knows, and
+    # fedc moves itself off them (src/kernels/fast_blas.c); the peer must not be left there.
+    if not os.environ.get("OPENBLAS_CORETYPE") and peak0.get("blas_core"):
+        os.environ["OPENBLAS_CORETYPE"] = peak0["blas_core"]
+    print(f"OpenBLAS kernels for fedc and PyTorch: {os.environ.get('OPENBLAS_CORETYPE', 'as OpenBLAS picks')}",
+          flush=True)
     if not QUICK:
         components()
 
@@ -263,6 +264,7 @@ def main():
         print(" | ".join(str(v).ljust(w) for v, w in zip(r, widths)))
 
     results = {"date": started.isoformat(), "quick": QUICK, "pairs": PAIRS, "warmup": WARMUP, "machine": info,
+               "blas_core": os.environ.get("OPENBLAS_CORETYPE", ""),
                "sgemm": {"start": peak0, "end": peak1, "gflops_1": peak_one, "gflops_all": peak_all,
                          "command": peak_cmd},
                "train_flops_per_example": train_flops, "training": train, "evaluation": evals,

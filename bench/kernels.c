@@ -133,8 +133,8 @@ static int peak(int threads) {
     double one = peak_gflops(1), all = peak_gflops(threads);
     printf("sgemm %d^3 (OpenBLAS core %s): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s (%.2fx)\n", PEAK_N,
            openblas_get_corename(), one, threads, all, all / one);
-    bench_json("sgemm_peak", "\"n\": %d, \"gflops_1\": %.3f, \"threads\": %d, \"gflops_all\": %.3f", PEAK_N, one,
-               threads, all);
+    bench_json("sgemm_peak", "\"n\": %d, \"gflops_1\": %.3f, \"threads\": %d, \"gflops_all\": %.3f, \"blas_core\": \"%s\"",
+               PEAK_N, one, threads, all, openblas_get_corename());
     return 0;
 }
 

@@ -56,58 +56,24 @@ static const char *better_core(const char *core) {
     return NULL;
 }
 
-static void choose_core(void) {
+/* Runs before main, while the process has one thread (OpenBLAS, a dependency, is
+ * initialised before us), so that setenv races with nothing. */
+__attribute__((constructor)) static void choose_core(void) {
     if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || getenv("OPENBLAS_CORETYPE")) return;
     const char *core = better_core(openblas_get_corename());
     if (!core) return;
-    /* Set only for OpenBLAS's one read, under pthread_once, before any kernel runs. */
+    /* Set only for OpenBLAS's one read, before any kernel runs. */
     if (setenv("OPENBLAS_CORETYPE", core, 1)) return;
     gotoblas_dynamic_quit();
     gotoblas_dynamic_init();
     unsetenv("OPENBLAS_CORETYPE");
 }
 
-static void init_blas(void) {
-    choose_core();
-    openblas_set_num_threads(1);
-}
+static void init_blas(void) { openblas_set_num_threads(1); }
 
 const char *fedc_kernels_blas_core(void) {
     fedc_kernels_init();
     return openblas_get_corename();
-}
-
-/* OpenBLAS built with DYNAMIC_ARCH picks its kernels from the CPU model it
- * knows; a newer model (Debian 12's 0.3.21 on an Emerald Rapids Xeon, model
- * 207) falls back to the generic Prescott SSE3 kernels, whose sgemm ran at
- * 23 GFLOP/s on one core there against 125 with the SkylakeX kernels the CPU
- * supports. So, once at load time (before main, while the process has a single
- * thread: OpenBLAS, a dependency, is initialised before us), when OpenBLAS has
- * fallen back to Prescott and nobody asked for a core with OPENBLAS_CORETYPE,
- * choose again from the instruction sets the CPU and OS actually support. The
- * hooks are weak so that a BLAS without runtime dispatch links and is left alone. */
-extern void gotoblas_dynamic_init(void) __attribute__((weak));
-extern void gotoblas_dynamic_quit(void) __attribute__((weak));
-
-static const char *supported_core(void) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-        return "SkylakeX";
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
-#endif
-    return NULL;
-}
-
-__attribute__((constructor)) static void repick_blas_core(void) {
-    const char *now = openblas_get_corename(), *want = supported_core();
-    if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || !now || !want) return;
-    if (strcmp(now, "Prescott") != 0 || getenv("OPENBLAS_CORETYPE")) return;
-    if (setenv("OPENBLAS_CORETYPE", want, 1) != 0) return;
-    gotoblas_dynamic_quit();
-    gotoblas_dynamic_init();
-    unsetenv("OPENBLAS_CORETYPE");
 }
 
 void fedc_kernels_init(void) { pthread_once(&init_once, init_blas); }
