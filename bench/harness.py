@@ -5,8 +5,9 @@
 
 What it runs, in this order (every command is printed and logged in out/bench/logs/):
 
- 0. the machine's sgemm peak, 1 thread and all threads (bench_kernels peak), at the start and
-    again at the end; the higher all-thread figure is the MFU's denominator;
+ 0. the machine's sgemm peak (best of 512^3, 1024^3, 2048^3), 1 thread and all threads
+    (bench_kernels peak), at the start and again at the end; the higher all-thread figure is
+    the MFU's denominator;
  -  the component benchmarks (bench_executor, bench_kernels, bench_thread_scaling,
     bench_data_read) and bench/*.sh (MPI scaling), their output to the log (skipped with QUICK=1);
  1+5. FedAvg client training of the EMNIST CNN on FEMNIST-LEAF (10 clients a round, batch 20,
@@ -255,8 +256,8 @@ def main():
                      f"{cpu_t / cpu_f:.2f}x", "(load-robust)", ""))
     head = ("workload", "fedc", "PyTorch (best threads)", "ratio", "target", "")
     widths = [max(len(str(r[c])) for r in rows + [head]) for c in range(6)]
-    print(f"\nsgemm 512^3 in this run: 1 thread {peak_one:.1f} GFLOP/s, all {peak0['threads']} threads "
-          f"{peak_all:.1f} GFLOP/s; one training example = {train_flops / 1e6:.2f} MFLOP (forward "
+    print(f"\nsgemm peak in this run (best of 512^3, 1024^3, 2048^3): 1 thread {peak_one:.1f} GFLOP/s, "
+          f"all {peak0['threads']} threads {peak_all:.1f} GFLOP/s; one training example = {train_flops / 1e6:.2f} MFLOP (forward "
           f"{evals['fedc-t2']['extra']['forward_flops'] / 1e6:.2f})")
     print(f"medians of {PAIRS} alternating sets after {WARMUP} warm-up; fedc at 2 threads; load now "
           f"{open('/proc/loadavg').read().split()[0]}\n")
