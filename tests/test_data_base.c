@@ -62,13 +62,21 @@ static fedc_status make_dataset(fedc_dataset **out) {
     return fedc_dataset_from_clients(out, clients, 5);
 }
 
-/* Client i of ds has `id`, n examples and x[0][0] = first (loaded). */
-static void check_load(fedc_dataset *ds, int64_t i, const char *id, int64_t n, float first) {
+/* Loads client i of ds and checks that it is `id` with n examples (NULL if it
+ * does not load; the caller destroys it). */
+static fedc_client_data *load_checked(fedc_dataset *ds, int64_t i, const char *id, int64_t n) {
     fedc_client_data *c = NULL;
     CHECK_OK(fedc_dataset_client(ds, i, &c));
-    if (!c) return;
+    if (!c) return NULL;
     CHECK_MSG(strcmp(c->id, id) == 0, "client %lld is \"%s\", want \"%s\"", (long long)i, c->id, id);
     CHECK_EQ_INT(c->num_examples, n);
+    return c;
+}
+
+/* Client i of ds has `id`, n examples and x[0][0] = first (loaded). */
+static void check_load(fedc_dataset *ds, int64_t i, const char *id, int64_t n, float first) {
+    fedc_client_data *c = load_checked(ds, i, id, n);
+    if (!c) return;
     const fedc_feature *x = fedc_client_feature(c, "x");
     CHECK(x != NULL);
     if (x && n > 0) CHECK_NEAR(((const float *)x->data)[0], first, 0);
@@ -317,11 +325,8 @@ static void test_preprocess(void) {
 
 /* Client i of ds is `id` whose words are "w<first>", "w<first + 1>", ... (n of them). */
 static void check_words(fedc_dataset *ds, int64_t i, const char *id, int64_t n, int first) {
-    fedc_client_data *c = NULL;
-    CHECK_OK(fedc_dataset_client(ds, i, &c));
+    fedc_client_data *c = load_checked(ds, i, id, n);
     if (!c) return;
-    CHECK_MSG(strcmp(c->id, id) == 0, "client %lld is \"%s\", want \"%s\"", (long long)i, c->id, id);
-    CHECK_EQ_INT(c->num_examples, n);
     const fedc_feature *w = fedc_client_feature(c, "words");
     for (int64_t e = 0; w && e < n; e++) {
         char want[16];
