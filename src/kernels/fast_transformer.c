@@ -43,12 +43,14 @@ FEDC_FAST_INLINE void gelu_span(const gelu_job *j, int64_t i0, int64_t i1) {
 
 static void gelu_plain(const gelu_job *j, int64_t i0, int64_t i1) { gelu_span(j, i0, i1); }
 FEDC_FAST_AVX2 static void gelu_avx2(const gelu_job *j, int64_t i0, int64_t i1) { gelu_span(j, i0, i1); }
+FEDC_FAST_AVX512 static void gelu_avx512(const gelu_job *j, int64_t i0, int64_t i1) { gelu_span(j, i0, i1); }
 
 static void gelu_task(void *ctx, int64_t b, int worker) {
     (void)worker;
     const gelu_job *j = ctx;
     int64_t i0 = b * BLOCK, i1 = i0 + BLOCK < j->n ? i0 + BLOCK : j->n;
-    if (FEDC_FAST_HAS_AVX2()) gelu_avx2(j, i0, i1);
+    if (FEDC_FAST_HAS_AVX512()) gelu_avx512(j, i0, i1);
+    else if (FEDC_FAST_HAS_AVX2()) gelu_avx2(j, i0, i1);
     else gelu_plain(j, i0, i1);
 }
 
