@@ -117,7 +117,8 @@ int main(int argc, char **argv) {
                 snprintf(name, sizeof name, "grad_%s", wrt[i]);
                 BENCH_FAIL_IF(fedc_executor_output(ex, name, (const void **)&gr, NULL));
                 float *at = params + fedc_model_param_offset(m, i);
-                for (int64_t j = 0; j < fedc_model_param_size(m, i); j++) at[j] -= 0.01f * gr[j];
+                int64_t size_i = fedc_model_param_size(m, i); /* not a call per element */
+                for (int64_t j = 0; j < size_i; j++) at[j] -= 0.01f * gr[j];
             }
             double t = bench_now() - t0, c = bench_cpu_now() - c0;
             if (k > 1 && t < fedc_at[k % 2]) fedc_at[k % 2] = t;

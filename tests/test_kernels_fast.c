@@ -593,6 +593,47 @@ static void test_elementwise_bitwise_on_threads(void) {
     fedc_free(x), fedc_free(bias);
 }
 
+/* Reductions and layer norms large enough to be cut into spans for the kernels'
+ * pool give the same bits on 1, 2 and 3 threads: a column sum (leading axis, in
+ * the reference's order, so equal to it), a row mean, layer_norm, its input
+ * gradient and its parameter gradient (which sums over rows in two passes). */
+static void test_reduce_norm_bitwise_on_threads(void) {
+    enum { ROWS = 1031, COLS = 600, N = ROWS * COLS, K = 5 };
+    float *x = random_array(FEDC_F32, N, 3, 0), *dy = random_array(FEDC_F32, N, 5, 0),
+          *gb = random_array(FEDC_F32, 2 * COLS, 7, 0), *out[3][K];
+    size_t sizes[K] = {COLS, ROWS, N, N, 2 * COLS};
+    fedc_kshape xs = kshape(2, (int64_t[]){ROWS, COLS});
+    for (int threads = 1; x && dy && gb && threads <= 3; threads++) {
+        fedc_pool *pool = NULL;
+        if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
+        fedc_pool *outer = fedc_kernels_set_pool(pool);
+        float **o = out[threads - 1];
+        for (int k = 0; k < K; k++) o[k] = alloc_bytes(sizes[k] * sizeof(float));
+        CHECK_OK(F->reduce(FEDC_R_SUM, FEDC_F32, &xs, 0x1, x, o[0]));
+        CHECK_OK(F->reduce(FEDC_R_MEAN, FEDC_F32, &xs, 0x2, x, o[1]));
+        CHECK_OK(F->layer_norm(FEDC_F32, ROWS, COLS, x, gb, gb + COLS, 1e-5, o[2]));
+        CHECK_OK(F->layer_norm_grad(FEDC_F32, ROWS, COLS, x, gb, dy, 1e-5, o[3]));
+        CHECK_OK(F->layer_norm_param_grad(FEDC_F32, ROWS, COLS, x, dy, 1e-5, o[4]));
+        fedc_kernels_set_pool(outer);
+        fedc_pool_destroy(pool);
+        for (int k = 0; threads > 1 && k < K; k++)
+            CHECK_MSG(memcmp(o[k], out[0][k], sizes[k] * sizeof(float)) == 0, "op %d: %d threads differ from 1", k,
+                      threads);
+    }
+    float *ref = alloc_bytes(2 * COLS * sizeof(float));
+    if (x && dy && gb && ref) {
+        CHECK_OK(R->reduce(FEDC_R_SUM, FEDC_F32, &xs, 0x1, x, ref));
+        CHECK_MSG(memcmp(ref, out[0][0], COLS * sizeof(float)) == 0, "column sum differs from the reference");
+        CHECK_OK(R->layer_norm_param_grad(FEDC_F32, ROWS, COLS, x, dy, 1e-5, ref));
+        for (int c = 0; c < 2 * COLS; c++)
+            CHECK_MSG(fabsf(ref[c] - out[0][4][c]) <= 1e-3f * (1.0f + fabsf(ref[c])),
+                      "layer_norm_param_grad[%d]: %g, reference %g", c, (double)out[0][4][c], (double)ref[c]);
+    }
+    for (int t = 0; x && dy && gb && t < 3; t++)
+        for (int k = 0; k < K; k++) fedc_free(out[t][k]);
+    fedc_free(x), fedc_free(dy), fedc_free(gb), fedc_free(ref);
+}
+
 static void test_binary(void) {
     static const binary_case cases[] = {
         {3, {3, 5, 7}, 3, {3, 5, 7}}, /* same shape */
@@ -840,6 +881,7 @@ int main(int argc, char **argv) {
         {"unary", test_unary},
         {"tanh_f32_relative", test_tanh_f32_relative},
         {"elementwise_bitwise_on_threads", test_elementwise_bitwise_on_threads},
+        {"reduce_norm_bitwise_on_threads", test_reduce_norm_bitwise_on_threads},
         {"binary", test_binary},
         {"reduce", test_reduce},
         {"slice_pad", test_slice_pad},

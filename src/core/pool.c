@@ -1,10 +1,12 @@
-/* The thread pool behind fedc_pool_run: a fixed set of pthreads that sleep on a
- * condition variable until the caller publishes a parallel-for, then take indices
- * from a shared atomic counter until none are left. Each run is a "generation":
- * the caller bumps the generation number under the mutex and broadcasts, every
- * worker runs the loop once for that generation and reports back, and the
- * caller, which works as worker 0 meanwhile, returns only after all of them
- * have. Idle workers block on the condvar, so an idle pool costs no CPU. One
+/* The thread pool behind fedc_pool_run: a fixed set of pthreads that wait until
+ * the caller publishes a parallel-for, then take indices from a shared atomic
+ * counter until none are left. Each run is a "generation": the caller bumps the
+ * generation number under the mutex and broadcasts, every worker runs the loop
+ * once for that generation and reports back, and the caller, which works as
+ * worker 0 meanwhile, returns only after all of them have. Waits spin for up to
+ * SPIN_NS before they block on a condvar: kernels borrow the pool for runs of a
+ * few tens of microseconds back to back (the LSTM's 80 steps), and a futex wake
+ * per run costs as much as the run. After that an idle pool costs no CPU. One
  * fedc_pool_run at a time per pool: a task must not call fedc_pool_run on its
  * own pool, and two threads must not run the same pool concurrently. */
 #include "fedc/core.h"
@@ -12,6 +14,19 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* How long a waiter spins before it sleeps: longer than the gap between two
+ * kernels' runs, short enough that an idle pool soon stops using a core. */
+enum { SPIN_NS = 100000 };
 
 typedef struct pool_worker {
     pthread_t thread;
@@ -27,13 +42,13 @@ struct fedc_pool {
     pthread_mutex_t mu;
     pthread_cond_t wake; /* a new generation was published, or shutdown */
     pthread_cond_t done; /* the last worker finished the current generation */
-    uint64_t generation;
-    int pending; /* workers that have not yet finished this generation */
-    int shutdown;
+    _Atomic uint64_t generation; /* bumped under mu; read spinning without it */
+    atomic_int pending;          /* workers that have not yet finished this generation */
+    atomic_int shutdown; /* set before the generation's bump that announces it */
 
-    /* The current job. Written under mu before the generation is bumped and
-     * read by workers after they see the bump under mu, so plain fields are
-     * enough; only the shared index counter needs atomics. */
+    /* The current job. Written under mu before the generation is bumped
+     * (release) and read by workers after they see the bump (acquire), so
+     * plain fields are enough. */
     fedc_pool_task task;
     void *ctx;
     int64_t n;
@@ -49,28 +64,59 @@ static void work(fedc_pool *p, fedc_pool_task task, void *ctx, int64_t n, int wo
     }
 }
 
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spins until the generation moves from seen (true) or SPIN_NS pass (false). */
+static bool spin_for_generation(fedc_pool *p, uint64_t seen) {
+    int64_t start = now_ns();
+    for (int i = 1;; i++) {
+        if (atomic_load_explicit(&p->generation, memory_order_acquire) != seen) return true;
+        cpu_relax();
+        if (i % 64 == 0 && now_ns() - start > SPIN_NS) return false;
+    }
+}
+
+/* Spins until every worker has reported (true) or SPIN_NS pass (false). */
+static bool spin_for_workers(fedc_pool *p) {
+    int64_t start = now_ns();
+    for (int i = 1;; i++) {
+        if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0) return true;
+        cpu_relax();
+        if (i % 64 == 0 && now_ns() - start > SPIN_NS) return false;
+    }
+}
+
 static void *worker_main(void *arg) {
     pool_worker *w = arg;
     fedc_pool *p = w->pool;
-    pthread_mutex_lock(&p->mu);
     /* Generation 0 means "no job yet". Not p->generation: this thread may
      * first run after create has returned and a job has been published. */
     uint64_t seen = 0;
     for (;;) {
-        while (p->generation == seen && !p->shutdown) pthread_cond_wait(&p->wake, &p->mu);
-        if (p->shutdown) break;
-        seen = p->generation;
-        fedc_pool_task task = p->task;
-        void *ctx = p->ctx;
-        int64_t n = p->n;
-        pthread_mutex_unlock(&p->mu);
-        work(p, task, ctx, n, w->id);
-        pthread_mutex_lock(&p->mu);
-        /* Taking the mutex here also publishes this worker's writes to the
-         * caller, which reads pending under the same mutex. */
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
+        if (!spin_for_generation(p, seen)) {
+            pthread_mutex_lock(&p->mu);
+            while (atomic_load_explicit(&p->generation, memory_order_acquire) == seen)
+                pthread_cond_wait(&p->wake, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        /* shutdown bumps the generation too, so a spinning worker sees it */
+        if (atomic_load_explicit(&p->shutdown, memory_order_acquire)) break;
+        seen = atomic_load_explicit(&p->generation, memory_order_acquire);
+        work(p, p->task, p->ctx, p->n, w->id);
+        /* The release publishes this worker's writes to the caller, which
+         * reads pending with acquire. The last one wakes a caller that has
+         * stopped spinning; under mu, so that the wake cannot slip in between
+         * the caller's check of pending and its wait. */
+        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -82,7 +128,8 @@ static fedc_status pthread_status(int err) {
 /* Stops and joins the started workers, then frees everything. */
 static void pool_teardown(fedc_pool *p) {
     pthread_mutex_lock(&p->mu);
-    p->shutdown = 1;
+    atomic_store_explicit(&p->shutdown, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->started; i++) pthread_join(p->workers[i].thread, NULL);
@@ -148,6 +195,9 @@ fedc_status fedc_pool_create(fedc_pool **out, int nthreads) {
         return st;
     }
     atomic_init(&p->next, 0);
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->shutdown, 0);
     st = start_workers(p);
     if (st) {
         pool_teardown(p);
@@ -176,14 +226,15 @@ void fedc_pool_run(fedc_pool *pool, int64_t n, fedc_pool_task task, void *ctx) {
     pool->ctx = ctx;
     pool->n = n;
     atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
-    pool->pending = pool->nthreads - 1;
-    pool->generation++;
+    atomic_store_explicit(&pool->pending, pool->nthreads - 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mu);
 
     work(pool, task, ctx, n, 0);
 
+    if (spin_for_workers(pool)) return;
     pthread_mutex_lock(&pool->mu);
-    while (pool->pending > 0) pthread_cond_wait(&pool->done, &pool->mu);
+    while (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0) pthread_cond_wait(&pool->done, &pool->mu);
     pthread_mutex_unlock(&pool->mu);
 }

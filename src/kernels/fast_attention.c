@@ -17,7 +17,7 @@
  * The (batch, head) pairs fall into GROUPS fixed groups, each with its own scratch,
  * which run on the kernels' pool when there is one: a head is computed the same
  * way in any group, so the bits do not depend on threads. The softmax loops are
- * compiled for the baseline and for AVX2 (fast_math.h).
+ * compiled for the baseline, AVX2 and AVX-512 (fast_math.h).
  */
 #include <cblas.h>
 #include <math.h>
@@ -86,13 +86,16 @@ static void softmax_plain(int t, float *p) { softmax_rows(t, p); }
 FEDC_FAST_AVX2 static void softmax_avx2(int t, float *p) { softmax_rows(t, p); }
 static void backward_plain(int t, const float *p, float *dp) { softmax_backward(t, p, dp); }
 FEDC_FAST_AVX2 static void backward_avx2(int t, const float *p, float *dp) { softmax_backward(t, p, dp); }
+FEDC_FAST_AVX512 static void softmax_avx512(int t, float *p) { softmax_rows(t, p); }
+FEDC_FAST_AVX512 static void backward_avx512(int t, const float *p, float *dp) { softmax_backward(t, p, dp); }
 
 /* P = causal softmax(scale Q K^T) of one head into p [T, T]. */
 static void head_probs(const fedc_attn_geom *g, const float *q, const float *k, float *p) {
     int t = (int)g->seq, hd = (int)g->head_dim, ld = (int)(3 * g->heads * g->head_dim);
     float scale = (float)(1.0 / sqrt((double)hd));
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, scale, q, ld, k, ld, 0.0f, p, t);
-    if (FEDC_FAST_HAS_AVX2()) softmax_avx2(t, p);
+    if (FEDC_FAST_HAS_AVX512()) softmax_avx512(t, p);
+    else if (FEDC_FAST_HAS_AVX2()) softmax_avx2(t, p);
     else softmax_plain(t, p);
 }
 
@@ -125,7 +128,8 @@ static void head_backward(const attn_job *j, int64_t b, int64_t h, float *p) {
     float *dq = j->out + b * g->seq * 3 * c + h * hd, *dk = dq + c, *dv = dq + 2 * c;
     head_probs(g, q, k, p);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, 1.0f, dout, (int)c, v, ld, 0.0f, ds, t);
-    if (FEDC_FAST_HAS_AVX2()) backward_avx2(t, p, ds);
+    if (FEDC_FAST_HAS_AVX512()) backward_avx512(t, p, ds);
+    else if (FEDC_FAST_HAS_AVX2()) backward_avx2(t, p, ds);
     else backward_plain(t, p, ds);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, dout, (int)c, 0.0f, dv, ld);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, scale, ds, t, k, ld, 0.0f, dq, ld);

@@ -415,7 +415,7 @@ fedc_status fedc_fast_select(fedc_dtype dt, const fedc_kshape *cs, const uint8_t
  * so the loop vectorises without reassociation; the order is fixed, so the result
  * is too. col_sums adds `outer` rows of `inner` columns in row order (exactly the
  * reference's order), COL_BLOCK columns at a time so the accumulators stay on the
- * stack. `div` is 1 for SUM and the count for MEAN. */
+ * stack; its rows lie ldx apart (a span of the columns). `div` is 1 for SUM and the count for MEAN. */
 #define REDUCE_FNS(T, S)                                                                         \
     static double row_sum_##S(int64_t n, const T *x) {                                           \
         double lane[8] = {0};                                                                    \
@@ -431,13 +431,13 @@ fedc_status fedc_fast_select(fedc_dtype dt, const fedc_kshape *cs, const uint8_t
         for (int64_t o = 0; o < outer; o++) y[o] = (T)(row_sum_##S(inner, x + o * inner) / div); \
     }                                                                                            \
                                                                                                  \
-    static void col_sums_##S(int64_t outer, int64_t inner, const T *x, T *y, double div) {       \
+    static void col_sums_##S(int64_t outer, int64_t inner, int64_t ldx, const T *x, T *y, double div) { \
         for (int64_t j0 = 0; j0 < inner; j0 += COL_BLOCK) {                                      \
             int64_t len = min64(COL_BLOCK, inner - j0);                                          \
             double acc[COL_BLOCK];                                                               \
             for (int64_t t = 0; t < len; t++) acc[t] = 0;                                        \
             for (int64_t o = 0; o < outer; o++) {                                                \
-                const T *row = x + o * inner + j0;                                               \
+                const T *row = x + o * ldx + j0;                                                 \
                 for (int64_t t = 0; t < len; t++) acc[t] += (double)row[t];                      \
             }                                                                                    \
             for (int64_t t = 0; t < len; t++) y[j0 + t] = (T)(acc[t] / div);                     \
@@ -473,19 +473,43 @@ static int split_axes(const fedc_kshape *xs, unsigned axes, reduce_split *sp) {
     return sp->leading || last_k < first_r;
 }
 
+/* Kept elements [i0, i1) of a reduction (columns when leading, else rows). */
+typedef struct reduce_job {
+    reduce_split sp;
+    int f32;
+    double div;
+    const void *x;
+    void *y;
+} reduce_job;
+
+static void reduce_span(const void *ctx, int64_t i0, int64_t i1) {
+    const reduce_job *j = ctx;
+    int64_t outer = j->sp.outer, inner = j->sp.inner, n = i1 - i0;
+    if (j->f32) {
+        const float *x = j->x;
+        float *y = j->y;
+        if (j->sp.leading) col_sums_f32(outer, n, inner, x + i0, y + i0, j->div);
+        else row_sums_f32(n, inner, x + i0 * inner, y + i0, j->div);
+    } else {
+        const double *x = j->x;
+        double *y = j->y;
+        if (j->sp.leading) col_sums_f64(outer, n, inner, x + i0, y + i0, j->div);
+        else row_sums_f64(n, inner, x + i0 * inner, y + i0, j->div);
+    }
+}
+
 fedc_status fedc_fast_reduce(fedc_reduce_op op, fedc_dtype dt, const fedc_kshape *xs, unsigned axes,
                              const void *x, void *y) {
     reduce_split sp;
     if ((op != FEDC_R_SUM && op != FEDC_R_MEAN) || (dt != FEDC_F32 && dt != FEDC_F64) ||
         !shape_ok(xs) || (axes >> xs->rank) != 0 || !split_axes(xs, axes, &sp))
         return fedc_ref_reduce(op, dt, xs, axes, x, y);
-    double div = op == FEDC_R_MEAN ? (double)sp.reduced : 1.0;
-    if (dt == FEDC_F32) {
-        if (sp.leading) col_sums_f32(sp.outer, sp.inner, x, y, div);
-        else row_sums_f32(sp.outer, sp.inner, x, y, div);
-    } else {
-        if (sp.leading) col_sums_f64(sp.outer, sp.inner, x, y, div);
-        else row_sums_f64(sp.outer, sp.inner, x, y, div);
-    }
+    reduce_job j = {sp, dt == FEDC_F32, op == FEDC_R_MEAN ? (double)sp.reduced : 1.0, x, y};
+    /* Spans of kept elements, of about SPAN inputs each (whole COL_BLOCKs when
+     * leading): every kept element is summed alone, so any split gives its bits. */
+    int64_t kept = sp.leading ? sp.inner : sp.outer, per = sp.leading ? sp.outer : sp.inner;
+    int64_t span = per > 0 ? (SPAN + per - 1) / per : kept;
+    if (sp.leading) span = (span + COL_BLOCK - 1) / COL_BLOCK * COL_BLOCK;
+    fedc_kernels_spans(kept, span > 0 ? span : 1, reduce_span, &j);
     return FEDC_OK;
 }

@@ -95,8 +95,8 @@ FEDC_FAST_INLINE void row_forward(int64_t H, int64_t j0, int64_t j1, float *rest
     for (int64_t j = j0; j < j1; j++) h[j] = o[j] * fedc_fast_tanhf(c[j]);
 }
 
-/* Units [j0, j1) of every batch row's cells, compiled for the baseline and for
- * AVX2 (the same operations lane by lane, so the same bits). */
+/* Units [j0, j1) of every batch row's cells, compiled for the baseline, AVX2 and
+ * AVX-512 (the same operations lane by lane, so the same bits). */
 FEDC_FAST_INLINE void cells_forward(int64_t B, int64_t H, int64_t j0, int64_t j1, float *rows, const float *prev,
                                     const float *x) {
     for (int64_t b = 0; b < B; b++)
@@ -109,6 +109,10 @@ static void cells_forward_plain(int64_t B, int64_t H, int64_t j0, int64_t j1, fl
 }
 FEDC_FAST_AVX2 static void cells_forward_avx2(int64_t B, int64_t H, int64_t j0, int64_t j1, float *rows,
                                               const float *prev, const float *x) {
+    cells_forward(B, H, j0, j1, rows, prev, x);
+}
+FEDC_FAST_AVX512 static void cells_forward_avx512(int64_t B, int64_t H, int64_t j0, int64_t j1, float *rows,
+                                                  const float *prev, const float *x) {
     cells_forward(B, H, j0, j1, rows, prev, x);
 }
 
@@ -134,7 +138,8 @@ static void forward_block(void *ctx, int64_t u, int worker) {
     const float *prev = s->t > 0 ? rows - B * 6 * H : NULL, *x = s->x + s->t * B * 4 * H;
     for (int64_t q = 0; prev && q < 4; q++)
         rows_times(B, H, jb, prev, 6 * H, s->w + q * H + j0, 4 * H, false, rows + (2 + q) * H + j0, 6 * H);
-    if (FEDC_FAST_HAS_AVX2()) cells_forward_avx2(B, H, j0, j0 + jb, rows, prev, x);
+    if (FEDC_FAST_HAS_AVX512()) cells_forward_avx512(B, H, j0, j0 + jb, rows, prev, x);
+    else if (FEDC_FAST_HAS_AVX2()) cells_forward_avx2(B, H, j0, j0 + jb, rows, prev, x);
     else cells_forward_plain(B, H, j0, j0 + jb, rows, prev, x);
 }
 
@@ -186,6 +191,10 @@ FEDC_FAST_AVX2 static void cells_backward_avx2(const step_job *s, int64_t j0, in
                                                const float *prev, const float *d, float *out) {
     cells_backward(s, j0, j1, rows, prev, d, out);
 }
+FEDC_FAST_AVX512 static void cells_backward_avx512(const step_job *s, int64_t j0, int64_t j1, const float *rows,
+                                                   const float *prev, const float *d, float *out) {
+    cells_backward(s, j0, j1, rows, prev, d, out);
+}
 
 /* BPTT's product dxw[t+1] wh^T per block of units, against a transposed copy of
  * wh made once per call: fast_rows_gemm reads it in place, and without AVX-512,
@@ -215,7 +224,8 @@ static void backward_block(void *ctx, int64_t u, int worker) {
                    k0 > 0, s->dh_rec + j0, H);
     const float *rows = s->tr + t * B * 6 * H, *prev = t > 0 ? rows - B * 6 * H : NULL, *d = s->dtr + t * B * 6 * H;
     float *out = s->dxw + t * B * 4 * H;
-    if (FEDC_FAST_HAS_AVX2()) cells_backward_avx2(s, j0, j0 + jb, rows, prev, d, out);
+    if (FEDC_FAST_HAS_AVX512()) cells_backward_avx512(s, j0, j0 + jb, rows, prev, d, out);
+    else if (FEDC_FAST_HAS_AVX2()) cells_backward_avx2(s, j0, j0 + jb, rows, prev, d, out);
     else cells_backward_plain(s, j0, j0 + jb, rows, prev, d, out);
 }
 

@@ -2,7 +2,7 @@
  * fast_softmax_xent.c — softmax cross-entropy over a large vocabulary, f32: the
  * loss and its gradient, each one kernel, row by row (a row of 10,004 logits stays
  * in cache between its passes), with fedc_fast_expf in loops the compiler
- * vectorises (twice: baseline and AVX2, fast_math.h). Sums use 8 interleaved
+ * vectorises (baseline, AVX2 and AVX-512, fast_math.h). Sums use 8 interleaved
  * partial sums in a fixed order. Blocks of ROWS rows go to the kernels' pool when
  * there is one; every row is computed the same way wherever it runs, so the bits
  * do not depend on threads, alignment or the instruction set. f64 goes to the
@@ -91,11 +91,17 @@ FEDC_FAST_AVX2 static void rows_avx2(const xent_job *j, int64_t r0, int64_t r1) 
     else loss_rows(j, r0, r1);
 }
 
+FEDC_FAST_AVX512 static void rows_avx512(const xent_job *j, int64_t r0, int64_t r1) {
+    if (j->dlogits) grad_rows(j, r0, r1);
+    else loss_rows(j, r0, r1);
+}
+
 static void block_task(void *ctx, int64_t b, int worker) {
     (void)worker;
     const xent_job *j = ctx;
     int64_t r0 = b * ROWS, r1 = r0 + ROWS < j->rows ? r0 + ROWS : j->rows;
-    if (FEDC_FAST_HAS_AVX2()) rows_avx2(j, r0, r1);
+    if (FEDC_FAST_HAS_AVX512()) rows_avx512(j, r0, r1);
+    else if (FEDC_FAST_HAS_AVX2()) rows_avx2(j, r0, r1);
     else rows_plain(j, r0, r1);
 }
 

@@ -43,12 +43,14 @@ FEDC_FAST_INLINE void gelu_span(const gelu_job *j, int64_t i0, int64_t i1) {
 
 static void gelu_plain(const gelu_job *j, int64_t i0, int64_t i1) { gelu_span(j, i0, i1); }
 FEDC_FAST_AVX2 static void gelu_avx2(const gelu_job *j, int64_t i0, int64_t i1) { gelu_span(j, i0, i1); }
+FEDC_FAST_AVX512 static void gelu_avx512(const gelu_job *j, int64_t i0, int64_t i1) { gelu_span(j, i0, i1); }
 
 static void gelu_task(void *ctx, int64_t b, int worker) {
     (void)worker;
     const gelu_job *j = ctx;
     int64_t i0 = b * BLOCK, i1 = i0 + BLOCK < j->n ? i0 + BLOCK : j->n;
-    if (FEDC_FAST_HAS_AVX2()) gelu_avx2(j, i0, i1);
+    if (FEDC_FAST_HAS_AVX512()) gelu_avx512(j, i0, i1);
+    else if (FEDC_FAST_HAS_AVX2()) gelu_avx2(j, i0, i1);
     else gelu_plain(j, i0, i1);
 }
 
@@ -88,57 +90,115 @@ static void row_stats(const float *x, int64_t cols, double eps, float *tmp, floa
     *rstd = (float)(1.0 / sqrt((double)(sum8(tmp, cols) / (float)cols) + eps));
 }
 
-/* The kernels write y, dx row by row, and use the output row as the scratch row
- * of row_stats (it is overwritten after). */
+/* The layer-norm kernels over spans of rows of about BLOCK elements (for the
+ * kernels' pool): every row is computed alone, so any split gives its bits. The
+ * parameter gradient sums over rows, so it goes in two passes: each row's mean
+ * and 1 / std (rows apart), then spans of columns, each summing its rows in order. */
+typedef struct norm_job {
+    int64_t rows, cols;
+    double eps;
+    const float *x, *gamma, *beta, *dy;
+    float *out;
+    float *stats; /* param grad: mean and rstd of each row */
+} norm_job;
+
+static int64_t row_span(int64_t cols) { return cols > 0 && cols < BLOCK ? BLOCK / cols : 1; }
+
+/* y, row by row; the output row is row_stats's scratch row (overwritten after). */
+static void norm_rows(const void *ctx, int64_t r0, int64_t r1) {
+    const norm_job *j = ctx;
+    int64_t cols = j->cols;
+    const float *g = j->gamma, *b = j->beta;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = j->x + r * cols;
+        float *yr = j->out + r * cols, mean, rstd;
+        row_stats(xr, cols, j->eps, yr, &mean, &rstd);
+        for (int64_t c = 0; c < cols; c++) yr[c] = (xr[c] - mean) * rstd * g[c] + b[c];
+    }
+}
+
 fedc_status fedc_fast_layer_norm(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
                                  const void *beta, double eps, void *y) {
     if (dt != FEDC_F32 || cols == 0) return fedc_ref_layer_norm(dt, rows, cols, x, gamma, beta, eps, y);
-    const float *g = gamma, *b = beta;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = (const float *)x + r * cols;
-        float *yr = (float *)y + r * cols, mean, rstd;
-        row_stats(xr, cols, eps, yr, &mean, &rstd);
-        for (int64_t j = 0; j < cols; j++) yr[j] = (xr[j] - mean) * rstd * g[j] + b[j];
-    }
+    norm_job j = {rows, cols, eps, x, gamma, beta, NULL, y, NULL};
+    fedc_kernels_spans(rows, row_span(cols), norm_rows, &j);
     return FEDC_OK;
+}
+
+static void norm_grad_rows(const void *ctx, int64_t r0, int64_t r1) {
+    const norm_job *j = ctx;
+    int64_t cols = j->cols;
+    const float *gm = j->gamma;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = j->x + r * cols, *dyr = j->dy + r * cols;
+        float *dxr = j->out + r * cols, mean, rstd;
+        row_stats(xr, cols, j->eps, dxr, &mean, &rstd);
+        for (int64_t c = 0; c < cols; c++) dxr[c] = dyr[c] * gm[c];
+        float mg = sum8(dxr, cols) / (float)cols, mgx = 0;
+        float acc[8] = {0};
+        int64_t c = 0;
+        for (; c + 8 <= cols; c += 8)
+            for (int l = 0; l < 8; l++) acc[l] += dxr[c + l] * (xr[c + l] - mean);
+        for (; c < cols; c++) mgx += dxr[c] * (xr[c] - mean);
+        for (int l = 0; l < 8; l++) mgx += acc[l];
+        mgx *= rstd / (float)cols;
+        for (c = 0; c < cols; c++) dxr[c] = rstd * (dxr[c] - mg - (xr[c] - mean) * rstd * mgx);
+    }
 }
 
 fedc_status fedc_fast_layer_norm_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
                                       const void *dy, double eps, void *dx) {
     if (dt != FEDC_F32 || cols == 0) return fedc_ref_layer_norm_grad(dt, rows, cols, x, gamma, dy, eps, dx);
-    const float *gm = gamma;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = (const float *)x + r * cols, *dyr = (const float *)dy + r * cols;
-        float *dxr = (float *)dx + r * cols, mean, rstd;
-        row_stats(xr, cols, eps, dxr, &mean, &rstd);
-        for (int64_t j = 0; j < cols; j++) dxr[j] = dyr[j] * gm[j];
-        float mg = sum8(dxr, cols) / (float)cols, mgx = 0;
-        float acc[8] = {0};
-        int64_t j = 0;
-        for (; j + 8 <= cols; j += 8)
-            for (int l = 0; l < 8; l++) acc[l] += dxr[j + l] * (xr[j + l] - mean);
-        for (; j < cols; j++) mgx += dxr[j] * (xr[j] - mean);
-        for (int l = 0; l < 8; l++) mgx += acc[l];
-        mgx *= rstd / (float)cols;
-        for (j = 0; j < cols; j++) dxr[j] = rstd * (dxr[j] - mg - (xr[j] - mean) * rstd * mgx);
-    }
+    norm_job j = {rows, cols, eps, x, gamma, NULL, dy, dx, NULL};
+    fedc_kernels_spans(rows, row_span(cols), norm_grad_rows, &j);
     return FEDC_OK;
+}
+
+static void param_stats_rows(const void *ctx, int64_t r0, int64_t r1) {
+    const norm_job *j = ctx;
+    int64_t cols = j->cols;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = j->x + r * cols;
+        float m = sum8(xr, cols) / (float)cols, ss = 0, acc[8] = {0};
+        int64_t c = 0; /* 8 interleaved sums, as sum8: one serial chain would cost cols adds' latency */
+        for (; c + 8 <= cols; c += 8)
+            for (int l = 0; l < 8; l++) acc[l] += (xr[c + l] - m) * (xr[c + l] - m);
+        for (; c < cols; c++) ss += (xr[c] - m) * (xr[c] - m);
+        for (int l = 0; l < 8; l++) ss += acc[l];
+        j->stats[2 * r] = m;
+        j->stats[2 * r + 1] = (float)(1.0 / sqrt((double)(ss / (float)cols) + j->eps));
+    }
+}
+
+/* Columns [c0, c1) of dgamma (out) and dbeta (out + cols). */
+static void param_grad_cols(const void *ctx, int64_t c0, int64_t c1) {
+    const norm_job *j = ctx;
+    int64_t cols = j->cols;
+    float *dg = j->out, *db = dg + cols;
+    for (int64_t c = c0; c < c1; c++) dg[c] = db[c] = 0;
+    for (int64_t r = 0; r < j->rows; r++) {
+        const float *xr = j->x + r * cols, *dyr = j->dy + r * cols;
+        float m = j->stats[2 * r], rstd = j->stats[2 * r + 1];
+        for (int64_t c = c0; c < c1; c++) {
+            dg[c] += dyr[c] * (xr[c] - m) * rstd;
+            db[c] += dyr[c];
+        }
+    }
 }
 
 fedc_status fedc_fast_layer_norm_param_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *dy,
                                             double eps, void *dgb) {
     if (dt != FEDC_F32 || cols == 0) return fedc_ref_layer_norm_param_grad(dt, rows, cols, x, dy, eps, dgb);
-    float *dg = dgb, *db = dg + cols;
-    memset(dgb, 0, (size_t)(2 * cols) * sizeof(float));
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = (const float *)x + r * cols, *dyr = (const float *)dy + r * cols;
-        float m = sum8(xr, cols) / (float)cols, ss = 0;
-        for (int64_t j = 0; j < cols; j++) ss += (xr[j] - m) * (xr[j] - m);
-        float rstd = (float)(1.0 / sqrt((double)(ss / (float)cols) + eps));
-        for (int64_t j = 0; j < cols; j++) {
-            dg[j] += dyr[j] * (xr[j] - m) * rstd;
-            db[j] += dyr[j];
-        }
-    }
+    float *stats = rows > 0 ? fedc_malloc((size_t)rows * 2 * sizeof *stats) : NULL;
+    if (rows > 0 && !stats)
+        return fedc_error(FEDC_ENOMEM, "layer_norm_param_grad (fast): cannot allocate %lld rows' statistics",
+                          (long long)rows);
+    norm_job j = {rows, cols, eps, x, NULL, NULL, dy, dgb, stats};
+    fedc_kernels_spans(rows, row_span(cols), param_stats_rows, &j);
+    /* columns in multiples of 16, about BLOCK elements per span, at least 64
+     * columns (each span reads all rows; shorter pieces of them waste the lines) */
+    int64_t span = rows > 0 ? (BLOCK / rows + 15) / 16 * 16 : cols;
+    fedc_kernels_spans(cols, span > 64 ? span : 64, param_grad_cols, &j);
+    fedc_free(stats);
     return FEDC_OK;
 }
