@@ -33,12 +33,6 @@ typedef struct layer {
     void *scratch;
 } layer;
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static float *array(int64_t n) {
     float *p = fedc_malloc((size_t)n * sizeof(float));
     for (int64_t i = 0; p && i < n; i++) p[i] = (float)((i * 7919) % 1013 - 506) / 506.0f;
@@ -71,12 +65,12 @@ static double layer_flops(const layer *l) {
 static double layer_time(const fedc_kernels *k, const layer *l) {
     double best = 0;
     for (int r = 0; r < REPEATS; r++) {
-        double t0 = now_seconds();
+        double t0 = fedc_seconds();
         fedc_status st = k->conv2d(FEDC_F32, &l->g, l->x, l->w, l->y, l->scratch);
         if (!st && l->input_grad)
             st = k->conv2d_input_grad(FEDC_F32, &l->g, l->dy, l->w, l->dx, l->scratch);
         if (!st) st = k->conv2d_filter_grad(FEDC_F32, &l->g, l->x, l->dy, l->dw, l->scratch);
-        double t = now_seconds() - t0;
+        double t = fedc_seconds() - t0;
         if (st) {
             fprintf(stderr, "bench_kernels: %s\n", fedc_errmsg());
             return -1;
@@ -112,10 +106,10 @@ static void *peak_worker(void *arg) {
     float *b = a + count, *c = b + count;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
     pthread_barrier_wait(&peak_barrier);
-    double t0 = now_seconds();
+    double t0 = fedc_seconds();
     for (int r = 0; r < job->repeats; r++)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
-    job->seconds = now_seconds() - t0;
+    job->seconds = fedc_seconds() - t0;
     fedc_free(a);
     return NULL;
 }

@@ -112,6 +112,11 @@ void fedc_arena_reset_to(fedc_arena *a, fedc_arena_mark mark);
 void fedc_arena_reset(fedc_arena *a);
 size_t fedc_arena_capacity(const fedc_arena *a); /* bytes held from the system */
 
+/* ----------------------------------------------------------------- clock -- */
+
+/* Seconds on a monotonic clock: only differences of two readings mean anything. */
+double fedc_seconds(void);
+
 /* ----------------------------------------------------------- thread pool -- */
 
 typedef struct fedc_pool fedc_pool;

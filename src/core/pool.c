@@ -4,7 +4,7 @@
  * generation number under the mutex and broadcasts, every worker runs the loop
  * once for that generation and reports back, and the caller, which works as
  * worker 0 meanwhile, returns only after all of them have. Waits spin for up to
- * SPIN_NS before they block on a condvar: kernels borrow the pool for runs of a
+ * SPIN_SECONDS before they block on a condvar: kernels borrow the pool for runs of a
  * few tens of microseconds back to back (the LSTM's 80 steps), and a futex wake
  * per run costs as much as the run. After that an idle pool costs no CPU. One
  * fedc_pool_run at a time per pool: a task must not call fedc_pool_run on its
@@ -15,7 +15,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -26,7 +25,7 @@
 
 /* How long a waiter spins before it sleeps: longer than the gap between two
  * kernels' runs, short enough that an idle pool soon stops using a core. */
-enum { SPIN_NS = 100000 };
+#define SPIN_SECONDS 100e-6
 
 typedef struct pool_worker {
     pthread_t thread;
@@ -64,29 +63,23 @@ static void work(fedc_pool *p, fedc_pool_task task, void *ctx, int64_t n, int wo
     }
 }
 
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+/* What a waiter spins on: the generation moving from `seen`, or every worker reporting. */
+static bool generation_moved(fedc_pool *p, uint64_t seen) {
+    return atomic_load_explicit(&p->generation, memory_order_acquire) != seen;
 }
 
-/* Spins until the generation moves from seen (true) or SPIN_NS pass (false). */
-static bool spin_for_generation(fedc_pool *p, uint64_t seen) {
-    int64_t start = now_ns();
-    for (int i = 1;; i++) {
-        if (atomic_load_explicit(&p->generation, memory_order_acquire) != seen) return true;
-        cpu_relax();
-        if (i % 64 == 0 && now_ns() - start > SPIN_NS) return false;
-    }
+static bool workers_done(fedc_pool *p, uint64_t unused) {
+    (void)unused;
+    return atomic_load_explicit(&p->pending, memory_order_acquire) == 0;
 }
 
-/* Spins until every worker has reported (true) or SPIN_NS pass (false). */
-static bool spin_for_workers(fedc_pool *p) {
-    int64_t start = now_ns();
+/* Spins until ready(p, arg) (true) or SPIN_SECONDS pass (false). */
+static bool spin_until(bool (*ready)(fedc_pool *, uint64_t), fedc_pool *p, uint64_t arg) {
+    double start = fedc_seconds();
     for (int i = 1;; i++) {
-        if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0) return true;
+        if (ready(p, arg)) return true;
         cpu_relax();
-        if (i % 64 == 0 && now_ns() - start > SPIN_NS) return false;
+        if (i % 64 == 0 && fedc_seconds() - start > SPIN_SECONDS) return false;
     }
 }
 
@@ -97,7 +90,7 @@ static void *worker_main(void *arg) {
      * first run after create has returned and a job has been published. */
     uint64_t seen = 0;
     for (;;) {
-        if (!spin_for_generation(p, seen)) {
+        if (!spin_until(generation_moved, p, seen)) {
             pthread_mutex_lock(&p->mu);
             while (atomic_load_explicit(&p->generation, memory_order_acquire) == seen)
                 pthread_cond_wait(&p->wake, &p->mu);
@@ -233,7 +226,7 @@ void fedc_pool_run(fedc_pool *pool, int64_t n, fedc_pool_task task, void *ctx) {
 
     work(pool, task, ctx, n, 0);
 
-    if (spin_for_workers(pool)) return;
+    if (spin_until(workers_done, pool, 0)) return;
     pthread_mutex_lock(&pool->mu);
     while (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0) pthread_cond_wait(&pool->done, &pool->mu);
     pthread_mutex_unlock(&pool->mu);

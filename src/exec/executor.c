@@ -563,20 +563,14 @@ static fedc_status run_fold(fedc_executor *ex, fedc_value f);
 
 static fedc_status run_node_timed(fedc_executor *ex, fedc_value v);
 
-static double seconds_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* A node, timed when profiling. Maps and folds are not counted themselves: their
  * bodies' executors count what they run. */
 static fedc_status run_node(fedc_executor *ex, fedc_value v) {
     fedc__op op = ex->p->nodes[v].op;
     if (!ex->op_seconds || fedc__op_has_body(op)) return run_node_timed(ex, v);
-    double t0 = seconds_now();
+    double t0 = fedc_seconds();
     fedc_status st = run_node_timed(ex, v);
-    ex->op_seconds[op] += seconds_now() - t0;
+    ex->op_seconds[op] += fedc_seconds() - t0;
     ex->op_calls[op]++;
     return st;
 }

@@ -44,11 +44,6 @@ void fedc_train_defaults(fedc_train_config *c) {
 
 static bool is_root(void) { return fedc_mpi_rank() == 0; }
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* ---------------------------------------------------------------- setup -- */
 
@@ -357,13 +352,13 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
     const fedc_train_config *c = t->c;
     FILE *log = c->log ? c->log : stdout;
     bool tty = isatty(fileno(log)), quiet = c->quiet || !is_root();
-    double start = now(), examples_total = 0, train_loss = NAN;
+    double start = fedc_seconds(), examples_total = 0, train_loss = NAN;
     for (int r = t->first_round; r < c->rounds; r++) {
         double examples;
         fedc_status st = run_round(t, r, &train_loss, &examples);
         if (st) return st;
         examples_total += examples;
-        double elapsed = now() - start, eps = examples_total / (elapsed > 0 ? elapsed : 1);
+        double elapsed = fedc_seconds() - start, eps = examples_total / (elapsed > 0 ? elapsed : 1);
         progress(t, r, train_loss, eps, elapsed, tty);
         bool last = r + 1 == c->rounds;
         if (last || (c->eval_every > 0 && (r + 1) % c->eval_every == 0)) {
@@ -374,7 +369,7 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
                 fprintf(log, "round %d: %s loss %.4f, accuracy %.2f%% (clients: p10 %.1f%%, median %.1f%%, p90 %.1f%%)\n",
                         r + 1, t->test ? "test" : "(no test split: on the training clients)", e.loss, 100 * e.accuracy,
                         100 * e.quantiles[0], 100 * e.quantiles[1], 100 * e.quantiles[2]);
-            st = fedc_mpi_agree(is_root() ? fedc__train_log_metrics(t, r + 1, train_loss, &e, eps, now() - start) : st);
+            st = fedc_mpi_agree(is_root() ? fedc__train_log_metrics(t, r + 1, train_loss, &e, eps, fedc_seconds() - start) : st);
             res->test_loss = e.loss, res->test_accuracy = e.accuracy;
             for (int q = 0; q < 3; q++) res->accuracy_quantiles[q] = e.quantiles[q];
         }
@@ -384,7 +379,7 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
         res->rounds_run++;
     }
     res->train_loss = train_loss;
-    res->seconds = now() - start;
+    res->seconds = fedc_seconds() - start;
     res->examples_per_s = examples_total / (res->seconds > 0 ? res->seconds : 1);
     return FEDC_OK;
 }

@@ -198,12 +198,6 @@ fedc_status fedc_fast_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n,
 
 /* ------------------------------------------------------------ benchmark -- */
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Deterministic, well-scaled operands: the values do not matter for speed, but
  * denormals or NaNs would. */
 static void fill(float *p, int64_t count, float scale) {
@@ -223,9 +217,9 @@ double fedc_kernels_sgemm_gflops(int64_t n, int repeats) {
     gemm_block(&g, 0, n, 0, n); /* warm caches and BLAS's buffers */
     double best = 0.0;
     for (int r = 0; r < repeats; r++) {
-        double t0 = now_seconds();
+        double t0 = fedc_seconds();
         gemm_block(&g, 0, n, 0, n);
-        double t = now_seconds() - t0;
+        double t = fedc_seconds() - t0;
         if (best == 0.0 || t < best) best = t;
     }
     fedc_free(a);
