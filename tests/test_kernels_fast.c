@@ -16,6 +16,7 @@
 
 #include <cblas.h>
 
+#include "kernels/fast.h"
 #include "kernels/kernels.h"
 
 static const fedc_kernels *const F = &fedc_kernels_fast;
@@ -183,6 +184,70 @@ static void test_matmul_errors(void) {
     CHECK_ERR(F->matmul(FEDC_F32, 1, -1, 2, 1, 0, 0, a, 1, b, 1, c), FEDC_EINVAL, "matmul");
 }
 
+/* --------------------------------------------------------- gather gemm -- */
+
+/* fedc_fast_gather_gemm / fedc_fast_rows_gemm promise each element of c to be its
+ * initial value plus the products in increasing k, one FMA at a time, then the
+ * epilogue: a scalar fmaf loop must give the same bits, for blocks of every shape
+ * (rows 1..13 and 25, columns around 16, 32 and 64), depths across the 128-deep
+ * slices, both with c fresh and accumulated. Where AVX-512 is missing both return
+ * false and leave c alone. */
+static void gather_want(const fedc_gather_gemm *g, const float *c0, float *want) {
+    for (int64_t r = 0; r < g->rows; r++)
+        for (int64_t j = 0; j < g->cols; j++) {
+            float v = g->accumulate ? c0[r * g->ldc + j] : 0.0f;
+            for (int64_t k = 0; k < g->depth; k++)
+                v = fmaf(g->a[g->row_off[r] + g->k_off[k]], g->w[k * g->ldw + j], v);
+            if (g->bias) v = v + g->bias[j];
+            if (g->relu) v = v > 0 ? v : 0;
+            want[r * g->ldc + j] = v;
+        }
+}
+
+static void gather_case(int64_t rows, int64_t cols, int64_t depth, int mode) {
+    int64_t ldw = cols + 3, ldc = cols + 1, span = rows * 7 + depth * 5 + 1;
+    float *a = random_array(FEDC_F32, span, 1, 0), *w = random_array(FEDC_F32, depth * ldw + 1, 1, 0);
+    float *bias = random_array(FEDC_F32, cols, 1, 0), *c0 = random_array(FEDC_F32, rows * ldc, 1, 0);
+    float *got = alloc_bytes((size_t)(rows * ldc) * sizeof(float)), *want = alloc_bytes((size_t)(rows * ldc) * sizeof(float));
+    int32_t *row_off = alloc_bytes((size_t)(rows + 1) * sizeof(int32_t)), *k_off = alloc_bytes((size_t)(depth + 1) * sizeof(int32_t));
+    for (int64_t r = 0; r < rows; r++) row_off[r] = (int32_t)(r * 7 - (r % 3));
+    for (int64_t k = 0; k < depth; k++) k_off[k] = (int32_t)(k * 5 + 2);
+    fedc_gather_gemm g = {rows, cols, depth, a, row_off, k_off, w, ldw, got, ldc, mode & 1, mode & 2 ? bias : NULL,
+                          (mode & 4) != 0};
+    memcpy(got, c0, (size_t)(rows * ldc) * sizeof(float));
+    memcpy(want, c0, (size_t)(rows * ldc) * sizeof(float));
+    char what[120];
+    snprintf(what, sizeof what, "gather_gemm %lldx%lld depth %lld mode %d", (long long)rows, (long long)cols,
+             (long long)depth, mode);
+    if (!fedc_fast_gather_gemm(&g)) {
+        check_same_bits(got, c0, (size_t)(rows * ldc) * sizeof(float), what); /* untouched */
+    } else {
+        gather_want(&g, c0, want);
+        CHECK_MSG(memcmp(got, want, (size_t)(rows * ldc) * sizeof(float)) == 0, "%s: not the fmaf loop's bits", what);
+        if (mode == 1) { /* the dense form: row r at a + 7 r, element k at k */
+            for (int64_t r = 0; r < rows; r++) row_off[r] = (int32_t)(r * 7);
+            for (int64_t k = 0; k < depth; k++) k_off[k] = (int32_t)k;
+            memcpy(got, c0, (size_t)(rows * ldc) * sizeof(float));
+            CHECK(fedc_fast_rows_gemm(rows, cols, depth, a, 7, w, ldw, got, ldc, true));
+            gather_want(&g, c0, want);
+            CHECK_MSG(memcmp(got, want, (size_t)(rows * ldc) * sizeof(float)) == 0, "%s dense: not the fmaf loop's bits",
+                      what);
+        }
+    }
+    fedc_free(a), fedc_free(w), fedc_free(bias), fedc_free(c0), fedc_free(got), fedc_free(want);
+    fedc_free(row_off), fedc_free(k_off);
+}
+
+static void test_gather_gemm(void) {
+    static const int64_t rows[] = {1, 2, 4, 5, 6, 7, 12, 13, 25};
+    static const int64_t cols[] = {1, 16, 20, 32, 33, 64, 70, 130};
+    static const int64_t depths[] = {0, 1, 5, 128, 131, 300};
+    for (int i = 0; i < FEDC_COUNT_OF(rows); i++)
+        for (int j = 0; j < FEDC_COUNT_OF(cols); j++)
+            for (int d = 0; d < FEDC_COUNT_OF(depths); d++)
+                for (int mode = 0; mode < 8; mode++) gather_case(rows[i], cols[j], depths[d], mode);
+}
+
 /* ------------------------------------------------------------------ conv -- */
 
 typedef struct conv_case {
@@ -303,6 +368,9 @@ static const conv_case conv_cases[] = {
     {2, 5, 5, 32, 3, 3, 32, 1, 1, 1},
     {2, 3, 3, 3, 5, 5, 2, 1, 1, 1},     /* kernel larger than the image */
     {1, 31, 31, 3, 3, 3, 13, 2, 2, 1},
+    {2, 26, 26, 32, 3, 3, 64, 1, 1, 0}, /* the EMNIST CNN's second layer: full 6 x 64 blocks */
+    {2, 9, 7, 40, 3, 3, 37, 1, 1, 1},   /* short vectors in 6 x 64 blocks, both ways */
+    {2, 6, 6, 2, 3, 3, 3, 1, 1, 0},     /* input grad: every dx row near an edge */
 };
 
 static void test_conv(void) {
@@ -873,6 +941,7 @@ int main(int argc, char **argv) {
         {"blas_core", test_blas_core},
         {"matmul", test_matmul},
         {"matmul_errors", test_matmul_errors},
+        {"gather_gemm", test_gather_gemm},
         {"conv", test_conv},
         {"conv_chunked", test_conv_chunked},
         {"conv_errors", test_conv_errors},

@@ -50,6 +50,24 @@ fedc_status fedc_fast_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, 
  * doing nothing, where AVX-512 is missing. */
 bool fedc_fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t lda, const float *w,
                          int64_t ldw, float *c, int64_t ldc, bool accumulate);
+/* c (+)= a @ w with a gathered a, element (r, k) at a[row_off[r] + k_off[k]], so
+ * that a convolution reads its image in place (fast_conv.c); then, when set, the
+ * epilogue c = c + bias, c = c > 0 ? c : 0 on the finished sums, with the bits of
+ * the unfused ops. Each element of c is its initial value plus the products in
+ * increasing k, one FMA at a time. False, doing nothing, without AVX-512. */
+typedef struct fedc_gather_gemm {
+    int64_t rows, cols, depth;
+    const float *a;
+    const int32_t *row_off, *k_off;
+    const float *w; /* [depth, cols], rows ldw apart */
+    int64_t ldw;
+    float *c; /* [rows, cols], rows ldc apart */
+    int64_t ldc;
+    bool accumulate; /* c += (else c =) */
+    const float *bias; /* [cols] or NULL */
+    bool relu;
+} fedc_gather_gemm;
+bool fedc_fast_gather_gemm(const fedc_gather_gemm *g);
 
 fedc_status fedc_fast_scatter_add(fedc_dtype dt, int64_t rows, int64_t width, int64_t nidx, const int32_t *idx,
                                   const void *updates, void *y);

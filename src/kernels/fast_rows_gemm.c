@@ -8,6 +8,10 @@
  * of DEPTH rows of w (16 KB of w: it stays in L1 for the next rows), so w streams
  * from cache and a only costs broadcasts (4 rows x 64 columns for a few rows).
  *
+ * The same loop serves convolutions (fast_conv.c) with a gathered a, whose rows are
+ * patches of an image read in place through offset tables, and can finish with a
+ * convolution's epilogue (bias, relu) while the block is still in registers.
+ *
  * Each element of c is its initial value (zero or c) plus a[r, k] w[k, j] for k in
  * increasing order, one fused multiply-add at a time, whatever the block it falls
  * in: the bits depend on the shapes only. Machines without AVX-512 get false and
@@ -33,61 +37,118 @@ enum { ROWS = 12, DEPTH = 128 };
 #define UNROLLED _Pragma("GCC unroll 12")
 #endif
 
-/* Rows [0, R) x columns [0, 16 V) of c (masks m for a short last block) over k in
- * [k0, k1): from zero when fresh, else from c. R V accumulators: 12 x 2, or for
- * a few rows 4 x 4, enough independent sums to keep both FMA units busy. */
-static inline __attribute__((always_inline)) AVX512 void block(int R, int V, int64_t k0, int64_t k1, const float *a,
-                                                               int64_t lda, const float *w, int64_t ldw, float *c,
-                                                               int64_t ldc, const __mmask16 *m, bool fresh) {
+/* One product: the gathered form with, for a dense a, row r at a + r lda and
+ * element k at k (row_off and k_off NULL). */
+typedef struct product {
+    fedc_gather_gemm g;
+    int64_t lda;
+} product;
+
+/* Where a block lies: rows [r0, r0 + R), columns [j0, j0 + 16 V) (masks m for a
+ * short last vector), k in [k0, k1); fresh: the sum starts from zero, not from
+ * c; last: k1 is the depth, so the epilogue applies. */
+typedef struct span {
+    int64_t r0, j0, k0, k1;
+    bool fresh, last;
+    __mmask16 m[4];
+} span;
+
+/* The epilogue on one vector: v + bias, then v > 0 ? v : 0, as the unfused ops. */
+static inline __attribute__((always_inline)) AVX512 __m512 finish(__m512 v, const fedc_gather_gemm *g, const span *s,
+                                                                  int vec) {
+    if (g->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(s->m[vec], g->bias + s->j0 + 16 * vec));
+    if (g->relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+    return v;
+}
+
+/* The R x 16 V block of c at s. R V accumulators: 12 x 2, or for a few rows
+ * 4 x 4, enough independent sums to keep both FMA units busy. `gathered` and
+ * `full` (no vector is short) are constants at every call, so the dense loop has
+ * no table load and full blocks no masks. */
+static inline __attribute__((always_inline)) AVX512 __m512 load(bool full, __mmask16 m, const float *at) {
+    return full ? _mm512_loadu_ps(at) : _mm512_maskz_loadu_ps(m, at);
+}
+
+static inline __attribute__((always_inline)) AVX512 void block(int R, int V, bool gathered, bool full,
+                                                               const product *p, const span *s) {
+    const fedc_gather_gemm *g = &p->g;
     __m512 acc[ROWS][4], wv[4];
+    const float *ar[ROWS];
+    const int32_t *k_off = g->k_off;
+    int64_t ldw = g->ldw, ldc = g->ldc, k1 = s->k1;
+    float *c = g->c + s->r0 * ldc + s->j0;
+    const float *w = g->w + s->j0;
+    __mmask16 m[4] = {s->m[0], s->m[1], s->m[2], s->m[3]};
+UNROLLED
+    for (int r = 0; r < R; r++) ar[r] = g->a + (gathered ? g->row_off[s->r0 + r] : (s->r0 + r) * p->lda);
 UNROLLED
     for (int r = 0; r < R; r++)
 UNROLLED
         for (int v = 0; v < V; v++)
-            acc[r][v] = fresh ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m[v], c + r * ldc + 16 * v);
-    for (int64_t k = k0; k < k1; k++) {
+            acc[r][v] = s->fresh ? _mm512_setzero_ps() : load(full, m[v], c + r * ldc + 16 * v);
+    for (int64_t k = s->k0; k < k1; k++) {
+        int64_t at = gathered ? k_off[k] : k;
 UNROLLED
-        for (int v = 0; v < V; v++) wv[v] = _mm512_maskz_loadu_ps(m[v], w + k * ldw + 16 * v);
+        for (int v = 0; v < V; v++) wv[v] = load(full, m[v], w + k * ldw + 16 * v);
 UNROLLED
         for (int r = 0; r < R; r++) {
-            __m512 x = _mm512_set1_ps(a[r * lda + k]);
+            __m512 x = _mm512_set1_ps(ar[r][at]);
 UNROLLED
             for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(x, wv[v], acc[r][v]);
         }
     }
+    if (s->last && (g->bias || g->relu))
+UNROLLED
+        for (int r = 0; r < R; r++)
+UNROLLED
+            for (int v = 0; v < V; v++) acc[r][v] = finish(acc[r][v], g, s, v);
 UNROLLED
     for (int r = 0; r < R; r++)
 UNROLLED
-        for (int v = 0; v < V; v++) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, m[v], acc[r][v]);
+        for (int v = 0; v < V; v++)
+            if (full) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+            else _mm512_mask_storeu_ps(c + r * ldc + 16 * v, m[v], acc[r][v]);
 }
 
-/* The row count as a constant, so that the accumulators stay in registers. */
-static AVX512 void block_rows(int R, int64_t k0, int64_t k1, const float *a, int64_t lda, const float *w, int64_t ldw,
-                              float *c, int64_t ldc, const __mmask16 *m, bool fresh) {
-    switch (R) {
-#define CASE(n, v) \
-    case n: block(n, v, k0, k1, a, lda, w, ldw, c, ldc, m, fresh); break;
-        CASE(1, 4) CASE(2, 4) CASE(3, 4) CASE(4, 4) CASE(5, 2) CASE(6, 2) CASE(7, 2) CASE(8, 2) CASE(9, 2)
-        CASE(10, 2) CASE(11, 2) CASE(12, 2)
-#undef CASE
-    default: break;
+/* The block's shape as constants, so that the accumulators stay in registers. */
+#define CASE(n, v, gathered)                                 \
+    case (n) * 8 + (v):                                      \
+        if (s->m[(v) - 1] == 0xFFFF) block(n, v, gathered, true, p, s); \
+        else block(n, v, gathered, false, p, s);              \
+        break;
+#define BLOCKS(name, g)                                                                                      \
+    static AVX512 void name(int R, int V, const product *p, const span *s) {                                 \
+        switch (R * 8 + V) {                                                                                 \
+            CASE(1, 4, g) CASE(2, 4, g) CASE(3, 4, g) CASE(4, 4, g) CASE(5, 4, g) CASE(6, 4, g) CASE(1, 2, g) CASE(2, 2, g) CASE(3, 2, g) \
+            CASE(4, 2, g) CASE(5, 2, g) CASE(6, 2, g) CASE(7, 2, g) CASE(8, 2, g) CASE(9, 2, g)              \
+            CASE(10, 2, g) CASE(11, 2, g) CASE(12, 2, g)                                                     \
+        default: break;                                                                                      \
+        }                                                                                                    \
     }
-}
+BLOCKS(dense_blocks, false)
+BLOCKS(gathered_blocks, true)
+#undef BLOCKS
+#undef CASE
 
-static AVX512 void rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t lda, const float *w,
-                             int64_t ldw, float *c, int64_t ldc, bool accumulate) {
-    for (int64_t k0 = 0; k0 < depth; k0 += DEPTH) {
-        int64_t k1 = depth - k0 < DEPTH ? depth : k0 + DEPTH;
-        bool fresh = k0 == 0 && !accumulate;
-        for (int64_t r0 = 0; r0 < rows; r0 += ROWS) {
-            int R = rows - r0 < ROWS ? (int)(rows - r0) : ROWS, width = R <= 4 ? 64 : 32;
-            for (int64_t j0 = 0; j0 < cols; j0 += width) {
-                __mmask16 m[4];
+/* Blocks of 12 rows x 32 columns (a few rows: 4 x 64); a gathered a with more
+ * than 32 columns (a convolution's output channels) in 6 x 64, which broadcasts
+ * each element of a once for 64 columns: 6% faster on the EMNIST CNN's layers. */
+static AVX512 void rows_gemm(const product *p) {
+    const fedc_gather_gemm *g = &p->g;
+    bool wide = g->k_off && g->cols > 32;
+    int tile = wide ? 6 : ROWS;
+    for (int64_t k0 = 0; k0 < g->depth; k0 += DEPTH) {
+        span s = {.k0 = k0, .k1 = g->depth - k0 < DEPTH ? g->depth : k0 + DEPTH};
+        s.fresh = k0 == 0 && !g->accumulate, s.last = s.k1 == g->depth;
+        for (s.r0 = 0; s.r0 < g->rows; s.r0 += tile) {
+            int R = g->rows - s.r0 < tile ? (int)(g->rows - s.r0) : tile, V = wide || R <= 4 ? 4 : 2;
+            for (s.j0 = 0; s.j0 < g->cols; s.j0 += 16 * V) {
                 for (int v = 0; v < 4; v++) {
-                    int64_t left = cols - j0 - 16 * v;
-                    m[v] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+                    int64_t left = g->cols - s.j0 - 16 * v;
+                    s.m[v] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
                 }
-                block_rows(R, k0, k1, a + r0 * lda, lda, w + j0, ldw, c + r0 * ldc + j0, ldc, m, fresh);
+                if (g->k_off) gathered_blocks(R, V, p, &s);
+                else dense_blocks(R, V, p, &s);
             }
         }
     }
@@ -103,21 +164,45 @@ static bool enabled(void) {
     return on == 1;
 }
 
-bool fedc_fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t lda, const float *w,
-                         int64_t ldw, float *c, int64_t ldc, bool accumulate) {
+/* An empty depth: c = 0 (or left alone when accumulating), then the epilogue. */
+static void empty_depth(const fedc_gather_gemm *g) {
+    for (int64_t r = 0; r < g->rows; r++)
+        for (int64_t j = 0; j < g->cols; j++) {
+            float v = g->accumulate ? g->c[r * g->ldc + j] : 0.0f;
+            if (g->bias) v = v + g->bias[j];
+            if (g->relu) v = v > 0 ? v : 0;
+            g->c[r * g->ldc + j] = v;
+        }
+}
+
+static bool run(const product *p) {
     if (!enabled()) return false;
-    if (rows > 0 && cols > 0) {
-        if (depth > 0) rows_gemm(rows, cols, depth, a, lda, w, ldw, c, ldc, accumulate);
-        else if (!accumulate)
-            for (int64_t r = 0; r < rows; r++)
-                for (int64_t j = 0; j < cols; j++) c[r * ldc + j] = 0.0f;
+    if (p->g.rows > 0 && p->g.cols > 0) {
+        if (p->g.depth > 0) rows_gemm(p);
+        else empty_depth(&p->g);
     }
     return true;
+}
+
+bool fedc_fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t lda, const float *w,
+                         int64_t ldw, float *c, int64_t ldc, bool accumulate) {
+    product p = {{rows, cols, depth, a, NULL, NULL, w, ldw, c, ldc, accumulate, NULL, false}, lda};
+    return run(&p);
+}
+
+bool fedc_fast_gather_gemm(const fedc_gather_gemm *g) {
+    product p = {*g, 0};
+    return run(&p);
 }
 #else
 bool fedc_fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t lda, const float *w,
                          int64_t ldw, float *c, int64_t ldc, bool accumulate) {
     (void)rows, (void)cols, (void)depth, (void)a, (void)lda, (void)w, (void)ldw, (void)c, (void)ldc, (void)accumulate;
+    return false;
+}
+
+bool fedc_fast_gather_gemm(const fedc_gather_gemm *g) {
+    (void)g;
     return false;
 }
 #endif
