@@ -117,8 +117,11 @@ static fedc_status vjp_SIGMOID(const rule *r) { /* ct * y * (1 - y) */
     return FEDC_OK;
 }
 
+/* ct where y > 0, which is where x > 0 (also for NaN and -0). Reading y rather
+ * than x leaves x to its other readers only: a conv -> add(bias) -> relu chain
+ * then fuses in training too, and its sum needs no memory of its own. */
 static fedc_status vjp_RELU(const rule *r) {
-    give(r, 0, fedc_select(r->g, fedc_gt(r->g, X(r, 0), zero(r)), r->ct, zero(r)));
+    give(r, 0, fedc_select(r->g, fedc_gt(r->g, Y(r), zero(r)), r->ct, zero(r)));
     return FEDC_OK;
 }
 
