@@ -388,6 +388,69 @@ static void test_conv_epilogue(void) {
     fedc_executor_destroy(ref);
 }
 
+/* select(gt(y, 0), ct, 0) and sub(w, mul(lr, g)) run as one pass each when only
+ * the outer op reads the inner one (executor.c, plan_pairs): the unfused ops'
+ * bits. y and g are computed values whose last reader is the inner op, with a
+ * temporary made between the inner and the outer op: had the fusion not kept
+ * them alive until the outer op, the temporary would take their memory. `keep`
+ * makes the inner values outputs, which rules fusion out. */
+enum { PN = 5000 };
+
+static fedc_program *pairs_program(bool keep) {
+    fedc_program *p = newp();
+    if (!p) return NULL;
+    fedc_value x = fedc_input(p, "x", TY(FEDC_F32, PN)), ct = fedc_input(p, "ct", TY(FEDC_F32, PN));
+    fedc_value w = fedc_input(p, "w", TY(FEDC_F32, PN)), g = fedc_input(p, "g", TY(FEDC_F32, PN));
+    fedc_value y = fedc_tanh(p, x), c = fedc_gt(p, y, fedc_scalar(p, FEDC_F32, 0));
+    fedc_value t = fedc_exp(p, ct); /* placed while c is pending */
+    CHECK_OK(fedc_program_output(p, "t", fedc_add(p, t, t)));
+    CHECK_OK(fedc_program_output(p, "dx", fedc_select(p, c, ct, fedc_scalar(p, FEDC_F32, 0))));
+    fedc_value g2 = fedc_tanh(p, g), m = fedc_mul(p, fedc_scalar(p, FEDC_F32, 0.1), g2);
+    fedc_value u = fedc_exp(p, w);
+    CHECK_OK(fedc_program_output(p, "u", fedc_add(p, u, u)));
+    CHECK_OK(fedc_program_output(p, "w2", fedc_sub(p, w, m)));
+    if (keep) {
+        CHECK_OK(fedc_program_output(p, "c", c));
+        CHECK_OK(fedc_program_output(p, "m", m));
+    }
+    return p;
+}
+
+static fedc_executor *pairs_run(bool keep, bool reference, const float *const in[4]) {
+    fedc_program *p = pairs_program(keep);
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.reference_kernels = reference};
+    if (p) CHECK_OK(fedc_executor_create(&ex, p, &o));
+    fedc_program_destroy(p);
+    if (!ex) return NULL;
+    const char *names[4] = {"x", "ct", "w", "g"};
+    for (int i = 0; i < 4; i++) CHECK_OK(fedc_executor_bind(ex, names[i], in[i]));
+    CHECK_OK(fedc_executor_run(ex));
+    return ex;
+}
+
+static void test_pairs(void) {
+    static float x[PN], ct[PN], w[PN], g[PN];
+    rng r = {78};
+    fill_f32(&r, x, PN, -1, 1), fill_f32(&r, ct, PN, -1, 1), fill_f32(&r, w, PN, -1, 1), fill_f32(&r, g, PN, -3, 3);
+    x[3] = NAN, x[4] = -0.0f, x[5] = 0.0f;
+    const float *const in[4] = {x, ct, w, g};
+    fedc_executor *fused = pairs_run(false, false, in), *plain = pairs_run(true, false, in);
+    fedc_executor *ref = pairs_run(false, true, in);
+    if (fused && plain && ref) {
+        const char *names[4] = {"t", "dx", "u", "w2"};
+        for (int i = 0; i < 4; i++) {
+            const void *a = output(fused, names[i], FEDC_F32, PN), *c = output(plain, names[i], FEDC_F32, PN);
+            CHECK_MSG(a && c && memcmp(a, c, PN * sizeof(float)) == 0, "%s: fused and unfused differ", names[i]);
+        }
+        /* the inner values took no memory: less than the reference kernels' plan */
+        CHECK(fedc_executor_unplanned_bytes(fused) < fedc_executor_unplanned_bytes(ref));
+    }
+    fedc_executor_destroy(fused);
+    fedc_executor_destroy(plain);
+    fedc_executor_destroy(ref);
+}
+
 static void test_convnet_by_hand(void) {
     fedc_program *p = build_convnet();
     if (!p) return;
@@ -1244,6 +1307,7 @@ int main(int argc, char **argv) {
         {"mlp_f64", test_mlp_f64},
         {"mlp_reference", test_mlp_reference},
         {"conv_epilogue", test_conv_epilogue},
+        {"pairs", test_pairs},
         {"ref_vs_fast", test_ref_vs_fast},
         {"ref_vs_fast_grad", test_ref_vs_fast_grad},
         {"convnet_by_hand", test_convnet_by_hand},

@@ -134,7 +134,7 @@ static void test_table(void) {
     CHECK(F->one_hot && F->conv2d_scratch && F->conv2d && F->conv2d_bias_relu && F->conv2d_input_grad);
     CHECK(F->conv2d_filter_grad && F->max_pool2d && F->max_pool2d_grad && F->avg_pool2d);
     CHECK(F->avg_pool2d_grad && F->log_softmax && F->softmax_xent && F->argmax && F->dropout);
-    CHECK(F->cast && F->iota);
+    CHECK(F->cast && F->iota && F->select_gt && F->sub_scaled);
     fedc_kernels_init();
     fedc_kernels_init(); /* idempotent */
     CHECK(fedc_kernels_sgemm_gflops(48, 2) > 0);
@@ -224,15 +224,16 @@ static void gather_case(int64_t rows, int64_t cols, int64_t depth, int mode) {
     } else {
         gather_want(&g, c0, want);
         CHECK_MSG(memcmp(got, want, (size_t)(rows * ldc) * sizeof(float)) == 0, "%s: not the fmaf loop's bits", what);
-        if (mode == 1) { /* the dense form: row r at a + 7 r, element k at k */
-            for (int64_t r = 0; r < rows; r++) row_off[r] = (int32_t)(r * 7);
-            for (int64_t k = 0; k < depth; k++) k_off[k] = (int32_t)k;
-            memcpy(got, c0, (size_t)(rows * ldc) * sizeof(float));
-            CHECK(fedc_fast_rows_gemm(rows, cols, depth, a, 7, w, ldw, got, ldc, true));
-            gather_want(&g, c0, want);
-            CHECK_MSG(memcmp(got, want, (size_t)(rows * ldc) * sizeof(float)) == 0, "%s dense: not the fmaf loop's bits",
-                      what);
-        }
+        if (mode == 1) /* the strided forms: dense, row r at a + 7 r; transposed, element k at 5 k */
+            for (int t = 0; t < 2; t++) {
+                for (int64_t r = 0; r < rows; r++) row_off[r] = (int32_t)(t ? r : r * 7);
+                for (int64_t k = 0; k < depth; k++) k_off[k] = (int32_t)(t ? k * 5 : k);
+                memcpy(got, c0, (size_t)(rows * ldc) * sizeof(float));
+                CHECK(fedc_fast_rows_gemm(rows, cols, depth, a, t ? 1 : 7, t ? 5 : 1, w, ldw, got, ldc, true));
+                gather_want(&g, c0, want);
+                CHECK_MSG(memcmp(got, want, (size_t)(rows * ldc) * sizeof(float)) == 0,
+                          "%s %s: not the fmaf loop's bits", what, t ? "transposed" : "dense");
+            }
     }
     fedc_free(a), fedc_free(w), fedc_free(bias), fedc_free(c0), fedc_free(got), fedc_free(want);
     fedc_free(row_off), fedc_free(k_off);
@@ -569,6 +570,53 @@ static fedc_kshape kshape(int rank, const int64_t *dims) {
     for (int d = 0; d < rank; d++) s.dims[d] = dims[d];
     return s;
 }
+
+/* ---------------------------------------------------------------- pairs -- */
+
+/* select_gt and sub_scaled give the bits of gt then select, and mul then sub, run
+ * as the fast kernels run them one at a time: both dtypes, a and b full or scalar,
+ * with NaN, -0 and ties with s among the inputs; on 1 and 3 threads; out aliasing
+ * a full operand. */
+static void pairs_case(fedc_dtype dt, int64_t n, int threads) {
+    size_t es = fedc_dtype_size(dt), bytes = (size_t)n * es;
+    fedc_kshape full = kshape(1, (int64_t[]){n}), one = kshape(0, NULL);
+    void *x = random_array(dt, n, 2, 0.25), *a = random_array(dt, n, 1, 0), *g = random_array(dt, n, 3, 0);
+    void *s = random_array(dt, 1, 1, 0.25), *b = random_array(dt, 1, 1, 0);
+    void *want = alloc_poison(bytes), *got = alloc_poison(bytes);
+    uint8_t *cond = alloc_bytes((size_t)n);
+    store(dt, x, 0, NAN), store(dt, x, 1, -0.0), store(dt, x, 2, load(dt, s, 0));
+    fedc_pool *pool = NULL;
+    if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
+    fedc_pool *outer = fedc_kernels_set_pool(pool);
+    for (int layout = 0; layout < 3; layout++) { /* a full, b scalar; a scalar, b full; both full */
+        const void *pa = layout == 1 ? b : a, *pb = layout == 1 ? a : layout == 2 ? g : b;
+        const fedc_kshape *as = layout == 1 ? &one : &full, *bs = layout == 0 ? &one : &full;
+        CHECK_OK(F->binary(FEDC_B_GT, dt, &full, x, &one, s, &full, cond));
+        CHECK_OK(F->select(dt, &full, cond, as, pa, bs, pb, &full, want));
+        CHECK_OK(F->select_gt(dt, n, x, s, pa, layout != 1, pb, layout != 0, got));
+        check_same_bits(got, want, bytes, "select_gt against gt + select");
+    }
+    CHECK_OK(F->binary(FEDC_B_MUL, dt, &one, s, &full, g, &full, want));
+    CHECK_OK(F->binary(FEDC_B_SUB, dt, &full, a, &full, want, &full, want));
+    memcpy(got, a, bytes); /* out aliasing w */
+    CHECK_OK(F->sub_scaled(dt, n, got, s, g, got));
+    check_same_bits(got, want, bytes, "sub_scaled against mul + sub");
+    CHECK_ERR(F->sub_scaled(FEDC_I32, n, a, s, g, got), FEDC_EUNSUPPORTED, "dtype");
+    CHECK_ERR(F->select_gt(dt, n, x, s, a, 2, b, 0, got), FEDC_EINVAL, "steps");
+    fedc_kernels_set_pool(outer);
+    fedc_pool_destroy(pool);
+    fedc_free(x), fedc_free(a), fedc_free(g), fedc_free(s), fedc_free(b), fedc_free(want), fedc_free(got);
+    fedc_free(cond);
+}
+
+static void test_pairs(void) {
+    for (int d = 0; d < 2; d++)
+        for (int threads = 1; threads <= 3; threads += 2) {
+            pairs_case(d ? FEDC_F64 : FEDC_F32, 7, threads);
+            pairs_case(d ? FEDC_F64 : FEDC_F32, 100003, threads); /* several spans */
+        }
+}
+
 
 /* out's shape: a and b right-aligned, each dim the non-1 one. */
 static fedc_kshape broadcast_shape(const fedc_kshape *a, const fedc_kshape *b) {
@@ -942,6 +990,7 @@ int main(int argc, char **argv) {
         {"matmul", test_matmul},
         {"matmul_errors", test_matmul_errors},
         {"gather_gemm", test_gather_gemm},
+        {"pairs", test_pairs},
         {"conv", test_conv},
         {"conv_chunked", test_conv_chunked},
         {"conv_errors", test_conv_errors},

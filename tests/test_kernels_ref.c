@@ -102,9 +102,9 @@ static void test_table_complete(void) {
     ENTRY(attention_scratch); ENTRY(causal_attention); ENTRY(causal_attention_grad);
     ENTRY(lstm); ENTRY(lstm_grad); ENTRY(lstm_tangent);
 #undef ENTRY
-    /* The one optional entry: the executor runs the reference's ops unfused. */
-    CHECK(K->conv2d_bias_relu == NULL);
-    entries++;
+    /* The optional entries: the executor runs the reference's ops unfused. */
+    CHECK(K->conv2d_bias_relu == NULL && K->select_gt == NULL && K->sub_scaled == NULL);
+    entries += 3;
     CHECK_EQ_INT(sizeof(const char *) + (size_t)entries * sizeof(void (*)(void)),
                  sizeof(fedc_kernels));
 }

@@ -36,6 +36,7 @@ typedef struct value_plan {
     size_t stride;         /* clients values: bytes from one client's copy to the next */
     fedc_value fused_into; /* an aggregation computed by this map, or FEDC_NONE */
     fedc_value def;        /* the step that writes it */
+    fedc_value pair;       /* the elementwise operand computed in this node's pass (plan_pairs), or FEDC_NONE */
 } value_plan;
 
 /* The per-node lists of a map or a fold (arguments, result memory, the fused
@@ -119,6 +120,7 @@ static void plan_placement(fedc_executor *ex) {
         value_plan *vp = &ex->plan[v];
         size_t bytes = n->type.dtype == FEDC__TUPLE ? 0 : fedc_type_bytes(&n->type);
         vp->fused_into = FEDC_NONE;
+        vp->pair = FEDC_NONE;
         vp->def = v;
         vp->stride = n->type.placement == FEDC_CLIENTS ? bytes : 0;
         if (n->op == FEDC_OP_INPUT) vp->kind = MEM_BOUND;
@@ -205,6 +207,51 @@ static fedc_status plan_epilogues(fedc_executor *ex) {
     return FEDC_OK;
 }
 
+/* ---------------------------------------------------------------- pairs -- */
+
+/* One element of dtype dt, on the server side of nothing (a local scalar). */
+static bool scalar_of(const fedc_program *p, fedc_value u, fedc_dtype dt) {
+    const fedc_type *t = &p->nodes[u].type;
+    return t->dtype == dt && t->placement == FEDC_LOCAL && fedc_type_count(t) == 1;
+}
+
+/* The inner op of a pair v runs inside v's pass: select(gt(x, s), a, b) with x of
+ * v's type, a and b of v's type or scalars; sub(w, mul(s, g)) (or mul(g, s)) with
+ * w and g of v's type. s is a scalar in both. */
+static fedc_value pair_inner(const fedc_executor *ex, fedc_value v) {
+    const fedc_program *p = ex->p;
+    const fedc__node *n = &p->nodes[v];
+    fedc_dtype dt = n->type.dtype;
+    bool select = n->op == FEDC_OP_SELECT && ex->k->select_gt, sub = n->op == FEDC_OP_SUB && ex->k->sub_scaled;
+    if ((!select && !sub) || (dt != FEDC_F32 && dt != FEDC_F64) || !plain(ex, v)) return FEDC_NONE;
+    fedc_value u = n->in[select ? 0 : 1];
+    const fedc__node *in = &p->nodes[u];
+    if (in->op != (select ? FEDC_OP_GT : FEDC_OP_MUL) || sole_reader(p, u) != v || !plain(ex, u)) return FEDC_NONE;
+    const fedc_type *t = &n->type;
+    if (select) {
+        for (int i = 1; i < 3; i++)
+            if (!same_type(&p->nodes[n->in[i]].type, t) && !scalar_of(p, n->in[i], dt)) return FEDC_NONE;
+        return same_type(&p->nodes[in->in[0]].type, t) && scalar_of(p, in->in[1], dt) ? u : FEDC_NONE;
+    }
+    int g = scalar_of(p, in->in[0], dt) ? 1 : 0; /* the full operand of the mul */
+    bool ok = same_type(&p->nodes[n->in[0]].type, t) && same_type(&p->nodes[in->in[g]].type, t) &&
+              scalar_of(p, in->in[1 - g], dt);
+    return ok ? u : FEDC_NONE;
+}
+
+/* Finds the pairs (relu's derivative, an SGD step) and runs each as one pass of
+ * the kernels' select_gt or sub_scaled: the same bits, one pass instead of two,
+ * and no memory for the inner value, whose operands stay alive until the outer
+ * node runs (compute_last_use). Only with kernels that have the pairs. */
+static void plan_pairs(fedc_executor *ex) {
+    for (int v = 0; v < ex->p->n; v++) {
+        fedc_value u = pair_inner(ex, v);
+        if (u == FEDC_NONE) continue;
+        ex->plan[v].pair = u;
+        ex->plan[u].kind = MEM_NONE;
+    }
+}
+
 /* ----------------------------------------------------------------- plan -- */
 
 typedef struct span {
@@ -255,6 +302,11 @@ static void compute_last_use(const fedc_executor *ex, int *last_use) {
         for (int i = 0; i < p->nodes[v].nin; i++)
             if (last_use[p->nodes[v].in[i]] < v) last_use[p->nodes[v].in[i]] = v;
     for (int i = 0; i < p->noutputs; i++) last_use[p->outputs[i].value] = p->n;
+    for (int v = 0; v < p->n; v++) { /* a pair's inner operands are read when the outer node runs */
+        fedc_value u = ex->plan[v].pair;
+        for (int i = 0; u != FEDC_NONE && i < p->nodes[u].nin; i++)
+            if (last_use[p->nodes[u].in[i]] < v) last_use[p->nodes[u].in[i]] = v;
+    }
     for (int v = p->n - 1; v >= 0; v--)
         if (ex->plan[v].kind == MEM_ALIAS && last_use[p->nodes[v].in[0]] < last_use[v])
             last_use[p->nodes[v].in[0]] = last_use[v];
@@ -422,6 +474,7 @@ static fedc_status allocate(fedc_executor *ex) {
             return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     plan_placement(ex);
     fedc_status st = plan_epilogues(ex);
+    if (!st) plan_pairs(ex);
     if (!st) st = plan(ex);
     if (st) return st;
     ex->block = fedc_malloc(ex->block_bytes);
@@ -584,6 +637,23 @@ static fedc_status run_epilogue(fedc_executor *ex, fedc_value v) {
     return fedc__step_run_conv_epilogue(&s, value_memory(ex, e->bias), e->relu, e->pool ? &ex->p->nodes[e->out] : NULL);
 }
 
+/* The outer node of a pair computes the inner op on the fly. */
+static fedc_status run_pair(fedc_executor *ex, fedc_value v) {
+    const fedc__node *n = &ex->p->nodes[v], *in = &ex->p->nodes[ex->plan[v].pair];
+    fedc_dtype dt = n->type.dtype;
+    int64_t count = fedc_type_count(&n->type);
+    void *out = ex->block + ex->plan[v].offset;
+    if (n->op == FEDC_OP_SELECT) {
+        int64_t sa = fedc_type_count(&ex->p->nodes[n->in[1]].type) == count;
+        int64_t sb = fedc_type_count(&ex->p->nodes[n->in[2]].type) == count;
+        return ex->k->select_gt(dt, count, value_memory(ex, in->in[0]), value_memory(ex, in->in[1]),
+                                value_memory(ex, n->in[1]), sa, value_memory(ex, n->in[2]), sb, out);
+    }
+    int g = scalar_of(ex->p, in->in[0], dt) ? 1 : 0;
+    return ex->k->sub_scaled(dt, count, value_memory(ex, n->in[0]), value_memory(ex, in->in[1 - g]),
+                             value_memory(ex, in->in[g]), out);
+}
+
 static fedc_status run_node_timed(fedc_executor *ex, fedc_value v) {
     const fedc__node *n = &ex->p->nodes[v];
     value_plan *vp = &ex->plan[v];
@@ -591,6 +661,7 @@ static fedc_status run_node_timed(fedc_executor *ex, fedc_value v) {
     if (n->op == FEDC_OP_FOLD) return run_fold(ex, v);
     if (ex->epi && ex->epi[v].out != FEDC_NONE) return run_epilogue(ex, v);
     if (vp->kind != MEM_BLOCK || vp->fused_into != FEDC_NONE || n->op == FEDC_OP_RESULT || vp->def != v) return FEDC_OK;
+    if (vp->pair != FEDC_NONE) return run_pair(ex, v);
     gather_operands(ex, n);
     fedc__step s = {ex->p, v, n, ex->k, ex->block + vp->offset, ex->operands, ex->scratch, ex->clients, ex->strides,
                     ex->dropped, ex->aggs[v]};

@@ -45,11 +45,12 @@ fedc_status fedc_fast_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const
 fedc_status fedc_fast_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dtrace,
                                 const void *wh, void *dxw, void *scratch);
 
-/* c (+)= a @ w for `rows` rows of a (leading dimension lda) against w [depth, cols]
- * (ldw) into c (ldc), in AVX-512 without packing w (fast_rows_gemm.c); false,
- * doing nothing, where AVX-512 is missing. */
-bool fedc_fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t lda, const float *w,
-                         int64_t ldw, float *c, int64_t ldc, bool accumulate);
+/* c (+)= a @ w for `rows` rows of a, element (r, k) at a[r row_step + k k_step]
+ * (dense: lda, 1; dense and transposed: 1, lda), against w [depth, cols] (ldw)
+ * into c (ldc), in AVX-512 without packing w (fast_rows_gemm.c); false, doing
+ * nothing, where AVX-512 is missing. */
+bool fedc_fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t row_step,
+                         int64_t k_step, const float *w, int64_t ldw, float *c, int64_t ldc, bool accumulate);
 /* c (+)= a @ w with a gathered a, element (r, k) at a[row_off[r] + k_off[k]], so
  * that a convolution reads its image in place (fast_conv.c); then, when set, the
  * epilogue c = c + bias, c = c > 0 ? c : 0 on the finished sums, with the bits of
@@ -69,6 +70,9 @@ typedef struct fedc_gather_gemm {
 } fedc_gather_gemm;
 bool fedc_fast_gather_gemm(const fedc_gather_gemm *g);
 
+fedc_status fedc_fast_select_gt(fedc_dtype dt, int64_t n, const void *x, const void *s, const void *a, int64_t sa,
+                                const void *b, int64_t sb, void *out);
+fedc_status fedc_fast_sub_scaled(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out);
 fedc_status fedc_fast_scatter_add(fedc_dtype dt, int64_t rows, int64_t width, int64_t nidx, const int32_t *idx,
                                   const void *updates, void *y);
 fedc_status fedc_fast_softmax_xent(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,

@@ -96,11 +96,24 @@ typedef struct gemm_args {
     void *c;
 } gemm_args;
 
+/* Products with a short side against an untransposed b run in
+ * fedc_fast_rows_gemm, which reads b in place where a BLAS packs all of it
+ * first: a few rows of a (a dense layer's batch: [20, 9216] @ [9216, 128] 0.86 ->
+ * 0.62 ms), or a transposed a of short depth (its weight gradient, [9216, 20] @
+ * [20, 128]: 0.62 -> 0.52 ms). */
+enum { SHORT_SIDE = 32 };
+
+static int rows_gemm_block(const gemm_args *g, int64_t rows, int64_t cols, const float *a, const float *b, float *c) {
+    if (g->dt != FEDC_F32 || g->tb || (g->ta ? g->k : g->m) > SHORT_SIDE) return 0;
+    return fedc_fast_rows_gemm(rows, cols, g->k, a, g->ta ? 1 : g->k, g->ta ? g->m : 1, b, g->n, c, g->n, false);
+}
+
 static void gemm_block(const gemm_args *g, int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
     size_t es = g->dt == FEDC_F32 ? sizeof(float) : sizeof(double);
     const char *a = (const char *)g->a + (size_t)(g->ta ? r0 : r0 * g->k) * es;
     const char *b = (const char *)g->b + (size_t)(g->tb ? c0 * g->k : c0) * es;
     char *c = (char *)g->c + (size_t)(r0 * g->n + c0) * es;
+    if (rows_gemm_block(g, rows, cols, (const float *)a, (const float *)b, (float *)c)) return;
     enum CBLAS_TRANSPOSE opa = g->ta ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE opb = g->tb ? CblasTrans : CblasNoTrans;
     int lda = ld(g->ta ? g->m : g->k), ldb = ld(g->tb ? g->k : g->n), ldc = ld(g->n);

@@ -303,11 +303,17 @@ static void tap_table(int32_t *table, int64_t kh, int64_t kw, const frame *f) {
             for (int64_t ch = 0; ch < f->c; ch++) *table++ = (int32_t)((p * f->w + q) * f->c + ch);
 }
 
-/* The frame of one source image: the image itself, or its copy into buf. */
+/* The padding of a frame copied into buf: zero once per call, since each image
+ * then only overwrites the interior. */
+static void frame_clear(const frame *f, float *buf) {
+    if (f->copy) memset(buf, 0, (size_t)(f->h * f->w * f->c) * sizeof(float));
+}
+
+/* The frame of one source image: the image itself, or its copy into buf (whose
+ * padding frame_clear zeroed). */
 static const float *frame_image(const frame *f, const float *img, float *buf) {
     if (!f->copy) return img;
     size_t line = (size_t)(f->src_w * f->c) * sizeof(float);
-    memset(buf, 0, (size_t)(f->h * f->w * f->c) * sizeof(float));
     for (int64_t r = 0; r < f->src_h; r++)
         memcpy(buf + ((f->top + r) * f->w + f->left) * f->c, img + r * f->src_w * f->c, line);
     return buf;
@@ -321,9 +327,11 @@ static void forward_image(const fedc_conv_geom *g, const frame *f, const in_plac
                                               s->pixels, s->taps, w, g->o, y, g->o, false, bias, bias && relu});
 }
 
+/* The tables of the forward and filter-gradient passes, and the frame's padding. */
 static void in_place_tables(const fedc_conv_geom *g, const frame *f, const in_place_scratch *s) {
     pixel_table(s->pixels, g->oh, g->ow, g->sh, g->sw, f);
     tap_table(s->taps, g->kh, g->kw, f);
+    frame_clear(f, s->frame);
 }
 
 /* dw [taps, o] = sum over images and pixels, in that order, of patch x dy. */
@@ -388,6 +396,7 @@ static void input_grad_in_place(const fedc_conv_geom *g, const float *dy, const 
     frame f = dy_frame(g);
     pixel_table(s.pixels, g->h, g->w, 1, 1, &f);
     tap_table(s.taps, g->kh, g->kw, &f);
+    frame_clear(&f, s.frame);
     flip_filter(g, w, s.flipped);
     int64_t pix = g->oh * g->ow, in_pix = g->h * g->w;
     for (int64_t b = 0; b < g->n; b++)

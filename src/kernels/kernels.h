@@ -100,6 +100,17 @@ typedef struct fedc_kernels {
                           const fedc_kshape *as, const void *a, const fedc_kshape *bs,
                           const void *b, const fedc_kshape *outs, void *out);
 
+    /* Optional (NULL in the reference table): elementwise pairs in one pass, with
+     * the bits of the two ops run one after the other (fast_pairs.c), F32 and F64.
+     * select_gt: out = x > s ? a : b over n elements, x full, s one element, a and b
+     * full (step 1) or one element (step 0): select(gt(x, s), a, b), relu's
+     * derivative. sub_scaled: out = w - (s * g), s one element: sub(w, mul(s, g)),
+     * an SGD step. out may be any of the full operands. The executor runs a pair
+     * this way when the inner op's only reader is the outer one. */
+    fedc_status (*select_gt)(fedc_dtype dt, int64_t n, const void *x, const void *s, const void *a, int64_t sa,
+                             const void *b, int64_t sb, void *out);
+    fedc_status (*sub_scaled)(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out);
+
     /* Reduces the axes whose bit is set in `axes` (bit i = axis i of xs). The output
      * holds the remaining axes in order (keepdims only changes the type, not the data).
      * SUM and MAX take F32, F64, I32; MEAN floats. MAX of an empty axis is -inf. */
