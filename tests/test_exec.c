@@ -389,12 +389,13 @@ static void test_conv_epilogue(void) {
 }
 
 /* select(gt(y, 0), ct, 0) and sub(w, mul(lr, g)) run as one pass each when only
- * the outer op reads the inner one (executor.c, plan_pairs): the unfused ops'
- * bits. y and g are computed values whose last reader is the inner op, with a
- * temporary made between the inner and the outer op: had the fusion not kept
+ * the outer op reads the inner one (executor.c, plan_pairs), and an SGD step on a
+ * weight gradient sub(v, mul(lr, matmul(a^T, d))) as one product: the unfused
+ * ops' bits. y and g are computed values whose last reader is the inner op, with
+ * a temporary made between the inner and the outer op: had the fusion not kept
  * them alive until the outer op, the temporary would take their memory. `keep`
  * makes the inner values outputs, which rules fusion out. */
-enum { PN = 5000 };
+enum { PN = 5000, PB = 6, PI = 40, PO = 30 };
 
 static fedc_program *pairs_program(bool keep) {
     fedc_program *p = newp();
@@ -409,9 +410,16 @@ static fedc_program *pairs_program(bool keep) {
     fedc_value u = fedc_exp(p, w);
     CHECK_OK(fedc_program_output(p, "u", fedc_add(p, u, u)));
     CHECK_OK(fedc_program_output(p, "w2", fedc_sub(p, w, m)));
+    fedc_value a = fedc_tanh(p, fedc_input(p, "a", TY(FEDC_F32, PB, PI)));
+    fedc_value d = fedc_tanh(p, fedc_input(p, "d", TY(FEDC_F32, PB, PO)));
+    fedc_value grad = fedc_matmul(p, a, d, true, false), step = fedc_mul(p, grad, fedc_scalar(p, FEDC_F32, 0.05));
+    fedc_value e = fedc_exp(p, d); /* placed while the step is pending */
+    CHECK_OK(fedc_program_output(p, "e", fedc_add(p, e, e)));
+    CHECK_OK(fedc_program_output(p, "v2", fedc_sub(p, fedc_input(p, "v", TY(FEDC_F32, PI, PO)), step)));
     if (keep) {
         CHECK_OK(fedc_program_output(p, "c", c));
         CHECK_OK(fedc_program_output(p, "m", m));
+        CHECK_OK(fedc_program_output(p, "grad", grad));
     }
     return p;
 }
@@ -423,8 +431,8 @@ static fedc_executor *pairs_run(bool keep, bool reference, const float *const in
     if (p) CHECK_OK(fedc_executor_create(&ex, p, &o));
     fedc_program_destroy(p);
     if (!ex) return NULL;
-    const char *names[4] = {"x", "ct", "w", "g"};
-    for (int i = 0; i < 4; i++) CHECK_OK(fedc_executor_bind(ex, names[i], in[i]));
+    const char *names[7] = {"x", "ct", "w", "g", "a", "d", "v"}; /* a, d, v: the first elements of x, ct, w */
+    for (int i = 0; i < 7; i++) CHECK_OK(fedc_executor_bind(ex, names[i], in[i % 4]));
     CHECK_OK(fedc_executor_run(ex));
     return ex;
 }
@@ -438,10 +446,13 @@ static void test_pairs(void) {
     fedc_executor *fused = pairs_run(false, false, in), *plain = pairs_run(true, false, in);
     fedc_executor *ref = pairs_run(false, true, in);
     if (fused && plain && ref) {
-        const char *names[4] = {"t", "dx", "u", "w2"};
-        for (int i = 0; i < 4; i++) {
-            const void *a = output(fused, names[i], FEDC_F32, PN), *c = output(plain, names[i], FEDC_F32, PN);
-            CHECK_MSG(a && c && memcmp(a, c, PN * sizeof(float)) == 0, "%s: fused and unfused differ", names[i]);
+        const char *names[6] = {"t", "dx", "u", "w2", "e", "v2"};
+        const int64_t counts[6] = {PN, PN, PN, PN, PB * PO, PI * PO};
+        for (int i = 0; i < 6; i++) {
+            const void *a = output(fused, names[i], FEDC_F32, counts[i]);
+            const void *c = output(plain, names[i], FEDC_F32, counts[i]);
+            CHECK_MSG(a && c && memcmp(a, c, (size_t)counts[i] * sizeof(float)) == 0, "%s: fused and unfused differ",
+                      names[i]);
         }
         /* the inner values took no memory: less than the reference kernels' plan */
         CHECK(fedc_executor_unplanned_bytes(fused) < fedc_executor_unplanned_bytes(ref));

@@ -200,6 +200,10 @@ static void gather_want(const fedc_gather_gemm *g, const float *c0, float *want)
                 v = fmaf(g->a[g->row_off[r] + g->k_off[k]], g->w[k * g->ldw + j], v);
             if (g->bias) v = v + g->bias[j];
             if (g->relu) v = v > 0 ? v : 0;
+            if (g->minuend) {
+                float product = *g->scale * v; /* rounded apart, as sub(w, mul(s, c)) */
+                v = g->minuend[r * g->ldc + j] - product;
+            }
             want[r * g->ldc + j] = v;
         }
 }
@@ -208,12 +212,15 @@ static void gather_case(int64_t rows, int64_t cols, int64_t depth, int mode) {
     int64_t ldw = cols + 3, ldc = cols + 1, span = rows * 7 + depth * 5 + 1;
     float *a = random_array(FEDC_F32, span, 1, 0), *w = random_array(FEDC_F32, depth * ldw + 1, 1, 0);
     float *bias = random_array(FEDC_F32, cols, 1, 0), *c0 = random_array(FEDC_F32, rows * ldc, 1, 0);
+    float *minuend = random_array(FEDC_F32, rows * ldc, 1, 0), scale = 0.1f;
     float *got = alloc_bytes((size_t)(rows * ldc) * sizeof(float)), *want = alloc_bytes((size_t)(rows * ldc) * sizeof(float));
     int32_t *row_off = alloc_bytes((size_t)(rows + 1) * sizeof(int32_t)), *k_off = alloc_bytes((size_t)(depth + 1) * sizeof(int32_t));
     for (int64_t r = 0; r < rows; r++) row_off[r] = (int32_t)(r * 7 - (r % 3));
     for (int64_t k = 0; k < depth; k++) k_off[k] = (int32_t)(k * 5 + 2);
-    fedc_gather_gemm g = {rows, cols, depth, a, row_off, k_off, w, ldw, got, ldc, mode & 1, mode & 2 ? bias : NULL,
-                          (mode & 4) != 0};
+    fedc_gather_gemm g = {.rows = rows, .cols = cols, .depth = depth, .a = a, .row_off = row_off, .k_off = k_off,
+                          .w = w, .ldw = ldw, .c = got, .ldc = ldc, .accumulate = mode & 1,
+                          .bias = mode & 2 ? bias : NULL, .relu = (mode & 4) != 0,
+                          .minuend = mode & 8 ? minuend : NULL, .scale = &scale};
     memcpy(got, c0, (size_t)(rows * ldc) * sizeof(float));
     memcpy(want, c0, (size_t)(rows * ldc) * sizeof(float));
     char what[120];
@@ -236,7 +243,7 @@ static void gather_case(int64_t rows, int64_t cols, int64_t depth, int mode) {
             }
     }
     fedc_free(a), fedc_free(w), fedc_free(bias), fedc_free(c0), fedc_free(got), fedc_free(want);
-    fedc_free(row_off), fedc_free(k_off);
+    fedc_free(row_off), fedc_free(k_off), fedc_free(minuend);
 }
 
 static void test_gather_gemm(void) {
@@ -246,7 +253,7 @@ static void test_gather_gemm(void) {
     for (int i = 0; i < FEDC_COUNT_OF(rows); i++)
         for (int j = 0; j < FEDC_COUNT_OF(cols); j++)
             for (int d = 0; d < FEDC_COUNT_OF(depths); d++)
-                for (int mode = 0; mode < 8; mode++) gather_case(rows[i], cols[j], depths[d], mode);
+                for (int mode = 0; mode < 16; mode++) gather_case(rows[i], cols[j], depths[d], mode);
 }
 
 /* ------------------------------------------------------------------ conv -- */
@@ -607,6 +614,44 @@ static void pairs_case(fedc_dtype dt, int64_t n, int threads) {
     fedc_pool_destroy(pool);
     fedc_free(x), fedc_free(a), fedc_free(g), fedc_free(s), fedc_free(b), fedc_free(want), fedc_free(got);
     fedc_free(cond);
+}
+
+/* matmul_sub_scaled gives the bits of the fast matmul, then mul and sub: in the
+ * rows GEMM (a few rows; a transposed a of short depth, as a weight gradient),
+ * through BLAS (a long side, f64), on 1 and 3 threads (blocks of the product),
+ * and with an empty depth. */
+static void matmul_sub_scaled_case(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, int threads) {
+    size_t es = fedc_dtype_size(dt), bytes = (size_t)(m * n) * es;
+    fedc_kshape cs = kshape(2, (int64_t[]){m, n}), one = kshape(0, NULL);
+    void *a = random_array(dt, m * k, 1, 0), *b = random_array(dt, k * n, 1, 0), *w = random_array(dt, m * n, 1, 0);
+    void *s = random_array(dt, 1, 1, 0), *want = alloc_poison(bytes), *got = alloc_poison(bytes);
+    fedc_pool *pool = NULL;
+    if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
+    fedc_pool *outer = fedc_kernels_set_pool(pool);
+    CHECK_OK(F->matmul(dt, 1, m, n, k, ta, tb, a, 0, b, 0, want));
+    CHECK_OK(F->binary(FEDC_B_MUL, dt, &one, s, &cs, want, &cs, want));
+    CHECK_OK(F->binary(FEDC_B_SUB, dt, &cs, w, &cs, want, &cs, want));
+    CHECK_OK(F->matmul_sub_scaled(dt, m, n, k, ta, tb, a, b, w, s, got));
+    char what[120];
+    snprintf(what, sizeof what, "matmul_sub_scaled %s %lldx%lldx%lld ta %d tb %d, %d threads", dt_name(dt),
+             (long long)m, (long long)n, (long long)k, ta, tb, threads);
+    CHECK_MSG(memcmp(got, want, bytes) == 0, "%s: not matmul, mul and sub's bits", what);
+    fedc_kernels_set_pool(outer);
+    fedc_pool_destroy(pool);
+    fedc_free(a), fedc_free(b), fedc_free(w), fedc_free(s), fedc_free(want), fedc_free(got);
+}
+
+static void test_matmul_sub_scaled(void) {
+    for (int threads = 1; threads <= 3; threads += 2)
+        for (int d = 0; d < 2; d++) {
+            fedc_dtype dt = d ? FEDC_F64 : FEDC_F32;
+            matmul_sub_scaled_case(dt, 2304, 128, 20, 1, 0, threads); /* the dense layer's weight gradient */
+            matmul_sub_scaled_case(dt, 20, 300, 700, 0, 0, threads);  /* a few rows, several depth slices */
+            matmul_sub_scaled_case(dt, 300, 70, 90, 0, 1, threads);   /* BLAS */
+            matmul_sub_scaled_case(dt, 33, 17, 40, 1, 0, threads);    /* depth past the short side: BLAS */
+            matmul_sub_scaled_case(dt, 5, 7, 0, 0, 0, threads);       /* empty depth */
+        }
+    CHECK_ERR(F->matmul_sub_scaled(FEDC_I32, 1, 1, 1, 0, 0, NULL, NULL, NULL, NULL, NULL), FEDC_EUNSUPPORTED, "dtype");
 }
 
 static void test_pairs(void) {
@@ -991,6 +1036,7 @@ int main(int argc, char **argv) {
         {"matmul_errors", test_matmul_errors},
         {"gather_gemm", test_gather_gemm},
         {"pairs", test_pairs},
+        {"matmul_sub_scaled", test_matmul_sub_scaled},
         {"conv", test_conv},
         {"conv_chunked", test_conv_chunked},
         {"conv_errors", test_conv_errors},

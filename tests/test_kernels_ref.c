@@ -103,8 +103,8 @@ static void test_table_complete(void) {
     ENTRY(lstm); ENTRY(lstm_grad); ENTRY(lstm_tangent);
 #undef ENTRY
     /* The optional entries: the executor runs the reference's ops unfused. */
-    CHECK(K->conv2d_bias_relu == NULL && K->select_gt == NULL && K->sub_scaled == NULL);
-    entries += 3;
+    CHECK(K->conv2d_bias_relu == NULL && K->select_gt == NULL && K->sub_scaled == NULL && K->matmul_sub_scaled == NULL);
+    entries += 4;
     CHECK_EQ_INT(sizeof(const char *) + (size_t)entries * sizeof(void (*)(void)),
                  sizeof(fedc_kernels));
 }

@@ -137,14 +137,32 @@ static fedc_status run_PAD(const fedc__step *s) {
 
 /* ------------------------------------------------- algebra and indexing -- */
 
+/* A matmul node's product: batch (c's leading dims) x [m, k] @ [k, n]. */
+typedef struct matmul_shape {
+    int64_t batch, m, n, k;
+    int ta, tb;
+} matmul_shape;
+
+static matmul_shape matmul_shape_of(const fedc__step *s) {
+    const fedc_type *a = in_type(s, 0), *c = &s->n->type;
+    matmul_shape sh = {1, c->dims[c->rank - 2], c->dims[c->rank - 1], 0,
+                       (int)fedc__attr_int(s->n, FEDC_ATTR_TRANSPOSE_A, 0),
+                       (int)fedc__attr_int(s->n, FEDC_ATTR_TRANSPOSE_B, 0)};
+    sh.k = a->dims[a->rank - (sh.ta ? 2 : 1)];
+    for (int i = 0; i < c->rank - 2; i++) sh.batch *= c->dims[i];
+    return sh;
+}
+
 static fedc_status run_MATMUL(const fedc__step *s) {
-    const fedc_type *a = in_type(s, 0), *b = in_type(s, 1), *c = &s->n->type;
-    int ta = (int)fedc__attr_int(s->n, FEDC_ATTR_TRANSPOSE_A, 0), tb = (int)fedc__attr_int(s->n, FEDC_ATTR_TRANSPOSE_B, 0);
-    int64_t m = c->dims[c->rank - 2], n = c->dims[c->rank - 1];
-    int64_t k = a->dims[a->rank - (ta ? 2 : 1)];
-    int64_t batch = 1; /* product of c's leading dims */
-    for (int i = 0; i < c->rank - 2; i++) batch *= c->dims[i];
-    return s->k->matmul(c->dtype, batch, m, n, k, ta, tb, s->in[0], a->rank > 2, s->in[1], b->rank > 2, s->out);
+    matmul_shape sh = matmul_shape_of(s);
+    return s->k->matmul(s->n->type.dtype, sh.batch, sh.m, sh.n, sh.k, sh.ta, sh.tb, s->in[0], in_type(s, 0)->rank > 2,
+                        s->in[1], in_type(s, 1)->rank > 2, s->out);
+}
+
+fedc_status fedc__step_run_matmul_sub_scaled(const fedc__step *s, const void *w, const void *scale) {
+    matmul_shape sh = matmul_shape_of(s);
+    return s->k->matmul_sub_scaled(s->n->type.dtype, sh.m, sh.n, sh.k, sh.ta, sh.tb, s->in[0], s->in[1], w, scale,
+                                   s->out);
 }
 
 static fedc_status run_GATHER(const fedc__step *s) {

@@ -30,6 +30,10 @@ fedc_status fedc__step_run(const fedc__step *s);
  * chain's max_pool2d node, or NULL): s->out is where the chain's last value goes. */
 fedc_status fedc__step_run_conv_epilogue(const fedc__step *s, const void *bias, int relu, const fedc__node *pool);
 
+/* Runs a 2-D matmul node s with the kernels' matmul_sub_scaled: s->out = w -
+ * scale * (the product), an SGD step on a weight gradient (executor.c, plan_pairs). */
+fedc_status fedc__step_run_matmul_sub_scaled(const fedc__step *s, const void *w, const void *scale);
+
 /* Scratch bytes the node's kernel needs (0 for most ops). */
 size_t fedc__step_scratch(const fedc_kernels *k, const fedc_program *p, const fedc__node *n);
 

@@ -37,6 +37,7 @@ typedef struct value_plan {
     fedc_value fused_into; /* an aggregation computed by this map, or FEDC_NONE */
     fedc_value def;        /* the step that writes it */
     fedc_value pair;       /* the elementwise operand computed in this node's pass (plan_pairs), or FEDC_NONE */
+    fedc_value product;    /* a pair's matmul computed in the same pass (plan_pairs), or FEDC_NONE */
 } value_plan;
 
 /* The per-node lists of a map or a fold (arguments, result memory, the fused
@@ -121,7 +122,7 @@ static void plan_placement(fedc_executor *ex) {
         value_plan *vp = &ex->plan[v];
         size_t bytes = n->type.dtype == FEDC__TUPLE ? 0 : fedc_type_bytes(&n->type);
         vp->fused_into = FEDC_NONE;
-        vp->pair = FEDC_NONE;
+        vp->pair = vp->product = FEDC_NONE;
         vp->def = v;
         vp->stride = n->type.placement == FEDC_CLIENTS ? bytes : 0;
         if (n->op == FEDC_OP_INPUT) vp->kind = MEM_BOUND;
@@ -240,16 +241,36 @@ static fedc_value pair_inner(const fedc_executor *ex, fedc_value v) {
     return ok ? u : FEDC_NONE;
 }
 
+/* The matmul whose product an SGD pair v scales (sub(w, mul(s, matmul(a, b)))),
+ * when only the mul reads it and it is one 2-D product. */
+static fedc_value pair_product(const fedc_executor *ex, fedc_value v, fedc_value u) {
+    const fedc_program *p = ex->p;
+    if (p->nodes[v].op != FEDC_OP_SUB || !ex->k->matmul_sub_scaled) return FEDC_NONE;
+    const fedc__node *mul = &p->nodes[u];
+    fedc_value g = mul->in[scalar_of(p, mul->in[0], p->nodes[v].type.dtype) ? 1 : 0];
+    const fedc__node *mm = &p->nodes[g];
+    if (mm->op != FEDC_OP_MATMUL || sole_reader(p, g) != u || !plain(ex, g) || mm->type.rank != 2 ||
+        p->nodes[mm->in[0]].type.rank != 2 || p->nodes[mm->in[1]].type.rank != 2)
+        return FEDC_NONE;
+    return g;
+}
+
 /* Finds the pairs (relu's derivative, an SGD step) and runs each as one pass of
  * the kernels' select_gt or sub_scaled: the same bits, one pass instead of two,
  * and no memory for the inner value, whose operands stay alive until the outer
- * node runs (compute_last_use). Only with kernels that have the pairs. */
+ * node runs (compute_last_use). An SGD step whose gradient is a matmul's product
+ * that nothing else reads takes the product in the same pass (matmul_sub_scaled):
+ * the gradient is never stored. Only with kernels that have the pairs. */
 static void plan_pairs(fedc_executor *ex) {
     for (int v = 0; v < ex->p->n; v++) {
         fedc_value u = pair_inner(ex, v);
         if (u == FEDC_NONE) continue;
         ex->plan[v].pair = u;
         ex->plan[u].kind = MEM_NONE;
+        fedc_value g = pair_product(ex, v, u);
+        if (g == FEDC_NONE) continue;
+        ex->plan[v].product = g;
+        ex->plan[g].kind = MEM_NONE;
     }
 }
 
@@ -303,11 +324,12 @@ static void compute_last_use(const fedc_executor *ex, int *last_use) {
         for (int i = 0; i < p->nodes[v].nin; i++)
             if (last_use[p->nodes[v].in[i]] < v) last_use[p->nodes[v].in[i]] = v;
     for (int i = 0; i < p->noutputs; i++) last_use[p->outputs[i].value] = p->n;
-    for (int v = 0; v < p->n; v++) { /* a pair's inner operands are read when the outer node runs */
-        fedc_value u = ex->plan[v].pair;
-        for (int i = 0; u != FEDC_NONE && i < p->nodes[u].nin; i++)
-            if (last_use[p->nodes[u].in[i]] < v) last_use[p->nodes[u].in[i]] = v;
-    }
+    for (int v = 0; v < p->n; v++) /* a pair's inner operands are read when the outer node runs */
+        for (int j = 0; j < 2; j++) {
+            fedc_value u = j ? ex->plan[v].product : ex->plan[v].pair;
+            for (int i = 0; u != FEDC_NONE && i < p->nodes[u].nin; i++)
+                if (last_use[p->nodes[u].in[i]] < v) last_use[p->nodes[u].in[i]] = v;
+        }
     for (int v = p->n - 1; v >= 0; v--)
         if (ex->plan[v].kind == MEM_ALIAS && last_use[p->nodes[v].in[0]] < last_use[v])
             last_use[p->nodes[v].in[0]] = last_use[v];
@@ -659,6 +681,13 @@ static fedc_status run_pair(fedc_executor *ex, fedc_value v) {
                                 value_memory(ex, n->in[1]), sa, value_memory(ex, n->in[2]), sb, out);
     }
     int g = scalar_of(ex->p, in->in[0], dt) ? 1 : 0;
+    fedc_value product = ex->plan[v].product;
+    if (product != FEDC_NONE) {
+        gather_operands(ex, &ex->p->nodes[product]);
+        fedc__step s = {ex->p, product, &ex->p->nodes[product], ex->k, out, ex->operands, ex->scratch, ex->clients,
+                        ex->strides, ex->dropped, NULL};
+        return fedc__step_run_matmul_sub_scaled(&s, value_memory(ex, n->in[0]), value_memory(ex, in->in[1 - g]));
+    }
     return ex->k->sub_scaled(dt, count, value_memory(ex, n->in[0]), value_memory(ex, in->in[1 - g]),
                              value_memory(ex, in->in[g]), out);
 }

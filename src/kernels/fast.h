@@ -52,10 +52,13 @@ fedc_status fedc_fast_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, 
 bool fedc_fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t row_step,
                          int64_t k_step, const float *w, int64_t ldw, float *c, int64_t ldc, bool accumulate);
 /* c (+)= a @ w with a gathered a, element (r, k) at a[row_off[r] + k_off[k]], so
- * that a convolution reads its image in place (fast_conv.c); then, when set, the
- * epilogue c = c + bias, c = c > 0 ? c : 0 on the finished sums, with the bits of
- * the unfused ops. Each element of c is its initial value plus the products in
- * increasing k, one FMA at a time. False, doing nothing, without AVX-512. */
+ * that a convolution reads its image in place (fast_conv.c), or (row_off and
+ * k_off NULL) a strided a, element (r, k) at a[r row_step + k k_step]; then, when
+ * set, the epilogue on the finished sums, with the bits of the unfused ops:
+ * c = c + bias, c = c > 0 ? c : 0, and c = minuend - scale * c (an SGD step on a
+ * weight gradient; minuend [rows, cols] ldc apart, may be c). Each element of c
+ * is its initial value plus the products in increasing k, one FMA at a time.
+ * False, doing nothing, without AVX-512. */
 typedef struct fedc_gather_gemm {
     int64_t rows, cols, depth;
     const float *a;
@@ -67,12 +70,18 @@ typedef struct fedc_gather_gemm {
     bool accumulate; /* c += (else c =) */
     const float *bias; /* [cols] or NULL */
     bool relu;
+    int64_t row_step, k_step; /* a strided a */
+    const float *minuend, *scale;
 } fedc_gather_gemm;
 bool fedc_fast_gather_gemm(const fedc_gather_gemm *g);
 
 fedc_status fedc_fast_select_gt(fedc_dtype dt, int64_t n, const void *x, const void *s, const void *a, int64_t sa,
                                 const void *b, int64_t sb, void *out);
 fedc_status fedc_fast_sub_scaled(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out);
+/* sub_scaled's loop on the calling thread alone (for work already cut into blocks). */
+void fedc_fast_sub_scaled_run(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out);
+fedc_status fedc_fast_matmul_sub_scaled(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, const void *a,
+                                        const void *b, const void *w, const void *s, void *out);
 fedc_status fedc_fast_scatter_add(fedc_dtype dt, int64_t rows, int64_t width, int64_t nidx, const int32_t *idx,
                                   const void *updates, void *y);
 fedc_status fedc_fast_softmax_xent(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,

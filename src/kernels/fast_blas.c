@@ -84,16 +84,16 @@ static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 /* Leading dimensions must be at least 1 even for empty matrices. */
 static int ld(int64_t v) { return v > 0 ? (int)v : 1; }
 
-/* One product c = op(a) @ op(b), [m,n] = [m,k] @ [k,n], stored densely. k == 0
- * is handled here (c is all zeros) because CBLAS rejects lda == 0. */
-/* Rows [r0, r0 + rows) and columns [c0, c0 + cols) of c = op(a) @ op(b), where
- * op(a) is [m, k], op(b) [k, n] and c [m, n], all stored densely. */
+/* One product c = op(a) @ op(b), where op(a) is [m, k], op(b) [k, n] and c
+ * [m, n], all stored densely; with a minuend, then c = minuend - scale * c (an
+ * SGD step on a weight gradient: matmul_sub_scaled). */
 typedef struct gemm_args {
     fedc_dtype dt;
     int64_t m, n, k;
     int ta, tb;
     const void *a, *b;
     void *c;
+    const void *minuend, *scale;
 } gemm_args;
 
 /* Products with a short side against an untransposed b run in
@@ -103,17 +103,23 @@ typedef struct gemm_args {
  * [20, 128]: 0.62 -> 0.52 ms). */
 enum { SHORT_SIDE = 32 };
 
-static int rows_gemm_block(const gemm_args *g, int64_t rows, int64_t cols, const float *a, const float *b, float *c) {
+/* The block [rows, cols] at c (and the minuend's at `minuend`) in the rows GEMM. */
+static int rows_gemm_block(const gemm_args *g, int64_t rows, int64_t cols, const float *a, const float *b, float *c,
+                           const float *minuend) {
     if (g->dt != FEDC_F32 || g->tb || (g->ta ? g->k : g->m) > SHORT_SIDE) return 0;
-    return fedc_fast_rows_gemm(rows, cols, g->k, a, g->ta ? 1 : g->k, g->ta ? g->m : 1, b, g->n, c, g->n, false);
+    return fedc_fast_gather_gemm(&(fedc_gather_gemm){.rows = rows, .cols = cols, .depth = g->k, .a = a, .w = b,
+                                                     .ldw = g->n, .c = c, .ldc = g->n, .row_step = g->ta ? 1 : g->k,
+                                                     .k_step = g->ta ? g->m : 1, .minuend = minuend,
+                                                     .scale = g->scale});
 }
 
 static void gemm_block(const gemm_args *g, int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
-    size_t es = g->dt == FEDC_F32 ? sizeof(float) : sizeof(double);
+    size_t es = g->dt == FEDC_F32 ? sizeof(float) : sizeof(double), at = (size_t)(r0 * g->n + c0) * es;
     const char *a = (const char *)g->a + (size_t)(g->ta ? r0 : r0 * g->k) * es;
     const char *b = (const char *)g->b + (size_t)(g->tb ? c0 * g->k : c0) * es;
-    char *c = (char *)g->c + (size_t)(r0 * g->n + c0) * es;
-    if (rows_gemm_block(g, rows, cols, (const float *)a, (const float *)b, (float *)c)) return;
+    char *c = (char *)g->c + at;
+    const char *minuend = g->minuend ? (const char *)g->minuend + at : NULL;
+    if (rows_gemm_block(g, rows, cols, (const float *)a, (const float *)b, (float *)c, (const float *)minuend)) return;
     enum CBLAS_TRANSPOSE opa = g->ta ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE opb = g->tb ? CblasTrans : CblasNoTrans;
     int lda = ld(g->ta ? g->m : g->k), ldb = ld(g->tb ? g->k : g->n), ldc = ld(g->n);
@@ -123,6 +129,9 @@ static void gemm_block(const gemm_args *g, int64_t r0, int64_t rows, int64_t c0,
     else
         cblas_dgemm(CblasRowMajor, opa, opb, (int)rows, (int)cols, (int)g->k, 1.0, (const double *)a, lda,
                     (const double *)b, ldb, 0.0, (double *)c, ldc);
+    for (int64_t r = 0; minuend && r < rows; r++) /* the SGD step on the block's rows, in place */
+        fedc_fast_sub_scaled_run(g->dt, cols, minuend + (size_t)(r * g->n) * es, g->scale,
+                                 c + (size_t)(r * g->n) * es, c + (size_t)(r * g->n) * es);
 }
 
 /* The blocks of a product: a product of at least BLOCK_FLOPS is cut along its
@@ -147,21 +156,27 @@ static void gemm_task(void *ctx, int64_t i, int worker) {
     else gemm_block(&s->g, 0, s->g.m, at, len);
 }
 
-static void gemm1(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, const void *a,
-                  const void *b, void *c) {
-    size_t es = dt == FEDC_F32 ? sizeof(float) : sizeof(double);
+static void gemm_args_run(const gemm_args *g) {
+    size_t es = g->dt == FEDC_F32 ? sizeof(float) : sizeof(double);
+    int64_t m = g->m, n = g->n, k = g->k;
     if (m == 0 || n == 0) return;
     if (k == 0) {
-        memset(c, 0, (size_t)(m * n) * es);
+        memset(g->c, 0, (size_t)(m * n) * es);
+        if (g->minuend) fedc_fast_sub_scaled_run(g->dt, m * n, g->minuend, g->scale, g->c, g->c);
         return;
     }
-    gemm_split s = {{dt, m, n, k, ta, tb, a, b, c}, m > n, 0};
+    gemm_split s = {*g, m > n, 0};
     int64_t extent = s.by_rows ? m : n, blocks = 1;
     if (2.0 * (double)m * (double)n * (double)k >= BLOCK_FLOPS) blocks = extent / MIN_SIDE;
     blocks = blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : blocks;
     s.side = ((extent + blocks - 1) / blocks + 15) / 16 * 16;
     blocks = (extent + s.side - 1) / s.side;
     fedc_kernels_parallel(blocks, gemm_task, &s);
+}
+
+static void gemm1(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, const void *a,
+                  const void *b, void *c) {
+    gemm_args_run(&(gemm_args){dt, m, n, k, ta, tb, a, b, c, NULL, NULL});
 }
 
 static fedc_status check_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k) {
@@ -209,6 +224,20 @@ fedc_status fedc_fast_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n,
     return FEDC_OK;
 }
 
+/* out = w - s * (op(a) @ op(b)): a weight gradient and its SGD step in one pass
+ * where the rows GEMM takes the product (the step runs on each block of the
+ * product in registers, so the gradient is never stored), else the product and
+ * then the step on each block while it is in cache. Bits: matmul's, then
+ * sub_scaled's. out must not overlap a, b or w. */
+fedc_status fedc_fast_matmul_sub_scaled(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, const void *a,
+                                        const void *b, const void *w, const void *s, void *out) {
+    fedc_status st = check_matmul(dt, 1, m, n, k);
+    if (st) return st;
+    fedc_kernels_init();
+    gemm_args_run(&(gemm_args){dt, m, n, k, ta, tb, a, b, out, w, s});
+    return FEDC_OK;
+}
+
 /* ------------------------------------------------------------ benchmark -- */
 
 /* Deterministic, well-scaled operands: the values do not matter for speed, but
@@ -226,7 +255,7 @@ double fedc_kernels_sgemm_gflops(int64_t n, int repeats) {
     float *b = a + count, *c = b + count;
     fill(a, n * n, 1.0f);
     fill(b, n * n, 0.5f);
-    gemm_args g = {FEDC_F32, n, n, n, 0, 0, a, b, c}; /* one GEMM, uncut: the one-thread peak */
+    gemm_args g = {FEDC_F32, n, n, n, 0, 0, a, b, c, NULL, NULL}; /* one GEMM, uncut: the one-thread peak */
     gemm_block(&g, 0, n, 0, n); /* warm caches and BLAS's buffers */
     double best = 0.0;
     for (int r = 0; r < repeats; r++) {

@@ -323,8 +323,10 @@ static const float *frame_image(const frame *f, const float *img, float *buf) {
  * output pixels, depth = taps. */
 static void forward_image(const fedc_conv_geom *g, const frame *f, const in_place_scratch *s, const float *img,
                           const float *w, const float *bias, int relu, float *y) {
-    fedc_fast_gather_gemm(&(fedc_gather_gemm){g->oh * g->ow, g->o, g->kh * g->kw * g->c, frame_image(f, img, s->frame),
-                                              s->pixels, s->taps, w, g->o, y, g->o, false, bias, bias && relu});
+    fedc_fast_gather_gemm(&(fedc_gather_gemm){.rows = g->oh * g->ow, .cols = g->o, .depth = g->kh * g->kw * g->c,
+                                              .a = frame_image(f, img, s->frame), .row_off = s->pixels,
+                                              .k_off = s->taps, .w = w, .ldw = g->o, .c = y, .ldc = g->o,
+                                              .bias = bias, .relu = bias && relu});
 }
 
 /* The tables of the forward and filter-gradient passes, and the frame's padding. */
@@ -344,8 +346,9 @@ static void filter_grad_in_place(const fedc_conv_geom *g, const float *x, const 
     if (g->n == 0) memset(dw, 0, (size_t)(taps * g->o) * sizeof(float));
     for (int64_t b = 0; b < g->n; b++) {
         const float *src = frame_image(&f, x + b * g->h * g->w * g->c, s.frame);
-        fedc_fast_gather_gemm(&(fedc_gather_gemm){taps, g->o, pix, src, s.taps, s.pixels, dy + b * pix * g->o, g->o,
-                                                  dw, g->o, b > 0, NULL, false});
+        fedc_fast_gather_gemm(&(fedc_gather_gemm){.rows = taps, .cols = g->o, .depth = pix, .a = src,
+                                                  .row_off = s.taps, .k_off = s.pixels, .w = dy + b * pix * g->o,
+                                                  .ldw = g->o, .c = dw, .ldc = g->o, .accumulate = b > 0});
     }
 }
 
@@ -382,10 +385,10 @@ static void input_grad_image(const fedc_conv_geom *g, const frame *f, const in_p
             reach(g, f, a1, &lo1, &hi1);
             if (lo1 != lo || hi1 != hi) break;
         }
-        fedc_fast_gather_gemm(&(fedc_gather_gemm){(a1 - a0) * g->w, g->c, (hi - lo) * tap_row, src,
-                                                  s->pixels + a0 * g->w, s->taps + lo * tap_row,
-                                                  s->flipped + lo * tap_row * g->c, g->c, dx + a0 * g->w * g->c,
-                                                  g->c, false, NULL, false});
+        fedc_fast_gather_gemm(&(fedc_gather_gemm){.rows = (a1 - a0) * g->w, .cols = g->c, .depth = (hi - lo) * tap_row,
+                                                  .a = src, .row_off = s->pixels + a0 * g->w,
+                                                  .k_off = s->taps + lo * tap_row, .w = s->flipped + lo * tap_row * g->c,
+                                                  .ldw = g->c, .c = dx + a0 * g->w * g->c, .ldc = g->c});
     }
 }
 

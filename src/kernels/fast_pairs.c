@@ -93,16 +93,17 @@ fedc_status fedc_fast_select_gt(fedc_dtype dt, int64_t n, const void *x, const v
 SUB_SCALED(float)
 SUB_SCALED(double)
 
+void fedc_fast_sub_scaled_run(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out) {
+    if (dt == FEDC_F32) sub_scaled_float(n, w, *(const float *)s, g, out);
+    else sub_scaled_double(n, w, *(const double *)s, g, out);
+}
+
 static void sub_scaled_span(const void *ctx, int64_t i0, int64_t i1) {
     const pair_job *j = ctx;
-    size_t es = fedc_dtype_size(j->dt), at = (size_t)i0 * es;
-    if (j->dt == FEDC_F32)
-        sub_scaled_float(i1 - i0, (const float *)(j->x + at), *(const float *)j->s, (const float *)(j->a + at),
-                         (float *)(j->out + at));
-    else
-        sub_scaled_double(i1 - i0, (const double *)(j->x + at), *(const double *)j->s, (const double *)(j->a + at),
-                          (double *)(j->out + at));
+    size_t at = (size_t)i0 * fedc_dtype_size(j->dt);
+    fedc_fast_sub_scaled_run(j->dt, i1 - i0, j->x + at, j->s, j->a + at, j->out + at);
 }
+
 
 fedc_status fedc_fast_sub_scaled(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out) {
     if (dt != FEDC_F32 && dt != FEDC_F64)

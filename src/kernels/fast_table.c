@@ -19,6 +19,7 @@ const fedc_kernels fedc_kernels_fast = {
     .broadcast_to = fedc_ref_broadcast_to,
     .select_gt = fedc_fast_select_gt,
     .sub_scaled = fedc_fast_sub_scaled,
+    .matmul_sub_scaled = fedc_fast_matmul_sub_scaled,
     .transpose = fedc_ref_transpose,
     .slice = fedc_fast_slice,
     .pad = fedc_fast_pad,

@@ -110,6 +110,12 @@ typedef struct fedc_kernels {
     fedc_status (*select_gt)(fedc_dtype dt, int64_t n, const void *x, const void *s, const void *a, int64_t sa,
                              const void *b, int64_t sb, void *out);
     fedc_status (*sub_scaled)(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out);
+    /* Optional too: out = w - s * (op(a) @ op(b)) for one product [m, n] (matmul's
+     * operands, unbatched; w [m, n]; s one element): a weight gradient and its SGD
+     * step in one pass, with the bits of matmul, mul and sub. out must not overlap
+     * a, b or w. The executor uses it when the product's only reader is the pair. */
+    fedc_status (*matmul_sub_scaled)(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, const void *a,
+                                     const void *b, const void *w, const void *s, void *out);
 
     /* Reduces the axes whose bit is set in `axes` (bit i = axis i of xs). The output
      * holds the remaining axes in order (keepdims only changes the type, not the data).
