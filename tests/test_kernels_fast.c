@@ -951,6 +951,24 @@ static void test_dropout(void) {
             }
         fedc_free(x), fedc_free(got), fedc_free(want);
     }
+    /* Where 1 - rate is a float the kernel divides in float: the same bits as the
+     * reference's double division, on 2^22 float bit patterns of every exponent
+     * (subnormals, overflow to infinity, NaN) and rate 0 (a copy, as the reference). */
+    enum { N = 1 << 22 };
+    const double float_rates[] = {0.5, 0.25, 0.125, 0.75, 0.875, 0};
+    float *x = alloc_bytes(N * sizeof *x), *got = alloc_bytes(N * sizeof *got), *want = alloc_bytes(N * sizeof *want);
+    for (int64_t i = 0; i < N; i++) {
+        uint32_t bits = (uint32_t)((uniform() + 1.0) * 2147483648.0);
+        memcpy(&x[i], &bits, sizeof bits);
+    }
+    for (size_t ri = 0; ri < FEDC_COUNT_OF(float_rates); ri++) {
+        CHECK_OK(F->dropout(FEDC_F32, N, x, streams[0], float_rates[ri], got));
+        CHECK_OK(R->dropout(FEDC_F32, N, x, streams[0], float_rates[ri], want));
+        char what[64];
+        snprintf(what, sizeof what, "dropout on 2^22 bit patterns, rate %g", float_rates[ri]);
+        check_same_bits(got, want, N * sizeof *got, what);
+    }
+    fedc_free(x), fedc_free(got), fedc_free(want);
     double xd[3] = {1, 2, 3}, yd[3];
     CHECK_ERR(F->dropout(FEDC_F32, 3, xd, streams[0], 1.0, yd), FEDC_EINVAL, "rate");
     CHECK_ERR(F->dropout(FEDC_F32, 3, xd, streams[0], NAN, yd), FEDC_EINVAL, "rate");
