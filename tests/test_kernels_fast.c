@@ -379,6 +379,7 @@ static const conv_case conv_cases[] = {
     {2, 26, 26, 32, 3, 3, 64, 1, 1, 0}, /* the EMNIST CNN's second layer: full 6 x 64 blocks */
     {2, 9, 7, 40, 3, 3, 37, 1, 1, 1},   /* short vectors in 6 x 64 blocks, both ways */
     {2, 6, 6, 2, 3, 3, 3, 1, 1, 0},     /* input grad: every dx row near an edge */
+    {2, 7, 5, 4, 3, 1, 6, 1, 1, 1},     /* input grad: every column reaches alike (whole rows) */
 };
 
 static void test_conv(void) {
