@@ -28,6 +28,17 @@ fedc_status fedc_fast_conv2d(fedc_dtype dt, const fedc_conv_geom *g, const void 
 fedc_status fedc_fast_conv2d_bias_relu(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
                                       const void *bias, int relu, const fedc_pool_geom *pool, void *y,
                                       void *scratch);
+/* fast_conv_in_place.c, for fast_conv.c: whether a pass (forward and filter
+ * gradient, or the input gradient) can read the image in place (f32, AVX-512,
+ * stride 1 for the input gradient), its scratch, and the passes. */
+int fedc__conv_in_place_ok(const fedc_conv_geom *g, fedc_dtype dt, int input_grad);
+size_t fedc__conv_in_place_scratch(const fedc_conv_geom *g);
+fedc_status fedc__conv_forward_in_place(const fedc_conv_geom *g, const float *x, const float *w, const float *bias,
+                                       int relu, const fedc_pool_geom *pool, float *y, void *scratch);
+void fedc__conv_filter_grad_in_place(const fedc_conv_geom *g, const float *x, const float *dy, float *dw,
+                                     void *scratch);
+void fedc__conv_input_grad_in_place(const fedc_conv_geom *g, const float *dy, const float *w, float *dx,
+                                    void *scratch);
 fedc_status fedc_fast_conv2d_input_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *dy,
                                         const void *w, void *dx, void *scratch);
 fedc_status fedc_fast_conv2d_filter_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *x,
