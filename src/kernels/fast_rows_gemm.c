@@ -8,9 +8,11 @@
  * of DEPTH rows of w (16 KB of w: it stays in L1 for the next rows), so w streams
  * from cache and a only costs broadcasts (4 rows x 64 columns for a few rows).
  *
- * The same loop serves convolutions (fast_conv.c) with a gathered a, whose rows are
- * patches of an image read in place through offset tables, and can finish with a
- * convolution's epilogue (bias, relu) while the block is still in registers.
+ * The same loop serves convolutions (fast_conv_in_place.c) with a gathered a,
+ * whose rows are patches of an image read in place through offset tables, and
+ * weight gradients (fast_blas.c) with a transposed a; it can finish with a
+ * convolution's epilogue (bias, relu) or an SGD step while the block is still in
+ * registers.
  *
  * Each element of c is its initial value (zero or c) plus a[r, k] w[k, j] for k in
  * increasing order, one fused multiply-add at a time, whatever the block it falls
@@ -37,7 +39,6 @@ enum { ROWS = 12, DEPTH = 128 };
 #define UNROLLED _Pragma("GCC unroll 12")
 #endif
 
-
 /* Where a block lies: rows [r0, r0 + R), columns [j0, j0 + 16 V) (masks m for a
  * short last vector), k in [k0, k1); fresh: the sum starts from zero, not from
  * c; last: k1 is the depth, so the epilogue applies. */
@@ -61,13 +62,16 @@ static inline __attribute__((always_inline)) AVX512 __m512 finish(__m512 v, cons
     return v;
 }
 
-/* The R x 16 V block of c at s. R V accumulators: 12 x 2, or for a few rows
- * 4 x 4, enough independent sums to keep both FMA units busy. `gathered` and
- * `full` (no vector is short) are constants at every call, so the dense loop has
- * no table load and full blocks no masks. */
+/* 16 floats at `at`, the lanes outside m as zero unless the vector is full. */
 static inline __attribute__((always_inline)) AVX512 __m512 load(bool full, __mmask16 m, const float *at) {
     return full ? _mm512_loadu_ps(at) : _mm512_maskz_loadu_ps(m, at);
 }
+
+/* The R x 16 V block of c at s. R V accumulators: 12 x 2, 6 x 4, or for a few
+ * rows 4 x 4, enough independent sums to keep both FMA units busy. `gathered`
+ * and `full` (no vector is short) are constants at every call, so the strided
+ * loop has no table load and full blocks no masks (gcc reloaded the masks from
+ * the stack at every k: 10% of a convolution). */
 
 static inline __attribute__((always_inline)) AVX512 void block(int R, int V, bool gathered, bool full,
                                                                const fedc_gather_gemm *g, const span *s) {
