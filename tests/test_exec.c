@@ -349,18 +349,23 @@ static fedc_program *epilogue_program(bool keep) {
     return p;
 }
 
-static fedc_executor *epilogue_run(bool keep, bool reference, const float *x, const float *w, const float *b) {
-    fedc_program *p = epilogue_program(keep);
+/* Runs program p (taken) once, with the reference or the fast kernels and inputs
+ * names[i] bound to data[i]; the executor, or NULL after a failed check. */
+static fedc_executor *run_once(fedc_program *p, bool reference, int n, const char *const *names,
+                               const float *const *data) {
     fedc_executor *ex = NULL;
     fedc_exec_options o = {.reference_kernels = reference};
     if (p) CHECK_OK(fedc_executor_create(&ex, p, &o));
     fedc_program_destroy(p);
     if (!ex) return NULL;
-    CHECK_OK(fedc_executor_bind(ex, "x", x));
-    CHECK_OK(fedc_executor_bind(ex, "w", w));
-    CHECK_OK(fedc_executor_bind(ex, "b", b));
+    for (int i = 0; i < n; i++) CHECK_OK(fedc_executor_bind(ex, names[i], data[i]));
     CHECK_OK(fedc_executor_run(ex));
     return ex;
+}
+
+static fedc_executor *epilogue_run(bool keep, bool reference, const float *x, const float *w, const float *b) {
+    return run_once(epilogue_program(keep), reference, 3, (const char *const[]){"x", "w", "b"},
+                    (const float *const[]){x, w, b});
 }
 
 static void test_conv_epilogue(void) {
@@ -425,16 +430,9 @@ static fedc_program *pairs_program(bool keep) {
 }
 
 static fedc_executor *pairs_run(bool keep, bool reference, const float *const in[4]) {
-    fedc_program *p = pairs_program(keep);
-    fedc_executor *ex = NULL;
-    fedc_exec_options o = {.reference_kernels = reference};
-    if (p) CHECK_OK(fedc_executor_create(&ex, p, &o));
-    fedc_program_destroy(p);
-    if (!ex) return NULL;
-    const char *names[7] = {"x", "ct", "w", "g", "a", "d", "v"}; /* a, d, v: the first elements of x, ct, w */
-    for (int i = 0; i < 7; i++) CHECK_OK(fedc_executor_bind(ex, names[i], in[i % 4]));
-    CHECK_OK(fedc_executor_run(ex));
-    return ex;
+    /* a, d, v: the first elements of x, ct, w */
+    return run_once(pairs_program(keep), reference, 7, (const char *const[]){"x", "ct", "w", "g", "a", "d", "v"},
+                    (const float *const[]){in[0], in[1], in[2], in[3], in[0], in[1], in[2]});
 }
 
 static void test_pairs(void) {
