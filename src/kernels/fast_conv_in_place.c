@@ -24,7 +24,7 @@
  * the taps reach outside it. */
 typedef struct frame {
     int64_t h, w, c;   /* the frame's size */
-    int64_t top, left; /* where the source image [sh_, sw_, c] sits in it */
+    int64_t top, left; /* where the source image [src_h, src_w, c] sits in it */
     int64_t src_h, src_w;
     int copy;
 } frame;
@@ -58,8 +58,7 @@ static int frame_fits(const frame *f) {
  * gradient only at stride 1 and when no output pixel lies beyond the filter's
  * reach of the image. */
 int fedc__conv_in_place_ok(const fedc_conv_geom *g, fedc_dtype dt, int input_grad) {
-    static int avx512 = -1;
-    if (avx512 < 0) avx512 = fedc_fast_gather_gemm(&(fedc_gather_gemm){0});
+    bool avx512 = fedc_fast_gather_gemm(&(fedc_gather_gemm){0}); /* an empty product: whether the loop runs here */
     if (!avx512 || dt != FEDC_F32 || g->kh * g->kw * (g->c + g->o) >= INT32_MAX) return 0;
     frame f = input_grad ? dy_frame(g) : x_frame(g);
     if (!input_grad) return frame_fits(&f);
