@@ -40,23 +40,38 @@ const char *fedc_test_path(const char *relative) {
     return buf;
 }
 
+static bool current_skipped;
+
+void fedc_test_skip(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "  SKIP: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    current_skipped = true;
+}
+
 int fedc_test_main(int argc, char **argv, const fedc_test *tests, int count) {
     const char *filter = argc > 1 ? argv[1] : NULL;
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < count; i++) {
         if (filter && !strstr(tests[i].name, filter)) continue;
         current_failures = 0;
+        current_skipped = false;
         fprintf(stderr, "  %s ...\n", tests[i].name);
         tests[i].fn();
         if (current_failures) {
             fprintf(stderr, "  FAIL %s (%d)\n", tests[i].name, current_failures);
             failed++;
+        } else if (current_skipped) {
+            skipped++;
         } else {
             passed++;
         }
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    return failed ? 1 : skipped ? FEDC_TEST_SKIPPED : 0;
 }
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
