@@ -19,7 +19,8 @@ static fedc_value *value_lists(const fedc_program *v, fedc_value **res) {
 }
 
 /* h(inputs of v, tangents) = sum_w <grad_w, tangent_w>, output "fedc_dot", with
- * p's outputs passed through. */
+ * p's outputs passed through. The inner product over a @clients w sums over the
+ * clients too, so the dot is one server scalar whatever the placements. */
 static fedc_status dot_program(const fedc_program *v, const fedc_program *p, const char *const *wrt, int nwrt,
                                fedc_program **out) {
     fedc_program *h;
@@ -40,6 +41,7 @@ static fedc_status dot_program(const fedc_program *v, const fedc_program *p, con
         fedc_value t = fedc_input(h, name, fedc_value_type(p, fedc_program_find_input(p, wrt[i])));
         fedc_value g = res[nout - nwrt + i];
         fedc_value term = fedc_reduce_sum(h, fedc_mul(h, g, t), NULL, -1, false);
+        if (fedc_value_type(h, term).placement == FEDC_CLIENTS) term = fedc_sum(h, term); /* a server scalar */
         dot = dot == FEDC_NONE ? term : fedc_add(h, dot, term);
         st = fedc_program_status(h);
     }

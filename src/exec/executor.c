@@ -2,7 +2,9 @@
  *
  * Planning decides where every value lives:
  *  - inputs in the caller's memory, constants in the program;
- *  - a broadcast is its server operand, shared by every client (stride 0);
+ *  - a clients value that is the same for every client (a broadcast: its server
+ *    operand; a constant: its one copy in the program) is shared by every client
+ *    (stride 0), and is stored one copy per client only when it is an output;
  *  - a reshape (not an output) is its operand's memory, read with a new shape;
  *  - a map's result that only feeds aggregations is streamed: never stored, each
  *    client's copy is added into the aggregation as the client finishes
@@ -126,7 +128,7 @@ static void plan_placement(fedc_executor *ex) {
         vp->def = v;
         vp->stride = n->type.placement == FEDC_CLIENTS ? bytes : 0;
         if (n->op == FEDC_OP_INPUT) vp->kind = MEM_BOUND;
-        else if (n->op == FEDC_OP_CONSTANT) vp->kind = MEM_CONSTANT;
+        else if (n->op == FEDC_OP_CONSTANT && !(vp->stride && is_output(p, v))) vp->kind = MEM_CONSTANT, vp->stride = 0;
         else if (fedc__op_has_body(n->op)) vp->kind = MEM_NONE;
         else if (n->op == FEDC_OP_BROADCAST && !is_output(p, v)) vp->kind = MEM_ALIAS, vp->stride = 0;
         else if (n->op == FEDC_OP_RESHAPE && !is_output(p, v)) vp->kind = MEM_ALIAS, vp->stride = ex->plan[n->in[0]].stride;
@@ -636,10 +638,11 @@ static fedc_status run_per_client(fedc_executor *ex, fedc__step *s) {
     return FEDC_OK;
 }
 
-/* A broadcast that is an output is stored: one copy per client. */
-static void run_stored_broadcast(fedc_executor *ex, fedc__step *s) {
+/* A broadcast or a clients constant that is an output is stored: one copy per client. */
+static void run_stored_uniform(fedc_executor *ex, fedc__step *s) {
+    const void *one = s->n->op == FEDC_OP_CONSTANT ? s->n->data : ex->operands[0];
     size_t bytes = ex->plan[s->v].stride;
-    for (int i = 0; i < ex->clients; i++) memcpy((char *)s->out + (size_t)i * bytes, ex->operands[0], bytes);
+    for (int i = 0; i < ex->clients; i++) memcpy((char *)s->out + (size_t)i * bytes, one, bytes);
 }
 
 static fedc_status run_map(fedc_executor *ex, fedc_value m);
@@ -703,8 +706,8 @@ static fedc_status run_node_timed(fedc_executor *ex, fedc_value v) {
     gather_operands(ex, n);
     fedc__step s = {ex->p, v, n, ex->k, written(ex, v), ex->operands, ex->scratch, ex->clients, ex->strides,
                     ex->dropped, ex->aggs[v]};
-    if (n->op == FEDC_OP_BROADCAST) {
-        run_stored_broadcast(ex, &s);
+    if (n->op == FEDC_OP_BROADCAST || n->op == FEDC_OP_CONSTANT) {
+        run_stored_uniform(ex, &s);
         return FEDC_OK;
     }
     if (n->type.placement == FEDC_CLIENTS) return run_per_client(ex, &s);
