@@ -1,387 +1,12 @@
-/* The executor: plans a program's memory once, then runs it without allocating.
- *
- * Planning decides where every value lives:
- *  - inputs in the caller's memory, constants in the program;
- *  - a clients value that is the same for every client (a broadcast: its server
- *    operand; a constant: its one copy in the program) is shared by every client
- *    (stride 0), and is stored one copy per client only when it is an output;
- *  - a reshape (not an output) is its operand's memory, read with a new shape;
- *  - a map's result that only feeds aggregations is streamed: never stored, each
- *    client's copy is added into the aggregation as the client finishes
- *    (src/exec/cohort.c), and those aggregations are computed by the map;
- *  - everything else gets an offset in one block, at the lowest gap free for its
- *    whole lifetime (from the step that writes it to its last reader); a clients
- *    value takes one copy per client. Outputs live to the end. Memory is released
- *    only after the node that last reads it has run, so no kernel writes over its
- *    operands. */
+/* The executor: creates a program's plan (executor_plan.h: where every value
+ * lives, which nodes run fused), then runs it without allocating: array ops on
+ * server and local values, ops on clients values once per client in client order,
+ * maps over the cohort (src/exec/cohort.c) and folds over sequences. */
 #include <math.h>
 #include <string.h>
 #include <time.h>
 
-#include "exec/cohort.h"
-
-#define ALIGN 64
-
-typedef enum mem_kind { MEM_NONE, MEM_BOUND, MEM_CONSTANT, MEM_BLOCK, MEM_ALIAS, MEM_STREAMED } mem_kind;
-
-/* A conv2d node that runs with an epilogue (kernels' conv2d_bias_relu): it writes
- * `out`, the last value of its chain conv2d -> add(bias) [-> relu] [-> max_pool2d]. */
-typedef struct epilogue {
-    fedc_value out; /* FEDC_NONE: the node heads no chain */
-    fedc_value bias;
-    int relu, pool; /* pool: out is a max_pool2d */
-} epilogue;
-
-typedef struct value_plan {
-    mem_kind kind;
-    size_t offset;         /* MEM_BLOCK */
-    size_t stride;         /* clients values: bytes from one client's copy to the next */
-    fedc_value fused_into; /* an aggregation computed by this map, or FEDC_NONE */
-    fedc_value def;        /* the step that writes it */
-    fedc_value pair;       /* the elementwise operand computed in this node's pass (plan_pairs), or FEDC_NONE */
-    fedc_value product;    /* a pair's matmul computed in the same pass (plan_pairs), or FEDC_NONE */
-} value_plan;
-
-/* The per-node lists of a map or a fold (arguments, result memory, the fused
- * aggregations) and a per-client op's operands for client 0, sized when the
- * executor is created for its widest node, so runs never allocate. */
-typedef struct node_lists {
-    int width;
-    const void **base, **args;
-    size_t *arg_stride, *dest_bytes;
-    void **dest, **agg_out;
-    fedc__agg **aggs; /* the map's aggregations' accumulators (fedc_executor.aggs) */
-    const fedc__node **agg_nodes;
-    fedc__source *x_src, *w_src;
-} node_lists;
-
-struct fedc_executor {
-    fedc_program *p; /* our own copy */
-    const fedc_kernels *k;
-    fedc_exec_options opt;
-    int clients;
-    value_plan *plan;
-    epilogue *epi; /* per value, or NULL when no chain was found */
-    const void **bound;
-    void **into; /* per value: where a fold's step has this output computed (compute_into), or NULL */
-    const void **operands;
-    size_t *strides;
-    node_lists lists;
-    unsigned char *block;
-    size_t block_bytes, unplanned_bytes;
-    void *scratch;
-    size_t scratch_bytes;
-    fedc__backend *backend; /* runs clients in parallel */
-    fedc__split split;      /* which rank runs which leaves of the cohort */
-    int *local, nlocal;     /* the clients this process runs, in increasing order */
-    fedc_pool *kernel_pool; /* threads no client uses, lent to the kernels (a program without maps) */
-    fedc__cohort **cohorts; /* per value: the runner of a map node */
-    fedc_executor **folds;  /* per value: the executor of a fold node's body */
-    unsigned char **carries; /* per value: a fold's carries between steps */
-    uint8_t *dropped;       /* per client, this run */
-    fedc__agg **aggs;       /* per value: the accumulator of an aggregation node */
-    double *op_seconds;     /* with options.profile: per op kind, over all runs */
-    int64_t *op_calls;
-};
-
-/* ------------------------------------------------------------ placement -- */
-
-static bool is_aggregation(fedc__op op) { return op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN; }
-
-static bool is_output(const fedc_program *p, fedc_value v) {
-    for (int i = 0; i < p->noutputs; i++)
-        if (p->outputs[i].value == v) return true;
-    return false;
-}
-
-/* A map's result streams when it is not an output and every reader is an
- * aggregation whose other operand is available when the map commits a client:
- * another result of the same map, or a value computed before the map. */
-static bool streams(const fedc_program *p, fedc_value r) {
-    fedc_value m = p->nodes[r].in[0];
-    bool read = false;
-    if (is_output(p, r) || p->nodes[m].op != FEDC_OP_MAP) return false;
-    for (int u = r + 1; u < p->n; u++) {
-        const fedc__node *n = &p->nodes[u];
-        for (int i = 0; i < n->nin; i++) {
-            if (n->in[i] != r) continue;
-            if (!is_aggregation(n->op)) return false;
-            read = true;
-            for (int j = 0; j < n->nin; j++) {
-                const fedc__node *o = &p->nodes[n->in[j]];
-                bool same_map = o->op == FEDC_OP_RESULT && o->in[0] == m;
-                if (!same_map && n->in[j] > m) return false;
-            }
-        }
-    }
-    return read;
-}
-
-static void plan_placement(fedc_executor *ex) {
-    const fedc_program *p = ex->p;
-    for (int v = 0; v < p->n; v++) {
-        const fedc__node *n = &p->nodes[v];
-        value_plan *vp = &ex->plan[v];
-        size_t bytes = n->type.dtype == FEDC__TUPLE ? 0 : fedc_type_bytes(&n->type);
-        vp->fused_into = FEDC_NONE;
-        vp->pair = vp->product = FEDC_NONE;
-        vp->def = v;
-        vp->stride = n->type.placement == FEDC_CLIENTS ? bytes : 0;
-        if (n->op == FEDC_OP_INPUT) vp->kind = MEM_BOUND;
-        else if (n->op == FEDC_OP_CONSTANT && !(vp->stride && is_output(p, v))) vp->kind = MEM_CONSTANT, vp->stride = 0;
-        else if (fedc__op_has_body(n->op)) vp->kind = MEM_NONE;
-        else if (n->op == FEDC_OP_BROADCAST && !is_output(p, v)) vp->kind = MEM_ALIAS, vp->stride = 0;
-        else if (n->op == FEDC_OP_RESHAPE && !is_output(p, v)) vp->kind = MEM_ALIAS, vp->stride = ex->plan[n->in[0]].stride;
-        else if (n->op == FEDC_OP_RESULT && streams(p, v)) vp->kind = MEM_STREAMED;
-        else vp->kind = MEM_BLOCK;
-        if (n->op == FEDC_OP_RESULT) vp->def = n->in[0]; /* written while the map runs */
-    }
-    /* Aggregations reading a streamed result are computed by that map. */
-    for (int v = 0; v < p->n; v++) {
-        const fedc__node *n = &p->nodes[v];
-        if (!is_aggregation(n->op)) continue;
-        for (int i = 0; i < n->nin; i++) {
-            if (ex->plan[n->in[i]].kind != MEM_STREAMED) continue;
-            ex->plan[v].fused_into = p->nodes[n->in[i]].in[0];
-            ex->plan[v].def = ex->plan[v].fused_into;
-        }
-    }
-}
-
-/* ------------------------------------------------------------ epilogues -- */
-
-/* The one node that reads v (once), or FEDC_NONE: none, several, or v is an output. */
-static fedc_value sole_reader(const fedc_program *p, fedc_value v) {
-    fedc_value r = FEDC_NONE;
-    if (is_output(p, v)) return FEDC_NONE;
-    for (int u = v + 1; u < p->n; u++)
-        for (int i = 0; i < p->nodes[u].nin; i++) {
-            if (p->nodes[u].in[i] != v) continue;
-            if (r != FEDC_NONE) return FEDC_NONE;
-            r = u;
-        }
-    return r;
-}
-
-static bool same_type(const fedc_type *a, const fedc_type *b) {
-    if (a->dtype != b->dtype || a->rank != b->rank || a->placement != b->placement) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i]) return false;
-    return true;
-}
-
-/* A plain array in the block, computed by this node (not per client). */
-static bool plain(const fedc_executor *ex, fedc_value v) {
-    return ex->plan[v].kind == MEM_BLOCK && ex->plan[v].def == v && ex->p->nodes[v].type.placement == FEDC_LOCAL;
-}
-
-/* Finds the chains conv2d -> add(y, bias [o]) [-> relu] [-> max_pool2d] whose
- * intermediate values only the next link reads, and runs each as one conv2d with an
- * epilogue that adds the bias, applies the relu and pools while each chunk of
- * output is in cache: the same bits, one pass over the activations instead of four. The intermediate values get no
- * memory; the chain's last value is placed when the conv2d runs (its def), so it
- * never overlaps the conv2d's operands. Only with kernels that have the epilogue. */
-static fedc_status plan_epilogues(fedc_executor *ex) {
-    const fedc_program *p = ex->p;
-    for (int v = 0; ex->k->conv2d_bias_relu && v < p->n; v++) {
-        const fedc__node *n = &p->nodes[v];
-        fedc_value add = n->op == FEDC_OP_CONV2D && plain(ex, v) ? sole_reader(p, v) : FEDC_NONE;
-        if (add == FEDC_NONE || (n->type.dtype != FEDC_F32 && n->type.dtype != FEDC_F64)) continue;
-        const fedc__node *a = &p->nodes[add];
-        if (a->op != FEDC_OP_ADD || a->in[0] != v || a->in[1] >= v || !plain(ex, add) || !same_type(&a->type, &n->type))
-            continue;
-        const fedc_type *b = &p->nodes[a->in[1]].type;
-        if (b->rank != 1 || b->dims[0] != n->type.dims[3] || b->dtype != n->type.dtype || b->placement != FEDC_LOCAL)
-            continue;
-        fedc_value relu = sole_reader(p, add), out = add, pool;
-        if (relu != FEDC_NONE && p->nodes[relu].op == FEDC_OP_RELU && plain(ex, relu)) out = relu;
-        pool = sole_reader(p, out);
-        if (pool == FEDC_NONE || p->nodes[pool].op != FEDC_OP_MAX_POOL2D || !plain(ex, pool)) pool = FEDC_NONE;
-        if (!ex->epi) {
-            if (!(ex->epi = fedc_malloc((size_t)p->n * sizeof *ex->epi)))
-                return fedc_error(FEDC_ENOMEM, "executor: out of memory");
-            for (int u = 0; u < p->n; u++) ex->epi[u] = (epilogue){FEDC_NONE, FEDC_NONE, 0, 0};
-        }
-        ex->epi[v] = (epilogue){pool != FEDC_NONE ? pool : out, a->in[1], out == relu, pool != FEDC_NONE};
-        ex->plan[v].kind = MEM_NONE;
-        if (out == relu) ex->plan[add].kind = MEM_NONE;
-        if (pool != FEDC_NONE) ex->plan[out].kind = MEM_NONE, out = pool;
-        ex->plan[out].def = v;
-    }
-    return FEDC_OK;
-}
-
-/* ---------------------------------------------------------------- pairs -- */
-
-/* One element of dtype dt, on the server side of nothing (a local scalar). */
-static bool scalar_of(const fedc_program *p, fedc_value u, fedc_dtype dt) {
-    const fedc_type *t = &p->nodes[u].type;
-    return t->dtype == dt && t->placement == FEDC_LOCAL && fedc_type_count(t) == 1;
-}
-
-/* The inner op of a pair v runs inside v's pass: select(gt(x, s), a, b) with x of
- * v's type, a and b of v's type or scalars; sub(w, mul(s, g)) (or mul(g, s)) with
- * w and g of v's type. s is a scalar in both. */
-static fedc_value pair_inner(const fedc_executor *ex, fedc_value v) {
-    const fedc_program *p = ex->p;
-    const fedc__node *n = &p->nodes[v];
-    fedc_dtype dt = n->type.dtype;
-    bool select = n->op == FEDC_OP_SELECT && ex->k->select_gt, sub = n->op == FEDC_OP_SUB && ex->k->sub_scaled;
-    if ((!select && !sub) || (dt != FEDC_F32 && dt != FEDC_F64) || !plain(ex, v)) return FEDC_NONE;
-    fedc_value u = n->in[select ? 0 : 1];
-    const fedc__node *in = &p->nodes[u];
-    if (in->op != (select ? FEDC_OP_GT : FEDC_OP_MUL) || sole_reader(p, u) != v || !plain(ex, u)) return FEDC_NONE;
-    const fedc_type *t = &n->type;
-    if (select) {
-        for (int i = 1; i < 3; i++)
-            if (!same_type(&p->nodes[n->in[i]].type, t) && !scalar_of(p, n->in[i], dt)) return FEDC_NONE;
-        return same_type(&p->nodes[in->in[0]].type, t) && scalar_of(p, in->in[1], dt) ? u : FEDC_NONE;
-    }
-    int g = scalar_of(p, in->in[0], dt) ? 1 : 0; /* the full operand of the mul */
-    bool ok = same_type(&p->nodes[n->in[0]].type, t) && same_type(&p->nodes[in->in[g]].type, t) &&
-              scalar_of(p, in->in[1 - g], dt);
-    return ok ? u : FEDC_NONE;
-}
-
-/* The matmul whose product an SGD pair v scales (sub(w, mul(s, matmul(a, b)))),
- * when only the mul reads it and it is one 2-D product. */
-static fedc_value pair_product(const fedc_executor *ex, fedc_value v, fedc_value u) {
-    const fedc_program *p = ex->p;
-    if (p->nodes[v].op != FEDC_OP_SUB || !ex->k->matmul_sub_scaled) return FEDC_NONE;
-    const fedc__node *mul = &p->nodes[u];
-    fedc_value g = mul->in[scalar_of(p, mul->in[0], p->nodes[v].type.dtype) ? 1 : 0];
-    const fedc__node *mm = &p->nodes[g];
-    if (mm->op != FEDC_OP_MATMUL || sole_reader(p, g) != u || !plain(ex, g) || mm->type.rank != 2 ||
-        p->nodes[mm->in[0]].type.rank != 2 || p->nodes[mm->in[1]].type.rank != 2)
-        return FEDC_NONE;
-    return g;
-}
-
-/* Finds the pairs (relu's derivative, an SGD step) and runs each as one pass of
- * the kernels' select_gt or sub_scaled: the same bits, one pass instead of two,
- * and no memory for the inner value, whose operands stay alive until the outer
- * node runs (compute_last_use). An SGD step whose gradient is a matmul's product
- * that nothing else reads takes the product in the same pass (matmul_sub_scaled):
- * the gradient is never stored. Only with kernels that have the pairs. */
-static void plan_pairs(fedc_executor *ex) {
-    for (int v = 0; v < ex->p->n; v++) {
-        fedc_value u = pair_inner(ex, v);
-        if (u == FEDC_NONE) continue;
-        ex->plan[v].pair = u;
-        ex->plan[u].kind = MEM_NONE;
-        fedc_value g = pair_product(ex, v, u);
-        if (g == FEDC_NONE) continue;
-        ex->plan[v].product = g;
-        ex->plan[g].kind = MEM_NONE;
-    }
-}
-
-/* ----------------------------------------------------------------- plan -- */
-
-typedef struct span {
-    size_t begin, end;
-    fedc_value owner;
-} span;
-
-typedef struct planner {
-    span *live; /* sorted by begin */
-    int nlive;
-    size_t high;
-} planner;
-
-static size_t round_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
-
-/* First fit: the lowest offset where `bytes` fits between live spans. */
-static size_t place(planner *pl, fedc_value owner, size_t bytes) {
-    bytes = round_up(bytes ? bytes : 1);
-    size_t at = 0;
-    int i = 0;
-    for (; i < pl->nlive; i++) {
-        if (pl->live[i].begin >= at + bytes) break;
-        if (pl->live[i].end > at) at = pl->live[i].end;
-    }
-    memmove(&pl->live[i + 1], &pl->live[i], (size_t)(pl->nlive - i) * sizeof *pl->live);
-    pl->live[i] = (span){at, at + bytes, owner};
-    pl->nlive++;
-    if (at + bytes > pl->high) pl->high = at + bytes;
-    return at;
-}
-
-static void release(planner *pl, fedc_value owner) {
-    for (int i = 0; i < pl->nlive; i++) {
-        if (pl->live[i].owner == owner) {
-            memmove(&pl->live[i], &pl->live[i + 1], (size_t)(pl->nlive - i - 1) * sizeof *pl->live);
-            pl->nlive--;
-            return;
-        }
-    }
-}
-
-/* last_use[v]: the last step reading v (outputs: after the end). A broadcast or
- * a reshape shares its operand's memory, so it keeps the operand alive. */
-static void compute_last_use(const fedc_executor *ex, int *last_use) {
-    const fedc_program *p = ex->p;
-    for (int v = 0; v < p->n; v++) last_use[v] = ex->plan[v].def;
-    for (int v = 0; v < p->n; v++)
-        for (int i = 0; i < p->nodes[v].nin; i++)
-            if (last_use[p->nodes[v].in[i]] < v) last_use[p->nodes[v].in[i]] = v;
-    for (int i = 0; i < p->noutputs; i++) last_use[p->outputs[i].value] = p->n;
-    for (int v = 0; v < p->n; v++) /* a pair's inner operands are read when the outer node runs */
-        for (int j = 0; j < 2; j++) {
-            fedc_value u = j ? ex->plan[v].product : ex->plan[v].pair;
-            for (int i = 0; u != FEDC_NONE && i < p->nodes[u].nin; i++)
-                if (last_use[p->nodes[u].in[i]] < v) last_use[p->nodes[u].in[i]] = v;
-        }
-    for (int v = p->n - 1; v >= 0; v--)
-        if (ex->plan[v].kind == MEM_ALIAS && last_use[p->nodes[v].in[0]] < last_use[v])
-            last_use[p->nodes[v].in[0]] = last_use[v];
-}
-
-static size_t value_bytes(const fedc_executor *ex, fedc_value v) {
-    const fedc_type *t = &ex->p->nodes[v].type;
-    size_t bytes = fedc_type_bytes(t);
-    return t->placement == FEDC_CLIENTS ? bytes * (size_t)ex->clients : bytes;
-}
-
-static fedc_status plan(fedc_executor *ex) {
-    const fedc_program *p = ex->p;
-    int n = p->n ? p->n : 1;
-    int *last_use = fedc_malloc((size_t)n * sizeof *last_use);
-    planner pl = {fedc_malloc((size_t)(n + 1) * sizeof(span)), 0, 0};
-    if (!last_use || !pl.live) {
-        fedc_free(last_use);
-        fedc_free(pl.live);
-        return fedc_error(FEDC_ENOMEM, "executor: out of memory while planning");
-    }
-    compute_last_use(ex, last_use);
-    for (int step = 0; step < p->n; step++) {
-        /* Values written at this step: the node, or what a map writes. */
-        bool map = fedc__op_has_body(p->nodes[step].op); /* writes its result nodes */
-        for (int v = step; v < (map ? p->n : step + 1); v++) {
-            if (ex->plan[v].def != step || ex->plan[v].kind != MEM_BLOCK) continue;
-            size_t bytes = value_bytes(ex, v);
-            ex->plan[v].offset = place(&pl, v, bytes);
-            ex->unplanned_bytes += round_up(bytes ? bytes : 1);
-        }
-        fedc_value out = ex->epi ? ex->epi[step].out : FEDC_NONE; /* written by this conv2d */
-        if (out != FEDC_NONE) {
-            ex->plan[out].offset = place(&pl, out, value_bytes(ex, out));
-            ex->unplanned_bytes += round_up(value_bytes(ex, out));
-        }
-        size_t scratch = fedc__step_scratch(ex->k, p, &p->nodes[step]);
-        if (scratch > ex->scratch_bytes) ex->scratch_bytes = scratch;
-        /* Memory whose last reader is this step. */
-        const fedc__node *node = &p->nodes[step];
-        for (int i = 0; i < node->nin; i++)
-            if (last_use[node->in[i]] == step) release(&pl, node->in[i]);
-        for (int v = step; v < (map ? p->n : step + 1); v++)
-            if (last_use[v] == step && ex->plan[v].def == step) release(&pl, v);
-    }
-    ex->block_bytes = pl.high;
-    fedc_free(last_use);
-    fedc_free(pl.live);
-    return FEDC_OK;
-}
+#include "exec/executor_plan.h"
 
 /* ------------------------------------------------------------ lifecycle -- */
 
@@ -398,7 +23,7 @@ static fedc_status create_fold(fedc_executor *ex, fedc_value v) {
     const fedc_program *body = fedc__body(ex->p, n);
     fedc_exec_options o = {.reference_kernels = ex->opt.reference_kernels, .profile = ex->opt.profile};
     size_t bytes = 0;
-    for (int i = 0; i < fedc__attr_int(n, FEDC_ATTR_CARRIES, 0); i++) bytes += round_up(fedc_type_bytes(&ex->p->nodes[n->in[i]].type));
+    for (int i = 0; i < fedc__attr_int(n, FEDC_ATTR_CARRIES, 0); i++) bytes += fedc__round_up(fedc_type_bytes(&ex->p->nodes[n->in[i]].type));
     ex->carries[v] = fedc_malloc(2 * bytes + 1); /* two halves: read one, write the other */
     if (!ex->carries[v]) return fedc_error(FEDC_ENOMEM, "executor: out of memory for a fold's carries");
     return fedc_executor_create(&ex->folds[v], body, &o);
@@ -435,7 +60,7 @@ static int lists_width(const fedc_program *p) {
         const fedc__node *n = &p->nodes[v];
         if (n->nin > width) width = n->nin;
         if (fedc__op_has_body(n->op) && fedc__body(p, n)->noutputs > width) width = fedc__body(p, n)->noutputs;
-        aggregations += is_aggregation(n->op);
+        aggregations += fedc__is_aggregation(n->op);
     }
     return aggregations > width ? aggregations : width;
 }
@@ -496,12 +121,12 @@ static fedc_status allocate(fedc_executor *ex) {
         !ex->dropped || !ex->local || !ex->aggs || !lists)
         return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     for (int v = 0; v < ex->p->n; v++)
-        if (is_aggregation(ex->p->nodes[v].op) && !(ex->aggs[v] = fedc_calloc(1, sizeof *ex->aggs[v])))
+        if (fedc__is_aggregation(ex->p->nodes[v].op) && !(ex->aggs[v] = fedc_calloc(1, sizeof *ex->aggs[v])))
             return fedc_error(FEDC_ENOMEM, "executor: out of memory");
-    plan_placement(ex);
-    fedc_status st = plan_epilogues(ex);
-    if (!st) plan_pairs(ex);
-    if (!st) st = plan(ex);
+    fedc__plan_placement(ex);
+    fedc_status st = fedc__plan_epilogues(ex);
+    if (!st) fedc__plan_pairs(ex);
+    if (!st) st = fedc__plan_memory(ex);
     if (st) return st;
     ex->block = fedc_malloc(ex->block_bytes);
     ex->scratch = ex->scratch_bytes ? fedc_malloc(ex->scratch_bytes) : NULL;
@@ -683,7 +308,7 @@ static fedc_status run_pair(fedc_executor *ex, fedc_value v) {
         return ex->k->select_gt(dt, count, value_memory(ex, in->in[0]), value_memory(ex, in->in[1]),
                                 value_memory(ex, n->in[1]), sa, value_memory(ex, n->in[2]), sb, out);
     }
-    int g = scalar_of(ex->p, in->in[0], dt) ? 1 : 0;
+    int g = fedc__scalar_of(ex->p, in->in[0], dt) ? 1 : 0;
     fedc_value product = ex->plan[v].product;
     if (product != FEDC_NONE) {
         gather_operands(ex, &ex->p->nodes[product]);
@@ -740,7 +365,7 @@ static void result_memory(const fedc_executor *ex, fedc_value b, void **dest, si
         int64_t k = fedc__attr_int(u, FEDC_ATTR_INDEX, 0);
         if (u->op == FEDC_OP_RESULT && u->in[0] == b && ex->plan[v].kind == MEM_BLOCK && k < max && !dest[k]) {
             dest[k] = ex->block + ex->plan[v].offset;
-            bytes[k] = value_bytes(ex, v);
+            bytes[k] = fedc__value_bytes(ex, v);
         }
     }
 }
@@ -751,7 +376,7 @@ static void copy_duplicate_results(fedc_executor *ex, fedc_value b, void *const 
         const fedc__node *u = &ex->p->nodes[v];
         if (u->op != FEDC_OP_RESULT || u->in[0] != b || ex->plan[v].kind != MEM_BLOCK) continue;
         void *mine = ex->block + ex->plan[v].offset, *first = dest[fedc__attr_int(u, FEDC_ATTR_INDEX, 0)];
-        if (mine != first) memcpy(mine, first, value_bytes(ex, v));
+        if (mine != first) memcpy(mine, first, fedc__value_bytes(ex, v));
     }
 }
 
@@ -838,14 +463,14 @@ static fedc_status fold_step(fedc_executor *ex, fedc_value f, int64_t t, void *c
     for (int i = 0; i < k + m; i++) {
         const fedc_type *a = &ex->p->nodes[n->in[i]].type;
         const void *at = carry;
-        if (i < k) carry += round_up(fedc_type_bytes(a));
+        if (i < k) carry += fedc__round_up(fedc_type_bytes(a));
         else at = (const char *)value_memory(ex, n->in[i]) + (size_t)t * (fedc_type_bytes(a) / (size_t)a->dims[0]);
         fedc_executor_bind(sub, fedc_program_input_name(body, i), at);
     }
     carry = out;
     for (int j = 0; j < k; j++) {
         compute_into(sub, j, carry);
-        carry += round_up(fedc_type_bytes(&ex->p->nodes[n->in[j]].type));
+        carry += fedc__round_up(fedc_type_bytes(&ex->p->nodes[n->in[j]].type));
     }
     fedc_status st = fedc_executor_run(sub);
     carry = out;
@@ -857,7 +482,7 @@ static fedc_status fold_step(fedc_executor *ex, fedc_value f, int64_t t, void *c
         size_t bytes = fedc_type_bytes(&yt);
         if (j < k) {
             if (y != carry) memcpy(carry, y, bytes);
-            carry += round_up(bytes);
+            carry += fedc__round_up(bytes);
         } else if (dest[j]) {
             memcpy((char *)dest[j] + (size_t)t * bytes, y, bytes);
         }
@@ -878,12 +503,12 @@ static fedc_status run_fold(fedc_executor *ex, fedc_value f) {
     size_t *dest_bytes = ex->lists.dest_bytes;
     result_memory(ex, f, dest, dest_bytes, ex->lists.width);
     size_t half = 0;
-    for (int i = 0; i < k; i++) half += round_up(fedc_type_bytes(&ex->p->nodes[n->in[i]].type));
+    for (int i = 0; i < k; i++) half += fedc__round_up(fedc_type_bytes(&ex->p->nodes[n->in[i]].type));
     unsigned char *cur = ex->carries[f], *next = cur + half, *carry = cur;
     for (int i = 0; i < k; i++) { /* carries start as the initial values */
         size_t bytes = fedc_type_bytes(&ex->p->nodes[n->in[i]].type);
         memcpy(carry, value_memory(ex, n->in[i]), bytes);
-        carry += round_up(bytes);
+        carry += fedc__round_up(bytes);
     }
     for (int j = k; j < body->noutputs; j++) /* rows past the length stay zero */
         if (dest[j]) memset(dest[j], 0, dest_bytes[j]);
@@ -903,7 +528,7 @@ static fedc_status run_fold(fedc_executor *ex, fedc_value f) {
     for (int i = 0; i < k; i++) {
         size_t bytes = fedc_type_bytes(&ex->p->nodes[n->in[i]].type);
         if (dest[i]) memcpy(dest[i], carry, bytes);
-        carry += round_up(bytes);
+        carry += fedc__round_up(bytes);
     }
     copy_duplicate_results(ex, f, dest);
     return FEDC_OK;

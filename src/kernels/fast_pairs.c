@@ -1,6 +1,6 @@
 /*
  * fast_pairs.c — two elementwise ops in one pass, where the executor finds that
- * the first op's only reader is the second (executor.c, plan_pairs):
+ * the first op's only reader is the second (src/exec/plan_fusion.c):
  *
  *     select(gt(x, s), a, b)   relu's derivative: a where x > s, else b
  *     sub(w, mul(s, g))        an SGD step: w - s g, the product rounded first

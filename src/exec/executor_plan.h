@@ -1,0 +1,99 @@
+/* executor_plan.h — the executor's state, shared by the files that plan it
+ * (internal).
+ *
+ * The executor plans a program's memory once, then runs it without allocating:
+ *  - plan_memory.c decides where every value lives (its placement and an offset in
+ *    one block, by liveness);
+ *  - plan_fusion.c finds the chains that run as one kernel (a conv2d with its
+ *    bias, relu and pool; elementwise pairs and an SGD step fused with its matmul);
+ *  - executor.c creates, runs and reads the executor (maps, folds, results). */
+#ifndef FEDC_EXEC_EXECUTOR_PLAN_H
+#define FEDC_EXEC_EXECUTOR_PLAN_H
+
+#include "exec/cohort.h"
+
+#define ALIGN 64
+
+typedef enum mem_kind { MEM_NONE, MEM_BOUND, MEM_CONSTANT, MEM_BLOCK, MEM_ALIAS, MEM_STREAMED } mem_kind;
+
+/* A conv2d node that runs with an epilogue (kernels' conv2d_bias_relu): it writes
+ * `out`, the last value of its chain conv2d -> add(bias) [-> relu] [-> max_pool2d]. */
+typedef struct epilogue {
+    fedc_value out; /* FEDC_NONE: the node heads no chain */
+    fedc_value bias;
+    int relu, pool; /* pool: out is a max_pool2d */
+} epilogue;
+
+typedef struct value_plan {
+    mem_kind kind;
+    size_t offset;         /* MEM_BLOCK */
+    size_t stride;         /* clients values: bytes from one client's copy to the next */
+    fedc_value fused_into; /* an aggregation computed by this map, or FEDC_NONE */
+    fedc_value def;        /* the step that writes it */
+    fedc_value pair;       /* the elementwise operand computed in this node's pass (plan_pairs), or FEDC_NONE */
+    fedc_value product;    /* a pair's matmul computed in the same pass (plan_pairs), or FEDC_NONE */
+} value_plan;
+
+/* The per-node lists of a map or a fold (arguments, result memory, the fused
+ * aggregations) and a per-client op's operands for client 0, sized when the
+ * executor is created for its widest node, so runs never allocate. */
+typedef struct node_lists {
+    int width;
+    const void **base, **args;
+    size_t *arg_stride, *dest_bytes;
+    void **dest, **agg_out;
+    fedc__agg **aggs; /* the map's aggregations' accumulators (fedc_executor.aggs) */
+    const fedc__node **agg_nodes;
+    fedc__source *x_src, *w_src;
+} node_lists;
+
+struct fedc_executor {
+    fedc_program *p; /* our own copy */
+    const fedc_kernels *k;
+    fedc_exec_options opt;
+    int clients;
+    value_plan *plan;
+    epilogue *epi; /* per value, or NULL when no chain was found */
+    const void **bound;
+    void **into; /* per value: where a fold's step has this output computed (compute_into), or NULL */
+    const void **operands;
+    size_t *strides;
+    node_lists lists;
+    unsigned char *block;
+    size_t block_bytes, unplanned_bytes;
+    void *scratch;
+    size_t scratch_bytes;
+    fedc__backend *backend; /* runs clients in parallel */
+    fedc__split split;      /* which rank runs which leaves of the cohort */
+    int *local, nlocal;     /* the clients this process runs, in increasing order */
+    fedc_pool *kernel_pool; /* threads no client uses, lent to the kernels (a program without maps) */
+    fedc__cohort **cohorts; /* per value: the runner of a map node */
+    fedc_executor **folds;  /* per value: the executor of a fold node's body */
+    unsigned char **carries; /* per value: a fold's carries between steps */
+    uint8_t *dropped;       /* per client, this run */
+    fedc__agg **aggs;       /* per value: the accumulator of an aggregation node */
+    double *op_seconds;     /* with options.profile: per op kind, over all runs */
+    int64_t *op_calls;
+};
+
+/* ------------------------------------------------------------ planning -- */
+
+static inline bool fedc__is_aggregation(fedc__op op) {
+    return op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN;
+}
+static inline size_t fedc__round_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+bool fedc__is_output(const fedc_program *p, fedc_value v);
+/* A value's bytes, all clients' copies for a clients value. */
+size_t fedc__value_bytes(const fedc_executor *ex, fedc_value v);
+/* u is one local element of dtype dt (a pair's scalar operand). */
+bool fedc__scalar_of(const fedc_program *p, fedc_value u, fedc_dtype dt);
+
+/* The passes, in order: placement (every value's kind and stride), epilogues and
+ * pairs (fusion), then memory (offsets, block and scratch sizes). */
+void fedc__plan_placement(fedc_executor *ex);
+fedc_status fedc__plan_epilogues(fedc_executor *ex);
+void fedc__plan_pairs(fedc_executor *ex);
+fedc_status fedc__plan_memory(fedc_executor *ex);
+
+#endif

@@ -1,0 +1,132 @@
+/* Fusion: chains of nodes that run as one kernel, found once when the executor is
+ * planned. Each keeps the bits of the unfused nodes (the fused loops compute the
+ * same operations in the same order). */
+#include "exec/executor_plan.h"
+
+/* ------------------------------------------------------------ epilogues -- */
+
+/* The one node that reads v (once), or FEDC_NONE: none, several, or v is an output. */
+static fedc_value sole_reader(const fedc_program *p, fedc_value v) {
+    fedc_value r = FEDC_NONE;
+    if (fedc__is_output(p, v)) return FEDC_NONE;
+    for (int u = v + 1; u < p->n; u++)
+        for (int i = 0; i < p->nodes[u].nin; i++) {
+            if (p->nodes[u].in[i] != v) continue;
+            if (r != FEDC_NONE) return FEDC_NONE;
+            r = u;
+        }
+    return r;
+}
+
+static bool same_type(const fedc_type *a, const fedc_type *b) {
+    if (a->dtype != b->dtype || a->rank != b->rank || a->placement != b->placement) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* A plain array in the block, computed by this node (not per client). */
+static bool plain(const fedc_executor *ex, fedc_value v) {
+    return ex->plan[v].kind == MEM_BLOCK && ex->plan[v].def == v && ex->p->nodes[v].type.placement == FEDC_LOCAL;
+}
+
+/* Finds the chains conv2d -> add(y, bias [o]) [-> relu] [-> max_pool2d] whose
+ * intermediate values only the next link reads, and runs each as one conv2d with an
+ * epilogue that adds the bias, applies the relu and pools while each chunk of
+ * output is in cache: the same bits, one pass over the activations instead of four. The intermediate values get no
+ * memory; the chain's last value is placed when the conv2d runs (its def), so it
+ * never overlaps the conv2d's operands. Only with kernels that have the epilogue. */
+fedc_status fedc__plan_epilogues(fedc_executor *ex) {
+    const fedc_program *p = ex->p;
+    for (int v = 0; ex->k->conv2d_bias_relu && v < p->n; v++) {
+        const fedc__node *n = &p->nodes[v];
+        fedc_value add = n->op == FEDC_OP_CONV2D && plain(ex, v) ? sole_reader(p, v) : FEDC_NONE;
+        if (add == FEDC_NONE || (n->type.dtype != FEDC_F32 && n->type.dtype != FEDC_F64)) continue;
+        const fedc__node *a = &p->nodes[add];
+        if (a->op != FEDC_OP_ADD || a->in[0] != v || a->in[1] >= v || !plain(ex, add) || !same_type(&a->type, &n->type))
+            continue;
+        const fedc_type *b = &p->nodes[a->in[1]].type;
+        if (b->rank != 1 || b->dims[0] != n->type.dims[3] || b->dtype != n->type.dtype || b->placement != FEDC_LOCAL)
+            continue;
+        fedc_value relu = sole_reader(p, add), out = add, pool;
+        if (relu != FEDC_NONE && p->nodes[relu].op == FEDC_OP_RELU && plain(ex, relu)) out = relu;
+        pool = sole_reader(p, out);
+        if (pool == FEDC_NONE || p->nodes[pool].op != FEDC_OP_MAX_POOL2D || !plain(ex, pool)) pool = FEDC_NONE;
+        if (!ex->epi) {
+            if (!(ex->epi = fedc_malloc((size_t)p->n * sizeof *ex->epi)))
+                return fedc_error(FEDC_ENOMEM, "executor: out of memory");
+            for (int u = 0; u < p->n; u++) ex->epi[u] = (epilogue){FEDC_NONE, FEDC_NONE, 0, 0};
+        }
+        ex->epi[v] = (epilogue){pool != FEDC_NONE ? pool : out, a->in[1], out == relu, pool != FEDC_NONE};
+        ex->plan[v].kind = MEM_NONE;
+        if (out == relu) ex->plan[add].kind = MEM_NONE;
+        if (pool != FEDC_NONE) ex->plan[out].kind = MEM_NONE, out = pool;
+        ex->plan[out].def = v;
+    }
+    return FEDC_OK;
+}
+
+/* ---------------------------------------------------------------- pairs -- */
+
+/* One element of dtype dt, on the server side of nothing (a local scalar). */
+bool fedc__scalar_of(const fedc_program *p, fedc_value u, fedc_dtype dt) {
+    const fedc_type *t = &p->nodes[u].type;
+    return t->dtype == dt && t->placement == FEDC_LOCAL && fedc_type_count(t) == 1;
+}
+
+/* The inner op of a pair v runs inside v's pass: select(gt(x, s), a, b) with x of
+ * v's type, a and b of v's type or scalars; sub(w, mul(s, g)) (or mul(g, s)) with
+ * w and g of v's type. s is a scalar in both. */
+static fedc_value pair_inner(const fedc_executor *ex, fedc_value v) {
+    const fedc_program *p = ex->p;
+    const fedc__node *n = &p->nodes[v];
+    fedc_dtype dt = n->type.dtype;
+    bool select = n->op == FEDC_OP_SELECT && ex->k->select_gt, sub = n->op == FEDC_OP_SUB && ex->k->sub_scaled;
+    if ((!select && !sub) || (dt != FEDC_F32 && dt != FEDC_F64) || !plain(ex, v)) return FEDC_NONE;
+    fedc_value u = n->in[select ? 0 : 1];
+    const fedc__node *in = &p->nodes[u];
+    if (in->op != (select ? FEDC_OP_GT : FEDC_OP_MUL) || sole_reader(p, u) != v || !plain(ex, u)) return FEDC_NONE;
+    const fedc_type *t = &n->type;
+    if (select) {
+        for (int i = 1; i < 3; i++)
+            if (!same_type(&p->nodes[n->in[i]].type, t) && !fedc__scalar_of(p, n->in[i], dt)) return FEDC_NONE;
+        return same_type(&p->nodes[in->in[0]].type, t) && fedc__scalar_of(p, in->in[1], dt) ? u : FEDC_NONE;
+    }
+    int g = fedc__scalar_of(p, in->in[0], dt) ? 1 : 0; /* the full operand of the mul */
+    bool ok = same_type(&p->nodes[n->in[0]].type, t) && same_type(&p->nodes[in->in[g]].type, t) &&
+              fedc__scalar_of(p, in->in[1 - g], dt);
+    return ok ? u : FEDC_NONE;
+}
+
+/* The matmul whose product an SGD pair v scales (sub(w, mul(s, matmul(a, b)))),
+ * when only the mul reads it and it is one 2-D product. */
+static fedc_value pair_product(const fedc_executor *ex, fedc_value v, fedc_value u) {
+    const fedc_program *p = ex->p;
+    if (p->nodes[v].op != FEDC_OP_SUB || !ex->k->matmul_sub_scaled) return FEDC_NONE;
+    const fedc__node *mul = &p->nodes[u];
+    fedc_value g = mul->in[fedc__scalar_of(p, mul->in[0], p->nodes[v].type.dtype) ? 1 : 0];
+    const fedc__node *mm = &p->nodes[g];
+    if (mm->op != FEDC_OP_MATMUL || sole_reader(p, g) != u || !plain(ex, g) || mm->type.rank != 2 ||
+        p->nodes[mm->in[0]].type.rank != 2 || p->nodes[mm->in[1]].type.rank != 2)
+        return FEDC_NONE;
+    return g;
+}
+
+/* Finds the pairs (relu's derivative, an SGD step) and runs each as one pass of
+ * the kernels' select_gt or sub_scaled: the same bits, one pass instead of two,
+ * and no memory for the inner value, whose operands stay alive until the outer
+ * node runs (compute_last_use). An SGD step whose gradient is a matmul's product
+ * that nothing else reads takes the product in the same pass (matmul_sub_scaled):
+ * the gradient is never stored. Only with kernels that have the pairs. */
+void fedc__plan_pairs(fedc_executor *ex) {
+    for (int v = 0; v < ex->p->n; v++) {
+        fedc_value u = pair_inner(ex, v);
+        if (u == FEDC_NONE) continue;
+        ex->plan[v].pair = u;
+        ex->plan[u].kind = MEM_NONE;
+        fedc_value g = pair_product(ex, v, u);
+        if (g == FEDC_NONE) continue;
+        ex->plan[v].product = g;
+        ex->plan[g].kind = MEM_NONE;
+    }
+}
