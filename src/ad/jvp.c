@@ -12,8 +12,7 @@
  * large model have hundreds of each. NULL, with the message set, when out of memory. */
 static fedc_value *value_lists(const fedc_program *v, fedc_value **res) {
     int nin = fedc_program_num_inputs(v), nout = fedc_program_num_outputs(v);
-    fedc_value *args = fedc_calloc((size_t)(nin + nout + 1), sizeof *args);
-    if (!args) fedc_error(FEDC_ENOMEM, "jvp: out of memory");
+    fedc_value *args = fedc__values(nin + nout);
     *res = args ? args + nin : NULL;
     return args;
 }

@@ -3,7 +3,7 @@
  * Every allocation in the library comes through fedc_malloc/fedc_realloc, so a
  * test can make the Nth one fail and prove that each failure path returns
  * FEDC_ENOMEM without leaking (see tests/test_alloc_failure.c). */
-#include "fedc/core.h"
+#include "core/internal.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -56,4 +56,10 @@ void *fedc_realloc(void *ptr, size_t size) {
 
 void fedc_free(void *ptr) {
     if (ptr) current.free(current.ctx, ptr);
+}
+
+void *fedc__list(int n, size_t size) {
+    void *list = fedc_calloc((size_t)(n > 0 ? n : 1), size);
+    if (!list) fedc_error(FEDC_ENOMEM, "out of memory for a list of %d items of %zu bytes", n, size);
+    return list;
 }

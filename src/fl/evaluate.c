@@ -11,7 +11,7 @@ static fedc_status eval_step(const fedc_model *m, int64_t batch, fedc_program **
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
     int n = fedc_model_num_params(m);
-    fedc_value *w = fedc__fl_values(n);
+    fedc_value *w = fedc__values(n);
     if (!w) {
         fedc_program_destroy(p);
         return FEDC_ENOMEM;
@@ -41,7 +41,7 @@ static fedc_status eval_client(const fedc_model *m, const fedc_program *step, fe
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
     int n = fedc_model_num_params(m), nc = 0;
-    fedc_value *carries = fedc__fl_values(2 * n + 6), *res = carries ? carries + n + 3 : NULL;
+    fedc_value *carries = fedc__values(2 * n + 6), *res = carries ? carries + n + 3 : NULL;
     if (!carries) {
         fedc_program_destroy(p);
         return FEDC_ENOMEM;
@@ -75,7 +75,7 @@ fedc_status fedc_evaluation_program(const fedc_model *m, int64_t batch_size, int
     fedc_status st = eval_step(m, batch_size, &step);
     if (!st) st = eval_client(m, step, xt, yt, &client);
     if (!st) st = fedc_program_create(&p);
-    fedc_value *args = st ? NULL : fedc__fl_values(n + 4), r[3];
+    fedc_value *args = st ? NULL : fedc__values(n + 4), r[3];
     if (!st && !args) st = FEDC_ENOMEM;
     for (int i = 0; !st && i < n; i++)
         args[i] = fedc_broadcast(p, fedc_input(p, fedc_model_param_name(m, i), fedc__placed(fedc_model_param_type(m, i), FEDC_SERVER)));

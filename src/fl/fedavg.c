@@ -24,7 +24,7 @@ static fedc_status local_step(const fedc_model *m, const fedc_algorithm *a, fedc
     int n = fedc_model_num_params(m), ns = fedc_optimizer_state_size(&a->client_opt, n);
     bool prox = fedc__fl_proximal(a);
     /* w [n], s [ns], anchor [n], args [2n + 4], res [n + 2], next [n], state [ns] */
-    fedc_value *w = fedc__fl_values(6 * n + 2 * ns + 6);
+    fedc_value *w = fedc__values(6 * n + 2 * ns + 6);
     if (!w) {
         fedc_program_destroy(obj);
         fedc_program_destroy(p);
@@ -83,7 +83,7 @@ static fedc_status client_update(const fedc_model *m, const fedc_algorithm *a, c
     int n = in->nparams, ns = fedc_optimizer_state_size(&a->client_opt, n), nc = 0;
     bool prox = fedc__fl_proximal(a);
     /* w [n], carries and res [2n + ns + 4] each */
-    fedc_value *w = fedc__fl_values(5 * n + 2 * ns + 8);
+    fedc_value *w = fedc__values(5 * n + 2 * ns + 8);
     if (!w) {
         fedc_program_destroy(p);
         return FEDC_ENOMEM;

@@ -19,7 +19,7 @@ static fedc_status accumulate_step(const fedc_model *m, const fedc_algorithm *a,
     }
     int n = fedc_model_num_params(m);
     /* w [n], g [n], args [n + 4], res [n + 2] */
-    fedc_value *w = fedc__fl_values(4 * n + 6);
+    fedc_value *w = fedc__values(4 * n + 6);
     if (!w) {
         fedc_program_destroy(obj);
         fedc_program_destroy(p);
@@ -63,7 +63,7 @@ static fedc_status client_gradient(const fedc_model *m, const fedc_program *step
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
     int n = in->nparams, nc = 0;
-    fedc_value *carries = fedc__fl_values(4 * n + 8), *res = carries ? carries + 2 * n + 4 : NULL;
+    fedc_value *carries = fedc__values(4 * n + 8), *res = carries ? carries + 2 * n + 4 : NULL;
     if (!carries) {
         fedc_program_destroy(p);
         return FEDC_ENOMEM;

@@ -5,17 +5,14 @@
 
 #include <string.h>
 
+#include "core/internal.h"
 #include "fedc/fl.h"
 
 /* The most parameter tensors an algorithm takes: well above the models' own
  * limit (the transformer "base" preset has 150; with Adam's two slots per tensor a
  * round has about 3 values per tensor). The builders keep their per-parameter
- * lists on the heap (fedc__fl_values), so only this number bounds them. */
+ * lists on the heap (fedc__values), so only this number bounds them. */
 enum { FEDC__FL_MAX_PARAMS = 1024 };
-
-/* A zeroed list of n values on the heap for a builder; NULL, with an ENOMEM
- * message, when out of memory. Free with fedc_free. */
-fedc_value *fedc__fl_values(int n);
 
 /* t with placement pl. */
 static inline fedc_type fedc__placed(fedc_type t, fedc_placement pl) {

@@ -5,12 +5,6 @@
 
 #include "fl/fl.h"
 
-fedc_value *fedc__fl_values(int n) {
-    fedc_value *v = fedc_calloc((size_t)(n > 0 ? n : 1), sizeof *v);
-    if (!v) fedc_error(FEDC_ENOMEM, "fl: out of memory for a list of %d values", n);
-    return v;
-}
-
 /* The objective's value and example count, from the inputs it declares. */
 static fedc_status objective_body(fedc_program *p, const fedc_model *m, const fedc_algorithm *a, fedc_value *w) {
     int n = fedc_model_num_params(m);
@@ -45,7 +39,7 @@ fedc_status fedc__fl_objective(const fedc_model *m, const fedc_algorithm *a, boo
     fedc_program *p;
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
-    fedc_value *w = fedc__fl_values(n);
+    fedc_value *w = fedc__values(n);
     const char **wrt = fedc_calloc((size_t)n + 1, sizeof *wrt);
     st = w && wrt ? objective_body(p, m, a, w) : fedc_error(FEDC_ENOMEM, "fl: out of memory");
     if (!st && grad) {
@@ -75,7 +69,7 @@ fedc_status fedc__fl_round_inputs(fedc_program *p, const fedc_model *m, const fe
     if (n > FEDC__FL_MAX_PARAMS) return fedc_error(FEDC_EUNSUPPORTED, "fl: the model has more than %d parameters", FEDC__FL_MAX_PARAMS);
     in->nparams = n;
     in->nstate = fedc_optimizer_state_size(&a->server_opt, n);
-    in->params = fedc__fl_values(n + in->nstate);
+    in->params = fedc__values(n + in->nstate);
     if (!in->params) return FEDC_ENOMEM;
     in->state = in->params + n;
     for (int i = 0; i < n; i++)
@@ -118,7 +112,7 @@ fedc_status fedc__fl_server_update(fedc_program *p, const fedc_model *m, const f
                                    const fedc__round_inputs *in, const fedc_value *updates, fedc_value weight,
                                    fedc_value client_loss) {
     int n = in->nparams;
-    fedc_value *grads = fedc__fl_values(2 * n + in->nstate), *next = grads + n, *state = next + n;
+    fedc_value *grads = fedc__values(2 * n + in->nstate), *next = grads + n, *state = next + n;
     if (!grads) return FEDC_ENOMEM;
     for (int i = 0; i < n; i++) grads[i] = fedc_weighted_mean(p, updates[i], weight);
     fedc_status st = fedc_program_status(p);
@@ -148,7 +142,7 @@ fedc_status fedc__fl_assemble(const fedc_model *m, const fedc_algorithm *a, fedc
     if (!st) st = fedc__fl_round_inputs(p, m, a, &in);
     if (!st) st = build(m, a, p, &in, &client);
     int n = in.nparams;
-    fedc_value *args = st ? NULL : fedc__fl_values(2 * n + 7), *res = args ? args + n + 5 : NULL;
+    fedc_value *args = st ? NULL : fedc__values(2 * n + 7), *res = args ? args + n + 5 : NULL;
     if (!st && !args) st = FEDC_ENOMEM;
     for (int i = 0; !st && i < n; i++) args[i] = fedc_broadcast(p, in.params[i]);
     if (!st) args[n] = in.x, args[n + 1] = in.y, args[n + 2] = in.mask, args[n + 3] = in.steps, args[n + 4] = in.key;

@@ -5,6 +5,7 @@
 #ifndef FEDC_IR_H
 #define FEDC_IR_H
 
+#include "core/internal.h"
 #include "fedc/program.h"
 
 /* The most operands a map or fold takes (ops.def): a round of a large model passes
@@ -121,10 +122,10 @@ static inline const fedc_program *fedc__body(const fedc_program *p, const fedc__
     return p->bodies[fedc__attr_int(n, FEDC_ATTR_BODY, 0)];
 }
 
-/* Scratch for n values: `small` (of `nsmall`) when they fit, else the heap; NULL
+/* Scratch for n values: `small` (of `nsmall`) when they fit, else a heap list; NULL
  * when out of memory. Release with fedc__values_release(v, small). */
 static inline fedc_value *fedc__values_scratch(fedc_value *small, int nsmall, int n) {
-    return n <= nsmall ? small : (fedc_value *)fedc_malloc((size_t)n * sizeof(fedc_value));
+    return n <= nsmall ? small : fedc__values(n);
 }
 static inline void fedc__values_release(fedc_value *v, const fedc_value *small) {
     if (v != small) fedc_free(v);
