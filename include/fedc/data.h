@@ -84,6 +84,8 @@ typedef enum fedc_data_format {
 } fedc_data_format;
 
 const char *fedc_data_format_name(fedc_data_format f); /* "leaf", "tff", ... */
+/* The formats fedc_dataset_open reads, as --format takes them: "leaf|tff|...". */
+const char *fedc_data_formats(void);
 /* Parses a name as the CLI takes it ("leaf", "tff", "fedjax", "idx", "csv", "text");
  * FEDC_EINVAL naming the accepted names otherwise. */
 fedc_status fedc_data_format_parse(const char *name, fedc_data_format *out);

@@ -4,23 +4,6 @@
 
 #include "data/dataset.h"
 
-static const char *const format_names[FEDC_FORMAT_COUNT] = {"auto", "leaf", "tff",  "fedjax",
-                                                             "idx",  "csv",  "text", "memory"};
-
-const char *fedc_data_format_name(fedc_data_format f) {
-    return (unsigned)f < FEDC_FORMAT_COUNT ? format_names[f] : "?";
-}
-
-fedc_status fedc_data_format_parse(const char *name, fedc_data_format *out) {
-    for (int f = 0; f < FEDC_FORMAT_MEMORY; f++) {
-        if (strcmp(name, format_names[f]) == 0) {
-            *out = (fedc_data_format)f;
-            return FEDC_OK;
-        }
-    }
-    return fedc_error(FEDC_EINVAL, "unknown data format \"%s\" (use leaf, tff, fedjax, idx, csv or text)", name);
-}
-
 /* --------------------------------------------------------------- index -- */
 
 fedc_status fedc__dataset_create(fedc_dataset **out, const fedc__dataset_ops *ops, fedc_data_format format,

@@ -17,7 +17,6 @@
  * num_samples once the first example gives the per-example size, so the file text
  * is never held and no array is over-allocated when num_samples precedes user_data,
  * as LEAF writes it. */
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -556,58 +555,20 @@ static const fedc__dataset_ops leaf_ops = {leaf_load, source_destroy};
 /* ------------------------------------------------------------------- files -- */
 
 /* As a shell's *.json and *.json.gz: no hidden (editor) files. */
-static int is_leaf_entry(const struct dirent *e) {
-    const char *name = e->d_name;
-    size_t n = strlen(name);
-    if (name[0] == '.') return 0;
-    return (n > 5 && strcmp(name + n - 5, ".json") == 0) || (n > 8 && strcmp(name + n - 8, ".json.gz") == 0);
-}
-
-/* Byte order, whatever the locale's collation (which alphasort would use). */
-static int compare_entries(const struct dirent **a, const struct dirent **b) {
-    return strcmp((*a)->d_name, (*b)->d_name);
-}
-
-static void free_names(char **names, int64_t n) {
-    for (int64_t i = 0; i < n; i++) fedc_free(names[i]);
-    fedc_free(names);
-}
-
-/* dir/name when it is a regular file (or a link to one), else NULL. */
-static fedc_status regular_file(const char *dir, const char *name, char **out) {
-    size_t n = strlen(dir), size = n + strlen(name) + 2;
-    *out = fedc_malloc(size);
-    if (!*out) return fedc_error(FEDC_ENOMEM, "%s: out of memory", dir);
-    snprintf(*out, size, "%s%s%s", dir, n > 0 && dir[n - 1] == '/' ? "" : "/", name);
-    struct stat sb;
-    if (stat(*out, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fedc_free(*out);
-        *out = NULL;
-    }
-    return FEDC_OK;
-}
-
-/* The directory's *.json and *.json.gz files, sorted by name. */
+/* The directory's *.json and *.json.gz files, as paths, sorted by name. */
 static fedc_status list_dir(const char *dir, char ***out, int64_t *count) {
-    struct dirent **entries;
-    int n = scandir(dir, &entries, is_leaf_entry, compare_entries);
-    if (n < 0) return fedc_error(FEDC_EIO, "%s: cannot read the directory (%s)", dir, strerror(errno));
-    char **names = fedc_malloc((size_t)(n ? n : 1) * sizeof *names);
-    fedc_status st = names ? FEDC_OK : fedc_error(FEDC_ENOMEM, "%s: out of memory", dir);
-    int64_t kept = 0;
-    for (int i = 0; i < n; i++) {
-        if (!st && !(st = regular_file(dir, entries[i]->d_name, &names[kept])) && names[kept]) kept++;
-        free(entries[i]); /* scandir allocates with malloc */
+    static const char *const suffixes[] = {".json", ".json.gz", NULL};
+    fedc_status st = fedc__dir_files(dir, suffixes, ".json or .json.gz (LEAF)", out, count);
+    for (int64_t i = 0; !st && i < *count; i++) {
+        char *path = fedc__path_join(dir, (*out)[i]);
+        if (!path) st = fedc_error(FEDC_ENOMEM, "%s: out of memory", dir);
+        else fedc_free((*out)[i]), (*out)[i] = path;
     }
-    free(entries);
-    if (!st && kept == 0) st = fedc_error(FEDC_ENOTFOUND, "%s: no .json or .json.gz files (LEAF) in the directory", dir);
-    if (st) {
-        free_names(names, kept);
-        return st;
+    if (st && *count) {
+        fedc__free_names(*out, *count);
+        *out = NULL, *count = 0;
     }
-    *out = names;
-    *count = kept;
-    return FEDC_OK;
+    return st;
 }
 
 /* `path` itself when it is a file, else the LEAF files in the directory. */
@@ -635,7 +596,7 @@ fedc_status fedc__open_leaf(fedc_dataset **out, const char *path) {
     if (!s) st = fedc_error(FEDC_ENOMEM, "%s: out of memory", path);
     for (int64_t i = 0; !st && i < nfiles; i++) st = read_file(files[i], s, i);
     if (!st) st = check_across_files(s, files);
-    free_names(files, nfiles);
+    fedc__free_names(files, nfiles);
     if (st) {
         source_destroy(s);
         return st;
