@@ -61,6 +61,16 @@ void fedc_program_destroy(fedc_program *p); /* safe on NULL */
  * thread's fedc_errmsg(). */
 fedc_status fedc_program_status(const fedc_program *p);
 
+/* Fails a program being built, as a builder of the library would: records
+ * `status` with the formatted message as the program's sticky error (if it has
+ * none yet; also this thread's fedc_errmsg()) and returns FEDC_NONE, so a builder
+ * of your own can `return fedc_program_fail(p, FEDC_ENOMEM, "my_layer: ...")`. */
+fedc_value fedc_program_fail(fedc_program *p, fedc_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* Names `v` as an output. Output names are unique. */
 fedc_status fedc_program_output(fedc_program *p, const char *name, fedc_value v);
 

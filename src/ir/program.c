@@ -1,5 +1,6 @@
 /* Programs: node storage, the sticky builder error, outputs, inspection, and the
  * whole-program transforms that only move nodes around (inline, clone, dce). */
+#include <stdarg.h>
 #include <string.h>
 
 #include "ir/ir.h"
@@ -48,6 +49,14 @@ fedc_value fedc__program_fail(fedc_program *p, fedc_status status) {
         snprintf(p->errmsg, sizeof p->errmsg, "%s", fedc_errmsg());
     }
     return FEDC_NONE;
+}
+
+fedc_value fedc_program_fail(fedc_program *p, fedc_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fedc_verror(status, fmt, ap);
+    va_end(ap);
+    return fedc__program_fail(p, status);
 }
 
 void *fedc__program_copy(fedc_program *p, const void *src, size_t bytes) {

@@ -12,7 +12,6 @@
  * at 2 sigma, as every fedc initialiser), the two residual projections of each
  * block 0.02 / sqrt(2 layers), biases 0, layer-norm gains 1.
  */
-#include "ir/ir.h" /* fedc__program_fail: an allocation failure becomes the program's error */
 #include "nn/nn.h"
 
 #include <math.h>
@@ -134,10 +133,7 @@ fedc_status fedc_nn_transformer_declare(const fedc_nn_transformer *c, fedc_nn_pa
 /* pe[t, 2i] = sin(t / 10000^(2i / width)), pe[t, 2i + 1] = cos(the same). */
 static fedc_value sinusoid(fedc_program *p, int64_t context, int64_t width) {
     float *pe = malloc((size_t)(context * width) * sizeof *pe);
-    if (!pe) {
-        fedc_error(FEDC_ENOMEM, "model transformer: out of memory for positions");
-        return fedc__program_fail(p, FEDC_ENOMEM);
-    }
+    if (!pe) return fedc_program_fail(p, FEDC_ENOMEM, "model transformer: out of memory for positions");
     for (int64_t t = 0; t < context; t++)
         for (int64_t i = 0; i < width; i += 2) {
             double angle = (double)t / pow(10000.0, (double)i / (double)width);
