@@ -1,13 +1,15 @@
 /* Reverse-mode AD: every differentiable op's gradient against central finite
- * differences in f64 (including broadcasting cases), gradients of gradients
- * (Hessian-vector products) on a tanh MLP and on softmax cross-entropy, and the
- * transform's errors. */
+ * differences in f64 (including broadcasting cases), a check over ops.def that each
+ * op is among them or is listed with the test that checks it instead (or why
+ * nothing does), gradients of gradients (Hessian-vector products) on a tanh MLP and
+ * on softmax cross-entropy, and the transform's errors. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "fedc/ad.h"
 #include "fedc/exec.h"
 #include "harness.h"
+#include "ir/ir.h"
 
 #define MAX_INPUTS 3
 
@@ -182,7 +184,10 @@ static fedc_value b_mlp(fedc_program *p, const fedc_value *x) {
 }
 
 
-static void test_every_op_against_finite_differences(void) {
+/* The finite-difference cases, into out[MAX_CASES]; returns their count (a
+ * function, not a static table: fedc_type_make is not a constant initializer). */
+enum { MAX_CASES = 64 };
+static int ad_cases(ad_case *out) {
     const ad_case cases[] = {
         {"add broadcast", 2, {T(3, 4), T(4)}, -1, 1, 0, b_add},
         {"add both broadcast", 2, {T(3, 1), T(1, 4)}, -1, 1, 0, b_add},
@@ -239,11 +244,113 @@ static void test_every_op_against_finite_differences(void) {
         {"cast", 1, {T(2, 3)}, -1, 1, 0, b_cast},
         {"mlp composite", 3, {T(4, 3), T(3, 5), T(5, 2)}, -1, 1, 0, b_mlp},
     };
-    for (int i = 0; i < FEDC_COUNT_OF(cases); i++) {
+    _Static_assert(sizeof cases / sizeof cases[0] <= MAX_CASES, "raise MAX_CASES");
+    memcpy(out, cases, sizeof cases);
+    return FEDC_COUNT_OF(cases);
+}
+
+static void test_every_op_against_finite_differences(void) {
+    ad_case cases[MAX_CASES];
+    int ncases = ad_cases(cases);
+    for (int i = 0; i < ncases; i++) {
         int before = fedc_test_failures();
         check_case(&cases[i]);
         if (fedc_test_failures() != before) fprintf(stderr, "    (in case \"%s\")\n", cases[i].name);
     }
+}
+
+/* ------------------------------------------------- coverage of ops.def -- */
+
+/* Ops whose derivative no case above checks, each with the test that checks it
+ * instead or the reason nothing does. */
+static const struct {
+    fedc__op op;
+    const char *why;
+} NOT_HERE[] = {
+    {FEDC_OP_INPUT, "a source: nothing to differentiate"},
+    {FEDC_OP_CONSTANT, "a source: nothing to differentiate"},
+    {FEDC_OP_IOTA, "a source: nothing to differentiate"},
+    {FEDC_OP_NUM_CLIENTS, "a source (the cohort's size): nothing to differentiate"},
+    {FEDC_OP_EQ, "a bool result: no derivative"},
+    {FEDC_OP_NE, "a bool result: no derivative"},
+    {FEDC_OP_LT, "a bool result: no derivative"},
+    {FEDC_OP_LE, "a bool result: no derivative"},
+    {FEDC_OP_GT, "a bool result: no derivative"},
+    {FEDC_OP_GE, "a bool result: no derivative"},
+    {FEDC_OP_ARGMAX, "an i32 result: no derivative"},
+    {FEDC_OP_ONE_HOT, "its operand is i32 indices: no derivative"},
+    {FEDC_OP_MAX_POOL2D_GRAD, "no derivative rule yet: \"missing second derivative is reported\" checks the error"},
+    {FEDC_OP_BROADCAST, "exact Jacobians in tests/test_federated.c, a FedAvg round in tests/test_federated_ad.c"},
+    {FEDC_OP_SUM, "exact Jacobians in tests/test_federated.c"},
+    {FEDC_OP_MEAN, "exact Jacobians in tests/test_federated.c, a FedAvg round in tests/test_federated_ad.c"},
+    {FEDC_OP_WEIGHTED_MEAN, "a FedAvg round against finite differences in tests/test_federated_ad.c"},
+    {FEDC_OP_MAP, "a FedAvg round against finite differences in tests/test_federated_ad.c"},
+    {FEDC_OP_RESULT, "a part of a map's tuple, whose rule reads its cotangent (tests/test_federated_ad.c)"},
+    {FEDC_OP_FOLD, "fold against finite differences in tests/test_federated_ad.c"},
+    {FEDC_OP_GELU, "tests/test_transformer_ops.c (finite differences)"},
+    {FEDC_OP_GELU_GRAD, "tests/test_transformer_ops.c (finite differences)"},
+    {FEDC_OP_LAYER_NORM, "tests/test_transformer_ops.c (finite differences)"},
+    {FEDC_OP_LAYER_NORM_GRAD, "tests/test_transformer_ops.c (finite differences)"},
+    {FEDC_OP_LAYER_NORM_PARAM_GRAD, "tests/test_transformer_ops.c (finite differences)"},
+    {FEDC_OP_CAUSAL_ATTENTION, "tests/test_transformer_ops.c (finite differences)"},
+    {FEDC_OP_CAUSAL_ATTENTION_GRAD, "tests/test_transformer_ops.c (finite differences)"},
+    {FEDC_OP_SOFTMAX_XENT_GRAD, "tests/test_transformer_ops.c (finite differences)"},
+    {FEDC_OP_LSTM, "tests/test_lstm.c (finite differences)"},
+    {FEDC_OP_LSTM_GRAD, "tests/test_lstm.c (finite differences)"},
+    {FEDC_OP_LSTM_TANGENT, "tests/test_lstm.c (finite differences)"},
+};
+
+static const char *not_here(fedc__op op) {
+    for (int i = 0; i < FEDC_COUNT_OF(NOT_HERE); i++)
+        if (NOT_HERE[i].op == op) return NOT_HERE[i].why;
+    return NULL;
+}
+
+/* Marks the ops whose derivative the gradient check of p goes through: nodes with
+ * a float value that depends on a differentiated (f64) input and that the loss
+ * depends on. Top-level nodes only (no case here has a body). */
+static void mark_checked_ops(const fedc_program *p, bool checked[FEDC_OP_COUNT]) {
+    bool *active = calloc((size_t)p->n + 1, 1), *live = calloc((size_t)p->n + 1, 1);
+    fedc_value loss = fedc_program_find_output(p, "loss");
+    if (!active || !live || loss == FEDC_NONE) goto done;
+    for (int v = 0; v < p->n; v++) {
+        const fedc__node *n = &p->nodes[v];
+        bool from_input = n->op == FEDC_OP_INPUT && n->type.dtype == FEDC_F64;
+        for (int i = 0; i < n->nin; i++) from_input |= active[n->in[i]];
+        active[v] = from_input && (n->type.dtype == FEDC_F32 || n->type.dtype == FEDC_F64);
+    }
+    live[loss] = true;
+    for (int v = p->n - 1; v >= 0; v--)
+        for (int i = 0; live[v] && i < p->nodes[v].nin; i++) live[p->nodes[v].in[i]] = true;
+    for (int v = 0; v < p->n; v++)
+        if (active[v] && live[v] && p->nodes[v].op != FEDC_OP_INPUT) checked[p->nodes[v].op] = true;
+done:
+    free(active);
+    free(live);
+}
+
+/* Every op of ops.def is either checked by a case above or listed in NOT_HERE, and
+ * not both (a stale reason would hide a case that is gone): a new differentiable
+ * op fails here until it has a finite-difference case or a reason. */
+static void test_every_op_of_ops_def_is_checked(void) {
+    bool checked[FEDC_OP_COUNT] = {0};
+    ad_case cases[MAX_CASES];
+    int ncases = ad_cases(cases);
+    for (int i = 0; i < ncases; i++) {
+        fedc_program *p = fedc_test_loss_program(cases[i].in, cases[i].nin, cases[i].build, NULL);
+        CHECK_MSG(p && !fedc_program_status(p), "%s: build: %s", cases[i].name, fedc_errmsg());
+        if (p && !fedc_program_status(p)) mark_checked_ops(p, checked);
+        fedc_program_destroy(p);
+    }
+#define FEDC_OP(id, name, min_in, max_in)                                                                        \
+    CHECK_MSG(checked[FEDC_OP_##id] || not_here(FEDC_OP_##id),                                                   \
+              "op %s has no finite-difference case in test_ad.c and no entry in NOT_HERE saying where it is checked", \
+              name);                                                                                             \
+    CHECK_MSG(!(checked[FEDC_OP_##id] && not_here(FEDC_OP_##id)),                                                \
+              "op %s is checked by a case in test_ad.c: remove its NOT_HERE entry (\"%s\")", name,                \
+              not_here(FEDC_OP_##id));
+#include "ir/ops.def"
+#undef FEDC_OP
 }
 
 /* ------------------------------------------------------- second order -- */
@@ -479,6 +586,7 @@ int main(int argc, char **argv) {
         {"vjp takes cotangents", test_vjp_takes_cotangents},
         {"grad errors", test_grad_errors},
         {"missing second derivative is reported", test_missing_second_derivative_is_reported},
+        {"every op of ops.def is checked", test_every_op_of_ops_def_is_checked},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

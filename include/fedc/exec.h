@@ -16,8 +16,16 @@
  *     fedc_executor_output(ex, "y", (const void **)&y, NULL);
  *     fedc_executor_destroy(ex);
  *
- * Kernels run single-threaded (parallelism comes from running many clients at
- * once). Results are deterministic: the same inputs give the same bits.
+ * Parallelism comes first from running many clients at once (options.threads).
+ * Each kernel runs on the thread that runs its step, with BLAS pinned to one
+ * thread, except that threads no client uses are lent to the fast kernels: all of
+ * them in a program without map, and threads / clients of them to each client's
+ * steps when a cohort has fewer clients than threads. Then matmul, unary and binary
+ * ops, reductions, slice and pad, the fused SGD steps, softmax cross-entropy,
+ * GELU, layer norm, attention and the LSTM cut their work into blocks fixed by the
+ * shapes alone (convolution, pooling and the reference kernels stay on one
+ * thread). Results are deterministic: the same inputs give the same bits, whatever
+ * the number of threads.
  */
 #ifndef FEDC_EXEC_H
 #define FEDC_EXEC_H

@@ -1,8 +1,8 @@
 /*
- * ref.h — the reference kernels, one function per entry of struct fedc_kernels
- * (fedc_ref_<field>, with that field's exact signature), so a fast implementation
- * can point at a reference entry where it has no faster version. The table itself
- * is fedc_kernels_ref (ref_table.c).
+ * ref.h — the reference kernels, one function per entry of struct fedc_kernels but
+ * the optional ones (fedc_ref_<field>, with that field's exact signature, declared
+ * from kernels.def), so a fast implementation can point at a reference entry where
+ * it has no faster version. The table itself is fedc_kernels_ref (ref_table.c).
  *
  * The reference kernels are the oracle: plain loops and index arithmetic, no BLAS,
  * no allocation, no threads. Choices a faster implementation must match (up to
@@ -38,82 +38,20 @@
 
 #include "kernels/kernels.h"
 
-fedc_status fedc_ref_unary(fedc_unary_op op, fedc_dtype dt, int64_t n, const void *x, void *y,
-                           double param);
-fedc_status fedc_ref_binary(fedc_binary_op op, fedc_dtype dt, const fedc_kshape *as, const void *a,
-                            const fedc_kshape *bs, const void *b, const fedc_kshape *outs,
-                            void *out);
-fedc_status fedc_ref_select(fedc_dtype dt, const fedc_kshape *cs, const uint8_t *cond,
-                            const fedc_kshape *as, const void *a, const fedc_kshape *bs,
-                            const void *b, const fedc_kshape *outs, void *out);
-fedc_status fedc_ref_reduce(fedc_reduce_op op, fedc_dtype dt, const fedc_kshape *xs, unsigned axes,
-                            const void *x, void *y);
-fedc_status fedc_ref_broadcast_to(size_t elsize, const fedc_kshape *xs, const void *x,
-                                  const fedc_kshape *ys, void *y);
-fedc_status fedc_ref_transpose(size_t elsize, const fedc_kshape *xs, const int *perm, const void *x,
-                               void *y);
-fedc_status fedc_ref_slice(size_t elsize, const fedc_kshape *xs, const int64_t *start,
-                           const void *x, const fedc_kshape *ys, void *y);
-fedc_status fedc_ref_pad(size_t elsize, const fedc_kshape *xs, const int64_t *lo, const void *x,
-                         const fedc_kshape *ys, void *y);
-fedc_status fedc_ref_concat(size_t elsize, int n, const fedc_kshape *xs, const void *const *x,
-                            int axis, void *y);
-fedc_status fedc_ref_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k, int ta,
-                            int tb, const void *a, int a_batched, const void *b, int b_batched,
-                            void *c);
-fedc_status fedc_ref_gather(size_t elsize, int64_t rows, int64_t width, const void *table,
-                            int64_t nidx, const int32_t *idx, void *y);
-fedc_status fedc_ref_scatter_add(fedc_dtype dt, int64_t rows, int64_t width, int64_t nidx,
-                                 const int32_t *idx, const void *updates, void *y);
-fedc_status fedc_ref_one_hot(fedc_dtype dt, int64_t n, const int32_t *idx, int64_t depth, void *y);
-size_t fedc_ref_conv2d_scratch(const fedc_conv_geom *g, fedc_dtype dt);
-fedc_status fedc_ref_conv2d(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
-                            void *y, void *scratch);
-fedc_status fedc_ref_conv2d_input_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *dy,
-                                       const void *w, void *dx, void *scratch);
-fedc_status fedc_ref_conv2d_filter_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *x,
-                                        const void *dy, void *dw, void *scratch);
-fedc_status fedc_ref_max_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const void *x, void *y);
-fedc_status fedc_ref_max_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *x,
-                                     const void *dy, void *dx);
-fedc_status fedc_ref_avg_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const void *x, void *y);
-fedc_status fedc_ref_avg_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *dy,
-                                     void *dx);
-fedc_status fedc_ref_log_softmax(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, void *y);
-fedc_status fedc_ref_softmax_xent(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
-                                  const int32_t *labels, const void *w, void *loss);
-fedc_status fedc_ref_softmax_xent_grad(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
-                                       const int32_t *labels, const void *scale, void *dlogits);
-/* FEDC_ERANGE naming `kernel` and the row when a label is outside [0, classes). */
+/* fedc_ref_<field> for every row of kernels.def whose ref column is REF. */
+#define FEDC__REF_DECL_REF(ret, fn, params) ret fn params;
+#define FEDC__REF_DECL_NONE(ret, fn, params)
+#define FEDC_KERNEL(ret, field, ref, fast, params) FEDC__REF_DECL_##ref(ret, fedc_ref_##field, params)
+#include "kernels/kernels.def"
+#undef FEDC_KERNEL
+#undef FEDC__REF_DECL_REF
+#undef FEDC__REF_DECL_NONE
+
+/* ---- helpers shared by the kernels (defined in ref_shape.c, but one) --------- */
+
+/* FEDC_ERANGE naming `kernel` and the row when a label is outside [0, classes)
+ * (ref_nn.c). */
 fedc_status fedc_ref_check_labels(const char *kernel, int64_t rows, int64_t classes, const int32_t *labels);
-fedc_status fedc_ref_argmax(fedc_dtype dt, int64_t outer, int64_t len, int64_t inner,
-                            const void *x, int32_t *y);
-fedc_status fedc_ref_dropout(fedc_dtype dt, int64_t n, const void *x, fedc_rng_stream stream,
-                             double rate, void *y);
-fedc_status fedc_ref_cast(fedc_dtype from, fedc_dtype to, int64_t n, const void *x, void *y);
-fedc_status fedc_ref_iota(fedc_dtype dt, const fedc_kshape *ys, int axis, void *y);
-fedc_status fedc_ref_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *xw, const void *wh,
-                          void *trace);
-fedc_status fedc_ref_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dtrace,
-                               const void *wh, void *dxw, void *scratch);
-fedc_status fedc_ref_lstm_tangent(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dxw,
-                                  const void *wh, void *dtrace, void *scratch);
-
-fedc_status fedc_ref_gelu(fedc_dtype dt, int64_t n, const void *x, void *y);
-fedc_status fedc_ref_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx);
-fedc_status fedc_ref_layer_norm(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
-                                const void *beta, double eps, void *y);
-fedc_status fedc_ref_layer_norm_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
-                                     const void *dy, double eps, void *dx);
-fedc_status fedc_ref_layer_norm_param_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *dy,
-                                           double eps, void *dgb);
-size_t fedc_ref_attention_scratch(fedc_dtype dt, const fedc_attn_geom *g);
-fedc_status fedc_ref_causal_attention(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv, void *y,
-                                      void *scratch);
-fedc_status fedc_ref_causal_attention_grad(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv, const void *dy,
-                                           void *dqkv, void *scratch);
-
-/* ---- helpers shared by the ref_*.c files (defined in ref_shape.c) ------------ */
 
 /* FEDC_EINVAL naming `kernel` unless 0 <= s->rank <= FEDC_MAX_RANK and no dim is
  * negative. */
