@@ -1,7 +1,8 @@
 /* Reverse-mode AD: every differentiable op's gradient against central finite
  * differences in f64 (including broadcasting cases), a check over ops.def that each
  * op is among them or is listed with the test that checks it instead (or why
- * nothing does), gradients of gradients (Hessian-vector products) on a tanh MLP and
+ * nothing does), every case again on @clients values outside a map (bit for bit
+ * the local program's, client by client), gradients of gradients (Hessian-vector products) on a tanh MLP and
  * on softmax cross-entropy, and the transform's errors. */
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +257,124 @@ static void test_every_op_against_finite_differences(void) {
         int before = fedc_test_failures();
         check_case(&cases[i]);
         if (fedc_test_failures() != before) fprintf(stderr, "    (in case \"%s\")\n", cases[i].name);
+    }
+}
+
+/* ------------------------------------------- every op on @clients values -- */
+
+/* Each case again with every input placed @clients, outside any map, on a few
+ * clients with data of their own: client i's loss, gradient and forward-mode
+ * tangent must be the local program's on client i's data, bit for bit (the same
+ * kernels run once per client). Both loss programs are built from the same seed, so
+ * they hold the same random weights r (the placed program's @clients, read by every
+ * client). */
+enum { CASE_CLIENTS = 3 };
+
+typedef struct case_data {
+    void *x[MAX_INPUTS], *t[MAX_INPUTS]; /* inputs and tangents, all clients' copies */
+} case_data;
+
+/* Runs q (a gradient or a jvp of a case's loss program) on `clients` clients
+ * (0: local) with client `first`'s data onward, and copies its output `name`. */
+static void run_output(const fedc_program *q, const ad_case *c, const case_data *d, int clients, int first,
+                       const char *name, void *out, size_t bytes) {
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.clients = clients};
+    CHECK_OK(fedc_executor_create(&ex, q, &o));
+    for (int i = 0; ex && i < c->nin; i++) {
+        size_t each = (size_t)fedc_type_count(&c->in[i]) * fedc_dtype_size(c->in[i].dtype);
+        char name_x[16], name_t[24];
+        snprintf(name_x, sizeof name_x, "x%d", i);
+        snprintf(name_t, sizeof name_t, "tangent_x%d", i);
+        CHECK_OK(fedc_executor_bind(ex, name_x, (char *)d->x[i] + (size_t)first * each));
+        if (fedc_program_find_input(q, name_t) != FEDC_NONE)
+            CHECK_OK(fedc_executor_bind(ex, name_t, (char *)d->t[i] + (size_t)first * each));
+    }
+    const void *y = NULL;
+    if (ex) CHECK_OK(fedc_executor_run(ex));
+    if (ex) CHECK_OK(fedc_executor_output(ex, name, &y, NULL));
+    if (y) memcpy(out, y, bytes);
+    else memset(out, 0xff, bytes);
+    fedc_executor_destroy(ex);
+}
+
+static fedc_program *case_program(const ad_case *c, fedc_placement pl) {
+    fedc_type in[MAX_INPUTS];
+    for (int i = 0; i < c->nin; i++) in[i] = c->in[i], in[i].placement = pl;
+    fedc_test_seed(7);
+    return fedc_test_loss_program(in, c->nin, c->build, NULL);
+}
+
+/* The outputs to compare: the loss, its tangent, and grad_x<i> of each f64 input. */
+static void compare_on_clients(const ad_case *c, fedc_program *const *local, fedc_program *const *placed,
+                               const case_data *d) {
+    for (int k = -2; k < c->nin; k++) {
+        if ((k >= 0 && c->in[k].dtype != FEDC_F64) || (k == -1 && !local[1])) continue;
+        char name[24];
+        snprintf(name, sizeof name, k == -2 ? "loss" : k == -1 ? "tangent_loss" : "grad_x%d", k);
+        const fedc_program *lq = local[k == -1], *pq = placed[k == -1];
+        size_t each = k < 0 ? 8 : (size_t)fedc_type_count(&c->in[k]) * 8;
+        double *all = malloc(each * CASE_CLIENTS), *one = malloc(each);
+        run_output(pq, c, d, CASE_CLIENTS, 0, name, all, each * CASE_CLIENTS);
+        for (int i = 0; i < CASE_CLIENTS; i++) {
+            run_output(lq, c, d, 0, i, name, one, each);
+            CHECK_MSG(memcmp(one, (char *)all + (size_t)i * each, each) == 0,
+                      "%s: %s of client %d on @clients values differs from the local program's (%.17g vs %.17g)",
+                      c->name, name, i, ((double *)all)[i * (int)(each / 8)], one[0]);
+        }
+        free(all), free(one);
+    }
+}
+
+static void check_case_on_clients(const ad_case *c) {
+    const char *wrt[MAX_INPUTS];
+    char names[MAX_INPUTS][16];
+    int nwrt = 0;
+    for (int i = 0; i < c->nin; i++) {
+        snprintf(names[i], sizeof names[i], "x%d", i);
+        if (c->in[i].dtype == FEDC_F64) wrt[nwrt++] = names[i];
+    }
+    fedc_program *prog[2] = {case_program(c, FEDC_LOCAL), case_program(c, FEDC_CLIENTS)};
+    fedc_program *local[2] = {0}, *placed[2] = {0}; /* [grad, jvp] */
+    for (int w = 0; w < 2; w++) {
+        fedc_program **q = w ? placed : local;
+        CHECK_MSG(prog[w] && !fedc_program_status(prog[w]), "%s: build: %s", c->name, fedc_errmsg());
+        if (!prog[w] || fedc_program_status(prog[w])) goto done;
+        CHECK_OK(fedc_grad(prog[w], "loss", wrt, nwrt, &q[0]));
+        /* Forward mode transposes the gradient, so it needs the second derivative
+         * (max pooling has none yet): then both placements must say so. */
+        fedc_status st = fedc_jvp(prog[w], wrt, nwrt, &q[1]);
+        CHECK_MSG(st == FEDC_OK || st == FEDC_EUNSUPPORTED, "%s: jvp: %s", c->name, fedc_errmsg());
+        if (!q[0] || (w == 1 && !local[1] != !q[1])) goto done;
+    }
+    case_data d = {0};
+    for (int i = 0; i < c->nin; i++) {
+        int64_t n = fedc_type_count(&c->in[i]);
+        d.x[i] = malloc((size_t)(n ? n : 1) * 8 * CASE_CLIENTS);
+        d.t[i] = malloc((size_t)(n ? n : 1) * 8 * CASE_CLIENTS);
+        for (int64_t j = 0; j < n * CASE_CLIENTS; j++) {
+            if (c->in[i].dtype == FEDC_I32) ((int32_t *)d.x[i])[j] = (int32_t)((7 * j + 3) % c->imod);
+            else ((double *)d.x[i])[j] = fedc_test_uniform(c->lo, c->hi);
+            ((double *)d.t[i])[j] = fedc_test_uniform(-1, 1);
+        }
+    }
+    compare_on_clients(c, local, placed, &d);
+    for (int i = 0; i < c->nin; i++) free(d.x[i]), free(d.t[i]);
+done:
+    for (int w = 0; w < 2; w++) {
+        fedc_program_destroy(prog[w]);
+        fedc_program_destroy(local[w]);
+        fedc_program_destroy(placed[w]);
+    }
+}
+
+static void test_every_op_on_clients_values(void) {
+    ad_case cases[MAX_CASES];
+    int ncases = ad_cases(cases);
+    for (int i = 0; i < ncases; i++) {
+        int before = fedc_test_failures();
+        check_case_on_clients(&cases[i]);
+        if (fedc_test_failures() != before) fprintf(stderr, "    (in case \"%s\" on @clients values)\n", cases[i].name);
     }
 }
 
@@ -587,6 +706,7 @@ int main(int argc, char **argv) {
         {"grad errors", test_grad_errors},
         {"missing second derivative is reported", test_missing_second_derivative_is_reported},
         {"every op of ops.def is checked", test_every_op_of_ops_def_is_checked},
+        {"every op on clients values", test_every_op_on_clients_values},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }
