@@ -250,15 +250,18 @@ static int ad_cases(ad_case *out) {
     return FEDC_COUNT_OF(cases);
 }
 
-static void test_every_op_against_finite_differences(void) {
+/* Runs check on every case, naming the case of each failure. */
+static void for_each_case(void (*check)(const ad_case *), const char *how) {
     ad_case cases[MAX_CASES];
     int ncases = ad_cases(cases);
     for (int i = 0; i < ncases; i++) {
         int before = fedc_test_failures();
-        check_case(&cases[i]);
-        if (fedc_test_failures() != before) fprintf(stderr, "    (in case \"%s\")\n", cases[i].name);
+        check(&cases[i]);
+        if (fedc_test_failures() != before) fprintf(stderr, "    (in case \"%s\"%s)\n", cases[i].name, how);
     }
 }
+
+static void test_every_op_against_finite_differences(void) { for_each_case(check_case, ""); }
 
 /* ------------------------------------------- every op on @clients values -- */
 
@@ -368,15 +371,7 @@ done:
     }
 }
 
-static void test_every_op_on_clients_values(void) {
-    ad_case cases[MAX_CASES];
-    int ncases = ad_cases(cases);
-    for (int i = 0; i < ncases; i++) {
-        int before = fedc_test_failures();
-        check_case_on_clients(&cases[i]);
-        if (fedc_test_failures() != before) fprintf(stderr, "    (in case \"%s\" on @clients values)\n", cases[i].name);
-    }
-}
+static void test_every_op_on_clients_values(void) { for_each_case(check_case_on_clients, " on @clients values"); }
 
 /* ------------------------------------------------- coverage of ops.def -- */
 
