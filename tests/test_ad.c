@@ -50,6 +50,17 @@ static void fill_inputs(const ad_case *c, void **data) {
     }
 }
 
+/* The names x0, x1, ... of a case's inputs, and in wrt those of its f64 ones (the
+ * differentiated); returns how many are in wrt. */
+static int input_names(const ad_case *c, char names[][16], const char **wrt) {
+    int nwrt = 0;
+    for (int i = 0; i < c->nin; i++) {
+        snprintf(names[i], 16, "x%d", i);
+        if (c->in[i].dtype == FEDC_F64) wrt[nwrt++] = names[i];
+    }
+    return nwrt;
+}
+
 /* Compares grad_x<i> with central differences of the loss, element by element. */
 static void check_case(const ad_case *c) {
     fedc_program *p = fedc_test_loss_program(c->in, c->nin, c->build, NULL);
@@ -57,11 +68,7 @@ static void check_case(const ad_case *c) {
     if (!p || fedc_program_status(p)) goto done_p;
     const char *wrt[MAX_INPUTS];
     char names[MAX_INPUTS][16];
-    int nwrt = 0;
-    for (int i = 0; i < c->nin; i++) {
-        snprintf(names[i], sizeof names[i], "x%d", i);
-        if (c->in[i].dtype == FEDC_F64) wrt[nwrt++] = names[i];
-    }
+    int nwrt = input_names(c, names, wrt);
     fedc_program *g = NULL;
     fedc_executor *fwd = NULL, *bwd = NULL;
     void *data[MAX_INPUTS] = {0};
@@ -332,11 +339,7 @@ static void compare_on_clients(const ad_case *c, fedc_program *const *local, fed
 static void check_case_on_clients(const ad_case *c) {
     const char *wrt[MAX_INPUTS];
     char names[MAX_INPUTS][16];
-    int nwrt = 0;
-    for (int i = 0; i < c->nin; i++) {
-        snprintf(names[i], sizeof names[i], "x%d", i);
-        if (c->in[i].dtype == FEDC_F64) wrt[nwrt++] = names[i];
-    }
+    int nwrt = input_names(c, names, wrt);
     fedc_program *prog[2] = {case_program(c, FEDC_LOCAL), case_program(c, FEDC_CLIENTS)};
     fedc_program *local[2] = {0}, *placed[2] = {0}; /* [grad, jvp] */
     for (int w = 0; w < 2; w++) {
