@@ -86,8 +86,8 @@ bool cli_real(const char *cmd, const char *what, const char *text, cli_range r, 
         *out = v;
         return true;
     }
-    fprintf(stderr, "%s: %s needs a number in %c%.10g, %.10g%c, not '%s'\n", cmd, what, r.lo_open ? '(' : '[', r.lo, r.hi,
-            r.hi_open ? ')' : ']', text);
+    fprintf(stderr, "%s: %s needs a number in %c%.10g, %.10g%c, not '%s'\n", cmd, what, r.lo_open ? '(' : '[',
+            r.lo, r.hi, r.hi_open ? ')' : ']', text);
     return false;
 }
 

@@ -71,7 +71,8 @@ static fedc_program *load(const char *cmd, const char *path) {
     return p;
 }
 
-static bool is_file_arg(const char *arg) { return arg[0] != '-' || !strcmp(arg, "-"); }
+/* FILE is a path or - (stdin); anything else that starts with - is an option. */
+static bool is_file_arg(const char *arg) { return arg[0] && (arg[0] != '-' || !strcmp(arg, "-")); }
 
 /* The one FILE of check and print; NULL (having said why) otherwise. */
 static const char *only_file(const char *cmd, int argc, char **argv) {
@@ -176,8 +177,8 @@ static int derive_args(const char *cmd, bool forward, int argc, char **argv, con
         }
     }
     if (*path && (forward || *of) && wrt->count) return 0;
-    fprintf(stderr, "%s: needs FILE, %s--wrt INPUT[,INPUT...] (see %s --help)\n", cmd, forward ? "" : "--of OUTPUT and ",
-            cmd);
+    fprintf(stderr, "%s: needs FILE, %s--wrt INPUT[,INPUT...] (see %s --help)\n", cmd,
+            forward ? "" : "--of OUTPUT and ", cmd);
     return CLI_USAGE;
 }
 
@@ -205,6 +206,8 @@ static int cmd_jvp(int argc, char **argv) { return derive(argc, argv, true); }
 
 /* ------------------------------------------------------------ program run -- */
 
+#define RUN "fedc program run"
+
 /* One --input NAME=PATH and the array read from it. */
 typedef struct run_input {
     const char *name, *path;
@@ -223,7 +226,7 @@ typedef struct run_args {
 
 static bool parse_count(const char *flag, const char *text, int min, int max, int *out) {
     uint64_t v;
-    if (!cli_uint("fedc program run", flag, text, (uint64_t)min, (uint64_t)max, &v)) return false;
+    if (!cli_uint(RUN, flag, text, (uint64_t)min, (uint64_t)max, &v)) return false;
     *out = (int)v;
     return true;
 }
@@ -232,13 +235,13 @@ static bool parse_count(const char *flag, const char *text, int min, int max, in
 static bool add_input(run_args *a, char *spec) {
     char *eq = strchr(spec, '=');
     if (!eq || eq == spec || !eq[1]) {
-        fprintf(stderr, "fedc program run: --input needs NAME=PATH.npy, not '%s'\n", spec);
+        fprintf(stderr, RUN ": --input needs NAME=PATH.npy, not '%s'\n", spec);
         return false;
     }
     *eq = '\0';
     for (int i = 0; i < a->ninputs; i++)
         if (strcmp(a->inputs[i].name, spec) == 0) {
-            fprintf(stderr, "fedc program run: input \"%s\" is given twice\n", spec);
+            fprintf(stderr, RUN ": input \"%s\" is given twice\n", spec);
             return false;
         }
     a->inputs[a->ninputs++] = (run_input){.name = spec, .path = eq + 1};
@@ -247,7 +250,7 @@ static bool add_input(run_args *a, char *spec) {
 
 static bool set_out_dir(run_args *a, const char *dir) {
     a->out_dir = dir;
-    return cli_text("fedc program run", "--out", dir);
+    return cli_text(RUN, "--out", dir);
 }
 
 /* Takes the option at argv[*i] (and its value); false on a usage error. */
@@ -256,7 +259,7 @@ static bool run_option(run_args *a, int argc, char **argv, int *i) {
     static const char *const with_value[] = {"--input", "--out", "--clients", "--threads"};
     for (int k = 0; k < 4; k++)
         if (strcmp(arg, with_value[k]) == 0 && *i + 1 >= argc) {
-            fprintf(stderr, "fedc program run: %s needs a value\n", arg);
+            fprintf(stderr, RUN ": %s needs a value\n", arg);
             return false;
         }
     if (strcmp(arg, "--reference") == 0) {
@@ -271,7 +274,7 @@ static bool run_option(run_args *a, int argc, char **argv, int *i) {
         a->file = arg;
         return true;
     }
-    fprintf(stderr, "fedc program run: unexpected argument '%s' (see fedc program run --help)\n", arg);
+    fprintf(stderr, RUN ": unexpected argument '%s' (see fedc program run --help)\n", arg);
     return false;
 }
 
@@ -280,13 +283,13 @@ static int parse_run_args(int argc, char **argv, run_args *a) {
     *a = (run_args){.out_dir = "."};
     a->inputs = calloc((size_t)argc + 1, sizeof *a->inputs);
     if (!a->inputs) {
-        fprintf(stderr, "fedc program run: out of memory\n");
+        fprintf(stderr, RUN ": out of memory\n");
         return CLI_FAILED;
     }
     for (int i = 0; i < argc; i++)
         if (!run_option(a, argc, argv, &i)) return CLI_USAGE;
     if (!a->file) {
-        fprintf(stderr, "fedc program run: needs FILE (see fedc program run --help)\n");
+        fprintf(stderr, RUN ": needs FILE (see fedc program run --help)\n");
         return CLI_USAGE;
     }
     return 0;
@@ -307,7 +310,7 @@ static bool inputs_match(const fedc_program *p, const run_args *a) {
     bool ok = true;
     for (int i = 0; i < a->ninputs; i++) {
         if (fedc_program_find_input(p, a->inputs[i].name) != FEDC_NONE) continue;
-        fprintf(stderr, "fedc program run: %s: the program has no input \"%s\"; its inputs are", a->file, a->inputs[i].name);
+        fprintf(stderr, RUN ": %s: the program has no input \"%s\"; its inputs are", a->file, a->inputs[i].name);
         for (int k = 0; k < fedc_program_num_inputs(p); k++)
             fprintf(stderr, "%s \"%s\"", k ? "," : "", fedc_program_input_name(p, k));
         fputc('\n', stderr);
@@ -318,7 +321,7 @@ static bool inputs_match(const fedc_program *p, const run_args *a) {
         if (given(a, name)) continue;
         char t[64];
         fedc_type ty = input_type(p, name);
-        fprintf(stderr, "fedc program run: %s: input \"%s\" (%s) is missing: give it with --input %s=PATH.npy\n", a->file,
+        fprintf(stderr, RUN ": %s: input \"%s\" (%s) is missing: give it with --input %s=PATH.npy\n", a->file,
                 name, fedc_type_str(&ty, t, sizeof t), name);
         ok = false;
     }
@@ -351,12 +354,12 @@ static bool check_input(const run_args *a, const fedc_type *want, const run_inpu
     fedc_type_str(&in->type, g, sizeof g);
     fedc_type_str(want, w, sizeof w);
     if (want->placement != FEDC_CLIENTS)
-        fprintf(stderr, "fedc program run: input \"%s\" from %s: expected %s, got %s\n", in->name, in->path, w, g);
+        fprintf(stderr, RUN ": input \"%s\" from %s: expected %s, got %s\n", in->name, in->path, w, g);
     else if (fits && sized)
-        fprintf(stderr, "fedc program run: input \"%s\" from %s: expected %s (%d clients of %s), got %s\n", in->name, in->path,
+        fprintf(stderr, RUN ": input \"%s\" from %s: expected %s (%d clients of %s), got %s\n", in->name, in->path,
                 fedc_type_str(&shape, f, sizeof f), a->clients, w, g);
     else
-        fprintf(stderr, "fedc program run: input \"%s\" from %s: a %s input needs an array of shape [clients, ...its dims], "
+        fprintf(stderr, RUN ": input \"%s\" from %s: a %s input needs an array of shape [clients, ...its dims], "
                 "got %s\n", in->name, in->path, w, g);
     return false;
 }
@@ -368,7 +371,7 @@ static bool load_inputs(const fedc_program *p, run_args *a) {
         run_input *in = given(a, name);
         fedc_type want = input_type(p, name);
         if (fedc_npy_read(in->path, &in->type, &in->data)) {
-            fprintf(stderr, "fedc program run: input \"%s\": %s\n", name, fedc_errmsg());
+            fprintf(stderr, RUN ": input \"%s\": %s\n", name, fedc_errmsg());
             return false;
         }
         infer_clients(a, &want, in);
@@ -385,7 +388,7 @@ static fedc_executor *run_executor(const fedc_program *p, const run_args *a) {
     for (int i = 0; !st && i < a->ninputs; i++) st = fedc_executor_bind(ex, a->inputs[i].name, a->inputs[i].data);
     if (!st) st = fedc_executor_run(ex);
     if (!st) return ex;
-    fprintf(stderr, "fedc program run: %s: %s\n", a->file, fedc_errmsg());
+    fprintf(stderr, RUN ": %s: %s\n", a->file, fedc_errmsg());
     fedc_executor_destroy(ex);
     return NULL;
 }
@@ -395,7 +398,7 @@ static bool outputs_are_file_names(const fedc_program *p, const run_args *a) {
     for (int i = 0; i < fedc_program_num_outputs(p); i++) {
         const char *name = fedc_program_output_name(p, i);
         if (*name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..")) continue;
-        fprintf(stderr, "fedc program run: %s: output \"%s\" cannot be written: its name is not a file name\n", a->file, name);
+        fprintf(stderr, RUN ": %s: output \"%s\" cannot be written: its name is not a file name\n", a->file, name);
         return false;
     }
     return true;
@@ -461,16 +464,16 @@ static bool write_output(const fedc_executor *ex, const fedc_program *p, int i, 
     size_t len = strlen(a->out_dir);
     const char *sep = len && a->out_dir[len - 1] == '/' ? "" : "/";
     if (fedc_executor_output(ex, name, &data, &t)) {
-        fprintf(stderr, "fedc program run: %s: %s\n", a->file, fedc_errmsg());
+        fprintf(stderr, RUN ": %s: %s\n", a->file, fedc_errmsg());
         return false;
     }
     if (!file_type(&t, a->clients, &shape) || snprintf(path, sizeof path, "%s%s%s.npy", a->out_dir, sep, name) >=
                                                      (int)sizeof path) {
-        fprintf(stderr, "fedc program run: output \"%s\" (%s) cannot be written as .npy\n", name, fedc_type_str(&t, ts, sizeof ts));
+        fprintf(stderr, RUN ": output \"%s\" (%s) cannot be written as .npy\n", name, fedc_type_str(&t, ts, sizeof ts));
         return false;
     }
     if (fedc_npy_write(path, &shape, data)) {
-        fprintf(stderr, "fedc program run: output \"%s\": %s\n", name, fedc_errmsg());
+        fprintf(stderr, RUN ": output \"%s\": %s\n", name, fedc_errmsg());
         return false;
     }
     printf("%s: %s", name, fedc_type_str(&t, ts, sizeof ts));
@@ -481,7 +484,7 @@ static bool write_output(const fedc_executor *ex, const fedc_program *p, int i, 
 
 static bool write_outputs(const fedc_executor *ex, const fedc_program *p, const run_args *a) {
     if (!make_dirs(a->out_dir)) {
-        fprintf(stderr, "fedc program run: cannot create directory %s: %s\n", a->out_dir, strerror(errno));
+        fprintf(stderr, RUN ": cannot create directory %s: %s\n", a->out_dir, strerror(errno));
         return false;
     }
     for (int i = 0; i < fedc_program_num_outputs(p); i++)
@@ -502,7 +505,7 @@ static int cmd_run(int argc, char **argv) {
     run_args a;
     int rc = parse_run_args(argc, argv, &a);
     if (!rc) {
-        fedc_program *p = load("fedc program run", a.file);
+        fedc_program *p = load(RUN, a.file);
         rc = p ? run_program(p, &a) : CLI_FAILED;
         fedc_program_destroy(p);
     }

@@ -188,17 +188,20 @@ static int usage_error(const options *o, const char *fmt, const char *arg) {
     return CLI_USAGE;
 }
 
-/* The option called `name` that this command takes; NULL, having said why. */
+/* The option called `name` (of either command); NULL, having said so, if none. */
 static const option *find(const options *o, const char *where, const char *shown, const char *name) {
-    for (size_t i = 0; i < sizeof table / sizeof *table; i++) {
-        if (strcmp(table[i].name, name)) continue;
-        if (table[i].commands & o->command) return &table[i];
-        fprintf(stderr, "%s: %s%s is an option of %s, not of %s\n", o->cmd, where, shown,
-                o->command == EVAL ? "fedc train" : "fedc eval", o->cmd);
-        return NULL;
-    }
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        if (!strcmp(table[i].name, name)) return &table[i];
     fprintf(stderr, "%s: %sunknown option '%s' (see %s --help)\n", o->cmd, where, shown, o->cmd);
     return NULL;
+}
+
+/* True if this command takes `opt`; else says so. */
+static bool takes(const options *o, const option *opt, const char *shown) {
+    if (opt->commands & o->command) return true;
+    fprintf(stderr, "%s: %s is an option of %s, not of %s\n", o->cmd, shown,
+            o->command == EVAL ? "fedc train" : "fedc eval", o->cmd);
+    return false;
 }
 
 /* Sets option `opt` from the text `v`; `what` names it in messages. */
@@ -234,7 +237,8 @@ static bool check_task(const char *cmd, const char *what, const char *v) {
     static const char *const tasks[] = {"emnist", "fashion", "heart", "shakespeare", "stackoverflow", "none"};
     for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++)
         if (!strcmp(v, tasks[i])) return true;
-    fprintf(stderr, "%s: %s needs emnist, fashion, heart, shakespeare, stackoverflow or none, not '%s'\n", cmd, what, v);
+    fprintf(stderr, "%s: %s needs emnist, fashion, heart, shakespeare, stackoverflow or none, not '%s'\n", cmd,
+            what, v);
     return false;
 }
 
@@ -255,12 +259,14 @@ static bool check_partition(const char *cmd, const char *what, const char *v) {
 /* Creating a model only declares its parameters: a cheap check of the name. */
 static bool check_model(const char *cmd, const char *what, const char *v) {
     fedc_model *m = NULL;
-    bool ok = fedc_model_create(&m, v, NULL) == FEDC_OK;
+    if (fedc_model_create(&m, v, NULL) == FEDC_OK) {
+        fedc_model_destroy(m);
+        return true;
+    }
     const char *why = fedc_errmsg();
     if (!strncmp(why, "model: ", 7)) why += 7; /* the flag says so already */
-    if (!ok) fprintf(stderr, "%s: %s: %s\n", cmd, what, why);
-    fedc_model_destroy(m);
-    return ok;
+    fprintf(stderr, "%s: %s: %s\n", cmd, what, why);
+    return false;
 }
 
 static bool check_algorithm(const char *cmd, const char *what, const char *v) {
@@ -289,6 +295,7 @@ static bool config_setting(void *user, const char *name, const char *value, int 
     }
     const option *opt = find(o, where, name, name);
     if (!opt) return false;
+    if (!(opt->commands & o->command)) return true; /* one file can serve train and eval */
     char what[4400];
     snprintf(what, sizeof what, "%s%s", where, name);
     return set(o, opt, what, value);
@@ -311,15 +318,16 @@ static int parse_args(options *o, int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0) return usage_error(o, "unexpected argument '%s'", a);
-        const option *opt = strcmp(a, "--config") ? find(o, "", a, a + 2) : NULL;
-        if (strcmp(a, "--config") && !opt) return CLI_USAGE;
-        if (opt && opt->kind == FLAG) {
+        bool config = !strcmp(a, "--config");
+        const option *opt = config ? NULL : find(o, "", a, a + 2);
+        if (!config && (!opt || !takes(o, opt, a))) return CLI_USAGE;
+        if (!config && opt->kind == FLAG) {
             *(bool *)((char *)o + opt->at) = true;
             continue;
         }
         if (i + 1 >= argc) return usage_error(o, "%s needs a value", a);
         const char *v = argv[++i];
-        int rc = !opt ? (cli_text(o->cmd, a, v) ? read_config(o, v) : CLI_USAGE) : set(o, opt, a, v) ? 0 : CLI_USAGE;
+        int rc = config ? (cli_text(o->cmd, a, v) ? read_config(o, v) : CLI_USAGE) : set(o, opt, a, v) ? 0 : CLI_USAGE;
         if (rc) return rc;
     }
     return 0;
@@ -413,7 +421,7 @@ int fedc_cli_train(int argc, char **argv) {
         return CLI_OK;
     }
     if (argc > 0 && !strcmp(argv[0], "--algorithms")) {
-        if (argc > 1) return usage_error(&(options){.cmd = "fedc train"}, "%s", "--algorithms takes no other arguments");
+        if (argc > 1) return usage_error(&(options){.cmd = "fedc train"}, "%s", "--algorithms takes no other options");
         for (int i = 0; i < fedc_algorithm_count(); i++)
             printf("%-10s %s\n", fedc_algorithm_at(i)->name, fedc_algorithm_at(i)->summary);
         return CLI_OK;

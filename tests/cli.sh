@@ -309,7 +309,7 @@ table <<END
 2|--rounds needs a value|train --data x --rounds
 2|unexpected argument 'stray'|train --data x stray
 2|--holdout and --test-data both give the test split|train --data x --holdout 0.2 --test-data y
-2|--algorithms takes no other arguments|train --algorithms --rounds 2
+2|--algorithms takes no other options|train --algorithms --rounds 2
 2|--config needs a value, not ''|train --data x --config ''
 2|cannot open $out/none.ini: No such file or directory|train --data x --config $out/none.ini
 2|$out/adir is a directory, not a file|train --data x --config $out/adir
@@ -331,6 +331,7 @@ table <<END
 2|--of needs a value, not ''|program grad $data/logistic.fedc --of '' --wrt w
 2|--wrt needs a value|program jvp $data/logistic.fedc --wrt
 2|fedc program check: needs FILE|program check
+2|fedc program check: unexpected argument ''|program check ''
 2|fedc program check: unexpected argument 'b.fedc'|program check a.fedc b.fedc
 2|fedc program print: unexpected argument '--bogus'|program print --bogus
 2|fedc program: needs a subcommand|program
@@ -448,13 +449,16 @@ a section header needs its closing ']'|[train
 a setting needs a name before '='|= 5
 unknown option 'frobnicate'|frobnicate = 1
 a config file cannot read another|config = other.ini
-checkpoint is an option of fedc eval, not of fedc train|checkpoint = c
 out needs a value, not ''|out =
 END
 
+# One config file serves train and eval: each takes its own options from it (and
+# refuses the other's on its command line).
+printf 'model = heart\nrounds = 2\nquiet = yes\ncheckpoint = %s\n' "$out/res/checkpoint.safetensors" >"$out/both.ini"
+expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/silos" --config "$out/both.ini" --clients-per-round 2 \
+  --out "$out/both"
 # Evaluation quantiles only where there are several test clients.
-expect 0 "(3 clients: p10 " -- "$fedc" eval --checkpoint "$out/res/checkpoint.safetensors" --data "$out/silos" \
-  --model heart
+expect 0 "(3 clients: p10 " -- "$fedc" eval --data "$out/silos" --config "$out/both.ini"
 fashion=/usr/share/datasets/fashion-mnist
 if [ -f $fashion/train-images-idx3-ubyte.gz ] && [ -f $fashion/t10k-images-idx3-ubyte.gz ]; then
   expect 0 "round 1: test loss" -- "$fedc" train --data $fashion/train-images-idx3-ubyte.gz --model logistic \
