@@ -9,7 +9,12 @@
 #include "cli.h"
 #include "fedc/fedc.h"
 
-static const char usage[] = "usage: fedc data info PATH [--format leaf|tff|fedjax|idx|csv|text]\n";
+static const char usage[] =
+    "usage: fedc data info PATH [--format leaf|tff|fedjax|idx|csv|text]\n"
+    "  describe a federated dataset: its format (detected unless given), clients,\n"
+    "  examples, examples per client (with a histogram) and the first client's\n"
+    "  features\n"
+    "Exit status: 0 done, 1 the data cannot be read, 2 bad usage.\n";
 
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -38,7 +43,7 @@ static bool print_client_sizes(const fedc_dataset *ds) {
     int64_t n = fedc_dataset_num_clients(ds);
     int64_t *sizes = malloc((size_t)n * sizeof *sizes);
     if (!sizes) {
-        fprintf(stderr, "fedc: out of memory for %lld clients\n", (long long)n);
+        fprintf(stderr, "fedc data info: out of memory for %lld clients\n", (long long)n);
         return false;
     }
     for (int64_t i = 0; i < n; i++) sizes[i] = fedc_dataset_client_examples(ds, i);
@@ -71,21 +76,21 @@ static void print_feature(const fedc_feature *f, int64_t examples) {
 static int print_first_client(fedc_dataset *ds) {
     fedc_client_data *c = NULL;
     if (fedc_dataset_client(ds, 0, &c)) {
-        fprintf(stderr, "fedc: %s\n", fedc_errmsg());
-        return 1;
+        fprintf(stderr, "fedc data info: %s\n", fedc_errmsg());
+        return CLI_FAILED;
     }
     printf("first client \"%s\" (%lld example%s), features per example:\n", c->id, (long long)c->num_examples,
            c->num_examples == 1 ? "" : "s");
     for (int i = 0; i < c->num_features; i++) print_feature(&c->features[i], c->num_examples);
     fedc_client_data_destroy(c);
-    return 0;
+    return CLI_OK;
 }
 
 static int data_info(const char *path, fedc_data_format format) {
     fedc_dataset *ds = NULL;
     if (fedc_dataset_open(&ds, path, format)) {
-        fprintf(stderr, "fedc: %s\n", fedc_errmsg());
-        return 1;
+        fprintf(stderr, "fedc data info: %s\n", fedc_errmsg());
+        return CLI_FAILED;
     }
     int64_t n = fedc_dataset_num_clients(ds);
     printf("dataset:  %s\nformat:   %s (%s)\nclients:  %lld\nexamples: %lld\n", path,
@@ -97,31 +102,43 @@ static int data_info(const char *path, fedc_data_format format) {
     return rc;
 }
 
-int fedc_cli_data(int argc, char **argv) {
-    const char *path = NULL;
-    fedc_data_format format = FEDC_FORMAT_AUTO;
-    if (argc < 1 || strcmp(argv[0], "info") != 0) {
-        fprintf(stderr, "fedc data: unknown or missing subcommand%s%s%s\n%s", argc ? " '" : "", argc ? argv[0] : "",
-                argc ? "'" : "", usage);
-        return 2;
-    }
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
-            if (fedc_data_format_parse(argv[++i], &format)) {
-                fprintf(stderr, "fedc data info: %s\n", fedc_errmsg());
-                return 2;
+/* PATH and --format; 0, or the exit status of a bad command line. */
+static int info_args(int argc, char **argv, const char **path, fedc_data_format *format) {
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--format")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "fedc data info: --format needs a value\n");
+                return CLI_USAGE;
             }
-        } else if (!path && argv[i][0] != '-') {
-            path = argv[i];
+            if (fedc_data_format_parse(argv[++i], format)) {
+                fprintf(stderr, "fedc data info: --format: %s\n", fedc_errmsg());
+                return CLI_USAGE;
+            }
+        } else if (!*path && argv[i][0] != '-' && argv[i][0]) {
+            *path = argv[i];
         } else {
-            fprintf(stderr, "fedc data info: unexpected argument '%s'\n%s", argv[i], usage);
-            return 2;
+            fprintf(stderr, "fedc data info: unexpected argument '%s' (see fedc data info --help)\n", argv[i]);
+            return CLI_USAGE;
         }
     }
-    if (!path) {
-        fprintf(stderr, "fedc data info: needs PATH\n%s", usage);
-        return 2;
-    }
-    return data_info(path, format);
+    if (*path) return 0;
+    fprintf(stderr, "fedc data info: needs PATH (see fedc data info --help)\n");
+    return CLI_USAGE;
 }
 
+int fedc_cli_data(int argc, char **argv) {
+    bool info = argc > 0 && !strcmp(argv[0], "info");
+    if (argc > 0 && (info || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) && cli_wants_help(argc, argv)) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (!info) {
+        fprintf(stderr, "fedc data: %s%s%s (the one is info; see fedc data --help)\n",
+                argc ? "unknown subcommand '" : "needs a subcommand", argc ? argv[0] : "", argc ? "'" : "");
+        return CLI_USAGE;
+    }
+    const char *path = NULL;
+    fedc_data_format format = FEDC_FORMAT_AUTO;
+    int rc = info_args(argc - 1, argv + 1, &path, &format);
+    return rc ? rc : data_info(path, format);
+}

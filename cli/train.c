@@ -1,9 +1,11 @@
 /*
  * fedc train — federated training from the command line.
  *
- * Every flag is "--name VALUE"; the same names work as "name = value" lines of an
- * INI config file (--config FILE, read with inih; flags given after it win).
- * `fedc train --help` lists them with their defaults.
+ * Every flag is "--name VALUE" (or a bare "--name" for the yes/no ones); the
+ * same names work as "name = value" lines of an INI config file (--config FILE,
+ * cli/config.c; flags given after it win). One table below says, for each, what
+ * it sets, which commands take it and its valid range, and every value goes
+ * through the checked parsers of cli/fedc.c. `fedc train --help` lists them.
  *
  * fedc eval --checkpoint FILE --data PATH [--model NAME] [data options] evaluates a
  * checkpoint's model on every client of PATH.
@@ -11,7 +13,7 @@
  * `mpirun -np N fedc train ...` runs one training job on N processes (docs/mpi.md):
  * fedc notices the launcher, and each rank trains its share of every cohort.
  */
-#include <ini.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +39,10 @@ static const char train_usage[] =
     "                            format: LEAF, TFF and FedJAX are emnist, IDX fashion, CSV heart,\n"
     "                            synthetic stackoverflow)\n"
     "  --vocab FILE              stackoverflow: the vocabulary, one word a line, most frequent first\n"
-    "  --vocab-size N            stackoverflow: words of the vocabulary (default 10000)\n"
+    "  --vocab-size N            stackoverflow: words of the vocabulary, 1 to 1048572 (default 10000)\n"
     "  --partition SPEC          split centralized data: iid|dirichlet:ALPHA|shards:K (default\n"
     "                            iid for IDX)\n"
-    "  --num-clients N           clients to split centralized data into (default 100)\n"
+    "  --num-clients N           clients to split centralized data into, 1 to 1048576 (default 100)\n"
     "model and algorithm\n"
     "  --model NAME              logistic|dense|cnn|heart|shakespeare_lstm|stackoverflow_lstm|\n"
     "                            transformer[:tiny|small|medium|base] (default cnn); text tasks cut\n"
@@ -48,210 +50,351 @@ static const char train_usage[] =
     "                            context)\n"
     "  --algorithm NAME          fedsgd|fedavg|fedprox, or one registered by the program\n"
     "                            (default fedavg; `fedc train --algorithms` lists them)\n"
-    "  --prox-mu X               FedProx's mu (default 0.01)\n"
-    "  --rounds N                (default 100)\n"
-    "  --clients-per-round N     (default 10)\n"
-    "  --batch-size N            (default 20)\n"
-    "  --epochs N                local epochs per round (default 1)\n"
-    "  --steps N                 at most N local steps per round (default: the epochs' batches)\n"
+    "  --prox-mu X               FedProx's mu, 0 to 1e6 (default 0.01)\n"
+    "  --rounds N                1 to 1000000 (default 100)\n"
+    "  --clients-per-round N     1 to 1048576 (default 10)\n"
+    "  --batch-size N            1 to 10000 (default 20)\n"
+    "  --epochs N                local epochs per round, 1 to 10000 (default 1)\n"
+    "  --steps N                 at most N local steps per round, 1 to 1000000 (default: the\n"
+    "                            epochs' batches)\n"
     "  --client-opt NAME         sgd|momentum|nesterov|adam|adagrad|yogi|rmsprop (default sgd)\n"
-    "  --client-lr X             (default 0.1)\n"
+    "  --client-lr X             above 0, at most 1e6 (default 0.1)\n"
     "  --server-opt NAME         sgd|momentum|nesterov|adam|adagrad|yogi|rmsprop (default sgd;\n"
     "                            adam with fedavg is FedAdam, and so on)\n"
-    "  --server-lr X             (default 1)\n"
-    "  --server-eps X            the server optimizer's epsilon (default: the optimizer's)\n"
+    "  --server-lr X             above 0, at most 1e6 (default 1)\n"
+    "  --server-eps X            the server optimizer's epsilon, above 0, at most 1 (default: the\n"
+    "                            optimizer's)\n"
     "  --no-dropout              train without the model's dropout\n"
     "run\n"
-    "  --seed N                  (default 0)\n"
-    "  --threads N               worker threads for the clients (default 2)\n"
-    "  --eval-every N            evaluate every N rounds (default 10; and after the last)\n"
-    "  --eval-batch-size N       (default 100)\n"
-    "  --eval-clients N          evaluate on N test clients sampled by (seed, round) (default 0:\n"
-    "                            all)\n"
+    "  --seed N                  0 to 2^64 - 1 (default 0)\n"
+    "  --threads N               worker threads for the clients, 1 to 256 (default 2)\n"
+    "  --eval-every N            evaluate every N rounds, 0 to 1000000 (default 10; and after the\n"
+    "                            last; 0: only after the last)\n"
+    "  --eval-batch-size N       1 to 10000 (default 100)\n"
+    "  --eval-clients N          evaluate on N test clients sampled by (seed, round), 0 to 1048576\n"
+    "                            (default 0: all)\n"
     "  --out DIR                 metrics.jsonl, metrics.csv, curves.svg, checkpoint.safetensors\n"
     "                            (default fedc-run)\n"
-    "  --checkpoint-every N      rounds (default 0: no checkpoints)\n"
+    "  --checkpoint-every N      rounds, 0 to 1000000 (default 0: no checkpoints)\n"
     "  --resume                  continue from DIR/checkpoint.safetensors\n"
     "  --quiet                   no progress lines\n"
     "  --profile                 print the time spent in each kind of op at the end\n"
-    "  --config FILE             read options from an INI file (name = value, names as above)\n"
+    "  --config FILE             read options from an INI file: name = value lines, names as above\n"
+    "                            without the --; resume, quiet, profile and no-dropout take yes/no,\n"
+    "                            true/false, on/off or 1/0; # or ; starts a comment (docs/training.md)\n"
     "\n"
     "mpirun -np N fedc train ... runs one job on N processes or hosts: each rank trains its share\n"
-    "of every round's clients on --threads threads, with the same results (docs/mpi.md).\n";
+    "of every round's clients on --threads threads, with the same results (docs/mpi.md).\n"
+    "Exit status: 0 done, 1 the training failed (data missing or unfit for the task or model,\n"
+    "a file that cannot be written), 2 bad usage (a bad option, value or config file).\n";
+
+static const char eval_usage[] =
+    "usage: fedc eval --checkpoint FILE --data PATH [--model NAME] [--task NAME] [--format NAME]\n"
+    "                 [--partition SPEC --num-clients N] [--seed N] [--holdout F] [--vocab FILE]\n"
+    "                 [--vocab-size N] [--eval-batch-size N] [--eval-clients N] [--threads N]\n"
+    "                 [--config FILE]\n"
+    "evaluates the model in FILE (a checkpoint.safetensors written by fedc train) on every client\n"
+    "of PATH (with --holdout F, on the last F of each client's examples), and prints the loss,\n"
+    "the accuracy and, when there are several test clients, the quantiles of the clients'\n"
+    "accuracies. The options mean what they mean for fedc train (fedc train --help).\n"
+    "Exit status: 0 done, 1 the evaluation failed, 2 bad usage.\n";
+
+/* ------------------------------------------------------------- options -- */
 
 typedef struct options {
+    const char *cmd;   /* "fedc train" or "fedc eval" */
+    unsigned command;  /* TRAIN or EVAL */
     fedc_train_config c;
-    const char *client_opt, *server_opt;
-    double client_lr, server_lr, server_eps;
-    const char *algorithm;
+    const char *client_opt, *server_opt, *algorithm;
     const char *checkpoint; /* fedc eval */
-    char *owned[64]; /* strings copied from a config file */
-    int nowned;
+    double client_lr, server_lr, server_eps;
+    bool no_dropout;
+    const char *config;     /* the config file being read */
+    char **texts;           /* the config files read, which values point into */
+    int ntexts;
 } options;
 
-static int usage_error(const char *fmt, const char *arg) {
-    fprintf(stderr, "fedc train: ");
+enum { TRAIN = 1, EVAL = 2, BOTH = 3 };
+typedef enum { STR, I32, I64, U64, REAL, FORMAT, FLAG } kind;
+
+/* A string option's check, when the name must be one the library knows. */
+typedef bool (*name_check)(const char *cmd, const char *what, const char *v);
+
+typedef struct option {
+    const char *name;
+    kind kind;
+    unsigned commands; /* TRAIN, EVAL or BOTH */
+    size_t at;         /* offsetof its field in `options` */
+    uint64_t lo, hi;   /* I32, I64, U64 */
+    cli_range range;   /* REAL */
+    name_check check;  /* STR */
+} option;
+
+#define MILLION 1000000
+#define MAX_CLIENTS (1 << 20)
+
+static bool check_task(const char *cmd, const char *what, const char *v);
+static bool check_partition(const char *cmd, const char *what, const char *v);
+static bool check_model(const char *cmd, const char *what, const char *v);
+static bool check_algorithm(const char *cmd, const char *what, const char *v);
+static bool check_optimizer(const char *cmd, const char *what, const char *v);
+
+/* OPT(name, kind, commands, field), then the integers' [lo, hi] or the reals' range, or the check. */
+#define OPT(n, k, cmds, field) .name = n, .kind = k, .commands = cmds, .at = offsetof(options, field)
+#define INTS(low, high) .lo = low, .hi = high
+static const option table[] = {
+    {OPT("data", STR, BOTH, c.data)},
+    {OPT("test-data", STR, TRAIN, c.test_data)},
+    {OPT("holdout", REAL, BOTH, c.holdout), .range = {0, 1, true, true}},
+    {OPT("format", FORMAT, BOTH, c.format)},
+    {OPT("task", STR, BOTH, c.task), .check = check_task},
+    {OPT("vocab", STR, BOTH, c.vocab)},
+    {OPT("vocab-size", I64, BOTH, c.vocab_size), INTS(1, (1 << 20) - 4)}, /* ids: the words + 4 fit 2^20 */
+    {OPT("partition", STR, BOTH, c.partition), .check = check_partition},
+    {OPT("num-clients", I64, BOTH, c.num_clients), INTS(1, MAX_CLIENTS)},
+    {OPT("model", STR, BOTH, c.model), .check = check_model},
+    {OPT("algorithm", STR, TRAIN, algorithm), .check = check_algorithm},
+    {OPT("prox-mu", REAL, TRAIN, c.algorithm.prox_mu), .range = {0, 1e6, false, false}},
+    {OPT("rounds", I32, TRAIN, c.rounds), INTS(1, MILLION)},
+    {OPT("clients-per-round", I32, TRAIN, c.clients_per_round), INTS(1, MAX_CLIENTS)},
+    {OPT("batch-size", I64, TRAIN, c.algorithm.batch_size), INTS(1, 10000)}, /* more is a typo, and memory */
+    {OPT("epochs", I32, TRAIN, c.epochs), INTS(1, 10000)},
+    {OPT("steps", I64, TRAIN, c.steps), INTS(1, MILLION)},
+    {OPT("client-opt", STR, TRAIN, client_opt), .check = check_optimizer},
+    {OPT("client-lr", REAL, TRAIN, client_lr), .range = {0, 1e6, true, false}},
+    {OPT("server-opt", STR, TRAIN, server_opt), .check = check_optimizer},
+    {OPT("server-lr", REAL, TRAIN, server_lr), .range = {0, 1e6, true, false}},
+    {OPT("server-eps", REAL, TRAIN, server_eps), .range = {0, 1, true, false}},
+    {OPT("no-dropout", FLAG, TRAIN, no_dropout)},
+    {OPT("seed", U64, BOTH, c.seed), INTS(0, UINT64_MAX)},
+    {OPT("threads", I32, BOTH, c.threads), INTS(1, CLI_MAX_THREADS)},
+    {OPT("eval-every", I32, TRAIN, c.eval_every), INTS(0, MILLION)},
+    {OPT("eval-batch-size", I64, BOTH, c.eval_batch_size), INTS(1, 10000)},
+    {OPT("eval-clients", I64, BOTH, c.eval_clients), INTS(0, MAX_CLIENTS)},
+    {OPT("out", STR, TRAIN, c.out_dir)},
+    {OPT("checkpoint-every", I32, TRAIN, c.checkpoint_every), INTS(0, MILLION)},
+    {OPT("resume", FLAG, TRAIN, c.resume)},
+    {OPT("quiet", FLAG, TRAIN, c.quiet)},
+    {OPT("profile", FLAG, TRAIN, c.profile)},
+    {OPT("checkpoint", STR, EVAL, checkpoint)},
+};
+#undef OPT
+#undef INTS
+
+static int usage_error(const options *o, const char *fmt, const char *arg) {
+    fprintf(stderr, "%s: ", o->cmd);
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see fedc train --help)\n");
-    return 2;
+    fprintf(stderr, " (see %s --help)\n", o->cmd);
+    return CLI_USAGE;
 }
 
-static int parse_int(const char *name, const char *v, long long lo, long long *out) {
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (!*v || *end || x < lo) {
-        fprintf(stderr, "fedc train: --%s needs an integer >= %lld, got '%s'\n", name, lo, v);
-        return 2;
+/* The option called `name` (of either command); NULL, having said so, if none. */
+static const option *find(const options *o, const char *where, const char *shown, const char *name) {
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        if (!strcmp(table[i].name, name)) return &table[i];
+    fprintf(stderr, "%s: %sunknown option '%s' (see %s --help)\n", o->cmd, where, shown, o->cmd);
+    return NULL;
+}
+
+/* True if this command takes `opt`; else says so. */
+static bool takes(const options *o, const option *opt, const char *shown) {
+    if (opt->commands & o->command) return true;
+    fprintf(stderr, "%s: %s is an option of %s, not of %s\n", o->cmd, shown,
+            o->command == EVAL ? "fedc train" : "fedc eval", o->cmd);
+    return false;
+}
+
+/* Sets option `opt` from the text `v`; `what` names it in messages. */
+static bool set(options *o, const option *opt, const char *what, const char *v) {
+    void *field = (char *)o + opt->at;
+    uint64_t n;
+    switch (opt->kind) {
+    case STR:
+        if (!cli_text(o->cmd, what, v) || (opt->check && !opt->check(o->cmd, what, v))) return false;
+        *(const char **)field = v;
+        return true;
+    case I32:
+    case I64:
+    case U64:
+        if (!cli_uint(o->cmd, what, v, opt->lo, opt->hi, &n)) return false;
+        if (opt->kind == I32) *(int *)field = (int)n;
+        else if (opt->kind == I64) *(int64_t *)field = (int64_t)n;
+        else *(uint64_t *)field = n;
+        return true;
+    case REAL: return cli_real(o->cmd, what, v, opt->range, (double *)field);
+    case FLAG: return cli_bool(o->cmd, what, v, (bool *)field);
+    case FORMAT:
+        if (!fedc_data_format_parse(v, (fedc_data_format *)field)) return true;
+        fprintf(stderr, "%s: %s: %s\n", o->cmd, what, fedc_errmsg());
+        return false;
     }
-    *out = x;
-    return 0;
+    return false;
 }
 
-static int parse_double(const char *name, const char *v, double *out) {
-    char *end;
-    double x = strtod(v, &end);
-    if (!*v || *end || !(x == x)) {
-        fprintf(stderr, "fedc train: --%s needs a number, got '%s'\n", name, v);
-        return 2;
+/* ------------------------------------------------------ the name checks -- */
+
+static bool check_task(const char *cmd, const char *what, const char *v) {
+    static const char *const tasks[] = {"emnist", "fashion", "heart", "shakespeare", "stackoverflow", "none"};
+    for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++)
+        if (!strcmp(v, tasks[i])) return true;
+    fprintf(stderr, "%s: %s needs emnist, fashion, heart, shakespeare, stackoverflow or none, not '%s'\n", cmd,
+            what, v);
+    return false;
+}
+
+/* iid, dirichlet:ALPHA or shards:K, with ALPHA and K checked as numbers. */
+static bool check_partition(const char *cmd, const char *what, const char *v) {
+    char part[512];
+    double alpha;
+    uint64_t k;
+    if (!strcmp(v, "iid")) return true;
+    snprintf(part, sizeof part, "%s's ALPHA in dirichlet:ALPHA", what);
+    if (!strncmp(v, "dirichlet:", 10)) return cli_real(cmd, part, v + 10, (cli_range){0, 1e6, true, false}, &alpha);
+    snprintf(part, sizeof part, "%s's K in shards:K", what);
+    if (!strncmp(v, "shards:", 7)) return cli_uint(cmd, part, v + 7, 1, MAX_CLIENTS, &k);
+    fprintf(stderr, "%s: %s needs iid, dirichlet:ALPHA or shards:K, not '%s'\n", cmd, what, v);
+    return false;
+}
+
+/* Creating a model only declares its parameters: a cheap check of the name. */
+static bool check_model(const char *cmd, const char *what, const char *v) {
+    fedc_model *m = NULL;
+    if (fedc_model_create(&m, v, NULL) == FEDC_OK) {
+        fedc_model_destroy(m);
+        return true;
     }
-    *out = x;
-    return 0;
+    const char *why = fedc_errmsg();
+    if (!strncmp(why, "model: ", 7)) why += 7; /* the flag says so already */
+    fprintf(stderr, "%s: %s: %s\n", cmd, what, why);
+    return false;
 }
 
-/* Applies one option; 0, or 2 for a bad name or value. */
-static int set(options *o, const char *name, const char *v) {
-    fedc_train_config *c = &o->c;
-    long long i = 0;
-    int rc = 0;
-    if (!strcmp(name, "data")) c->data = v;
-    else if (!strcmp(name, "test-data")) c->test_data = v;
-    else if (!strcmp(name, "holdout")) rc = parse_double(name, v, &c->holdout);
-    else if (!strcmp(name, "format")) rc = fedc_data_format_parse(v, &c->format) ? usage_error("%s", fedc_errmsg()) : 0;
-    else if (!strcmp(name, "task")) c->task = v;
-    else if (!strcmp(name, "vocab")) c->vocab = v;
-    else if (!strcmp(name, "vocab-size")) rc = parse_int(name, v, 1, &i), c->vocab_size = i;
-    else if (!strcmp(name, "partition")) c->partition = v;
-    else if (!strcmp(name, "num-clients")) rc = parse_int(name, v, 1, &i), c->num_clients = i;
-    else if (!strcmp(name, "model")) c->model = v;
-    else if (!strcmp(name, "algorithm")) o->algorithm = v;
-    else if (!strcmp(name, "prox-mu")) rc = parse_double(name, v, &c->algorithm.prox_mu);
-    else if (!strcmp(name, "rounds")) rc = parse_int(name, v, 1, &i), c->rounds = (int)i;
-    else if (!strcmp(name, "clients-per-round")) rc = parse_int(name, v, 1, &i), c->clients_per_round = (int)i;
-    else if (!strcmp(name, "batch-size")) rc = parse_int(name, v, 1, &i), c->algorithm.batch_size = i;
-    else if (!strcmp(name, "epochs")) rc = parse_int(name, v, 1, &i), c->epochs = (int)i;
-    else if (!strcmp(name, "steps")) rc = parse_int(name, v, 1, &i), c->steps = i;
-    else if (!strcmp(name, "client-opt")) o->client_opt = v;
-    else if (!strcmp(name, "client-lr")) rc = parse_double(name, v, &o->client_lr);
-    else if (!strcmp(name, "server-opt")) o->server_opt = v;
-    else if (!strcmp(name, "server-lr")) rc = parse_double(name, v, &o->server_lr);
-    else if (!strcmp(name, "server-eps")) rc = parse_double(name, v, &o->server_eps);
-    else if (!strcmp(name, "seed")) rc = parse_int(name, v, 0, &i), c->seed = (uint64_t)i;
-    else if (!strcmp(name, "threads")) rc = parse_int(name, v, 1, &i), c->threads = (int)i;
-    else if (!strcmp(name, "eval-every")) rc = parse_int(name, v, 0, &i), c->eval_every = (int)i;
-    else if (!strcmp(name, "eval-batch-size")) rc = parse_int(name, v, 1, &i), c->eval_batch_size = i;
-    else if (!strcmp(name, "eval-clients")) rc = parse_int(name, v, 0, &i), c->eval_clients = i;
-    else if (!strcmp(name, "checkpoint")) o->checkpoint = v;
-    else if (!strcmp(name, "out")) c->out_dir = v;
-    else if (!strcmp(name, "checkpoint-every")) rc = parse_int(name, v, 0, &i), c->checkpoint_every = (int)i;
-    else return usage_error("unknown option '--%s'", name);
-    return rc;
+static bool check_algorithm(const char *cmd, const char *what, const char *v) {
+    if (fedc_algorithm_find(v)) return true;
+    fprintf(stderr, "%s: %s: %s\n", cmd, what, fedc_errmsg());
+    return false;
 }
 
-/* inih's callback: keys of any section are options; values are copied. */
-static int config_line(void *user, const char *section, const char *name, const char *value) {
-    (void)section;
+static bool check_optimizer(const char *cmd, const char *what, const char *v) {
+    fedc_optimizer opt;
+    if (!fedc_optimizer_parse(v, 1, &opt)) return true;
+    fprintf(stderr, "%s: %s: %s\n", cmd, what, fedc_errmsg());
+    return false;
+}
+
+/* ------------------------------------------------ flags and config files -- */
+
+/* The config file's lines: "FILE:LINE: name" in messages. */
+static bool config_setting(void *user, const char *name, const char *value, int line) {
     options *o = user;
-    if (o->nowned == 64) return 0;
-    char *copy = strdup(value);
-    if (!copy) return 0;
-    o->owned[o->nowned++] = copy;
-    if (!strcmp(name, "resume")) o->c.resume = !strcmp(value, "true") || !strcmp(value, "1");
-    else if (!strcmp(name, "quiet")) o->c.quiet = !strcmp(value, "true") || !strcmp(value, "1");
-    else if (!strcmp(name, "no-dropout")) o->c.algorithm.dropout = !(!strcmp(value, "true") || !strcmp(value, "1"));
-    else if (set(o, name, copy)) return 0;
-    return 1;
+    char where[4200];
+    snprintf(where, sizeof where, "%.4000s:%d: ", o->config, line);
+    if (!strcmp(name, "config")) {
+        fprintf(stderr, "%s: %sa config file cannot read another (give --config twice)\n", o->cmd, where);
+        return false;
+    }
+    const option *opt = find(o, where, name, name);
+    if (!opt) return false;
+    if (!(opt->commands & o->command)) return true; /* one file can serve train and eval */
+    char what[4400];
+    snprintf(what, sizeof what, "%s%s", where, name);
+    return set(o, opt, what, value);
 }
 
 static int read_config(options *o, const char *path) {
-    int line = ini_parse(path, config_line, o);
-    if (line < 0) {
-        fprintf(stderr, "fedc train: cannot read the config file %s\n", path);
-        return 2;
+    char **texts = realloc(o->texts, (size_t)(o->ntexts + 1) * sizeof *texts);
+    if (!texts) {
+        fprintf(stderr, "%s: out of memory\n", o->cmd);
+        return CLI_FAILED;
     }
-    if (line > 0) {
-        fprintf(stderr, "fedc train: %s: line %d: bad option or value\n", path, line);
-        return 2;
-    }
-    return 0;
+    o->texts = texts;
+    o->config = path;
+    bool ok = cli_config_read(o->cmd, path, config_setting, o, &o->texts[o->ntexts]);
+    o->ntexts++;
+    return ok ? 0 : CLI_USAGE;
 }
 
 static int parse_args(options *o, int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        int rc = 0;
-        if (strncmp(a, "--", 2) != 0) return usage_error("unexpected argument '%s'", a);
-        a += 2;
-        if (!strcmp(a, "resume")) o->c.resume = true;
-        else if (!strcmp(a, "quiet")) o->c.quiet = true;
-        else if (!strcmp(a, "profile")) o->c.profile = true;
-        else if (!strcmp(a, "no-dropout")) o->c.algorithm.dropout = false;
-        else if (i + 1 >= argc) return usage_error("--%s needs a value", a);
-        else if (!strcmp(a, "config")) rc = read_config(o, argv[++i]);
-        else rc = set(o, a, argv[++i]);
+        if (strncmp(a, "--", 2) != 0) return usage_error(o, "unexpected argument '%s'", a);
+        bool config = !strcmp(a, "--config");
+        const option *opt = config ? NULL : find(o, "", a, a + 2);
+        if (!config && (!opt || !takes(o, opt, a))) return CLI_USAGE;
+        if (!config && opt->kind == FLAG) {
+            *(bool *)((char *)o + opt->at) = true;
+            continue;
+        }
+        if (i + 1 >= argc) return usage_error(o, "%s needs a value", a);
+        const char *v = argv[++i];
+        int rc = config ? (cli_text(o->cmd, a, v) ? read_config(o, v) : CLI_USAGE) : set(o, opt, a, v) ? 0 : CLI_USAGE;
         if (rc) return rc;
     }
     return 0;
 }
 
-/* Optimizers and algorithm from their names, once all options are in. */
+/* What depends on several options, once all are in. */
 static int finish(options *o) {
     fedc_train_config *c = &o->c;
-    if (!c->data) return usage_error("%s", "--data PATH is required");
-    if (!(c->algorithm.def = fedc_algorithm_find(o->algorithm))) return usage_error("%s", fedc_errmsg());
-    if (fedc_optimizer_parse(o->client_opt, o->client_lr, &c->algorithm.client_opt)) return usage_error("%s", fedc_errmsg());
-    if (fedc_optimizer_parse(o->server_opt, o->server_lr, &c->algorithm.server_opt)) return usage_error("%s", fedc_errmsg());
+    if (o->command == EVAL && (!c->data || !o->checkpoint))
+        return usage_error(o, "%s", "--checkpoint FILE and --data PATH are required");
+    if (!c->data) return usage_error(o, "%s", "--data PATH is required");
+    if (c->test_data && c->holdout > 0)
+        return usage_error(o, "%s", "--holdout and --test-data both give the test split: use one");
+    c->algorithm.dropout = !o->no_dropout;
+    if (o->command == EVAL) return 0;
+    if (!(c->algorithm.def = fedc_algorithm_find(o->algorithm))) return usage_error(o, "%s", fedc_errmsg());
+    if (fedc_optimizer_parse(o->client_opt, o->client_lr, &c->algorithm.client_opt) ||
+        fedc_optimizer_parse(o->server_opt, o->server_lr, &c->algorithm.server_opt))
+        return usage_error(o, "%s", fedc_errmsg());
     if (o->server_eps > 0) c->algorithm.server_opt.eps = o->server_eps;
     if (c->algorithm.def->one_pass) c->epochs = 1;
     return 0;
 }
 
-static void defaults(options *o) {
+/* The defaults, then the command line; 0, or the exit status of a bad one. */
+static int parse(options *o, unsigned command, int argc, char **argv) {
     memset(o, 0, sizeof *o);
+    o->cmd = command == EVAL ? "fedc eval" : "fedc train";
+    o->command = command;
     fedc_train_defaults(&o->c);
     o->c.algorithm.prox_mu = 0.01;
     o->client_opt = "sgd", o->server_opt = "sgd", o->algorithm = "fedavg";
     o->client_lr = 0.1, o->server_lr = 1;
+    int rc = parse_args(o, argc, argv);
+    return rc ? rc : finish(o);
 }
 
-static const char eval_usage[] =
-    "usage: fedc eval --checkpoint FILE --data PATH [--model NAME] [--task NAME] [--format NAME]\n"
-    "                 [--partition SPEC --num-clients N] [--eval-batch-size N] [--threads N]\n"
-    "evaluates the model in FILE (a checkpoint.safetensors written by fedc train) on every client\n"
-    "of PATH, and prints the loss, accuracy and the clients' accuracy quantiles\n";
+static void release(options *o) {
+    for (int i = 0; i < o->ntexts; i++) free(o->texts[i]);
+    free(o->texts);
+}
+
+/* ------------------------------------------------------------ commands -- */
 
 int fedc_cli_eval(int argc, char **argv) {
-    if (argc > 0 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+    if (cli_wants_help(argc, argv)) {
         fputs(eval_usage, stdout);
-        return 0;
+        return CLI_OK;
     }
     options o;
-    defaults(&o);
-    int rc = parse_args(&o, argc, argv);
-    if (!rc && (!o.c.data || !o.checkpoint)) rc = usage_error("%s", "--checkpoint FILE and --data PATH are required");
+    int rc = parse(&o, EVAL, argc, argv);
     if (!rc) {
         fedc_train_result r;
         o.c.quiet = true;
         fedc_status st = fedc_evaluate_checkpoint(&o.c, o.checkpoint, &r);
         if (st) {
             fprintf(stderr, "fedc eval: %s\n", fedc_errmsg());
-            rc = st == FEDC_ENOMEM || st == FEDC_EINTERNAL ? 1 : 2;
+            rc = CLI_FAILED;
         } else {
-            printf("%s on %s: loss %.4f, accuracy %.2f%% (clients: p10 %.1f%%, median %.1f%%, p90 %.1f%%)\n",
-                   o.checkpoint, o.c.data, r.test_loss, 100 * r.test_accuracy, 100 * r.accuracy_quantiles[0],
-                   100 * r.accuracy_quantiles[1], 100 * r.accuracy_quantiles[2]);
+            printf("%s on %s: loss %.4f, accuracy %.2f%%", o.checkpoint, o.c.data, r.test_loss, 100 * r.test_accuracy);
+            if (r.clients_evaluated > 1)
+                printf(" (%lld clients: p10 %.1f%%, median %.1f%%, p90 %.1f%%)", (long long)r.clients_evaluated,
+                       100 * r.accuracy_quantiles[0], 100 * r.accuracy_quantiles[1], 100 * r.accuracy_quantiles[2]);
+            printf("\n");
         }
     }
-    for (int i = 0; i < o.nowned; i++) free(o.owned[i]);
+    release(&o);
     return rc;
 }
 
@@ -269,30 +412,29 @@ static int join_mpi(void) {
     if (ranks == 0 || (ranks == 1 && !fedc_mpi_built())) return 0;
     if (fedc_mpi_init() == FEDC_OK) return 0;
     fprintf(stderr, "fedc train: started as one of %d MPI processes, but %s\n", ranks, fedc_errmsg());
-    return fedc_mpi_built() ? 1 : 2;
+    return fedc_mpi_built() ? CLI_FAILED : CLI_USAGE;
 }
 
 int fedc_cli_train(int argc, char **argv) {
-    if (argc > 0 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+    if (cli_wants_help(argc, argv)) {
         fputs(train_usage, stdout);
-        return 0;
+        return CLI_OK;
     }
     if (argc > 0 && !strcmp(argv[0], "--algorithms")) {
+        if (argc > 1) return usage_error(&(options){.cmd = "fedc train"}, "%s", "--algorithms takes no other options");
         for (int i = 0; i < fedc_algorithm_count(); i++)
             printf("%-10s %s\n", fedc_algorithm_at(i)->name, fedc_algorithm_at(i)->summary);
-        return 0;
+        return CLI_OK;
     }
     options o;
-    defaults(&o);
-    int rc = parse_args(&o, argc, argv);
-    if (!rc) rc = finish(&o);
+    int rc = parse(&o, TRAIN, argc, argv);
     if (!rc) rc = join_mpi();
     if (!rc) {
         fedc_train_result r;
         fedc_status st = fedc_train(&o.c, &r);
         if (st) { /* every rank says it: they all stopped for the same reason */
             fprintf(stderr, "fedc train: %s\n", fedc_errmsg());
-            rc = st == FEDC_EINVAL || st == FEDC_ENOTFOUND || st == FEDC_EIO || st == FEDC_ETYPE ? 2 : 1;
+            rc = CLI_FAILED;
         } else if (fedc_mpi_rank() == 0) {
             printf("done: %d rounds in %.1f s (%.0f examples/s); final train loss %.4f, test loss %.4f, test "
                    "accuracy %.2f%%\nmetrics: %s/metrics.jsonl, %s/metrics.csv; curves: %s/curves.svg\n",
@@ -301,7 +443,7 @@ int fedc_cli_train(int argc, char **argv) {
             if (o.c.checkpoint_every > 0) printf("checkpoint: %s/checkpoint.safetensors\n", o.c.out_dir);
         }
     }
-    for (int i = 0; i < o.nowned; i++) free(o.owned[i]);
+    release(&o);
     fedc_mpi_finalize();
     return rc;
 }

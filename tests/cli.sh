@@ -1,6 +1,8 @@
 #!/bin/sh
-# The fedc command line: program check/print/grad/run on files in tests/data, exit
-# codes and messages for bad input and bad usage. Usage: cli.sh path/to/fedc
+# The fedc command line: program check/print/grad/run on files in tests/data, train
+# and eval on data written here, exit codes (0 done, 1 the work failed, 2 bad usage)
+# and messages for bad input and bad usage, --help everywhere, config files.
+# Usage: cli.sh path/to/fedc
 set -u
 fedc=$1
 data=tests/data
@@ -25,6 +27,7 @@ expect() {
 
 expect 0 "fedc 0" -- "$fedc" --version
 expect 0 "program check FILE" -- "$fedc" --help
+expect 0 "2  bad usage" -- "$fedc" --help
 expect 2 "usage" -- "$fedc"
 expect 2 "unknown command 'frobnicate'" -- "$fedc" frobnicate
 expect 0 "ok (8 operations, 4 inputs, 1 outputs)" -- "$fedc" program check $data/logistic.fedc
@@ -154,7 +157,7 @@ expect 1 "$out/cut.json" -- "$fedc" data info "$out/cut.json"
 expect 1 "$out/none.json: no such file or directory" -- "$fedc" data info "$out/none.json"
 expect 2 'unknown data format "bogus"' -- "$fedc" data info "$out/tiny.json" --format bogus
 expect 2 "fedc data info: needs PATH" -- "$fedc" data info
-expect 2 "unknown or missing subcommand 'show'" -- "$fedc" data show "$out/tiny.json"
+expect 2 "unknown subcommand 'show'" -- "$fedc" data show "$out/tiny.json"
 expect 2 "unexpected argument '--frobnicate'" -- "$fedc" data info "$out/tiny.json" --frobnicate
 
 # fedc train and fedc eval on the heart-disease silos (skipped without ../shared/data)
@@ -189,18 +192,18 @@ PY
   printf 'rounds = 2\nclients-per-round = 4\nmodel = heart\nquiet = true\n' >"$out/run.ini"
   expect 0 "done: 2 rounds" -- "$fedc" train --data ../shared/data/heart-disease-uci --config "$out/run.ini" \
     --out "$out/run2"
-  expect 2 "9 clients per round, but the data has 4 clients" -- "$fedc" train \
+  expect 1 "9 clients per round, but the data has 4 clients" -- "$fedc" train \
     --data ../shared/data/heart-disease-uci --model heart --clients-per-round 9 --quiet --out "$out/run3"
 fi
 if [ -d ../shared/data/heart-disease-uci ]; then
-  expect 2 "model \"cnn\" does not fit the heart task" -- "$fedc" train --data ../shared/data/heart-disease-uci \
+  expect 1 "model \"cnn\" does not fit the heart task" -- "$fedc" train --data ../shared/data/heart-disease-uci \
     --quiet --out "$out/run4"
 fi
 expect 2 "unknown option '--frobnicate'" -- "$fedc" train --data x --frobnicate 1
-expect 2 "--rounds needs an integer >= 1" -- "$fedc" train --data x --rounds zero
+expect 2 "--rounds needs an integer from 1 to 1000000, not 'zero'" -- "$fedc" train --data x --rounds zero
 expect 2 "unknown algorithm \"fedfoo\" (known: fedsgd, fedavg, fedprox" -- "$fedc" train --data x --algorithm fedfoo
 expect 0 "fedprox    FedProx" -- "$fedc" train --algorithms
-expect 2 "no such file" -- "$fedc" train --data "$out/missing" --quiet
+expect 1 "no such file" -- "$fedc" train --data "$out/missing" --quiet
 expect 2 "--checkpoint FILE and --data PATH are required" -- "$fedc" eval --data x
 # Language models from the command line: Stack Overflow on synthetic Zipf word ranks
 # and on a TFF file that h5py writes (tests/data_tff_make.py) with a vocabulary
@@ -210,15 +213,15 @@ expect 0 "done: 2 rounds" -- "$fedc" train --data synthetic:zipf:3:8:12 --test-d
   --model stackoverflow_lstm --vocab-size 50 $text --out "$out/so"
 grep -q '"round": 2, "train_loss": [0-9.]*, "test_loss": [0-9.]*, "test_accuracy": 0\.[0-9]*[1-9]' \
   "$out/so/metrics.jsonl" && ok || bad "synthetic stackoverflow: no test accuracy for round 2"
-expect 2 "bad synthetic data" -- "$fedc" train --data synthetic:zipf:3 --quiet
-expect 2 "use --task stackoverflow" -- "$fedc" train --data synthetic:zipf:3:8 --task emnist --quiet
-expect 2 "model \"cnn\" does not fit the stackoverflow task" -- "$fedc" train --data synthetic:zipf:3:8 --quiet
+expect 1 "bad synthetic data" -- "$fedc" train --data synthetic:zipf:3 --quiet
+expect 1 "use --task stackoverflow" -- "$fedc" train --data synthetic:zipf:3:8 --task emnist --quiet
+expect 1 "model \"cnn\" does not fit the stackoverflow task" -- "$fedc" train --data synthetic:zipf:3:8 --quiet
 if /usr/bin/python3 -c 'import h5py' 2>/dev/null && /usr/bin/python3 tests/data_tff_make.py "$out"; then
   printf 'caf\303\251 3\ntok0 2\n0 1\n' >"$out/vocab.txt"
   expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/stackoverflow.h5" --test-data "$out/stackoverflow.h5" \
     --task stackoverflow --vocab "$out/vocab.txt" --model stackoverflow_lstm $text --out "$out/so-tff"
   grep -q '"round": 2' "$out/so-tff/metrics.jsonl" && ok || bad "TFF stackoverflow: no metrics for round 2"
-  expect 2 "needs --vocab FILE" -- "$fedc" train --data "$out/stackoverflow.h5" --task stackoverflow --quiet
+  expect 1 "needs --vocab FILE" -- "$fedc" train --data "$out/stackoverflow.h5" --task stackoverflow --quiet
   expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/shakespeare.h5" --test-data "$out/shakespeare.h5" \
     --task shakespeare --model transformer:tiny $text --out "$out/sh-tf"
   grep -q '"round": 2, "train_loss": [0-9.]*, "test_loss": [0-9.]*, "test_accuracy"' "$out/sh-tf/metrics.jsonl" \
@@ -237,11 +240,236 @@ grep -q '"round": 2, "train_loss": [0-9.]*, "test_loss": [0-9.]*, "test_accuracy
   && ok || bad "--holdout: no held-out metrics for round 2"
 expect 2 "--holdout and --test-data" -- "$fedc" train --data "$out/roles" --task shakespeare --holdout 0.2 \
   --test-data "$out/roles" --quiet
-expect 2 "held-out fraction 1 is not in (0, 1)" -- "$fedc" train --data "$out/roles" --task shakespeare \
+expect 2 "--holdout needs a number in (0, 1), not '1'" -- "$fedc" train --data "$out/roles" --task shakespeare \
   --holdout 1 --quiet
 
 printf 'rounds = zero\n' >"$out/bad.ini"
-expect 2 "line 1: bad option or value" -- "$fedc" train --data x --config "$out/bad.ini"
+expect 2 "$out/bad.ini:1: rounds needs an integer from 1 to 1000000, not 'zero'" -- \
+  "$fedc" train --data x --config "$out/bad.ini"
+
+# ------------------------------------------------------------------ usage --
+# Every bad value of every flag of every command: a clean message that names the
+# flag, the value and the valid range, and status 2. One line a case:
+# STATUS|NEEDLE|ARGUMENTS (shell words after fedc; each run under a timeout, so a
+# hang fails).
+mkdir -p "$out/adir"
+table() {
+  while IFS='|' read -r want needle args; do
+    [ -n "$want" ] || continue
+    eval "set -- $args"
+    expect "$want" "$needle" -- timeout 20 "$fedc" "$@"
+  done
+}
+table <<END
+2|--rounds needs an integer from 1 to 1000000, not '4294967297'|train --data x --rounds 4294967297
+2|--rounds needs an integer from 1 to 1000000, not '0'|train --data x --rounds 0
+2|--rounds needs an integer from 1 to 1000000, not '-1'|train --data x --rounds -1
+2|--rounds needs an integer from 1 to 1000000, not '1.5'|train --data x --rounds 1.5
+2|--rounds needs an integer from 1 to 1000000, not ' 5'|train --data x --rounds ' 5'
+2|--rounds needs an integer from 1 to 1000000, not ''|train --data x --rounds ''
+2|--threads needs an integer from 1 to 256, not '4294967297'|train --data x --threads 4294967297
+2|--threads needs an integer from 1 to 256, not '100000'|train --data x --threads 100000
+2|--threads needs an integer from 1 to 256, not '0'|train --data x --threads 0
+2|--seed needs an integer from 0 to 18446744073709551615, not '18446744073709551616'|train --data x --seed 18446744073709551616
+2|--seed needs an integer from 0 to 18446744073709551615, not '99999999999999999999999'|train --data x --seed 99999999999999999999999
+2|--seed needs an integer from 0 to 18446744073709551615, not '-1'|train --data x --seed -1
+2|--server-eps needs a number in (0, 1], not '-1'|train --data x --server-eps -1
+2|--server-eps needs a number in (0, 1], not 'nan'|train --data x --server-eps nan
+2|--holdout needs a number in (0, 1), not '0'|train --data x --holdout 0
+2|--holdout needs a number in (0, 1), not 'inf'|train --data x --holdout inf
+2|--batch-size needs an integer from 1 to 10000, not '1000000000'|train --data x --batch-size 1000000000
+2|--batch-size needs an integer from 1 to 10000, not '1e9'|train --data x --batch-size 1e9
+2|--clients-per-round needs an integer from 1 to 1048576, not '0'|train --data x --clients-per-round 0
+2|--epochs needs an integer from 1 to 10000, not '10001'|train --data x --epochs 10001
+2|--steps needs an integer from 1 to 1000000, not '0'|train --data x --steps 0
+2|--vocab-size needs an integer from 1 to 1048572, not '1048573'|train --data x --vocab-size 1048573
+2|--num-clients needs an integer from 1 to 1048576, not '0'|train --data x --num-clients 0
+2|--eval-every needs an integer from 0 to 1000000, not '-1'|train --data x --eval-every -1
+2|--eval-batch-size needs an integer from 1 to 10000, not '0'|train --data x --eval-batch-size 0
+2|--eval-clients needs an integer from 0 to 1048576, not '2000000'|train --data x --eval-clients 2000000
+2|--checkpoint-every needs an integer from 0 to 1000000, not 'x'|train --data x --checkpoint-every x
+2|--prox-mu needs a number in [0, 1000000], not '-0.5'|train --data x --prox-mu -0.5
+2|--client-lr needs a number in (0, 1000000], not '0'|train --data x --client-lr 0
+2|--server-lr needs a number in (0, 1000000], not '1e400'|train --data x --server-lr 1e400
+2|--server-lr needs a number in (0, 1000000], not '1x'|train --data x --server-lr 1x
+2|--out needs a value, not ''|train --data x --out ''
+2|--data needs a value, not ''|train --data ''
+2|--test-data needs a value, not ''|train --data x --test-data ''
+2|--vocab needs a value, not ''|train --data x --vocab ''
+2|--format: unknown data format "bogus"|train --data x --format bogus
+2|--task needs emnist, fashion, heart, shakespeare, stackoverflow or none, not 'bogus'|train --data x --task bogus
+2|--partition needs iid, dirichlet:ALPHA or shards:K, not 'halves'|train --data x --partition halves
+2|--partition's ALPHA in dirichlet:ALPHA needs a number in (0, 1000000], not 'x'|train --data x --partition dirichlet:x
+2|--partition's K in shards:K needs an integer from 1 to 1048576, not '0'|train --data x --partition shards:0
+2|--model: unknown name "bogus"|train --data x --model bogus
+2|--algorithm: unknown algorithm "fedfoo"|train --data x --algorithm fedfoo
+2|--client-opt: unknown optimizer "bogus"|train --data x --client-opt bogus
+2|--server-opt: unknown optimizer "bogus"|train --data x --server-opt bogus
+2|--checkpoint is an option of fedc eval, not of fedc train|train --data x --checkpoint c
+2|--rounds needs a value|train --data x --rounds
+2|unexpected argument 'stray'|train --data x stray
+2|--holdout and --test-data both give the test split|train --data x --holdout 0.2 --test-data y
+2|--algorithms takes no other options|train --algorithms --rounds 2
+2|--config needs a value, not ''|train --data x --config ''
+2|cannot open $out/none.ini: No such file or directory|train --data x --config $out/none.ini
+2|$out/adir is a directory, not a file|train --data x --config $out/adir
+2|/dev/zero holds a NUL byte: it is not a text file|train --data x --config /dev/zero
+2|fedc eval: --checkpoint FILE and --data PATH are required (see fedc eval --help)|eval
+2|--rounds is an option of fedc train, not of fedc eval|eval --checkpoint c --data x --rounds 3
+2|--threads needs an integer from 1 to 256, not '100000'|eval --checkpoint c --data x --threads 100000
+2|--eval-batch-size needs an integer from 1 to 10000, not '0'|eval --checkpoint c --data x --eval-batch-size 0
+2|--checkpoint needs a value, not ''|eval --checkpoint '' --data x
+2|--clients needs an integer from 1 to 1048576, not '0'|program run $data/logistic.fedc --clients 0
+2|--threads needs an integer from 0 to 256, not '257'|program run $data/logistic.fedc --threads 257
+2|--threads needs an integer from 0 to 256, not '-1'|program run $data/logistic.fedc --threads -1
+2|--out needs a value, not ''|program run $data/logistic.fedc --out ''
+2|--wrt needs input names separated by commas, not ''|program grad $data/logistic.fedc --of loss --wrt ''
+2|--wrt needs input names separated by commas, not 'w,,b'|program grad $data/logistic.fedc --of loss --wrt w,,b
+2|--wrt needs input names separated by commas, not ',w'|program jvp $data/logistic.fedc --wrt ,w
+2|--wrt needs input names separated by commas, not 'w,'|program jvp $data/logistic.fedc --wrt w,
+2|--wrt names input "w" twice|program grad $data/logistic.fedc --of loss --wrt w,b --wrt w
+2|--of needs a value, not ''|program grad $data/logistic.fedc --of '' --wrt w
+2|--wrt needs a value|program jvp $data/logistic.fedc --wrt
+2|fedc program check: needs FILE|program check
+2|fedc program check: unexpected argument ''|program check ''
+2|fedc program check: unexpected argument 'b.fedc'|program check a.fedc b.fedc
+2|fedc program print: unexpected argument '--bogus'|program print --bogus
+2|fedc program: needs a subcommand|program
+2|--format needs a value|data info $out/tiny.json --format
+2|unexpected argument 'second'|data info $out/tiny.json second
+2|fedc data: needs a subcommand|data
+1|$out/adir is a directory, not a file|program check $out/adir
+1|/dev/zero holds a NUL byte: it is not a text file|program check /dev/zero
+END
+
+# --help, -h wherever they stand: the command's usage on stdout, status 0, and
+# nothing on stderr.
+while IFS='|' read -r needle args; do
+  [ -n "$needle" ] || continue
+  eval "set -- $args"
+  if timeout 20 "$fedc" "$@" >"$out/stdout" 2>"$out/stderr" && [ ! -s "$out/stderr" ] &&
+    grep -qF -- "$needle" "$out/stdout"; then ok; else bad "fedc $args: no usage '$needle' on stdout with status 0"; fi
+done <<END
+usage: fedc <command>|--help
+usage: fedc <command>|-h
+usage: fedc train --data PATH|train --help
+usage: fedc train --data PATH|train --data x --rounds 0 --help
+usage: fedc eval --checkpoint FILE|eval --help
+usage: fedc eval --checkpoint FILE|eval --data x -h
+usage: fedc data info PATH|data --help
+usage: fedc data info PATH|data info --help
+usage: fedc data info PATH|data info $out/none --help
+usage: fedc program SUBCOMMAND|program --help
+usage: fedc program check FILE|program check --help
+usage: fedc program check FILE|program check $out/none.fedc --help
+usage: fedc program print FILE|program print --help
+usage: fedc program grad FILE --of OUTPUT|program grad --help
+usage: fedc program grad FILE --of OUTPUT|program grad $data/logistic.fedc --of loss --help
+usage: fedc program jvp FILE --wrt|program jvp --help
+usage: fedc program run FILE --input|program run --help
+usage: fedc program run FILE --input|program run $data/logistic.fedc --input x=none.npy --help
+END
+"$fedc" program --help >"$out/help"
+for sub in check print grad jvp run; do
+  grep -q "^fedc program $sub FILE" "$out/help" && ok || bad "fedc program --help lacks $sub"
+done
+
+# --wrt takes any number of names: a program of 100 scalar inputs summed.
+awk 'BEGIN { print "fedc program"; for (i = 0; i < 100; i++) printf "%%%d = input \"p%d\" : f32[]\n", i, i
+  print "%100 = add(%0, %1) : f32[]"; for (i = 2; i < 100; i++) printf "%%%d = add(%%%d, %%%d) : f32[]\n", 99 + i, 98 + i, i
+  print "output \"loss\" = %198" }' >"$out/p100.fedc"
+names=$(awk 'BEGIN { for (i = 0; i < 100; i++) printf "%sp%d", i ? "," : "", i }')
+"$fedc" program grad "$out/p100.fedc" --of loss --wrt "$names" >"$out/g100.fedc"
+expect 0 "100 inputs, 101 outputs)" -- "$fedc" program check "$out/g100.fedc"
+grep -q '^output "grad_p99" = ' "$out/g100.fedc" && ok || bad "grad of 100 inputs lacks grad_p99"
+"$fedc" program jvp "$out/p100.fedc" --wrt "$names" >"$out/j100.fedc"
+expect 0 "200 inputs" -- "$fedc" program check "$out/j100.fedc"
+
+# ------------------------------------------------------ training, configs --
+# Three CSV silos of the heart task, written here: 20 examples each.
+mkdir -p "$out/silos"
+for s in a b c; do
+  awk -v k=${#s} 'BEGIN { for (i = 0; i < 20; i++) { l = ""; for (j = 0; j < 13; j++) l = l sprintf("%.1f,", (i * 7 + j * 3) % 11)
+    print l (i % 2) } }' >"$out/silos/$s.csv"
+done
+heart="--data $out/silos --model heart --clients-per-round 2 --batch-size 4 --threads 1"
+# a missing data file is status 1 from every command that reads data
+expect 1 "$out/none: no such file or directory" -- "$fedc" data info "$out/none"
+expect 1 "$out/none: no such file or directory" -- "$fedc" train --data "$out/none" --quiet
+expect 1 "$out/none: no such file or directory" -- "$fedc" eval --data "$out/none" --checkpoint "$out/none.st"
+
+# INI booleans: each spelling, read by the value it means (profile prints a table).
+for word in yes no true false on off 1 0 YES Off; do
+  printf 'rounds = 1\nprofile = %s\nquiet = yes\n' "$word" >"$out/bool.ini"
+  "$fedc" train $heart --config "$out/bool.ini" --out "$out/bool" >"$out/stdout" 2>&1
+  case $word in yes|true|on|1|YES) want=1 ;; *) want=0 ;; esac
+  [ "$(grep -c 'time per op' "$out/stdout")" = $want ] && ok || bad "config profile = $word is not read as $want"
+done
+printf 'rounds = 1\n\nquiet = maybe\n' >"$out/bool.ini"
+expect 2 "$out/bool.ini:3: quiet needs yes/no, true/false, on/off or 1/0, not 'maybe'" -- \
+  "$fedc" train $heart --config "$out/bool.ini"
+
+# resume = yes continues a 4-round run's checkpoint instead of starting over.
+expect 0 "done: 4 rounds" -- "$fedc" train $heart --rounds 4 --checkpoint-every 2 --quiet --out "$out/res"
+printf 'rounds = 6\nresume = yes\ncheckpoint-every = 2\n' >"$out/resume.ini"
+expect 0 "done: 2 rounds" -- "$fedc" train $heart --config "$out/resume.ini" --quiet --out "$out/res"
+[ "$(grep -o '"round": [0-9]*' "$out/res/metrics.jsonl" | tr '\n' ' ')" = '"round": 4 "round": 6 ' ] && ok \
+  || bad "resume = yes did not continue the metrics of rounds 1-4"
+printf 'rounds = 6\nresume = no\n' >"$out/resume.ini"
+expect 0 "done: 6 rounds" -- "$fedc" train $heart --config "$out/resume.ini" --quiet --out "$out/res2"
+
+# Flags after --config win, those before it lose.
+printf 'rounds = 3\nquiet = on\n' >"$out/r3.ini"
+expect 0 "done: 1 rounds" -- "$fedc" train $heart --config "$out/r3.ini" --rounds 1 --out "$out/order"
+expect 0 "done: 3 rounds" -- "$fedc" train $heart --rounds 1 --config "$out/r3.ini" --out "$out/order"
+
+# An INI of 80 lines, with comments, a section, CRLF ends, a value of 300
+# characters (a path: nothing cuts it) and an inline comment; then the same with
+# a bad value on its last line, which is named.
+long="$out/$(printf '%0150d' 0)/$(printf '%0150d' 1)"
+{
+  printf '# a run\r\n[train]\r\n'
+  i=3
+  while [ $i -le 77 ]; do printf 'seed = %d ; line %d\r\n' $i $i; i=$((i + 1)); done
+  printf 'out = %s\r\nrounds = 2   # two\r\nquiet = true\r\n' "$long"
+} >"$out/long.ini"
+[ "$(wc -l <"$out/long.ini")" = 80 ] && ok || bad "long.ini has not 80 lines"
+expect 0 "done: 2 rounds" -- "$fedc" train $heart --config "$out/long.ini"
+[ -s "$long/metrics.jsonl" ] && ok || bad "the config's 300-character --out was not used"
+printf 'epochs = many\n' >>"$out/long.ini"
+expect 2 "$out/long.ini:81: epochs needs an integer from 1 to 10000, not 'many'" -- \
+  "$fedc" train $heart --config "$out/long.ini"
+# malformed lines, each named
+while IFS='|' read -r needle text; do
+  printf 'rounds = 1\n%s\n' "$text" >"$out/badline.ini"
+  expect 2 "$out/badline.ini:2: $needle" -- "$fedc" train $heart --config "$out/badline.ini"
+done <<'END'
+expected 'name = value', not 'rounds 5'|rounds 5
+a section header needs its closing ']'|[train
+a setting needs a name before '='|= 5
+unknown option 'frobnicate'|frobnicate = 1
+a config file cannot read another|config = other.ini
+out needs a value, not ''|out =
+END
+
+# One config file serves train and eval: each takes its own options from it (and
+# refuses the other's on its command line).
+printf 'model = heart\nrounds = 2\nquiet = yes\ncheckpoint = %s\n' "$out/res/checkpoint.safetensors" >"$out/both.ini"
+expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/silos" --config "$out/both.ini" --clients-per-round 2 \
+  --out "$out/both"
+# Evaluation quantiles only where there are several test clients.
+expect 0 "(3 clients: p10 " -- "$fedc" eval --data "$out/silos" --config "$out/both.ini"
+fashion=/usr/share/datasets/fashion-mnist
+if [ -f $fashion/train-images-idx3-ubyte.gz ] && [ -f $fashion/t10k-images-idx3-ubyte.gz ]; then
+  expect 0 "round 1: test loss" -- "$fedc" train --data $fashion/train-images-idx3-ubyte.gz --model logistic \
+    --rounds 1 --clients-per-round 2 --steps 1 --checkpoint-every 1 --out "$out/fashion"
+  grep -q "p10" "$out/stdout" && bad "Fashion-MNIST's one test set printed quantiles" || ok
+  expect 0 "accuracy" -- "$fedc" eval --checkpoint "$out/fashion/checkpoint.safetensors" \
+    --data $fashion/t10k-images-idx3-ubyte.gz --model logistic --partition iid --num-clients 1
+  grep -q "p10" "$out/stdout" && bad "an evaluation on one client printed quantiles" || ok
+else
+  echo "skipped the Fashion-MNIST cases: $fashion is absent"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -122,6 +122,7 @@ typedef struct fedc_train_result {
     int rounds_run;
     double train_loss, test_loss, test_accuracy; /* last evaluated */
     double accuracy_quantiles[3]; /* of the test clients' accuracies: p10, median, p90 */
+    int64_t clients_evaluated;    /* test clients with examples in the last evaluation: the quantiles' sample */
     double seconds, examples_per_s;
 } fedc_train_result;
 

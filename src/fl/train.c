@@ -332,6 +332,7 @@ static fedc_status evaluate(trainer *t, int round, eval_result *out) {
     if (st) return st;
     out->loss = count > 0 ? loss_sum / count : NAN;
     out->accuracy = count > 0 ? correct / count : NAN;
+    out->clients = nacc;
     qsort(t->client_accuracy, (size_t)nacc, sizeof *t->client_accuracy, cmp_double);
     for (int q = 0; q < 3; q++) /* 10th, 50th, 90th percentiles (nearest rank) */
         out->quantiles[q] = nacc ? t->client_accuracy[(int)((nacc - 1) * (0.1 + 0.4 * q) + 0.5)] : NAN;
@@ -365,13 +366,18 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
             eval_result e;
             if ((st = evaluate(t, r, &e))) return st;
             if (tty && !quiet) fprintf(log, "\n");
-            if (!quiet)
-                fprintf(log, "round %d: %s loss %.4f, accuracy %.2f%% (clients: p10 %.1f%%, median %.1f%%, p90 %.1f%%)\n",
-                        r + 1, t->test ? "test" : "(no test split: on the training clients)", e.loss, 100 * e.accuracy,
-                        100 * e.quantiles[0], 100 * e.quantiles[1], 100 * e.quantiles[2]);
+            if (!quiet) { /* the quantiles of one client's accuracy would be that accuracy three times */
+                fprintf(log, "round %d: %s loss %.4f, accuracy %.2f%%", r + 1,
+                        t->test ? "test" : "(no test split: on the training clients)", e.loss, 100 * e.accuracy);
+                if (e.clients > 1)
+                    fprintf(log, " (%lld clients: p10 %.1f%%, median %.1f%%, p90 %.1f%%)", (long long)e.clients,
+                            100 * e.quantiles[0], 100 * e.quantiles[1], 100 * e.quantiles[2]);
+                fprintf(log, "\n");
+            }
             st = fedc_mpi_agree(is_root() ? fedc__train_log_metrics(t, r + 1, train_loss, &e, eps, fedc_seconds() - start) : st);
             res->test_loss = e.loss, res->test_accuracy = e.accuracy;
             for (int q = 0; q < 3; q++) res->accuracy_quantiles[q] = e.quantiles[q];
+            res->clients_evaluated = e.clients;
         }
         if (c->checkpoint_every > 0 && ((r + 1) % c->checkpoint_every == 0 || last))
             st = fedc_mpi_agree(!st && is_root() ? fedc__train_save_checkpoint(t, r + 1) : st);
@@ -436,6 +442,7 @@ fedc_status fedc_evaluate_checkpoint(const fedc_train_config *c, const char *che
         memset(result, 0, sizeof *result);
         result->test_loss = e.loss, result->test_accuracy = e.accuracy;
         for (int q = 0; q < 3; q++) result->accuracy_quantiles[q] = e.quantiles[q];
+        result->clients_evaluated = e.clients;
     }
     destroy(&t);
     return st;

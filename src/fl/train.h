@@ -18,6 +18,7 @@ typedef struct cohort_buffers {
 typedef struct eval_result {
     double loss, accuracy;
     double quantiles[3]; /* of the clients' accuracies: 10th, 50th, 90th percentile */
+    int64_t clients;     /* with examples: how many accuracies the quantiles are of */
 } eval_result;
 
 typedef struct trainer {
