@@ -856,7 +856,8 @@ static void b_layernorm(onnx_case *c) {
 static void b_dropout(onnx_case *c) {
     known_attrs(c, "seed,ratio,is_test");
     double ratio = c->node->ninputs > 1 && c->in[1] ? const_scalar(c, 1, 0.5) : onnx_attr_float(c->node, "ratio", 0.5);
-    bool training = c->node->ninputs > 2 && c->in[2] && const_scalar(c, 2, 0) != 0;
+    bool training = c->node->ninputs > 2 && c->in[2] ? const_scalar(c, 2, 0) != 0
+                                                     : onnx_attr_int(c->node, "is_test", 1) == 0; /* opset < 7 */
     if (training && ratio != 0) return unsupported(c, "random masks (numpy's generator)");
     fedc_value x = arg(c, 0);
     int32_t key[4] = {1, 2, 3, 4};
