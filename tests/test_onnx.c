@@ -368,16 +368,32 @@ static onnx_tensor make_tensor(const char *name, int rank, const int64_t *dims) 
     return t;
 }
 
-static void lstm_model(onnx_model *m, bool batch_first) {
-    static const char *const ins[] = {"X", "W", "R", "B"}, *const outs[] = {"Y", "Y_h", "Y_c"};
+/* A one-node model whose graph inputs and outputs are the node's, in order
+ * (names separated by spaces). */
+static void one_node_model(onnx_model *m, const char *op, const char *ins, const char *outs) {
     memset(m, 0, sizeof *m);
-    m->opset = 14, m->nnodes = 1, m->ninputs = m->node.ninputs = 4, m->noutputs = m->node.noutputs = 3;
-    snprintf(m->node.op_type, sizeof m->node.op_type, "LSTM");
-    for (int i = 0; i < 4; i++) snprintf(m->inputs[i], ONNX_NAME, "%s", ins[i]), snprintf(m->node.inputs[i], ONNX_NAME, "%s", ins[i]);
-    for (int i = 0; i < 3; i++) snprintf(m->outputs[i], ONNX_NAME, "%s", outs[i]), snprintf(m->node.outputs[i], ONNX_NAME, "%s", outs[i]);
-    m->node.nattrs = 2;
-    m->node.attrs[0] = (onnx_attr){.name = "hidden_size", .type = ONNX_ATTR_INT, .i = LH};
-    m->node.attrs[1] = (onnx_attr){.name = "layout", .type = ONNX_ATTR_INT, .i = batch_first};
+    m->opset = 14, m->nnodes = 1;
+    snprintf(m->node.op_type, sizeof m->node.op_type, "%s", op);
+    for (int io = 0; io < 2; io++) {
+        const char *names = io ? outs : ins;
+        int *n = io ? &m->noutputs : &m->ninputs;
+        while (*names) {
+            int len = (int)strcspn(names, " ");
+            char *graph = io ? m->outputs[*n] : m->inputs[*n], *node = io ? m->node.outputs[*n] : m->node.inputs[*n];
+            snprintf(graph, ONNX_NAME, "%.*s", len, names);
+            snprintf(node, ONNX_NAME, "%.*s", len, names);
+            ++*n;
+            names += len + (names[len] == ' ');
+        }
+    }
+    m->node.ninputs = m->ninputs, m->node.noutputs = m->noutputs;
+}
+
+static void add_attr(onnx_model *m, const char *name, int n, const int64_t *ints) {
+    onnx_attr *a = &m->node.attrs[m->node.nattrs++];
+    *a = (onnx_attr){.type = n ? ONNX_ATTR_INTS : ONNX_ATTR_INT, .n = n, .i = n ? 0 : ints[0]};
+    snprintf(a->name, sizeof a->name, "%s", name);
+    memcpy(a->ints, ints, (size_t)n * sizeof *ints);
 }
 
 static void test_lstm_gate_order(void) {
@@ -385,7 +401,9 @@ static void test_lstm_gate_order(void) {
     fedc_test_seed(16);
     for (int layout = 0; layout < 2; layout++) {
         onnx_model m;
-        lstm_model(&m, layout);
+        one_node_model(&m, "LSTM", "X W R B", "Y Y_h Y_c");
+        add_attr(&m, "hidden_size", 0, (int64_t[]){LH});
+        add_attr(&m, "layout", 0, (int64_t[]){layout});
         test_data d = {.nin = 4, .nout = 3};
         int64_t xd[3] = {LT, LB, LI}, xb[3] = {LB, LT, LI}, wd[3] = {1, 4 * LH, LI}, rd[3] = {1, 4 * LH, LH};
         int64_t bd[2] = {1, 8 * LH}, yd[4] = {LT, 1, LB, LH}, yb[4] = {LB, LT, 1, LH}, hd[3] = {1, LB, LH}, hb[3] = {LB, 1, LH};
@@ -414,6 +432,91 @@ static void test_lstm_gate_order(void) {
                            sizeof why), "%s", why);
         free_data(&d);
     }
+}
+
+/* ------------------------------------- convolutions' layouts, likewise -- */
+
+/* ONNX's Conv and ConvTranspose tests use one channel and filters of ones, so
+ * they cannot tell a filter's axes apart either. These run the builders on random
+ * multi-channel data, strides and asymmetric pads, with a bias, against the
+ * operators' definitions written out here:
+ *     Conv           y[n,o,i,j] = B[o] + sum x[n,c, i s_h - t + a, j s_w - l + b] W[o,c,a,b]
+ *     ConvTranspose  y[n,o, i s_h - t + a, j s_w - l + b] += x[n,c,i,j] W[c,o,a,b], + B[o] */
+enum { CN = 2, CI = 3, CO = 4, KH = 3, KW = 2 };
+
+static double at4(const onnx_tensor *t, int64_t a, int64_t b, int64_t c, int64_t d) {
+    return t->data[((a * t->dims[1] + b) * t->dims[2] + c) * t->dims[3] + d];
+}
+
+/* A Conv or ConvTranspose node "x W B -> y" and its random inputs (y zeroed). */
+static void conv_setup(onnx_model *m, test_data *d, const char *op, const int64_t strides[2], const int64_t pads[4],
+                       const int64_t x[4], const int64_t w[4], int64_t bias, const int64_t y[4]) {
+    one_node_model(m, op, "x W B", "y");
+    add_attr(m, "strides", 2, strides);
+    add_attr(m, "pads", 4, pads);
+    *d = (test_data){.nin = 3, .nout = 1};
+    d->in[0] = make_tensor("x", 4, x);
+    d->in[1] = make_tensor("W", 4, w);
+    d->in[2] = make_tensor("B", 1, &bias);
+    d->out[0] = make_tensor("y", 4, y);
+    for (int i = 0; i < d->nin; i++)
+        for (int64_t k = 0; k < d->in[i].count; k++) d->in[i].data[k] = fedc_test_uniform(-1, 1);
+}
+
+static void check_builder(const char *name, const onnx_model *m, test_data *d) {
+    char why[160] = "";
+    CHECK_MSG(run_case(name, m, d, onnx_builder(m->node.op_type), why, sizeof why), "%s: %s", name, why);
+    free_data(d);
+}
+
+static void test_conv_layouts(void) {
+    const int64_t strides[2] = {2, 1}, pads[4] = {1, 0, 2, 1}; /* ONNX's order: top, left, bottom, right */
+    int64_t h = 7, w = 6, oh = (h + 1 + 2 - KH) / 2 + 1, ow = (w + 0 + 1 - KW) / 1 + 1;
+    onnx_model m;
+    test_data d;
+    fedc_test_seed(17);
+    conv_setup(&m, &d, "Conv", strides, pads, (int64_t[]){CN, CI, h, w}, (int64_t[]){CO, CI, KH, KW}, CO,
+               (int64_t[]){CN, CO, oh, ow});
+    double *y = d.out[0].data;
+    for (int64_t n = 0; n < CN; n++)
+        for (int64_t o = 0; o < CO; o++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < ow; j++, y++) {
+                    *y = d.in[2].data[o];
+                    for (int64_t c = 0; c < CI; c++)
+                        for (int64_t a = 0; a < KH; a++)
+                            for (int64_t b = 0; b < KW; b++) {
+                                int64_t r = i * strides[0] - pads[0] + a, q = j * strides[1] - pads[1] + b;
+                                if (r >= 0 && r < h && q >= 0 && q < w) *y += at4(&d.in[0], n, c, r, q) * at4(&d.in[1], o, c, a, b);
+                            }
+                }
+    check_builder("conv random weights", &m, &d);
+}
+
+static void test_convtranspose_layouts(void) {
+    const int64_t strides[2] = {2, 3}, pads[4] = {1, 2, 0, 1}, out_pad[2] = {1, 0}; /* top, left, bottom, right */
+    int64_t h = 3, w = 4, full_h = 2 * (h - 1) + 1 + KH, full_w = 3 * (w - 1) + KW;
+    int64_t oh = full_h - pads[0] - pads[2], ow = full_w - pads[1] - pads[3], co = 2;
+    onnx_model m;
+    test_data d;
+    fedc_test_seed(18);
+    conv_setup(&m, &d, "ConvTranspose", strides, pads, (int64_t[]){CN, CI, h, w}, (int64_t[]){CI, co, KH, KW}, co,
+               (int64_t[]){CN, co, oh, ow});
+    add_attr(&m, "output_padding", 2, out_pad);
+    double *y = d.out[0].data;
+    for (int64_t k = 0; k < d.out[0].count; k++) y[k] = d.in[2].data[(k / (oh * ow)) % co];
+    for (int64_t n = 0; n < CN; n++)
+        for (int64_t c = 0; c < CI; c++)
+            for (int64_t i = 0; i < h; i++)
+                for (int64_t j = 0; j < w; j++)
+                    for (int64_t o = 0; o < co; o++)
+                        for (int64_t a = 0; a < KH; a++)
+                            for (int64_t b = 0; b < KW; b++) {
+                                int64_t r = i * strides[0] - pads[0] + a, q = j * strides[1] - pads[1] + b;
+                                if (r >= 0 && r < oh && q >= 0 && q < ow)
+                                    y[((n * co + o) * oh + r) * ow + q] += at4(&d.in[0], n, c, i, j) * at4(&d.in[1], c, o, a, b);
+                            }
+    check_builder("convtranspose random weights", &m, &d);
 }
 
 /* ------------------------------------------- the reader, bad input -- */
@@ -671,6 +774,8 @@ int main(int argc, char **argv) {
         {"model_reader", test_model_reader},
         {"reader_real_prefixes", test_reader_real_prefixes},
         {"lstm_gate_order", test_lstm_gate_order},
+        {"conv_layouts", test_conv_layouts},
+        {"convtranspose_layouts", test_convtranspose_layouts},
         {"node_tests", test_node_tests},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
