@@ -5,7 +5,7 @@
  * Each node test is a directory with model.onnx (one node: the op and its
  * attributes) and test_data_set_0/{input,output}_N.pb (TensorProto files, inputs
  * and the reference outputs that ONNX computed with numpy). For every test of an
- * ONNX op type that has a fedc counterpart (tests/onnx_cases.c), the test builds
+ * ONNX op type that has a fedc counterpart (tests/onnx_cases*.c), the test builds
  * the fedc program, runs it with the reference kernels and with the fast ones,
  * and compares each output with ONNX's, within float tolerance. Tests fedc cannot
  * run are listed below with the reason, and printed; a test of a counterpart op
@@ -103,7 +103,7 @@ static fedc_dtype fedc_dtype_for(int onnx_dt) {
 }
 
 /* One output against ONNX's: dtype, shape, then every value. */
-static void compare(const onnx_case *c, const onnx_expect *e, const void *got, const fedc_type *t, const char *kernels) {
+static void compare(const onnx_case *c, const onnx_expected *e, const void *got, const fedc_type *t, const char *kernels) {
     const onnx_tensor *w = &e->want;
     char buf[64];
     bool same = t->rank == w->rank && t->dtype == fedc_dtype_for(w->data_type);
@@ -331,7 +331,7 @@ static void test_node_tests(void) {
  * tell the gates apart. This test does: random weights and biases, and ONNX's
  * equations (the operator's definition: gate blocks i, o, f, c in W [4H, I] and
  * R [4H, H], B = [Wb, Rb], zero initial state) computed here in double, against
- * the LSTM builder of onnx_cases.c, in both layouts and with all three outputs. */
+ * the LSTM builder of onnx_cases_nn.c, in both layouts and with all three outputs. */
 enum { LT = 5, LB = 2, LI = 3, LH = 4 };
 
 static double sigmoid(double v) { return 1 / (1 + exp(-v)); }
