@@ -225,7 +225,7 @@ static const char *node_dir(void) {
     static const char *const dirs[] = {"/usr/share/libonnx-testdata/data/node", "/usr/include/onnx/backend/test/data/node"};
     const char *env = getenv("FEDC_ONNX_NODE_DIR");
     struct stat s;
-    if (env && *env) return env;
+    if (env && *env) return stat(env, &s) == 0 && S_ISDIR(s.st_mode) ? env : NULL;
     for (int i = 0; i < FEDC_COUNT_OF(dirs); i++)
         if (stat(dirs[i], &s) == 0 && S_ISDIR(s.st_mode)) return dirs[i];
     return NULL;
