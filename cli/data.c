@@ -10,7 +10,7 @@
 #include "fedc/fedc.h"
 
 static const char usage[] =
-    "usage: fedc data info PATH [--format leaf|tff|fedjax|idx|csv|text]\n"
+    "usage: fedc data info PATH [--format %s]\n"
     "  describe a federated dataset: its format (detected unless given), clients,\n"
     "  examples, examples per client (with a histogram) and the first client's\n"
     "  features\n"
@@ -129,7 +129,7 @@ static int info_args(int argc, char **argv, const char **path, fedc_data_format 
 int fedc_cli_data(int argc, char **argv) {
     bool info = argc > 0 && !strcmp(argv[0], "info");
     if (argc > 0 && (info || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) && cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
+        printf(usage, fedc_data_formats());
         return CLI_OK;
     }
     if (!info) {

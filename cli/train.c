@@ -34,7 +34,7 @@ static const char train_usage[] =
     "  --holdout F               hold out the last F (in (0, 1)) of every client's examples as the\n"
     "                            test split, as LEAF splits Shakespeare (e.g. 0.1 with the per-role\n"
     "                            text files: each role's last lines are never trained on)\n"
-    "  --format NAME             leaf|tff|fedjax|idx|csv|text (default: detected)\n"
+    "  --format NAME             %s (default: detected)\n"
     "  --task NAME               emnist|fashion|heart|shakespeare|stackoverflow|none (default: from the\n"
     "                            format: LEAF, TFF and FedJAX are emnist, IDX fashion, CSV heart,\n"
     "                            synthetic stackoverflow)\n"
@@ -417,7 +417,7 @@ static int join_mpi(void) {
 
 int fedc_cli_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
-        fputs(train_usage, stdout);
+        printf(train_usage, fedc_data_formats()); /* the readers' names, from src/data/open.c's table */
         return CLI_OK;
     }
     if (argc > 0 && !strcmp(argv[0], "--algorithms")) {
