@@ -37,6 +37,8 @@ static const char usage[] =
     "                                print its forward-mode program\n"
     "  program run FILE --input NAME=PATH.npy ... [options]\n"
     "                                run it on .npy inputs and write .npy outputs\n"
+    "  program export FILE --to mlir [options]\n"
+    "                                write it as an MLIR module (docs/export.md)\n"
     "\n"
     "fedc COMMAND --help (fedc program SUBCOMMAND --help) shows a command's options.\n"
     "\n"

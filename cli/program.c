@@ -5,6 +5,8 @@
  *   fedc program print FILE      print it in canonical form
  *   fedc program grad FILE --of OUTPUT --wrt INPUT[,INPUT...]   its gradient program
  *   fedc program jvp FILE --wrt INPUT[,INPUT...]                its forward-mode program
+ *   fedc program export FILE --to mlir [-o OUT] [--clients N] [--entry-main --input ...]
+ *                                write it as an MLIR module (docs/export.md)
  *   fedc program run FILE --input NAME=PATH.npy ... [--out DIR] [--clients N]
  *                    [--threads N] [--reference]
  *                                run it on .npy inputs, write each output to DIR/NAME.npy
@@ -54,6 +56,17 @@ static const char run_usage[] =
     "  --threads N    worker threads that run the clients, 0 to 256 (default 0: the\n"
     "                 calling thread)\n"
     "  --reference    use the plain-C reference kernels\n";
+static const char export_usage[] =
+    "usage: fedc program export FILE --to mlir [-o OUT] [--clients N]\n"
+    "                           [--entry-main --input NAME=PATH.npy ...]\n"
+    "  write the program as an MLIR module (func, arith, math, tensor, linalg), which\n"
+    "  mlir-opt-19 verifies and mlir-cpu-runner-19 runs (docs/export.md)\n"
+    "  --to mlir       the target (the one there is)\n"
+    "  -o OUT          where the module goes (default: standard output)\n"
+    "  --clients N     the cohort size, the length of the @clients axis, 1 to 1048576\n"
+    "                  (needed by a federated program unless --input gives it)\n"
+    "  --entry-main    add @main, which runs the program on the --input arrays (as\n"
+    "                  constants) and prints every output\n";
 static const char file_note[] =
     "FILE may be - for standard input; the text format is docs/text-format.md.\n"
     "Exit status: 0 done, 1 the program or an input is wrong, 2 bad usage.\n";
@@ -253,15 +266,21 @@ static bool set_out_dir(run_args *a, const char *dir) {
     return cli_text(RUN, "--out", dir);
 }
 
+/* arg is one of the flags that take a value, and none follows (`last`): says so. */
+static bool lacks_value(const char *cmd, const char *const *flags, const char *arg, bool last) {
+    for (int k = 0; last && flags[k]; k++)
+        if (strcmp(arg, flags[k]) == 0) {
+            fprintf(stderr, "%s: %s needs a value\n", cmd, arg);
+            return true;
+        }
+    return false;
+}
+
 /* Takes the option at argv[*i] (and its value); false on a usage error. */
 static bool run_option(run_args *a, int argc, char **argv, int *i) {
     const char *arg = argv[*i];
-    static const char *const with_value[] = {"--input", "--out", "--clients", "--threads"};
-    for (int k = 0; k < 4; k++)
-        if (strcmp(arg, with_value[k]) == 0 && *i + 1 >= argc) {
-            fprintf(stderr, RUN ": %s needs a value\n", arg);
-            return false;
-        }
+    static const char *const with_value[] = {"--input", "--out", "--clients", "--threads", NULL};
+    if (lacks_value(RUN, with_value, arg, *i + 1 >= argc)) return false;
     if (strcmp(arg, "--reference") == 0) {
         a->reference = true;
         return true;
@@ -515,6 +534,90 @@ static int cmd_run(int argc, char **argv) {
 }
 
 
+/* --------------------------------------------------------- program export -- */
+
+#define EXPORT "fedc program export"
+
+typedef struct export_args {
+    run_args run; /* file, inputs, clients */
+    const char *to, *out;
+    bool entry_main;
+} export_args;
+
+static bool export_option(export_args *e, int argc, char **argv, int *i) {
+    const char *arg = argv[*i];
+    static const char *const with_value[] = {"--input", "--to", "-o", "--clients", NULL};
+    if (lacks_value(EXPORT, with_value, arg, *i + 1 >= argc)) return false;
+    if (strcmp(arg, "--entry-main") == 0) return e->entry_main = true;
+    if (strcmp(arg, "--input") == 0) return add_input(&e->run, argv[++*i]);
+    if (strcmp(arg, "--to") == 0) return (e->to = argv[++*i]) != NULL;
+    if (strcmp(arg, "-o") == 0) return cli_text(EXPORT, "-o", e->out = argv[++*i]);
+    if (strcmp(arg, "--clients") == 0) return parse_count(arg, argv[++*i], 1, MAX_CLIENTS, &e->run.clients);
+    if (!e->run.file && is_file_arg(arg)) return (e->run.file = arg) != NULL;
+    fprintf(stderr, EXPORT ": unexpected argument '%s' (see fedc program export --help)\n", arg);
+    return false;
+}
+
+static int parse_export_args(int argc, char **argv, export_args *e) {
+    *e = (export_args){0};
+    e->run.inputs = calloc((size_t)argc + 1, sizeof *e->run.inputs);
+    if (!e->run.inputs) return fprintf(stderr, EXPORT ": out of memory\n"), CLI_FAILED;
+    for (int i = 0; i < argc; i++)
+        if (!export_option(e, argc, argv, &i)) return CLI_USAGE;
+    const char *problem = !e->run.file ? "needs FILE" : !e->to ? "needs --to mlir" : NULL;
+    if (!problem && strcmp(e->to, "mlir") != 0) problem = "--to takes mlir";
+    if (!problem && e->run.ninputs && !e->entry_main) problem = "--input is for --entry-main";
+    if (problem) {
+        fprintf(stderr, EXPORT ": %s (see fedc program export --help)\n", problem);
+        return CLI_USAGE;
+    }
+    return 0;
+}
+
+/* Writes the module to OUT (whole, or not at all) or standard output. */
+static bool write_text(const char *out, const char *text) {
+    if (!out) return fputs(text, stdout) >= 0;
+    FILE *f = fopen(out, "wb");
+    bool ok = f && fputs(text, f) >= 0;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok) {
+        fprintf(stderr, EXPORT ": %s: cannot write: %s\n", out, strerror(errno));
+        remove(out);
+    }
+    return ok;
+}
+
+static int export_program(const fedc_program *p, export_args *e) {
+    if (e->entry_main && (!inputs_match(p, &e->run) || !load_inputs(p, &e->run))) return CLI_FAILED;
+    const char **names = calloc((size_t)e->run.ninputs + 1, sizeof *names);
+    const void **data = calloc((size_t)e->run.ninputs + 1, sizeof *data);
+    for (int i = 0; names && data && i < e->run.ninputs; i++) names[i] = e->run.inputs[i].name, data[i] = e->run.inputs[i].data;
+    fedc_mlir_options o = {.clients = e->run.clients, .entry_main = e->entry_main, .ninputs = e->run.ninputs,
+                           .input_names = names, .input_data = data};
+    char *text = NULL;
+    int rc = CLI_FAILED;
+    if (!names || !data) fprintf(stderr, EXPORT ": out of memory\n");
+    else if (fedc_program_to_mlir(p, &o, &text)) fprintf(stderr, EXPORT ": %s: %s\n", e->run.file, fedc_errmsg());
+    else rc = write_text(e->out, text) ? CLI_OK : CLI_FAILED;
+    fedc_free(text);
+    free(names), free(data);
+    return rc;
+}
+
+static int cmd_export(int argc, char **argv) {
+    export_args e;
+    int rc = parse_export_args(argc, argv, &e);
+    if (!rc) {
+        fedc_program *p = load(EXPORT, e.run.file);
+        rc = p ? export_program(p, &e) : CLI_FAILED;
+        fedc_program_destroy(p);
+    }
+    for (int i = 0; i < e.run.ninputs; i++) fedc_free(e.run.inputs[i].data);
+    free(e.run.inputs);
+    return rc;
+}
+
+
 /* -------------------------------------------------------------- dispatch -- */
 
 typedef struct subcommand {
@@ -524,7 +627,7 @@ typedef struct subcommand {
 
 static const subcommand subcommands[] = {{"check", check_usage, cmd_check}, {"print", print_usage, cmd_print},
                                          {"grad", grad_usage, cmd_grad},    {"jvp", jvp_usage, cmd_jvp},
-                                         {"run", run_usage, cmd_run}};
+                                         {"run", run_usage, cmd_run},       {"export", export_usage, cmd_export}};
 enum { NSUB = sizeof subcommands / sizeof *subcommands };
 
 int fedc_cli_program(int argc, char **argv) {
@@ -540,8 +643,8 @@ int fedc_cli_program(int argc, char **argv) {
         printf("%s\n%s", subcommands[i].usage, file_note);
         return CLI_OK;
     }
-    if (argc == 0) fprintf(stderr, "fedc program: needs a subcommand: check, print, grad, jvp or run");
-    else fprintf(stderr, "fedc program: unknown subcommand '%s' (check, print, grad, jvp or run)", argv[0]);
+    if (argc == 0) fprintf(stderr, "fedc program: needs a subcommand: check, print, grad, jvp, run or export");
+    else fprintf(stderr, "fedc program: unknown subcommand '%s' (check, print, grad, jvp, run or export)", argv[0]);
     fputs("; see fedc program --help\n", stderr);
     return CLI_USAGE;
 }

@@ -459,6 +459,15 @@ expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/silos" --config "$out/bo
   --out "$out/both"
 # Evaluation quantiles only where there are several test clients.
 expect 0 "(3 clients: p10 " -- "$fedc" eval --data "$out/silos" --config "$out/both.ini"
+# program export: MLIR out, errors in their places (test_export runs the modules).
+expect 0 "func.func @program" -- "$fedc" program export $data/logistic.fedc --to mlir
+expect 0 "" -- "$fedc" program export $data/logistic.fedc --to mlir -o "$out/logistic.mlir"
+grep -q "linalg.generic" "$out/logistic.mlir" && ok || bad "export -o wrote no linalg.generic"
+expect 2 "needs --to mlir" -- "$fedc" program export $data/logistic.fedc
+expect 2 "--to takes mlir" -- "$fedc" program export $data/logistic.fedc --to llvm
+expect 2 "--input is for --entry-main" -- "$fedc" program export $data/logistic.fedc --to mlir --input x=x.npy
+expect 1 "cannot open" -- "$fedc" program export $data/missing.fedc --to mlir
+expect 0 "program export FILE --to mlir" -- "$fedc" program export --help
 fashion=/usr/share/datasets/fashion-mnist
 if [ -f $fashion/train-images-idx3-ubyte.gz ] && [ -f $fashion/t10k-images-idx3-ubyte.gz ]; then
   expect 0 "round 1: test loss" -- "$fedc" train --data $fashion/train-images-idx3-ubyte.gz --model logistic \

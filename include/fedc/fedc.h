@@ -77,6 +77,7 @@
 #include "fedc/fl.h"
 #include "fedc/npy.h"
 #include "fedc/safetensors.h"
+#include "fedc/export.h"
 
 #define FEDC_VERSION "0.1.0"
 

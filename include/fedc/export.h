@@ -1,0 +1,53 @@
+/*
+ * fedc/export.h — a program leaves fedc as MLIR.
+ *
+ * fedc_program_to_mlir writes a program as an MLIR module in the upstream
+ * dialects that LLVM's own tools parse, verify, lower and run (func, arith, math,
+ * tensor, linalg, scf, bufferization): one func.func named after the program,
+ * whose arguments are the program's inputs and whose results are its outputs, in
+ * order. Federated values are laid out as DrJAX lays them out: a @clients value
+ * is a tensor with a leading clients axis of the cohort's size (fixed at export),
+ * broadcast is a broadcast along it, sum/mean/weighted_mean are reductions over
+ * it, and a map is its body applied along it.
+ *
+ *     char *text;
+ *     fedc_mlir_options o = {.clients = 4};
+ *     if (fedc_program_to_mlir(p, &o, &text)) fprintf(stderr, "%s\n", fedc_errmsg());
+ *     else fputs(text, stdout), fedc_free(text);
+ *
+ * With entry_main, the module also gets a @main that holds the given inputs as
+ * constants, calls the program and prints every output with MLIR's runner
+ * utilities, so `mlir-opt-19 ... | mlir-cpu-runner-19 -e main` runs it as it
+ * stands (docs/export.md has the exact pipeline). An op that has no lowering yet
+ * fails the export with an error naming it; nothing is dropped silently.
+ */
+#ifndef FEDC_EXPORT_H
+#define FEDC_EXPORT_H
+
+#include "fedc/program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fedc_mlir_options {
+    int clients;            /* the cohort's size: required (>= 1) for a federated program */
+    const char *func_name;  /* the function's name; NULL: "program" */
+    bool entry_main;        /* add @main: inputs as constants, outputs printed */
+    int ninputs;            /* with entry_main: one datum per program input, by name */
+    const char *const *input_names;
+    const void *const *input_data; /* row-major, the input's dtype; @clients: all clients' copies */
+} fedc_mlir_options;
+
+/* Writes `p` as an MLIR module into a NUL-terminated string the caller frees with
+ * fedc_free. The program is verified first; errors name the op (%index and name)
+ * that cannot be lowered, or the input that entry_main lacks. */
+fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options *options, char **out);
+
+/* The names of the ops fedc_program_to_mlir lowers, for the docs and the tests. */
+bool fedc_mlir_lowers(const char *op_name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FEDC_EXPORT_H */

@@ -1,0 +1,78 @@
+/* mlir.h — lowering a program to MLIR text (internal): the emitter that
+ * mlir_emit.c implements (text, types, names, linalg.generic) and the per-op
+ * lowerings of mlir_ops.c. */
+#ifndef FEDC_EXPORT_MLIR_H
+#define FEDC_EXPORT_MLIR_H
+
+#include "fedc/export.h"
+#include "ir/ir.h"
+
+/* The module being written. Errors are sticky: after the first, nothing is added. */
+typedef struct fedc__mlir {
+    char *buf;
+    size_t len, cap;
+    fedc_status st;
+    int clients; /* the clients axis' length */
+    int tmp;     /* the next temporary's number: %t<tmp> */
+} fedc__mlir;
+
+/* A program being lowered: the SSA name of each value, and whether every value
+ * carries the clients axis (a map's body, lowered along it). */
+typedef struct fedc__mlir_scope {
+    const fedc_program *p;
+    char (*name)[40];
+    bool batched;
+    int id; /* names this scope's values: %s<id>_<value> (0: the program, %v<value>) */
+} fedc__mlir_scope;
+
+void fedc__mlir_printf(fedc__mlir *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+fedc_status fedc__mlir_fail(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, fedc_status st, const char *fmt,
+                            ...) __attribute__((format(printf, 5, 6)));
+/* A fresh temporary's name, "%t<n>", in buf (of 24). */
+const char *fedc__mlir_tmp(fedc__mlir *m, char *buf);
+
+/* Types: "f32", "i1", ...; "tensor<4x3xf32>" with the clients axis first when
+ * `clients`. */
+const char *fedc__mlir_elem(fedc_dtype dt);
+const char *fedc__mlir_tensor(const fedc__mlir *m, const fedc_type *t, bool clients, char *buf, size_t size);
+/* Whether value v of scope s carries the clients axis, and its tensor type. */
+bool fedc__mlir_has_clients(const fedc__mlir_scope *s, fedc_value v);
+const char *fedc__mlir_type_of(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, char *buf, size_t size);
+
+/* A scalar literal of dtype dt (floats exactly, as their bits in hex). */
+const char *fedc__mlir_literal(fedc_dtype dt, double value, char *buf, size_t size);
+
+/* A zero (or -inf, for a max) splat constant of v's type: the outs of a generic.
+ * LLVM 19's sharding propagation fails on tensor.empty and linalg.fill, so the
+ * exporter never emits them. */
+const char *fedc__mlir_splat(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, double value, char *name);
+
+/* A linalg.generic: `rank` loops (iters: 'p' parallel, 'r' reduction per loop),
+ * operands ins[i] read through the affine results maps[i] (e.g. "d0, 0, d2"), and
+ * one output through out_map, starting from `init`. The body reads %in0, %in1,
+ * ... and %out; fedc__mlir_generic_begin writes the head, the caller the body,
+ * fedc__mlir_generic_end the yield of `result` (an SSA name in the body). */
+typedef struct fedc__mlir_generic {
+    int rank;
+    const char *iters;
+    int nin;
+    const char *in[4];
+    const char *in_type[4];
+    const char *in_elem[4];
+    const char *maps[4];
+    const char *out_map;
+    const char *out_type, *out_elem;
+    const char *init;
+    const char *result_name; /* the generic's SSA name */
+} fedc__mlir_generic;
+
+void fedc__mlir_generic_begin(fedc__mlir *m, const fedc__mlir_generic *g);
+void fedc__mlir_generic_end(fedc__mlir *m, const fedc__mlir_generic *g, const char *result);
+
+/* Lowers every node of scope s in order (mlir_ops.c). */
+fedc_status fedc__mlir_lower_scope(fedc__mlir *m, fedc__mlir_scope *s);
+/* Creates a scope over p: names for every value, none set. */
+fedc_status fedc__mlir_scope_init(fedc__mlir_scope *s, const fedc_program *p, bool batched, int id);
+void fedc__mlir_scope_free(fedc__mlir_scope *s);
+
+#endif

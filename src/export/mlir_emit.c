@@ -1,0 +1,156 @@
+/* The MLIR emitter: a growing text with sticky errors, types and names, splat
+ * constants and linalg.generic, which most lowerings are. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "export/mlir.h"
+
+void fedc__mlir_printf(fedc__mlir *m, const char *fmt, ...) {
+    if (m->st) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = m->cap - m->len;
+        int n = vsnprintf(m->buf ? m->buf + m->len : NULL, m->buf ? room : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            m->st = fedc_error(FEDC_EINVAL, "export: cannot format the module text");
+            return;
+        }
+        if (m->buf && (size_t)n < room) {
+            m->len += (size_t)n;
+            return;
+        }
+        size_t cap = m->cap ? m->cap : 1 << 16;
+        while (cap - m->len <= (size_t)n) cap *= 2;
+        char *grown = fedc_realloc(m->buf, cap);
+        if (!grown) {
+            m->st = fedc_error(FEDC_ENOMEM, "export: out of memory for %zu bytes of MLIR", cap);
+            return;
+        }
+        m->buf = grown, m->cap = cap;
+    }
+}
+
+fedc_status fedc__mlir_fail(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, fedc_status st, const char *fmt,
+                            ...) {
+    if (m->st) return m->st;
+    char what[512], label[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    m->st = fedc_error(st, "export to mlir: %s%s: %s", fedc__node_label(s->p, v, label, sizeof label),
+                       s->id ? " (in a body)" : "", what);
+    return m->st;
+}
+
+const char *fedc__mlir_tmp(fedc__mlir *m, char *buf) {
+    snprintf(buf, 24, "%%t%d", m->tmp++);
+    return buf;
+}
+
+const char *fedc__mlir_elem(fedc_dtype dt) {
+    switch (dt) {
+    case FEDC_F32: return "f32";
+    case FEDC_F64: return "f64";
+    case FEDC_I32: return "i32";
+    case FEDC_U8: return "i8";
+    case FEDC_BOOL: return "i1";
+    default: return "?";
+    }
+}
+
+const char *fedc__mlir_tensor(const fedc__mlir *m, const fedc_type *t, bool clients, char *buf, size_t size) {
+    size_t n = (size_t)snprintf(buf, size, "tensor<");
+    if (clients) n += (size_t)snprintf(buf + n, size - n, "%dx", m->clients);
+    for (int i = 0; i < t->rank && n < size; i++) n += (size_t)snprintf(buf + n, size - n, "%lldx", (long long)t->dims[i]);
+    if (n < size) snprintf(buf + n, size - n, "%s>", fedc__mlir_elem(t->dtype));
+    return buf;
+}
+
+bool fedc__mlir_has_clients(const fedc__mlir_scope *s, fedc_value v) {
+    return s->batched || s->p->nodes[v].type.placement == FEDC_CLIENTS;
+}
+
+const char *fedc__mlir_type_of(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, char *buf, size_t size) {
+    return fedc__mlir_tensor(m, &s->p->nodes[v].type, fedc__mlir_has_clients(s, v), buf, size);
+}
+
+/* A scalar literal of dtype dt in MLIR's syntax (floats exactly, in hex). */
+const char *fedc__mlir_literal(fedc_dtype dt, double value, char *buf, size_t size) {
+    if (dt == FEDC_F32) {
+        float f = (float)value;
+        uint32_t bits;
+        memcpy(&bits, &f, 4);
+        snprintf(buf, size, "0x%08X", bits);
+    } else if (dt == FEDC_F64) {
+        uint64_t bits;
+        memcpy(&bits, &value, 8);
+        snprintf(buf, size, "0x%016llX", (unsigned long long)bits);
+    } else if (dt == FEDC_BOOL) {
+        snprintf(buf, size, "%s", value != 0 ? "true" : "false");
+    } else {
+        snprintf(buf, size, "%lld", (long long)value);
+    }
+    return buf;
+}
+
+const char *fedc__mlir_splat(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, double value, char *name) {
+    char type[160], lit[32];
+    fedc__mlir_tmp(m, name);
+    fedc_dtype dt = s->p->nodes[v].type.dtype;
+    if (isinf(value) && value < 0 && dt == FEDC_I32) value = INT32_MIN;
+    fedc__mlir_printf(m, "    %s = arith.constant dense<%s> : %s\n", name, fedc__mlir_literal(dt, value, lit, sizeof lit),
+                      fedc__mlir_type_of(m, s, v, type, sizeof type));
+    return name;
+}
+
+/* "affine_map<(d0, d1) -> (d1)>" for `rank` loops and the results `exprs`. */
+static void print_map(fedc__mlir *m, int rank, const char *exprs) {
+    fedc__mlir_printf(m, "affine_map<(");
+    for (int i = 0; i < rank; i++) fedc__mlir_printf(m, "%sd%d", i ? ", " : "", i);
+    fedc__mlir_printf(m, ") -> (%s)>", exprs);
+}
+
+void fedc__mlir_generic_begin(fedc__mlir *m, const fedc__mlir_generic *g) {
+    fedc__mlir_printf(m, "    %s = linalg.generic {indexing_maps = [", g->result_name);
+    for (int i = 0; i < g->nin; i++) {
+        print_map(m, g->rank, g->maps[i]);
+        fedc__mlir_printf(m, ", ");
+    }
+    print_map(m, g->rank, g->out_map);
+    fedc__mlir_printf(m, "], iterator_types = [");
+    for (int i = 0; i < g->rank; i++)
+        fedc__mlir_printf(m, "%s\"%s\"", i ? ", " : "", g->iters[i] == 'r' ? "reduction" : "parallel");
+    fedc__mlir_printf(m, "]}");
+    if (g->nin) {
+        fedc__mlir_printf(m, " ins(");
+        for (int i = 0; i < g->nin; i++) fedc__mlir_printf(m, "%s%s", i ? ", " : "", g->in[i]);
+        fedc__mlir_printf(m, " : ");
+        for (int i = 0; i < g->nin; i++) fedc__mlir_printf(m, "%s%s", i ? ", " : "", g->in_type[i]);
+        fedc__mlir_printf(m, ")");
+    }
+    fedc__mlir_printf(m, " outs(%s : %s) {\n    ^bb0(", g->init, g->out_type);
+    for (int i = 0; i < g->nin; i++) fedc__mlir_printf(m, "%%in%d: %s, ", i, g->in_elem[i]);
+    fedc__mlir_printf(m, "%%out: %s):\n", g->out_elem);
+}
+
+void fedc__mlir_generic_end(fedc__mlir *m, const fedc__mlir_generic *g, const char *result) {
+    fedc__mlir_printf(m, "      linalg.yield %s : %s\n    } -> %s\n", result, g->out_elem, g->out_type);
+}
+
+fedc_status fedc__mlir_scope_init(fedc__mlir_scope *s, const fedc_program *p, bool batched, int id) {
+    s->p = p;
+    s->batched = batched;
+    s->id = id;
+    s->name = fedc__list(p->n, sizeof *s->name);
+    return s->name ? FEDC_OK : FEDC_ENOMEM;
+}
+
+void fedc__mlir_scope_free(fedc__mlir_scope *s) {
+    fedc_free(s->name);
+    s->name = NULL;
+}

@@ -1,0 +1,163 @@
+/* The module: the program's function (its inputs as arguments, its outputs as
+ * results) and, with entry_main, a @main that runs it on constants and prints
+ * every output with MLIR's runner utilities (printMemrefF32, ...). */
+#include <string.h>
+
+#include "export/mlir.h"
+
+static bool federated(const fedc_program *p) {
+    for (int v = 0; v < p->n; v++)
+        if (p->nodes[v].type.placement != FEDC_LOCAL || fedc__op_is_federated(p->nodes[v].op)) return true;
+    return false;
+}
+
+static void print_results(fedc__mlir *m, const fedc__mlir_scope *s) {
+    char type[160];
+    fedc__mlir_printf(m, "(");
+    for (int i = 0; i < s->p->noutputs; i++)
+        fedc__mlir_printf(m, "%s%s", i ? ", " : "", fedc__mlir_type_of(m, s, s->p->outputs[i].value, type, sizeof type));
+    fedc__mlir_printf(m, ")");
+}
+
+static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fname) {
+    const fedc_program *p = s->p;
+    char type[160];
+    for (int v = 0; v < p->n; v++) snprintf(s->name[v], sizeof s->name[v], "%%v%d", v);
+    fedc__mlir_printf(m, "  // fedc program: %d operations, %d inputs, %d outputs\n", p->n, fedc_program_num_inputs(p),
+                      p->noutputs);
+    fedc__mlir_printf(m, "  func.func @%s(", fname);
+    for (int i = 0; i < fedc_program_num_inputs(p); i++) {
+        fedc_value v = fedc_program_input(p, i);
+        snprintf(s->name[v], sizeof s->name[v], "%%arg%d", i);
+        fedc__mlir_printf(m, "%s%%arg%d: %s", i ? ", " : "", i, fedc__mlir_type_of(m, s, v, type, sizeof type));
+    }
+    fedc__mlir_printf(m, ") -> ");
+    print_results(m, s);
+    fedc__mlir_printf(m, " {\n");
+    fedc_status st = fedc__mlir_lower_scope(m, s);
+    if (st) return st;
+    fedc__mlir_printf(m, "    return");
+    for (int i = 0; i < p->noutputs; i++) fedc__mlir_printf(m, "%s %s", i ? "," : "", s->name[p->outputs[i].value]);
+    if (p->noutputs) fedc__mlir_printf(m, " : ");
+    for (int i = 0; i < p->noutputs; i++)
+        fedc__mlir_printf(m, "%s%s", i ? ", " : "", fedc__mlir_type_of(m, s, p->outputs[i].value, type, sizeof type));
+    fedc__mlir_printf(m, "\n  }\n");
+    return m->st;
+}
+
+/* ---------------------------------------------------------------- main -- */
+
+static const void *input_data(const fedc_mlir_options *o, const char *name) {
+    for (int i = 0; i < o->ninputs; i++)
+        if (o->input_names[i] && strcmp(o->input_names[i], name) == 0) return o->input_data[i];
+    return NULL;
+}
+
+/* The runner's print function for an element type (booleans print as i32). */
+static const char *printer(fedc_dtype dt) {
+    return dt == FEDC_F32 ? "printMemrefF32" : dt == FEDC_F64 ? "printMemrefF64" : "printMemrefI32";
+}
+
+static fedc_status print_output(fedc__mlir *m, const fedc__mlir_scope *s, int k, const char *value) {
+    const fedc_type *t = &s->p->nodes[s->p->outputs[k].value].type;
+    bool c = fedc__mlir_has_clients(s, s->p->outputs[k].value);
+    char type[160], mem[160], v[24], buf[24], un[24];
+    fedc__mlir_type_of(m, s, s->p->outputs[k].value, type, sizeof type);
+    const char *shown = value;
+    if (t->dtype == FEDC_BOOL || t->dtype == FEDC_U8) { /* widen to i32, which the runner prints */
+        fedc_type wide = *t;
+        wide.dtype = FEDC_I32;
+        char wt[160], map[160] = {0}, init[24];
+        fedc__mlir_tensor(m, &wide, c, wt, sizeof wt);
+        for (int i = 0; i < t->rank + c; i++) snprintf(map + strlen(map), sizeof map - strlen(map), "%sd%d", i ? ", " : "", i);
+        fedc__mlir_tmp(m, init);
+        fedc__mlir_printf(m, "    %s = arith.constant dense<0> : %s\n", init, wt);
+        fedc__mlir_generic g = {.rank = t->rank + c, .iters = "pppppppp", .nin = 1, .in = {value}, .in_type = {type},
+                                .in_elem = {fedc__mlir_elem(t->dtype)}, .maps = {map}, .out_map = map, .out_type = wt,
+                                .out_elem = "i32", .init = init, .result_name = fedc__mlir_tmp(m, v)};
+        char w[24];
+        fedc__mlir_generic_begin(m, &g);
+        fedc__mlir_printf(m, "      %s = arith.extui %%in0 : %s to i32\n", fedc__mlir_tmp(m, w), fedc__mlir_elem(t->dtype));
+        fedc__mlir_generic_end(m, &g, w);
+        snprintf(type, sizeof type, "%s", wt);
+        shown = v;
+    }
+    snprintf(mem, sizeof mem, "memref%s", strchr(type, '<'));
+    const char *elem = t->dtype == FEDC_F32 ? "f32" : t->dtype == FEDC_F64 ? "f64" : "i32";
+    fedc__mlir_printf(m, "    %s = bufferization.to_memref %s : %s\n", fedc__mlir_tmp(m, buf), shown, mem);
+    fedc__mlir_printf(m, "    %s = memref.cast %s : %s to memref<*x%s>\n", fedc__mlir_tmp(m, un), buf, mem, elem);
+    fedc__mlir_printf(m, "    call @%s(%s) : (memref<*x%s>) -> ()\n", printer(t->dtype), un, elem);
+    return m->st;
+}
+
+static fedc_status entry_main(fedc__mlir *m, const fedc__mlir_scope *s, const fedc_mlir_options *o, const char *fname) {
+    const fedc_program *p = s->p;
+    char type[160];
+    fedc__mlir_printf(m, "  func.func private @printMemrefF32(memref<*xf32>)\n");
+    fedc__mlir_printf(m, "  func.func private @printMemrefF64(memref<*xf64>)\n");
+    fedc__mlir_printf(m, "  func.func private @printMemrefI32(memref<*xi32>)\n");
+    fedc__mlir_printf(m, "  func.func @main() {\n");
+    for (int i = 0; i < fedc_program_num_inputs(p); i++) {
+        fedc_value v = fedc_program_input(p, i);
+        const fedc_type *t = &p->nodes[v].type;
+        const uint8_t *data = input_data(o, p->nodes[v].name);
+        if (!data)
+            return m->st = fedc_error(FEDC_EINVAL, "export to mlir: entry_main: no data for input \"%s\"", p->nodes[v].name);
+        if (t->dtype == FEDC_BOOL)
+            return m->st = fedc_error(FEDC_EUNSUPPORTED, "export to mlir: entry_main: bool input \"%s\"", p->nodes[v].name);
+        size_t bytes = fedc_type_bytes(t) * (fedc__mlir_has_clients(s, v) ? (size_t)m->clients : 1);
+        fedc__mlir_printf(m, "    %%input%d = arith.constant dense<\"0x", i);
+        for (size_t b = 0; b < bytes; b++) fedc__mlir_printf(m, "%02X", data[b]);
+        fedc__mlir_printf(m, "\"> : %s\n", fedc__mlir_type_of(m, s, v, type, sizeof type));
+    }
+    fedc__mlir_printf(m, "    ");
+    for (int k = 0; k < p->noutputs; k++) fedc__mlir_printf(m, "%s%%out%d", k ? ", " : "", k);
+    fedc__mlir_printf(m, "%scall @%s(", p->noutputs ? " = " : "", fname);
+    for (int i = 0; i < fedc_program_num_inputs(p); i++) fedc__mlir_printf(m, "%s%%input%d", i ? ", " : "", i);
+    fedc__mlir_printf(m, ") : (");
+    for (int i = 0; i < fedc_program_num_inputs(p); i++)
+        fedc__mlir_printf(m, "%s%s", i ? ", " : "", fedc__mlir_type_of(m, s, fedc_program_input(p, i), type, sizeof type));
+    fedc__mlir_printf(m, ") -> ");
+    print_results(m, s);
+    fedc__mlir_printf(m, "\n");
+    for (int k = 0; !m->st && k < p->noutputs; k++) {
+        char out[24];
+        snprintf(out, sizeof out, "%%out%d", k);
+        print_output(m, s, k, out);
+    }
+    fedc__mlir_printf(m, "    return\n  }\n");
+    return m->st;
+}
+
+/* ---------------------------------------------------------------- entry -- */
+
+fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options *options, char **out) {
+    *out = NULL;
+    fedc_mlir_options defaults = {0};
+    const fedc_mlir_options *o = options ? options : &defaults;
+    fedc_status st = fedc_program_verify(p);
+    if (st) return st;
+    if (federated(p) && o->clients < 1)
+        return fedc_error(FEDC_EINVAL, "export to mlir: the program is federated; give the cohort's size (clients >= 1)");
+    if (o->clients < 0 || o->clients > (1 << 24))
+        return fedc_error(FEDC_EINVAL, "export to mlir: clients is %d; use 1 to %d", o->clients, 1 << 24);
+    const char *fname = o->func_name ? o->func_name : "program";
+    for (const char *c = fname; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+            return fedc_error(FEDC_EINVAL, "export to mlir: function name \"%s\": use letters, digits and _", fname);
+    fedc__mlir m = {.clients = o->clients ? o->clients : 1};
+    fedc__mlir_scope s;
+    if (fedc__mlir_scope_init(&s, p, false, 0)) return FEDC_ENOMEM;
+    fedc__mlir_printf(&m, "module {\n");
+    st = function(&m, &s, fname);
+    if (!st && o->entry_main) st = entry_main(&m, &s, o, fname);
+    fedc__mlir_printf(&m, "}\n");
+    st = st ? st : m.st;
+    fedc__mlir_scope_free(&s);
+    if (st) {
+        fedc_free(m.buf);
+        return st;
+    }
+    *out = m.buf;
+    return FEDC_OK;
+}
