@@ -12,6 +12,7 @@
  * fedc notices the launcher, and each rank trains its share of every cohort.
  */
 #include <ini.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,11 @@ static const char train_usage[] =
     "  --out DIR                 metrics.jsonl, metrics.csv, curves.svg, checkpoint.safetensors\n"
     "                            (default fedc-run)\n"
     "  --checkpoint-every N      rounds (default 0: no checkpoints)\n"
-    "  --resume                  continue from DIR/checkpoint.safetensors\n"
+    "  --resume                  continue from DIR/checkpoint.safetensors: refused if a setting\n"
+    "                            that changes the model differs (--rounds, --threads and the\n"
+    "                            evaluation and checkpoint options may; docs/training.md)\n"
+    "  --strict                  stop at a client whose data cannot be loaded or whose update is\n"
+    "                            not finite (default: drop it from its round, with a warning)\n"
     "  --quiet                   no progress lines\n"
     "  --profile                 print the time spent in each kind of op at the end\n"
     "  --config FILE             read options from an INI file (name = value, names as above)\n"
@@ -194,6 +199,7 @@ static int parse_args(options *o, int argc, char **argv) {
         if (!strcmp(a, "resume")) o->c.resume = true;
         else if (!strcmp(a, "quiet")) o->c.quiet = true;
         else if (!strcmp(a, "profile")) o->c.profile = true;
+        else if (!strcmp(a, "strict")) o->c.strict = true;
         else if (!strcmp(a, "no-dropout")) o->c.algorithm.dropout = false;
         else if (i + 1 >= argc) return usage_error("--%s needs a value", a);
         else if (!strcmp(a, "config")) rc = read_config(o, argv[++i]);
@@ -287,18 +293,26 @@ int fedc_cli_train(int argc, char **argv) {
     int rc = parse_args(&o, argc, argv);
     if (!rc) rc = finish(&o);
     if (!rc) rc = join_mpi();
+    /* past the file-size limit (ulimit -f) a write fails (EFBIG) and is reported,
+     * instead of the signal killing the run with a file half written */
+    signal(SIGXFSZ, SIG_IGN);
     if (!rc) {
         fedc_train_result r;
         fedc_status st = fedc_train(&o.c, &r);
         if (st) { /* every rank says it: they all stopped for the same reason */
             fprintf(stderr, "fedc train: %s\n", fedc_errmsg());
             rc = st == FEDC_EINVAL || st == FEDC_ENOTFOUND || st == FEDC_EIO || st == FEDC_ETYPE ? 2 : 1;
+        } else if (fedc_mpi_rank() == 0 && r.already_complete) {
+            printf("%s: the run is already complete (%d rounds; --rounds N with more extends it); its last metrics: "
+                   "train loss %.4f, test loss %.4f, test accuracy %.2f%%\n", o.c.out_dir, o.c.rounds, r.train_loss,
+                   r.test_loss, 100 * r.test_accuracy);
         } else if (fedc_mpi_rank() == 0) {
             printf("done: %d rounds in %.1f s (%.0f examples/s); final train loss %.4f, test loss %.4f, test "
                    "accuracy %.2f%%\nmetrics: %s/metrics.jsonl, %s/metrics.csv; curves: %s/curves.svg\n",
                    r.rounds_run, r.seconds, r.examples_per_s, r.train_loss, r.test_loss, 100 * r.test_accuracy,
                    o.c.out_dir, o.c.out_dir, o.c.out_dir);
             if (o.c.checkpoint_every > 0) printf("checkpoint: %s/checkpoint.safetensors\n", o.c.out_dir);
+            if (r.dropped > 0) printf("dropped: %lld clients over the run (the warnings name them)\n", (long long)r.dropped);
         }
     }
     for (int i = 0; i < o.nowned; i++) free(o.owned[i]);
