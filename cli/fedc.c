@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -503,7 +504,20 @@ static int cmd_program(int argc, char **argv) {
     return 2;
 }
 
+/* OpenBLAS starts its own threads when it is loaded, before main, one per core
+ * unless OPENBLAS_NUM_THREADS says otherwise, and each takes a 128 MB buffer at
+ * once. fedc never uses them (it calls BLAS from its own threads, one BLAS thread
+ * each), and under a memory limit one of them retries its allocation forever and
+ * the process cannot exit. So fedc runs itself again with OPENBLAS_NUM_THREADS=1
+ * when no thread count is set, before anything else; if that fails it goes on. */
+static void without_blas_threads(char **argv) {
+    if (getenv("OPENBLAS_NUM_THREADS")) return; /* it wins over GOTO_ and OMP_NUM_THREADS */
+    if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+}
+
 int main(int argc, char **argv) {
+    without_blas_threads(argv);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -165,5 +165,31 @@ else
   echo "skipped the NaN-client case: no python3 with h5py"
 fi
 
+# --- a memory limit (ulimit -v, in KiB) ends the run with a message, or it fits; it
+# never hangs (timeout turns a hang into status 124). Not under AddressSanitizer,
+# which cannot start under a limit at all.
+if sh -c 'ulimit -v 4000000 && exec "$@"' sh "$fedc" --version >/dev/null 2>&1; then
+  for limit in 100000 200000 300000 500000; do
+    for threads in 1 2; do
+      sh -c "ulimit -v $limit && exec timeout 60 \"\$@\"" sh "$fedc" train --data $heart --model heart \
+        --clients-per-round 4 --batch-size 16 --rounds 2 --threads $threads --quiet --out "$out/mem" \
+        >"$out/stdout" 2>"$out/stderr"
+      rc=$?
+      if [ $rc = 0 ] || { [ $rc = 1 ] && grep -q "out of memory" "$out/stderr"; }; then ok
+      else bad "ulimit -v $limit, --threads $threads: status $rc ($(tail -c 200 "$out/stderr"))"; fi
+    done
+    sh -c "ulimit -v $limit && exec timeout 60 \"\$@\"" sh "$fedc" data info $heart --format csv >"$out/stdout" 2>"$out/stderr"
+    rc=$?
+    if [ $rc = 0 ] || { [ $rc = 1 ] && grep -q "out of memory" "$out/stderr"; }; then ok
+    else bad "ulimit -v $limit: data info: status $rc"; fi
+  done
+  sh -c 'ulimit -v 150000 && exec timeout 60 "$@"' sh "$fedc" train --data $heart --model heart --rounds 1 \
+    --clients-per-round 4 --quiet --out "$out/mem" 2>"$out/stderr"
+  [ $? = 1 ] && grep -q "out of memory: a thread cannot reserve" "$out/stderr" && ok \
+    || bad "ulimit -v 150000: no message about OpenBLAS's buffer"
+else
+  echo "skipped the ulimit -v cases: $fedc does not start under a memory limit (AddressSanitizer?)"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

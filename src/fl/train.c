@@ -283,6 +283,17 @@ static fedc_status copy_output(fedc_executor *ex, const char *name, float *dst) 
     return st;
 }
 
+/* st's message with the round that failed, counted as the metrics count, after
+ * the "rank R of N: " that an MPI job's agreement puts first. */
+static fedc_status in_round(fedc_status st, int r) {
+    const char *m = fedc_errmsg(), *after = !strncmp(m, "rank ", 5) ? strstr(m, ": ") : NULL;
+    size_t head = after ? (size_t)(after + 2 - m) : 0;
+    if (!strncmp(m + head, "round ", 6)) return st;
+    char msg[900];
+    snprintf(msg, sizeof msg, "%s", m);
+    return fedc_error(st, "%.*sround %d: %s", (int)head, msg, r + 1, msg + head);
+}
+
 /* The clients dropped from round r (docs/federated.md), said and counted; an
  * error if none is left. Those whose data could not be loaded were named when
  * they were (by the rank that loads them). */
@@ -329,11 +340,7 @@ static fedc_status run_round(trainer *t, int r, double *loss, double *examples) 
     if (!st) st = balance(t, k);
     if (!st) st = fill_block(t, t->train, t->sampled, &t->cohort, t->round_ex, true, (uint32_t)r);
     if (!st) st = count_dropped(t, r, fedc_executor_run(t->round_ex));
-    if (st && strncmp(fedc_errmsg(), "round ", 6)) { /* which round failed, counted as the metrics count */
-        char msg[900];
-        snprintf(msg, sizeof msg, "%s", fedc_errmsg());
-        st = fedc_error(st, "round %d: %s", r + 1, msg);
-    }
+    if (st) st = in_round(st, r);
     for (int i = 0; !st && i < fedc_model_num_params(t->model); i++) {
         char name[96];
         snprintf(name, sizeof name, "new_%s", fedc_model_param_name(t->model, i));

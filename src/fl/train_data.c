@@ -284,13 +284,23 @@ static void drop_unloadable(fedc_dataset *ds, int64_t id, int j, cohort_buffers 
     cb->failed[j] = 1;
 }
 
+/* An evaluated client whose data cannot be loaded is left out of the evaluation:
+ * with no steps it adds nothing to the sums. */
+static void skip_unloadable(fedc_dataset *ds, int64_t id, int j, cohort_buffers *cb) {
+    fprintf(stderr, "fedc train: warning: evaluation: client %lld (\"%s\") left out: %s\n", (long long)id,
+            fedc_dataset_client_id(ds, id), fedc_errmsg());
+    cb->steps[j] = 0;
+    cb->failed[j] = 1;
+}
+
 fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *clients, int k, cohort_buffers *cb,
                              bool shuffle, uint32_t round) {
     for (int j = 0; j < k; j++) {
         cb->failed[j] = 0;
         fedc_status st = fill_one(t, ds, clients[j], j, cb, shuffle, round);
-        if (st == FEDC_ENOMEM || (st && (!shuffle || t->c->strict))) return st;
-        if (st) drop_unloadable(ds, clients[j], j, cb, round);
+        if (st == FEDC_ENOMEM || (st && t->c->strict)) return st;
+        if (st && shuffle) drop_unloadable(ds, clients[j], j, cb, round);
+        else if (st) skip_unloadable(ds, clients[j], j, cb);
     }
     return FEDC_OK;
 }
