@@ -247,6 +247,7 @@ static fedc_status fill_block(trainer *t, fedc_dataset *ds, const int64_t *clien
     int n = local ? fedc_executor_local_clients(ex, local, cb->clients) : 0;
     size_t rows = (size_t)(cb->max_steps * cb->batch);
     fedc_status st = local ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
+    memset(cb->failed, 0, (size_t)cb->clients); /* this round's, for this rank's clients */
     for (int k = 0, end; !st && k < n; k = end) {
         for (end = k + 1; end < n && local[end] == local[end - 1] + 1;) end++;
         int first = local[k];

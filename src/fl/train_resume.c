@@ -289,14 +289,18 @@ static double field(const char *line, const char *key) {
     return end == p + strlen(k) ? NAN : v; /* null, as the metrics write a non-finite value */
 }
 
-/* The length of the leading complete lines of buf[0..n) whose round is at most
- * `last` (the CSV's header, if any, is skipped first: *head_len). JSON rows are
- * read back into the curve. */
-static fedc_status keep_rows(trainer *t, const char *buf, size_t n, bool json, size_t *head_len, size_t *keep) {
-    size_t at = 0;
-    *head_len = 0;
-    const char *header = fedc__train_csv_header();
-    if (!json && n >= strlen(header) && !strncmp(buf, header, strlen(header))) at = *head_len = strlen(header);
+/* The CSV's header line, if buf starts with one (ours, or an older fedc's): its
+ * length, 0 if none. */
+static size_t header_length(const char *buf, size_t n) {
+    if (n < 6 || strncmp(buf, "round,", 6)) return 0;
+    const char *nl = memchr(buf, '\n', n);
+    return nl ? (size_t)(nl - buf) + 1 : n;
+}
+
+/* The length of the complete lines of buf[at..n) whose round is at most the
+ * checkpoint's, from the first; JSON rows are read back into the curve. */
+static fedc_status keep_rows(trainer *t, const char *buf, size_t at, size_t n, bool json, size_t *keep) {
+    size_t from = at;
     while (at < n) {
         const char *nl = memchr(buf + at, '\n', n - at);
         if (!nl) break; /* a row cut short by the kill */
@@ -312,19 +316,23 @@ static fedc_status keep_rows(trainer *t, const char *buf, size_t n, bool json, s
         }
         at = (size_t)(nl - buf) + 1;
     }
-    *keep = at - *head_len;
+    *keep = at - from;
     return FEDC_OK;
 }
 
+/* Rewrites the file (this fedc's CSV header first) unless it is already just
+ * the rows to keep. */
 static fedc_status cut_back(trainer *t, const char *name, bool json) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", t->c->out_dir, name);
     char *buf;
-    size_t n, head, keep;
+    size_t n, keep = 0;
     fedc_status st = read_small(path, &buf, &n);
-    if (!st) st = keep_rows(t, buf ? buf : "", n, json, &head, &keep);
-    bool same = !st && head + keep == n && (json || head > 0);
-    if (!st && !same) st = rewrite(path, json ? "" : fedc__train_csv_header(), buf ? buf + head : "", keep);
+    const char *b = buf ? buf : "", *ours = json ? "" : fedc__train_csv_header();
+    size_t head = json ? 0 : header_length(b, n);
+    if (!st) st = keep_rows(t, b, head, n, json, &keep);
+    bool same = head + keep == n && head == strlen(ours) && !strncmp(b, ours, head);
+    if (!st && !same) st = rewrite(path, ours, b + head, keep);
     fedc_free(buf);
     return st;
 }
