@@ -125,6 +125,11 @@ cmp -s "$out/fs/checkpoint.safetensors" "$out/fs.saved" && ok || bad "ulimit -f 
 expect 2 "cannot write the metrics: File too large" -- sh -c 'ulimit -f 1 && exec "$@"' sh \
   "$fedc" train --data $heart --model heart --clients-per-round 4 --batch-size 16 --threads 1 --quiet \
   --rounds 6 --eval-every 1 --out "$out/fs2"
+# a full disk (metrics.jsonl is /dev/full): a message, not a crash
+if [ -c /dev/full ]; then
+  mkdir -p "$out/full" && ln -s /dev/full "$out/full/metrics.jsonl"
+  expect 2 "cannot write the metrics: No space left on device" -- train --rounds 2 --out "$out/full"
+fi
 # and the resumed run drops the row cut short
 expect 0 "done" -- train --rounds 6 --eval-every 1 --out "$out/fs2-whole"
 rm -rf "$out/fs3"

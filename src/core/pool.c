@@ -103,6 +103,8 @@ static bool reserve_blas(void) {
     if (blas_reserved) return true;
     pthread_mutex_lock(&reserve_mu);
     void *probe = malloc(BLAS_PROBE); /* not fedc_malloc: no failure injection here */
+    /* the pointer escapes, or the compiler may drop a malloc whose memory is never used (clang does) */
+    __asm__ volatile("" : : "g"(probe) : "memory");
     float *m = probe ? malloc(3 * BLAS_N * BLAS_N * sizeof *m) : NULL;
     free(probe);
     if (m) {
