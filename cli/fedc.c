@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "fedc/fedc.h"
@@ -168,7 +169,20 @@ typedef struct command {
 static const command commands[] = {
     {"train", fedc_cli_train}, {"eval", fedc_cli_eval}, {"data", fedc_cli_data}, {"program", fedc_cli_program}};
 
+/* OpenBLAS starts its own threads when it is loaded, before main, one per core
+ * unless OPENBLAS_NUM_THREADS says otherwise, and each takes a 128 MB buffer at
+ * once. fedc never uses them (it calls BLAS from its own threads, one BLAS thread
+ * each), and under a memory limit one of them retries its allocation forever and
+ * the process cannot exit. So fedc runs itself again with OPENBLAS_NUM_THREADS=1
+ * when no thread count is set, before anything else; if that fails it goes on. */
+static void without_blas_threads(char **argv) {
+    if (getenv("OPENBLAS_NUM_THREADS")) return; /* it wins over GOTO_ and OMP_NUM_THREADS */
+    if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+}
+
 int main(int argc, char **argv) {
+    without_blas_threads(argv);
     if (argc < 2) {
         fputs(usage, stderr);
         return CLI_USAGE;

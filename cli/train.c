@@ -13,6 +13,8 @@
  * `mpirun -np N fedc train ...` runs one training job on N processes (docs/mpi.md):
  * fedc notices the launcher, and each rank trains its share of every cohort.
  */
+#include <float.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,10 +60,11 @@ static const char train_usage[] =
     "  --steps N                 at most N local steps per round, 1 to 1000000 (default: the\n"
     "                            epochs' batches)\n"
     "  --client-opt NAME         sgd|momentum|nesterov|adam|adagrad|yogi|rmsprop (default sgd)\n"
-    "  --client-lr X             above 0, at most 1e6 (default 0.1)\n"
+    "  --client-lr X             above 0, finite in f32 (default 0.1)\n"
     "  --server-opt NAME         sgd|momentum|nesterov|adam|adagrad|yogi|rmsprop (default sgd;\n"
     "                            adam with fedavg is FedAdam, and so on)\n"
-    "  --server-lr X             above 0, at most 1e6 (default 1)\n"
+    "  --server-lr X             above 0, finite in f32 (default 1; a rate that makes the model\n"
+    "                            diverge stops the run, naming the round)\n"
     "  --server-eps X            the server optimizer's epsilon, above 0, at most 1 (default: the\n"
     "                            optimizer's)\n"
     "  --no-dropout              train without the model's dropout\n"
@@ -76,7 +79,11 @@ static const char train_usage[] =
     "  --out DIR                 metrics.jsonl, metrics.csv, curves.svg, checkpoint.safetensors\n"
     "                            (default fedc-run)\n"
     "  --checkpoint-every N      rounds, 0 to 1000000 (default 0: no checkpoints)\n"
-    "  --resume                  continue from DIR/checkpoint.safetensors\n"
+    "  --resume                  continue from DIR/checkpoint.safetensors: refused if a setting\n"
+    "                            that changes the model differs (--rounds, --threads and the\n"
+    "                            evaluation and checkpoint options may; docs/training.md)\n"
+    "  --strict                  stop at a client whose data cannot be loaded or whose update is\n"
+    "                            not finite (default: drop it from its round, with a warning)\n"
     "  --quiet                   no progress lines\n"
     "  --profile                 print the time spent in each kind of op at the end\n"
     "  --config FILE             read options from an INI file: name = value lines, names as above\n"
@@ -161,9 +168,9 @@ static const option table[] = {
     {OPT("epochs", I32, TRAIN, c.epochs), INTS(1, 10000)},
     {OPT("steps", I64, TRAIN, c.steps), INTS(1, MILLION)},
     {OPT("client-opt", STR, TRAIN, client_opt), .check = check_optimizer},
-    {OPT("client-lr", REAL, TRAIN, client_lr), .range = {0, 1e6, true, false}},
+    {OPT("client-lr", REAL, TRAIN, client_lr), .range = {0, FLT_MAX, true, false}},
     {OPT("server-opt", STR, TRAIN, server_opt), .check = check_optimizer},
-    {OPT("server-lr", REAL, TRAIN, server_lr), .range = {0, 1e6, true, false}},
+    {OPT("server-lr", REAL, TRAIN, server_lr), .range = {0, FLT_MAX, true, false}},
     {OPT("server-eps", REAL, TRAIN, server_eps), .range = {0, 1, true, false}},
     {OPT("no-dropout", FLAG, TRAIN, no_dropout)},
     {OPT("seed", U64, BOTH, c.seed), INTS(0, UINT64_MAX)},
@@ -175,6 +182,7 @@ static const option table[] = {
     {OPT("checkpoint-every", I32, TRAIN, c.checkpoint_every), INTS(0, MILLION)},
     {OPT("resume", FLAG, TRAIN, c.resume)},
     {OPT("quiet", FLAG, TRAIN, c.quiet)},
+    {OPT("strict", FLAG, TRAIN, c.strict)},
     {OPT("profile", FLAG, TRAIN, c.profile)},
     {OPT("checkpoint", STR, EVAL, checkpoint)},
 };
@@ -429,18 +437,26 @@ int fedc_cli_train(int argc, char **argv) {
     options o;
     int rc = parse(&o, TRAIN, argc, argv);
     if (!rc) rc = join_mpi();
+    /* past the file-size limit (ulimit -f) a write fails (EFBIG) and is reported,
+     * instead of the signal killing the run with a file half written */
+    signal(SIGXFSZ, SIG_IGN);
     if (!rc) {
         fedc_train_result r;
         fedc_status st = fedc_train(&o.c, &r);
         if (st) { /* every rank says it: they all stopped for the same reason */
             fprintf(stderr, "fedc train: %s\n", fedc_errmsg());
             rc = CLI_FAILED;
+        } else if (fedc_mpi_rank() == 0 && r.already_complete) {
+            printf("%s: the run is already complete (%d rounds; --rounds N with more extends it); its last metrics: "
+                   "train loss %.4f, test loss %.4f, test accuracy %.2f%%\n", o.c.out_dir, o.c.rounds, r.train_loss,
+                   r.test_loss, 100 * r.test_accuracy);
         } else if (fedc_mpi_rank() == 0) {
             printf("done: %d rounds in %.1f s (%.0f examples/s); final train loss %.4f, test loss %.4f, test "
                    "accuracy %.2f%%\nmetrics: %s/metrics.jsonl, %s/metrics.csv; curves: %s/curves.svg\n",
                    r.rounds_run, r.seconds, r.examples_per_s, r.train_loss, r.test_loss, 100 * r.test_accuracy,
                    o.c.out_dir, o.c.out_dir, o.c.out_dir);
             if (o.c.checkpoint_every > 0) printf("checkpoint: %s/checkpoint.safetensors\n", o.c.out_dir);
+            if (r.dropped > 0) printf("dropped: %lld clients over the run (the warnings name them)\n", (long long)r.dropped);
         }
     }
     release(&o);

@@ -289,9 +289,9 @@ table <<END
 2|--eval-clients needs an integer from 0 to 1048576, not '2000000'|train --data x --eval-clients 2000000
 2|--checkpoint-every needs an integer from 0 to 1000000, not 'x'|train --data x --checkpoint-every x
 2|--prox-mu needs a number in [0, 1000000], not '-0.5'|train --data x --prox-mu -0.5
-2|--client-lr needs a number in (0, 1000000], not '0'|train --data x --client-lr 0
-2|--server-lr needs a number in (0, 1000000], not '1e400'|train --data x --server-lr 1e400
-2|--server-lr needs a number in (0, 1000000], not '1x'|train --data x --server-lr 1x
+2|--client-lr needs a number in (0, 3.402823466e+38], not '0'|train --data x --client-lr 0
+2|--server-lr needs a number in (0, 3.402823466e+38], not '1e400'|train --data x --server-lr 1e400
+2|--server-lr needs a number in (0, 3.402823466e+38], not '1x'|train --data x --server-lr 1x
 2|--out needs a value, not ''|train --data x --out ''
 2|--data needs a value, not ''|train --data ''
 2|--test-data needs a value, not ''|train --data x --test-data ''

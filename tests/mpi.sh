@@ -24,7 +24,12 @@ fi
 common="--data $heart --model heart --rounds 4 --clients-per-round 4 --batch-size 16 --eval-every 2
         --checkpoint-every 2 --threads 1 --quiet"
 
-same() { cmp -s "$1/checkpoint.safetensors" "$2/checkpoint.safetensors"; }
+# The tensors of a checkpoint: what follows its header (the metadata differ: seconds, threads).
+tensors() {
+  n=$(od -An -t u8 -N 8 "$1/checkpoint.safetensors" | tr -d ' ')
+  tail -c +$((9 + n)) "$1/checkpoint.safetensors"
+}
+same() { tensors "$1" >"$tmp/ta" && tensors "$2" >"$tmp/tb" && [ -s "$tmp/ta" ] && cmp -s "$tmp/ta" "$tmp/tb"; }
 
 for alg in "fedavg" "fedsgd" "fedprox --prox-mu 0.1" "fedavg --server-opt adam --server-lr 0.01"; do
   name=$(echo "$alg" | tr -c 'a-z0-9\n' '_')
@@ -70,7 +75,17 @@ awk 'BEGIN {
   }
   printf "}}\n";
 }' >"$tmp/bad.json"
-bad="--data $tmp/bad.json --model logistic --rounds 2 --clients-per-round 4 --threads 1 --quiet"
+bad="--data $tmp/bad.json --model logistic --rounds 2 --clients-per-round 4 --threads 1 --quiet --checkpoint-every 1"
+# By default the client is dropped from its rounds, by every rank alike: the same model as one process.
+# shellcheck disable=SC2086
+"$fedc" train $bad --out "$tmp/drop1" 2>/dev/null || fail "a client with bad data was not dropped"
+# shellcheck disable=SC2086
+run 3 "$fedc" train $bad --out "$tmp/drop3" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "dropping on 3 ranks"; }
+same "$tmp/drop1" "$tmp/drop3" || fail "a client dropped on 3 ranks: the model differs from one process's"
+grep -q '"round": 2, .*"dropped": 2, ' "$tmp/drop3/metrics.jsonl" || fail "3 ranks did not count the 2 drops"
+grep -q 'warning: round 1: client 3 ("u3") dropped' "$tmp/out" || fail "no warning names the dropped client"
+echo "mpi.sh: bad data on rank 2: the client dropped on every rank, as in one process"
+bad="$bad --strict"
 # shellcheck disable=SC2086
 if "$fedc" train $bad --out "$tmp/bad1" 2>"$tmp/alone.err"; then fail "bad data accepted"; fi
 want=$(sed 's/^fedc train: //' "$tmp/alone.err")

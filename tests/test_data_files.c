@@ -53,7 +53,7 @@ static void write_text(const char *name, const char *text) { write_bytes(name, t
 static bool exists(const char *path) {
     struct stat st;
     bool ok = stat(path, &st) == 0;
-    if (!ok) fprintf(stderr, "    (skipped: %s is not here)\n", path);
+    if (!ok) fedc_test_skip("%s is not here", path);
     return ok;
 }
 

@@ -55,7 +55,7 @@ static const char *data(const char *relative) {
     const char *path = fedc_test_path(rel);
     struct stat sb;
     if (stat(path, &sb) != 0) {
-        fprintf(stderr, "    note: %s is absent; skipping these checks\n", path);
+        fedc_test_skip("%s is absent: these checks are not run", path);
         return NULL;
     }
     return path;

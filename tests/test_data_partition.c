@@ -290,7 +290,7 @@ static void check_fmnist_partition(fedc_dataset *central, const int64_t *assignm
 static void test_fashion_mnist(void) {
     struct stat sb;
     if (stat(FMNIST_TRAIN, &sb) != 0) {
-        fprintf(stderr, "    (skipped: %s is not here)\n", FMNIST_TRAIN);
+        fedc_test_skip("%s is not here", FMNIST_TRAIN);
         return;
     }
     fedc_dataset *central;

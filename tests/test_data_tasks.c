@@ -786,7 +786,7 @@ static const char *shared(const char *relative) {
 static void test_real_femnist(void) {
     const char *path = shared("../shared/data/femnist-leaf/train");
     if (!exists(path)) {
-        fprintf(stderr, "    (skipped: %s is absent)\n", path);
+        fedc_test_skip("%s is absent", path);
         return;
     }
     fedc_dataset *ds = NULL;
@@ -820,7 +820,7 @@ static void test_real_femnist(void) {
 static void test_real_shakespeare_test_split(void) {
     const char *path = shared("../shared/data/shakespeare-leaf/test");
     if (!exists(path)) {
-        fprintf(stderr, "    (skipped: %s is absent)\n", path);
+        fedc_test_skip("%s is absent", path);
         return;
     }
     fedc_dataset *ds = NULL;
@@ -846,7 +846,7 @@ static void test_real_shakespeare_test_split(void) {
 static void test_real_shakespeare(void) {
     const char *path = shared("../shared/data/shakespeare-leaf/train");
     if (!exists(path)) {
-        fprintf(stderr, "    (skipped: %s is absent)\n", path);
+        fedc_test_skip("%s is absent", path);
         return;
     }
     fedc_dataset *ds = NULL;
@@ -881,7 +881,7 @@ static void test_real_shakespeare(void) {
 static void test_real_shakespeare_raw(void) {
     const char *path = shared("../shared/data/shakespeare-leaf/raw_data/by_play_and_character");
     if (!exists(path)) {
-        fprintf(stderr, "    (skipped: %s is absent)\n", path);
+        fedc_test_skip("%s is absent", path);
         return;
     }
     fedc_dataset *ds = NULL;
@@ -910,7 +910,7 @@ static void test_real_shakespeare_raw(void) {
 static void test_real_heart_disease(void) {
     const char *path = shared("../shared/data/heart-disease-uci");
     if (!exists(path)) {
-        fprintf(stderr, "    (skipped: %s is absent)\n", path);
+        fedc_test_skip("%s is absent", path);
         return;
     }
     fedc_dataset *ds = NULL;

@@ -37,7 +37,7 @@ static const char *file(const char *name) {
 #define NEED_FILES()                                                     \
     do {                                                                 \
         if (!have_files) {                                               \
-            fprintf(stderr, "    skipped: no test files (no h5py)\n");   \
+            fedc_test_skip("no test files (no h5py)");                   \
             return;                                                      \
         }                                                                \
     } while (0)

@@ -3,6 +3,7 @@
  * training job end to end on the heart-disease silos and Fashion-MNIST: the loss
  * falls, accuracy beats chance, results are bitwise identical for 1 and 2 threads,
  * and a run resumed from a checkpoint ends exactly where an uninterrupted one does. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -47,22 +48,44 @@ static char *slurp(const char *path, size_t *n) {
     return b;
 }
 
-/* The model in a checkpoint, as bytes, for bitwise comparisons. */
-static char *checkpoint(const char *dir, size_t *n) {
-    char path[512];
+static const char *checkpoint_path(const char *dir) {
+    static char path[512];
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", dir);
-    return slurp(path, n);
+    return path;
+}
+
+/* Whether two checkpoints hold the same tensors, bit for bit (their metadata
+ * differ: the run's seconds, its --threads ...). */
+static bool same_tensors(const char *dir_a, const char *dir_b) {
+    fedc_safetensors *a = NULL, *b = NULL;
+    char pa[512];
+    snprintf(pa, sizeof pa, "%s", checkpoint_path(dir_a));
+    bool same = fedc_safetensors_read(pa, &a) == FEDC_OK && fedc_safetensors_read(checkpoint_path(dir_b), &b) == FEDC_OK &&
+                fedc_safetensors_count(a) == fedc_safetensors_count(b) && fedc_safetensors_count(a) > 0;
+    for (int i = 0; same && i < fedc_safetensors_count(a); i++) {
+        fedc_tensor_entry x = fedc_safetensors_tensor(a, i), y = fedc_safetensors_tensor(b, i);
+        size_t n = fedc_type_bytes(&x.type);
+        same = !strcmp(x.name, y.name) && fedc_type_same_shape(&x.type, &y.type) && n == fedc_type_bytes(&y.type) &&
+               memcmp(x.data, y.data, n) == 0;
+    }
+    fedc_safetensors_destroy(a);
+    fedc_safetensors_destroy(b);
+    return same;
 }
 
 static const char *dir(const char *name) { return fedc_test_tmp(name); }
 
+/* Skips the current test when the heart-disease silos are absent. */
+static bool have_heart(void) {
+    if (exists(HEART)) return true;
+    fedc_test_skip("%s is absent", HEART);
+    return false;
+}
+
 /* ------------------------------------------------------------- the job -- */
 
 static void test_heart_loss_falls_and_beats_chance(void) {
-    if (!exists(HEART)) {
-        printf("    (no %s: skipped)\n", HEART);
-        return;
-    }
+    if (!have_heart()) return;
     fedc_train_config c = heart_config(dir("heart"));
     c.rounds = 20;
     c.eval_every = 20;
@@ -82,21 +105,18 @@ static void test_heart_loss_falls_and_beats_chance(void) {
 }
 
 static void test_bitwise_identical_for_1_and_2_threads(void) {
-    if (!exists(HEART)) return;
+    if (!have_heart()) return;
     fedc_train_config a = heart_config(dir("t1")), b = heart_config(dir("t2"));
     a.checkpoint_every = b.checkpoint_every = 6;
     b.threads = 2;
     fedc_train_result r;
     CHECK_OK(fedc_train(&a, &r));
     CHECK_OK(fedc_train(&b, &r));
-    size_t na = 0, nb = 0;
-    char *ca = checkpoint(a.out_dir, &na), *cb = checkpoint(b.out_dir, &nb);
-    CHECK(ca && cb && na == nb && na > 0 && memcmp(ca, cb, na) == 0);
-    free(ca), free(cb);
+    CHECK(same_tensors(a.out_dir, b.out_dir));
 }
 
 static void test_resume_is_bitwise_identical(void) {
-    if (!exists(HEART)) return;
+    if (!have_heart()) return;
     fedc_train_config whole = heart_config(dir("whole")), part = heart_config(dir("part"));
     whole.algorithm.server_opt = part.algorithm.server_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, 0.01);
     whole.checkpoint_every = part.checkpoint_every = 3;
@@ -108,10 +128,7 @@ static void test_resume_is_bitwise_identical(void) {
     part.resume = true;
     CHECK_OK(fedc_train(&part, &r));
     CHECK_EQ_INT(r.rounds_run, 3);
-    size_t na = 0, nb = 0;
-    char *ca = checkpoint(whole.out_dir, &na), *cb = checkpoint(part.out_dir, &nb);
-    CHECK(ca && cb && na == nb && na > 0 && memcmp(ca, cb, na) == 0);
-    free(ca), free(cb);
+    CHECK(same_tensors(whole.out_dir, part.out_dir));
     /* evaluating the checkpoint gives the run's last evaluation */
     fedc_train_result again;
     char path[600];
@@ -127,14 +144,162 @@ static void test_resume_is_bitwise_identical(void) {
     fedc_train_config other = heart_config(dir("part"));
     other.resume = true;
     other.algorithm.batch_size = 8;
-    CHECK_ERR(fedc_train(&other, &r), FEDC_EINVAL, "written by another run");
+    CHECK_ERR(fedc_train(&other, &r), FEDC_EINVAL, "--batch-size 8 (the checkpoint's: 16)");
+}
+
+static bool put_file(const char *path, const char *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(data, 1, n, f) == n;
+    return f && fclose(f) == 0 && ok;
+}
+
+/* Writes `bytes` (a checkpoint) to `path` with a piece `from` of its JSON header
+ * replaced by `to` (the header padded to 8 bytes again) and, if nan_at >= 0, a NaN
+ * over element nan_at of its first tensor. */
+static bool edited_checkpoint(const char *path, const char *bytes, size_t n, const char *from, const char *to,
+                              long nan_at) {
+    uint64_t len = 0;
+    for (int i = 0; i < 8; i++) len |= (uint64_t)(unsigned char)bytes[i] << (8 * i);
+    const char *head = bytes + 8, *at = from ? strstr(head, from) : NULL;
+    if (len > n - 8 || (from && (!at || at >= head + len))) return false;
+    size_t keep = at ? (size_t)(at - head) : len, skip = at ? strlen(from) : 0;
+    char *out = malloc(n + 64 + (to ? strlen(to) : 0));
+    size_t h = 0;
+    memcpy(out + 8, head, keep), h += keep;
+    if (at) memcpy(out + 8 + h, to, strlen(to)), h += strlen(to);
+    memcpy(out + 8 + h, head + keep + skip, len - keep - skip), h += len - keep - skip;
+    while (h > 0 && out[8 + h - 1] == ' ') h--;
+    while (h % 8) out[8 + h++] = ' ';
+    for (int i = 0; i < 8; i++) out[i] = (char)(h >> (8 * i));
+    memcpy(out + 8 + h, head + len, n - 8 - len);
+    if (nan_at >= 0) {
+        float nan = NAN;
+        memcpy(out + 8 + h + 4 * nan_at, &nan, 4);
+    }
+    bool ok = put_file(path, out, 8 + h + (n - 8 - len));
+    free(out);
+    return ok;
+}
+
+/* A resume is refused when the checkpoint's job differs in what changes the
+ * model, or when the checkpoint itself is not sound; what may differ does. */
+static void test_resume_checks(void) {
+    if (!have_heart()) return;
+    fedc_train_config c = heart_config(dir("checks"));
+    c.rounds = 3, c.checkpoint_every = 3;
+    fedc_train_result r, again;
+    CHECK_OK(fedc_train(&c, &r));
+    c.resume = true;
+    fedc_train_config changed = c;
+    changed.algorithm.client_opt.learning_rate = 0.05;
+    CHECK_ERR(fedc_train(&changed, &again), FEDC_EINVAL, "--client-lr 0.05 (the checkpoint's: 0.1)");
+    changed = c;
+    changed.algorithm.server_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, 1.0);
+    CHECK_ERR(fedc_train(&changed, &again), FEDC_EINVAL, "--server-opt adam momentum=0 nesterov=0 b1=0.9");
+    changed = c;
+    char link[600];
+    snprintf(link, sizeof link, "%s", dir("heart-link"));
+    char real[4096];
+    CHECK(getcwd(real, sizeof real - 64) != NULL);
+    strcat(real, "/" HEART);
+    CHECK(symlink(real, link) == 0);
+    changed.data = link; /* data are compared by the path given */
+    CHECK_ERR(fedc_train(&changed, &again), FEDC_EINVAL, "--data");
+    CHECK(strstr(fedc_errmsg(), HEART) && strstr(fedc_errmsg(), "what changes the result"));
+    /* the number of rounds (to extend the run), threads and evaluation may change */
+    changed = c;
+    changed.rounds = 5, changed.threads = 2, changed.eval_every = 1;
+    CHECK_OK(fedc_train(&changed, &again));
+    CHECK_EQ_INT(again.rounds_run, 2);
+    CHECK(!again.already_complete);
+    /* resumed once more, the finished run has nothing to do and says so */
+    fedc_train_result done;
+    CHECK_OK(fedc_train(&changed, &done));
+    CHECK(done.already_complete);
+    CHECK_EQ_INT(done.rounds_run, 0);
+    CHECK_NEAR(done.test_accuracy, again.test_accuracy, 1e-5); /* its metrics' last row, 6 digits */
+    CHECK_NEAR(done.train_loss, again.train_loss, 1e-5);
+    changed.rounds = 4;
+    CHECK_ERR(fedc_train(&changed, &done), FEDC_EINVAL, "is after round 5, beyond --rounds 4");
+    /* broken checkpoints: next_round missing, not a round, a NaN in the model */
+    size_t n;
+    char *good = slurp(checkpoint_path(c.out_dir), &n);
+    CHECK(good && n > 8);
+    if (!good) return;
+    changed.rounds = 6;
+    static const struct {
+        const char *to;
+        fedc_status st;
+        const char *needle;
+    } bad[] = {{"\"next_round\":\"abc\"", FEDC_EPARSE, "\"next_round\" is \"abc\", not a round number"},
+               {"\"next_round\":\"-1\"", FEDC_EPARSE, "\"next_round\" is \"-1\""},
+               {"\"next_round\":\"0\"", FEDC_EPARSE, "\"next_round\" is \"0\""},
+               {"\"next_round\":\"2147483648\"", FEDC_EPARSE, "\"next_round\" is \"2147483648\""},
+               {"\"nxet_round\":\"5\"", FEDC_EINVAL, "the metadata has no \"next_round\""}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK(edited_checkpoint(checkpoint_path(c.out_dir), good, n, "\"next_round\":\"5\"", bad[i].to, -1));
+        CHECK_ERR(fedc_train(&changed, &done), bad[i].st, bad[i].needle);
+    }
+    CHECK(edited_checkpoint(checkpoint_path(c.out_dir), good, n, NULL, NULL, 3));
+    CHECK_ERR(fedc_train(&changed, &done), FEDC_ENONFINITE, "\"dense1/w\" holds a non-finite value (element 3)");
+    CHECK(put_file(checkpoint_path(c.out_dir), good, n)); /* and the intact one still resumes */
+    CHECK_OK(fedc_train(&changed, &done));
+    CHECK_EQ_INT(done.rounds_run, 1);
+    free(good);
+}
+
+/* A diverging run stops at the round that diverged, counted as the metrics
+ * count, and leaves the last good checkpoint as it was. */
+static void test_divergence_keeps_the_last_checkpoint(void) {
+    if (!have_heart()) return;
+    fedc_train_config c = heart_config(dir("diverge"));
+    c.rounds = 4, c.checkpoint_every = 1;
+    c.algorithm.server_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 3e36); /* finite after round 1, not 2 */
+    fedc_train_result r;
+    CHECK_ERR(fedc_train(&c, &r), FEDC_ENONFINITE, "round 2: ");
+    fedc_safetensors *s = NULL;
+    CHECK_OK(fedc_safetensors_read(checkpoint_path(c.out_dir), &s));
+    if (!s) return;
+    const char *next = fedc_safetensors_metadata(s, "next_round");
+    CHECK(next && !strcmp(next, "1")); /* rounds done: round 1 */
+    int64_t values = 0, finite = 0;
+    for (int i = 0; i < fedc_safetensors_count(s); i++) {
+        fedc_tensor_entry e = fedc_safetensors_tensor(s, i);
+        for (int64_t j = 0; j < fedc_type_count(&e.type); j++) finite += isfinite(((const float *)e.data)[j]), values++;
+    }
+    CHECK(values > 0 && finite == values);
+    fedc_safetensors_destroy(s);
+}
+
+/* The failing-client policy: a client whose data cannot be loaded (simulated
+ * with FEDC_FAULT) is dropped from its round and counted; --strict stops there. */
+static void test_failing_client_is_dropped(void) {
+    if (!have_heart()) return;
+    fedc_train_config c = heart_config(dir("drop"));
+    c.rounds = 3;
+    fedc_train_result plain, r;
+    CHECK_OK(fedc_train(&c, &plain));
+    setenv("FEDC_FAULT", "load:2:1", 1);
+    CHECK_OK(fedc_train(&c, &r));
+    CHECK_EQ_INT(r.dropped, 1);
+    CHECK_EQ_INT(r.rounds_run, 3);
+    CHECK_MSG(r.train_loss != plain.train_loss, "dropping a client changed nothing (train loss %g)", r.train_loss);
+    size_t n;
+    char path[600];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", c.out_dir);
+    char *m = slurp(path, &n);
+    CHECK(m && strstr(m, "\"round\": 3, ") && strstr(m, "\"dropped\": 1, "));
+    free(m);
+    c.strict = true;
+    CHECK_ERR(fedc_train(&c, &r), FEDC_EIO, "round 2: client \"hungarian\": cannot load its data");
+    unsetenv("FEDC_FAULT");
 }
 
 /* Every algorithm and server optimizer trains Fashion-MNIST's logistic model past
  * chance (10%) in a few rounds. */
 static void test_algorithms_on_fashion_mnist(void) {
     if (!exists(FASHION)) {
-        printf("    (no %s: skipped)\n", FASHION);
+        fedc_test_skip("%s is absent", FASHION);
         return;
     }
     static const struct {
@@ -215,7 +380,7 @@ static void test_registered_algorithm(void) {
     CHECK(fedc_algorithm_find("fedavg_halfstep") == &halfstep);
     CHECK(fedc_algorithm_at(fedc_algorithm_count() - 1) == &halfstep);
     if (!exists(FASHION)) {
-        printf("    (no %s: training skipped)\n", FASHION);
+        fedc_test_skip("%s is absent: the training half is not run", FASHION);
         return;
     }
     /* found by name, it trains exactly as FedAvg with half the server learning rate */
@@ -234,7 +399,7 @@ static void test_bad_configurations(void) {
     fedc_train_result r;
     c.data = "/nonexistent/data";
     CHECK_ERR(fedc_train(&c, &r), FEDC_EIO, "/nonexistent/data");
-    if (!exists(HEART)) return;
+    if (!have_heart()) return;
     c = heart_config(dir("bad"));
     c.clients_per_round = 9;
     CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL, "9 clients per round, but the data has 4 clients");
@@ -305,6 +470,9 @@ int main(int argc, char **argv) {
         {"heart: loss falls and beats chance", test_heart_loss_falls_and_beats_chance},
         {"bitwise identical for 1 and 2 threads", test_bitwise_identical_for_1_and_2_threads},
         {"resume is bitwise identical", test_resume_is_bitwise_identical},
+        {"resume checks", test_resume_checks},
+        {"divergence keeps the last checkpoint", test_divergence_keeps_the_last_checkpoint},
+        {"failing client is dropped", test_failing_client_is_dropped},
         {"algorithms on fashion-mnist", test_algorithms_on_fashion_mnist},
         {"registered algorithm", test_registered_algorithm},
         {"bad configurations", test_bad_configurations},

@@ -316,7 +316,7 @@ static void test_numbers_ignore_locale(void) {
     const char *set = NULL;
     for (int i = 0; i < FEDC_COUNT_OF(names) && !set; i++) set = setlocale(LC_NUMERIC, names[i]);
     if (!set) {
-        fprintf(stderr, "    (no locale with a decimal comma installed; skipped)\n");
+        fedc_test_skip("no locale with a decimal comma is installed");
         return;
     }
     fedc_program *p;

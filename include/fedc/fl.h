@@ -112,7 +112,9 @@ typedef struct fedc_train_config {
     int64_t eval_batch_size;
     const char *out_dir;    /* metrics.jsonl, metrics.csv, curves.svg, checkpoint.safetensors */
     int checkpoint_every;   /* rounds; 0: none */
-    bool resume;            /* continue from out_dir's checkpoint */
+    bool resume;            /* continue from out_dir's checkpoint (docs/training.md: what may differ) */
+    bool strict;            /* a client that fails (its data cannot be loaded, or its update is not finite)
+                               fails the job; by default it is dropped from its round with a warning */
     bool quiet;             /* no progress lines */
     bool profile;           /* print the time per op kind of the rounds at the end */
     FILE *log;              /* progress and summary (NULL: stdout) */
@@ -120,6 +122,9 @@ typedef struct fedc_train_config {
 
 typedef struct fedc_train_result {
     int rounds_run;
+    bool already_complete; /* resumed a run that had run all its rounds: nothing was trained, and the
+                              figures are its metrics' last row */
+    int64_t dropped;       /* clients dropped from their rounds so far (the whole run, resumes included) */
     double train_loss, test_loss, test_accuracy; /* last evaluated */
     double accuracy_quantiles[3]; /* of the test clients' accuracies: p10, median, p90 */
     int64_t clients_evaluated;    /* test clients with examples in the last evaluation: the quantiles' sample */

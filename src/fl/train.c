@@ -16,6 +16,7 @@
  * from, which it broadcasts. Whatever can fail on some ranks only is followed by
  * fedc_mpi_agree, so all ranks stop with the same error and none waits. */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,6 +44,24 @@ void fedc_train_defaults(fedc_train_config *c) {
 }
 
 static bool is_root(void) { return fedc_mpi_rank() == 0; }
+
+/* FEDC_FAULT=POINT:ROUND[:CLIENT], for tests: "metrics:R" stops the process as
+ * kill -9 would (SIGKILL: no buffer flushed, nothing cleaned up) right after round
+ * R's metrics row, before its checkpoint; "load:R:C" makes client C's data fail to
+ * load in round R. */
+bool fedc__train_fault(const char *point, int round, int64_t client) {
+    const char *f = getenv("FEDC_FAULT");
+    size_t n = strlen(point);
+    if (!f || strncmp(f, point, n) || f[n] != ':') return false;
+    char *end;
+    long r = strtol(f + n + 1, &end, 10);
+    if (r != round) return false;
+    return client < 0 || (*end == ':' && strtoll(end + 1, NULL, 10) == client);
+}
+
+static void fault_kill(const char *point, int round) {
+    if (fedc__train_fault(point, round, -1)) raise(SIGKILL);
+}
 
 
 /* ---------------------------------------------------------------- setup -- */
@@ -153,7 +172,14 @@ static fedc_status create_programs(trainer *t) {
                           (long long)fedc_dataset_num_clients(t->train));
     fedc_status st = create_state(t);
     if (!st) st = fedc_algorithm_round(t->model, &t->alg, &t->round);
-    fedc_exec_options o = {.clients = k, .threads = c->threads, .profile = c->profile, .mpi = true};
+    /* the failing-client policy (docs/federated.md): a client whose update is not
+     * finite, or whose computation fails, is dropped from the round, or with
+     * --strict fails the job, named */
+    t->client_ids = st ? NULL : fedc_calloc((size_t)k, sizeof *t->client_ids);
+    if (!st && !t->client_ids) st = fedc_error(FEDC_ENOMEM, "train: out of memory");
+    fedc_exec_options o = {.clients = k, .threads = c->threads, .profile = c->profile, .mpi = true,
+                           .check_finite = true, .on_client_failure = c->strict ? FEDC_FAIL_ROUND : FEDC_DROP_CLIENT,
+                           .client_ids = t->client_ids};
     if (!st) st = fedc_executor_create(&t->round_ex, t->round, &o);
     if (!st) st = fedc__cohort_buffers_init(&t->cohort, t->model, k, batch, t->alg.max_steps);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, t->round_ex, true);
@@ -197,6 +223,7 @@ static void destroy(trainer *t) {
     fedc_free(t->params);
     fedc_free(t->sampled);
     fedc_free(t->work);
+    fedc_free(t->client_ids);
     fedc_free(t->curve);
     fedc_free(t->client_accuracy);
     fedc_model_destroy(t->model);
@@ -220,6 +247,7 @@ static fedc_status fill_block(trainer *t, fedc_dataset *ds, const int64_t *clien
     int n = local ? fedc_executor_local_clients(ex, local, cb->clients) : 0;
     size_t rows = (size_t)(cb->max_steps * cb->batch);
     fedc_status st = local ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
+    memset(cb->failed, 0, (size_t)cb->clients); /* this round's, for this rank's clients */
     for (int k = 0, end; !st && k < n; k = end) {
         for (end = k + 1; end < n && local[end] == local[end - 1] + 1;) end++;
         int first = local[k];
@@ -229,6 +257,7 @@ static fedc_status fill_block(trainer *t, fedc_dataset *ds, const int64_t *clien
         run.mask += (size_t)first * rows;
         run.steps += first;
         run.key += 4 * (size_t)first;
+        run.failed += first;
         st = fedc__train_fill(t, ds, clients + first, end - k, &run, shuffle, round);
     }
     fedc_free(local);
@@ -255,13 +284,64 @@ static fedc_status copy_output(fedc_executor *ex, const char *name, float *dst) 
     return st;
 }
 
+/* st's message with the round that failed, counted as the metrics count, after
+ * the "rank R of N: " that an MPI job's agreement puts first. */
+static fedc_status in_round(fedc_status st, int r) {
+    const char *m = fedc_errmsg(), *after = !strncmp(m, "rank ", 5) ? strstr(m, ": ") : NULL;
+    size_t head = after ? (size_t)(after + 2 - m) : 0;
+    if (!strncmp(m + head, "round ", 6)) return st;
+    char msg[900];
+    snprintf(msg, sizeof msg, "%s", m);
+    return fedc_error(st, "%.*sround %d: %s", (int)head, msg, r + 1, msg + head);
+}
+
+/* The clients dropped from round r (docs/federated.md), said and counted; an
+ * error if none is left. Those whose data could not be loaded were named when
+ * they were (by the rank that loads them). */
+static fedc_status count_dropped(trainer *t, int r, fedc_status run) {
+    int k = t->c->clients_per_round, *which = fedc_malloc((size_t)k * sizeof *which);
+    if (!which) return fedc_error(FEDC_ENOMEM, "train: out of memory");
+    int n = fedc_executor_dropped(t->round_ex, which, k);
+    if (run && n < k) { /* the round failed for another reason */
+        fedc_free(which);
+        return run;
+    }
+    for (int i = 0; i < n && is_root(); i++)
+        if (!t->cohort.failed[which[i]])
+            fprintf(stderr, "fedc train: warning: round %d: client %lld (\"%s\") dropped: its update is not finite or "
+                    "its computation failed (--strict stops the run there, with the error)\n", r + 1,
+                    (long long)t->sampled[which[i]], t->client_ids[which[i]]);
+    fedc_free(which);
+    t->dropped += n;
+    if (n == k)
+        return fedc_error(FEDC_ENONFINITE, "round %d: all %d clients were dropped (their updates are not finite or "
+                          "their data could not be loaded); lower the learning rates or check the data", r + 1, k);
+    return FEDC_OK;
+}
+
+/* A diverged model is never saved: the run stops at the first round whose model
+ * or server state is not finite, and the last checkpoint stays as it was. */
+static fedc_status check_finite_model(const trainer *t, int r, double loss) {
+    char what[96];
+    int64_t at;
+    if (!isfinite(loss))
+        return fedc_error(FEDC_ENONFINITE, "round %d: the training loss is %g; lower the learning rates", r + 1, loss);
+    if (fedc__train_nonfinite(t, what, sizeof what, &at))
+        return fedc_error(FEDC_ENONFINITE, "round %d: the model diverged: \"%s\" is not finite (element %lld) after "
+                          "the server's step; lower the learning rates (this round is not saved)", r + 1, what,
+                          (long long)at);
+    return FEDC_OK;
+}
+
 static fedc_status run_round(trainer *t, int r, double *loss, double *examples) {
     const fedc_train_config *c = t->c;
     int k = c->clients_per_round;
     fedc_status st = fedc_sample_clients(fedc_dataset_num_clients(t->train), k, c->seed, (uint32_t)r, t->sampled);
+    for (int i = 0; !st && i < k; i++) t->client_ids[i] = fedc_dataset_client_id(t->train, t->sampled[i]);
     if (!st) st = balance(t, k);
     if (!st) st = fill_block(t, t->train, t->sampled, &t->cohort, t->round_ex, true, (uint32_t)r);
-    if (!st) st = fedc_executor_run(t->round_ex);
+    if (!st) st = count_dropped(t, r, fedc_executor_run(t->round_ex));
+    if (st) st = in_round(st, r);
     for (int i = 0; !st && i < fedc_model_num_params(t->model); i++) {
         char name[96];
         snprintf(name, sizeof name, "new_%s", fedc_model_param_name(t->model, i));
@@ -275,8 +355,7 @@ static fedc_status run_round(trainer *t, int r, double *loss, double *examples) 
     float l = NAN, e = 0;
     if (!st) st = copy_output(t->round_ex, "train_loss", &l);
     if (!st) st = copy_output(t->round_ex, "examples", &e);
-    if (!st && !isfinite(l))
-        st = fedc_error(FEDC_ENONFINITE, "round %d: the training loss is %g; lower the learning rates", r, (double)l);
+    if (!st) st = check_finite_model(t, r, l);
     *loss = l;
     *examples = e;
     return st;
@@ -342,51 +421,65 @@ static fedc_status evaluate(trainer *t, int round, eval_result *out) {
 static void progress(const trainer *t, int r, double loss, double eps, double elapsed, bool tty) {
     if (t->c->quiet || !is_root()) return;
     FILE *log = t->c->log ? t->c->log : stdout;
-    int done = r + 1 - t->first_round, left = t->c->rounds - r - 1;
+    int done = r + 1, left = t->c->rounds - r - 1; /* elapsed counts the rounds before a resume too */
     double eta = done > 0 ? elapsed / done * left : 0;
     fprintf(log, "%sround %d/%d  train loss %.4f  %.0f examples/s  elapsed %.0fs  eta %.0fs%s", tty ? "\r" : "",
             r + 1, t->c->rounds, loss, eps, elapsed, eta, tty ? "   " : "\n");
     fflush(log);
 }
 
-static fedc_status loop(trainer *t, fedc_train_result *res) {
+static fedc_status evaluate_and_log(trainer *t, int r, double train_loss, double eps, double seconds,
+                                    fedc_train_result *res) {
     const fedc_train_config *c = t->c;
     FILE *log = c->log ? c->log : stdout;
     bool tty = isatty(fileno(log)), quiet = c->quiet || !is_root();
-    double start = fedc_seconds(), examples_total = 0, train_loss = NAN;
+    eval_result e;
+    fedc_status st = evaluate(t, r, &e);
+    if (st) return st;
+    if (tty && !quiet) fprintf(log, "\n");
+    if (!quiet) { /* the quantiles of one client's accuracy would be that accuracy three times */
+        fprintf(log, "round %d: %s loss %.4f, accuracy %.2f%%", r + 1,
+                t->test ? "test" : "(no test split: on the training clients)", e.loss, 100 * e.accuracy);
+        if (e.clients > 1)
+            fprintf(log, " (%lld clients: p10 %.1f%%, median %.1f%%, p90 %.1f%%)", (long long)e.clients,
+                    100 * e.quantiles[0], 100 * e.quantiles[1], 100 * e.quantiles[2]);
+        fprintf(log, "\n");
+    }
+    st = fedc_mpi_agree(is_root() ? fedc__train_log_metrics(t, r + 1, train_loss, &e, eps, seconds) : FEDC_OK);
+    res->test_loss = e.loss, res->test_accuracy = e.accuracy;
+    for (int q = 0; q < 3; q++) res->accuracy_quantiles[q] = e.quantiles[q];
+    res->clients_evaluated = e.clients;
+    return st;
+}
+
+/* The rounds. Seconds and examples continue the totals of the run a resume
+ * continues, so its metrics are those of an uninterrupted run. */
+static fedc_status loop(trainer *t, fedc_train_result *res) {
+    const fedc_train_config *c = t->c;
+    FILE *log = c->log ? c->log : stdout;
+    bool tty = isatty(fileno(log));
+    double run_start = fedc_seconds(), start = run_start - t->seconds_before;
+    double examples_total = t->examples_before, examples_run = 0, train_loss = NAN;
     for (int r = t->first_round; r < c->rounds; r++) {
         double examples;
         fedc_status st = run_round(t, r, &train_loss, &examples);
         if (st) return st;
-        examples_total += examples;
+        examples_total += examples, examples_run += examples;
         double elapsed = fedc_seconds() - start, eps = examples_total / (elapsed > 0 ? elapsed : 1);
         progress(t, r, train_loss, eps, elapsed, tty);
         bool last = r + 1 == c->rounds;
-        if (last || (c->eval_every > 0 && (r + 1) % c->eval_every == 0)) {
-            eval_result e;
-            if ((st = evaluate(t, r, &e))) return st;
-            if (tty && !quiet) fprintf(log, "\n");
-            if (!quiet) { /* the quantiles of one client's accuracy would be that accuracy three times */
-                fprintf(log, "round %d: %s loss %.4f, accuracy %.2f%%", r + 1,
-                        t->test ? "test" : "(no test split: on the training clients)", e.loss, 100 * e.accuracy);
-                if (e.clients > 1)
-                    fprintf(log, " (%lld clients: p10 %.1f%%, median %.1f%%, p90 %.1f%%)", (long long)e.clients,
-                            100 * e.quantiles[0], 100 * e.quantiles[1], 100 * e.quantiles[2]);
-                fprintf(log, "\n");
-            }
-            st = fedc_mpi_agree(is_root() ? fedc__train_log_metrics(t, r + 1, train_loss, &e, eps, fedc_seconds() - start) : st);
-            res->test_loss = e.loss, res->test_accuracy = e.accuracy;
-            for (int q = 0; q < 3; q++) res->accuracy_quantiles[q] = e.quantiles[q];
-            res->clients_evaluated = e.clients;
-        }
-        if (c->checkpoint_every > 0 && ((r + 1) % c->checkpoint_every == 0 || last))
-            st = fedc_mpi_agree(!st && is_root() ? fedc__train_save_checkpoint(t, r + 1) : st);
+        if (last || (c->eval_every > 0 && (r + 1) % c->eval_every == 0))
+            st = evaluate_and_log(t, r, train_loss, eps, fedc_seconds() - start, res);
+        if (!st && is_root()) fault_kill("metrics", r + 1);
+        if (!st && c->checkpoint_every > 0 && ((r + 1) % c->checkpoint_every == 0 || last))
+            st = fedc_mpi_agree(is_root() ? fedc__train_save_checkpoint(t, r + 1, fedc_seconds() - start, examples_total)
+                                          : FEDC_OK);
         if (st) return st;
         res->rounds_run++;
     }
     res->train_loss = train_loss;
-    res->seconds = fedc_seconds() - start;
-    res->examples_per_s = examples_total / (res->seconds > 0 ? res->seconds : 1);
+    res->seconds = fedc_seconds() - run_start;
+    res->examples_per_s = examples_run / (res->seconds > 0 ? res->seconds : 1);
     return FEDC_OK;
 }
 
@@ -400,7 +493,23 @@ static fedc_status resume(trainer *t) {
         st = fedc_mpi_broadcast(t->state[k], (size_t)(count ? 1 : fedc_model_param_size(t->model, k % n)) * sizeof(float));
     }
     if (!st) st = fedc_mpi_broadcast(&t->first_round, sizeof t->first_round);
+    if (!st) st = fedc_mpi_broadcast(&t->dropped, sizeof t->dropped);
+    if (!st) st = fedc_mpi_broadcast(&t->seconds_before, sizeof t->seconds_before);
+    if (!st) st = fedc_mpi_broadcast(&t->examples_before, sizeof t->examples_before);
+    if (!st && t->first_round > t->c->rounds)
+        st = fedc_error(FEDC_EINVAL, "%s/checkpoint.safetensors is after round %d, beyond --rounds %d: resume with "
+                        "--rounds %d or more", t->c->out_dir, t->first_round, t->c->rounds, t->first_round);
     return st;
+}
+
+/* A resumed run that had run all its rounds: nothing to train; its figures are
+ * its metrics' last row. */
+static void already_complete(const trainer *t, fedc_train_result *res) {
+    res->already_complete = true;
+    res->train_loss = t->have_last ? t->last_train_loss : NAN;
+    res->test_loss = t->have_last ? t->last.loss : NAN;
+    res->test_accuracy = t->have_last ? t->last.accuracy : NAN;
+    for (int q = 0; q < 3; q++) res->accuracy_quantiles[q] = t->have_last ? t->last.quantiles[q] : NAN;
 }
 
 fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result) {
@@ -416,7 +525,9 @@ fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result) {
     st = fedc_mpi_agree(st);
     if (!st && c->resume) st = resume(&t);
     if (!st) st = fedc_mpi_agree(is_root() ? fedc__train_open_metrics(&t) : FEDC_OK);
-    if (!st) st = loop(&t, &res);
+    if (!st && t.first_round == c->rounds) already_complete(&t, &res);
+    else if (!st) st = loop(&t, &res);
+    res.dropped = t.dropped;
     if (!st) st = fedc_mpi_agree(is_root() ? fedc__train_write_curves(&t) : FEDC_OK);
     if (!st && c->profile && is_root()) {
         FILE *log = c->log ? c->log : stdout;

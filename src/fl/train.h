@@ -3,6 +3,7 @@
 #define FEDC_FL_TRAIN_H
 
 #include "fedc/exec.h"
+#include "fedc/safetensors.h"
 #include "fedc/tasks.h"
 #include "fl/fl.h"
 
@@ -13,6 +14,7 @@ typedef struct cohort_buffers {
     fedc_dtype x_dtype;  /* f32, or i32 token ids (stored in x's 4-byte elements) */
     float *x, *mask;
     int32_t *y, *steps, *key;
+    uint8_t *failed;     /* per client: its data could not be loaded (it was dropped, with a warning) */
 } cohort_buffers;
 
 typedef struct eval_result {
@@ -44,14 +46,25 @@ typedef struct trainer {
     cohort_buffers cohort, eval_cohort;
     int64_t *sampled;
     double *work;        /* per sampled client: its SGD steps (balances the ranks) */
+    const char **client_ids; /* the round's sampled clients' ids, for the executor's messages */
     int first_round;        /* 0, or where a resumed run starts */
+    /* Carried over by checkpoints, so that a resumed run's metrics continue the
+     * interrupted one's: training seconds, examples seen and clients dropped so far. */
+    double seconds_before, examples_before;
+    int64_t dropped;
     FILE *jsonl, *csv;
+    bool have_last;         /* last: the metrics' last row (a resumed run reads it back) */
+    double last_train_loss;
+    eval_result last;
     double *curve;          /* per evaluated round: round, train_loss, test_loss, test_accuracy */
     double *client_accuracy; /* per evaluated client, for the quantiles */
     int ncurve, cap_curve;
 } trainer;
 
 fedc_status fedc__train_open_data(trainer *t);
+/* Test hook (docs/training.md): whether FEDC_FAULT names `point` in `round`
+ * (counted from 1, as the metrics count) and, for "load", `client`. */
+bool fedc__train_fault(const char *point, int round, int64_t client);
 fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, int clients, int64_t batch,
                                       int64_t max_steps);
 void fedc__cohort_buffers_free(cohort_buffers *cb);
@@ -65,10 +78,32 @@ fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *client
 fedc_status fedc__train_open_metrics(trainer *t);
 fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, const eval_result *e,
                                     double examples_per_s, double seconds);
+/* Appends one row to the curve (for curves.svg). */
+fedc_status fedc__train_add_curve(trainer *t, int round, double train_loss, const eval_result *e);
 fedc_status fedc__train_write_curves(const trainer *t);
-fedc_status fedc__train_save_checkpoint(const trainer *t, int next_round);
-fedc_status fedc__train_load_checkpoint(trainer *t);
+const char *fedc__train_csv_header(void);
+/* Writes the checkpoint after round next_round - 1; the caller has checked that the
+ * model and state are finite. seconds and examples: the run's totals so far. */
+fedc_status fedc__train_save_checkpoint(const trainer *t, int next_round, double seconds, double examples);
+fedc_status fedc__restore_tensor(const fedc_safetensors *s, const char *name, float *dst, fedc_type want);
 /* The model's parameters alone, from any checkpoint with the model's names. */
 fedc_status fedc__train_load_params(trainer *t, const char *path);
+
+/* Resuming (src/fl/train_resume.c): the job's configuration as a checkpoint
+ * records it, and reading a checkpoint back with every check a resume needs. */
+typedef struct train_setting {
+    const char *flag;   /* the option that sets it, "--seed" (its metadata key is "config.seed") */
+    char value[256];
+    bool may_change;    /* a resume may change it (said aloud): it does not change the model */
+} train_setting;
+int fedc__train_settings(const trainer *t, train_setting *out, int max);
+fedc_status fedc__train_load_checkpoint(trainer *t);
+/* On resume: cuts metrics.jsonl and metrics.csv back to the rows of the rounds the
+ * checkpoint holds (a run killed after a row but before its checkpoint wrote
+ * rows that the resumed run writes again) and reads those rows into the curve. */
+fedc_status fedc__train_reopen_metrics(trainer *t);
+/* Where the first non-finite value of the model or the server state is (its
+ * tensor's name in *what, the element in *at); false if all are finite. */
+bool fedc__train_nonfinite(const trainer *t, char *what, size_t size, int64_t *at);
 
 #endif

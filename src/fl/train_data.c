@@ -238,33 +238,69 @@ static fedc_status copy_rows(const fedc_batches *b, const char *name, fedc_dtype
     return FEDC_OK;
 }
 
+/* Loads client j of the cohort (ds's client `id`) into its slots. */
+static fedc_status fill_one(trainer *t, fedc_dataset *ds, int64_t id, int j, cohort_buffers *cb, bool shuffle,
+                            uint32_t round) {
+    int64_t batch = cb->batch, per_x = cb->x_elems / (cb->max_steps * batch), per_y = cb->y_elems / (cb->max_steps * batch);
+    fedc_client_data *c = NULL;
+    fedc_batches *b = NULL;
+    fedc_status st = fedc_dataset_client(ds, id, &c);
+    if (!st && shuffle && fedc__train_fault("load", (int)round + 1, id))
+        st = fedc_error(FEDC_EIO, "client \"%s\": cannot load its data (FEDC_FAULT)", c->id);
+    if (!st && shuffle)
+        st = fedc_shuffle_repeat_batch(c, batch, t->c->epochs, cb->max_steps, false, t->c->seed, round, (uint32_t)id, &b);
+    else if (!st)
+        st = fedc_batch(c, batch, false, &b);
+    if (!st) st = copy_rows(b, "x", cb->x_dtype, batch * per_x, cb->max_steps, cb->x + (size_t)j * (size_t)(cb->x_elems), c->id);
+    if (!st) st = copy_rows(b, "y", FEDC_I32, batch * per_y, cb->max_steps, cb->y + (size_t)j * (size_t)(cb->y_elems), c->id);
+    if (!st) {
+        int64_t steps = b->steps < cb->max_steps ? b->steps : cb->max_steps;
+        float *mask = cb->mask + (size_t)j * (size_t)(cb->max_steps * batch);
+        memcpy(mask, b->mask, (size_t)(steps * batch) * sizeof *mask);
+        memset(mask + steps * batch, 0, (size_t)((cb->max_steps - steps) * batch) * sizeof *mask);
+        cb->steps[j] = (int32_t)steps;
+        fedc_rng_stream s = fedc_rng_stream_make(t->c->seed, round, (uint32_t)id, 0);
+        int32_t *key = cb->key + 4 * j;
+        key[0] = (int32_t)s.key.k[0], key[1] = (int32_t)s.key.k[1], key[2] = (int32_t)s.c2, key[3] = 0;
+    }
+    fedc_batches_destroy(b);
+    fedc_client_data_destroy(c);
+    return st;
+}
+
+/* A training client whose data cannot be loaded is dropped from its round
+ * (docs/federated.md's failing-client policy): it runs one step of zeros under a
+ * mask of NaN, so its update is not finite and the executor leaves it out of the
+ * round as it does any failing client, on every rank alike. */
+static void drop_unloadable(fedc_dataset *ds, int64_t id, int j, cohort_buffers *cb, uint32_t round) {
+    size_t rows = (size_t)(cb->max_steps * cb->batch);
+    fprintf(stderr, "fedc train: warning: round %u: client %lld (\"%s\") dropped: %s\n", round + 1, (long long)id,
+            fedc_dataset_client_id(ds, id), fedc_errmsg());
+    memset(cb->x + (size_t)j * (size_t)cb->x_elems, 0, (size_t)cb->x_elems * sizeof *cb->x);
+    memset(cb->y + (size_t)j * (size_t)cb->y_elems, 0, (size_t)cb->y_elems * sizeof *cb->y);
+    for (size_t i = 0; i < rows; i++) cb->mask[(size_t)j * rows + i] = i < (size_t)cb->batch ? NAN : 0;
+    cb->steps[j] = 1;
+    memset(cb->key + 4 * j, 0, 4 * sizeof *cb->key);
+    cb->failed[j] = 1;
+}
+
+/* An evaluated client whose data cannot be loaded is left out of the evaluation:
+ * with no steps it adds nothing to the sums. */
+static void skip_unloadable(fedc_dataset *ds, int64_t id, int j, cohort_buffers *cb) {
+    fprintf(stderr, "fedc train: warning: evaluation: client %lld (\"%s\") left out: %s\n", (long long)id,
+            fedc_dataset_client_id(ds, id), fedc_errmsg());
+    cb->steps[j] = 0;
+    cb->failed[j] = 1;
+}
+
 fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *clients, int k, cohort_buffers *cb,
                              bool shuffle, uint32_t round) {
-    int64_t batch = cb->batch, per_x = cb->x_elems / (cb->max_steps * batch), per_y = cb->y_elems / (cb->max_steps * batch);
     for (int j = 0; j < k; j++) {
-        fedc_client_data *c = NULL;
-        fedc_batches *b = NULL;
-        fedc_status st = fedc_dataset_client(ds, clients[j], &c);
-        if (!st && shuffle)
-            st = fedc_shuffle_repeat_batch(c, batch, t->c->epochs, cb->max_steps, false, t->c->seed, round,
-                                           (uint32_t)clients[j], &b);
-        else if (!st)
-            st = fedc_batch(c, batch, false, &b);
-        if (!st) st = copy_rows(b, "x", cb->x_dtype, batch * per_x, cb->max_steps, cb->x + (size_t)j * (size_t)(cb->x_elems), c->id);
-        if (!st) st = copy_rows(b, "y", FEDC_I32, batch * per_y, cb->max_steps, cb->y + (size_t)j * (size_t)(cb->y_elems), c->id);
-        if (!st) {
-            int64_t steps = b->steps < cb->max_steps ? b->steps : cb->max_steps;
-            float *mask = cb->mask + (size_t)j * (size_t)(cb->max_steps * batch);
-            memcpy(mask, b->mask, (size_t)(steps * batch) * sizeof *mask);
-            memset(mask + steps * batch, 0, (size_t)((cb->max_steps - steps) * batch) * sizeof *mask);
-            cb->steps[j] = (int32_t)steps;
-            fedc_rng_stream s = fedc_rng_stream_make(t->c->seed, round, (uint32_t)clients[j], 0);
-            int32_t *key = cb->key + 4 * j;
-            key[0] = (int32_t)s.key.k[0], key[1] = (int32_t)s.key.k[1], key[2] = (int32_t)s.c2, key[3] = 0;
-        }
-        fedc_batches_destroy(b);
-        fedc_client_data_destroy(c);
-        if (st) return st;
+        cb->failed[j] = 0;
+        fedc_status st = fill_one(t, ds, clients[j], j, cb, shuffle, round);
+        if (st == FEDC_ENOMEM || (st && t->c->strict)) return st;
+        if (st && shuffle) drop_unloadable(ds, clients[j], j, cb, round);
+        else if (st) skip_unloadable(ds, clients[j], j, cb);
     }
     return FEDC_OK;
 }
@@ -284,7 +320,8 @@ fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, i
     cb->mask = fedc_calloc(n * (size_t)(max_steps * batch), sizeof *cb->mask);
     cb->steps = fedc_calloc(n, sizeof *cb->steps);
     cb->key = fedc_calloc(4 * n, sizeof *cb->key);
-    if (!cb->x || !cb->y || !cb->mask || !cb->steps || !cb->key)
+    cb->failed = fedc_calloc(n, sizeof *cb->failed);
+    if (!cb->x || !cb->y || !cb->mask || !cb->steps || !cb->key || !cb->failed)
         return fedc_error(FEDC_ENOMEM, "train: out of memory for %d clients' batches (%lld steps of %lld)", clients,
                           (long long)max_steps, (long long)batch);
     return FEDC_OK;
@@ -292,6 +329,7 @@ fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, i
 
 void fedc__cohort_buffers_free(cohort_buffers *cb) {
     fedc_free(cb->x), fedc_free(cb->y), fedc_free(cb->mask), fedc_free(cb->steps), fedc_free(cb->key);
+    fedc_free(cb->failed);
     memset(cb, 0, sizeof *cb);
 }
 

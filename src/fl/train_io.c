@@ -30,34 +30,39 @@ static fedc_status make_dir(const char *dir) {
     return FEDC_OK;
 }
 
+static const char csv_header[] = "round,train_loss,test_loss,test_accuracy,client_accuracy_p10,client_accuracy_p50,"
+                                 "client_accuracy_p90,dropped,examples_per_s,seconds\n";
+
+/* A resumed run's files were cut back to the checkpoint's rounds
+ * (fedc__train_reopen_metrics) and are appended to; a new run's start afresh. The
+ * CSV header is flushed at once, so that a run killed before its first row leaves
+ * it. */
 fedc_status fedc__train_open_metrics(trainer *t) {
     fedc_status st = make_dir(t->c->out_dir);
+    if (!st && t->first_round > 0) st = fedc__train_reopen_metrics(t);
     if (st) return st;
     char path[4096];
-    const char *mode = t->first_round > 0 ? "a" : "w"; /* a resumed run appends */
+    const char *mode = t->first_round > 0 ? "a" : "w";
     path_in(t, "metrics.jsonl", path, sizeof path);
     if (!(t->jsonl = fopen(path, mode))) return fedc_error(FEDC_EIO, "%s: cannot open: %s", path, strerror(errno));
     path_in(t, "metrics.csv", path, sizeof path);
     if (!(t->csv = fopen(path, mode))) return fedc_error(FEDC_EIO, "%s: cannot open: %s", path, strerror(errno));
-    if (t->first_round == 0)
-        fprintf(t->csv, "round,train_loss,test_loss,test_accuracy,client_accuracy_p10,client_accuracy_p50,"
-                        "client_accuracy_p90,examples_per_s,seconds\n");
+    if (t->first_round == 0 && (fputs(csv_header, t->csv) < 0 || fflush(t->csv) != 0))
+        return fedc_error(FEDC_EIO, "%s: cannot write: %s", path, strerror(errno));
     return FEDC_OK;
 }
 
-fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, const eval_result *e,
-                                    double examples_per_s, double seconds) {
-    double test_loss = e->loss, accuracy = e->accuracy;
-    const double *q = e->quantiles;
-    fprintf(t->jsonl,
-            "{\"round\": %d, \"train_loss\": %.6g, \"test_loss\": %.6g, \"test_accuracy\": %.6g, "
-            "\"client_accuracy_p10\": %.6g, \"client_accuracy_p50\": %.6g, \"client_accuracy_p90\": %.6g, "
-            "\"examples_per_s\": %.6g, \"seconds\": %.6g}\n",
-            round, train_loss, test_loss, accuracy, q[0], q[1], q[2], examples_per_s, seconds);
-    fprintf(t->csv, "%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", round, train_loss, test_loss, accuracy, q[0], q[1],
-            q[2], examples_per_s, seconds);
-    fflush(t->jsonl);
-    fflush(t->csv);
+const char *fedc__train_csv_header(void) { return csv_header; }
+
+/* v as the metrics write it: %.6g, or `nonfinite` (JSON has no NaN or Infinity:
+ * null there, an empty field in the CSV). */
+static const char *num(char *buf, double v, const char *nonfinite) {
+    if (!isfinite(v)) return nonfinite;
+    snprintf(buf, 32, "%.6g", v);
+    return buf;
+}
+
+fedc_status fedc__train_add_curve(trainer *t, int round, double train_loss, const eval_result *e) {
     if (t->ncurve == t->cap_curve) {
         int cap = t->cap_curve ? 2 * t->cap_curve : 64;
         double *c = fedc_realloc(t->curve, (size_t)cap * 4 * sizeof *c);
@@ -66,9 +71,28 @@ fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, co
         t->cap_curve = cap;
     }
     double *row = t->curve + 4 * t->ncurve++;
-    row[0] = round, row[1] = train_loss, row[2] = test_loss, row[3] = accuracy;
-    return ferror(t->jsonl) || ferror(t->csv) ? fedc_error(FEDC_EIO, "%s: cannot write the metrics", t->c->out_dir)
-                                              : FEDC_OK;
+    row[0] = round, row[1] = train_loss, row[2] = e->loss, row[3] = e->accuracy;
+    t->have_last = true, t->last_train_loss = train_loss, t->last = *e;
+    return FEDC_OK;
+}
+
+fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, const eval_result *e,
+                                    double examples_per_s, double seconds) {
+    const double v[8] = {train_loss, e->loss, e->accuracy, e->quantiles[0], e->quantiles[1], e->quantiles[2],
+                         examples_per_s, seconds};
+    char b[8][32];
+    const char *j[8], *c[8];
+    for (int i = 0; i < 8; i++) j[i] = num(b[i], v[i], "null"), c[i] = isfinite(v[i]) ? b[i] : "";
+    fprintf(t->jsonl,
+            "{\"round\": %d, \"train_loss\": %s, \"test_loss\": %s, \"test_accuracy\": %s, "
+            "\"client_accuracy_p10\": %s, \"client_accuracy_p50\": %s, \"client_accuracy_p90\": %s, "
+            "\"dropped\": %lld, \"examples_per_s\": %s, \"seconds\": %s}\n",
+            round, j[0], j[1], j[2], j[3], j[4], j[5], (long long)t->dropped, j[6], j[7]);
+    fprintf(t->csv, "%d,%s,%s,%s,%s,%s,%s,%lld,%s,%s\n", round, c[0], c[1], c[2], c[3], c[4], c[5],
+            (long long)t->dropped, c[6], c[7]);
+    bool bad = fflush(t->jsonl) != 0 || fflush(t->csv) != 0 || ferror(t->jsonl) || ferror(t->csv);
+    if (bad) return fedc_error(FEDC_EIO, "%s: cannot write the metrics: %s", t->c->out_dir, strerror(errno));
+    return fedc__train_add_curve(t, round, train_loss, e);
 }
 
 /* -------------------------------------------------------------- curves -- */
@@ -116,19 +140,44 @@ fedc_status fedc__train_write_curves(const trainer *t) {
 
 /* --------------------------------------------------------- checkpoints -- */
 
-/* What a checkpoint must agree with to be resumed. */
-static void settings(const trainer *t, char *buf, size_t size) {
-    snprintf(buf, size, "model=%s task=%s algorithm=%s batch=%lld steps=%lld clients_per_round=%d seed=%llu",
-             fedc_model_name(t->model), t->task, fedc_algorithm_name(&t->alg), (long long)t->alg.batch_size,
-             (long long)t->alg.max_steps, t->c->clients_per_round, (unsigned long long)t->c->seed);
+/* The metadata of a checkpoint: its format, the next round, the totals a resumed
+ * run continues from, and the job's configuration (config.<flag>), which a resume
+ * compares with its own (src/fl/train_resume.c). */
+enum { MAX_SETTINGS = 48 };
+
+typedef struct checkpoint_meta {
+    fedc_metadata_entry e[6 + MAX_SETTINGS];
+    char round[32], seconds[40], examples[40], dropped[32];
+    char keys[MAX_SETTINGS][48];
+    train_setting s[MAX_SETTINGS];
+    int n;
+} checkpoint_meta;
+
+static void describe(const trainer *t, checkpoint_meta *m, int next_round, double seconds, double examples) {
+    snprintf(m->round, sizeof m->round, "%d", next_round);
+    snprintf(m->seconds, sizeof m->seconds, "%.17g", seconds);
+    snprintf(m->examples, sizeof m->examples, "%.17g", examples);
+    snprintf(m->dropped, sizeof m->dropped, "%lld", (long long)t->dropped);
+    m->n = 0;
+    m->e[m->n++] = (fedc_metadata_entry){"format", "fedc checkpoint 2"};
+    m->e[m->n++] = (fedc_metadata_entry){"next_round", m->round};
+    m->e[m->n++] = (fedc_metadata_entry){"seconds", m->seconds};
+    m->e[m->n++] = (fedc_metadata_entry){"examples", m->examples};
+    m->e[m->n++] = (fedc_metadata_entry){"dropped", m->dropped};
+    int k = fedc__train_settings(t, m->s, MAX_SETTINGS);
+    for (int i = 0; i < k; i++) {
+        snprintf(m->keys[i], sizeof m->keys[i], "config.%s", m->s[i].flag + 2);
+        m->e[m->n++] = (fedc_metadata_entry){m->keys[i], m->s[i].value};
+    }
 }
 
-fedc_status fedc__train_save_checkpoint(const trainer *t, int next_round) {
+fedc_status fedc__train_save_checkpoint(const trainer *t, int next_round, double seconds, double examples) {
     int n = fedc_model_num_params(t->model), total = n + t->nstate;
     fedc_tensor_entry *e = fedc_malloc((size_t)total * sizeof *e);
     char (*names)[40] = fedc_malloc((size_t)(t->nstate ? t->nstate : 1) * sizeof *names);
-    if (!e || !names) {
-        fedc_free(e), fedc_free(names);
+    checkpoint_meta *meta = fedc_malloc(sizeof *meta);
+    if (!e || !names || !meta) {
+        fedc_free(e), fedc_free(names), fedc_free(meta);
         return fedc_error(FEDC_ENOMEM, "checkpoint: out of memory");
     }
     for (int i = 0; i < n; i++)
@@ -140,19 +189,17 @@ fedc_status fedc__train_save_checkpoint(const trainer *t, int next_round) {
         e[n + k] = (fedc_tensor_entry){names[k], count ? fedc_type_scalar(FEDC_F32) : fedc_model_param_type(t->model, k % n),
                                        t->state[k]};
     }
-    char round[32], how[512];
-    snprintf(round, sizeof round, "%d", next_round);
-    settings(t, how, sizeof how);
-    fedc_metadata_entry meta[3] = {{"format", "fedc checkpoint 1"}, {"next_round", round}, {"settings", how}};
+    describe(t, meta, next_round, seconds, examples);
     char path[4096];
     path_in(t, "checkpoint.safetensors", path, sizeof path);
-    fedc_status st = fedc_safetensors_write(path, e, total, meta, 3);
+    fedc_status st = fedc_safetensors_write(path, e, total, meta->e, meta->n);
     fedc_free(e);
     fedc_free(names);
+    fedc_free(meta);
     return st;
 }
 
-static fedc_status restore(const fedc_safetensors *s, const char *name, float *dst, fedc_type want) {
+fedc_status fedc__restore_tensor(const fedc_safetensors *s, const char *name, float *dst, fedc_type want) {
     fedc_tensor_entry e;
     fedc_status st = fedc_safetensors_find(s, name, &e);
     if (st) return st;
@@ -169,33 +216,8 @@ fedc_status fedc__train_load_params(trainer *t, const char *path) {
     fedc_safetensors *s;
     fedc_status st = fedc_safetensors_read(path, &s);
     for (int i = 0; !st && i < fedc_model_num_params(t->model); i++)
-        st = restore(s, fedc_model_param_name(t->model, i), t->params + fedc_model_param_offset(t->model, i),
+        st = fedc__restore_tensor(s, fedc_model_param_name(t->model, i), t->params + fedc_model_param_offset(t->model, i),
                      fedc_model_param_type(t->model, i));
-    fedc_safetensors_destroy(s);
-    return st;
-}
-
-fedc_status fedc__train_load_checkpoint(trainer *t) {
-    char path[4096], how[512];
-    path_in(t, "checkpoint.safetensors", path, sizeof path);
-    fedc_safetensors *s;
-    fedc_status st = fedc_safetensors_read(path, &s);
-    if (st) return st;
-    const char *saved = fedc_safetensors_metadata(s, "settings"), *round = fedc_safetensors_metadata(s, "next_round");
-    settings(t, how, sizeof how);
-    if (!saved || !round || strcmp(saved, how) != 0)
-        st = fedc_error(FEDC_EINVAL, "%s: written by another run (%s); this run is %s", path, saved ? saved : "?", how);
-    int n = fedc_model_num_params(t->model);
-    for (int i = 0; !st && i < n; i++)
-        st = restore(s, fedc_model_param_name(t->model, i), t->params + fedc_model_param_offset(t->model, i),
-                     fedc_model_param_type(t->model, i));
-    for (int k = 0; !st && k < t->nstate; k++) {
-        char name[40];
-        snprintf(name, sizeof name, "server_state%d", k);
-        bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(&t->alg.server_opt);
-        st = restore(s, name, t->state[k], count ? fedc_type_scalar(FEDC_F32) : fedc_model_param_type(t->model, k % n));
-    }
-    if (!st) t->first_round = atoi(round);
     fedc_safetensors_destroy(s);
     return st;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static const struct {
@@ -90,22 +91,56 @@ static bool write_all(int fd, const void *p, size_t n) {
     return true;
 }
 
+/* A file of `bytes` past the file-size limit (ulimit -f) would be cut short, and
+ * the process killed by SIGXFSZ unless it ignores the signal: refused first. */
+static fedc_status check_size_limit(const char *tmp, uint64_t bytes) {
+    struct rlimit r;
+    if (getrlimit(RLIMIT_FSIZE, &r) != 0 || r.rlim_cur == RLIM_INFINITY || bytes <= (uint64_t)r.rlim_cur) return FEDC_OK;
+    return fedc_error(FEDC_EIO, "%s: cannot write %llu bytes: the file-size limit (ulimit -f) is %llu bytes", tmp,
+                      (unsigned long long)bytes, (unsigned long long)r.rlim_cur);
+}
+
+/* After the rename, the directory's entry is flushed too, so that a power loss
+ * cannot lose the new file. */
+static fedc_status sync_dir(const char *path) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return fedc_error(FEDC_EIO, "%s: cannot open to sync: %s", dir, strerror(errno));
+    int rc = fsync(fd), err = errno;
+    close(fd);
+    /* some file systems cannot sync a directory; the file itself was synced */
+    if (rc != 0 && err != EINVAL && err != ENOTSUP) return fedc_error(FEDC_EIO, "%s: cannot sync: %s", dir, strerror(err));
+    return FEDC_OK;
+}
+
+/* Written to PATH.tmp, synced, renamed over PATH and the directory synced: PATH is
+ * the old file or the new one, whole. On any failure the temporary is removed. */
 fedc_status fedc_safetensors_write(const char *path, const fedc_tensor_entry *tensors, int n,
                                    const fedc_metadata_entry *metadata, int nmeta) {
     text h = {0};
     fedc_status st = header(&h, tensors, n, metadata, nmeta);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    uint64_t bytes = 8 + h.n;
+    for (int i = 0; i < n; i++) bytes += fedc_type_bytes(&tensors[i].type);
+    if (!st) st = check_size_limit(tmp, bytes);
     int fd = st ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (!st && fd < 0) st = fedc_error(FEDC_EIO, "%s: cannot create: %s", tmp, strerror(errno));
     unsigned char len[8];
     for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
     bool ok = !st && write_all(fd, len, 8) && write_all(fd, h.s, h.n);
     for (int i = 0; ok && i < n; i++) ok = write_all(fd, tensors[i].data, fedc_type_bytes(&tensors[i].type));
-    if (!st && !(ok && fsync(fd) == 0)) st = fedc_error(FEDC_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+    if (!st && !(ok && fsync(fd) == 0))
+        st = fedc_error(FEDC_EIO, "%s: cannot write: %s", tmp, errno ? strerror(errno) : "short write");
     if (fd >= 0 && close(fd) != 0 && !st) st = fedc_error(FEDC_EIO, "%s: cannot close: %s", tmp, strerror(errno));
     if (!st && rename(tmp, path) != 0) st = fedc_error(FEDC_EIO, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
     if (st && fd >= 0) unlink(tmp); /* the previous file, if any, is untouched */
+    if (!st) st = sync_dir(path);
     fedc_free(h.s);
     return st;
 }

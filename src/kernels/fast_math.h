@@ -30,7 +30,10 @@
 /* e^x for x in any range (clamped to [-87.3, 88.3], so the result is a normal
  * float), within about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by Cephes'
  * expf polynomial, 2^n placed in the exponent bits. */
-FEDC_FAST_INLINE float fedc_fast_expf(float x) {
+FEDC_FAST_INLINE float fedc_fast_expf(float in) {
+    /* a NaN (from data that hold one) passes both clamps and would become an
+     * out-of-range int: it is computed as 0 and given back at the end */
+    float x = in != in ? 0.0f : in;
     x = x < -87.3f ? -87.3f : x;
     x = x > 88.3f ? 88.3f : x;
     float z = x * 1.44269504088896341f + 126.5f; /* > 0, so truncation is floor */
@@ -47,7 +50,7 @@ FEDC_FAST_INLINE float fedc_fast_expf(float x) {
     int32_t bits = (n + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+    return in != in ? in : p * scale;
 }
 
 /* tanh(x) = 1 - 2 / (e^(2x) + 1): absolute error about 1e-7 (relative error

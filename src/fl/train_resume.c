@@ -1,0 +1,344 @@
+/* Resuming a training job: the job's configuration as its checkpoints record it,
+ * reading a checkpoint back with every check a resume needs, and cutting the
+ * metrics back to the checkpoint's rounds.
+ *
+ * A checkpoint (format "fedc checkpoint 2") records every setting that changes the
+ * model as "config.<flag>" metadata. A resume that changes one of them is refused
+ * with the differences named; one that changes what may change (the rounds, to
+ * extend a run; threads; evaluation and checkpoint cadence) goes on and says so. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fl/train.h"
+
+/* ------------------------------------------------------------ settings -- */
+
+static void setting(train_setting *out, int *n, int max, const char *flag, bool may_change, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static void setting(train_setting *out, int *n, int max, const char *flag, bool may_change, const char *fmt, ...) {
+    if (*n >= max) return;
+    train_setting *s = &out[(*n)++];
+    s->flag = flag;
+    s->may_change = may_change;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->value, sizeof s->value, fmt, ap);
+    va_end(ap);
+    for (char *p = s->value; *p; p++) /* safetensors metadata has no escapes */
+        if (*p == '"' || *p == '\\' || *p == '\n') *p = '?';
+}
+
+/* The shortest of %.15g, %.16g and %.17g that reads back as x: exact, and short for
+ * the values people type. */
+static const char *exact(double x, char *buf) {
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, 32, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    return buf;
+}
+
+static void optimizer_value(const fedc_optimizer *o, char *buf, size_t size) {
+    char m[32], b1[32], b2[32], eps[32], acc[32];
+    snprintf(buf, size, "%s momentum=%s nesterov=%d b1=%s b2=%s eps=%s initial_accumulator=%s",
+             fedc_optimizer_name(o->kind), exact(o->momentum, m), o->nesterov, exact(o->b1, b1), exact(o->b2, b2),
+             exact(o->eps, eps), exact(o->initial_accumulator, acc));
+}
+
+int fedc__train_settings(const trainer *t, train_setting *out, int max) {
+    const fedc_train_config *c = t->c;
+    const fedc_algorithm *a = &t->alg;
+    int n = 0;
+    char client[256], server[256], x[3][32];
+    optimizer_value(&a->client_opt, client, sizeof client);
+    optimizer_value(&a->server_opt, server, sizeof server);
+    setting(out, &n, max, "--data", false, "%s", c->data ? c->data : "");
+    setting(out, &n, max, "--test-data", false, "%s", c->test_data ? c->test_data : "");
+    setting(out, &n, max, "--holdout", false, "%s", exact(c->holdout, x[0]));
+    setting(out, &n, max, "--format", false, "%s", fedc_data_format_name(t->source_format));
+    setting(out, &n, max, "--task", false, "%s", t->task);
+    setting(out, &n, max, "--vocab", false, "%s", c->vocab ? c->vocab : "");
+    setting(out, &n, max, "--vocab-size", false, "%lld", (long long)t->stackoverflow.vocab_size);
+    setting(out, &n, max, "--partition", false, "%s", c->partition ? c->partition : "");
+    setting(out, &n, max, "--num-clients", false, "%lld", (long long)c->num_clients);
+    setting(out, &n, max, "--model", false, "%s", fedc_model_name(t->model));
+    setting(out, &n, max, "--algorithm", false, "%s", fedc_algorithm_name(a));
+    setting(out, &n, max, "--prox-mu", false, "%s", exact(a->prox_mu, x[0]));
+    setting(out, &n, max, "--client-opt", false, "%s", client);
+    setting(out, &n, max, "--client-lr", false, "%s", exact(a->client_opt.learning_rate, x[1]));
+    setting(out, &n, max, "--server-opt", false, "%s", server);
+    setting(out, &n, max, "--server-lr", false, "%s", exact(a->server_opt.learning_rate, x[2]));
+    setting(out, &n, max, "--batch-size", false, "%lld", (long long)a->batch_size);
+    setting(out, &n, max, "--epochs", false, "%d", c->epochs);
+    setting(out, &n, max, "--steps", false, "%lld", (long long)a->max_steps); /* what --steps and the data give */
+    setting(out, &n, max, "--clients-per-round", false, "%d", c->clients_per_round);
+    setting(out, &n, max, "--seed", false, "%llu", (unsigned long long)c->seed);
+    setting(out, &n, max, "--no-dropout", false, "%s", a->dropout ? "no" : "yes");
+    setting(out, &n, max, "--rounds", true, "%d", c->rounds);
+    setting(out, &n, max, "--threads", true, "%d", c->threads);
+    setting(out, &n, max, "--eval-every", true, "%d", c->eval_every);
+    setting(out, &n, max, "--eval-clients", true, "%lld", (long long)c->eval_clients);
+    setting(out, &n, max, "--eval-batch-size", true, "%lld", (long long)c->eval_batch_size);
+    setting(out, &n, max, "--checkpoint-every", true, "%d", c->checkpoint_every);
+    setting(out, &n, max, "--strict", true, "%s", c->strict ? "yes" : "no");
+    return n;
+}
+
+/* Appends ", FLAG NOW (the checkpoint's: THEN)" to buf. */
+static void note(char *buf, size_t size, const train_setting *s, const char *then) {
+    size_t used = strlen(buf);
+    if (used + 1 >= size) return;
+    snprintf(buf + used, size - used, "%s%s %s (the checkpoint's: %s)", used ? ", " : "", s->flag,
+             s->value[0] ? s->value : "none", then && then[0] ? then : then ? "none" : "not recorded");
+}
+
+/* Refuses a checkpoint whose job differs in what changes the result; says
+ * aloud what differs and may. */
+static fedc_status compare_settings(const trainer *t, const char *path, const fedc_safetensors *s) {
+    train_setting now[48];
+    int n = fedc__train_settings(t, now, 48);
+    char refused[3000] = "", changed[1000] = "";
+    for (int i = 0; i < n; i++) {
+        char key[48];
+        snprintf(key, sizeof key, "config.%s", now[i].flag + 2);
+        const char *then = fedc_safetensors_metadata(s, key);
+        if (then && !strcmp(then, now[i].value)) continue;
+        if (now[i].may_change) note(changed, sizeof changed, &now[i], then);
+        else note(refused, sizeof refused, &now[i], then);
+    }
+    if (refused[0])
+        return fedc_error(FEDC_EINVAL, "%s: this run differs from the checkpoint's in what changes the result: %s; "
+                          "resume with the checkpoint's settings, or train afresh in another --out", path, refused);
+    if (changed[0]) fprintf(stderr, "fedc train: resuming %s with %s\n", path, changed);
+    return FEDC_OK;
+}
+
+/* Format 1 checkpoints recorded a few settings in one string. */
+static fedc_status compare_legacy(const trainer *t, const char *path, const fedc_safetensors *s) {
+    char how[512];
+    snprintf(how, sizeof how, "model=%s task=%s algorithm=%s batch=%lld steps=%lld clients_per_round=%d seed=%llu",
+             fedc_model_name(t->model), t->task, fedc_algorithm_name(&t->alg), (long long)t->alg.batch_size,
+             (long long)t->alg.max_steps, t->c->clients_per_round, (unsigned long long)t->c->seed);
+    const char *saved = fedc_safetensors_metadata(s, "settings");
+    if (!saved) return fedc_error(FEDC_EINVAL, "%s: the metadata has no \"settings\": not a checkpoint of fedc train", path);
+    if (strcmp(saved, how))
+        return fedc_error(FEDC_EINVAL, "%s: written by another run (%s); this run is %s", path, saved, how);
+    return FEDC_OK;
+}
+
+/* ---------------------------------------------------------- checkpoint -- */
+
+static fedc_status parse_round(const char *path, const char *v, int *out) {
+    if (!v) return fedc_error(FEDC_EINVAL, "%s: the metadata has no \"next_round\": not a checkpoint of fedc train", path);
+    char *end;
+    errno = 0;
+    long long r = strtoll(v, &end, 10);
+    if (v[0] < '0' || v[0] > '9' || *end || errno || r < 1 || r > INT_MAX)
+        return fedc_error(FEDC_EPARSE, "%s: \"next_round\" is \"%s\", not a round number (an integer from 1 to %d)", path,
+                          v, INT_MAX);
+    *out = (int)r;
+    return FEDC_OK;
+}
+
+/* A total the checkpoint carries (0 in format 1). */
+static fedc_status parse_total(const char *path, const fedc_safetensors *s, const char *key, double *out) {
+    const char *v = fedc_safetensors_metadata(s, key);
+    *out = 0;
+    if (!v) return FEDC_OK;
+    char *end;
+    double x = strtod(v, &end);
+    if (!*v || *end || !(x >= 0) || !isfinite(x))
+        return fedc_error(FEDC_EPARSE, "%s: \"%s\" is \"%s\", not a count", path, key, v);
+    *out = x;
+    return FEDC_OK;
+}
+
+static fedc_status check_version(const char *path, const fedc_safetensors *s, bool *legacy) {
+    const char *f = fedc_safetensors_metadata(s, "format");
+    if (!f) return fedc_error(FEDC_EINVAL, "%s: the metadata has no \"format\": not a checkpoint of fedc train", path);
+    *legacy = !strcmp(f, "fedc checkpoint 1");
+    if (!*legacy && strcmp(f, "fedc checkpoint 2"))
+        return fedc_error(FEDC_EUNSUPPORTED, "%s: format \"%s\" is not one this fedc reads (\"fedc checkpoint 1\" or 2)",
+                          path, f);
+    return FEDC_OK;
+}
+
+bool fedc__train_nonfinite(const trainer *t, char *what, size_t size, int64_t *at) {
+    int n = fedc_model_num_params(t->model);
+    for (int i = 0; i < n + t->nstate; i++) {
+        bool count = i == n + t->nstate - 1 && fedc_optimizer_counts_steps(&t->alg.server_opt);
+        const float *v = i < n ? t->params + fedc_model_param_offset(t->model, i) : t->state[i - n];
+        int64_t size_i = count ? 1 : fedc_model_param_size(t->model, (i < n ? i : i - n) % n);
+        for (int64_t j = 0; j < size_i; j++) {
+            if (isfinite(v[j])) continue;
+            if (i < n) snprintf(what, size, "%s", fedc_model_param_name(t->model, i));
+            else snprintf(what, size, "server_state%d", i - n);
+            *at = j;
+            return true;
+        }
+    }
+    return false;
+}
+
+static fedc_status restore_all(trainer *t, const fedc_safetensors *s) {
+    int n = fedc_model_num_params(t->model);
+    fedc_status st = FEDC_OK;
+    for (int i = 0; !st && i < n; i++)
+        st = fedc__restore_tensor(s, fedc_model_param_name(t->model, i), t->params + fedc_model_param_offset(t->model, i),
+                                  fedc_model_param_type(t->model, i));
+    for (int k = 0; !st && k < t->nstate; k++) {
+        char name[40];
+        snprintf(name, sizeof name, "server_state%d", k);
+        bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(&t->alg.server_opt);
+        st = fedc__restore_tensor(s, name, t->state[k], count ? fedc_type_scalar(FEDC_F32) : fedc_model_param_type(t->model, k % n));
+    }
+    return st;
+}
+
+fedc_status fedc__train_load_checkpoint(trainer *t) {
+    char path[4096], what[96];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", t->c->out_dir);
+    fedc_safetensors *s;
+    fedc_status st = fedc_safetensors_read(path, &s);
+    if (st) return st;
+    bool legacy = false;
+    int round = 0;
+    double dropped = 0;
+    int64_t at;
+    st = check_version(path, s, &legacy);
+    if (!st) st = parse_round(path, fedc_safetensors_metadata(s, "next_round"), &round);
+    if (!st) st = legacy ? compare_legacy(t, path, s) : compare_settings(t, path, s);
+    if (!st) st = restore_all(t, s);
+    if (!st && fedc__train_nonfinite(t, what, sizeof what, &at))
+        st = fedc_error(FEDC_ENONFINITE, "%s: \"%s\" holds a non-finite value (element %lld): it cannot be trained on",
+                        path, what, (long long)at);
+    if (!st) st = parse_total(path, s, "seconds", &t->seconds_before);
+    if (!st) st = parse_total(path, s, "examples", &t->examples_before);
+    if (!st) st = parse_total(path, s, "dropped", &dropped);
+    if (!st) t->first_round = round, t->dropped = (int64_t)dropped;
+    fedc_safetensors_destroy(s);
+    return st;
+}
+
+/* ------------------------------------------------------------- metrics -- */
+
+/* The whole of a small file (NULL and *n 0 if it does not exist). */
+static fedc_status read_small(const char *path, char **out, size_t *n) {
+    *out = NULL, *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno == ENOENT ? FEDC_OK : fedc_error(FEDC_EIO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 0;
+    char *b = NULL;
+    fedc_status st = FEDC_OK;
+    for (;;) {
+        if (*n + 4096 > cap) {
+            char *nb = fedc_realloc(b, cap = 2 * cap + 4096);
+            if (!nb) {
+                st = fedc_error(FEDC_ENOMEM, "%s: out of memory to read it", path);
+                break;
+            }
+            b = nb;
+        }
+        size_t k = fread(b + *n, 1, cap - *n - 1, f);
+        *n += k;
+        if (k == 0) break;
+    }
+    if (!st && ferror(f)) st = fedc_error(FEDC_EIO, "%s: cannot read: %s", path, strerror(errno));
+    fclose(f);
+    if (st) fedc_free(b);
+    else b[*n] = '\0', *out = b;
+    return st;
+}
+
+/* Replaces path's contents with head + body (a temporary file, renamed). */
+static fedc_status rewrite(const char *path, const char *head, const char *body, size_t n) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return fedc_error(FEDC_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    bool ok = fputs(head, f) >= 0 && fwrite(body, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int err = errno;
+    ok = fclose(f) == 0 && ok;
+    if (ok && rename(tmp, path) == 0) return FEDC_OK;
+    err = err ? err : errno;
+    unlink(tmp);
+    return fedc_error(FEDC_EIO, "%s: cannot rewrite: %s", path, strerror(err));
+}
+
+/* The round of a metrics line ("{\"round\": N" or "N,"), or -1. */
+static long round_of(const char *line, bool json) {
+    const char *p = json ? strstr(line, "\"round\":") : line;
+    if (!p) return -1;
+    char *end;
+    long r = strtol(p + (json ? 8 : 0), &end, 10);
+    return end == p + (json ? 8 : 0) ? -1 : r;
+}
+
+static double field(const char *line, const char *key) {
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(line, k);
+    if (!p) return NAN;
+    char *end;
+    double v = strtod(p + strlen(k), &end);
+    return end == p + strlen(k) ? NAN : v; /* null, as the metrics write a non-finite value */
+}
+
+/* The CSV's header line, if buf starts with one (ours, or an older fedc's): its
+ * length, 0 if none. */
+static size_t header_length(const char *buf, size_t n) {
+    if (n < 6 || strncmp(buf, "round,", 6)) return 0;
+    const char *nl = memchr(buf, '\n', n);
+    return nl ? (size_t)(nl - buf) + 1 : n;
+}
+
+/* The length of the complete lines of buf[at..n) whose round is at most the
+ * checkpoint's, from the first; JSON rows are read back into the curve. */
+static fedc_status keep_rows(trainer *t, const char *buf, size_t at, size_t n, bool json, size_t *keep) {
+    size_t from = at;
+    while (at < n) {
+        const char *nl = memchr(buf + at, '\n', n - at);
+        if (!nl) break; /* a row cut short by the kill */
+        long r = round_of(buf + at, json);
+        if (r < 1 || r > t->first_round) break;
+        if (json) {
+            const char *l = buf + at;
+            eval_result e = {field(l, "test_loss"), field(l, "test_accuracy"),
+                             {field(l, "client_accuracy_p10"), field(l, "client_accuracy_p50"),
+                              field(l, "client_accuracy_p90")},
+                             0 /* not in the rows: the curve needs none */};
+            fedc_status st = fedc__train_add_curve(t, (int)r, field(l, "train_loss"), &e);
+            if (st) return st;
+        }
+        at = (size_t)(nl - buf) + 1;
+    }
+    *keep = at - from;
+    return FEDC_OK;
+}
+
+/* Rewrites the file (this fedc's CSV header first) unless it is already just
+ * the rows to keep. */
+static fedc_status cut_back(trainer *t, const char *name, bool json) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", t->c->out_dir, name);
+    char *buf;
+    size_t n, keep = 0;
+    fedc_status st = read_small(path, &buf, &n);
+    const char *b = buf ? buf : "", *ours = json ? "" : fedc__train_csv_header();
+    size_t head = json ? 0 : header_length(b, n);
+    if (!st) st = keep_rows(t, b, head, n, json, &keep);
+    bool same = head + keep == n && head == strlen(ours) && !strncmp(b, ours, head);
+    if (!st && !same) st = rewrite(path, ours, b + head, keep);
+    fedc_free(buf);
+    return st;
+}
+
+fedc_status fedc__train_reopen_metrics(trainer *t) {
+    fedc_status st = cut_back(t, "metrics.jsonl", true);
+    return st ? st : cut_back(t, "metrics.csv", false);
+}

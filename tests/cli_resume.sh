@@ -1,0 +1,200 @@
+#!/bin/sh
+# fedc train interrupted and resumed, and its failures: a run killed between a
+# round's metrics row and its checkpoint (FEDC_FAULT=metrics:R, a SIGKILL at that
+# point) resumes to the metrics of an uninterrupted run; resumes that change the
+# model are refused with the differences named; a finished run says so; a
+# diverging run stops naming the round and keeps its last checkpoint; the file-size
+# limit (ulimit -f) and a memory limit (ulimit -v) end the run with a message; a
+# client whose data fail is dropped (or, with --strict, stops the run).
+# Usage: cli_resume.sh path/to/fedc. Exits 77 (skipped) without the heart-disease data.
+set -u
+fedc=$1
+heart=../shared/data/heart-disease-uci
+if [ ! -d $heart ]; then
+  echo "SKIP: $heart is absent"
+  exit 77
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+
+# expect STATUS NEEDLE -- command...: exit status and a substring of stdout+stderr
+expect() {
+  want=$1 needle=$2
+  shift 3
+  "$@" >"$out/stdout" 2>"$out/stderr"
+  got=$?
+  if [ "$got" != "$want" ]; then bad "$* exited $got, expected $want"; cat "$out/stderr" >&2; return; fi
+  if ! cat "$out/stdout" "$out/stderr" | grep -qF -- "$needle"; then bad "$*: output lacks '$needle'"; return; fi
+  ok
+}
+
+# The metrics without their two timing figures (the last fields), which no two runs share.
+untimed() {
+  sed -E 's/, "examples_per_s": [^,]*, "seconds": [^}]*\}$/}/' "$1/metrics.jsonl" >"$1/jsonl.untimed"
+  sed -E 's/,[^,]*,[^,]*$//' "$1/metrics.csv" >"$1/csv.untimed"
+}
+# same_metrics A B: both files equal but for the timings, and the curves equal.
+same_metrics() {
+  untimed "$1" && untimed "$2"
+  cmp -s "$1/jsonl.untimed" "$2/jsonl.untimed" && cmp -s "$1/csv.untimed" "$2/csv.untimed" \
+    && cmp -s "$1/curves.svg" "$2/curves.svg"
+}
+
+train() { "$fedc" train --data $heart --model heart --clients-per-round 4 --batch-size 16 --threads 1 --quiet "$@"; }
+
+# --- killed between a round's metrics row and its checkpoint, in every evaluated round
+train --rounds 6 --eval-every 2 --checkpoint-every 2 --out "$out/whole" >/dev/null || bad "the uninterrupted run failed"
+for kill in 2 4 6; do
+  rm -rf "$out/part"
+  FEDC_FAULT=metrics:$kill train --rounds 6 --eval-every 2 --checkpoint-every 2 --out "$out/part" >/dev/null 2>&1
+  [ $? = 137 ] && ok || bad "FEDC_FAULT=metrics:$kill did not kill the run"
+  [ "$(grep -c . "$out/part/metrics.jsonl")" = $((kill / 2)) ] && ok || bad "the killed run lacks round $kill's row"
+  if [ $kill = 2 ]; then # no checkpoint yet: a fresh run
+    train --rounds 6 --eval-every 2 --checkpoint-every 2 --out "$out/part" >/dev/null
+  else
+    expect 0 "done: $((8 - kill)) rounds" -- train --rounds 6 --eval-every 2 --checkpoint-every 2 --out "$out/part" --resume
+  fi
+  same_metrics "$out/whole" "$out/part" && ok || bad "killed after round $kill's row: the resumed metrics differ"
+done
+grep -c '"round": 4,' "$out/part/metrics.jsonl" | grep -qx 1 && ok || bad "round 4's row is not there once"
+
+# --- killed before the first row: the CSV keeps its header
+rm -rf "$out/early"
+FEDC_FAULT=metrics:2 train --rounds 4 --eval-every 3 --checkpoint-every 1 --out "$out/early" >/dev/null 2>&1
+head -1 "$out/early/metrics.csv" | grep -q '^round,train_loss,' && ok || bad "the killed run's CSV has no header"
+expect 0 "done: 3 rounds" -- train --rounds 4 --eval-every 3 --checkpoint-every 1 --out "$out/early" --resume
+train --rounds 4 --eval-every 3 --checkpoint-every 1 --out "$out/early-whole" >/dev/null
+same_metrics "$out/early-whole" "$out/early" && ok || bad "resumed before the first row: metrics differ"
+
+# --- metrics.jsonl is JSON: every line parses strictly (no NaN or Infinity)
+if /usr/bin/python3 -c 'import json' 2>/dev/null; then
+  /usr/bin/python3 - "$out/whole/metrics.jsonl" <<'PY' && ok || bad "metrics.jsonl is not strict JSON"
+import json, sys
+def refuse(name): raise ValueError("non-standard JSON constant " + name)
+for line in open(sys.argv[1]):
+    row = json.loads(line, parse_constant=refuse)
+    assert set(row) >= {"round", "train_loss", "test_loss", "dropped", "seconds"}, row
+PY
+fi
+
+# --- resume: refused when what changes the model differs, the differences named
+ck=$out/whole/checkpoint.safetensors
+cp "$ck" "$out/ck.saved"
+expect 1 "--client-lr 0.05 (the checkpoint's: 0.1), --server-opt adam" -- train --rounds 8 --eval-every 2 \
+  --client-lr 0.05 --server-opt adam --out "$out/whole" --resume
+ln -s "$(cd $heart && pwd)" "$out/heart" # the same files, by another path: data are compared by the path given
+expect 1 "--data $out/heart (the checkpoint's: $heart)" -- "$fedc" train --data "$out/heart" --model heart \
+  --clients-per-round 4 --batch-size 16 --threads 1 --quiet --rounds 8 --out "$out/whole" --resume
+cmp -s "$ck" "$out/ck.saved" && ok || bad "a refused resume changed the checkpoint"
+# ... and what may change is said
+expect 0 "resuming $ck with --rounds 8 (the checkpoint's: 6), --threads 2 (the checkpoint's: 1)" -- \
+  train --rounds 8 --eval-every 2 --checkpoint-every 2 --threads 2 --out "$out/whole" --resume
+# a finished run, resumed, is complete and says so with its last metrics
+expect 0 "the run is already complete (8 rounds" -- train --rounds 8 --eval-every 2 --checkpoint-every 2 \
+  --threads 2 --out "$out/whole" --resume
+last=$(tail -1 "$out/whole/metrics.jsonl" | sed -E 's/.*"test_accuracy": ([0-9.]*).*/\1/')
+grep -q "test accuracy $(echo "$last" | awk '{printf "%.2f", 100 * $1}')%" "$out/stdout" && ok \
+  || bad "the finished run does not report its last accuracy ($last)"
+[ "$(grep -c . "$out/whole/metrics.jsonl")" = 4 ] && ok || bad "resuming a finished run changed its metrics"
+expect 1 "is after round 8, beyond --rounds 6: resume with --rounds 8 or more" -- train --rounds 6 --eval-every 2 \
+  --checkpoint-every 2 --out "$out/whole" --resume
+
+# --- divergence: non-zero status naming the round, the last checkpoint kept
+rm -rf "$out/div"
+expect 1 "round 2: " -- train --rounds 4 --checkpoint-every 1 --server-lr 3e36 --out "$out/div"
+grep -aq '"next_round":"1"' "$out/div/checkpoint.safetensors" && ok || bad "divergence: round 1's checkpoint is not there"
+expect 0 "accuracy" -- "$fedc" eval --checkpoint "$out/div/checkpoint.safetensors" --data $heart --model heart
+expect 2 "--server-lr needs a number" -- train --rounds 4 --checkpoint-every 1 --server-lr 1e39 --out "$out/div1"
+
+# --- the file-size limit: a clean error, no temporary, the previous checkpoint whole
+rm -rf "$out/fs"
+train --rounds 2 --checkpoint-every 1 --eval-every 10 --out "$out/fs" >/dev/null
+cp "$out/fs/checkpoint.safetensors" "$out/fs.saved"
+size=$(wc -c <"$out/fs/checkpoint.safetensors")
+blocks=$(((size - 1) / 512)) # 512-byte blocks (POSIX sh): room for the metrics, not the checkpoint
+expect 1 "the file-size limit (ulimit -f) is $((blocks * 512)) bytes" -- sh -c "ulimit -f $blocks && exec \"\$@\"" sh \
+  "$fedc" train --data $heart --model heart --clients-per-round 4 --batch-size 16 --threads 1 --quiet \
+  --rounds 3 --checkpoint-every 1 --eval-every 10 --out "$out/fs" --resume
+[ ! -e "$out/fs/checkpoint.safetensors.tmp" ] && ok || bad "ulimit -f left checkpoint.safetensors.tmp"
+cmp -s "$out/fs/checkpoint.safetensors" "$out/fs.saved" && ok || bad "ulimit -f changed the previous checkpoint"
+# the metrics past the limit: EFBIG reported, not SIGXFSZ
+expect 1 "cannot write the metrics: File too large" -- sh -c 'ulimit -f 1 && exec "$@"' sh \
+  "$fedc" train --data $heart --model heart --clients-per-round 4 --batch-size 16 --threads 1 --quiet \
+  --rounds 6 --eval-every 1 --out "$out/fs2"
+# a full disk (metrics.jsonl is /dev/full): a message, not a crash
+if [ -c /dev/full ]; then
+  mkdir -p "$out/full" && ln -s /dev/full "$out/full/metrics.jsonl"
+  expect 1 "cannot write the metrics: No space left on device" -- train --rounds 2 --out "$out/full"
+fi
+# and the resumed run drops the row cut short
+expect 0 "done" -- train --rounds 6 --eval-every 1 --out "$out/fs2-whole"
+rm -rf "$out/fs3"
+FEDC_FAULT=metrics:2 train --rounds 6 --eval-every 1 --checkpoint-every 1 --out "$out/fs3" >/dev/null 2>&1
+printf '{"round": 3, "train_lo' >>"$out/fs3/metrics.jsonl"
+expect 0 "done: 5 rounds" -- train --rounds 6 --eval-every 1 --checkpoint-every 1 --out "$out/fs3" --resume
+same_metrics "$out/fs2-whole" "$out/fs3" && ok || bad "a row cut short was kept"
+
+# --- a failing client is dropped with a warning naming it, and counted; --strict stops
+expect 0 "warning: round 2: client 1 (\"hungarian\") dropped: client \"hungarian\": cannot load its data" -- \
+  env FEDC_FAULT=load:2:1 "$fedc" train --data $heart --model heart --clients-per-round 4 --batch-size 16 \
+  --threads 1 --quiet --rounds 3 --eval-every 1 --out "$out/drop"
+grep -q '"round": 2, .*"dropped": 1, ' "$out/drop/metrics.jsonl" && ok || bad "the dropped client is not counted"
+grep -q '^1,.*,0,[^,]*,[^,]*$' "$out/drop/metrics.csv" && ok || bad "the CSV counts a drop in round 1"
+expect 1 "round 2: client \"hungarian\": cannot load its data" -- env FEDC_FAULT=load:2:1 "$fedc" train \
+  --data $heart --model heart --clients-per-round 4 --batch-size 16 --threads 1 --quiet --rounds 3 --strict \
+  --out "$out/drop-strict"
+# a client whose data hold a NaN (a TFF file written by h5py)
+if /usr/bin/python3 -c 'import h5py, numpy' 2>/dev/null; then
+  /usr/bin/python3 - "$out/nan.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    for c, name in enumerate(["f0", "f1", "f2", "f3"]):
+        g = f.create_group("examples/" + name)
+        pixels = (np.arange(6 * 784).reshape(6, 28, 28) * (c + 1) % 11 / 11).astype(np.float32)
+        if name == "f2":
+            pixels[3, 4, 5] = np.nan
+        g.create_dataset("pixels", data=pixels)
+        g.create_dataset("label", data=(np.arange(6) % 5).astype(np.int32))
+PY
+  nan="--data $out/nan.h5 --model logistic --rounds 2 --clients-per-round 4 --batch-size 2 --eval-every 1 --quiet"
+  expect 0 "warning: round 1: client 2 (\"f2\") dropped: its update is not finite" -- "$fedc" train $nan --out "$out/nan"
+  grep -q '"round": 2, .*"test_loss": null, .*"dropped": 2, ' "$out/nan/metrics.jsonl" && ok \
+    || bad "the NaN client: no null test loss or no count of 2 drops"
+  expect 1 "round 1: client 2 (\"f2\"): result \"delta_dense1/w\" has a non-finite value" -- \
+    "$fedc" train $nan --out "$out/nan-strict" --strict
+else
+  echo "skipped the NaN-client case: no python3 with h5py"
+fi
+
+# --- a memory limit (ulimit -v, in KiB) ends the run with a message, or it fits; it
+# never hangs (timeout turns a hang into status 124). Not under AddressSanitizer,
+# which cannot start under a limit at all.
+if sh -c 'ulimit -v 4000000 && exec "$@"' sh "$fedc" --version >/dev/null 2>&1; then
+  for limit in 100000 200000 300000 500000; do
+    for threads in 1 2; do
+      sh -c "ulimit -v $limit && exec timeout 60 \"\$@\"" sh "$fedc" train --data $heart --model heart \
+        --clients-per-round 4 --batch-size 16 --rounds 2 --threads $threads --quiet --out "$out/mem" \
+        >"$out/stdout" 2>"$out/stderr"
+      rc=$?
+      if [ $rc = 0 ] || { [ $rc = 1 ] && grep -q "out of memory" "$out/stderr"; }; then ok
+      else bad "ulimit -v $limit, --threads $threads: status $rc ($(tail -c 200 "$out/stderr"))"; fi
+    done
+    sh -c "ulimit -v $limit && exec timeout 60 \"\$@\"" sh "$fedc" data info $heart --format csv >"$out/stdout" 2>"$out/stderr"
+    rc=$?
+    if [ $rc = 0 ] || { [ $rc = 1 ] && grep -q "out of memory" "$out/stderr"; }; then ok
+    else bad "ulimit -v $limit: data info: status $rc"; fi
+  done
+  sh -c 'ulimit -v 150000 && exec timeout 60 "$@"' sh "$fedc" train --data $heart --model heart --rounds 1 \
+    --clients-per-round 4 --quiet --out "$out/mem" 2>"$out/stderr"
+  [ $? = 1 ] && grep -q "out of memory: a thread cannot reserve" "$out/stderr" && ok \
+    || bad "ulimit -v 150000: no message about OpenBLAS's buffer"
+else
+  echo "skipped the ulimit -v cases: $fedc does not start under a memory limit (AddressSanitizer?)"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
