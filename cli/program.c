@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "fedc/fedc.h"
@@ -423,27 +422,6 @@ static bool outputs_are_file_names(const fedc_program *p, const run_args *a) {
     return true;
 }
 
-/* mkdir -p DIR. */
-static bool make_dirs(const char *dir) {
-    char path[4096];
-    if (strlen(dir) >= sizeof path) {
-        errno = ENAMETOOLONG;
-        return false;
-    }
-    strcpy(path, dir);
-    for (char *s = path + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) return false;
-        *s = '/';
-    }
-    struct stat st;
-    if (mkdir(path, 0777) != 0 && errno != EEXIST) return false;
-    if (stat(path, &st) != 0) return false;
-    if (!S_ISDIR(st.st_mode)) errno = ENOTDIR;
-    return S_ISDIR(st.st_mode);
-}
-
 /* Element i, floats in the fewest digits that read back to the same bits. */
 static void print_element(fedc_dtype dt, const void *data, int64_t i) {
     char b[40];
@@ -502,8 +480,8 @@ static bool write_output(const fedc_executor *ex, const fedc_program *p, int i, 
 }
 
 static bool write_outputs(const fedc_executor *ex, const fedc_program *p, const run_args *a) {
-    if (!make_dirs(a->out_dir)) {
-        fprintf(stderr, RUN ": cannot create directory %s: %s\n", a->out_dir, strerror(errno));
+    if (fedc_make_dirs(a->out_dir)) {
+        fprintf(stderr, RUN ": %s\n", fedc_errmsg());
         return false;
     }
     for (int i = 0; i < fedc_program_num_outputs(p); i++)

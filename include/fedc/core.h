@@ -112,6 +112,13 @@ void fedc_arena_reset_to(fedc_arena *a, fedc_arena_mark mark);
 void fedc_arena_reset(fedc_arena *a);
 size_t fedc_arena_capacity(const fedc_arena *a); /* bytes held from the system */
 
+/* ----------------------------------------------------------------- files -- */
+
+/* Creates `dir` and every missing directory above it, as mkdir -p does; FEDC_OK if
+ * it is a directory already. FEDC_EIO names the directory that cannot be made (or
+ * a file standing in its place). */
+fedc_status fedc_make_dirs(const char *dir);
+
 /* ----------------------------------------------------------------- clock -- */
 
 /* Seconds on a monotonic clock: only differences of two readings mean anything. */

@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "fedc/safetensors.h"
 #include "fl/train.h"
@@ -17,19 +16,6 @@ static void path_in(const trainer *t, const char *name, char *buf, size_t size) 
 
 /* ------------------------------------------------------------- metrics -- */
 
-static fedc_status make_dir(const char *dir) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++) { /* mkdir -p */
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return fedc_error(FEDC_EIO, "%s: cannot create: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return fedc_error(FEDC_EIO, "%s: cannot create: %s", buf, strerror(errno));
-    return FEDC_OK;
-}
-
 static const char csv_header[] = "round,train_loss,test_loss,test_accuracy,client_accuracy_p10,client_accuracy_p50,"
                                  "client_accuracy_p90,dropped,examples_per_s,seconds\n";
 
@@ -38,7 +24,7 @@ static const char csv_header[] = "round,train_loss,test_loss,test_accuracy,clien
  * CSV header is flushed at once, so that a run killed before its first row leaves
  * it. */
 fedc_status fedc__train_open_metrics(trainer *t) {
-    fedc_status st = make_dir(t->c->out_dir);
+    fedc_status st = fedc_make_dirs(t->c->out_dir);
     if (!st && t->first_round > 0) st = fedc__train_reopen_metrics(t);
     if (st) return st;
     char path[4096];
