@@ -715,6 +715,193 @@ static fedc_status lower_softmax_xent_grad(const lower *l) {
     return l->m->st;
 }
 
+
+/* ------------------------------------------------------------ indexing -- */
+
+/* The body's loop indices %i<k> of a generic of `loops` loops, into idx. */
+static void loop_indices(const lower *l, int loops, char idx[][24]) {
+    for (int i = 0; i < loops; i++) {
+        fedc__mlir_tmp(l->m, idx[i]);
+        fedc__mlir_printf(l->m, "      %s = linalg.index %d : index\n", idx[i], i);
+    }
+}
+
+/* An i32 index clamped into [0, n) as an index value: an exported module cannot
+ * fail at run time the way fedc does on an index out of range, so it reads the
+ * nearest row instead (docs/export.md). */
+static const char *clamped_index(const lower *l, const char *i32, int64_t n, char *out) {
+    char lo[24], hi[24], a[24], b[24];
+    constant(l, 0, FEDC_I32, lo), constant(l, (double)(n - 1), FEDC_I32, hi);
+    emit2(l, "arith.minsi", emit2(l, "arith.maxsi", i32, lo, "i32", a), hi, "i32", b);
+    fedc__mlir_tmp(l->m, out);
+    fedc__mlir_printf(l->m, "      %s = arith.index_cast %s : i32 to index\n", out, b);
+    return out;
+}
+
+/* `%r = tensor.extract x[idx...]` in a generic's body. */
+static void extract(const lower *l, const char *x, const char *xtype, char idx[][24], int n, const char *r) {
+    fedc__mlir_printf(l->m, "      %s = tensor.extract %s[", r, x);
+    for (int i = 0; i < n; i++) fedc__mlir_printf(l->m, "%s%s", i ? ", " : "", idx[i]);
+    fedc__mlir_printf(l->m, "] : %s\n", xtype);
+}
+
+/* y[c?, i..., w...] = table[c?, idx[c?, i...], w...]. */
+static fedc_status lower_gather(const lower *l) {
+    fedc_value table = l->n->in[0], ix = l->n->in[1];
+    const fedc_type *it = type_of(l, ix), *tt = type_of(l, table);
+    bool c = clients(l, l->v);
+    int loops = type_of(l, l->v)->rank + c;
+    char imap[160] = {0}, out_map[160], itype[160], ttype[160], out_type[160], init[24], idx[FEDC_MAX_RANK + 2][24];
+    char k[24], r[24], at[FEDC_MAX_RANK + 2][24];
+    if (c) add_loop(imap, sizeof imap, 0);
+    for (int i = 0; i < it->rank; i++) add_loop(imap, sizeof imap, c + i);
+    identity_map(loops, out_map, sizeof out_map);
+    fedc__mlir_generic g = {.rank = loops, .iters = "pppppppp", .nin = 1, .in = {name(l, ix)},
+                            .in_type = {fedc__mlir_type_of(l->m, l->s, ix, itype, sizeof itype)}, .in_elem = {"i32"},
+                            .maps = {imap}, .out_map = out_map,
+                            .out_type = fedc__mlir_type_of(l->m, l->s, l->v, out_type, sizeof out_type),
+                            .out_elem = fedc__mlir_elem(tt->dtype), .result_name = name(l, l->v)};
+    g.init = fedc__mlir_splat(l->m, l->s, l->v, 0, init);
+    fedc__mlir_generic_begin(l->m, &g);
+    loop_indices(l, loops, idx);
+    int n = 0;
+    if (c) snprintf(at[n++], 24, "%s", idx[0]);
+    snprintf(at[n++], 24, "%s", clamped_index(l, "%in0", tt->dims[0], k));
+    for (int i = 1; i < tt->rank; i++) snprintf(at[n++], 24, "%s", idx[c + it->rank + i - 1]);
+    extract(l, name(l, table), fedc__mlir_type_of(l->m, l->s, table, ttype, sizeof ttype), at, n, fedc__mlir_tmp(l->m, r));
+    fedc__mlir_generic_end(l->m, &g, r);
+    return l->m->st;
+}
+
+static void body_one_hot(const lower *l, char *result) {
+    fedc_dtype dt = type_of(l, l->v)->dtype;
+    char j[24], ji[24], eq[24];
+    fedc__mlir_tmp(l->m, j);
+    fedc__mlir_printf(l->m, "      %s = linalg.index %d : index\n", j, type_of(l, l->v)->rank + clients(l, l->v) - 1);
+    fedc__mlir_tmp(l->m, ji);
+    fedc__mlir_printf(l->m, "      %s = arith.index_cast %s : index to i32\n", ji, j);
+    fedc__mlir_tmp(l->m, eq);
+    fedc__mlir_printf(l->m, "      %s = arith.cmpi eq, %s, %%in0 : i32\n", eq, ji);
+    if (dt == FEDC_BOOL) {
+        snprintf(result, 24, "%s", eq);
+        return;
+    }
+    fedc__mlir_tmp(l->m, result);
+    fedc__mlir_printf(l->m, "      %s = %s %s : i1 to %s\n", result, fedc_dtype_is_float(dt) ? "arith.uitofp" : "arith.extui",
+                      eq, fedc__mlir_elem(dt));
+}
+
+/* one_hot: the index read once per row, the class from the last loop. */
+static fedc_status lower_one_hot(const lower *l) {
+    char types[320], maps[2][160], init[24], result[24];
+    bool c = clients(l, l->v);
+    int loops = type_of(l, l->v)->rank + c;
+    rows_map(loops, maps[0], sizeof maps[0]);
+    identity_map(loops, maps[1], sizeof maps[1]);
+    fedc__mlir_generic g = {.rank = loops, .iters = "pppppppp", .nin = 1, .in = {name(l, l->n->in[0])},
+                            .in_type = {fedc__mlir_type_of(l->m, l->s, l->n->in[0], types, 160)}, .in_elem = {"i32"},
+                            .maps = {maps[0]}, .out_map = maps[1],
+                            .out_type = fedc__mlir_type_of(l->m, l->s, l->v, types + 160, 160),
+                            .out_elem = fedc__mlir_elem(type_of(l, l->v)->dtype), .result_name = name(l, l->v)};
+    g.init = fedc__mlir_splat(l->m, l->s, l->v, 0, init);
+    fedc__mlir_generic_begin(l->m, &g);
+    body_one_hot(l, result);
+    fedc__mlir_generic_end(l->m, &g, result);
+    return l->m->st;
+}
+
+/* argmax along `axis`: the maximum first, then the least position holding it (so
+ * the first maximum wins, as in fedc; a NaN maximum gives the axis' length). */
+static fedc_status lower_argmax(const lower *l) {
+    fedc_value x = l->n->in[0];
+    const fedc_type *xt = type_of(l, x);
+    bool c = clients(l, x);
+    int ax = fedc__axis(fedc__attr_int(l->n, FEDC_ATTR_AXIS, -1), xt->rank) + c, loops = xt->rank + c;
+    fedc_type rows = *type_of(l, l->v);
+    rows.dtype = xt->dtype;
+    char mx_type[160], mx[24], xmap[160], rmap[160] = {0}, iters[16] = {0}, xtype[160], out_type[160], init[24], lit[32];
+    fedc__mlir_tensor(l->m, &rows, c, mx_type, sizeof mx_type);
+    if (reduce_loops(l, x, 1u << ax, false, true, false, fedc__mlir_tmp(l->m, mx), mx_type)) return l->m->st;
+    for (int i = 0; i < loops; i++) {
+        iters[i] = i == ax ? 'r' : 'p';
+        if (i != ax) add_loop(rmap, sizeof rmap, i);
+    }
+    identity_map(loops, xmap, sizeof xmap);
+    const char *elem = fedc__mlir_elem(xt->dtype);
+    fedc__mlir_generic g = {.rank = loops, .iters = iters, .nin = 2, .in = {name(l, x), mx},
+                            .in_type = {fedc__mlir_type_of(l->m, l->s, x, xtype, sizeof xtype), mx_type},
+                            .in_elem = {elem, elem}, .maps = {xmap, rmap}, .out_map = rmap,
+                            .out_type = fedc__mlir_type_of(l->m, l->s, l->v, out_type, sizeof out_type),
+                            .out_elem = "i32", .result_name = name(l, l->v)};
+    fedc__mlir_tmp(l->m, init);
+    fedc__mlir_printf(l->m, "    %s = arith.constant dense<%s> : %s\n", init,
+                      fedc__mlir_literal(FEDC_I32, (double)xt->dims[ax - c], lit, sizeof lit), out_type);
+    g.init = init;
+    fedc__mlir_generic_begin(l->m, &g);
+    char i[24], ii[24], eq[24], lt[24], both[24], r[24];
+    fedc__mlir_tmp(l->m, i);
+    fedc__mlir_printf(l->m, "      %s = linalg.index %d : index\n", i, ax);
+    fedc__mlir_tmp(l->m, ii);
+    fedc__mlir_printf(l->m, "      %s = arith.index_cast %s : index to i32\n", ii, i);
+    fedc__mlir_tmp(l->m, eq);
+    fedc__mlir_printf(l->m, "      %s = %s, %%in0, %%in1 : %s\n", eq, fedc_dtype_is_float(xt->dtype) ? "arith.cmpf oeq" : "arith.cmpi eq",
+                      elem);
+    fedc__mlir_tmp(l->m, lt);
+    fedc__mlir_printf(l->m, "      %s = arith.cmpi slt, %s, %%out : i32\n", lt, ii);
+    emit2(l, "arith.andi", eq, lt, "i1", both);
+    fedc__mlir_tmp(l->m, r);
+    fedc__mlir_printf(l->m, "      %s = arith.select %s, %s, %%out : i32\n", r, both, ii);
+    fedc__mlir_generic_end(l->m, &g, r);
+    return l->m->st;
+}
+
+/* -------------------------------------------------------------- gelu -- */
+
+/* t = tanh(c (x + a x^3)), fedc's tanh form of GELU (c = sqrt(2 / pi), a = 0.044715). */
+static const char *gelu_t(const lower *l, const char *x, const char *elem, fedc_dtype dt, char *t) {
+    char a[24], c[24], x2[24], x3[24], ax3[24], s[24], cs[24];
+    constant(l, 0.044715, dt, a), constant(l, 0.7978845608028654, dt, c);
+    emit2(l, "arith.mulf", x, x, elem, x2);
+    emit2(l, "arith.mulf", x2, x, elem, x3);
+    emit2(l, "arith.mulf", a, x3, elem, ax3);
+    emit2(l, "arith.addf", x, ax3, elem, s);
+    emit2(l, "arith.mulf", c, s, elem, cs);
+    return emit1(l, "math.tanh", cs, elem, t);
+}
+
+static void body_gelu(const lower *l, char *result) {
+    fedc_dtype dt = type_of(l, l->v)->dtype;
+    const char *elem = fedc__mlir_elem(dt);
+    char t[24], half[24], one[24], u[24], hx[24];
+    gelu_t(l, "%in0", elem, dt, t);
+    constant(l, 0.5, dt, half), constant(l, 1, dt, one);
+    emit2(l, "arith.addf", one, t, elem, u);
+    emit2(l, "arith.mulf", half, "%in0", elem, hx);
+    emit2(l, "arith.mulf", hx, u, elem, result);
+}
+
+/* dx = dy (1/2 (1 + t) + 1/2 x (1 - t^2) c (1 + 3 a x^2)). */
+static void body_gelu_grad(const lower *l, char *result) {
+    fedc_dtype dt = type_of(l, l->v)->dtype;
+    const char *elem = fedc__mlir_elem(dt);
+    char t[24], half[24], one[24], c[24], a3[24], p[24], q[24], t2[24], w[24], x2[24], e[24], f[24], g[24], h[24];
+    gelu_t(l, "%in0", elem, dt, t);
+    constant(l, 0.5, dt, half), constant(l, 1, dt, one), constant(l, 0.7978845608028654, dt, c);
+    constant(l, 3 * 0.044715, dt, a3);
+    emit2(l, "arith.mulf", half, emit2(l, "arith.addf", one, t, elem, p), elem, q); /* 1/2 (1 + t) */
+    emit2(l, "arith.subf", one, emit2(l, "arith.mulf", t, t, elem, t2), elem, w);   /* 1 - t^2 */
+    emit2(l, "arith.mulf", "%in0", "%in0", elem, x2);
+    emit2(l, "arith.addf", one, emit2(l, "arith.mulf", a3, x2, elem, e), elem, f); /* 1 + 3 a x^2 */
+    emit2(l, "arith.mulf", emit2(l, "arith.mulf", half, "%in0", elem, g), w, elem, h);
+    emit2(l, "arith.mulf", h, c, elem, g);
+    emit2(l, "arith.mulf", g, f, elem, h);
+    emit2(l, "arith.addf", q, h, elem, g);
+    emit2(l, "arith.mulf", "%in1", g, elem, result);
+}
+
+static fedc_status lower_gelu(const lower *l) { return elementwise(l, body_gelu); }
+static fedc_status lower_gelu_grad(const lower *l) { return elementwise(l, body_gelu_grad); }
+
 /* ------------------------------------------------------------- matmul -- */
 
 /* y[..., i, j] = sum_k a[..., i, k] b[..., k, j] (either transposed), a rank-2
@@ -825,15 +1012,17 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_MATMUL lower_matmul
 #define lower_MAP lower_map
 #define lower_RESULT lower_result
+#define lower_GELU_GRAD lower_gelu_grad
+#define lower_GELU lower_gelu
+#define lower_ARGMAX lower_argmax
+#define lower_ONE_HOT lower_one_hot
+#define lower_GATHER lower_gather
 #define lower_SOFTMAX_XENT_GRAD lower_softmax_xent_grad
 #define lower_SOFTMAX_XENT lower_softmax_xent
 #define lower_LOG_SOFTMAX lower_log_softmax
 /* Not lowered yet: each is NULL in the table, and exporting a program that holds
  * one fails naming it (docs/export.md lists them). */
-#define lower_ARGMAX NULL
-#define lower_GATHER NULL
 #define lower_SCATTER_ADD NULL
-#define lower_ONE_HOT NULL
 #define lower_CONV2D NULL
 #define lower_CONV2D_INPUT_GRAD NULL
 #define lower_CONV2D_FILTER_GRAD NULL
@@ -843,8 +1032,6 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_AVG_POOL2D_GRAD NULL
 #define lower_DROPOUT NULL
 #define lower_FOLD NULL
-#define lower_GELU NULL
-#define lower_GELU_GRAD NULL
 #define lower_LAYER_NORM NULL
 #define lower_LAYER_NORM_GRAD NULL
 #define lower_LAYER_NORM_PARAM_GRAD NULL
