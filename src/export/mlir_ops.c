@@ -257,6 +257,16 @@ static fedc_status lower_select(const lower *l) { return elementwise(l, body_sel
 static fedc_status lower_cast(const lower *l) { return elementwise(l, body_cast); }
 static fedc_status lower_broadcast_to(const lower *l) { return elementwise(l, body_identity); }
 
+/* The body's index of loop `loop`, as an i32 (into out, of 24). */
+static const char *loop_index_i32(const lower *l, int loop, char *out) {
+    char i[24];
+    fedc__mlir_tmp(l->m, i);
+    fedc__mlir_printf(l->m, "      %s = linalg.index %d : index\n", i, loop);
+    fedc__mlir_tmp(l->m, out);
+    fedc__mlir_printf(l->m, "      %s = arith.index_cast %s : index to i32\n", out, i);
+    return out;
+}
+
 /* ------------------------------------------------------------ sources -- */
 
 /* The constant's bytes, exactly (dense<"0x..."> is little-endian raw data); a
@@ -299,11 +309,8 @@ static fedc_status lower_constant(const lower *l) {
 static void body_iota(const lower *l, char *result) {
     int axis = (int)fedc__attr_int(l->n, FEDC_ATTR_AXIS, 0) + (clients(l, l->v) ? 1 : 0);
     fedc_dtype dt = type_of(l, l->v)->dtype;
-    char i[24], k[24];
-    fedc__mlir_tmp(l->m, i);
-    fedc__mlir_printf(l->m, "      %s = linalg.index %d : index\n", i, axis);
-    fedc__mlir_tmp(l->m, k);
-    fedc__mlir_printf(l->m, "      %s = arith.index_cast %s : index to i32\n", k, i);
+    char k[24];
+    loop_index_i32(l, axis, k);
     if (dt == FEDC_I32) {
         snprintf(result, 24, "%s", k);
         return;
@@ -699,12 +706,9 @@ static fedc_status lower_softmax_xent_grad(const lower *l) {
                              fedc__mlir_type_of(l->m, l->s, l->n->in[2], st, sizeof st)};
     const char *elem = fedc__mlir_elem(type_of(l, l->v)->dtype), *relems[3] = {elem, "i32", elem};
     rows_generic(l, &g, maps, types, 3, rows, rtypes, relems, init);
-    char i[24], ci[24], eq[24], hot[24], d[24], p[24], q[24], r[24];
+    char ci[24], eq[24], hot[24], d[24], p[24], q[24], r[24];
     fedc__mlir_generic_begin(l->m, &g);
-    fedc__mlir_tmp(l->m, i);
-    fedc__mlir_printf(l->m, "      %s = linalg.index %d : index\n", i, g.rank - 1);
-    fedc__mlir_tmp(l->m, ci);
-    fedc__mlir_printf(l->m, "      %s = arith.index_cast %s : index to i32\n", ci, i);
+    loop_index_i32(l, g.rank - 1, ci);
     fedc__mlir_tmp(l->m, eq);
     fedc__mlir_printf(l->m, "      %s = arith.cmpi eq, %s, %%in2 : i32\n", eq, ci);
     fedc__mlir_tmp(l->m, hot);
@@ -775,11 +779,8 @@ static fedc_status lower_gather(const lower *l) {
 
 static void body_one_hot(const lower *l, char *result) {
     fedc_dtype dt = type_of(l, l->v)->dtype;
-    char j[24], ji[24], eq[24];
-    fedc__mlir_tmp(l->m, j);
-    fedc__mlir_printf(l->m, "      %s = linalg.index %d : index\n", j, type_of(l, l->v)->rank + clients(l, l->v) - 1);
-    fedc__mlir_tmp(l->m, ji);
-    fedc__mlir_printf(l->m, "      %s = arith.index_cast %s : index to i32\n", ji, j);
+    char ji[24], eq[24];
+    loop_index_i32(l, type_of(l, l->v)->rank + clients(l, l->v) - 1, ji);
     fedc__mlir_tmp(l->m, eq);
     fedc__mlir_printf(l->m, "      %s = arith.cmpi eq, %s, %%in0 : i32\n", eq, ji);
     if (dt == FEDC_BOOL) {
@@ -838,11 +839,8 @@ static fedc_status lower_argmax(const lower *l) {
                       fedc__mlir_literal(FEDC_I32, (double)xt->dims[ax - c], lit, sizeof lit), out_type);
     g.init = init;
     fedc__mlir_generic_begin(l->m, &g);
-    char i[24], ii[24], eq[24], lt[24], both[24], r[24];
-    fedc__mlir_tmp(l->m, i);
-    fedc__mlir_printf(l->m, "      %s = linalg.index %d : index\n", i, ax);
-    fedc__mlir_tmp(l->m, ii);
-    fedc__mlir_printf(l->m, "      %s = arith.index_cast %s : index to i32\n", ii, i);
+    char ii[24], eq[24], lt[24], both[24], r[24];
+    loop_index_i32(l, ax, ii);
     fedc__mlir_tmp(l->m, eq);
     fedc__mlir_printf(l->m, "      %s = %s, %%in0, %%in1 : %s\n", eq, fedc_dtype_is_float(xt->dtype) ? "arith.cmpf oeq" : "arith.cmpi eq",
                       elem);
