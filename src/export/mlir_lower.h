@@ -1,0 +1,110 @@
+/* mlir_lower.h — the lowering of one node (internal): its context, the small
+ * helpers every lowering uses, the shared loop nests (mlir_lower.c) and the
+ * lowerings of each file, which mlir_ops.c's table dispatches to. */
+#ifndef FEDC_EXPORT_MLIR_LOWER_H
+#define FEDC_EXPORT_MLIR_LOWER_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "export/mlir.h"
+
+/* One node being lowered. */
+typedef struct lower {
+    fedc__mlir *m;
+    fedc__mlir_scope *s;
+    fedc_value v;
+    const fedc__node *n;
+} lower;
+
+typedef fedc_status (*lower_fn)(const lower *l);
+
+static inline const fedc_type *type_of(const lower *l, fedc_value u) { return &l->s->p->nodes[u].type; }
+static inline bool clients(const lower *l, fedc_value u) { return fedc__mlir_has_clients(l->s, u); }
+static inline const char *name(const lower *l, fedc_value u) { return l->s->name[u]; }
+static inline bool is_float(const lower *l, fedc_value u) { return fedc_dtype_is_float(type_of(l, u)->dtype); }
+static inline fedc_status unsupported(const lower *l, const char *why) {
+    return fedc__mlir_fail(l->m, l->s, l->v, FEDC_EUNSUPPORTED, "%s", why);
+}
+
+/* Appends "d<k>" (k counted from the clients loop) or "0" to a map's results. */
+static inline void add_expr(char *buf, size_t size, const char *expr) {
+    size_t n = strlen(buf);
+    snprintf(buf + n, size - n, "%s%s", n ? ", " : "", expr);
+}
+static inline void add_loop(char *buf, size_t size, int loop) {
+    char e[16];
+    snprintf(e, sizeof e, "d%d", loop);
+    add_expr(buf, size, e);
+}
+
+
+static inline void identity_map(int loops, char *buf, size_t size) {
+    buf[0] = 0;
+    for (int i = 0; i < loops; i++) add_loop(buf, size, i);
+}
+
+/* Drops the last dim of a map's results ("d0, d1, d2" -> "d0, d1"). */
+static inline void rows_map(int loops, char *buf, size_t size) { identity_map(loops - 1, buf, size); }
+
+/* The body's `op a, b : type` into a fresh temporary. */
+static inline const char *emit2(const lower *l, const char *op, const char *a, const char *b, const char *type, char *t) {
+    fedc__mlir_tmp(l->m, t);
+    fedc__mlir_printf(l->m, "      %s = %s %s, %s : %s\n", t, op, a, b, type);
+    return t;
+}
+static inline const char *emit1(const lower *l, const char *op, const char *a, const char *type, char *t) {
+    fedc__mlir_tmp(l->m, t);
+    fedc__mlir_printf(l->m, "      %s = %s %s : %s\n", t, op, a, type);
+    return t;
+}
+static inline const char *constant(const lower *l, double value, fedc_dtype dt, char *t) {
+    char lit[32];
+    fedc__mlir_tmp(l->m, t);
+    fedc__mlir_printf(l->m, "      %s = arith.constant %s : %s\n", t, fedc__mlir_literal(dt, value, lit, sizeof lit),
+                      fedc__mlir_elem(dt));
+    return t;
+}
+
+/* The body's index of loop `loop`, as an i32 (into out, of 24). */
+static inline const char *loop_index_i32(const lower *l, int loop, char *out) {
+    char i[24];
+    fedc__mlir_tmp(l->m, i);
+    fedc__mlir_printf(l->m, "      %s = linalg.index %d : index\n", i, loop);
+    fedc__mlir_tmp(l->m, out);
+    fedc__mlir_printf(l->m, "      %s = arith.index_cast %s : index to i32\n", out, i);
+    return out;
+}
+
+/* Writes the body's lines computing one element from %in0, %in1, ...; the SSA name
+ * of the result goes to `result` (of 24). */
+typedef void (*body_fn)(const lower *l, char *result);
+
+/* v = body(operands) element by element over v's shape, with numpy broadcasting. */
+fedc_status fedc__mlir_elementwise(const lower *l, body_fn body);
+/* A sum (or max) of x over the loops set in `reduced` (the clients loop first, when
+ * x has one); keep leaves them as 1s. The result is named result_name. */
+fedc_status fedc__mlir_reduce(const lower *l, fedc_value x, unsigned reduced, bool keep, bool max, bool out_clients,
+                              const char *result_name, const char *out_type);
+/* v = x * s element by element (x of v's type). */
+fedc_status fedc__mlir_scale(const lower *l, const char *x, const char *type, double s);
+/* v[j...] = operand 0 read through in_map. */
+fedc_status fedc__mlir_copy_through(const lower *l, const char *in_map);
+/* In a body: the loop indices %i of `loops` loops; an i32 clamped into [0, n) as
+ * an index; `r = tensor.extract x[idx...]`. */
+void fedc__mlir_loop_indices(const lower *l, int loops, char idx[][24]);
+const char *fedc__mlir_clamped_index(const lower *l, const char *i32, int64_t n, char *out);
+void fedc__mlir_extract(const lower *l, const char *x, const char *xtype, char idx[][24], int n, const char *r);
+
+/* The lowerings of mlir_nn.c: softmax family, indexing, GELU, matmul. */
+fedc_status fedc__lower_log_softmax(const lower *l);
+fedc_status fedc__lower_softmax_xent(const lower *l);
+fedc_status fedc__lower_softmax_xent_grad(const lower *l);
+fedc_status fedc__lower_gather(const lower *l);
+fedc_status fedc__lower_one_hot(const lower *l);
+fedc_status fedc__lower_argmax(const lower *l);
+fedc_status fedc__lower_gelu(const lower *l);
+fedc_status fedc__lower_gelu_grad(const lower *l);
+fedc_status fedc__lower_matmul(const lower *l);
+
+#endif
