@@ -106,5 +106,8 @@ fedc_status fedc__lower_argmax(const lower *l);
 fedc_status fedc__lower_gelu(const lower *l);
 fedc_status fedc__lower_gelu_grad(const lower *l);
 fedc_status fedc__lower_matmul(const lower *l);
+/* Of mlir_control.c: map and fold. */
+fedc_status fedc__lower_map(const lower *l);
+fedc_status fedc__lower_fold(const lower *l);
 
 #endif

@@ -398,27 +398,7 @@ static fedc_status lower_pad(const lower *l) {
 }
 
 
-/* --------------------------------------------------------------- maps -- */
-
-/* A map is its body lowered along the clients axis: the body's inputs are the
- * map's arguments, its outputs the map's results. */
-static fedc_status lower_map(const lower *l) {
-    const fedc_program *body = fedc__body(l->s->p, l->n);
-    fedc__mlir_scope b;
-    if (fedc__mlir_scope_init(&b, body, true, l->m->tmp++)) return l->m->st = FEDC_ENOMEM;
-    for (int i = 0; i < body->n; i++) snprintf(b.name[i], sizeof b.name[i], "%%s%d_%d", b.id, i);
-    for (int i = 0; i < fedc_program_num_inputs(body); i++)
-        snprintf(b.name[fedc_program_input(body, i)], sizeof b.name[0], "%s", name(l, l->n->in[i]));
-    fedc_status st = fedc__mlir_lower_scope(l->m, &b);
-    for (fedc_value u = l->v + 1; !st && u < l->s->p->n; u++) {
-        const fedc__node *r = &l->s->p->nodes[u];
-        if (r->op != FEDC_OP_RESULT || r->in[0] != l->v) continue;
-        int k = (int)fedc__attr_int(r, FEDC_ATTR_INDEX, 0);
-        snprintf(l->s->name[u], sizeof l->s->name[u], "%s", b.name[body->outputs[k].value]);
-    }
-    fedc__mlir_scope_free(&b);
-    return st;
-}
+/* ------------------------------------------------------- names only -- */
 
 static fedc_status lower_result(const lower *l) { (void)l; return FEDC_OK; } /* named by its map */
 static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* named as an argument */
@@ -466,7 +446,8 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_CONCAT lower_concat
 #define lower_PAD lower_pad
 #define lower_MATMUL fedc__lower_matmul
-#define lower_MAP lower_map
+#define lower_MAP fedc__lower_map
+#define lower_FOLD fedc__lower_fold
 #define lower_RESULT lower_result
 #define lower_GELU_GRAD fedc__lower_gelu_grad
 #define lower_GELU fedc__lower_gelu
@@ -487,7 +468,6 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_AVG_POOL2D NULL
 #define lower_AVG_POOL2D_GRAD NULL
 #define lower_DROPOUT NULL
-#define lower_FOLD NULL
 #define lower_LAYER_NORM NULL
 #define lower_LAYER_NORM_GRAD NULL
 #define lower_LAYER_NORM_PARAM_GRAD NULL
