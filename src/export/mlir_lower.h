@@ -106,6 +106,14 @@ fedc_status fedc__lower_argmax(const lower *l);
 fedc_status fedc__lower_gelu(const lower *l);
 fedc_status fedc__lower_gelu_grad(const lower *l);
 fedc_status fedc__lower_matmul(const lower *l);
+/* Of mlir_conv.c: convolutions and pools. */
+fedc_status fedc__lower_conv2d(const lower *l);
+fedc_status fedc__lower_conv2d_input_grad(const lower *l);
+fedc_status fedc__lower_conv2d_filter_grad(const lower *l);
+fedc_status fedc__lower_max_pool2d(const lower *l);
+fedc_status fedc__lower_max_pool2d_grad(const lower *l);
+fedc_status fedc__lower_avg_pool2d(const lower *l);
+fedc_status fedc__lower_avg_pool2d_grad(const lower *l);
 /* Of mlir_control.c: map and fold. */
 fedc_status fedc__lower_map(const lower *l);
 fedc_status fedc__lower_fold(const lower *l);

@@ -447,6 +447,13 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_PAD lower_pad
 #define lower_MATMUL fedc__lower_matmul
 #define lower_MAP fedc__lower_map
+#define lower_AVG_POOL2D_GRAD fedc__lower_avg_pool2d_grad
+#define lower_AVG_POOL2D fedc__lower_avg_pool2d
+#define lower_MAX_POOL2D_GRAD fedc__lower_max_pool2d_grad
+#define lower_MAX_POOL2D fedc__lower_max_pool2d
+#define lower_CONV2D_FILTER_GRAD fedc__lower_conv2d_filter_grad
+#define lower_CONV2D_INPUT_GRAD fedc__lower_conv2d_input_grad
+#define lower_CONV2D fedc__lower_conv2d
 #define lower_FOLD fedc__lower_fold
 #define lower_RESULT lower_result
 #define lower_GELU_GRAD fedc__lower_gelu_grad
@@ -460,13 +467,6 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 /* Not lowered yet: each is NULL in the table, and exporting a program that holds
  * one fails naming it (docs/export.md lists them). */
 #define lower_SCATTER_ADD NULL
-#define lower_CONV2D NULL
-#define lower_CONV2D_INPUT_GRAD NULL
-#define lower_CONV2D_FILTER_GRAD NULL
-#define lower_MAX_POOL2D NULL
-#define lower_MAX_POOL2D_GRAD NULL
-#define lower_AVG_POOL2D NULL
-#define lower_AVG_POOL2D_GRAD NULL
 #define lower_DROPOUT NULL
 #define lower_LAYER_NORM NULL
 #define lower_LAYER_NORM_GRAD NULL
