@@ -56,10 +56,10 @@ typedef struct fedc__mlir_generic {
     int rank;
     const char *iters;
     int nin;
-    const char *in[4];
-    const char *in_type[4];
-    const char *in_elem[4];
-    const char *maps[4];
+    const char *in[8];
+    const char *in_type[8];
+    const char *in_elem[8];
+    const char *maps[8];
     const char *out_map;
     const char *out_type, *out_elem;
     const char *init;

@@ -114,6 +114,10 @@ fedc_status fedc__lower_max_pool2d(const lower *l);
 fedc_status fedc__lower_max_pool2d_grad(const lower *l);
 fedc_status fedc__lower_avg_pool2d(const lower *l);
 fedc_status fedc__lower_avg_pool2d_grad(const lower *l);
+/* Of mlir_norm.c: layer norm and its gradients. */
+fedc_status fedc__lower_layer_norm(const lower *l);
+fedc_status fedc__lower_layer_norm_grad(const lower *l);
+fedc_status fedc__lower_layer_norm_param_grad(const lower *l);
 /* Of mlir_control.c: map and fold. */
 fedc_status fedc__lower_map(const lower *l);
 fedc_status fedc__lower_fold(const lower *l);

@@ -447,6 +447,9 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_PAD lower_pad
 #define lower_MATMUL fedc__lower_matmul
 #define lower_MAP fedc__lower_map
+#define lower_LAYER_NORM_PARAM_GRAD fedc__lower_layer_norm_param_grad
+#define lower_LAYER_NORM_GRAD fedc__lower_layer_norm_grad
+#define lower_LAYER_NORM fedc__lower_layer_norm
 #define lower_AVG_POOL2D_GRAD fedc__lower_avg_pool2d_grad
 #define lower_AVG_POOL2D fedc__lower_avg_pool2d
 #define lower_MAX_POOL2D_GRAD fedc__lower_max_pool2d_grad
@@ -468,9 +471,6 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
  * one fails naming it (docs/export.md lists them). */
 #define lower_SCATTER_ADD NULL
 #define lower_DROPOUT NULL
-#define lower_LAYER_NORM NULL
-#define lower_LAYER_NORM_GRAD NULL
-#define lower_LAYER_NORM_PARAM_GRAD NULL
 #define lower_CAUSAL_ATTENTION NULL
 #define lower_CAUSAL_ATTENTION_GRAD NULL
 #define lower_LSTM NULL
