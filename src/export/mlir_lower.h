@@ -101,6 +101,7 @@ fedc_status fedc__lower_log_softmax(const lower *l);
 fedc_status fedc__lower_softmax_xent(const lower *l);
 fedc_status fedc__lower_softmax_xent_grad(const lower *l);
 fedc_status fedc__lower_gather(const lower *l);
+fedc_status fedc__lower_scatter_add(const lower *l);
 fedc_status fedc__lower_one_hot(const lower *l);
 fedc_status fedc__lower_argmax(const lower *l);
 fedc_status fedc__lower_gelu(const lower *l);

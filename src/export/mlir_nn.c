@@ -288,6 +288,39 @@ static void body_gelu_grad(const lower *l, char *result) {
 fedc_status fedc__lower_gelu(const lower *l) { return fedc__mlir_elementwise(l, body_gelu); }
 fedc_status fedc__lower_gelu_grad(const lower *l) { return fedc__mlir_elementwise(l, body_gelu_grad); }
 
+/* y[c?, r, w...] = sum over i... with idx[c?, i...] = r of updates[c?, i..., w...]:
+ * loops r, w... then the index positions i... as reductions, in their order. */
+fedc_status fedc__lower_scatter_add(const lower *l) {
+    fedc_value up = l->n->in[0], ix = l->n->in[1];
+    const fedc_type *it = type_of(l, ix), *yt = type_of(l, l->v);
+    bool c = clients(l, l->v);
+    int width = yt->rank - 1, loops = c + yt->rank + it->rank, first_i = c + yt->rank;
+    char iters[16] = {0}, umap[160] = {0}, imap[160] = {0}, out_map[160], ut[160], itype[160], out_type[160], init[24];
+    for (int i = 0; i < loops; i++) iters[i] = i < first_i ? 'p' : 'r';
+    if (c) add_loop(umap, sizeof umap, 0), add_loop(imap, sizeof imap, 0);
+    for (int i = 0; i < it->rank; i++) add_loop(umap, sizeof umap, first_i + i), add_loop(imap, sizeof imap, first_i + i);
+    for (int i = 0; i < width; i++) add_loop(umap, sizeof umap, c + 1 + i);
+    identity_map(c + yt->rank, out_map, sizeof out_map);
+    const char *elem = fedc__mlir_elem(yt->dtype);
+    fedc__mlir_generic g = {.rank = loops, .iters = iters, .nin = 2, .in = {name(l, up), name(l, ix)},
+                            .in_type = {fedc__mlir_type_of(l->m, l->s, up, ut, sizeof ut),
+                                        fedc__mlir_type_of(l->m, l->s, ix, itype, sizeof itype)},
+                            .in_elem = {elem, "i32"}, .maps = {umap, imap}, .out_map = out_map,
+                            .out_type = fedc__mlir_type_of(l->m, l->s, l->v, out_type, sizeof out_type),
+                            .out_elem = elem, .result_name = name(l, l->v)};
+    g.init = fedc__mlir_splat(l->m, l->s, l->v, 0, init);
+    fedc__mlir_generic_begin(l->m, &g);
+    char ri[24], hit[24], zero[24], sel[24], r[24];
+    loop_index_i32(l, c, ri);
+    fedc__mlir_tmp(l->m, hit);
+    fedc__mlir_printf(l->m, "      %s = arith.cmpi eq, %%in1, %s : i32\n", hit, ri);
+    fedc__mlir_tmp(l->m, sel);
+    fedc__mlir_printf(l->m, "      %s = arith.select %s, %%in0, %s : %s\n", sel, hit, constant(l, 0, yt->dtype, zero), elem);
+    emit2(l, "arith.addf", "%out", sel, elem, r);
+    fedc__mlir_generic_end(l->m, &g, r);
+    return l->m->st;
+}
+
 /* ------------------------------------------------------------- matmul -- */
 
 /* y[..., i, j] = sum_k a[..., i, k] b[..., k, j] (either transposed), a rank-2

@@ -447,6 +447,7 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_PAD lower_pad
 #define lower_MATMUL fedc__lower_matmul
 #define lower_MAP fedc__lower_map
+#define lower_SCATTER_ADD fedc__lower_scatter_add
 #define lower_LAYER_NORM_PARAM_GRAD fedc__lower_layer_norm_param_grad
 #define lower_LAYER_NORM_GRAD fedc__lower_layer_norm_grad
 #define lower_LAYER_NORM fedc__lower_layer_norm
@@ -469,7 +470,6 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_LOG_SOFTMAX fedc__lower_log_softmax
 /* Not lowered yet: each is NULL in the table, and exporting a program that holds
  * one fails naming it (docs/export.md lists them). */
-#define lower_SCATTER_ADD NULL
 #define lower_DROPOUT NULL
 #define lower_CAUSAL_ATTENTION NULL
 #define lower_CAUSAL_ATTENTION_GRAD NULL
