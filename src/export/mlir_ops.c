@@ -447,6 +447,8 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_PAD lower_pad
 #define lower_MATMUL fedc__lower_matmul
 #define lower_MAP fedc__lower_map
+#define lower_CAUSAL_ATTENTION_GRAD fedc__lower_causal_attention_grad
+#define lower_CAUSAL_ATTENTION fedc__lower_causal_attention
 #define lower_SCATTER_ADD fedc__lower_scatter_add
 #define lower_LAYER_NORM_PARAM_GRAD fedc__lower_layer_norm_param_grad
 #define lower_LAYER_NORM_GRAD fedc__lower_layer_norm_grad
@@ -471,8 +473,6 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 /* Not lowered yet: each is NULL in the table, and exporting a program that holds
  * one fails naming it (docs/export.md lists them). */
 #define lower_DROPOUT NULL
-#define lower_CAUSAL_ATTENTION NULL
-#define lower_CAUSAL_ATTENTION_GRAD NULL
 #define lower_LSTM NULL
 #define lower_LSTM_GRAD NULL
 #define lower_LSTM_TANGENT NULL
