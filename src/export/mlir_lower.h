@@ -122,6 +122,8 @@ fedc_status fedc__lower_layer_norm_param_grad(const lower *l);
 /* Of mlir_attention.c: causal attention and its gradient. */
 fedc_status fedc__lower_causal_attention(const lower *l);
 fedc_status fedc__lower_causal_attention_grad(const lower *l);
+/* Of mlir_random.c: dropout with fedc's Philox stream. */
+fedc_status fedc__lower_dropout(const lower *l);
 /* Of mlir_control.c: map and fold. */
 fedc_status fedc__lower_map(const lower *l);
 fedc_status fedc__lower_fold(const lower *l);

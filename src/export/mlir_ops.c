@@ -447,6 +447,7 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_PAD lower_pad
 #define lower_MATMUL fedc__lower_matmul
 #define lower_MAP fedc__lower_map
+#define lower_DROPOUT fedc__lower_dropout
 #define lower_CAUSAL_ATTENTION_GRAD fedc__lower_causal_attention_grad
 #define lower_CAUSAL_ATTENTION fedc__lower_causal_attention
 #define lower_SCATTER_ADD fedc__lower_scatter_add
@@ -472,7 +473,6 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_LOG_SOFTMAX fedc__lower_log_softmax
 /* Not lowered yet: each is NULL in the table, and exporting a program that holds
  * one fails naming it (docs/export.md lists them). */
-#define lower_DROPOUT NULL
 #define lower_LSTM NULL
 #define lower_LSTM_GRAD NULL
 #define lower_LSTM_TANGENT NULL
