@@ -124,6 +124,10 @@ fedc_status fedc__lower_causal_attention(const lower *l);
 fedc_status fedc__lower_causal_attention_grad(const lower *l);
 /* Of mlir_random.c: dropout with fedc's Philox stream. */
 fedc_status fedc__lower_dropout(const lower *l);
+/* Of mlir_lstm.c: the fused LSTM, its gradient and its tangent. */
+fedc_status fedc__lower_lstm(const lower *l);
+fedc_status fedc__lower_lstm_grad(const lower *l);
+fedc_status fedc__lower_lstm_tangent(const lower *l);
 /* Of mlir_control.c: map and fold. */
 fedc_status fedc__lower_map(const lower *l);
 fedc_status fedc__lower_fold(const lower *l);

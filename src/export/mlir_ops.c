@@ -168,36 +168,34 @@ static fedc_status lower_broadcast_to(const lower *l) { return fedc__mlir_elemen
  * @clients constant is one copy that every client reads, spread along the axis. */
 static fedc_status lower_constant(const lower *l) {
     const fedc_type *t = type_of(l, l->v);
+    bool c = clients(l, l->v), flags = t->dtype == FEDC_BOOL;
+    fedc_type bytes = *t;
+    if (flags) bytes.dtype = FEDC_U8; /* booleans are written as bytes, then compared with 0 */
     char type[160], local[24];
-    fedc__mlir_tensor(l->m, t, false, type, sizeof type);
-    const char *dst = clients(l, l->v) ? fedc__mlir_tmp(l->m, local) : name(l, l->v);
-    int64_t count = fedc_type_count(t);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<", dst);
-    if (t->dtype == FEDC_BOOL) {
-        fedc__mlir_printf(l->m, "[");
-        for (int64_t i = 0; i < count; i++)
-            fedc__mlir_printf(l->m, "%s%s", i ? ", " : "", ((const uint8_t *)l->n->data)[i] ? "true" : "false");
-        fedc__mlir_printf(l->m, "]");
-    } else {
-        fedc__mlir_printf(l->m, "\"0x");
-        const uint8_t *b = l->n->data;
-        for (size_t i = 0; i < (size_t)count * fedc_dtype_size(t->dtype); i++) fedc__mlir_printf(l->m, "%02X", b[i]);
-        fedc__mlir_printf(l->m, "\"");
-    }
-    fedc__mlir_printf(l->m, "> : %s\n", type);
-    if (t->dtype == FEDC_BOOL && t->rank > 1) return unsupported(l, "a bool constant of rank > 1");
-    if (!clients(l, l->v)) return l->m->st;
-    char out_type[160], out_map[160], in_map[160], init[24];
-    identity_map(t->rank + 1, out_map, sizeof out_map);
-    in_map[0] = 0;
-    for (int i = 0; i < t->rank; i++) add_loop(in_map, sizeof in_map, i + 1);
-    fedc__mlir_generic g = {.rank = t->rank + 1, .iters = "pppppppp", .nin = 1, .in = {local}, .in_type = {type},
-                            .in_elem = {fedc__mlir_elem(t->dtype)}, .maps = {in_map}, .out_map = out_map,
+    fedc__mlir_tensor(l->m, &bytes, false, type, sizeof type);
+    const char *dst = c || flags ? fedc__mlir_tmp(l->m, local) : name(l, l->v);
+    fedc__mlir_printf(l->m, "    %s = arith.constant dense<\"0x", dst);
+    const uint8_t *b = l->n->data;
+    for (size_t i = 0; i < fedc_type_bytes(t); i++) fedc__mlir_printf(l->m, "%02X", b[i]);
+    fedc__mlir_printf(l->m, "\"> : %s\n", type);
+    if (!c && !flags) return l->m->st;
+    /* spread along the clients axis, and/or turned into i1 */
+    char out_type[160], out_map[160], in_map[160] = {0}, init[24], r[24], zero[24];
+    identity_map(t->rank + c, out_map, sizeof out_map);
+    for (int i = 0; i < t->rank; i++) add_loop(in_map, sizeof in_map, i + c);
+    fedc__mlir_generic g = {.rank = t->rank + c, .iters = "pppppppp", .nin = 1, .in = {local}, .in_type = {type},
+                            .in_elem = {fedc__mlir_elem(bytes.dtype)}, .maps = {in_map}, .out_map = out_map,
                             .out_type = fedc__mlir_type_of(l->m, l->s, l->v, out_type, sizeof out_type),
                             .out_elem = fedc__mlir_elem(t->dtype), .result_name = name(l, l->v)};
     g.init = fedc__mlir_splat(l->m, l->s, l->v, 0, init);
     fedc__mlir_generic_begin(l->m, &g);
-    fedc__mlir_generic_end(l->m, &g, "%in0");
+    if (flags) {
+        fedc__mlir_tmp(l->m, zero);
+        fedc__mlir_printf(l->m, "      %s = arith.constant 0 : i8\n", zero);
+        fedc__mlir_tmp(l->m, r);
+        fedc__mlir_printf(l->m, "      %s = arith.cmpi ne, %%in0, %s : i8\n", r, zero);
+    }
+    fedc__mlir_generic_end(l->m, &g, flags ? r : "%in0");
     return l->m->st;
 }
 
@@ -447,6 +445,9 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_PAD lower_pad
 #define lower_MATMUL fedc__lower_matmul
 #define lower_MAP fedc__lower_map
+#define lower_LSTM_TANGENT fedc__lower_lstm_tangent
+#define lower_LSTM_GRAD fedc__lower_lstm_grad
+#define lower_LSTM fedc__lower_lstm
 #define lower_DROPOUT fedc__lower_dropout
 #define lower_CAUSAL_ATTENTION_GRAD fedc__lower_causal_attention_grad
 #define lower_CAUSAL_ATTENTION fedc__lower_causal_attention
@@ -473,9 +474,6 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_LOG_SOFTMAX fedc__lower_log_softmax
 /* Not lowered yet: each is NULL in the table, and exporting a program that holds
  * one fails naming it (docs/export.md lists them). */
-#define lower_LSTM NULL
-#define lower_LSTM_GRAD NULL
-#define lower_LSTM_TANGENT NULL
 
 static const lower_fn lowerings[FEDC_OP_COUNT] = {
 #define FEDC_OP(id, name, min_in, max_in) [FEDC_OP_##id] = lower_##id,
