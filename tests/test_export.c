@@ -12,10 +12,10 @@
 #include "fedc/exec.h"
 #include "fedc/export.h"
 #include "fedc/ad.h"
+#include "fedc/fl.h"
 #include "harness.h"
 #include "ir/ir.h"
 
-#define MAX_IN 4
 
 static const char *const PIPELINE =
     "--one-shot-bufferize=\"bufferize-function-boundaries allow-return-allocs-from-loops\" --convert-linalg-to-loops --expand-strided-metadata "
@@ -372,6 +372,56 @@ static fedc_program *m_lstm_jvp(void) {
     return j;
 }
 
+/* ------------------------------------------------------- whole programs -- */
+
+/* A round of fedc's own algorithm on one of its models, small: a few clients of
+ * `steps` batches of `batch`, the model's dropout on. */
+static fedc_program *model_round(const char *model, const fedc_model_options *mo, fedc_optimizer_kind server,
+                                 int64_t batch, int64_t steps) {
+    fedc_model *m = NULL;
+    fedc_program *round = NULL;
+    CHECK_OK(fedc_model_create(&m, model, mo));
+    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_SGD, 0.1),
+                        fedc_optimizer_defaults(server, server == FEDC_OPT_SGD ? 1.0 : 1e-2), 0, batch, steps, true};
+    if (m) CHECK_OK(fedc_algorithm_round(m, &a, &round));
+    fedc_model_destroy(m);
+    return round;
+}
+/* FedJAX's EMNIST CNN (conv, pool, dropout, dense) in a FedAvg round. */
+static fedc_program *m_cnn_round(void) { return model_round("cnn", NULL, FEDC_OPT_SGD, 2, 2); }
+/* The Shakespeare character LSTM (embedding, lstm, dense) in a FedAdam round, short sequences. */
+static fedc_program *m_lstm_round(void) {
+    fedc_model_options mo = {.hidden = 8, .sequence_length = 5};
+    return model_round("shakespeare_lstm", &mo, FEDC_OPT_ADAM, 2, 2);
+}
+/* A tiny transformer language model in a FedAdam round. */
+static fedc_program *m_transformer_round(void) {
+    fedc_model_options mo = {.layers = 1, .width = 8, .heads = 2, .context = 4, .num_classes = 11};
+    return model_round("transformer:tiny", &mo, FEDC_OPT_ADAM, 2, 2);
+}
+
+/* A Hessian-vector product: the gradient of <grad f(w), v> for f an MLP's loss. */
+static fedc_program *m_hessian_vector(void) {
+    fedc_value x[3];
+    fedc_program *p = start(x, 3, (fedc_type[]){T(4, 3), T(3, 5), T(3, 5)});
+    fedc_value h = fedc_tanh(p, fedc_matmul(p, x[0], x[1], false, false));
+    fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_square(p, h), NULL, -1, false));
+    fedc_program *g = NULL, *gv = NULL, *hv = NULL;
+    CHECK_OK(fedc_grad(p, "loss", (const char *[]){"x1"}, 1, &g));
+    if (g) { /* dot = <grad_x1, x2> */
+        fedc_program_destroy(p);
+        CHECK_OK(fedc_program_create(&gv));
+        fedc_value in[3], out[2];
+        for (int i = 0; i < 3; i++) in[i] = fedc_input(gv, fedc_program_input_name(g, i), fedc_value_type(g, fedc_program_input(g, i)));
+        CHECK_OK(fedc_program_inline(gv, g, in, out));
+        fedc_program_output(gv, "dot", fedc_reduce_sum(gv, fedc_mul(gv, out[1], in[2]), NULL, -1, false));
+        CHECK_OK(fedc_grad(gv, "dot", (const char *[]){"x1"}, 1, &hv));
+    }
+    fedc_program_destroy(g);
+    fedc_program_destroy(gv);
+    return hv;
+}
+
 static const export_case CASES[] = {
     {"neg", m_neg, 0, -2, 2, 0},           {"exp", m_exp, 0, -2, 2, 0},
     {"log", m_log, 0, 0.1, 3, 0},          {"tanh", m_tanh, 0, -2, 2, 0},
@@ -413,6 +463,10 @@ static const export_case CASES[] = {
     {"bool constant of rank 2", m_bool_constant, 0, -1, 1, 0},
     {"lstm and its gradient", m_lstm_grad, 0, -1, 1, 0},
     {"lstm and its forward-mode derivative", m_lstm_jvp, 0, -1, 1, 0},
+    {"hessian-vector product (a gradient of a gradient)", m_hessian_vector, 0, -1, 1, 0},
+    {"FedAvg round of the EMNIST CNN", m_cnn_round, 2, -0.1, 0.1, 3},
+    {"FedAdam round of the Shakespeare LSTM", m_lstm_round, 3, 0.01, 0.1, 3}, /* Adam's state >= 0 */
+    {"FedAdam round of a tiny transformer", m_transformer_round, 2, 0.01, 0.1, 3},
     {"dropout (fedc's Philox mask) and its gradient", m_dropout, 0, -1, 1, 1000003},
     {"conv2d SAME stride 2, pools, and their gradients", m_cnn_same, 0, -1, 1, 0},
     {"conv2d VALID, pools, and their gradients", m_cnn_valid, 0, -1, 1, 0},
@@ -430,15 +484,21 @@ static const char *const NOT_LOWERED[] = {NULL};
 
 typedef struct inputs {
     int n;
-    const char *names[MAX_IN];
-    void *data[MAX_IN];
+    const char **names;
+    void **data;
 } inputs;
+
+static int64_t elements(const fedc_type *t, int clients) {
+    return fedc_type_count(t) * (t->placement == FEDC_CLIENTS ? clients : 1);
+}
 
 static void make_inputs(const fedc_program *p, const export_case *c, inputs *in) {
     in->n = fedc_program_num_inputs(p);
-    for (int i = 0; i < in->n && i < MAX_IN; i++) {
+    in->names = calloc((size_t)in->n + 1, sizeof *in->names);
+    in->data = calloc((size_t)in->n + 1, sizeof *in->data);
+    for (int i = 0; i < in->n; i++) {
         fedc_type t = fedc_value_type(p, fedc_program_input(p, i));
-        int64_t count = fedc_type_count(&t) * (t.placement == FEDC_CLIENTS ? c->clients : 1);
+        int64_t count = elements(&t, c->clients);
         in->names[i] = fedc_program_input_name(p, i);
         float *d = malloc((size_t)(count ? count : 1) * sizeof *d);
         for (int64_t k = 0; k < count; k++) {
@@ -447,6 +507,22 @@ static void make_inputs(const fedc_program *p, const export_case *c, inputs *in)
         }
         in->data[i] = d;
     }
+}
+
+static void free_inputs(inputs *in) {
+    for (int i = 0; i < in->n; i++) free(in->data[i]);
+    free(in->data);
+    free(in->names);
+}
+
+/* The number of values all of p's outputs hold. */
+static int64_t output_values(const fedc_program *p, int clients) {
+    int64_t n = 0;
+    for (int k = 0; k < fedc_program_num_outputs(p); k++) {
+        fedc_type t = fedc_value_type(p, fedc_program_output_value(p, k));
+        n += elements(&t, clients);
+    }
+    return n;
 }
 
 /* Every output's values, in order, as the executor computes them. */
@@ -461,7 +537,7 @@ static int64_t run_fedc(const fedc_program *p, const export_case *c, const input
         const void *y = NULL;
         fedc_type t;
         CHECK_OK(fedc_executor_output(ex, fedc_program_output_name(p, k), &y, &t));
-        int64_t count = fedc_type_count(&t) * (t.placement == FEDC_CLIENTS ? c->clients : 1);
+        int64_t count = elements(&t, c->clients);
         for (int64_t e = 0; y && e < count; e++)
             out[n++] = t.dtype == FEDC_F32   ? ((const float *)y)[e]
                        : t.dtype == FEDC_F64 ? ((const double *)y)[e]
@@ -472,8 +548,24 @@ static int64_t run_fedc(const fedc_program *p, const export_case *c, const input
     return n;
 }
 
-/* Runs `module` through mlir-opt-19 and mlir-cpu-runner-19; parses the numbers
- * after each "data =" the runner prints. -1 if the tools failed. */
+/* All a command prints, NUL-terminated (NULL if it cannot run); *rc its status. */
+static char *run_command(const char *cmd, int *rc) {
+    FILE *pipe = popen(cmd, "r");
+    if (!pipe) return NULL;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    for (size_t got; buf && (got = fread(buf + len, 1, cap - len - 1, pipe)) > 0;) {
+        len += got;
+        if (cap - len - 1 == 0) buf = realloc(buf, cap *= 2);
+    }
+    *rc = pclose(pipe);
+    if (buf) buf[len] = 0;
+    return buf;
+}
+
+/* Runs `module` through mlir-opt-19 and mlir-cpu-runner-19 and parses the numbers
+ * after each "data =" the runner prints into out (max values); -1 if the tools
+ * failed, with what they said in `log`. */
 static int64_t run_mlir(const char *module, double *out, int64_t max, char *log, size_t logsize) {
     const char *path = fedc_test_tmp("module.mlir");
     FILE *f = fopen(path, "w");
@@ -484,13 +576,11 @@ static int64_t run_mlir(const char *module, double *out, int64_t max, char *log,
     snprintf(lowered, sizeof lowered, "%s", fedc_test_tmp("lowered.mlir"));
     snprintf(cmd, sizeof cmd, "mlir-opt-19 %s %s -o %s 2>&1 && mlir-cpu-runner-19 %s -e main -entry-point-result=void "
              "-shared-libs=%s 2>&1", path, PIPELINE, lowered, lowered, RUNNER_LIBS);
-    FILE *pipe = popen(cmd, "r");
-    if (!pipe) return -1;
-    size_t len = fread(log, 1, logsize - 1, pipe);
-    log[len] = 0;
-    int rc = pclose(pipe);
+    int rc = -1;
+    char *text = run_command(cmd, &rc);
+    snprintf(log, logsize, "%s", text ? text : "(the tools could not be started)");
     int64_t n = 0;
-    for (char *s = strstr(log, "data ="); s && rc == 0; s = strstr(s, "data =")) {
+    for (char *s = text ? strstr(text, "data =") : NULL; s && rc == 0; s = strstr(s, "data =")) {
         s += 6;
         char *end = strstr(s, "Unranked");
         for (char *q = s; *q && (!end || q < end);) {
@@ -502,6 +592,7 @@ static int64_t run_mlir(const char *module, double *out, int64_t max, char *log,
             n++, q = next;
         }
     }
+    free(text);
     return rc == 0 ? n : -1;
 }
 
@@ -513,12 +604,12 @@ static void check_export_case(const export_case *c) {
     make_inputs(p, c, &in);
     fedc_mlir_options o = {.clients = c->clients, .entry_main = true, .ninputs = in.n, .input_names = in.names,
                            .input_data = (const void *const *)in.data};
-    char *text = NULL, log[1 << 16];
+    char *text = NULL, log[4096];
     CHECK_OK(fedc_program_to_mlir(p, &o, &text));
-    enum { MAX_OUT = 4096 };
-    double *want = calloc(MAX_OUT, 8), *ref = calloc(MAX_OUT, 8), *got = calloc(MAX_OUT, 8);
+    int64_t max = output_values(p, c->clients) + 1;
+    double *want = calloc((size_t)max, 8), *ref = calloc((size_t)max, 8), *got = calloc((size_t)max, 8);
     int64_t nw = run_fedc(p, c, &in, false, want), nr = run_fedc(p, c, &in, true, ref);
-    int64_t ng = text ? run_mlir(text, got, MAX_OUT, log, sizeof log) : -1;
+    int64_t ng = text ? run_mlir(text, got, max, log, sizeof log) : -1;
     CHECK_MSG(ng == nw && nr == nw, "%s: MLIR printed %lld values, fedc has %lld (reference %lld)%s%.2000s", c->name,
               (long long)ng, (long long)nw, (long long)nr, ng < 0 ? "; the tools said:\n" : "", ng < 0 ? log : "");
     for (int64_t k = 0, bad = 0; ng == nw && k < nw && bad < 3; k++) {
@@ -529,7 +620,7 @@ static void check_export_case(const export_case *c) {
                        (long long)k, got[k], want[k], ref[k]);
     }
     free(want), free(ref), free(got);
-    for (int i = 0; i < in.n; i++) free(in.data[i]);
+    free_inputs(&in);
     fedc_free(text);
     fedc_program_destroy(p);
 }
