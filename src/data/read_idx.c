@@ -148,7 +148,8 @@ static fedc_status read_shapes(idx_source *s) {
     if (!st && (dims[1] == 0 || dims[2] == 0))
         st = fedc_error(FEDC_EPARSE, "%s: images of %lld x %lld pixels", s->images, (long long)dims[1],
                         (long long)dims[2]);
-    if (!st && dims[0] > (INT64_C(1) << 40) / (dims[1] * dims[2]))
+    const int64_t limit = INT64_C(1) << 40; /* rows and cols are each below 2^32: divide, never multiply */
+    if (!st && (dims[1] > limit / dims[2] || dims[0] > limit / (dims[1] * dims[2])))
         st = fedc_error(FEDC_EUNSUPPORTED, "%s: %lld images of %lld x %lld pixels are more than 2^40 bytes",
                         s->images, (long long)dims[0], (long long)dims[1], (long long)dims[2]);
     if (!st) st = check_size(s->images, IDX_IMAGES_MAGIC, size, dims[0], dims[1] * dims[2]);
