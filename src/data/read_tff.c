@@ -27,8 +27,9 @@
  *
  * Damage: a truncated file, a bad superblock and the like fail with an error that
  * carries HDF5's reason; a dataset whose shape declares more elements than the
- * file could hold compressed is refused before anything is allocated. libhdf5 (1.10.8 at least) can itself crash on some
- * corrupt metadata deeper in a file, which no caller of it can prevent.
+ * file could hold compressed is refused before anything is allocated. libhdf5
+ * (1.10.8 at least) can itself crash, hang or leak on some corrupt metadata deeper
+ * in a file, which no caller of it can prevent (docs/fuzzing.md).
  */
 #include <errno.h>
 #include <hdf5.h>
