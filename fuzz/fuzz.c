@@ -67,7 +67,8 @@ const char *fuzz_write_gz(const char *name, const void *data, size_t size) {
 }
 
 const char *fuzz_dir(const char *name) {
-    const char *path = fuzz_path(name);
+    static char path[4096]; /* its own: fuzz_path's buffer is reused for the files */
+    snprintf(path, sizeof path, "%s", fuzz_path(name));
     remove_tree(path);
     if (mkdir(path, 0700) != 0) {
         perror(path);

@@ -15,13 +15,14 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The path of `name` in the process's temporary directory (made on first use,
- * removed at exit). */
+ * removed at exit), in a buffer the next call reuses. */
 const char *fuzz_path(const char *name);
 /* Writes bytes to fuzz_path(name) and returns that path. */
 const char *fuzz_write(const char *name, const void *data, size_t size);
 /* Same, gzip-compressed. */
 const char *fuzz_write_gz(const char *name, const void *data, size_t size);
-/* A fresh empty directory fuzz_path(name) (its old files removed). */
+/* A fresh empty directory fuzz_path(name) (its old files removed); the path is
+ * kept until the next fuzz_dir. */
 const char *fuzz_dir(const char *name);
 
 /* Opens with `open` and loads every client (at most 64), touching every byte. */
