@@ -67,6 +67,8 @@ static void test_metadata_value_not_a_string(void) {
                 "expected a string");
     check_fails(with_header("{\"__metadata__\":{\"a\":\"b\"},\"__metadata__\":{}}", NULL, 0), FEDC_EPARSE,
                 "one __metadata__");
+    check_fails(with_header("{\"__metadata__\":{\"a\":\"b\",\"a\":\"c\"}}", NULL, 0), FEDC_EPARSE,
+                "metadata \"a\" appears twice");
 }
 
 /* A header one or two bytes short: the parser read the integers on into the

@@ -261,7 +261,11 @@ static fedc_status metadata(fedc_safetensors *s, cursor *c) {
         fedc_status st = string(c, &key);
         if (!st && !eat(c, ':')) st = bad(c, "':'");
         if (!st) st = string(c, &value); /* safetensors metadata values are strings */
+        for (int i = 0; !st && i < s->nmeta; i++)
+            if (!strcmp(s->meta_key[i], key))
+                st = fedc_error(FEDC_EPARSE, "%s: metadata \"%s\" appears twice in the header", s->path, key);
         if (st) {
+            fedc_free(value);
             fedc_free(key);
             return st;
         }
