@@ -2,7 +2,9 @@
 #
 #   make demo     build, then train a CNN with FedAvg on Fashion-MNIST over 100 clients
 #   make test     build and run the whole suite twice: Release, then Debug with
-#                 AddressSanitizer + UndefinedBehaviorSanitizer; also compile with clang
+#                 AddressSanitizer + UndefinedBehaviorSanitizer; also compile with clang;
+#                 then fuzz every file reader for ~10 s each (test-fuzz)
+#   make fuzz     fuzz every file reader longer: FUZZ_SECONDS each (docs/fuzzing.md)
 #   make bench    build in Release and run the benchmarks in bench/
 #   make install  install headers, libraries, fedc.pc and the fedc binary (PREFIX=/usr/local)
 
@@ -38,7 +40,7 @@ test-asan: build-asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
-test: test-release test-asan build-clang
+test: test-release test-asan build-clang test-fuzz
 	@echo "make test: Release and ASan+UBSan suites passed; clang build clean"
 
 # The demo: FedAvg trains the CNN on Fashion-MNIST (Debian's dataset-fashion-mnist)
@@ -59,4 +61,18 @@ install: build
 	cmake --install build
 
 clean:
-	rm -rf build build-asan build-clang
+	rm -rf build build-asan build-clang build-fuzz
+
+# Fuzzing (docs/fuzzing.md): libFuzzer harnesses in fuzz/, built by clang with
+# ASan + UBSan in build-fuzz. A finding fails the target.
+FUZZ_SECONDS ?= 300
+.PHONY: build-fuzz test-fuzz fuzz
+build-fuzz: deps
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFEDC_FUZZ=ON $(CMAKE_FLAGS)
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_all
+
+test-fuzz: build-fuzz
+	./fuzz/run build-fuzz 10
+
+fuzz: build-fuzz
+	./fuzz/run build-fuzz $(FUZZ_SECONDS)

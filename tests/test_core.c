@@ -718,9 +718,34 @@ static void test_rng_normal(void) {
     CHECK_MSG(fabs(var - 1) < 0.02, "normal variance %g", var);
 }
 
+/* Types read from files: counts that do not exist are -1 (and SIZE_MAX bytes),
+ * never a signed overflow. */
+static void test_type_count_overflow(void) {
+    fedc_type t = fedc_type_make(FEDC_F32, 2, (int64_t[]){3, 4});
+    CHECK_EQ_INT(fedc_type_count(&t), 12);
+    CHECK_EQ_INT(fedc_type_bytes(&t), 48);
+    t = fedc_type_make(FEDC_F32, 3, (int64_t[]){INT64_C(1) << 32, INT64_C(1) << 32, 2});
+    CHECK_EQ_INT(fedc_type_count(&t), -1);
+    CHECK(fedc_type_bytes(&t) == SIZE_MAX);
+    t = fedc_type_make(FEDC_F64, 2, (int64_t[]){INT64_C(1) << 31, INT64_C(1) << 31}); /* 2^62 elements */
+    CHECK_EQ_INT(fedc_type_count(&t), INT64_C(1) << 62);
+    CHECK(fedc_type_bytes(&t) == SIZE_MAX); /* 2^65 bytes */
+    t = fedc_type_make(FEDC_U8, 3, (int64_t[]){INT64_MAX, INT64_MAX, 0});
+    CHECK_EQ_INT(fedc_type_count(&t), 0);
+    CHECK_EQ_INT(fedc_type_bytes(&t), 0);
+    t = fedc_type_make(FEDC_U8, 2, (int64_t[]){-1, 5});
+    CHECK_EQ_INT(fedc_type_count(&t), -1);
+    t = fedc_type_make(FEDC_U8, 1, (int64_t[]){7});
+    t.rank = FEDC_MAX_RANK + 1;
+    CHECK_EQ_INT(fedc_type_count(&t), -1);
+    t = fedc_type_scalar(FEDC_I32);
+    CHECK_EQ_INT(fedc_type_count(&t), 1);
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"status_str", test_status_str},
+        {"type_count_overflow", test_type_count_overflow},
         {"error_sets_errmsg", test_error_sets_errmsg},
         {"alloc_fail_after", test_alloc_fail_after},
         {"calloc", test_calloc},

@@ -260,6 +260,31 @@ static void test_open_errors(void) {
     open_fails("int_id.sqlite", FEDC_EPARSE, "client 0: client_id is an integer, not bytes");
 }
 
+/* A copy of `name` cut to `len` bytes, as cut.sqlite. */
+static void copy_cut(const char *name, long len) {
+    static unsigned char buf[1 << 16];
+    FILE *in = fopen(fedc_test_tmp(name), "rb"), *out = fopen(fedc_test_tmp("cut.sqlite"), "wb");
+    CHECK(in && out);
+    size_t n = in ? fread(buf, 1, sizeof buf, in) : 0;
+    if (out) CHECK_EQ_INT(fwrite(buf, 1, n < (size_t)len ? n : (size_t)len, out), n < (size_t)len ? n : (size_t)len);
+    if (in) fclose(in);
+    if (out) fclose(out);
+}
+
+/* SQLite reads a truncated file's missing pages as zeros: cut anywhere past its
+ * 100-byte header, the file was opened and lost clients or read them empty. */
+static void test_truncated_file(void) {
+    for (long len = 100; len < 12288; len += 997) {
+        copy_cut("emnist.sqlite", len);
+        char want[64];
+        snprintf(want, sizeof want, "(12288 bytes), the file has %ld", len);
+        open_fails("cut.sqlite", FEDC_EPARSE, "truncated: its header says 3 pages of 4096 bytes");
+        CHECK_MSG(strstr(fedc_errmsg(), want) != NULL, "%s", fedc_errmsg());
+    }
+    copy_cut("emnist.sqlite", 50); /* no header left to trust: SQLite's own error */
+    open_fails("cut.sqlite", FEDC_EPARSE, "cut.sqlite");
+}
+
 typedef struct bad_record {
     const char *client;
     fedc_status status;
@@ -455,6 +480,7 @@ int main(int argc, char **argv) {
         {"dtypes", test_dtypes},
         {"text_id", test_text_id},
         {"open_errors", test_open_errors},
+        {"truncated_file", test_truncated_file},
         {"record_errors", test_record_errors},
         {"fuzz", test_fuzz},
         {"alloc_failure", test_alloc_failure},

@@ -204,6 +204,30 @@ static void test_idx_errors(void) {
     write_small_idx("flat", false, 0x803, 3);
     write_bytes("flat-images-idx3-ubyte", (uint8_t[]){0, 0, 8, 3, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 3}, 16, false);
     CHECK_ERR(fedc__open_idx(&ds, in_scratch("flat-images-idx3-ubyte")), FEDC_EPARSE, "0 x 3 pixels");
+    /* Rows x cols past int64 (2^32-1 squared), plain and gzipped: refused at open. */
+    for (int gz = 0; gz < 2; gz++) {
+        uint8_t huge[16];
+        idx_header(huge, 0x803, 3, (uint32_t[]){3, UINT32_MAX, UINT32_MAX});
+        write_bytes(gz ? "huge-images-idx3-ubyte.gz" : "huge-images-idx3-ubyte", huge, 16, gz);
+        write_bytes(gz ? "huge-labels-idx1-ubyte.gz" : "huge-labels-idx1-ubyte",
+                    (uint8_t[]){0, 0, 8, 1, 0, 0, 0, 3, 1, 2, 3}, 11, gz);
+        CHECK_ERR(fedc__open_idx(&ds, in_scratch(gz ? "huge-images-idx3-ubyte.gz" : "huge-images-idx3-ubyte")),
+                  FEDC_EUNSUPPORTED, "3 images of 4294967295 x 4294967295 pixels are more than 2^40 bytes");
+    }
+    /* A tiny gzip file that claims 2^39 bytes of pixels: the load finds it truncated
+     * after reading what is there, without allocating 512 GiB first. */
+    uint8_t claim[20];
+    idx_header(claim, 0x803, 3, (uint32_t[]){1u << 19, 1024, 1024});
+    memset(claim + 16, 9, 4);
+    write_bytes("claim-images-idx3-ubyte.gz", claim, sizeof claim, true);
+    uint8_t claim_labels[8];
+    idx_header(claim_labels, 0x801, 1, (uint32_t[]){1u << 19});
+    write_bytes("claim-labels-idx1-ubyte.gz", claim_labels, sizeof claim_labels, true);
+    CHECK_OK(fedc__open_idx(&ds, in_scratch("claim-images-idx3-ubyte.gz")));
+    if (ds)
+        CHECK_ERR(fedc_dataset_client(ds, 0, &c), FEDC_EPARSE,
+                  "truncated: the pixels needs 549755813888 bytes from byte 16, the file ends at byte 20");
+    fedc_dataset_destroy(ds);
     write_small_idx("nolabels", false, 0x803, 3);
     unlink(in_scratch("nolabels-labels-idx1-ubyte"));
     CHECK_ERR(fedc__open_idx(&ds, in_scratch("nolabels-images-idx3-ubyte")), FEDC_ENOTFOUND,

@@ -403,6 +403,65 @@ static void test_errors_at_load(void) {
     }
 }
 
+/* ------------------------------------------- hostile types and shapes -- */
+
+/* Writes name with one client "c0" holding one dataset "x" of `type` and `dims`
+ * through the HDF5 C API (no h5py needed): chunked and never written when
+ * `data` is NULL, so only its fill value would be there. */
+static void write_one(const char *name, hid_t type, int rank, const hsize_t *dims, const void *data) {
+    hid_t f = H5Fcreate(file(name), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    hsize_t chunk[FEDC_MAX_RANK];
+    for (int i = 0; i < rank; i++) chunk[i] = dims[i] < 1024 ? dims[i] : 1024;
+    if (!data) H5Pset_chunk(dcpl, rank, chunk);
+    hid_t space = H5Screate_simple(rank, dims, NULL);
+    hid_t d = H5Dcreate2(f, "examples/c0/x", type, space, lcpl, dcpl, H5P_DEFAULT);
+    CHECK(f >= 0 && d >= 0);
+    if (data) CHECK(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
+    H5Dclose(d), H5Sclose(space), H5Pclose(dcpl), H5Pclose(lcpl), H5Fclose(f);
+}
+
+/* A 2-byte float type: IEEE half, or bfloat16's layout (8 exponent bits). */
+static hid_t float16_type(bool bfloat) {
+    hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+    H5Tset_fields(t, 15, bfloat ? 7 : 10, bfloat ? 8 : 5, 0, bfloat ? 7 : 10);
+    H5Tset_precision(t, 16);
+    H5Tset_size(t, 2);
+    H5Tset_ebias(t, bfloat ? 127 : 15);
+    return t;
+}
+
+/* HDF5 converts any float layout it is told: only IEEE binary16/32/64 are taken. */
+static void test_float_layouts(void) {
+    const uint16_t half[3] = {0x3800, 0x3c00, 0xc000}; /* 0.5, 1, -2 */
+    hid_t t = float16_type(false);
+    write_one("half.h5", t, 1, (hsize_t[]){3}, half);
+    H5Tclose(t);
+    fedc_dataset *ds = open_ok("half.h5");
+    fedc_client_data *c = ds ? load_ok(ds, 0) : NULL;
+    const fedc_feature *x = c ? array(c, "x", FEDC_F32, 1, (int64_t[]){3}) : NULL;
+    if (x) CHECK(((const float *)x->data)[0] == 0.5f && ((const float *)x->data)[2] == -2.0f);
+    fedc_client_data_destroy(c);
+    fedc_dataset_destroy(ds);
+    t = float16_type(true);
+    write_one("bfloat16.h5", t, 1, (hsize_t[]){3}, half);
+    H5Tclose(t);
+    load_fails("bfloat16.h5", "c0", FEDC_EUNSUPPORTED, "a 16-bit float that is not IEEE binary16", __LINE__);
+}
+
+/* A label dataset declaring 2^40 rows in a file of a few KB: refused at open
+ * instead of allocating and filling terabytes. */
+static void test_huge_declared_rows(void) {
+    write_one("huge.h5", H5T_STD_I64LE, 1, (hsize_t[]){(hsize_t)1 << 40}, NULL);
+    fedc_dataset *ds = (fedc_dataset *)1;
+    CHECK_ERR(fedc__open_tff(&ds, file("huge.h5")), FEDC_EPARSE,
+              "feature \"x\": declares 1099511627776 elements (1099511627776 rows), more than a file of");
+    CHECK(ds == NULL);
+    write_one("wide.h5", H5T_IEEE_F32LE, 2, (hsize_t[]){2, (hsize_t)1 << 36}, NULL);
+    CHECK_ERR(fedc__open_tff(&ds, file("wide.h5")), FEDC_EPARSE, "declares 137438953472 elements (2 rows)");
+}
+
 /* --------------------------------------------------- quiet, no leaks -- */
 
 static int handler_calls;
@@ -603,6 +662,8 @@ int main(int argc, char **argv) {
         {"errors_without_h5py", test_errors_without_h5py},
         {"errors_at_open", test_errors_at_open},
         {"errors_at_load", test_errors_at_load},
+        {"float_layouts", test_float_layouts},
+        {"huge_declared_rows", test_huge_declared_rows},
         {"quiet", test_quiet},
         {"no_open_ids", test_no_open_ids},
         {"alloc_failures", test_alloc_failures},

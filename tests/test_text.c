@@ -567,6 +567,24 @@ static void test_print_alloc_failure(void) {
         print_alloc_failure(alloc_programs[i]);
 }
 
+/* A file's bytes with a NUL inside a line: fedc_program_parse would stop there
+ * and drop the lines after it; the byte-counted parse names where it is. */
+static void test_nul_byte_in_a_line(void) {
+    static const char text[] = "fedc program\n%0 = input \"x\" : f32[4]\n%1 = neg(%0)\0junk : f32[4]\n"
+                               "output \"y\" = %1\n";
+    fedc_program *p = (fedc_program *)1;
+    CHECK_ERR(fedc_program_parse_n(text, sizeof text - 1, &p), FEDC_EPARSE,
+              "line 3, column 13: a NUL byte (a program's text holds none)");
+    CHECK(p == NULL);
+    CHECK_ERR(fedc_program_parse_n("\0", 1, &p), FEDC_EPARSE, "line 1, column 1: a NUL byte");
+    /* Without the NUL the same bytes parse, and need no terminator of their own. */
+    static const char good[] = "fedc program\n%0 = input \"x\" : f32[4]\n%1 = neg(%0) : f32[4]\n"
+                               "output \"y\" = %1\nGARBAGE";
+    CHECK_OK(fedc_program_parse_n(good, sizeof good - 1 - strlen("GARBAGE"), &p));
+    if (p) CHECK_EQ_INT(p->n, 2);
+    fedc_program_destroy(p);
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"print_example", test_print_example},
@@ -581,6 +599,7 @@ int main(int argc, char **argv) {
         {"names_with_escapes", test_names_with_escapes},
         {"comments_blank_lines_and_spacing", test_comments_blank_lines_and_spacing},
         {"errors_syntax", test_errors_syntax},
+        {"nul_byte_in_a_line", test_nul_byte_in_a_line},
         {"errors_attributes_and_types", test_errors_attributes_and_types},
         {"errors_values_and_rules", test_errors_values_and_rules},
         {"errors_constants_and_outputs", test_errors_constants_and_outputs},

@@ -118,6 +118,9 @@ fedc_status fedc_program_print(const fedc_program *p, FILE *out);
 /* Prints into a fedc_malloc'd NUL-terminated string the caller frees with fedc_free. */
 fedc_status fedc_program_to_string(const fedc_program *p, char **out);
 fedc_status fedc_program_parse(const char *text, fedc_program **out);
+/* The same for `len` bytes read from a file, which may hold a NUL byte: refused
+ * with its line and column (fedc_program_parse would stop reading there). */
+fedc_status fedc_program_parse_n(const char *text, size_t len, fedc_program **out);
 
 /* -------------------------------------------------------------- builders -- */
 

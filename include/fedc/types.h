@@ -41,7 +41,11 @@ const char *fedc_placement_name(fedc_placement p); /* "local", "server", "client
 /* A local type from a dims list: fedc_type_make(FEDC_F32, 2, (int64_t[]){3, 4}). */
 fedc_type fedc_type_make(fedc_dtype dt, int rank, const int64_t *dims);
 fedc_type fedc_type_scalar(fedc_dtype dt);
-int64_t fedc_type_count(const fedc_type *t);    /* number of elements (1 for a scalar) */
+/* The number of elements (1 for a scalar), or -1 when there is none: a negative
+ * dimension, a rank outside [0, FEDC_MAX_RANK], or a product past INT64_MAX (a type
+ * read from a file can be any of these). fedc_type_bytes is SIZE_MAX then, or when
+ * the bytes do not fit a size_t. */
+int64_t fedc_type_count(const fedc_type *t);
 size_t fedc_type_bytes(const fedc_type *t);
 bool fedc_type_equal(const fedc_type *a, const fedc_type *b); /* dtype, placement and shape */
 bool fedc_type_same_shape(const fedc_type *a, const fedc_type *b);

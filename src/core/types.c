@@ -1,6 +1,7 @@
 /* Element types, shapes and placements. */
 #include "fedc/types.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,13 +39,31 @@ fedc_type fedc_type_make(fedc_dtype dt, int rank, const int64_t *dims) {
 
 fedc_type fedc_type_scalar(fedc_dtype dt) { return fedc_type_make(dt, 0, NULL); }
 
+/* Types also come from files (checkpoints, .npy, datasets), so a count that does
+ * not exist (a negative dimension, a rank out of range, a product past int64) is
+ * -1 rather than an overflow; an empty dimension makes the count 0 whatever the
+ * others are. */
 int64_t fedc_type_count(const fedc_type *t) {
+    if (t->rank < 0 || t->rank > FEDC_MAX_RANK) return -1;
+    bool empty = false;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0) return -1;
+        empty |= t->dims[i] == 0;
+    }
+    if (empty) return 0;
     int64_t n = 1;
-    for (int i = 0; i < t->rank; i++) n *= t->dims[i];
+    for (int i = 0; i < t->rank; i++)
+        if (__builtin_mul_overflow(n, t->dims[i], &n)) return -1;
     return n;
 }
 
-size_t fedc_type_bytes(const fedc_type *t) { return (size_t)fedc_type_count(t) * fedc_dtype_size(t->dtype); }
+size_t fedc_type_bytes(const fedc_type *t) {
+    int64_t n = fedc_type_count(t);
+    size_t bytes;
+    if (n < 0 || (uint64_t)n > SIZE_MAX || __builtin_mul_overflow((size_t)n, fedc_dtype_size(t->dtype), &bytes))
+        return SIZE_MAX;
+    return bytes;
+}
 
 bool fedc_type_same_shape(const fedc_type *a, const fedc_type *b) {
     if (a->rank != b->rank) return false;

@@ -18,6 +18,7 @@
  * threads at once; open one per thread instead.
  */
 #include <sqlite3.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "data/dataset.h"
@@ -141,12 +142,48 @@ static const fedc__dataset_ops fedjax_ops = {fedjax_load, fedjax_destroy};
 
 /* ---------------------------------------------------------------- open -- */
 
+static uint32_t be(const unsigned char *p, int n) {
+    uint32_t v = 0;
+    for (int i = 0; i < n; i++) v = v << 8 | p[i];
+    return v;
+}
+
+/* SQLite reads the pages past the end of a truncated file as zeros, so a cut
+ * file opens and then loses clients or reads empty records. The header says how
+ * big the database is (bytes 28-31, pages; valid when bytes 92-95 match the change
+ * counter at 24-27, https://www.sqlite.org/fileformat2.html): a shorter file is
+ * refused here. With a -wal file beside it the header may lag, so it is trusted
+ * only without one. */
+static fedc_status check_size(const char *path) {
+    unsigned char h[100];
+    FILE *f = fopen(path, "rb");
+    if (!f) return FEDC_OK; /* SQLite says why */
+    size_t got = fread(h, 1, sizeof h, f);
+    long long size = fseek(f, 0, SEEK_END) == 0 ? (long long)ftell(f) : -1;
+    fclose(f);
+    if (got < sizeof h || memcmp(h, "SQLite format 3", 16) != 0 || size < 0) return FEDC_OK;
+    char wal[4096];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    FILE *w = fopen(wal, "rb");
+    if (w) {
+        fclose(w);
+        return FEDC_OK;
+    }
+    uint32_t page = be(h + 16, 2), pages = be(h + 28, 4);
+    unsigned long long want = (unsigned long long)(page == 1 ? 65536 : page) * pages;
+    if (pages && be(h + 24, 4) == be(h + 92, 4) && (unsigned long long)size < want)
+        return fedc_error(FEDC_EPARSE, "%s: truncated: its header says %u pages of %u bytes (%llu bytes), the file "
+                          "has %lld", path, pages, page == 1 ? 65536 : page, want, size);
+    return FEDC_OK;
+}
+
 fedc_status fedc__open_fedjax(fedc_dataset **out, const char *path) {
     *out = NULL;
+    fedc_status st = check_size(path);
+    if (st) return st;
     fedjax_source *src = fedc_calloc(1, sizeof *src);
     if (!src) return fedc_error(FEDC_ENOMEM, "%s: out of memory", path);
     int rc = sqlite3_open_v2(path, &src->db, SQLITE_OPEN_READONLY, NULL);
-    fedc_status st = FEDC_OK;
     if (rc != SQLITE_OK)
         st = rc == SQLITE_NOMEM && !src->db ? fedc_error(FEDC_ENOMEM, "%s: out of memory", path)
                                             : fedc_error(FEDC_EIO, "%s: cannot open: %s", path, sqlite3_errmsg(src->db));

@@ -59,12 +59,14 @@ static const char *gz_message(gzFile f, const char *path, int *errnum) {
     return msg;
 }
 
-/* Reads exactly `len` bytes at uncompressed offset `offset`; a short read is a
- * truncated file. gzread takes an unsigned count, hence the chunks. */
-static fedc_status read_exact(gzFile f, const char *path, int64_t offset, void *buf, size_t len, const char *what) {
-    for (size_t done = 0; done < len;) {
-        unsigned chunk = len - done > (1u << 30) ? 1u << 30 : (unsigned)(len - done);
-        int got = gzread(f, (char *)buf + done, chunk);
+/* Reads bytes [from, to) of `what`, which is `total` bytes at uncompressed
+ * offset `offset`, into buf; a short read is a truncated file. gzread takes an
+ * unsigned count, hence the chunks. */
+static fedc_status read_part(gzFile f, const char *path, int64_t offset, size_t total, size_t from, size_t to,
+                             void *buf, const char *what) {
+    for (size_t done = from; done < to;) {
+        unsigned chunk = to - done > (1u << 30) ? 1u << 30 : (unsigned)(to - done);
+        int got = gzread(f, (char *)buf + (done - from), chunk);
         int errnum = Z_OK;
         const char *msg = got <= 0 ? gz_message(f, path, &errnum) : "";
         if (got < 0 || (got == 0 && errnum != Z_OK))
@@ -72,9 +74,42 @@ static fedc_status read_exact(gzFile f, const char *path, int64_t offset, void *
                               path, what, (long long)(offset + (int64_t)done), msg);
         if (got == 0)
             return fedc_error(FEDC_EPARSE, "%s: truncated: %s needs %zu bytes from byte %lld, the file ends at byte %lld",
-                              path, what, len, (long long)offset, (long long)(offset + (int64_t)done));
+                              path, what, total, (long long)offset, (long long)(offset + (int64_t)done));
         done += (size_t)got;
     }
+    return FEDC_OK;
+}
+
+static fedc_status read_exact(gzFile f, const char *path, int64_t offset, void *buf, size_t len, const char *what) {
+    return read_part(f, path, offset, len, 0, len, buf, what);
+}
+
+/* Reads `len` bytes into a new buffer of `room` >= len bytes. A gzip stream can
+ * claim in its header far more than it holds (a 100-byte file, a terabyte of
+ * pixels), so the buffer grows as the data arrives, doubling from 64 MiB, rather
+ * than being allocated whole from the header. */
+static fedc_status read_new(gzFile f, const char *path, int64_t offset, size_t len, size_t room, const char *what,
+                            unsigned char **out) {
+    enum { FIRST = 64 << 20 };
+    unsigned char *buf = NULL;
+    size_t done = 0, cap = 0;
+    fedc_status st = FEDC_OK;
+    while (!st && done < len) {
+        size_t next = cap < FIRST / 2 ? FIRST : 2 * cap;
+        next = next < len ? next : len;
+        unsigned char *grown = fedc_realloc(buf, next);
+        if (!grown) st = fedc_error(FEDC_ENOMEM, "%s: out of memory for %zu bytes of %s", path, next, what);
+        else buf = grown, cap = next;
+        if (!st) st = read_part(f, path, offset, len, done, cap, buf + done, what);
+        done = cap;
+    }
+    unsigned char *whole = st ? NULL : fedc_realloc(buf, room ? room : 1);
+    if (!st && !whole) st = fedc_error(FEDC_ENOMEM, "%s: out of memory for %zu bytes of %s", path, room, what);
+    if (st) {
+        fedc_free(buf);
+        return st;
+    }
+    *out = whole;
     return FEDC_OK;
 }
 
@@ -148,7 +183,8 @@ static fedc_status read_shapes(idx_source *s) {
     if (!st && (dims[1] == 0 || dims[2] == 0))
         st = fedc_error(FEDC_EPARSE, "%s: images of %lld x %lld pixels", s->images, (long long)dims[1],
                         (long long)dims[2]);
-    if (!st && dims[0] > (INT64_C(1) << 40) / (dims[1] * dims[2]))
+    const int64_t limit = INT64_C(1) << 40; /* rows and cols are each below 2^32: divide, never multiply */
+    if (!st && (dims[1] > limit / dims[2] || dims[0] > limit / (dims[1] * dims[2])))
         st = fedc_error(FEDC_EUNSUPPORTED, "%s: %lld images of %lld x %lld pixels are more than 2^40 bytes",
                         s->images, (long long)dims[0], (long long)dims[1], (long long)dims[2]);
     if (!st) st = check_size(s->images, IDX_IMAGES_MAGIC, size, dims[0], dims[1] * dims[2]);
@@ -193,15 +229,10 @@ static fedc_status load_images(const idx_source *s, fedc_client_data *c) {
     gzFile f;
     fedc_status st = reopen(s->images, IDX_IMAGES_MAGIC, dims, &f);
     if (st) return st;
-    unsigned char *x = fedc_malloc(bytes ? bytes : 1);
-    st = x ? read_exact(f, s->images, 16, x, bytes, "the pixels")
-           : fedc_error(FEDC_ENOMEM, "%s: out of memory for %zu bytes of pixels", s->images, bytes);
+    unsigned char *x = NULL;
+    st = read_new(f, s->images, 16, bytes, bytes, "the pixels", &x);
     gzclose(f);
-    if (st) {
-        fedc_free(x);
-        return st;
-    }
-    return adopt(c, "x", fedc_type_make(FEDC_U8, 3, dims), x);
+    return st ? st : adopt(c, "x", fedc_type_make(FEDC_U8, 3, dims), x);
 }
 
 /* The label bytes are read into the front of the i32 array and widened in
@@ -211,15 +242,11 @@ static fedc_status load_labels(const idx_source *s, fedc_client_data *c) {
     gzFile f;
     fedc_status st = reopen(s->labels, IDX_LABELS_MAGIC, &s->n, &f);
     if (st) return st;
-    int32_t *y = fedc_malloc((size_t)(s->n ? s->n : 1) * sizeof *y);
-    st = y ? read_exact(f, s->labels, 8, y, (size_t)s->n, "the labels")
-           : fedc_error(FEDC_ENOMEM, "%s: out of memory for %lld labels", s->labels, (long long)s->n);
+    unsigned char *bytes = NULL;
+    st = read_new(f, s->labels, 8, (size_t)s->n, (size_t)s->n * sizeof(int32_t), "the labels", &bytes);
     gzclose(f);
-    if (st) {
-        fedc_free(y);
-        return st;
-    }
-    const unsigned char *bytes = (const unsigned char *)y;
+    if (st) return st;
+    int32_t *y = (void *)bytes;
     for (int64_t i = s->n - 1; i >= 0; i--) {
         int32_t label = bytes[i];
         memcpy((unsigned char *)y + 4 * i, &label, sizeof label);

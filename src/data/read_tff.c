@@ -11,7 +11,8 @@
  * iterates a group by name (H5Literate with H5_INDEX_NAME, H5_ITER_INC): increasing
  * byte-wise order of the names, so client "10" comes before client "2".
  *
- * Types: float32 (and float16) -> f32, float64 -> f64, uint8 -> u8, the other
+ * Types: float32 (and IEEE float16) -> f32, float64 -> f64 (other float layouts,
+ * such as bfloat16, are refused), uint8 -> u8, the other
  * integers -> i32 (64-bit and uint32 values are range-checked), h5py's bool enum
  * -> bool, and strings (variable or fixed length, ASCII or UTF-8, one per example)
  * -> a strings feature of the bytes as stored.
@@ -25,8 +26,10 @@
  * lock; with a thread-safe HDF5 that is fine, with another it must not overlap.
  *
  * Damage: a truncated file, a bad superblock and the like fail with an error that
- * carries HDF5's reason. libhdf5 (1.10.8 at least) can itself crash on some
- * corrupt metadata deeper in a file, which no caller of it can prevent.
+ * carries HDF5's reason; a dataset whose shape declares more elements than the
+ * file could hold compressed is refused before anything is allocated. libhdf5
+ * (1.10.8 at least) can itself crash, hang or leak on some corrupt metadata deeper
+ * in a file, which no caller of it can prevent (docs/fuzzing.md).
  */
 #include <errno.h>
 #include <hdf5.h>
@@ -44,6 +47,7 @@ static pthread_mutex_t tff_lock = PTHREAD_MUTEX_INITIALIZER;
 /* What the reader keeps open between loads. */
 typedef struct tff_source {
     hid_t file, examples;
+    uint64_t file_bytes; /* the file's size, which bounds what its datasets can hold */
 } tff_source;
 
 /* What the iteration callbacks share: where they are, and what went wrong. */
@@ -53,6 +57,7 @@ typedef struct walk {
     fedc_dataset *ds;      /* open: the index being built */
     fedc_client_data *out; /* load: the client being filled */
     int64_t examples;      /* the client's examples; -1 until its first feature */
+    uint64_t max_elements; /* per dataset: what the file could hold compressed */
     char first[64];        /* the feature that set `examples`, for messages */
     int features;
     fedc_status st;
@@ -153,6 +158,15 @@ static fedc_status not_dataset(const walk *w, const char *name, hid_t id) {
 
 /* -------------------------------------------------------------- shapes -- */
 
+/* Deflate compresses at most 1032:1, so a dataset stored in a file of B bytes
+ * holds at most about 1032 B elements (each at least a byte); the slack covers
+ * tiny files. */
+enum { MAX_RATIO = 1100, MAX_SLACK = 1 << 20 };
+
+static uint64_t max_elements(uint64_t file_bytes) {
+    return file_bytes > (UINT64_MAX - MAX_SLACK) / MAX_RATIO ? UINT64_MAX : file_bytes * MAX_RATIO + MAX_SLACK;
+}
+
 /* The dataset's shape as a type (dtype set later by the caller). */
 static fedc_status feature_shape(const walk *w, hid_t d, const char *name, fedc_type *type) {
     hsize_t h[FEDC_MAX_RANK];
@@ -179,6 +193,13 @@ static fedc_status feature_shape(const walk *w, hid_t d, const char *name, fedc_
         count *= h[i];
         dims[i] = (int64_t)h[i];
     }
+    /* A shape that the file's bytes cannot hold, even compressed, is damage: read,
+     * it would allocate and fill (with HDF5's fill value) that many elements. */
+    if (count > w->max_elements)
+        return feature_error(w, name, FEDC_EPARSE,
+                             "declares %llu elements (%llu rows), more than a file of %llu bytes can hold",
+                             (unsigned long long)count, (unsigned long long)h[0],
+                             (unsigned long long)((w->max_elements - MAX_SLACK) / MAX_RATIO));
     *type = fedc_type_make(FEDC_U8, rank, dims);
     return FEDC_OK;
 }
@@ -261,12 +282,36 @@ static fedc_status read_integer(const walk *w, hid_t d, hid_t t, const char *nam
     return st ? st : narrow_to_i32(w, name, f, is_unsigned);
 }
 
+/* The IEEE binary16, 32 and 64 layouts (sign, exponent and mantissa positions,
+ * bias): HDF5 converts any float layout it is told, so a 2-byte float that is not
+ * IEEE half (bfloat16, or a damaged type) would come out as other numbers. */
+static const struct ieee_layout {
+    size_t size, spos, epos, esize, mpos, msize, ebias;
+} ieee[] = {{2, 15, 10, 5, 0, 10, 15}, {4, 31, 23, 8, 0, 23, 127}, {8, 63, 52, 11, 0, 52, 1023}};
+
+static bool is_ieee(hid_t t, size_t size) {
+    size_t spos, epos, esize, mpos, msize;
+    if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0 || H5Tget_offset(t) != 0 ||
+        H5Tget_precision(t) != 8 * size || H5Tget_norm(t) != H5T_NORM_IMPLIED)
+        return false;
+    for (size_t i = 0; i < sizeof ieee / sizeof *ieee; i++)
+        if (ieee[i].size == size)
+            return spos == ieee[i].spos && epos == ieee[i].epos && esize == ieee[i].esize && mpos == ieee[i].mpos &&
+                   msize == ieee[i].msize && H5Tget_ebias(t) == ieee[i].ebias;
+    return false;
+}
+
 static fedc_status read_float(const walk *w, hid_t d, hid_t t, const char *name, fedc_feature *f) {
     size_t size = H5Tget_size(t);
-    if (size == 2 || size == 4) return read_array(w, d, name, FEDC_F32, H5T_NATIVE_FLOAT, f);
-    if (size == 8) return read_array(w, d, name, FEDC_F64, H5T_NATIVE_DOUBLE, f);
     if (size == 0) return feature_h5_error(w, name, "cannot read its float type");
-    return feature_error(w, name, FEDC_EUNSUPPORTED, "unsupported HDF5 type: %zu-bit float", 8 * size);
+    if (size != 2 && size != 4 && size != 8)
+        return feature_error(w, name, FEDC_EUNSUPPORTED, "unsupported HDF5 type: %zu-bit float", 8 * size);
+    if (!is_ieee(t, size))
+        return feature_error(w, name, FEDC_EUNSUPPORTED,
+                             "unsupported HDF5 type: a %zu-bit float that is not IEEE binary%zu (e.g. bfloat16)",
+                             8 * size, 8 * size);
+    if (size == 8) return read_array(w, d, name, FEDC_F64, H5T_NATIVE_DOUBLE, f);
+    return read_array(w, d, name, FEDC_F32, H5T_NATIVE_FLOAT, f); /* binary16 widens exactly */
 }
 
 /* h5py stores numpy's bool as an enum of int8 {FALSE = 0, TRUE = 1}. */
@@ -417,7 +462,8 @@ static herr_t load_feature(hid_t group, const char *name, const H5L_info_t *info
 
 static fedc_status tff_load(fedc_dataset *ds, int64_t i, fedc_client_data **out) {
     const tff_source *s = ds->impl;
-    walk w = {.path = ds->path, .client = ds->ids[i], .examples = ds->examples[i]};
+    walk w = {.path = ds->path, .client = ds->ids[i], .examples = ds->examples[i],
+              .max_elements = max_elements(s->file_bytes)};
     fedc_status st = fedc_client_data_create(out, w.client, w.examples);
     if (st) return st;
     w.out = *out;
@@ -499,6 +545,10 @@ static fedc_status open_examples(const char *path, tff_source *s) {
     s->examples = open_object(s->file, "examples", &kind);
     if (s->examples < 0) return fedc_error(FEDC_EIO, "%s: cannot open /examples: %s", path, h5_detail().s);
     if (kind != H5I_GROUP) return fedc_error(FEDC_EPARSE, "%s: /examples is not a group", path);
+    hsize_t bytes = 0;
+    if (H5Fget_filesize(s->file, &bytes) < 0)
+        return fedc_error(FEDC_EIO, "%s: cannot read its size: %s", path, h5_detail().s);
+    s->file_bytes = bytes;
     return FEDC_OK;
 }
 
@@ -533,11 +583,13 @@ fedc_status fedc__open_tff(fedc_dataset **out, const char *path) {
     tff_source *s = fedc_malloc(sizeof *s);
     if (!s) return fedc_error(FEDC_ENOMEM, "%s: out of memory", path);
     s->file = s->examples = H5I_INVALID_HID;
+    s->file_bytes = 0;
     st = fedc__dataset_create(out, &tff_ops, FEDC_FORMAT_TFF, path, s);
     if (st) return st;
     walk w = {.path = (*out)->path, .ds = *out};
     h5_quiet q = h5_enter();
     st = open_examples(path, s);
+    w.max_elements = max_elements(s->file_bytes);
     if (!st && H5Literate(s->examples, H5_INDEX_NAME, H5_ITER_INC, NULL, index_client, &w) < 0)
         st = w.st ? w.st : fedc_error(FEDC_EIO, "%s: cannot list /examples: %s", path, h5_detail().s);
     h5_leave(q);

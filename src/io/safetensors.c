@@ -180,11 +180,16 @@ static bool eat(cursor *c, char ch) {
     return false;
 }
 
-/* A string into a fedc_malloc'd copy. */
+/* A string into a fedc_malloc'd copy. A NUL byte would cut the C string short
+ * (two names could then collide), so it is refused. */
 static fedc_status string(cursor *c, char **out) {
     if (!eat(c, '"')) return bad(c, "a string");
     const char *start = c->s;
-    while (c->s < c->end && *c->s != '"') c->s += *c->s == '\\' ? 2 : 1;
+    while (c->s < c->end && *c->s != '"') {
+        if (*c->s == '\0') return bad(c, "a string without NUL bytes");
+        if (*c->s == '\\' && c->end - c->s < 2) return bad(c, "the end of a string");
+        c->s += *c->s == '\\' ? 2 : 1;
+    }
     if (c->s >= c->end) return bad(c, "the end of a string");
     size_t n = (size_t)(c->s - start);
     c->s++;
@@ -197,13 +202,21 @@ static fedc_status string(cursor *c, char **out) {
     return FEDC_OK;
 }
 
+/* The header is not NUL-terminated (the tensor data follows it, or the end of
+ * the buffer), so the digits are copied out before strtoll sees them. */
 static fedc_status integer(cursor *c, long long *v) {
     skip_ws(c);
+    char digits[24];
+    size_t n = 0;
+    while (c->s + n < c->end && n < sizeof digits - 1 && (c->s[n] == '-' || (c->s[n] >= '0' && c->s[n] <= '9')))
+        digits[n] = c->s[n], n++;
+    digits[n] = '\0';
     char *end;
     errno = 0;
-    *v = strtoll(c->s, &end, 10);
-    if (end == c->s || errno) return bad(c, "an integer");
-    c->s = end;
+    *v = strtoll(digits, &end, 10);
+    if (end == digits || errno || (c->s + n < c->end && c->s[n] >= '0' && c->s[n] <= '9'))
+        return bad(c, "an integer (of at most 19 digits)");
+    c->s += end - digits;
     return FEDC_OK;
 }
 
@@ -231,7 +244,8 @@ static fedc_status tensor(fedc_safetensors *s, cursor *c, char *name) {
         if (!st) st = string(c, &key);
         if (!st && !eat(c, ':')) st = bad(c, "':'");
         if (st) break;
-        if (!strcmp(key, "dtype")) st = string(c, &tag);
+        if (!strcmp(key, "dtype") && tag) st = bad(c, "one dtype");
+        else if (!strcmp(key, "dtype")) st = string(c, &tag);
         else if (!strcmp(key, "shape")) st = int_list(c, shape, FEDC_MAX_RANK, &rank);
         else if (!strcmp(key, "data_offsets")) st = int_list(c, off, 2, &noff);
         else st = bad(c, "dtype, shape or data_offsets");
@@ -248,11 +262,18 @@ static fedc_status tensor(fedc_safetensors *s, cursor *c, char *name) {
         int64_t dims[FEDC_MAX_RANK];
         for (int d = 0; d < rank; d++) dims[d] = shape[d];
         t = fedc_type_make(dt, rank, dims);
-        if (off[0] < 0 || off[1] - off[0] != (long long)fedc_type_bytes(&t) ||
-            s->data_start + (size_t)off[1] > s->size)
-            st = fedc_error(FEDC_EPARSE, "%s: tensor \"%s\": offsets [%lld, %lld] do not fit its shape or the file",
-                            s->path, name, off[0], off[1]);
+        if (fedc_type_count(&t) < 0 || fedc_type_bytes(&t) == SIZE_MAX)
+            st = fedc_error(FEDC_EPARSE, "%s: tensor \"%s\": shape with a negative dimension or too many elements",
+                            s->path, name);
     }
+    /* Compared as unsigned, with the bytes available, so no sum can overflow. */
+    if (!st && (off[0] < 0 || off[1] < off[0] || (uint64_t)(off[1] - off[0]) != (uint64_t)fedc_type_bytes(&t) ||
+                (uint64_t)off[1] > (uint64_t)(s->size - s->data_start)))
+        st = fedc_error(FEDC_EPARSE, "%s: tensor \"%s\": offsets [%lld, %lld] do not fit its shape or the file",
+                        s->path, name, off[0], off[1]);
+    for (int i = 0; !st && i < s->n; i++)
+        if (!strcmp(s->names[i], name))
+            st = fedc_error(FEDC_EPARSE, "%s: tensor \"%s\" appears twice in the header", s->path, name);
     if (!st && s->n == MAX_TENSORS) st = fedc_error(FEDC_EUNSUPPORTED, "%s: more than %d tensors", s->path, MAX_TENSORS);
     if (!st) {
         s->names[s->n] = name;
@@ -271,33 +292,52 @@ static fedc_status metadata(fedc_safetensors *s, cursor *c) {
     if (eat(c, '}')) return FEDC_OK;
     do {
         if (s->nmeta == MAX_META) return fedc_error(FEDC_EUNSUPPORTED, "%s: more than %d metadata entries", s->path, MAX_META);
-        fedc_status st = string(c, &s->meta_key[s->nmeta]);
+        char *key = NULL, *value = NULL;
+        fedc_status st = string(c, &key);
         if (!st && !eat(c, ':')) st = bad(c, "':'");
-        if (!st) st = string(c, &s->meta_value[s->nmeta]);
-        if (st) return st;
+        if (!st) st = string(c, &value); /* safetensors metadata values are strings */
+        for (int i = 0; !st && i < s->nmeta; i++)
+            if (!strcmp(s->meta_key[i], key))
+                st = fedc_error(FEDC_EPARSE, "%s: metadata \"%s\" appears twice in the header", s->path, key);
+        if (st) {
+            fedc_free(value);
+            fedc_free(key);
+            return st;
+        }
+        s->meta_key[s->nmeta] = key, s->meta_value[s->nmeta] = value;
         s->nmeta++;
     } while (eat(c, ','));
     return eat(c, '}') ? FEDC_OK : bad(c, "'}'");
+}
+
+/* One "name": {...} of the header, a tensor or the metadata. */
+static fedc_status entry(fedc_safetensors *s, cursor *c, bool *seen_meta) {
+    char *name = NULL;
+    fedc_status st = string(c, &name);
+    if (!st && !eat(c, ':')) st = bad(c, "':'");
+    bool is_meta = !st && !strcmp(name, "__metadata__");
+    if (is_meta && *seen_meta) st = bad(c, "one __metadata__");
+    if (st || is_meta) fedc_free(name);
+    if (st) return st;
+    if (!is_meta) return tensor(s, c, name); /* takes name */
+    *seen_meta = true;
+    return metadata(s, c);
 }
 
 static fedc_status parse_header(fedc_safetensors *s, size_t len) {
     const char *h = (const char *)s->bytes + 8;
     cursor c = {h, h + len, h, s->path};
     if (!eat(&c, '{')) return bad(&c, "'{'");
-    if (eat(&c, '}')) return FEDC_OK;
-    do {
-        char *name;
-        fedc_status st = string(&c, &name);
-        if (!st && !eat(&c, ':')) st = bad(&c, "':'");
-        if (!st && !strcmp(name, "__metadata__")) {
-            fedc_free(name);
-            st = metadata(s, &c);
-        } else if (!st) {
-            st = tensor(s, &c, name);
-        }
-        if (st) return st;
-    } while (eat(&c, ','));
-    return eat(&c, '}') ? FEDC_OK : bad(&c, "'}'");
+    if (!eat(&c, '}')) {
+        bool seen_meta = false;
+        do {
+            fedc_status st = entry(s, &c, &seen_meta);
+            if (st) return st;
+        } while (eat(&c, ','));
+        if (!eat(&c, '}')) return bad(&c, "'}'");
+    }
+    skip_ws(&c); /* writers pad the header with spaces */
+    return c.s == c.end ? FEDC_OK : bad(&c, "the end of the header");
 }
 
 static fedc_status slurp(fedc_safetensors *s, const char *path) {

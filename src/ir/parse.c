@@ -537,3 +537,26 @@ fedc_status fedc_program_parse(const char *text, fedc_program **out) {
     freelocale(c_locale);
     return st;
 }
+
+/* A file's bytes: a NUL byte would end the C string early and the lines after it
+ * would vanish unread, so it is refused where it stands. */
+fedc_status fedc_program_parse_n(const char *text, size_t len, fedc_program **out) {
+    *out = NULL;
+    if (!text) return fedc_error(FEDC_EINVAL, "program_parse: text is NULL");
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
+        int line = 1;
+        const char *start = text;
+        for (const char *c = text; c < nul; c++)
+            if (*c == '\n') line++, start = c + 1;
+        return fedc_error(FEDC_EPARSE, "line %d, column %d: a NUL byte (a program's text holds none)", line,
+                          (int)(nul - start) + 1);
+    }
+    char *copy = fedc_malloc(len + 1);
+    if (!copy) return fedc_error(FEDC_ENOMEM, "program_parse: out of memory for %zu bytes", len);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    fedc_status st = fedc_program_parse(copy, out);
+    fedc_free(copy);
+    return st;
+}

@@ -4,6 +4,7 @@
 #ifndef FEDC_KERNELS_FAST_MATH_H
 #define FEDC_KERNELS_FAST_MATH_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -27,19 +28,20 @@
 /* For a loop body written once and instantiated in both copies. */
 #define FEDC_FAST_INLINE static inline __attribute__((always_inline))
 
-/* e^x for x in any range (clamped to [-87.3, 88.3], so the result is a normal
- * float), within about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by Cephes'
- * expf polynomial, 2^n placed in the exponent bits. */
-FEDC_FAST_INLINE float fedc_fast_expf(float in) {
-    /* a NaN (from data that hold one) passes both clamps and would become an
-     * out-of-range int: it is computed as 0 and given back at the end */
-    float x = in != in ? 0.0f : in;
-    x = x < -87.3f ? -87.3f : x;
-    x = x > 88.3f ? 88.3f : x;
-    float z = x * 1.44269504088896341f + 126.5f; /* > 0, so truncation is floor */
+/* e^x for x in any range, within about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2,
+ * e^r by Cephes' expf polynomial, 2^n placed in the exponent bits. A finite x is
+ * clamped to [-87.3, 88.3], so the result is a normal float; the infinities and
+ * NaN give what IEEE exp gives (0, inf, NaN), chosen after the polynomial, which
+ * runs on a NaN-free x so that the conversion to int is always defined. Every
+ * step is a compare-and-select, which keeps the loops vectorised. */
+FEDC_FAST_INLINE float fedc_fast_expf(float x) {
+    float c = x < -87.3f ? -87.3f : x;
+    c = c > 88.3f ? 88.3f : c;
+    c = c == c ? c : 0.0f; /* NaN: any number will do, the result is replaced */
+    float z = c * 1.44269504088896341f + 126.5f; /* > 0, so truncation is floor */
     int32_t n = (int32_t)z - 126;
     float fn = (float)n;
-    float r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
+    float r = c - fn * 0.693359375f + fn * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
@@ -50,7 +52,10 @@ FEDC_FAST_INLINE float fedc_fast_expf(float in) {
     int32_t bits = (n + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    return in != in ? in : p * scale;
+    float e = p * scale;
+    e = x == -INFINITY ? 0.0f : e;
+    e = x == INFINITY ? x : e;
+    return x == x ? e : x;
 }
 
 /* tanh(x) = 1 - 2 / (e^(2x) + 1): absolute error about 1e-7 (relative error
