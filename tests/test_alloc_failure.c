@@ -2,7 +2,7 @@
  * Fault-injection tests: every allocation the library makes can fail, and each
  * failure must come back as FEDC_ENOMEM from the call that made it (or from
  * fedc_program_status for builder calls) -- never a crash, never a wrong status,
- * never a leak. For k = 1, 2, ... fedc_alloc_fail_after(k) makes the k-th
+ * never a leak. For k = 1, 2, ... fedc__alloc_fail_after(k) makes the k-th
  * allocation of an operation (and every later one) fail, until the operation
  * needs fewer than k allocations and succeeds; everything is destroyed in each
  * iteration, so LeakSanitizer (in the ASan build) sees any leak on a failure
@@ -13,6 +13,7 @@
  * injection must give the same bits as a run without it. Prints how many
  * allocation points each operation exercised.
  */
+#include "core/internal.h"
 #include "harness.h"
 
 #include <string.h>
@@ -281,10 +282,10 @@ static fedc_status t_clone(result *out, uint64_t k, uint64_t *made) {
     prepare_mlp();
     if (!prepared) return FEDC_EINTERNAL;
     fedc_program *q = NULL;
-    fedc_alloc_fail_after(0);
-    fedc_alloc_fail_after(k);
+    fedc__alloc_fail_after(0);
+    fedc__alloc_fail_after(k);
     fedc_status st = fedc_program_clone(prepared, &q);
-    *made = fedc_alloc_fail_after(0);
+    *made = fedc__alloc_fail_after(0);
     CHECK_NULL_ON_FAIL(st, q);
     if (!st) {
         CHECK_EQ_INT(fedc_program_size(q), fedc_program_size(prepared));
@@ -302,10 +303,10 @@ static fedc_status t_dce(result *out, uint64_t k, uint64_t *made) {
     prepare_mlp();
     if (!prepared) return FEDC_EINTERNAL;
     int size = fedc_program_size(prepared);
-    fedc_alloc_fail_after(0);
-    fedc_alloc_fail_after(k);
+    fedc__alloc_fail_after(0);
+    fedc__alloc_fail_after(k);
     fedc_status st = fedc_program_dce(prepared);
-    *made = fedc_alloc_fail_after(0);
+    *made = fedc__alloc_fail_after(0);
     if (st) { /* a failed dce leaves the program as it was */
         CHECK_EQ_INT(fedc_program_size(prepared), size);
         CHECK_OK(fedc_program_verify(prepared));
@@ -335,10 +336,10 @@ static fedc_status t_inline(result *out, uint64_t k, uint64_t *made) {
     }
     CHECK_OK(fedc_program_status(dst));
     fedc_value results[5] = {0, 0, 0, 0, 0};
-    fedc_alloc_fail_after(0);
-    fedc_alloc_fail_after(k);
+    fedc__alloc_fail_after(0);
+    fedc__alloc_fail_after(k);
     fedc_status st = fedc_program_inline(dst, prepared, args, results);
-    *made = fedc_alloc_fail_after(0);
+    *made = fedc__alloc_fail_after(0);
     fedc_program_destroy(prepared);
     if (st) {
         /* results are FEDC_NONE on every failure path, the map's included */
@@ -371,9 +372,9 @@ static void check_failure(const char *what, uint64_t k, fedc_status st) {
 /* Runs a whole scenario under injection at k = 1, 2, ... */
 static void exercise(const char *what, scenario fn) {
     result base = {{0}, 0};
-    fedc_alloc_fail_after(0);
+    fedc__alloc_fail_after(0);
     fedc_status st = fn(&base);
-    uint64_t total = fedc_alloc_fail_after(0);
+    uint64_t total = fedc__alloc_fail_after(0);
     CHECK_OK(st);
     if (st) return;
     CHECK(base.count > 0);
@@ -381,9 +382,9 @@ static void exercise(const char *what, scenario fn) {
     int failures_before = fedc_test_failures();
     for (k = 1; k <= MAX_POINTS; k++) {
         result r = {{0}, 0};
-        fedc_alloc_fail_after(k);
+        fedc__alloc_fail_after(k);
         st = fn(&r);
-        uint64_t made = fedc_alloc_fail_after(0);
+        uint64_t made = fedc__alloc_fail_after(0);
         if (st == FEDC_OK) {
             /* success means no allocation failed: a swallowed failure would show
              * up as success with k <= made */
@@ -449,13 +450,13 @@ static void test_builder_sticky_enomem(void) {
     CHECK_OK(fedc_program_create(&p));
     if (!p) return;
     fedc_value x = fedc_input(p, "x", TY(FEDC_F32, 3));
-    fedc_alloc_fail_after(1);
+    fedc__alloc_fail_after(1);
     fedc_value c = FEDC_NONE;
     for (int i = 0; i < 200; i++) { /* until the arena or the node array must grow */
         c = fedc_constant(p, TY(FEDC_F32, 1024), x_data);
         if (c == FEDC_NONE) break;
     }
-    fedc_alloc_fail_after(0);
+    fedc__alloc_fail_after(0);
     CHECK_EQ_INT(c, FEDC_NONE);
     fedc_value bad = fedc_add(p, x, fedc_input(p, "d", TY(FEDC_F64, 3)));
     CHECK_EQ_INT(bad, FEDC_NONE);

@@ -3,6 +3,7 @@
  * the Philox random number generator with its streams. Leak checks use a
  * counting allocator installed through fedc_set_allocator, so they hold with or
  * without a sanitizer. */
+#include "core/internal.h"
 #include "harness.h"
 
 #include <pthread.h>
@@ -144,11 +145,11 @@ static void test_error_sets_errmsg(void) {
 /* -------------------------------------------------------------- allocation -- */
 
 static void test_alloc_fail_after(void) {
-    fedc_alloc_fail_after(0);
+    fedc__alloc_fail_after(0);
     void *a = fedc_malloc(8), *b = fedc_calloc(2, 8);
     void *c = fedc_realloc(NULL, 8);
     CHECK(a && b && c);
-    CHECK_EQ_INT(fedc_alloc_fail_after(3), 3); /* malloc, calloc and realloc all count */
+    CHECK_EQ_INT(fedc__alloc_fail_after(3), 3); /* malloc, calloc and realloc all count */
     void *d = fedc_malloc(8);                  /* 1st: ok */
     void *e = fedc_malloc(8);                  /* 2nd: ok */
     void *f = fedc_malloc(8);                  /* 3rd: fails */
@@ -156,15 +157,15 @@ static void test_alloc_fail_after(void) {
     CHECK(d && e);
     CHECK(f == NULL);
     CHECK(g == NULL);
-    CHECK_EQ_INT(fedc_alloc_fail_after(0), 4);
+    CHECK_EQ_INT(fedc__alloc_fail_after(0), 4);
     void *h = fedc_malloc(8); /* injection off again */
     CHECK(h != NULL);
-    CHECK_EQ_INT(fedc_alloc_fail_after(0), 1);
+    CHECK_EQ_INT(fedc__alloc_fail_after(0), 1);
 
     /* n = 1 fails the very next allocation. */
-    fedc_alloc_fail_after(1);
+    fedc__alloc_fail_after(1);
     void *i = fedc_malloc(1);
-    fedc_alloc_fail_after(0);
+    fedc__alloc_fail_after(0);
     CHECK(i == NULL);
 
     fedc_free(a), fedc_free(b), fedc_free(c), fedc_free(d), fedc_free(e), fedc_free(h);
@@ -338,9 +339,9 @@ static void test_arena_release_and_oom(void) {
     /* When the system says no, alloc returns NULL with an ENOMEM-style message
      * and the arena stays usable. */
     fedc_error(FEDC_OK, "%s", "cleared");
-    fedc_alloc_fail_after(1);
+    fedc__alloc_fail_after(1);
     void *p = fedc_arena_alloc(&a, 4096, 16);
-    fedc_alloc_fail_after(0);
+    fedc__alloc_fail_after(0);
     CHECK(p == NULL);
     CHECK(strstr(fedc_errmsg(), "arena") != NULL);
     CHECK(fedc_arena_alloc(&a, 4096, 16) != NULL);
@@ -487,16 +488,16 @@ static void test_pool_create_enomem(void) {
         int nthreads = counts[c];
         counting_begin();
         fedc_pool *pool = NULL;
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         CHECK_OK(fedc_pool_create(&pool, nthreads));
-        uint64_t total = fedc_alloc_fail_after(0);
+        uint64_t total = fedc__alloc_fail_after(0);
         fedc_pool_destroy(pool);
         CHECK(total >= 1);
         for (uint64_t k = 1; k <= total; k++) {
             pool = (fedc_pool *)&pool;
-            fedc_alloc_fail_after(k);
+            fedc__alloc_fail_after(k);
             fedc_status st = fedc_pool_create(&pool, nthreads);
-            fedc_alloc_fail_after(0);
+            fedc__alloc_fail_after(0);
             CHECK_ERR(st, FEDC_ENOMEM, "pool");
             CHECK(pool == NULL);
             CHECK_MSG(atomic_load(&live_allocs) == 0,
@@ -505,9 +506,9 @@ static void test_pool_create_enomem(void) {
             if (st == FEDC_OK) fedc_pool_destroy(pool);
         }
         /* One more than needed succeeds. */
-        fedc_alloc_fail_after(total + 1);
+        fedc__alloc_fail_after(total + 1);
         CHECK_OK(fedc_pool_create(&pool, nthreads));
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         fedc_pool_destroy(pool);
         CHECK_EQ_INT(counting_end(), 0);
     }

@@ -8,6 +8,7 @@
  * slice and load. Runs under ASan/LSan in the sanitizer build, which checks that
  * every failure path frees what it took.
  */
+#include "core/internal.h"
 #include "harness.h"
 
 #include <math.h>
@@ -414,9 +415,9 @@ static fedc_status run_all(void) {
 static void test_alloc_failure(void) {
     uint64_t k;
     for (k = 1; k < 1000; k++) {
-        fedc_alloc_fail_after(k);
+        fedc__alloc_fail_after(k);
         fedc_status st = run_all();
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         if (!st) break;
         CHECK_MSG(st == FEDC_ENOMEM, "allocation %llu: %s (%s)", (unsigned long long)k, fedc_status_str(st),
                   fedc_errmsg());

@@ -13,6 +13,7 @@
  * heterogeneity, and Zipf frequencies. Allocation failures are injected into
  * every batching function and both generators.
  */
+#include "core/internal.h"
 #include "harness.h"
 
 #include <stdlib.h>
@@ -609,9 +610,9 @@ static void test_synthetic_errors(void) {
 static void fail_each(const char *what, fedc_status (*op)(const fedc_client_data *c), const fedc_client_data *c) {
     uint64_t k;
     for (k = 1; k < 10000; k++) {
-        fedc_alloc_fail_after(k);
+        fedc__alloc_fail_after(k);
         fedc_status st = op(c);
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         if (!st) break;
         CHECK_MSG(st == FEDC_ENOMEM, "%s, allocation %llu: %s (%s)", what, (unsigned long long)k, fedc_status_str(st),
                   fedc_errmsg());

@@ -8,6 +8,7 @@
  * python3 with msgpack and numpy; without one the tests are skipped with a note.
  * Files go to a fresh mkdtemp directory, removed at the end.
  */
+#include "core/internal.h"
 #include "harness.h"
 
 #include <dirent.h>
@@ -438,9 +439,9 @@ static void test_alloc_failure(void) {
     for (int f = 0; f < FEDC_COUNT_OF(files); f++) {
         int failures = 0;
         for (uint64_t k = 1; k < 10000; k++) {
-            fedc_alloc_fail_after(k);
+            fedc__alloc_fail_after(k);
             fedc_status st = open_and_load_all(files[f]);
-            fedc_alloc_fail_after(0);
+            fedc__alloc_fail_after(0);
             if (st == FEDC_OK) break;
             CHECK_MSG(st == FEDC_ENOMEM, "%s, allocation %llu failing: %s: %s", files[f], (unsigned long long)k,
                       fedc_status_str(st), fedc_errmsg());

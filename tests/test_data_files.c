@@ -8,6 +8,7 @@
  * Allocation failure is injected over opening and loading small datasets.
  * Tests whose data is missing on the machine say so and pass.
  */
+#include "core/internal.h"
 #include "harness.h"
 
 #include <dirent.h>
@@ -479,7 +480,7 @@ static void test_text_small(void) {
 static void alloc_failures(fedc_status (*open)(fedc_dataset **, const char *), const char *path) {
     int points = 0;
     for (uint64_t k = 1; k < 10000; k++) {
-        fedc_alloc_fail_after(k);
+        fedc__alloc_fail_after(k);
         fedc_dataset *ds;
         fedc_status st = open(&ds, path);
         for (int64_t i = 0; !st && i < fedc_dataset_num_clients(ds); i++) {
@@ -488,7 +489,7 @@ static void alloc_failures(fedc_status (*open)(fedc_dataset **, const char *), c
             fedc_client_data_destroy(c);
         }
         fedc_dataset_destroy(ds);
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         if (st == FEDC_OK) break;
         CHECK_ERR(st, FEDC_ENOMEM, NULL);
         points++;

@@ -6,6 +6,7 @@
  * refused (status and message), and allocation failures. Files are written under
  * a fresh mkdtemp directory, removed at the end.
  */
+#include "core/internal.h"
 #include "harness.h"
 
 #include <dirent.h>
@@ -606,10 +607,10 @@ static void test_alloc_failure(void) {
                                "{\"s\": {\"x\": [\"abc\", \"d\"], \"y\": [[1.5], [2]]}}}");
     int failures = 0;
     for (uint64_t k = 1; k < 1000; k++) {
-        fedc_alloc_fail_after(k);
+        fedc__alloc_fail_after(k);
         fedc_dataset *ds = (fedc_dataset *)1;
         fedc_status st = fedc__open_leaf(&ds, fedc_test_tmp("af"));
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         if (st == FEDC_OK) {
             CHECK_EQ_INT(fedc_dataset_num_clients(ds), 3);
             CHECK_EQ_INT(fedc_dataset_total_examples(ds), 5);
@@ -629,9 +630,9 @@ static void test_alloc_failure(void) {
     CHECK_OK(fedc__open_leaf(&ds, fedc_test_tmp("af")));
     for (uint64_t k = 1; ds && k < 100; k++) {
         fedc_client_data *c = (fedc_client_data *)1;
-        fedc_alloc_fail_after(k);
+        fedc__alloc_fail_after(k);
         fedc_status st = fedc_dataset_client(ds, 2, &c);
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         if (st == FEDC_OK) {
             CHECK(c->num_features == 2 && memcmp(c->features[0].data, "abcd", 4) == 0);
             fedc_client_data_destroy(c);

@@ -10,6 +10,7 @@
  * example, label and pixel. Allocation failure is injected into the partition
  * of a small dataset and into the partitioners that allocate.
  */
+#include "core/internal.h"
 #include "harness.h"
 
 #include <stdlib.h>
@@ -322,9 +323,9 @@ typedef fedc_status (*operation)(void *ctx);
 static void alloc_failures(const char *name, operation op, void *ctx) {
     int points = 0;
     for (uint64_t k = 1; k < 10000; k++) {
-        fedc_alloc_fail_after(k);
+        fedc__alloc_fail_after(k);
         fedc_status st = op(ctx);
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         if (st == FEDC_OK) break;
         CHECK_ERR(st, FEDC_ENOMEM, NULL);
         points++;

@@ -9,6 +9,7 @@
  * hooks on the real ../shared/data files where they are present (FEMNIST and
  * Shakespeare from LEAF, Shakespeare's raw text, heart disease from CSV).
  */
+#include "core/internal.h"
 #include "harness.h"
 
 #include <stdlib.h>
@@ -713,10 +714,10 @@ static fedc_status heart_fn(const fedc_client_data *in, const void *o, fedc_clie
 static void fail_each_allocation(const char *what, task_fn fn, const fedc_client_data *in, const void *o) {
     for (uint64_t k = 1; k < 1000; k++) {
         fedc_client_data *out = NULL;
-        fedc_alloc_fail_after(0);
-        fedc_alloc_fail_after(k);
+        fedc__alloc_fail_after(0);
+        fedc__alloc_fail_after(k);
         fedc_status st = fn(in, o, &out);
-        uint64_t made = fedc_alloc_fail_after(0);
+        uint64_t made = fedc__alloc_fail_after(0);
         fedc_client_data_destroy(out);
         if (!st) return;
         CHECK_MSG(st == FEDC_ENOMEM && out == NULL, "%s, allocation %llu: %s (%s)", what, (unsigned long long)k,
@@ -752,10 +753,10 @@ static void test_alloc_failures(void) {
     fedc_client_data_destroy(t);
     fedc_stackoverflow_vocab_destroy(v);
     for (uint64_t k = 1; k < 100; k++) { /* the vocabulary itself */
-        fedc_alloc_fail_after(0);
-        fedc_alloc_fail_after(k);
+        fedc__alloc_fail_after(0);
+        fedc__alloc_fail_after(k);
         fedc_status st = fedc_stackoverflow_vocab_create(&v, (const char *[]){"a", "b"}, 2);
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         fedc_stackoverflow_vocab_destroy(v);
         if (!st) break;
         CHECK(st == FEDC_ENOMEM && v == NULL);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "data/dataset.h"
+#include "core/internal.h"
 #include "harness.h"
 
 static char dir[] = "/tmp/fedc_tff_XXXXXX";
@@ -538,9 +539,9 @@ static void alloc_failures(const char *name) {
     uint64_t k = 1;
     for (; k < 100000; k++) {
         id_probe p = probe();
-        fedc_alloc_fail_after(k);
+        fedc__alloc_fail_after(k);
         fedc_status st = open_load_all(name);
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         if (st == FEDC_OK) break;
         CHECK_MSG(st == FEDC_ENOMEM, "%s, allocation %llu: %s: %s", name, (unsigned long long)k, fedc_status_str(st),
                   fedc_errmsg());

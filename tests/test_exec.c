@@ -8,6 +8,7 @@
  * and labels at run time, named by node); determinism; outputs that are inputs or
  * constants; and that the executor owns a copy of its program.
  */
+#include "core/internal.h"
 #include "harness.h"
 
 #include <stdlib.h>
@@ -769,7 +770,7 @@ static void test_no_allocation_during_run(void) {
     CHECK_OK(fedc_executor_run(ex)); /* a first run: lazily initialised libraries */
     CHECK_OK(fedc_executor_run(mlp));
 
-    fedc_alloc_fail_after(0); /* reset the counter */
+    fedc__alloc_fail_after(0); /* reset the counter */
     for (int i = 0; i < 5; i++) {
         CHECK_OK(fedc_executor_run(ex));
         CHECK_OK(fedc_executor_run(mlp));
@@ -777,13 +778,13 @@ static void test_no_allocation_during_run(void) {
         CHECK_OK(fedc_executor_output(ex, "loss", &y, NULL));
         CHECK_OK(fedc_executor_bind(mlp, "x", store));
     }
-    uint64_t made = fedc_alloc_fail_after(0);
+    uint64_t made = fedc__alloc_fail_after(0);
     CHECK_EQ_INT(made, 0);
 
     /* and with every allocation failing, running still works */
-    fedc_alloc_fail_after(1);
+    fedc__alloc_fail_after(1);
     fedc_status st1 = fedc_executor_run(ex), st2 = fedc_executor_run(mlp);
-    made = fedc_alloc_fail_after(0);
+    made = fedc__alloc_fail_after(0);
     CHECK_OK(st1);
     CHECK_OK(st2);
     CHECK_EQ_INT(made, 0);

@@ -7,6 +7,7 @@
  * dropout on and off; gradients for every parameter and one SGD step lowering the
  * loss of every model; argument checks; and allocation failure with no leak.
  */
+#include "core/internal.h"
 #include "harness.h"
 
 #include <string.h>
@@ -525,9 +526,9 @@ static void test_alloc_failure(void) {
         uint64_t n = 1;
         fedc_status st = FEDC_ENOMEM;
         for (; n <= MAX_POINTS && st == FEDC_ENOMEM; n++) {
-            fedc_alloc_fail_after(n);
+            fedc__alloc_fail_after(n);
             st = create_and_apply(&CASES[k]);
-            fedc_alloc_fail_after(0);
+            fedc__alloc_fail_after(0);
             CHECK_MSG(st == FEDC_OK || st == FEDC_ENOMEM, "%s, failing allocation %llu: %s: %s", CASES[k].name,
                       (unsigned long long)n, fedc_status_str(st), fedc_errmsg());
         }

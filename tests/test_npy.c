@@ -6,6 +6,7 @@
  * that must be malformed are built byte by byte here, not with the writer under
  * test. Everything is written under a fresh mkdtemp directory, removed at the end.
  */
+#include "core/internal.h"
 #include "harness.h"
 
 #include <dirent.h>
@@ -339,11 +340,11 @@ static void test_alloc_failure(void) {
     CHECK_OK(fedc_npy_write(fedc_test_tmp("af.npy"), &t, data));
     int failures = 0;
     for (uint64_t k = 1; k < 10; k++) {
-        fedc_alloc_fail_after(k);
+        fedc__alloc_fail_after(k);
         fedc_type got;
         void *back = NULL;
         fedc_status st = fedc_npy_read(fedc_test_tmp("af.npy"), &got, &back);
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         if (st == FEDC_OK) {
             CHECK(memcmp(back, data, sizeof data) == 0);
             fedc_free(back);

@@ -22,6 +22,7 @@
 #include "fedc/ad.h"
 #include "fedc/exec.h"
 #include "fedc/nn.h"
+#include "core/internal.h"
 #include "harness.h"
 
 /* Three parameters of different ranks ([2,3], [3], []), ten elements in all. */
@@ -529,10 +530,10 @@ static bool build_failing(const fedc_optimizer *o, bool lr_value, uint64_t k, in
     err_fixture f;
     err_setup(&f);
     fedc_value lr = lr_value ? fedc_input(f.p, "lr", fedc_type_scalar(FEDC_F32)) : FEDC_NONE;
-    fedc_alloc_fail_after(0);
-    fedc_alloc_fail_after(k);
+    fedc__alloc_fail_after(0);
+    fedc__alloc_fail_after(k);
     fedc_status st = fedc_optimizer_step(o, f.p, lr, 2, f.w, f.g, f.s, f.nw, f.ns);
-    fedc_alloc_fail_after(0);
+    fedc__alloc_fail_after(0);
     if (st == FEDC_OK) {
         CHECK(fedc_program_verify(f.p) == FEDC_OK && f.nw[0] != FEDC_NONE && f.nw[1] != FEDC_NONE);
     } else {

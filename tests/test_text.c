@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "fedc/ad.h"
 #include "text_check.h"
 
@@ -510,10 +511,10 @@ static void parse_alloc_failure(fedc_program *(*build)(void)) {
     int k;
     for (k = 1; k < 100000; k++) {
         live = 0;
-        fedc_alloc_fail_after((uint64_t)k);
+        fedc__alloc_fail_after((uint64_t)k);
         fedc_program *q = (fedc_program *)&q;
         fedc_status st = fedc_program_parse(text, &q);
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         if (st == FEDC_OK) {
             fedc_program_destroy(q);
             CHECK_EQ_INT(live, 0);
@@ -542,10 +543,10 @@ static void print_alloc_failure(fedc_program *(*build)(void)) {
     int k;
     for (k = 1; p && k < 100000; k++) {
         long before = live;
-        fedc_alloc_fail_after((uint64_t)k);
+        fedc__alloc_fail_after((uint64_t)k);
         char *text = (char *)&text;
         fedc_status st = fedc_program_to_string(p, &text);
-        fedc_alloc_fail_after(0);
+        fedc__alloc_fail_after(0);
         if (st == FEDC_OK) {
             fedc_free(text);
             CHECK_EQ_INT(live, before);

@@ -31,12 +31,12 @@ extern "C" {
  * plus one cotangent input per floating-point output o, named "ct_<o>" and of o's
  * type; its outputs are p's outputs plus "grad_<w>" for each name in `wrt`:
  * the sum over outputs o of ct_o^T d o / d w. */
-fedc_status fedc_vjp(const fedc_program *p, const char *const *wrt, int nwrt, fedc_program **out);
+FEDC_API fedc_status fedc_vjp(const fedc_program *p, const char *const *wrt, int nwrt, fedc_program **out);
 
 /* The gradient of the scalar floating-point output `of` with respect to the inputs
  * named in `wrt`. The result program has p's inputs; its outputs are p's outputs
  * plus "grad_<w>" for each w. */
-fedc_status fedc_grad(const fedc_program *p, const char *of, const char *const *wrt, int nwrt,
+FEDC_API fedc_status fedc_grad(const fedc_program *p, const char *of, const char *const *wrt, int nwrt,
                       fedc_program **out);
 
 /* Forward mode (Jacobian-vector product). The result program has the inputs of
@@ -48,7 +48,7 @@ fedc_status fedc_grad(const fedc_program *p, const char *of, const char *const *
  * cotangents, and the transpose of a linear map is its gradient), so it covers
  * every op and primitive that reverse mode covers, including map and fold, and
  * agrees with reverse mode by construction; it costs about two reverse passes. */
-fedc_status fedc_jvp(const fedc_program *p, const char *const *wrt, int nwrt, fedc_program **out);
+FEDC_API fedc_status fedc_jvp(const fedc_program *p, const char *const *wrt, int nwrt, fedc_program **out);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fedc/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -46,20 +48,20 @@ typedef enum fedc_status {
 } fedc_status;
 
 /* A short static description of a status code ("out of memory"). */
-const char *fedc_status_str(fedc_status status);
+FEDC_API const char *fedc_status_str(fedc_status status);
 
 /* The detail message of the last error set on this thread: what failed and where.
  * Valid until the next fedc call on this thread that fails. Never NULL. */
-const char *fedc_errmsg(void);
+FEDC_API const char *fedc_errmsg(void);
 
 /* Sets this thread's detail message (printf-style) and returns `status`.
  * Library code uses it as `return fedc_error(FEDC_EINVAL, "...", ...);`. */
-fedc_status fedc_error(fedc_status status, const char *fmt, ...)
+FEDC_API fedc_status fedc_error(fedc_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-fedc_status fedc_verror(fedc_status status, const char *fmt, va_list ap);
+FEDC_API fedc_status fedc_verror(fedc_status status, const char *fmt, va_list ap);
 
 /* ------------------------------------------------------------ allocation -- */
 
@@ -73,18 +75,12 @@ typedef struct fedc_allocator {
 } fedc_allocator;
 
 /* Installs `a` (NULL restores the C library's malloc/realloc/free). */
-void fedc_set_allocator(const fedc_allocator *a);
+FEDC_API void fedc_set_allocator(const fedc_allocator *a);
 
-void *fedc_malloc(size_t size);              /* NULL on failure, never aborts */
-void *fedc_calloc(size_t count, size_t size); /* zeroed; NULL on overflow too */
-void *fedc_realloc(void *ptr, size_t size);
-void fedc_free(void *ptr);                    /* safe on NULL */
-
-/* Fault injection for tests: the `n`th allocation from now (1-based) and every
- * one after it fails; 0 turns injection off. Returns how many allocations have
- * been made since the last call, so a test can count a whole operation's
- * allocations and then fail each of them in turn. */
-uint64_t fedc_alloc_fail_after(uint64_t n);
+FEDC_API void *fedc_malloc(size_t size);              /* NULL on failure, never aborts */
+FEDC_API void *fedc_calloc(size_t count, size_t size); /* zeroed; NULL on overflow too */
+FEDC_API void *fedc_realloc(void *ptr, size_t size);
+FEDC_API void fedc_free(void *ptr);                    /* safe on NULL */
 
 /* ----------------------------------------------------------------- arena -- */
 
@@ -103,26 +99,26 @@ typedef struct fedc_arena_mark {
     size_t used;
 } fedc_arena_mark;
 
-void fedc_arena_init(fedc_arena *a, size_t block_size); /* caller-owned struct */
-void fedc_arena_release(fedc_arena *a);                 /* frees every block */
+FEDC_API void fedc_arena_init(fedc_arena *a, size_t block_size); /* caller-owned struct */
+FEDC_API void fedc_arena_release(fedc_arena *a);                 /* frees every block */
 /* `align` is a power of two; returns NULL (with FEDC_ENOMEM's message) on failure. */
-void *fedc_arena_alloc(fedc_arena *a, size_t size, size_t align);
-fedc_arena_mark fedc_arena_mark_get(const fedc_arena *a);
-void fedc_arena_reset_to(fedc_arena *a, fedc_arena_mark mark);
-void fedc_arena_reset(fedc_arena *a);
-size_t fedc_arena_capacity(const fedc_arena *a); /* bytes held from the system */
+FEDC_API void *fedc_arena_alloc(fedc_arena *a, size_t size, size_t align);
+FEDC_API fedc_arena_mark fedc_arena_mark_get(const fedc_arena *a);
+FEDC_API void fedc_arena_reset_to(fedc_arena *a, fedc_arena_mark mark);
+FEDC_API void fedc_arena_reset(fedc_arena *a);
+FEDC_API size_t fedc_arena_capacity(const fedc_arena *a); /* bytes held from the system */
 
 /* ----------------------------------------------------------------- files -- */
 
 /* Creates `dir` and every missing directory above it, as mkdir -p does; FEDC_OK if
  * it is a directory already. FEDC_EIO names the directory that cannot be made (or
  * a file standing in its place). */
-fedc_status fedc_make_dirs(const char *dir);
+FEDC_API fedc_status fedc_make_dirs(const char *dir);
 
 /* ----------------------------------------------------------------- clock -- */
 
 /* Seconds on a monotonic clock: only differences of two readings mean anything. */
-double fedc_seconds(void);
+FEDC_API double fedc_seconds(void);
 
 /* ----------------------------------------------------------- thread pool -- */
 
@@ -134,13 +130,13 @@ typedef struct fedc_pool fedc_pool;
 typedef void (*fedc_pool_task)(void *ctx, int64_t index, int worker);
 
 /* nthreads >= 1; the calling thread is worker 0 and nthreads-1 threads are started. */
-fedc_status fedc_pool_create(fedc_pool **out, int nthreads);
-void fedc_pool_destroy(fedc_pool *pool); /* safe on NULL */
-int fedc_pool_threads(const fedc_pool *pool);
+FEDC_API fedc_status fedc_pool_create(fedc_pool **out, int nthreads);
+FEDC_API void fedc_pool_destroy(fedc_pool *pool); /* safe on NULL */
+FEDC_API int fedc_pool_threads(const fedc_pool *pool);
 /* Runs task(ctx, i, worker) for every i in [0, n) and returns when all are done.
  * Indices are handed out in increasing order; which worker runs which index is
  * not fixed, so results that must be deterministic are written per index. */
-void fedc_pool_run(fedc_pool *pool, int64_t n, fedc_pool_task task, void *ctx);
+FEDC_API void fedc_pool_run(fedc_pool *pool, int64_t n, fedc_pool_task task, void *ctx);
 
 /* ------------------------------------------------------------------- rng -- */
 
@@ -155,7 +151,7 @@ typedef struct fedc_philox_ctr {
     uint32_t c[4];
 } fedc_philox_ctr;
 
-fedc_philox_ctr fedc_philox4x32(fedc_philox_ctr ctr, fedc_philox_key key);
+FEDC_API fedc_philox_ctr fedc_philox4x32(fedc_philox_ctr ctr, fedc_philox_key key);
 
 /* A random stream keyed by what it is for. Streams with different (seed, round,
  * client, step) are independent; the stream's i-th block of four words is
@@ -165,16 +161,16 @@ typedef struct fedc_rng_stream {
     uint32_t c2, c3; /* upper counter words fixed by the stream */
 } fedc_rng_stream;
 
-fedc_rng_stream fedc_rng_stream_make(uint64_t seed, uint32_t round, uint32_t client,
+FEDC_API fedc_rng_stream fedc_rng_stream_make(uint64_t seed, uint32_t round, uint32_t client,
                                      uint32_t step);
 /* The 4 words of block `block` of the stream. */
-fedc_philox_ctr fedc_rng_block(fedc_rng_stream s, uint64_t block);
+FEDC_API fedc_philox_ctr fedc_rng_block(fedc_rng_stream s, uint64_t block);
 /* Uniform floats in [0, 1) with 24 bits of randomness: element i of the stream. */
-float fedc_rng_uniform_f32(fedc_rng_stream s, uint64_t i);
+FEDC_API float fedc_rng_uniform_f32(fedc_rng_stream s, uint64_t i);
 /* Uniform doubles in [0, 1) with 53 bits: uses two words, element i of the stream. */
-double fedc_rng_uniform_f64(fedc_rng_stream s, uint64_t i);
+FEDC_API double fedc_rng_uniform_f64(fedc_rng_stream s, uint64_t i);
 /* Standard normal (Box-Muller on the stream's element pair i). */
-double fedc_rng_normal(fedc_rng_stream s, uint64_t i);
+FEDC_API double fedc_rng_normal(fedc_rng_stream s, uint64_t i);
 
 #ifdef __cplusplus
 }

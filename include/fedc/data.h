@@ -55,19 +55,19 @@ typedef struct fedc_client_data {
     fedc_feature *features;
 } fedc_client_data;
 
-fedc_status fedc_client_data_create(fedc_client_data **out, const char *id, int64_t num_examples);
-void fedc_client_data_destroy(fedc_client_data *c); /* safe on NULL */
+FEDC_API fedc_status fedc_client_data_create(fedc_client_data **out, const char *id, int64_t num_examples);
+FEDC_API void fedc_client_data_destroy(fedc_client_data *c); /* safe on NULL */
 /* Adds a copy of an array feature; type.dims[0] must be the client's num_examples. */
-fedc_status fedc_client_add_array(fedc_client_data *c, const char *name, fedc_type type, const void *data);
+FEDC_API fedc_status fedc_client_add_array(fedc_client_data *c, const char *name, fedc_type type, const void *data);
 /* Adds a strings feature: example i is strings[i][0 .. lengths[i]) (lengths NULL:
  * NUL-terminated). */
-fedc_status fedc_client_add_strings(fedc_client_data *c, const char *name, const char *const *strings,
+FEDC_API fedc_status fedc_client_add_strings(fedc_client_data *c, const char *name, const char *const *strings,
                                     const size_t *lengths);
 /* Takes ownership of an already built feature (name, data and offsets allocated with
  * fedc_malloc), for readers that fill arrays in place. */
-fedc_status fedc_client_adopt_feature(fedc_client_data *c, fedc_feature *feature);
+FEDC_API fedc_status fedc_client_adopt_feature(fedc_client_data *c, fedc_feature *feature);
 /* The feature named `name`, or NULL. */
-const fedc_feature *fedc_client_feature(const fedc_client_data *c, const char *name);
+FEDC_API const fedc_feature *fedc_client_feature(const fedc_client_data *c, const char *name);
 
 /* ---------------------------------------------------------------- datasets -- */
 
@@ -83,33 +83,33 @@ typedef enum fedc_data_format {
     FEDC_FORMAT_COUNT
 } fedc_data_format;
 
-const char *fedc_data_format_name(fedc_data_format f); /* "leaf", "tff", ... */
+FEDC_API const char *fedc_data_format_name(fedc_data_format f); /* "leaf", "tff", ... */
 /* The formats fedc_dataset_open reads, as --format takes them: "leaf|tff|...". */
-const char *fedc_data_formats(void);
+FEDC_API const char *fedc_data_formats(void);
 /* Parses a name as the CLI takes it ("leaf", "tff", "fedjax", "idx", "csv", "text");
  * FEDC_EINVAL naming the accepted names otherwise. */
-fedc_status fedc_data_format_parse(const char *name, fedc_data_format *out);
+FEDC_API fedc_status fedc_data_format_parse(const char *name, fedc_data_format *out);
 
 typedef struct fedc_dataset fedc_dataset;
 
 /* Opens a dataset; FEDC_FORMAT_AUTO detects the format from the path (the error
  * says what was looked for when it cannot). */
-fedc_status fedc_dataset_open(fedc_dataset **out, const char *path, fedc_data_format format);
-void fedc_dataset_destroy(fedc_dataset *ds); /* safe on NULL */
+FEDC_API fedc_status fedc_dataset_open(fedc_dataset **out, const char *path, fedc_data_format format);
+FEDC_API void fedc_dataset_destroy(fedc_dataset *ds); /* safe on NULL */
 
-fedc_data_format fedc_dataset_format(const fedc_dataset *ds);
-int64_t fedc_dataset_num_clients(const fedc_dataset *ds);
-int64_t fedc_dataset_total_examples(const fedc_dataset *ds);
+FEDC_API fedc_data_format fedc_dataset_format(const fedc_dataset *ds);
+FEDC_API int64_t fedc_dataset_num_clients(const fedc_dataset *ds);
+FEDC_API int64_t fedc_dataset_total_examples(const fedc_dataset *ds);
 /* Client i's id and number of examples, for i in [0, num_clients), in the order the
  * source lists them. */
-const char *fedc_dataset_client_id(const fedc_dataset *ds, int64_t i);
-int64_t fedc_dataset_client_examples(const fedc_dataset *ds, int64_t i);
+FEDC_API const char *fedc_dataset_client_id(const fedc_dataset *ds, int64_t i);
+FEDC_API int64_t fedc_dataset_client_examples(const fedc_dataset *ds, int64_t i);
 /* The index of the client with this id; FEDC_ENOTFOUND naming the id otherwise. */
-fedc_status fedc_dataset_find(const fedc_dataset *ds, const char *id, int64_t *index);
+FEDC_API fedc_status fedc_dataset_find(const fedc_dataset *ds, const char *id, int64_t *index);
 /* Loads client i (the caller destroys it). Runs the preprocessing hook if set. */
-fedc_status fedc_dataset_client(fedc_dataset *ds, int64_t i, fedc_client_data **out);
+FEDC_API fedc_status fedc_dataset_client(fedc_dataset *ds, int64_t i, fedc_client_data **out);
 /* A dataset of clients [begin, end) of `ds`, sharing its source: `ds` must outlive it. */
-fedc_status fedc_dataset_slice(fedc_dataset *ds, int64_t begin, int64_t end, fedc_dataset **out);
+FEDC_API fedc_status fedc_dataset_slice(fedc_dataset *ds, int64_t begin, int64_t end, fedc_dataset **out);
 
 /* Splits every client by example order, as LEAF splits Shakespeare: a client of
  * n >= 1 examples trains on its first max(1, floor((1 - fraction) n)) and holds
@@ -117,16 +117,16 @@ fedc_status fedc_dataset_slice(fedc_dataset *ds, int64_t begin, int64_t end, fed
  * never seen in training. `test` lists only the clients with a held-out example;
  * fraction must be in (0, 1). Both read through `ds`, which must outlive them;
  * set preprocessing on the splits (it runs after the split), not on `ds`. */
-fedc_status fedc_dataset_holdout(fedc_dataset *ds, double fraction, fedc_dataset **train, fedc_dataset **test);
+FEDC_API fedc_status fedc_dataset_holdout(fedc_dataset *ds, double fraction, fedc_dataset **train, fedc_dataset **test);
 
 /* Preprocessing applied to each client as it is loaded, e.g. EMNIST's x = 1 - x.
  * It may replace *client (destroying the old one) and returns a status. */
 typedef fedc_status (*fedc_client_fn)(void *ctx, fedc_client_data **client);
-void fedc_dataset_set_preprocess(fedc_dataset *ds, fedc_client_fn fn, void *ctx);
+FEDC_API void fedc_dataset_set_preprocess(fedc_dataset *ds, fedc_client_fn fn, void *ctx);
 
 /* A dataset held in memory: takes ownership of `clients` (an array of n client
  * data allocated with fedc_malloc, and the array itself). */
-fedc_status fedc_dataset_from_clients(fedc_dataset **out, fedc_client_data **clients, int64_t n);
+FEDC_API fedc_status fedc_dataset_from_clients(fedc_dataset **out, fedc_client_data **clients, int64_t n);
 
 /* ---------------------------------------------------------------- batching -- */
 
@@ -142,24 +142,24 @@ typedef struct fedc_batches {
     float *mask;            /* [steps * batch_size] */
 } fedc_batches;
 
-void fedc_batches_destroy(fedc_batches *b); /* safe on NULL */
-const fedc_feature *fedc_batches_feature(const fedc_batches *b, const char *name);
+FEDC_API void fedc_batches_destroy(fedc_batches *b); /* safe on NULL */
+FEDC_API const fedc_feature *fedc_batches_feature(const fedc_batches *b, const char *name);
 
 /* FedJAX's batch(): consecutive batches in example order; the last, smaller one is
  * kept (padded, with its mask) unless drop_remainder. */
-fedc_status fedc_batch(const fedc_client_data *c, int64_t batch_size, bool drop_remainder, fedc_batches **out);
+FEDC_API fedc_status fedc_batch(const fedc_client_data *c, int64_t batch_size, bool drop_remainder, fedc_batches **out);
 /* FedJAX's padded_batch(): as batch() without drop_remainder. Every batch, the last
  * included, is padded to batch_size (FedJAX's single bucket), so
  * num_batch_size_buckets (>= 1) changes nothing here: the real rows and their mask
  * are FedJAX's for any bucket count. */
-fedc_status fedc_padded_batch(const fedc_client_data *c, int64_t batch_size, int num_batch_size_buckets,
+FEDC_API fedc_status fedc_padded_batch(const fedc_client_data *c, int64_t batch_size, int num_batch_size_buckets,
                               fedc_batches **out);
 /* FedJAX's shuffle_repeat_batch(): the examples shuffled, repeated num_epochs times
  * (each epoch a new permutation), cut into batches; at most num_steps batches
  * (num_steps < 0: no limit; num_epochs < 0 with num_steps: repeat until num_steps).
  * Shuffles come from the counter RNG keyed by (seed, round, client), so they are the
  * same on any machine. */
-fedc_status fedc_shuffle_repeat_batch(const fedc_client_data *c, int64_t batch_size, int num_epochs,
+FEDC_API fedc_status fedc_shuffle_repeat_batch(const fedc_client_data *c, int64_t batch_size, int num_epochs,
                                       int64_t num_steps, bool drop_remainder, uint64_t seed, uint32_t round,
                                       uint32_t client, fedc_batches **out);
 
@@ -169,35 +169,35 @@ fedc_status fedc_shuffle_repeat_batch(const fedc_client_data *c, int64_t batch_s
 typedef fedc_status (*fedc_batch_fn)(void *ctx, int64_t step, fedc_feature *features, int num_features,
                                      float *mask, int64_t batch_size);
 /* Runs fn over every batch of b; stops at the first error. */
-fedc_status fedc_batches_map(fedc_batches *b, fedc_batch_fn fn, void *ctx);
+FEDC_API fedc_status fedc_batches_map(fedc_batches *b, fedc_batch_fn fn, void *ctx);
 
 /* ---------------------------------------------------------------- sampling -- */
 
 /* `per_round` distinct client indices out of num_clients, uniformly without
  * replacement, as a function of (seed, round) only; written in increasing order. */
-fedc_status fedc_sample_clients(int64_t num_clients, int64_t per_round, uint64_t seed, uint32_t round,
+FEDC_API fedc_status fedc_sample_clients(int64_t num_clients, int64_t per_round, uint64_t seed, uint32_t round,
                                 int64_t *out);
 /* Shuffled epochs: each epoch is a permutation of the clients keyed by (seed,
  * epoch); round r takes the next per_round clients, wrapping into the next epoch. */
-fedc_status fedc_sample_clients_epochs(int64_t num_clients, int64_t per_round, uint64_t seed, uint32_t round,
+FEDC_API fedc_status fedc_sample_clients_epochs(int64_t num_clients, int64_t per_round, uint64_t seed, uint32_t round,
                                        int64_t *out);
 
 /* ------------------------------------------------------------- partitioning -- */
 
 /* Split a centralized dataset (one client holding everything, e.g. from IDX) into
  * num_clients clients. assignment[i] = the client of example i. */
-fedc_status fedc_partition_iid(int64_t examples, int64_t num_clients, uint64_t seed, int64_t *assignment);
+FEDC_API fedc_status fedc_partition_iid(int64_t examples, int64_t num_clients, uint64_t seed, int64_t *assignment);
 /* Each client draws its label proportions from Dirichlet(alpha * p), p the dataset's
  * label frequencies (Hsu et al. 2019); client sizes stay balanced (docs/data.md). */
-fedc_status fedc_partition_dirichlet(const int32_t *labels, int64_t examples, int32_t num_classes,
+FEDC_API fedc_status fedc_partition_dirichlet(const int32_t *labels, int64_t examples, int32_t num_classes,
                                      int64_t num_clients, double alpha, uint64_t seed, int64_t *assignment);
 /* Sort by label, cut into num_clients * k shards, give each client k shards
  * (McMahan et al. 2017). */
-fedc_status fedc_partition_shards(const int32_t *labels, int64_t examples, int64_t num_clients, int k,
+FEDC_API fedc_status fedc_partition_shards(const int32_t *labels, int64_t examples, int64_t num_clients, int k,
                                   uint64_t seed, int64_t *assignment);
 /* A federated dataset from client 0 of `central` (its every feature) split by
  * `assignment`; clients are named "0", "1", ... in order. */
-fedc_status fedc_dataset_partition(fedc_dataset *central, const int64_t *assignment, int64_t num_clients,
+FEDC_API fedc_status fedc_dataset_partition(fedc_dataset *central, const int64_t *assignment, int64_t num_clients,
                                    fedc_dataset **out);
 
 /* --------------------------------------------------------------- synthetic -- */
@@ -205,10 +205,10 @@ fedc_status fedc_dataset_partition(fedc_dataset *central, const int64_t *assignm
 /* FedProx's Synthetic(alpha, beta) (Li et al. 2020): num_clients clients of
  * dimension 60 and 10 classes, client sizes log-normal, features "x" f32[n, 60] and
  * "y" i32[n]. */
-fedc_status fedc_synthetic_fedprox(double alpha, double beta, int64_t num_clients, uint64_t seed, fedc_dataset **out);
+FEDC_API fedc_status fedc_synthetic_fedprox(double alpha, double beta, int64_t num_clients, uint64_t seed, fedc_dataset **out);
 /* Token sequences with Zipfian word frequencies (exponent s) over `vocab` ids,
  * feature "tokens" i32[n, length], for language-model benchmarks. */
-fedc_status fedc_synthetic_zipf(int64_t num_clients, int64_t examples_per_client, int64_t length, int32_t vocab,
+FEDC_API fedc_status fedc_synthetic_zipf(int64_t num_clients, int64_t examples_per_client, int64_t length, int32_t vocab,
                                 double s, uint64_t seed, fedc_dataset **out);
 
 #ifdef __cplusplus

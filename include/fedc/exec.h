@@ -77,32 +77,32 @@ typedef struct fedc_exec_options {
 
 /* Verifies `program` and plans it. The executor keeps its own copy of the program.
  * `options` may be NULL for the defaults. */
-fedc_status fedc_executor_create(fedc_executor **out, const fedc_program *program,
+FEDC_API fedc_status fedc_executor_create(fedc_executor **out, const fedc_program *program,
                                  const fedc_exec_options *options);
-void fedc_executor_destroy(fedc_executor *ex); /* safe on NULL */
+FEDC_API void fedc_executor_destroy(fedc_executor *ex); /* safe on NULL */
 
 /* Binds input `name` to `data`, which holds the input's type (row-major) and must
  * stay valid while the executor runs. Bindings persist across runs. A @clients
  * input holds one value per client, one after another: clients x the type. */
-fedc_status fedc_executor_bind(fedc_executor *ex, const char *name, const void *data);
+FEDC_API fedc_status fedc_executor_bind(fedc_executor *ex, const char *name, const void *data);
 
 /* Runs the program once. Fails if an input is unbound, or a kernel meets bad data
  * (an index out of range, a label outside the classes), naming the op. */
-fedc_status fedc_executor_run(fedc_executor *ex);
+FEDC_API fedc_status fedc_executor_run(fedc_executor *ex);
 
 /* The value of output `name` from the last run; `type` may be NULL. A @clients
  * output holds one value per client, one after another. */
-fedc_status fedc_executor_output(const fedc_executor *ex, const char *name, const void **data,
+FEDC_API fedc_status fedc_executor_output(const fedc_executor *ex, const char *name, const void **data,
                                  fedc_type *type);
 
 /* The clients left out of the last run (FEDC_DROP_CLIENT): writes up to `max`
  * client indices, in order, and returns how many there are. */
-int fedc_executor_dropped(const fedc_executor *ex, int *clients, int max);
+FEDC_API int fedc_executor_dropped(const fedc_executor *ex, int *clients, int max);
 
 /* With options.profile: writes to `out` the time spent in each kind of op over all
  * runs so far, summed over this executor and the bodies of its maps and folds (every
  * client, every step), most expensive first. FEDC_EINVAL if profiling is off. */
-fedc_status fedc_executor_profile(const fedc_executor *ex, FILE *out);
+FEDC_API fedc_status fedc_executor_profile(const fedc_executor *ex, FILE *out);
 
 /* Under options.mpi: how much work each client's map body is (work[i] >= 0 for
  * client i, e.g. its examples or SGD steps), for the next runs; NULL: the same
@@ -110,18 +110,18 @@ fedc_status fedc_executor_profile(const fedc_executor *ex, FILE *out);
  * each rank runs whole leaves, chosen so that the ranks' work is about equal (the
  * default: equal numbers of clients, contiguous). Results do not depend on it.
  * Every rank must pass the same work, before filling its clients' inputs. */
-fedc_status fedc_executor_balance(fedc_executor *ex, const double *work);
+FEDC_API fedc_status fedc_executor_balance(fedc_executor *ex, const double *work);
 
 /* The clients whose map bodies this process runs, in increasing order: writes up
  * to `max` of them and returns how many there are. All of them unless
  * options.mpi splits them over ranks. */
-int fedc_executor_local_clients(const fedc_executor *ex, int *clients, int max);
+FEDC_API int fedc_executor_local_clients(const fedc_executor *ex, int *clients, int max);
 
 /* The span of clients [*first, *end) from this process's first client to its last
  * (every client of the span is its own when the split is contiguous, the default;
  * after fedc_executor_balance it may also hold other ranks' clients: filling their
  * inputs too does no harm). */
-void fedc_executor_block(const fedc_executor *ex, int *first, int *end);
+FEDC_API void fedc_executor_block(const fedc_executor *ex, int *first, int *end);
 
 /* ------------------------------------------------------------------ MPI --
  * One federated program on many processes and hosts (docs/mpi.md). Launch the
@@ -129,23 +129,23 @@ void fedc_executor_block(const fedc_executor *ex, int *first, int *end);
  * fedc_mpi_finalize last, and create executors with options.mpi. Built without
  * MPI, fedc_mpi_init fails with FEDC_EUNSUPPORTED and a message that says how to
  * enable it, and the rest behave as one rank. */
-bool fedc_mpi_built(void);            /* whether this fedc was built with MPI */
-fedc_status fedc_mpi_init(void);      /* MPI_Init_thread unless already initialised */
-fedc_status fedc_mpi_finalize(void);  /* MPI_Finalize, if fedc_mpi_init initialised MPI */
-int fedc_mpi_rank(void);              /* 0 outside an MPI job */
-int fedc_mpi_size(void);              /* 1 outside an MPI job */
+FEDC_API bool fedc_mpi_built(void);            /* whether this fedc was built with MPI */
+FEDC_API fedc_status fedc_mpi_init(void);      /* MPI_Init_thread unless already initialised */
+FEDC_API fedc_status fedc_mpi_finalize(void);  /* MPI_Finalize, if fedc_mpi_init initialised MPI */
+FEDC_API int fedc_mpi_rank(void);              /* 0 outside an MPI job */
+FEDC_API int fedc_mpi_size(void);              /* 1 outside an MPI job */
 /* Collective: every rank passes its status; every rank returns the status and
  * message of the lowest rank that failed (prefixed "rank R of N: "), or FEDC_OK.
  * Call it after anything that can fail on some ranks only (reading a client's data,
  * allocating), before the next collective call, so that no rank waits forever. */
-fedc_status fedc_mpi_agree(fedc_status st);
+FEDC_API fedc_status fedc_mpi_agree(fedc_status st);
 /* Collective: rank 0's `bytes` at data reach every rank. */
-fedc_status fedc_mpi_broadcast(void *data, size_t bytes);
+FEDC_API fedc_status fedc_mpi_broadcast(void *data, size_t bytes);
 
 /* Bytes of the planned block for intermediate values, and what it would be with no
  * reuse (the sum of every intermediate's size): how much the plan saves. */
-size_t fedc_executor_planned_bytes(const fedc_executor *ex);
-size_t fedc_executor_unplanned_bytes(const fedc_executor *ex);
+FEDC_API size_t fedc_executor_planned_bytes(const fedc_executor *ex);
+FEDC_API size_t fedc_executor_unplanned_bytes(const fedc_executor *ex);
 
 #ifdef __cplusplus
 }

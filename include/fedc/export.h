@@ -42,10 +42,10 @@ typedef struct fedc_mlir_options {
 /* Writes `p` as an MLIR module into a NUL-terminated string the caller frees with
  * fedc_free. The program is verified first; errors name the op (%index and name)
  * that cannot be lowered, or the input that entry_main lacks. */
-fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options *options, char **out);
+FEDC_API fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options *options, char **out);
 
 /* The names of the ops fedc_program_to_mlir lowers, for the docs and the tests. */
-bool fedc_mlir_lowers(const char *op_name);
+FEDC_API bool fedc_mlir_lowers(const char *op_name);
 
 #ifdef __cplusplus
 }

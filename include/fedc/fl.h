@@ -49,9 +49,9 @@ typedef struct fedc_algorithm_def {
     fedc_status (*round)(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
 } fedc_algorithm_def;
 
-extern const fedc_algorithm_def fedc_algorithm_fedsgd;  /* src/fl/fedsgd.c */
-extern const fedc_algorithm_def fedc_algorithm_fedavg;  /* src/fl/fedavg.c; FedOpt with a server optimizer */
-extern const fedc_algorithm_def fedc_algorithm_fedprox; /* src/fl/fedprox.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedsgd;  /* src/fl/fedsgd.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedavg;  /* src/fl/fedavg.c; FedOpt with a server optimizer */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedprox; /* src/fl/fedprox.c */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */
@@ -65,23 +65,23 @@ struct fedc_algorithm {
 
 /* Adds `def` (which must outlive its use) to the algorithms found by name.
  * EINVAL if the name is taken or def lacks a name or a round builder. */
-fedc_status fedc_algorithm_register(const fedc_algorithm_def *def);
+FEDC_API fedc_status fedc_algorithm_register(const fedc_algorithm_def *def);
 /* The algorithm called `name`; NULL (with an error naming the choices) if none. */
-const fedc_algorithm_def *fedc_algorithm_find(const char *name);
+FEDC_API const fedc_algorithm_def *fedc_algorithm_find(const char *name);
 /* The known algorithms, built-in first, for listing: i in [0, fedc_algorithm_count()). */
-int fedc_algorithm_count(void);
-const fedc_algorithm_def *fedc_algorithm_at(int i);
+FEDC_API int fedc_algorithm_count(void);
+FEDC_API const fedc_algorithm_def *fedc_algorithm_at(int i);
 /* a's name ("fedavg" when a->def is NULL). */
-const char *fedc_algorithm_name(const fedc_algorithm *a);
+FEDC_API const char *fedc_algorithm_name(const fedc_algorithm *a);
 
 /* Builds one round of `a` on model `m` (the interface above). */
-fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
+FEDC_API fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
 
 /* Builds the evaluation program: inputs <param>@server, x/y/mask/steps@clients as
  * above (no key); outputs loss_sum, correct, count (f32[]@server: sums over the
  * clients' real examples) and per-client loss/correct/count (f32[]@clients) for
  * the per-client accuracy distribution. */
-fedc_status fedc_evaluation_program(const fedc_model *m, int64_t batch_size, int64_t max_steps, fedc_program **out);
+FEDC_API fedc_status fedc_evaluation_program(const fedc_model *m, int64_t batch_size, int64_t max_steps, fedc_program **out);
 
 /* ------------------------------------------------------------------ train -- */
 
@@ -132,11 +132,11 @@ typedef struct fedc_train_result {
 } fedc_train_result;
 
 /* Fills a config with the defaults `fedc train --help` documents. */
-void fedc_train_defaults(fedc_train_config *c);
-fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result);
+FEDC_API void fedc_train_defaults(fedc_train_config *c);
+FEDC_API fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result);
 /* Evaluates the model in a checkpoint (any safetensors file holding the model's
  * parameters by name) on every client of c->data (with c's task and model). */
-fedc_status fedc_evaluate_checkpoint(const fedc_train_config *c, const char *checkpoint, fedc_train_result *result);
+FEDC_API fedc_status fedc_evaluate_checkpoint(const fedc_train_config *c, const char *checkpoint, fedc_train_result *result);
 
 #ifdef __cplusplus
 }

@@ -66,30 +66,30 @@ typedef struct fedc_model_options {
  * (nor EOS / OOV with mask_eos / mask_oov) of the examples with mask 1.
  * Options override sizes (num_classes, input shape); `options` may be NULL. An
  * unknown name is FEDC_EINVAL listing the known ones. */
-fedc_status fedc_model_create(fedc_model **out, const char *name, const fedc_model_options *options);
-void fedc_model_destroy(fedc_model *m); /* safe on NULL */
+FEDC_API fedc_status fedc_model_create(fedc_model **out, const char *name, const fedc_model_options *options);
+FEDC_API void fedc_model_destroy(fedc_model *m); /* safe on NULL */
 
-const char *fedc_model_name(const fedc_model *m);
-int fedc_model_num_params(const fedc_model *m);             /* parameter tensors */
-int64_t fedc_model_size(const fedc_model *m);               /* floats in all of them */
-const char *fedc_model_param_name(const fedc_model *m, int i); /* "conv1/w", ... */
-fedc_type fedc_model_param_type(const fedc_model *m, int i);  /* f32, local */
-int64_t fedc_model_param_offset(const fedc_model *m, int i);  /* in floats */
-int64_t fedc_model_param_size(const fedc_model *m, int i);
+FEDC_API const char *fedc_model_name(const fedc_model *m);
+FEDC_API int fedc_model_num_params(const fedc_model *m);             /* parameter tensors */
+FEDC_API int64_t fedc_model_size(const fedc_model *m);               /* floats in all of them */
+FEDC_API const char *fedc_model_param_name(const fedc_model *m, int i); /* "conv1/w", ... */
+FEDC_API fedc_type fedc_model_param_type(const fedc_model *m, int i);  /* f32, local */
+FEDC_API int64_t fedc_model_param_offset(const fedc_model *m, int i);  /* in floats */
+FEDC_API int64_t fedc_model_param_size(const fedc_model *m, int i);
 /* The type of one batch of inputs: [batch, ...example shape], f32 (i32 token ids
  * [batch, length] for the language models). */
-fedc_type fedc_model_input_type(const fedc_model *m, int64_t batch);
+FEDC_API fedc_type fedc_model_input_type(const fedc_model *m, int64_t batch);
 /* The type of one batch of labels: i32[batch], or i32[batch, context] for language
  * models (a next token per position). The mask stays f32[batch], per example. */
-fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch);
-int fedc_model_num_classes(const fedc_model *m);
+FEDC_API fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch);
+FEDC_API int fedc_model_num_classes(const fedc_model *m);
 /* The type of one batch of labels: i32[batch], or i32[batch, length] for the
  * language models. */
-fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch);
+FEDC_API fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch);
 
 /* Fills `params` (fedc_model_size floats) with the initialisers FedJAX's Haiku models
  * use (documented per model in docs/models.md), from the counter RNG keyed by seed. */
-fedc_status fedc_model_init(const fedc_model *m, uint64_t seed, float *params);
+FEDC_API fedc_status fedc_model_init(const fedc_model *m, uint64_t seed, float *params);
 
 typedef struct fedc_model_outputs {
     fedc_value loss;    /* f32[]: mean cross-entropy over the examples with mask 1 */
@@ -102,7 +102,7 @@ typedef struct fedc_model_outputs {
  * in order), x (fedc_model_input_type), y (fedc_model_label_type), mask (f32[batch]: 1 for
  * real examples, 0 for padding). `dropout_key` (an i32[4] value) turns dropout on
  * (training); FEDC_NONE evaluates without it. */
-fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_value *params, fedc_value x,
+FEDC_API fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_value *params, fedc_value x,
                              fedc_value y, fedc_value mask, fedc_value dropout_key, fedc_model_outputs *out);
 
 /* -------------------------------------------------------------- optimizers -- */
@@ -128,27 +128,27 @@ typedef struct fedc_optimizer {
     double initial_accumulator; /* adagrad (0.1, as FedJAX), yogi (1e-6) */
 } fedc_optimizer;
 
-fedc_optimizer fedc_optimizer_defaults(fedc_optimizer_kind kind, double learning_rate);
-const char *fedc_optimizer_name(fedc_optimizer_kind kind); /* "sgd", "momentum", ... */
+FEDC_API fedc_optimizer fedc_optimizer_defaults(fedc_optimizer_kind kind, double learning_rate);
+FEDC_API const char *fedc_optimizer_name(fedc_optimizer_kind kind); /* "sgd", "momentum", ... */
 /* Parses "sgd", "momentum", "nesterov", "adam", "adagrad", "yogi", "rmsprop". */
-fedc_status fedc_optimizer_parse(const char *name, double learning_rate, fedc_optimizer *out);
+FEDC_API fedc_status fedc_optimizer_parse(const char *name, double learning_rate, fedc_optimizer *out);
 
 /* Optimizer state: `slots` tensors per parameter (of the parameter's type: adam's m
  * and v, ...), in the order slot-major then parameter (slot 0 of every parameter,
  * then slot 1 ...), then one f32[] step count if the optimizer counts steps. */
-int fedc_optimizer_slots(const fedc_optimizer *o);
-bool fedc_optimizer_counts_steps(const fedc_optimizer *o);
+FEDC_API int fedc_optimizer_slots(const fedc_optimizer *o);
+FEDC_API bool fedc_optimizer_counts_steps(const fedc_optimizer *o);
 /* Number of state tensors for n parameters: n * slots (+ 1 step count). */
-int fedc_optimizer_state_size(const fedc_optimizer *o, int n);
+FEDC_API int fedc_optimizer_state_size(const fedc_optimizer *o, int n);
 /* The initial value of every element of state tensor k (for n parameters). */
-double fedc_optimizer_state_init(const fedc_optimizer *o, int n, int k);
+FEDC_API double fedc_optimizer_state_init(const fedc_optimizer *o, int n, int k);
 
 /* Adds one step to p: new_params[i] = params[i] - update(grads[i], state). state and
  * new_state hold fedc_optimizer_state_size(o, n) values each. `lr` is a scalar
  * value of the parameters' dtype to use as the learning rate, or FEDC_NONE for
  * o->learning_rate as a constant. The step is built from ordinary ops, so it is
  * differentiable, in the learning rate too (pass it as a value). */
-fedc_status fedc_optimizer_step(const fedc_optimizer *o, fedc_program *p, fedc_value lr, int n,
+FEDC_API fedc_status fedc_optimizer_step(const fedc_optimizer *o, fedc_program *p, fedc_value lr, int n,
                                 const fedc_value *params, const fedc_value *grads, const fedc_value *state,
                                 fedc_value *new_params, fedc_value *new_state);
 

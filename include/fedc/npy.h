@@ -34,12 +34,12 @@ extern "C" {
 /* Reads the array in `path`. On success *type is its dtype and shape (placement
  * local) and *data a fedc_malloc'd copy of its elements, row-major, that the caller
  * frees with fedc_free. bool elements read as 0 or 1. On failure *data is NULL. */
-fedc_status fedc_npy_read(const char *path, fedc_type *type, void **data);
+FEDC_API fedc_status fedc_npy_read(const char *path, fedc_type *type, void **data);
 
 /* Writes `data` (row-major, `type`'s dtype and shape; the placement is ignored) to
  * `path` as a version 1.0 .npy file with the same header bytes np.save writes. On
  * failure no partial file is left behind. */
-fedc_status fedc_npy_write(const char *path, const fedc_type *type, const void *data);
+FEDC_API fedc_status fedc_npy_write(const char *path, const fedc_type *type, const void *data);
 
 #ifdef __cplusplus
 }

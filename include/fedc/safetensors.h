@@ -31,22 +31,22 @@ typedef struct fedc_metadata_entry {
     const char *key, *value;
 } fedc_metadata_entry;
 
-fedc_status fedc_safetensors_write(const char *path, const fedc_tensor_entry *tensors, int n,
+FEDC_API fedc_status fedc_safetensors_write(const char *path, const fedc_tensor_entry *tensors, int n,
                                    const fedc_metadata_entry *metadata, int nmeta);
 
 /* A file read whole into memory. */
 typedef struct fedc_safetensors fedc_safetensors;
 
-fedc_status fedc_safetensors_read(const char *path, fedc_safetensors **out);
-void fedc_safetensors_destroy(fedc_safetensors *s); /* safe on NULL */
-int fedc_safetensors_count(const fedc_safetensors *s);
+FEDC_API fedc_status fedc_safetensors_read(const char *path, fedc_safetensors **out);
+FEDC_API void fedc_safetensors_destroy(fedc_safetensors *s); /* safe on NULL */
+FEDC_API int fedc_safetensors_count(const fedc_safetensors *s);
 /* Tensor i. Its data points into the file's bytes (valid until destroy) and need
  * not be aligned for its dtype: copy it out (memcpy) rather than read it in place. */
-fedc_tensor_entry fedc_safetensors_tensor(const fedc_safetensors *s, int i);
+FEDC_API fedc_tensor_entry fedc_safetensors_tensor(const fedc_safetensors *s, int i);
 /* The tensor named `name`; FEDC_ENOTFOUND naming it and the file otherwise. */
-fedc_status fedc_safetensors_find(const fedc_safetensors *s, const char *name, fedc_tensor_entry *out);
+FEDC_API fedc_status fedc_safetensors_find(const fedc_safetensors *s, const char *name, fedc_tensor_entry *out);
 /* A metadata value, or NULL. */
-const char *fedc_safetensors_metadata(const fedc_safetensors *s, const char *key);
+FEDC_API const char *fedc_safetensors_metadata(const fedc_safetensors *s, const char *key);
 
 #ifdef __cplusplus
 }

@@ -30,7 +30,7 @@ extern "C" {
 
 /* A 32-bit key for a client id (FNV-1a), for keying random streams by client
  * where only the id is at hand (a hook sees the client, not its index). */
-uint32_t fedc_client_key(const char *id);
+FEDC_API uint32_t fedc_client_key(const char *id);
 
 /* ------------------------------------------------------------------ EMNIST -- */
 
@@ -48,9 +48,9 @@ typedef struct fedc_emnist_options {
 } fedc_emnist_options;
 
 /* `o` may be NULL (no domain_id). */
-fedc_status fedc_emnist_preprocess(const fedc_client_data *in, const fedc_emnist_options *o, fedc_client_data **out);
+FEDC_API fedc_status fedc_emnist_preprocess(const fedc_client_data *in, const fedc_emnist_options *o, fedc_client_data **out);
 /* ctx: a const fedc_emnist_options * or NULL. */
-fedc_status fedc_emnist_hook(void *ctx, fedc_client_data **client);
+FEDC_API fedc_status fedc_emnist_hook(void *ctx, fedc_client_data **client);
 
 /* ------------------------------------------------------------- Shakespeare -- */
 
@@ -67,8 +67,8 @@ fedc_status fedc_emnist_hook(void *ctx, fedc_client_data **client);
  * overflow; FedJAX uses 20 to 80). */
 #define FEDC_TASK_MAX_LENGTH (1 << 20)
 
-const char *fedc_shakespeare_vocab(void); /* the 86 bytes, NUL-terminated */
-int32_t fedc_shakespeare_char_id(unsigned char c);
+FEDC_API const char *fedc_shakespeare_vocab(void); /* the 86 bytes, NUL-terminated */
+FEDC_API int32_t fedc_shakespeare_char_id(unsigned char c);
 
 /* Two inputs, told apart by their features:
  *
@@ -97,10 +97,10 @@ typedef struct fedc_shakespeare_options {
     bool leaf_sequences;
 } fedc_shakespeare_options;
 
-fedc_status fedc_shakespeare_preprocess(const fedc_client_data *in, const fedc_shakespeare_options *o,
+FEDC_API fedc_status fedc_shakespeare_preprocess(const fedc_client_data *in, const fedc_shakespeare_options *o,
                                         fedc_client_data **out);
 /* ctx: a const fedc_shakespeare_options * or NULL. */
-fedc_status fedc_shakespeare_hook(void *ctx, fedc_client_data **client);
+FEDC_API fedc_status fedc_shakespeare_hook(void *ctx, fedc_client_data **client);
 
 /* ---------------------------------------------------------- Stack Overflow -- */
 
@@ -120,18 +120,18 @@ typedef struct fedc_stackoverflow_vocab fedc_stackoverflow_vocab;
  * stackoverflow.word_count has "word count" lines). Fewer lines than `size` is
  * fine. Errors: the file cannot be read (FEDC_EIO), it has no words, a line is
  * empty or a word repeats (FEDC_EPARSE, with the line). */
-fedc_status fedc_stackoverflow_vocab_read(fedc_stackoverflow_vocab **out, const char *path, int64_t size);
+FEDC_API fedc_status fedc_stackoverflow_vocab_read(fedc_stackoverflow_vocab **out, const char *path, int64_t size);
 /* A vocabulary from a list of words (FedJAX's `vocab` argument). */
-fedc_status fedc_stackoverflow_vocab_create(fedc_stackoverflow_vocab **out, const char *const *words, int64_t n);
-void fedc_stackoverflow_vocab_destroy(fedc_stackoverflow_vocab *v); /* safe on NULL */
-int64_t fedc_stackoverflow_vocab_size(const fedc_stackoverflow_vocab *v); /* words, not ids */
+FEDC_API fedc_status fedc_stackoverflow_vocab_create(fedc_stackoverflow_vocab **out, const char *const *words, int64_t n);
+FEDC_API void fedc_stackoverflow_vocab_destroy(fedc_stackoverflow_vocab *v); /* safe on NULL */
+FEDC_API int64_t fedc_stackoverflow_vocab_size(const fedc_stackoverflow_vocab *v); /* words, not ids */
 /* The id of word[0 .. len): 3 + its rank, or the OOV id size + 3. */
-int32_t fedc_stackoverflow_word_id(const fedc_stackoverflow_vocab *v, const char *word, size_t len);
+FEDC_API int32_t fedc_stackoverflow_word_id(const fedc_stackoverflow_vocab *v, const char *word, size_t len);
 /* One example: tokens[0 .. len) split on each ' ' exactly as Python's
  * str.split(' ') (so "a  b" has an empty, OOV, word between a and b, and "" is
  * one empty word), ids = [BOS] + word ids + [EOS], x = ids[:-1] and y = ids[1:],
  * each truncated or padded with PAD to max_length. */
-void fedc_stackoverflow_tokenize(const fedc_stackoverflow_vocab *v, const char *tokens, size_t len,
+FEDC_API void fedc_stackoverflow_tokenize(const fedc_stackoverflow_vocab *v, const char *tokens, size_t len,
                                  int64_t max_length, int32_t *x, int32_t *y);
 
 /* Input "tokens" STRINGS (and optionally "type" STRINGS). Output "x", "y"
@@ -147,10 +147,10 @@ typedef struct fedc_stackoverflow_options {
     int64_t vocab_size; /* words, for rank tokens without `vocab` (0: 10000) */
 } fedc_stackoverflow_options;
 
-fedc_status fedc_stackoverflow_preprocess(const fedc_client_data *in, const fedc_stackoverflow_options *o,
+FEDC_API fedc_status fedc_stackoverflow_preprocess(const fedc_client_data *in, const fedc_stackoverflow_options *o,
                                           fedc_client_data **out);
 /* ctx: a const fedc_stackoverflow_options * (required). */
-fedc_status fedc_stackoverflow_hook(void *ctx, fedc_client_data **client);
+FEDC_API fedc_status fedc_stackoverflow_hook(void *ctx, fedc_client_data **client);
 
 /* --------------------------------------------------------------- CIFAR-100 -- */
 
@@ -182,8 +182,8 @@ fedc_status fedc_stackoverflow_hook(void *ctx, fedc_client_data **client);
  * Output "x" f32 as above, "y" i32[n]; "coarse_label" is dropped. */
 #define FEDC_CIFAR100_CLASSES 100
 #define FEDC_CIFAR100_STEP 0x43494641u /* "CIFA": apart from other streams of (seed, round, client) */
-extern const float fedc_cifar100_mean[3]; /* 0.4914, 0.4822, 0.4465 */
-extern const float fedc_cifar100_std[3];  /* 0.2023, 0.1994, 0.2010 */
+FEDC_API extern const float fedc_cifar100_mean[3]; /* 0.4914, 0.4822, 0.4465 */
+FEDC_API extern const float fedc_cifar100_std[3];  /* 0.2023, 0.1994, 0.2010 */
 
 typedef enum fedc_cifar100_style { FEDC_CIFAR100_FEDJAX, FEDC_CIFAR100_TFF } fedc_cifar100_style;
 
@@ -197,10 +197,10 @@ typedef struct fedc_cifar100_options {
     bool client_from_id;
 } fedc_cifar100_options;
 
-fedc_status fedc_cifar100_preprocess(const fedc_client_data *in, const fedc_cifar100_options *o,
+FEDC_API fedc_status fedc_cifar100_preprocess(const fedc_client_data *in, const fedc_cifar100_options *o,
                                      fedc_client_data **out);
 /* ctx: a const fedc_cifar100_options * (required); set its round as rounds go by. */
-fedc_status fedc_cifar100_hook(void *ctx, fedc_client_data **client);
+FEDC_API fedc_status fedc_cifar100_hook(void *ctx, fedc_client_data **client);
 
 /* ----------------------------------------------------------- heart disease -- */
 
@@ -219,14 +219,14 @@ typedef struct fedc_heart_disease_options {
     bool impute_missing;
 } fedc_heart_disease_options;
 
-fedc_status fedc_heart_disease_preprocess(const fedc_client_data *in, const fedc_heart_disease_options *o,
+FEDC_API fedc_status fedc_heart_disease_preprocess(const fedc_client_data *in, const fedc_heart_disease_options *o,
                                           fedc_client_data **out);
 /* ctx: a const fedc_heart_disease_options * (required). */
-fedc_status fedc_heart_disease_hook(void *ctx, fedc_client_data **client);
+FEDC_API fedc_status fedc_heart_disease_hook(void *ctx, fedc_client_data **client);
 /* The mean and the population standard deviation of each column of "x" over the
  * given clients, missing values (marked, or NaN) left out; a constant or empty
  * column gets std 1. */
-fedc_status fedc_heart_disease_stats(const fedc_client_data *const *clients, int64_t n, float *mean, float *std);
+FEDC_API fedc_status fedc_heart_disease_stats(const fedc_client_data *const *clients, int64_t n, float *mean, float *std);
 
 #ifdef __cplusplus
 }

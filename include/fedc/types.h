@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fedc/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,25 +35,25 @@ typedef struct fedc_type {
     int64_t dims[FEDC_MAX_RANK];
 } fedc_type;
 
-size_t fedc_dtype_size(fedc_dtype dt);          /* bytes per element */
-const char *fedc_dtype_name(fedc_dtype dt);     /* "f32", ... */
-bool fedc_dtype_is_float(fedc_dtype dt);        /* f32 or f64 */
-const char *fedc_placement_name(fedc_placement p); /* "local", "server", "clients" */
+FEDC_API size_t fedc_dtype_size(fedc_dtype dt);          /* bytes per element */
+FEDC_API const char *fedc_dtype_name(fedc_dtype dt);     /* "f32", ... */
+FEDC_API bool fedc_dtype_is_float(fedc_dtype dt);        /* f32 or f64 */
+FEDC_API const char *fedc_placement_name(fedc_placement p); /* "local", "server", "clients" */
 
 /* A local type from a dims list: fedc_type_make(FEDC_F32, 2, (int64_t[]){3, 4}). */
-fedc_type fedc_type_make(fedc_dtype dt, int rank, const int64_t *dims);
-fedc_type fedc_type_scalar(fedc_dtype dt);
+FEDC_API fedc_type fedc_type_make(fedc_dtype dt, int rank, const int64_t *dims);
+FEDC_API fedc_type fedc_type_scalar(fedc_dtype dt);
 /* The number of elements (1 for a scalar), or -1 when there is none: a negative
  * dimension, a rank outside [0, FEDC_MAX_RANK], or a product past INT64_MAX (a type
  * read from a file can be any of these). fedc_type_bytes is SIZE_MAX then, or when
  * the bytes do not fit a size_t. */
-int64_t fedc_type_count(const fedc_type *t);
-size_t fedc_type_bytes(const fedc_type *t);
-bool fedc_type_equal(const fedc_type *a, const fedc_type *b); /* dtype, placement and shape */
-bool fedc_type_same_shape(const fedc_type *a, const fedc_type *b);
+FEDC_API int64_t fedc_type_count(const fedc_type *t);
+FEDC_API size_t fedc_type_bytes(const fedc_type *t);
+FEDC_API bool fedc_type_equal(const fedc_type *a, const fedc_type *b); /* dtype, placement and shape */
+FEDC_API bool fedc_type_same_shape(const fedc_type *a, const fedc_type *b);
 /* Writes "f32[3,4]" (with "@server"/"@clients" for those placements) into buf;
  * returns buf. 64 bytes always suffice. */
-char *fedc_type_str(const fedc_type *t, char *buf, size_t size);
+FEDC_API char *fedc_type_str(const fedc_type *t, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -147,7 +147,7 @@ fedc_status fedc__composite_vjp(fedc__ad *ad, fedc_value v, fedc_value ct, unsig
     fedc_program *b = NULL, *d = NULL;
     fedc_status st = fedc_program_create(&b);
     if (st) return st;
-    fedc_value args[8];
+    fedc_value args[8] = {0}; /* the first n->nin are set below */
     for (int i = 0; i < n->nin && i < 8; i++) {
         snprintf(names[i], sizeof names[i], "a%d", i);
         args[i] = fedc_input(b, names[i], ad->src->nodes[n->in[i]].type);

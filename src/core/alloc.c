@@ -24,7 +24,7 @@ void fedc_set_allocator(const fedc_allocator *a) {
     current = a ? *a : libc;
 }
 
-uint64_t fedc_alloc_fail_after(uint64_t n) {
+uint64_t fedc__alloc_fail_after(uint64_t n) {
     uint64_t made = atomic_exchange(&alloc_count, 0);
     atomic_store(&fail_at, n);
     return made;

@@ -14,6 +14,12 @@
  * Free with fedc_free. */
 void *fedc__list(int n, size_t size);
 
+/* Fault injection for tests: the `n`th allocation from now (1-based) and every
+ * one after it fails; 0 turns injection off. Returns how many allocations have
+ * been made since the last call, so a test can count a whole operation's
+ * allocations and then fail each of them in turn. */
+uint64_t fedc__alloc_fail_after(uint64_t n);
+
 /* A list of n program values (fedc_value is int32_t, fedc/program.h). */
 static inline int32_t *fedc__values(int n) { return (int32_t *)fedc__list(n, sizeof(int32_t)); }
 
