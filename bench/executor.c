@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_executor [n >= 1] [pairs in 1..1000]\n");
         return 2;
     }
-    fedc_kernels_init(); /* one BLAS thread, for both sides */
+    fedc__kernels_init(); /* one BLAS thread, for both sides */
 
     fedc_type t = fedc_type_make(FEDC_F32, 2, (int64_t[]){n, n});
     fedc_program *p;

@@ -27,7 +27,7 @@
 #define REPEATS 20
 
 typedef struct layer {
-    fedc_conv_geom g;
+    fedc__conv_geom g;
     int input_grad; /* whether backward needs dx */
     float *x, *w, *y, *dy, *dx, *dw;
     void *scratch;
@@ -40,13 +40,13 @@ static float *array(int64_t n) {
 }
 
 static int layer_init(layer *l, int64_t n, int64_t h, int64_t c, int64_t o, int input_grad) {
-    fedc_conv_geom g = {.n = n, .h = h, .w = h, .c = c, .kh = 3, .kw = 3, .o = o, .sh = 1,
+    fedc__conv_geom g = {.n = n, .h = h, .w = h, .c = c, .kh = 3, .kw = 3, .o = o, .sh = 1,
                         .sw = 1, .oh = h - 2, .ow = h - 2};
     int64_t nx = n * h * h * c, nw = 9 * c * o, ny = n * g.oh * g.ow * o;
     *l = (layer){.g = g, .input_grad = input_grad};
     l->x = array(nx), l->w = array(nw), l->y = array(ny), l->dy = array(ny);
     l->dx = array(nx), l->dw = array(nw);
-    l->scratch = fedc_malloc(fedc_kernels_fast.conv2d_scratch(&g, FEDC_F32) + 1);
+    l->scratch = fedc_malloc(fedc__kernels_fast.conv2d_scratch(&g, FEDC_F32) + 1);
     return l->x && l->w && l->y && l->dy && l->dx && l->dw && l->scratch;
 }
 
@@ -56,13 +56,13 @@ static void layer_free(layer *l) {
 }
 
 static double layer_flops(const layer *l) {
-    const fedc_conv_geom *g = &l->g;
+    const fedc__conv_geom *g = &l->g;
     double pass = 2.0 * (double)(g->n * g->oh * g->ow * g->kh * g->kw * g->c * g->o);
     return pass * (l->input_grad ? 3 : 2);
 }
 
 /* The layer's pass `pass` (0 forward, 1 input grad, 2 filter grad) through k. */
-static fedc_status layer_pass(const fedc_kernels *k, const layer *l, int pass) {
+static fedc_status layer_pass(const fedc__kernels *k, const layer *l, int pass) {
     if (pass == 0) return k->conv2d(FEDC_F32, &l->g, l->x, l->w, l->y, l->scratch);
     if (pass == 1) return k->conv2d_input_grad(FEDC_F32, &l->g, l->dy, l->w, l->dx, l->scratch);
     return k->conv2d_filter_grad(FEDC_F32, &l->g, l->x, l->dy, l->dw, l->scratch);
@@ -70,7 +70,7 @@ static fedc_status layer_pass(const fedc_kernels *k, const layer *l, int pass) {
 
 /* Best time of each pass over REPEATS rounds of forward + backward (best[1] stays
  * 0 for a layer without input grad); returns the sum of the bests, < 0 on error. */
-static double layer_time(const fedc_kernels *k, const layer *l, double best[3]) {
+static double layer_time(const fedc__kernels *k, const layer *l, double best[3]) {
     best[0] = best[1] = best[2] = 0;
     for (int r = 0; r < REPEATS; r++)
         for (int pass = 0; pass < 3; pass++) {
@@ -144,7 +144,7 @@ static int peak(int threads) {
         fprintf(stderr, "usage: bench_kernels peak [threads in 1..%d]\n", MAX_PEAK_THREADS);
         return 2;
     }
-    fedc_kernels_init(); /* OpenBLAS on one thread: each worker is one */
+    fedc__kernels_init(); /* OpenBLAS on one thread: each worker is one */
     double one = 0, all = 0;
     int one_n = 0, all_n = 0;
     for (size_t k = 0; k < sizeof peak_sizes / sizeof *peak_sizes; k++) {
@@ -165,15 +165,15 @@ static int peak(int threads) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "peak")) return peak(argc > 2 ? atoi(argv[2]) : (int)sysconf(_SC_NPROCESSORS_ONLN));
-    fedc_kernels_init();
-    double peak = fedc_kernels_sgemm_gflops(512, 10);
+    fedc__kernels_init();
+    double peak = fedc__kernels_sgemm_gflops(512, 10);
     printf("sgemm 512^3, 1 thread: %.1f GFLOP/s\n", peak);
     layer layers[2];
     int ok = layer_init(&layers[0], 20, 28, 1, 32, 0);
     ok = layer_init(&layers[1], 20, 26, 32, 64, 1) && ok;
     double flops = 0, secs = 0;
     for (int i = 0; ok && i < 2; i++) {
-        double best[3], t = layer_time(&fedc_kernels_fast, &layers[i], best);
+        double best[3], t = layer_time(&fedc__kernels_fast, &layers[i], best);
         if (t <= 0) ok = 0;
         double gf = layer_flops(&layers[i]) / t * 1e-9;
         printf("conv layer %d (%s): %.3f ms, %.1f GFLOP/s, %.0f%% of sgemm peak "

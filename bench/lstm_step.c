@@ -189,7 +189,7 @@ static void run_batch(int64_t batch, int64_t seq, int steps, int sets, int only_
     bench_json("lstm_step", "\"batch\": %lld, \"seq\": %lld, \"blas_core\": \"%s\", \"fedc_ms\": %.4f, \"fedc_threads\": %d, "
                "\"fedc_ms_1\": %.4f, \"fedc_cpu_ms\": %.4f, \"fedc_ms_2\": %.4f, \"fedc_cpu_ms_2\": %.4f, "
                "\"torch_ms_1\": %.4f, \"torch_cpu_ms_1\": %.4f, \"torch_ms_2\": %.4f, \"torch_cpu_ms_2\": %.4f, "
-               "\"ratio\": %.4f", (long long)batch, (long long)seq, fedc_kernels_blas_core(), best[0], best_threads[0],
+               "\"ratio\": %.4f", (long long)batch, (long long)seq, fedc__kernels_blas_core(), best[0], best_threads[0],
                med[0][0], mcpu[0][0], med[0][1], mcpu[0][1], med[1][0], mcpu[1][0], med[1][1], mcpu[1][1],
                best[1] > 0 ? best[1] / best[0] : -1.0);
     for (int th = 0; profile && th < 2; th++)

@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
         exs[t] = ex;
     }
 
-    double flops = step_flops(&s), peak = fedc_kernels_sgemm_gflops(1024, 3);
+    double flops = step_flops(&s), peak = fedc__kernels_sgemm_gflops(1024, 3);
     printf("transformer step: %lld layers, width %lld, %lld heads, context %lld, vocab %lld, batch %lld; %lld parameters\n",
            (long long)s.layers, (long long)s.width, (long long)s.heads, (long long)s.context, (long long)s.vocab,
            (long long)s.batch, (long long)size);

@@ -1305,7 +1305,7 @@ static void test_reshape_aliases(void) {
     CHECK_OK(fedc_executor_run(ex));
     const float *y = output(ex, "y", FEDC_F32, 24), *z = output(ex, "z", FEDC_F32, 6); /* per client */
     float th[24]; /* the fast kernels' tanh, bit for bit (its own code, not libm's) */
-    CHECK_OK(fedc_kernels_fast.unary(FEDC_U_TANH, FEDC_F32, 24, xs, th, 0));
+    CHECK_OK(fedc__kernels_fast.unary(FEDC_U_TANH, FEDC_F32, 24, xs, th, 0));
     for (int i = 0; y && i < 24; i++) CHECK(y[i] == -th[i] && fabsf(th[i] - tanhf(xs[i])) <= 1e-6f);
     for (int i = 0; z && i < 18; i++) CHECK(z[i] == -cs[i]);
     fedc_executor_destroy(ex);

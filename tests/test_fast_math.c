@@ -39,16 +39,16 @@ static uint32_t bits_of(float f) {
 }
 
 static void test_exp_special(void) {
-    CHECK(fedc_fast_expf(-INFINITY) == 0.0f && !signbit(fedc_fast_expf(-INFINITY)));
-    CHECK(isinf(fedc_fast_expf(INFINITY)) && fedc_fast_expf(INFINITY) > 0);
-    CHECK(isnan(fedc_fast_expf(NAN)));
-    CHECK(isnan(fedc_fast_expf(-NAN)));
-    CHECK(fedc_fast_tanhf(INFINITY) == 1.0f && fedc_fast_tanhf(-INFINITY) == -1.0f);
-    CHECK(isnan(fedc_fast_tanhf(NAN)));
+    CHECK(fedc__fast_expf(-INFINITY) == 0.0f && !signbit(fedc__fast_expf(-INFINITY)));
+    CHECK(isinf(fedc__fast_expf(INFINITY)) && fedc__fast_expf(INFINITY) > 0);
+    CHECK(isnan(fedc__fast_expf(NAN)));
+    CHECK(isnan(fedc__fast_expf(-NAN)));
+    CHECK(fedc__fast_tanhf(INFINITY) == 1.0f && fedc__fast_tanhf(-INFINITY) == -1.0f);
+    CHECK(isnan(fedc__fast_tanhf(NAN)));
     /* The largest finite floats still clamp, as before: a normal float. */
-    CHECK(bits_of(fedc_fast_expf(FLT_MAX)) == bits_of(old_expf(88.3f)));
-    CHECK(bits_of(fedc_fast_expf(-FLT_MAX)) == bits_of(old_expf(-87.3f)));
-    CHECK(fedc_fast_expf(-FLT_MAX) > 0.0f);
+    CHECK(bits_of(fedc__fast_expf(FLT_MAX)) == bits_of(old_expf(88.3f)));
+    CHECK(bits_of(fedc__fast_expf(-FLT_MAX)) == bits_of(old_expf(-87.3f)));
+    CHECK(fedc__fast_expf(-FLT_MAX) > 0.0f);
 }
 
 /* One float bit pattern in 4093 (a prime, so every exponent and many mantissas
@@ -61,8 +61,8 @@ static void test_exp_finite_bits_unchanged(void) {
         memcpy(&x, &b, sizeof x);
         if (!isfinite(x)) continue;
         checked++;
-        if (bits_of(fedc_fast_expf(x)) != bits_of(old_expf(x)) && differ++ == 0)
-            fedc_test_fail(__FILE__, __LINE__, "exp(%.9g): 0x%08x, before 0x%08x", x, bits_of(fedc_fast_expf(x)),
+        if (bits_of(fedc__fast_expf(x)) != bits_of(old_expf(x)) && differ++ == 0)
+            fedc_test_fail(__FILE__, __LINE__, "exp(%.9g): 0x%08x, before 0x%08x", x, bits_of(fedc__fast_expf(x)),
                            bits_of(old_expf(x)));
     }
     CHECK_EQ_INT(differ, 0);
@@ -73,7 +73,7 @@ static void test_exp_finite_bits_unchanged(void) {
  * probability 0 exactly (the old exp gave e^-87.3), and a NaN logit makes the
  * row's loss NaN. */
 static void test_softmax_xent_infinite_logits(void) {
-    const fedc_kernels *k = &fedc_kernels_fast;
+    const fedc__kernels *k = &fedc__kernels_fast;
     float logits[2 * 20], loss[2], scale[2] = {1, 1}, dlogits[2 * 20];
     int32_t labels[2] = {0, 1};
     for (int i = 0; i < 40; i++) logits[i] = (float)(i % 20) * 0.1f;

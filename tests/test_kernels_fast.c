@@ -1,5 +1,5 @@
-/* Tests for the fast kernel table: every entry of fedc_kernels_fast that is not
- * the reference function itself is compared with fedc_kernels_ref on odd shapes
+/* Tests for the fast kernel table: every entry of fedc__kernels_fast that is not
+ * the reference function itself is compared with fedc__kernels_ref on odd shapes
  * (sizes 1 and primes, non-square, batches of 1 and 3, every transpose and
  * sharing combination, conv and pooling geometries with strides and SAME padding,
  * every broadcast layout), including the aliased and fallback paths, and run twice
@@ -19,8 +19,8 @@
 #include "kernels/fast.h"
 #include "kernels/kernels.h"
 
-static const fedc_kernels *const F = &fedc_kernels_fast;
-static const fedc_kernels *const R = &fedc_kernels_ref;
+static const fedc__kernels *const F = &fedc__kernels_fast;
+static const fedc__kernels *const R = &fedc__kernels_ref;
 
 /* ------------------------------------------------------------- helpers -- */
 
@@ -119,7 +119,7 @@ extern void gotoblas_dynamic_init(void) __attribute__((weak));
 
 static void test_blas_core(void) {
 #if defined(__x86_64__)
-    fedc_kernels_init();
+    fedc__kernels_init();
     if (!gotoblas_dynamic_init || getenv("OPENBLAS_CORETYPE")) return;
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
@@ -135,10 +135,10 @@ static void test_table(void) {
     CHECK(F->conv2d_filter_grad && F->max_pool2d && F->max_pool2d_grad && F->avg_pool2d);
     CHECK(F->avg_pool2d_grad && F->log_softmax && F->softmax_xent && F->argmax && F->dropout);
     CHECK(F->cast && F->iota && F->select_gt && F->sub_scaled);
-    fedc_kernels_init();
-    fedc_kernels_init(); /* idempotent */
-    CHECK(fedc_kernels_sgemm_gflops(48, 2) > 0);
-    CHECK(fedc_kernels_sgemm_gflops(0, 2) == 0);
+    fedc__kernels_init();
+    fedc__kernels_init(); /* idempotent */
+    CHECK(fedc__kernels_sgemm_gflops(48, 2) > 0);
+    CHECK(fedc__kernels_sgemm_gflops(0, 2) == 0);
 }
 
 /* ---------------------------------------------------------------- matmul -- */
@@ -186,13 +186,13 @@ static void test_matmul_errors(void) {
 
 /* --------------------------------------------------------- gather gemm -- */
 
-/* fedc_fast_gather_gemm / fedc_fast_rows_gemm promise each element of c to be its
+/* fedc__fast_gather_gemm / fedc__fast_rows_gemm promise each element of c to be its
  * initial value plus the products in increasing k, one FMA at a time, then the
  * epilogue: a scalar fmaf loop must give the same bits, for blocks of every shape
  * (rows 1..13 and 25, columns around 16, 32 and 64), depths across the 128-deep
  * slices, both with c fresh and accumulated. Where AVX-512 is missing both return
  * false and leave c alone. */
-static void gather_want(const fedc_gather_gemm *g, const float *c0, float *want) {
+static void gather_want(const fedc__gather_gemm *g, const float *c0, float *want) {
     for (int64_t r = 0; r < g->rows; r++)
         for (int64_t j = 0; j < g->cols; j++) {
             float v = g->accumulate ? c0[r * g->ldc + j] : 0.0f;
@@ -217,7 +217,7 @@ static void gather_case(int64_t rows, int64_t cols, int64_t depth, int mode) {
     int32_t *row_off = alloc_bytes((size_t)(rows + 1) * sizeof(int32_t)), *k_off = alloc_bytes((size_t)(depth + 1) * sizeof(int32_t));
     for (int64_t r = 0; r < rows; r++) row_off[r] = (int32_t)(r * 7 - (r % 3));
     for (int64_t k = 0; k < depth; k++) k_off[k] = (int32_t)(k * 5 + 2);
-    fedc_gather_gemm g = {.rows = rows, .cols = cols, .depth = depth, .a = a, .row_off = row_off, .k_off = k_off,
+    fedc__gather_gemm g = {.rows = rows, .cols = cols, .depth = depth, .a = a, .row_off = row_off, .k_off = k_off,
                           .w = w, .ldw = ldw, .c = got, .ldc = ldc, .accumulate = mode & 1,
                           .bias = mode & 2 ? bias : NULL, .relu = (mode & 4) != 0,
                           .minuend = mode & 8 ? minuend : NULL, .scale = &scale};
@@ -226,7 +226,7 @@ static void gather_case(int64_t rows, int64_t cols, int64_t depth, int mode) {
     char what[120];
     snprintf(what, sizeof what, "gather_gemm %lldx%lld depth %lld mode %d", (long long)rows, (long long)cols,
              (long long)depth, mode);
-    if (!fedc_fast_gather_gemm(&g)) {
+    if (!fedc__fast_gather_gemm(&g)) {
         check_same_bits(got, c0, (size_t)(rows * ldc) * sizeof(float), what); /* untouched */
     } else {
         gather_want(&g, c0, want);
@@ -236,7 +236,7 @@ static void gather_case(int64_t rows, int64_t cols, int64_t depth, int mode) {
                 for (int64_t r = 0; r < rows; r++) row_off[r] = (int32_t)(t ? r : r * 7);
                 for (int64_t k = 0; k < depth; k++) k_off[k] = (int32_t)(t ? k * 5 : k);
                 memcpy(got, c0, (size_t)(rows * ldc) * sizeof(float));
-                CHECK(fedc_fast_rows_gemm(rows, cols, depth, a, t ? 1 : 7, t ? 5 : 1, w, ldw, got, ldc, true));
+                CHECK(fedc__fast_rows_gemm(rows, cols, depth, a, t ? 1 : 7, t ? 5 : 1, w, ldw, got, ldc, true));
                 gather_want(&g, c0, want);
                 CHECK_MSG(memcmp(got, want, (size_t)(rows * ldc) * sizeof(float)) == 0,
                           "%s %s: not the fmaf loop's bits", what, t ? "transposed" : "dense");
@@ -276,8 +276,8 @@ static void tf_padding(int same, int64_t in, int64_t k, int64_t s, int64_t *out,
     }
 }
 
-static fedc_conv_geom conv_geom(const conv_case *cc) {
-    fedc_conv_geom g = {.n = cc->n, .h = cc->h, .w = cc->w, .c = cc->c, .kh = cc->kh,
+static fedc__conv_geom conv_geom(const conv_case *cc) {
+    fedc__conv_geom g = {.n = cc->n, .h = cc->h, .w = cc->w, .c = cc->c, .kh = cc->kh,
                         .kw = cc->kw, .o = cc->o, .sh = cc->sh, .sw = cc->sw};
     tf_padding(cc->same, cc->h, cc->kh, cc->sh, &g.oh, &g.pad_top);
     tf_padding(cc->same, cc->w, cc->kw, cc->sw, &g.ow, &g.pad_left);
@@ -289,8 +289,8 @@ typedef struct conv_bufs {
 } conv_bufs;
 
 /* One pass (0 forward, 1 input grad, 2 filter grad) through `k` into out. */
-static fedc_status conv_pass(const fedc_kernels *k, int pass, fedc_dtype dt,
-                             const fedc_conv_geom *g, const conv_bufs *b, void *out) {
+static fedc_status conv_pass(const fedc__kernels *k, int pass, fedc_dtype dt,
+                             const fedc__conv_geom *g, const conv_bufs *b, void *out) {
     if (pass == 0) return k->conv2d(dt, g, b->x, b->w, out, b->scratch);
     if (pass == 1) return k->conv2d_input_grad(dt, g, b->dy, b->w, out, b->scratch);
     return k->conv2d_filter_grad(dt, g, b->x, b->dy, out, b->scratch);
@@ -300,16 +300,16 @@ static fedc_status conv_pass(const fedc_kernels *k, int pass, fedc_dtype dt,
  * relu) the fast relu and (with a pool: 2x2 windows, stride 2, VALID, or SAME
  * with stride 1 when the output is smaller) the fast max_pool2d run one after
  * another, as the unfused executor would. */
-static void check_conv_epilogue(fedc_dtype dt, const fedc_conv_geom *g, const conv_bufs *b, int64_t ny) {
+static void check_conv_epilogue(fedc_dtype dt, const fedc__conv_geom *g, const conv_bufs *b, int64_t ny) {
     size_t es = fedc_dtype_size(dt), bytes = (size_t)ny * es;
     void *bias = random_array(dt, g->o, 1, 0), *want = alloc_poison(bytes), *got = alloc_poison(bytes);
     void *conv = alloc_poison(bytes);
-    fedc_kshape ys = {4, {g->n, g->oh, g->ow, g->o}}, bs = {1, {g->o}};
-    fedc_pool_geom pool = {g->n, g->oh, g->ow, g->o, 2, 2, 2, 2, 0, 0, g->oh / 2, g->ow / 2};
-    if (pool.oh == 0 || pool.ow == 0) pool = (fedc_pool_geom){g->n, g->oh, g->ow, g->o, 2, 2, 1, 1, 0, 0, g->oh, g->ow};
+    fedc__kshape ys = {4, {g->n, g->oh, g->ow, g->o}}, bs = {1, {g->o}};
+    fedc__pool_geom pool = {g->n, g->oh, g->ow, g->o, 2, 2, 2, 2, 0, 0, g->oh / 2, g->ow / 2};
+    if (pool.oh == 0 || pool.ow == 0) pool = (fedc__pool_geom){g->n, g->oh, g->ow, g->o, 2, 2, 1, 1, 0, 0, g->oh, g->ow};
     for (int mode = 0; mode < 3; mode++) { /* bias; bias + relu; bias + relu + pool */
         int relu = mode > 0;
-        const fedc_pool_geom *pg = mode == 2 ? &pool : NULL;
+        const fedc__pool_geom *pg = mode == 2 ? &pool : NULL;
         size_t n = pg ? (size_t)(pg->n * pg->oh * pg->ow * pg->c) : (size_t)ny;
         CHECK_OK(F->conv2d(dt, g, b->x, b->w, conv, b->scratch));
         CHECK_OK(F->binary(FEDC_B_ADD, dt, &ys, conv, &bs, bias, &ys, want));
@@ -330,7 +330,7 @@ static void check_conv_epilogue(fedc_dtype dt, const fedc_conv_geom *g, const co
 }
 
 static void conv_case_run(fedc_dtype dt, const conv_case *cc) {
-    fedc_conv_geom g = conv_geom(cc);
+    fedc__conv_geom g = conv_geom(cc);
     size_t es = fedc_dtype_size(dt);
     int64_t nx = g.n * g.h * g.w * g.c, nw = g.kh * g.kw * g.c * g.o, ny = g.n * g.oh * g.ow * g.o;
     int64_t sizes[3] = {ny, nx, nw};
@@ -396,7 +396,7 @@ static void test_conv_chunked(void) {
         {2, 64, 64, 32, 3, 3, 4, 1, 1, 1},
     };
     for (int i = 0; i < FEDC_COUNT_OF(big); i++) {
-        fedc_conv_geom g = conv_geom(&big[i]);
+        fedc__conv_geom g = conv_geom(&big[i]);
         size_t whole = (size_t)(g.n * g.oh * g.ow * g.kh * g.kw * g.c) * sizeof(float);
         CHECK(F->conv2d_scratch(&g, FEDC_F32) < whole); /* really chunked */
         conv_case_run(FEDC_F32, &big[i]);
@@ -405,7 +405,7 @@ static void test_conv_chunked(void) {
 
 static void test_conv_errors(void) {
     conv_case cc = {1, 5, 5, 1, 3, 3, 1, 1, 1, 0};
-    fedc_conv_geom g = conv_geom(&cc);
+    fedc__conv_geom g = conv_geom(&cc);
     int32_t buf[64] = {0};
     CHECK_ERR(F->conv2d(FEDC_I32, &g, buf, buf, buf, buf), FEDC_EUNSUPPORTED, "conv2d");
     CHECK_ERR(F->conv2d_input_grad(FEDC_U8, &g, buf, buf, buf, buf), FEDC_EUNSUPPORTED, "u8");
@@ -424,8 +424,8 @@ typedef struct pool_case {
     double quantum; /* > 0: quantised data, so windows hold ties */
 } pool_case;
 
-static fedc_pool_geom pool_geom(const pool_case *pc) {
-    fedc_pool_geom g = {.n = pc->n, .h = pc->h, .w = pc->w, .c = pc->c, .kh = pc->k,
+static fedc__pool_geom pool_geom(const pool_case *pc) {
+    fedc__pool_geom g = {.n = pc->n, .h = pc->h, .w = pc->w, .c = pc->c, .kh = pc->k,
                         .kw = pc->k, .sh = pc->s, .sw = pc->s};
     tf_padding(pc->same, pc->h, pc->k, pc->s, &g.oh, &g.pad_top);
     tf_padding(pc->same, pc->w, pc->k, pc->s, &g.ow, &g.pad_left);
@@ -433,7 +433,7 @@ static fedc_pool_geom pool_geom(const pool_case *pc) {
 }
 
 static void pool_describe(char *buf, size_t size, const char *kernel, fedc_dtype dt,
-                          const fedc_pool_geom *g) {
+                          const fedc__pool_geom *g) {
     snprintf(buf, size,
              "%s %s n%lld %lldx%lldx%lld k%lldx%lld s%lldx%lld pad %lld,%lld out %lldx%lld",
              kernel, dt_name(dt), (long long)g->n, (long long)g->h, (long long)g->w,
@@ -443,7 +443,7 @@ static void pool_describe(char *buf, size_t size, const char *kernel, fedc_dtype
 }
 
 /* Runs the four pooling kernels of both tables on geometry g; `x` may hold NaNs. */
-static void pool_run(fedc_dtype dt, const fedc_pool_geom *g, const void *x) {
+static void pool_run(fedc_dtype dt, const fedc__pool_geom *g, const void *x) {
     size_t es = fedc_dtype_size(dt);
     int64_t nx = g->n * g->h * g->w * g->c, ny = g->n * g->oh * g->ow * g->c;
     void *dy = random_array(dt, ny, 1, 0);
@@ -451,11 +451,11 @@ static void pool_run(fedc_dtype dt, const fedc_pool_geom *g, const void *x) {
         int64_t n = kind % 2 ? nx : ny; /* forward writes y, gradient dx */
         size_t bytes = (size_t)n * es;
         void *out[3] = {alloc_poison(bytes), alloc_poison(bytes), alloc_poison(bytes)};
-        const fedc_kernels *tables[3] = {R, F, F};
+        const fedc__kernels *tables[3] = {R, F, F};
         static const char *const names[4] = {"max_pool2d", "max_pool2d_grad", "avg_pool2d",
                                               "avg_pool2d_grad"};
         for (int t = 0; t < 3; t++) {
-            const fedc_kernels *k = tables[t];
+            const fedc__kernels *k = tables[t];
             if (kind == 0) CHECK_OK(k->max_pool2d(dt, g, x, out[t]));
             if (kind == 1) CHECK_OK(k->max_pool2d_grad(dt, g, x, dy, out[t]));
             if (kind == 2) CHECK_OK(k->avg_pool2d(dt, g, x, out[t]));
@@ -481,7 +481,7 @@ static void test_pool(void) {
     for (int d = 0; d < 2; d++) {
         fedc_dtype dt = d ? FEDC_F64 : FEDC_F32;
         for (int i = 0; i < FEDC_COUNT_OF(cases); i++) {
-            fedc_pool_geom g = pool_geom(&cases[i]);
+            fedc__pool_geom g = pool_geom(&cases[i]);
             void *x = random_array(dt, g.n * g.h * g.w * g.c, 2, cases[i].quantum);
             pool_run(dt, &g, x);
             fedc_free(x);
@@ -491,7 +491,7 @@ static void test_pool(void) {
 
 /* Windows wholly in padding (max gives -inf, average 0) and NaNs in the data. */
 static void test_pool_edges(void) {
-    fedc_pool_geom g = {.n = 2, .h = 4, .w = 4, .c = 3, .kh = 2, .kw = 2, .sh = 1, .sw = 1,
+    fedc__pool_geom g = {.n = 2, .h = 4, .w = 4, .c = 3, .kh = 2, .kw = 2, .sh = 1, .sw = 1,
                         .pad_top = 2, .pad_left = 2, .oh = 5, .ow = 5};
     for (int d = 0; d < 2; d++) {
         fedc_dtype dt = d ? FEDC_F64 : FEDC_F32;
@@ -510,7 +510,7 @@ static void test_pool_edges(void) {
 
 /* ----------------------------------------------------------------- unary -- */
 
-static void unary_case(fedc_unary_op op, fedc_dtype dt, int64_t n, double param) {
+static void unary_case(fedc__unary_op op, fedc_dtype dt, int64_t n, double param) {
     size_t es = fedc_dtype_size(dt);
     /* Domains: log and sqrt also see negatives (NaN on both sides); exp and
      * sigmoid see large magnitudes. */
@@ -562,7 +562,7 @@ static void test_unary(void) {
         for (int op = 0; op < FEDC_U_COUNT; op++)
             for (int s = 0; s < FEDC_COUNT_OF(sizes); s++) {
                 fedc_dtype dt = d ? FEDC_F64 : FEDC_F32;
-                unary_case((fedc_unary_op)op, dt, sizes[s], 2.0);
+                unary_case((fedc__unary_op)op, dt, sizes[s], 2.0);
                 if (op == FEDC_U_POW) unary_case(FEDC_U_POW, dt, sizes[s], 0.1);
                 if (op == FEDC_U_POW) unary_case(FEDC_U_POW, dt, sizes[s], 3.0);
             }
@@ -573,8 +573,8 @@ static void test_unary(void) {
 
 /* ---------------------------------------------------------------- binary -- */
 
-static fedc_kshape kshape(int rank, const int64_t *dims) {
-    fedc_kshape s = {.rank = rank};
+static fedc__kshape kshape(int rank, const int64_t *dims) {
+    fedc__kshape s = {.rank = rank};
     for (int d = 0; d < rank; d++) s.dims[d] = dims[d];
     return s;
 }
@@ -587,7 +587,7 @@ static fedc_kshape kshape(int rank, const int64_t *dims) {
  * a full operand. */
 static void pairs_case(fedc_dtype dt, int64_t n, int threads) {
     size_t es = fedc_dtype_size(dt), bytes = (size_t)n * es;
-    fedc_kshape full = kshape(1, (int64_t[]){n}), one = kshape(0, NULL);
+    fedc__kshape full = kshape(1, (int64_t[]){n}), one = kshape(0, NULL);
     void *x = random_array(dt, n, 2, 0.25), *a = random_array(dt, n, 1, 0), *g = random_array(dt, n, 3, 0);
     void *s = random_array(dt, 1, 1, 0.25), *b = random_array(dt, 1, 1, 0);
     void *want = alloc_poison(bytes), *got = alloc_poison(bytes);
@@ -595,10 +595,10 @@ static void pairs_case(fedc_dtype dt, int64_t n, int threads) {
     store(dt, x, 0, NAN), store(dt, x, 1, -0.0), store(dt, x, 2, load(dt, s, 0));
     fedc_pool *pool = NULL;
     if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
-    fedc_pool *outer = fedc_kernels_set_pool(pool);
+    fedc_pool *outer = fedc__kernels_set_pool(pool);
     for (int layout = 0; layout < 3; layout++) { /* a full, b scalar; a scalar, b full; both full */
         const void *pa = layout == 1 ? b : a, *pb = layout == 1 ? a : layout == 2 ? g : b;
-        const fedc_kshape *as = layout == 1 ? &one : &full, *bs = layout == 0 ? &one : &full;
+        const fedc__kshape *as = layout == 1 ? &one : &full, *bs = layout == 0 ? &one : &full;
         CHECK_OK(F->binary(FEDC_B_GT, dt, &full, x, &one, s, &full, cond));
         CHECK_OK(F->select(dt, &full, cond, as, pa, bs, pb, &full, want));
         CHECK_OK(F->select_gt(dt, n, x, s, pa, layout != 1, pb, layout != 0, got));
@@ -611,7 +611,7 @@ static void pairs_case(fedc_dtype dt, int64_t n, int threads) {
     check_same_bits(got, want, bytes, "sub_scaled against mul + sub");
     CHECK_ERR(F->sub_scaled(FEDC_I32, n, a, s, g, got), FEDC_EUNSUPPORTED, "dtype");
     CHECK_ERR(F->select_gt(dt, n, x, s, a, 2, b, 0, got), FEDC_EINVAL, "steps");
-    fedc_kernels_set_pool(outer);
+    fedc__kernels_set_pool(outer);
     fedc_pool_destroy(pool);
     fedc_free(x), fedc_free(a), fedc_free(g), fedc_free(s), fedc_free(b), fedc_free(want), fedc_free(got);
     fedc_free(cond);
@@ -623,12 +623,12 @@ static void pairs_case(fedc_dtype dt, int64_t n, int threads) {
  * and with an empty depth. */
 static void matmul_sub_scaled_case(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, int threads) {
     size_t es = fedc_dtype_size(dt), bytes = (size_t)(m * n) * es;
-    fedc_kshape cs = kshape(2, (int64_t[]){m, n}), one = kshape(0, NULL);
+    fedc__kshape cs = kshape(2, (int64_t[]){m, n}), one = kshape(0, NULL);
     void *a = random_array(dt, m * k, 1, 0), *b = random_array(dt, k * n, 1, 0), *w = random_array(dt, m * n, 1, 0);
     void *s = random_array(dt, 1, 1, 0), *want = alloc_poison(bytes), *got = alloc_poison(bytes);
     fedc_pool *pool = NULL;
     if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
-    fedc_pool *outer = fedc_kernels_set_pool(pool);
+    fedc_pool *outer = fedc__kernels_set_pool(pool);
     CHECK_OK(F->matmul(dt, 1, m, n, k, ta, tb, a, 0, b, 0, want));
     CHECK_OK(F->binary(FEDC_B_MUL, dt, &one, s, &cs, want, &cs, want));
     CHECK_OK(F->binary(FEDC_B_SUB, dt, &cs, w, &cs, want, &cs, want));
@@ -637,7 +637,7 @@ static void matmul_sub_scaled_case(fedc_dtype dt, int64_t m, int64_t n, int64_t 
     snprintf(what, sizeof what, "matmul_sub_scaled %s %lldx%lldx%lld ta %d tb %d, %d threads", dt_name(dt),
              (long long)m, (long long)n, (long long)k, ta, tb, threads);
     CHECK_MSG(memcmp(got, want, bytes) == 0, "%s: not matmul, mul and sub's bits", what);
-    fedc_kernels_set_pool(outer);
+    fedc__kernels_set_pool(outer);
     fedc_pool_destroy(pool);
     fedc_free(a), fedc_free(b), fedc_free(w), fedc_free(s), fedc_free(want), fedc_free(got);
 }
@@ -665,8 +665,8 @@ static void test_pairs(void) {
 
 
 /* out's shape: a and b right-aligned, each dim the non-1 one. */
-static fedc_kshape broadcast_shape(const fedc_kshape *a, const fedc_kshape *b) {
-    fedc_kshape o = {.rank = a->rank > b->rank ? a->rank : b->rank};
+static fedc__kshape broadcast_shape(const fedc__kshape *a, const fedc__kshape *b) {
+    fedc__kshape o = {.rank = a->rank > b->rank ? a->rank : b->rank};
     for (int d = 0; d < o.rank; d++) {
         int da = d - (o.rank - a->rank), db = d - (o.rank - b->rank);
         int64_t x = da >= 0 ? a->dims[da] : 1, y = db >= 0 ? b->dims[db] : 1;
@@ -675,7 +675,7 @@ static fedc_kshape broadcast_shape(const fedc_kshape *a, const fedc_kshape *b) {
     return o;
 }
 
-static int same_shape(const fedc_kshape *a, const fedc_kshape *b) {
+static int same_shape(const fedc__kshape *a, const fedc__kshape *b) {
     return a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof(int64_t)) == 0;
 }
 
@@ -686,7 +686,7 @@ typedef struct binary_case {
     int64_t bdims[4];
 } binary_case;
 
-static void binary_check(fedc_binary_op op, fedc_dtype dt, const fedc_kshape *out, int64_t n,
+static void binary_check(fedc__binary_op op, fedc_dtype dt, const fedc__kshape *out, int64_t n,
                          const void *fast, const void *ref, const char *what) {
     if (op >= FEDC_B_EQ || dt == FEDC_I32)
         CHECK_MSG(memcmp(fast, ref, (size_t)n * (op >= FEDC_B_EQ ? 1 : 4)) == 0, "%s", what);
@@ -697,10 +697,10 @@ static void binary_check(fedc_binary_op op, fedc_dtype dt, const fedc_kshape *ou
 
 /* out = a op b on both tables, then again with out aliasing each operand that has
  * out's shape (the contract allows exactly that). */
-static void binary_case_run(fedc_binary_op op, fedc_dtype dt, const binary_case *bc) {
-    fedc_kshape as = kshape(bc->arank, bc->adims), bs = kshape(bc->brank, bc->bdims);
-    fedc_kshape os = broadcast_shape(&as, &bs);
-    int64_t na = fedc_kshape_count(&as), nb = fedc_kshape_count(&bs), n = fedc_kshape_count(&os);
+static void binary_case_run(fedc__binary_op op, fedc_dtype dt, const binary_case *bc) {
+    fedc__kshape as = kshape(bc->arank, bc->adims), bs = kshape(bc->brank, bc->bdims);
+    fedc__kshape os = broadcast_shape(&as, &bs);
+    int64_t na = fedc__kshape_count(&as), nb = fedc__kshape_count(&bs), n = fedc__kshape_count(&os);
     size_t es = fedc_dtype_size(dt), oes = op >= FEDC_B_EQ ? 1 : es;
     double quantum = dt == FEDC_I32 ? 1 : 0.5; /* equal pairs for the comparisons */
     void *a = random_array(dt, na, 3, quantum), *b = random_array(dt, nb, 3, quantum);
@@ -733,11 +733,11 @@ static void binary_case_run(fedc_binary_op op, fedc_dtype dt, const binary_case 
 static void test_elementwise_bitwise_on_threads(void) {
     enum { ROWS = 333, COLS = 1000, N = ROWS * COLS };
     float *x = random_array(FEDC_F32, N, 3, 0), *bias = random_array(FEDC_F32, COLS, 1, 0), *out[3][4];
-    fedc_kshape full = kshape(2, (int64_t[]){ROWS, COLS}), row = kshape(1, (int64_t[]){COLS});
+    fedc__kshape full = kshape(2, (int64_t[]){ROWS, COLS}), row = kshape(1, (int64_t[]){COLS});
     for (int threads = 1; x && bias && threads <= 3; threads++) {
         fedc_pool *pool = NULL;
         if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
-        fedc_pool *outer = fedc_kernels_set_pool(pool);
+        fedc_pool *outer = fedc__kernels_set_pool(pool);
         float **o = out[threads - 1];
         for (int k = 0; k < 4; k++) o[k] = alloc_bytes(N * sizeof(float));
         CHECK_OK(F->unary(FEDC_U_TANH, FEDC_F32, N, x, o[0], 0));
@@ -745,7 +745,7 @@ static void test_elementwise_bitwise_on_threads(void) {
         CHECK_OK(F->binary(FEDC_B_MUL, FEDC_F32, &full, x, &row, bias, &full, o[2]));
         memcpy(o[3], x, N * sizeof(float));
         CHECK_OK(F->binary(FEDC_B_SUB, FEDC_F32, &row, bias, &full, o[3], &full, o[3]));
-        fedc_kernels_set_pool(outer);
+        fedc__kernels_set_pool(outer);
         fedc_pool_destroy(pool);
         for (int k = 0; threads > 1 && k < 4; k++)
             CHECK_MSG(memcmp(o[k], out[0][k], N * sizeof(float)) == 0, "op %d: %d threads differ from 1", k, threads);
@@ -764,11 +764,11 @@ static void test_reduce_norm_bitwise_on_threads(void) {
     float *x = random_array(FEDC_F32, N, 3, 0), *dy = random_array(FEDC_F32, N, 5, 0),
           *gb = random_array(FEDC_F32, 2 * COLS, 7, 0), *out[3][K];
     size_t sizes[K] = {COLS, ROWS, N, N, 2 * COLS};
-    fedc_kshape xs = kshape(2, (int64_t[]){ROWS, COLS});
+    fedc__kshape xs = kshape(2, (int64_t[]){ROWS, COLS});
     for (int threads = 1; x && dy && gb && threads <= 3; threads++) {
         fedc_pool *pool = NULL;
         if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
-        fedc_pool *outer = fedc_kernels_set_pool(pool);
+        fedc_pool *outer = fedc__kernels_set_pool(pool);
         float **o = out[threads - 1];
         for (int k = 0; k < K; k++) o[k] = alloc_bytes(sizes[k] * sizeof(float));
         CHECK_OK(F->reduce(FEDC_R_SUM, FEDC_F32, &xs, 0x1, x, o[0]));
@@ -776,7 +776,7 @@ static void test_reduce_norm_bitwise_on_threads(void) {
         CHECK_OK(F->layer_norm(FEDC_F32, ROWS, COLS, x, gb, gb + COLS, 1e-5, o[2]));
         CHECK_OK(F->layer_norm_grad(FEDC_F32, ROWS, COLS, x, gb, dy, 1e-5, o[3]));
         CHECK_OK(F->layer_norm_param_grad(FEDC_F32, ROWS, COLS, x, dy, 1e-5, o[4]));
-        fedc_kernels_set_pool(outer);
+        fedc__kernels_set_pool(outer);
         fedc_pool_destroy(pool);
         for (int k = 0; threads > 1 && k < K; k++)
             CHECK_MSG(memcmp(o[k], out[0][k], sizes[k] * sizeof(float)) == 0, "op %d: %d threads differ from 1", k,
@@ -824,9 +824,9 @@ static void test_binary(void) {
         fedc_dtype dt = d == 0 ? FEDC_F32 : d == 1 ? FEDC_F64 : FEDC_I32;
         for (int op = 0; op < FEDC_B_COUNT; op++)
             for (int i = 0; i < FEDC_COUNT_OF(cases); i++)
-                binary_case_run((fedc_binary_op)op, dt, &cases[i]);
+                binary_case_run((fedc__binary_op)op, dt, &cases[i]);
     }
-    fedc_kshape s3 = kshape(1, (int64_t[]){3}), s4 = kshape(1, (int64_t[]){4});
+    fedc__kshape s3 = kshape(1, (int64_t[]){3}), s4 = kshape(1, (int64_t[]){4});
     float buf[4] = {0};
     CHECK_ERR(F->binary(FEDC_B_ADD, FEDC_F32, &s3, buf, &s4, buf, &s4, buf), FEDC_ESHAPE,
               "binary");
@@ -836,8 +836,8 @@ static void test_binary(void) {
 
 /* ---------------------------------------------------------------- reduce -- */
 
-static void reduce_case(fedc_reduce_op op, fedc_dtype dt, const fedc_kshape *xs, unsigned axes) {
-    int64_t n = fedc_kshape_count(xs), ny = 1;
+static void reduce_case(fedc_reduce_op op, fedc_dtype dt, const fedc__kshape *xs, unsigned axes) {
+    int64_t n = fedc__kshape_count(xs), ny = 1;
     for (int d = 0; d < xs->rank; d++)
         if (!(axes >> d & 1u)) ny *= xs->dims[d];
     size_t es = fedc_dtype_size(dt);
@@ -873,12 +873,12 @@ static void test_reduce(void) {
         for (int op = 0; op < FEDC_R_COUNT; op++) {
             if (dt == FEDC_I32 && op == FEDC_R_MEAN) continue;
             for (int i = 0; i < FEDC_COUNT_OF(cases); i++) {
-                fedc_kshape xs = kshape(cases[i].rank, cases[i].dims);
+                fedc__kshape xs = kshape(cases[i].rank, cases[i].dims);
                 reduce_case((fedc_reduce_op)op, dt, &xs, cases[i].axes);
             }
         }
     }
-    fedc_kshape xs = kshape(2, (int64_t[]){2, 2});
+    fedc__kshape xs = kshape(2, (int64_t[]){2, 2});
     float buf[4] = {0};
     CHECK_ERR(F->reduce(FEDC_R_SUM, FEDC_F32, &xs, 0x4, buf, buf), FEDC_EINVAL, "reduce");
 }
@@ -900,19 +900,19 @@ static void test_select(void) {
     };
     const fedc_dtype dts[] = {FEDC_F32, FEDC_F64, FEDC_I32, FEDC_U8};
     for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
-        fedc_kshape cs = kshape(cases[ci].crank, cases[ci].c), as = kshape(cases[ci].arank, cases[ci].a),
+        fedc__kshape cs = kshape(cases[ci].crank, cases[ci].c), as = kshape(cases[ci].arank, cases[ci].a),
                     bs = kshape(cases[ci].brank, cases[ci].b);
-        fedc_kshape outs = broadcast_shape(&cs, &as);
+        fedc__kshape outs = broadcast_shape(&cs, &as);
         outs = broadcast_shape(&outs, &bs);
-        int64_t n = fedc_kshape_count(&outs), nc = fedc_kshape_count(&cs);
+        int64_t n = fedc__kshape_count(&outs), nc = fedc__kshape_count(&cs);
         uint8_t *cond = alloc_bytes((size_t)nc);
         for (int64_t i = 0; i < nc; i++) cond[i] = uniform() > 0;
         for (size_t di = 0; di < sizeof dts / sizeof *dts; di++) {
             fedc_dtype dt = dts[di];
             size_t es = fedc_dtype_size(dt);
-            unsigned char *a = alloc_bytes(es * (size_t)fedc_kshape_count(&as)), *b = alloc_bytes(es * (size_t)fedc_kshape_count(&bs));
-            for (size_t i = 0; i < es * (size_t)fedc_kshape_count(&as); i++) a[i] = (unsigned char)(37 * i + 1);
-            for (size_t i = 0; i < es * (size_t)fedc_kshape_count(&bs); i++) b[i] = (unsigned char)(91 * i + 7);
+            unsigned char *a = alloc_bytes(es * (size_t)fedc__kshape_count(&as)), *b = alloc_bytes(es * (size_t)fedc__kshape_count(&bs));
+            for (size_t i = 0; i < es * (size_t)fedc__kshape_count(&as); i++) a[i] = (unsigned char)(37 * i + 1);
+            for (size_t i = 0; i < es * (size_t)fedc__kshape_count(&bs); i++) b[i] = (unsigned char)(91 * i + 7);
             void *got = alloc_poison(es * (size_t)n), *want = alloc_poison(es * (size_t)n);
             CHECK_OK(F->select(dt, &cs, cond, &as, a, &bs, b, &outs, got));
             CHECK_OK(R->select(dt, &cs, cond, &as, a, &bs, b, &outs, want));
@@ -979,17 +979,17 @@ static void test_dropout(void) {
 
 /* The window `inner` at `at` of `outer`: slice outer -> inner and pad inner -> outer,
  * fast against reference, bit for bit, for element sizes 1, 4 and 8. */
-static void window_case(const fedc_kshape *outer, const int64_t *at, const fedc_kshape *inner) {
+static void window_case(const fedc__kshape *outer, const int64_t *at, const fedc__kshape *inner) {
     static const size_t sizes[] = {1, 4, 8};
     for (size_t si = 0; si < FEDC_COUNT_OF(sizes); si++) {
-        size_t es = sizes[si], nout = (size_t)fedc_kshape_count(outer) * es, nin = (size_t)fedc_kshape_count(inner) * es;
+        size_t es = sizes[si], nout = (size_t)fedc__kshape_count(outer) * es, nin = (size_t)fedc__kshape_count(inner) * es;
         unsigned char *big = alloc_bytes(nout), *small = alloc_bytes(nin);
         void *got = alloc_poison(nout > nin ? nout : nin), *want = alloc_poison(nout > nin ? nout : nin);
         for (size_t i = 0; big && i < nout; i++) big[i] = (unsigned char)(1 + i % 251);
         for (size_t i = 0; small && i < nin; i++) small[i] = (unsigned char)(1 + (i * 7) % 253);
         char what[96];
         snprintf(what, sizeof what, "slice rank %d, %zu-byte elements, %lld of %lld", outer->rank, es,
-                 (long long)fedc_kshape_count(inner), (long long)fedc_kshape_count(outer));
+                 (long long)fedc__kshape_count(inner), (long long)fedc__kshape_count(outer));
         CHECK_OK(F->slice(es, outer, at, big, inner, got));
         CHECK_OK(R->slice(es, outer, at, big, inner, want));
         check_same_bits(got, want, nin, what);
@@ -1004,15 +1004,15 @@ static void window_case(const fedc_kshape *outer, const int64_t *at, const fedc_
 /* Windows large enough to be cut into spans of rows, on 2 and 3 threads: still
  * the reference's bytes (pad's zeroed gaps included). */
 static void test_slice_pad_on_threads(void) {
-    fedc_kshape outer = kshape(2, (int64_t[]){600, 1024}), inner = kshape(2, (int64_t[]){512, 700});
-    fedc_kshape outer3 = kshape(3, (int64_t[]){40, 30, 200}), inner3 = kshape(3, (int64_t[]){33, 30, 200});
+    fedc__kshape outer = kshape(2, (int64_t[]){600, 1024}), inner = kshape(2, (int64_t[]){512, 700});
+    fedc__kshape outer3 = kshape(3, (int64_t[]){40, 30, 200}), inner3 = kshape(3, (int64_t[]){33, 30, 200});
     for (int threads = 2; threads <= 3; threads++) {
         fedc_pool *pool = NULL;
         CHECK_OK(fedc_pool_create(&pool, threads));
-        fedc_pool *prev = fedc_kernels_set_pool(pool);
+        fedc_pool *prev = fedc__kernels_set_pool(pool);
         window_case(&outer, (int64_t[]){40, 100}, &inner);
         window_case(&outer3, (int64_t[]){5, 0, 0}, &inner3);
-        fedc_kernels_set_pool(prev);
+        fedc__kernels_set_pool(prev);
         fedc_pool_destroy(pool);
     }
 }
@@ -1035,11 +1035,11 @@ static void test_slice_pad(void) {
         {0, {0}, {0}, {0}},
     };
     for (size_t c = 0; c < FEDC_COUNT_OF(cases); c++) {
-        fedc_kshape outer = {cases[c].rank, {0}}, inner = {cases[c].rank, {0}};
+        fedc__kshape outer = {cases[c].rank, {0}}, inner = {cases[c].rank, {0}};
         for (int d = 0; d < cases[c].rank; d++) outer.dims[d] = cases[c].outer[d], inner.dims[d] = cases[c].inner[d];
         window_case(&outer, cases[c].at, &inner);
     }
-    fedc_kshape a = {2, {4, 4}}, b = {2, {3, 5}};
+    fedc__kshape a = {2, {4, 4}}, b = {2, {3, 5}};
     float x[20] = {0}, y[20];
     CHECK_ERR(F->slice(4, &a, (int64_t[]){0, 0}, x, &b, y), FEDC_ESHAPE, "axis 1");
     CHECK_ERR(F->pad(4, &b, (int64_t[]){1, 0}, x, &a, y), FEDC_ESHAPE, "axis 1");

@@ -1,5 +1,5 @@
 /*
- * Tests of the reference kernels (fedc_kernels_ref) against small hand-computed
+ * Tests of the reference kernels (fedc__kernels_ref) against small hand-computed
  * values, against independent naive formulas (conv2d on a zero-padded copy), and
  * against identities that must hold whatever the shapes: the convolution and pooling
  * gradients are the adjoints of the forward maps, softmax rows sum to one, and the
@@ -15,19 +15,19 @@
 #include "kernels/fast.h"
 #include "kernels/ref.h"
 
-static const fedc_kernels *K = &fedc_kernels_ref;
+static const fedc__kernels *K = &fedc__kernels_ref;
 static const fedc_dtype FLOATS[] = {FEDC_F32, FEDC_F64};
 
 /* ---------------------------------------------------------------- helpers -- */
 
 #define KS(...)                                                                            \
     kshape((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
-static fedc_kshape kshape(int rank, const int64_t *dims) {
-    fedc_kshape s = {.rank = rank};
+static fedc__kshape kshape(int rank, const int64_t *dims) {
+    fedc__kshape s = {.rank = rank};
     for (int d = 0; d < rank; d++) s.dims[d] = dims[d];
     return s;
 }
-static const fedc_kshape SCALAR = {.rank = 0};
+static const fedc__kshape SCALAR = {.rank = 0};
 
 /* A zeroed buffer of n elements of dt, filled from vals (double) when vals is set. */
 static void *make(fedc_dtype dt, int64_t n, const double *vals) {
@@ -86,15 +86,15 @@ static double dot(const double *a, const double *b, int64_t n) {
 /* ------------------------------------------------------------ table, shape -- */
 
 /* Both tables against kernels.def, row by row (a failure names the row): the
- * reference table holds fedc_ref_<field> (NULL for the optional entries), the fast
- * one fedc_fast_<field> or, where its column says REF, the reference function; and
+ * reference table holds fedc__ref_<field> (NULL for the optional entries), the fast
+ * one fedc__fast_<field> or, where its column says REF, the reference function; and
  * the struct has no field that is not a row (its size is the name and one pointer
  * per row). A fast column of NONE, or a function a column names that does not
  * exist, does not compile. */
 typedef void (*any_fn)(void); /* compares function pointers of any type */
 
 static void test_table_complete(void) {
-    const fedc_kernels *F = &fedc_kernels_fast;
+    const fedc__kernels *F = &fedc__kernels_fast;
     CHECK(strcmp(K->name, "ref") == 0);
     CHECK(strcmp(F->name, "fast") == 0);
     int entries = 0;
@@ -106,14 +106,14 @@ static void test_table_complete(void) {
     entries++;
 #include "kernels/kernels.def"
 #undef FEDC_KERNEL
-    CHECK_EQ_INT(sizeof(const char *) + (size_t)entries * sizeof(any_fn), sizeof(fedc_kernels));
+    CHECK_EQ_INT(sizeof(const char *) + (size_t)entries * sizeof(any_fn), sizeof(fedc__kernels));
 }
 
 static void test_kshape_count(void) {
-    CHECK_EQ_INT(fedc_kshape_count(&SCALAR), 1);
-    fedc_kshape a = KS(2, 3, 4), z = KS(3, 0, 2);
-    CHECK_EQ_INT(fedc_kshape_count(&a), 24);
-    CHECK_EQ_INT(fedc_kshape_count(&z), 0);
+    CHECK_EQ_INT(fedc__kshape_count(&SCALAR), 1);
+    fedc__kshape a = KS(2, 3, 4), z = KS(3, 0, 2);
+    CHECK_EQ_INT(fedc__kshape_count(&a), 24);
+    CHECK_EQ_INT(fedc__kshape_count(&z), 0);
 }
 
 /* ----------------------------------------------------------------- unary -- */
@@ -175,7 +175,7 @@ static void test_binary_broadcast(void) {
     for (int t = 0; t < 2; t++) {
         fedc_dtype dt = FLOATS[t];
         /* rank mismatch: [2,3] + [3] */
-        fedc_kshape s23 = KS(2, 3), s3 = KS(3), s21 = KS(2, 1), s13 = KS(1, 3);
+        fedc__kshape s23 = KS(2, 3), s3 = KS(3), s21 = KS(2, 1), s13 = KS(1, 3);
         void *a = make(dt, 6, (double[]){1, 2, 3, 4, 5, 6});
         void *b = make(dt, 3, (double[]){10, 20, 30});
         void *y = make(dt, 6, NULL);
@@ -207,19 +207,19 @@ static void test_binary_rank3(void) {
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 4; j++)
             for (int k = 0; k < 3; k++) want[(i * 4 + j) * 3 + k] = a[i * 3 + k] + b[j];
-    fedc_kshape as = KS(2, 1, 3), bs = KS(4, 1), os = KS(2, 4, 3);
+    fedc__kshape as = KS(2, 1, 3), bs = KS(4, 1), os = KS(2, 4, 3);
     CHECK_OK(K->binary(FEDC_B_ADD, FEDC_F64, &as, a, &bs, b, &os, y));
     CHECK_ARR(FEDC_F64, y, want, 24, 0);
     /* incompatible shapes name both */
-    fedc_kshape bad = KS(3, 3);
+    fedc__kshape bad = KS(3, 3);
     CHECK_ERR(K->binary(FEDC_B_ADD, FEDC_F64, &as, a, &bad, b, &os, y), FEDC_ESHAPE, "[3,3]");
     /* an operand of higher rank than out */
-    fedc_kshape s3 = KS(3);
+    fedc__kshape s3 = KS(3);
     CHECK_ERR(K->binary(FEDC_B_ADD, FEDC_F64, &as, a, &s3, b, &s3, y), FEDC_ESHAPE, "broadcast");
 }
 
 static void test_binary_compare_and_i32(void) {
-    fedc_kshape s4 = KS(4);
+    fedc__kshape s4 = KS(4);
     uint8_t m[4];
     CHECK_OK(K->binary(FEDC_B_LT, FEDC_F32, &s4, (float[]){1, 2, 3, NAN}, &SCALAR, (float[]){2},
                        &s4, m));
@@ -239,7 +239,7 @@ static void test_binary_compare_and_i32(void) {
     CHECK(yi[0] == 3 && yi[1] == -3 && yi[2] == 0 && yi[3] == INT32_MIN);
     /* MAX propagates NaN from either side */
     double d[2];
-    fedc_kshape s2 = KS(2);
+    fedc__kshape s2 = KS(2);
     CHECK_OK(K->binary(FEDC_B_MAX, FEDC_F64, &s2, (double[]){NAN, 1}, &s2, (double[]){1, NAN},
                        &s2, d));
     CHECK(isnan(d[0]) && isnan(d[1]));
@@ -248,7 +248,7 @@ static void test_binary_compare_and_i32(void) {
 
 static void test_select(void) {
     /* cond [2,1], a [3], b scalar -> [2,3] */
-    fedc_kshape cs = KS(2, 1), as = KS(3), os = KS(2, 3);
+    fedc__kshape cs = KS(2, 1), as = KS(3), os = KS(2, 3);
     uint8_t cond[] = {1, 0};
     for (int t = 0; t < 2; t++) {
         fedc_dtype dt = FLOATS[t];
@@ -259,7 +259,7 @@ static void test_select(void) {
         free(a), free(b), free(y);
     }
     int32_t yi[6];
-    fedc_kshape c3 = KS(3);
+    fedc__kshape c3 = KS(3);
     CHECK_OK(K->select(FEDC_I32, &c3, (uint8_t[]){0, 1, 0}, &SCALAR, (int32_t[]){7}, &os,
                        (int32_t[]){1, 2, 3, 4, 5, 6}, &os, yi));
     CHECK(yi[0] == 1 && yi[1] == 7 && yi[2] == 3 && yi[3] == 4 && yi[4] == 7 && yi[5] == 6);
@@ -268,7 +268,7 @@ static void test_select(void) {
 /* ---------------------------------------------------------------- reduce -- */
 
 static void test_reduce(void) {
-    fedc_kshape xs = KS(2, 3, 4);
+    fedc__kshape xs = KS(2, 3, 4);
     double x[24], want[24];
     for (int i = 0; i < 24; i++) x[i] = i;
     for (int t = 0; t < 2; t++) {
@@ -298,16 +298,16 @@ static void test_reduce(void) {
 
 static void test_reduce_edges(void) {
     /* MAX over an empty axis is -inf; the kept axis survives */
-    fedc_kshape e = KS(2, 0);
+    fedc__kshape e = KS(2, 0);
     float y[2];
     CHECK_OK(K->reduce(FEDC_R_MAX, FEDC_F32, &e, 2, (float[]){0}, y));
     CHECK(isinf(y[0]) && y[0] < 0 && isinf(y[1]));
     /* f32 sums accumulate in double: 2^24 + 1 + 1 + 1 + 1 is exact */
-    fedc_kshape s5 = KS(5);
+    fedc__kshape s5 = KS(5);
     CHECK_OK(K->reduce(FEDC_R_SUM, FEDC_F32, &s5, 1, (float[]){16777216.0f, 1, 1, 1, 1}, y));
     CHECK(y[0] == 16777220.0f);
     /* i32: SUM wraps, MAX; MEAN is floats only */
-    fedc_kshape s23 = KS(2, 3);
+    fedc__kshape s23 = KS(2, 3);
     int32_t xi[] = {1, -5, 3, INT32_MAX, 1, 0}, yi[3];
     CHECK_OK(K->reduce(FEDC_R_SUM, FEDC_I32, &s23, 2, xi, yi));
     CHECK(yi[0] == -1 && yi[1] == INT32_MIN);
@@ -320,7 +320,7 @@ static void test_reduce_edges(void) {
 /* ---------------------------------------------------------- data movement -- */
 
 static void test_broadcast_to(void) {
-    fedc_kshape s3 = KS(3), s21 = KS(2, 1), s23 = KS(2, 3), s223 = KS(2, 2, 3);
+    fedc__kshape s3 = KS(3), s21 = KS(2, 1), s23 = KS(2, 3), s223 = KS(2, 2, 3);
     double y[12];
     CHECK_OK(K->broadcast_to(8, &s3, (double[]){1, 2, 3}, &s23, y));
     CHECK_ARR(FEDC_F64, y, ((double[]){1, 2, 3, 1, 2, 3}), 6, 0);
@@ -334,9 +334,9 @@ static void test_broadcast_to(void) {
 
 /* y = transpose(x, perm) against the definition y[i...] = x[j...] with
  * j[perm[d]] = i[d], for x holding its own flat index. */
-static void check_transpose(fedc_kshape xs, const int *perm) {
-    int64_t n = fedc_kshape_count(&xs), xstr[FEDC_MAX_RANK];
-    fedc_kshape ys = {.rank = xs.rank};
+static void check_transpose(fedc__kshape xs, const int *perm) {
+    int64_t n = fedc__kshape_count(&xs), xstr[FEDC_MAX_RANK];
+    fedc__kshape ys = {.rank = xs.rank};
     for (int d = 0; d < xs.rank; d++) ys.dims[d] = xs.dims[perm[d]];
     for (int d = xs.rank - 1, step = 1; d >= 0; step *= (int)xs.dims[d], d--) xstr[d] = step;
     int32_t *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
@@ -363,7 +363,7 @@ static void test_transpose(void) {
     check_transpose(KS(2, 3, 4, 5), (int[]){3, 1, 0, 2});
     check_transpose(KS(3, 1, 2, 2), (int[]){0, 3, 2, 1});
     /* a hand case: [2,3] -> [3,2] */
-    fedc_kshape s23 = KS(2, 3);
+    fedc__kshape s23 = KS(2, 3);
     double y[6];
     CHECK_OK(K->transpose(8, &s23, (int[]){1, 0}, (double[]){1, 2, 3, 4, 5, 6}, y));
     CHECK_ARR(FEDC_F64, y, ((double[]){1, 4, 2, 5, 3, 6}), 6, 0);
@@ -371,21 +371,21 @@ static void test_transpose(void) {
 }
 
 static void test_slice_pad(void) {
-    fedc_kshape xs = KS(3, 4), ys = KS(2, 2);
+    fedc__kshape xs = KS(3, 4), ys = KS(2, 2);
     double x[12], y[20];
     for (int i = 0; i < 12; i++) x[i] = i;
     CHECK_OK(K->slice(8, &xs, (int64_t[]){1, 1}, x, &ys, y));
     CHECK_ARR(FEDC_F64, y, ((double[]){5, 6, 9, 10}), 4, 0);
     CHECK_ERR(K->slice(8, &xs, (int64_t[]){2, 1}, x, &ys, y), FEDC_ESHAPE, "axis 0");
     /* pad [2,2] into [4,5] at (1, 2) */
-    fedc_kshape ps = KS(4, 5);
+    fedc__kshape ps = KS(4, 5);
     for (int i = 0; i < 20; i++) y[i] = 99; /* pad must overwrite everything */
     CHECK_OK(K->pad(8, &ys, (int64_t[]){1, 2}, (double[]){1, 2, 3, 4}, &ps, y));
     CHECK_ARR(FEDC_F64, y,
               ((double[]){0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0}), 20, 0);
     CHECK_ERR(K->pad(8, &ys, (int64_t[]){3, 0}, x, &ps, y), FEDC_ESHAPE, "pad");
     /* slice then pad back is the identity on the window (rank 3) */
-    fedc_kshape big = KS(2, 3, 4), win = KS(1, 2, 2);
+    fedc__kshape big = KS(2, 3, 4), win = KS(1, 2, 2);
     double w[4], back[24];
     double src[24] = {[18] = 7, [19] = 8, [22] = 9};
     CHECK_OK(K->slice(8, &big, (int64_t[]){1, 1, 2}, src, &win, w));
@@ -395,17 +395,17 @@ static void test_slice_pad(void) {
 }
 
 static void test_concat(void) {
-    fedc_kshape s[2] = {KS(2, 2), KS(2, 3)};
+    fedc__kshape s[2] = {KS(2, 2), KS(2, 3)};
     const void *x[2] = {(double[]){1, 2, 3, 4}, (double[]){5, 6, 7, 8, 9, 10}};
     double y[10];
     CHECK_OK(K->concat(8, 2, s, x, 1, y));
     CHECK_ARR(FEDC_F64, y, ((double[]){1, 2, 5, 6, 7, 3, 4, 8, 9, 10}), 10, 0);
-    fedc_kshape r[2] = {KS(1, 3), KS(2, 3)};
+    fedc__kshape r[2] = {KS(1, 3), KS(2, 3)};
     CHECK_OK(K->concat(8, 2, r, (const void *[]){(double[]){1, 2, 3}, (double[]){4, 5, 6, 7, 8, 9}},
                        0, y));
     CHECK_ARR(FEDC_F64, y, ((double[]){1, 2, 3, 4, 5, 6, 7, 8, 9}), 9, 0);
     /* rank 3, middle axis, three inputs (one empty along the axis) */
-    fedc_kshape t[3] = {KS(2, 1, 2), KS(2, 0, 2), KS(2, 2, 2)};
+    fedc__kshape t[3] = {KS(2, 1, 2), KS(2, 0, 2), KS(2, 2, 2)};
     int32_t yi[12];
     CHECK_OK(K->concat(4, 3, t,
                        (const void *[]){(int32_t[]){1, 2, 3, 4}, (int32_t[]){0},
@@ -413,7 +413,7 @@ static void test_concat(void) {
                        1, yi));
     int32_t want[] = {1, 2, 5, 6, 7, 8, 3, 4, 9, 10, 11, 12};
     for (int i = 0; i < 12; i++) CHECK_EQ_INT(yi[i], want[i]);
-    CHECK_ERR(K->concat(8, 2, (fedc_kshape[]){KS(2, 2), KS(3, 3)}, x, 1, y), FEDC_ESHAPE, "concat");
+    CHECK_ERR(K->concat(8, 2, (fedc__kshape[]){KS(2, 2), KS(3, 3)}, x, 1, y), FEDC_ESHAPE, "concat");
 }
 
 /* ----------------------------------------------------------------- indices -- */
@@ -433,7 +433,7 @@ static void test_scatter_add(void) {
     for (int t = 0; t < 2; t++) {
         fedc_dtype dt = FLOATS[t];
         void *u = make(dt, 8, (double[]){1, 2, 3, 4, 5, 6, 7, 8}), *y = make(dt, 6, NULL);
-        fedc_ref_storef(dt, y, 0, 123); /* y is zeroed by the kernel */
+        fedc__ref_storef(dt, y, 0, 123); /* y is zeroed by the kernel */
         CHECK_OK(K->scatter_add(dt, 3, 2, 4, (int32_t[]){2, 1, 2, 2}, u, y));
         CHECK_ARR(dt, y, ((double[]){0, 0, 3, 4, 13, 16}), 6, 0);
         CHECK_ERR(K->scatter_add(dt, 3, 2, 4, (int32_t[]){2, 1, 3, 2}, u, y), FEDC_ERANGE,
@@ -520,10 +520,10 @@ static void test_matmul(void) {
 /* ------------------------------------------------------------------ conv -- */
 
 /* A geometry with explicit bottom/right padding deciding oh and ow. */
-static fedc_conv_geom conv_geom(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,
+static fedc__conv_geom conv_geom(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,
                                 int64_t o, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
                                 int64_t pb, int64_t pr) {
-    fedc_conv_geom g = {n, h, w, c, kh, kw, o, sh, sw, pt, pl, 0, 0};
+    fedc__conv_geom g = {n, h, w, c, kh, kw, o, sh, sw, pt, pl, 0, 0};
     g.oh = (h + pt + pb - kh) / sh + 1;
     g.ow = (w + pl + pr - kw) / sw + 1;
     return g;
@@ -531,7 +531,7 @@ static fedc_conv_geom conv_geom(int64_t n, int64_t h, int64_t w, int64_t c, int6
 
 /* Independent formula: copy x into a zero-padded image, then slide the filter over it
  * with no bounds checks at all. */
-static void naive_conv(const fedc_conv_geom *g, const double *x, const double *w, double *y) {
+static void naive_conv(const fedc__conv_geom *g, const double *x, const double *w, double *y) {
     int64_t ph = (g->oh - 1) * g->sh + g->kh, pw = (g->ow - 1) * g->sw + g->kw;
     ph = ph > g->h + g->pad_top ? ph : g->h + g->pad_top;
     pw = pw > g->w + g->pad_left ? pw : g->w + g->pad_left;
@@ -558,7 +558,7 @@ static void naive_conv(const fedc_conv_geom *g, const double *x, const double *w
     free(xp);
 }
 
-static void check_conv_geom(fedc_conv_geom g, uint64_t seed) {
+static void check_conv_geom(fedc__conv_geom g, uint64_t seed) {
     int64_t nx = g.n * g.h * g.w * g.c, nw = g.kh * g.kw * g.c * g.o, ny = g.n * g.oh * g.ow * g.o;
     double *x = randoms(nx, seed), *w = randoms(nw, seed + 1), *dy = randoms(ny, seed + 2);
     double *want = malloc((size_t)ny * sizeof *want);
@@ -595,7 +595,7 @@ static void test_conv2d(void) {
     check_conv_geom(conv_geom(1, 6, 5, 2, 3, 2, 1, 3, 2, 2, 0, 1, 3), 40);
     check_conv_geom(conv_geom(3, 3, 3, 2, 1, 1, 2, 1, 1, 0, 0, 0, 0), 50);
     /* a hand case: 1x3x3x1 image, 2x2 ones filter, stride 1, no padding */
-    fedc_conv_geom g = conv_geom(1, 3, 3, 1, 2, 2, 1, 1, 1, 0, 0, 0, 0);
+    fedc__conv_geom g = conv_geom(1, 3, 3, 1, 2, 2, 1, 1, 1, 0, 0, 0, 0);
     double y[4];
     CHECK_OK(K->conv2d(FEDC_F64, &g, (double[]){1, 2, 3, 4, 5, 6, 7, 8, 9}, (double[]){1, 1, 1, 1},
                        y, NULL));
@@ -608,15 +608,15 @@ static void test_conv2d(void) {
 
 /* --------------------------------------------------------------- pooling -- */
 
-static fedc_pool_geom pool_geom(int64_t h, int64_t w, int64_t k, int64_t s, int64_t pad,
+static fedc__pool_geom pool_geom(int64_t h, int64_t w, int64_t k, int64_t s, int64_t pad,
                                 int64_t oh, int64_t ow) {
-    fedc_pool_geom g = {1, h, w, 1, k, k, s, s, pad, pad, oh, ow};
+    fedc__pool_geom g = {1, h, w, 1, k, k, s, s, pad, pad, oh, ow};
     return g;
 }
 
 static void test_max_pool(void) {
     /* overlapping 2x2 windows, stride 1, with ties: the first maximum wins */
-    fedc_pool_geom g = pool_geom(3, 3, 2, 1, 0, 2, 2);
+    fedc__pool_geom g = pool_geom(3, 3, 2, 1, 0, 2, 2);
     double x[] = {1, 5, 2, 5, 0, 5, 3, 4, 1};
     for (int t = 0; t < 2; t++) {
         fedc_dtype dt = FLOATS[t];
@@ -629,7 +629,7 @@ static void test_max_pool(void) {
         free(X), free(Y), free(DY), free(DX);
     }
     /* padding is never picked, even when every real value is negative */
-    fedc_pool_geom p = pool_geom(2, 2, 2, 1, 1, 2, 2);
+    fedc__pool_geom p = pool_geom(2, 2, 2, 1, 1, 2, 2);
     double y[4], dx[4];
     double neg[] = {-1, -2, -3, -4};
     CHECK_OK(K->max_pool2d(FEDC_F64, &p, neg, y));
@@ -640,7 +640,7 @@ static void test_max_pool(void) {
 
 static void test_avg_pool(void) {
     /* TensorFlow's count: padded positions are not in the divisor */
-    fedc_pool_geom p = pool_geom(2, 2, 2, 1, 1, 2, 2);
+    fedc__pool_geom p = pool_geom(2, 2, 2, 1, 1, 2, 2);
     for (int t = 0; t < 2; t++) {
         fedc_dtype dt = FLOATS[t];
         void *X = make(dt, 4, (double[]){1, 2, 3, 4}), *Y = make(dt, 4, NULL);
@@ -657,7 +657,7 @@ static void test_avg_pool(void) {
 
 /* <pool(x), dy> == <x, pool_grad(dy)> for avg pooling, and for max pooling given x
  * (max pooling is linear once its argmaxes are fixed). */
-static void check_pool_adjoint(fedc_pool_geom g, uint64_t seed) {
+static void check_pool_adjoint(fedc__pool_geom g, uint64_t seed) {
     int64_t nx = g.n * g.h * g.w * g.c, ny = g.n * g.oh * g.ow * g.c;
     double *x = randoms(nx, seed), *dy = randoms(ny, seed + 1);
     double *y = malloc((size_t)ny * sizeof *y), *dx = malloc((size_t)nx * sizeof *dx);
@@ -672,10 +672,10 @@ static void check_pool_adjoint(fedc_pool_geom g, uint64_t seed) {
 
 static void test_pool_adjoint(void) {
     /* n h w c kh kw sh sw pt pl oh ow */
-    check_pool_adjoint((fedc_pool_geom){2, 7, 6, 3, 3, 3, 2, 2, 1, 1, 4, 3}, 1);
-    check_pool_adjoint((fedc_pool_geom){1, 5, 5, 2, 2, 3, 1, 2, 0, 1, 4, 3}, 2);
-    check_pool_adjoint((fedc_pool_geom){1, 8, 8, 1, 2, 2, 2, 2, 0, 0, 4, 4}, 3);
-    fedc_pool_geom bad = pool_geom(2, 2, 2, 0, 0, 1, 1);
+    check_pool_adjoint((fedc__pool_geom){2, 7, 6, 3, 3, 3, 2, 2, 1, 1, 4, 3}, 1);
+    check_pool_adjoint((fedc__pool_geom){1, 5, 5, 2, 2, 3, 1, 2, 0, 1, 4, 3}, 2);
+    check_pool_adjoint((fedc__pool_geom){1, 8, 8, 1, 2, 2, 2, 2, 0, 0, 4, 4}, 3);
+    fedc__pool_geom bad = pool_geom(2, 2, 2, 0, 0, 1, 1);
     double z[4];
     CHECK_ERR(K->avg_pool2d(FEDC_F64, &bad, z, z), FEDC_EINVAL, "avg_pool2d");
 }
@@ -787,14 +787,14 @@ static void test_cast(void) {
 }
 
 static void test_iota(void) {
-    fedc_kshape s = KS(2, 3);
+    fedc__kshape s = KS(2, 3);
     int32_t yi[6];
     CHECK_OK(K->iota(FEDC_I32, &s, 0, yi));
     CHECK(yi[0] == 0 && yi[2] == 0 && yi[3] == 1 && yi[5] == 1);
     CHECK_OK(K->iota(FEDC_I32, &s, 1, yi));
     CHECK(yi[0] == 0 && yi[1] == 1 && yi[2] == 2 && yi[3] == 0 && yi[5] == 2);
     for (int t = 0; t < 2; t++) {
-        fedc_kshape r3 = KS(2, 3, 2);
+        fedc__kshape r3 = KS(2, 3, 2);
         void *y = make(FLOATS[t], 12, NULL);
         CHECK_OK(K->iota(FLOATS[t], &r3, 1, y));
         CHECK_ARR(FLOATS[t], y, ((double[]){0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2}), 12, 0);

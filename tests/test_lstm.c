@@ -251,7 +251,7 @@ static void fast_vs_ref(int64_t steps, int64_t batch, int64_t hid) {
     for (int64_t i = 0; i < nx; i++) xw[i] = (float)fedc_test_uniform(-2, 2);
     for (int64_t i = 0; i < nw; i++) wh[i] = (float)fedc_test_uniform(-1, 1);
     for (int64_t i = 0; i < nt; i++) dtr[i] = (float)fedc_test_uniform(-1, 1);
-    const fedc_kernels *k[2] = {&fedc_kernels_fast, &fedc_kernels_ref};
+    const fedc__kernels *k[2] = {&fedc__kernels_fast, &fedc__kernels_ref};
     for (int s = 0; s < 2; s++) {
         tr[s] = malloc((size_t)(nt + 1) * 4), dxw[s] = malloc((size_t)(nx + 1) * 4), tan[s] = malloc((size_t)(nt + 1) * 4);
         CHECK_OK(k[s]->lstm(FEDC_F32, steps, batch, hid, xw, wh, tr[s]));
@@ -270,7 +270,7 @@ static void fast_vs_ref(int64_t steps, int64_t batch, int64_t hid) {
 }
 
 static void test_fast_kernels_match_reference(void) {
-    fedc_kernels_init();
+    fedc__kernels_init();
     fast_vs_ref(5, 3, 7);
     fast_vs_ref(1, 1, 1);
     fast_vs_ref(9, 2, 13);
@@ -293,12 +293,12 @@ static void lstm_on_threads(int64_t steps, int64_t batch, int64_t hid) {
     for (int threads = 1; threads <= 3; threads++) {
         fedc_pool *pool = NULL;
         if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
-        fedc_pool *outer = fedc_kernels_set_pool(pool);
+        fedc_pool *outer = fedc__kernels_set_pool(pool);
         int s = threads - 1;
         tr[s] = malloc((size_t)nt * 4), dxw[s] = malloc((size_t)nx * 4);
-        CHECK_OK(fedc_kernels_fast.lstm(FEDC_F32, steps, batch, hid, xw, wh, tr[s]));
-        CHECK_OK(fedc_kernels_fast.lstm_grad(FEDC_F32, steps, batch, hid, tr[s], dtr, wh, dxw[s], scratch));
-        fedc_kernels_set_pool(outer);
+        CHECK_OK(fedc__kernels_fast.lstm(FEDC_F32, steps, batch, hid, xw, wh, tr[s]));
+        CHECK_OK(fedc__kernels_fast.lstm_grad(FEDC_F32, steps, batch, hid, tr[s], dtr, wh, dxw[s], scratch));
+        fedc__kernels_set_pool(outer);
         fedc_pool_destroy(pool);
         if (s > 0) {
             CHECK_MSG(memcmp(tr[s], tr[0], (size_t)nt * 4) == 0, "lstm B=%lld H=%lld: %d threads differ from 1",
@@ -312,7 +312,7 @@ static void lstm_on_threads(int64_t steps, int64_t batch, int64_t hid) {
 }
 
 static void test_fast_kernels_bitwise_on_threads(void) {
-    fedc_kernels_init();
+    fedc__kernels_init();
     lstm_on_threads(6, 12, 200);
     lstm_on_threads(5, 3, 96);
 }

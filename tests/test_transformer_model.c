@@ -36,9 +36,9 @@ static void test_parameter_counts(void) {
             char name[32];
             snprintf(name, sizeof name, "transformer:%s", presets[i]);
             fedc_model_options o = {.tied_embeddings = v & 1, .sinusoidal_positions = v & 2};
-            fedc_nn_transformer c;
-            CHECK_OK(fedc_nn_transformer_config(name, &o, &c));
-            CHECK_EQ_INT(model_size(name, &o), fedc_nn_transformer_param_count(&c));
+            fedc__nn_transformer c;
+            CHECK_OK(fedc__nn_transformer_config(name, &o, &c));
+            CHECK_EQ_INT(model_size(name, &o), fedc__nn_transformer_param_count(&c));
         }
     fedc_model *m;
     CHECK_OK(fedc_model_create(&m, "transformer:tiny", NULL));

@@ -254,7 +254,7 @@ static float *random_f32(int64_t n, double lo, double hi) {
 }
 
 static void test_fast_gelu_and_layer_norm(void) {
-    const fedc_kernels *f = &fedc_kernels_fast, *r = &fedc_kernels_ref;
+    const fedc__kernels *f = &fedc__kernels_fast, *r = &fedc__kernels_ref;
     int64_t n = 1001, rows = 9, cols = 67;
     float *x = random_f32(n, -12, 12), *dy = random_f32(n, -1, 1), *a = random_f32(n, 0, 0), *e = random_f32(n, 0, 0);
     CHECK_OK(f->gelu(FEDC_F32, n, x, a));
@@ -281,7 +281,7 @@ static void test_fast_gelu_and_layer_norm(void) {
  * once) on odd shapes: a vocabulary that is not a multiple of the 8 lanes, one
  * class, and logits far apart (the max shift matters). */
 static void test_fast_softmax_xent(void) {
-    const fedc_kernels *f = &fedc_kernels_fast, *r = &fedc_kernels_ref;
+    const fedc__kernels *f = &fedc__kernels_fast, *r = &fedc__kernels_ref;
     const int64_t shapes[][2] = {{7, 10007}, {5, 3}, {3, 1}, {4, 64}};
     for (int s = 0; s < FEDC_COUNT_OF(shapes); s++) {
         int64_t rows = shapes[s][0], classes = shapes[s][1], n = rows * classes;
@@ -310,7 +310,7 @@ static void test_fast_softmax_xent(void) {
 /* The embedding gradient: repeated rows summed, untouched rows zero, a bad index
  * reported as the reference does. */
 static void test_fast_scatter_add(void) {
-    const fedc_kernels *f = &fedc_kernels_fast, *r = &fedc_kernels_ref;
+    const fedc__kernels *f = &fedc__kernels_fast, *r = &fedc__kernels_ref;
     int64_t rows = 37, width = 13, nidx = 101;
     int32_t idx[101];
     for (int64_t i = 0; i < nidx; i++) idx[i] = (int32_t)((i * i * 7 + 3) % 29); /* repeats; rows 29..36 never hit */
@@ -325,10 +325,10 @@ static void test_fast_scatter_add(void) {
 }
 
 static void test_fast_attention(void) {
-    const fedc_kernels *f = &fedc_kernels_fast, *r = &fedc_kernels_ref;
-    const fedc_attn_geom shapes[] = {{2, 37, 3, 13}, {1, 1, 1, 1}, {3, 8, 4, 16}};
+    const fedc__kernels *f = &fedc__kernels_fast, *r = &fedc__kernels_ref;
+    const fedc__attn_geom shapes[] = {{2, 37, 3, 13}, {1, 1, 1, 1}, {3, 8, 4, 16}};
     for (int s = 0; s < FEDC_COUNT_OF(shapes); s++) {
-        const fedc_attn_geom *g = &shapes[s];
+        const fedc__attn_geom *g = &shapes[s];
         int64_t nq = g->batch * g->seq * 3 * g->heads * g->head_dim, ny = nq / 3;
         float *qkv = random_f32(nq, -2, 2), *dy = random_f32(ny, -1, 1);
         float *ya = random_f32(ny, 0, 0), *ye = random_f32(ny, 0, 0), *da = random_f32(nq, 0, 0), *de = random_f32(nq, 0, 0);

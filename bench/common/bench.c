@@ -16,7 +16,7 @@ double bench_cpu_now(void) {
 }
 
 const char *bench_share_blas_core(void) {
-    const char *core = fedc_kernels_blas_core();
+    const char *core = fedc__kernels_blas_core();
     setenv("OPENBLAS_CORETYPE", core, 0);
     return core;
 }

@@ -7,16 +7,16 @@
 
 typedef fedc_status (*run_fn)(const fedc__step *s);
 
-fedc_kshape fedc__kshape(const fedc_type *t) {
-    fedc_kshape s;
+fedc__kshape fedc__kshape_of(const fedc_type *t) {
+    fedc__kshape s;
     s.rank = t->rank;
     for (int i = 0; i < FEDC_MAX_RANK; i++) s.dims[i] = i < t->rank ? t->dims[i] : 0;
     return s;
 }
 
 static const fedc_type *in_type(const fedc__step *s, int i) { return &s->p->nodes[s->n->in[i]].type; }
-static fedc_kshape in_shape(const fedc__step *s, int i) { return fedc__kshape(in_type(s, i)); }
-static fedc_kshape out_shape(const fedc__step *s) { return fedc__kshape(&s->n->type); }
+static fedc__kshape in_shape(const fedc__step *s, int i) { return fedc__kshape_of(in_type(s, i)); }
+static fedc__kshape out_shape(const fedc__step *s) { return fedc__kshape_of(&s->n->type); }
 static int64_t out_count(const fedc__step *s) { return fedc_type_count(&s->n->type); }
 static size_t out_elsize(const fedc__step *s) { return fedc_dtype_size(s->n->type.dtype); }
 
@@ -26,19 +26,19 @@ static fedc_status run_INPUT(const fedc__step *s) { (void)s; return FEDC_OK; }  
 static fedc_status run_CONSTANT(const fedc__step *s) { (void)s; return FEDC_OK; } /* points at its data */
 
 static fedc_status run_IOTA(const fedc__step *s) {
-    fedc_kshape ys = out_shape(s);
+    fedc__kshape ys = out_shape(s);
     int axis = fedc__axis(fedc__attr_int(s->n, FEDC_ATTR_AXIS, 0), ys.rank);
     return s->k->iota(s->n->type.dtype, &ys, axis, s->out);
 }
 
 /* ---------------------------------------------------------- elementwise -- */
 
-static fedc_status binary(const fedc__step *s, fedc_binary_op op) {
-    fedc_kshape as = in_shape(s, 0), bs = in_shape(s, 1), os = out_shape(s);
+static fedc_status binary(const fedc__step *s, fedc__binary_op op) {
+    fedc__kshape as = in_shape(s, 0), bs = in_shape(s, 1), os = out_shape(s);
     return s->k->binary(op, in_type(s, 0)->dtype, &as, s->in[0], &bs, s->in[1], &os, s->out);
 }
 
-static fedc_status unary(const fedc__step *s, fedc_unary_op op) {
+static fedc_status unary(const fedc__step *s, fedc__unary_op op) {
     double param = fedc__attr_float(s->n, FEDC_ATTR_EXPONENT, 0);
     return s->k->unary(op, s->n->type.dtype, out_count(s), s->in[0], s->out, param);
 }
@@ -66,14 +66,14 @@ static fedc_status run_SQUARE(const fedc__step *s) { return unary(s, FEDC_U_SQUA
 static fedc_status run_POW(const fedc__step *s) { return unary(s, FEDC_U_POW); }
 
 static fedc_status run_SELECT(const fedc__step *s) {
-    fedc_kshape cs = in_shape(s, 0), as = in_shape(s, 1), bs = in_shape(s, 2), os = out_shape(s);
+    fedc__kshape cs = in_shape(s, 0), as = in_shape(s, 1), bs = in_shape(s, 2), os = out_shape(s);
     return s->k->select(s->n->type.dtype, &cs, s->in[0], &as, s->in[1], &bs, s->in[2], &os, s->out);
 }
 
 /* ----------------------------------------------------------- reductions -- */
 
 static fedc_status reduce(const fedc__step *s, fedc_reduce_op op) {
-    fedc_kshape xs = in_shape(s, 0);
+    fedc__kshape xs = in_shape(s, 0);
     int count;
     const int64_t *axes = fedc__attr_ints(s->n, FEDC_ATTR_AXES, &count);
     unsigned mask = 0;
@@ -102,12 +102,12 @@ static fedc_status run_RESHAPE(const fedc__step *s) {
 }
 
 static fedc_status run_BROADCAST_TO(const fedc__step *s) {
-    fedc_kshape xs = in_shape(s, 0), ys = out_shape(s);
+    fedc__kshape xs = in_shape(s, 0), ys = out_shape(s);
     return s->k->broadcast_to(out_elsize(s), &xs, s->in[0], &ys, s->out);
 }
 
 static fedc_status run_TRANSPOSE(const fedc__step *s) {
-    fedc_kshape xs = in_shape(s, 0);
+    fedc__kshape xs = in_shape(s, 0);
     int count, perm[FEDC_MAX_RANK];
     const int64_t *p = fedc__attr_ints(s->n, FEDC_ATTR_PERM, &count);
     for (int i = 0; i < count; i++) perm[i] = (int)p[i];
@@ -115,21 +115,21 @@ static fedc_status run_TRANSPOSE(const fedc__step *s) {
 }
 
 static fedc_status run_SLICE(const fedc__step *s) {
-    fedc_kshape xs = in_shape(s, 0), ys = out_shape(s);
+    fedc__kshape xs = in_shape(s, 0), ys = out_shape(s);
     int count;
     const int64_t *start = fedc__attr_ints(s->n, FEDC_ATTR_START, &count);
     return s->k->slice(out_elsize(s), &xs, start, s->in[0], &ys, s->out);
 }
 
 static fedc_status run_CONCAT(const fedc__step *s) {
-    fedc_kshape shapes[64];
+    fedc__kshape shapes[64];
     for (int i = 0; i < s->n->nin; i++) shapes[i] = in_shape(s, i);
     int axis = fedc__axis(fedc__attr_int(s->n, FEDC_ATTR_AXIS, 0), s->n->type.rank);
     return s->k->concat(out_elsize(s), s->n->nin, shapes, s->in, axis, s->out);
 }
 
 static fedc_status run_PAD(const fedc__step *s) {
-    fedc_kshape xs = in_shape(s, 0), ys = out_shape(s);
+    fedc__kshape xs = in_shape(s, 0), ys = out_shape(s);
     int count;
     const int64_t *lo = fedc__attr_ints(s->n, FEDC_ATTR_LO, &count);
     return s->k->pad(out_elsize(s), &xs, lo, s->in[0], &ys, s->out);
@@ -186,18 +186,18 @@ static fedc_status run_ONE_HOT(const fedc__step *s) {
 /* ---------------------------------------------------- convolution, pools -- */
 
 /* Geometry from the NHWC input type x, the filter's kh, kw, o and the attributes. */
-static fedc_conv_geom conv_geom(const fedc__node *n, const fedc_type *x, int64_t kh, int64_t kw, int64_t o,
+static fedc__conv_geom conv_geom(const fedc__node *n, const fedc_type *x, int64_t kh, int64_t kw, int64_t o,
                                 const fedc_type *y) {
     int count;
     const int64_t *strides = fedc__attr_ints(n, FEDC_ATTR_STRIDES, &count);
     const int64_t *pads = fedc__attr_ints(n, FEDC_ATTR_PADS, &count);
-    fedc_conv_geom g = {x->dims[0], x->dims[1], x->dims[2], x->dims[3], kh, kw, o,
+    fedc__conv_geom g = {x->dims[0], x->dims[1], x->dims[2], x->dims[3], kh, kw, o,
                         strides[0], strides[1], pads[0], pads[2], y->dims[1], y->dims[2]};
     return g;
 }
 
 /* The geometry of a conv-family node, whichever of the three it is. */
-static fedc_conv_geom conv_geom_of(const fedc_program *p, const fedc__node *n) {
+static fedc__conv_geom conv_geom_of(const fedc_program *p, const fedc__node *n) {
     const fedc_type *a = &p->nodes[n->in[0]].type, *b = &p->nodes[n->in[1]].type;
     if (n->op == FEDC_OP_CONV2D) return conv_geom(n, a, b->dims[0], b->dims[1], b->dims[3], &n->type);
     if (n->op == FEDC_OP_CONV2D_INPUT_GRAD) return conv_geom(n, &n->type, b->dims[0], b->dims[1], b->dims[3], a);
@@ -205,54 +205,54 @@ static fedc_conv_geom conv_geom_of(const fedc_program *p, const fedc__node *n) {
 }
 
 static fedc_status run_CONV2D(const fedc__step *s) {
-    fedc_conv_geom g = conv_geom_of(s->p, s->n);
+    fedc__conv_geom g = conv_geom_of(s->p, s->n);
     return s->k->conv2d(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);
 }
 
 static fedc_status run_CONV2D_INPUT_GRAD(const fedc__step *s) {
-    fedc_conv_geom g = conv_geom_of(s->p, s->n);
+    fedc__conv_geom g = conv_geom_of(s->p, s->n);
     return s->k->conv2d_input_grad(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);
 }
 
 static fedc_status run_CONV2D_FILTER_GRAD(const fedc__step *s) {
-    fedc_conv_geom g = conv_geom_of(s->p, s->n);
+    fedc__conv_geom g = conv_geom_of(s->p, s->n);
     return s->k->conv2d_filter_grad(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);
 }
 
-static fedc_pool_geom pool_geom(const fedc__node *n, const fedc_type *x, const fedc_type *y) {
+static fedc__pool_geom pool_geom(const fedc__node *n, const fedc_type *x, const fedc_type *y) {
     int count;
     const int64_t *window = fedc__attr_ints(n, FEDC_ATTR_WINDOW, &count);
     const int64_t *strides = fedc__attr_ints(n, FEDC_ATTR_STRIDES, &count);
     const int64_t *pads = fedc__attr_ints(n, FEDC_ATTR_PADS, &count);
-    fedc_pool_geom g = {x->dims[0], x->dims[1], x->dims[2], x->dims[3], window[0], window[1],
+    fedc__pool_geom g = {x->dims[0], x->dims[1], x->dims[2], x->dims[3], window[0], window[1],
                         strides[0], strides[1], pads[0], pads[2], y->dims[1], y->dims[2]};
     return g;
 }
 
 fedc_status fedc__step_run_conv_epilogue(const fedc__step *s, const void *bias, int relu, const fedc__node *pool) {
-    fedc_conv_geom g = conv_geom_of(s->p, s->n);
-    fedc_pool_geom pg = pool ? pool_geom(pool, &s->n->type, &pool->type) : (fedc_pool_geom){0};
+    fedc__conv_geom g = conv_geom_of(s->p, s->n);
+    fedc__pool_geom pg = pool ? pool_geom(pool, &s->n->type, &pool->type) : (fedc__pool_geom){0};
     return s->k->conv2d_bias_relu(s->n->type.dtype, &g, s->in[0], s->in[1], bias, relu, pool ? &pg : NULL, s->out,
                                   s->scratch);
 }
 
 static fedc_status run_MAX_POOL2D(const fedc__step *s) {
-    fedc_pool_geom g = pool_geom(s->n, in_type(s, 0), &s->n->type);
+    fedc__pool_geom g = pool_geom(s->n, in_type(s, 0), &s->n->type);
     return s->k->max_pool2d(s->n->type.dtype, &g, s->in[0], s->out);
 }
 
 static fedc_status run_AVG_POOL2D(const fedc__step *s) {
-    fedc_pool_geom g = pool_geom(s->n, in_type(s, 0), &s->n->type);
+    fedc__pool_geom g = pool_geom(s->n, in_type(s, 0), &s->n->type);
     return s->k->avg_pool2d(s->n->type.dtype, &g, s->in[0], s->out);
 }
 
 static fedc_status run_MAX_POOL2D_GRAD(const fedc__step *s) {
-    fedc_pool_geom g = pool_geom(s->n, in_type(s, 0), in_type(s, 1));
+    fedc__pool_geom g = pool_geom(s->n, in_type(s, 0), in_type(s, 1));
     return s->k->max_pool2d_grad(s->n->type.dtype, &g, s->in[0], s->in[1], s->out);
 }
 
 static fedc_status run_AVG_POOL2D_GRAD(const fedc__step *s) {
-    fedc_pool_geom g = pool_geom(s->n, &s->n->type, in_type(s, 0));
+    fedc__pool_geom g = pool_geom(s->n, &s->n->type, in_type(s, 0));
     return s->k->avg_pool2d_grad(s->n->type.dtype, &g, s->in[0], s->out);
 }
 
@@ -366,20 +366,20 @@ static fedc_status run_LAYER_NORM_PARAM_GRAD(const fedc__step *s) {
 }
 
 /* Both attention ops have qkv [batch, seq, 3 * heads * d] as operand 0. */
-static fedc_attn_geom attn_geom(const fedc_program *p, const fedc__node *n) {
+static fedc__attn_geom attn_geom(const fedc_program *p, const fedc__node *n) {
     const fedc_type *qkv = &p->nodes[n->in[0]].type;
     int64_t heads = fedc__attr_int(n, FEDC_ATTR_HEADS, 1);
-    fedc_attn_geom g = {qkv->dims[0], qkv->dims[1], heads, qkv->dims[2] / (3 * heads)};
+    fedc__attn_geom g = {qkv->dims[0], qkv->dims[1], heads, qkv->dims[2] / (3 * heads)};
     return g;
 }
 
 static fedc_status run_CAUSAL_ATTENTION(const fedc__step *s) {
-    fedc_attn_geom g = attn_geom(s->p, s->n);
+    fedc__attn_geom g = attn_geom(s->p, s->n);
     return s->k->causal_attention(s->n->type.dtype, &g, s->in[0], s->out, s->scratch);
 }
 
 static fedc_status run_CAUSAL_ATTENTION_GRAD(const fedc__step *s) {
-    fedc_attn_geom g = attn_geom(s->p, s->n);
+    fedc__attn_geom g = attn_geom(s->p, s->n);
     return s->k->causal_attention_grad(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch);
 }
 
@@ -427,9 +427,9 @@ fedc_status fedc__step_run(const fedc__step *s) {
     return FEDC_OK;
 }
 
-size_t fedc__step_scratch(const fedc_kernels *k, const fedc_program *p, const fedc__node *n) {
+size_t fedc__step_scratch(const fedc__kernels *k, const fedc_program *p, const fedc__node *n) {
     if (n->op == FEDC_OP_CAUSAL_ATTENTION || n->op == FEDC_OP_CAUSAL_ATTENTION_GRAD) {
-        fedc_attn_geom g = attn_geom(p, n);
+        fedc__attn_geom g = attn_geom(p, n);
         return k->attention_scratch(n->type.dtype, &g);
     }
     if (n->op == FEDC_OP_LSTM_GRAD || n->op == FEDC_OP_LSTM_TANGENT) {
@@ -437,6 +437,6 @@ size_t fedc__step_scratch(const fedc_kernels *k, const fedc_program *p, const fe
         return FEDC_LSTM_SCRATCH(x->dims[1], wh->dims[0]);
     }
     if (n->op != FEDC_OP_CONV2D && n->op != FEDC_OP_CONV2D_INPUT_GRAD && n->op != FEDC_OP_CONV2D_FILTER_GRAD) return 0;
-    fedc_conv_geom g = conv_geom_of(p, n);
+    fedc__conv_geom g = conv_geom_of(p, n);
     return k->conv2d_scratch(&g, n->type.dtype);
 }

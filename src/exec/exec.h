@@ -13,7 +13,7 @@ typedef struct fedc__step {
     const fedc_program *p;
     fedc_value v;
     const fedc__node *n;
-    const fedc_kernels *k;
+    const fedc__kernels *k;
     void *out;
     const void *const *in; /* n->nin operand pointers */
     void *scratch;         /* fedc__step_scratch(...) bytes */
@@ -35,9 +35,9 @@ fedc_status fedc__step_run_conv_epilogue(const fedc__step *s, const void *bias, 
 fedc_status fedc__step_run_matmul_sub_scaled(const fedc__step *s, const void *w, const void *scale);
 
 /* Scratch bytes the node's kernel needs (0 for most ops). */
-size_t fedc__step_scratch(const fedc_kernels *k, const fedc_program *p, const fedc__node *n);
+size_t fedc__step_scratch(const fedc__kernels *k, const fedc_program *p, const fedc__node *n);
 
-fedc_kshape fedc__kshape(const fedc_type *t);
+fedc__kshape fedc__kshape_of(const fedc_type *t);
 
 /* The leaves of every sum over clients (src/exec/aggregate.c): min(clients,
  * FEDC__AGG_LEAVES) blocks of consecutive clients, leaf j = [n j / L, n (j+1) / L). */

@@ -30,7 +30,7 @@ static fedc_status create_fold(fedc_executor *ex, fedc_value v) {
 }
 
 /* Threads run clients; a program without maps has none to run, so its threads go
- * to the kernels of each step (fedc_kernels_set_pool: the same bits either way).
+ * to the kernels of each step (fedc__kernels_set_pool: the same bits either way).
  * A cohort smaller than the threads leaves the rest to its clients' kernels. */
 static fedc_status create_cohorts(fedc_executor *ex) {
     int workers = ex->opt.threads > 1 ? ex->opt.threads : 1;
@@ -153,12 +153,12 @@ fedc_status fedc_executor_create(fedc_executor **out, const fedc_program *progra
     fedc_status st = fedc_program_verify(program);
     if (!st) st = check_options(program, o);
     if (st) return st;
-    fedc_kernels_init();
+    fedc__kernels_init();
     fedc_executor *ex = fedc_calloc(1, sizeof *ex);
     if (!ex) return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     ex->opt = *o;
     ex->clients = federated(program) ? o->clients : 0;
-    ex->k = o->reference_kernels ? &fedc_kernels_ref : &fedc_kernels_fast;
+    ex->k = o->reference_kernels ? &fedc__kernels_ref : &fedc__kernels_fast;
     st = fedc_program_clone(program, &ex->p);
     if (!st) st = allocate(ex);
     if (st) {
@@ -347,10 +347,10 @@ fedc_status fedc_executor_run(fedc_executor *ex) {
             return fedc_error(FEDC_EINVAL, "executor_run: input \"%s\" is not bound", n->name);
     }
     if (ex->clients) memset(ex->dropped, 0, (size_t)ex->clients);
-    fedc_pool *outer = ex->kernel_pool ? fedc_kernels_set_pool(ex->kernel_pool) : NULL;
+    fedc_pool *outer = ex->kernel_pool ? fedc__kernels_set_pool(ex->kernel_pool) : NULL;
     fedc_status st = FEDC_OK;
     for (int v = 0; !st && v < p->n; v++) st = run_node(ex, v);
-    if (ex->kernel_pool) fedc_kernels_set_pool(outer);
+    if (ex->kernel_pool) fedc__kernels_set_pool(outer);
     return st;
 }
 

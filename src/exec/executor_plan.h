@@ -49,7 +49,7 @@ typedef struct node_lists {
 
 struct fedc_executor {
     fedc_program *p; /* our own copy */
-    const fedc_kernels *k;
+    const fedc__kernels *k;
     fedc_exec_options opt;
     int clients;
     value_plan *plan;

@@ -1,4 +1,4 @@
-/* fast.h — the fast kernels, one per entry of fedc_kernels_fast that has a faster
+/* fast.h — the fast kernels, one per entry of fedc__kernels_fast that has a faster
  * version than the reference (internal): declared from kernels.def, each with
  * exactly its table field's signature; fast_table.c builds the table from them.
  * Below them, what the fast_*.c files share. */
@@ -7,10 +7,10 @@
 
 #include "kernels/kernels.h"
 
-/* fedc_fast_<field> for every row of kernels.def whose fast column is FAST. */
+/* fedc__fast_<field> for every row of kernels.def whose fast column is FAST. */
 #define FEDC__FAST_DECL_FAST(ret, fn, params) ret fn params;
 #define FEDC__FAST_DECL_REF(ret, fn, params)
-#define FEDC_KERNEL(ret, field, ref, fast, params) FEDC__FAST_DECL_##fast(ret, fedc_fast_##field, params)
+#define FEDC_KERNEL(ret, field, ref, fast, params) FEDC__FAST_DECL_##fast(ret, fedc__fast_##field, params)
 #include "kernels/kernels.def"
 #undef FEDC_KERNEL
 #undef FEDC__FAST_DECL_FAST
@@ -19,20 +19,20 @@
 /* fast_conv_in_place.c, for fast_conv.c: whether a pass (forward and filter
  * gradient, or the input gradient) can read the image in place (f32, AVX-512,
  * stride 1 for the input gradient), its scratch, and the passes. */
-int fedc__conv_in_place_ok(const fedc_conv_geom *g, fedc_dtype dt, int input_grad);
-size_t fedc__conv_in_place_scratch(const fedc_conv_geom *g);
-fedc_status fedc__conv_forward_in_place(const fedc_conv_geom *g, const float *x, const float *w, const float *bias,
-                                       int relu, const fedc_pool_geom *pool, float *y, void *scratch);
-void fedc__conv_filter_grad_in_place(const fedc_conv_geom *g, const float *x, const float *dy, float *dw,
+int fedc__conv_in_place_ok(const fedc__conv_geom *g, fedc_dtype dt, int input_grad);
+size_t fedc__conv_in_place_scratch(const fedc__conv_geom *g);
+fedc_status fedc__conv_forward_in_place(const fedc__conv_geom *g, const float *x, const float *w, const float *bias,
+                                       int relu, const fedc__pool_geom *pool, float *y, void *scratch);
+void fedc__conv_filter_grad_in_place(const fedc__conv_geom *g, const float *x, const float *dy, float *dw,
                                      void *scratch);
-void fedc__conv_input_grad_in_place(const fedc_conv_geom *g, const float *dy, const float *w, float *dx,
+void fedc__conv_input_grad_in_place(const fedc__conv_geom *g, const float *dy, const float *w, float *dx,
                                     void *scratch);
 
 /* c (+)= a @ w for `rows` rows of a, element (r, k) at a[r row_step + k k_step]
  * (dense: lda, 1; dense and transposed: 1, lda), against w [depth, cols] (ldw)
  * into c (ldc), in AVX-512 without packing w (fast_rows_gemm.c); false, doing
  * nothing, where AVX-512 is missing. */
-bool fedc_fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t row_step,
+bool fedc__fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t row_step,
                          int64_t k_step, const float *w, int64_t ldw, float *c, int64_t ldc, bool accumulate);
 /* c (+)= a @ w with a gathered a, element (r, k) at a[row_off[r] + k_off[k]], so
  * that a convolution reads its image in place (fast_conv.c), or (row_off and
@@ -42,7 +42,7 @@ bool fedc_fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float 
  * weight gradient; minuend [rows, cols] ldc apart, may be c). Each element of c
  * is its initial value plus the products in increasing k, one FMA at a time.
  * False, doing nothing, without AVX-512. */
-typedef struct fedc_gather_gemm {
+typedef struct fedc__gather_gemm {
     int64_t rows, cols, depth;
     const float *a;
     const int32_t *row_off, *k_off;
@@ -55,10 +55,10 @@ typedef struct fedc_gather_gemm {
     bool relu;
     int64_t row_step, k_step; /* a strided a */
     const float *minuend, *scale;
-} fedc_gather_gemm;
-bool fedc_fast_gather_gemm(const fedc_gather_gemm *g);
+} fedc__gather_gemm;
+bool fedc__fast_gather_gemm(const fedc__gather_gemm *g);
 
 /* sub_scaled's loop on the calling thread alone (for work already cut into blocks). */
-void fedc_fast_sub_scaled_run(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out);
+void fedc__fast_sub_scaled_run(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out);
 
 #endif

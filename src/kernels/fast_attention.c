@@ -30,13 +30,13 @@
 enum { GROUPS = 4 };
 
 /* Scratch: per group, P and dP/dS [T, T] each. */
-size_t fedc_fast_attention_scratch(fedc_dtype dt, const fedc_attn_geom *g) {
-    size_t fast = (size_t)GROUPS * (size_t)(2 * g->seq * g->seq) * sizeof(float), ref = fedc_ref_attention_scratch(dt, g);
+size_t fedc__fast_attention_scratch(fedc_dtype dt, const fedc__attn_geom *g) {
+    size_t fast = (size_t)GROUPS * (size_t)(2 * g->seq * g->seq) * sizeof(float), ref = fedc__ref_attention_scratch(dt, g);
     return dt == FEDC_F32 ? fast : ref;
 }
 
 /* BLAS takes int sizes; the type rules bound shapes far below, but say so. */
-static fedc_status check_geom(const char *kernel, const fedc_attn_geom *g) {
+static fedc_status check_geom(const char *kernel, const fedc__attn_geom *g) {
     int64_t c3 = 3 * g->heads * g->head_dim;
     if (g->seq > (1 << 20) || c3 > (1 << 28))
         return fedc_error(FEDC_EUNSUPPORTED, "%s: seq %lld, width %lld exceed the fast kernel's range", kernel,
@@ -60,7 +60,7 @@ FEDC_FAST_INLINE void softmax_rows(int t, float *p) {
     for (int i = 0; i < t; i++) {
         float *row = p + (size_t)i * t, mx = row[0];
         for (int j = 1; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
-        for (int j = 0; j <= i; j++) row[j] = fedc_fast_expf(row[j] - mx);
+        for (int j = 0; j <= i; j++) row[j] = fedc__fast_expf(row[j] - mx);
         float inv = 1.0f / sum8(row, i + 1);
         for (int j = 0; j <= i; j++) row[j] *= inv;
         for (int j = i + 1; j < t; j++) row[j] = 0.0f;
@@ -90,7 +90,7 @@ FEDC_FAST_AVX512 static void softmax_avx512(int t, float *p) { softmax_rows(t, p
 FEDC_FAST_AVX512 static void backward_avx512(int t, const float *p, float *dp) { softmax_backward(t, p, dp); }
 
 /* P = causal softmax(scale Q K^T) of one head into p [T, T]. */
-static void head_probs(const fedc_attn_geom *g, const float *q, const float *k, float *p) {
+static void head_probs(const fedc__attn_geom *g, const float *q, const float *k, float *p) {
     int t = (int)g->seq, hd = (int)g->head_dim, ld = (int)(3 * g->heads * g->head_dim);
     float scale = (float)(1.0 / sqrt((double)hd));
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, scale, q, ld, k, ld, 0.0f, p, t);
@@ -101,14 +101,14 @@ static void head_probs(const fedc_attn_geom *g, const float *q, const float *k, 
 
 /* One run over the heads: forward (dy NULL) or backward. */
 typedef struct attn_job {
-    const fedc_attn_geom *g;
+    const fedc__attn_geom *g;
     const float *qkv, *dy;
     float *out; /* y, or dqkv */
     float *scratch;
 } attn_job;
 
 static void head_forward(const attn_job *j, int64_t b, int64_t h, float *p) {
-    const fedc_attn_geom *g = j->g;
+    const fedc__attn_geom *g = j->g;
     int t = (int)g->seq, hd = (int)g->head_dim;
     int64_t c = g->heads * g->head_dim;
     const float *q = j->qkv + b * g->seq * 3 * c + h * hd;
@@ -118,7 +118,7 @@ static void head_forward(const attn_job *j, int64_t b, int64_t h, float *p) {
 }
 
 static void head_backward(const attn_job *j, int64_t b, int64_t h, float *p) {
-    const fedc_attn_geom *g = j->g;
+    const fedc__attn_geom *g = j->g;
     int t = (int)g->seq, hd = (int)g->head_dim;
     int64_t c = g->heads * g->head_dim;
     int ld = (int)(3 * c);
@@ -149,24 +149,24 @@ static void group_task(void *ctx, int64_t w, int worker) {
     }
 }
 
-fedc_status fedc_fast_causal_attention(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv, void *y,
+fedc_status fedc__fast_causal_attention(fedc_dtype dt, const fedc__attn_geom *g, const void *qkv, void *y,
                                        void *scratch) {
-    if (dt != FEDC_F32) return fedc_ref_causal_attention(dt, g, qkv, y, scratch);
+    if (dt != FEDC_F32) return fedc__ref_causal_attention(dt, g, qkv, y, scratch);
     fedc_status st = check_geom("causal_attention (fast)", g);
     if (st || g->seq == 0 || g->head_dim == 0) return st;
-    fedc_kernels_init();
+    fedc__kernels_init();
     attn_job j = {g, qkv, NULL, y, scratch};
-    fedc_kernels_parallel(GROUPS, group_task, &j);
+    fedc__kernels_parallel(GROUPS, group_task, &j);
     return FEDC_OK;
 }
 
-fedc_status fedc_fast_causal_attention_grad(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv, const void *dy,
+fedc_status fedc__fast_causal_attention_grad(fedc_dtype dt, const fedc__attn_geom *g, const void *qkv, const void *dy,
                                             void *dqkv, void *scratch) {
-    if (dt != FEDC_F32) return fedc_ref_causal_attention_grad(dt, g, qkv, dy, dqkv, scratch);
+    if (dt != FEDC_F32) return fedc__ref_causal_attention_grad(dt, g, qkv, dy, dqkv, scratch);
     fedc_status st = check_geom("causal_attention_grad (fast)", g);
     if (st || g->seq == 0 || g->head_dim == 0) return st;
-    fedc_kernels_init();
+    fedc__kernels_init();
     attn_job j = {g, qkv, dy, dqkv, scratch};
-    fedc_kernels_parallel(GROUPS, group_task, &j);
+    fedc__kernels_parallel(GROUPS, group_task, &j);
     return FEDC_OK;
 }

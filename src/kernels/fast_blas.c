@@ -5,7 +5,7 @@
  * client per core; a second level of threads would only oversubscribe the
  * machine. With one thread, GEMM on the same operands gives the same bits every
  * time, which is what makes the fast kernels deterministic. When the executor lends
- * the kernels spare threads (fedc_kernels_set_pool), a large product is cut into
+ * the kernels spare threads (fedc__kernels_set_pool), a large product is cut into
  * blocks of rows or columns fixed by its shape, each a one-thread GEMM: the same
  * blocks, so the same bits, whether they run in parallel or one after another.
  */
@@ -71,12 +71,12 @@ __attribute__((constructor)) static void choose_core(void) {
 
 static void init_blas(void) { openblas_set_num_threads(1); }
 
-const char *fedc_kernels_blas_core(void) {
-    fedc_kernels_init();
+const char *fedc__kernels_blas_core(void) {
+    fedc__kernels_init();
     return openblas_get_corename();
 }
 
-void fedc_kernels_init(void) { pthread_once(&init_once, init_blas); }
+void fedc__kernels_init(void) { pthread_once(&init_once, init_blas); }
 
 /* CBLAS takes int dimensions; larger ones are refused rather than truncated. */
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
@@ -97,7 +97,7 @@ typedef struct gemm_args {
 } gemm_args;
 
 /* Products with a short side against an untransposed b run in
- * fedc_fast_rows_gemm, which reads b in place where a BLAS packs all of it
+ * fedc__fast_rows_gemm, which reads b in place where a BLAS packs all of it
  * first: a few rows of a (a dense layer's batch: [20, 9216] @ [9216, 128] 0.86 ->
  * 0.62 ms), or a transposed a of short depth (its weight gradient, [9216, 20] @
  * [20, 128]: 0.62 -> 0.52 ms). */
@@ -107,7 +107,7 @@ enum { SHORT_SIDE = 32 };
 static int rows_gemm_block(const gemm_args *g, int64_t rows, int64_t cols, const float *a, const float *b, float *c,
                            const float *minuend) {
     if (g->dt != FEDC_F32 || g->tb || (g->ta ? g->k : g->m) > SHORT_SIDE) return 0;
-    return fedc_fast_gather_gemm(&(fedc_gather_gemm){.rows = rows, .cols = cols, .depth = g->k, .a = a, .w = b,
+    return fedc__fast_gather_gemm(&(fedc__gather_gemm){.rows = rows, .cols = cols, .depth = g->k, .a = a, .w = b,
                                                      .ldw = g->n, .c = c, .ldc = g->n, .row_step = g->ta ? 1 : g->k,
                                                      .k_step = g->ta ? g->m : 1, .minuend = minuend,
                                                      .scale = g->scale});
@@ -130,7 +130,7 @@ static void gemm_block(const gemm_args *g, int64_t r0, int64_t rows, int64_t c0,
         cblas_dgemm(CblasRowMajor, opa, opb, (int)rows, (int)cols, (int)g->k, 1.0, (const double *)a, lda,
                     (const double *)b, ldb, 0.0, (double *)c, ldc);
     for (int64_t r = 0; minuend && r < rows; r++) /* the SGD step on the block's rows, in place */
-        fedc_fast_sub_scaled_run(g->dt, cols, minuend + (size_t)(r * g->n) * es, g->scale,
+        fedc__fast_sub_scaled_run(g->dt, cols, minuend + (size_t)(r * g->n) * es, g->scale,
                                  c + (size_t)(r * g->n) * es, c + (size_t)(r * g->n) * es);
 }
 
@@ -162,7 +162,7 @@ static void gemm_args_run(const gemm_args *g) {
     if (m == 0 || n == 0) return;
     if (k == 0) {
         memset(g->c, 0, (size_t)(m * n) * es);
-        if (g->minuend) fedc_fast_sub_scaled_run(g->dt, m * n, g->minuend, g->scale, g->c, g->c);
+        if (g->minuend) fedc__fast_sub_scaled_run(g->dt, m * n, g->minuend, g->scale, g->c, g->c);
         return;
     }
     gemm_split s = {*g, m > n, 0};
@@ -171,7 +171,7 @@ static void gemm_args_run(const gemm_args *g) {
     blocks = blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : blocks;
     s.side = ((extent + blocks - 1) / blocks + 15) / 16 * 16;
     blocks = (extent + s.side - 1) / s.side;
-    fedc_kernels_parallel(blocks, gemm_task, &s);
+    fedc__kernels_parallel(blocks, gemm_task, &s);
 }
 
 static void gemm1(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, const void *a,
@@ -195,12 +195,12 @@ static fedc_status check_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t
     return FEDC_OK;
 }
 
-fedc_status fedc_fast_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k, int ta,
+fedc_status fedc__fast_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k, int ta,
                              int tb, const void *a, int a_batched, const void *b, int b_batched,
                              void *c) {
     fedc_status st = check_matmul(dt, batch, m, n, k);
     if (st) return st;
-    fedc_kernels_init();
+    fedc__kernels_init();
     size_t es = dt == FEDC_F32 ? sizeof(float) : sizeof(double);
     size_t astep = a_batched ? (size_t)(m * k) * es : 0;
     size_t bstep = b_batched ? (size_t)(k * n) * es : 0;
@@ -229,11 +229,11 @@ fedc_status fedc_fast_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n,
  * product in registers, so the gradient is never stored), else the product and
  * then the step on each block while it is in cache. Bits: matmul's, then
  * sub_scaled's. out must not overlap a, b or w. */
-fedc_status fedc_fast_matmul_sub_scaled(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, const void *a,
+fedc_status fedc__fast_matmul_sub_scaled(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, const void *a,
                                         const void *b, const void *w, const void *s, void *out) {
     fedc_status st = check_matmul(dt, 1, m, n, k);
     if (st) return st;
-    fedc_kernels_init();
+    fedc__kernels_init();
     gemm_args_run(&(gemm_args){dt, m, n, k, ta, tb, a, b, out, w, s});
     return FEDC_OK;
 }
@@ -246,9 +246,9 @@ static void fill(float *p, int64_t count, float scale) {
     for (int64_t i = 0; i < count; i++) p[i] = scale * (float)((i * 7919) % 1013 - 506) / 506.0f;
 }
 
-double fedc_kernels_sgemm_gflops(int64_t n, int repeats) {
+double fedc__kernels_sgemm_gflops(int64_t n, int repeats) {
     if (n <= 0 || !fits_int(n) || repeats < 1) return 0.0;
-    fedc_kernels_init();
+    fedc__kernels_init();
     size_t count = (size_t)(n * n);
     float *a = fedc_malloc(3 * count * sizeof(float));
     if (!a) return 0.0;

@@ -38,12 +38,12 @@ typedef struct conv_plan {
     int direct;          /* 1x1, stride 1, unpadded: x is cols */
 } conv_plan;
 
-static int is_direct(const fedc_conv_geom *g) {
+static int is_direct(const fedc__conv_geom *g) {
     return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pad_top == 0 &&
            g->pad_left == 0 && g->oh == g->h && g->ow == g->w;
 }
 
-static conv_plan make_plan(const fedc_conv_geom *g, fedc_dtype dt) {
+static conv_plan make_plan(const fedc__conv_geom *g, fedc_dtype dt) {
     conv_plan p;
     p.es = dt == FEDC_F64 ? sizeof(double) : sizeof(float);
     p.k = g->kh * g->kw * g->c;
@@ -59,7 +59,7 @@ static conv_plan make_plan(const fedc_conv_geom *g, fedc_dtype dt) {
 }
 
 /* The reference's geometry checks, so both tables refuse the same inputs. */
-static int geom_ok(const fedc_conv_geom *g) {
+static int geom_ok(const fedc__conv_geom *g) {
     return g->n >= 0 && g->h >= 0 && g->w >= 0 && g->c >= 0 && g->kh >= 0 && g->kw >= 0 &&
            g->o >= 0 && g->oh >= 0 && g->ow >= 0 && g->sh >= 1 && g->sw >= 1;
 }
@@ -72,7 +72,7 @@ static size_t cols_bytes(const conv_plan *p) {
 
 /* Every GEMM below has dimensions bounded by one chunk (or, for the direct case,
  * the whole batch's pixels); CBLAS needs them to fit an int. */
-static fedc_status check(const char *what, fedc_dtype dt, const fedc_conv_geom *g) {
+static fedc_status check(const char *what, fedc_dtype dt, const fedc__conv_geom *g) {
     if (dt != FEDC_F32 && dt != FEDC_F64)
         return fedc_error(FEDC_EUNSUPPORTED, "%s (fast): dtype %s is not supported", what,
                           fedc_dtype_name(dt));
@@ -141,7 +141,7 @@ static void copy_run(char *dst, const char *src, size_t bytes) {
 
 /* One cols row: the patch of output pixel (i, j) of `img` (one image, [h,w,c]).
  * Each filter row is a run of in-image taps between runs of padding. */
-static void im2col_row(const fedc_conv_geom *g, size_t es, const char *img, int64_t i, int64_t j,
+static void im2col_row(const fedc__conv_geom *g, size_t es, const char *img, int64_t i, int64_t j,
                        char *row) {
     size_t tap = (size_t)g->c * es, line = (size_t)g->kw * tap;
     tap_span s = span(j * g->sw - g->pad_left, g->kw, g->w);
@@ -160,7 +160,7 @@ static void im2col_row(const fedc_conv_geom *g, size_t es, const char *img, int6
 }
 
 /* cols [images*oh*ow, K] from `images` consecutive images starting at x. */
-static void im2col(const fedc_conv_geom *g, size_t es, int64_t images, const void *x, void *cols) {
+static void im2col(const fedc__conv_geom *g, size_t es, int64_t images, const void *x, void *cols) {
     size_t img_bytes = (size_t)(g->h * g->w * g->c) * es;
     size_t row_bytes = (size_t)(g->kh * g->kw * g->c) * es;
     char *row = cols;
@@ -180,7 +180,7 @@ static void add_f64(int64_t n, double *restrict dst, const double *restrict src)
 }
 
 /* Adds one dcols row back into the pixels of image `img` that im2col_row read. */
-static void col2im_row(const fedc_conv_geom *g, fedc_dtype dt, char *img, int64_t i, int64_t j,
+static void col2im_row(const fedc__conv_geom *g, fedc_dtype dt, char *img, int64_t i, int64_t j,
                        const char *row) {
     size_t es = dt == FEDC_F64 ? sizeof(double) : sizeof(float);
     size_t line = (size_t)(g->kw * g->c) * es;
@@ -198,7 +198,7 @@ static void col2im_row(const fedc_conv_geom *g, fedc_dtype dt, char *img, int64_
 
 /* dx (already zero) += col2im(dcols) for `images` images starting at dx. The
  * order of additions is fixed, so overlapping patches sum deterministically. */
-static void col2im(const fedc_conv_geom *g, fedc_dtype dt, int64_t images, const void *dcols,
+static void col2im(const fedc__conv_geom *g, fedc_dtype dt, int64_t images, const void *dcols,
                    void *dx) {
     size_t es = dt == FEDC_F64 ? sizeof(double) : sizeof(float);
     size_t img_bytes = (size_t)(g->h * g->w * g->c) * es;
@@ -211,7 +211,7 @@ static void col2im(const fedc_conv_geom *g, fedc_dtype dt, int64_t images, const
     }
 }
 
-size_t fedc_fast_conv2d_scratch(const fedc_conv_geom *g, fedc_dtype dt) {
+size_t fedc__fast_conv2d_scratch(const fedc__conv_geom *g, fedc_dtype dt) {
     if ((dt != FEDC_F32 && dt != FEDC_F64) || !geom_ok(g)) return 0;
     conv_plan p = make_plan(g, dt);
     size_t bytes = cols_bytes(&p) + (size_t)(p.chunk * p.pix * g->o) * p.es;
@@ -245,23 +245,23 @@ static void epilogue(fedc_dtype dt, int64_t rows, int64_t o, const void *bias, i
 
 /* The epilogue on `images` images' conv output yc, then (with a pool) their
  * max-pool into pooled. */
-static fedc_status finish(fedc_dtype dt, const fedc_conv_geom *g, int64_t images, const void *bias, int relu,
-                          const fedc_pool_geom *pool, void *yc, void *pooled) {
+static fedc_status finish(fedc_dtype dt, const fedc__conv_geom *g, int64_t images, const void *bias, int relu,
+                          const fedc__pool_geom *pool, void *yc, void *pooled) {
     epilogue(dt, images * g->oh * g->ow, g->o, bias, relu, yc);
     if (!pool) return FEDC_OK;
-    fedc_pool_geom pc = *pool;
+    fedc__pool_geom pc = *pool;
     pc.n = images;
-    return fedc_fast_max_pool2d(dt, &pc, yc, pooled);
+    return fedc__fast_max_pool2d(dt, &pc, yc, pooled);
 }
 
 /* conv2d, then (when bias is not NULL) the epilogue on each chunk's output right
  * after its GEMM wrote it; with a pool, that output goes to scratch and only its
  * max-pool to y. */
-static fedc_status conv_forward(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
-                                const void *bias, int relu, const fedc_pool_geom *pool, void *y, void *scratch) {
+static fedc_status conv_forward(fedc_dtype dt, const fedc__conv_geom *g, const void *x, const void *w,
+                                const void *bias, int relu, const fedc__pool_geom *pool, void *y, void *scratch) {
     fedc_status st = check("conv2d", dt, g);
     if (st) return st;
-    fedc_kernels_init();
+    fedc__kernels_init();
     conv_plan p = make_plan(g, dt);
     if (p.direct && !pool) {
         gemm(dt, 0, 0, g->n * p.pix, g->o, g->c, x, w, 0.0, y);
@@ -283,13 +283,13 @@ static fedc_status conv_forward(fedc_dtype dt, const fedc_conv_geom *g, const vo
     return st;
 }
 
-fedc_status fedc_fast_conv2d(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
+fedc_status fedc__fast_conv2d(fedc_dtype dt, const fedc__conv_geom *g, const void *x, const void *w,
                              void *y, void *scratch) {
     return conv_forward(dt, g, x, w, NULL, 0, NULL, y, scratch);
 }
 
-fedc_status fedc_fast_conv2d_bias_relu(fedc_dtype dt, const fedc_conv_geom *g, const void *x, const void *w,
-                                      const void *bias, int relu, const fedc_pool_geom *pool, void *y,
+fedc_status fedc__fast_conv2d_bias_relu(fedc_dtype dt, const fedc__conv_geom *g, const void *x, const void *w,
+                                      const void *bias, int relu, const fedc__pool_geom *pool, void *y,
                                       void *scratch) {
     if (!bias) return fedc_error(FEDC_EINVAL, "conv2d_bias_relu (fast): bias is NULL");
     if (pool && (pool->n != g->n || pool->h != g->oh || pool->w != g->ow || pool->c != g->o))
@@ -300,11 +300,11 @@ fedc_status fedc_fast_conv2d_bias_relu(fedc_dtype dt, const fedc_conv_geom *g, c
     return conv_forward(dt, g, x, w, bias, relu, pool, y, scratch);
 }
 
-fedc_status fedc_fast_conv2d_input_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *dy,
+fedc_status fedc__fast_conv2d_input_grad(fedc_dtype dt, const fedc__conv_geom *g, const void *dy,
                                         const void *w, void *dx, void *scratch) {
     fedc_status st = check("conv2d_input_grad", dt, g);
     if (st) return st;
-    fedc_kernels_init();
+    fedc__kernels_init();
     conv_plan p = make_plan(g, dt);
     if (p.direct) {
         gemm(dt, 0, 1, g->n * p.pix, g->c, g->o, dy, w, 0.0, dx);
@@ -325,11 +325,11 @@ fedc_status fedc_fast_conv2d_input_grad(fedc_dtype dt, const fedc_conv_geom *g, 
     return FEDC_OK;
 }
 
-fedc_status fedc_fast_conv2d_filter_grad(fedc_dtype dt, const fedc_conv_geom *g, const void *x,
+fedc_status fedc__fast_conv2d_filter_grad(fedc_dtype dt, const fedc__conv_geom *g, const void *x,
                                          const void *dy, void *dw, void *scratch) {
     fedc_status st = check("conv2d_filter_grad", dt, g);
     if (st) return st;
-    fedc_kernels_init();
+    fedc__kernels_init();
     conv_plan p = make_plan(g, dt);
     if (p.direct) {
         gemm(dt, 1, 0, g->c, g->o, g->n * p.pix, x, dy, 0.0, dw);

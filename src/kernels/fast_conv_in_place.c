@@ -1,7 +1,7 @@
 /*
  * fast_conv_in_place.c — f32 convolutions that read the image in place, on
  * AVX-512 machines (fast_conv.c runs them instead of im2col + BLAS). The rows
- * GEMM's gathered form (fedc_fast_gather_gemm) reads each patch where it lies in
+ * GEMM's gathered form (fedc__fast_gather_gemm) reads each patch where it lies in
  * the image through two offset tables, a pixel's corner and a tap's (kh, kw, c)
  * place from that corner:
  *     forward      rows = output pixels, depth = taps,   b = w  [taps, o]
@@ -38,14 +38,14 @@ static frame make_frame(int64_t src_h, int64_t src_w, int64_t c, int64_t top, in
 }
 
 /* The frame of the forward and filter-gradient passes: x as its padded taps see it. */
-static frame x_frame(const fedc_conv_geom *g) {
+static frame x_frame(const fedc__conv_geom *g) {
     return make_frame(g->h, g->w, g->c, g->pad_top, g->pad_left, (g->oh - 1) * g->sh + g->kh,
                       (g->ow - 1) * g->sw + g->kw);
 }
 
 /* The input gradient's frame: dy with kh - 1 - pad_top rows above (and as many
  * as the filter reaches below), so that dx is a valid stride-1 convolution of it. */
-static frame dy_frame(const fedc_conv_geom *g) {
+static frame dy_frame(const fedc__conv_geom *g) {
     return make_frame(g->oh, g->ow, g->o, g->kh - 1 - g->pad_top, g->kw - 1 - g->pad_left, g->h + g->kh - 1,
                       g->w + g->kw - 1);
 }
@@ -57,8 +57,8 @@ static int frame_fits(const frame *f) {
 /* Which passes run in place: f32 on AVX-512, offsets within int32; the input
  * gradient only at stride 1 and when no output pixel lies beyond the filter's
  * reach of the image. */
-int fedc__conv_in_place_ok(const fedc_conv_geom *g, fedc_dtype dt, int input_grad) {
-    bool avx512 = fedc_fast_gather_gemm(&(fedc_gather_gemm){0}); /* an empty product: whether the loop runs here */
+int fedc__conv_in_place_ok(const fedc__conv_geom *g, fedc_dtype dt, int input_grad) {
+    bool avx512 = fedc__fast_gather_gemm(&(fedc__gather_gemm){0}); /* an empty product: whether the loop runs here */
     if (!avx512 || dt != FEDC_F32 || g->kh * g->kw * (g->c + g->o) >= INT32_MAX) return 0;
     frame f = input_grad ? dy_frame(g) : x_frame(g);
     if (!input_grad) return frame_fits(&f);
@@ -74,7 +74,7 @@ typedef struct in_place_scratch {
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-static size_t in_place_layout(const fedc_conv_geom *g, char *base, in_place_scratch *s) {
+static size_t in_place_layout(const fedc__conv_geom *g, char *base, in_place_scratch *s) {
     frame fx = x_frame(g), fd = dy_frame(g);
     int64_t frame_floats = fx.h * fx.w * fx.c > fd.h * fd.w * fd.c ? fx.h * fx.w * fx.c : fd.h * fd.w * fd.c;
     int64_t pixels = g->oh * g->ow > g->h * g->w ? g->oh * g->ow : g->h * g->w;
@@ -121,23 +121,23 @@ static const float *frame_image(const frame *f, const float *img, float *buf) {
 
 /* y [pix, o] of one image (then, when bias is not NULL, the epilogue): rows =
  * output pixels, depth = taps. */
-static void forward_image(const fedc_conv_geom *g, const frame *f, const in_place_scratch *s, const float *img,
+static void forward_image(const fedc__conv_geom *g, const frame *f, const in_place_scratch *s, const float *img,
                           const float *w, const float *bias, int relu, float *y) {
-    fedc_fast_gather_gemm(&(fedc_gather_gemm){.rows = g->oh * g->ow, .cols = g->o, .depth = g->kh * g->kw * g->c,
+    fedc__fast_gather_gemm(&(fedc__gather_gemm){.rows = g->oh * g->ow, .cols = g->o, .depth = g->kh * g->kw * g->c,
                                               .a = frame_image(f, img, s->frame), .row_off = s->pixels,
                                               .k_off = s->taps, .w = w, .ldw = g->o, .c = y, .ldc = g->o,
                                               .bias = bias, .relu = bias && relu});
 }
 
 /* The tables of the forward and filter-gradient passes, and the frame's padding. */
-static void in_place_tables(const fedc_conv_geom *g, const frame *f, const in_place_scratch *s) {
+static void in_place_tables(const fedc__conv_geom *g, const frame *f, const in_place_scratch *s) {
     pixel_table(s->pixels, g->oh, g->ow, g->sh, g->sw, f);
     tap_table(s->taps, g->kh, g->kw, f);
     frame_clear(f, s->frame);
 }
 
 /* dw [taps, o] = sum over images and pixels, in that order, of patch x dy. */
-void fedc__conv_filter_grad_in_place(const fedc_conv_geom *g, const float *x, const float *dy, float *dw, void *scratch) {
+void fedc__conv_filter_grad_in_place(const fedc__conv_geom *g, const float *x, const float *dy, float *dw, void *scratch) {
     in_place_scratch s;
     in_place_layout(g, scratch, &s);
     frame f = x_frame(g);
@@ -146,14 +146,14 @@ void fedc__conv_filter_grad_in_place(const fedc_conv_geom *g, const float *x, co
     if (g->n == 0) memset(dw, 0, (size_t)(taps * g->o) * sizeof(float));
     for (int64_t b = 0; b < g->n; b++) {
         const float *src = frame_image(&f, x + b * g->h * g->w * g->c, s.frame);
-        fedc_fast_gather_gemm(&(fedc_gather_gemm){.rows = taps, .cols = g->o, .depth = pix, .a = src,
+        fedc__fast_gather_gemm(&(fedc__gather_gemm){.rows = taps, .cols = g->o, .depth = pix, .a = src,
                                                   .row_off = s.taps, .k_off = s.pixels, .w = dy + b * pix * g->o,
                                                   .ldw = g->o, .c = dw, .ldc = g->o, .accumulate = b > 0});
     }
 }
 
 /* w'[p, q, o, c] = w[kh-1-p, kw-1-q, c, o]: the filter of the input gradient. */
-static void flip_filter(const fedc_conv_geom *g, const float *w, float *flipped) {
+static void flip_filter(const fedc__conv_geom *g, const float *w, float *flipped) {
     for (int64_t p = 0; p < g->kh; p++)
         for (int64_t q = 0; q < g->kw; q++) {
             const float *from = w + ((g->kh - 1 - p) * g->kw + (g->kw - 1 - q)) * g->c * g->o;
@@ -183,7 +183,7 @@ static int64_t reach(int64_t pad, int64_t len, int64_t k, int64_t n, int64_t a, 
  * those taps are one run of the tap table; otherwise one run per filter row,
  * summed in order. Either way each element adds its taps in (p, q, o) order, the
  * padding's zeros left out. */
-static void reach_product(const fedc_conv_geom *g, const in_place_scratch *s, const float *src, const int32_t *row_off,
+static void reach_product(const fedc__conv_geom *g, const in_place_scratch *s, const float *src, const int32_t *row_off,
                           int64_t rows, float *c, int64_t ldc, int64_t p0, int64_t p1, int64_t q0, int64_t q1) {
     int64_t tap_row = g->kw * g->o;
     bool whole = q0 == 0 && q1 == g->kw;
@@ -191,7 +191,7 @@ static void reach_product(const fedc_conv_geom *g, const in_place_scratch *s, co
     int64_t depth = p1 <= p0 || q1 <= q0 ? 0 : whole ? (p1 - p0) * tap_row : (q1 - q0) * g->o;
     for (int64_t i = 0; i < runs; i++) {
         int64_t first = (p0 + i) * tap_row + q0 * g->o;
-        fedc_fast_gather_gemm(&(fedc_gather_gemm){.rows = rows, .cols = g->c, .depth = depth, .a = src,
+        fedc__fast_gather_gemm(&(fedc__gather_gemm){.rows = rows, .cols = g->c, .depth = depth, .a = src,
                                                   .row_off = row_off, .k_off = s->taps + first,
                                                   .w = s->flipped + first * g->c, .ldw = g->c, .c = c, .ldc = ldc,
                                                   .accumulate = i > 0});
@@ -201,7 +201,7 @@ static void reach_product(const fedc_conv_geom *g, const in_place_scratch *s, co
 /* dx over rows [a0, a1) x columns [b0, b1), all with the same reach: whole image
  * rows as one product; a wide band one image row at a time; a narrow one (the
  * edge columns) one column at a time, through a table of that column's pixels. */
-static void input_grad_rect(const fedc_conv_geom *g, const in_place_scratch *s, const float *src, float *dx,
+static void input_grad_rect(const fedc__conv_geom *g, const in_place_scratch *s, const float *src, float *dx,
                             const int64_t rect[4], const int64_t reach_rows[2], const int64_t reach_cols[2]) {
     int64_t a0 = rect[0], a1 = rect[1], b0 = rect[2], b1 = rect[3], W = g->w, C = g->c;
     int64_t p0 = reach_rows[0], p1 = reach_rows[1], q0 = reach_cols[0], q1 = reach_cols[1];
@@ -222,7 +222,7 @@ static void input_grad_rect(const fedc_conv_geom *g, const in_place_scratch *s, 
  * reach dy alike: the interior with every tap, the rows and columns near the
  * edges with only the taps that reach dy. Products over the padding would add
  * zeros: on the EMNIST CNN's second layer, 24% of the work. */
-static void input_grad_image(const fedc_conv_geom *g, const frame *f, const in_place_scratch *s, const float *src,
+static void input_grad_image(const fedc__conv_geom *g, const frame *f, const in_place_scratch *s, const float *src,
                              float *dx) {
     int64_t rows[2] = {0, 0}, cols[2] = {0, 0};
     for (int64_t a0 = 0, a1; a0 < g->h; a0 = a1) {
@@ -235,7 +235,7 @@ static void input_grad_image(const fedc_conv_geom *g, const frame *f, const in_p
 }
 
 /* dx = the stride-1 valid convolution of the padded dy with the flipped filter. */
-void fedc__conv_input_grad_in_place(const fedc_conv_geom *g, const float *dy, const float *w, float *dx, void *scratch) {
+void fedc__conv_input_grad_in_place(const fedc__conv_geom *g, const float *dy, const float *w, float *dx, void *scratch) {
     in_place_scratch s;
     in_place_layout(g, scratch, &s);
     frame f = dy_frame(g);
@@ -248,8 +248,8 @@ void fedc__conv_input_grad_in_place(const fedc_conv_geom *g, const float *dy, co
         input_grad_image(g, &f, &s, frame_image(&f, dy + b * pix * g->o, s.frame), dx + b * in_pix * g->c);
 }
 
-fedc_status fedc__conv_forward_in_place(const fedc_conv_geom *g, const float *x, const float *w, const float *bias,
-                                       int relu, const fedc_pool_geom *pool, float *y, void *scratch) {
+fedc_status fedc__conv_forward_in_place(const fedc__conv_geom *g, const float *x, const float *w, const float *bias,
+                                       int relu, const fedc__pool_geom *pool, float *y, void *scratch) {
     in_place_scratch s;
     in_place_layout(g, scratch, &s);
     frame f = x_frame(g);
@@ -260,11 +260,11 @@ fedc_status fedc__conv_forward_in_place(const fedc_conv_geom *g, const float *x,
         float *yc = pool ? s.out : y + b * y_img;
         forward_image(g, &f, &s, x + b * g->h * g->w * g->c, w, bias, relu, yc);
         if (!pool) continue;
-        fedc_pool_geom one = *pool;
+        fedc__pool_geom one = *pool;
         one.n = 1;
-        st = fedc_fast_max_pool2d(FEDC_F32, &one, yc, y + b * pooled_img);
+        st = fedc__fast_max_pool2d(FEDC_F32, &one, yc, y + b * pooled_img);
     }
     return st;
 }
 
-size_t fedc__conv_in_place_scratch(const fedc_conv_geom *g) { return in_place_layout(g, NULL, NULL); }
+size_t fedc__conv_in_place_scratch(const fedc__conv_geom *g) { return in_place_layout(g, NULL, NULL); }

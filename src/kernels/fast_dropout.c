@@ -12,7 +12,7 @@
  *    u * 2^24 and rate * 2^24 are exact in double, that is (w >> 8) >= rate * 2^24,
  *    that is (w >> 8) >= ceil(rate * 2^24) for the integer w >> 8;
  *  - the value: x / (1 - rate) in double, rounded once to float, as the reference
- *    (fedc_ref_storef) does. When 1 - rate is a float (rate 0.5, 0.25, ...), that
+ *    (fedc__ref_storef) does. When 1 - rate is a float (rate 0.5, 0.25, ...), that
  *    is x / (float)(1 - rate) in float: a quotient of two floats rounded to double
  *    (53 bits >= 2 * 24 + 2) and then to float is the quotient rounded to float
  *    once (double rounding is innocuous for division at that precision; Figueroa,
@@ -77,9 +77,9 @@ VECTOR_CLONES static void apply_tile_f32(int64_t end, const uint32_t *w, uint32_
     }
 }
 
-fedc_status fedc_fast_dropout(fedc_dtype dt, int64_t n, const void *x, fedc_rng_stream stream, double rate,
+fedc_status fedc__fast_dropout(fedc_dtype dt, int64_t n, const void *x, fedc_rng_stream stream, double rate,
                               void *y) {
-    if (dt != FEDC_F32 || !(rate >= 0 && rate < 1)) return fedc_ref_dropout(dt, n, x, stream, rate, y);
+    if (dt != FEDC_F32 || !(rate >= 0 && rate < 1)) return fedc__ref_dropout(dt, n, x, stream, rate, y);
     const float *xf = x;
     float *yf = y;
     uint32_t threshold = (uint32_t)ceil(rate * 0x1p24), w[4 * LANES];

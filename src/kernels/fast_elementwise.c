@@ -34,7 +34,7 @@ static int overlaps(const void *p, size_t pn, const void *q, size_t qn) {
     return pn && qn && a < b + qn && b < a + pn;
 }
 
-static int shape_ok(const fedc_kshape *s) {
+static int shape_ok(const fedc__kshape *s) {
     if (s->rank < 0 || s->rank > FEDC_MAX_RANK) return 0;
     for (int d = 0; d < s->rank; d++)
         if (s->dims[d] < 0) return 0;
@@ -42,7 +42,7 @@ static int shape_ok(const fedc_kshape *s) {
 }
 
 /* Large elementwise runs are cut into spans of SPAN elements for the kernels'
- * pool (fedc_kernels_spans); each element is computed the same way in any span,
+ * pool (fedc__kernels_spans); each element is computed the same way in any span,
  * so the bits do not depend on the threads. Smaller runs stay whole. */
 enum { SPAN = 1 << 15 };
 
@@ -65,7 +65,7 @@ static double sigmoid_f64(double v) {
  * ulp or two of the reference's double evaluation); POW stays in double so that
  * an exponent like 0.1 is not rounded to float first. */
 #define UNARY_FN(T, S, EXP, LOG, TANH, SQRT)                                                     \
-    static void unary_##S(fedc_unary_op op, int64_t n, const void *xv, void *restrict yv,        \
+    static void unary_##S(fedc__unary_op op, int64_t n, const void *xv, void *restrict yv,        \
                           double p) {                                                            \
         const T *x = xv;                                                                         \
         T *restrict y = yv;                                                                      \
@@ -86,7 +86,7 @@ static double sigmoid_f64(double v) {
 UNARY_FN(float, f32, expf, logf, tanhf, sqrtf)
 UNARY_FN(double, f64, exp, log, tanh, sqrt)
 
-typedef void (*unary_fn)(fedc_unary_op op, int64_t n, const void *x, void *restrict y, double p);
+typedef void (*unary_fn)(fedc__unary_op op, int64_t n, const void *x, void *restrict y, double p);
 
 /* f32 tanh without libm's call per element (the LSTM models' tanh between layers
  * spent 7% of a step there): Cephes' odd polynomial below |x| = 0.625, where
@@ -97,7 +97,7 @@ FEDC_FAST_INLINE float tanh_f32(float x) {
     float a = fabsf(x), z = x * x;
     float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
                    3.33332819422e-1f) * z * x + x;
-    float e = fedc_fast_expf(a < 44.0f ? 2.0f * a : 88.0f); /* past 44, tanh is 1 in float; NaN goes here too */
+    float e = fedc__fast_expf(a < 44.0f ? 2.0f * a : 88.0f); /* past 44, tanh is 1 in float; NaN goes here too */
     float big = copysignf(1.0f - 2.0f / (e + 1.0f), x);
     float y = a < 0.625f ? small : big;
     return x != x ? x : y;
@@ -110,14 +110,14 @@ FEDC_FAST_INLINE void tanh_span(int64_t n, const float *x, float *restrict y) {
 static void tanh_plain(int64_t n, const float *x, float *restrict y) { tanh_span(n, x, y); }
 FEDC_FAST_AVX2 static void tanh_avx2(int64_t n, const float *x, float *restrict y) { tanh_span(n, x, y); }
 
-static void unary_tanh_f32(fedc_unary_op op, int64_t n, const void *x, void *restrict y, double p) {
+static void unary_tanh_f32(fedc__unary_op op, int64_t n, const void *x, void *restrict y, double p) {
     (void)op, (void)p;
     if (FEDC_FAST_HAS_AVX2()) tanh_avx2(n, x, y);
     else tanh_plain(n, x, y);
 }
 
 /* Runs fn over n elements of size es, through stack tiles when y overlaps x. */
-static void run_unary(unary_fn fn, fedc_unary_op op, int64_t n, size_t es, const void *x, void *y,
+static void run_unary(unary_fn fn, fedc__unary_op op, int64_t n, size_t es, const void *x, void *y,
                       double p) {
     if (!overlaps(x, (size_t)n * es, y, (size_t)n * es)) {
         fn(op, n, x, y, p);
@@ -133,7 +133,7 @@ static void run_unary(unary_fn fn, fedc_unary_op op, int64_t n, size_t es, const
 
 typedef struct unary_job {
     unary_fn fn;
-    fedc_unary_op op;
+    fedc__unary_op op;
     size_t es;
     const char *x;
     char *y;
@@ -145,13 +145,13 @@ static void unary_span(const void *ctx, int64_t i0, int64_t i1) {
     run_unary(j->fn, j->op, i1 - i0, j->es, j->x + (size_t)i0 * j->es, j->y + (size_t)i0 * j->es, j->p);
 }
 
-fedc_status fedc_fast_unary(fedc_unary_op op, fedc_dtype dt, int64_t n, const void *x, void *y,
+fedc_status fedc__fast_unary(fedc__unary_op op, fedc_dtype dt, int64_t n, const void *x, void *y,
                             double param) {
     if ((unsigned)op >= FEDC_U_COUNT || n < 0 || (dt != FEDC_F32 && dt != FEDC_F64))
-        return fedc_ref_unary(op, dt, n, x, y, param);
+        return fedc__ref_unary(op, dt, n, x, y, param);
     unary_job j = {unary_f64, op, sizeof(double), x, y, param};
     if (dt == FEDC_F32) j.fn = op == FEDC_U_TANH ? unary_tanh_f32 : unary_f32, j.es = sizeof(float);
-    fedc_kernels_spans(n, SPAN, unary_span, &j);
+    fedc__kernels_spans(n, SPAN, unary_span, &j);
     return FEDC_OK;
 }
 
@@ -163,7 +163,7 @@ fedc_status fedc_fast_unary(fedc_unary_op op, fedc_dtype dt, int64_t n, const vo
  * otherwise pick exactly what the reference picks, ties included. Comparisons write
  * bytes. */
 #define BINARY_FN(T, NAME, A, B)                                                                 \
-    static void NAME(fedc_binary_op op, int64_t n, const void *av, const void *bv,               \
+    static void NAME(fedc__binary_op op, int64_t n, const void *av, const void *bv,               \
                      void *restrict ov) {                                                        \
         const T *a = av, *b = bv;                                                                \
         T *restrict y = ov;                                                                      \
@@ -196,14 +196,14 @@ BINARY_FN(double, bin_vv_f64, a[t], b[t])
 BINARY_FN(double, bin_vs_f64, a[t], b[0])
 BINARY_FN(double, bin_sv_f64, a[0], b[t])
 
-typedef void (*binary_fn)(fedc_binary_op op, int64_t n, const void *a, const void *b,
+typedef void (*binary_fn)(fedc__binary_op op, int64_t n, const void *a, const void *b,
                           void *restrict out);
 
 /* One flat run: an operand with step 0 is a scalar, otherwise it advances one
  * element (es bytes) per output; outputs are oes bytes. */
 typedef struct bin_run {
     binary_fn fn;
-    fedc_binary_op op;
+    fedc__binary_op op;
     size_t es, oes;
     size_t astep, bstep;
 } bin_run;
@@ -239,18 +239,18 @@ static void binary_span(const void *ctx, int64_t i0, int64_t i1) {
 
 static void run_binary(const bin_run *r, int64_t n, const void *a, const void *b, void *out) {
     binary_job j = {r, a, b, out};
-    fedc_kernels_spans(n, SPAN, binary_span, &j);
+    fedc__kernels_spans(n, SPAN, binary_span, &j);
 }
 
 /* s right-aligned against out's rank, with 1 for the dims it lacks. */
-static int align_dims(const fedc_kshape *s, const fedc_kshape *out, int64_t *dims) {
+static int align_dims(const fedc__kshape *s, const fedc__kshape *out, int64_t *dims) {
     int lead = out->rank - s->rank;
     if (!shape_ok(s) || lead < 0) return 0;
     for (int d = 0; d < out->rank; d++) dims[d] = d < lead ? 1 : s->dims[d - lead];
     return 1;
 }
 
-static int same_dims(const int64_t *dims, const fedc_kshape *out) {
+static int same_dims(const int64_t *dims, const fedc__kshape *out) {
     for (int d = 0; d < out->rank; d++)
         if (dims[d] != out->dims[d]) return 0;
     return 1;
@@ -264,7 +264,7 @@ static int64_t dims_count(const int64_t *dims, int rank) {
 
 /* If dims are 1 up to some axis r and equal out's from r on (a bias), the number of
  * elements of that trailing block; otherwise 0. */
-static int64_t trailing_block(const int64_t *dims, const fedc_kshape *out) {
+static int64_t trailing_block(const int64_t *dims, const fedc__kshape *out) {
     int r = 0;
     while (r < out->rank && dims[r] == 1) r++;
     int64_t inner = 1;
@@ -300,16 +300,16 @@ static void run_bias(bin_run *r, int64_t count, int64_t inner, const void *full,
                      const void *bias, int bias_is_b, void *out) {
     r->astep = r->bstep = r->es;
     bias_job j = {r, inner, full, bias, bias_is_b, out};
-    fedc_kernels_spans(count / inner, (SPAN + inner - 1) / inner, bias_span, &j);
+    fedc__kernels_spans(count / inner, (SPAN + inner - 1) / inner, bias_span, &j);
 }
 
 /* Dispatches to a fast layout; returns 0 when none applies. */
-static int binary_fast(bin_run *r, const fedc_kshape *as, const void *a, const fedc_kshape *bs,
-                       const void *b, const fedc_kshape *outs, void *out, const binary_fn fns[3]) {
+static int binary_fast(bin_run *r, const fedc__kshape *as, const void *a, const fedc__kshape *bs,
+                       const void *b, const fedc__kshape *outs, void *out, const binary_fn fns[3]) {
     int64_t ad[FEDC_MAX_RANK], bd[FEDC_MAX_RANK], inner;
     if (!shape_ok(outs) || !align_dims(as, outs, ad) || !align_dims(bs, outs, bd)) return 0;
     int afull = same_dims(ad, outs), bfull = same_dims(bd, outs);
-    int64_t count = fedc_kshape_count(outs), na = dims_count(ad, outs->rank),
+    int64_t count = fedc__kshape_count(outs), na = dims_count(ad, outs->rank),
             nb = dims_count(bd, outs->rank);
     r->fn = fns[0];
     r->astep = r->bstep = r->es;
@@ -334,8 +334,8 @@ static int binary_fast(bin_run *r, const fedc_kshape *as, const void *a, const f
 static const binary_fn binary_f32[3] = {bin_vv_f32, bin_vs_f32, bin_sv_f32};
 static const binary_fn binary_f64[3] = {bin_vv_f64, bin_vs_f64, bin_sv_f64};
 
-fedc_status fedc_fast_binary(fedc_binary_op op, fedc_dtype dt, const fedc_kshape *as, const void *a,
-                             const fedc_kshape *bs, const void *b, const fedc_kshape *outs,
+fedc_status fedc__fast_binary(fedc__binary_op op, fedc_dtype dt, const fedc__kshape *as, const void *a,
+                             const fedc__kshape *bs, const void *b, const fedc__kshape *outs,
                              void *out) {
     if ((unsigned)op < FEDC_B_COUNT && (dt == FEDC_F32 || dt == FEDC_F64)) {
         bin_run r = {.op = op, .es = fedc_dtype_size(dt)};
@@ -343,7 +343,7 @@ fedc_status fedc_fast_binary(fedc_binary_op op, fedc_dtype dt, const fedc_kshape
         if (binary_fast(&r, as, a, bs, b, outs, out, dt == FEDC_F32 ? binary_f32 : binary_f64))
             return FEDC_OK;
     }
-    return fedc_ref_binary(op, dt, as, a, bs, b, outs, out);
+    return fedc__ref_binary(op, dt, as, a, bs, b, outs, out);
 }
 
 /* ---------------------------------------------------------------- select -- */
@@ -385,19 +385,19 @@ SELECT_LOOP(int32_t, uint32_t)
 SELECT_LOOP(uint8_t, uint8_t)
 
 /* The step of an operand against out: 1 when full, 0 when one element, -1 otherwise. */
-static int64_t select_step(const fedc_kshape *s, const fedc_kshape *outs) {
+static int64_t select_step(const fedc__kshape *s, const fedc__kshape *outs) {
     int64_t dims[FEDC_MAX_RANK];
     if (!align_dims(s, outs, dims)) return -1;
     if (same_dims(dims, outs)) return 1;
     return dims_count(dims, outs->rank) == 1 ? 0 : -1;
 }
 
-fedc_status fedc_fast_select(fedc_dtype dt, const fedc_kshape *cs, const uint8_t *cond, const fedc_kshape *as,
-                             const void *a, const fedc_kshape *bs, const void *b, const fedc_kshape *outs, void *out) {
+fedc_status fedc__fast_select(fedc_dtype dt, const fedc__kshape *cs, const uint8_t *cond, const fedc__kshape *as,
+                             const void *a, const fedc__kshape *bs, const void *b, const fedc__kshape *outs, void *out) {
     int64_t sc = select_step(cs, outs), sa = select_step(as, outs), sb = select_step(bs, outs);
     if (sc != 1 || sa < 0 || sb < 0 || !shape_ok(outs))
-        return fedc_ref_select(dt, cs, cond, as, a, bs, b, outs, out);
-    int64_t n = fedc_kshape_count(outs);
+        return fedc__ref_select(dt, cs, cond, as, a, bs, b, outs, out);
+    int64_t n = fedc__kshape_count(outs);
     switch (fedc_dtype_size(dt)) {
     case 4:
         if (dt == FEDC_F32) select_float(n, cond, a, sa, b, sb, out);
@@ -405,7 +405,7 @@ fedc_status fedc_fast_select(fedc_dtype dt, const fedc_kshape *cs, const uint8_t
         return FEDC_OK;
     case 8: select_double(n, cond, a, sa, b, sb, out); return FEDC_OK;
     case 1: select_uint8_t(n, cond, a, sa, b, sb, out); return FEDC_OK;
-    default: return fedc_ref_select(dt, cs, cond, as, a, bs, b, outs, out);
+    default: return fedc__ref_select(dt, cs, cond, as, a, bs, b, outs, out);
     }
 }
 
@@ -466,7 +466,7 @@ typedef struct reduce_split {
     int64_t outer, inner, reduced;
 } reduce_split;
 
-static int split_axes(const fedc_kshape *xs, unsigned axes, reduce_split *sp) {
+static int split_axes(const fedc__kshape *xs, unsigned axes, reduce_split *sp) {
     int last_r = -1, first_r = FEDC_MAX_RANK, last_k = -1, first_k = FEDC_MAX_RANK;
     int64_t rprod = 1, kprod = 1;
     for (int d = 0; d < xs->rank; d++) {
@@ -510,18 +510,18 @@ static void reduce_span(const void *ctx, int64_t i0, int64_t i1) {
     }
 }
 
-fedc_status fedc_fast_reduce(fedc_reduce_op op, fedc_dtype dt, const fedc_kshape *xs, unsigned axes,
+fedc_status fedc__fast_reduce(fedc_reduce_op op, fedc_dtype dt, const fedc__kshape *xs, unsigned axes,
                              const void *x, void *y) {
     reduce_split sp;
     if ((op != FEDC_R_SUM && op != FEDC_R_MEAN) || (dt != FEDC_F32 && dt != FEDC_F64) ||
         !shape_ok(xs) || (axes >> xs->rank) != 0 || !split_axes(xs, axes, &sp))
-        return fedc_ref_reduce(op, dt, xs, axes, x, y);
+        return fedc__ref_reduce(op, dt, xs, axes, x, y);
     reduce_job j = {sp, dt == FEDC_F32, op == FEDC_R_MEAN ? (double)sp.reduced : 1.0, x, y};
     /* Spans of kept elements, of about SPAN inputs each (whole COL_BLOCKs when
      * leading): every kept element is summed alone, so any split gives its bits. */
     int64_t kept = sp.leading ? sp.inner : sp.outer, per = sp.leading ? sp.outer : sp.inner;
     int64_t span = per > 0 ? (SPAN + per - 1) / per : kept;
     if (sp.leading) span = (span + COL_BLOCK - 1) / COL_BLOCK * COL_BLOCK;
-    fedc_kernels_spans(kept, span > 0 ? span : 1, reduce_span, &j);
+    fedc__kernels_spans(kept, span > 0 ? span : 1, reduce_span, &j);
     return FEDC_OK;
 }

@@ -19,7 +19,7 @@
 #include "kernels/fast_math.h"
 #include "kernels/ref.h"
 
-static inline float sigmoidf(float x) { return 1.0f / (1.0f + fedc_fast_expf(-x)); }
+static inline float sigmoidf(float x) { return 1.0f / (1.0f + fedc__fast_expf(-x)); }
 
 static fedc_status check(const char *kernel, int64_t T, int64_t B, int64_t H) {
     if (T < 0 || B < 0 || H < 0 || B > INT_MAX / 8 || H > INT_MAX / 8)
@@ -46,7 +46,7 @@ static int64_t gemv_rows(void) {
  * dimension lda) into out ([B, n], ldo); w is [k, n] (ldw). */
 static void rows_times(int64_t B, int64_t k, int64_t n, const float *a, int64_t lda, const float *w, int64_t ldw,
                        bool accumulate, float *out, int64_t ldo) {
-    if (B <= 0 || k <= 0 || n <= 0 || fedc_fast_rows_gemm(B, n, k, a, lda, 1, w, ldw, out, ldo, accumulate)) return;
+    if (B <= 0 || k <= 0 || n <= 0 || fedc__fast_rows_gemm(B, n, k, a, lda, 1, w, ldw, out, ldo, accumulate)) return;
     float beta = accumulate ? 1.0f : 0.0f;
     if (B <= gemv_rows()) {
         for (int64_t b = 0; b < B; b++) /* out[b] = w^T a[b]: row-major w [k, n] is Trans */
@@ -63,7 +63,7 @@ static void rows_times(int64_t B, int64_t k, int64_t n, const float *a, int64_t 
  * recurrent product (the gates' columns of those units, or in BPTT the rows of
  * wh) and of the cell arithmetic touches nothing another block writes. The
  * blocks depend on H only, so a step computes the same bits on one thread or on
- * the executor's spare threads (fedc_kernels_parallel). */
+ * the executor's spare threads (fedc__kernels_parallel). */
 enum { UNITS = 64 };
 
 static int64_t unit_blocks(int64_t H) { return (H + UNITS - 1) / UNITS; }
@@ -79,7 +79,7 @@ FEDC_FAST_INLINE void row_forward(int64_t H, int64_t j0, int64_t j1, float *rest
     if (c_prev)
         for (int64_t j = j0; j < j1; j++) {
             i[j] = sigmoidf(i[j] + x[j]);
-            g[j] = fedc_fast_tanhf(g[j] + x[H + j]);
+            g[j] = fedc__fast_tanhf(g[j] + x[H + j]);
             f[j] = sigmoidf(f[j] + x[2 * H + j]);
             o[j] = sigmoidf(o[j] + x[3 * H + j]);
             c[j] = f[j] * c_prev[j] + i[j] * g[j];
@@ -87,12 +87,12 @@ FEDC_FAST_INLINE void row_forward(int64_t H, int64_t j0, int64_t j1, float *rest
     else
         for (int64_t j = j0; j < j1; j++) {
             i[j] = sigmoidf(x[j]);
-            g[j] = fedc_fast_tanhf(x[H + j]);
+            g[j] = fedc__fast_tanhf(x[H + j]);
             f[j] = sigmoidf(x[2 * H + j]);
             o[j] = sigmoidf(x[3 * H + j]);
             c[j] = i[j] * g[j];
         }
-    for (int64_t j = j0; j < j1; j++) h[j] = o[j] * fedc_fast_tanhf(c[j]);
+    for (int64_t j = j0; j < j1; j++) h[j] = o[j] * fedc__fast_tanhf(c[j]);
 }
 
 /* Units [j0, j1) of every batch row's cells, compiled for the baseline, AVX2 and
@@ -143,13 +143,13 @@ static void forward_block(void *ctx, int64_t u, int worker) {
     else cells_forward_plain(B, H, j0, j0 + jb, rows, prev, x);
 }
 
-fedc_status fedc_fast_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *xw, const void *wh,
+fedc_status fedc__fast_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *xw, const void *wh,
                            void *trace) {
-    if (dt != FEDC_F32) return fedc_ref_lstm(dt, T, B, H, xw, wh, trace);
+    if (dt != FEDC_F32) return fedc__ref_lstm(dt, T, B, H, xw, wh, trace);
     fedc_status st = check("lstm", T, B, H);
     if (st) return st;
     step_job s = {.T = T, .B = B, .H = H, .x = xw, .w = wh, .trace = trace};
-    for (s.t = 0; B > 0 && s.t < T; s.t++) fedc_kernels_parallel(unit_blocks(H), forward_block, &s);
+    for (s.t = 0; B > 0 && s.t < T; s.t++) fedc__kernels_parallel(unit_blocks(H), forward_block, &s);
     return FEDC_OK;
 }
 
@@ -163,7 +163,7 @@ FEDC_FAST_INLINE void row_backward(int64_t H, int64_t j0, int64_t j1, const floa
                          float *restrict da) {
     const float *c = r + H, *i = r + 2 * H, *g = r + 3 * H, *f = r + 4 * H, *o = r + 5 * H;
     for (int64_t j = j0; j < j1; j++) {
-        float tc = fedc_fast_tanhf(c[j]), dh = d[j] + dhr[j];
+        float tc = fedc__fast_tanhf(c[j]), dh = d[j] + dhr[j];
         float dc = dh * o[j] * (1.0f - tc * tc) + d[H + j] + dcr[j];
         float di = dc * g[j] + d[2 * H + j], dg = dc * i[j] + d[3 * H + j];
         float df = dc * c_prev[j] + d[4 * H + j], dout = dh * tc + d[5 * H + j];
@@ -229,9 +229,9 @@ static void backward_block(void *ctx, int64_t u, int worker) {
     else cells_backward_plain(s, j0, j0 + jb, rows, prev, d, out);
 }
 
-fedc_status fedc_fast_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dtrace,
+fedc_status fedc__fast_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dtrace,
                                 const void *wh, void *dxw, void *scratch) {
-    if (dt != FEDC_F32) return fedc_ref_lstm_grad(dt, T, B, H, trace, dtrace, wh, dxw, scratch);
+    if (dt != FEDC_F32) return fedc__ref_lstm_grad(dt, T, B, H, trace, dtrace, wh, dxw, scratch);
     fedc_status st = check("lstm_grad", T, B, H);
     if (st) return st;
     /* scratch holds 2 B H doubles = 4 B H floats: dh_rec, dc_rec and H zeros; then 4 H^2 floats */
@@ -240,6 +240,6 @@ fedc_status fedc_fast_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, 
     if (T > 1) transpose(H, 4 * H, wh, wt = dh_rec + 4 * B * H);
     step_job s = {.T = T, .B = B, .H = H, .w = wh, .tr = trace, .dtr = dtrace, .dxw = dxw, .wt = wt,
                   .dh_rec = dh_rec, .dc_rec = dc_rec, .zeros = zeros};
-    for (s.t = T - 1; B > 0 && s.t >= 0; s.t--) fedc_kernels_parallel(unit_blocks(H), backward_block, &s);
+    for (s.t = T - 1; B > 0 && s.t >= 0; s.t--) fedc__kernels_parallel(unit_blocks(H), backward_block, &s);
     return FEDC_OK;
 }

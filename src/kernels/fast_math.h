@@ -34,7 +34,7 @@
  * NaN give what IEEE exp gives (0, inf, NaN), chosen after the polynomial, which
  * runs on a NaN-free x so that the conversion to int is always defined. Every
  * step is a compare-and-select, which keeps the loops vectorised. */
-FEDC_FAST_INLINE float fedc_fast_expf(float x) {
+FEDC_FAST_INLINE float fedc__fast_expf(float x) {
     float c = x < -87.3f ? -87.3f : x;
     c = c > 88.3f ? 88.3f : c;
     c = c == c ? c : 0.0f; /* NaN: any number will do, the result is replaced */
@@ -60,6 +60,6 @@ FEDC_FAST_INLINE float fedc_fast_expf(float x) {
 
 /* tanh(x) = 1 - 2 / (e^(2x) + 1): absolute error about 1e-7 (relative error
  * grows near 0, where callers add it to 1). */
-FEDC_FAST_INLINE float fedc_fast_tanhf(float x) { return 1.0f - 2.0f / (fedc_fast_expf(2.0f * x) + 1.0f); }
+FEDC_FAST_INLINE float fedc__fast_tanhf(float x) { return 1.0f - 2.0f / (fedc__fast_expf(2.0f * x) + 1.0f); }
 
 #endif

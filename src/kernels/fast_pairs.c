@@ -32,7 +32,7 @@ typedef struct pair_job {
 /* ------------------------------------------------------------ select_gt -- */
 
 /* The choice made on the bits with an all-ones or all-zeros mask (U: the unsigned
- * type of T's size), as fedc_fast_select does: branch-free and vectorised. */
+ * type of T's size), as fedc__fast_select does: branch-free and vectorised. */
 #define SELECT_GT(T, U)                                                                                   \
     static inline __attribute__((always_inline)) void select_gt_body_##T(                                 \
         int64_t n, const T *x, T s, const T *a, int64_t sa, const T *b, int64_t sb, T *out) {   \
@@ -69,7 +69,7 @@ static void select_gt_span(const void *ctx, int64_t i0, int64_t i1) {
                          (const double *)b, j->sb, (double *)out);
 }
 
-fedc_status fedc_fast_select_gt(fedc_dtype dt, int64_t n, const void *x, const void *s, const void *a, int64_t sa,
+fedc_status fedc__fast_select_gt(fedc_dtype dt, int64_t n, const void *x, const void *s, const void *a, int64_t sa,
                                 const void *b, int64_t sb, void *out) {
     if (dt != FEDC_F32 && dt != FEDC_F64)
         return fedc_error(FEDC_EUNSUPPORTED, "select_gt (fast): dtype %s is not supported", fedc_dtype_name(dt));
@@ -77,7 +77,7 @@ fedc_status fedc_fast_select_gt(fedc_dtype dt, int64_t n, const void *x, const v
         return fedc_error(FEDC_EINVAL, "select_gt (fast): bad count %lld or steps %lld, %lld", (long long)n,
                           (long long)sa, (long long)sb);
     pair_job j = {dt, x, s, a, b, sa, sb, out};
-    fedc_kernels_spans(n, SPAN, select_gt_span, &j);
+    fedc__kernels_spans(n, SPAN, select_gt_span, &j);
     return FEDC_OK;
 }
 
@@ -93,7 +93,7 @@ fedc_status fedc_fast_select_gt(fedc_dtype dt, int64_t n, const void *x, const v
 SUB_SCALED(float)
 SUB_SCALED(double)
 
-void fedc_fast_sub_scaled_run(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out) {
+void fedc__fast_sub_scaled_run(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out) {
     if (dt == FEDC_F32) sub_scaled_float(n, w, *(const float *)s, g, out);
     else sub_scaled_double(n, w, *(const double *)s, g, out);
 }
@@ -101,15 +101,15 @@ void fedc_fast_sub_scaled_run(fedc_dtype dt, int64_t n, const void *w, const voi
 static void sub_scaled_span(const void *ctx, int64_t i0, int64_t i1) {
     const pair_job *j = ctx;
     size_t at = (size_t)i0 * fedc_dtype_size(j->dt);
-    fedc_fast_sub_scaled_run(j->dt, i1 - i0, j->x + at, j->s, j->a + at, j->out + at);
+    fedc__fast_sub_scaled_run(j->dt, i1 - i0, j->x + at, j->s, j->a + at, j->out + at);
 }
 
 
-fedc_status fedc_fast_sub_scaled(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out) {
+fedc_status fedc__fast_sub_scaled(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out) {
     if (dt != FEDC_F32 && dt != FEDC_F64)
         return fedc_error(FEDC_EUNSUPPORTED, "sub_scaled (fast): dtype %s is not supported", fedc_dtype_name(dt));
     if (n < 0) return fedc_error(FEDC_EINVAL, "sub_scaled (fast): negative count %lld", (long long)n);
     pair_job j = {dt, w, s, g, NULL, 0, 0, out};
-    fedc_kernels_spans(n, SPAN, sub_scaled_span, &j);
+    fedc__kernels_spans(n, SPAN, sub_scaled_span, &j);
     return FEDC_OK;
 }

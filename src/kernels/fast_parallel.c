@@ -9,13 +9,13 @@
 
 static _Thread_local fedc_pool *current;
 
-fedc_pool *fedc_kernels_set_pool(fedc_pool *pool) {
+fedc_pool *fedc__kernels_set_pool(fedc_pool *pool) {
     fedc_pool *previous = current;
     current = pool;
     return previous;
 }
 
-void fedc_kernels_parallel(int64_t n, fedc_pool_task task, void *ctx) {
+void fedc__kernels_parallel(int64_t n, fedc_pool_task task, void *ctx) {
     fedc_pool *pool = current;
     if (pool && n > 1) {
         current = NULL; /* a task that calls back here runs its part in order */
@@ -39,11 +39,11 @@ static void span_task(void *ctx, int64_t i, int worker) {
     j->fn(j->ctx, i0, i1);
 }
 
-void fedc_kernels_spans(int64_t n, int64_t span, fedc_span_fn fn, const void *ctx) {
+void fedc__kernels_spans(int64_t n, int64_t span, fedc_span_fn fn, const void *ctx) {
     if (n < 2 * span) {
         if (n > 0) fn(ctx, 0, n);
         return;
     }
     span_job j = {fn, ctx, n, span};
-    fedc_kernels_parallel((n + span - 1) / span, span_task, &j);
+    fedc__kernels_parallel((n + span - 1) / span, span_task, &j);
 }

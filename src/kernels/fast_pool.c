@@ -23,7 +23,7 @@ typedef struct window {
 
 static int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-static window window_of(const fedc_pool_geom *g, int64_t i, int64_t j) {
+static window window_of(const fedc__pool_geom *g, int64_t i, int64_t j) {
     int64_t top = i * g->sh - g->pad_top, left = j * g->sw - g->pad_left;
     window win = {clamp(top, 0, g->h), clamp(top + g->kh, 0, g->h), clamp(left, 0, g->w),
                   clamp(left + g->kw, 0, g->w)};
@@ -39,14 +39,14 @@ static int64_t window_count(window w) {
  * pixel in one window), as the CNN's 2x2 pool does: then max_pool2d_grad writes
  * each dx element once, (T)0 + dy where it picks dy and 0 elsewhere (the same
  * bits as adding into zeros, -0 included), instead of zeroing dx and adding. */
-static int tiles(const fedc_pool_geom *g) {
+static int tiles(const fedc__pool_geom *g) {
     return g->pad_top == 0 && g->pad_left == 0 && g->sh == g->kh && g->sw == g->kw && g->oh * g->kh == g->h &&
            g->ow * g->kw == g->w;
 }
 
 /* The reference's checks, so both tables fail alike: a float dtype, no negative
  * size, strides >= 1. */
-static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *g) {
+static fedc_status check(const char *what, fedc_dtype dt, const fedc__pool_geom *g) {
     if (dt != FEDC_F32 && dt != FEDC_F64)
         return fedc_error(FEDC_EUNSUPPORTED, "%s (fast): dtype %s is not supported", what,
                           fedc_dtype_name(dt));
@@ -63,7 +63,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
 #define POOL_DEFS(T, S)                                                                         \
     /* y[0..c) = max over the window, starting from its first element (so a NaN there is    \
      * kept, as the reference's strict > does); -inf if the window lies wholly in padding. */   \
-    FEDC_FAST_INLINE void max_pixel_##S(const fedc_pool_geom *g, const T *img, window w, T *restrict y) { \
+    FEDC_FAST_INLINE void max_pixel_##S(const fedc__pool_geom *g, const T *img, window w, T *restrict y) { \
         int64_t c = g->c;                                                                       \
         if (window_count(w) == 0) {                                                             \
             for (int64_t t = 0; t < c; t++) y[t] = -(T)INFINITY;                                \
@@ -84,7 +84,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
      * first NaN when the maximum is NaN). Under strict >, the reference's first maximum  \
      * is exactly the first element comparing equal to the final maximum. A window        \
      * wholly in padding sends nothing back. */                                           \
-    FEDC_FAST_INLINE void max_grad_block_##S(const fedc_pool_geom *g, const T *img, window w,     \
+    FEDC_FAST_INLINE void max_grad_block_##S(const fedc__pool_geom *g, const T *img, window w,     \
                                    const T *dy, T *dximg, int64_t c0, int64_t nc, int store) {  \
         T best[MAXG_BLOCK];                                                                     \
         unsigned char done[MAXG_BLOCK];                                                         \
@@ -114,7 +114,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
                                                                                                 \
     /* y[0..c) = mean over the in-image part of the window; 0 for a window wholly in        \
      * padding (the reference's convention, rather than 0/0). */                               \
-    static void avg_pixel_##S(const fedc_pool_geom *g, const T *img, window w, T *restrict y) { \
+    static void avg_pixel_##S(const fedc__pool_geom *g, const T *img, window w, T *restrict y) { \
         int64_t c = g->c;                                                                       \
         T count = window_count(w) ? (T)window_count(w) : (T)1;                                  \
         for (int64_t t = 0; t < c; t++) y[t] = 0;                                               \
@@ -127,7 +127,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
     }                                                                                           \
                                                                                                 \
     /* Each in-image pixel of the window gets dy / count. */                                    \
-    static void avg_grad_pixel_##S(const fedc_pool_geom *g, const T *restrict dy, window w,     \
+    static void avg_grad_pixel_##S(const fedc__pool_geom *g, const T *restrict dy, window w,     \
                                    T *dximg) {                                                  \
         int64_t c = g->c;                                                                       \
         T count = (T)window_count(w);                                                           \
@@ -138,7 +138,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
             }                                                                                   \
     }                                                                                           \
                                                                                                 \
-    FEDC_FAST_INLINE void max_pool_##S(const fedc_pool_geom *g, const T *x, T *y) {             \
+    FEDC_FAST_INLINE void max_pool_##S(const fedc__pool_geom *g, const T *x, T *y) {             \
         for (int64_t b = 0; b < g->n; b++) {                                                    \
             const T *img = x + b * g->h * g->w * g->c;                                          \
             for (int64_t i = 0; i < g->oh; i++)                                                 \
@@ -147,7 +147,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
         }                                                                                       \
     }                                                                                           \
                                                                                                 \
-    FEDC_FAST_INLINE void max_grad_##S(const fedc_pool_geom *g, const T *x, const T *dy, T *dx) { \
+    FEDC_FAST_INLINE void max_grad_##S(const fedc__pool_geom *g, const T *x, const T *dy, T *dx) { \
         int64_t img_size = g->h * g->w * g->c;                                                  \
         int store = tiles(g);                                                                   \
         if (!store) memset(dx, 0, (size_t)(g->n * img_size) * sizeof(T));                       \
@@ -161,7 +161,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
                                            store);                                              \
     }                                                                                           \
                                                                                                 \
-    static void avg_pool_##S(const fedc_pool_geom *g, const T *x, T *y) {                       \
+    static void avg_pool_##S(const fedc__pool_geom *g, const T *x, T *y) {                       \
         for (int64_t b = 0; b < g->n; b++) {                                                    \
             const T *img = x + b * g->h * g->w * g->c;                                          \
             for (int64_t i = 0; i < g->oh; i++)                                                 \
@@ -170,7 +170,7 @@ static fedc_status check(const char *what, fedc_dtype dt, const fedc_pool_geom *
         }                                                                                       \
     }                                                                                           \
                                                                                                 \
-    static void avg_grad_##S(const fedc_pool_geom *g, const T *dy, T *dx) {                     \
+    static void avg_grad_##S(const fedc__pool_geom *g, const T *dy, T *dx) {                     \
         int64_t img_size = g->h * g->w * g->c;                                                  \
         memset(dx, 0, (size_t)(g->n * img_size) * sizeof(T));                                  \
         for (int64_t b = 0; b < g->n; b++)                                                      \
@@ -185,18 +185,18 @@ POOL_DEFS(double, f64)
 /* Max pooling and its gradient in f32 also in an AVX-512 copy (16 channels a
  * vector instead of 4): only comparisons and copies, so the same bits. The CNN's
  * pool gradient: 0.62 -> 0.53 ms per training step. */
-static void max_pool_f32_base(const fedc_pool_geom *g, const float *x, float *y) { max_pool_f32(g, x, y); }
-FEDC_FAST_AVX512 static void max_pool_f32_avx512(const fedc_pool_geom *g, const float *x, float *y) {
+static void max_pool_f32_base(const fedc__pool_geom *g, const float *x, float *y) { max_pool_f32(g, x, y); }
+FEDC_FAST_AVX512 static void max_pool_f32_avx512(const fedc__pool_geom *g, const float *x, float *y) {
     max_pool_f32(g, x, y);
 }
-static void max_grad_f32_base(const fedc_pool_geom *g, const float *x, const float *dy, float *dx) {
+static void max_grad_f32_base(const fedc__pool_geom *g, const float *x, const float *dy, float *dx) {
     max_grad_f32(g, x, dy, dx);
 }
-FEDC_FAST_AVX512 static void max_grad_f32_avx512(const fedc_pool_geom *g, const float *x, const float *dy, float *dx) {
+FEDC_FAST_AVX512 static void max_grad_f32_avx512(const fedc__pool_geom *g, const float *x, const float *dy, float *dx) {
     max_grad_f32(g, x, dy, dx);
 }
 
-fedc_status fedc_fast_max_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const void *x, void *y) {
+fedc_status fedc__fast_max_pool2d(fedc_dtype dt, const fedc__pool_geom *g, const void *x, void *y) {
     fedc_status st = check("max_pool2d", dt, g);
     if (st) return st;
     if (dt == FEDC_F32) (FEDC_FAST_HAS_AVX512() ? max_pool_f32_avx512 : max_pool_f32_base)(g, x, y);
@@ -204,7 +204,7 @@ fedc_status fedc_fast_max_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const v
     return FEDC_OK;
 }
 
-fedc_status fedc_fast_max_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *x,
+fedc_status fedc__fast_max_pool2d_grad(fedc_dtype dt, const fedc__pool_geom *g, const void *x,
                                       const void *dy, void *dx) {
     fedc_status st = check("max_pool2d_grad", dt, g);
     if (st) return st;
@@ -213,7 +213,7 @@ fedc_status fedc_fast_max_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, co
     return FEDC_OK;
 }
 
-fedc_status fedc_fast_avg_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const void *x, void *y) {
+fedc_status fedc__fast_avg_pool2d(fedc_dtype dt, const fedc__pool_geom *g, const void *x, void *y) {
     fedc_status st = check("avg_pool2d", dt, g);
     if (st) return st;
     if (dt == FEDC_F32) avg_pool_f32(g, x, y);
@@ -221,7 +221,7 @@ fedc_status fedc_fast_avg_pool2d(fedc_dtype dt, const fedc_pool_geom *g, const v
     return FEDC_OK;
 }
 
-fedc_status fedc_fast_avg_pool2d_grad(fedc_dtype dt, const fedc_pool_geom *g, const void *dy,
+fedc_status fedc__fast_avg_pool2d_grad(fedc_dtype dt, const fedc__pool_geom *g, const void *dy,
                                       void *dx) {
     fedc_status st = check("avg_pool2d_grad", dt, g);
     if (st) return st;

@@ -51,7 +51,7 @@ typedef struct span {
 /* The epilogue on vector vec of row r: v + bias, then v > 0 ? v : 0, then
  * minuend - scale * v, as the unfused ops (this file is built with
  * -ffp-contract=off: the product and the difference are rounded apart). */
-static inline __attribute__((always_inline)) AVX512 __m512 finish(__m512 v, const fedc_gather_gemm *g, const span *s,
+static inline __attribute__((always_inline)) AVX512 __m512 finish(__m512 v, const fedc__gather_gemm *g, const span *s,
                                                                   int r, int vec) {
     if (g->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(s->m[vec], g->bias + s->j0 + 16 * vec));
     if (g->relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
@@ -74,7 +74,7 @@ static inline __attribute__((always_inline)) AVX512 __m512 load(bool full, __mma
  * the stack at every k: 10% of a convolution). */
 
 static inline __attribute__((always_inline)) AVX512 void block(int R, int V, bool gathered, bool full,
-                                                               const fedc_gather_gemm *g, const span *s) {
+                                                               const fedc__gather_gemm *g, const span *s) {
     __m512 acc[ROWS][4], wv[4];
     const float *ar[ROWS];
     const int32_t *k_off = g->k_off;
@@ -120,7 +120,7 @@ UNROLLED
         else block(n, v, gathered, false, g, s);                                  \
         break;
 #define BLOCKS(name, G)                                                                                       \
-    static AVX512 void name(int R, int V, const fedc_gather_gemm *g, const span *s) {                         \
+    static AVX512 void name(int R, int V, const fedc__gather_gemm *g, const span *s) {                         \
         switch (R * 8 + V) {                                                                                  \
             CASE(1, 4, G) CASE(2, 4, G) CASE(3, 4, G) CASE(4, 4, G) CASE(5, 4, G) CASE(6, 4, G)               \
             CASE(1, 2, G) CASE(2, 2, G) CASE(3, 2, G) CASE(4, 2, G) CASE(5, 2, G) CASE(6, 2, G)               \
@@ -137,7 +137,7 @@ BLOCKS(gathered_blocks, true)
  * 32 rows and columns (convolutions, weight gradients) in 6 x 64, which
  * broadcasts each element of a once for 64 columns: 6% faster on the EMNIST
  * CNN's convolutions, 15% on its dense layer's weight gradient. */
-static AVX512 void rows_gemm(const fedc_gather_gemm *g) {
+static AVX512 void rows_gemm(const fedc__gather_gemm *g) {
     bool wide = g->rows > 32 && g->cols > 32;
     int tile = wide ? 6 : ROWS;
     for (int64_t k0 = 0; k0 < g->depth; k0 += DEPTH) {
@@ -168,7 +168,7 @@ static bool enabled(void) {
 }
 
 /* An empty depth: c = 0 (or left alone when accumulating), then the epilogue. */
-static void empty_depth(const fedc_gather_gemm *g) {
+static void empty_depth(const fedc__gather_gemm *g) {
     for (int64_t r = 0; r < g->rows; r++)
         for (int64_t j = 0; j < g->cols; j++) {
             float v = g->accumulate ? g->c[r * g->ldc + j] : 0.0f;
@@ -179,7 +179,7 @@ static void empty_depth(const fedc_gather_gemm *g) {
         }
 }
 
-bool fedc_fast_gather_gemm(const fedc_gather_gemm *g) {
+bool fedc__fast_gather_gemm(const fedc__gather_gemm *g) {
     if (!enabled()) return false;
     if (g->rows > 0 && g->cols > 0) {
         if (g->depth > 0) rows_gemm(g);
@@ -188,21 +188,21 @@ bool fedc_fast_gather_gemm(const fedc_gather_gemm *g) {
     return true;
 }
 
-bool fedc_fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t row_step,
+bool fedc__fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t row_step,
                          int64_t k_step, const float *w, int64_t ldw, float *c, int64_t ldc, bool accumulate) {
-    return fedc_fast_gather_gemm(&(fedc_gather_gemm){.rows = rows, .cols = cols, .depth = depth, .a = a, .w = w,
+    return fedc__fast_gather_gemm(&(fedc__gather_gemm){.rows = rows, .cols = cols, .depth = depth, .a = a, .w = w,
                                                      .ldw = ldw, .c = c, .ldc = ldc, .accumulate = accumulate,
                                                      .row_step = row_step, .k_step = k_step});
 }
 #else
-bool fedc_fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t row_step,
+bool fedc__fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t row_step,
                          int64_t k_step, const float *w, int64_t ldw, float *c, int64_t ldc, bool accumulate) {
     (void)rows, (void)cols, (void)depth, (void)a, (void)row_step, (void)k_step, (void)w, (void)ldw, (void)c, (void)ldc;
     (void)accumulate;
     return false;
 }
 
-bool fedc_fast_gather_gemm(const fedc_gather_gemm *g) {
+bool fedc__fast_gather_gemm(const fedc__gather_gemm *g) {
     (void)g;
     return false;
 }

@@ -11,11 +11,11 @@
 #include "kernels/fast.h"
 #include "kernels/ref.h"
 
-fedc_status fedc_fast_scatter_add(fedc_dtype dt, int64_t rows, int64_t width, int64_t nidx, const int32_t *idx,
+fedc_status fedc__fast_scatter_add(fedc_dtype dt, int64_t rows, int64_t width, int64_t nidx, const int32_t *idx,
                                   const void *updates, void *y) {
     for (int64_t i = 0; i < nidx; i++) /* a bad index: the reference reports it */
-        if (idx[i] < 0 || idx[i] >= rows) return fedc_ref_scatter_add(dt, rows, width, nidx, idx, updates, y);
-    if (dt != FEDC_F32) return fedc_ref_scatter_add(dt, rows, width, nidx, idx, updates, y);
+        if (idx[i] < 0 || idx[i] >= rows) return fedc__ref_scatter_add(dt, rows, width, nidx, idx, updates, y);
+    if (dt != FEDC_F32) return fedc__ref_scatter_add(dt, rows, width, nidx, idx, updates, y);
     float *out = y;
     const float *u = updates;
     memset(out, 0, (size_t)(rows * width) * sizeof *out);

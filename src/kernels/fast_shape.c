@@ -56,12 +56,12 @@ static void window_rows(const void *ctx, int64_t r0, int64_t r1) {
 
 /* Copies the window between the two arrays (slice or pad, see window), in spans
  * of rows of about 128 KB for the kernels' pool. */
-static void copy_window(size_t es, const fedc_kshape *outer, const int64_t *at, const fedc_kshape *inner,
+static void copy_window(size_t es, const fedc__kshape *outer, const int64_t *at, const fedc__kshape *inner,
                         char *outer_data, char *inner_data, bool into_inner) {
     int r = inner->rank;
-    window w = {.es = es, .outer_bytes = (size_t)fedc_kshape_count(outer) * es, .outer = outer_data,
+    window w = {.es = es, .outer_bytes = (size_t)fedc__kshape_count(outer) * es, .outer = outer_data,
                 .inner = inner_data, .into_inner = into_inner};
-    int64_t total = fedc_kshape_count(inner), step = 1;
+    int64_t total = fedc__kshape_count(inner), step = 1;
     if (total == 0) {
         if (!into_inner) memset(outer_data, 0, w.outer_bytes);
         return;
@@ -73,20 +73,20 @@ static void copy_window(size_t es, const fedc_kshape *outer, const int64_t *at, 
     while (w.split > 0 && inner->dims[w.split] == outer->dims[w.split]) w.run *= inner->dims[--w.split];
     w.rows = total / w.run;
     int64_t span = (int64_t)(131072 / ((size_t)w.run * es)) + 1;
-    fedc_kernels_spans(w.rows, span, window_rows, &w);
+    fedc__kernels_spans(w.rows, span, window_rows, &w);
 }
 
-fedc_status fedc_fast_slice(size_t elsize, const fedc_kshape *xs, const int64_t *start, const void *x,
-                            const fedc_kshape *ys, void *y) {
-    fedc_status st = fedc_ref_check_window("slice", xs, start, ys);
+fedc_status fedc__fast_slice(size_t elsize, const fedc__kshape *xs, const int64_t *start, const void *x,
+                            const fedc__kshape *ys, void *y) {
+    fedc_status st = fedc__ref_check_window("slice", xs, start, ys);
     if (st) return st;
     copy_window(elsize, xs, start, ys, (char *)x, y, true);
     return FEDC_OK;
 }
 
-fedc_status fedc_fast_pad(size_t elsize, const fedc_kshape *xs, const int64_t *lo, const void *x,
-                          const fedc_kshape *ys, void *y) {
-    fedc_status st = fedc_ref_check_window("pad", ys, lo, xs);
+fedc_status fedc__fast_pad(size_t elsize, const fedc__kshape *xs, const int64_t *lo, const void *x,
+                          const fedc__kshape *ys, void *y) {
+    fedc_status st = fedc__ref_check_window("pad", ys, lo, xs);
     if (st) return st;
     copy_window(elsize, ys, lo, xs, y, (char *)x, false);
     return FEDC_OK;

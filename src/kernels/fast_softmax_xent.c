@@ -1,7 +1,7 @@
 /*
  * fast_softmax_xent.c — softmax cross-entropy over a large vocabulary, f32: the
  * loss and its gradient, each one kernel, row by row (a row of 10,004 logits stays
- * in cache between its passes), with fedc_fast_expf in loops the compiler
+ * in cache between its passes), with fedc__fast_expf in loops the compiler
  * vectorises (baseline, AVX2 and AVX-512, fast_math.h). Sums use 8 interleaved
  * partial sums in a fixed order. Blocks of ROWS rows go to the kernels' pool when
  * there is one; every row is computed the same way wherever it runs, so the bits
@@ -9,7 +9,7 @@
  * reference kernels.
  *
  * Built with -fno-trapping-math (CMakeLists.txt): without it gcc will not
- * if-convert the clamps of fedc_fast_expf, and the loops stay scalar.
+ * if-convert the clamps of fedc__fast_expf, and the loops stay scalar.
  */
 #include <math.h>
 
@@ -37,14 +37,14 @@ FEDC_FAST_INLINE float sum_exp(const float *x, int64_t n, float max, float *out)
     int64_t i = 0;
     if (out) {
         for (; i + LANES <= n; i += LANES)
-            for (int l = 0; l < LANES; l++) acc[l] += out[i + l] = fedc_fast_expf(x[i + l] - max);
+            for (int l = 0; l < LANES; l++) acc[l] += out[i + l] = fedc__fast_expf(x[i + l] - max);
     } else {
         for (; i + LANES <= n; i += LANES)
-            for (int l = 0; l < LANES; l++) acc[l] += fedc_fast_expf(x[i + l] - max);
+            for (int l = 0; l < LANES; l++) acc[l] += fedc__fast_expf(x[i + l] - max);
     }
     float s = 0;
     for (; i < n; i++) {
-        float e = fedc_fast_expf(x[i] - max);
+        float e = fedc__fast_expf(x[i] - max);
         if (out) out[i] = e;
         s += e;
     }
@@ -105,22 +105,22 @@ static void block_task(void *ctx, int64_t b, int worker) {
     else rows_plain(j, r0, r1);
 }
 
-static void run_blocks(xent_job *j) { fedc_kernels_parallel((j->rows + ROWS - 1) / ROWS, block_task, j); }
+static void run_blocks(xent_job *j) { fedc__kernels_parallel((j->rows + ROWS - 1) / ROWS, block_task, j); }
 
-fedc_status fedc_fast_softmax_xent(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
+fedc_status fedc__fast_softmax_xent(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
                                    const int32_t *labels, const void *w, void *loss) {
-    if (dt != FEDC_F32) return fedc_ref_softmax_xent(dt, rows, classes, logits, labels, w, loss);
-    fedc_status st = fedc_ref_check_labels("softmax_xent", rows, classes, labels);
+    if (dt != FEDC_F32) return fedc__ref_softmax_xent(dt, rows, classes, logits, labels, w, loss);
+    fedc_status st = fedc__ref_check_labels("softmax_xent", rows, classes, labels);
     if (st) return st;
     xent_job j = {rows, classes, logits, w, labels, loss, NULL};
     run_blocks(&j);
     return FEDC_OK;
 }
 
-fedc_status fedc_fast_softmax_xent_grad(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
+fedc_status fedc__fast_softmax_xent_grad(fedc_dtype dt, int64_t rows, int64_t classes, const void *logits,
                                         const int32_t *labels, const void *scale, void *dlogits) {
-    if (dt != FEDC_F32) return fedc_ref_softmax_xent_grad(dt, rows, classes, logits, labels, scale, dlogits);
-    fedc_status st = fedc_ref_check_labels("softmax_xent_grad", rows, classes, labels);
+    if (dt != FEDC_F32) return fedc__ref_softmax_xent_grad(dt, rows, classes, logits, labels, scale, dlogits);
+    fedc_status st = fedc__ref_check_labels("softmax_xent_grad", rows, classes, labels);
     if (st) return st;
     xent_job j = {rows, classes, logits, scale, labels, NULL, dlogits};
     run_blocks(&j);

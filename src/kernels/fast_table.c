@@ -1,5 +1,5 @@
 /*
- * The fast kernel table, fedc_kernels_fast: GEMM-based matmul and convolution
+ * The fast kernel table, fedc__kernels_fast: GEMM-based matmul and convolution
  * (fast_blas.c, fast_conv.c), channel-vectorised pooling (fast_pool.c), flat
  * elementwise loops (fast_elementwise.c), slice and pad by contiguous runs
  * (fast_shape.c), and the rest of the fast_*.c files; an entry whose fast column in
@@ -11,7 +11,7 @@
 #include "kernels/fast.h"
 #include "kernels/ref.h"
 
-const fedc_kernels fedc_kernels_fast = {
+const fedc__kernels fedc__kernels_fast = {
     .name = "fast",
 #define FEDC_KERNEL(ret, field, ref, fast, params) .field = FEDC__KERNEL_IMPL_##fast(field),
 #include "kernels/kernels.def"

@@ -1,6 +1,6 @@
 /*
  * fast_transformer.c — fast GELU and layer normalisation for f32: flat loops the
- * compiler vectorises, with fedc_fast_tanhf for GELU (built with
+ * compiler vectorises, with fedc__fast_tanhf for GELU (built with
  * -fno-trapping-math, see fast_softmax_xent.c). f64 goes to the reference
  * kernels (it is the precision of tests, not of training).
  */
@@ -29,13 +29,13 @@ FEDC_FAST_INLINE void gelu_span(const gelu_job *j, int64_t i0, int64_t i1) {
     float *out = j->out;
     if (!dys) {
         for (int64_t i = i0; i < i1; i++) {
-            float v = xs[i], t = fedc_fast_tanhf(GELU_C * (v + GELU_A * v * v * v));
+            float v = xs[i], t = fedc__fast_tanhf(GELU_C * (v + GELU_A * v * v * v));
             out[i] = 0.5f * v * (1.0f + t);
         }
         return;
     }
     for (int64_t i = i0; i < i1; i++) {
-        float v = xs[i], t = fedc_fast_tanhf(GELU_C * (v + GELU_A * v * v * v));
+        float v = xs[i], t = fedc__fast_tanhf(GELU_C * (v + GELU_A * v * v * v));
         float d = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
         out[i] = dys[i] * d;
     }
@@ -54,17 +54,17 @@ static void gelu_task(void *ctx, int64_t b, int worker) {
     else gelu_plain(j, i0, i1);
 }
 
-static void run_gelu(gelu_job *j) { fedc_kernels_parallel((j->n + BLOCK - 1) / BLOCK, gelu_task, j); }
+static void run_gelu(gelu_job *j) { fedc__kernels_parallel((j->n + BLOCK - 1) / BLOCK, gelu_task, j); }
 
-fedc_status fedc_fast_gelu(fedc_dtype dt, int64_t n, const void *x, void *y) {
-    if (dt != FEDC_F32) return fedc_ref_gelu(dt, n, x, y);
+fedc_status fedc__fast_gelu(fedc_dtype dt, int64_t n, const void *x, void *y) {
+    if (dt != FEDC_F32) return fedc__ref_gelu(dt, n, x, y);
     gelu_job j = {n, x, NULL, y};
     run_gelu(&j);
     return FEDC_OK;
 }
 
-fedc_status fedc_fast_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx) {
-    if (dt != FEDC_F32) return fedc_ref_gelu_grad(dt, n, x, dy, dx);
+fedc_status fedc__fast_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx) {
+    if (dt != FEDC_F32) return fedc__ref_gelu_grad(dt, n, x, dy, dx);
     gelu_job j = {n, x, dy, dx};
     run_gelu(&j);
     return FEDC_OK;
@@ -117,11 +117,11 @@ static void norm_rows(const void *ctx, int64_t r0, int64_t r1) {
     }
 }
 
-fedc_status fedc_fast_layer_norm(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
+fedc_status fedc__fast_layer_norm(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
                                  const void *beta, double eps, void *y) {
-    if (dt != FEDC_F32 || cols == 0) return fedc_ref_layer_norm(dt, rows, cols, x, gamma, beta, eps, y);
+    if (dt != FEDC_F32 || cols == 0) return fedc__ref_layer_norm(dt, rows, cols, x, gamma, beta, eps, y);
     norm_job j = {rows, cols, eps, x, gamma, beta, NULL, y, NULL};
-    fedc_kernels_spans(rows, row_span(cols), norm_rows, &j);
+    fedc__kernels_spans(rows, row_span(cols), norm_rows, &j);
     return FEDC_OK;
 }
 
@@ -146,11 +146,11 @@ static void norm_grad_rows(const void *ctx, int64_t r0, int64_t r1) {
     }
 }
 
-fedc_status fedc_fast_layer_norm_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
+fedc_status fedc__fast_layer_norm_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
                                       const void *dy, double eps, void *dx) {
-    if (dt != FEDC_F32 || cols == 0) return fedc_ref_layer_norm_grad(dt, rows, cols, x, gamma, dy, eps, dx);
+    if (dt != FEDC_F32 || cols == 0) return fedc__ref_layer_norm_grad(dt, rows, cols, x, gamma, dy, eps, dx);
     norm_job j = {rows, cols, eps, x, gamma, NULL, dy, dx, NULL};
-    fedc_kernels_spans(rows, row_span(cols), norm_grad_rows, &j);
+    fedc__kernels_spans(rows, row_span(cols), norm_grad_rows, &j);
     return FEDC_OK;
 }
 
@@ -186,19 +186,19 @@ static void param_grad_cols(const void *ctx, int64_t c0, int64_t c1) {
     }
 }
 
-fedc_status fedc_fast_layer_norm_param_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *dy,
+fedc_status fedc__fast_layer_norm_param_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *dy,
                                             double eps, void *dgb) {
-    if (dt != FEDC_F32 || cols == 0) return fedc_ref_layer_norm_param_grad(dt, rows, cols, x, dy, eps, dgb);
+    if (dt != FEDC_F32 || cols == 0) return fedc__ref_layer_norm_param_grad(dt, rows, cols, x, dy, eps, dgb);
     float *stats = rows > 0 ? fedc_malloc((size_t)rows * 2 * sizeof *stats) : NULL;
     if (rows > 0 && !stats)
         return fedc_error(FEDC_ENOMEM, "layer_norm_param_grad (fast): cannot allocate %lld rows' statistics",
                           (long long)rows);
     norm_job j = {rows, cols, eps, x, NULL, NULL, dy, dgb, stats};
-    fedc_kernels_spans(rows, row_span(cols), param_stats_rows, &j);
+    fedc__kernels_spans(rows, row_span(cols), param_stats_rows, &j);
     /* columns in multiples of 16, about BLOCK elements per span, at least 64
      * columns (each span reads all rows; shorter pieces of them waste the lines) */
     int64_t span = rows > 0 ? (BLOCK / rows + 15) / 16 * 16 : cols;
-    fedc_kernels_spans(cols, span > 64 ? span : 64, param_grad_cols, &j);
+    fedc__kernels_spans(cols, span > 64 ? span : 64, param_grad_cols, &j);
     fedc_free(stats);
     return FEDC_OK;
 }

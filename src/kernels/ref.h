@@ -1,8 +1,8 @@
 /*
- * ref.h — the reference kernels, one function per entry of struct fedc_kernels but
- * the optional ones (fedc_ref_<field>, with that field's exact signature, declared
+ * ref.h — the reference kernels, one function per entry of struct fedc__kernels but
+ * the optional ones (fedc__ref_<field>, with that field's exact signature, declared
  * from kernels.def), so a fast implementation can point at a reference entry where
- * it has no faster version. The table itself is fedc_kernels_ref (ref_table.c).
+ * it has no faster version. The table itself is fedc__kernels_ref (ref_table.c).
  *
  * The reference kernels are the oracle: plain loops and index arithmetic, no BLAS,
  * no allocation, no threads. Choices a faster implementation must match (up to
@@ -38,10 +38,10 @@
 
 #include "kernels/kernels.h"
 
-/* fedc_ref_<field> for every row of kernels.def whose ref column is REF. */
+/* fedc__ref_<field> for every row of kernels.def whose ref column is REF. */
 #define FEDC__REF_DECL_REF(ret, fn, params) ret fn params;
 #define FEDC__REF_DECL_NONE(ret, fn, params)
-#define FEDC_KERNEL(ret, field, ref, fast, params) FEDC__REF_DECL_##ref(ret, fedc_ref_##field, params)
+#define FEDC_KERNEL(ret, field, ref, fast, params) FEDC__REF_DECL_##ref(ret, fedc__ref_##field, params)
 #include "kernels/kernels.def"
 #undef FEDC_KERNEL
 #undef FEDC__REF_DECL_REF
@@ -51,38 +51,38 @@
 
 /* FEDC_ERANGE naming `kernel` and the row when a label is outside [0, classes)
  * (ref_nn.c). */
-fedc_status fedc_ref_check_labels(const char *kernel, int64_t rows, int64_t classes, const int32_t *labels);
+fedc_status fedc__ref_check_labels(const char *kernel, int64_t rows, int64_t classes, const int32_t *labels);
 
 /* FEDC_EINVAL naming `kernel` unless 0 <= s->rank <= FEDC_MAX_RANK and no dim is
  * negative. */
-fedc_status fedc_ref_check_shape(const char *kernel, const fedc_kshape *s);
+fedc_status fedc__ref_check_shape(const char *kernel, const fedc__kshape *s);
 
 /* FEDC_ESHAPE naming `kernel` unless `inner` (same rank) placed at offset `at` lies
  * inside `outer` (slice's and pad's window). */
-fedc_status fedc_ref_check_window(const char *kernel, const fedc_kshape *outer, const int64_t *at,
-                                  const fedc_kshape *inner);
+fedc_status fedc__ref_check_window(const char *kernel, const fedc__kshape *outer, const int64_t *at,
+                                  const fedc__kshape *inner);
 
 /* Element strides of `in` seen through out's indices under numpy broadcasting: in is
  * right-aligned against out, and a missing or size-1 dim gets stride 0. FEDC_ESHAPE
  * naming `kernel` and both shapes when in does not broadcast to out. */
-fedc_status fedc_ref_bcast_strides(const char *kernel, const fedc_kshape *in,
-                                   const fedc_kshape *out, int64_t strides[FEDC_MAX_RANK]);
+fedc_status fedc__ref_bcast_strides(const char *kernel, const fedc__kshape *in,
+                                   const fedc__kshape *out, int64_t strides[FEDC_MAX_RANK]);
 
 /* The offset, under `strides`, of the element whose row-major flat index in shape s
  * is `flat`. */
-int64_t fedc_ref_offset(const fedc_kshape *s, const int64_t *strides, int64_t flat);
+int64_t fedc__ref_offset(const fedc__kshape *s, const int64_t *strides, int64_t flat);
 
 /* The int32 whose bits are u: arithmetic modulo 2^32 without relying on the
  * implementation-defined conversion of out-of-range values. */
-static inline int32_t fedc_ref_wrap_i32(uint32_t u) {
+static inline int32_t fedc__ref_wrap_i32(uint32_t u) {
     return u <= (uint32_t)INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
 }
 
 /* Float elements read as double and written with one rounding (dt is F32 or F64). */
-static inline double fedc_ref_loadf(fedc_dtype dt, const void *p, int64_t i) {
+static inline double fedc__ref_loadf(fedc_dtype dt, const void *p, int64_t i) {
     return dt == FEDC_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
-static inline void fedc_ref_storef(fedc_dtype dt, void *p, int64_t i, double v) {
+static inline void fedc__ref_storef(fedc_dtype dt, void *p, int64_t i, double v) {
     if (dt == FEDC_F32)
         ((float *)p)[i] = (float)v;
     else

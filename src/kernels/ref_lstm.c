@@ -32,13 +32,13 @@ static fedc_status check(const char *kernel, fedc_dtype dt, int64_t T, int64_t B
 /* a = xw[t, b, k] + sum_j h[t-1, b, j] * wh[j, k], in double. */
 static double preact(fedc_dtype dt, int64_t B, int64_t H, const void *xw, const void *wh, const void *trace, int64_t t,
                      int64_t b, int64_t k) {
-    double a = fedc_ref_loadf(dt, xw, at(B, 4 * H, t, b, k));
+    double a = fedc__ref_loadf(dt, xw, at(B, 4 * H, t, b, k));
     for (int64_t j = 0; t > 0 && j < H; j++)
-        a += fedc_ref_loadf(dt, trace, at(B, 6 * H, t - 1, b, j)) * fedc_ref_loadf(dt, wh, j * 4 * H + k);
+        a += fedc__ref_loadf(dt, trace, at(B, 6 * H, t - 1, b, j)) * fedc__ref_loadf(dt, wh, j * 4 * H + k);
     return a;
 }
 
-fedc_status fedc_ref_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *xw, const void *wh,
+fedc_status fedc__ref_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *xw, const void *wh,
                           void *trace) {
     fedc_status st = check("lstm", dt, T, B, H);
     if (st) return st;
@@ -46,16 +46,16 @@ fedc_status fedc_ref_lstm(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const 
         for (int64_t b = 0; b < B; b++) {
             for (int64_t k = 0; k < 4 * H; k++) { /* the gates, activated */
                 double a = preact(dt, B, H, xw, wh, trace, t, b, k);
-                fedc_ref_storef(dt, trace, at(B, 6 * H, t, b, 2 * H + k), k / H == 1 ? tanh(a) : sigmoid(a));
+                fedc__ref_storef(dt, trace, at(B, 6 * H, t, b, 2 * H + k), k / H == 1 ? tanh(a) : sigmoid(a));
             }
             for (int64_t j = 0; j < H; j++) {
                 int64_t row = at(B, 6 * H, t, b, 0);
-                double i = fedc_ref_loadf(dt, trace, row + 2 * H + j), g = fedc_ref_loadf(dt, trace, row + 3 * H + j);
-                double f = fedc_ref_loadf(dt, trace, row + 4 * H + j), o = fedc_ref_loadf(dt, trace, row + 5 * H + j);
-                double c_prev = t > 0 ? fedc_ref_loadf(dt, trace, at(B, 6 * H, t - 1, b, H + j)) : 0.0;
+                double i = fedc__ref_loadf(dt, trace, row + 2 * H + j), g = fedc__ref_loadf(dt, trace, row + 3 * H + j);
+                double f = fedc__ref_loadf(dt, trace, row + 4 * H + j), o = fedc__ref_loadf(dt, trace, row + 5 * H + j);
+                double c_prev = t > 0 ? fedc__ref_loadf(dt, trace, at(B, 6 * H, t - 1, b, H + j)) : 0.0;
                 double c = f * c_prev + i * g;
-                fedc_ref_storef(dt, trace, row + H + j, c);
-                fedc_ref_storef(dt, trace, row + j, o * tanh(fedc_ref_loadf(dt, trace, row + H + j)));
+                fedc__ref_storef(dt, trace, row + H + j, c);
+                fedc__ref_storef(dt, trace, row + j, o * tanh(fedc__ref_loadf(dt, trace, row + H + j)));
             }
         }
     return FEDC_OK;
@@ -68,12 +68,12 @@ static void recurrent_dh(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const v
         for (int64_t j = 0; j < H; j++) {
             double s = 0;
             for (int64_t k = 0; t + 1 < T && k < 4 * H; k++)
-                s += fedc_ref_loadf(dt, dxw, at(B, 4 * H, t + 1, b, k)) * fedc_ref_loadf(dt, wh, j * 4 * H + k);
+                s += fedc__ref_loadf(dt, dxw, at(B, 4 * H, t + 1, b, k)) * fedc__ref_loadf(dt, wh, j * 4 * H + k);
             dh_rec[b * H + j] = s;
         }
 }
 
-fedc_status fedc_ref_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dtrace,
+fedc_status fedc__ref_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dtrace,
                                const void *wh, void *dxw, void *scratch) {
     fedc_status st = check("lstm_grad", dt, T, B, H);
     if (st) return st;
@@ -84,26 +84,26 @@ fedc_status fedc_ref_lstm_grad(fedc_dtype dt, int64_t T, int64_t B, int64_t H, c
         for (int64_t b = 0; b < B; b++)
             for (int64_t j = 0; j < H; j++) {
                 int64_t row = at(B, 6 * H, t, b, 0), out = at(B, 4 * H, t, b, 0);
-#define TR(k) fedc_ref_loadf(dt, trace, row + (k) * H + j)
-#define DT(k) fedc_ref_loadf(dt, dtrace, row + (k) * H + j)
+#define TR(k) fedc__ref_loadf(dt, trace, row + (k) * H + j)
+#define DT(k) fedc__ref_loadf(dt, dtrace, row + (k) * H + j)
                 double c = TR(1), i = TR(2), g = TR(3), f = TR(4), o = TR(5);
-                double c_prev = t > 0 ? fedc_ref_loadf(dt, trace, at(B, 6 * H, t - 1, b, H + j)) : 0.0;
+                double c_prev = t > 0 ? fedc__ref_loadf(dt, trace, at(B, 6 * H, t - 1, b, H + j)) : 0.0;
                 double tc = tanh(c), dh = DT(0) + dh_rec[b * H + j];
                 double dc = dh * o * (1 - tc * tc) + DT(1) + dc_rec[b * H + j];
                 double di = dc * g + DT(2), dg = dc * i + DT(3), df = dc * c_prev + DT(4), d_o = dh * tc + DT(5);
 #undef TR
 #undef DT
                 dc_rec[b * H + j] = dc * f;
-                fedc_ref_storef(dt, dxw, out + j, di * i * (1 - i));
-                fedc_ref_storef(dt, dxw, out + H + j, dg * (1 - g * g));
-                fedc_ref_storef(dt, dxw, out + 2 * H + j, df * f * (1 - f));
-                fedc_ref_storef(dt, dxw, out + 3 * H + j, d_o * o * (1 - o));
+                fedc__ref_storef(dt, dxw, out + j, di * i * (1 - i));
+                fedc__ref_storef(dt, dxw, out + H + j, dg * (1 - g * g));
+                fedc__ref_storef(dt, dxw, out + 2 * H + j, df * f * (1 - f));
+                fedc__ref_storef(dt, dxw, out + 3 * H + j, d_o * o * (1 - o));
             }
     }
     return FEDC_OK;
 }
 
-fedc_status fedc_ref_lstm_tangent(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dxw,
+fedc_status fedc__ref_lstm_tangent(fedc_dtype dt, int64_t T, int64_t B, int64_t H, const void *trace, const void *dxw,
                                   const void *wh, void *dtrace, void *scratch) {
     fedc_status st = check("lstm_tangent", dt, T, B, H);
     if (st) return st;
@@ -112,22 +112,22 @@ fedc_status fedc_ref_lstm_tangent(fedc_dtype dt, int64_t T, int64_t B, int64_t H
         for (int64_t b = 0; b < B; b++)
             for (int64_t j = 0; j < H; j++) {
                 int64_t row = at(B, 6 * H, t, b, 0);
-                double c = fedc_ref_loadf(dt, trace, row + H + j);
+                double c = fedc__ref_loadf(dt, trace, row + H + j);
                 double gate[4], dgate[4];
                 for (int q = 0; q < 4; q++) {
-                    gate[q] = fedc_ref_loadf(dt, trace, row + (2 + q) * H + j);
+                    gate[q] = fedc__ref_loadf(dt, trace, row + (2 + q) * H + j);
                     /* da = dxw[t] + dh[t-1] @ wh: the preactivation's rule on the tangents */
                     double da = preact(dt, B, H, dxw, wh, dtrace, t, b, q * H + j);
                     dgate[q] = da * (q == 1 ? 1 - gate[q] * gate[q] : gate[q] * (1 - gate[q]));
                 }
-                double c_prev = t > 0 ? fedc_ref_loadf(dt, trace, at(B, 6 * H, t - 1, b, H + j)) : 0.0;
-                double dc_prev = t > 0 ? fedc_ref_loadf(dt, dtrace, at(B, 6 * H, t - 1, b, H + j)) : 0.0;
+                double c_prev = t > 0 ? fedc__ref_loadf(dt, trace, at(B, 6 * H, t - 1, b, H + j)) : 0.0;
+                double dc_prev = t > 0 ? fedc__ref_loadf(dt, dtrace, at(B, 6 * H, t - 1, b, H + j)) : 0.0;
                 double dc = dgate[2] * c_prev + gate[2] * dc_prev + dgate[0] * gate[1] + gate[0] * dgate[1];
                 double tc = tanh(c), dh = dgate[3] * tc + gate[3] * (1 - tc * tc) * dc;
                 /* h of step t is read by step t+1's preactivation only after this row is done */
-                fedc_ref_storef(dt, dtrace, row + j, dh);
-                fedc_ref_storef(dt, dtrace, row + H + j, dc);
-                for (int q = 0; q < 4; q++) fedc_ref_storef(dt, dtrace, row + (2 + q) * H + j, dgate[q]);
+                fedc__ref_storef(dt, dtrace, row + j, dh);
+                fedc__ref_storef(dt, dtrace, row + H + j, dc);
+                for (int q = 0; q < 4; q++) fedc__ref_storef(dt, dtrace, row + (2 + q) * H + j, dgate[q]);
             }
     return FEDC_OK;
 }

@@ -29,16 +29,16 @@ static double gelu1_grad(double x) {
     return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_C * (1.0 + 3.0 * GELU_A * x * x);
 }
 
-fedc_status fedc_ref_gelu(fedc_dtype dt, int64_t n, const void *x, void *y) {
+fedc_status fedc__ref_gelu(fedc_dtype dt, int64_t n, const void *x, void *y) {
     fedc_status st = float_only("gelu", dt);
-    for (int64_t i = 0; !st && i < n; i++) fedc_ref_storef(dt, y, i, gelu1(fedc_ref_loadf(dt, x, i)));
+    for (int64_t i = 0; !st && i < n; i++) fedc__ref_storef(dt, y, i, gelu1(fedc__ref_loadf(dt, x, i)));
     return st;
 }
 
-fedc_status fedc_ref_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx) {
+fedc_status fedc__ref_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const void *dy, void *dx) {
     fedc_status st = float_only("gelu_grad", dt);
     for (int64_t i = 0; !st && i < n; i++)
-        fedc_ref_storef(dt, dx, i, fedc_ref_loadf(dt, dy, i) * gelu1_grad(fedc_ref_loadf(dt, x, i)));
+        fedc__ref_storef(dt, dx, i, fedc__ref_loadf(dt, dy, i) * gelu1_grad(fedc__ref_loadf(dt, x, i)));
     return st;
 }
 
@@ -47,52 +47,52 @@ fedc_status fedc_ref_gelu_grad(fedc_dtype dt, int64_t n, const void *x, const vo
 /* Mean and 1 / sqrt(var + eps) of row r. */
 static void row_stats(fedc_dtype dt, const void *x, int64_t r, int64_t cols, double eps, double *mean, double *rstd) {
     double s = 0, ss = 0;
-    for (int64_t j = 0; j < cols; j++) s += fedc_ref_loadf(dt, x, r * cols + j);
+    for (int64_t j = 0; j < cols; j++) s += fedc__ref_loadf(dt, x, r * cols + j);
     *mean = cols ? s / (double)cols : 0;
     for (int64_t j = 0; j < cols; j++) {
-        double d = fedc_ref_loadf(dt, x, r * cols + j) - *mean;
+        double d = fedc__ref_loadf(dt, x, r * cols + j) - *mean;
         ss += d * d;
     }
     *rstd = 1.0 / sqrt((cols ? ss / (double)cols : 0) + eps);
 }
 
-fedc_status fedc_ref_layer_norm(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
+fedc_status fedc__ref_layer_norm(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
                                 const void *beta, double eps, void *y) {
     fedc_status st = float_only("layer_norm", dt);
     for (int64_t r = 0; !st && r < rows; r++) {
         double mean, rstd;
         row_stats(dt, x, r, cols, eps, &mean, &rstd);
         for (int64_t j = 0; j < cols; j++) {
-            double xhat = (fedc_ref_loadf(dt, x, r * cols + j) - mean) * rstd;
-            fedc_ref_storef(dt, y, r * cols + j, xhat * fedc_ref_loadf(dt, gamma, j) + fedc_ref_loadf(dt, beta, j));
+            double xhat = (fedc__ref_loadf(dt, x, r * cols + j) - mean) * rstd;
+            fedc__ref_storef(dt, y, r * cols + j, xhat * fedc__ref_loadf(dt, gamma, j) + fedc__ref_loadf(dt, beta, j));
         }
     }
     return st;
 }
 
 /* With g = dy * gamma: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)). */
-fedc_status fedc_ref_layer_norm_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
+fedc_status fedc__ref_layer_norm_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *gamma,
                                      const void *dy, double eps, void *dx) {
     fedc_status st = float_only("layer_norm_grad", dt);
     for (int64_t r = 0; !st && r < rows; r++) {
         double mean, rstd, mg = 0, mgx = 0;
         row_stats(dt, x, r, cols, eps, &mean, &rstd);
         for (int64_t j = 0; j < cols; j++) {
-            double g = fedc_ref_loadf(dt, dy, r * cols + j) * fedc_ref_loadf(dt, gamma, j);
+            double g = fedc__ref_loadf(dt, dy, r * cols + j) * fedc__ref_loadf(dt, gamma, j);
             mg += g;
-            mgx += g * (fedc_ref_loadf(dt, x, r * cols + j) - mean) * rstd;
+            mgx += g * (fedc__ref_loadf(dt, x, r * cols + j) - mean) * rstd;
         }
         mg /= (double)cols, mgx /= (double)cols;
         for (int64_t j = 0; j < cols; j++) {
-            double g = fedc_ref_loadf(dt, dy, r * cols + j) * fedc_ref_loadf(dt, gamma, j);
-            double xhat = (fedc_ref_loadf(dt, x, r * cols + j) - mean) * rstd;
-            fedc_ref_storef(dt, dx, r * cols + j, rstd * (g - mg - xhat * mgx));
+            double g = fedc__ref_loadf(dt, dy, r * cols + j) * fedc__ref_loadf(dt, gamma, j);
+            double xhat = (fedc__ref_loadf(dt, x, r * cols + j) - mean) * rstd;
+            fedc__ref_storef(dt, dx, r * cols + j, rstd * (g - mg - xhat * mgx));
         }
     }
     return st;
 }
 
-fedc_status fedc_ref_layer_norm_param_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *dy,
+fedc_status fedc__ref_layer_norm_param_grad(fedc_dtype dt, int64_t rows, int64_t cols, const void *x, const void *dy,
                                            double eps, void *dgb) {
     fedc_status st = float_only("layer_norm_param_grad", dt);
     for (int64_t j = 0; !st && j < cols; j++) { /* column by column: one double sum each, rows in order */
@@ -100,12 +100,12 @@ fedc_status fedc_ref_layer_norm_param_grad(fedc_dtype dt, int64_t rows, int64_t 
         for (int64_t r = 0; r < rows; r++) {
             double mean, rstd;
             row_stats(dt, x, r, cols, eps, &mean, &rstd);
-            double d = fedc_ref_loadf(dt, dy, r * cols + j);
-            dgamma += d * (fedc_ref_loadf(dt, x, r * cols + j) - mean) * rstd;
+            double d = fedc__ref_loadf(dt, dy, r * cols + j);
+            dgamma += d * (fedc__ref_loadf(dt, x, r * cols + j) - mean) * rstd;
             dbeta += d;
         }
-        fedc_ref_storef(dt, dgb, j, dgamma);
-        fedc_ref_storef(dt, dgb, cols + j, dbeta);
+        fedc__ref_storef(dt, dgb, j, dgamma);
+        fedc__ref_storef(dt, dgb, cols + j, dbeta);
     }
     return st;
 }
@@ -114,28 +114,28 @@ fedc_status fedc_ref_layer_norm_param_grad(fedc_dtype dt, int64_t rows, int64_t 
 
 /* Offsets (in elements) of q, k, v of head h at position t of batch b in qkv,
  * and of the output. */
-static int64_t qkv_at(const fedc_attn_geom *g, int64_t b, int64_t t, int which, int64_t h) {
+static int64_t qkv_at(const fedc__attn_geom *g, int64_t b, int64_t t, int which, int64_t h) {
     int64_t c = g->heads * g->head_dim;
     return (b * g->seq + t) * 3 * c + which * c + h * g->head_dim;
 }
-static int64_t out_at(const fedc_attn_geom *g, int64_t b, int64_t t, int64_t h) {
+static int64_t out_at(const fedc__attn_geom *g, int64_t b, int64_t t, int64_t h) {
     return (b * g->seq + t) * g->heads * g->head_dim + h * g->head_dim;
 }
 
 /* Scratch: a softmax row and its cotangent (seq doubles each) and one head's d qkv (3 seq d doubles). */
-size_t fedc_ref_attention_scratch(fedc_dtype dt, const fedc_attn_geom *g) {
+size_t fedc__ref_attention_scratch(fedc_dtype dt, const fedc__attn_geom *g) {
     (void)dt;
     return (size_t)(2 * g->seq + 3 * g->seq * g->head_dim) * sizeof(double);
 }
 
 /* p[j] = softmax_j(q_i . k_j * scale) for j <= i. */
-static void softmax_row(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv, int64_t b, int64_t h, int64_t i,
+static void softmax_row(fedc_dtype dt, const fedc__attn_geom *g, const void *qkv, int64_t b, int64_t h, int64_t i,
                         double *p) {
     double scale = 1.0 / sqrt((double)g->head_dim), mx = -INFINITY, sum = 0;
     for (int64_t j = 0; j <= i; j++) {
         double s = 0;
         for (int64_t d = 0; d < g->head_dim; d++)
-            s += fedc_ref_loadf(dt, qkv, qkv_at(g, b, i, 0, h) + d) * fedc_ref_loadf(dt, qkv, qkv_at(g, b, j, 1, h) + d);
+            s += fedc__ref_loadf(dt, qkv, qkv_at(g, b, i, 0, h) + d) * fedc__ref_loadf(dt, qkv, qkv_at(g, b, j, 1, h) + d);
         p[j] = s * scale;
         if (p[j] > mx) mx = p[j];
     }
@@ -143,7 +143,7 @@ static void softmax_row(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv,
     for (int64_t j = 0; j <= i; j++) p[j] /= sum;
 }
 
-fedc_status fedc_ref_causal_attention(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv, void *y,
+fedc_status fedc__ref_causal_attention(fedc_dtype dt, const fedc__attn_geom *g, const void *qkv, void *y,
                                       void *scratch) {
     fedc_status st = float_only("causal_attention", dt);
     double *p = scratch;
@@ -153,8 +153,8 @@ fedc_status fedc_ref_causal_attention(fedc_dtype dt, const fedc_attn_geom *g, co
                 softmax_row(dt, g, qkv, b, h, i, p);
                 for (int64_t d = 0; d < g->head_dim; d++) {
                     double o = 0;
-                    for (int64_t j = 0; j <= i; j++) o += p[j] * fedc_ref_loadf(dt, qkv, qkv_at(g, b, j, 2, h) + d);
-                    fedc_ref_storef(dt, y, out_at(g, b, i, h) + d, o);
+                    for (int64_t j = 0; j <= i; j++) o += p[j] * fedc__ref_loadf(dt, qkv, qkv_at(g, b, j, 2, h) + d);
+                    fedc__ref_storef(dt, y, out_at(g, b, i, h) + d, o);
                 }
             }
     return st;
@@ -163,7 +163,7 @@ fedc_status fedc_ref_causal_attention(fedc_dtype dt, const fedc_attn_geom *g, co
 /* Row i: dp_j = dy_i . v_j, ds_j = p_j (dp_j - sum_l p_l dp_l); then dq_i += scale
  * ds_j k_j, dk_j += scale ds_j q_i, dv_j += p_j dy_i. One head's sums are kept in
  * double (acc: [seq, 3, d]) and stored at the end. */
-static void attention_grad_head(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv, const void *dy, int64_t b,
+static void attention_grad_head(fedc_dtype dt, const fedc__attn_geom *g, const void *qkv, const void *dy, int64_t b,
                                 int64_t h, double *p, double *dp, double *acc, void *dqkv) {
     int64_t hd = g->head_dim;
     double scale = 1.0 / sqrt((double)hd);
@@ -174,8 +174,8 @@ static void attention_grad_head(fedc_dtype dt, const fedc_attn_geom *g, const vo
         for (int64_t j = 0; j <= i; j++) {
             dp[j] = 0;
             for (int64_t d = 0; d < hd; d++) {
-                double dyd = fedc_ref_loadf(dt, dy, out_at(g, b, i, h) + d);
-                dp[j] += dyd * fedc_ref_loadf(dt, qkv, qkv_at(g, b, j, 2, h) + d);
+                double dyd = fedc__ref_loadf(dt, dy, out_at(g, b, i, h) + d);
+                dp[j] += dyd * fedc__ref_loadf(dt, qkv, qkv_at(g, b, j, 2, h) + d);
                 acc[(j * 3 + 2) * hd + d] += p[j] * dyd;
             }
             dot += p[j] * dp[j];
@@ -183,17 +183,17 @@ static void attention_grad_head(fedc_dtype dt, const fedc_attn_geom *g, const vo
         for (int64_t j = 0; j <= i; j++) {
             double ds = p[j] * (dp[j] - dot) * scale;
             for (int64_t d = 0; d < hd; d++) {
-                acc[(i * 3 + 0) * hd + d] += ds * fedc_ref_loadf(dt, qkv, qkv_at(g, b, j, 1, h) + d);
-                acc[(j * 3 + 1) * hd + d] += ds * fedc_ref_loadf(dt, qkv, qkv_at(g, b, i, 0, h) + d);
+                acc[(i * 3 + 0) * hd + d] += ds * fedc__ref_loadf(dt, qkv, qkv_at(g, b, j, 1, h) + d);
+                acc[(j * 3 + 1) * hd + d] += ds * fedc__ref_loadf(dt, qkv, qkv_at(g, b, i, 0, h) + d);
             }
         }
     }
     for (int64_t t = 0; t < g->seq; t++)
         for (int w = 0; w < 3; w++)
-            for (int64_t d = 0; d < hd; d++) fedc_ref_storef(dt, dqkv, qkv_at(g, b, t, w, h) + d, acc[(t * 3 + w) * hd + d]);
+            for (int64_t d = 0; d < hd; d++) fedc__ref_storef(dt, dqkv, qkv_at(g, b, t, w, h) + d, acc[(t * 3 + w) * hd + d]);
 }
 
-fedc_status fedc_ref_causal_attention_grad(fedc_dtype dt, const fedc_attn_geom *g, const void *qkv, const void *dy,
+fedc_status fedc__ref_causal_attention_grad(fedc_dtype dt, const fedc__attn_geom *g, const void *qkv, const void *dy,
                                            void *dqkv, void *scratch) {
     fedc_status st = float_only("causal_attention_grad", dt);
     double *p = scratch, *dp = p + g->seq, *acc = dp + g->seq;

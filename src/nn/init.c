@@ -22,7 +22,7 @@
  * bound is there only so that the loop provably ends. */
 #define MAX_ATTEMPTS 64
 
-fedc_rng_stream fedc_nn_init_stream(uint64_t seed, int index) {
+fedc_rng_stream fedc__nn_init_stream(uint64_t seed, int index) {
     return fedc_rng_stream_make(seed, UINT32_MAX, (uint32_t)index, FEDC_NN_INIT_STEP);
 }
 
@@ -36,6 +36,6 @@ static double truncated_unit(fedc_rng_stream s, int64_t n, int64_t j) {
     return 0.0;
 }
 
-void fedc_nn_truncated_normal(fedc_rng_stream s, double stddev, int64_t n, float *out) {
+void fedc__nn_truncated_normal(fedc_rng_stream s, double stddev, int64_t n, float *out) {
     for (int64_t j = 0; j < n; j++) out[j] = (float)(stddev * truncated_unit(s, n, j));
 }

@@ -10,11 +10,11 @@
 #include <math.h>
 #include <stdio.h>
 
-fedc_status fedc_nn_declare(fedc_nn_params *ps, const char *layer, const char *suffix, int rank, const int64_t *dims,
+fedc_status fedc__nn_declare(fedc__nn_params *ps, const char *layer, const char *suffix, int rank, const int64_t *dims,
                             double init_stddev) {
     if (ps->count >= FEDC_NN_MAX_PARAMS)
         return fedc_error(FEDC_EINTERNAL, "model: more than %d parameters", FEDC_NN_MAX_PARAMS);
-    fedc_nn_param *q = &ps->items[ps->count];
+    fedc__nn_param *q = &ps->items[ps->count];
     int len = snprintf(q->name, sizeof q->name, "%s/%s", layer, suffix);
     if (len < 0 || (size_t)len >= sizeof q->name)
         return fedc_error(FEDC_EINTERNAL, "model: parameter name %s/%s is too long", layer, suffix);
@@ -29,37 +29,37 @@ fedc_status fedc_nn_declare(fedc_nn_params *ps, const char *layer, const char *s
 
 /* hk.Linear: w_init = TruncatedNormal(stddev = 1 / sqrt(input_size)), b_init = zeros
  * (dm-haiku haiku/_src/basic.py, Linear.__call__). */
-fedc_status fedc_nn_declare_dense(fedc_nn_params *ps, const char *layer, int64_t in, int64_t out) {
-    fedc_status st = fedc_nn_declare(ps, layer, "w", 2, (int64_t[]){in, out}, 1.0 / sqrt((double)in));
+fedc_status fedc__nn_declare_dense(fedc__nn_params *ps, const char *layer, int64_t in, int64_t out) {
+    fedc_status st = fedc__nn_declare(ps, layer, "w", 2, (int64_t[]){in, out}, 1.0 / sqrt((double)in));
     if (st) return st;
-    return fedc_nn_declare(ps, layer, "b", 1, (int64_t[]){out}, 0.0);
+    return fedc__nn_declare(ps, layer, "b", 1, (int64_t[]){out}, 0.0);
 }
 
 /* hk.Conv2D: fan_in = prod(w_shape[:-1]) = kh * kw * cin, w_init =
  * TruncatedNormal(stddev = 1 / sqrt(fan_in)), b_init = zeros (dm-haiku
  * haiku/_src/conv.py, ConvND.__call__). */
-fedc_status fedc_nn_declare_conv(fedc_nn_params *ps, const char *layer, int kh, int kw, int64_t cin,
+fedc_status fedc__nn_declare_conv(fedc__nn_params *ps, const char *layer, int kh, int kw, int64_t cin,
                                  int64_t cout) {
     double fan_in = (double)kh * kw * (double)cin;
-    fedc_status st = fedc_nn_declare(ps, layer, "w", 4, (int64_t[]){kh, kw, cin, cout}, 1.0 / sqrt(fan_in));
+    fedc_status st = fedc__nn_declare(ps, layer, "w", 4, (int64_t[]){kh, kw, cin, cout}, 1.0 / sqrt(fan_in));
     if (st) return st;
-    return fedc_nn_declare(ps, layer, "b", 1, (int64_t[]){cout}, 0.0);
+    return fedc__nn_declare(ps, layer, "b", 1, (int64_t[]){cout}, 0.0);
 }
 
-fedc_value fedc_nn_dense(fedc_program *p, fedc_value x, fedc_value w, fedc_value b) {
+fedc_value fedc__nn_dense(fedc_program *p, fedc_value x, fedc_value w, fedc_value b) {
     return fedc_add(p, fedc_matmul(p, x, w, false, false), b);
 }
 
 /* The bias [cout] broadcasts over [batch, h, w, cout] as numpy does. */
-fedc_value fedc_nn_conv(fedc_program *p, fedc_value x, fedc_value w, fedc_value b) {
+fedc_value fedc__nn_conv(fedc_program *p, fedc_value x, fedc_value w, fedc_value b) {
     return fedc_add(p, fedc_conv2d(p, x, w, 1, 1, FEDC_PAD_VALID), b);
 }
 
-fedc_value fedc_nn_max_pool(fedc_program *p, fedc_value x, int window) {
+fedc_value fedc__nn_max_pool(fedc_program *p, fedc_value x, int window) {
     return fedc_max_pool2d(p, x, window, window, window, window, FEDC_PAD_VALID);
 }
 
-fedc_value fedc_nn_flatten(fedc_program *p, fedc_value x) {
+fedc_value fedc__nn_flatten(fedc_program *p, fedc_value x) {
     if (x == FEDC_NONE) return FEDC_NONE;
     fedc_type t = fedc_value_type(p, x);
     return fedc_reshape(p, x, 2, (int64_t[]){t.dims[0], -1});
@@ -79,14 +79,14 @@ static fedc_value layer_key(fedc_program *p, fedc_value key, int layer) {
     return fedc_add(p, key, c);
 }
 
-fedc_value fedc_nn_dropout(fedc_program *p, fedc_value x, fedc_value key, int layer, double rate) {
+fedc_value fedc__nn_dropout(fedc_program *p, fedc_value x, fedc_value key, int layer, double rate) {
     if (key == FEDC_NONE) return x;
     return fedc_dropout(p, x, layer_key(p, key, layer), rate);
 }
 
-fedc_status fedc_nn_declare_param(fedc_nn_params *ps, const char *layer, const char *suffix, int rank,
+fedc_status fedc__nn_declare_param(fedc__nn_params *ps, const char *layer, const char *suffix, int rank,
                                   const int64_t *dims, double init_stddev, double init_const) {
-    fedc_status st = fedc_nn_declare(ps, layer, suffix, rank, dims, init_stddev);
+    fedc_status st = fedc__nn_declare(ps, layer, suffix, rank, dims, init_stddev);
     if (!st) ps->items[ps->count - 1].init_const = init_const;
     return st;
 }

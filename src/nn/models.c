@@ -51,9 +51,9 @@ struct fedc_model {
     int64_t height, width, channels;
     int64_t input_dim; /* floats per example */
     int64_t hidden;    /* dense only */
-    fedc_nn_transformer tf; /* transformer only */
-    fedc_nn_text text;      /* the LSTM language models */
-    fedc_nn_params params;
+    fedc__nn_transformer tf; /* transformer only */
+    fedc__nn_text text;      /* the LSTM language models */
+    fedc__nn_params params;
 };
 
 /* ---------------------------------------------------------------- options -- */
@@ -117,7 +117,7 @@ static fedc_status resolve_options(fedc_model *m, const fedc_model_options *o) {
         return fedc_error(FEDC_EINVAL, "model %s: layers, width, heads, context and sinusoidal_positions are for "
                           "transformer models", k->name);
     if (is_text(m)) {
-        fedc_status st = fedc_nn_text_configure(&m->text, k->name, k->arch == ARCH_WORD_LSTM, o);
+        fedc_status st = fedc__nn_text_configure(&m->text, k->name, k->arch == ARCH_WORD_LSTM, o);
         m->classes = (int)m->text.vocab;
         return st;
     }
@@ -137,27 +137,27 @@ static fedc_status resolve_options(fedc_model *m, const fedc_model_options *o) {
 
 /* Parameter order: layers in forward order, w before b in each. */
 static fedc_status declare_params(fedc_model *m) {
-    fedc_nn_params *ps = &m->params;
+    fedc__nn_params *ps = &m->params;
     fedc_status st;
     switch (m->kind->arch) {
-    case ARCH_LOGISTIC: return fedc_nn_declare_dense(ps, "dense1", m->input_dim, m->classes);
+    case ARCH_LOGISTIC: return fedc__nn_declare_dense(ps, "dense1", m->input_dim, m->classes);
     case ARCH_DENSE:
-        if ((st = fedc_nn_declare_dense(ps, "dense1", m->input_dim, m->hidden)) ||
-            (st = fedc_nn_declare_dense(ps, "dense2", m->hidden, m->hidden)))
+        if ((st = fedc__nn_declare_dense(ps, "dense1", m->input_dim, m->hidden)) ||
+            (st = fedc__nn_declare_dense(ps, "dense2", m->hidden, m->hidden)))
             return st;
-        return fedc_nn_declare_dense(ps, "dense3", m->hidden, m->classes);
-    case ARCH_TRANSFORMER: return fedc_nn_transformer_declare(&m->tf, ps);
+        return fedc__nn_declare_dense(ps, "dense3", m->hidden, m->classes);
+    case ARCH_TRANSFORMER: return fedc__nn_transformer_declare(&m->tf, ps);
     case ARCH_CNN: {
         /* VALID 3x3 twice (-4), then the 2x2 VALID pool (floor of half). */
         int64_t flat = ((m->height - 4) / CNN_POOL) * ((m->width - 4) / CNN_POOL) * CONV2_OUT;
-        if ((st = fedc_nn_declare_conv(ps, "conv1", CNN_KERNEL, CNN_KERNEL, m->channels, CONV1_OUT)) ||
-            (st = fedc_nn_declare_conv(ps, "conv2", CNN_KERNEL, CNN_KERNEL, CONV1_OUT, CONV2_OUT)) ||
-            (st = fedc_nn_declare_dense(ps, "dense1", flat, CNN_DENSE)))
+        if ((st = fedc__nn_declare_conv(ps, "conv1", CNN_KERNEL, CNN_KERNEL, m->channels, CONV1_OUT)) ||
+            (st = fedc__nn_declare_conv(ps, "conv2", CNN_KERNEL, CNN_KERNEL, CONV1_OUT, CONV2_OUT)) ||
+            (st = fedc__nn_declare_dense(ps, "dense1", flat, CNN_DENSE)))
             return st;
-        return fedc_nn_declare_dense(ps, "dense2", CNN_DENSE, m->classes);
+        return fedc__nn_declare_dense(ps, "dense2", CNN_DENSE, m->classes);
     }
     case ARCH_CHAR_LSTM:
-    case ARCH_WORD_LSTM: return fedc_nn_text_declare(&m->text, ps);
+    case ARCH_WORD_LSTM: return fedc__nn_text_declare(&m->text, ps);
     }
     return fedc_error(FEDC_EINTERNAL, "model %s: unknown architecture", m->kind->name);
 }
@@ -190,7 +190,7 @@ fedc_status fedc_model_create(fedc_model **out, const char *name, const fedc_mod
     if (!m) return fedc_error(FEDC_ENOMEM, "fedc_model_create: out of memory");
     m->kind = kind;
     const fedc_model_options *o = options ? options : &none;
-    fedc_status st = kind->arch == ARCH_TRANSFORMER ? fedc_nn_transformer_config(name, o, &m->tf) : resolve_options(m, o);
+    fedc_status st = kind->arch == ARCH_TRANSFORMER ? fedc__nn_transformer_config(name, o, &m->tf) : resolve_options(m, o);
     if (!st && kind->arch == ARCH_TRANSFORMER) m->classes = (int)m->tf.vocab;
     if (!st) st = declare_params(m);
     if (st) {
@@ -245,10 +245,10 @@ fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch) {
 fedc_status fedc_model_init(const fedc_model *m, uint64_t seed, float *params) {
     if (!m || !params) return fedc_error(FEDC_EINVAL, "fedc_model_init: %s is NULL", m ? "params" : "model");
     for (int i = 0; i < m->params.count; i++) {
-        const fedc_nn_param *q = &m->params.items[i];
+        const fedc__nn_param *q = &m->params.items[i];
         float *at = params + q->offset;
         if (q->init_stddev > 0)
-            fedc_nn_truncated_normal(fedc_nn_init_stream(seed, i), q->init_stddev, q->size, at);
+            fedc__nn_truncated_normal(fedc__nn_init_stream(seed, i), q->init_stddev, q->size, at);
         else
             for (int64_t j = 0; j < q->size; j++) at[j] = (float)q->init_const;
     }
@@ -294,35 +294,35 @@ static fedc_status check_args(const fedc_model *m, const fedc_program *p, const 
 
 /* hk.Flatten of an image batch; vectors are already flat. */
 static fedc_value flatten_input(const fedc_model *m, fedc_program *p, fedc_value x) {
-    return m->images ? fedc_nn_flatten(p, x) : x;
+    return m->images ? fedc__nn_flatten(p, x) : x;
 }
 
 static fedc_value forward_dense(const fedc_model *m, fedc_program *p, const fedc_value *w, fedc_value x) {
     fedc_value h = flatten_input(m, p, x);
-    h = fedc_relu(p, fedc_nn_dense(p, h, w[0], w[1]));
-    h = fedc_relu(p, fedc_nn_dense(p, h, w[2], w[3]));
-    return fedc_nn_dense(p, h, w[4], w[5]);
+    h = fedc_relu(p, fedc__nn_dense(p, h, w[0], w[1]));
+    h = fedc_relu(p, fedc__nn_dense(p, h, w[2], w[3]));
+    return fedc__nn_dense(p, h, w[4], w[5]);
 }
 
 /* ConvDropoutModule: conv-relu-conv-relu-maxpool-dropout-flatten-dense-relu-dropout-dense. */
 static fedc_value forward_cnn(fedc_program *p, const fedc_value *w, fedc_value x, fedc_value key) {
-    fedc_value h = fedc_relu(p, fedc_nn_conv(p, x, w[0], w[1]));
-    h = fedc_relu(p, fedc_nn_conv(p, h, w[2], w[3]));
-    h = fedc_nn_max_pool(p, h, CNN_POOL);
-    h = fedc_nn_flatten(p, fedc_nn_dropout(p, h, key, 0, CNN_DROPOUT1));
-    h = fedc_relu(p, fedc_nn_dense(p, h, w[4], w[5]));
-    h = fedc_nn_dropout(p, h, key, 1, CNN_DROPOUT2);
-    return fedc_nn_dense(p, h, w[6], w[7]);
+    fedc_value h = fedc_relu(p, fedc__nn_conv(p, x, w[0], w[1]));
+    h = fedc_relu(p, fedc__nn_conv(p, h, w[2], w[3]));
+    h = fedc__nn_max_pool(p, h, CNN_POOL);
+    h = fedc__nn_flatten(p, fedc__nn_dropout(p, h, key, 0, CNN_DROPOUT1));
+    h = fedc_relu(p, fedc__nn_dense(p, h, w[4], w[5]));
+    h = fedc__nn_dropout(p, h, key, 1, CNN_DROPOUT2);
+    return fedc__nn_dense(p, h, w[6], w[7]);
 }
 
 static fedc_value forward(const fedc_model *m, fedc_program *p, const fedc_value *w, fedc_value x, fedc_value key) {
     switch (m->kind->arch) {
-    case ARCH_LOGISTIC: return fedc_nn_dense(p, flatten_input(m, p, x), w[0], w[1]);
+    case ARCH_LOGISTIC: return fedc__nn_dense(p, flatten_input(m, p, x), w[0], w[1]);
     case ARCH_DENSE: return forward_dense(m, p, w, x);
     case ARCH_CNN: return forward_cnn(p, w, x, key);
-    case ARCH_TRANSFORMER: return fedc_nn_transformer_forward(&m->tf, p, w, x);
+    case ARCH_TRANSFORMER: return fedc__nn_transformer_forward(&m->tf, p, w, x);
     case ARCH_CHAR_LSTM:
-    case ARCH_WORD_LSTM: break; /* fedc_nn_text_apply */
+    case ARCH_WORD_LSTM: break; /* fedc__nn_text_apply */
     }
     return FEDC_NONE;
 }
@@ -363,7 +363,7 @@ fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_va
     if (st) return st;
     if ((st = check_args(m, p, params, x, y, mask, dropout_key))) return st;
     if (is_text(m)) {
-        fedc_nn_text_apply(&m->text, p, params, x, y, mask, out);
+        fedc__nn_text_apply(&m->text, p, params, x, y, mask, out);
     } else {
         if (m->kind->arch == ARCH_TRANSFORMER) mask = token_weights(m, p, y, mask);
         heads(p, forward(m, p, params, x, dropout_key), y, mask, out);

@@ -24,7 +24,7 @@
 enum { CHAR_EMBED = 8, CHAR_HIDDEN = 256, CHAR_LAYERS = 2, WORD_EMBED = 96, WORD_HIDDEN = 670 };
 #define MAX_TEXT_UNITS ((int64_t)1 << 20)
 
-fedc_status fedc_nn_text_configure(fedc_nn_text *t, const char *name, bool word, const fedc_model_options *o) {
+fedc_status fedc__nn_text_configure(fedc__nn_text *t, const char *name, bool word, const fedc_model_options *o) {
     if (o->input_height || o->input_width || o->input_channels || o->input_dim)
         return fedc_error(FEDC_EINVAL, "model %s takes token ids: set sequence_length, not an input shape", name);
     if (o->sequence_length < 0 || o->sequence_length > FEDC_TASK_MAX_LENGTH)
@@ -53,36 +53,36 @@ fedc_status fedc_nn_text_configure(fedc_nn_text *t, const char *name, bool word,
 
 /* Order: embed, lstm1 (w, b), [lstm2 (w, b)], [project (w, b)], output (w, b) or
  * the tied output's bias. */
-fedc_status fedc_nn_text_declare(const fedc_nn_text *t, fedc_nn_params *ps) {
-    fedc_status st = fedc_nn_declare_embedding(ps, "embed", t->vocab, t->embed);
+fedc_status fedc__nn_text_declare(const fedc__nn_text *t, fedc__nn_params *ps) {
+    fedc_status st = fedc__nn_declare_embedding(ps, "embed", t->vocab, t->embed);
     int64_t in = t->embed;
     for (int64_t l = 0; !st && l < t->layers; l++) {
         char name[16];
         snprintf(name, sizeof name, "lstm%d", (int)l + 1);
-        st = fedc_nn_declare_lstm(ps, name, in, t->hidden);
+        st = fedc__nn_declare_lstm(ps, name, in, t->hidden);
         in = t->hidden;
     }
-    if (!st && t->word) st = fedc_nn_declare_dense(ps, "project", t->hidden, t->embed), in = t->embed;
+    if (!st && t->word) st = fedc__nn_declare_dense(ps, "project", t->hidden, t->embed), in = t->embed;
     if (st) return st;
-    if (t->tied) return fedc_nn_declare(ps, "output", "b", 1, (int64_t[]){t->vocab}, 0.0);
-    return fedc_nn_declare_dense(ps, "output", in, t->vocab);
+    if (t->tied) return fedc__nn_declare(ps, "output", "b", 1, (int64_t[]){t->vocab}, 0.0);
+    return fedc__nn_declare_dense(ps, "output", in, t->vocab);
 }
 
 /* Time-major logits [T, B, vocab] of x [B, T]. */
-static fedc_value forward(const fedc_nn_text *t, fedc_program *p, const fedc_value *w, fedc_value x, int64_t B) {
+static fedc_value forward(const fedc__nn_text *t, fedc_program *p, const fedc_value *w, fedc_value x, int64_t B) {
     int64_t T = t->length;
     fedc_value h = fedc_gather(p, w[0], fedc_transpose(p, x, (int[]){1, 0})); /* [T, B, embed] */
     int k = 1;
-    for (int64_t l = 0; l < t->layers; l++, k += 2) h = fedc_tanh(p, fedc_nn_lstm(p, h, w[k], w[k + 1]));
+    for (int64_t l = 0; l < t->layers; l++, k += 2) h = fedc_tanh(p, fedc__nn_lstm(p, h, w[k], w[k + 1]));
     fedc_value rows = fedc_reshape(p, h, 2, (int64_t[]){T * B, t->hidden});
-    if (t->word) rows = fedc_nn_dense(p, rows, w[k], w[k + 1]), k += 2;
+    if (t->word) rows = fedc__nn_dense(p, rows, w[k], w[k + 1]), k += 2;
     fedc_value logits = t->tied ? fedc_add(p, fedc_matmul(p, rows, w[0], false, true), w[k])
-                                : fedc_nn_dense(p, rows, w[k], w[k + 1]);
+                                : fedc__nn_dense(p, rows, w[k], w[k + 1]);
     return fedc_reshape(p, logits, 3, (int64_t[]){T, B, t->vocab});
 }
 
 /* 1 where target y (time-major [T, B]) counts, times the example mask [B]. */
-static fedc_value token_mask(const fedc_nn_text *t, fedc_program *p, fedc_value yt, fedc_value mask, int64_t B) {
+static fedc_value token_mask(const fedc__nn_text *t, fedc_program *p, fedc_value yt, fedc_value mask, int64_t B) {
     fedc_value keep = fedc_ne(p, yt, fedc_scalar(p, FEDC_I32, FEDC_SHAKESPEARE_PAD));
     fedc_value m = fedc_cast(p, keep, FEDC_F32);
     if (t->mask_eos) m = fedc_mul(p, m, fedc_cast(p, fedc_ne(p, yt, fedc_scalar(p, FEDC_I32, FEDC_SHAKESPEARE_EOS)), FEDC_F32));
@@ -90,7 +90,7 @@ static fedc_value token_mask(const fedc_nn_text *t, fedc_program *p, fedc_value 
     return fedc_mul(p, m, fedc_reshape(p, mask, 2, (int64_t[]){1, B}));
 }
 
-void fedc_nn_text_apply(const fedc_nn_text *t, fedc_program *p, const fedc_value *w, fedc_value x, fedc_value y,
+void fedc__nn_text_apply(const fedc__nn_text *t, fedc_program *p, const fedc_value *w, fedc_value x, fedc_value y,
                         fedc_value mask, fedc_model_outputs *out) {
     int64_t B = fedc_value_type(p, x).dims[0];
     fedc_value logits = forward(t, p, w, x, B);

@@ -19,51 +19,51 @@
 #define FEDC_NN_MAX_PARAMS 256
 
 /* One parameter tensor: a named slice of the flat f32 buffer. */
-typedef struct fedc_nn_param {
+typedef struct fedc__nn_param {
     char name[24];      /* "conv1/w" */
     fedc_type type;     /* f32, local */
     int64_t offset;     /* in floats, from the start of the buffer */
     int64_t size;       /* floats */
     double init_stddev; /* stddev of the truncated normal; 0: every element init_const */
     double init_const;
-} fedc_nn_param;
+} fedc__nn_param;
 
 /* The parameters in declaration order; size is the running total of floats. */
-typedef struct fedc_nn_params {
-    fedc_nn_param items[FEDC_NN_MAX_PARAMS];
+typedef struct fedc__nn_params {
+    fedc__nn_param items[FEDC_NN_MAX_PARAMS];
     int count;
     int64_t size;
-} fedc_nn_params;
+} fedc__nn_params;
 
 /* ------------------------------------------------------ declarations (layers.c) -- */
 
 /* "<layer>/w" [in, out] with Haiku's hk.Linear default (truncated normal, stddev
  * 1/sqrt(in)) and "<layer>/b" [out] of zeros. */
-fedc_status fedc_nn_declare_dense(fedc_nn_params *ps, const char *layer, int64_t in, int64_t out);
+fedc_status fedc__nn_declare_dense(fedc__nn_params *ps, const char *layer, int64_t in, int64_t out);
 /* "<layer>/w" [kh, kw, cin, cout] (HWIO) with hk.Conv2D's default (truncated normal,
  * stddev 1/sqrt(kh*kw*cin)) and "<layer>/b" [cout] of zeros. */
-fedc_status fedc_nn_declare_conv(fedc_nn_params *ps, const char *layer, int kh, int kw, int64_t cin,
+fedc_status fedc__nn_declare_conv(fedc__nn_params *ps, const char *layer, int kh, int kw, int64_t cin,
                                  int64_t cout);
 
 /* Appends "<layer>/<suffix>" of shape dims[0..rank) with a truncated normal of
  * init_stddev (0: zeros) to the table. */
-fedc_status fedc_nn_declare(fedc_nn_params *ps, const char *layer, const char *suffix, int rank, const int64_t *dims,
+fedc_status fedc__nn_declare(fedc__nn_params *ps, const char *layer, const char *suffix, int rank, const int64_t *dims,
                             double init_stddev);
 
 /* ------------------------------------------------------------ ops (layers.c) -- */
 
 /* x [batch, in] @ w + b. */
-fedc_value fedc_nn_dense(fedc_program *p, fedc_value x, fedc_value w, fedc_value b);
+fedc_value fedc__nn_dense(fedc_program *p, fedc_value x, fedc_value w, fedc_value b);
 /* VALID, stride-1 convolution of NHWC x with HWIO w, plus b per output channel. */
-fedc_value fedc_nn_conv(fedc_program *p, fedc_value x, fedc_value w, fedc_value b);
+fedc_value fedc__nn_conv(fedc_program *p, fedc_value x, fedc_value w, fedc_value b);
 /* window x window max pooling with stride `window`, VALID. */
-fedc_value fedc_nn_max_pool(fedc_program *p, fedc_value x, int window);
+fedc_value fedc__nn_max_pool(fedc_program *p, fedc_value x, int window);
 /* [batch, ...] -> [batch, product of the rest], row-major (hk.Flatten's order). */
-fedc_value fedc_nn_flatten(fedc_program *p, fedc_value x);
+fedc_value fedc__nn_flatten(fedc_program *p, fedc_value x);
 /* Inverted dropout at `rate` with dropout layer number `layer` (0, 1, ...) of the
  * model: the layer's key is `key` with layer * FEDC_NN_DROPOUT_KEY_STEP added to
  * key[3] (mod 2^32). Returns x unchanged when key is FEDC_NONE (evaluation). */
-fedc_value fedc_nn_dropout(fedc_program *p, fedc_value x, fedc_value key, int layer, double rate);
+fedc_value fedc__nn_dropout(fedc_program *p, fedc_value x, fedc_value key, int layer, double rate);
 
 /* The Weyl constant of the RNG (the golden ratio as a 32-bit fraction): the second
  * dropout layer's stream would meet the first layer's only for steps (key[3])
@@ -74,30 +74,30 @@ fedc_value fedc_nn_dropout(fedc_program *p, fedc_value x, fedc_value key, int la
 /* ------------------------------------------------- recurrent (recurrent.c) -- */
 
 /* hk.Embed: "<layer>/w" [vocab, dim], truncated normal of stddev 1. */
-fedc_status fedc_nn_declare_embedding(fedc_nn_params *ps, const char *layer, int64_t vocab, int64_t dim);
+fedc_status fedc__nn_declare_embedding(fedc__nn_params *ps, const char *layer, int64_t vocab, int64_t dim);
 /* hk.LSTM: "<layer>/w" [in + hidden, 4 hidden] (rows: input, then hidden; columns:
  * gates i, g, f, o), truncated normal of stddev 1/sqrt(in + hidden), and
  * "<layer>/b" [4 hidden] of zeros. */
-fedc_status fedc_nn_declare_lstm(fedc_nn_params *ps, const char *layer, int64_t in, int64_t hidden);
+fedc_status fedc__nn_declare_lstm(fedc__nn_params *ps, const char *layer, int64_t in, int64_t hidden);
 /* hk.LSTM over a time-major sequence x [T, B, in] from zero state: h [T, B, H].
  * The input projection of all steps is one GEMM; Haiku's forget-gate bias of +1 is
  * added to it; the recurrence is the fused lstm op. */
-fedc_value fedc_nn_lstm(fedc_program *p, fedc_value x, fedc_value w, fedc_value b);
+fedc_value fedc__nn_lstm(fedc_program *p, fedc_value x, fedc_value w, fedc_value b);
 
 /* ----------------------------------------------- language models (models_text.c) -- */
 
-typedef struct fedc_nn_text {
+typedef struct fedc__nn_text {
     bool word;            /* Stack Overflow's shape (a projection to embed); else Shakespeare's */
     int64_t vocab, embed, hidden, layers, length;
     bool tied, mask_eos, mask_oov;
-} fedc_nn_text;
+} fedc__nn_text;
 
 /* Sizes from FedJAX's defaults and the options; errors name the model. */
-fedc_status fedc_nn_text_configure(fedc_nn_text *t, const char *name, bool word, const fedc_model_options *o);
-fedc_status fedc_nn_text_declare(const fedc_nn_text *t, fedc_nn_params *ps);
+fedc_status fedc__nn_text_configure(fedc__nn_text *t, const char *name, bool word, const fedc_model_options *o);
+fedc_status fedc__nn_text_declare(const fedc__nn_text *t, fedc__nn_params *ps);
 /* The forward pass and the masked sequence heads. x and y are i32[B, length], mask
  * f32[B]. */
-void fedc_nn_text_apply(const fedc_nn_text *t, fedc_program *p, const fedc_value *w, fedc_value x, fedc_value y,
+void fedc__nn_text_apply(const fedc__nn_text *t, fedc_program *p, const fedc_value *w, fedc_value x, fedc_value y,
                         fedc_value mask, fedc_model_outputs *out);
 
 /* -------------------------------------------------------------- init (init.c) -- */
@@ -106,35 +106,35 @@ void fedc_nn_text_apply(const fedc_nn_text *t, fedc_program *p, const fedc_value
  * client `index`, step FEDC_NN_INIT_STEP, so that it differs from the streams a
  * training run keys by (seed, round, client, step) for its own draws. */
 #define FEDC_NN_INIT_STEP 0x696E6974u /* "init" */
-fedc_rng_stream fedc_nn_init_stream(uint64_t seed, int index);
+fedc_rng_stream fedc__nn_init_stream(uint64_t seed, int index);
 
 /* n floats of stddev * z, z standard normal conditioned on |z| < 2 (drawn again
  * while outside), as Haiku's hk.initializers.TruncatedNormal. Element j's attempt
  * a uses the stream's normal number a * n + j, so every element is a pure function
  * of (stream, j). */
-void fedc_nn_truncated_normal(fedc_rng_stream s, double stddev, int64_t n, float *out);
+void fedc__nn_truncated_normal(fedc_rng_stream s, double stddev, int64_t n, float *out);
 
 /* "<layer>/<suffix>" of shape dims[0..rank): truncated normal of init_stddev, or
  * (init_stddev 0) every element init_const. */
-fedc_status fedc_nn_declare_param(fedc_nn_params *ps, const char *layer, const char *suffix, int rank,
+fedc_status fedc__nn_declare_param(fedc__nn_params *ps, const char *layer, const char *suffix, int rank,
                                   const int64_t *dims, double init_stddev, double init_const);
 
 /* ------------------------------------------------ transformer (transformer.c) -- */
 
-typedef struct fedc_nn_transformer {
+typedef struct fedc__nn_transformer {
     int64_t layers, width, heads, context, vocab;
     bool tied;       /* logits = h @ wte^T; else a separate head [width, vocab] */
     bool sinusoidal; /* fixed sinusoidal positions; else learned wpe [context, width] */
-} fedc_nn_transformer;
+} fedc__nn_transformer;
 
 /* Resolves "transformer[:preset]" and the options into a checked config. */
-fedc_status fedc_nn_transformer_config(const char *name, const fedc_model_options *o, fedc_nn_transformer *out);
+fedc_status fedc__nn_transformer_config(const char *name, const fedc_model_options *o, fedc__nn_transformer *out);
 /* The number of floats the model's parameters hold, by formula (tests check the
  * declared table against it). */
-int64_t fedc_nn_transformer_param_count(const fedc_nn_transformer *c);
-fedc_status fedc_nn_transformer_declare(const fedc_nn_transformer *c, fedc_nn_params *ps);
+int64_t fedc__nn_transformer_param_count(const fedc__nn_transformer *c);
+fedc_status fedc__nn_transformer_declare(const fedc__nn_transformer *c, fedc__nn_params *ps);
 /* Logits [batch, seq, vocab] of i32 tokens [batch, seq]. */
-fedc_value fedc_nn_transformer_forward(const fedc_nn_transformer *c, fedc_program *p, const fedc_value *w,
+fedc_value fedc__nn_transformer_forward(const fedc__nn_transformer *c, fedc_program *p, const fedc_value *w,
                                        fedc_value tokens);
 
 #endif /* FEDC_SRC_NN_NN_H */

@@ -13,14 +13,14 @@
 
 #include <math.h>
 
-fedc_status fedc_nn_declare_embedding(fedc_nn_params *ps, const char *layer, int64_t vocab, int64_t dim) {
-    return fedc_nn_declare(ps, layer, "w", 2, (int64_t[]){vocab, dim}, 1.0); /* TruncatedNormal() */
+fedc_status fedc__nn_declare_embedding(fedc__nn_params *ps, const char *layer, int64_t vocab, int64_t dim) {
+    return fedc__nn_declare(ps, layer, "w", 2, (int64_t[]){vocab, dim}, 1.0); /* TruncatedNormal() */
 }
 
-fedc_status fedc_nn_declare_lstm(fedc_nn_params *ps, const char *layer, int64_t in, int64_t hidden) {
-    fedc_status st = fedc_nn_declare(ps, layer, "w", 2, (int64_t[]){in + hidden, 4 * hidden}, 1.0 / sqrt((double)(in + hidden)));
+fedc_status fedc__nn_declare_lstm(fedc__nn_params *ps, const char *layer, int64_t in, int64_t hidden) {
+    fedc_status st = fedc__nn_declare(ps, layer, "w", 2, (int64_t[]){in + hidden, 4 * hidden}, 1.0 / sqrt((double)(in + hidden)));
     if (st) return st;
-    return fedc_nn_declare(ps, layer, "b", 1, (int64_t[]){4 * hidden}, 0.0);
+    return fedc__nn_declare(ps, layer, "b", 1, (int64_t[]){4 * hidden}, 0.0);
 }
 
 /* b + [0, 0, 1, 0] per gate block: Haiku's forget bias folded into the bias. */
@@ -31,7 +31,7 @@ static fedc_value forget_biased(fedc_program *p, fedc_value b, int64_t hidden) {
     return fedc_add(p, b, fedc_concat(p, (fedc_value[]){lo, one, hi}, 3, 0));
 }
 
-fedc_value fedc_nn_lstm(fedc_program *p, fedc_value x, fedc_value w, fedc_value b) {
+fedc_value fedc__nn_lstm(fedc_program *p, fedc_value x, fedc_value w, fedc_value b) {
     if (x == FEDC_NONE || w == FEDC_NONE) return FEDC_NONE;
     fedc_type xt = fedc_value_type(p, x), wt = fedc_value_type(p, w);
     int64_t T = xt.dims[0], B = xt.dims[1], in = xt.dims[2], H = wt.dims[1] / 4;

@@ -21,7 +21,7 @@
 
 typedef struct preset {
     const char *name;
-    fedc_nn_transformer config;
+    fedc__nn_transformer config;
 } preset;
 
 /* Presets from a test-sized model to GPT-2-small-sized (parameter counts in
@@ -56,13 +56,13 @@ static fedc_status check_size(const char *field, int64_t v, int64_t max) {
 
 /* "transformer" (the small preset) or "transformer:<preset>", then the options'
  * non-zero sizes override the preset's. */
-fedc_status fedc_nn_transformer_config(const char *name, const fedc_model_options *o, fedc_nn_transformer *out) {
+fedc_status fedc__nn_transformer_config(const char *name, const fedc_model_options *o, fedc__nn_transformer *out) {
     const char *colon = strchr(name, ':'), *which = colon ? colon + 1 : "small";
     const preset *ps = NULL;
     for (int i = 0; i < NPRESETS; i++)
         if (!strcmp(PRESETS[i].name, which)) ps = &PRESETS[i];
     if (!ps) return bad_preset(which);
-    fedc_nn_transformer c = ps->config;
+    fedc__nn_transformer c = ps->config;
     if (o->layers) c.layers = o->layers;
     if (o->width) c.width = o->width;
     if (o->heads) c.heads = o->heads;
@@ -88,7 +88,7 @@ fedc_status fedc_nn_transformer_config(const char *name, const fedc_model_option
     return FEDC_OK;
 }
 
-int64_t fedc_nn_transformer_param_count(const fedc_nn_transformer *c) {
+int64_t fedc__nn_transformer_param_count(const fedc__nn_transformer *c) {
     int64_t w = c->width;
     int64_t block = 12 * w * w + 13 * w; /* ln1, qkv, proj, ln2, fc, fc2 with biases */
     return c->vocab * w + (c->sinusoidal ? 0 : c->context * w) + c->layers * block + 2 * w + (c->tied ? 0 : w * c->vocab);
@@ -96,23 +96,23 @@ int64_t fedc_nn_transformer_param_count(const fedc_nn_transformer *c) {
 
 /* ------------------------------------------------------------ declare -- */
 
-static fedc_status declare_ln(fedc_nn_params *ps, const char *layer, int64_t w) {
-    fedc_status st = fedc_nn_declare_param(ps, layer, "g", 1, (int64_t[]){w}, 0.0, 1.0);
-    return st ? st : fedc_nn_declare_param(ps, layer, "b", 1, (int64_t[]){w}, 0.0, 0.0);
+static fedc_status declare_ln(fedc__nn_params *ps, const char *layer, int64_t w) {
+    fedc_status st = fedc__nn_declare_param(ps, layer, "g", 1, (int64_t[]){w}, 0.0, 1.0);
+    return st ? st : fedc__nn_declare_param(ps, layer, "b", 1, (int64_t[]){w}, 0.0, 0.0);
 }
 
-static fedc_status declare_linear(fedc_nn_params *ps, const char *layer, int64_t in, int64_t out, double std) {
-    fedc_status st = fedc_nn_declare_param(ps, layer, "w", 2, (int64_t[]){in, out}, std, 0.0);
-    return st ? st : fedc_nn_declare_param(ps, layer, "b", 1, (int64_t[]){out}, 0.0, 0.0);
+static fedc_status declare_linear(fedc__nn_params *ps, const char *layer, int64_t in, int64_t out, double std) {
+    fedc_status st = fedc__nn_declare_param(ps, layer, "w", 2, (int64_t[]){in, out}, std, 0.0);
+    return st ? st : fedc__nn_declare_param(ps, layer, "b", 1, (int64_t[]){out}, 0.0, 0.0);
 }
 
 /* Order: wte, [wpe], per block h<i>/{ln1 g b, qkv w b, proj w b, ln2 g b, fc w b,
  * fc2 w b}, lnf g b, [head w]. */
-fedc_status fedc_nn_transformer_declare(const fedc_nn_transformer *c, fedc_nn_params *ps) {
+fedc_status fedc__nn_transformer_declare(const fedc__nn_transformer *c, fedc__nn_params *ps) {
     int64_t w = c->width;
     double resid_std = INIT_STD / sqrt(2.0 * (double)c->layers);
-    fedc_status st = fedc_nn_declare_param(ps, "wte", "w", 2, (int64_t[]){c->vocab, w}, INIT_STD, 0.0);
-    if (!st && !c->sinusoidal) st = fedc_nn_declare_param(ps, "wpe", "w", 2, (int64_t[]){c->context, w}, INIT_STD / 2, 0.0);
+    fedc_status st = fedc__nn_declare_param(ps, "wte", "w", 2, (int64_t[]){c->vocab, w}, INIT_STD, 0.0);
+    if (!st && !c->sinusoidal) st = fedc__nn_declare_param(ps, "wpe", "w", 2, (int64_t[]){c->context, w}, INIT_STD / 2, 0.0);
     for (int64_t l = 0; !st && l < c->layers; l++) {
         char name[6][24];
         const char *parts[6] = {"ln1", "qkv", "proj", "ln2", "fc", "fc2"};
@@ -124,7 +124,7 @@ fedc_status fedc_nn_transformer_declare(const fedc_nn_transformer *c, fedc_nn_pa
             break;
     }
     if (!st) st = declare_ln(ps, "lnf", w);
-    if (!st && !c->tied) st = fedc_nn_declare_param(ps, "head", "w", 2, (int64_t[]){w, c->vocab}, INIT_STD, 0.0);
+    if (!st && !c->tied) st = fedc__nn_declare_param(ps, "head", "w", 2, (int64_t[]){w, c->vocab}, INIT_STD, 0.0);
     return st;
 }
 
@@ -151,7 +151,7 @@ static fedc_value linear(fedc_program *p, fedc_value x, const fedc_value *wb) {
 }
 
 /* One pre-LN block; w points at its 12 parameters. */
-static fedc_value block(const fedc_nn_transformer *c, fedc_program *p, const fedc_value *w, fedc_value h) {
+static fedc_value block(const fedc__nn_transformer *c, fedc_program *p, const fedc_value *w, fedc_value h) {
     fedc_value a = fedc_layer_norm(p, h, w[0], w[1], LN_EPS);
     fedc_value att = fedc_causal_attention(p, linear(p, a, w + 2), (int)c->heads);
     h = fedc_add(p, h, linear(p, att, w + 4));
@@ -159,7 +159,7 @@ static fedc_value block(const fedc_nn_transformer *c, fedc_program *p, const fed
     return fedc_add(p, h, linear(p, fedc_gelu(p, linear(p, a, w + 8)), w + 10));
 }
 
-fedc_value fedc_nn_transformer_forward(const fedc_nn_transformer *c, fedc_program *p, const fedc_value *w,
+fedc_value fedc__nn_transformer_forward(const fedc__nn_transformer *c, fedc_program *p, const fedc_value *w,
                                        fedc_value tokens) {
     int at = 0;
     fedc_value wte = w[at++];
