@@ -54,7 +54,7 @@ static fedc_program *start(fedc_value *x, int n, const fedc_type *types) {
     fedc_program *p = NULL;
     CHECK_OK(fedc_program_create(&p));
     for (int i = 0; p && i < n; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "x%d", i);
         x[i] = fedc_input(p, name, types[i]);
     }
