@@ -1,32 +1,17 @@
 /* Type rules: for each op, the checks on its operands and attributes and the type
  * of its result. The builder runs them as each op is added; the verifier and the
- * parser run them again on whole programs. Messages name the op and the operands. */
+ * parser run them again on whole programs. Messages name the op and the operands.
+ * The transformer and LSTM families' rules live beside their builders
+ * (builder_transformer.c, builder_lstm.c); the table at the bottom reaches all. */
 #include <string.h>
 
-#include "ir/ir.h"
+#include "ir/rule.h"
 
-typedef struct rule_ctx {
-    const fedc_program *p;
-    const fedc__node *n;
-    const char *name; /* op name, for messages */
-} rule_ctx;
-
-typedef fedc_status (*infer_fn)(const rule_ctx *c, fedc_type *out);
-
-static const fedc_type *operand(const rule_ctx *c, int i) { return &c->p->nodes[c->n->in[i]].type; }
-
-static fedc_status fail(const rule_ctx *c, fedc_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static fedc_status fail(const rule_ctx *c, fedc_status st, const char *fmt, ...) {
+fedc_status fedc__rule_vfail(const rule_ctx *c, fedc_status st, const char *fmt, va_list ap) {
     char detail[400];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
-    va_end(ap);
     return fedc_error(st, "%s: %s", c->name, detail);
 }
-
-#define TYPESTR(t) fedc_type_str((t), (char[64]){0}, 64)
 
 int fedc__axis(int64_t axis, int rank) {
     if (axis < 0) axis += rank;
@@ -35,21 +20,21 @@ int fedc__axis(int64_t axis, int rank) {
 
 /* ---------------------------------------------------------------- helpers -- */
 
-static fedc_status require_dtype_float(const rule_ctx *c, int i) {
+fedc_status fedc__rule_require_dtype_float(const rule_ctx *c, int i) {
     const fedc_type *t = operand(c, i);
     if (!fedc_dtype_is_float(t->dtype))
         return fail(c, FEDC_ETYPE, "operand %d must be f32 or f64, got %s", i, TYPESTR(t));
     return FEDC_OK;
 }
 
-static fedc_status require_dtype(const rule_ctx *c, int i, fedc_dtype dt) {
+fedc_status fedc__rule_require_dtype(const rule_ctx *c, int i, fedc_dtype dt) {
     const fedc_type *t = operand(c, i);
     if (t->dtype != dt)
         return fail(c, FEDC_ETYPE, "operand %d must be %s, got %s", i, fedc_dtype_name(dt), TYPESTR(t));
     return FEDC_OK;
 }
 
-static fedc_status require_rank(const rule_ctx *c, int i, int rank) {
+fedc_status fedc__rule_require_rank(const rule_ctx *c, int i, int rank) {
     const fedc_type *t = operand(c, i);
     if (t->rank != rank)
         return fail(c, FEDC_ESHAPE, "operand %d must have rank %d, got %s", i, rank, TYPESTR(t));
@@ -59,7 +44,7 @@ static fedc_status require_rank(const rule_ctx *c, int i, int rank) {
 /* All operands share one placement, and the result has it too. A local value (a
  * constant, say) combines with server or clients values; server and clients
  * values never combine: one must be broadcast or the other aggregated. */
-static fedc_status same_placement(const rule_ctx *c, fedc_placement *out) {
+fedc_status fedc__rule_same_placement(const rule_ctx *c, fedc_placement *out) {
     fedc_placement pl = FEDC_LOCAL;
     int from = -1;
     for (int i = 0; i < c->n->nin; i++) {
@@ -91,7 +76,7 @@ static fedc_status broadcast_shapes(const rule_ctx *c, const fedc_type *a, const
     return FEDC_OK;
 }
 
-static fedc_status elementwise(const rule_ctx *c, fedc_type *out, bool numeric, bool floats_only) {
+fedc_status fedc__rule_elementwise(const rule_ctx *c, fedc_type *out, bool numeric, bool floats_only) {
     fedc_status st = same_placement(c, &out->placement);
     if (st) return st;
     const fedc_type *a = operand(c, 0);
@@ -129,7 +114,7 @@ static fedc_status axes_mask(const rule_ctx *c, int rank, unsigned *mask) {
     return FEDC_OK;
 }
 
-static fedc_status set_dims(fedc_type *out, int rank, const int64_t *dims) {
+fedc_status fedc__rule_set_dims(fedc_type *out, int rank, const int64_t *dims) {
     out->rank = rank;
     memset(out->dims, 0, sizeof out->dims);
     for (int i = 0; i < rank; i++) out->dims[i] = dims[i];
@@ -137,7 +122,7 @@ static fedc_status set_dims(fedc_type *out, int rank, const int64_t *dims) {
 }
 
 /* Dims must be >= 0 and their product must fit comfortably in a byte count. */
-static fedc_status check_dims(const rule_ctx *c, int count, const int64_t *dims, const char *what) {
+fedc_status fedc__rule_check_dims(const rule_ctx *c, int count, const int64_t *dims, const char *what) {
     if (count > FEDC_MAX_RANK) return fail(c, FEDC_ESHAPE, "%s has rank %d > %d", what, count, FEDC_MAX_RANK);
     int64_t total = 1;
     for (int i = 0; i < count; i++) {
@@ -151,19 +136,19 @@ static fedc_status check_dims(const rule_ctx *c, int count, const int64_t *dims,
 
 /* -------------------------------------------------------------- sources -- */
 
-static fedc_status infer_INPUT(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_INPUT(const rule_ctx *c, fedc_type *out) {
     *out = c->n->type;
     if (!c->n->name || !*c->n->name) return fail(c, FEDC_EINVAL, "an input needs a name");
     return check_dims(c, c->n->type.rank, c->n->type.dims, "the input's type");
 }
 
-static fedc_status infer_CONSTANT(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_CONSTANT(const rule_ctx *c, fedc_type *out) {
     *out = c->n->type;
     if (!c->n->data) return fail(c, FEDC_EINVAL, "a constant needs data");
     return check_dims(c, c->n->type.rank, c->n->type.dims, "the constant's type");
 }
 
-static fedc_status infer_IOTA(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_IOTA(const rule_ctx *c, fedc_type *out) {
     *out = c->n->type;
     int count;
     const int64_t *shape = fedc__attr_ints(c->n, FEDC_ATTR_SHAPE, &count);
@@ -182,39 +167,38 @@ static fedc_status infer_IOTA(const rule_ctx *c, fedc_type *out) {
 /* ---------------------------------------------------------- elementwise -- */
 
 static fedc_status arith(const rule_ctx *c, fedc_type *out) { return elementwise(c, out, true, false); }
-static fedc_status floats(const rule_ctx *c, fedc_type *out) { return elementwise(c, out, true, true); }
 static fedc_status compare(const rule_ctx *c, fedc_type *out) {
     fedc_status st = elementwise(c, out, true, false);
     out->dtype = FEDC_BOOL;
     return st;
 }
 
-static fedc_status infer_ADD(const rule_ctx *c, fedc_type *out) { return arith(c, out); }
-static fedc_status infer_SUB(const rule_ctx *c, fedc_type *out) { return arith(c, out); }
-static fedc_status infer_MUL(const rule_ctx *c, fedc_type *out) { return arith(c, out); }
-static fedc_status infer_DIV(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
-static fedc_status infer_MAXIMUM(const rule_ctx *c, fedc_type *out) { return arith(c, out); }
-static fedc_status infer_MINIMUM(const rule_ctx *c, fedc_type *out) { return arith(c, out); }
-static fedc_status infer_NEG(const rule_ctx *c, fedc_type *out) { return arith(c, out); }
-static fedc_status infer_EXP(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
-static fedc_status infer_LOG(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
-static fedc_status infer_TANH(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
-static fedc_status infer_SIGMOID(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
-static fedc_status infer_RELU(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
-static fedc_status infer_SQRT(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
-static fedc_status infer_SQUARE(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
-static fedc_status infer_POW(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_ADD(const rule_ctx *c, fedc_type *out) { return arith(c, out); }
+fedc_status fedc__infer_SUB(const rule_ctx *c, fedc_type *out) { return arith(c, out); }
+fedc_status fedc__infer_MUL(const rule_ctx *c, fedc_type *out) { return arith(c, out); }
+fedc_status fedc__infer_DIV(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
+fedc_status fedc__infer_MAXIMUM(const rule_ctx *c, fedc_type *out) { return arith(c, out); }
+fedc_status fedc__infer_MINIMUM(const rule_ctx *c, fedc_type *out) { return arith(c, out); }
+fedc_status fedc__infer_NEG(const rule_ctx *c, fedc_type *out) { return arith(c, out); }
+fedc_status fedc__infer_EXP(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
+fedc_status fedc__infer_LOG(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
+fedc_status fedc__infer_TANH(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
+fedc_status fedc__infer_SIGMOID(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
+fedc_status fedc__infer_RELU(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
+fedc_status fedc__infer_SQRT(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
+fedc_status fedc__infer_SQUARE(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
+fedc_status fedc__infer_POW(const rule_ctx *c, fedc_type *out) {
     if (!fedc__attr_find(c->n, FEDC_ATTR_EXPONENT)) return fail(c, FEDC_EINVAL, "needs an exponent");
     return floats(c, out);
 }
-static fedc_status infer_EQ(const rule_ctx *c, fedc_type *out) { return compare(c, out); }
-static fedc_status infer_NE(const rule_ctx *c, fedc_type *out) { return compare(c, out); }
-static fedc_status infer_LT(const rule_ctx *c, fedc_type *out) { return compare(c, out); }
-static fedc_status infer_LE(const rule_ctx *c, fedc_type *out) { return compare(c, out); }
-static fedc_status infer_GT(const rule_ctx *c, fedc_type *out) { return compare(c, out); }
-static fedc_status infer_GE(const rule_ctx *c, fedc_type *out) { return compare(c, out); }
+fedc_status fedc__infer_EQ(const rule_ctx *c, fedc_type *out) { return compare(c, out); }
+fedc_status fedc__infer_NE(const rule_ctx *c, fedc_type *out) { return compare(c, out); }
+fedc_status fedc__infer_LT(const rule_ctx *c, fedc_type *out) { return compare(c, out); }
+fedc_status fedc__infer_LE(const rule_ctx *c, fedc_type *out) { return compare(c, out); }
+fedc_status fedc__infer_GT(const rule_ctx *c, fedc_type *out) { return compare(c, out); }
+fedc_status fedc__infer_GE(const rule_ctx *c, fedc_type *out) { return compare(c, out); }
 
-static fedc_status infer_SELECT(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_SELECT(const rule_ctx *c, fedc_type *out) {
     fedc_status st = require_dtype(c, 0, FEDC_BOOL);
     if (st) return st;
     st = same_placement(c, &out->placement);
@@ -250,11 +234,11 @@ static fedc_status reduce(const rule_ctx *c, fedc_type *out, bool floats_only) {
     return FEDC_OK;
 }
 
-static fedc_status infer_REDUCE_SUM(const rule_ctx *c, fedc_type *out) { return reduce(c, out, false); }
-static fedc_status infer_REDUCE_MEAN(const rule_ctx *c, fedc_type *out) { return reduce(c, out, true); }
-static fedc_status infer_REDUCE_MAX(const rule_ctx *c, fedc_type *out) { return reduce(c, out, false); }
+fedc_status fedc__infer_REDUCE_SUM(const rule_ctx *c, fedc_type *out) { return reduce(c, out, false); }
+fedc_status fedc__infer_REDUCE_MEAN(const rule_ctx *c, fedc_type *out) { return reduce(c, out, true); }
+fedc_status fedc__infer_REDUCE_MAX(const rule_ctx *c, fedc_type *out) { return reduce(c, out, false); }
 
-static fedc_status infer_ARGMAX(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_ARGMAX(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0);
     int ax = fedc__axis(fedc__attr_int(c->n, FEDC_ATTR_AXIS, -1), x->rank);
     if (ax < 0) return fail(c, FEDC_EINVAL, "axis is out of range for %s", TYPESTR(x));
@@ -271,7 +255,7 @@ static fedc_status infer_ARGMAX(const rule_ctx *c, fedc_type *out) {
 
 /* --------------------------------------------------------------- shapes -- */
 
-static fedc_status infer_RESHAPE(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_RESHAPE(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0);
     int count;
     const int64_t *shape = fedc__attr_ints(c->n, FEDC_ATTR_SHAPE, &count);
@@ -286,7 +270,7 @@ static fedc_status infer_RESHAPE(const rule_ctx *c, fedc_type *out) {
     return set_dims(out, count, shape);
 }
 
-static fedc_status infer_BROADCAST_TO(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_BROADCAST_TO(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0);
     int count;
     const int64_t *shape = fedc__attr_ints(c->n, FEDC_ATTR_SHAPE, &count);
@@ -303,7 +287,7 @@ static fedc_status infer_BROADCAST_TO(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-static fedc_status infer_TRANSPOSE(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_TRANSPOSE(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0);
     int count;
     const int64_t *perm = fedc__attr_ints(c->n, FEDC_ATTR_PERM, &count);
@@ -319,7 +303,7 @@ static fedc_status infer_TRANSPOSE(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-static fedc_status infer_SLICE(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_SLICE(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0);
     int ns, nl;
     const int64_t *start = fedc__attr_ints(c->n, FEDC_ATTR_START, &ns);
@@ -336,7 +320,7 @@ static fedc_status infer_SLICE(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-static fedc_status infer_CONCAT(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_CONCAT(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0);
     int ax = fedc__axis(fedc__attr_int(c->n, FEDC_ATTR_AXIS, 0), x->rank);
     if (ax < 0) return fail(c, FEDC_EINVAL, "axis is out of range for %s", TYPESTR(x));
@@ -355,7 +339,7 @@ static fedc_status infer_CONCAT(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-static fedc_status infer_PAD(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_PAD(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0);
     int nlo, nhi;
     const int64_t *lo = fedc__attr_ints(c->n, FEDC_ATTR_LO, &nlo);
@@ -372,7 +356,7 @@ static fedc_status infer_PAD(const rule_ctx *c, fedc_type *out) {
 
 /* ------------------------------------------------- algebra and indexing -- */
 
-static fedc_status infer_MATMUL(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_MATMUL(const rule_ctx *c, fedc_type *out) {
     const fedc_type *a = operand(c, 0), *b = operand(c, 1);
     fedc_status st = require_dtype_float(c, 0);
     if (!st) st = same_placement(c, &out->placement);
@@ -400,7 +384,7 @@ static fedc_status infer_MATMUL(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-static fedc_status infer_GATHER(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_GATHER(const rule_ctx *c, fedc_type *out) {
     const fedc_type *table = operand(c, 0), *idx = operand(c, 1);
     fedc_status st = require_dtype(c, 1, FEDC_I32);
     if (!st) st = same_placement(c, &out->placement);
@@ -415,7 +399,7 @@ static fedc_status infer_GATHER(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-static fedc_status infer_SCATTER_ADD(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_SCATTER_ADD(const rule_ctx *c, fedc_type *out) {
     const fedc_type *upd = operand(c, 0), *idx = operand(c, 1);
     fedc_status st = require_dtype_float(c, 0);
     if (!st) st = require_dtype(c, 1, FEDC_I32);
@@ -435,7 +419,7 @@ static fedc_status infer_SCATTER_ADD(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-static fedc_status infer_ONE_HOT(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_ONE_HOT(const rule_ctx *c, fedc_type *out) {
     const fedc_type *idx = operand(c, 0);
     fedc_status st = require_dtype(c, 0, FEDC_I32);
     if (st) return st;
@@ -504,7 +488,7 @@ static fedc_status window_output(const rule_ctx *c, const fedc_type *x, int64_t 
     return FEDC_OK;
 }
 
-static fedc_status infer_CONV2D(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_CONV2D(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0), *w = operand(c, 1);
     fedc_status st = require_dtype_float(c, 0);
     if (!st) st = require_rank(c, 0, 4);
@@ -535,7 +519,7 @@ static fedc_status x_type_from_shape(const rule_ctx *c, fedc_dtype dt, fedc_type
     return FEDC_OK;
 }
 
-static fedc_status infer_CONV2D_INPUT_GRAD(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_CONV2D_INPUT_GRAD(const rule_ctx *c, fedc_type *out) {
     const fedc_type *w = operand(c, 1);
     fedc_status st = require_dtype_float(c, 0);
     if (!st) st = require_rank(c, 0, 4);
@@ -548,7 +532,7 @@ static fedc_status infer_CONV2D_INPUT_GRAD(const rule_ctx *c, fedc_type *out) {
     return st ? st : check_dy(c, &fwd, 0);
 }
 
-static fedc_status infer_CONV2D_FILTER_GRAD(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_CONV2D_FILTER_GRAD(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0), *dy = operand(c, 1);
     int64_t strides[2], pads[4], window[2];
     fedc_status st = require_dtype_float(c, 0);
@@ -572,22 +556,22 @@ static fedc_status pool_common(const rule_ctx *c, const fedc_type *x, fedc_type 
     return window_output(c, x, window[0], window[1], x->dims[3], out);
 }
 
-static fedc_status infer_MAX_POOL2D(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_MAX_POOL2D(const rule_ctx *c, fedc_type *out) {
     fedc_status st = require_dtype_float(c, 0);
     if (!st) st = require_rank(c, 0, 4);
     return st ? st : pool_common(c, operand(c, 0), out);
 }
 
-static fedc_status infer_AVG_POOL2D(const rule_ctx *c, fedc_type *out) { return infer_MAX_POOL2D(c, out); }
+fedc_status fedc__infer_AVG_POOL2D(const rule_ctx *c, fedc_type *out) { return fedc__infer_MAX_POOL2D(c, out); }
 
-static fedc_status infer_MAX_POOL2D_GRAD(const rule_ctx *c, fedc_type *out) {
-    fedc_status st = infer_MAX_POOL2D(c, out);
+fedc_status fedc__infer_MAX_POOL2D_GRAD(const rule_ctx *c, fedc_type *out) {
+    fedc_status st = fedc__infer_MAX_POOL2D(c, out);
     if (!st) st = check_dy(c, out, 1);
     *out = *operand(c, 0);
     return st;
 }
 
-static fedc_status infer_AVG_POOL2D_GRAD(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_AVG_POOL2D_GRAD(const rule_ctx *c, fedc_type *out) {
     fedc_status st = require_dtype_float(c, 0);
     if (!st) st = x_type_from_shape(c, operand(c, 0)->dtype, out);
     fedc_type fwd;
@@ -597,7 +581,7 @@ static fedc_status infer_AVG_POOL2D_GRAD(const rule_ctx *c, fedc_type *out) {
 
 /* ------------------------------------------------------- losses and misc -- */
 
-static fedc_status infer_LOG_SOFTMAX(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_LOG_SOFTMAX(const rule_ctx *c, fedc_type *out) {
     fedc_status st = require_dtype_float(c, 0);
     if (st) return st;
     if (operand(c, 0)->rank < 1) return fail(c, FEDC_ESHAPE, "needs rank >= 1");
@@ -605,7 +589,7 @@ static fedc_status infer_LOG_SOFTMAX(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-static fedc_status infer_SOFTMAX_XENT(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_SOFTMAX_XENT(const rule_ctx *c, fedc_type *out) {
     const fedc_type *logits = operand(c, 0), *labels = operand(c, 1);
     fedc_status st = require_dtype_float(c, 0);
     if (!st) st = require_dtype(c, 1, FEDC_I32);
@@ -628,13 +612,13 @@ static fedc_status infer_SOFTMAX_XENT(const rule_ctx *c, fedc_type *out) {
 }
 
 /* The logits' type; labels and scale as softmax_cross_entropy's labels and weight. */
-static fedc_status infer_SOFTMAX_XENT_GRAD(const rule_ctx *c, fedc_type *out) {
-    fedc_status st = infer_SOFTMAX_XENT(c, out);
+fedc_status fedc__infer_SOFTMAX_XENT_GRAD(const rule_ctx *c, fedc_type *out) {
+    fedc_status st = fedc__infer_SOFTMAX_XENT(c, out);
     if (!st) *out = *operand(c, 0);
     return st;
 }
 
-static fedc_status infer_DROPOUT(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_DROPOUT(const rule_ctx *c, fedc_type *out) {
     const fedc_type *key = operand(c, 1);
     fedc_status st = require_dtype_float(c, 0);
     if (st) return st;
@@ -646,7 +630,7 @@ static fedc_status infer_DROPOUT(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-static fedc_status infer_CAST(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_CAST(const rule_ctx *c, fedc_type *out) {
     int64_t dt = fedc__attr_int(c->n, FEDC_ATTR_DTYPE, -1);
     if (dt < 0 || dt >= FEDC_DTYPE_COUNT) return fail(c, FEDC_EINVAL, "needs a dtype");
     *out = *operand(c, 0);
@@ -656,7 +640,7 @@ static fedc_status infer_CAST(const rule_ctx *c, fedc_type *out) {
 
 /* ---------------------------------------------------------- federated -- */
 
-static fedc_status infer_BROADCAST(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_BROADCAST(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0);
     if (x->placement == FEDC_CLIENTS)
         return fail(c, FEDC_ETYPE, "operand is %s, already at the clients; broadcast takes a server value",
@@ -678,10 +662,10 @@ static fedc_status aggregate(const rule_ctx *c, fedc_type *out, bool floats_only
     return FEDC_OK;
 }
 
-static fedc_status infer_SUM(const rule_ctx *c, fedc_type *out) { return aggregate(c, out, false); }
-static fedc_status infer_MEAN(const rule_ctx *c, fedc_type *out) { return aggregate(c, out, true); }
+fedc_status fedc__infer_SUM(const rule_ctx *c, fedc_type *out) { return aggregate(c, out, false); }
+fedc_status fedc__infer_MEAN(const rule_ctx *c, fedc_type *out) { return aggregate(c, out, true); }
 
-static fedc_status infer_WEIGHTED_MEAN(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_WEIGHTED_MEAN(const rule_ctx *c, fedc_type *out) {
     const fedc_type *x = operand(c, 0), *w = operand(c, 1);
     fedc_status st = aggregate(c, out, true);
     if (st) return st;
@@ -701,7 +685,7 @@ static fedc_status body_of(const rule_ctx *c, const fedc_program **body) {
 }
 
 /* Each argument is a clients value whose per-client type is the body's input. */
-static fedc_status infer_MAP(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_MAP(const rule_ctx *c, fedc_type *out) {
     const fedc_program *body = NULL;
     fedc_status st = body_of(c, &body);
     if (st) return st;
@@ -726,7 +710,7 @@ static fedc_status infer_MAP(const rule_ctx *c, fedc_type *out) {
 /* fold(carries..., sequences..., length): body(carries..., one step of each
  * sequence) -> (new carries..., per-step outputs...). The results are the final
  * carries and the per-step outputs stacked along a leading axis. */
-static fedc_status infer_FOLD(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_FOLD(const rule_ctx *c, fedc_type *out) {
     const fedc_program *body = NULL;
     fedc_status st = body_of(c, &body);
     if (!st) st = same_placement(c, &out->placement);
@@ -767,7 +751,7 @@ static fedc_status infer_FOLD(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-static fedc_status infer_RESULT(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_RESULT(const rule_ctx *c, fedc_type *out) {
     const fedc__node *m = &c->p->nodes[c->n->in[0]];
     if (!fedc__op_has_body(m->op)) return fail(c, FEDC_ETYPE, "operand is not a map or a fold");
     const fedc_program *body = fedc__body(c->p, m);
@@ -786,7 +770,7 @@ static fedc_status infer_RESULT(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-static fedc_status infer_NUM_CLIENTS(const rule_ctx *c, fedc_type *out) {
+fedc_status fedc__infer_NUM_CLIENTS(const rule_ctx *c, fedc_type *out) {
     int64_t dt = fedc__attr_int(c->n, FEDC_ATTR_DTYPE, FEDC_F32);
     if (!(dt == FEDC_F32 || dt == FEDC_F64 || dt == FEDC_I32))
         return fail(c, FEDC_EINVAL, "dtype must be f32, f64 or i32");
@@ -795,150 +779,12 @@ static fedc_status infer_NUM_CLIENTS(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-/* --------------------------------------------------- transformer layers -- */
-
-/* Operand i has operand 0's dtype and shape. */
-static fedc_status same_as_first(const rule_ctx *c, int i, const char *what) {
-    const fedc_type *a = operand(c, 0), *b = operand(c, i);
-    if (b->dtype != a->dtype || !fedc_type_same_shape(a, b))
-        return fail(c, FEDC_ESHAPE, "%s %s must have the type of operand 0, %s", what, TYPESTR(b), TYPESTR(a));
-    return FEDC_OK;
-}
-
-static fedc_status infer_GELU(const rule_ctx *c, fedc_type *out) { return floats(c, out); }
-
-static fedc_status infer_GELU_GRAD(const rule_ctx *c, fedc_type *out) {
-    fedc_status st = floats(c, out);
-    return st ? st : same_as_first(c, 1, "dy");
-}
-
-/* x [..., C] with per-feature vectors [C] at `vectors` (gamma, beta), and eps > 0. */
-static fedc_status layer_norm_common(const rule_ctx *c, fedc_type *out, const int *vectors, int nvec) {
-    const fedc_type *x = operand(c, 0);
-    fedc_status st = require_dtype_float(c, 0);
-    if (!st) st = same_placement(c, &out->placement);
-    if (st) return st;
-    if (x->rank < 1) return fail(c, FEDC_ESHAPE, "x must have rank >= 1 (features last), got %s", TYPESTR(x));
-    for (int i = 0; i < nvec; i++) {
-        const fedc_type *v = operand(c, vectors[i]);
-        if (v->dtype != x->dtype || v->rank != 1 || v->dims[0] != x->dims[x->rank - 1])
-            return fail(c, FEDC_ESHAPE, "operand %d is %s; it must be %s[%lld], one value per feature of x %s",
-                        vectors[i], TYPESTR(v), fedc_dtype_name(x->dtype), (long long)x->dims[x->rank - 1], TYPESTR(x));
-    }
-    double eps = fedc__attr_float(c->n, FEDC_ATTR_EPS, -1);
-    if (!(eps > 0)) return fail(c, FEDC_EINVAL, "eps must be > 0, got %g", eps);
-    fedc_placement pl = out->placement;
-    *out = *x;
-    out->placement = pl;
-    return FEDC_OK;
-}
-
-static fedc_status infer_LAYER_NORM(const rule_ctx *c, fedc_type *out) {
-    return layer_norm_common(c, out, (int[]){1, 2}, 2);
-}
-
-static fedc_status infer_LAYER_NORM_GRAD(const rule_ctx *c, fedc_type *out) { /* x, gamma, dy */
-    fedc_status st = layer_norm_common(c, out, (int[]){1}, 1);
-    return st ? st : same_as_first(c, 2, "dy");
-}
-
-static fedc_status infer_LAYER_NORM_PARAM_GRAD(const rule_ctx *c, fedc_type *out) { /* x, dy -> [2, C] */
-    fedc_status st = layer_norm_common(c, out, NULL, 0);
-    if (!st) st = same_as_first(c, 1, "dy");
-    if (st) return st;
-    int64_t dims[2] = {2, operand(c, 0)->dims[operand(c, 0)->rank - 1]};
-    return set_dims(out, 2, dims);
-}
-
-/* qkv [batch, seq, 3 * heads * head_dim]; the output is [batch, seq, heads * head_dim]. */
-static fedc_status attention_common(const rule_ctx *c, fedc_type *out) {
-    const fedc_type *x = operand(c, 0);
-    fedc_status st = require_dtype_float(c, 0);
-    if (!st) st = require_rank(c, 0, 3);
-    if (!st) st = same_placement(c, &out->placement);
-    if (st) return st;
-    int64_t heads = fedc__attr_int(c->n, FEDC_ATTR_HEADS, 0);
-    if (heads < 1) return fail(c, FEDC_EINVAL, "heads must be >= 1, got %lld", (long long)heads);
-    if (x->dims[2] % (3 * heads) || x->dims[2] == 0)
-        return fail(c, FEDC_ESHAPE, "qkv %s: the last axis must be 3 * heads * head_dim with heads = %lld",
-                    TYPESTR(x), (long long)heads);
-    fedc_placement pl = out->placement;
-    *out = *x;
-    out->placement = pl;
-    out->dims[2] = x->dims[2] / 3;
-    return FEDC_OK;
-}
-
-static fedc_status infer_CAUSAL_ATTENTION(const rule_ctx *c, fedc_type *out) { return attention_common(c, out); }
-
-static fedc_status infer_CAUSAL_ATTENTION_GRAD(const rule_ctx *c, fedc_type *out) { /* qkv, dy -> dqkv */
-    fedc_status st = attention_common(c, out);
-    if (st) return st;
-    const fedc_type *dy = operand(c, 1);
-    if (dy->dtype != out->dtype || !fedc_type_same_shape(dy, out))
-        return fail(c, FEDC_ESHAPE, "dy is %s but the attention's output is %s", TYPESTR(dy), TYPESTR(out));
-    fedc_placement pl = out->placement;
-    *out = *operand(c, 0);
-    out->placement = pl;
-    return FEDC_OK;
-}
-
-/* -------------------------------------------------------------- recurrent -- */
-
-/* Operand `i` is [T, B, k * H] of operand 0's dtype, where wh (operand `w`) is
- * [H, 4H]; writes T, B, H. */
-static fedc_status lstm_operand(const rule_ctx *c, int i, int w, int k, int64_t *T, int64_t *B, int64_t *H) {
-    const fedc_type *x = operand(c, i), *wh = operand(c, w);
-    fedc_status st = require_dtype_float(c, i);
-    if (!st) st = require_rank(c, i, 3);
-    if (!st) st = require_rank(c, w, 2);
-    if (st) return st;
-    if (wh->dtype != x->dtype || wh->dims[1] != 4 * wh->dims[0])
-        return fail(c, FEDC_ESHAPE, "the recurrent weights %s must be [H, 4H] of the dtype of %s", TYPESTR(wh), TYPESTR(x));
-    if (x->dims[2] != k * wh->dims[0])
-        return fail(c, FEDC_ESHAPE, "operand %d %s must be [steps, batch, %d * %lld] for weights %s", i, TYPESTR(x), k,
-                    (long long)wh->dims[0], TYPESTR(wh));
-    if (*T >= 0 && (x->dims[0] != *T || x->dims[1] != *B))
-        return fail(c, FEDC_ESHAPE, "operand %d %s has other steps or batch than operand 0 %s", i, TYPESTR(x),
-                    TYPESTR(operand(c, 0)));
-    *T = x->dims[0], *B = x->dims[1], *H = wh->dims[0];
-    return FEDC_OK;
-}
-
-static fedc_status lstm_result(const rule_ctx *c, int64_t T, int64_t B, int64_t width, fedc_type *out) {
-    fedc_status st = same_placement(c, &out->placement);
-    if (st) return st;
-    out->dtype = operand(c, 0)->dtype;
-    return set_dims(out, 3, (int64_t[]){T, B, width});
-}
-
-/* lstm(xw [T, B, 4H], wh [H, 4H]) -> trace [T, B, 6H]. */
-static fedc_status infer_LSTM(const rule_ctx *c, fedc_type *out) {
-    int64_t T = -1, B = -1, H = 0;
-    fedc_status st = lstm_operand(c, 0, 1, 4, &T, &B, &H);
-    return st ? st : lstm_result(c, T, B, 6 * H, out);
-}
-
-/* lstm_grad(trace, dtrace [T, B, 6H], wh) -> dxw [T, B, 4H]. */
-static fedc_status infer_LSTM_GRAD(const rule_ctx *c, fedc_type *out) {
-    int64_t T = -1, B = -1, H = 0;
-    fedc_status st = lstm_operand(c, 0, 2, 6, &T, &B, &H);
-    if (!st) st = lstm_operand(c, 1, 2, 6, &T, &B, &H);
-    return st ? st : lstm_result(c, T, B, 4 * H, out);
-}
-
-/* lstm_tangent(trace [T, B, 6H], dxw [T, B, 4H], wh) -> dtrace [T, B, 6H]. */
-static fedc_status infer_LSTM_TANGENT(const rule_ctx *c, fedc_type *out) {
-    int64_t T = -1, B = -1, H = 0;
-    fedc_status st = lstm_operand(c, 0, 2, 6, &T, &B, &H);
-    if (!st) st = lstm_operand(c, 1, 2, 4, &T, &B, &H);
-    return st ? st : lstm_result(c, T, B, 6 * H, out);
-}
-
 /* ------------------------------------------------------------- dispatch -- */
 
+typedef fedc_status (*infer_fn)(const rule_ctx *c, fedc_type *out);
+
 static const infer_fn rules[FEDC_OP_COUNT] = {
-#define FEDC_OP(id, name, min_in, max_in) [FEDC_OP_##id] = infer_##id,
+#define FEDC_OP(id, name, min_in, max_in) [FEDC_OP_##id] = fedc__infer_##id,
 #include "ir/ops.def"
 #undef FEDC_OP
 };
