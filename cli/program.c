@@ -56,7 +56,7 @@ static const char run_usage[] =
     "                 calling thread)\n"
     "  --reference    use the plain-C reference kernels\n";
 static const char export_usage[] =
-    "usage: fedc program export FILE --to mlir [-o OUT] [--clients N]\n"
+    "usage: fedc program export FILE --to mlir [-o OUT] [--clients N] [--shard clients=D]\n"
     "                           [--entry-main --input NAME=PATH.npy ...]\n"
     "  write the program as an MLIR module (func, arith, math, tensor, linalg), which\n"
     "  mlir-opt-19 verifies and mlir-cpu-runner-19 runs (docs/export.md)\n"
@@ -64,6 +64,9 @@ static const char export_usage[] =
     "  -o OUT          where the module goes (default: standard output)\n"
     "  --clients N     the cohort size, the length of the @clients axis, 1 to 1048576\n"
     "                  (needed by a federated program unless --input gives it)\n"
+    "  --shard clients=D  split the clients axis over a mesh of D devices (D divides N):\n"
+    "                  mlir-opt-19's sharding-propagation and mesh-spmdization passes then\n"
+    "                  turn the aggregations into mesh.all_reduce (docs/export.md)\n"
     "  --entry-main    add @main, which runs the program on the --input arrays (as\n"
     "                  constants) and prints every output\n";
 static const char file_note[] =
@@ -519,18 +522,27 @@ static int cmd_run(int argc, char **argv) {
 typedef struct export_args {
     run_args run; /* file, inputs, clients */
     const char *to, *out;
+    int shard;    /* devices the clients axis is split over; 0: none */
     bool entry_main;
 } export_args;
 
+/* --shard clients=D. */
+static bool parse_shard(export_args *e, const char *spec) {
+    if (strncmp(spec, "clients=", 8) == 0) return parse_count("--shard clients", spec + 8, 2, MAX_CLIENTS, &e->shard);
+    fprintf(stderr, EXPORT ": --shard takes clients=D, not '%s'\n", spec);
+    return false;
+}
+
 static bool export_option(export_args *e, int argc, char **argv, int *i) {
     const char *arg = argv[*i];
-    static const char *const with_value[] = {"--input", "--to", "-o", "--clients", NULL};
+    static const char *const with_value[] = {"--input", "--to", "-o", "--clients", "--shard", NULL};
     if (lacks_value(EXPORT, with_value, arg, *i + 1 >= argc)) return false;
     if (strcmp(arg, "--entry-main") == 0) return e->entry_main = true;
     if (strcmp(arg, "--input") == 0) return add_input(&e->run, argv[++*i]);
     if (strcmp(arg, "--to") == 0) return (e->to = argv[++*i]) != NULL;
     if (strcmp(arg, "-o") == 0) return cli_text(EXPORT, "-o", e->out = argv[++*i]);
     if (strcmp(arg, "--clients") == 0) return parse_count(arg, argv[++*i], 1, MAX_CLIENTS, &e->run.clients);
+    if (strcmp(arg, "--shard") == 0) return parse_shard(e, argv[++*i]);
     if (!e->run.file && is_file_arg(arg)) return (e->run.file = arg) != NULL;
     fprintf(stderr, EXPORT ": unexpected argument '%s' (see fedc program export --help)\n", arg);
     return false;
@@ -570,7 +582,8 @@ static int export_program(const fedc_program *p, export_args *e) {
     const char **names = calloc((size_t)e->run.ninputs + 1, sizeof *names);
     const void **data = calloc((size_t)e->run.ninputs + 1, sizeof *data);
     for (int i = 0; names && data && i < e->run.ninputs; i++) names[i] = e->run.inputs[i].name, data[i] = e->run.inputs[i].data;
-    fedc_mlir_options o = {.clients = e->run.clients, .entry_main = e->entry_main, .ninputs = e->run.ninputs,
+    fedc_mlir_options o = {.clients = e->run.clients, .shard_clients = e->shard, .entry_main = e->entry_main,
+                           .ninputs = e->run.ninputs,
                            .input_names = names, .input_data = data};
     char *text = NULL;
     int rc = CLI_FAILED;

@@ -468,6 +468,8 @@ expect 2 "--to takes mlir" -- "$fedc" program export $data/logistic.fedc --to ll
 expect 2 "--input is for --entry-main" -- "$fedc" program export $data/logistic.fedc --to mlir --input x=x.npy
 expect 1 "cannot open" -- "$fedc" program export $data/missing.fedc --to mlir
 expect 0 "program export FILE --to mlir" -- "$fedc" program export --help
+expect 2 "--shard takes clients=D" -- "$fedc" program export $data/logistic.fedc --to mlir --shard devices=2
+expect 1 "use 2 or more, dividing the cohort" -- "$fedc" program export $data/logistic.fedc --to mlir --shard clients=2
 fashion=/usr/share/datasets/fashion-mnist
 if [ -f $fashion/train-images-idx3-ubyte.gz ] && [ -f $fashion/t10k-images-idx3-ubyte.gz ]; then
   expect 0 "round 1: test loss" -- "$fedc" train --data $fashion/train-images-idx3-ubyte.gz --model logistic \

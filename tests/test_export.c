@@ -667,6 +667,48 @@ static void test_every_op_lowers_or_is_listed(void) {
     }
 }
 
+/* ------------------------------------------------------------- sharding -- */
+
+/* A round (broadcast, a map of a body with a matmul, a weighted mean) exported
+ * with its clients axis split over 2 devices: after LLVM 19's sharding passes the
+ * module holds the all-reduce that the mean over clients becomes, and verifies. */
+static void test_sharded_round(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard")) return;
+    fedc_program *p = m_map();
+    char *text = NULL;
+    fedc_mlir_options o = {.clients = 4, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_mlir(p, &o, &text));
+    CHECK(text && strstr(text, "mesh.mesh @clients_mesh(shape = 2)") && strstr(text, "mesh.shard"));
+    CHECK(text && !strstr(text, "arith.constant dense")); /* constants are arguments when sharded */
+    const char *path = fedc_test_tmp("sharded.mlir");
+    FILE *f = text ? fopen(path, "w") : NULL;
+    if (f) fputs(text, f), fclose(f);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mlir-opt-19 %s --pass-pipeline='builtin.module(func.func(sharding-propagation,"
+             "mesh-spmdization))' 2>&1 | tee %s | mlir-opt-19 --verify-diagnostics >/dev/null 2>&1", path,
+             fedc_test_tmp("partitioned.mlir"));
+    int rc = -1;
+    char *out = f ? run_command(cmd, &rc) : NULL;
+    free(out);
+    int rc2 = -1;
+    snprintf(cmd, sizeof cmd, "cat %s", fedc_test_tmp("partitioned.mlir"));
+    char *partitioned = run_command(cmd, &rc2);
+    CHECK_MSG(rc == 0 && partitioned && strstr(partitioned, "mesh.all_reduce"),
+              "the partitioned round lacks mesh.all_reduce or does not verify:\n%.3000s", partitioned ? partitioned : "");
+    CHECK(partitioned && strstr(partitioned, "tensor<2x4x3xf32>")); /* each device holds 2 of the 4 clients */
+    free(partitioned);
+    fedc_free(text);
+    fedc_program_destroy(p);
+    o = (fedc_mlir_options){.clients = 4, .shard_clients = 3};
+    p = m_map();
+    CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EINVAL, "dividing the cohort's 4 clients");
+    o = (fedc_mlir_options){.clients = 4, .shard_clients = 2, .entry_main = true};
+    CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EUNSUPPORTED, "a sharded module has no @main");
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
 /* ------------------------------------------------------------ bad input -- */
 
 static void test_errors(void) {
@@ -694,6 +736,7 @@ int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"cases run under llvm", test_cases_run_under_llvm},
         {"every op lowers or is listed", test_every_op_lowers_or_is_listed},
+        {"sharded round", test_sharded_round},
         {"errors", test_errors},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));

@@ -33,6 +33,9 @@ extern "C" {
 typedef struct fedc_mlir_options {
     int clients;            /* the cohort's size: required (>= 1) for a federated program */
     const char *func_name;  /* the function's name; NULL: "program" */
+    int shard_clients;      /* D >= 2: the clients axis split over a mesh of D devices (the
+                               mesh dialect, for --sharding-propagation --mesh-spmdization;
+                               D divides clients); 0: no sharding */
     bool entry_main;        /* add @main: inputs as constants, outputs printed */
     int ninputs;            /* with entry_main: one datum per program input, by name */
     const char *const *input_names;

@@ -14,7 +14,19 @@ typedef struct fedc__mlir {
     fedc_status st;
     int clients; /* the clients axis' length */
     int tmp;     /* the next temporary's number: %t<tmp> */
+    /* With sharding: the function's tensor constants become arguments %const<k>
+     * (LLVM 19's sharding propagation takes no arith.constant), their types
+     * listed in `hoisted` (", %const0: tensor<...>") and their values in
+     * `values` (comments); NULL otherwise. */
+    struct fedc__mlir *hoisted, *values;
+    int nhoisted;
 } fedc__mlir;
+
+/* With sharding, an aggregation's operand x (a clients value) annotated for its
+ * users as split along the clients axis, so that sharding propagation makes the
+ * reduction over that axis a local one plus mesh.all_reduce (as XLA's partitioner
+ * does with DrJAX's sums); x itself otherwise. */
+const char *fedc__mlir_split_use(fedc__mlir *m, const char *x, const char *type, char *out);
 
 /* A program being lowered: the SSA name of each value, and whether every value
  * carries the clients axis (a map's body, lowered along it). */
@@ -41,6 +53,10 @@ const char *fedc__mlir_type_of(const fedc__mlir *m, const fedc__mlir_scope *s, f
 
 /* A scalar literal of dtype dt (floats exactly, as their bits in hex). */
 const char *fedc__mlir_literal(fedc_dtype dt, double value, char *buf, size_t size);
+
+/* `name = arith.constant dense<literal> : type` for a tensor constant (name of
+ * 24 is set); with sharding, a new argument %const<k> instead. */
+const char *fedc__mlir_tensor_const(fedc__mlir *m, char *name, const char *literal, const char *type);
 
 /* A zero (or -inf, for a max) splat constant of v's type: the outs of a generic.
  * LLVM 19's sharding propagation fails on tensor.empty and linalg.fill, so the

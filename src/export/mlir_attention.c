@@ -31,14 +31,14 @@ static void dims_type(const lower *l, const attn *a, int rank, const int64_t *di
 /* `out = tensor.reshape x(shape)` to `rank` dims (after the clients axis). */
 static void reshape(const lower *l, const attn *a, const char *x, const char *from, int rank, const int64_t *dims,
                     const char *to, const char *out) {
-    char shape[24];
-    fedc__mlir_tmp(l->m, shape);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<[", shape);
-    if (a->c) fedc__mlir_printf(l->m, "%d, ", l->m->clients);
-    for (int i = 0; i < rank; i++) fedc__mlir_printf(l->m, "%s%lld", i ? ", " : "", (long long)dims[i]);
-    fedc__mlir_printf(l->m, "]> : tensor<%dxi64>\n", rank + a->c);
-    fedc__mlir_printf(l->m, "    %s = tensor.reshape %s(%s) : (%s, tensor<%dxi64>) -> %s\n", out, x, shape, from,
-                      rank + a->c, to);
+    char shape[24], lit[160], stype[32];
+    size_t n = (size_t)snprintf(lit, sizeof lit, "[");
+    if (a->c) n += (size_t)snprintf(lit + n, sizeof lit - n, "%d, ", l->m->clients);
+    for (int i = 0; i < rank; i++) n += (size_t)snprintf(lit + n, sizeof lit - n, "%s%lld", i ? ", " : "", (long long)dims[i]);
+    snprintf(lit + n, sizeof lit - n, "]");
+    snprintf(stype, sizeof stype, "tensor<%dxi64>", rank + a->c);
+    fedc__mlir_tensor_const(l->m, shape, lit, stype);
+    fedc__mlir_printf(l->m, "    %s = tensor.reshape %s(%s) : (%s, %s) -> %s\n", out, x, shape, from, stype, to);
 }
 
 static void attn_init(const lower *l, attn *a) {
@@ -84,9 +84,7 @@ static void agen_begin(const lower *l, const attn *a, agen *ag, const char *lett
     snprintf(ag->iters, sizeof ag->iters, "%s%s", a->c ? "p" : "", iters);
     letters_map(a, letters, out_spec, ag->out_map);
     char lit[32];
-    fedc__mlir_tmp(l->m, ag->init);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<%s> : %s\n", ag->init, fedc__mlir_literal(a->dt, init, lit, sizeof lit),
-                      out_type);
+    fedc__mlir_tensor_const(l->m, ag->init, fedc__mlir_literal(a->dt, init, lit, sizeof lit), out_type);
     ag->g = (fedc__mlir_generic){.rank = loops, .iters = ag->iters, .nin = nin, .out_map = ag->out_map,
                                  .out_type = out_type, .out_elem = a->elem, .init = ag->init, .result_name = result};
     for (int i = 0; i < nin; i++) {
@@ -200,9 +198,7 @@ fedc_status fedc__lower_causal_attention_grad(const lower *l) {
     weighted_sum(l, &a, "bjhdi", "ppppr", a.p, a.p_type, "b h i j", dy4, a.y4_type, "b i h d", "b j h d",
                  fedc__mlir_tmp(l->m, part[2]));
     char lit[32];
-    fedc__mlir_tmp(l->m, stack);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<%s> : %s\n", stack, fedc__mlir_literal(a.dt, 0, lit, sizeof lit),
-                      a.qkv_type);
+    fedc__mlir_tensor_const(l->m, stack, fedc__mlir_literal(a.dt, 0, lit, sizeof lit), a.qkv_type);
     if (a.c) snprintf(lead, sizeof lead, "%d, ", l->m->clients);
     for (int w = 0; w < 3; w++) {
         fedc__mlir_tmp(l->m, next);

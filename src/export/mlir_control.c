@@ -72,9 +72,7 @@ static const char *stacked_type(const lower *l, const fold *f, int j, char *buf)
 /* `name = arith.constant dense<0> : tensor of t` (zero in t's dtype). */
 static void zeros_of(const lower *l, const fedc_type *t, const char *type, char *name) {
     char lit[32];
-    fedc__mlir_tmp(l->m, name);
-    fedc__mlir_printf(l->m, "      %s = arith.constant dense<%s> : %s\n", name, fedc__mlir_literal(t->dtype, 0, lit, sizeof lit),
-                      type);
+    fedc__mlir_tensor_const(l->m, name, fedc__mlir_literal(t->dtype, 0, lit, sizeof lit), type);
 }
 
 /* A generic over [clients?] (or no loop) computing one i32 or i1 per client from
@@ -82,8 +80,7 @@ static void zeros_of(const lower *l, const fedc_type *t, const char *type, char 
 static const char *per_client(const lower *l, const fold *f, bool flag, char *out) {
     char init[24], r[24], one[24], a[24], b[24], zero[24];
     const char *type = flag ? f->flag_type : f->len_type;
-    fedc__mlir_tmp(l->m, init);
-    fedc__mlir_printf(l->m, "      %s = arith.constant dense<%s> : %s\n", init, flag ? "false" : "0", type);
+    fedc__mlir_tensor_const(l->m, init, flag ? "false" : "0", type);
     fedc__mlir_generic g = {.rank = f->batched, .iters = "p", .nin = 1, .in = {f->len}, .in_type = {f->len_type},
                             .in_elem = {"i32"}, .maps = {f->batched ? "d0" : ""}, .out_map = f->batched ? "d0" : "",
                             .out_type = type, .out_elem = flag ? "i1" : "i32", .init = init,

@@ -84,9 +84,7 @@ static void padded(const lower *l, fedc_value x, const geom *g, double fill, cha
     if (g->batched) snprintf(lead, sizeof lead, "%d, ", l->m->clients);
     const char *zero = g->batched ? "0, " : "", *one = g->batched ? "1, " : "";
     fedc__mlir_tensor(l->m, &t, g->batched, type, 160);
-    fedc__mlir_tmp(l->m, base);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<%s> : %s\n", base, fedc__mlir_literal(t.dtype, fill, lit, sizeof lit),
-                      type);
+    fedc__mlir_tensor_const(l->m, base, fedc__mlir_literal(t.dtype, fill, lit, sizeof lit), type);
     fedc__mlir_tmp(l->m, out);
     fedc__mlir_printf(l->m, "    %s = tensor.insert_slice %s into %s[%s0, %lld, %lld, 0] [%s%lld, %lld, %lld, %lld] "
                       "[%s1, 1, 1, 1] : %s into %s\n", out, name(l, x), base, zero, (long long)g->pt, (long long)g->pl,
@@ -112,9 +110,7 @@ static void window_map(char *buf, size_t size, const geom *g, int n, int oh, int
 static const char *splat(const lower *l, const fedc_type *t, bool c, double value, char *type, char *out) {
     char lit[32];
     fedc__mlir_tensor(l->m, t, c, type, 160);
-    fedc__mlir_tmp(l->m, out);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<%s> : %s\n", out, fedc__mlir_literal(t->dtype, value, lit, sizeof lit),
-                      type);
+    fedc__mlir_tensor_const(l->m, out, fedc__mlir_literal(t->dtype, value, lit, sizeof lit), type);
     return out;
 }
 

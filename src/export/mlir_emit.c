@@ -98,14 +98,32 @@ const char *fedc__mlir_literal(fedc_dtype dt, double value, char *buf, size_t si
     return buf;
 }
 
+const char *fedc__mlir_tensor_const(fedc__mlir *m, char *name, const char *literal, const char *type) {
+    if (!m->hoisted) {
+        fedc__mlir_tmp(m, name);
+        fedc__mlir_printf(m, "    %s = arith.constant dense<%s> : %s\n", name, literal, type);
+        return name;
+    }
+    snprintf(name, 24, "%%const%d", m->nhoisted++);
+    fedc__mlir_printf(m->hoisted, ", %s: %s", name, type);
+    fedc__mlir_printf(m->values, "  //   %s = dense<%s> : %s\n", name, literal, type);
+    m->st = m->st ? m->st : m->hoisted->st ? m->hoisted->st : m->values->st;
+    return name;
+}
+
+const char *fedc__mlir_split_use(fedc__mlir *m, const char *x, const char *type, char *out) {
+    if (!m->hoisted) return x; /* not sharded */
+    fedc__mlir_tmp(m, out);
+    fedc__mlir_printf(m, "    %s = mesh.shard %s to <@clients_mesh, [[0]]> annotate_for_users : %s\n", out, x, type);
+    return out;
+}
+
 const char *fedc__mlir_splat(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, double value, char *name) {
     char type[160], lit[32];
-    fedc__mlir_tmp(m, name);
     fedc_dtype dt = s->p->nodes[v].type.dtype;
     if (isinf(value) && value < 0 && dt == FEDC_I32) value = INT32_MIN;
-    fedc__mlir_printf(m, "    %s = arith.constant dense<%s> : %s\n", name, fedc__mlir_literal(dt, value, lit, sizeof lit),
-                      fedc__mlir_type_of(m, s, v, type, sizeof type));
-    return name;
+    return fedc__mlir_tensor_const(m, name, fedc__mlir_literal(dt, value, lit, sizeof lit),
+                                   fedc__mlir_type_of(m, s, v, type, sizeof type));
 }
 
 /* "affine_map<(d0, d1) -> (d1)>" for `rank` loops and the results `exprs`. */

@@ -61,17 +61,19 @@ fedc_status fedc__mlir_reduce(const lower *l, fedc_value x, unsigned reduced, bo
         else if (keep) add_expr(out_map, sizeof out_map, "0");
     }
     identity_map(loops, in_map, sizeof in_map);
-    const char *elem = fedc__mlir_elem(t->dtype);
-    fedc__mlir_generic g = {.rank = loops, .iters = iters, .nin = 1, .in = {name(l, x)},
-                            .in_type = {fedc__mlir_type_of(l->m, l->s, x, in_type, sizeof in_type)}, .in_elem = {elem},
+    const char *elem = fedc__mlir_elem(t->dtype), *xin = name(l, x);
+    char split[24];
+    fedc__mlir_type_of(l->m, l->s, x, in_type, sizeof in_type);
+    if (xc && (reduced & 1u) && !l->s->batched) xin = fedc__mlir_split_use(l->m, xin, in_type, split); /* over clients */
+    fedc__mlir_generic g = {.rank = loops, .iters = iters, .nin = 1, .in = {xin},
+                            .in_type = {in_type}, .in_elem = {elem},
                             .maps = {in_map}, .out_map = out_map, .out_type = out_type, .out_elem = elem,
                             .result_name = result_name};
-    fedc__mlir_tmp(l->m, init);
     char lit[40];
     if (max && t->dtype == FEDC_I32) snprintf(lit, sizeof lit, "-2147483648");
     else if (max) snprintf(lit, sizeof lit, t->dtype == FEDC_F32 ? "0xFF800000" : "0xFFF0000000000000");
     else snprintf(lit, sizeof lit, fedc_dtype_is_float(t->dtype) ? "0.0" : "0");
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<%s> : %s\n", init, lit, out_type);
+    fedc__mlir_tensor_const(l->m, init, lit, out_type);
     g.init = init;
     (void)out_clients;
     bool f = fedc_dtype_is_float(t->dtype);

@@ -39,9 +39,7 @@ static const char *row_type(const lower *l, const lstm *s, int64_t w, bool seq, 
 
 static const char *zeros(const lower *l, const lstm *s, const char *type, char *out) {
     char lit[32];
-    fedc__mlir_tmp(l->m, out);
-    fedc__mlir_printf(l->m, "      %s = arith.constant dense<%s> : %s\n", out, fedc__mlir_literal(s->dt, 0, lit, sizeof lit),
-                      type);
+    fedc__mlir_tensor_const(l->m, out, fedc__mlir_literal(s->dt, 0, lit, sizeof lit), type);
     return out;
 }
 

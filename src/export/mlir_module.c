@@ -19,30 +19,84 @@ static void print_results(fedc__mlir *m, const fedc__mlir_scope *s) {
     fedc__mlir_printf(m, ")");
 }
 
-static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fname) {
+/* `v = mesh.shard x to <@clients_mesh, [[0]] or [[]]>`: the clients axis split
+ * over the mesh, or the value whole on every device; for a function argument
+ * also its users' annotation, which sharding propagation starts from. */
+static void shard(fedc__mlir *m, const char *x, const char *type, bool split, bool for_users, char *out) {
+    char first[24];
+    fedc__mlir_tmp(m, first);
+    fedc__mlir_printf(m, "    %s = mesh.shard %s to <@clients_mesh, [[%s]]> : %s\n", first, x, split ? "0" : "", type);
+    if (!for_users) {
+        snprintf(out, 24, "%s", first);
+        return;
+    }
+    fedc__mlir_tmp(m, out);
+    fedc__mlir_printf(m, "    %s = mesh.shard %s to <@clients_mesh, [[%s]]> annotate_for_users : %s\n", out, first,
+                      split ? "0" : "", type);
+}
+
+/* The body: the program's nodes, then the return (results annotated when sharded). */
+static fedc_status body(fedc__mlir *m, fedc__mlir_scope *s, bool sharded) {
     const fedc_program *p = s->p;
     char type[160];
-    for (int v = 0; v < p->n; v++) snprintf(s->name[v], sizeof s->name[v], "%%v%d", v);
-    fedc__mlir_printf(m, "  // fedc program: %d operations, %d inputs, %d outputs\n", p->n, fedc_program_num_inputs(p),
-                      p->noutputs);
-    fedc__mlir_printf(m, "  func.func @%s(", fname);
-    for (int i = 0; i < fedc_program_num_inputs(p); i++) {
-        fedc_value v = fedc_program_input(p, i);
-        snprintf(s->name[v], sizeof s->name[v], "%%arg%d", i);
-        fedc__mlir_printf(m, "%s%%arg%d: %s", i ? ", " : "", i, fedc__mlir_type_of(m, s, v, type, sizeof type));
-    }
-    fedc__mlir_printf(m, ") -> ");
-    print_results(m, s);
-    fedc__mlir_printf(m, " {\n");
+    if (sharded)
+        for (int i = 0; i < fedc_program_num_inputs(p); i++) {
+            fedc_value v = fedc_program_input(p, i);
+            shard(m, s->name[v], fedc__mlir_type_of(m, s, v, type, sizeof type), fedc__mlir_has_clients(s, v), true,
+                  s->name[v]);
+        }
     fedc_status st = fedc__mlir_lower_scope(m, s);
     if (st) return st;
+    char (*result)[24] = fedc__list(p->noutputs, sizeof *result);
+    if (!result) return m->st = FEDC_ENOMEM;
+    for (int i = 0; i < p->noutputs; i++) {
+        fedc_value v = p->outputs[i].value;
+        if (sharded) shard(m, s->name[v], fedc__mlir_type_of(m, s, v, type, sizeof type), fedc__mlir_has_clients(s, v), false, result[i]);
+        else snprintf(result[i], 24, "%.23s", s->name[v]);
+    }
     fedc__mlir_printf(m, "    return");
-    for (int i = 0; i < p->noutputs; i++) fedc__mlir_printf(m, "%s %s", i ? "," : "", s->name[p->outputs[i].value]);
+    for (int i = 0; i < p->noutputs; i++) fedc__mlir_printf(m, "%s %s", i ? "," : "", result[i]);
     if (p->noutputs) fedc__mlir_printf(m, " : ");
     for (int i = 0; i < p->noutputs; i++)
         fedc__mlir_printf(m, "%s%s", i ? ", " : "", fedc__mlir_type_of(m, s, p->outputs[i].value, type, sizeof type));
     fedc__mlir_printf(m, "\n  }\n");
+    fedc_free(result);
     return m->st;
+}
+
+/* The program's function. Sharded, its tensor constants become its last
+ * arguments (%const<k>, their values listed in a comment above it), because the
+ * body is written before the signature is known, into a buffer of its own. */
+static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fname, bool sharded) {
+    const fedc_program *p = s->p;
+    char type[160];
+    for (int v = 0; v < p->n; v++) snprintf(s->name[v], sizeof s->name[v], "%%v%d", v);
+    for (int i = 0; i < fedc_program_num_inputs(p); i++)
+        snprintf(s->name[fedc_program_input(p, i)], sizeof s->name[0], "%%arg%d", i);
+    fedc__mlir inner = {.clients = m->clients, .tmp = m->tmp}, hoisted = {.clients = m->clients},
+               values = {.clients = m->clients};
+    if (sharded) inner.hoisted = &hoisted, inner.values = &values;
+    fedc__mlir_printf(&hoisted, "%s", "");
+    fedc__mlir_printf(&values, "%s", "");
+    fedc_status st = body(&inner, s, sharded);
+    m->tmp = inner.tmp;
+    if (!st) {
+        fedc__mlir_printf(m, "  // fedc program: %d operations, %d inputs, %d outputs\n", p->n, fedc_program_num_inputs(p),
+                          p->noutputs);
+        if (sharded && inner.nhoisted)
+            fedc__mlir_printf(m, "  // its constants, passed as arguments (sharding propagation takes no "
+                              "arith.constant):\n%s", values.buf);
+        fedc__mlir_printf(m, "  func.func @%s(", fname);
+        for (int i = 0; i < fedc_program_num_inputs(p); i++)
+            fedc__mlir_printf(m, "%s%%arg%d: %s", i ? ", " : "", i,
+                              fedc__mlir_type_of(m, s, fedc_program_input(p, i), type, sizeof type));
+        fedc__mlir_printf(m, "%s) -> ", sharded && fedc_program_num_inputs(p) == 0 && hoisted.len ? hoisted.buf + 2
+                                                                                                      : hoisted.buf);
+        print_results(m, s);
+        fedc__mlir_printf(m, " {\n%s", inner.buf);
+    }
+    fedc_free(inner.buf), fedc_free(hoisted.buf), fedc_free(values.buf);
+    return st ? st : m->st;
 }
 
 /* ---------------------------------------------------------------- main -- */
@@ -141,6 +195,12 @@ fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options 
         return fedc_error(FEDC_EINVAL, "export to mlir: the program is federated; give the cohort's size (clients >= 1)");
     if (o->clients < 0 || o->clients > (1 << 24))
         return fedc_error(FEDC_EINVAL, "export to mlir: clients is %d; use 1 to %d", o->clients, 1 << 24);
+    if (o->shard_clients < 0 || o->shard_clients == 1 || (o->shard_clients > 1 && (!federated(p) || o->clients % o->shard_clients)))
+        return fedc_error(FEDC_EINVAL, "export to mlir: shard over %d devices: use 2 or more, dividing the cohort's %d "
+                          "clients, for a federated program", o->shard_clients, o->clients);
+    if (o->shard_clients && o->entry_main)
+        return fedc_error(FEDC_EUNSUPPORTED, "export to mlir: a sharded module has no @main: LLVM 19 cannot run the mesh "
+                          "dialect's collectives on one host (export without sharding to run it)");
     const char *fname = o->func_name ? o->func_name : "program";
     for (const char *c = fname; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
@@ -148,8 +208,10 @@ fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options 
     fedc__mlir m = {.clients = o->clients ? o->clients : 1};
     fedc__mlir_scope s;
     if (fedc__mlir_scope_init(&s, p, false, 0)) return FEDC_ENOMEM;
+    bool sharded = o->shard_clients > 0;
     fedc__mlir_printf(&m, "module {\n");
-    st = function(&m, &s, fname);
+    if (sharded) fedc__mlir_printf(&m, "  mesh.mesh @clients_mesh(shape = %d)\n", o->shard_clients);
+    st = function(&m, &s, fname, sharded);
     if (!st && o->entry_main) st = entry_main(&m, &s, o, fname);
     fedc__mlir_printf(&m, "}\n");
     st = st ? st : m.st;

@@ -21,8 +21,7 @@ static fedc_status row_logsumexp(const lower *l, fedc_value x, char *lse, char *
     for (int i = 0; i < loops; i++) iters[i] = i == loops - 1 ? 'r' : 'p';
     identity_map(loops, all, sizeof all);
     rows_map(loops, part, sizeof part);
-    fedc__mlir_tmp(l->m, init);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<0.0> : %s\n", init, type);
+    fedc__mlir_tensor_const(l->m, init, "0.0", type);
     fedc__mlir_generic g = {.rank = loops, .iters = iters, .nin = 2, .in = {name(l, x), mx},
                             .in_type = {fedc__mlir_type_of(l->m, l->s, x, xt, sizeof xt), type}, .in_elem = {elem, elem},
                             .maps = {all, part}, .out_map = part, .out_type = type, .out_elem = elem, .init = init,
@@ -30,8 +29,7 @@ static fedc_status row_logsumexp(const lower *l, fedc_value x, char *lse, char *
     fedc__mlir_generic_begin(l->m, &g);
     emit2(l, "arith.addf", emit1(l, "math.exp", emit2(l, "arith.subf", "%in0", "%in1", elem, d), elem, e), "%out", elem, r);
     fedc__mlir_generic_end(l->m, &g, r);
-    fedc__mlir_tmp(l->m, init);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<0.0> : %s\n", init, type);
+    fedc__mlir_tensor_const(l->m, init, "0.0", type);
     fedc__mlir_generic h = {.rank = loops - 1, .iters = "pppppppp", .nin = 2, .in = {mx, sum}, .in_type = {type, type},
                             .in_elem = {elem, elem}, .maps = {part, part}, .out_map = part, .out_type = type,
                             .out_elem = elem, .init = init, .result_name = fedc__mlir_tmp(l->m, lse)};
@@ -222,9 +220,7 @@ fedc_status fedc__lower_argmax(const lower *l) {
                             .in_elem = {elem, elem}, .maps = {xmap, rmap}, .out_map = rmap,
                             .out_type = fedc__mlir_type_of(l->m, l->s, l->v, out_type, sizeof out_type),
                             .out_elem = "i32", .result_name = name(l, l->v)};
-    fedc__mlir_tmp(l->m, init);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<%s> : %s\n", init,
-                      fedc__mlir_literal(FEDC_I32, (double)xt->dims[ax - c], lit, sizeof lit), out_type);
+    fedc__mlir_tensor_const(l->m, init, fedc__mlir_literal(FEDC_I32, (double)xt->dims[ax - c], lit, sizeof lit), out_type);
     g.init = init;
     fedc__mlir_generic_begin(l->m, &g);
     char ii[24], eq[24], lt[24], both[24], r[24];

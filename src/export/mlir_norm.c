@@ -86,8 +86,7 @@ static void pass_begin(const lower *l, const norm *nm, pass *p, pass_kind kind, 
     map_of(nm, out->kind, true, p->out_map);
     snprintf(p->result, sizeof p->result, "%.39s", out->name);
     snprintf(p->out_type, sizeof p->out_type, "%.159s", out->type);
-    fedc__mlir_tmp(l->m, p->init);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<0.0> : %s\n", p->init, p->out_type);
+    fedc__mlir_tensor_const(l->m, p->init, "0.0", p->out_type);
     p->g = (fedc__mlir_generic){.rank = nm->loops, .iters = p->iters, .nin = n, .out_map = p->out_map,
                                 .out_type = p->out_type, .out_elem = nm->elem, .init = p->init, .result_name = p->result};
     for (int i = 0; i < n; i++) {

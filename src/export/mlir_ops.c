@@ -173,12 +173,19 @@ static fedc_status lower_constant(const lower *l) {
     if (flags) bytes.dtype = FEDC_U8; /* booleans are written as bytes, then compared with 0 */
     char type[160], local[24];
     fedc__mlir_tensor(l->m, &bytes, false, type, sizeof type);
-    const char *dst = c || flags ? fedc__mlir_tmp(l->m, local) : name(l, l->v);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<\"0x", dst);
+    size_t n = fedc_type_bytes(t);
+    char *hex = fedc_malloc(2 * n + 5); /* "0x...", quoted: the exact bytes */
+    if (!hex) return l->m->st = fedc_error(FEDC_ENOMEM, "export to mlir: out of memory for a constant of %zu bytes", n);
     const uint8_t *b = l->n->data;
-    for (size_t i = 0; i < fedc_type_bytes(t); i++) fedc__mlir_printf(l->m, "%02X", b[i]);
-    fedc__mlir_printf(l->m, "\"> : %s\n", type);
-    if (!c && !flags) return l->m->st;
+    hex[0] = '"', hex[1] = '0', hex[2] = 'x';
+    for (size_t i = 0; i < n; i++) snprintf(hex + 3 + 2 * i, 3, "%02X", b[i]);
+    snprintf(hex + 3 + 2 * n, 2, "\"");
+    fedc__mlir_tensor_const(l->m, local, hex, type);
+    fedc_free(hex);
+    if (!c && !flags) {
+        snprintf(l->s->name[l->v], sizeof l->s->name[l->v], "%s", local);
+        return l->m->st;
+    }
     /* spread along the clients axis, and/or turned into i1 */
     char out_type[160], out_map[160], in_map[160] = {0}, init[24], r[24], zero[24];
     identity_map(t->rank + c, out_map, sizeof out_map);
@@ -215,12 +222,12 @@ static void body_iota(const lower *l, char *result) {
 static fedc_status lower_iota(const lower *l) { return fedc__mlir_elementwise(l, body_iota); }
 
 static fedc_status lower_num_clients(const lower *l) {
-    char type[160], lit[32];
+    char type[160], lit[32], nm[24];
     fedc_dtype dt = type_of(l, l->v)->dtype;
     if (dt == FEDC_I32) snprintf(lit, sizeof lit, "%d", l->m->clients);
     else snprintf(lit, sizeof lit, "%d.0", l->m->clients);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<%s> : %s\n", name(l, l->v), lit,
-                      fedc__mlir_type_of(l->m, l->s, l->v, type, sizeof type));
+    fedc__mlir_tensor_const(l->m, nm, lit, fedc__mlir_type_of(l->m, l->s, l->v, type, sizeof type));
+    snprintf(l->s->name[l->v], sizeof l->s->name[l->v], "%s", nm);
     return l->m->st;
 }
 
@@ -268,9 +275,11 @@ static fedc_status lower_weighted_mean(const lower *l) {
     const char *elem = fedc__mlir_elem(t->dtype);
     fedc__mlir_type_of(l->m, l->s, l->v, type, sizeof type);
     snprintf(wtype, sizeof wtype, "tensor<%s>", elem);
-    fedc__mlir_generic g = {.rank = loops, .iters = iters, .nin = 2, .in = {name(l, x), name(l, w)},
-                            .in_type = {fedc__mlir_type_of(l->m, l->s, x, xt, sizeof xt),
-                                        fedc__mlir_type_of(l->m, l->s, w, wt, sizeof wt)},
+    char xs[24], ws[24];
+    fedc__mlir_type_of(l->m, l->s, x, xt, sizeof xt), fedc__mlir_type_of(l->m, l->s, w, wt, sizeof wt);
+    const char *xin = fedc__mlir_split_use(l->m, name(l, x), xt, xs), *win = fedc__mlir_split_use(l->m, name(l, w), wt, ws);
+    fedc__mlir_generic g = {.rank = loops, .iters = iters, .nin = 2, .in = {xin, win},
+                            .in_type = {xt, wt},
                             .in_elem = {elem, elem}, .maps = {xmap, wmap}, .out_map = out_map, .out_type = type,
                             .out_elem = elem, .result_name = fedc__mlir_tmp(l->m, num)};
     g.init = fedc__mlir_splat(l->m, l->s, l->v, 0, init);
@@ -278,9 +287,8 @@ static fedc_status lower_weighted_mean(const lower *l) {
     emit2(l, "arith.addf", emit2(l, "arith.mulf", "%in0", "%in1", elem, a), "%out", elem, b);
     fedc__mlir_generic_end(l->m, &g, b);
     /* the weights' sum */
-    fedc__mlir_tmp(l->m, winit);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<0.0> : %s\n", winit, wtype);
-    fedc__mlir_generic gw = {.rank = 1, .iters = "r", .nin = 1, .in = {name(l, w)}, .in_type = {wt}, .in_elem = {elem},
+    fedc__mlir_tensor_const(l->m, winit, "0.0", wtype);
+    fedc__mlir_generic gw = {.rank = 1, .iters = "r", .nin = 1, .in = {win}, .in_type = {wt}, .in_elem = {elem},
                              .maps = {"d0"}, .out_map = "", .out_type = wtype, .out_elem = elem,
                              .init = winit, .result_name = fedc__mlir_tmp(l->m, den)};
     fedc__mlir_generic_begin(l->m, &gw);
@@ -320,19 +328,25 @@ static fedc_status lower_broadcast(const lower *l) {
     return fedc__mlir_copy_through(l, in_map);
 }
 
+/* The literal of a reshape's shape (the clients axis first, when c). */
+static const char *shape_literal(int clients, bool c, int rank, const int64_t *dims, char *buf, size_t size) {
+    size_t n = (size_t)snprintf(buf, size, "[");
+    if (c) n += (size_t)snprintf(buf + n, size - n, "%d%s", clients, rank ? ", " : "");
+    for (int i = 0; i < rank && n < size; i++) n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)dims[i]);
+    if (n < size) snprintf(buf + n, size - n, "]");
+    return buf;
+}
+
 /* tensor.reshape with the shape as a constant (the clients axis kept in front). */
 static fedc_status lower_reshape(const lower *l) {
     const fedc_type *t = type_of(l, l->v);
     bool c = clients(l, l->v);
-    char shape[24], in_type[160], out_type[160];
-    fedc__mlir_tmp(l->m, shape);
-    fedc__mlir_printf(l->m, "    %s = arith.constant dense<[", shape);
-    if (c) fedc__mlir_printf(l->m, "%d%s", l->m->clients, t->rank ? ", " : "");
-    for (int i = 0; i < t->rank; i++) fedc__mlir_printf(l->m, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
-    fedc__mlir_printf(l->m, "]> : tensor<%dxi64>\n", t->rank + c);
-    fedc__mlir_printf(l->m, "    %s = tensor.reshape %s(%s) : (%s, tensor<%dxi64>) -> %s\n", name(l, l->v),
-                      name(l, l->n->in[0]), shape, fedc__mlir_type_of(l->m, l->s, l->n->in[0], in_type, sizeof in_type),
-                      t->rank + c, fedc__mlir_type_of(l->m, l->s, l->v, out_type, sizeof out_type));
+    char shape[24], lit[160], stype[32], in_type[160], out_type[160];
+    snprintf(stype, sizeof stype, "tensor<%dxi64>", t->rank + c);
+    fedc__mlir_tensor_const(l->m, shape, shape_literal(l->m->clients, c, t->rank, t->dims, lit, sizeof lit), stype);
+    fedc__mlir_printf(l->m, "    %s = tensor.reshape %s(%s) : (%s, %s) -> %s\n", name(l, l->v), name(l, l->n->in[0]), shape,
+                      fedc__mlir_type_of(l->m, l->s, l->n->in[0], in_type, sizeof in_type), stype,
+                      fedc__mlir_type_of(l->m, l->s, l->v, out_type, sizeof out_type));
     return l->m->st;
 }
 
