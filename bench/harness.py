@@ -9,7 +9,7 @@ What it runs, in this order (every command is printed and logged in out/bench/lo
     (bench_kernels peak), at the start and again at the end; the higher all-thread figure is
     the MFU's denominator;
  -  the component benchmarks (bench_executor, bench_kernels, bench_thread_scaling,
-    bench_data_read) and bench/*.sh (MPI scaling), their output to the log (skipped with QUICK=1);
+    bench_data_read, bench_export) and bench/*.sh (MPI scaling), their output to the log (skipped with QUICK=1);
  1+5. FedAvg client training of the EMNIST CNN on FEMNIST-LEAF (10 clients a round, batch 20,
     1 local epoch, dropout, client lr 0.1): `fedc train` with 2 and 1 threads against
     bench/accuracy/fedavg_torch.py (the same job in PyTorch: sequential clients, torch.optim)
@@ -163,7 +163,7 @@ def machine():
 
 
 def components():
-    for name, args in [("executor", []), ("kernels", []), ("thread_scaling", []), ("data_read", [])]:
+    for name, args in [("executor", []), ("kernels", []), ("thread_scaling", []), ("data_read", []), ("export", [])]:
         print(f"component: bench_{name}", flush=True)
         out, _ = run([f"./{BUILD}/bench_{name}"] + args, f"component-{name}")
     # benchmarks that launch processes themselves (mpirun): 1 and 2 ranks, weak scaling

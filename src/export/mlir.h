@@ -40,6 +40,10 @@ typedef struct fedc__mlir_scope {
 void fedc__mlir_printf(fedc__mlir *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 fedc_status fedc__mlir_fail(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, fedc_status st, const char *fmt,
                             ...) __attribute__((format(printf, 5, 6)));
+/* Writes the n bytes at data as hexadecimal digits, two per byte (the body of a
+ * dense<"0x..."> literal), to out (2 n + 1 bytes, NUL-ended). */
+void fedc__mlir_hex(const uint8_t *data, size_t n, char *out);
+
 /* A fresh temporary's name, "%t<n>", in buf (of 24). */
 const char *fedc__mlir_tmp(fedc__mlir *m, char *buf);
 

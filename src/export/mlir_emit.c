@@ -47,6 +47,12 @@ fedc_status fedc__mlir_fail(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value
     return m->st;
 }
 
+void fedc__mlir_hex(const uint8_t *data, size_t n, char *out) {
+    static const char digits[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) out[2 * i] = digits[data[i] >> 4], out[2 * i + 1] = digits[data[i] & 15];
+    out[2 * n] = 0;
+}
+
 const char *fedc__mlir_tmp(fedc__mlir *m, char *buf) {
     snprintf(buf, 24, "%%t%d", m->tmp++);
     return buf;

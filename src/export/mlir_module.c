@@ -161,7 +161,12 @@ static fedc_status entry_main(fedc__mlir *m, const fedc__mlir_scope *s, const fe
             return m->st = fedc_error(FEDC_EUNSUPPORTED, "export to mlir: entry_main: bool input \"%s\"", p->nodes[v].name);
         size_t bytes = fedc_type_bytes(t) * (fedc__mlir_has_clients(s, v) ? (size_t)m->clients : 1);
         fedc__mlir_printf(m, "    %%input%d = arith.constant dense<\"0x", i);
-        for (size_t b = 0; b < bytes; b++) fedc__mlir_printf(m, "%02X", data[b]);
+        char hex[2 * 4096 + 1];
+        for (size_t b = 0; b < bytes; b += 4096) { /* in chunks: inputs may be megabytes */
+            size_t n = bytes - b < 4096 ? bytes - b : 4096;
+            fedc__mlir_hex(data + b, n, hex);
+            fedc__mlir_printf(m, "%s", hex);
+        }
         fedc__mlir_printf(m, "\"> : %s\n", fedc__mlir_type_of(m, s, v, type, sizeof type));
     }
     fedc__mlir_printf(m, "    ");

@@ -178,8 +178,8 @@ static fedc_status lower_constant(const lower *l) {
     if (!hex) return l->m->st = fedc_error(FEDC_ENOMEM, "export to mlir: out of memory for a constant of %zu bytes", n);
     const uint8_t *b = l->n->data;
     hex[0] = '"', hex[1] = '0', hex[2] = 'x';
-    for (size_t i = 0; i < n; i++) snprintf(hex + 3 + 2 * i, 3, "%02X", b[i]);
-    snprintf(hex + 3 + 2 * n, 2, "\"");
+    fedc__mlir_hex(b, n, hex + 3);
+    hex[3 + 2 * n] = '"', hex[4 + 2 * n] = 0;
     fedc__mlir_tensor_const(l->m, local, hex, type);
     fedc_free(hex);
     if (!c && !flags) {
