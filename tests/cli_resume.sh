@@ -16,21 +16,7 @@ if [ ! -d $heart ]; then
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
-
-# expect STATUS NEEDLE -- command...: exit status and a substring of stdout+stderr
-expect() {
-  want=$1 needle=$2
-  shift 3
-  "$@" >"$out/stdout" 2>"$out/stderr"
-  got=$?
-  if [ "$got" != "$want" ]; then bad "$* exited $got, expected $want"; cat "$out/stderr" >&2; return; fi
-  if ! cat "$out/stdout" "$out/stderr" | grep -qF -- "$needle"; then bad "$*: output lacks '$needle'"; return; fi
-  ok
-}
+. "$(dirname "$0")/expect.sh"
 
 # The metrics without their two timing figures (the last fields), which no two runs share.
 untimed() {

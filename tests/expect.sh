@@ -1,0 +1,18 @@
+# What the shell tests share (sourced, after they set $out to a scratch directory):
+# counters of passed and failed checks, and expect.
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+
+# expect STATUS NEEDLE -- command...: exit status and a substring of stdout+stderr
+expect() {
+  want=$1 needle=$2
+  shift 3
+  "$@" >"$out/stdout" 2>"$out/stderr"
+  got=$?
+  if [ "$got" != "$want" ]; then bad "$* exited $got, expected $want"; cat "$out/stderr" >&2; return; fi
+  if ! cat "$out/stdout" "$out/stderr" | grep -qF -- "$needle"; then bad "$*: output lacks '$needle'"; return; fi
+  ok
+}
