@@ -17,21 +17,21 @@ static fedc_status body_scope(const lower *l, const fedc_program *b, bool batche
     return FEDC_OK;
 }
 
-/* The result nodes of l->v take the names out(k) gives. */
-static void name_results(const lower *l, const char *(*out)(const lower *, int, void *), void *ctx) {
+/* The result nodes of l->v take the names out(k) writes into them. */
+typedef void (*result_name_fn)(int k, const void *ctx, char *name, size_t size);
+static void name_results(const lower *l, result_name_fn out, const void *ctx) {
     for (fedc_value u = l->v + 1; u < l->s->p->n; u++) {
         const fedc__node *r = &l->s->p->nodes[u];
         if (r->op != FEDC_OP_RESULT || r->in[0] != l->v) continue;
-        snprintf(l->s->name[u], sizeof l->s->name[u], "%s", out(l, (int)fedc__attr_int(r, FEDC_ATTR_INDEX, 0), ctx));
+        out((int)fedc__attr_int(r, FEDC_ATTR_INDEX, 0), ctx, l->s->name[u], sizeof l->s->name[u]);
     }
 }
 
 /* ---------------------------------------------------------------- map -- */
 
-static const char *map_output(const lower *l, int k, void *ctx) {
-    (void)l;
+static void map_output(int k, const void *ctx, char *name, size_t size) {
     const fedc__mlir_scope *b = ctx;
-    return b->name[b->p->outputs[k].value];
+    snprintf(name, size, "%s", b->name[b->p->outputs[k].value]);
 }
 
 fedc_status fedc__lower_map(const lower *l) {
@@ -211,11 +211,8 @@ static fedc_status fold_step(const lower *l, const fold *f, char (*iter)[24]) {
     return st ? st : next ? l->m->st : (l->m->st = FEDC_ENOMEM);
 }
 
-static const char *fold_output(const lower *l, int k, void *ctx) {
-    (void)l;
-    static char buf[40];
-    snprintf(buf, sizeof buf, "%s#%d", ((const fold *)ctx)->result, k);
-    return buf;
+static void fold_output(int k, const void *ctx, char *name, size_t size) {
+    snprintf(name, size, "%s#%d", ((const fold *)ctx)->result, k);
 }
 
 fedc_status fedc__lower_fold(const lower *l) {

@@ -49,7 +49,7 @@ fedc_status fedc__mlir_elementwise(const lower *l, body_fn body) {
 /* A reduction over loops of x's shape: `reduced` marks the loops (clients loop
  * first, when x has one) that are summed (or maxed); with keep, the output keeps
  * them as 1s. Writes into `result_name` (v's name, or a temporary). */
-fedc_status fedc__mlir_reduce(const lower *l, fedc_value x, unsigned reduced, bool keep, bool max, bool out_clients,
+fedc_status fedc__mlir_reduce(const lower *l, fedc_value x, unsigned reduced, bool keep, bool max,
                                 const char *result_name, const char *out_type) {
     const fedc_type *t = type_of(l, x);
     bool xc = clients(l, x);
@@ -75,7 +75,6 @@ fedc_status fedc__mlir_reduce(const lower *l, fedc_value x, unsigned reduced, bo
     else snprintf(lit, sizeof lit, fedc_dtype_is_float(t->dtype) ? "0.0" : "0");
     fedc__mlir_tensor_const(l->m, init, lit, out_type);
     g.init = init;
-    (void)out_clients;
     bool f = fedc_dtype_is_float(t->dtype);
     fedc__mlir_generic_begin(l->m, &g);
     emit2(l, max ? (f ? "arith.maximumf" : "arith.maxsi") : (f ? "arith.addf" : "arith.addi"), "%in0", "%out", elem, r);

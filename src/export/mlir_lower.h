@@ -84,7 +84,7 @@ typedef void (*body_fn)(const lower *l, char *result);
 fedc_status fedc__mlir_elementwise(const lower *l, body_fn body);
 /* A sum (or max) of x over the loops set in `reduced` (the clients loop first, when
  * x has one); keep leaves them as 1s. The result is named result_name. */
-fedc_status fedc__mlir_reduce(const lower *l, fedc_value x, unsigned reduced, bool keep, bool max, bool out_clients,
+fedc_status fedc__mlir_reduce(const lower *l, fedc_value x, unsigned reduced, bool keep, bool max,
                               const char *result_name, const char *out_type);
 /* v = x * s element by element (x of v's type). */
 fedc_status fedc__mlir_scale(const lower *l, const char *x, const char *type, double s);

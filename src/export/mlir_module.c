@@ -76,8 +76,6 @@ static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fnam
     fedc__mlir inner = {.clients = m->clients, .tmp = m->tmp}, hoisted = {.clients = m->clients},
                values = {.clients = m->clients};
     if (sharded) inner.hoisted = &hoisted, inner.values = &values;
-    fedc__mlir_printf(&hoisted, "%s", "");
-    fedc__mlir_printf(&values, "%s", "");
     fedc_status st = body(&inner, s, sharded);
     m->tmp = inner.tmp;
     if (!st) {
@@ -90,8 +88,9 @@ static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fnam
         for (int i = 0; i < fedc_program_num_inputs(p); i++)
             fedc__mlir_printf(m, "%s%%arg%d: %s", i ? ", " : "", i,
                               fedc__mlir_type_of(m, s, fedc_program_input(p, i), type, sizeof type));
-        fedc__mlir_printf(m, "%s) -> ", sharded && fedc_program_num_inputs(p) == 0 && hoisted.len ? hoisted.buf + 2
-                                                                                                      : hoisted.buf);
+        /* the hoisted constants follow the inputs; each is written ", %const<k>: type" */
+        const char *extra = hoisted.buf ? hoisted.buf + (fedc_program_num_inputs(p) ? 0 : 2) : "";
+        fedc__mlir_printf(m, "%s) -> ", extra);
         print_results(m, s);
         fedc__mlir_printf(m, " {\n%s", inner.buf);
     }

@@ -17,7 +17,7 @@ static fedc_status row_logsumexp(const lower *l, fedc_value x, char *lse, char *
     const char *elem = fedc__mlir_elem(rows.dtype);
     char mx[24], sum[24], init[24], xt[160], all[160], part[160], iters[16] = {0}, d[24], e[24], r[24];
     fedc__mlir_tensor(l->m, &rows, c, type, 160);
-    if (fedc__mlir_reduce(l, x, 1u << (loops - 1), false, true, false, fedc__mlir_tmp(l->m, mx), type)) return l->m->st;
+    if (fedc__mlir_reduce(l, x, 1u << (loops - 1), false, true, fedc__mlir_tmp(l->m, mx), type)) return l->m->st;
     for (int i = 0; i < loops; i++) iters[i] = i == loops - 1 ? 'r' : 'p';
     identity_map(loops, all, sizeof all);
     rows_map(loops, part, sizeof part);
@@ -208,7 +208,7 @@ fedc_status fedc__lower_argmax(const lower *l) {
     rows.dtype = xt->dtype;
     char mx_type[160], mx[24], xmap[160], rmap[160] = {0}, iters[16] = {0}, xtype[160], out_type[160], init[24], lit[32];
     fedc__mlir_tensor(l->m, &rows, c, mx_type, sizeof mx_type);
-    if (fedc__mlir_reduce(l, x, 1u << ax, false, true, false, fedc__mlir_tmp(l->m, mx), mx_type)) return l->m->st;
+    if (fedc__mlir_reduce(l, x, 1u << ax, false, true, fedc__mlir_tmp(l->m, mx), mx_type)) return l->m->st;
     for (int i = 0; i < loops; i++) {
         iters[i] = i == ax ? 'r' : 'p';
         if (i != ax) add_loop(rmap, sizeof rmap, i);

@@ -248,7 +248,7 @@ static fedc_status lower_reduce(const lower *l) {
     bool keep = fedc__attr_int(l->n, FEDC_ATTR_KEEPDIMS, 0) != 0, mean = l->n->op == FEDC_OP_REDUCE_MEAN;
     char type[160], sum[24];
     fedc__mlir_type_of(l->m, l->s, l->v, type, sizeof type);
-    fedc_status st = fedc__mlir_reduce(l, x, reduced, keep, l->n->op == FEDC_OP_REDUCE_MAX, lead, mean ? fedc__mlir_tmp(l->m, sum) : name(l, l->v), type);
+    fedc_status st = fedc__mlir_reduce(l, x, reduced, keep, l->n->op == FEDC_OP_REDUCE_MAX, mean ? fedc__mlir_tmp(l->m, sum) : name(l, l->v), type);
     if (!st && mean) st = fedc__mlir_scale(l, sum, type, 1.0 / (double)n);
     return st;
 }
@@ -258,7 +258,7 @@ static fedc_status lower_sum(const lower *l) {
     char type[160], sum[24];
     fedc__mlir_type_of(l->m, l->s, l->v, type, sizeof type);
     bool mean = l->n->op == FEDC_OP_MEAN;
-    fedc_status st = fedc__mlir_reduce(l, l->n->in[0], 1u, false, false, false, mean ? fedc__mlir_tmp(l->m, sum) : name(l, l->v), type);
+    fedc_status st = fedc__mlir_reduce(l, l->n->in[0], 1u, false, false, mean ? fedc__mlir_tmp(l->m, sum) : name(l, l->v), type);
     if (!st && mean) st = fedc__mlir_scale(l, sum, type, 1.0 / l->m->clients);
     return st;
 }

@@ -9,11 +9,6 @@
 
 #include "export/mlir_lower.h"
 
-/* `out = op a, b : i32` (or i64). */
-static const char *int_op(const lower *l, const char *op, const char *a, const char *b, const char *type, char *out) {
-    return emit2(l, op, a, b, type, out);
-}
-
 /* An i32 constant is written as the signed value of its 32 bits (MLIR's syntax). */
 static const char *int_const(const lower *l, uint64_t v, const char *type, char *out) {
     long long shown = strcmp(type, "i32") == 0 ? (long long)(int32_t)(uint32_t)v : (long long)v;
@@ -27,8 +22,8 @@ static void mul_hi_lo(const lower *l, uint32_t m, const char *x, char *hi, char 
     char a[24], b[24], p[24], s[24], h[24];
     fedc__mlir_tmp(l->m, a);
     fedc__mlir_printf(l->m, "      %s = arith.extui %s : i32 to i64\n", a, x);
-    int_op(l, "arith.muli", a, int_const(l, m, "i64", b), "i64", p);
-    int_op(l, "arith.shrui", p, int_const(l, 32, "i64", s), "i64", h);
+    emit2(l, "arith.muli", a, int_const(l, m, "i64", b), "i64", p);
+    emit2(l, "arith.shrui", p, int_const(l, 32, "i64", s), "i64", h);
     fedc__mlir_tmp(l->m, hi);
     fedc__mlir_printf(l->m, "      %s = arith.trunci %s : i64 to i32\n", hi, h);
     fedc__mlir_tmp(l->m, lo);
@@ -43,14 +38,14 @@ static void philox(const lower *l, char c[4][24], const char *k0, const char *k1
     for (int r = 0; r < 10; r++) {
         if (r > 0) { /* Random123 bumps the key between rounds */
             char n0[24], n1[24];
-            int_op(l, "arith.addi", key0, w0, "i32", n0), int_op(l, "arith.addi", key1, w1, "i32", n1);
+            emit2(l, "arith.addi", key0, w0, "i32", n0), emit2(l, "arith.addi", key1, w1, "i32", n1);
             snprintf(key0, sizeof key0, "%s", n0), snprintf(key1, sizeof key1, "%s", n1);
         }
         char hi0[24], lo0[24], hi1[24], lo1[24], a[24], y0[24], b[24], y2[24];
         mul_hi_lo(l, 0xD2511F53u, c[0], hi0, lo0);
         mul_hi_lo(l, 0xCD9E8D57u, c[2], hi1, lo1);
-        int_op(l, "arith.xori", int_op(l, "arith.xori", hi1, c[1], "i32", a), key0, "i32", y0);
-        int_op(l, "arith.xori", int_op(l, "arith.xori", hi0, c[3], "i32", b), key1, "i32", y2);
+        emit2(l, "arith.xori", emit2(l, "arith.xori", hi1, c[1], "i32", a), key0, "i32", y0);
+        emit2(l, "arith.xori", emit2(l, "arith.xori", hi0, c[3], "i32", b), key1, "i32", y2);
         snprintf(c[0], 24, "%s", y0), snprintf(c[1], 24, "%s", lo1);
         snprintf(c[2], 24, "%s", y2), snprintf(c[3], 24, "%s", lo0);
     }
@@ -69,8 +64,8 @@ static const char *flat_index(const lower *l, const fedc_type *t, bool c, char *
             snprintf(acc, sizeof acc, "%s", e);
             continue;
         }
-        int_op(l, "arith.muli", acc, int_const(l, (uint64_t)t->dims[d], "i64", s), "i64", m);
-        int_op(l, "arith.addi", m, e, "i64", a);
+        emit2(l, "arith.muli", acc, int_const(l, (uint64_t)t->dims[d], "i64", s), "i64", m);
+        emit2(l, "arith.addi", m, e, "i64", a);
         snprintf(acc, sizeof acc, "%s", a);
     }
     if (t->rank == 0) int_const(l, 0, "i64", acc);
@@ -99,11 +94,11 @@ fedc_status fedc__lower_dropout(const lower *l) {
     fedc__mlir_generic_begin(l->m, &g);
     char i[24], four[24], blk[24], wi[24], lo[24], hi[24], sh[24], ctr[4][24];
     flat_index(l, t, c, i);
-    int_op(l, "arith.divui", i, int_const(l, 4, "i64", four), "i64", blk);
-    int_op(l, "arith.remui", i, four, "i64", wi);
+    emit2(l, "arith.divui", i, int_const(l, 4, "i64", four), "i64", blk);
+    emit2(l, "arith.remui", i, four, "i64", wi);
     fedc__mlir_tmp(l->m, lo);
     fedc__mlir_printf(l->m, "      %s = arith.trunci %s : i64 to i32\n", lo, blk);
-    int_op(l, "arith.shrui", blk, int_const(l, 32, "i64", sh), "i64", hi);
+    emit2(l, "arith.shrui", blk, int_const(l, 32, "i64", sh), "i64", hi);
     fedc__mlir_tmp(l->m, ctr[1]);
     fedc__mlir_printf(l->m, "      %s = arith.trunci %s : i64 to i32\n", ctr[1], hi);
     snprintf(ctr[0], 24, "%s", lo), snprintf(ctr[2], 24, "%%in3"), snprintf(ctr[3], 24, "%%in4");
@@ -123,7 +118,7 @@ fedc_status fedc__lower_dropout(const lower *l) {
     fedc__mlir_printf(l->m, "      %s = arith.cmpi eq, %s, %s : i64\n", b1, wi, int_const(l, 3, "i64", k));
     fedc__mlir_tmp(l->m, w);
     fedc__mlir_printf(l->m, "      %s = arith.select %s, %s, %s : i32\n", w, b1, ctr[3], s2);
-    int_op(l, "arith.shrui", w, int_const(l, 8, "i32", e8), "i32", top);
+    emit2(l, "arith.shrui", w, int_const(l, 8, "i32", e8), "i32", top);
     fedc__mlir_tmp(l->m, u);
     fedc__mlir_printf(l->m, "      %s = arith.uitofp %s : i32 to f32\n", u, top);
     emit2(l, "arith.mulf", u, constant(l, 0x1p-24, FEDC_F32, scale), "f32", q);
