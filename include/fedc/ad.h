@@ -50,6 +50,12 @@ FEDC_API fedc_status fedc_grad(const fedc_program *p, const char *of, const char
  * agrees with reverse mode by construction; it costs about two reverse passes. */
 FEDC_API fedc_status fedc_jvp(const fedc_program *p, const char *const *wrt, int nwrt, fedc_program **out);
 
+/* The gradient of `of` with respect to every input whose name is under
+ * `wrt_prefix` (a tree of inputs, fedc/tree.h): fedc_grad with those names, so
+ * its outputs add "grad_<prefix>/<leaf>", which fedc_tree_subtree(p, results,
+ * "grad_<prefix>") reads back as a tree. An error if no input is under it. */
+FEDC_API fedc_status fedc_grad_tree(const fedc_program *p, const char *of, const char *wrt_prefix, fedc_program **out);
+
 #ifdef __cplusplus
 }
 #endif

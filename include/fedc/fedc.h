@@ -73,6 +73,7 @@
 #include "fedc/exec.h"
 #include "fedc/data.h"
 #include "fedc/tasks.h"
+#include "fedc/tree.h"
 #include "fedc/nn.h"
 #include "fedc/fl.h"
 #include "fedc/npy.h"

@@ -19,6 +19,7 @@
 #define FEDC_NN_H
 
 #include "fedc/program.h"
+#include "fedc/tree.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -151,6 +152,26 @@ FEDC_API double fedc_optimizer_state_init(const fedc_optimizer *o, int n, int k)
 FEDC_API fedc_status fedc_optimizer_step(const fedc_optimizer *o, fedc_program *p, fedc_value lr, int n,
                                 const fedc_value *params, const fedc_value *grads, const fedc_value *state,
                                 fedc_value *new_params, fedc_value *new_state);
+
+/* ------------------------------------------------- on value trees (tree.h) -- */
+
+/* The model's parameters as inputs of p named prefix/<param> ("" or NULL: by the
+ * parameter names) at placement pl; the tree's leaves are the parameter names. */
+FEDC_API fedc_tree *fedc_model_input_tree(const fedc_model *m, fedc_program *p, const char *prefix, fedc_placement pl);
+/* fedc_model_apply with the parameters as a tree (leaves by parameter name). */
+FEDC_API fedc_status fedc_model_apply_tree(const fedc_model *m, fedc_program *p, const fedc_tree *params, fedc_value x,
+                                  fedc_value y, fedc_value mask, fedc_value dropout_key, fedc_model_outputs *out);
+/* An optimizer's state for `params` as a tree of its initial values (constants of
+ * the parameters' placement), named by optax's slots: trace/<param> (momentum),
+ * mu/<param> and nu/<param> (adam, yogi), sum_of_squares/<param> (adagrad),
+ * nu/<param> (rmsprop), and count (adam, yogi). SGD's is empty. */
+FEDC_API fedc_tree *fedc_optimizer_init_tree(const fedc_optimizer *o, fedc_program *p, const fedc_tree *params);
+/* fedc_optimizer_step on trees: grads has params' leaf names, state is as
+ * fedc_optimizer_init_tree makes it. new_state may be NULL (a step whose state is
+ * not kept, as Mime's clients take). */
+FEDC_API fedc_status fedc_optimizer_step_tree(const fedc_optimizer *o, fedc_program *p, fedc_value lr,
+                                     const fedc_tree *params, const fedc_tree *grads, const fedc_tree *state,
+                                     fedc_tree **new_params, fedc_tree **new_state);
 
 #ifdef __cplusplus
 }

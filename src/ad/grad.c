@@ -160,3 +160,20 @@ fedc_status fedc_grad(const fedc_program *p, const char *of, const char *const *
     }
     return transform(p, of, wrt, nwrt, out);
 }
+
+fedc_status fedc_grad_tree(const fedc_program *p, const char *of, const char *wrt_prefix, fedc_program **out) {
+    *out = NULL;
+    size_t k = wrt_prefix ? strlen(wrt_prefix) : 0;
+    int n = fedc_program_num_inputs(p), nwrt = 0;
+    const char **wrt = fedc_calloc((size_t)n + 1, sizeof *wrt);
+    if (!wrt) return fedc_error(FEDC_ENOMEM, "grad_tree: out of memory");
+    for (int i = 0; i < n; i++) {
+        const char *name = fedc_program_input_name(p, i);
+        if (k && !strncmp(name, wrt_prefix, k) && name[k] == '/') wrt[nwrt++] = name;
+    }
+    fedc_status st = nwrt ? fedc_grad(p, of, wrt, nwrt, out)
+                          : fedc_error(FEDC_ENOTFOUND, "grad_tree: the program has no input under \"%s\"",
+                                       wrt_prefix ? wrt_prefix : "(null)");
+    fedc_free(wrt);
+    return st;
+}
