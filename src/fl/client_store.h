@@ -51,7 +51,10 @@ void fedc__client_store_close(fedc__client_store *s); /* safe on NULL */
 /* Reads the records of n clients as of the start of round `round` (the latest
  * version written at a round < `round`); found[i] = false (dst[i] untouched) for a
  * client never written before it. A record that fails its checksum is an error
- * naming the file, client and round (dst[i] then holds unspecified bytes). */
+ * naming the file, client and round (dst[i] then holds unspecified bytes). The
+ * store keeps the latest versions, not a history: a read at a round no later than
+ * one of the client's versions is refused (FEDC_EINVAL), except at the protected
+ * round, whose version before it is kept by design. */
 fedc_status fedc__client_store_read(fedc__client_store *s, uint32_t round, int n, const int64_t *clients,
                                     void *const *dst, bool *found);
 
