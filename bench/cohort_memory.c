@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,17 +47,6 @@ static bench_param PARAMS[NPARAMS] = {
 
 static fedc_type xs_type(void) { return fedc_type_make(FEDC_F32, 3, (int64_t[]){BATCHES, BATCH, IN}); }
 static fedc_type ys_type(void) { return fedc_type_make(FEDC_I32, 2, (int64_t[]){BATCHES, BATCH}); }
-
-/* A line "Key:   123 kB" of /proc/self/status, in bytes; 0 if absent. */
-static size_t proc_status_bytes(const char *key) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    size_t klen = strlen(key), kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, klen) && line[klen] == ':') kb = strtoull(line + klen + 1, NULL, 10);
-    if (f) fclose(f);
-    return kb * 1024;
-}
 
 /* ------------------------------------------------------------ programs -- */
 
@@ -90,7 +78,7 @@ typedef struct measurement {
 static measurement measure(int clients, int threads, int rounds) {
     measurement m = {.clients = clients};
     if (clients == 0) { /* the baseline: the process as forked, before any fedc work */
-        m.peak_rss = proc_status_bytes("VmHWM");
+        m.peak_rss = bench_proc_status_bytes("VmHWM");
         return m;
     }
     fedc_program *model = build_model();
@@ -135,7 +123,7 @@ static measurement measure(int clients, int threads, int rounds) {
             fedc_executor_bind(ex, "batches", batches));
     m.planned_bytes = fedc_executor_planned_bytes(ex);
     m.unplanned_bytes = fedc_executor_unplanned_bytes(ex);
-    m.setup_rss = proc_status_bytes("VmRSS");
+    m.setup_rss = bench_proc_status_bytes("VmRSS");
 
     double t[MAX_ROUNDS];
     for (int r = 0; r < rounds; r++) {
@@ -156,7 +144,7 @@ static measurement measure(int clients, int threads, int rounds) {
         }
     }
     m.seconds_per_round = bench_median(t, rounds);
-    m.peak_rss = proc_status_bytes("VmHWM");
+    m.peak_rss = bench_proc_status_bytes("VmHWM");
 
     fedc_executor_destroy(ex);
     fedc_program_destroy(round);
@@ -165,25 +153,19 @@ static measurement measure(int clients, int threads, int rounds) {
     return m;
 }
 
-/* Forks, measures in the child, and reads the result back through a pipe. */
+/* One cohort's measurement in a child of its own (bench_in_child). */
+typedef struct cohort_args {
+    int clients, threads, rounds;
+} cohort_args;
+
+static void measure_cohort(void *ctx, void *result) {
+    const cohort_args *a = ctx;
+    *(measurement *)result = measure(a->clients, a->threads, a->rounds);
+}
+
 static int measure_in_child(int clients, int threads, int rounds, measurement *out) {
-    int fd[2];
-    if (pipe(fd)) return -1;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        close(fd[0]);
-        measurement m = measure(clients, threads, rounds);
-        ssize_t w = write(fd[1], &m, sizeof m);
-        _exit(w == (ssize_t)sizeof m ? 0 : 1);
-    }
-    close(fd[1]);
-    ssize_t got = read(fd[0], out, sizeof *out);
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return got == (ssize_t)sizeof *out && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+    cohort_args a = {clients, threads, rounds};
+    return bench_in_child(measure_cohort, &a, out, sizeof *out);
 }
 
 static double mib(size_t b) { return (double)b / (1024.0 * 1024.0); }

@@ -32,6 +32,13 @@ double bench_median(double *v, int n);  /* sorts v */
  * a printf format of "key": value pairs. */
 void bench_json(const char *name, const char *fields, ...) __attribute__((format(printf, 2, 3)));
 
+/* A line "Key:   123 kB" of /proc/self/status (VmHWM, VmRSS), in bytes; 0 if absent. */
+size_t bench_proc_status_bytes(const char *key);
+/* Runs measure(ctx, result) in a forked child (so that its peak memory is its own)
+ * and copies its result_bytes of result back through a pipe; 0 on success, -1 if
+ * the child failed. */
+int bench_in_child(void (*measure)(void *ctx, void *result), void *ctx, void *result, size_t result_bytes);
+
 typedef struct bench_param {
     const char *name;
     int rank;
