@@ -35,25 +35,6 @@ enum { CLIENTS = 3400, PER_ROUND = 10, BATCH = 20, PROJECTED_ROUNDS = 1500, MAX_
 static const int64_t TRAIN_EXAMPLES = 671585, TEST_EXAMPLES = 77483;
 static const char *LEAF = "../shared/data/femnist-leaf/train";
 
-typedef struct server {
-    int nstate;
-    float **state;
-} server;
-
-static void server_state_init(server *s, const fedc_model *m, const fedc_optimizer *o) {
-    int n = fedc_model_num_params(m);
-    s->nstate = fedc_optimizer_state_size(o, n);
-    s->state = calloc((size_t)s->nstate + 1, sizeof *s->state);
-    BENCH_FAIL_IF(!s->state);
-    for (int k = 0; k < s->nstate; k++) {
-        bool count = k == s->nstate - 1 && fedc_optimizer_counts_steps(o);
-        int64_t size = count ? 1 : fedc_model_param_size(m, k % n);
-        s->state[k] = malloc((size_t)size * sizeof(float));
-        BENCH_FAIL_IF(!s->state[k]);
-        for (int64_t j = 0; j < size; j++) s->state[k][j] = (float)fedc_optimizer_state_init(o, n, k);
-    }
-}
-
 /* Copies output `name` back over `dst` (the next round's input). */
 static void take_output(fedc_executor *ex, const char *name, float *dst) {
     const void *data;
@@ -62,22 +43,13 @@ static void take_output(fedc_executor *ex, const char *name, float *dst) {
     memcpy(dst, data, fedc_type_bytes(&t));
 }
 
-static double run_round(fedc_executor *ex, cohort_buffers *cb, bench_cnn *m, server *s, const int64_t *sizes,
+static double run_round(fedc_executor *ex, cohort_buffers *cb, fedc_server_state *s, const int64_t *sizes,
                         uint32_t r, int64_t *sampled, double *examples) {
     double t0 = bench_now();
     BENCH_FAIL_IF(fedc_sample_clients(CLIENTS, PER_ROUND, 0, r, sampled));
     for (int j = 0; j < PER_ROUND; j++) bench_fill_client(cb, j, (uint64_t)sampled[j], sizes[sampled[j]], 0, r);
     BENCH_FAIL_IF(fedc_executor_run(ex));
-    for (int i = 0; i < fedc_model_num_params(m->model); i++) {
-        char name[96];
-        snprintf(name, sizeof name, "new_%s", fedc_model_param_name(m->model, i));
-        take_output(ex, name, m->params + fedc_model_param_offset(m->model, i));
-    }
-    for (int k = 0; k < s->nstate; k++) {
-        char name[40];
-        snprintf(name, sizeof name, "new_server_state%d", k);
-        take_output(ex, name, s->state[k]);
-    }
+    BENCH_FAIL_IF(fedc_server_state_update(s, ex)); /* the new model and server state */
     float e;
     take_output(ex, "examples", &e);
     *examples = e;
@@ -109,32 +81,28 @@ int main(int argc, char **argv) {
     alg.client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, pow(10, -1.5));
     alg.server_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, pow(10, -2.5));
     alg.server_opt.eps = 1e-4;
-    server s;
-    server_state_init(&s, m.model, &alg.server_opt);
+    fedc_server_state *s;
+    BENCH_FAIL_IF(fedc_server_state_create(m.model, &alg, m.params, &s));
     fedc_program *round;
     fedc_executor *ex;
     cohort_buffers cb = {0};
     BENCH_FAIL_IF(fedc_algorithm_round(m.model, &alg, &round));
     BENCH_FAIL_IF(fedc_executor_create(&ex, round, &(fedc_exec_options){.clients = PER_ROUND, .threads = threads}));
     BENCH_FAIL_IF(fedc__cohort_buffers_init(&cb, m.model, PER_ROUND, BATCH, alg.max_steps) ||
-                  fedc__cohort_buffers_bind(&cb, ex, true) || bench_cnn_bind(&m, ex));
-    for (int k = 0; k < s.nstate; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "server_state%d", k);
-        BENCH_FAIL_IF(fedc_executor_bind(ex, name, s.state[k]));
-    }
+                  fedc__cohort_buffers_bind(&cb, ex, true) || fedc_server_state_bind(s, ex));
 
     int64_t sampled[PER_ROUND];
     double t[MAX_ROUNDS], ex_round[MAX_ROUNDS], examples = 0;
-    double warm = run_round(ex, &cb, &m, &s, train, 0, sampled, &examples);
+    double warm = run_round(ex, &cb, s, train, 0, sampled, &examples);
     for (int r = 0; r < rounds; r++) {
-        t[r] = run_round(ex, &cb, &m, &s, train, (uint32_t)r + 1, sampled, &ex_round[r]);
+        t[r] = run_round(ex, &cb, s, train, (uint32_t)r + 1, sampled, &ex_round[r]);
         examples += ex_round[r];
     }
     double total_t = 0, total_e = 0;
     for (int r = 0; r < rounds; r++) total_t += t[r], total_e += ex_round[r];
     double per_round = bench_median(t, rounds);
 
+    BENCH_FAIL_IF(fedc_server_state_params(s, m.params)); /* the trained model, to evaluate */
     int64_t eval_clients = (int64_t)ceil(test_fraction * (double)test_clients);
     double evaluated, eval_s = bench_cnn_evaluate(&m, test, eval_clients, 500, threads, &evaluated);
     double eval_full = eval_s * (double)TEST_EXAMPLES / evaluated;
@@ -156,8 +124,8 @@ int main(int argc, char **argv) {
     fedc__cohort_buffers_free(&cb);
     fedc_executor_destroy(ex);
     fedc_program_destroy(round);
-    for (int k = 0; k < s.nstate; k++) free(s.state[k]);
-    free(s.state), free(train), free(test);
+    fedc_server_state_destroy(s);
+    free(train), free(test);
     bench_cnn_destroy(&m);
     return 0;
 }

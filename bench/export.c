@@ -106,8 +106,9 @@ static void cnn_round(void) {
     }
     fedc_model *m;
     BENCH_FAIL_IF(fedc_model_create(&m, "cnn", NULL));
-    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_SGD, 0.1),
-                        fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0), 0, 2, 2, true};
+    fedc_algorithm a = {.def = &fedc_algorithm_fedavg, .client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 0.1),
+                        .server_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0), .batch_size = 2, .max_steps = 2,
+                        .dropout = true};
     fedc_program *round = NULL;
     BENCH_FAIL_IF(fedc_algorithm_round(m, &a, &round));
     const int clients = 2;

@@ -52,7 +52,11 @@ static const char train_usage[] =
     "                            context)\n"
     "  --algorithm NAME          fedsgd|fedavg|fedprox, or one registered by the program\n"
     "                            (default fedavg; `fedc train --algorithms` lists them)\n"
-    "  --prox-mu X               FedProx's mu, 0 to 1e6 (default 0.01)\n"
+    "  --set NAME=VALUE          one of the algorithm's hyperparameters; repeatable (`fedc train\n"
+    "                            --algorithm NAME --help` lists them, with their ranges)\n"
+    "  --prox-mu X               the same as --set mu=X (FedProx's mu)\n"
+    "  --weighting HOW           how the server weights the clients: examples (trained on this\n"
+    "                            round; the default), dataset (its size) or uniform\n"
     "  --rounds N                1 to 1000000 (default 100)\n"
     "  --clients-per-round N     1 to 1048576 (default 10)\n"
     "  --batch-size N            1 to 10000 (default 20)\n"
@@ -112,7 +116,10 @@ typedef struct options {
     const char *cmd;   /* "fedc train" or "fedc eval" */
     unsigned command;  /* TRAIN or EVAL */
     fedc_train_config c;
-    const char *client_opt, *server_opt, *algorithm;
+    const char *client_opt, *server_opt, *algorithm, *weighting;
+    const char *sets[32];   /* --set NAME=VALUE, in order, applied once the algorithm is known */
+    int nsets;
+    double prox_mu;         /* --prox-mu: --set mu=X */
     const char *checkpoint; /* fedc eval */
     double client_lr, server_lr, server_eps;
     bool no_dropout;
@@ -122,7 +129,7 @@ typedef struct options {
 } options;
 
 enum { TRAIN = 1, EVAL = 2, BOTH = 3 };
-typedef enum { STR, I32, I64, U64, REAL, FORMAT, FLAG } kind;
+typedef enum { STR, I32, I64, U64, REAL, FORMAT, FLAG, SET } kind;
 
 /* A string option's check, when the name must be one the library knows. */
 typedef bool (*name_check)(const char *cmd, const char *what, const char *v);
@@ -145,6 +152,7 @@ static bool check_partition(const char *cmd, const char *what, const char *v);
 static bool check_model(const char *cmd, const char *what, const char *v);
 static bool check_algorithm(const char *cmd, const char *what, const char *v);
 static bool check_optimizer(const char *cmd, const char *what, const char *v);
+static bool check_weighting(const char *cmd, const char *what, const char *v);
 
 /* OPT(name, kind, commands, field), then the integers' [lo, hi] or the reals' range, or the check. */
 #define OPT(n, k, cmds, field) .name = n, .kind = k, .commands = cmds, .at = offsetof(options, field)
@@ -161,7 +169,9 @@ static const option table[] = {
     {OPT("num-clients", I64, BOTH, c.num_clients), INTS(1, MAX_CLIENTS)},
     {OPT("model", STR, BOTH, c.model), .check = check_model},
     {OPT("algorithm", STR, TRAIN, algorithm), .check = check_algorithm},
-    {OPT("prox-mu", REAL, TRAIN, c.algorithm.prox_mu), .range = {0, 1e6, false, false}},
+    {OPT("set", SET, TRAIN, sets)},
+    {OPT("prox-mu", REAL, TRAIN, prox_mu), .range = {0, 1e6, false, false}},
+    {OPT("weighting", STR, TRAIN, weighting), .check = check_weighting},
     {OPT("rounds", I32, TRAIN, c.rounds), INTS(1, MILLION)},
     {OPT("clients-per-round", I32, TRAIN, c.clients_per_round), INTS(1, MAX_CLIENTS)},
     {OPT("batch-size", I64, TRAIN, c.algorithm.batch_size), INTS(1, 10000)}, /* more is a typo, and memory */
@@ -231,6 +241,14 @@ static bool set(options *o, const option *opt, const char *what, const char *v) 
         return true;
     case REAL: return cli_real(o->cmd, what, v, opt->range, (double *)field);
     case FLAG: return cli_bool(o->cmd, what, v, (bool *)field);
+    case SET: /* checked once the algorithm is known (finish) */
+        if (!cli_text(o->cmd, what, v)) return false;
+        if (o->nsets == (int)(sizeof o->sets / sizeof *o->sets)) {
+            fprintf(stderr, "%s: %s: more than %d --set options\n", o->cmd, what, o->nsets);
+            return false;
+        }
+        o->sets[o->nsets++] = v;
+        return true;
     case FORMAT:
         if (!fedc_data_format_parse(v, (fedc_data_format *)field)) return true;
         fprintf(stderr, "%s: %s: %s\n", o->cmd, what, fedc_errmsg());
@@ -279,6 +297,13 @@ static bool check_model(const char *cmd, const char *what, const char *v) {
 
 static bool check_algorithm(const char *cmd, const char *what, const char *v) {
     if (fedc_algorithm_find(v)) return true;
+    fprintf(stderr, "%s: %s: %s\n", cmd, what, fedc_errmsg());
+    return false;
+}
+
+static bool check_weighting(const char *cmd, const char *what, const char *v) {
+    fedc_weighting w;
+    if (!fedc_weighting_parse(v, &w)) return true;
     fprintf(stderr, "%s: %s: %s\n", cmd, what, fedc_errmsg());
     return false;
 }
@@ -357,6 +382,12 @@ static int finish(options *o) {
         return usage_error(o, "%s", fedc_errmsg());
     if (o->server_eps > 0) c->algorithm.server_opt.eps = o->server_eps;
     if (c->algorithm.def->one_pass) c->epochs = 1;
+    if (o->weighting && fedc_weighting_parse(o->weighting, &c->algorithm.weighting))
+        return usage_error(o, "%s", fedc_errmsg());
+    if (o->prox_mu >= 0 && fedc_algorithm_set(&c->algorithm, "mu", o->prox_mu))
+        return usage_error(o, "--prox-mu: %s", fedc_errmsg());
+    for (int i = 0; i < o->nsets; i++)
+        if (fedc_algorithm_set_text(&c->algorithm, o->sets[i])) return usage_error(o, "--set: %s", fedc_errmsg());
     return 0;
 }
 
@@ -366,7 +397,7 @@ static int parse(options *o, unsigned command, int argc, char **argv) {
     o->cmd = command == EVAL ? "fedc eval" : "fedc train";
     o->command = command;
     fedc_train_defaults(&o->c);
-    o->c.algorithm.prox_mu = 0.01;
+    o->prox_mu = -1; /* not given */
     o->client_opt = "sgd", o->server_opt = "sgd", o->algorithm = "fedavg";
     o->client_lr = 0.1, o->server_lr = 1;
     int rc = parse_args(o, argc, argv);
@@ -425,6 +456,13 @@ static int join_mpi(void) {
 
 int fedc_cli_train(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
+        for (int i = 0; i + 1 < argc; i++) /* --algorithm NAME --help: its hyperparameters */
+            if (!strcmp(argv[i], "--algorithm")) {
+                const fedc_algorithm_def *def = fedc_algorithm_find(argv[i + 1]);
+                if (!def) return usage_error(&(options){.cmd = "fedc train"}, "%s", fedc_errmsg());
+                fedc_algorithm_print_hparams(def, stdout);
+                return CLI_OK;
+            }
         printf(train_usage, fedc_data_formats()); /* the readers' names, from src/data/open.c's table */
         return CLI_OK;
     }

@@ -150,7 +150,7 @@ PY
   expect 0 "warning: round 1: client 2 (\"f2\") dropped: its update is not finite" -- "$fedc" train $nan --out "$out/nan"
   grep -q '"round": 2, .*"test_loss": null, .*"dropped": 2, ' "$out/nan/metrics.jsonl" && ok \
     || bad "the NaN client: no null test loss or no count of 2 drops"
-  expect 1 "round 1: client 2 (\"f2\"): result \"delta_dense1/w\" has a non-finite value" -- \
+  expect 1 "round 1: client 2 (\"f2\"): result \"delta/dense1/w\" has a non-finite value" -- \
     "$fedc" train $nan --out "$out/nan-strict" --strict
 else
   echo "skipped the NaN-client case: no python3 with h5py"

@@ -381,8 +381,9 @@ static fedc_program *model_round(const char *model, const fedc_model_options *mo
     fedc_model *m = NULL;
     fedc_program *round = NULL;
     CHECK_OK(fedc_model_create(&m, model, mo));
-    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_SGD, 0.1),
-                        fedc_optimizer_defaults(server, server == FEDC_OPT_SGD ? 1.0 : 1e-2), 0, batch, steps, true};
+    fedc_algorithm a = {.def = &fedc_algorithm_fedavg, .client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 0.1),
+                        .server_opt = fedc_optimizer_defaults(server, server == FEDC_OPT_SGD ? 1.0 : 1e-2),
+                        .batch_size = batch, .max_steps = steps, .dropout = true};
     if (m) CHECK_OK(fedc_algorithm_round(m, &a, &round));
     fedc_model_destroy(m);
     return round;

@@ -320,7 +320,6 @@ static void test_algorithms_on_fashion_mnist(void) {
         c.num_clients = 50;
         c.model = "logistic";
         c.algorithm.def = runs[i].def;
-        c.algorithm.prox_mu = 0.01;
         c.algorithm.client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 0.05);
         c.algorithm.server_opt = fedc_optimizer_defaults(runs[i].server, runs[i].server_lr);
         c.rounds = 4;
@@ -340,13 +339,16 @@ static void test_algorithms_on_fashion_mnist(void) {
 
 /* An algorithm defined outside the library, over the public API, and found by
  * name once registered: FedAvg whose server takes half steps (a damped server). */
-static fedc_status halfstep_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
-    fedc_algorithm damped = *a;
-    damped.server_opt.learning_rate = a->server_opt.learning_rate / 2;
-    return fedc_algorithm_fedavg.round(m, &damped, out);
+static fedc_status halfstep_round(fedc_round *r) {
+    fedc_algorithm damped = *r->alg;
+    damped.server_opt.learning_rate = r->alg->server_opt.learning_rate / 2;
+    fedc_round half = *r;
+    half.alg = &damped;
+    return fedc_algorithm_fedavg.round(&half);
 }
 
-static const fedc_algorithm_def halfstep = {"fedavg_halfstep", "FedAvg with half server steps", false, halfstep_round};
+static const fedc_algorithm_def halfstep = {.name = "fedavg_halfstep", .summary = "FedAvg with half server steps",
+                                            .round = halfstep_round};
 
 static fedc_train_result train_briefly(const fedc_algorithm_def *def, double server_lr) {
     fedc_train_config c;
@@ -375,7 +377,7 @@ static void test_registered_algorithm(void) {
     CHECK(strstr(fedc_errmsg(), "unknown algorithm \"fedavg_halfstep\"") && strstr(fedc_errmsg(), "fedprox"));
     CHECK_OK(fedc_algorithm_register(&halfstep));
     CHECK_ERR(fedc_algorithm_register(&halfstep), FEDC_EINVAL, "\"fedavg_halfstep\" is already an algorithm");
-    CHECK_ERR(fedc_algorithm_register(&(fedc_algorithm_def){"no_round", "", false, NULL}), FEDC_EINVAL,
+    CHECK_ERR(fedc_algorithm_register(&(fedc_algorithm_def){.name = "no_round"}), FEDC_EINVAL,
               "needs a name and a round builder");
     CHECK(fedc_algorithm_find("fedavg_halfstep") == &halfstep);
     CHECK(fedc_algorithm_at(fedc_algorithm_count() - 1) == &halfstep);

@@ -156,38 +156,18 @@ typedef struct fedavg_run {
     int64_t size;
 } fedavg_run;
 
-static void bind_round(fedc_executor *ex, const fedc_model *m, const float *w, int64_t t, int vocab) {
+static void bind_round(fedc_executor *ex, int64_t t, int vocab) {
     static int32_t x[CLIENTS * STEPS * BATCH * 64], y[CLIENTS * STEPS * BATCH * 64];
     static float mask[CLIENTS * STEPS * BATCH];
     static int32_t steps[CLIENTS], key[4 * CLIENTS];
     fill_tokens(x, y, CLIENTS * STEPS * BATCH, t, vocab, 11);
     for (int i = 0; i < CLIENTS * STEPS * BATCH; i++) mask[i] = 1;
     for (int i = 0; i < CLIENTS; i++) steps[i] = STEPS;
-    for (int i = 0; i < fedc_model_num_params(m); i++)
-        CHECK_OK(fedc_executor_bind(ex, fedc_model_param_name(m, i), w + fedc_model_param_offset(m, i)));
     CHECK_OK(fedc_executor_bind(ex, "x", x));
     CHECK_OK(fedc_executor_bind(ex, "y", y));
     CHECK_OK(fedc_executor_bind(ex, "mask", mask));
     CHECK_OK(fedc_executor_bind(ex, "steps", steps));
     CHECK_OK(fedc_executor_bind(ex, "key", key));
-}
-
-/* Binds the server optimizer's state (server_state<k>), slots laid out like the
- * parameters, plus the step count when the optimizer counts. */
-static float *bind_server_state(fedc_executor *ex, const fedc_model *m, const fedc_optimizer *o) {
-    int n = fedc_model_num_params(m), ns = fedc_optimizer_state_size(o, n);
-    int64_t size = fedc_model_size(m);
-    float *state = calloc((size_t)(2 * size + 1), sizeof *state);
-    for (int k = 0; k < ns; k++) {
-        bool count = k == ns - 1 && fedc_optimizer_counts_steps(o);
-        float *at = count ? state + 2 * size : state + (k / n) * size + fedc_model_param_offset(m, k % n);
-        int64_t len = count ? 1 : fedc_model_param_size(m, k % n);
-        for (int64_t j = 0; j < len; j++) at[j] = (float)fedc_optimizer_state_init(o, n, k);
-        char name[32];
-        snprintf(name, sizeof name, "server_state%d", k);
-        CHECK_OK(fedc_executor_bind(ex, name, at));
-    }
-    return state;
 }
 
 static fedavg_run fedavg_rounds(const char *model, const fedc_model_options *mo, const fedc_algorithm *a, int rounds,
@@ -200,43 +180,27 @@ static fedavg_run fedavg_rounds(const char *model, const fedc_model_options *mo,
     fedc_exec_options eo = {.clients = CLIENTS, .threads = threads};
     fedc_executor *ex = NULL;
     if (round) CHECK_OK(fedc_executor_create(&ex, round, &eo));
-    int n = fedc_model_num_params(m);
     int64_t t = fedc_model_input_type(m, 1).dims[1];
     int vocab = mo && mo->num_classes ? mo->num_classes : 90; /* tiny's */
     run.size = fedc_model_size(m);
     run.w = malloc((size_t)run.size * sizeof *run.w);
     CHECK_OK(fedc_model_init(m, 3, run.w));
-    float *state = NULL;
-    if (ex) {
-        bind_round(ex, m, run.w, t, vocab);
-        state = bind_server_state(ex, m, &a->server_opt);
+    fedc_server_state *state = NULL; /* the model and the server optimizer's state, round to round */
+    CHECK_OK(fedc_server_state_create(m, a, run.w, &state));
+    if (ex && state) {
+        bind_round(ex, t, vocab);
+        CHECK_OK(fedc_server_state_bind(state, ex));
     }
-    for (int r = 0; ex && r < rounds; r++) {
+    for (int r = 0; ex && state && r < rounds; r++) {
         CHECK_OK(fedc_executor_run(ex));
         const float *loss;
         CHECK_OK(fedc_executor_output(ex, "train_loss", (const void **)&loss, NULL));
         if (r == 0) run.first = *loss;
         run.last = *loss;
-        for (int i = 0; i < n; i++) { /* the new model is next round's model */
-            char name[48];
-            const float *nw;
-            snprintf(name, sizeof name, "new_%s", fedc_model_param_name(m, i));
-            CHECK_OK(fedc_executor_output(ex, name, (const void **)&nw, NULL));
-            memcpy(run.w + fedc_model_param_offset(m, i), nw, (size_t)fedc_model_param_size(m, i) * sizeof *run.w);
-        }
-        int ns = fedc_optimizer_state_size(&a->server_opt, n);
-        for (int k = 0; k < ns; k++) { /* and the new server state next round's state */
-            char name[40];
-            const void *ns_data;
-            fedc_type st;
-            snprintf(name, sizeof name, "new_server_state%d", k);
-            CHECK_OK(fedc_executor_output(ex, name, &ns_data, &st));
-            bool count = k == ns - 1 && fedc_optimizer_counts_steps(&a->server_opt);
-            float *at = count ? state + 2 * run.size : state + (k / n) * run.size + fedc_model_param_offset(m, k % n);
-            memcpy(at, ns_data, fedc_type_bytes(&st));
-        }
+        CHECK_OK(fedc_server_state_update(state, ex));
     }
-    free(state);
+    if (state) CHECK_OK(fedc_server_state_params(state, run.w));
+    fedc_server_state_destroy(state);
     fedc_executor_destroy(ex);
     fedc_program_destroy(round);
     fedc_model_destroy(m);
@@ -246,8 +210,8 @@ static fedavg_run fedavg_rounds(const char *model, const fedc_model_options *mo,
 /* FedAvg rounds of the tiny model on 4 clients: the training loss falls well
  * below its start (log 90 = 4.5). */
 static void test_fedavg_loss_falls(void) {
-    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_SGD, 0.5),
-                        fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0), 0, BATCH, STEPS, false};
+    fedc_algorithm a = {.def = &fedc_algorithm_fedavg, .client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 0.5),
+                        .server_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0), .batch_size = BATCH, .max_steps = STEPS};
     fedavg_run run = fedavg_rounds("transformer:tiny", NULL, &a, 25, 2);
     CHECK_MSG(run.first > 4.0 && run.last < 0.5 * run.first, "train loss %g -> %g", run.first, run.last);
     fprintf(stderr, "    train loss %.3f -> %.3f after 25 rounds\n", run.first, run.last);
@@ -259,8 +223,8 @@ static void test_fedavg_loss_falls(void) {
  * carries. The loss falls. */
 static void test_fedavg_adam_4_blocks(void) {
     fedc_model_options mo = {.layers = 4};
-    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_ADAM, 3e-3),
-                        fedc_optimizer_defaults(FEDC_OPT_ADAM, 3e-2), 0, BATCH, STEPS, false};
+    fedc_algorithm a = {.def = &fedc_algorithm_fedavg, .client_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, 3e-3),
+                        .server_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, 3e-2), .batch_size = BATCH, .max_steps = STEPS};
     fedavg_run run = fedavg_rounds("transformer:tiny", &mo, &a, 12, 2);
     CHECK_MSG(run.first > 4.0 && run.last < 0.6 * run.first, "train loss %g -> %g", run.first, run.last);
     fprintf(stderr, "    4 blocks, Adam/Adam: train loss %.3f -> %.3f after 12 rounds\n", run.first, run.last);
@@ -275,8 +239,8 @@ static void test_deep_presets_round(void) {
     const char *presets[] = {"transformer:small", "transformer:base"};
     for (int i = 0; i < 2; i++) {
         fedc_model_options mo = {.width = 16, .heads = 4, .context = 8, .num_classes = 40};
-        fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-3),
-                            fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-2), 0, BATCH, STEPS, false};
+        fedc_algorithm a = {.def = &fedc_algorithm_fedavg, .client_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-3),
+                        .server_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-2), .batch_size = BATCH, .max_steps = STEPS};
         /* 8 threads for 4 clients: each client's kernels get 2 (the cohort's spare threads) */
         fedavg_run one = fedavg_rounds(presets[i], &mo, &a, 2, 1), two = fedavg_rounds(presets[i], &mo, &a, 2, 2),
                    eight = fedavg_rounds(presets[i], &mo, &a, 2, 8);
@@ -311,8 +275,8 @@ static void test_deep_round_text(void) {
     fedc_model *m;
     fedc_model_options mo = {.width = 16, .heads = 4, .context = 8, .num_classes = 40};
     CHECK_OK(fedc_model_create(&m, "transformer:small", &mo));
-    fedc_algorithm a = {&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-3),
-                        fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-2), 0, 2, 2, false};
+    fedc_algorithm a = {.def = &fedc_algorithm_fedavg, .client_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-3),
+                        .server_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, 1e-2), .batch_size = 2, .max_steps = 2};
     fedc_program *round = NULL, *parsed = NULL;
     char *text = NULL, *again = NULL;
     CHECK_OK(fedc_algorithm_round(m, &a, &round));

@@ -1,25 +1,58 @@
 /*
- * fedc/fl.h — federated learning algorithms as programs.
+ * fedc/fl.h — federated learning algorithms as programs, and the training job.
  *
- * An algorithm builds one round as a federated program from a model and its
- * optimizers; each reads like its pseudocode (src/fl/<name>.c):
+ * An algorithm declares what it keeps and builds one round as a federated program
+ * on value trees (fedc/tree.h), so that it reads like its pseudocode:
  *
- *     FedAvg / FedOpt (Reddi et al. 2020):
- *         delta_i, n_i = map(client_update)(broadcast(w), data_i)   // local optimizer steps
- *         w, s = server_opt(w, grad = weighted_mean(delta_i, n_i), s)  // SGD lr 1 = FedAvg
- *     FedSGD: the same with one gradient of each client's whole data
- *     FedProx: FedAvg whose client loss adds mu/2 ||w - w_server||^2
+ *     FedAvg / FedOpt (Reddi et al. 2020), src/fl/fedavg.c:
+ *         delta_i, n_i = map(client_update)(broadcast(w), data_i)     // local steps
+ *         w, opt = server_opt(w, weighted_mean(delta_i, n_i), opt)   // SGD lr 1: FedAvg
  *
- * The round program's interface (every algorithm has the same one):
- *   inputs   <param>@server ...           the model (fedc_model_param_name order)
- *            server_state<k>@server ...   the server optimizer's state
- *            x@clients   [steps, batch, ...example]   each client's batches
- *            y@clients   i32[steps, batch]
- *            mask@clients f32[steps, batch]    1 for real examples
- *            steps@clients i32[]               how many of the batches are real
- *            key@clients i32[4]                dropout stream of the client this round
- *   outputs  new_<param> ..., new_server_state<k> ...,
+ * What an algorithm declares (fedc_algorithm_def):
+ *   - its hyperparameters: name, default, valid range, help (`fedc train
+ *     --algorithm NAME --set NAME=VALUE`; `fedc train --algorithm NAME --help`);
+ *   - its server state: server_init builds it from the model's parameters as a
+ *     tree whose "params" subtree is the model (the default: {params, opt: the
+ *     server optimizer's state});
+ *   - its per-client state, kept across rounds: client_init builds a never-seen
+ *     client's value (NULL: none). The training job keeps it in a file, read and
+ *     written for each round's cohort only (docs/client_state.md);
+ *   - the per-client metadata it reads: fedc_round_meta inputs (e.g. the client's
+ *     dataset size), bound by the training job by name;
+ * and `fedc train` allocates, binds, checkpoints and resumes all of it by name.
+ *
+ * The round program's interface (every algorithm's, fedc_algorithm_round):
+ *   inputs   server/<leaf>@server     the server state (server/params/<param>: the model)
+ *            client/<leaf>@clients    the cohort's client state (stateful algorithms)
+ *            x@clients [steps, batch, ...example], y@clients i32[steps, batch],
+ *            mask@clients f32[steps, batch] (1: a real example), steps@clients i32[]
+ *            (real batches), key@clients i32[4] (the client's dropout stream this round)
+ *            meta/<name>@clients      metadata, as the builder asked for it
+ *   outputs  server/<leaf>, client/<leaf>: the new states (the inputs' names and types),
  *            train_loss f32[]@server (example-weighted mean), examples f32[]@server
+ *
+ * A worked example, an algorithm written outside the library (examples/fedavg_mine.c
+ * has it whole): FedAvg whose server steps by a hyperparameter `alpha` times the
+ * mean delta, over the library's local training.
+ *
+ *     static const fedc_hparam_def hp[] = {{"alpha", 1.0, 0, 10, "server step size"}};
+ *     static fedc_status round(fedc_round *r) {
+ *         fedc_program *p = r->p;
+ *         fedc_tree *w = fedc_tree_subtree(p, r->server, "params");
+ *         fedc_tree *out;                                    // delta, examples, loss
+ *         fedc_status st = fedc_round_local_training(r, NULL, &out);
+ *         if (st) return st;
+ *         fedc_value n = fedc_tree_get(p, out, "examples");
+ *         fedc_tree *delta = fedc_tree_weighted_mean(p, fedc_tree_subtree(p, out, "delta"),
+ *                                                    fedc_round_weight(r, n));
+ *         fedc_value alpha = fedc_scalar(p, FEDC_F32, -fedc_round_hparam(r, "alpha"));
+ *         fedc_tree *next = fedc_tree_copy(p, r->server);
+ *         fedc_tree_set_tree(p, next, "params", fedc_tree_axpy(p, alpha, delta, w));
+ *         return fedc_round_finish(r, next, NULL, fedc_tree_get(p, out, "loss"), n);
+ *     }
+ *     static const fedc_algorithm_def mine = {.name = "mine", .summary = "...",
+ *         .hparams = hp, .nhparams = 1, .round = round};
+ *     fedc_algorithm_register(&mine);   // then `--algorithm mine --set alpha=0.5`
  */
 #ifndef FEDC_FL_H
 #define FEDC_FL_H
@@ -28,7 +61,9 @@
 
 #include "fedc/ad.h"
 #include "fedc/data.h"
+#include "fedc/exec.h"
 #include "fedc/nn.h"
+#include "fedc/tree.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,17 +71,50 @@ extern "C" {
 
 typedef struct fedc_algorithm fedc_algorithm;
 
-/* An algorithm is a name and a function that builds its round (the interface
- * above). The built-in ones are below; an algorithm written elsewhere (in a user's
- * own file, over the public builder API) is added with fedc_algorithm_register and
- * is then found by name like the others, by `fedc_algorithm_find` and the CLI.
- * A round's server_state inputs must be those of a->server_opt: the caller
- * (fedc_train) allocates and initialises them from it. */
+/* A hyperparameter: `fedc train --set NAME=VALUE`, checked against [min, max]. */
+typedef struct fedc_hparam_def {
+    const char *name;  /* "mu" */
+    double value;      /* the default */
+    double min, max;   /* the valid range, both ends included */
+    const char *help;  /* one line for --help */
+} fedc_hparam_def;
+
+enum { FEDC_MAX_HPARAMS = 16 };
+
+/* How a round weights its clients, in TFF's names: by the examples each trained on
+ * this round (the default: TFF's NUM_EXAMPLES, and FedJAX's whenever a client's
+ * batches cover its data once), by its dataset's size (FedJAX's FedAvg; the two
+ * differ when a last batch wraps or --steps caps a client), or all alike. */
+typedef enum fedc_weighting { FEDC_WEIGHT_EXAMPLES, FEDC_WEIGHT_DATASET, FEDC_WEIGHT_UNIFORM } fedc_weighting;
+FEDC_API const char *fedc_weighting_name(fedc_weighting w); /* "examples", "dataset", "uniform" */
+FEDC_API fedc_status fedc_weighting_parse(const char *name, fedc_weighting *out);
+
+/* What a round builder gets: the round program being built, with its inputs made
+ * (the interface above) as trees. */
+typedef struct fedc_round {
+    const fedc_model *model;
+    const fedc_algorithm *alg;
+    fedc_program *p;
+    fedc_tree *server; /* @server: server/<leaf> inputs, as server_init made them */
+    fedc_tree *client; /* @clients: client/<leaf> inputs, as client_init made them; NULL: none */
+    fedc_tree *data;   /* @clients: x, y, mask, steps, key */
+} fedc_round;
+
 typedef struct fedc_algorithm_def {
     const char *name;    /* what `fedc train --algorithm` takes */
-    const char *summary; /* one line for --help */
+    const char *summary; /* one line for --algorithms */
+    const fedc_hparam_def *hparams;
+    int nhparams;        /* at most FEDC_MAX_HPARAMS */
     bool one_pass;       /* each client computes one gradient of all its data (FedSGD): one epoch */
-    fedc_status (*round)(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
+    /* The server state at the start, built in p from the model's parameters
+     * `params` (@server inputs): a tree with the model under "params". NULL:
+     * {params, opt: a->server_opt's state (fedc_optimizer_init_tree)}. */
+    fedc_status (*server_init)(const fedc_model *m, const fedc_algorithm *a, fedc_program *p, const fedc_tree *params,
+                               fedc_tree **state);
+    /* A never-seen client's state: local constants built in p. NULL: none. */
+    fedc_status (*client_init)(const fedc_model *m, const fedc_algorithm *a, fedc_program *p, fedc_tree **state);
+    /* Builds the round on r (the interface above), ending with fedc_round_finish. */
+    fedc_status (*round)(fedc_round *r);
 } fedc_algorithm_def;
 
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedsgd;  /* src/fl/fedsgd.c */
@@ -55,16 +123,21 @@ FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedprox; /* src/fl/fedpr
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */
-    fedc_optimizer client_opt; /* re-initialised every round */
-    fedc_optimizer server_opt; /* applied to the averaged update as a pseudo-gradient */
-    double prox_mu;            /* FedProx */
+    fedc_optimizer client_opt;     /* re-initialised every round, unless the algorithm keeps it */
+    fedc_optimizer server_opt;     /* applied to the averaged update as a pseudo-gradient */
     int64_t batch_size;
-    int64_t max_steps;         /* batches per client in the program (padded) */
-    bool dropout;              /* train with the model's dropout */
+    int64_t max_steps;             /* batches per client in the program (padded) */
+    bool dropout;                  /* train with the model's dropout */
+    fedc_weighting weighting;
+    /* Hyperparameters set by fedc_algorithm_set (the others read as their
+     * defaults): values in def->hparams' order. */
+    double hparam[FEDC_MAX_HPARAMS];
+    bool hparam_set[FEDC_MAX_HPARAMS];
 };
 
 /* Adds `def` (which must outlive its use) to the algorithms found by name.
- * EINVAL if the name is taken or def lacks a name or a round builder. */
+ * EINVAL if the name is taken, def lacks a name or a round builder, or its
+ * hyperparameters are malformed (a default outside its range, a repeated name). */
 FEDC_API fedc_status fedc_algorithm_register(const fedc_algorithm_def *def);
 /* The algorithm called `name`; NULL (with an error naming the choices) if none. */
 FEDC_API const fedc_algorithm_def *fedc_algorithm_find(const char *name);
@@ -74,8 +147,106 @@ FEDC_API const fedc_algorithm_def *fedc_algorithm_at(int i);
 /* a's name ("fedavg" when a->def is NULL). */
 FEDC_API const char *fedc_algorithm_name(const fedc_algorithm *a);
 
-/* Builds one round of `a` on model `m` (the interface above). */
+/* Sets hyperparameter `name` of a's algorithm, checked against its range; the
+ * error names the parameter, the range and the algorithm's hyperparameters. */
+FEDC_API fedc_status fedc_algorithm_set(fedc_algorithm *a, const char *name, double value);
+/* "NAME=VALUE", as --set takes it. */
+FEDC_API fedc_status fedc_algorithm_set_text(fedc_algorithm *a, const char *assignment);
+/* The value of hyperparameter `name` (its default unless set); NAN, with an
+ * error, if the algorithm has none of that name. Round builders use
+ * fedc_round_hparam, which fails the round instead. */
+FEDC_API double fedc_algorithm_hparam(const fedc_algorithm *a, const char *name);
+/* Prints the algorithm's hyperparameters (name, default, range, help) to out. */
+FEDC_API void fedc_algorithm_print_hparams(const fedc_algorithm_def *def, FILE *out);
+
+/* The three programs of an algorithm on model m (the interface above):
+ * server_init: inputs params/<param>@server, outputs server/<leaf>@server;
+ * client_init: no inputs, outputs client/<leaf> (*out NULL: the algorithm keeps no
+ * client state); round: the round. */
+FEDC_API fedc_status fedc_algorithm_server_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
+FEDC_API fedc_status fedc_algorithm_client_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
 FEDC_API fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
+
+/* ------------------------------------------------- building a round -- */
+
+/* Hyperparameter `name` of r's algorithm; if it has none of that name, the round
+ * fails (naming it and the ones it has) and the value is NAN. */
+FEDC_API double fedc_round_hparam(const fedc_round *r, const char *name);
+/* The @clients metadata input meta/<name>, made on first use: "num_examples"
+ * (f32[]: the client's dataset size). An error for a name the training job does
+ * not know. */
+FEDC_API fedc_value fedc_round_meta(fedc_round *r, const char *name);
+/* Each client's weight (f32[]@clients) under r->alg->weighting, given the examples
+ * it trained on (f32[]@clients). */
+FEDC_API fedc_value fedc_round_weight(fedc_round *r, fedc_value examples);
+/* The client's objective on one batch, as a program: inputs w/<param> (the model
+ * being trained), x, y, mask, key (one batch: [batch, ...]) and the leaves of
+ * `extra` (at their local types; NULL: none); outputs loss, the model's masked mean
+ * loss plus what `term` adds (NULL: nothing), and count (f32[]: the batch's real
+ * examples). With `grad`, also grad_w/<param>. A gradient correction is a term
+ * too: <w, c> adds c to the gradient (SCAFFOLD's c - c_i, Mime's c - g_i(x)). */
+typedef fedc_value (*fedc_loss_term)(fedc_program *p, const fedc_round *r, const fedc_tree *w, const fedc_tree *extra);
+FEDC_API fedc_status fedc_round_objective(const fedc_round *r, const fedc_tree *extra, fedc_loss_term term, bool grad,
+                                          fedc_program **out);
+
+/* How fedc_round_local_training trains each client. */
+typedef struct fedc_local_training {
+    /* The objective, with grad (fedc_round_objective); NULL: the model's loss. */
+    const fedc_program *objective;
+    /* @clients values for the objective's extra inputs, by name; "start/<param>"
+     * needs none: it is the model the client started from (FedProx's anchor). */
+    const fedc_tree *extra;
+    /* @clients: the client optimizer's state to start from, as
+     * fedc_optimizer_init_tree names it (NULL: a fresh one). */
+    const fedc_tree *opt_state;
+    /* Every step uses opt_state as it is, and it is not returned (Mime's clients
+     * apply the server optimizer's state without updating it). */
+    bool frozen_opt_state;
+} fedc_local_training;
+
+/* Local training as FedAvg's clients do it, mapped over the cohort: each client
+ * starts from the broadcast model r->server's params and steps through its real
+ * batches with the client optimizer on the objective's gradient. The result,
+ * @clients: delta/<param> = w - w_client, examples (trained on), loss (their
+ * mean), and opt/<leaf> (the optimizer's final state, unless frozen). `how` NULL:
+ * FedAvg's. */
+FEDC_API fedc_status fedc_round_local_training(fedc_round *r, const fedc_local_training *how, fedc_tree **out);
+/* The mean gradient of each client's batches at the models `w` (@clients, by
+ * parameter name; typically fedc_tree_broadcast of the server's params): a fold
+ * summing count * gradient over its real batches (FedSGD's client; Mime's full
+ * gradient, whose server mean is fedc_tree_weighted_mean(grad, examples)). The
+ * result, @clients: grad/<param>, examples, loss (the mean over the examples). */
+FEDC_API fedc_status fedc_round_gradients(fedc_round *r, const fedc_tree *w, fedc_tree **out);
+/* FedOpt's server half: w, opt = server_opt(w, weighted_mean(update, weight), opt)
+ * on r->server's params and opt (update: @clients, by parameter name; weight:
+ * f32[]@clients). The new server state: r->server with those two replaced. */
+FEDC_API fedc_tree *fedc_round_server_opt(fedc_round *r, const fedc_tree *update, fedc_value weight);
+/* Adds the round's outputs: server/<leaf> from `server` (r->server's leaves and
+ * types), client/<leaf> from `client` (@clients; NULL when stateless), train_loss
+ * (the mean of loss@clients weighted by examples@clients) and examples (their sum). */
+FEDC_API fedc_status fedc_round_finish(fedc_round *r, const fedc_tree *server, const fedc_tree *client, fedc_value loss,
+                                       fedc_value examples);
+
+/* ------------------------------------------------ driving rounds by hand -- */
+
+/* An algorithm's server state between rounds, for a program that runs round
+ * programs itself (fedc_train does this, and the client state, on its own):
+ *
+ *     fedc_server_state *s;
+ *     fedc_server_state_create(m, &alg, params, &s);   // server_init on the model
+ *     fedc_server_state_bind(s, round_ex);             // server/<leaf> inputs
+ *     for (...) { fedc_executor_run(round_ex); fedc_server_state_update(s, round_ex); }
+ *     fedc_server_state_params(s, params);             // the trained model, flat
+ */
+typedef struct fedc_server_state fedc_server_state;
+FEDC_API fedc_status fedc_server_state_create(const fedc_model *m, const fedc_algorithm *a, const float *params,
+                                              fedc_server_state **out);
+FEDC_API void fedc_server_state_destroy(fedc_server_state *s); /* safe on NULL */
+FEDC_API fedc_status fedc_server_state_bind(fedc_server_state *s, fedc_executor *round);
+/* Takes the round's outputs server/<leaf> as the state (bound inputs see it). */
+FEDC_API fedc_status fedc_server_state_update(fedc_server_state *s, const fedc_executor *round);
+/* The model's parameters in the state, flat in fedc_model_param_offset order. */
+FEDC_API fedc_status fedc_server_state_params(const fedc_server_state *s, float *params);
 
 /* Builds the evaluation program: inputs <param>@server, x/y/mask/steps@clients as
  * above (no key); outputs loss_sum, correct, count (f32[]@server: sums over the
@@ -101,7 +272,7 @@ typedef struct fedc_train_config {
                                "transformer[:PRESET]" (text tasks; its context becomes the task's length) */
     const char *vocab;      /* stackoverflow: the vocabulary file, most frequent word first */
     int64_t vocab_size;     /* stackoverflow: words of it to use (0: 10000); the model has vocab_size + 4 ids */
-    fedc_algorithm algorithm; /* kind, optimizers, prox_mu, batch_size, dropout; max_steps 0: derived */
+    fedc_algorithm algorithm; /* kind, optimizers, hyperparameters, batch_size, dropout; max_steps 0: derived */
     int epochs;             /* local epochs per round */
     int64_t steps;          /* local steps per round (0: all the epochs' batches) */
     int rounds, clients_per_round;

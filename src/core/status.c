@@ -2,6 +2,7 @@
 #include "fedc/core.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *const status_text[] = {
 #define FEDC__STATUS_TEXT(name, text) text,
@@ -19,8 +20,12 @@ const char *fedc_status_str(fedc_status status) {
 
 const char *fedc_errmsg(void) { return errmsg; }
 
+/* Formatted aside first, so that a message may quote the last one
+ * (fedc_error(st, "%s: %s", where, fedc_errmsg()) is how errors gain context). */
 fedc_status fedc_verror(fedc_status status, const char *fmt, va_list ap) {
-    vsnprintf(errmsg, sizeof errmsg, fmt, ap);
+    char msg[sizeof errmsg];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(errmsg, msg, sizeof msg);
     return status;
 }
 

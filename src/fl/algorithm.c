@@ -1,6 +1,10 @@
 /* The algorithms by name: the built-in ones, then those registered at run time,
  * and the checks every round shares before an algorithm builds it. */
+#define _GNU_SOURCE /* strtod_l */
+#include <locale.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fl/fl.h"
@@ -41,9 +45,32 @@ static const fedc_algorithm_def *lookup(const char *name) {
     return NULL;
 }
 
+/* A definition's hyperparameters are well formed: named once, defaults in range. */
+static fedc_status check_hparams(const fedc_algorithm_def *def) {
+    if (def->nhparams < 0 || def->nhparams > FEDC_MAX_HPARAMS || (def->nhparams && !def->hparams))
+        return fedc_error(FEDC_EINVAL, "algorithm_register: \"%s\" declares %d hyperparameters (0 to %d, with a table)",
+                          def->name, def->nhparams, FEDC_MAX_HPARAMS);
+    for (int i = 0; i < def->nhparams; i++) {
+        const fedc_hparam_def *h = &def->hparams[i];
+        if (!h->name || !h->name[0] || strchr(h->name, '='))
+            return fedc_error(FEDC_EINVAL, "algorithm_register: \"%s\": hyperparameter %d needs a name without '='",
+                              def->name, i);
+        if (!(h->min <= h->value && h->value <= h->max))
+            return fedc_error(FEDC_EINVAL, "algorithm_register: \"%s\": %s's default %g is outside [%g, %g]", def->name,
+                              h->name, h->value, h->min, h->max);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(def->hparams[j].name, h->name))
+                return fedc_error(FEDC_EINVAL, "algorithm_register: \"%s\": two hyperparameters are called %s",
+                                  def->name, h->name);
+    }
+    return FEDC_OK;
+}
+
 fedc_status fedc_algorithm_register(const fedc_algorithm_def *def) {
     if (!def || !def->name || !def->name[0] || !def->round)
         return fedc_error(FEDC_EINVAL, "algorithm_register: an algorithm needs a name and a round builder");
+    fedc_status st = check_hparams(def);
+    if (st) return st;
     if (lookup(def->name)) return fedc_error(FEDC_EINVAL, "algorithm_register: \"%s\" is already an algorithm", def->name);
     pthread_mutex_lock(&registry_lock);
     bool full = nregistered == MAX_REGISTERED;
@@ -67,11 +94,92 @@ const fedc_algorithm_def *fedc_algorithm_find(const char *name) {
     return NULL;
 }
 
-static const fedc_algorithm_def *def_of(const fedc_algorithm *a) {
+const fedc_algorithm_def *fedc__algorithm_def(const fedc_algorithm *a) {
     return a->def ? a->def : &fedc_algorithm_fedavg;
 }
 
-const char *fedc_algorithm_name(const fedc_algorithm *a) { return def_of(a)->name; }
+const char *fedc_algorithm_name(const fedc_algorithm *a) { return fedc__algorithm_def(a)->name; }
+
+/* ------------------------------------------------------ hyperparameters -- */
+
+static int hparam_index(const fedc_algorithm_def *def, const char *name) {
+    for (int i = 0; name && i < def->nhparams; i++)
+        if (!strcmp(def->hparams[i].name, name)) return i;
+    return -1;
+}
+
+/* "mu, alpha" or "none", for messages. */
+static void hparam_names(const fedc_algorithm_def *def, char *buf, size_t size) {
+    size_t used = 0;
+    snprintf(buf, size, "none");
+    for (int i = 0; i < def->nhparams && used < size; i++) {
+        int k = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", def->hparams[i].name);
+        if (k > 0) used += (size_t)k;
+    }
+}
+
+static fedc_status no_such_hparam(const fedc_algorithm_def *def, const char *name) {
+    char names[256];
+    hparam_names(def, names, sizeof names);
+    return fedc_error(FEDC_EINVAL, "%s has no hyperparameter \"%s\" (its hyperparameters: %s; `fedc train "
+                      "--algorithm %s --help` lists them)", def->name, name ? name : "(null)", names, def->name);
+}
+
+fedc_status fedc_algorithm_set(fedc_algorithm *a, const char *name, double value) {
+    const fedc_algorithm_def *def = fedc__algorithm_def(a);
+    int i = hparam_index(def, name);
+    if (i < 0) return no_such_hparam(def, name);
+    const fedc_hparam_def *h = &def->hparams[i];
+    if (!(h->min <= value && value <= h->max))
+        return fedc_error(FEDC_EINVAL, "%s: %s must be in [%g, %g], not %g (%s)", def->name, name, h->min, h->max, value,
+                          h->help ? h->help : "");
+    a->hparam[i] = value;
+    a->hparam_set[i] = true;
+    return FEDC_OK;
+}
+
+/* A whole finite number in the C locale ("0.5", not "0,5" or "0.5x"). */
+static bool parse_number(const char *text, double *out) {
+    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    if (!c) return false;
+    char *end;
+    *out = strtod_l(text, &end, c);
+    freelocale(c);
+    return end != text && !*end && isfinite(*out);
+}
+
+fedc_status fedc_algorithm_set_text(fedc_algorithm *a, const char *assignment) {
+    const char *eq = assignment ? strchr(assignment, '=') : NULL;
+    if (!eq || eq == assignment || !eq[1])
+        return fedc_error(FEDC_EINVAL, "--set takes NAME=VALUE, not \"%s\"", assignment ? assignment : "(null)");
+    char name[64];
+    if ((size_t)(eq - assignment) >= sizeof name) return no_such_hparam(fedc__algorithm_def(a), assignment);
+    memcpy(name, assignment, (size_t)(eq - assignment));
+    name[eq - assignment] = 0;
+    double v;
+    if (!parse_number(eq + 1, &v))
+        return fedc_error(FEDC_EINVAL, "--set %s: \"%s\" is not a number", name, eq + 1);
+    return fedc_algorithm_set(a, name, v);
+}
+
+double fedc_algorithm_hparam(const fedc_algorithm *a, const char *name) {
+    const fedc_algorithm_def *def = fedc__algorithm_def(a);
+    int i = hparam_index(def, name);
+    if (i < 0) return no_such_hparam(def, name), NAN;
+    return a->hparam_set[i] ? a->hparam[i] : def->hparams[i].value;
+}
+
+void fedc_algorithm_print_hparams(const fedc_algorithm_def *def, FILE *out) {
+    fprintf(out, "%s: %s\n", def->name, def->summary ? def->summary : "");
+    if (!def->nhparams) fprintf(out, "  no hyperparameters of its own\n");
+    for (int i = 0; i < def->nhparams; i++) {
+        const fedc_hparam_def *h = &def->hparams[i];
+        fprintf(out, "  --set %s=X  %s (default %g, in [%g, %g])\n", h->name, h->help ? h->help : "", h->value, h->min,
+                h->max);
+    }
+}
+
+/* ------------------------------------------------------------ programs -- */
 
 static fedc_status check(const fedc_model *m, const fedc_algorithm *a) {
     const char *name = fedc_algorithm_name(a);
@@ -83,8 +191,83 @@ static fedc_status check(const fedc_model *m, const fedc_algorithm *a) {
     return FEDC_OK;
 }
 
+/* The program's status, or its error; on success *out = p, else p is destroyed. */
+static fedc_status done(fedc_program *p, fedc_status st, fedc_program **out) {
+    if (!st) st = fedc_program_status(p);
+    if (st) fedc_program_destroy(p);
+    else *out = p;
+    return st;
+}
+
+fedc_status fedc_algorithm_server_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
+    *out = NULL;
+    const fedc_algorithm_def *def = fedc__algorithm_def(a);
+    fedc_program *p;
+    fedc_status st = fedc_program_create(&p);
+    if (st) return st;
+    fedc_tree *params = fedc_model_input_tree(m, p, "params", FEDC_SERVER), *state = NULL;
+    if (def->server_init) st = params ? def->server_init(m, a, p, params, &state) : fedc_program_status(p);
+    else if ((state = fedc_tree_new(p))) { /* the model and the server optimizer's state */
+        fedc_tree_set_tree(p, state, "params", params);
+        fedc_tree_set_tree(p, state, "opt", fedc_optimizer_init_tree(&a->server_opt, p, params));
+    }
+    if (!st && !fedc_tree_has(state, "params"))
+        st = fedc_error(FEDC_EINVAL, "%s: the server state has no \"params\" (the model)", def->name);
+    if (!st) st = fedc_tree_output(p, "server", state);
+    return done(p, st, out);
+}
+
+fedc_status fedc_algorithm_client_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
+    *out = NULL;
+    const fedc_algorithm_def *def = fedc__algorithm_def(a);
+    if (!def->client_init) return FEDC_OK;
+    fedc_program *p;
+    fedc_status st = fedc_program_create(&p);
+    if (st) return st;
+    fedc_tree *state = NULL;
+    st = def->client_init(m, a, p, &state);
+    if (!st && !fedc_tree_size(state))
+        st = fedc_error(FEDC_EINVAL, "%s: client_init made no client state (leave it NULL for none)", def->name);
+    if (!st) st = fedc_tree_output(p, "client", state);
+    return done(p, st, out);
+}
+
+/* The round's inputs (fl.h's interface) into r. */
+static fedc_status round_inputs(fedc_round *r, const fedc_program *server_init, const fedc_program *client_init) {
+    fedc_program *p = r->p;
+    const fedc_model *m = r->model;
+    const fedc_algorithm *a = r->alg;
+    r->server = fedc_tree_input(p, "server", fedc_tree_of_outputs(server_init, "server"), FEDC_SERVER);
+    r->client = client_init ? fedc_tree_input(p, "client", fedc_tree_of_outputs(client_init, "client"), FEDC_CLIENTS)
+                            : NULL;
+    fedc_type xt = fedc__stacked(fedc_model_input_type(m, a->batch_size), a->max_steps);
+    fedc_type yt = fedc__stacked(fedc_model_label_type(m, a->batch_size), a->max_steps);
+    int64_t sb[2] = {a->max_steps, a->batch_size};
+    r->data = fedc_tree_new(p);
+    fedc_tree_set(p, r->data, "x", fedc_input(p, "x", fedc__placed(xt, FEDC_CLIENTS)));
+    fedc_tree_set(p, r->data, "y", fedc_input(p, "y", fedc__placed(yt, FEDC_CLIENTS)));
+    fedc_tree_set(p, r->data, "mask", fedc_input(p, "mask", fedc__placed(fedc_type_make(FEDC_F32, 2, sb), FEDC_CLIENTS)));
+    fedc_tree_set(p, r->data, "steps", fedc_input(p, "steps", fedc__placed(fedc_type_scalar(FEDC_I32), FEDC_CLIENTS)));
+    fedc_tree_set(p, r->data, "key",
+                  fedc_input(p, "key", fedc__placed(fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), FEDC_CLIENTS)));
+    return fedc_program_status(p);
+}
+
 fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
     *out = NULL;
+    const fedc_algorithm_def *def = fedc__algorithm_def(a);
+    fedc_program *server_init = NULL, *client_init = NULL, *p = NULL;
     fedc_status st = check(m, a);
-    return st ? st : def_of(a)->round(m, a, out);
+    if (!st) st = fedc_algorithm_server_init(m, a, &server_init);
+    if (!st) st = fedc_algorithm_client_init(m, a, &client_init);
+    if (!st) st = fedc_program_create(&p);
+    fedc_round r = {.model = m, .alg = a, .p = p};
+    if (!st) st = round_inputs(&r, server_init, client_init);
+    if (!st) st = def->round(&r);
+    if (!st) st = fedc_program_status(p);
+    if (!st && fedc_program_find_output(p, "train_loss") == FEDC_NONE)
+        st = fedc_error(FEDC_EINVAL, "%s: the round builder did not call fedc_round_finish", def->name);
+    fedc_program_destroy(server_init);
+    fedc_program_destroy(client_init);
+    return done(p, st, out);
 }

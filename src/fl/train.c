@@ -122,41 +122,11 @@ static fedc_status create_model(trainer *t) {
     return fedc_model_init(t->model, t->c->seed, t->params);
 }
 
-/* The server optimizer's state, like the parameters, is one flat buffer; slice k
- * (bound as server_state<k>) is a parameter-shaped slot or the step count. */
-static fedc_status create_state(trainer *t) {
-    int n = fedc_model_num_params(t->model);
-    const fedc_optimizer *o = &t->alg.server_opt;
-    t->nstate = fedc_optimizer_state_size(o, n);
-    t->state = fedc_calloc((size_t)(t->nstate ? t->nstate : 1), sizeof *t->state);
-    if (!t->state) return fedc_error(FEDC_ENOMEM, "train: out of memory");
-    int64_t *size = fedc_calloc((size_t)t->nstate + 1, sizeof *size), total = 0;
-    if (!size) return fedc_error(FEDC_ENOMEM, "train: out of memory");
-    for (int k = 0; k < t->nstate; k++) {
-        bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(o);
-        size[k] = count ? 1 : fedc_model_param_size(t->model, k % n);
-        total += size[k];
-    }
-    t->state_flat = fedc_malloc((size_t)(total ? total : 1) * sizeof(float));
-    float *slice = t->state_flat;
-    for (int k = 0; slice && k < t->nstate; slice += size[k], k++) {
-        t->state[k] = slice;
-        for (int64_t j = 0; j < size[k]; j++) slice[j] = (float)fedc_optimizer_state_init(o, n, k);
-    }
-    fedc_free(size);
-    if (!t->state_flat) return fedc_error(FEDC_ENOMEM, "train: out of memory for the server optimizer's state");
-    return FEDC_OK;
-}
-
-static fedc_status bind_model(trainer *t, fedc_executor *ex, bool state) {
+/* The evaluation program takes the model by its parameters' names. */
+static fedc_status bind_model(trainer *t, fedc_executor *ex) {
     fedc_status st = FEDC_OK;
     for (int i = 0; !st && i < fedc_model_num_params(t->model); i++)
         st = fedc_executor_bind(ex, fedc_model_param_name(t->model, i), t->params + fedc_model_param_offset(t->model, i));
-    for (int k = 0; !st && state && k < t->nstate; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "server_state%d", k);
-        st = fedc_executor_bind(ex, name, t->state[k]);
-    }
     return st;
 }
 
@@ -170,7 +140,7 @@ static fedc_status create_programs(trainer *t) {
     if (k < 1 || k > fedc_dataset_num_clients(t->train))
         return fedc_error(FEDC_EINVAL, "train: %d clients per round, but the data has %lld clients", k,
                           (long long)fedc_dataset_num_clients(t->train));
-    fedc_status st = create_state(t);
+    fedc_status st = fedc__train_state_create(t, k);
     if (!st) st = fedc_algorithm_round(t->model, &t->alg, &t->round);
     /* the failing-client policy (docs/federated.md): a client whose update is not
      * finite, or whose computation fails, is dropped from the round, or with
@@ -183,7 +153,7 @@ static fedc_status create_programs(trainer *t) {
     if (!st) st = fedc_executor_create(&t->round_ex, t->round, &o);
     if (!st) st = fedc__cohort_buffers_init(&t->cohort, t->model, k, batch, t->alg.max_steps);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, t->round_ex, true);
-    if (!st) st = bind_model(t, t->round_ex, true);
+    if (!st) st = fedc__train_state_bind(t, t->round_ex);
     t->sampled = st ? NULL : fedc_malloc((size_t)k * sizeof *t->sampled);
     t->work = st ? NULL : fedc_malloc((size_t)k * sizeof *t->work);
     if (!st && (!t->sampled || !t->work)) st = fedc_error(FEDC_ENOMEM, "train: out of memory");
@@ -205,7 +175,7 @@ static fedc_status create_evaluation(trainer *t) {
     if (!st) st = fedc_executor_create(&t->eval_ex, t->eval, &eo);
     if (!st) st = fedc__cohort_buffers_init(&t->eval_cohort, t->model, ek, eb, es);
     if (!st) st = fedc__cohort_buffers_bind(&t->eval_cohort, t->eval_ex, false);
-    if (!st) st = bind_model(t, t->eval_ex, false);
+    if (!st) st = bind_model(t, t->eval_ex);
     t->client_accuracy = st ? NULL : fedc_malloc((size_t)n * sizeof *t->client_accuracy);
     if (!st && !t->client_accuracy) st = fedc_error(FEDC_ENOMEM, "evaluate: out of memory");
     return st;
@@ -218,8 +188,7 @@ static void destroy(trainer *t) {
     fedc_program_destroy(t->eval);
     fedc__cohort_buffers_free(&t->cohort);
     fedc__cohort_buffers_free(&t->eval_cohort);
-    fedc_free(t->state);
-    fedc_free(t->state_flat);
+    fedc__train_state_free(t);
     fedc_free(t->params);
     fedc_free(t->sampled);
     fedc_free(t->work);
@@ -340,18 +309,10 @@ static fedc_status run_round(trainer *t, int r, double *loss, double *examples) 
     for (int i = 0; !st && i < k; i++) t->client_ids[i] = fedc_dataset_client_id(t->train, t->sampled[i]);
     if (!st) st = balance(t, k);
     if (!st) st = fill_block(t, t->train, t->sampled, &t->cohort, t->round_ex, true, (uint32_t)r);
+    if (!st) st = fedc__train_state_before_round(t, r);
     if (!st) st = count_dropped(t, r, fedc_executor_run(t->round_ex));
+    if (!st) st = fedc__train_state_after_round(t, r);
     if (st) st = in_round(st, r);
-    for (int i = 0; !st && i < fedc_model_num_params(t->model); i++) {
-        char name[96];
-        snprintf(name, sizeof name, "new_%s", fedc_model_param_name(t->model, i));
-        st = copy_output(t->round_ex, name, t->params + fedc_model_param_offset(t->model, i));
-    }
-    for (int s = 0; !st && s < t->nstate; s++) {
-        char name[40];
-        snprintf(name, sizeof name, "new_server_state%d", s);
-        st = copy_output(t->round_ex, name, t->state[s]);
-    }
     float l = NAN, e = 0;
     if (!st) st = copy_output(t->round_ex, "train_loss", &l);
     if (!st) st = copy_output(t->round_ex, "examples", &e);
@@ -486,12 +447,7 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
 /* Rank 0 reads the checkpoint; every rank gets its model, state and round. */
 static fedc_status resume(trainer *t) {
     fedc_status st = fedc_mpi_agree(is_root() ? fedc__train_load_checkpoint(t) : FEDC_OK);
-    if (!st) st = fedc_mpi_broadcast(t->params, (size_t)fedc_model_size(t->model) * sizeof *t->params);
-    for (int k = 0; !st && k < t->nstate; k++) {
-        int n = fedc_model_num_params(t->model);
-        bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(&t->alg.server_opt);
-        st = fedc_mpi_broadcast(t->state[k], (size_t)(count ? 1 : fedc_model_param_size(t->model, k % n)) * sizeof(float));
-    }
+    if (!st) st = fedc__train_state_broadcast(t);
     if (!st) st = fedc_mpi_broadcast(&t->first_round, sizeof t->first_round);
     if (!st) st = fedc_mpi_broadcast(&t->dropped, sizeof t->dropped);
     if (!st) st = fedc_mpi_broadcast(&t->seconds_before, sizeof t->seconds_before);

@@ -6,6 +6,7 @@
 #include "fedc/safetensors.h"
 #include "fedc/tasks.h"
 #include "fl/fl.h"
+#include "fl/train_state.h"
 
 /* A cohort's batches, laid out as the round's @clients inputs want them. */
 typedef struct cohort_buffers {
@@ -37,10 +38,13 @@ typedef struct trainer {
     float heart_mean[FEDC_HEART_DISEASE_FEATURES], heart_std[FEDC_HEART_DISEASE_FEATURES];
     fedc_model *model;
     fedc_algorithm alg;
-    float *params;          /* the model, flat */
-    float *state_flat;      /* the server optimizer's state, one buffer ... */
-    float **state;          /* ... and its slices, server_state<k> */
-    int nstate;
+    float *params;          /* the model, flat (the server state's params leaves) */
+    state_set server;       /* the algorithm's server state (src/fl/train_state.c) */
+    state_set client;       /* the cohort's client state: each leaf clients x its type */
+    void *client_default;   /* a never-seen client's record */
+    void *records;          /* the cohort's records, as the store reads and writes them */
+    float *meta_examples;   /* meta/num_examples: the cohort's dataset sizes */
+    fedc__client_store *store; /* rank 0's: every client's state between rounds */
     fedc_program *round, *eval;
     fedc_executor *round_ex, *eval_ex;
     cohort_buffers cohort, eval_cohort;
@@ -84,7 +88,7 @@ fedc_status fedc__train_write_curves(const trainer *t);
 const char *fedc__train_csv_header(void);
 /* Writes the checkpoint after round next_round - 1; the caller has checked that the
  * model and state are finite. seconds and examples: the run's totals so far. */
-fedc_status fedc__train_save_checkpoint(const trainer *t, int next_round, double seconds, double examples);
+fedc_status fedc__train_save_checkpoint(trainer *t, int next_round, double seconds, double examples);
 fedc_status fedc__restore_tensor(const fedc_safetensors *s, const char *name, float *dst, fedc_type want);
 /* The model's parameters alone, from any checkpoint with the model's names. */
 fedc_status fedc__train_load_params(trainer *t, const char *path);
@@ -96,12 +100,32 @@ typedef struct train_setting {
     char value[256];
     bool may_change;    /* a resume may change it (said aloud): it does not change the model */
 } train_setting;
+enum { FEDC__MAX_SETTINGS = 64 }; /* the job's ~32 settings and up to FEDC_MAX_HPARAMS hyperparameters */
 int fedc__train_settings(const trainer *t, train_setting *out, int max);
+/* Its metadata key: config.<flag>, and config.set.<name> for a hyperparameter. */
+void fedc__train_setting_key(const train_setting *s, char *key, size_t size);
 fedc_status fedc__train_load_checkpoint(trainer *t);
 /* On resume: cuts metrics.jsonl and metrics.csv back to the rows of the rounds the
  * checkpoint holds (a run killed after a row but before its checkpoint wrote
  * rows that the resumed run writes again) and reads those rows into the curve. */
 fedc_status fedc__train_reopen_metrics(trainer *t);
+/* The algorithm's state (src/fl/train_state.c): created once the model and the
+ * cohort size (k) are known; bound to the round; the cohort's client state and
+ * metadata loaded before each round (r counted from 0) and the new state taken
+ * after it; the checkpoint's tensors (the server state, the model by its names)
+ * written and restored; the store synced before a checkpoint is renamed into
+ * place, told after it, and rewound on resume. */
+fedc_status fedc__train_state_create(trainer *t, int k);
+void fedc__train_state_free(trainer *t);
+fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex);
+fedc_status fedc__train_state_before_round(trainer *t, int r);
+fedc_status fedc__train_state_after_round(trainer *t, int r);
+int fedc__train_state_entries(const trainer *t, fedc_tensor_entry *e); /* t->server.n entries */
+fedc_status fedc__train_state_restore(trainer *t, const fedc_safetensors *s);
+fedc_status fedc__train_state_broadcast(trainer *t);
+fedc_status fedc__train_state_sync(trainer *t);
+fedc_status fedc__train_state_checkpointed(trainer *t, int next_round);
+fedc_status fedc__train_state_resume(trainer *t, int next_round);
 /* Where the first non-finite value of the model or the server state is (its
  * tensor's name in *what, the element in *at); false if all are finite. */
 bool fedc__train_nonfinite(const trainer *t, char *what, size_t size, int64_t *at);

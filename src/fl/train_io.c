@@ -129,12 +129,12 @@ fedc_status fedc__train_write_curves(const trainer *t) {
 /* The metadata of a checkpoint: its format, the next round, the totals a resumed
  * run continues from, and the job's configuration (config.<flag>), which a resume
  * compares with its own (src/fl/train_resume.c). */
-enum { MAX_SETTINGS = 48 };
+enum { MAX_SETTINGS = FEDC__MAX_SETTINGS };
 
 typedef struct checkpoint_meta {
     fedc_metadata_entry e[6 + MAX_SETTINGS];
     char round[32], seconds[40], examples[40], dropped[32];
-    char keys[MAX_SETTINGS][48];
+    char keys[MAX_SETTINGS][96];
     train_setting s[MAX_SETTINGS];
     int n;
 } checkpoint_meta;
@@ -145,42 +145,35 @@ static void describe(const trainer *t, checkpoint_meta *m, int next_round, doubl
     snprintf(m->examples, sizeof m->examples, "%.17g", examples);
     snprintf(m->dropped, sizeof m->dropped, "%lld", (long long)t->dropped);
     m->n = 0;
-    m->e[m->n++] = (fedc_metadata_entry){"format", "fedc checkpoint 2"};
+    m->e[m->n++] = (fedc_metadata_entry){"format", "fedc checkpoint 3"};
     m->e[m->n++] = (fedc_metadata_entry){"next_round", m->round};
     m->e[m->n++] = (fedc_metadata_entry){"seconds", m->seconds};
     m->e[m->n++] = (fedc_metadata_entry){"examples", m->examples};
     m->e[m->n++] = (fedc_metadata_entry){"dropped", m->dropped};
     int k = fedc__train_settings(t, m->s, MAX_SETTINGS);
     for (int i = 0; i < k; i++) {
-        snprintf(m->keys[i], sizeof m->keys[i], "config.%s", m->s[i].flag + 2);
+        fedc__train_setting_key(&m->s[i], m->keys[i], sizeof m->keys[i]);
         m->e[m->n++] = (fedc_metadata_entry){m->keys[i], m->s[i].value};
     }
 }
 
-fedc_status fedc__train_save_checkpoint(const trainer *t, int next_round, double seconds, double examples) {
-    int n = fedc_model_num_params(t->model), total = n + t->nstate;
-    fedc_tensor_entry *e = fedc_malloc((size_t)total * sizeof *e);
-    char (*names)[40] = fedc_malloc((size_t)(t->nstate ? t->nstate : 1) * sizeof *names);
+fedc_status fedc__train_save_checkpoint(trainer *t, int next_round, double seconds, double examples) {
+    fedc_tensor_entry *e = fedc_malloc((size_t)(t->server.n ? t->server.n : 1) * sizeof *e);
     checkpoint_meta *meta = fedc_malloc(sizeof *meta);
-    if (!e || !names || !meta) {
-        fedc_free(e), fedc_free(names), fedc_free(meta);
+    if (!e || !meta) {
+        fedc_free(e), fedc_free(meta);
         return fedc_error(FEDC_ENOMEM, "checkpoint: out of memory");
     }
-    for (int i = 0; i < n; i++)
-        e[i] = (fedc_tensor_entry){fedc_model_param_name(t->model, i), fedc_model_param_type(t->model, i),
-                                   t->params + fedc_model_param_offset(t->model, i)};
-    for (int k = 0; k < t->nstate; k++) {
-        bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(&t->alg.server_opt);
-        snprintf(names[k], sizeof names[k], "server_state%d", k);
-        e[n + k] = (fedc_tensor_entry){names[k], count ? fedc_type_scalar(FEDC_F32) : fedc_model_param_type(t->model, k % n),
-                                       t->state[k]};
-    }
+    int n = fedc__train_state_entries(t, e);
     describe(t, meta, next_round, seconds, examples);
     char path[4096];
     path_in(t, "checkpoint.safetensors", path, sizeof path);
-    fedc_status st = fedc_safetensors_write(path, e, total, meta->e, meta->n);
+    /* the clients' records are durable before the checkpoint that needs them
+     * exists, and protected once it does */
+    fedc_status st = fedc__train_state_sync(t);
+    if (!st) st = fedc_safetensors_write(path, e, n, meta->e, meta->n);
+    if (!st) st = fedc__train_state_checkpointed(t, next_round);
     fedc_free(e);
-    fedc_free(names);
     fedc_free(meta);
     return st;
 }

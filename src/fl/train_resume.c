@@ -50,6 +50,13 @@ static void optimizer_value(const fedc_optimizer *o, char *buf, size_t size) {
              exact(o->eps, eps), exact(o->initial_accumulator, acc));
 }
 
+void fedc__train_setting_key(const train_setting *s, char *key, size_t size) {
+    /* a hyperparameter's key names it: config.set.mu = "mu=0.01" */
+    size_t name = strcmp(s->flag, "--set") ? 0 : strcspn(s->value, "=");
+    if (name) snprintf(key, size, "config.set.%.*s", (int)name, s->value);
+    else snprintf(key, size, "config.%s", s->flag + 2);
+}
+
 int fedc__train_settings(const trainer *t, train_setting *out, int max) {
     const fedc_train_config *c = t->c;
     const fedc_algorithm *a = &t->alg;
@@ -68,7 +75,11 @@ int fedc__train_settings(const trainer *t, train_setting *out, int max) {
     setting(out, &n, max, "--num-clients", false, "%lld", (long long)c->num_clients);
     setting(out, &n, max, "--model", false, "%s", fedc_model_name(t->model));
     setting(out, &n, max, "--algorithm", false, "%s", fedc_algorithm_name(a));
-    setting(out, &n, max, "--prox-mu", false, "%s", exact(a->prox_mu, x[0]));
+    const fedc_algorithm_def *def = fedc__algorithm_def(a);
+    for (int i = 0; i < def->nhparams && i < FEDC_MAX_HPARAMS; i++) /* config.set.<name> */
+        setting(out, &n, max, "--set", false, "%s=%s", def->hparams[i].name,
+                exact(fedc_algorithm_hparam(a, def->hparams[i].name), x[0]));
+    setting(out, &n, max, "--weighting", false, "%s", fedc_weighting_name(a->weighting));
     setting(out, &n, max, "--client-opt", false, "%s", client);
     setting(out, &n, max, "--client-lr", false, "%s", exact(a->client_opt.learning_rate, x[1]));
     setting(out, &n, max, "--server-opt", false, "%s", server);
@@ -100,12 +111,12 @@ static void note(char *buf, size_t size, const train_setting *s, const char *the
 /* Refuses a checkpoint whose job differs in what changes the result; says
  * aloud what differs and may. */
 static fedc_status compare_settings(const trainer *t, const char *path, const fedc_safetensors *s) {
-    train_setting now[48];
-    int n = fedc__train_settings(t, now, 48);
+    train_setting now[FEDC__MAX_SETTINGS];
+    int n = fedc__train_settings(t, now, FEDC__MAX_SETTINGS);
     char refused[3000] = "", changed[1000] = "";
     for (int i = 0; i < n; i++) {
-        char key[48];
-        snprintf(key, sizeof key, "config.%s", now[i].flag + 2);
+        char key[96];
+        fedc__train_setting_key(&now[i], key, sizeof key);
         const char *then = fedc_safetensors_metadata(s, key);
         if (then && !strcmp(then, now[i].value)) continue;
         if (now[i].may_change) note(changed, sizeof changed, &now[i], then);
@@ -162,42 +173,12 @@ static fedc_status check_version(const char *path, const fedc_safetensors *s, bo
     const char *f = fedc_safetensors_metadata(s, "format");
     if (!f) return fedc_error(FEDC_EINVAL, "%s: the metadata has no \"format\": not a checkpoint of fedc train", path);
     *legacy = !strcmp(f, "fedc checkpoint 1");
-    if (!*legacy && strcmp(f, "fedc checkpoint 2"))
-        return fedc_error(FEDC_EUNSUPPORTED, "%s: format \"%s\" is not one this fedc reads (\"fedc checkpoint 1\" or 2)",
+    /* 2 kept the server optimizer's state as server_state<k>: its model still
+     * reads, and a resume names the state it lacks */
+    if (!*legacy && strcmp(f, "fedc checkpoint 2") && strcmp(f, "fedc checkpoint 3"))
+        return fedc_error(FEDC_EUNSUPPORTED, "%s: format \"%s\" is not one this fedc reads (\"fedc checkpoint 1\" to 3)",
                           path, f);
     return FEDC_OK;
-}
-
-bool fedc__train_nonfinite(const trainer *t, char *what, size_t size, int64_t *at) {
-    int n = fedc_model_num_params(t->model);
-    for (int i = 0; i < n + t->nstate; i++) {
-        bool count = i == n + t->nstate - 1 && fedc_optimizer_counts_steps(&t->alg.server_opt);
-        const float *v = i < n ? t->params + fedc_model_param_offset(t->model, i) : t->state[i - n];
-        int64_t size_i = count ? 1 : fedc_model_param_size(t->model, (i < n ? i : i - n) % n);
-        for (int64_t j = 0; j < size_i; j++) {
-            if (isfinite(v[j])) continue;
-            if (i < n) snprintf(what, size, "%s", fedc_model_param_name(t->model, i));
-            else snprintf(what, size, "server_state%d", i - n);
-            *at = j;
-            return true;
-        }
-    }
-    return false;
-}
-
-static fedc_status restore_all(trainer *t, const fedc_safetensors *s) {
-    int n = fedc_model_num_params(t->model);
-    fedc_status st = FEDC_OK;
-    for (int i = 0; !st && i < n; i++)
-        st = fedc__restore_tensor(s, fedc_model_param_name(t->model, i), t->params + fedc_model_param_offset(t->model, i),
-                                  fedc_model_param_type(t->model, i));
-    for (int k = 0; !st && k < t->nstate; k++) {
-        char name[40];
-        snprintf(name, sizeof name, "server_state%d", k);
-        bool count = k == t->nstate - 1 && fedc_optimizer_counts_steps(&t->alg.server_opt);
-        st = fedc__restore_tensor(s, name, t->state[k], count ? fedc_type_scalar(FEDC_F32) : fedc_model_param_type(t->model, k % n));
-    }
-    return st;
 }
 
 fedc_status fedc__train_load_checkpoint(trainer *t) {
@@ -213,13 +194,14 @@ fedc_status fedc__train_load_checkpoint(trainer *t) {
     st = check_version(path, s, &legacy);
     if (!st) st = parse_round(path, fedc_safetensors_metadata(s, "next_round"), &round);
     if (!st) st = legacy ? compare_legacy(t, path, s) : compare_settings(t, path, s);
-    if (!st) st = restore_all(t, s);
+    if (!st) st = fedc__train_state_restore(t, s);
     if (!st && fedc__train_nonfinite(t, what, sizeof what, &at))
         st = fedc_error(FEDC_ENONFINITE, "%s: \"%s\" holds a non-finite value (element %lld): it cannot be trained on",
                         path, what, (long long)at);
     if (!st) st = parse_total(path, s, "seconds", &t->seconds_before);
     if (!st) st = parse_total(path, s, "examples", &t->examples_before);
     if (!st) st = parse_total(path, s, "dropped", &dropped);
+    if (!st) st = fedc__train_state_resume(t, round);
     if (!st) t->first_round = round, t->dropped = (int64_t)dropped;
     fedc_safetensors_destroy(s);
     return st;

@@ -307,11 +307,7 @@ fedc_tree *fedc_tree_fold(fedc_program *p, const fedc_program *body, const fedc_
     if (!body) return fedc_program_fail(p, FEDC_EINVAL, "tree_fold: body is NULL"), NULL;
     fedc_program *w = NULL;
     fedc_status st = fold_body(body, carries, xs, &w);
-    if (st) { /* the body's error becomes p's (copied: fedc_errmsg is where the message is written) */
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", fedc_errmsg());
-        return fedc_program_fail(p, st, "%s", msg), NULL;
-    }
+    if (st) return fedc_program_fail(p, st, "%s", fedc_errmsg()), NULL; /* the body's error becomes p's */
     int nc = carries->n, nx = xs->n, nout = fedc_program_num_outputs(w);
     fedc_value *in = fedc__values(nc + nx + nout), *res = in ? in + nc + nx : NULL;
     fedc_tree *t = NULL;

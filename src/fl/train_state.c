@@ -1,0 +1,336 @@
+/* An algorithm's state in the training job, by name, for every algorithm alike:
+ *
+ *   server  the leaves of fedc_algorithm_server_init's outputs, run once on the
+ *           model's initial parameters; server/params/<param> are the model's own
+ *           buffer (what evaluation reads and checkpoints keep by the model's names)
+ *   client  the cohort's leaves of fedc_algorithm_client_init's outputs: before each
+ *           round, every sampled client's record is read from the store (its
+ *           client_init value if it has none) and after it, written back (unless
+ *           the client was dropped); the store is rank 0's, which broadcasts
+ *   meta    meta/num_examples: each sampled client's dataset size
+ *
+ * The round program binds all of them by name (src/fl/fl.h's interface). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fl/client_store.h"
+#include "fl/train.h"
+
+static bool is_root(void) { return fedc_mpi_rank() == 0; }
+
+static void free_set(state_set *s) {
+    for (int i = 0; i < s->n; i++) fedc_free(s->leaf[i].name), fedc_free(s->leaf[i].saved_as);
+    fedc_free(s->leaf);
+    fedc_free(s->block);
+    memset(s, 0, sizeof *s);
+}
+
+/* The leaves of p's outputs under prefix: names and types, no memory yet. */
+static fedc_status leaves_of(const fedc_program *p, const char *prefix, state_set *s) {
+    size_t k = strlen(prefix);
+    int n = fedc_program_num_outputs(p);
+    s->leaf = fedc_calloc((size_t)(n ? n : 1), sizeof *s->leaf);
+    if (!s->leaf) return fedc_error(FEDC_ENOMEM, "train: out of memory");
+    for (int i = 0; i < n; i++) {
+        const char *name = fedc_program_output_name(p, i);
+        if (strncmp(name, prefix, k) || name[k] != '/') continue;
+        state_leaf *l = &s->leaf[s->n++];
+        l->type = fedc__placed(fedc_value_type(p, fedc_program_output_value(p, i)), FEDC_LOCAL);
+        l->bytes = fedc_type_bytes(&l->type);
+        l->name = fedc_calloc(strlen(name + k + 1) + 1, 1);
+        if (!l->name) return fedc_error(FEDC_ENOMEM, "train: out of memory");
+        strcpy(l->name, name + k + 1);
+        s->record_bytes += l->bytes;
+    }
+    return FEDC_OK;
+}
+
+/* The model parameter a server leaf "params/<param>" is, or -1. */
+static int model_param(const fedc_model *m, const char *leaf) {
+    if (strncmp(leaf, "params/", 7)) return -1;
+    for (int i = 0; i < fedc_model_num_params(m); i++)
+        if (!strcmp(leaf + 7, fedc_model_param_name(m, i))) return i;
+    return -1;
+}
+
+/* Copies every output prefix/<leaf> of ex into the leaves' memory. */
+static fedc_status take(const fedc_executor *ex, const char *prefix, const state_set *s, int clients) {
+    for (int i = 0; i < s->n; i++) {
+        char name[600];
+        snprintf(name, sizeof name, "%s/%s", prefix, s->leaf[i].name);
+        const void *data;
+        fedc_status st = fedc_executor_output(ex, name, &data, NULL);
+        if (st) return st;
+        memcpy(s->leaf[i].data, data, s->leaf[i].bytes * (size_t)clients);
+    }
+    return FEDC_OK;
+}
+
+/* Runs a program of no clients with the model bound as params/<param>. */
+static fedc_status run_init(trainer *t, const fedc_program *p, fedc_executor **ex) {
+    fedc_exec_options o = {.clients = 1};
+    fedc_status st = fedc_executor_create(ex, p, &o);
+    for (int i = 0; !st && i < fedc_model_num_params(t->model); i++) {
+        char name[600];
+        snprintf(name, sizeof name, "params/%s", fedc_model_param_name(t->model, i));
+        if (fedc_program_find_input(p, name) != FEDC_NONE)
+            st = fedc_executor_bind(*ex, name, t->params + fedc_model_param_offset(t->model, i));
+    }
+    return st ? st : fedc_executor_run(*ex);
+}
+
+static fedc_status create_server(trainer *t) {
+    fedc_program *init = NULL;
+    fedc_executor *ex = NULL;
+    state_set *s = &t->server;
+    fedc_status st = fedc_algorithm_server_init(t->model, &t->alg, &init);
+    if (!st) st = leaves_of(init, "server", s);
+    size_t own = 0; /* the bytes of the leaves that are not the model */
+    for (int i = 0; !st && i < s->n; i++) own += model_param(t->model, s->leaf[i].name) < 0 ? s->leaf[i].bytes : 0;
+    if (!st && !(s->block = fedc_malloc(own ? own : 1))) st = fedc_error(FEDC_ENOMEM, "train: out of memory for the server state");
+    char *next = s->block;
+    for (int i = 0; !st && i < s->n; i++) { /* checkpoints keep the model by its names, the rest as server/<leaf> */
+        state_leaf *l = &s->leaf[i];
+        int k = model_param(t->model, l->name);
+        l->data = k >= 0 ? (void *)(t->params + fedc_model_param_offset(t->model, k)) : next;
+        if (k < 0) next += l->bytes;
+        size_t n = strlen(l->name) + 8;
+        if (!(l->saved_as = fedc_malloc(n))) st = fedc_error(FEDC_ENOMEM, "train: out of memory");
+        else if (k >= 0) snprintf(l->saved_as, n, "%s", fedc_model_param_name(t->model, k));
+        else snprintf(l->saved_as, n, "server/%s", l->name);
+    }
+    if (!st) st = run_init(t, init, &ex);
+    if (!st) st = take(ex, "server", s, 1);
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(init);
+    return st;
+}
+
+/* "scaffold: c/dense/w f32[784,10]; ...", the record's layout as the store keeps it. */
+static char *layout_text(const trainer *t) {
+    size_t cap = 64 + (size_t)t->client.n * 640, used = 0;
+    char *text = fedc_malloc(cap);
+    if (!text) return NULL;
+    used += (size_t)snprintf(text, cap, "%s:", fedc_algorithm_name(&t->alg));
+    for (int i = 0; i < t->client.n && used < cap; i++) {
+        char ty[64];
+        used += (size_t)snprintf(text + used, cap - used, " %s %s;", t->client.leaf[i].name,
+                                 fedc_type_str(&t->client.leaf[i].type, ty, sizeof ty));
+    }
+    return text;
+}
+
+static fedc_status open_store(trainer *t) {
+    char path[4200], *layout = layout_text(t);
+    if (!layout) return fedc_error(FEDC_ENOMEM, "train: out of memory");
+    snprintf(path, sizeof path, "%s/client_state.fcs", t->c->out_dir);
+    fedc_status st = fedc_make_dirs(t->c->out_dir);
+    if (!st) st = fedc__client_store_open(&t->store, path, fedc_dataset_num_clients(t->train), t->client.record_bytes, layout);
+    /* a fresh run forgets what an earlier run in this directory kept; a resume
+     * forgets what was written after its checkpoint (fedc__train_state_resume) */
+    if (!st && !t->c->resume) st = fedc__client_store_resume(t->store, 0);
+    fedc_free(layout);
+    return st;
+}
+
+static fedc_status create_clients(trainer *t, int k) {
+    fedc_program *init = NULL;
+    fedc_executor *ex = NULL;
+    state_set *s = &t->client;
+    fedc_status st = fedc_algorithm_client_init(t->model, &t->alg, &init);
+    if (st || !init) return st; /* a stateless algorithm */
+    st = leaves_of(init, "client", s);
+    size_t bytes = s->record_bytes * (size_t)k;
+    if (!st && (!(s->block = fedc_malloc(bytes ? bytes : 1)) || !(t->client_default = fedc_malloc(s->record_bytes)) ||
+                !(t->records = fedc_malloc(bytes ? bytes : 1))))
+        st = fedc_error(FEDC_ENOMEM, "train: out of memory for the cohort's client state");
+    char *next = st ? NULL : s->block;
+    for (int i = 0; !st && i < s->n; i++) {
+        s->leaf[i].data = next;
+        next += s->leaf[i].bytes * (size_t)k;
+    }
+    if (!st) st = run_init(t, init, &ex);
+    size_t at = 0; /* the default record: the leaves of client_init, one after another */
+    for (int i = 0; !st && i < s->n; i++) {
+        char name[600];
+        const void *data;
+        snprintf(name, sizeof name, "client/%s", s->leaf[i].name);
+        st = fedc_executor_output(ex, name, &data, NULL);
+        if (!st) memcpy((char *)t->client_default + at, data, s->leaf[i].bytes), at += s->leaf[i].bytes;
+    }
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(init);
+    if (!st && is_root()) st = open_store(t);
+    return st;
+}
+
+fedc_status fedc__train_state_create(trainer *t, int k) {
+    fedc_status st = create_server(t);
+    if (!st) st = create_clients(t, k);
+    if (!st && !(t->meta_examples = fedc_calloc((size_t)k, sizeof *t->meta_examples)))
+        st = fedc_error(FEDC_ENOMEM, "train: out of memory");
+    return st;
+}
+
+void fedc__train_state_free(trainer *t) {
+    fedc__client_store_close(t->store);
+    t->store = NULL;
+    free_set(&t->server);
+    free_set(&t->client);
+    fedc_free(t->client_default);
+    fedc_free(t->records);
+    fedc_free(t->meta_examples);
+    t->client_default = t->records = NULL;
+    t->meta_examples = NULL;
+}
+
+static fedc_status bind_set(fedc_executor *ex, const char *prefix, const state_set *s) {
+    fedc_status st = FEDC_OK;
+    for (int i = 0; !st && i < s->n; i++) {
+        char name[600];
+        snprintf(name, sizeof name, "%s/%s", prefix, s->leaf[i].name);
+        st = fedc_executor_bind(ex, name, s->leaf[i].data);
+    }
+    return st;
+}
+
+fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex) {
+    fedc_status st = bind_set(ex, "server", &t->server);
+    if (!st) st = bind_set(ex, "client", &t->client);
+    if (!st && fedc_program_find_input(t->round, "meta/num_examples") != FEDC_NONE)
+        st = fedc_executor_bind(ex, "meta/num_examples", t->meta_examples);
+    return st;
+}
+
+/* ---------------------------------------------------------- the rounds -- */
+
+/* Rank 0 reads the cohort's records (or the default) and scatters them into
+ * the leaves; every rank gets them. */
+static fedc_status read_cohort(trainer *t, int r, int k) {
+    state_set *s = &t->client;
+    void **dst = fedc_malloc((size_t)k * sizeof *dst);
+    bool *found = fedc_malloc((size_t)k * sizeof *found);
+    fedc_status st = dst && found ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
+    for (int i = 0; !st && i < k; i++) dst[i] = (char *)t->records + (size_t)i * s->record_bytes;
+    if (!st && is_root()) st = fedc__client_store_read(t->store, (uint32_t)r, k, t->sampled, dst, found);
+    for (int i = 0; !st && is_root() && i < k; i++)
+        if (!found[i]) memcpy(dst[i], t->client_default, s->record_bytes);
+    fedc_free(dst);
+    fedc_free(found);
+    st = fedc_mpi_agree(st);
+    if (!st) st = fedc_mpi_broadcast(t->records, s->record_bytes * (size_t)k);
+    for (int i = 0; !st && i < k; i++) {
+        size_t at = 0;
+        for (int j = 0; j < s->n; j++) {
+            memcpy((char *)s->leaf[j].data + (size_t)i * s->leaf[j].bytes,
+                   (char *)t->records + (size_t)i * s->record_bytes + at, s->leaf[j].bytes);
+            at += s->leaf[j].bytes;
+        }
+    }
+    return st;
+}
+
+fedc_status fedc__train_state_before_round(trainer *t, int r) {
+    int k = t->c->clients_per_round;
+    for (int i = 0; i < k; i++) t->meta_examples[i] = (float)fedc_dataset_client_examples(t->train, t->sampled[i]);
+    return t->client.n ? read_cohort(t, r, k) : FEDC_OK;
+}
+
+/* Rank 0 gathers the new records of the clients that were not dropped and
+ * writes them. */
+static fedc_status write_cohort(trainer *t, int r, int k) {
+    state_set *s = &t->client;
+    int *dropped = fedc_malloc((size_t)k * sizeof *dropped), nd = dropped ? fedc_executor_dropped(t->round_ex, dropped, k) : 0;
+    const void **src = fedc_malloc((size_t)k * sizeof *src);
+    int64_t *ids = fedc_malloc((size_t)k * sizeof *ids);
+    fedc_status st = dropped && src && ids ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
+    int n = 0;
+    for (int i = 0, d = 0; !st && i < k; i++) {
+        if (d < nd && dropped[d] == i) { /* its state stays as it was */
+            d++;
+            continue;
+        }
+        char *rec = (char *)t->records + (size_t)n * s->record_bytes;
+        for (int j = 0, at = 0; j < s->n; at += (int)s->leaf[j].bytes, j++) {
+            char name[600];
+            const void *data;
+            snprintf(name, sizeof name, "client/%s", s->leaf[j].name);
+            if ((st = fedc_executor_output(t->round_ex, name, &data, NULL))) break;
+            memcpy(rec + at, (const char *)data + (size_t)i * s->leaf[j].bytes, s->leaf[j].bytes);
+        }
+        src[n] = rec, ids[n++] = t->sampled[i];
+    }
+    if (!st) st = fedc__client_store_write(t->store, (uint32_t)r, n, ids, (const void *const *)src);
+    fedc_free(dropped);
+    fedc_free(src);
+    fedc_free(ids);
+    return st;
+}
+
+fedc_status fedc__train_state_after_round(trainer *t, int r) {
+    fedc_status st = take(t->round_ex, "server", &t->server, 1);
+    if (!st && t->client.n) st = fedc_mpi_agree(is_root() ? write_cohort(t, r, t->c->clients_per_round) : FEDC_OK);
+    return st;
+}
+
+/* ---------------------------------------------- checkpoints and resume -- */
+
+int fedc__train_state_entries(const trainer *t, fedc_tensor_entry *e) {
+    int n = 0;
+    for (int i = 0; i < t->server.n; i++) {
+        const state_leaf *l = &t->server.leaf[i];
+        e[n++] = (fedc_tensor_entry){l->saved_as, l->type, l->data};
+    }
+    return n;
+}
+
+fedc_status fedc__train_state_restore(trainer *t, const fedc_safetensors *s) {
+    for (int i = 0; i < t->server.n; i++) {
+        const state_leaf *l = &t->server.leaf[i];
+        fedc_tensor_entry e;
+        const char *name = l->saved_as;
+        fedc_status st = fedc_safetensors_find(s, name, &e);
+        if (st) return st;
+        if (e.type.dtype != l->type.dtype || !fedc_type_same_shape(&e.type, &l->type)) {
+            char a[64], b[64];
+            return fedc_error(FEDC_EPARSE, "checkpoint: \"%s\" is %s, the %s state needs %s", name,
+                              fedc_type_str(&e.type, a, sizeof a), fedc_algorithm_name(&t->alg),
+                              fedc_type_str(&l->type, b, sizeof b));
+        }
+        memcpy(l->data, e.data, l->bytes);
+    }
+    return FEDC_OK;
+}
+
+fedc_status fedc__train_state_broadcast(trainer *t) {
+    fedc_status st = FEDC_OK;
+    for (int i = 0; !st && i < t->server.n; i++) st = fedc_mpi_broadcast(t->server.leaf[i].data, t->server.leaf[i].bytes);
+    return st;
+}
+
+fedc_status fedc__train_state_sync(trainer *t) { return t->store ? fedc__client_store_sync(t->store) : FEDC_OK; }
+
+fedc_status fedc__train_state_checkpointed(trainer *t, int next_round) {
+    return t->store ? fedc__client_store_checkpoint(t->store, (uint32_t)next_round) : FEDC_OK;
+}
+
+fedc_status fedc__train_state_resume(trainer *t, int next_round) {
+    return t->store ? fedc__client_store_resume(t->store, (uint32_t)next_round) : FEDC_OK;
+}
+
+bool fedc__train_nonfinite(const trainer *t, char *what, size_t size, int64_t *at) {
+    for (int i = 0; i < t->server.n; i++) {
+        const state_leaf *l = &t->server.leaf[i];
+        if (l->type.dtype != FEDC_F32) continue;
+        const float *v = l->data;
+        for (size_t j = 0; j < l->bytes / sizeof(float); j++) {
+            if (isfinite(v[j])) continue;
+            snprintf(what, size, "%s", l->saved_as);
+            *at = (int64_t)j;
+            return true;
+        }
+    }
+    return false;
+}
