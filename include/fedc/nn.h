@@ -158,6 +158,9 @@ FEDC_API fedc_status fedc_optimizer_step(const fedc_optimizer *o, fedc_program *
 /* The model's parameters as inputs of p named prefix/<param> ("" or NULL: by the
  * parameter names) at placement pl; the tree's leaves are the parameter names. */
 FEDC_API fedc_tree *fedc_model_input_tree(const fedc_model *m, fedc_program *p, const char *prefix, fedc_placement pl);
+/* Constants shaped as the model's parameters, filled with `value`, at placement pl
+ * (a never-seen client's control variate: fedc_model_full_tree(m, p, FEDC_LOCAL, 0)). */
+FEDC_API fedc_tree *fedc_model_full_tree(const fedc_model *m, fedc_program *p, fedc_placement pl, double value);
 /* fedc_model_apply with the parameters as a tree (leaves by parameter name). */
 FEDC_API fedc_status fedc_model_apply_tree(const fedc_model *m, fedc_program *p, const fedc_tree *params, fedc_value x,
                                   fedc_value y, fedc_value mask, fedc_value dropout_key, fedc_model_outputs *out);

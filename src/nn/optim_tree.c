@@ -8,6 +8,11 @@
 #include "fedc/nn.h"
 #include "fedc/tree.h"
 
+static fedc_type placed(fedc_type t, fedc_placement pl) {
+    t.placement = pl;
+    return t;
+}
+
 /* optax's names of the slots, in fedc_optimizer_step's slot order. */
 static const char *slot_name(const fedc_optimizer *o, int k) {
     switch (o->kind) {
@@ -96,6 +101,13 @@ fedc_tree *fedc_model_input_tree(const fedc_model *m, fedc_program *p, const cha
         ty.placement = pl;
         fedc_tree_set(p, t, leaf, fedc_input(p, name, ty));
     }
+    return fedc_program_status(p) ? NULL : t;
+}
+
+fedc_tree *fedc_model_full_tree(const fedc_model *m, fedc_program *p, fedc_placement pl, double value) {
+    fedc_tree *t = fedc_tree_new(p);
+    for (int i = 0; t && i < fedc_model_num_params(m); i++)
+        fedc_tree_set(p, t, fedc_model_param_name(m, i), fedc_full(p, placed(fedc_model_param_type(m, i), pl), value));
     return fedc_program_status(p) ? NULL : t;
 }
 
