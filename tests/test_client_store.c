@@ -195,19 +195,13 @@ static void expect_same_stores(fedc__client_store *a, fedc__client_store *b, uin
     }
 }
 
-/* Rounds 1..6, checkpoints after rounds 2 (next_round 3), killed in round 5,
- * resumed from 3: the reads of round 3 see round 2's versions, and rerunning 3..6
- * ends with the bits of a run never killed. */
-static void test_resume(void) {
-    const char *ref_path = fedc_test_tmp("ref.store"), *path = fedc_test_tmp("killed.store");
-    fedc__client_store *ref = open_store(ref_path, 8), *s = open_store(path, 8);
-    if (!ref || !s) goto out;
-    for (uint32_t r = 1; r <= 6; r++) run_round(ref, r);
-
-    record at3[8]; /* each client's state at the start of round 3 */
-    bool had3[8];
+/* The killed run, in a child process: rounds 1..2, the checkpoint for round 3,
+ * rounds 3 and 4, half of round 5 (some clients written twice), then SIGKILL: no
+ * close, no sync. It exits instead if one of its checks failed. */
+static void killed_run(const char *path) {
+    fedc__client_store *s = open_store(path, 8);
+    if (!s) _exit(1);
     for (uint32_t r = 1; r <= 2; r++) run_round(s, r);
-    for (int64_t c = 0; c < 8; c++) CHECK_OK(read1(s, 3, c, &at3[c], &had3[c]));
     CHECK_OK(fedc__client_store_sync(s)); /* ... the training checkpoint renamed into place ... */
     CHECK_OK(fedc__client_store_checkpoint(s, 3));
     CHECK_EQ_INT(fedc__client_store_protected_round(s), 3);
@@ -215,12 +209,35 @@ static void test_resume(void) {
     run_round(s, 4);
     int64_t part[8];
     int n5 = cohort(5, part);
-    for (int i = 0; i < n5 / 2; i++) { /* round 5 cut short: half its cohort written, some twice */
+    for (int i = 0; i < n5 / 2; i++) {
         record junk = make(part[i], 5);
         CHECK_OK(write1(s, 5, part[i], &junk));
         CHECK_OK(write1(s, 5, part[i], &junk));
     }
-    fedc__client_store_close(s); /* killed */
+    if (fedc_test_failures()) _exit(1);
+    raise(SIGKILL);
+}
+
+/* Rounds 1..6, a checkpoint after round 2 (next_round 3), killed in round 5,
+ * resumed from 3: the reads of round 3 see round 2's versions, and rerunning 3..6
+ * ends with the bits of a run never killed. */
+static void test_resume(void) {
+    const char *ref_path = fedc_test_tmp("ref.store"), *path = fedc_test_tmp("killed.store");
+    fedc__client_store *ref = open_store(ref_path, 8), *s = NULL;
+    if (!ref) return;
+    record at3[8]; /* each client's state at the start of round 3, in the run never killed */
+    bool had3[8];
+    for (uint32_t r = 1; r <= 2; r++) run_round(ref, r);
+    for (int64_t c = 0; c < 8; c++) CHECK_OK(read1(ref, 3, c, &at3[c], &had3[c]));
+    for (uint32_t r = 3; r <= 6; r++) run_round(ref, r);
+
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) killed_run(path);
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the killed run failed before its kill (status %d)",
+              status);
 
     s = open_store(path, 8);
     if (!s) goto out;
@@ -237,6 +254,7 @@ static void test_resume(void) {
         CHECK_OK(read1(s, 100, c, &late, &lf));
         CHECK(lf == had3[c] && (!lf || same(&late, &at3[c])));
     }
+    CHECK_EQ_INT(had3[0] + had3[1] + had3[2] + had3[3] + had3[4] + had3[5] + had3[6] + had3[7], 8);
     for (uint32_t r = 3; r <= 6; r++) run_round(s, r);
     expect_same_stores(ref, s, 7);
 out:
