@@ -48,6 +48,33 @@ for kill in 2 4 6; do
 done
 grep -c '"round": 4,' "$out/part/metrics.jsonl" | grep -qx 1 && ok || bad "round 4's row is not there once"
 
+# --- the same with per-client state (SCAFFOLD's c_i, in DIR/client_state.fcs): a resume
+# forgets what the killed run's clients wrote after the checkpoint
+scaffold() { train --algorithm scaffold --rounds 6 --eval-every 2 --checkpoint-every 2 "$@"; }
+scaffold --out "$out/sc-whole" >/dev/null || bad "the uninterrupted SCAFFOLD run failed"
+[ -s "$out/sc-whole/client_state.fcs" ] && ok || bad "SCAFFOLD kept no client state file"
+for kill in 4 5; do
+  rm -rf "$out/sc-part"
+  FEDC_FAULT=metrics:$kill scaffold --eval-every 1 --out "$out/sc-part" >/dev/null 2>&1
+  [ $? = 137 ] && ok || bad "FEDC_FAULT=metrics:$kill did not kill the SCAFFOLD run"
+  expect 0 "done: $((6 - (kill - 1) / 2 * 2)) rounds" -- scaffold --eval-every 1 --out "$out/sc-part" --resume
+  scaffold --eval-every 1 --out "$out/sc-whole1" >/dev/null
+  same_metrics "$out/sc-whole1" "$out/sc-part" && ok || bad "SCAFFOLD killed after round $kill: the resumed metrics differ"
+done
+# 2 threads: the same bits as 1
+scaffold --eval-every 1 --threads 2 --out "$out/sc-threads" >/dev/null
+same_metrics "$out/sc-whole1" "$out/sc-threads" && ok || bad "SCAFFOLD on 2 threads differs from 1"
+# without the clients' state a resume is refused, not continued from zeros
+rm -rf "$out/sc-part"
+FEDC_FAULT=metrics:4 scaffold --eval-every 1 --out "$out/sc-part" >/dev/null 2>&1
+rm "$out/sc-part/client_state.fcs"
+expect 1 "$out/sc-part/client_state.fcs: the clients' state that the checkpoint needs is missing" -- \
+  scaffold --eval-every 1 --out "$out/sc-part" --resume
+# a resume that changes a hyperparameter is refused, named
+train --algorithm fedprox --rounds 2 --checkpoint-every 1 --out "$out/prox" >/dev/null
+expect 1 "--set mu=0.5 (the checkpoint's: mu=0.01)" -- train --algorithm fedprox --set mu=0.5 --rounds 3 \
+  --checkpoint-every 1 --out "$out/prox" --resume
+
 # --- killed before the first row: the CSV keeps its header
 rm -rf "$out/early"
 FEDC_FAULT=metrics:2 train --rounds 4 --eval-every 3 --checkpoint-every 1 --out "$out/early" >/dev/null 2>&1

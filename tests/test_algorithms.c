@@ -197,11 +197,94 @@ static void test_weighting(void) {
     CHECK_ERR(fedc_weighting_parse("steps", &w), FEDC_EINVAL, "unknown client weighting \"steps\"");
 }
 
+
+/* SCAFFOLD's round by hand, two rounds with the client state carried:
+ * from zero control variates its first round is FedAvg's, to the bit; the
+ * clients' new c_i are (x - y_i) / (K_i lr), so their example-weighted mean times
+ * K_i lr is FedAvg's mean delta; the server's c is sum c_i / N; the second round,
+ * corrected, differs from FedAvg's. */
+static void test_scaffold(void) {
+    static round_data d;
+    make_data(&d);
+    fedc_model *m;
+    CHECK_OK(fedc_model_create(&m, "heart", &(fedc_model_options){.num_classes = 2, .input_dim = FEATURES}));
+    fedc_algorithm a = algorithm(&fedc_algorithm_scaffold);
+    fedc_program *round = NULL;
+    fedc_executor *ex = NULL;
+    fedc_server_state *s = NULL;
+    float w[SIZE], x0[SIZE], avg[SIZE], avg2[SIZE], cs[CLIENTS * SIZE] = {0}, population = 10;
+    CHECK_OK(fedc_model_init(m, 1, w));
+    memcpy(x0, w, sizeof w);
+    CHECK_OK(fedc_algorithm_round(m, &a, &round));
+    CHECK_OK(fedc_executor_create(&ex, round, &(fedc_exec_options){.clients = CLIENTS}));
+    CHECK_OK(fedc_server_state_create(m, &a, w, &s));
+    if (!ex || !s) goto done;
+    CHECK_OK(fedc_server_state_bind(s, ex));
+    const char *names[7] = {"x", "y", "mask", "steps", "key", "client/c/dense1/w", "client/c/dense1/b"};
+    const void *data[7] = {d.x, d.y, d.mask, d.steps, d.key, cs, cs + CLIENTS * 2 * FEATURES};
+    for (int i = 0; i < 7; i++) CHECK_OK(fedc_executor_bind(ex, names[i], data[i]));
+    CHECK_OK(fedc_executor_bind(ex, "meta/population", &population));
+    CHECK_OK(fedc_executor_run(ex));
+    CHECK_OK(fedc_server_state_update(s, ex));
+    CHECK_OK(fedc_server_state_params(s, w));
+    fedc_algorithm fa = algorithm(&fedc_algorithm_fedavg);
+    CHECK_OK(run_round(&fa, avg));
+    CHECK_MSG(!memcmp(w, avg, sizeof w), "SCAFFOLD's first round is not FedAvg's");
+    const float *ci_w = NULL, *c_w = NULL;
+    CHECK_OK(fedc_executor_output(ex, "client/c/dense1/w", (const void **)&ci_w, NULL));
+    CHECK_OK(fedc_executor_output(ex, "server/c/dense1/w", (const void **)&c_w, NULL));
+    if (!ci_w || !c_w) goto done;
+    for (int j = 0; j < 2 * FEATURES; j++) {
+        double sum = 0, weighted = 0, weights = 0;
+        for (int i = 0; i < CLIENTS; i++) {
+            double k = d.steps[i], ci = ci_w[i * 2 * FEATURES + j];
+            sum += ci, weighted += k * BATCH * (ci * k * 0.5), weights += k * BATCH;
+        }
+        CHECK_NEAR(c_w[j], sum / population, 1e-6);
+        CHECK_NEAR(weighted / weights, x0[j] - avg[j], 1e-5);
+    }
+    /* round 2: the new c_i in, the corrected steps differ from FedAvg's second round */
+    memcpy(cs, ci_w, CLIENTS * 2 * FEATURES * sizeof(float));
+    const float *ci_b = NULL;
+    CHECK_OK(fedc_executor_output(ex, "client/c/dense1/b", (const void **)&ci_b, NULL));
+    if (ci_b) memcpy(cs + CLIENTS * 2 * FEATURES, ci_b, CLIENTS * 2 * sizeof(float));
+    CHECK_OK(fedc_executor_run(ex));
+    CHECK_OK(fedc_server_state_update(s, ex));
+    CHECK_OK(fedc_server_state_params(s, w));
+    fedc_server_state *fs = NULL;
+    fedc_program *fround = NULL;
+    fedc_executor *fex = NULL;
+    CHECK_OK(fedc_algorithm_round(m, &fa, &fround));
+    CHECK_OK(fedc_executor_create(&fex, fround, &(fedc_exec_options){.clients = CLIENTS}));
+    CHECK_OK(fedc_server_state_create(m, &fa, avg, &fs));
+    if (fex && fs) {
+        CHECK_OK(fedc_server_state_bind(fs, fex));
+        for (int i = 0; i < 5; i++) CHECK_OK(fedc_executor_bind(fex, names[i], data[i]));
+        CHECK_OK(fedc_executor_run(fex));
+        CHECK_OK(fedc_server_state_update(fs, fex));
+        CHECK_OK(fedc_server_state_params(fs, avg2));
+        CHECK(memcmp(w, avg2, sizeof w) != 0);
+        printf("    round 2: SCAFFOLD moved %.5f from FedAvg's model\n", distance(w, avg2));
+    }
+    fedc_server_state_destroy(fs);
+    fedc_executor_destroy(fex);
+    fedc_program_destroy(fround);
+    /* option II assumes SGD steps */
+    a.client_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, 0.01);
+    fedc_program *bad = NULL;
+    CHECK_ERR(fedc_algorithm_round(m, &a, &bad), FEDC_EINVAL, "scaffold: the client optimizer must be sgd");
+done:
+    fedc_server_state_destroy(s);
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(round);
+    fedc_model_destroy(m);
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"hyperparameters", test_hyperparameters}, {"round interface", test_round_interface},
         {"fedprox", test_fedprox},                 {"wrapped fedprox", test_wrapped_fedprox},
-        {"weighting", test_weighting},
+        {"weighting", test_weighting},             {"scaffold", test_scaffold},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

@@ -120,6 +120,7 @@ typedef struct fedc_algorithm_def {
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedsgd;  /* src/fl/fedsgd.c */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedavg;  /* src/fl/fedavg.c; FedOpt with a server optimizer */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedprox; /* src/fl/fedprox.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_scaffold; /* src/fl/scaffold.c */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */
@@ -172,9 +173,10 @@ FEDC_API fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algori
 /* Hyperparameter `name` of r's algorithm; if it has none of that name, the round
  * fails (naming it and the ones it has) and the value is NAN. */
 FEDC_API double fedc_round_hparam(const fedc_round *r, const char *name);
-/* The @clients metadata input meta/<name>, made on first use: "num_examples"
- * (f32[]: the client's dataset size). An error for a name the training job does
- * not know. */
+/* The metadata input meta/<name>, made on first use: "num_examples" (f32[]@clients:
+ * each client's dataset size) or "population" (f32[]@server: the number of
+ * clients in the training data). An error for a name the training job does not
+ * know. */
 FEDC_API fedc_value fedc_round_meta(fedc_round *r, const char *name);
 /* Each client's weight (f32[]@clients) under r->alg->weighting, given the examples
  * it trained on (f32[]@clients). */
@@ -208,8 +210,10 @@ typedef struct fedc_local_training {
  * starts from the broadcast model r->server's params and steps through its real
  * batches with the client optimizer on the objective's gradient. The result,
  * @clients: delta/<param> = w - w_client, examples (trained on), loss (their
- * mean), and opt/<leaf> (the optimizer's final state, unless frozen). `how` NULL:
- * FedAvg's. */
+ * mean), steps (f32[]: local steps taken), and opt/<leaf> (the optimizer's final
+ * state, unless frozen). `how` NULL: FedAvg's.
+ * Under MPI a rank has the data (x, y, mask, steps) of its own clients only: read
+ * them inside maps (as this does), and take per-client counts from its results. */
 FEDC_API fedc_status fedc_round_local_training(fedc_round *r, const fedc_local_training *how, fedc_tree **out);
 /* The mean gradient of each client's batches at the models `w` (@clients, by
  * parameter name; typically fedc_tree_broadcast of the server's params): a fold

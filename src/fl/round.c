@@ -19,18 +19,28 @@ double fedc_round_hparam(const fedc_round *r, const char *name) {
 
 /* ------------------------------------------------------------ metadata -- */
 
-const char *const fedc__round_meta_names[] = {"num_examples", NULL};
+/* What the training job knows of its clients, by name, and where it lives. */
+static const struct {
+    const char *name;
+    fedc_placement placement;
+} meta[] = {
+    {"num_examples", FEDC_CLIENTS}, /* f32[]: the client's dataset size */
+    {"population", FEDC_SERVER},    /* f32[]: the clients in the training data (SCAFFOLD's N) */
+};
+enum { NMETA = sizeof meta / sizeof meta[0] };
+
+const char *const fedc__round_meta_names[] = {"num_examples", "population", NULL};
 
 fedc_value fedc_round_meta(fedc_round *r, const char *name) {
-    bool known = false;
-    for (int i = 0; fedc__round_meta_names[i]; i++) known |= name && !strcmp(name, fedc__round_meta_names[i]);
-    if (!known)
-        return fedc_program_fail(r->p, FEDC_EINVAL, "round_meta: no client metadata \"%s\" (there is: num_examples)",
+    int k = 0;
+    while (k < NMETA && (!name || strcmp(name, meta[k].name))) k++;
+    if (k == NMETA)
+        return fedc_program_fail(r->p, FEDC_EINVAL, "round_meta: no metadata \"%s\" (there is: num_examples, population)",
                                  name ? name : "(null)");
     char input[64];
     snprintf(input, sizeof input, "meta/%s", name);
     fedc_value v = fedc_program_find_input(r->p, input);
-    return v != FEDC_NONE ? v : fedc_input(r->p, input, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS));
+    return v != FEDC_NONE ? v : fedc_input(r->p, input, fedc__placed(fedc_type_scalar(FEDC_F32), meta[k].placement));
 }
 
 fedc_value fedc_round_weight(fedc_round *r, fedc_value examples) {
@@ -162,6 +172,7 @@ static fedc_status client_update(fedc_round *r, const fedc_program *step, const 
     st = fedc_tree_output(p, "delta", fedc_tree_sub(p, w, fedc_tree_subtree(p, res, "w")));
     if (!st) st = fedc_program_output(p, "examples", count);
     if (!st) st = fedc_program_output(p, "loss", mean);
+    if (!st) st = fedc_program_output(p, "steps", fedc_cast(p, fedc_tree_get(p, res, "t"), FEDC_F32));
     if (!st && !how->frozen_opt_state && fedc_tree_size(opt)) st = fedc_tree_output(p, "opt", fedc_tree_subtree(p, res, "opt"));
     if (!st) st = fedc_program_status(p);
     if (st) fedc_program_destroy(p);

@@ -127,6 +127,9 @@ static fedc_status open_store(trainer *t) {
     if (!layout) return fedc_error(FEDC_ENOMEM, "train: out of memory");
     snprintf(path, sizeof path, "%s/client_state.fcs", t->c->out_dir);
     fedc_status st = fedc_make_dirs(t->c->out_dir);
+    if (!st && t->c->resume && access(path, F_OK) != 0)
+        st = fedc_error(FEDC_EIO, "%s: the clients' state that the checkpoint needs is missing (resume with it, or "
+                        "train afresh in another --out)", path);
     if (!st) st = fedc__client_store_open(&t->store, path, fedc_dataset_num_clients(t->train), t->client.record_bytes, layout);
     /* a fresh run forgets what an earlier run in this directory kept; a resume
      * forgets what was written after its checkpoint (fedc__train_state_resume) */
@@ -201,6 +204,9 @@ fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex) {
     if (!st) st = bind_set(ex, "client", &t->client);
     if (!st && fedc_program_find_input(t->round, "meta/num_examples") != FEDC_NONE)
         st = fedc_executor_bind(ex, "meta/num_examples", t->meta_examples);
+    t->meta_population = (float)fedc_dataset_num_clients(t->train);
+    if (!st && fedc_program_find_input(t->round, "meta/population") != FEDC_NONE)
+        st = fedc_executor_bind(ex, "meta/population", &t->meta_population);
     return st;
 }
 
