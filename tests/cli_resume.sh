@@ -48,19 +48,23 @@ for kill in 2 4 6; do
 done
 grep -c '"round": 4,' "$out/part/metrics.jsonl" | grep -qx 1 && ok || bad "round 4's row is not there once"
 
-# --- the same with per-client state (SCAFFOLD's c_i, in DIR/client_state.fcs): a resume
-# forgets what the killed run's clients wrote after the checkpoint
-scaffold() { train --algorithm scaffold --rounds 6 --eval-every 2 --checkpoint-every 2 "$@"; }
-scaffold --out "$out/sc-whole" >/dev/null || bad "the uninterrupted SCAFFOLD run failed"
-[ -s "$out/sc-whole/client_state.fcs" ] && ok || bad "SCAFFOLD kept no client state file"
-for kill in 4 5; do
-  rm -rf "$out/sc-part"
-  FEDC_FAULT=metrics:$kill scaffold --eval-every 1 --out "$out/sc-part" >/dev/null 2>&1
-  [ $? = 137 ] && ok || bad "FEDC_FAULT=metrics:$kill did not kill the SCAFFOLD run"
-  expect 0 "done: $((6 - (kill - 1) / 2 * 2)) rounds" -- scaffold --eval-every 1 --out "$out/sc-part" --resume
-  scaffold --eval-every 1 --out "$out/sc-whole1" >/dev/null
-  same_metrics "$out/sc-whole1" "$out/sc-part" && ok || bad "SCAFFOLD killed after round $kill: the resumed metrics differ"
+# --- the same with per-client state (SCAFFOLD's c_i, APFL's personal models, in
+# DIR/client_state.fcs): a resume forgets what the killed run's clients wrote after
+# the checkpoint
+for alg in scaffold apfl; do
+  stateful() { train --algorithm $alg --rounds 6 --eval-every 1 --checkpoint-every 2 "$@"; }
+  stateful --out "$out/$alg-whole" >/dev/null || bad "the uninterrupted $alg run failed"
+  [ -s "$out/$alg-whole/client_state.fcs" ] && ok || bad "$alg kept no client state file"
+  for kill in 4 5; do
+    rm -rf "$out/$alg-part"
+    FEDC_FAULT=metrics:$kill stateful --out "$out/$alg-part" >/dev/null 2>&1
+    [ $? = 137 ] && ok || bad "FEDC_FAULT=metrics:$kill did not kill the $alg run"
+    expect 0 "done: $((6 - (kill - 1) / 2 * 2)) rounds" -- stateful --out "$out/$alg-part" --resume
+    same_metrics "$out/$alg-whole" "$out/$alg-part" && ok || bad "$alg killed after round $kill: the resumed metrics differ"
+  done
 done
+scaffold() { train --algorithm scaffold --rounds 6 --eval-every 1 --checkpoint-every 2 "$@"; }
+cp -r "$out/scaffold-whole" "$out/sc-whole1"
 # 2 threads: the same bits as 1
 scaffold --eval-every 1 --threads 2 --out "$out/sc-threads" >/dev/null
 same_metrics "$out/sc-whole1" "$out/sc-threads" && ok || bad "SCAFFOLD on 2 threads differs from 1"

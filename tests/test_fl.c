@@ -310,7 +310,8 @@ static void test_algorithms_on_fashion_mnist(void) {
         {&fedc_algorithm_fedavg, FEDC_OPT_SGD, 1.0},    {&fedc_algorithm_fedsgd, FEDC_OPT_SGD, 0.1},
         {&fedc_algorithm_fedprox, FEDC_OPT_SGD, 1.0},   {&fedc_algorithm_fedavg, FEDC_OPT_ADAM, 0.01},
         {&fedc_algorithm_fedavg, FEDC_OPT_YOGI, 0.03},  {&fedc_algorithm_fedavg, FEDC_OPT_ADAGRAD, 0.1},
-        {&fedc_algorithm_fedavg, FEDC_OPT_MOMENTUM, 0.5},
+        {&fedc_algorithm_fedavg, FEDC_OPT_MOMENTUM, 0.5}, {&fedc_algorithm_scaffold, FEDC_OPT_SGD, 1.0},
+        {&fedc_algorithm_apfl, FEDC_OPT_SGD, 1.0},
     };
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
         fedc_train_config c;

@@ -121,6 +121,7 @@ FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedsgd;  /* src/fl/fedsg
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedavg;  /* src/fl/fedavg.c; FedOpt with a server optimizer */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedprox; /* src/fl/fedprox.c */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_scaffold; /* src/fl/scaffold.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_apfl;     /* src/fl/apfl.c */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */
@@ -174,8 +175,10 @@ FEDC_API fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algori
  * fails (naming it and the ones it has) and the value is NAN. */
 FEDC_API double fedc_round_hparam(const fedc_round *r, const char *name);
 /* The metadata input meta/<name>, made on first use: "num_examples" (f32[]@clients:
- * each client's dataset size) or "population" (f32[]@server: the number of
- * clients in the training data). An error for a name the training job does not
+ * each client's dataset size), "population" (f32[]@server: the number of clients
+ * in the training data) or "seen" (f32[]@clients: 1 for a client whose state was
+ * kept, 0 for one that starts from client_init's value: APFL starts a new
+ * client's model at the server's). An error for a name the training job does not
  * know. */
 FEDC_API fedc_value fedc_round_meta(fedc_round *r, const char *name);
 /* Each client's weight (f32[]@clients) under r->alg->weighting, given the examples

@@ -26,16 +26,17 @@ static const struct {
 } meta[] = {
     {"num_examples", FEDC_CLIENTS}, /* f32[]: the client's dataset size */
     {"population", FEDC_SERVER},    /* f32[]: the clients in the training data (SCAFFOLD's N) */
+    {"seen", FEDC_CLIENTS},         /* f32[]: 1 if the client's state was stored, 0 if it is client_init's */
 };
 enum { NMETA = sizeof meta / sizeof meta[0] };
 
-const char *const fedc__round_meta_names[] = {"num_examples", "population", NULL};
+const char *const fedc__round_meta_names[] = {"num_examples", "population", "seen", NULL};
 
 fedc_value fedc_round_meta(fedc_round *r, const char *name) {
     int k = 0;
     while (k < NMETA && (!name || strcmp(name, meta[k].name))) k++;
     if (k == NMETA)
-        return fedc_program_fail(r->p, FEDC_EINVAL, "round_meta: no metadata \"%s\" (there is: num_examples, population)",
+        return fedc_program_fail(r->p, FEDC_EINVAL, "round_meta: no metadata \"%s\" (there is: num_examples, population, seen)",
                                  name ? name : "(null)");
     char input[64];
     snprintf(input, sizeof input, "meta/%s", name);

@@ -45,6 +45,7 @@ typedef struct trainer {
     void *records;          /* the cohort's records, as the store reads and writes them */
     float *meta_examples;   /* meta/num_examples: the cohort's dataset sizes */
     float meta_population;  /* meta/population: the training data's clients */
+    float *meta_seen;       /* meta/seen: whether each of the cohort's clients had a stored state */
     fedc__client_store *store; /* rank 0's: every client's state between rounds */
     fedc_program *round, *eval;
     fedc_executor *round_ex, *eval_ex;

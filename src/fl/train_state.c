@@ -10,6 +10,7 @@
  *   meta    meta/num_examples: each sampled client's dataset size
  *
  * The round program binds all of them by name (src/fl/fl.h's interface). */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,10 +131,12 @@ static fedc_status open_store(trainer *t) {
     if (!st && t->c->resume && access(path, F_OK) != 0)
         st = fedc_error(FEDC_EIO, "%s: the clients' state that the checkpoint needs is missing (resume with it, or "
                         "train afresh in another --out)", path);
+    /* a fresh run replaces what an earlier run in this directory kept (as it does
+     * its metrics and checkpoint); a resume forgets what was written after its
+     * checkpoint (fedc__train_state_resume) */
+    if (!st && !t->c->resume && unlink(path) != 0 && errno != ENOENT)
+        st = fedc_error(FEDC_EIO, "%s: cannot remove the last run's client state: %s", path, strerror(errno));
     if (!st) st = fedc__client_store_open(&t->store, path, fedc_dataset_num_clients(t->train), t->client.record_bytes, layout);
-    /* a fresh run forgets what an earlier run in this directory kept; a resume
-     * forgets what was written after its checkpoint (fedc__train_state_resume) */
-    if (!st && !t->c->resume) st = fedc__client_store_resume(t->store, 0);
     fedc_free(layout);
     return st;
 }
@@ -172,7 +175,8 @@ static fedc_status create_clients(trainer *t, int k) {
 fedc_status fedc__train_state_create(trainer *t, int k) {
     fedc_status st = create_server(t);
     if (!st) st = create_clients(t, k);
-    if (!st && !(t->meta_examples = fedc_calloc((size_t)k, sizeof *t->meta_examples)))
+    if (!st && (!(t->meta_examples = fedc_calloc((size_t)k, sizeof *t->meta_examples)) ||
+                !(t->meta_seen = fedc_calloc((size_t)k, sizeof *t->meta_seen))))
         st = fedc_error(FEDC_ENOMEM, "train: out of memory");
     return st;
 }
@@ -185,8 +189,9 @@ void fedc__train_state_free(trainer *t) {
     fedc_free(t->client_default);
     fedc_free(t->records);
     fedc_free(t->meta_examples);
+    fedc_free(t->meta_seen);
     t->client_default = t->records = NULL;
-    t->meta_examples = NULL;
+    t->meta_examples = t->meta_seen = NULL;
 }
 
 static fedc_status bind_set(fedc_executor *ex, const char *prefix, const state_set *s) {
@@ -207,6 +212,8 @@ fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex) {
     t->meta_population = (float)fedc_dataset_num_clients(t->train);
     if (!st && fedc_program_find_input(t->round, "meta/population") != FEDC_NONE)
         st = fedc_executor_bind(ex, "meta/population", &t->meta_population);
+    if (!st && fedc_program_find_input(t->round, "meta/seen") != FEDC_NONE)
+        st = fedc_executor_bind(ex, "meta/seen", t->meta_seen);
     return st;
 }
 
@@ -221,12 +228,15 @@ static fedc_status read_cohort(trainer *t, int r, int k) {
     fedc_status st = dst && found ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
     for (int i = 0; !st && i < k; i++) dst[i] = (char *)t->records + (size_t)i * s->record_bytes;
     if (!st && is_root()) st = fedc__client_store_read(t->store, (uint32_t)r, k, t->sampled, dst, found);
-    for (int i = 0; !st && is_root() && i < k; i++)
+    for (int i = 0; !st && is_root() && i < k; i++) {
         if (!found[i]) memcpy(dst[i], t->client_default, s->record_bytes);
+        t->meta_seen[i] = found[i];
+    }
     fedc_free(dst);
     fedc_free(found);
     st = fedc_mpi_agree(st);
     if (!st) st = fedc_mpi_broadcast(t->records, s->record_bytes * (size_t)k);
+    if (!st) st = fedc_mpi_broadcast(t->meta_seen, (size_t)k * sizeof *t->meta_seen);
     for (int i = 0; !st && i < k; i++) {
         size_t at = 0;
         for (int j = 0; j < s->n; j++) {
