@@ -274,6 +274,13 @@ table <<END
 2|--eval-clients needs an integer from 0 to 1048576, not '2000000'|train --data x --eval-clients 2000000
 2|--checkpoint-every needs an integer from 0 to 1000000, not 'x'|train --data x --checkpoint-every x
 2|--prox-mu needs a number in [0, 1000000], not '-0.5'|train --data x --prox-mu -0.5
+2|--prox-mu: fedavg has no hyperparameter "mu" (its hyperparameters: none|train --data x --prox-mu 0.5
+2|--set: fedprox: mu must be in [0, 1e+06], not -1|train --data x --algorithm fedprox --set mu=-1
+2|--set: fedavg has no hyperparameter "mu"|train --data x --set mu=1
+2|--set: apfl has no hyperparameter "mu" (its hyperparameters: client_coefficient|train --data x --set mu=1 --algorithm apfl
+2|--set: --set takes NAME=VALUE, not "mu"|train --data x --algorithm fedprox --set mu
+2|--set: --set mu: "x" is not a number|train --data x --algorithm fedprox --set mu=x
+2|--weighting: unknown client weighting "steps"|train --data x --weighting steps
 2|--client-lr needs a number in (0, 3.402823466e+38], not '0'|train --data x --client-lr 0
 2|--server-lr needs a number in (0, 3.402823466e+38], not '1e400'|train --data x --server-lr 1e400
 2|--server-lr needs a number in (0, 3.402823466e+38], not '1x'|train --data x --server-lr 1x
@@ -402,6 +409,16 @@ expect 0 "done: 2 rounds" -- "$fedc" train $heart --config "$out/resume.ini" --q
   || bad "resume = yes did not continue the metrics of rounds 1-4"
 printf 'rounds = 6\nresume = no\n' >"$out/resume.ini"
 expect 0 "done: 6 rounds" -- "$fedc" train $heart --config "$out/resume.ini" --quiet --out "$out/res2"
+
+# Hyperparameters: listed by --algorithm NAME --help, set by --set or a config file's
+# "set = NAME=VALUE" lines, and recorded in the checkpoint.
+expect 0 "--set mu=X  weight of the proximal term" -- "$fedc" train --algorithm fedprox --help
+expect 0 "no hyperparameters of its own" -- "$fedc" train --help --algorithm fedavg
+expect 2 "unknown algorithm \"nope\"" -- "$fedc" train --algorithm nope --help
+printf 'algorithm = fedprox\nset = mu=0.5\nweighting = uniform\nrounds = 2\ncheckpoint-every = 2\nquiet = yes\n' >"$out/hp.ini"
+expect 0 "done: 2 rounds" -- "$fedc" train $heart --config "$out/hp.ini" --out "$out/hp"
+grep -q '"config.set.mu":"mu=0.5"' "$out/hp/checkpoint.safetensors" && ok || bad "the checkpoint lacks config.set.mu"
+grep -q '"config.weighting":"uniform"' "$out/hp/checkpoint.safetensors" && ok || bad "the checkpoint lacks config.weighting"
 
 # Flags after --config win, those before it lose.
 printf 'rounds = 3\nquiet = on\n' >"$out/r3.ini"

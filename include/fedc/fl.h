@@ -31,28 +31,30 @@
  *   outputs  server/<leaf>, client/<leaf>: the new states (the inputs' names and types),
  *            train_loss f32[]@server (example-weighted mean), examples f32[]@server
  *
- * A worked example, an algorithm written outside the library (examples/fedavg_mine.c
- * has it whole): FedAvg whose server steps by a hyperparameter `alpha` times the
- * mean delta, over the library's local training.
+ * A worked example, an algorithm written outside the library (examples/new_algorithm.c
+ * has it whole, in 56 lines): FedAvg whose server steps by a hyperparameter `alpha`
+ * times the mean delta, over the library's local training.
  *
- *     static const fedc_hparam_def hp[] = {{"alpha", 1.0, 0, 10, "server step size"}};
- *     static fedc_status round(fedc_round *r) {
+ *     static const fedc_hparam_def hp[] = {{"alpha", 1.0, 0, 10, "server step, times the mean delta"}};
+ *     static fedc_status damped_round(fedc_round *r) {
  *         fedc_program *p = r->p;
- *         fedc_tree *w = fedc_tree_subtree(p, r->server, "params");
- *         fedc_tree *out;                                    // delta, examples, loss
+ *         fedc_tree *w = fedc_tree_subtree(p, r->server, "params"), *out;  // delta/, examples, loss
  *         fedc_status st = fedc_round_local_training(r, NULL, &out);
  *         if (st) return st;
  *         fedc_value n = fedc_tree_get(p, out, "examples");
  *         fedc_tree *delta = fedc_tree_weighted_mean(p, fedc_tree_subtree(p, out, "delta"),
  *                                                    fedc_round_weight(r, n));
- *         fedc_value alpha = fedc_scalar(p, FEDC_F32, -fedc_round_hparam(r, "alpha"));
+ *         fedc_value step = fedc_scalar(p, FEDC_F32, -fedc_round_hparam(r, "alpha"));
  *         fedc_tree *next = fedc_tree_copy(p, r->server);
- *         fedc_tree_set_tree(p, next, "params", fedc_tree_axpy(p, alpha, delta, w));
+ *         fedc_tree_set_tree(p, next, "params", fedc_tree_axpy(p, step, delta, w));
  *         return fedc_round_finish(r, next, NULL, fedc_tree_get(p, out, "loss"), n);
  *     }
- *     static const fedc_algorithm_def mine = {.name = "mine", .summary = "...",
- *         .hparams = hp, .nhparams = 1, .round = round};
- *     fedc_algorithm_register(&mine);   // then `--algorithm mine --set alpha=0.5`
+ *     static const fedc_algorithm_def damped = {.name = "damped", .summary = "...",
+ *         .hparams = hp, .nhparams = 1, .round = damped_round};
+ *     fedc_algorithm_register(&damped);   // then found by name: --algorithm damped --set alpha=0.5
+ *
+ * A stateful algorithm adds server_init and client_init (src/fl/scaffold.c: the
+ * server's c and every client's c_i).
  */
 #ifndef FEDC_FL_H
 #define FEDC_FL_H
