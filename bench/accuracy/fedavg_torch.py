@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""FedAvg (and FedAdam) on FEMNIST-LEAF in PyTorch: the peer of `fedc train` in the accuracy
-benchmark (bench/accuracy/run.sh, docs/benchmarks.md).
+"""FedAvg (and FedAdam, SCAFFOLD) on FEMNIST-LEAF in PyTorch: the peer of `fedc train` in the
+accuracy benchmarks (bench/accuracy/run.sh, bench/accuracy/algorithms.sh, docs/benchmarks.md).
 
 The same job as
 
@@ -26,6 +26,10 @@ Adam) whose gradient is the example-weighted mean of the clients' updates (serve
   (w - w_client), or Adam on that pseudo-gradient.
 - Evaluation every --eval-every rounds and after the last: accuracy over all test examples
   (example-weighted over the test clients), eval mode (no dropout).
+- --algorithm scaffold (Karimireddy et al. 2020, option II): the server keeps c, each client c_i
+  (zeros until sampled); every local step adds c - c_i to the gradient before SGD's step; after K
+  steps c_i+ = c_i - c + (w - y_i) / (K lr); the server steps on the weighted mean of w - y_i as
+  FedAvg does and sets c += sum(c_i+ - c_i) / N, N the train clients.
 
 Uses only torch and numpy (Debian: python3-torch, python3-numpy; scripts/install-bench-deps).
 """
@@ -156,14 +160,16 @@ def evaluate(model, clients, batch_size=100):
     return loss_sum / count, correct / count
 
 
-def client_update(model, x, y, lr, batch_size, epochs, rng, partial_last_batch):
+def client_update(model, x, y, lr, batch_size, epochs, rng, partial_last_batch, correction=None):
     """Local SGD on one client; returns (mean batch loss, examples processed).
 
     By default the batches are those of FedJAX's shuffle_repeat_batch, which fedc follows: the
     example order is a stream of shuffles of the client's n examples and every batch takes the
     next batch_size of them, so all ceil(n * epochs / batch_size) batches are full (the last one
     is completed from the next shuffle). With partial_last_batch each epoch is one shuffle cut
-    into batches, the last one smaller (a DataLoader with shuffle=True, drop_last=False)."""
+    into batches, the last one smaller (a DataLoader with shuffle=True, drop_last=False).
+    correction (SCAFFOLD's c - c_i, one tensor per parameter) is added to every gradient. Returns
+    (mean batch loss, examples processed, steps taken)."""
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     model.train()
     n = len(y)
@@ -182,10 +188,14 @@ def client_update(model, x, y, lr, batch_size, epochs, rng, partial_last_batch):
         opt.zero_grad()
         loss = F.cross_entropy(model(x[idx]), y[idx])
         loss.backward()
+        if correction is not None:
+            with torch.no_grad():
+                for p, corr in zip(model.parameters(), correction):
+                    p.grad.add_(corr)
         opt.step()
         loss_sum += loss.item()
         examples += len(idx)
-    return loss_sum / max(len(batches), 1), examples
+    return loss_sum / max(len(batches), 1), examples, len(batches)
 
 
 def main():
@@ -202,6 +212,7 @@ def main():
     ap.add_argument("--batch-size", type=int, default=20)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--client-lr", type=float, default=None, help="default 0.1 (sgd server), 10^-1.5 (adam)")
+    ap.add_argument("--algorithm", choices=["fedavg", "scaffold"], default="fedavg")
     ap.add_argument("--server-opt", choices=["sgd", "adam"], default="sgd")
     ap.add_argument("--server-lr", type=float, default=None, help="default 1 (sgd), 10^-2.5 (adam)")
     ap.add_argument("--eps", type=float, default=1e-4, help="Adam's epsilon (default 1e-4)")
@@ -243,7 +254,8 @@ def main():
     print(f"data: {len(train)} train clients ({sum(len(c[2]) for c in train)} examples), "
           f"{len(test)} test clients ({sum(len(c[2]) for c in test)} examples), loaded in {t_load:.1f} s")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; server {a.server_opt} lr {a.server_lr:g}"
-          + (f" eps {a.eps:g}" if a.server_opt == "adam" else "") + f", client sgd lr {a.client_lr:g}, seed {a.seed}")
+          + (f" eps {a.eps:g}" if a.server_opt == "adam" else "") + f", client sgd lr {a.client_lr:g}, seed {a.seed}"
+          + f", {a.algorithm}")
 
     torch.manual_seed(a.seed)                       # init and dropout
     server = CNN(num_classes)
@@ -254,6 +266,9 @@ def main():
     else:
         server_opt = torch.optim.SGD(server.parameters(), lr=a.server_lr)
     client = CNN(num_classes)
+    scaffold = a.algorithm == "scaffold"
+    c = [torch.zeros_like(p) for p in server.parameters()] if scaffold else None
+    c_clients = {}  # SCAFFOLD's c_i, by client index (absent: zeros)
     if a.out:
         os.makedirs(a.out, exist_ok=True)
     metrics = open(os.path.join(a.out, "metrics.jsonl"), "w") if a.out else None
@@ -265,15 +280,24 @@ def main():
         rng = np.random.default_rng([a.seed, r])
         chosen = rng.choice(len(train), size=min(a.clients_per_round, len(train)), replace=False)
         delta = [torch.zeros_like(p) for p in server.parameters()]
+        dc = [torch.zeros_like(p) for p in server.parameters()] if scaffold else None
         weight_total, round_loss = 0, 0.0
         for ci in chosen:
             _, x, y = train[ci]
             client.load_state_dict(server.state_dict())
-            closs, n = client_update(client, x, y, a.client_lr, a.batch_size, a.epochs,
-                                     np.random.default_rng([a.seed, r, int(ci)]), a.partial_last_batch)
+            c_i = c_clients.get(int(ci)) or [torch.zeros_like(p) for p in server.parameters()]
+            corr = [cs - cc for cs, cc in zip(c, c_i)] if scaffold else None
+            closs, n, k = client_update(client, x, y, a.client_lr, a.batch_size, a.epochs,
+                                        np.random.default_rng([a.seed, r, int(ci)]), a.partial_last_batch, corr)
             with torch.no_grad():
                 for d, ps, pc in zip(delta, server.parameters(), client.parameters()):
                     d.add_(ps - pc, alpha=n)
+                if scaffold:  # option II: c_i+ = c_i - c + (w - y_i) / (K lr)
+                    new = [cc - cs + (ps - pc) / (max(k, 1) * a.client_lr)
+                           for cc, cs, ps, pc in zip(c_i, c, server.parameters(), client.parameters())]
+                    for acc_dc, nw, old in zip(dc, new, c_i):
+                        acc_dc.add_(nw - old)
+                    c_clients[int(ci)] = new
             weight_total += n
             round_loss += closs * n
             examples_total += n
@@ -282,6 +306,10 @@ def main():
         for p, d in zip(server.parameters(), delta):
             p.grad = d / weight_total
         server_opt.step()
+        if scaffold:
+            with torch.no_grad():
+                for cs, d in zip(c, dc):
+                    cs.add_(d / len(train))
         train_loss = round_loss / weight_total
         elapsed = time.time() - start
         eps = examples_total / elapsed
