@@ -209,6 +209,11 @@ typedef struct fedc_local_training {
     /* Every step uses opt_state as it is, and it is not returned (Mime's clients
      * apply the server optimizer's state without updating it). */
     bool frozen_opt_state;
+    /* @clients, by parameter name: added to every step's gradient (SCAFFOLD's
+     * c - c_i; NULL: none). The same as a loss term <w, offset>, but cheaper: the
+     * term costs a pass over the model forward and two back every step (the
+     * gradient of a sum is a broadcast), the offset one add. */
+    const fedc_tree *gradient_offset;
 } fedc_local_training;
 
 /* Local training as FedAvg's clients do it, mapped over the cohort: each client

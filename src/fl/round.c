@@ -106,7 +106,7 @@ fedc_status fedc_round_objective(const fedc_round *r, const fedc_tree *extra, fe
  *     g = grad objective(w, batch, extras); w, opt = client_opt(w, g, opt)
  * carrying w/..., opt/..., loss_sum, count, t, key and the extras (unchanged). */
 static fedc_status local_step(const fedc_round *r, const fedc_program *objective, const fedc_tree *opt_like,
-                              bool frozen, fedc_program **out) {
+                              bool frozen, const fedc_tree *offset_like, fedc_program **out) {
     fedc_program *p;
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
@@ -125,8 +125,13 @@ static fedc_status local_step(const fedc_round *r, const fedc_program *objective
     }
     fedc_tree_set(p, args, "key", fedc__fl_step_key(p, key, t));
     fedc_tree *res = fedc_tree_call(p, objective, args), *next_w = NULL, *next_opt = NULL;
-    st = fedc_optimizer_step_tree(&r->alg->client_opt, p, FEDC_NONE, w, fedc_tree_subtree(p, res, "grad_w"), opt,
-                                  &next_w, &next_opt);
+    fedc_tree *grad = fedc_tree_subtree(p, res, "grad_w"), *offset = NULL;
+    if (offset_like) { /* carried along, added to the gradient */
+        offset = fedc_tree_input(p, "offset", offset_like, FEDC_LOCAL);
+        grad = fedc_tree_add(p, grad, offset);
+    }
+    st = fedc_optimizer_step_tree(&r->alg->client_opt, p, FEDC_NONE, w, grad, opt, &next_w, &next_opt);
+    if (!st && offset) st = fedc_tree_output(p, "offset", offset);
     fedc_value l = fedc_tree_get(p, res, "loss"), n = fedc_tree_get(p, res, "count");
     if (!st) st = fedc_tree_output(p, "w", next_w);
     if (!st) st = fedc_tree_output(p, "opt", frozen ? opt : next_opt);
@@ -156,6 +161,7 @@ static fedc_status client_update(fedc_round *r, const fedc_program *step, const 
     fedc_tree *extra = how->extra ? fedc_tree_input(p, NULL, how->extra, FEDC_LOCAL) : NULL;
     fedc_tree *opt = how->opt_state ? fedc_tree_input(p, "opt", how->opt_state, FEDC_LOCAL)
                                     : fedc_optimizer_init_tree(&r->alg->client_opt, p, w);
+    fedc_tree *offset = how->gradient_offset ? fedc_tree_input(p, "offset", how->gradient_offset, FEDC_LOCAL) : NULL;
     fedc_tree *carries = fedc_tree_new(p), *xs = fedc_tree_new(p);
     fedc_tree_set_tree(p, carries, "w", w);
     fedc_tree_set_tree(p, carries, "opt", opt);
@@ -164,6 +170,7 @@ static fedc_status client_update(fedc_round *r, const fedc_program *step, const 
     fedc_tree_set(p, carries, "t", fedc_scalar(p, FEDC_I32, 0));
     fedc_tree_set(p, carries, "key", fedc_tree_get(p, data, "key"));
     if (extra) fedc_tree_set_tree(p, carries, NULL, extra);
+    if (offset) fedc_tree_set_tree(p, carries, "offset", offset);
     if (fedc_tree_has(fedc_tree_of_inputs(step, NULL), "start")) fedc_tree_set_tree(p, carries, "start", w);
     const char *seq[3] = {"x", "y", "mask"};
     for (int i = 0; i < 3; i++) fedc_tree_set(p, xs, seq[i], fedc_tree_get(p, data, seq[i]));
@@ -197,7 +204,7 @@ fedc_status fedc_round_local_training(fedc_round *r, const fedc_local_training *
     const fedc_tree *opt_like = how->opt_state;
     if (!st && !opt_like) opt_like = fedc_optimizer_init_tree(&r->alg->client_opt, scratch, fedc_tree_input(scratch, "w", w, FEDC_LOCAL));
     if (!st) st = fedc_program_status(scratch);
-    if (!st) st = local_step(r, obj, opt_like, how->frozen_opt_state, &step);
+    if (!st) st = local_step(r, obj, opt_like, how->frozen_opt_state, how->gradient_offset, &step);
     fedc_program_destroy(scratch);
     if (!st) st = client_update(r, step, how, &client);
     fedc_tree *args = st ? NULL : fedc_tree_new(p);
@@ -206,6 +213,7 @@ fedc_status fedc_round_local_training(fedc_round *r, const fedc_local_training *
         fedc_tree_set_tree(p, args, NULL, r->data);
         if (how->extra) fedc_tree_set_tree(p, args, NULL, how->extra);
         if (how->opt_state) fedc_tree_set_tree(p, args, "opt", how->opt_state);
+        if (how->gradient_offset) fedc_tree_set_tree(p, args, "offset", how->gradient_offset);
         *out = fedc_tree_map(p, client, args);
     }
     if (!st) st = fedc_program_status(p);

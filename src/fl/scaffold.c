@@ -8,8 +8,7 @@
  *     server:    x = server_opt(x, weighted_mean(x - y_i))   (SGD, lr 1: x += mean(y_i - x))
  *                c = c + (|S| / N) mean_S(c_i+ - c_i) = c + sum_S(c_i+ - c_i) / N
  *
- * The correction c - c_i is a term <w, c - c_i> of the client's loss (its
- * gradient is the correction). K_i is the client's real local steps, N the
+ * The correction c - c_i is added to every local step's gradient. K_i is the client's real local steps, N the
  * clients in the training data (meta/population). Option II's c_i+ assumes plain
  * SGD steps, so the client optimizer must be SGD. */
 #include "fl/fl.h"
@@ -34,26 +33,16 @@ static fedc_status scaffold_client_init(const fedc_model *m, const fedc_algorith
     return fedc_program_status(p);
 }
 
-/* <w, corr>: adds corr = c - c_i to the gradient. */
-static fedc_value correction(fedc_program *p, const fedc_round *r, const fedc_tree *w, const fedc_tree *extra) {
-    (void)r;
-    return fedc_tree_dot(p, w, fedc_tree_subtree(p, extra, "corr"));
-}
-
 static fedc_status scaffold_round(fedc_round *r) {
-    fedc_program *p = r->p, *objective = NULL;
+    fedc_program *p = r->p;
     if (r->alg->client_opt.kind != FEDC_OPT_SGD)
         return fedc_program_fail(p, FEDC_EINVAL, "scaffold: the client optimizer must be sgd (option II's control "
                                  "variate assumes plain SGD steps), not %s", fedc_optimizer_name(r->alg->client_opt.kind)),
                FEDC_EINVAL;
     fedc_tree *c = fedc_tree_subtree(p, r->server, "c"), *c_i = fedc_tree_subtree(p, r->client, "c");
-    fedc_tree *extra = fedc_tree_new(p);
-    fedc_tree_set_tree(p, extra, "corr", fedc_tree_sub(p, fedc_tree_broadcast(p, c), c_i));
+    fedc_tree *correction = fedc_tree_sub(p, fedc_tree_broadcast(p, c), c_i), *out = NULL;
     fedc_status st = fedc_program_status(p);
-    if (!st) st = fedc_round_objective(r, extra, correction, true, &objective);
-    fedc_tree *out = NULL;
-    if (!st) st = fedc_round_local_training(r, &(fedc_local_training){.objective = objective, .extra = extra}, &out);
-    fedc_program_destroy(objective);
+    if (!st) st = fedc_round_local_training(r, &(fedc_local_training){.gradient_offset = correction}, &out);
     if (st) return st;
     /* c_i+ = c_i - c + (x - y_i) / (K_i lr) */
     fedc_tree *delta = fedc_tree_subtree(p, out, "delta");
