@@ -192,14 +192,6 @@ static fedc_status check(const fedc_model *m, const fedc_algorithm *a) {
     return FEDC_OK;
 }
 
-/* The program's status, or its error; on success *out = p, else p is destroyed. */
-static fedc_status done(fedc_program *p, fedc_status st, fedc_program **out) {
-    if (!st) st = fedc_program_status(p);
-    if (st) fedc_program_destroy(p);
-    else *out = p;
-    return st;
-}
-
 fedc_status fedc_algorithm_server_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
     *out = NULL;
     const fedc_algorithm_def *def = fedc__algorithm_def(a);
@@ -215,7 +207,7 @@ fedc_status fedc_algorithm_server_init(const fedc_model *m, const fedc_algorithm
     if (!st && !fedc_tree_has(state, "params"))
         st = fedc_error(FEDC_EINVAL, "%s: the server state has no \"params\" (the model)", def->name);
     if (!st) st = fedc_tree_output(p, "server", state);
-    return done(p, st, out);
+    return fedc__fl_done(p, st, out);
 }
 
 fedc_status fedc_algorithm_client_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
@@ -230,7 +222,7 @@ fedc_status fedc_algorithm_client_init(const fedc_model *m, const fedc_algorithm
     if (!st && !fedc_tree_size(state))
         st = fedc_error(FEDC_EINVAL, "%s: client_init made no client state (leave it NULL for none)", def->name);
     if (!st) st = fedc_tree_output(p, "client", state);
-    return done(p, st, out);
+    return fedc__fl_done(p, st, out);
 }
 
 /* The round's inputs (fl.h's interface) into r. */
@@ -270,5 +262,5 @@ fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, f
         st = fedc_error(FEDC_EINVAL, "%s: the round builder did not call fedc_round_finish", def->name);
     fedc_program_destroy(server_init);
     fedc_program_destroy(client_init);
-    return done(p, st, out);
+    return fedc__fl_done(p, st, out);
 }

@@ -29,6 +29,9 @@ static fedc_status apfl_client_init(const fedc_model *m, const fedc_algorithm *a
     return fedc_program_status(p);
 }
 
+/* What a local step carries: the three models and their optimizer states. */
+static const char *const carried[6] = {"w", "v", "alpha", "sw", "sv", "sa"};
+
 /* alpha v + (1 - alpha) w, leaf by leaf (alpha a scalar per leaf). */
 static fedc_tree *interpolate(fedc_program *p, const fedc_tree *alpha, const fedc_tree *v, const fedc_tree *w) {
     fedc_tree *out = fedc_tree_new(p);
@@ -67,16 +70,11 @@ static fedc_status local_step(const fedc_round *r, const fedc_program *grad, con
     fedc_tree *sw = fedc_tree_input(p, "sw", sw_like, FEDC_LOCAL), *sv = fedc_tree_input(p, "sv", sw_like, FEDC_LOCAL);
     fedc_tree *sa = fedc_tree_input(p, "sa", sa_like, FEDC_LOCAL);
     fedc_program_destroy(scratch);
-    fedc_value loss_sum = fedc_input(p, "loss_sum", fedc_type_scalar(FEDC_F32));
-    fedc_value count = fedc_input(p, "count", fedc_type_scalar(FEDC_F32));
-    fedc_value t = fedc_input(p, "t", fedc_type_scalar(FEDC_I32));
-    fedc_value key = fedc_input(p, "key", fedc_type_make(FEDC_I32, 1, (int64_t[]){4}));
-    fedc_tree *batch = fedc_tree_new(p);
-    const char *names[3] = {"x", "y", "mask"};
-    for (int i = 0; i < 3; i++)
-        fedc_tree_set(p, batch, names[i], fedc_input(p, names[i], fedc_value_type(grad, fedc_program_find_input(grad, names[i]))));
+    fedc__step s;
+    fedc__step_inputs(p, &s);
+    fedc_tree *batch = fedc__step_batch(p, grad);
     /* FedJAX splits the step's key for the two gradients: here key + [0,0,0,t], and that with key[2] + 1 */
-    fedc_value k1 = fedc__fl_step_key(p, key, t);
+    fedc_value k1 = fedc__fl_step_key(p, s.key, s.t);
     fedc_value k2 = fedc_add(p, k1, fedc_constant(p, fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), (int32_t[]){0, 0, 1, 0}));
     fedc_tree *gs = gradient_at(p, grad, w, batch, k1);
     fedc_tree *gc = fedc_tree_subtree(p, gradient_at(p, grad, interpolate(p, alpha, v, w), batch, k2), "grad_w");
@@ -94,18 +92,10 @@ static fedc_status local_step(const fedc_round *r, const fedc_program *grad, con
         fedc_tree_set(p, clipped, fedc_tree_name(na, i),
                       fedc_minimum(p, fedc_maximum(p, fedc_tree_value(na, i), fedc_scalar(p, FEDC_F32, 0)),
                                    fedc_scalar(p, FEDC_F32, 1)));
-    fedc_value l = fedc_tree_get(p, gs, "loss"), n = fedc_tree_get(p, gs, "count");
-    const char *prefix[6] = {"w", "v", "alpha", "sw", "sv", "sa"};
     const fedc_tree *next[6] = {nw, nv, clipped, nsw, nsv, nsa};
-    for (int i = 0; !st && i < 6; i++) st = fedc_tree_output(p, prefix[i], next[i]);
-    if (!st) st = fedc_program_output(p, "loss_sum", fedc_add(p, loss_sum, fedc_mul(p, l, n)));
-    if (!st) st = fedc_program_output(p, "count", fedc_add(p, count, n));
-    if (!st) st = fedc_program_output(p, "t", fedc_add(p, t, fedc_scalar(p, FEDC_I32, 1)));
-    if (!st) st = fedc_program_output(p, "key", key);
-    if (!st) st = fedc_program_status(p);
-    if (st) fedc_program_destroy(p);
-    else *out = p;
-    return st;
+    for (int i = 0; !st && i < 6; i++) st = fedc_tree_output(p, carried[i], next[i]);
+    if (!st) st = fedc__step_outputs(p, &s, fedc_tree_get(p, gs, "loss"), fedc_tree_get(p, gs, "count"));
+    return fedc__fl_done(p, st, out);
 }
 
 /* The map's body: (w/, v/, alpha/, x, y, mask, steps, key) -> (delta/, v/, alpha/, examples, loss). */
@@ -117,30 +107,16 @@ static fedc_status client_update(fedc_round *r, const fedc_program *step, const 
     if (st) return st;
     fedc_tree *w = fedc_tree_input(p, "w", w_like, FEDC_LOCAL), *v = fedc_tree_input(p, "v", w_like, FEDC_LOCAL);
     fedc_tree *alpha = fedc_tree_input(p, "alpha", alpha_like, FEDC_LOCAL);
-    fedc_tree *data = fedc_tree_input(p, NULL, r->data, FEDC_LOCAL);
-    fedc_tree *carries = fedc_tree_new(p), *xs = fedc_tree_new(p);
-    const char *prefix[6] = {"w", "v", "alpha", "sw", "sv", "sa"};
+    fedc_tree *carries = fedc_tree_new(p);
     const fedc_tree *start[6] = {w, v, alpha, fedc_optimizer_init_tree(o, p, w), fedc_optimizer_init_tree(o, p, v),
                                  fedc_optimizer_init_tree(o, p, alpha)};
-    for (int i = 0; i < 6; i++) fedc_tree_set_tree(p, carries, prefix[i], start[i]);
-    fedc_tree_set(p, carries, "loss_sum", fedc_scalar(p, FEDC_F32, 0));
-    fedc_tree_set(p, carries, "count", fedc_scalar(p, FEDC_F32, 0));
-    fedc_tree_set(p, carries, "t", fedc_scalar(p, FEDC_I32, 0));
-    fedc_tree_set(p, carries, "key", fedc_tree_get(p, data, "key"));
-    const char *seq[3] = {"x", "y", "mask"};
-    for (int i = 0; i < 3; i++) fedc_tree_set(p, xs, seq[i], fedc_tree_get(p, data, seq[i]));
-    fedc_tree *res = fedc_tree_fold(p, step, carries, xs, fedc_tree_get(p, data, "steps"));
-    fedc_value count = fedc_tree_get(p, res, "count");
+    for (int i = 0; i < 6; i++) fedc_tree_set_tree(p, carries, carried[i], start[i]);
+    fedc_tree *res = fedc__fold_batches(p, step, carries, fedc_tree_input(p, NULL, r->data, FEDC_LOCAL));
     st = fedc_tree_output(p, "delta", fedc_tree_sub(p, w, fedc_tree_subtree(p, res, "w")));
     if (!st) st = fedc_tree_output(p, "v", fedc_tree_subtree(p, res, "v"));
     if (!st) st = fedc_tree_output(p, "alpha", fedc_tree_subtree(p, res, "alpha"));
-    if (!st) st = fedc_program_output(p, "examples", count);
-    if (!st) st = fedc_program_output(p, "loss", fedc_div(p, fedc_tree_get(p, res, "loss_sum"),
-                                                          fedc_maximum(p, count, fedc_scalar(p, FEDC_F32, 1))));
-    if (!st) st = fedc_program_status(p);
-    if (st) fedc_program_destroy(p);
-    else *out = p;
-    return st;
+    if (!st) st = fedc__fold_outputs(p, res);
+    return fedc__fl_done(p, st, out);
 }
 
 fedc_status fedc__apfl_round_with(fedc_round *r, const fedc_program *grad) {

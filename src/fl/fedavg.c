@@ -23,14 +23,17 @@ fedc_tree *fedc_round_server_opt(fedc_round *r, const fedc_tree *update, fedc_va
     return fedc_program_status(p) ? NULL : next;
 }
 
-static fedc_status fedavg_round(fedc_round *r) {
+fedc_status fedc__fedavg_finish(fedc_round *r, const fedc_tree *out) {
     fedc_program *p = r->p;
-    fedc_tree *out;
-    fedc_status st = fedc_round_local_training(r, NULL, &out);
-    if (st) return st;
     fedc_value n = fedc_tree_get(p, out, "examples");
     fedc_tree *next = fedc_round_server_opt(r, fedc_tree_subtree(p, out, "delta"), fedc_round_weight(r, n));
     return fedc_round_finish(r, next, NULL, fedc_tree_get(p, out, "loss"), n);
+}
+
+static fedc_status fedavg_round(fedc_round *r) {
+    fedc_tree *out;
+    fedc_status st = fedc_round_local_training(r, NULL, &out);
+    return st ? st : fedc__fedavg_finish(r, out);
 }
 
 const fedc_algorithm_def fedc_algorithm_fedavg = {

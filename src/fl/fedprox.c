@@ -29,10 +29,7 @@ static fedc_status fedprox_round(fedc_round *r) {
     fedc_tree *out = NULL;
     if (!st) st = fedc_round_local_training(r, &(fedc_local_training){.objective = objective}, &out);
     fedc_program_destroy(objective);
-    if (st) return st;
-    fedc_value n = fedc_tree_get(p, out, "examples");
-    fedc_tree *next = fedc_round_server_opt(r, fedc_tree_subtree(p, out, "delta"), fedc_round_weight(r, n));
-    return fedc_round_finish(r, next, NULL, fedc_tree_get(p, out, "loss"), n);
+    return st ? st : fedc__fedavg_finish(r, out);
 }
 
 const fedc_algorithm_def fedc_algorithm_fedprox = {

@@ -29,6 +29,31 @@ static inline fedc_type fedc__stacked(fedc_type t, int64_t steps) {
 /* The i32[4] dropout key of step t: key + [0, 0, 0, t]. */
 fedc_value fedc__fl_step_key(fedc_program *p, fedc_value key, fedc_value t);
 
+/* A client's fold over its batches (src/fl/local_fold.c). A step body carries
+ * the counters loss_sum, count (f32), t (i32: the step) and key (the client's
+ * dropout stream), and takes one batch, x, y and mask, as the objective's inputs
+ * are typed. */
+typedef struct fedc__step {
+    fedc_value loss_sum, count, t, key;
+} fedc__step;
+void fedc__step_inputs(fedc_program *p, fedc__step *s);
+fedc_tree *fedc__step_batch(fedc_program *p, const fedc_program *objective);
+/* The counters' outputs after a batch whose mean loss is `loss` over `count`
+ * examples; then the program's status. */
+fedc_status fedc__step_outputs(fedc_program *p, const fedc__step *s, fedc_value loss, fedc_value count);
+/* Runs `step` over the client's real batches (data's x, y, mask and steps), from
+ * `carries` and zeroed counters (added to it) and data's key: the results by name. */
+fedc_tree *fedc__fold_batches(fedc_program *p, const fedc_program *step, fedc_tree *carries, const fedc_tree *data);
+/* The client's outputs examples (the fold's count) and loss (its mean). */
+fedc_status fedc__fold_outputs(fedc_program *p, const fedc_tree *res);
+/* Ends a builder: *out = p if st and p's status are FEDC_OK, else p is destroyed. */
+fedc_status fedc__fl_done(fedc_program *p, fedc_status st, fedc_program **out);
+
+/* FedAvg's server half on local training's results `out` (delta/, examples,
+ * loss): the server optimizer on the weighted mean delta, then fedc_round_finish
+ * (FedAvg's and FedProx's end). */
+fedc_status fedc__fedavg_finish(fedc_round *r, const fedc_tree *out);
+
 /* a's definition (FedAvg's when a->def is NULL). */
 const fedc_algorithm_def *fedc__algorithm_def(const fedc_algorithm *a);
 

@@ -95,16 +95,14 @@ fedc_status fedc_round_objective(const fedc_round *r, const fedc_tree *extra, fe
         fedc_program_destroy(p);
         p = st ? NULL : g;
     }
-    if (st) fedc_program_destroy(p);
-    else *out = p;
-    return st;
+    return fedc__fl_done(p, st, out);
 }
 
 /* ------------------------------------------------------ local training -- */
 
 /* The fold's body, one local step:
- *     g = grad objective(w, batch, extras); w, opt = client_opt(w, g, opt)
- * carrying w/..., opt/..., loss_sum, count, t, key and the extras (unchanged). */
+ *     g = grad objective(w, batch, extras) [+ offset]; w, opt = client_opt(w, g, opt)
+ * carrying w/..., opt/..., the counters, the extras and the offset (unchanged). */
 static fedc_status local_step(const fedc_round *r, const fedc_program *objective, const fedc_tree *opt_like,
                               bool frozen, const fedc_tree *offset_like, fedc_program **out) {
     fedc_program *p;
@@ -112,18 +110,17 @@ static fedc_status local_step(const fedc_round *r, const fedc_program *objective
     if (st) return st;
     fedc_tree *w = fedc_tree_input_same(p, "w", fedc_tree_of_inputs(objective, "w"));
     fedc_tree *opt = fedc_tree_size(opt_like) ? fedc_tree_input(p, "opt", opt_like, FEDC_LOCAL) : fedc_tree_new(p);
-    fedc_value loss_sum = fedc_input(p, "loss_sum", fedc_type_scalar(FEDC_F32));
-    fedc_value count = fedc_input(p, "count", fedc_type_scalar(FEDC_F32));
-    fedc_value t = fedc_input(p, "t", fedc_type_scalar(FEDC_I32));
-    fedc_value key = fedc_input(p, "key", fedc_type_make(FEDC_I32, 1, (int64_t[]){4}));
-    fedc_tree *args = fedc_tree_new(p);
-    fedc_tree_set_tree(p, args, "w", w);
-    for (int i = 0; i < fedc_program_num_inputs(objective); i++) { /* x, y, mask and the extras */
+    fedc__step s;
+    fedc__step_inputs(p, &s);
+    fedc_tree *args = fedc__step_batch(p, objective), *extras = fedc_tree_new(p);
+    for (int i = 0; i < fedc_program_num_inputs(objective); i++) { /* the extras: not w/, x, y, mask, key */
         const char *name = fedc_program_input_name(objective, i);
-        if (strncmp(name, "w/", 2) && strcmp(name, "key"))
-            fedc_tree_set(p, args, name, fedc_input(p, name, fedc_value_type(objective, fedc_program_input(objective, i))));
+        if (strncmp(name, "w/", 2) && !fedc_tree_has(args, name) && strcmp(name, "key"))
+            fedc_tree_set(p, extras, name, fedc_input(p, name, fedc_value_type(objective, fedc_program_input(objective, i))));
     }
-    fedc_tree_set(p, args, "key", fedc__fl_step_key(p, key, t));
+    fedc_tree_set_tree(p, args, "w", w);
+    fedc_tree_set_tree(p, args, NULL, extras);
+    fedc_tree_set(p, args, "key", fedc__fl_step_key(p, s.key, s.t));
     fedc_tree *res = fedc_tree_call(p, objective, args), *next_w = NULL, *next_opt = NULL;
     fedc_tree *grad = fedc_tree_subtree(p, res, "grad_w"), *offset = NULL;
     if (offset_like) { /* carried along, added to the gradient */
@@ -132,22 +129,11 @@ static fedc_status local_step(const fedc_round *r, const fedc_program *objective
     }
     st = fedc_optimizer_step_tree(&r->alg->client_opt, p, FEDC_NONE, w, grad, opt, &next_w, &next_opt);
     if (!st && offset) st = fedc_tree_output(p, "offset", offset);
-    fedc_value l = fedc_tree_get(p, res, "loss"), n = fedc_tree_get(p, res, "count");
     if (!st) st = fedc_tree_output(p, "w", next_w);
     if (!st) st = fedc_tree_output(p, "opt", frozen ? opt : next_opt);
-    if (!st) st = fedc_program_output(p, "loss_sum", fedc_add(p, loss_sum, fedc_mul(p, l, n)));
-    if (!st) st = fedc_program_output(p, "count", fedc_add(p, count, n));
-    if (!st) st = fedc_program_output(p, "t", fedc_add(p, t, fedc_scalar(p, FEDC_I32, 1)));
-    if (!st) st = fedc_program_output(p, "key", key);
-    for (int i = 0; !st && i < fedc_tree_size(args); i++) { /* the extras ride along */
-        const char *name = fedc_tree_name(args, i);
-        if (strncmp(name, "w/", 2) && strcmp(name, "key") && strcmp(name, "x") && strcmp(name, "y") && strcmp(name, "mask"))
-            st = fedc_program_output(p, name, fedc_tree_value(args, i));
-    }
-    if (!st) st = fedc_program_status(p);
-    if (st) fedc_program_destroy(p);
-    else *out = p;
-    return st;
+    if (!st) st = fedc_tree_output(p, NULL, extras);
+    if (!st) st = fedc__step_outputs(p, &s, fedc_tree_get(p, res, "loss"), fedc_tree_get(p, res, "count"));
+    return fedc__fl_done(p, st, out);
 }
 
 /* The map's body: one client's local training from the model it is sent. */
@@ -158,34 +144,21 @@ static fedc_status client_update(fedc_round *r, const fedc_program *step, const 
     if (st) return st;
     fedc_tree *w = fedc_tree_input(p, "w", fedc_tree_subtree(r->p, r->server, "params"), FEDC_LOCAL);
     fedc_tree *data = fedc_tree_input(p, NULL, r->data, FEDC_LOCAL);
-    fedc_tree *extra = how->extra ? fedc_tree_input(p, NULL, how->extra, FEDC_LOCAL) : NULL;
     fedc_tree *opt = how->opt_state ? fedc_tree_input(p, "opt", how->opt_state, FEDC_LOCAL)
                                     : fedc_optimizer_init_tree(&r->alg->client_opt, p, w);
-    fedc_tree *offset = how->gradient_offset ? fedc_tree_input(p, "offset", how->gradient_offset, FEDC_LOCAL) : NULL;
-    fedc_tree *carries = fedc_tree_new(p), *xs = fedc_tree_new(p);
+    fedc_tree *carries = fedc_tree_new(p);
     fedc_tree_set_tree(p, carries, "w", w);
     fedc_tree_set_tree(p, carries, "opt", opt);
-    fedc_tree_set(p, carries, "loss_sum", fedc_scalar(p, FEDC_F32, 0));
-    fedc_tree_set(p, carries, "count", fedc_scalar(p, FEDC_F32, 0));
-    fedc_tree_set(p, carries, "t", fedc_scalar(p, FEDC_I32, 0));
-    fedc_tree_set(p, carries, "key", fedc_tree_get(p, data, "key"));
-    if (extra) fedc_tree_set_tree(p, carries, NULL, extra);
-    if (offset) fedc_tree_set_tree(p, carries, "offset", offset);
+    if (how->extra) fedc_tree_set_tree(p, carries, NULL, fedc_tree_input(p, NULL, how->extra, FEDC_LOCAL));
+    if (how->gradient_offset)
+        fedc_tree_set_tree(p, carries, "offset", fedc_tree_input(p, "offset", how->gradient_offset, FEDC_LOCAL));
     if (fedc_tree_has(fedc_tree_of_inputs(step, NULL), "start")) fedc_tree_set_tree(p, carries, "start", w);
-    const char *seq[3] = {"x", "y", "mask"};
-    for (int i = 0; i < 3; i++) fedc_tree_set(p, xs, seq[i], fedc_tree_get(p, data, seq[i]));
-    fedc_tree *res = fedc_tree_fold(p, step, carries, xs, fedc_tree_get(p, data, "steps"));
-    fedc_value count = fedc_tree_get(p, res, "count");
-    fedc_value mean = fedc_div(p, fedc_tree_get(p, res, "loss_sum"), fedc_maximum(p, count, fedc_scalar(p, FEDC_F32, 1)));
+    fedc_tree *res = fedc__fold_batches(p, step, carries, data);
     st = fedc_tree_output(p, "delta", fedc_tree_sub(p, w, fedc_tree_subtree(p, res, "w")));
-    if (!st) st = fedc_program_output(p, "examples", count);
-    if (!st) st = fedc_program_output(p, "loss", mean);
+    if (!st) st = fedc__fold_outputs(p, res);
     if (!st) st = fedc_program_output(p, "steps", fedc_cast(p, fedc_tree_get(p, res, "t"), FEDC_F32));
     if (!st && !how->frozen_opt_state && fedc_tree_size(opt)) st = fedc_tree_output(p, "opt", fedc_tree_subtree(p, res, "opt"));
-    if (!st) st = fedc_program_status(p);
-    if (st) fedc_program_destroy(p);
-    else *out = p;
-    return st;
+    return fedc__fl_done(p, st, out);
 }
 
 fedc_status fedc_round_local_training(fedc_round *r, const fedc_local_training *how, fedc_tree **out) {
