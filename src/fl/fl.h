@@ -57,7 +57,5 @@ fedc_status fedc__fedavg_finish(fedc_round *r, const fedc_tree *out);
 /* a's definition (FedAvg's when a->def is NULL). */
 const fedc_algorithm_def *fedc__algorithm_def(const fedc_algorithm *a);
 
-/* The metadata the training job binds (fedc_round_meta's names), NULL-terminated. */
-extern const char *const fedc__round_meta_names[];
 
 #endif

@@ -30,8 +30,6 @@ static const struct {
 };
 enum { NMETA = sizeof meta / sizeof meta[0] };
 
-const char *const fedc__round_meta_names[] = {"num_examples", "population", "seen", NULL};
-
 fedc_value fedc_round_meta(fedc_round *r, const char *name) {
     int k = 0;
     while (k < NMETA && (!name || strcmp(name, meta[k].name))) k++;
