@@ -128,7 +128,9 @@ static fedc_status open_store(trainer *t) {
     if (!layout) return fedc_error(FEDC_ENOMEM, "train: out of memory");
     snprintf(path, sizeof path, "%s/client_state.fcs", t->c->out_dir);
     fedc_status st = fedc_make_dirs(t->c->out_dir);
-    if (!st && t->c->resume && access(path, F_OK) != 0)
+    char checkpoint[4200]; /* without one, resuming fails on that, named */
+    snprintf(checkpoint, sizeof checkpoint, "%s/checkpoint.safetensors", t->c->out_dir);
+    if (!st && t->c->resume && access(checkpoint, F_OK) == 0 && access(path, F_OK) != 0)
         st = fedc_error(FEDC_EIO, "%s: the clients' state that the checkpoint needs is missing (resume with it, or "
                         "train afresh in another --out)", path);
     /* a fresh run replaces what an earlier run in this directory kept (as it does
