@@ -30,6 +30,13 @@ Adam) whose gradient is the example-weighted mean of the clients' updates (serve
   (zeros until sampled); every local step adds c - c_i to the gradient before SGD's step; after K
   steps c_i+ = c_i - c + (w - y_i) / (K lr); the server steps on the weighted mean of w - y_i as
   FedAvg does and sets c += sum(c_i+ - c_i) / N, N the train clients.
+- --algorithm mime (Karimireddy et al. 2020; FedJAX's mime.py): the server first takes the
+  full-batch gradient c at its model over the cohort's data (each client's batches, the sum of
+  count x gradient over the total count); every local step uses g(y) - g(x) + c on the batch, the
+  same dropout mask for both gradients, and the base optimizer (SGD with --client-momentum B,
+  optax's trace: m' = g + B m, y -= lr m') with the server's state m applied but not updated; the
+  server moves by --server-lr times the mean of x - y_i weighted by the clients' dataset sizes,
+  and updates m with c.
 
 Uses only torch and numpy (Debian: python3-torch, python3-numpy; scripts/install-bench-deps).
 """
@@ -198,6 +205,51 @@ def client_update(model, x, y, lr, batch_size, epochs, rng, partial_last_batch, 
     return loss_sum / max(len(batches), 1), examples, len(batches)
 
 
+def batch_gradient(model, x, y, seed):
+    """The gradient of the batch's mean loss at model's parameters, dropout drawn from `seed`."""
+    model.zero_grad()
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    return loss.item(), [p.grad.detach().clone() for p in model.parameters()]
+
+
+def mime_full_gradient(model, clients, batch_size, seed):
+    """Mime's server gradient: the sum over the clients' batches of count x gradient, over the count."""
+    model.train()
+    total = [torch.zeros_like(p) for p in model.parameters()]
+    count = 0
+    for k, (x, y) in enumerate(clients):
+        for i in range(0, len(y), batch_size):
+            _, g = batch_gradient(model, x[i:i + batch_size], y[i:i + batch_size], seed * 7919 + k * 104729 + i)
+            n = len(y[i:i + batch_size])
+            for t, gi in zip(total, g):
+                t.add_(gi, alpha=n)
+            count += n
+    return [t / count for t in total]
+
+
+def mime_client_update(client, server, x, y, c, momentum, lr, batch_size, epochs, rng, seed):
+    """Mime's local steps on one client: g(y) - g(x) + c through the frozen base optimizer."""
+    client.train()
+    server.train()
+    n = len(y)
+    steps = -(-n * epochs // batch_size)
+    shuffles = -(-steps * batch_size // n)
+    order = torch.from_numpy(np.concatenate([rng.permutation(n) for _ in range(shuffles)]))
+    loss_sum = 0.0
+    for s in range(steps):
+        idx = order[s * batch_size:(s + 1) * batch_size]
+        loss, gy = batch_gradient(client, x[idx], y[idx], seed + s)
+        _, gx = batch_gradient(server, x[idx], y[idx], seed + s)
+        with torch.no_grad():
+            for p, a, b, cs, m in zip(client.parameters(), gy, gx, c, momentum):
+                p.sub_(lr * (a - b + cs + m))  # optax trace: (g + beta m), m the frozen state times beta
+        loss_sum += loss
+    return loss_sum / max(steps, 1), steps * batch_size
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=os.path.join(DEFAULT_DATA, "train"),
@@ -212,7 +264,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=20)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--client-lr", type=float, default=None, help="default 0.1 (sgd server), 10^-1.5 (adam)")
-    ap.add_argument("--algorithm", choices=["fedavg", "scaffold"], default="fedavg")
+    ap.add_argument("--algorithm", choices=["fedavg", "scaffold", "mime"], default="fedavg")
+    ap.add_argument("--client-momentum", type=float, default=0.0, help="mime: the base optimizer's momentum")
     ap.add_argument("--server-opt", choices=["sgd", "adam"], default="sgd")
     ap.add_argument("--server-lr", type=float, default=None, help="default 1 (sgd), 10^-2.5 (adam)")
     ap.add_argument("--eps", type=float, default=1e-4, help="Adam's epsilon (default 1e-4)")
@@ -267,6 +320,8 @@ def main():
         server_opt = torch.optim.SGD(server.parameters(), lr=a.server_lr)
     client = CNN(num_classes)
     scaffold = a.algorithm == "scaffold"
+    mime = a.algorithm == "mime"
+    mime_m = [torch.zeros_like(p) for p in server.parameters()] if mime else None  # the base optimizer's trace
     c = [torch.zeros_like(p) for p in server.parameters()] if scaffold else None
     c_clients = {}  # SCAFFOLD's c_i, by client index (absent: zeros)
     if a.out:
@@ -281,14 +336,24 @@ def main():
         chosen = rng.choice(len(train), size=min(a.clients_per_round, len(train)), replace=False)
         delta = [torch.zeros_like(p) for p in server.parameters()]
         dc = [torch.zeros_like(p) for p in server.parameters()] if scaffold else None
+        if mime:
+            mime_c = mime_full_gradient(server, [(train[ci][1], train[ci][2]) for ci in chosen], a.batch_size,
+                                        a.seed * 1000003 + r)
+            frozen = [a.client_momentum * m for m in mime_m]
         weight_total, round_loss = 0, 0.0
         for ci in chosen:
             _, x, y = train[ci]
             client.load_state_dict(server.state_dict())
             c_i = c_clients.get(int(ci)) or [torch.zeros_like(p) for p in server.parameters()]
             corr = [cs - cc for cs, cc in zip(c, c_i)] if scaffold else None
-            closs, n, k = client_update(client, x, y, a.client_lr, a.batch_size, a.epochs,
-                                        np.random.default_rng([a.seed, r, int(ci)]), a.partial_last_batch, corr)
+            if mime:
+                closs, _ = mime_client_update(client, server, x, y, mime_c, frozen, a.client_lr, a.batch_size,
+                                              a.epochs, np.random.default_rng([a.seed, r, int(ci)]),
+                                              (a.seed * 1000003 + r) * 1009 + int(ci))
+                n = k = len(y)  # Mime weights clients by their dataset size
+            else:
+                closs, n, k = client_update(client, x, y, a.client_lr, a.batch_size, a.epochs,
+                                            np.random.default_rng([a.seed, r, int(ci)]), a.partial_last_batch, corr)
             with torch.no_grad():
                 for d, ps, pc in zip(delta, server.parameters(), client.parameters()):
                     d.add_(ps - pc, alpha=n)
@@ -310,6 +375,10 @@ def main():
             with torch.no_grad():
                 for cs, d in zip(c, dc):
                     cs.add_(d / len(train))
+        if mime:  # the base optimizer's state takes the full gradient
+            with torch.no_grad():
+                for m, cg in zip(mime_m, mime_c):
+                    m.mul_(a.client_momentum).add_(cg)
         train_loss = round_loss / weight_total
         elapsed = time.time() - start
         eps = examples_total / elapsed
