@@ -120,6 +120,8 @@ typedef struct fedc_algorithm_def {
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedsgd;  /* src/fl/fedsgd.c */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedavg;  /* src/fl/fedavg.c; FedOpt with a server optimizer */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedprox; /* src/fl/fedprox.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_mime;     /* src/fl/mime.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_mimelite; /* src/fl/mimelite.c */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */

@@ -29,6 +29,11 @@ static inline fedc_type fedc__stacked(fedc_type t, int64_t steps) {
 /* The i32[4] dropout key of step t: key + [0, 0, 0, t]. */
 fedc_value fedc__fl_step_key(fedc_program *p, fedc_value key, fedc_value t);
 
+/* fedc_round_gradients with a given objective (fedc_round_objective's interface,
+ * with grad) instead of the model's: Mime's tests differentiate FedJAX's loss. */
+fedc_status fedc__round_gradients_with(fedc_round *r, const fedc_program *objective, const fedc_tree *w,
+                                      fedc_tree **out);
+
 /* a's definition (FedAvg's when a->def is NULL). */
 const fedc_algorithm_def *fedc__algorithm_def(const fedc_algorithm *a);
 
