@@ -124,6 +124,8 @@ FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedavg;  /* src/fl/fedav
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedprox; /* src/fl/fedprox.c */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_scaffold; /* src/fl/scaffold.c */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_apfl;     /* src/fl/apfl.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_mime;     /* src/fl/mime.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_mimelite; /* src/fl/mimelite.c */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */

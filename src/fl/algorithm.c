@@ -12,8 +12,8 @@
 enum { MAX_REGISTERED = 64 };
 
 static const fedc_algorithm_def *const builtin[] = {
-    &fedc_algorithm_fedsgd, &fedc_algorithm_fedavg, &fedc_algorithm_fedprox, &fedc_algorithm_scaffold,
-    &fedc_algorithm_apfl,
+    &fedc_algorithm_fedsgd, &fedc_algorithm_fedavg,   &fedc_algorithm_fedprox,  &fedc_algorithm_scaffold,
+    &fedc_algorithm_apfl,   &fedc_algorithm_mime,     &fedc_algorithm_mimelite,
 };
 enum { NBUILTIN = sizeof builtin / sizeof builtin[0] };
 

@@ -54,6 +54,11 @@ fedc_status fedc__fl_done(fedc_program *p, fedc_status st, fedc_program **out);
  * (FedAvg's and FedProx's end). */
 fedc_status fedc__fedavg_finish(fedc_round *r, const fedc_tree *out);
 
+/* fedc_round_gradients with a given objective (fedc_round_objective's interface,
+ * with grad) instead of the model's: Mime's tests differentiate FedJAX's loss. */
+fedc_status fedc__round_gradients_with(fedc_round *r, const fedc_program *objective, const fedc_tree *w,
+                                      fedc_tree **out);
+
 /* a's definition (FedAvg's when a->def is NULL). */
 const fedc_algorithm_def *fedc__algorithm_def(const fedc_algorithm *a);
 

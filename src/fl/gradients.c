@@ -46,11 +46,11 @@ static fedc_status client_gradient(fedc_round *r, const fedc_program *step, cons
     return fedc__fl_done(p, st, out);
 }
 
-fedc_status fedc_round_gradients(fedc_round *r, const fedc_tree *w, fedc_tree **out) {
+fedc_status fedc__round_gradients_with(fedc_round *r, const fedc_program *objective, const fedc_tree *w,
+                                      fedc_tree **out) {
     *out = NULL;
-    fedc_program *objective = NULL, *step = NULL, *client = NULL, *p = r->p;
-    fedc_status st = fedc_round_objective(r, NULL, NULL, true, &objective);
-    if (!st) st = accumulate_step(objective, &step);
+    fedc_program *step = NULL, *client = NULL, *p = r->p;
+    fedc_status st = accumulate_step(objective, &step);
     if (!st) st = client_gradient(r, step, w, &client);
     fedc_tree *args = st ? NULL : fedc_tree_new(p);
     if (args) {
@@ -59,8 +59,16 @@ fedc_status fedc_round_gradients(fedc_round *r, const fedc_tree *w, fedc_tree **
         *out = fedc_tree_map(p, client, args);
         st = fedc_program_status(p);
     }
-    fedc_program_destroy(objective);
     fedc_program_destroy(step);
     fedc_program_destroy(client);
+    return st;
+}
+
+fedc_status fedc_round_gradients(fedc_round *r, const fedc_tree *w, fedc_tree **out) {
+    *out = NULL;
+    fedc_program *objective = NULL;
+    fedc_status st = fedc_round_objective(r, NULL, NULL, true, &objective);
+    if (!st) st = fedc__round_gradients_with(r, objective, w, out);
+    fedc_program_destroy(objective);
     return st;
 }
