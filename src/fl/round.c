@@ -19,13 +19,13 @@ double fedc_round_hparam(const fedc_round *r, const char *name) {
 
 /* ------------------------------------------------------------ metadata -- */
 
-const char *const fedc__round_meta_names[] = {"num_examples", NULL};
+const char *const fedc__round_meta_names[] = {"num_examples", "domain", NULL};
 
 fedc_value fedc_round_meta(fedc_round *r, const char *name) {
     bool known = false;
     for (int i = 0; fedc__round_meta_names[i]; i++) known |= name && !strcmp(name, fedc__round_meta_names[i]);
     if (!known)
-        return fedc_program_fail(r->p, FEDC_EINVAL, "round_meta: no client metadata \"%s\" (there is: num_examples)",
+        return fedc_program_fail(r->p, FEDC_EINVAL, "round_meta: no client metadata \"%s\" (there are: num_examples, domain)",
                                  name ? name : "(null)");
     char input[64];
     snprintf(input, sizeof input, "meta/%s", name);
@@ -190,7 +190,7 @@ fedc_status fedc_round_local_training(fedc_round *r, const fedc_local_training *
     if (!st) st = client_update(r, step, how, &client);
     fedc_tree *args = st ? NULL : fedc_tree_new(p);
     if (args) {
-        fedc_tree_set_tree(p, args, "w", fedc_tree_broadcast(p, w));
+        fedc_tree_set_tree(p, args, "w", how->start ? how->start : fedc_tree_broadcast(p, w));
         fedc_tree_set_tree(p, args, NULL, r->data);
         if (how->extra) fedc_tree_set_tree(p, args, NULL, how->extra);
         if (how->opt_state) fedc_tree_set_tree(p, args, "opt", how->opt_state);
