@@ -15,6 +15,7 @@
 #include "fedc/fedc.h"
 #include "fl/agnostic_fedavg.h"
 #include "hand_round.h"
+#include "resume_check.h"
 
 enum { D = 4 };
 
@@ -242,6 +243,22 @@ static void test_trains_on_femnist(void) {
     CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL, "is in domain 1, but agnostic_fedavg has num_domains 1");
 }
 
+/* A resumed run ends with the uninterrupted one's bits, domain weights and
+ * window included. */
+static void test_resume(void) {
+    fedc_train_config c = femnist_config("agnostic_resume");
+    if (!c.data || !c.test_data) return;
+    c.rounds = 4, c.clients_per_round = 4;
+    CHECK(resume_matches(c, "agnostic_resume"));
+    char path[600];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", fedc_test_tmp("agnostic_resume"));
+    fedc_safetensors *s = NULL;
+    fedc_tensor_entry e;
+    CHECK_OK(fedc_safetensors_read(path, &s));
+    CHECK_OK(fedc_safetensors_find(s, "server/domain_window", &e));
+    fedc_safetensors_destroy(s);
+}
+
 /* --client-domains FILE: every client needs a line; a malformed one is named. */
 static void test_client_domains_file(void) {
     fedc_train_config c = femnist_config("agnostic_domains");
@@ -279,6 +296,7 @@ int main(int argc, char **argv) {
         {"round", test_round},
         {"trains_on_femnist", test_trains_on_femnist},
         {"client_domains_file", test_client_domains_file},
+        {"resume", test_resume},
     };
     if (!fedc_test_tmpdir("agnostic")) return 1;
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));

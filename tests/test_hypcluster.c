@@ -22,6 +22,7 @@
 #include "fedc/fedc.h"
 #include "fl/hypcluster.h"
 #include "hand_round.h"
+#include "resume_check.h"
 
 enum { COLS = 4 }; /* x: the value, then the sign each cluster's stream gives it */
 
@@ -304,6 +305,14 @@ static void test_trains_on_femnist(void) {
     snprintf(checkpoint, sizeof checkpoint, "%s/checkpoint.safetensors", c.out_dir);
     CHECK_OK(fedc_evaluate_checkpoint(&c, checkpoint, &alone));
     CHECK_MSG(alone.test_loss >= r.test_loss - 1e-6, "cluster 0 alone: %.4f, the clusters: %.4f", alone.test_loss, r.test_loss);
+    fedc_safetensors *s = NULL;
+    fedc_tensor_entry e;
+    CHECK_OK(fedc_safetensors_read(checkpoint, &s));
+    CHECK_OK(fedc_safetensors_find(s, "server/clusters/1/params/dense1/w", &e)); /* the other cluster is kept */
+    fedc_safetensors_destroy(s);
+    /* a resumed run ends with the uninterrupted one's bits, every cluster's */
+    c.rounds = 4, c.checkpoint_every = 0;
+    CHECK(resume_matches(c, "hypcluster_resume"));
 }
 
 int main(int argc, char **argv) {
