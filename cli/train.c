@@ -42,6 +42,8 @@ static const char train_usage[] =
     "                            synthetic stackoverflow)\n"
     "  --vocab FILE              stackoverflow: the vocabulary, one word a line, most frequent first\n"
     "  --vocab-size N            stackoverflow: words of the vocabulary, 1 to 1048572 (default 10000)\n"
+    "  --client-domains FILE     \"client_id,domain\" lines: each client's domain (agnostic_fedavg;\n"
+    "                            default: EMNIST writer ids' groups, else 0)\n"
     "  --partition SPEC          split centralized data: iid|dirichlet:ALPHA|shards:K (default\n"
     "                            iid for IDX)\n"
     "  --num-clients N           clients to split centralized data into, 1 to 1048576 (default 100)\n"
@@ -50,7 +52,8 @@ static const char train_usage[] =
     "                            transformer[:tiny|small|medium|base] (default cnn); text tasks cut\n"
     "                            or pad their sequences to the model's length (a transformer's\n"
     "                            context)\n"
-    "  --algorithm NAME          fedsgd|fedavg|fedprox, or one registered by the program\n"
+    "  --algorithm NAME          fedsgd|fedavg|fedprox|agnostic_fedavg|hypcluster, or one\n"
+    "                            registered by the program\n"
     "                            (default fedavg; `fedc train --algorithms` lists them)\n"
     "  --set NAME=VALUE          one of the algorithm's hyperparameters; repeatable (`fedc train\n"
     "                            --algorithm NAME --help` lists them, with their ranges)\n"
@@ -165,6 +168,7 @@ static const option table[] = {
     {OPT("task", STR, BOTH, c.task), .check = check_task},
     {OPT("vocab", STR, BOTH, c.vocab)},
     {OPT("vocab-size", I64, BOTH, c.vocab_size), INTS(1, (1 << 20) - 4)}, /* ids: the words + 4 fit 2^20 */
+    {OPT("client-domains", STR, TRAIN, c.client_domains)},
     {OPT("partition", STR, BOTH, c.partition), .check = check_partition},
     {OPT("num-clients", I64, BOTH, c.num_clients), INTS(1, MAX_CLIENTS)},
     {OPT("model", STR, BOTH, c.model), .check = check_model},

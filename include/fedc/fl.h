@@ -117,6 +117,14 @@ typedef struct fedc_algorithm_def {
     fedc_status (*client_init)(const fedc_model *m, const fedc_algorithm *a, fedc_program *p, fedc_tree **state);
     /* Builds the round on r (the interface above), ending with fedc_round_finish. */
     fedc_status (*round)(fedc_round *r);
+    /* Builds the evaluation program on r, for an algorithm whose evaluation reads
+     * more of the server state than the model (HypCluster's clusters). NULL:
+     * fedc_evaluation_program on the server state's params. r->server: inputs
+     * server/<leaf>@server; r->data: x, y, mask, steps @clients (no key), in the
+     * evaluation's batches (r->alg: a copy with its batch_size and max_steps, and
+     * dropout off); outputs fedc_evaluation_program's (loss_sum, correct, count
+     * @server; client_loss_sum, client_correct, client_count @clients). */
+    fedc_status (*evaluation)(fedc_round *r);
 } fedc_algorithm_def;
 
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedsgd;  /* src/fl/fedsgd.c */
@@ -126,6 +134,8 @@ FEDC_API extern const fedc_algorithm_def fedc_algorithm_scaffold; /* src/fl/scaf
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_apfl;     /* src/fl/apfl.c */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_mime;     /* src/fl/mime.c */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_mimelite; /* src/fl/mimelite.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_agnostic_fedavg; /* src/fl/agnostic_fedavg.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_hypcluster;      /* src/fl/hypcluster.c */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */
@@ -172,6 +182,11 @@ FEDC_API void fedc_algorithm_print_hparams(const fedc_algorithm_def *def, FILE *
 FEDC_API fedc_status fedc_algorithm_server_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
 FEDC_API fedc_status fedc_algorithm_client_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
 FEDC_API fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
+/* The algorithm's own evaluation program (its def's `evaluation`) over batches of
+ * batch_size, max_steps of them; *out NULL if it has none (then fedc_train
+ * evaluates with fedc_evaluation_program, binding the model by its names). */
+FEDC_API fedc_status fedc_algorithm_evaluation(const fedc_model *m, const fedc_algorithm *a, int64_t batch_size,
+                                               int64_t max_steps, fedc_program **out);
 
 /* ------------------------------------------------- building a round -- */
 
@@ -180,10 +195,11 @@ FEDC_API fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algori
 FEDC_API double fedc_round_hparam(const fedc_round *r, const char *name);
 /* The metadata input meta/<name>, made on first use: "num_examples" (f32[]@clients:
  * each client's dataset size), "population" (f32[]@server: the number of clients
- * in the training data) or "seen" (f32[]@clients: 1 for a client whose state was
+ * in the training data), "seen" (f32[]@clients: 1 for a client whose state was
  * kept, 0 for one that starts from client_init's value: APFL starts a new
- * client's model at the server's). An error for a name the training job does not
- * know. */
+ * client's model at the server's) or "domain" (f32[]@clients: a whole number, the
+ * client's domain: EMNIST's writer group, or `fedc train --client-domains FILE`).
+ * An error for a name the training job does not know. */
 FEDC_API fedc_value fedc_round_meta(fedc_round *r, const char *name);
 /* Each client's weight (f32[]@clients) under r->alg->weighting, given the examples
  * it trained on (f32[]@clients). */
@@ -216,10 +232,14 @@ typedef struct fedc_local_training {
      * term costs a pass over the model forward and two back every step (the
      * gradient of a sum is a broadcast), the offset one add. */
     const fedc_tree *gradient_offset;
+    /* @clients: the model each client starts from, by parameter name (NULL: the
+     * broadcast server params; HypCluster's clients start from their cluster's).
+     * delta is start - w_client. */
+    const fedc_tree *start;
 } fedc_local_training;
 
 /* Local training as FedAvg's clients do it, mapped over the cohort: each client
- * starts from the broadcast model r->server's params and steps through its real
+ * starts from the broadcast model r->server's params (or how->start) and steps through its real
  * batches with the client optimizer on the objective's gradient. The result,
  * @clients: delta/<param> = w - w_client, examples (trained on), loss (their
  * mean), steps (f32[]: local steps taken), and opt/<leaf> (the optimizer's final
@@ -282,6 +302,8 @@ typedef struct fedc_train_config {
     fedc_data_format format;
     const char *task;       /* "emnist", "fashion", "heart", "shakespeare", "stackoverflow", "none"; NULL: from
                                the data (synthetic:zipf:... is stackoverflow) */
+    const char *client_domains; /* "client_id,domain" lines: each client's meta/domain (NULL: EMNIST writer
+                               ids' domains, else 0; src/fl/train_domains.c) */
     const char *partition;  /* centralized data: "iid", "dirichlet:ALPHA", "shards:K" */
     int64_t num_clients;    /* clients to partition centralized data into */
     const char *model;      /* "logistic", "dense", "cnn", "heart", "shakespeare_lstm", "stackoverflow_lstm",

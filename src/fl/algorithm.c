@@ -12,8 +12,9 @@
 enum { MAX_REGISTERED = 64 };
 
 static const fedc_algorithm_def *const builtin[] = {
-    &fedc_algorithm_fedsgd, &fedc_algorithm_fedavg,   &fedc_algorithm_fedprox,  &fedc_algorithm_scaffold,
-    &fedc_algorithm_apfl,   &fedc_algorithm_mime,     &fedc_algorithm_mimelite,
+    &fedc_algorithm_fedsgd, &fedc_algorithm_fedavg,   &fedc_algorithm_fedprox,         &fedc_algorithm_scaffold,
+    &fedc_algorithm_apfl,   &fedc_algorithm_mime,     &fedc_algorithm_mimelite,        &fedc_algorithm_agnostic_fedavg,
+    &fedc_algorithm_hypcluster,
 };
 enum { NBUILTIN = sizeof builtin / sizeof builtin[0] };
 
@@ -226,7 +227,8 @@ fedc_status fedc_algorithm_client_init(const fedc_model *m, const fedc_algorithm
 }
 
 /* The round's inputs (fl.h's interface) into r. */
-static fedc_status round_inputs(fedc_round *r, const fedc_program *server_init, const fedc_program *client_init) {
+static fedc_status round_inputs(fedc_round *r, const fedc_program *server_init, const fedc_program *client_init,
+                                bool key) {
     fedc_program *p = r->p;
     const fedc_model *m = r->model;
     const fedc_algorithm *a = r->alg;
@@ -241,8 +243,9 @@ static fedc_status round_inputs(fedc_round *r, const fedc_program *server_init, 
     fedc_tree_set(p, r->data, "y", fedc_input(p, "y", fedc__placed(yt, FEDC_CLIENTS)));
     fedc_tree_set(p, r->data, "mask", fedc_input(p, "mask", fedc__placed(fedc_type_make(FEDC_F32, 2, sb), FEDC_CLIENTS)));
     fedc_tree_set(p, r->data, "steps", fedc_input(p, "steps", fedc__placed(fedc_type_scalar(FEDC_I32), FEDC_CLIENTS)));
-    fedc_tree_set(p, r->data, "key",
-                  fedc_input(p, "key", fedc__placed(fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), FEDC_CLIENTS)));
+    if (key)
+        fedc_tree_set(p, r->data, "key",
+                      fedc_input(p, "key", fedc__placed(fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), FEDC_CLIENTS)));
     return fedc_program_status(p);
 }
 
@@ -255,7 +258,7 @@ fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, f
     if (!st) st = fedc_algorithm_client_init(m, a, &client_init);
     if (!st) st = fedc_program_create(&p);
     fedc_round r = {.model = m, .alg = a, .p = p};
-    if (!st) st = round_inputs(&r, server_init, client_init);
+    if (!st) st = round_inputs(&r, server_init, client_init, true);
     if (!st) st = def->round(&r);
     if (!st) st = fedc_program_status(p);
     if (!st && fedc_program_find_output(p, "train_loss") == FEDC_NONE)
@@ -263,4 +266,25 @@ fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, f
     fedc_program_destroy(server_init);
     fedc_program_destroy(client_init);
     return fedc__fl_done(p, st, out);
+}
+
+fedc_status fedc_algorithm_evaluation(const fedc_model *m, const fedc_algorithm *a, int64_t batch_size,
+                                      int64_t max_steps, fedc_program **out) {
+    *out = NULL;
+    const fedc_algorithm_def *def = fedc__algorithm_def(a);
+    if (!def->evaluation) return FEDC_OK;
+    if (batch_size < 1 || max_steps < 1) return fedc_error(FEDC_EINVAL, "evaluation: batch size and steps must be >= 1");
+    fedc_algorithm eval = *a; /* the evaluation's batches, no dropout */
+    eval.batch_size = batch_size, eval.max_steps = max_steps, eval.dropout = false;
+    fedc_program *server_init = NULL, *p = NULL;
+    fedc_status st = fedc_algorithm_server_init(m, a, &server_init);
+    if (!st) st = fedc_program_create(&p);
+    fedc_round r = {.model = m, .alg = &eval, .p = p};
+    if (!st) st = round_inputs(&r, server_init, NULL, false);
+    if (!st) st = def->evaluation(&r);
+    if (!st) st = fedc_program_status(p);
+    if (!st && fedc_program_find_output(p, "client_count") == FEDC_NONE)
+        st = fedc_error(FEDC_EINVAL, "%s: the evaluation builder made no client_count output", def->name);
+    fedc_program_destroy(server_init);
+    return done(p, st, out);
 }

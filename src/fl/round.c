@@ -27,6 +27,7 @@ static const struct {
     {"num_examples", FEDC_CLIENTS}, /* f32[]: the client's dataset size */
     {"population", FEDC_SERVER},    /* f32[]: the clients in the training data (SCAFFOLD's N) */
     {"seen", FEDC_CLIENTS},         /* f32[]: 1 if the client's state was stored, 0 if it is client_init's */
+    {"domain", FEDC_CLIENTS},       /* f32[]: the client's domain, a whole number (src/fl/train_domains.c) */
 };
 enum { NMETA = sizeof meta / sizeof meta[0] };
 
@@ -34,7 +35,7 @@ fedc_value fedc_round_meta(fedc_round *r, const char *name) {
     int k = 0;
     while (k < NMETA && (!name || strcmp(name, meta[k].name))) k++;
     if (k == NMETA)
-        return fedc_program_fail(r->p, FEDC_EINVAL, "round_meta: no metadata \"%s\" (there is: num_examples, population, seen)",
+        return fedc_program_fail(r->p, FEDC_EINVAL, "round_meta: no metadata \"%s\" (there is: num_examples, population, seen, domain)",
                                  name ? name : "(null)");
     char input[64];
     snprintf(input, sizeof input, "meta/%s", name);
@@ -180,7 +181,7 @@ fedc_status fedc_round_local_training(fedc_round *r, const fedc_local_training *
     if (!st) st = client_update(r, step, how, &client);
     fedc_tree *args = st ? NULL : fedc_tree_new(p);
     if (args) {
-        fedc_tree_set_tree(p, args, "w", fedc_tree_broadcast(p, w));
+        fedc_tree_set_tree(p, args, "w", how->start ? how->start : fedc_tree_broadcast(p, w));
         fedc_tree_set_tree(p, args, NULL, r->data);
         if (how->extra) fedc_tree_set_tree(p, args, NULL, how->extra);
         if (how->opt_state) fedc_tree_set_tree(p, args, "opt", how->opt_state);

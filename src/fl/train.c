@@ -160,7 +160,9 @@ static fedc_status create_programs(trainer *t) {
     return st;
 }
 
-/* The evaluation program over cohorts of up to 16 test clients at a time. */
+/* The evaluation program over cohorts of up to 16 test clients at a time: the
+ * algorithm's own (reading the server state by name) if it has one and the job
+ * has a server state, else the model's (fedc_evaluate_checkpoint's). */
 static fedc_status create_evaluation(trainer *t) {
     const fedc_train_config *c = t->c;
     fedc_dataset *ds = t->test ? t->test : t->train;
@@ -170,12 +172,14 @@ static fedc_status create_evaluation(trainer *t) {
     int64_t eb = c->eval_batch_size > 0 ? c->eval_batch_size : c->algorithm.batch_size;
     int64_t es = ceil_div(max_examples(ds), eb);
     if (es < 1) es = 1;
-    fedc_status st = fedc_evaluation_program(t->model, eb, es, &t->eval);
+    fedc_status st = t->server.n ? fedc_algorithm_evaluation(t->model, &t->alg, eb, es, &t->eval) : FEDC_OK;
+    bool own = t->eval != NULL;
+    if (!st && !own) st = fedc_evaluation_program(t->model, eb, es, &t->eval);
     fedc_exec_options eo = {.clients = ek, .threads = c->threads, .mpi = true};
     if (!st) st = fedc_executor_create(&t->eval_ex, t->eval, &eo);
     if (!st) st = fedc__cohort_buffers_init(&t->eval_cohort, t->model, ek, eb, es);
     if (!st) st = fedc__cohort_buffers_bind(&t->eval_cohort, t->eval_ex, false);
-    if (!st) st = bind_model(t, t->eval_ex);
+    if (!st) st = own ? fedc__train_state_bind_server(t, t->eval_ex) : bind_model(t, t->eval_ex);
     t->client_accuracy = st ? NULL : fedc_malloc((size_t)n * sizeof *t->client_accuracy);
     if (!st && !t->client_accuracy) st = fedc_error(FEDC_ENOMEM, "evaluate: out of memory");
     return st;

@@ -46,6 +46,8 @@ typedef struct trainer {
     float *meta_examples;   /* meta/num_examples: the cohort's dataset sizes */
     float meta_population;  /* meta/population: the training data's clients */
     float *meta_seen;       /* meta/seen: whether each of the cohort's clients had a stored state */
+    float *meta_domain;     /* meta/domain: the cohort's domains (when the round reads them) */
+    float *client_domain;   /* every training client's domain (src/fl/train_domains.c) */
     fedc__client_store *store; /* rank 0's: every client's state between rounds */
     fedc_program *round, *eval;
     fedc_executor *round_ex, *eval_ex;
@@ -120,6 +122,11 @@ fedc_status fedc__train_reopen_metrics(trainer *t);
 fedc_status fedc__train_state_create(trainer *t, int k);
 void fedc__train_state_free(trainer *t);
 fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex);
+/* The server state alone, server/<leaf> (an algorithm's own evaluation program). */
+fedc_status fedc__train_state_bind_server(trainer *t, fedc_executor *ex);
+/* Every training client's domain into t->client_domain, and t->meta_domain
+ * allocated (src/fl/train_domains.c). */
+fedc_status fedc__train_client_domains(trainer *t);
 fedc_status fedc__train_state_before_round(trainer *t, int r);
 fedc_status fedc__train_state_after_round(trainer *t, int r);
 int fedc__train_state_entries(const trainer *t, fedc_tensor_entry *e); /* t->server.n entries */

@@ -71,6 +71,7 @@ int fedc__train_settings(const trainer *t, train_setting *out, int max) {
     setting(out, &n, max, "--task", false, "%s", t->task);
     setting(out, &n, max, "--vocab", false, "%s", c->vocab ? c->vocab : "");
     setting(out, &n, max, "--vocab-size", false, "%lld", (long long)t->stackoverflow.vocab_size);
+    setting(out, &n, max, "--client-domains", false, "%s", c->client_domains ? c->client_domains : "");
     setting(out, &n, max, "--partition", false, "%s", c->partition ? c->partition : "");
     setting(out, &n, max, "--num-clients", false, "%lld", (long long)c->num_clients);
     setting(out, &n, max, "--model", false, "%s", fedc_model_name(t->model));

@@ -7,7 +7,8 @@
  *           round, every sampled client's record is read from the store (its
  *           client_init value if it has none) and after it, written back (unless
  *           the client was dropped); the store is rank 0's, which broadcasts
- *   meta    meta/num_examples: each sampled client's dataset size
+ *   meta    meta/num_examples: each sampled client's dataset size; meta/domain:
+ *           its domain (src/fl/train_domains.c), when the round reads it
  *
  * The round program binds all of them by name (src/fl/fl.h's interface). */
 #include <errno.h>
@@ -192,8 +193,10 @@ void fedc__train_state_free(trainer *t) {
     fedc_free(t->records);
     fedc_free(t->meta_examples);
     fedc_free(t->meta_seen);
+    fedc_free(t->meta_domain);
+    fedc_free(t->client_domain);
     t->client_default = t->records = NULL;
-    t->meta_examples = t->meta_seen = NULL;
+    t->meta_examples = t->meta_seen = t->meta_domain = t->client_domain = NULL;
 }
 
 static fedc_status bind_set(fedc_executor *ex, const char *prefix, const state_set *s) {
@@ -206,6 +209,8 @@ static fedc_status bind_set(fedc_executor *ex, const char *prefix, const state_s
     return st;
 }
 
+fedc_status fedc__train_state_bind_server(trainer *t, fedc_executor *ex) { return bind_set(ex, "server", &t->server); }
+
 fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex) {
     fedc_status st = bind_set(ex, "server", &t->server);
     if (!st) st = bind_set(ex, "client", &t->client);
@@ -216,6 +221,9 @@ fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex) {
         st = fedc_executor_bind(ex, "meta/population", &t->meta_population);
     if (!st && fedc_program_find_input(t->round, "meta/seen") != FEDC_NONE)
         st = fedc_executor_bind(ex, "meta/seen", t->meta_seen);
+    if (!st && fedc_program_find_input(t->round, "meta/domain") != FEDC_NONE && !t->client_domain)
+        st = fedc__train_client_domains(t);
+    if (!st && t->meta_domain) st = fedc_executor_bind(ex, "meta/domain", t->meta_domain);
     return st;
 }
 
@@ -253,6 +261,7 @@ static fedc_status read_cohort(trainer *t, int r, int k) {
 fedc_status fedc__train_state_before_round(trainer *t, int r) {
     int k = t->c->clients_per_round;
     for (int i = 0; i < k; i++) t->meta_examples[i] = (float)fedc_dataset_client_examples(t->train, t->sampled[i]);
+    for (int i = 0; t->meta_domain && i < k; i++) t->meta_domain[i] = t->client_domain[t->sampled[i]];
     return t->client.n ? read_cohort(t, r, k) : FEDC_OK;
 }
 

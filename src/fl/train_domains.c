@@ -1,0 +1,157 @@
+/* Each training client's domain, meta/domain (f32[]@clients; agnostic_fedavg's
+ * mixture components), found once for the whole dataset, in this order:
+ *
+ *   --client-domains FILE   "client_id,domain" lines (a first line
+ *                           "client_id,domain" and lines starting with '#' are
+ *                           skipped); every training client must have one
+ *   EMNIST writer ids       "f####_##" (LEAF, FedJAX) or "<16 hex>:f####_##"
+ *                           (FedJAX's SQLite): FedJAX's emnist.domain_id, writers
+ *                           2100-2599 are 0 (high school), the others 1 (census)
+ *   otherwise               0 for every client, with a warning
+ *
+ * and, when the algorithm has a hyperparameter num_domains, checked to be in
+ * [0, num_domains). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fl/train.h"
+
+/* FedJAX's emnist.domain_id, or -1 if id is not an EMNIST writer id. */
+static int emnist_domain(const char *id) {
+    size_t n = strlen(id);
+    if (n == 25 && id[16] == ':') id += 17, n = 8;
+    if (n != 8 || id[0] != 'f' || id[5] != '_') return -1;
+    for (int i = 1; i < 8; i++)
+        if (i != 5 && !isdigit((unsigned char)id[i])) return -1;
+    int writer = atoi(id + 1);
+    return writer >= 2100 && writer <= 2599 ? 0 : 1;
+}
+
+typedef struct entry {
+    char *id;
+    long domain;
+} entry;
+
+static int by_id(const void *a, const void *b) { return strcmp(((const entry *)a)->id, ((const entry *)b)->id); }
+
+static void free_entries(entry *e, size_t n) {
+    for (size_t i = 0; i < n; i++) fedc_free(e[i].id);
+    fedc_free(e);
+}
+
+/* One line "client_id,domain" into e (its id copied); line counts from 1. */
+static fedc_status parse_line(const char *path, size_t line, char *text, entry *e) {
+    char *comma = strrchr(text, ',');
+    if (!comma || comma == text)
+        return fedc_error(FEDC_EPARSE, "%s:%zu: expected \"client_id,domain\", not \"%s\"", path, line, text);
+    *comma = 0;
+    char *end;
+    errno = 0;
+    long d = strtol(comma + 1, &end, 10);
+    while (*end == ' ' || *end == '\t') end++;
+    if (errno || end == comma + 1 || *end || d < 0 || d > 1000000)
+        return fedc_error(FEDC_EPARSE, "%s:%zu: client \"%s\": the domain \"%s\" is not a whole number in [0, 1000000]",
+                          path, line, text, comma + 1);
+    e->id = fedc_malloc(strlen(text) + 1);
+    if (!e->id) return fedc_error(FEDC_ENOMEM, "train: out of memory");
+    strcpy(e->id, text);
+    e->domain = d;
+    return FEDC_OK;
+}
+
+static fedc_status read_file(const char *path, entry **out, size_t *count) {
+    FILE *f = fopen(path, "r");
+    if (!f) return fedc_error(FEDC_EIO, "--client-domains %s: cannot open: %s", path, strerror(errno));
+    entry *e = NULL;
+    size_t n = 0, cap = 0, line = 0;
+    char buf[4096];
+    fedc_status st = FEDC_OK;
+    while (!st && fgets(buf, sizeof buf, f)) {
+        line++;
+        size_t len = strlen(buf);
+        if (len + 1 == sizeof buf && buf[len - 1] != '\n') {
+            st = fedc_error(FEDC_EPARSE, "%s:%zu: line longer than %zu characters", path, line, sizeof buf - 2);
+            break;
+        }
+        while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = 0;
+        if (!len || buf[0] == '#' || (line == 1 && !strcmp(buf, "client_id,domain"))) continue;
+        if (n == cap) {
+            entry *bigger = fedc_realloc(e, (cap = cap ? 2 * cap : 256) * sizeof *e);
+            if (!bigger) {
+                st = fedc_error(FEDC_ENOMEM, "train: out of memory");
+                break;
+            }
+            e = bigger;
+        }
+        st = parse_line(path, line, buf, &e[n]);
+        if (!st) n++;
+    }
+    if (!st && ferror(f)) st = fedc_error(FEDC_EIO, "--client-domains %s: cannot read", path);
+    fclose(f);
+    if (st) {
+        free_entries(e, n);
+        return st;
+    }
+    qsort(e, n, sizeof *e, by_id);
+    *out = e, *count = n;
+    return FEDC_OK;
+}
+
+static fedc_status from_file(const trainer *t, float *domain) {
+    entry *e = NULL;
+    size_t n = 0;
+    const char *path = t->c->client_domains;
+    fedc_status st = read_file(path, &e, &n);
+    for (int64_t i = 0; !st && i < fedc_dataset_num_clients(t->train); i++) {
+        entry key = {.id = (char *)fedc_dataset_client_id(t->train, i)};
+        const entry *hit = n ? bsearch(&key, e, n, sizeof *e, by_id) : NULL;
+        if (!hit) st = fedc_error(FEDC_EINVAL, "--client-domains %s: no domain for client \"%s\"", path, key.id);
+        else domain[i] = (float)hit->domain;
+    }
+    free_entries(e, n);
+    return st;
+}
+
+/* Whether every training client has an EMNIST writer id (then their domains). */
+static bool from_emnist_ids(const trainer *t, float *domain) {
+    for (int64_t i = 0; i < fedc_dataset_num_clients(t->train); i++) {
+        int d = emnist_domain(fedc_dataset_client_id(t->train, i));
+        if (d < 0) return false;
+        domain[i] = (float)d;
+    }
+    return true;
+}
+
+/* The domains against the algorithm's num_domains, if it has one. */
+static fedc_status check_range(const trainer *t, const float *domain) {
+    const fedc_algorithm_def *def = fedc__algorithm_def(&t->alg);
+    bool has = false;
+    for (int i = 0; i < def->nhparams; i++) has |= !strcmp(def->hparams[i].name, "num_domains");
+    if (!has) return FEDC_OK;
+    double k = fedc_algorithm_hparam(&t->alg, "num_domains");
+    for (int64_t i = 0; i < fedc_dataset_num_clients(t->train); i++)
+        if (domain[i] >= k)
+            return fedc_error(FEDC_EINVAL, "client \"%s\" is in domain %g, but %s has num_domains %g (--set "
+                              "num_domains=N)", fedc_dataset_client_id(t->train, i), domain[i],
+                              fedc_algorithm_name(&t->alg), k);
+    return FEDC_OK;
+}
+
+fedc_status fedc__train_client_domains(trainer *t) {
+    int64_t n = fedc_dataset_num_clients(t->train);
+    t->client_domain = fedc_calloc((size_t)(n ? n : 1), sizeof *t->client_domain);
+    t->meta_domain = fedc_calloc((size_t)t->c->clients_per_round, sizeof *t->meta_domain);
+    if (!t->client_domain || !t->meta_domain) return fedc_error(FEDC_ENOMEM, "train: out of memory");
+    fedc_status st = FEDC_OK;
+    if (t->c->client_domains) st = from_file(t, t->client_domain);
+    else if (!from_emnist_ids(t, t->client_domain)) {
+        memset(t->client_domain, 0, (size_t)n * sizeof *t->client_domain);
+        if (fedc_mpi_rank() == 0)
+            fprintf(stderr, "fedc train: warning: %s reads each client's domain, but the client ids are not EMNIST "
+                    "writer ids and no --client-domains FILE was given: every client is in domain 0\n",
+                    fedc_algorithm_name(&t->alg));
+    }
+    return st ? st : check_range(t, t->client_domain);
+}
