@@ -286,5 +286,5 @@ fedc_status fedc_algorithm_evaluation(const fedc_model *m, const fedc_algorithm 
     if (!st && fedc_program_find_output(p, "client_count") == FEDC_NONE)
         st = fedc_error(FEDC_EINVAL, "%s: the evaluation builder made no client_count output", def->name);
     fedc_program_destroy(server_init);
-    return done(p, st, out);
+    return fedc__fl_done(p, st, out);
 }
