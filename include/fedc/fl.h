@@ -173,8 +173,9 @@ FEDC_API fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algori
  * fails (naming it and the ones it has) and the value is NAN. */
 FEDC_API double fedc_round_hparam(const fedc_round *r, const char *name);
 /* The @clients metadata input meta/<name>, made on first use: "num_examples"
- * (f32[]: the client's dataset size). An error for a name the training job does
- * not know. */
+ * (f32[]: the client's dataset size), "num_clients" (f32[]: the population's size,
+ * the training data's number of clients, the same for every client). An error for
+ * a name the training job does not know. */
 FEDC_API fedc_value fedc_round_meta(fedc_round *r, const char *name);
 /* Each client's weight (f32[]@clients) under r->alg->weighting, given the examples
  * it trained on (f32[]@clients). */

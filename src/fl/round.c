@@ -19,13 +19,15 @@ double fedc_round_hparam(const fedc_round *r, const char *name) {
 
 /* ------------------------------------------------------------ metadata -- */
 
-const char *const fedc__round_meta_names[] = {"num_examples", NULL};
+/* num_examples: the client's dataset size; num_clients: the population's size (the
+ * training data's clients, the same for every client: FedDyn's m). */
+const char *const fedc__round_meta_names[] = {"num_examples", "num_clients", NULL};
 
 fedc_value fedc_round_meta(fedc_round *r, const char *name) {
     bool known = false;
     for (int i = 0; fedc__round_meta_names[i]; i++) known |= name && !strcmp(name, fedc__round_meta_names[i]);
     if (!known)
-        return fedc_program_fail(r->p, FEDC_EINVAL, "round_meta: no client metadata \"%s\" (there is: num_examples)",
+        return fedc_program_fail(r->p, FEDC_EINVAL, "round_meta: no client metadata \"%s\" (there are: num_examples, num_clients)",
                                  name ? name : "(null)");
     char input[64];
     snprintf(input, sizeof input, "meta/%s", name);

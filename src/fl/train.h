@@ -44,6 +44,7 @@ typedef struct trainer {
     void *client_default;   /* a never-seen client's record */
     void *records;          /* the cohort's records, as the store reads and writes them */
     float *meta_examples;   /* meta/num_examples: the cohort's dataset sizes */
+    float *meta_clients;    /* meta/num_clients: the population's size, for each of the cohort */
     fedc__client_store *store; /* rank 0's: every client's state between rounds */
     fedc_program *round, *eval;
     fedc_executor *round_ex, *eval_ex;

@@ -7,7 +7,8 @@
  *           round, every sampled client's record is read from the store (its
  *           client_init value if it has none) and after it, written back (unless
  *           the client was dropped); the store is rank 0's, which broadcasts
- *   meta    meta/num_examples: each sampled client's dataset size
+ *   meta    meta/num_examples: each sampled client's dataset size; meta/num_clients:
+ *           the training data's number of clients (the same for each)
  *
  * The round program binds all of them by name (src/fl/fl.h's interface). */
 #include <math.h>
@@ -169,8 +170,10 @@ static fedc_status create_clients(trainer *t, int k) {
 fedc_status fedc__train_state_create(trainer *t, int k) {
     fedc_status st = create_server(t);
     if (!st) st = create_clients(t, k);
-    if (!st && !(t->meta_examples = fedc_calloc((size_t)k, sizeof *t->meta_examples)))
+    if (!st && (!(t->meta_examples = fedc_calloc((size_t)k, sizeof *t->meta_examples)) ||
+                !(t->meta_clients = fedc_calloc((size_t)k, sizeof *t->meta_clients))))
         st = fedc_error(FEDC_ENOMEM, "train: out of memory");
+    for (int i = 0; !st && i < k; i++) t->meta_clients[i] = (float)fedc_dataset_num_clients(t->train);
     return st;
 }
 
@@ -182,8 +185,9 @@ void fedc__train_state_free(trainer *t) {
     fedc_free(t->client_default);
     fedc_free(t->records);
     fedc_free(t->meta_examples);
+    fedc_free(t->meta_clients);
     t->client_default = t->records = NULL;
-    t->meta_examples = NULL;
+    t->meta_examples = t->meta_clients = NULL;
 }
 
 static fedc_status bind_set(fedc_executor *ex, const char *prefix, const state_set *s) {
@@ -201,6 +205,8 @@ fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex) {
     if (!st) st = bind_set(ex, "client", &t->client);
     if (!st && fedc_program_find_input(t->round, "meta/num_examples") != FEDC_NONE)
         st = fedc_executor_bind(ex, "meta/num_examples", t->meta_examples);
+    if (!st && fedc_program_find_input(t->round, "meta/num_clients") != FEDC_NONE)
+        st = fedc_executor_bind(ex, "meta/num_clients", t->meta_clients);
     return st;
 }
 
