@@ -120,6 +120,9 @@ typedef struct fedc_algorithm_def {
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedsgd;  /* src/fl/fedsgd.c */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedavg;  /* src/fl/fedavg.c; FedOpt with a server optimizer */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedprox; /* src/fl/fedprox.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_fednova; /* src/fl/fednova.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_feddyn;  /* src/fl/feddyn.c; per-client state */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_diloco;  /* src/fl/diloco.c; per-client state */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */
