@@ -101,6 +101,18 @@ static inline void check_resume_is_bitwise(fedc_train_config c, const char *tag)
     CHECK_OK(fedc_train(&p, &r));
     CHECK_EQ_INT(r.rounds_run, 3);
     CHECK_MSG(same_checkpoints(w.out_dir, p.out_dir), "%s: the resumed run does not end where the whole one does", tag);
+    /* a resume whose client state is gone is refused, naming the file (it used to
+     * start every client afresh, silently) */
+    char lost[600], store[700];
+    snprintf(name, sizeof name, "%s-lost", tag);
+    snprintf(lost, sizeof lost, "%s", fedc_test_tmp(name));
+    fedc_train_config q = c;
+    q.out_dir = lost, q.rounds = 3, q.checkpoint_every = 3;
+    CHECK_OK(fedc_train(&q, &r));
+    snprintf(store, sizeof store, "%s/client_state.fcs", lost);
+    CHECK(remove(store) == 0);
+    q.rounds = 6, q.resume = true;
+    CHECK_ERR(fedc_train(&q, &r), FEDC_EINVAL, "client_state.fcs is missing");
 }
 
 #endif

@@ -128,6 +128,13 @@ static fedc_status open_store(trainer *t) {
     if (!layout) return fedc_error(FEDC_ENOMEM, "train: out of memory");
     snprintf(path, sizeof path, "%s/client_state.fcs", t->c->out_dir);
     fedc_status st = fedc_make_dirs(t->c->out_dir);
+    /* a stateful run made its store before its first round, so a checkpoint to
+     * resume from has one beside it: without it every client would silently start
+     * afresh, and the resumed run would not be the interrupted one */
+    if (!st && t->c->resume && access(path, F_OK) != 0)
+        st = fedc_error(FEDC_EINVAL, "resume: %s is missing; %s keeps per-client state there, which the checkpoint's "
+                        "rounds need (train afresh in another --out-dir, or restore the file)", path,
+                        fedc_algorithm_name(&t->alg));
     if (!st) st = fedc__client_store_open(&t->store, path, fedc_dataset_num_clients(t->train), t->client.record_bytes, layout);
     /* a fresh run forgets what an earlier run in this directory kept; a resume
      * forgets what was written after its checkpoint (fedc__train_state_resume) */
