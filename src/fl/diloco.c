@@ -16,6 +16,8 @@
  * it, so --server-optimizer does not apply. The mean is plain (drjax.reduce_mean):
  * --weighting does not apply either. A never-seen client starts from a fresh
  * optimizer state, as every replica does at step 0. */
+#include <math.h>
+
 #include "fl/fl.h"
 
 static const fedc_hparam_def hparams[] = {
@@ -62,6 +64,8 @@ static fedc_status diloco_client_init(const fedc_model *m, const fedc_algorithm 
 
 static fedc_status diloco_round(fedc_round *r) {
     fedc_program *p = r->p;
+    for (int i = 0; i < 3; i++) /* a wrapper without them fails the round, naming the one missing */
+        if (isnan(fedc_round_hparam(r, hparams[i].name))) return fedc_program_status(p);
     fedc_algorithm alg = *r->alg; /* the round as DiLoCo's optimizers run it */
     alg.client_opt = inner_optimizer(r->alg);
     alg.server_opt = outer_optimizer(r->alg);
