@@ -91,7 +91,7 @@ static double ref_direction(const fedc_optimizer *o, ref_state *r, int e, double
 /* optax.apply_updates(w, scale(-lr)(u)) */
 static void ref_step(const fedc_optimizer *o, double *w, const double *g, ref_state *r) {
     if (o->kind == FEDC_OPT_ADAM || o->kind == FEDC_OPT_YOGI) r->count += 1;
-    for (int e = 0; e < NE; e++) w[e] -= o->learning_rate * ref_direction(o, r, e, g[e]);
+    for (int e = 0; e < NE; e++) w[e] -= o->learning_rate * (ref_direction(o, r, e, g[e]) + o->weight_decay * w[e]);
 }
 
 /* -------------------------------------------------------------- configs -- */
@@ -101,7 +101,7 @@ typedef struct config {
     fedc_optimizer o;
 } config;
 
-enum { NCONFIGS = 11 };
+enum { NCONFIGS = 13 };
 
 static config make_config(const char *name, const char *base) {
     config c;
@@ -121,6 +121,10 @@ static void configs(config *c) {
     c[9].o.b1 = 0;
     c[10] = make_config("rmsprop, initial_scale 1", "rmsprop");
     c[10].o.initial_accumulator = 1;
+    c[11] = make_config("adamw, weight decay 0.1", "adam"); /* optax.adamw(weight_decay=0.1) */
+    c[11].o.weight_decay = 0.1;
+    c[12] = make_config("sgd, weight decay 0.5", "sgd");
+    c[12].o.weight_decay = 0.5;
 }
 
 /* --------------------------------------------------------- the program -- */
@@ -289,6 +293,11 @@ static void test_known_first_steps(void) {
     CHECK_OK(run_steps(&rms, FEDC_F64, false, w, st));
     for (int e = 0; e < NE; e++)
         if (fabs(G[0][e]) >= 0.2) CHECK_NEAR((W0[e] - w[1][e]) * ref_sign(G[0][e]), 0.1 * sqrt(10.0), 1e-6);
+    /* AdamW (decoupled): the same first step, plus lr * wd * w */
+    adam.weight_decay = 0.25;
+    CHECK_OK(run_steps(&adam, FEDC_F64, false, w, st));
+    for (int e = 0; e < NE; e++)
+        CHECK_NEAR(w[1][e], W0[e] - 0.1 * ((G[0][e] == 0 ? 0 : ref_sign(G[0][e])) + 0.25 * W0[e]), 1e-7);
 }
 
 static void test_f32_agrees(void) {
@@ -513,6 +522,8 @@ static void test_errors(void) {
     CHECK_ERR(fedc_optimizer_step(&bad, p, FEDC_NONE, 2, f.w, f.g, f.s, f.nw, f.ns), FEDC_EINVAL, "kind");
     bad = adam, bad.b2 = 1;
     CHECK_ERR(err_step(&f, &bad, FEDC_NONE, 2), FEDC_EINVAL, "b1, b2");
+    bad = adam, bad.weight_decay = -0.1;
+    CHECK_ERR(err_step(&f, &bad, FEDC_NONE, 2), FEDC_EINVAL, "weight decay -0.1 must be finite and >= 0");
     /* argument errors leave the program usable */
     CHECK_OK(fedc_program_status(p));
     CHECK_OK(err_step(&f, &adam, FEDC_NONE, 2));

@@ -136,6 +136,9 @@ FEDC_API extern const fedc_algorithm_def fedc_algorithm_mime;     /* src/fl/mime
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_mimelite; /* src/fl/mimelite.c */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_agnostic_fedavg; /* src/fl/agnostic_fedavg.c */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_hypcluster;      /* src/fl/hypcluster.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_fednova; /* src/fl/fednova.c */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_feddyn;  /* src/fl/feddyn.c; per-client state */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_diloco;  /* src/fl/diloco.c; per-client state */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */

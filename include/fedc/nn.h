@@ -127,6 +127,8 @@ typedef struct fedc_optimizer {
     bool nesterov;              /* momentum */
     double b1, b2, eps;         /* adam, yogi; rmsprop's decay is b2 */
     double initial_accumulator; /* adagrad (0.1, as FedJAX), yogi (1e-6) */
+    double weight_decay;        /* decoupled, as optax.add_decayed_weights before the learning rate:
+                                   w - lr * (u + weight_decay * w); adam with it is optax.adamw (0: none) */
 } fedc_optimizer;
 
 FEDC_API fedc_optimizer fedc_optimizer_defaults(fedc_optimizer_kind kind, double learning_rate);

@@ -48,6 +48,8 @@ static void optimizer_value(const fedc_optimizer *o, char *buf, size_t size) {
     snprintf(buf, size, "%s momentum=%s nesterov=%d b1=%s b2=%s eps=%s initial_accumulator=%s",
              fedc_optimizer_name(o->kind), exact(o->momentum, m), o->nesterov, exact(o->b1, b1), exact(o->b2, b2),
              exact(o->eps, eps), exact(o->initial_accumulator, acc));
+    size_t used = strlen(buf); /* only when set: checkpoints from before weight decay still match */
+    if (o->weight_decay != 0 && used < size) snprintf(buf + used, size - used, " weight_decay=%s", exact(o->weight_decay, m));
 }
 
 void fedc__train_setting_key(const train_setting *s, char *key, size_t size) {

@@ -7,8 +7,9 @@
  *           round, every sampled client's record is read from the store (its
  *           client_init value if it has none) and after it, written back (unless
  *           the client was dropped); the store is rank 0's, which broadcasts
- *   meta    meta/num_examples: each sampled client's dataset size; meta/domain:
- *           its domain (src/fl/train_domains.c), when the round reads it
+ *   meta    meta/num_examples: each sampled client's dataset size; meta/population:
+ *           the training data's number of clients; meta/seen: whether a client had a
+ *           stored state; meta/domain: its domain (src/fl/train_domains.c)
  *
  * The round program binds all of them by name (src/fl/fl.h's interface). */
 #include <errno.h>

@@ -119,6 +119,8 @@ static fedc_status check_like(const fedc_program *p, fedc_value v, const char *w
 /* The bias corrections divide by 1 - b^t, which is 0 when b = 1. */
 static fedc_status check_settings(const fedc_optimizer *o) {
     if (!valid_kind(o->kind)) return fedc_error(FEDC_EINVAL, "optimizer_step: unknown optimizer kind %d", (int)o->kind);
+    if (!(o->weight_decay >= 0 && isfinite(o->weight_decay)))
+        return fedc_error(FEDC_EINVAL, "optimizer_step: weight decay %g must be finite and >= 0", o->weight_decay);
     if (!fedc_optimizer_counts_steps(o)) return FEDC_OK;
     if (!(o->b1 >= 0 && o->b1 < 1) || !(o->b2 >= 0 && o->b2 < 1))
         return fedc_error(FEDC_EINVAL, "optimizer_step: %s needs 0 <= b1, b2 < 1 (b1 = %g, b2 = %g)",
@@ -305,10 +307,12 @@ static fedc_value update_rmsprop(step *s, fedc_value g, const fedc_value *in, fe
 static const update_fn updates[FEDC_OPT_COUNT] = {update_sgd,     update_momentum, update_adam,
                                                   update_adagrad, update_yogi,     update_rmsprop};
 
-/* optax.scale(-lr) then optax.apply_updates: w + (-lr * u), which is w - lr * u
- * to the bit (negation is exact). */
+/* optax.add_decayed_weights (u + wd * w; not built when wd = 0, so that the other
+ * optimizers keep their bits), optax.scale(-lr), then optax.apply_updates:
+ * w + (-lr * u), which is w - lr * u to the bit (negation is exact). */
 static fedc_value apply(step *s, fedc_value w, fedc_value u) {
     fedc_value lr = s->lr != FEDC_NONE ? s->lr : K(s, w, s->o->learning_rate);
+    if (s->o->weight_decay != 0) u = fedc_add(s->p, u, fedc_mul(s->p, K(s, w, s->o->weight_decay), w));
     return fedc_sub(s->p, w, fedc_mul(s->p, lr, u));
 }
 
