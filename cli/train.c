@@ -474,7 +474,7 @@ int fedc_cli_train(int argc, char **argv) {
     if (argc > 0 && !strcmp(argv[0], "--algorithms")) {
         if (argc > 1) return usage_error(&(options){.cmd = "fedc train"}, "%s", "--algorithms takes no other options");
         for (int i = 0; i < fedc_algorithm_count(); i++)
-            printf("%-10s %s\n", fedc_algorithm_at(i)->name, fedc_algorithm_at(i)->summary);
+            printf("%-16s %s\n", fedc_algorithm_at(i)->name, fedc_algorithm_at(i)->summary);
         return CLI_OK;
     }
     options o;

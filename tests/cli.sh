@@ -187,7 +187,8 @@ fi
 expect 2 "unknown option '--frobnicate'" -- "$fedc" train --data x --frobnicate 1
 expect 2 "--rounds needs an integer from 1 to 1000000, not 'zero'" -- "$fedc" train --data x --rounds zero
 expect 2 "unknown algorithm \"fedfoo\" (known: fedsgd, fedavg, fedprox" -- "$fedc" train --data x --algorithm fedfoo
-expect 0 "fedprox    FedProx" -- "$fedc" train --algorithms
+expect 0 "fedprox          FedProx" -- "$fedc" train --algorithms
+expect 0 "agnostic_fedavg  AgnosticFedAvg" -- "$fedc" train --algorithms
 expect 0 "--set client_delta_clip_norm=X" -- "$fedc" train --algorithm mimelite --help
 expect 1 "no such file" -- "$fedc" train --data "$out/missing" --quiet
 expect 2 "--checkpoint FILE and --data PATH are required" -- "$fedc" eval --data x
