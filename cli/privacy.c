@@ -144,14 +144,13 @@ static bool parse_option(const char *cmd, const char *opt, const char *v, privac
 }
 
 static int parse_args(const char *cmd, int argc, char **argv, privacy_args *a) {
-    for (int i = 0; i < argc; i++) {
+    for (int i = 0; i < argc; i += 2) { /* every option takes a value */
         if (strncmp(argv[i], "--", 2) || i + 1 >= argc) {
             fprintf(stderr, "%s: %s '%s' (see fedc privacy --help)\n", cmd,
                     strncmp(argv[i], "--", 2) ? "unexpected argument" : "a value is missing after", argv[i]);
             return CLI_USAGE;
         }
         if (!parse_option(cmd, argv[i], argv[i + 1], a)) return CLI_USAGE;
-        i++;
     }
     bool first = a->noise ? a->have_epsilon : a->have_z;
     if (first && a->have_q && a->have_steps && a->have_delta) return 0;
