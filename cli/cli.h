@@ -24,6 +24,8 @@ int fedc_cli_eval(int argc, char **argv);
 int fedc_cli_data(int argc, char **argv);
 /* fedc program check|print|grad|jvp|run ... (cli/program.c). */
 int fedc_cli_program(int argc, char **argv);
+/* fedc privacy epsilon|noise ... (cli/privacy.c). */
+int fedc_cli_privacy(int argc, char **argv);
 
 /* ---------------------------------------------------- shared (cli/fedc.c) -- */
 

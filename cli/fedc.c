@@ -39,6 +39,10 @@ static const char usage[] =
     "                                run it on .npy inputs and write .npy outputs\n"
     "  program export FILE --to mlir [options]\n"
     "                                write it as an MLIR module (docs/export.md)\n"
+    "  privacy epsilon --noise-multiplier Z --sampling-rate Q --steps T --delta D\n"
+    "                                the epsilon of DP-SGD / DP-FedAvg noise (docs/privacy.md)\n"
+    "  privacy noise --epsilon E --sampling-rate Q --steps T --delta D\n"
+    "                                the noise multiplier for a target epsilon\n"
     "\n"
     "fedc COMMAND --help (fedc program SUBCOMMAND --help) shows a command's options.\n"
     "\n"
@@ -119,7 +123,8 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"train", fedc_cli_train}, {"eval", fedc_cli_eval}, {"data", fedc_cli_data}, {"program", fedc_cli_program}};
+    {"train", fedc_cli_train}, {"eval", fedc_cli_eval}, {"data", fedc_cli_data}, {"program", fedc_cli_program},
+    {"privacy", fedc_cli_privacy}};
 
 /* OpenBLAS starts its own threads when it is loaded, before main, one per core
  * unless OPENBLAS_NUM_THREADS says otherwise, and each takes a 128 MB buffer at
@@ -149,6 +154,6 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 2, argv + 2);
-    fprintf(stderr, "fedc: unknown command '%s' (commands: train, eval, data, program; see fedc --help)\n", argv[1]);
+    fprintf(stderr, "fedc: unknown command '%s' (commands: train, eval, data, program, privacy; see fedc --help)\n", argv[1]);
     return CLI_USAGE;
 }

@@ -474,6 +474,34 @@ expect 1 "cannot open" -- "$fedc" program export $data/missing.fedc --to mlir
 expect 0 "program export FILE --to mlir" -- "$fedc" program export --help
 expect 2 "--shard takes clients=D" -- "$fedc" program export $data/logistic.fedc --to mlir --shard devices=2
 expect 1 "use 2 or more, dividing the cohort" -- "$fedc" program export $data/logistic.fedc --to mlir --shard clients=2
+# privacy: Opacus's known answer (its test: 7.32911117143) and its noise search
+# (1.416), then usage errors; tests/test_privacy.c has the rest of the references.
+p="--sampling-rate 0.04 --steps 2250 --delta 1e-5 --orders opacus --series signed"
+expect 0 "epsilon: 7.329111171" -- "$fedc" privacy epsilon --noise-multiplier 1.5 $p
+expect 0 "best order: 3.9" -- "$fedc" privacy epsilon --noise-multiplier 1.5 $p
+expect 0 "noise multiplier: 1.416" -- "$fedc" privacy noise --epsilon 8 $p
+expect 0 "epsilon: 2.922" -- "$fedc" privacy epsilon --noise-multiplier 1.12 --sampling-rate 0.004266666666666667 \
+  --steps 14062 --delta 1e-5 --conversion classic --orders opacus
+expect 0 "with the --also mechanisms" -- "$fedc" privacy epsilon --noise-multiplier 1.5 $p --also 0.04,10,2250
+expect 0 "privacy noise --epsilon E" -- "$fedc" privacy --help
+expect 2 "unknown subcommand 'spend'" -- "$fedc" privacy spend
+expect 2 "needs --noise-multiplier, --sampling-rate, --steps and --delta" -- "$fedc" privacy epsilon --noise-multiplier 1
+expect 2 "--sampling-rate needs a number in [0, 1], not '1.5'" -- "$fedc" privacy epsilon --noise-multiplier 1 \
+  --sampling-rate 1.5 --steps 10 --delta 1e-5
+expect 2 "--delta needs a number in (0, 1), not '0'" -- "$fedc" privacy epsilon --noise-multiplier 1 \
+  --sampling-rate 0.1 --steps 10 --delta 0
+expect 2 "an order of --orders needs a number in (1, 100000], not ''" -- "$fedc" privacy epsilon \
+  --noise-multiplier 1 --sampling-rate 0.1 --steps 10 --delta 1e-5 --orders 2,,3
+expect 2 "an order of --orders needs a number in (1, 100000], not '1'" -- "$fedc" privacy epsilon \
+  --noise-multiplier 1 --sampling-rate 0.1 --steps 10 --delta 1e-5 --orders 1,2
+expect 2 "orders[1] = 2 is not above orders[0] = 3: orders must increase" -- "$fedc" privacy epsilon \
+  --noise-multiplier 1 --sampling-rate 0.1 --steps 10 --delta 1e-5 --orders 3,2
+expect 2 "--conversion takes classic or improved, not 'tight'" -- "$fedc" privacy epsilon --noise-multiplier 1 \
+  --sampling-rate 0.1 --steps 10 --delta 1e-5 --conversion tight
+expect 2 "--also needs Q,Z,T" -- "$fedc" privacy epsilon --noise-multiplier 1 --sampling-rate 0.1 --steps 10 \
+  --delta 1e-5 --also 0.1,2
+expect 1 "target epsilon 1e-09 is too small" -- "$fedc" privacy noise --epsilon 1e-9 --sampling-rate 1 --steps 10 \
+  --delta 1e-5 --conversion classic
 fashion=/usr/share/datasets/fashion-mnist
 if [ -f $fashion/train-images-idx3-ubyte.gz ] && [ -f $fashion/t10k-images-idx3-ubyte.gz ]; then
   expect 0 "round 1: test loss" -- "$fedc" train --data $fashion/train-images-idx3-ubyte.gz --model logistic \

@@ -13,6 +13,7 @@
  *   fedc/fl.h       federated learning algorithms, and the training job
  *   fedc/npy.h      reading and writing numpy .npy files
  *   fedc/safetensors.h  reading and writing .safetensors files (checkpoints)
+ *   fedc/privacy.h  the RDP privacy accountant: epsilon of DP-SGD / DP-FedAvg noise
  *
  * ---------------------------------------------------------------------------------
  * Worked example: an MLP, its gradient, and SGD (examples/mlp.c is the full program)
@@ -79,6 +80,7 @@
 #include "fedc/npy.h"
 #include "fedc/safetensors.h"
 #include "fedc/export.h"
+#include "fedc/privacy.h"
 
 #define FEDC_VERSION "0.1.0"
 
