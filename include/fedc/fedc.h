@@ -79,6 +79,7 @@
 #include "fedc/npy.h"
 #include "fedc/safetensors.h"
 #include "fedc/export.h"
+#include "fedc/deploy.h"
 
 #define FEDC_VERSION "0.1.0"
 
