@@ -162,6 +162,7 @@ static void test_fedavg(void) { check_algorithm(&fedc_algorithm_fedavg, fedc_opt
 static void test_fedsgd(void) { check_algorithm(&fedc_algorithm_fedsgd, fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0)); }
 static void test_fedprox(void) { check_algorithm(&fedc_algorithm_fedprox, fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0)); }
 static void test_scaffold(void) { check_algorithm(&fedc_algorithm_scaffold, fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0)); }
+static void test_apfl(void) { check_algorithm(&fedc_algorithm_apfl, fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0)); }
 
 /* FedAvg's form: one exchange whose client_work is one client's program (its
  * inputs at local types, the model broadcast to it among them) and whose
@@ -218,6 +219,21 @@ static void test_fedavg_phases(void) {
     CHECK(text && again && !strcmp(text, again));
     fedc_free(text), fedc_free(again);
     fedc_program_destroy(parsed);
+    /* the round read back from its text has the same form */
+    fedc_deployment_form *g = NULL;
+    text = again = NULL;
+    parsed = NULL;
+    CHECK_OK(fedc_program_to_string(round, &text));
+    if (text) CHECK_OK(fedc_program_parse(text, &parsed));
+    if (parsed) CHECK_OK(fedc_program_deployment_form(parsed, &g));
+    fedc_free(text);
+    text = NULL;
+    if (g) CHECK_OK(fedc_program_to_string(fedc_deployment_form_phase(g, 0, FEDC_PHASE_CLIENT_WORK), &text));
+    CHECK_OK(fedc_program_to_string(work, &again));
+    CHECK(text && again && !strcmp(text, again));
+    fedc_free(text), fedc_free(again);
+    fedc_program_destroy(parsed);
+    fedc_deployment_form_destroy(g);
 done:
     fedc_deployment_form_destroy(f);
     fedc_program_destroy(round);
@@ -369,7 +385,7 @@ static void test_cannot_split(void) {
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"fedavg", test_fedavg},           {"fedsgd", test_fedsgd},         {"fedprox", test_fedprox},
-        {"scaffold", test_scaffold},       {"fedavg_phases", test_fedavg_phases},
+        {"scaffold", test_scaffold},       {"apfl", test_apfl},             {"fedavg_phases", test_fedavg_phases},
         {"two_exchanges", test_two_exchanges}, {"no_map", test_no_map}, {"cannot_split", test_cannot_split},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
