@@ -9,7 +9,8 @@
 #include "harness.h"
 #include "fedc/deploy.h"
 #include "fedc/fl.h"
-#include "ir/ir.h" /* to build programs the builders refuse */
+#include "core/internal.h" /* fault injection */
+#include "ir/ir.h"        /* to build programs the builders refuse */
 
 enum { CLIENTS = 5, STEPS = 3, BATCH = 4, FEATURES = 13 };
 
@@ -382,11 +383,57 @@ static void test_cannot_split(void) {
     fedc_program_destroy(p);
 }
 
+/* The form and its run on the two-exchange program with the k-th allocation
+ * failing: ENOMEM from some call (never a crash or a leak: the ASan build checks),
+ * and once k passes the allocations made, the baseline's bits. */
+static fedc_status form_and_run(const fedc_program *p, const inputs *in, float *t) {
+    fedc_deployment_form *f = NULL;
+    fedc_deployment_run *run = NULL;
+    fedc_status st = fedc_program_deployment_form(p, &f);
+    if (!st) st = fedc_deployment_run_create(&run, f, &(fedc_exec_options){.clients = CLIENTS});
+    for (int i = 0; !st && i < in->n; i++) st = fedc_deployment_run_bind(run, in->name[i], in->data[i]);
+    if (!st) st = fedc_deployment_run_run(run);
+    const void *data = NULL;
+    if (!st) st = fedc_deployment_run_output(run, "t", &data, NULL);
+    if (!st) memcpy(t, data, 4 * sizeof *t);
+    fedc_deployment_run_destroy(run);
+    fedc_deployment_form_destroy(f);
+    return st;
+}
+
+static void test_out_of_memory(void) {
+    fedc_program *p = two_exchanges();
+    inputs in = {0};
+    for (int i = 0; i < fedc_program_num_inputs(p); i++) {
+        fedc_type t = fedc_value_type(p, fedc_program_input(p, i));
+        in.name[in.n] = fedc_program_input_name(p, i);
+        in.data[in.n] = make_input(in.name[in.n], &t, CLIENTS);
+        in.n++;
+    }
+    float base[4], t[4];
+    fedc__alloc_fail_after(0);
+    CHECK_OK(form_and_run(p, &in, base));
+    uint64_t total = fedc__alloc_fail_after(0), k;
+    for (k = 1; k <= total + 1; k++) {
+        fedc__alloc_fail_after(k);
+        fedc_status st = form_and_run(p, &in, t);
+        fedc__alloc_fail_after(0);
+        if (st == FEDC_OK) break;
+        CHECK_MSG(st == FEDC_ENOMEM, "allocation %llu failed: %s: %s", (unsigned long long)k, fedc_status_str(st),
+                  fedc_errmsg());
+    }
+    CHECK_EQ_INT(k, total + 1);
+    CHECK(!memcmp(t, base, sizeof t));
+    free_inputs(&in);
+    fedc_program_destroy(p);
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"fedavg", test_fedavg},           {"fedsgd", test_fedsgd},         {"fedprox", test_fedprox},
         {"scaffold", test_scaffold},       {"apfl", test_apfl},             {"fedavg_phases", test_fedavg_phases},
         {"two_exchanges", test_two_exchanges}, {"no_map", test_no_map}, {"cannot_split", test_cannot_split},
+        {"out_of_memory", test_out_of_memory},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

@@ -99,12 +99,17 @@ static fedc_status fill(extraction *e) {
             else emit(e, v);
         }
     char name[600];
-    for (int v = 0; v < p->n && !e->q->status; v++)
+    fedc_status st = fedc_program_status(e->q);
+    for (int v = 0; v < p->n && !st; v++)
         if (e->c->slot[v] == e->slot && e->c->exported[v])
-            fedc_program_output(e->q, fedc__deploy_name(e->c, v, name, sizeof name), e->map[v]);
-    for (int i = 0; i < p->noutputs && !e->q->status; i++)
-        if (e->c->output_slot[i] == e->slot) fedc_program_output(e->q, p->outputs[i].name, get(e, p->outputs[i].value));
-    return fedc_program_status(e->q);
+            st = fedc_program_output(e->q, fedc__deploy_name(e->c, v, name, sizeof name), e->map[v]);
+    for (int i = 0; i < p->noutputs && !st; i++)
+        if (e->c->output_slot[i] == e->slot) {
+            fedc_value v = get(e, p->outputs[i].value);
+            st = fedc_program_status(e->q);
+            if (!st) st = fedc_program_output(e->q, p->outputs[i].name, v);
+        }
+    return st;
 }
 
 /* What a phase may hold: server phases no @clients value, client_work only
