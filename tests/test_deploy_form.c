@@ -134,15 +134,16 @@ done:
     return exchanges;
 }
 
-/* One round of `def` on the heart model, whole and deployed. */
-static void check_algorithm(const fedc_algorithm_def *def, fedc_optimizer server_opt) {
+/* One round of `def` on model `name`, whole and deployed. */
+static void check_model(const char *name, const fedc_model_options *mo, bool dropout, const fedc_algorithm_def *def,
+                        fedc_optimizer server_opt) {
     fedc_test_seed(42);
     fedc_model *m = NULL;
-    CHECK_OK(fedc_model_create(&m, "heart", &(fedc_model_options){.num_classes = 2, .input_dim = FEATURES}));
+    CHECK_OK(fedc_model_create(&m, name, mo));
     if (!m) return;
     fedc_algorithm a = {.def = def, .client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 0.5), .server_opt = server_opt,
-                        .batch_size = BATCH, .max_steps = STEPS};
-    float w[FEATURES * 2 + 2];
+                        .batch_size = BATCH, .max_steps = STEPS, .dropout = dropout};
+    float *w = calloc((size_t)fedc_model_size(m), sizeof *w);
     fedc_program *round = NULL, *init = NULL;
     inputs in = {0};
     CHECK_OK(fedc_model_init(m, 1, w));
@@ -154,9 +155,21 @@ static void check_algorithm(const fedc_algorithm_def *def, fedc_optimizer server
         CHECK_EQ_INT(check_bitwise(round, &in, CLIENTS, 3), 1); /* the simulator's threads change no bit */
     }
     free_inputs(&in);
+    free(w);
     fedc_program_destroy(init);
     fedc_program_destroy(round);
     fedc_model_destroy(m);
+}
+
+static void check_algorithm(const fedc_algorithm_def *def, fedc_optimizer server_opt) {
+    check_model("heart", &(fedc_model_options){.num_classes = 2, .input_dim = FEATURES}, false, def, server_opt);
+}
+
+/* The CNN (on 8 x 8 images, 4 classes) with dropout: convolutions, pooling, the
+ * fused conv epilogues and the dropout keys in client work. */
+static void test_fedavg_cnn(void) {
+    fedc_model_options mo = {.num_classes = 4, .input_height = 8, .input_width = 8, .input_channels = 1};
+    check_model("cnn", &mo, true, &fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0));
 }
 
 static void test_fedavg(void) { check_algorithm(&fedc_algorithm_fedavg, fedc_optimizer_defaults(FEDC_OPT_ADAM, 0.01)); }
@@ -431,7 +444,7 @@ static void test_out_of_memory(void) {
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"fedavg", test_fedavg},           {"fedsgd", test_fedsgd},         {"fedprox", test_fedprox},
-        {"scaffold", test_scaffold},       {"apfl", test_apfl},             {"fedavg_phases", test_fedavg_phases},
+        {"scaffold", test_scaffold},       {"apfl", test_apfl},             {"fedavg_cnn", test_fedavg_cnn},             {"fedavg_phases", test_fedavg_phases},
         {"two_exchanges", test_two_exchanges}, {"no_map", test_no_map}, {"cannot_split", test_cannot_split},
         {"out_of_memory", test_out_of_memory},
     };
