@@ -285,6 +285,8 @@ static fedc_program *two_exchanges(void) {
     fedc_program_output(p, "w", w2);
     fedc_program_output(p, "t", fedc_sum(p, h));
     fedc_program_output(p, "h", h);
+    /* a server value of stage 0 no broadcast needs: server_result of exchange 0, read in exchange 1 */
+    fedc_program_output(p, "t2", fedc_add(p, fedc_sum(p, h), fedc_exp(p, w)));
     fedc_program_output(p, "n", fedc_num_clients(p, FEDC_F32));
     fedc_program_destroy(b1), fedc_program_destroy(b2);
     return p;
@@ -324,7 +326,13 @@ static void test_two_exchanges(void) {
         }
         CHECK_EQ_INT(carried, 1);
         CHECK(fedc_program_find_output(work1, "h") != FEDC_NONE);
-        CHECK(fedc_program_find_output(fedc_deployment_form_phase(f, 1, FEDC_PHASE_SERVER_RESULT), "t") != FEDC_NONE);
+        const fedc_program *result0 = fedc_deployment_form_phase(f, 0, FEDC_PHASE_SERVER_RESULT);
+        const fedc_program *result1 = fedc_deployment_form_phase(f, 1, FEDC_PHASE_SERVER_RESULT);
+        CHECK(fedc_program_find_output(result1, "t") != FEDC_NONE);
+        CHECK_EQ_INT(fedc_program_num_outputs(result0), 2); /* exp(w) and n */
+        const char *temp = fedc_program_num_outputs(result0) ? fedc_program_output_name(result0, 0) : "";
+        CHECK_MSG(!strncmp(temp, "server_result/%", 15) && fedc_program_find_input(result1, temp) != FEDC_NONE,
+                  "exchange 0's server_result passes %s to exchange 1's", temp);
     }
     fedc_deployment_form_destroy(f);
     fedc_program_destroy(p);
