@@ -22,10 +22,20 @@ int fedc_cli_train(int argc, char **argv);
 int fedc_cli_eval(int argc, char **argv);
 /* fedc data info PATH [--format NAME]. */
 int fedc_cli_data(int argc, char **argv);
-/* fedc program check|print|grad|jvp|run ... (cli/program.c). */
+/* fedc program check|print|grad|jvp|run|export|split ... (cli/program.c). */
 int fedc_cli_program(int argc, char **argv);
 /* fedc privacy epsilon|noise ... (cli/privacy.c). */
 int fedc_cli_privacy(int argc, char **argv);
+
+/* fedc program split (cli/program_split.c): its usage, and the command on the
+ * arguments after "split". */
+extern const char cli_split_usage[];
+int cli_program_split(int argc, char **argv);
+
+/* A program read from a text file (or - for stdin), or NULL having said why
+ * ("CMD: PATH: line:col: ..."); fedc_program_destroy it (cli/program.c). */
+struct fedc_program;
+struct fedc_program *cli_program_load(const char *cmd, const char *path);
 
 /* ---------------------------------------------------- shared (cli/fedc.c) -- */
 

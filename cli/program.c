@@ -10,6 +10,8 @@
  *   fedc program run FILE --input NAME=PATH.npy ... [--out DIR] [--clients N]
  *                    [--threads N] [--reference]
  *                                run it on .npy inputs, write each output to DIR/NAME.npy
+ *   fedc program split FILE [--out DIR]
+ *                                cut it into its deployment form (cli/program_split.c)
  *
  * FILE may be "-" for standard input. Errors go to stderr with the file name and,
  * for parse errors, the line and column; the exit status is 1 for bad input (a
@@ -73,7 +75,7 @@ static const char file_note[] =
     "FILE may be - for standard input; the text format is docs/text-format.md.\n"
     "Exit status: 0 done, 1 the program or an input is wrong, 2 bad usage.\n";
 
-static fedc_program *load(const char *cmd, const char *path) {
+fedc_program *cli_program_load(const char *cmd, const char *path) {
     char *text = cli_read_text(cmd, path, MAX_PROGRAM_BYTES);
     if (!text) return NULL;
     fedc_program *p = NULL;
@@ -116,7 +118,7 @@ static void print_segments(const fedc_program *p) {
 static int cmd_check(int argc, char **argv) {
     const char *cmd = "fedc program check", *path = only_file(cmd, argc, argv);
     if (!path) return CLI_USAGE;
-    fedc_program *p = load(cmd, path);
+    fedc_program *p = cli_program_load(cmd, path);
     if (!p) return CLI_FAILED;
     printf("%s: ok (%d operations, %d inputs, %d outputs)\n", path, fedc_program_size(p), fedc_program_num_inputs(p),
            fedc_program_num_outputs(p));
@@ -128,7 +130,7 @@ static int cmd_check(int argc, char **argv) {
 static int cmd_print(int argc, char **argv) {
     const char *cmd = "fedc program print", *path = only_file(cmd, argc, argv);
     if (!path) return CLI_USAGE;
-    fedc_program *p = load(cmd, path);
+    fedc_program *p = cli_program_load(cmd, path);
     if (!p) return CLI_FAILED;
     fedc_status st = fedc_program_print(p, stdout);
     if (st) fprintf(stderr, "%s: %s\n", cmd, fedc_errmsg());
@@ -202,7 +204,7 @@ static int derive(int argc, char **argv, bool forward) {
     const char *cmd = forward ? "fedc program jvp" : "fedc program grad", *path = NULL, *of = NULL;
     name_list wrt = {0};
     int rc = derive_args(cmd, forward, argc, argv, &path, &of, &wrt);
-    fedc_program *p = rc ? NULL : load(cmd, path), *d = NULL;
+    fedc_program *p = rc ? NULL : cli_program_load(cmd, path), *d = NULL;
     if (!rc && !p) rc = CLI_FAILED;
     if (!rc) {
         fedc_status st = forward ? fedc_jvp(p, wrt.names, wrt.count, &d) : fedc_grad(p, of, wrt.names, wrt.count, &d);
@@ -505,7 +507,7 @@ static int cmd_run(int argc, char **argv) {
     run_args a;
     int rc = parse_run_args(argc, argv, &a);
     if (!rc) {
-        fedc_program *p = load(RUN, a.file);
+        fedc_program *p = cli_program_load(RUN, a.file);
         rc = p ? run_program(p, &a) : CLI_FAILED;
         fedc_program_destroy(p);
     }
@@ -599,7 +601,7 @@ static int cmd_export(int argc, char **argv) {
     export_args e;
     int rc = parse_export_args(argc, argv, &e);
     if (!rc) {
-        fedc_program *p = load(EXPORT, e.run.file);
+        fedc_program *p = cli_program_load(EXPORT, e.run.file);
         rc = p ? export_program(p, &e) : CLI_FAILED;
         fedc_program_destroy(p);
     }
@@ -618,7 +620,8 @@ typedef struct subcommand {
 
 static const subcommand subcommands[] = {{"check", check_usage, cmd_check}, {"print", print_usage, cmd_print},
                                          {"grad", grad_usage, cmd_grad},    {"jvp", jvp_usage, cmd_jvp},
-                                         {"run", run_usage, cmd_run},       {"export", export_usage, cmd_export}};
+                                         {"run", run_usage, cmd_run},       {"export", export_usage, cmd_export},
+                                         {"split", cli_split_usage, cli_program_split}};
 enum { NSUB = sizeof subcommands / sizeof *subcommands };
 
 int fedc_cli_program(int argc, char **argv) {
@@ -634,8 +637,8 @@ int fedc_cli_program(int argc, char **argv) {
         printf("%s\n%s", subcommands[i].usage, file_note);
         return CLI_OK;
     }
-    if (argc == 0) fprintf(stderr, "fedc program: needs a subcommand: check, print, grad, jvp, run or export");
-    else fprintf(stderr, "fedc program: unknown subcommand '%s' (check, print, grad, jvp, run or export)", argv[0]);
+    if (argc == 0) fprintf(stderr, "fedc program: needs a subcommand: check, print, grad, jvp, run, export or split");
+    else fprintf(stderr, "fedc program: unknown subcommand '%s' (check, print, grad, jvp, run, export or split)", argv[0]);
     fputs("; see fedc program --help\n", stderr);
     return CLI_USAGE;
 }

@@ -98,6 +98,29 @@ expect 0 "each: f32[]@clients = [0.5, 0.5, 0.5] -> $out/fed/each.npy" -- \
 expect 1 'input "y" from '"$out/y.npy"': expected f32[4,2] (4 clients of f32[2]@clients), got f32[3,2]' -- \
   "$fedc" program run "$out/fed.fedc" --input y="$out/y.npy" --input s="$out/s.npy" --clients 4
 
+# split: the deployment form of a program of two exchanges (broadcast -> map ->
+# mean -> server step -> broadcast -> map -> sum), every phase a program that checks.
+expect 0 "two_exchanges.fedc: 2 exchanges, 9 values read by phases" -- \
+  "$fedc" program split $data/two_exchanges.fedc --out "$out/split"
+grep -qx '  1 server_prepare                    3 ops,    2 inputs,    2 outputs' "$out/stdout" && ok \
+  || bad "split's summary lacks exchange 1's server_prepare"
+grep -qx 'value "client_work/%4" f32\[2\]@clients from 0/client_work to 0/client_to_server_aggregation 1/client_work' \
+  "$out/split/manifest.txt" && ok || bad "the manifest lacks the value kept on the clients"
+grep -qx 'output "w" f32\[2\]@server from 1/server_prepare' "$out/split/manifest.txt" && ok \
+  || bad "the manifest lacks who writes output w"
+[ "$(ls "$out/split" | grep -c '\.fedc$')" -eq 10 ] && ok || bad "split did not write 10 phase files"
+expect 0 "ok (5 operations, 2 inputs, 1 outputs)" -- "$fedc" program check "$out/split/0_client_work.fedc"
+grep -q '@' "$out/split/0_client_work.fedc" && bad "client_work holds placed values" || ok
+for f in "$out"/split/*.fedc; do
+  "$fedc" program print "$f" | cmp -s - "$f" && ok || bad "$f is not in canonical form"
+done
+expect 1 "no @clients value" -- "$fedc" program split $data/logistic.fedc --out "$out/split2"
+[ -e "$out/split2" ] && bad "a failed split made its directory" || ok
+expect 2 "needs FILE" -- "$fedc" program split --out "$out/split"
+expect 2 "--out needs a value" -- "$fedc" program split $data/two_exchanges.fedc --out
+expect 2 "unexpected argument '--frobnicate'" -- "$fedc" program split $data/two_exchanges.fedc --frobnicate
+expect 0 "fedc program split FILE [--out DIR]" -- "$fedc" program split --help
+
 # check lists a federated program's segments; jvp prints the forward-mode program.
 expect 0 "segments: aggregate %1, broadcast %3" -- "$fedc" program check "$out/fed.fedc"
 expect 0 'output "tangent_loss"' -- "$fedc" program jvp $data/logistic.fedc --wrt w,b

@@ -11,6 +11,7 @@
 # Environment: FEDC (./build/fedc), PYTHON (/usr/bin/python3 with python3-torch), DATA
 # (../shared/data/femnist-leaf), THREADS (2), OUT (out/algorithms), ALGORITHMS (default: all
 # that fedc lists), DRIFT (the algorithms also run on Fashion-MNIST: scaffold fednova feddyn),
+# FASHION_MODEL (dense: the MLP, for time; cnn for the CNN),
 # TORCH (1: run the PyTorch peers; 0: not), REUSE=1 (keep runs whose log ends in a result).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -30,8 +31,19 @@ mkdir -p "$OUT"
 # clients a round, client SGD lr 0.1, server SGD lr 1); each algorithm adds its defaults.
 FEMNIST="--data $DATA/train --test-data $DATA/test --model cnn --rounds $rounds --clients-per-round 10
   --batch-size 20 --epochs 1 --client-lr 0.1 --eval-every 10 --seed 0"
-FASHION_ARGS="--data $FASHION --partition dirichlet:0.1 --num-clients 100 --model cnn --rounds $rounds
+FASHION_ARGS="--data $FASHION --partition dirichlet:0.1 --num-clients 100 --model ${FASHION_MODEL:-dense} --rounds $rounds
   --clients-per-round 10 --batch-size 20 --epochs 1 --client-lr 0.05 --eval-every 10 --seed 0"
+
+# What an algorithm needs beyond the baseline, as its docs/algorithms.md section says: DiLoCo's
+# inner optimizer is AdamW (SGD is refused), AgnosticFedAvg scales each client's loss down by its
+# examples (so a larger client step), Mime's and MimeLite's base optimizer is the client's.
+extra() {
+  case $1 in
+    diloco) echo "--client-opt adam --client-lr 0.001" ;;
+    agnostic_fedavg) echo "--client-lr 1" ;;
+    *) echo "" ;;
+  esac
+}
 
 # run NAME COMMAND...: the run's log in $OUT/NAME.log; prints "NAME accuracy% seconds"
 run() {
@@ -52,7 +64,8 @@ echo "| run | test accuracy % | seconds |"
 echo "| --- | --- | --- |"
 for alg in $ALGORITHMS; do
   # shellcheck disable=SC2086
-  run "femnist-$alg" "$FEDC" train $FEMNIST --algorithm "$alg" --threads "$THREADS" --out "$OUT/femnist-$alg" || true
+  run "femnist-$alg" "$FEDC" train $FEMNIST --algorithm "$alg" $(extra "$alg") --threads "$THREADS" \
+    --out "$OUT/femnist-$alg" || true
 done
 if [ "${TORCH:-1}" = 1 ] && "$PYTHON" -c 'import torch' 2>/dev/null; then
   for alg in fedavg scaffold; do
@@ -64,6 +77,6 @@ fi
 for alg in fedavg $DRIFT; do
   "$FEDC" train --algorithms | grep -q "^$alg " || continue
   # shellcheck disable=SC2086
-  run "fashion-dir0.1-$alg" "$FEDC" train $FASHION_ARGS --algorithm "$alg" --threads "$THREADS" \
+  run "fashion-dir0.1-$alg" "$FEDC" train $FASHION_ARGS --algorithm "$alg" $(extra "$alg") --threads "$THREADS" \
     --out "$OUT/fashion-$alg" || true
 done

@@ -115,6 +115,12 @@ const char *fedc__program_strdup(fedc_program *p, const char *s);
 fedc_status fedc__program_inline_map(fedc_program *dst, const fedc_program *src, const fedc_value *args,
                                      fedc_value *map);
 
+/* Appends a copy of src's node n (not an input) to dst, its operands read
+ * through `map` (src value -> dst value); a body it runs is cloned into dst, and
+ * its type is computed anew from the operands (a constant keeps n's type). */
+fedc_value fedc__program_copy_node(fedc_program *dst, const fedc_program *src, const fedc__node *n,
+                                   const fedc_value *map);
+
 /* Takes ownership of `body` as one of p's bodies; returns its index, or -1 (and
  * destroys it) on failure. */
 int fedc__program_add_body(fedc_program *p, fedc_program *body);

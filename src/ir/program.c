@@ -297,7 +297,7 @@ static fedc_value copy_body_node(fedc_program *dst, const fedc_program *src, con
 /* Appends a copy of node `n` of `src` whose operands are already mapped to dst
  * values by `map`. Inputs are never copied (callers map them). A map node's body
  * is cloned into dst. */
-static fedc_value copy_node(fedc_program *dst, const fedc_program *src, const fedc__node *n,
+fedc_value fedc__program_copy_node(fedc_program *dst, const fedc_program *src, const fedc__node *n,
                             const fedc_value *map) {
     if (n->op == FEDC_OP_CONSTANT) return fedc_constant(dst, n->type, n->data);
     fedc_value small[16], *in = fedc__values_scratch(small, 16, n->nin);
@@ -321,7 +321,7 @@ fedc_status fedc__program_inline_map(fedc_program *dst, const fedc_program *src,
     for (int v = 0; v < count; v++) {
         const fedc__node node = src->nodes[v], *n = &node;
         if (n->op != FEDC_OP_INPUT) {
-            map[v] = copy_node(dst, src, n, map);
+            map[v] = fedc__program_copy_node(dst, src, n, map);
             continue;
         }
         fedc_value a = args[input_index++];
@@ -371,7 +371,7 @@ fedc_status fedc_program_clone(const fedc_program *src, fedc_program **out) {
     }
     for (int v = 0; v < src->n; v++) {
         const fedc__node *n = &src->nodes[v];
-        map[v] = n->op == FEDC_OP_INPUT ? fedc_input(p, n->name, n->type) : copy_node(p, src, n, map);
+        map[v] = n->op == FEDC_OP_INPUT ? fedc_input(p, n->name, n->type) : fedc__program_copy_node(p, src, n, map);
     }
     st = fedc_program_status(p);
     for (int i = 0; !st && i < src->noutputs; i++)
