@@ -94,20 +94,13 @@ static fedc_status server_init(const fedc_model *m, const fedc_algorithm *a, fed
 
 fedc_status fedc__agnostic_model_stats(const fedc_round *r, int num_domains, fedc_program **out) {
     *out = NULL;
-    const fedc_model *m = r->model;
-    int64_t b = r->alg->batch_size;
     fedc_program *p;
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
-    fedc_tree *w = fedc_model_input_tree(m, p, "w", FEDC_LOCAL);
-    fedc_value x = fedc_input(p, "x", fedc_model_input_type(m, b));
-    fedc_value y = fedc_input(p, "y", fedc_model_label_type(m, b));
-    fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 1, &b));
-    fedc_value key = fedc_input(p, "key", fedc_type_make(FEDC_I32, 1, (int64_t[]){4}));
     fedc_value domain = fedc_input(p, "domain", fedc_type_scalar(FEDC_I32));
-    fedc_model_outputs o = {.loss = FEDC_NONE, .count = FEDC_NONE};
-    st = fedc_program_status(p);
-    if (!st) st = fedc_model_apply_tree(m, p, w, x, y, mask, r->alg->dropout ? key : FEDC_NONE, &o);
+    fedc_tree *w;
+    fedc_model_outputs o;
+    st = fedc__model_on_batch(r, p, &w, &o);
     fedc_value one_hot = st ? FEDC_NONE : fedc_one_hot(p, domain, num_domains, FEDC_F32); /* the whole batch's */
     if (!st) st = fedc_program_output(p, "domain_loss", fedc_mul(p, one_hot, fedc_mul(p, o.loss, o.count)));
     if (!st) st = fedc_program_output(p, "domain_num", fedc_mul(p, one_hot, o.count));

@@ -59,6 +59,11 @@ fedc_status fedc__fedavg_finish(fedc_round *r, const fedc_tree *out);
 fedc_status fedc__round_gradients_with(fedc_round *r, const fedc_program *objective, const fedc_tree *w,
                                       fedc_tree **out);
 
+/* Adds the model's forward pass on one batch to p: inputs w/<param> (into *w),
+ * x, y, mask and key (the dropout stream, used when r's algorithm trains with
+ * dropout), outputs in *o (src/fl/round.c). */
+fedc_status fedc__model_on_batch(const fedc_round *r, fedc_program *p, fedc_tree **w, fedc_model_outputs *o);
+
 /* a's definition (FedAvg's when a->def is NULL). */
 const fedc_algorithm_def *fedc__algorithm_def(const fedc_algorithm *a);
 

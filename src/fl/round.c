@@ -68,23 +68,28 @@ fedc_status fedc_weighting_parse(const char *name, fedc_weighting *out) {
 
 /* ----------------------------------------------------------- objective -- */
 
-fedc_status fedc_round_objective(const fedc_round *r, const fedc_tree *extra, fedc_loss_term term, bool grad,
-                                 fedc_program **out) {
-    *out = NULL;
+fedc_status fedc__model_on_batch(const fedc_round *r, fedc_program *p, fedc_tree **w, fedc_model_outputs *o) {
     const fedc_model *m = r->model;
     int64_t b = r->alg->batch_size;
-    fedc_program *p;
-    fedc_status st = fedc_program_create(&p);
-    if (st) return st;
-    fedc_tree *w = fedc_model_input_tree(m, p, "w", FEDC_LOCAL);
+    *w = fedc_model_input_tree(m, p, "w", FEDC_LOCAL);
     fedc_value x = fedc_input(p, "x", fedc_model_input_type(m, b));
     fedc_value y = fedc_input(p, "y", fedc_model_label_type(m, b));
     fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 1, &b));
     fedc_value key = fedc_input(p, "key", fedc_type_make(FEDC_I32, 1, (int64_t[]){4}));
-    fedc_tree *more = extra ? fedc_tree_input(p, NULL, extra, FEDC_LOCAL) : NULL;
-    fedc_model_outputs o = {.loss = FEDC_NONE, .count = FEDC_NONE};
-    st = fedc_program_status(p);
-    if (!st) st = fedc_model_apply_tree(m, p, w, x, y, mask, r->alg->dropout ? key : FEDC_NONE, &o);
+    *o = (fedc_model_outputs){.loss = FEDC_NONE, .count = FEDC_NONE};
+    fedc_status st = fedc_program_status(p);
+    return st ? st : fedc_model_apply_tree(m, p, *w, x, y, mask, r->alg->dropout ? key : FEDC_NONE, o);
+}
+
+fedc_status fedc_round_objective(const fedc_round *r, const fedc_tree *extra, fedc_loss_term term, bool grad,
+                                 fedc_program **out) {
+    *out = NULL;
+    fedc_program *p;
+    fedc_status st = fedc_program_create(&p);
+    if (st) return st;
+    fedc_tree *w, *more = extra ? fedc_tree_input(p, NULL, extra, FEDC_LOCAL) : NULL;
+    fedc_model_outputs o;
+    st = fedc__model_on_batch(r, p, &w, &o);
     fedc_value loss = term && !st ? fedc_add(p, o.loss, term(p, r, w, more)) : o.loss;
     if (!st) st = fedc_program_output(p, "loss", loss);
     if (!st) st = fedc_program_output(p, "count", o.count);
