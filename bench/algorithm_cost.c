@@ -60,12 +60,12 @@ static void client_inputs_free(client_inputs *ci) {
     free(ci->name), free(ci->data);
 }
 
-/* Binds the metadata inputs the round has. */
-static void bind_meta(fedc_executor *ex, const fedc_program *round, const float *examples, const float *seen,
+/* Binds the metadata inputs the round has (every client new, in domain 0). */
+static void bind_meta(fedc_executor *ex, const fedc_program *round, const float *examples, const float *zeros,
                       const float *population) {
-    const char *names[3] = {"meta/num_examples", "meta/seen", "meta/population"};
-    const float *data[3] = {examples, seen, population};
-    for (int i = 0; i < 3; i++)
+    const char *names[4] = {"meta/num_examples", "meta/seen", "meta/population", "meta/domain"};
+    const float *data[4] = {examples, zeros, population, zeros};
+    for (int i = 0; i < 4; i++)
         if (fedc_program_find_input(round, names[i]) != FEDC_NONE) BENCH_FAIL_IF(fedc_executor_bind(ex, names[i], data[i]));
 }
 

@@ -22,8 +22,8 @@ DATA=${DATA:-../shared/data/femnist-leaf}
 THREADS=${THREADS:-2}
 OUT=${OUT:-out/algorithms}
 FASHION=${FASHION:-/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz}
-ALGORITHMS=${ALGORITHMS:-$("$FEDC" train --algorithms | cut -d' ' -f1)}
-DRIFT=${DRIFT:-scaffold fednova feddyn}
+ALGORITHMS=${ALGORITHMS-$("$FEDC" train --algorithms | cut -d' ' -f1)}
+DRIFT=${DRIFT-scaffold fednova feddyn}
 [ -x "$FEDC" ] || { echo "algorithms.sh: $FEDC not found (make build)" >&2; exit 2; }
 mkdir -p "$OUT"
 
@@ -74,7 +74,7 @@ if [ "${TORCH:-1}" = 1 ] && "$PYTHON" -c 'import torch' 2>/dev/null; then
       --eval-every 10 --seed 0 --threads "$THREADS" --out "$OUT/femnist-$alg-torch" || true
   done
 fi
-for alg in fedavg $DRIFT; do
+for alg in ${DRIFT:+fedavg} $DRIFT; do
   "$FEDC" train --algorithms | grep -q "^$alg " || continue
   # shellcheck disable=SC2086
   run "fashion-dir0.1-$alg" "$FEDC" train $FASHION_ARGS --algorithm "$alg" $(extra "$alg") --threads "$THREADS" \
