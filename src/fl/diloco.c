@@ -10,7 +10,7 @@
  *     w, m = nesterov_sgd(w, mean_i (w - w_i), m)                      (outer_lr, outer_momentum)
  *
  * H is the number of local steps (`fedc train --steps`); the inner optimizer is the
- * client optimizer (--client-optimizer adam, --client-lr) with decoupled weight
+ * client optimizer (--client-opt adam, --client-lr) with decoupled weight
  * decay `weight_decay` added as optax.adamw adds it; the outer optimizer is
  * optax.sgd(outer_lr, momentum=outer_momentum, nesterov=True), as MaxText builds
  * it, so --server-optimizer does not apply. The mean is plain (drjax.reduce_mean):
@@ -55,7 +55,7 @@ static fedc_status diloco_client_init(const fedc_model *m, const fedc_algorithm 
     fedc_optimizer inner = inner_optimizer(a);
     if (!fedc_optimizer_state_size(&inner, 1))
         return fedc_error(FEDC_EINVAL, "diloco: the client optimizer %s keeps no state, and DiLoCo's replicas keep "
-                          "their optimizer's state across rounds: use --client-optimizer adam (AdamW, as the paper)",
+                          "their optimizer's state across rounds: use --client-opt adam (AdamW, as the paper)",
                           fedc_optimizer_name(inner.kind));
     *state = fedc_tree_new(p);
     fedc_tree_set_tree(p, *state, "opt", fedc_optimizer_init_tree(&inner, p, fedc_model_full_tree(m, p, FEDC_LOCAL, 0)));

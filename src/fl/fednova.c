@@ -27,7 +27,7 @@ static fedc_value normaliser(fedc_round *r, fedc_value tau) {
     fedc_program *p = r->p;
     if (o->kind != FEDC_OPT_SGD && o->kind != FEDC_OPT_MOMENTUM)
         return fedc_program_fail(p, FEDC_EINVAL, "fednova: the client optimizer is %s; FedNova normalises SGD "
-                                 "and SGD with momentum (--client-optimizer sgd|momentum|nesterov)",
+                                 "and SGD with momentum (--client-opt sgd|momentum|nesterov)",
                                  fedc_optimizer_name(o->kind));
     double rho = o->kind == FEDC_OPT_MOMENTUM ? o->momentum : 0;
     if (rho == 0) return tau;
