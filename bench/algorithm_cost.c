@@ -3,7 +3,8 @@
  * FedAvg's, on the same cohort (issue 15: "the cost of a SCAFFOLD or Mime round
  * measured against FedAvg's, and explained").
  *
- *     ./build/bench_algorithm_cost [threads] [rounds] [clients] [batches]   (default 2 5 10 5)
+ *     ./build/bench_algorithm_cost [threads] [rounds] [clients] [batches] [algorithm]
+ *                                  (default 2 5 10 5, every algorithm)
  *
  * The job: fedc's "cnn" model (FedJAX's EMNIST CNN, 1.2M parameters), a cohort of
  * `clients` clients of `batches` full batches of 20 synthetic EMNIST examples each,
@@ -123,6 +124,7 @@ int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 2, rounds = argc > 2 ? atoi(argv[2]) : 5;
     int clients = argc > 3 ? atoi(argv[3]) : 10;
     int64_t batches = argc > 4 ? atoll(argv[4]) : 5;
+    const char *only = argc > 5 ? argv[5] : NULL; /* one algorithm (and FedAvg), or all */
     if (threads < 1 || rounds < 1 || rounds > MAX_ROUNDS || clients < 1 || batches < 1) {
         fprintf(stderr, "usage: bench_algorithm_cost [threads >= 1] [rounds in 1..%d] [clients >= 1] [batches >= 1]\n",
                 MAX_ROUNDS);
@@ -136,7 +138,7 @@ int main(int argc, char **argv) {
     printf("%-16s %8.3f s/round  1.00x\n", "fedavg", fedavg);
     for (int i = 0; i < fedc_algorithm_count(); i++) {
         const fedc_algorithm_def *def = fedc_algorithm_at(i);
-        if (def == &fedc_algorithm_fedavg) continue;
+        if (def == &fedc_algorithm_fedavg || (only && strcmp(def->name, only))) continue;
         double s = time_rounds(def, &m, threads, rounds, clients, batches);
         if (s < 0) continue;
         printf("%-16s %8.3f s/round  %.2fx\n", def->name, s, s / fedavg);
