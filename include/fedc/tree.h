@@ -74,7 +74,8 @@ FEDC_API fedc_tree *fedc_tree_input_same(fedc_program *p, const char *prefix, co
 /* Names every leaf of t as an output prefix/<leaf> ("" or NULL: by the leaf name). */
 FEDC_API fedc_status fedc_tree_output(fedc_program *p, const char *prefix, const fedc_tree *t);
 /* p's inputs, or outputs, whose names are under `prefix` ("" or NULL: all of them),
- * as a tree (a program built elsewhere read as trees). */
+ * as a tree (a program built elsewhere read as trees). The tree is kept in p's
+ * arena, which grows: not for a program that other threads read meanwhile. */
 FEDC_API fedc_tree *fedc_tree_of_inputs(const fedc_program *p, const char *prefix);
 FEDC_API fedc_tree *fedc_tree_of_outputs(const fedc_program *p, const char *prefix);
 
