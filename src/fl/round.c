@@ -140,6 +140,13 @@ static fedc_status local_step(const fedc_round *r, const fedc_program *objective
     return fedc__fl_done(p, st, out);
 }
 
+/* Whether the step reads start/<param>, the model the client started from. */
+static bool reads_start(const fedc_program *step) {
+    for (int i = 0; i < fedc_program_num_inputs(step); i++)
+        if (!strncmp(fedc_program_input_name(step, i), "start/", 6)) return true;
+    return false;
+}
+
 /* The map's body: one client's local training from the model it is sent. */
 static fedc_status client_update(fedc_round *r, const fedc_program *step, const fedc_local_training *how,
                                  fedc_program **out) {
@@ -156,7 +163,7 @@ static fedc_status client_update(fedc_round *r, const fedc_program *step, const 
     if (how->extra) fedc_tree_set_tree(p, carries, NULL, fedc_tree_input(p, NULL, how->extra, FEDC_LOCAL));
     if (how->gradient_offset)
         fedc_tree_set_tree(p, carries, "offset", fedc_tree_input(p, "offset", how->gradient_offset, FEDC_LOCAL));
-    if (fedc_tree_has(fedc_tree_of_inputs(step, NULL), "start")) fedc_tree_set_tree(p, carries, "start", w);
+    if (reads_start(step)) fedc_tree_set_tree(p, carries, "start", w);
     fedc_tree *res = fedc__fold_batches(p, step, carries, data);
     st = fedc_tree_output(p, "delta", fedc_tree_sub(p, w, fedc_tree_subtree(p, res, "w")));
     if (!st) st = fedc__fold_outputs(p, res);

@@ -271,9 +271,14 @@ fedc_status fedc__train_state_before_round(trainer *t, int r) {
 static fedc_status write_cohort(trainer *t, int r, int k) {
     state_set *s = &t->client;
     int *dropped = fedc_malloc((size_t)k * sizeof *dropped), nd = dropped ? fedc_executor_dropped(t->round_ex, dropped, k) : 0;
-    const void **src = fedc_malloc((size_t)k * sizeof *src);
+    const void **src = fedc_malloc((size_t)k * sizeof *src), **leaf = fedc_malloc((size_t)s->n * sizeof *leaf);
     int64_t *ids = fedc_malloc((size_t)k * sizeof *ids);
-    fedc_status st = dropped && src && ids ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
+    fedc_status st = dropped && src && leaf && ids ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
+    for (int j = 0; !st && j < s->n; j++) { /* each leaf's output, the cohort's values one after another */
+        char name[600];
+        snprintf(name, sizeof name, "client/%s", s->leaf[j].name);
+        st = fedc_executor_output(t->round_ex, name, &leaf[j], NULL);
+    }
     int n = 0;
     for (int i = 0, d = 0; !st && i < k; i++) {
         if (d < nd && dropped[d] == i) { /* its state stays as it was */
@@ -281,18 +286,15 @@ static fedc_status write_cohort(trainer *t, int r, int k) {
             continue;
         }
         char *rec = (char *)t->records + (size_t)n * s->record_bytes;
-        for (int j = 0, at = 0; j < s->n; at += (int)s->leaf[j].bytes, j++) {
-            char name[600];
-            const void *data;
-            snprintf(name, sizeof name, "client/%s", s->leaf[j].name);
-            if ((st = fedc_executor_output(t->round_ex, name, &data, NULL))) break;
-            memcpy(rec + at, (const char *)data + (size_t)i * s->leaf[j].bytes, s->leaf[j].bytes);
-        }
+        size_t at = 0;
+        for (int j = 0; j < s->n; at += s->leaf[j].bytes, j++)
+            memcpy(rec + at, (const char *)leaf[j] + (size_t)i * s->leaf[j].bytes, s->leaf[j].bytes);
         src[n] = rec, ids[n++] = t->sampled[i];
     }
     if (!st) st = fedc__client_store_write(t->store, (uint32_t)r, n, ids, (const void *const *)src);
     fedc_free(dropped);
     fedc_free(src);
+    fedc_free(leaf);
     fedc_free(ids);
     return st;
 }
