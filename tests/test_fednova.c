@@ -2,9 +2,11 @@
  * against the same round computed in plain C from the clients' models (each
  * client's local SGD, its normaliser a_i and the server's tau_eff-scaled mean); with
  * equal steps it is FedAvg; SGD with momentum uses the reference's a_i; other
- * client optimizers are refused; and it trains Fashion-MNIST through fedc_train. */
+ * client optimizers are refused; and it trains Fashion-MNIST through fedc_train
+ * and resumes bitwise (with momentum, and clients of unequal steps). */
 #include "fl_round_case.h"
 #include "fl_train_case.h"
+#include "resume_check.h"
 
 static const int UNEQUAL[CLIENTS] = {6, 3, 1};
 
@@ -136,6 +138,15 @@ static void test_trains_fashion_mnist(void) {
     CHECK(isfinite(r.test_loss) && isfinite(r.train_loss));
 }
 
+static void test_resumes_bitwise(void) {
+    if (!have_data(HEART_DATA)) return;
+    fedc_train_config c = heart_job(&fedc_algorithm_fednova, "heart");
+    c.algorithm.client_opt = fedc_optimizer_defaults(FEDC_OPT_MOMENTUM, 0.05);
+    c.algorithm.server_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, 0.01); /* server state beyond the model */
+    c.steps = 0, c.epochs = 1; /* each client's own number of steps */
+    CHECK(resume_matches(c, "fednova-resume"));
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"equal steps is fedavg", test_equal_steps_is_fedavg},
@@ -143,6 +154,7 @@ int main(int argc, char **argv) {
         {"momentum normaliser", test_momentum_normaliser},
         {"refuses other optimizers", test_refuses_other_optimizers},
         {"trains fashion-mnist", test_trains_fashion_mnist},
+        {"resumes bitwise", test_resumes_bitwise},
     };
     if (!fedc_test_tmpdir("test-fednova")) return 1;
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
