@@ -1,5 +1,5 @@
 /* Training jobs for an algorithm's tests: a short fedc_train run on the heart-disease
- * silos or Fashion-MNIST (SKIP when absent), and whether two runs' checkpoints hold
+ * silos, Fashion-MNIST or FEMNIST (SKIP when absent), and whether two runs' checkpoints hold
  * the same tensors bit for bit (a resumed run against an uninterrupted one). */
 #ifndef FEDC_TEST_FL_TRAIN_CASE_H
 #define FEDC_TEST_FL_TRAIN_CASE_H
@@ -58,6 +58,23 @@ static inline fedc_train_config fashion_job(const fedc_algorithm_def *def, const
     c.out_dir = fedc_test_tmp(out);
     c.quiet = true;
     return c;
+}
+
+/* FEMNIST-LEAF's training writers, tested on their test splits, with the logistic
+ * model and 10 clients a round; false (the test skipped, naming it) if absent.
+ * The paths are kept in the caller's train and test buffers. */
+static inline bool femnist_job(const fedc_algorithm_def *def, const char *out, char train[512], char test[512],
+                               fedc_train_config *c) {
+    snprintf(train, 512, "%s", fedc_test_path("../shared/data/femnist-leaf/train"));
+    snprintf(test, 512, "%s", fedc_test_path("../shared/data/femnist-leaf/test"));
+    if (!have_data(train) || !have_data(test)) return false;
+    fedc_train_defaults(c);
+    c->data = train, c->test_data = test;
+    c->model = "logistic";
+    c->algorithm.def = def;
+    c->clients_per_round = 10, c->eval_every = 0, c->quiet = true;
+    c->out_dir = fedc_test_tmp(out);
+    return true;
 }
 
 /* Whether the two jobs' checkpoints hold the same tensors, bit for bit (their

@@ -12,15 +12,17 @@
  *   - evaluation picks each client's cluster on the data it evaluates (FedJAX's
  *     on the client's training data); on test_hyp_cluster_evaluator's clients
  *     both pick the same clusters, so its accuracies are FedJAX's;
- *   - kmeans_init and random_init are not ported: fedc's clusters start from one
- *     initialisation (docs/algorithms.md), checked in server_init below.
+ *   - kmeans_init is the warm start of `fedc train` (src/fl/hypcluster_kmeans.c):
+ *     its first center is drawn by fedc's own streams, so the test gives it the
+ *     first centers FedJAX's seeds pick; random_init is not ported: server_init
+ *     starts the clusters from one initialisation (docs/algorithms.md).
  * Then training through fedc_train on FEMNIST. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "fedc/fedc.h"
 #include "fl/hypcluster.h"
+#include "fl_train_case.h"
 #include "hand_round.h"
 #include "resume_check.h"
 
@@ -264,17 +266,62 @@ static void test_server_init(void) {
     fedc_model_destroy(m);
 }
 
-/* ------------------------------------------------------------ training -- */
-
-static const char *femnist(const char *split, char *out, size_t size) {
-    char rel[128];
-    snprintf(rel, sizeof rel, "../shared/data/femnist-leaf/%s", split);
-    snprintf(out, size, "%s", fedc_test_path(rel));
-    struct stat sb;
-    if (!stat(out, &sb)) return out;
-    fedc_test_skip("%s is absent", out);
-    return NULL;
+/* test_kmeans_init's objective: (w - x)^2 + bias, bias in x[:, 1]; correct 0. */
+static fedc_program *kmeans_objective(int64_t batch) {
+    fedc_value w, x, y, mask, sign;
+    fedc_program *p = objective_start(batch, &w, &x, &y, &mask, &sign);
+    fedc_value xs = fedc_program_input(p, 1); /* x [batch, COLS] */
+    objective_end(p, fedc_add(p, fedc_square(p, fedc_sub(p, w, x)), hand_column(p, xs, batch, 1)), mask, FEDC_NONE);
+    CHECK_OK(fedc_program_output(p, "correct", fedc_scalar(p, FEDC_F32, 0)));
+    return p;
 }
+
+/* k-means on test_kmeans_init's four clients of one example (x, bias), trained
+ * 5 epochs of batches of 1 by SGD 0.5 from w = 0.3 (each reaches w = x): the
+ * centers from first center `first` (-1: drawn), into centers[3]. */
+static bool kmeans_centers(int first, float *centers) {
+    static const float x[4] = {1.01f, 3.02f, 3.03f, 1.04f}, bias[4] = {-2, -1, 1, 2}, start[3] = {0.3f, 0.3f, 0.3f};
+    static const float index[4] = {0, 1, 2, 3};
+    hand h;
+    begin(&h, 4, 5, 1, start, 3, true);
+    h.a.client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 0.5);
+    h.r.cohort = 4;
+    for (int c = 0; c < 4; c++) hand_client(&h, c, (float[]){x[c], bias[c], 0, 0}, NULL, 1, 5);
+    fedc_value at = FEDC_NONE;
+    int32_t first32 = first;
+    if (first >= 0) {
+        at = fedc_input(h.p, "first", hand_type(FEDC_I32, 0, NULL, FEDC_SERVER));
+        hand_bind(&h, "first", &first32);
+    }
+    fedc_program *objective = kmeans_objective(1);
+    CHECK_OK(fedc__hypcluster_kmeans_with(&h.r, objective, 3, at));
+    hand_bind(&h, "meta/index", index);
+    bool ran = hand_run(&h);
+    const char *names[3] = {"server/params/w", "server/clusters/1/params/w", "server/clusters/2/params/w"};
+    for (int j = 0; ran && j < 3; j++) centers[j] = *hand_out(&h, names[j]);
+    fedc_program_destroy(objective);
+    hand_end(&h);
+    return ran;
+}
+
+/* test_kmeans_init: from client 0, centers [1.01, 3.03, 1.04]; from client 2,
+ * [3.03, 1.04, 1.04] (FedJAX picks those first by its seeds); a drawn first
+ * center is followed as the rule says (the table worked out by hand). */
+static void test_kmeans_init(void) {
+    static const float after[4][3] = {{1.01f, 3.03f, 1.04f}, {3.02f, 1.04f, 1.04f}, {3.03f, 1.04f, 1.04f},
+                                      {1.04f, 3.03f, 1.04f}};
+    float c[3];
+    if (kmeans_centers(0, c)) near_all(c, after[0], 3, 1e-6, "centers from client 0");
+    if (kmeans_centers(2, c)) near_all(c, after[2], 3, 1e-6, "centers from client 2");
+    if (!kmeans_centers(-1, c)) return;
+    int first = -1;
+    for (int i = 0; i < 4; i++)
+        if (fabsf(c[0] - after[i][0]) < 1e-6f) first = i;
+    CHECK_MSG(first >= 0, "the drawn first center %g is no client's", c[0]);
+    if (first >= 0) near_all(c, after[first], 3, 1e-6, "centers from the drawn client");
+}
+
+/* ------------------------------------------------------------ training -- */
 
 /* Two clusters on FEMNIST: the loss falls, and evaluation (the algorithm's own
  * program) serves each test client its best cluster: no worse than cluster 0
@@ -282,13 +329,7 @@ static const char *femnist(const char *split, char *out, size_t size) {
 static void test_trains_on_femnist(void) {
     char train[512], test[512];
     fedc_train_config c;
-    fedc_train_defaults(&c);
-    c.data = femnist("train", train, sizeof train), c.test_data = femnist("test", test, sizeof test);
-    if (!c.data || !c.test_data) return;
-    c.model = "logistic";
-    c.algorithm.def = &fedc_algorithm_hypcluster;
-    c.rounds = 12, c.clients_per_round = 10, c.eval_every = 0, c.quiet = true;
-    c.out_dir = fedc_test_tmp("femnist");
+    if (!femnist_job(&fedc_algorithm_hypcluster, "femnist", train, test, &c)) return;
     fedc_train_result first, r;
     c.rounds = 1;
     CHECK_OK(fedc_train(&c, &first));
@@ -322,6 +363,7 @@ int main(int argc, char **argv) {
         {"round", test_round},
         {"evaluator", test_evaluator},
         {"server_init", test_server_init},
+        {"kmeans_init (FedJAX's values)", test_kmeans_init},
         {"trains_on_femnist", test_trains_on_femnist},
     };
     if (!fedc_test_tmpdir("hypcluster")) return 1;

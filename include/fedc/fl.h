@@ -19,6 +19,8 @@
  *     written for each round's cohort only (docs/client_state.md);
  *   - the per-client metadata it reads: fedc_round_meta inputs (e.g. the client's
  *     dataset size), bound by the training job by name;
+ *   - optionally, its own evaluation (each test client at its own model) and a
+ *     warm start (a first pass over a cohort that sets the server state);
  * and `fedc train` allocates, binds, checkpoints and resumes all of it by name.
  *
  * The round program's interface (every algorithm's, fedc_algorithm_round):
@@ -100,6 +102,7 @@ typedef struct fedc_round {
     fedc_tree *server; /* @server: server/<leaf> inputs, as server_init made them */
     fedc_tree *client; /* @clients: client/<leaf> inputs, as client_init made them; NULL: none */
     fedc_tree *data;   /* @clients: x, y, mask, steps, key */
+    int cohort;        /* a warm start's clients (it runs on exactly that many); 0 in a round: any */
 } fedc_round;
 
 typedef struct fedc_algorithm_def {
@@ -118,13 +121,22 @@ typedef struct fedc_algorithm_def {
     /* Builds the round on r (the interface above), ending with fedc_round_finish. */
     fedc_status (*round)(fedc_round *r);
     /* Builds the evaluation program on r, for an algorithm whose evaluation reads
-     * more of the server state than the model (HypCluster's clusters). NULL:
-     * fedc_evaluation_program on the server state's params. r->server: inputs
-     * server/<leaf>@server; r->data: x, y, mask, steps @clients (no key), in the
+     * more of its state than the server's model (HypCluster's clusters, APFL's
+     * personal models). NULL: fedc_evaluation_program on the server state's params.
+     * r->server: inputs server/<leaf>@server; r->client (stateful algorithms): the
+     * test clients' state, client/<leaf>@clients, with meta/seen (the state kept
+     * for the training client of the same id; client_init's, seen 0, for a client
+     * never trained); r->data: x, y, mask, steps @clients (no key), in the
      * evaluation's batches (r->alg: a copy with its batch_size and max_steps, and
-     * dropout off); outputs fedc_evaluation_program's (loss_sum, correct, count
-     * @server; client_loss_sum, client_correct, client_count @clients). */
+     * dropout off); outputs fedc_evaluation_program's, which fedc_round_evaluate
+     * makes. */
     fedc_status (*evaluation)(fedc_round *r);
+    /* A start from the data (NULL: none): built on r as a round is, with the same
+     * inputs and r->cohort set (the program runs on exactly that many clients),
+     * its outputs server/<leaf> replace server_init's state (other outputs are
+     * ignored). fedc train runs it once, before the first round of a fresh run, on
+     * clients_per_round clients drawn for it (HypCluster's k-means++ start). */
+    fedc_status (*warm_start)(fedc_round *r);
 } fedc_algorithm_def;
 
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedsgd;  /* src/fl/fedsgd.c */
@@ -185,6 +197,10 @@ FEDC_API void fedc_algorithm_print_hparams(const fedc_algorithm_def *def, FILE *
 FEDC_API fedc_status fedc_algorithm_server_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
 FEDC_API fedc_status fedc_algorithm_client_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
 FEDC_API fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
+/* The algorithm's warm start on a cohort of `clients` (its def's `warm_start`; a
+ * round's inputs, outputs server/<leaf>); *out NULL if it has none. */
+FEDC_API fedc_status fedc_algorithm_warm_start(const fedc_model *m, const fedc_algorithm *a, int clients,
+                                               fedc_program **out);
 /* The algorithm's own evaluation program (its def's `evaluation`) over batches of
  * batch_size, max_steps of them; *out NULL if it has none (then fedc_train
  * evaluates with fedc_evaluation_program, binding the model by its names). */
@@ -201,7 +217,8 @@ FEDC_API double fedc_round_hparam(const fedc_round *r, const char *name);
  * in the training data), "seen" (f32[]@clients: 1 for a client whose state was
  * kept, 0 for one that starts from client_init's value: APFL starts a new
  * client's model at the server's) or "domain" (f32[]@clients: a whole number, the
- * client's domain: EMNIST's writer group, or `fedc train --client-domains FILE`).
+ * client's domain: EMNIST's writer group, or `fedc train --client-domains FILE`)
+ * or "index" (f32[]@clients: the client's place in the cohort, 0, 1, ...).
  * An error for a name the training job does not know. */
 FEDC_API fedc_value fedc_round_meta(fedc_round *r, const char *name);
 /* Each client's weight (f32[]@clients) under r->alg->weighting, given the examples
@@ -260,6 +277,13 @@ FEDC_API fedc_status fedc_round_gradients(fedc_round *r, const fedc_tree *w, fed
  * on r->server's params and opt (update: @clients, by parameter name; weight:
  * f32[]@clients). The new server state: r->server with those two replaced. */
 FEDC_API fedc_tree *fedc_round_server_opt(fedc_round *r, const fedc_tree *update, fedc_value weight);
+/* Evaluates each client at its own model `w` (@clients, by parameter name; the
+ * server's is fedc_tree_broadcast of its params) on its batches r->data with
+ * `objective` (inputs w/<param>, x, y, mask [, key]; outputs loss, its mean loss,
+ * count and correct; NULL: the model's). Adds the evaluation's outputs: loss_sum,
+ * correct, count (f32[]@server: sums over the clients' real examples) and
+ * client_loss_sum, client_correct, client_count (f32[]@clients). */
+FEDC_API fedc_status fedc_round_evaluate(fedc_round *r, const fedc_tree *w, const fedc_program *objective);
 /* Adds the round's outputs: server/<leaf> from `server` (r->server's leaves and
  * types), client/<leaf> from `client` (@clients; NULL when stateless), train_loss
  * (the mean of loss@clients weighted by examples@clients) and examples (their sum). */

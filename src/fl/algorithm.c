@@ -226,15 +226,10 @@ fedc_status fedc_algorithm_client_init(const fedc_model *m, const fedc_algorithm
     return fedc__fl_done(p, st, out);
 }
 
-/* The round's inputs (fl.h's interface) into r. */
-static fedc_status round_inputs(fedc_round *r, const fedc_program *server_init, const fedc_program *client_init,
-                                bool key) {
+fedc_status fedc__round_data(fedc_round *r, bool key) {
     fedc_program *p = r->p;
     const fedc_model *m = r->model;
     const fedc_algorithm *a = r->alg;
-    r->server = fedc_tree_input(p, "server", fedc_tree_of_outputs(server_init, "server"), FEDC_SERVER);
-    r->client = client_init ? fedc_tree_input(p, "client", fedc_tree_of_outputs(client_init, "client"), FEDC_CLIENTS)
-                            : NULL;
     fedc_type xt = fedc__stacked(fedc_model_input_type(m, a->batch_size), a->max_steps);
     fedc_type yt = fedc__stacked(fedc_model_label_type(m, a->batch_size), a->max_steps);
     int64_t sb[2] = {a->max_steps, a->batch_size};
@@ -249,7 +244,20 @@ static fedc_status round_inputs(fedc_round *r, const fedc_program *server_init, 
     return fedc_program_status(p);
 }
 
-fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
+/* The round's inputs (fl.h's interface) into r. */
+static fedc_status round_inputs(fedc_round *r, const fedc_program *server_init, const fedc_program *client_init,
+                                bool key) {
+    fedc_program *p = r->p;
+    r->server = fedc_tree_input(p, "server", fedc_tree_of_outputs(server_init, "server"), FEDC_SERVER);
+    r->client = client_init ? fedc_tree_input(p, "client", fedc_tree_of_outputs(client_init, "client"), FEDC_CLIENTS)
+                            : NULL;
+    return fedc__round_data(r, key);
+}
+
+/* A round's program, built by `build` (the round, or the warm start on `cohort`
+ * clients). */
+static fedc_status round_program(const fedc_model *m, const fedc_algorithm *a, fedc_status (*build)(fedc_round *),
+                                 int cohort, fedc_program **out) {
     *out = NULL;
     const fedc_algorithm_def *def = fedc__algorithm_def(a);
     fedc_program *server_init = NULL, *client_init = NULL, *p = NULL;
@@ -257,15 +265,28 @@ fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, f
     if (!st) st = fedc_algorithm_server_init(m, a, &server_init);
     if (!st) st = fedc_algorithm_client_init(m, a, &client_init);
     if (!st) st = fedc_program_create(&p);
-    fedc_round r = {.model = m, .alg = a, .p = p};
+    fedc_round r = {.model = m, .alg = a, .p = p, .cohort = cohort};
     if (!st) st = round_inputs(&r, server_init, client_init, true);
-    if (!st) st = def->round(&r);
+    if (!st) st = build(&r);
     if (!st) st = fedc_program_status(p);
     if (!st && fedc_program_find_output(p, "train_loss") == FEDC_NONE)
-        st = fedc_error(FEDC_EINVAL, "%s: the round builder did not call fedc_round_finish", def->name);
+        st = fedc_error(FEDC_EINVAL, "%s: the %s builder did not call fedc_round_finish", def->name,
+                        cohort ? "warm start" : "round");
     fedc_program_destroy(server_init);
     fedc_program_destroy(client_init);
     return fedc__fl_done(p, st, out);
+}
+
+fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
+    return round_program(m, a, fedc__algorithm_def(a)->round, 0, out);
+}
+
+fedc_status fedc_algorithm_warm_start(const fedc_model *m, const fedc_algorithm *a, int clients, fedc_program **out) {
+    *out = NULL;
+    const fedc_algorithm_def *def = fedc__algorithm_def(a);
+    if (!def->warm_start) return FEDC_OK;
+    if (clients < 1) return fedc_error(FEDC_EINVAL, "%s: a warm start needs at least one client", def->name);
+    return round_program(m, a, def->warm_start, clients, out);
 }
 
 fedc_status fedc_algorithm_evaluation(const fedc_model *m, const fedc_algorithm *a, int64_t batch_size,
@@ -276,15 +297,17 @@ fedc_status fedc_algorithm_evaluation(const fedc_model *m, const fedc_algorithm 
     if (batch_size < 1 || max_steps < 1) return fedc_error(FEDC_EINVAL, "evaluation: batch size and steps must be >= 1");
     fedc_algorithm eval = *a; /* the evaluation's batches, no dropout */
     eval.batch_size = batch_size, eval.max_steps = max_steps, eval.dropout = false;
-    fedc_program *server_init = NULL, *p = NULL;
+    fedc_program *server_init = NULL, *client_init = NULL, *p = NULL;
     fedc_status st = fedc_algorithm_server_init(m, a, &server_init);
+    if (!st) st = fedc_algorithm_client_init(m, a, &client_init);
     if (!st) st = fedc_program_create(&p);
     fedc_round r = {.model = m, .alg = &eval, .p = p};
-    if (!st) st = round_inputs(&r, server_init, NULL, false);
+    if (!st) st = round_inputs(&r, server_init, client_init, false);
     if (!st) st = def->evaluation(&r);
     if (!st) st = fedc_program_status(p);
     if (!st && fedc_program_find_output(p, "client_count") == FEDC_NONE)
         st = fedc_error(FEDC_EINVAL, "%s: the evaluation builder made no client_count output", def->name);
     fedc_program_destroy(server_init);
+    fedc_program_destroy(client_init);
     return fedc__fl_done(p, st, out);
 }

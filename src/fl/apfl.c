@@ -10,7 +10,8 @@
  *     alpha = clip(opt(alpha, <v - w, grad loss(p)>), 0, 1)    (v and w before the step)
  *
  * and the server steps on the weighted mean of w - w_i. A client never seen
- * starts from v = the server's model (meta/seen) and alpha = client_coefficient. */
+ * starts from v = the server's model (meta/seen) and alpha = client_coefficient.
+ * Evaluation is personalized: each test client at its own interpolated model. */
 #include "fl/apfl.h"
 #include "fl/fl.h"
 
@@ -150,6 +151,23 @@ fedc_status fedc__apfl_round_with(fedc_round *r, const fedc_program *grad) {
     return fedc_round_finish(r, next, clients, fedc_tree_get(p, out, "loss"), n);
 }
 
+/* Each test client at its personalized model alpha v + (1 - alpha) w; a client
+ * never trained is evaluated at the server's model (alpha 0), as FedJAX's
+ * eval_adaptive_personalized_federated_learning does. */
+fedc_status fedc__apfl_evaluation_with(fedc_round *r, const fedc_program *objective) {
+    fedc_program *p = r->p;
+    fedc_tree *wb = fedc_tree_broadcast(p, fedc_tree_subtree(p, r->server, "params"));
+    fedc_tree *alpha = fedc_tree_subtree(p, r->client, "alpha"), *used = fedc_tree_new(p);
+    fedc_value zero = fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS), 0);
+    fedc_value seen = fedc_gt(p, fedc_round_meta(r, "seen"), zero);
+    for (int i = 0; i < fedc_tree_size(alpha); i++)
+        fedc_tree_set(p, used, fedc_tree_name(alpha, i), fedc_select(p, seen, fedc_tree_value(alpha, i), zero));
+    fedc_tree *personal = interpolate(p, used, fedc_tree_subtree(p, r->client, "params"), wb);
+    return fedc_round_evaluate(r, personal, objective);
+}
+
+static fedc_status apfl_evaluation(fedc_round *r) { return fedc__apfl_evaluation_with(r, NULL); }
+
 static fedc_status apfl_round(fedc_round *r) {
     fedc_program *grad = NULL;
     fedc_status st = fedc_round_objective(r, NULL, NULL, true, &grad);
@@ -165,4 +183,5 @@ const fedc_algorithm_def fedc_algorithm_apfl = {
     .nhparams = 1,
     .client_init = apfl_client_init,
     .round = apfl_round,
+    .evaluation = apfl_evaluation,
 };

@@ -1,102 +1,106 @@
-/* Evaluation as a federated program: each client runs the model over its
- * batches (a fold summing loss, correct and count over the real examples), and
- * the server sums; the per-client sums are kept for the accuracy distribution. */
+/* Evaluation as a federated program: each client runs an objective over its
+ * batches (a fold summing loss, correct and count over the real examples) at its
+ * own model, and the server sums; the per-client sums are kept for the accuracy
+ * distribution. The model's evaluation (fedc_evaluation_program) sends every
+ * client the server's model; an algorithm's own evaluation may send each its own
+ * (APFL's personalized models, HypCluster's best cluster). */
 #include <string.h>
 
 #include "fl/fl.h"
 
-/* The fold's body: carries params..., loss_sum, correct, count; steps x, y, mask. */
-static fedc_status eval_step(const fedc_model *m, int64_t batch, fedc_program **out) {
+fedc_status fedc__model_objective(const fedc_round *r, fedc_program **out) {
+    *out = NULL;
     fedc_program *p;
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
-    int n = fedc_model_num_params(m);
-    fedc_value *w = fedc__values(n);
-    if (!w) {
-        fedc_program_destroy(p);
-        return FEDC_ENOMEM;
-    }
-    for (int i = 0; i < n; i++) w[i] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
-    fedc_value loss_sum = fedc_input(p, "loss_sum", fedc_type_scalar(FEDC_F32));
-    fedc_value correct = fedc_input(p, "correct", fedc_type_scalar(FEDC_F32));
-    fedc_value count = fedc_input(p, "count", fedc_type_scalar(FEDC_F32));
-    fedc_value x = fedc_input(p, "x", fedc_model_input_type(m, batch));
-    fedc_value y = fedc_input(p, "y", fedc_model_label_type(m, batch));
-    fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 1, &batch));
+    fedc_tree *w;
     fedc_model_outputs o;
-    st = fedc_model_apply(m, p, w, x, y, mask, FEDC_NONE, &o);
-    for (int i = 0; !st && i < n; i++) st = fedc_program_output(p, fedc_model_param_name(m, i), w[i]);
-    if (!st) st = fedc_program_output(p, "loss_sum", fedc_add(p, loss_sum, fedc_mul(p, o.loss, o.count)));
-    if (!st) st = fedc_program_output(p, "correct", fedc_add(p, correct, o.correct));
-    if (!st) st = fedc_program_output(p, "count", fedc_add(p, count, o.count));
-    fedc_free(w);
-    if (st) fedc_program_destroy(p);
-    else *out = p;
-    return st;
+    st = fedc__model_on_batch(r, p, &w, &o);
+    if (!st) st = fedc_program_output(p, "loss", o.loss);
+    if (!st) st = fedc_program_output(p, "count", o.count);
+    if (!st) st = fedc_program_output(p, "correct", o.correct);
+    return fedc__fl_done(p, st, out);
 }
 
-static fedc_status eval_client(const fedc_model *m, const fedc_program *step, fedc_type xt, fedc_type yt,
+/* The fold's body: carries w/..., correct and the step's counters; one batch. */
+static fedc_status eval_step(const fedc_program *objective, fedc_program **out) {
+    fedc_program *p;
+    fedc_status st = fedc_program_create(&p);
+    if (st) return st;
+    fedc_tree *w = fedc_tree_input_same(p, "w", fedc_tree_of_inputs(objective, "w"));
+    fedc_value correct = fedc_input(p, "correct", fedc_type_scalar(FEDC_F32));
+    fedc__step s;
+    fedc__step_inputs(p, &s);
+    fedc_tree *args = fedc__step_batch(p, objective);
+    fedc_tree_set_tree(p, args, "w", w);
+    fedc_tree_set(p, args, "key", s.key); /* dropout is off: the key is not read */
+    fedc_tree *res = fedc_tree_call(p, objective, args);
+    st = fedc_tree_output(p, "w", w);
+    if (!st) st = fedc_program_output(p, "correct", fedc_add(p, correct, fedc_tree_get(p, res, "correct")));
+    if (!st) st = fedc__step_outputs(p, &s, fedc_tree_get(p, res, "loss"), fedc_tree_get(p, res, "count"));
+    return fedc__fl_done(p, st, out);
+}
+
+/* The map's body: (w/..., x, y, mask, steps) -> loss_sum, correct, count. */
+static fedc_status eval_client(const fedc_round *r, const fedc_program *step, const fedc_tree *w_like,
                                fedc_program **out) {
     fedc_program *p;
     fedc_status st = fedc_program_create(&p);
     if (st) return st;
-    int n = fedc_model_num_params(m), nc = 0;
-    fedc_value *carries = fedc__values(2 * n + 6), *res = carries ? carries + n + 3 : NULL;
-    if (!carries) {
-        fedc_program_destroy(p);
-        return FEDC_ENOMEM;
+    fedc_tree *carries = fedc_tree_new(p), *data = fedc_tree_input(p, NULL, r->data, FEDC_LOCAL);
+    fedc_tree_set_tree(p, carries, "w", fedc_tree_input(p, "w", w_like, FEDC_LOCAL));
+    fedc_tree_set(p, carries, "correct", fedc_scalar(p, FEDC_F32, 0));
+    if (!fedc_tree_has(data, "key")) fedc_tree_set(p, data, "key", fedc_full(p, fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), 0));
+    fedc_tree *res = fedc__fold_batches(p, step, carries, data);
+    static const char *const sums[3] = {"loss_sum", "correct", "count"};
+    for (int i = 0; !st && i < 3; i++) st = fedc_program_output(p, sums[i], fedc_tree_get(p, res, sums[i]));
+    return fedc__fl_done(p, st, out);
+}
+
+fedc_tree *fedc__client_sums(fedc_round *r, const fedc_tree *w, const fedc_program *objective) {
+    fedc_program *p = r->p, *own = NULL, *step = NULL, *client = NULL;
+    fedc_status st = fedc_program_status(p);
+    if (!st && !objective) st = fedc__model_objective(r, &own);
+    if (!st) st = eval_step(objective ? objective : own, &step);
+    if (!st) st = eval_client(r, step, w, &client);
+    fedc_tree *args = st ? NULL : fedc_tree_new(p), *res = NULL;
+    if (args) {
+        fedc_tree_set_tree(p, args, "w", w);
+        fedc_tree_set_tree(p, args, NULL, r->data);
+        res = fedc_tree_map(p, client, args);
     }
-    for (int i = 0; i < n; i++) carries[nc++] = fedc_input(p, fedc_model_param_name(m, i), fedc_model_param_type(m, i));
-    fedc_value x = fedc_input(p, "x", xt), y = fedc_input(p, "y", yt);
-    fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 2, yt.dims));
-    fedc_value steps = fedc_input(p, "steps", fedc_type_scalar(FEDC_I32));
-    for (int k = 0; k < 3; k++) carries[nc++] = fedc_scalar(p, FEDC_F32, 0);
-    st = fedc_fold(p, step, carries, nc, (fedc_value[]){x, y, mask}, 3, steps, res);
-    if (!st) st = fedc_program_output(p, "loss_sum", res[n]);
-    if (!st) st = fedc_program_output(p, "correct", res[n + 1]);
-    if (!st) st = fedc_program_output(p, "count", res[n + 2]);
-    fedc_free(carries);
-    if (st) fedc_program_destroy(p);
-    else *out = p;
-    return st;
+    fedc_program_destroy(own);
+    fedc_program_destroy(step);
+    fedc_program_destroy(client);
+    if (st && !fedc_program_status(p)) fedc_program_fail(p, st, "%s", fedc_errmsg());
+    return res;
+}
+
+fedc_status fedc_round_evaluate(fedc_round *r, const fedc_tree *w, const fedc_program *objective) {
+    fedc_program *p = r->p;
+    fedc_tree *res = fedc__client_sums(r, w, objective);
+    static const char *const sums[3] = {"loss_sum", "correct", "count"};
+    fedc_status st = fedc_program_status(p);
+    for (int i = 0; !st && i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "client_%s", sums[i]);
+        fedc_value v = fedc_tree_get(p, res, sums[i]);
+        st = fedc_program_output(p, sums[i], fedc_sum(p, v));
+        if (!st) st = fedc_program_output(p, name, v);
+    }
+    return fedc_program_status(p);
 }
 
 fedc_status fedc_evaluation_program(const fedc_model *m, int64_t batch_size, int64_t max_steps, fedc_program **out) {
     *out = NULL;
-    int n = fedc_model_num_params(m);
     if (batch_size < 1 || max_steps < 1) return fedc_error(FEDC_EINVAL, "evaluation: batch size and steps must be >= 1");
-    if (n > FEDC__FL_MAX_PARAMS) return fedc_error(FEDC_EUNSUPPORTED, "evaluation: too many parameter tensors");
-    fedc_type xt = fedc_model_input_type(m, batch_size);
-    memmove(xt.dims + 1, xt.dims, sizeof xt.dims - sizeof xt.dims[0]);
-    xt.dims[0] = max_steps;
-    xt.rank++;
-    fedc_type yt = fedc__stacked(fedc_model_label_type(m, batch_size), max_steps);
-    fedc_program *p = NULL, *step = NULL, *client = NULL;
-    fedc_status st = eval_step(m, batch_size, &step);
-    if (!st) st = eval_client(m, step, xt, yt, &client);
-    if (!st) st = fedc_program_create(&p);
-    fedc_value *args = st ? NULL : fedc__values(n + 4), r[3];
-    if (!st && !args) st = FEDC_ENOMEM;
-    for (int i = 0; !st && i < n; i++)
-        args[i] = fedc_broadcast(p, fedc_input(p, fedc_model_param_name(m, i), fedc__placed(fedc_model_param_type(m, i), FEDC_SERVER)));
-    if (!st) {
-        args[n] = fedc_input(p, "x", fedc__placed(xt, FEDC_CLIENTS));
-        args[n + 1] = fedc_input(p, "y", fedc__placed(yt, FEDC_CLIENTS));
-        args[n + 2] = fedc_input(p, "mask", fedc__placed(fedc_type_make(FEDC_F32, 2, yt.dims), FEDC_CLIENTS));
-        args[n + 3] = fedc_input(p, "steps", fedc__placed(fedc_type_scalar(FEDC_I32), FEDC_CLIENTS));
-        st = fedc_map(p, client, args, n + 4, r);
-    }
-    const char *names[3] = {"loss_sum", "correct", "count"};
-    for (int k = 0; !st && k < 3; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "client_%s", names[k]);
-        st = fedc_program_output(p, names[k], fedc_sum(p, r[k]));
-        if (!st) st = fedc_program_output(p, name, r[k]);
-    }
-    fedc_free(args);
-    fedc_program_destroy(step);
-    fedc_program_destroy(client);
-    if (st) fedc_program_destroy(p);
-    else *out = p;
-    return st;
+    fedc_algorithm eval = {.batch_size = batch_size, .max_steps = max_steps}; /* no dropout */
+    fedc_program *p;
+    fedc_status st = fedc_program_create(&p);
+    if (st) return st;
+    fedc_round r = {.model = m, .alg = &eval, .p = p};
+    fedc_tree *w = fedc_model_input_tree(m, p, NULL, FEDC_SERVER); /* by the parameters' own names */
+    st = fedc__round_data(&r, false);
+    if (!st) st = fedc_round_evaluate(&r, fedc_tree_broadcast(p, w), NULL);
+    return fedc__fl_done(p, st, out);
 }

@@ -64,6 +64,15 @@ fedc_status fedc__round_gradients_with(fedc_round *r, const fedc_program *object
  * dropout), outputs in *o (src/fl/round.c). */
 fedc_status fedc__model_on_batch(const fedc_round *r, fedc_program *p, fedc_tree **w, fedc_model_outputs *o);
 
+/* r->data: the round's inputs x, y, mask, steps (and key) @clients, typed by r's
+ * model and algorithm's batch_size and max_steps (src/fl/algorithm.c). */
+fedc_status fedc__round_data(fedc_round *r, bool key);
+/* The model's objective on one batch, for evaluation: fedc__model_on_batch's
+ * inputs, outputs loss, count and correct (src/fl/evaluate.c). */
+fedc_status fedc__model_objective(const fedc_round *r, fedc_program **out);
+/* Each client's sums over its batches r->data at its model w (@clients): loss_sum,
+ * correct, count (f32[]@clients), with fedc_round_evaluate's objective. */
+fedc_tree *fedc__client_sums(fedc_round *r, const fedc_tree *w, const fedc_program *objective);
 /* a's definition (FedAvg's when a->def is NULL). */
 const fedc_algorithm_def *fedc__algorithm_def(const fedc_algorithm *a);
 

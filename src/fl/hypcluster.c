@@ -7,11 +7,13 @@
  *     each cluster j with clients:                             (expectation step)
  *                     w_j, s_j = server_opt(w_j, weighted_mean_{c_i = j}(delta_i), s_j)
  *
- * Evaluation serves each test client the cluster of least loss on its data. The
- * clusters start as the model's initial parameters (cluster 0) and, for j >= 1,
- * the same with independent random signs on every weight matrix (rank >= 2;
- * biases and scales as they are): a draw from the same symmetric initialiser,
- * FedJAX's random_init given only one initialisation (docs/algorithms.md). */
+ * Evaluation serves each test client the cluster of least loss on its data.
+ * `fedc train` starts the clusters from the data, by FedJAX's kmeans_init
+ * (src/fl/hypcluster_kmeans.c, the warm start). server_init, where a program
+ * drives rounds by hand, starts them as the model's initial parameters (cluster
+ * 0) and, for j >= 1, the same with independent random signs on every weight
+ * matrix (rank >= 2; biases and scales as they are): a draw from the same
+ * symmetric initialiser, FedJAX's random_init given only one initialisation. */
 #include <stdio.h>
 
 #include "fl/hypcluster.h"
@@ -275,26 +277,9 @@ fedc_status fedc__hypcluster_evaluation_with(fedc_round *r, const fedc_program *
     return st ? st : fedc_program_status(p);
 }
 
-/* The model's objective on one batch: loss, count and (evaluation) correct. */
-static fedc_status model_objective(const fedc_round *r, fedc_program **out) {
-    *out = NULL;
-    fedc_program *p;
-    fedc_status st = fedc_program_create(&p);
-    if (st) return st;
-    fedc_tree *w;
-    fedc_model_outputs o;
-    st = fedc__model_on_batch(r, p, &w, &o);
-    if (!st) st = fedc_program_output(p, "loss", o.loss);
-    if (!st) st = fedc_program_output(p, "count", o.count);
-    if (!st) st = fedc_program_output(p, "correct", o.correct);
-    if (st) fedc_program_destroy(p);
-    else *out = p;
-    return st;
-}
-
 static fedc_status with_model(fedc_round *r, fedc_status (*build)(fedc_round *, const fedc_program *)) {
     fedc_program *objective = NULL;
-    fedc_status st = model_objective(r, &objective);
+    fedc_status st = fedc__model_objective(r, &objective);
     if (!st) st = build(r, objective);
     fedc_program_destroy(objective);
     return st;
@@ -302,6 +287,15 @@ static fedc_status with_model(fedc_round *r, fedc_status (*build)(fedc_round *, 
 
 static fedc_status hypcluster_round(fedc_round *r) { return with_model(r, fedc__hypcluster_round_with); }
 static fedc_status hypcluster_evaluation(fedc_round *r) { return with_model(r, fedc__hypcluster_evaluation_with); }
+
+static fedc_status kmeans(fedc_round *r, const fedc_program *objective) {
+    int k = 1;
+    fedc_status st = clusters(r->alg, &k);
+    if (st) return fedc_program_fail(r->p, st, "%s", fedc_errmsg()), st;
+    return fedc__hypcluster_kmeans_with(r, objective, k, FEDC_NONE);
+}
+
+static fedc_status hypcluster_warm_start(fedc_round *r) { return with_model(r, kmeans); }
 
 const fedc_algorithm_def fedc_algorithm_hypcluster = {
     .name = "hypcluster",
@@ -311,4 +305,5 @@ const fedc_algorithm_def fedc_algorithm_hypcluster = {
     .server_init = server_init,
     .round = hypcluster_round,
     .evaluation = hypcluster_evaluation,
+    .warm_start = hypcluster_warm_start,
 };

@@ -30,5 +30,10 @@ fedc_tree *fedc__hypcluster_expectation(fedc_round *r, const fedc_program *grad,
  * least loss on the data evaluated), on r with `objective`. */
 fedc_status fedc__hypcluster_round_with(fedc_round *r, const fedc_program *objective);
 fedc_status fedc__hypcluster_evaluation_with(fedc_round *r, const fedc_program *objective);
+/* FedJAX's kmeans_init as a warm start on r (r->cohort clients) for k clusters,
+ * with `objective` (correct may be 0); the first center is client `first`
+ * (i32[]@server) of the cohort, or FEDC_NONE: one drawn at random
+ * (src/fl/hypcluster_kmeans.c). */
+fedc_status fedc__hypcluster_kmeans_with(fedc_round *r, const fedc_program *objective, int k, fedc_value first);
 
 #endif

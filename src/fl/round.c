@@ -28,6 +28,7 @@ static const struct {
     {"population", FEDC_SERVER},    /* f32[]: the clients in the training data (SCAFFOLD's N) */
     {"seen", FEDC_CLIENTS},         /* f32[]: 1 if the client's state was stored, 0 if it is client_init's */
     {"domain", FEDC_CLIENTS},       /* f32[]: the client's domain, a whole number (src/fl/train_domains.c) */
+    {"index", FEDC_CLIENTS},        /* f32[]: the client's place in the cohort, 0, 1, ... */
 };
 enum { NMETA = sizeof meta / sizeof meta[0] };
 
@@ -35,7 +36,7 @@ fedc_value fedc_round_meta(fedc_round *r, const char *name) {
     int k = 0;
     while (k < NMETA && (!name || strcmp(name, meta[k].name))) k++;
     if (k == NMETA)
-        return fedc_program_fail(r->p, FEDC_EINVAL, "round_meta: no metadata \"%s\" (there is: num_examples, population, seen, domain)",
+        return fedc_program_fail(r->p, FEDC_EINVAL, "round_meta: no metadata \"%s\" (there is: num_examples, population, seen, domain, index)",
                                  name ? name : "(null)");
     char input[64];
     snprintf(input, sizeof input, "meta/%s", name);

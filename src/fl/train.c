@@ -153,7 +153,7 @@ static fedc_status create_programs(trainer *t) {
     if (!st) st = fedc_executor_create(&t->round_ex, t->round, &o);
     if (!st) st = fedc__cohort_buffers_init(&t->cohort, t->model, k, batch, t->alg.max_steps);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, t->round_ex, true);
-    if (!st) st = fedc__train_state_bind(t, t->round_ex);
+    if (!st) st = fedc__train_state_bind(t, t->round_ex, t->round);
     t->sampled = st ? NULL : fedc_malloc((size_t)k * sizeof *t->sampled);
     t->work = st ? NULL : fedc_malloc((size_t)k * sizeof *t->work);
     if (!st && (!t->sampled || !t->work)) st = fedc_error(FEDC_ENOMEM, "train: out of memory");
@@ -179,7 +179,7 @@ static fedc_status create_evaluation(trainer *t) {
     if (!st) st = fedc_executor_create(&t->eval_ex, t->eval, &eo);
     if (!st) st = fedc__cohort_buffers_init(&t->eval_cohort, t->model, ek, eb, es);
     if (!st) st = fedc__cohort_buffers_bind(&t->eval_cohort, t->eval_ex, false);
-    if (!st) st = own ? fedc__train_state_bind_server(t, t->eval_ex) : bind_model(t, t->eval_ex);
+    if (!st) st = own ? fedc__train_state_bind_eval(t, t->eval_ex, ds, ek) : bind_model(t, t->eval_ex);
     t->client_accuracy = st ? NULL : fedc_malloc((size_t)n * sizeof *t->client_accuracy);
     if (!st && !t->client_accuracy) st = fedc_error(FEDC_ENOMEM, "evaluate: out of memory");
     return st;
@@ -359,6 +359,7 @@ static fedc_status evaluate(trainer *t, int round, eval_result *out) {
             ids[j] = which ? which[i] : i;
         }
         st = fill_block(t, ds, ids, &t->eval_cohort, t->eval_ex, false, 0);
+        if (!st) st = fedc__train_state_before_eval(t, round, ids, ek);
         for (int j = k; !st && j < ek; j++) t->eval_cohort.steps[j] = 0;
         if (!st) st = fedc_executor_run(t->eval_ex);
         const float *per_correct = NULL, *per_count = NULL;
@@ -414,6 +415,33 @@ static fedc_status evaluate_and_log(trainer *t, int r, double train_loss, double
     res->test_loss = e.loss, res->test_accuracy = e.accuracy;
     for (int q = 0; q < 3; q++) res->accuracy_quantiles[q] = e.quantiles[q];
     res->clients_evaluated = e.clients;
+    return st;
+}
+
+/* An algorithm's start from the data (fl.h's warm_start), in a fresh run: its
+ * program on a cohort drawn for it (a stream of its own), whose server state
+ * replaces server_init's. */
+static fedc_status warm_start(trainer *t) {
+    const fedc_train_config *c = t->c;
+    int k = c->clients_per_round;
+    fedc_program *p = NULL;
+    fedc_executor *ex = NULL;
+    fedc_status st = fedc_algorithm_warm_start(t->model, &t->alg, k, &p);
+    if (st || !p) return st;
+    fedc_exec_options o = {.clients = k, .threads = c->threads, .mpi = true, .check_finite = true,
+                           .on_client_failure = c->strict ? FEDC_FAIL_ROUND : FEDC_DROP_CLIENT, .client_ids = t->client_ids};
+    st = fedc_executor_create(&ex, p, &o);
+    if (!st) st = fedc__cohort_buffers_bind(&t->cohort, ex, true);
+    if (!st) st = fedc__train_state_bind(t, ex, p);
+    if (!st) st = fedc_sample_clients(fedc_dataset_num_clients(t->train), k, c->seed ^ 0x7761726du, 0, t->sampled);
+    for (int i = 0; !st && i < k; i++) t->client_ids[i] = fedc_dataset_client_id(t->train, t->sampled[i]);
+    if (!st) st = fill_block(t, t->train, t->sampled, &t->cohort, ex, true, UINT32_MAX);
+    if (!st) st = fedc__train_state_before_round(t, 0);
+    if (!st) st = fedc_executor_run(ex);
+    if (!st) st = fedc__train_state_take_server(t, ex);
+    if (st) st = fedc_error(st, "%s's warm start: %s", fedc_algorithm_name(&t->alg), fedc_errmsg());
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(p);
     return st;
 }
 
@@ -484,6 +512,7 @@ fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result) {
     if (!st) st = create_evaluation(&t);
     st = fedc_mpi_agree(st);
     if (!st && c->resume) st = resume(&t);
+    if (!st && t.first_round == 0) st = warm_start(&t);
     if (!st) st = fedc_mpi_agree(is_root() ? fedc__train_open_metrics(&t) : FEDC_OK);
     if (!st && t.first_round == c->rounds) already_complete(&t, &res);
     else if (!st) st = loop(&t, &res);

@@ -46,8 +46,16 @@ typedef struct trainer {
     float *meta_examples;   /* meta/num_examples: the cohort's dataset sizes */
     float meta_population;  /* meta/population: the training data's clients */
     float *meta_seen;       /* meta/seen: whether each of the cohort's clients had a stored state */
+    float *meta_index;      /* meta/index: 0, 1, ..., the cohort's places */
     float *meta_domain;     /* meta/domain: the cohort's domains (when the round reads them) */
     float *client_domain;   /* every training client's domain (src/fl/train_domains.c) */
+    /* An algorithm's evaluation that reads the client state (APFL's personal models):
+     * the evaluation cohort's, its records, its meta/seen, and for every test client
+     * the training client of its id (-1: none, so it is evaluated as never seen). */
+    state_set eval_client;
+    void *eval_records;
+    float *eval_seen;
+    int64_t *eval_train_client;
     fedc__client_store *store; /* rank 0's: every client's state between rounds */
     fedc_program *round, *eval;
     fedc_executor *round_ex, *eval_ex;
@@ -121,9 +129,15 @@ fedc_status fedc__train_reopen_metrics(trainer *t);
  * place, told after it, and rewound on resume. */
 fedc_status fedc__train_state_create(trainer *t, int k);
 void fedc__train_state_free(trainer *t);
-fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex);
-/* The server state alone, server/<leaf> (an algorithm's own evaluation program). */
-fedc_status fedc__train_state_bind_server(trainer *t, fedc_executor *ex);
+/* Binds what `round` (ex's program: the round, or the warm start) reads of it. */
+fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex, const fedc_program *round);
+/* Takes ex's outputs server/<leaf> as the server state (the warm start's). */
+fedc_status fedc__train_state_take_server(trainer *t, const fedc_executor *ex);
+/* An algorithm's own evaluation program on `test` in cohorts of ek: the server
+ * state, server/<leaf>, and (if it reads them) the test clients' state,
+ * client/<leaf> and meta/seen, loaded before each evaluation after round r. */
+fedc_status fedc__train_state_bind_eval(trainer *t, fedc_executor *ex, const fedc_dataset *test, int ek);
+fedc_status fedc__train_state_before_eval(trainer *t, int r, const int64_t *test_clients, int ek);
 /* Every training client's domain into t->client_domain, and t->meta_domain
  * allocated (src/fl/train_domains.c). */
 fedc_status fedc__train_client_domains(trainer *t);

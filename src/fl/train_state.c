@@ -9,9 +9,12 @@
  *           the client was dropped); the store is rank 0's, which broadcasts
  *   meta    meta/num_examples: each sampled client's dataset size; meta/population:
  *           the training data's number of clients; meta/seen: whether a client had a
- *           stored state; meta/domain: its domain (src/fl/train_domains.c)
+ *           stored state; meta/domain: its domain (src/fl/train_domains.c);
+ *           meta/index: its place in the cohort
  *
- * The round program binds all of them by name (src/fl/fl.h's interface). */
+ * The round program binds all of them by name (src/fl/fl.h's interface). An
+ * algorithm's own evaluation may read the client state too: each test client's
+ * is that of the training client of the same id, as of the evaluated round. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -145,6 +148,20 @@ static fedc_status open_store(trainer *t) {
     return st;
 }
 
+/* Memory for k clients' values of s's leaves (each leaf's k values together) and
+ * for k records, as the store reads and writes them. */
+static fedc_status alloc_cohort(state_set *s, int k, void **records) {
+    size_t bytes = s->record_bytes * (size_t)k;
+    if (!(s->block = fedc_malloc(bytes ? bytes : 1)) || !(*records = fedc_malloc(bytes ? bytes : 1)))
+        return fedc_error(FEDC_ENOMEM, "train: out of memory for %d clients' state", k);
+    char *next = s->block;
+    for (int i = 0; i < s->n; i++) {
+        s->leaf[i].data = next;
+        next += s->leaf[i].bytes * (size_t)k;
+    }
+    return FEDC_OK;
+}
+
 static fedc_status create_clients(trainer *t, int k) {
     fedc_program *init = NULL;
     fedc_executor *ex = NULL;
@@ -152,15 +169,9 @@ static fedc_status create_clients(trainer *t, int k) {
     fedc_status st = fedc_algorithm_client_init(t->model, &t->alg, &init);
     if (st || !init) return st; /* a stateless algorithm */
     st = leaves_of(init, "client", s);
-    size_t bytes = s->record_bytes * (size_t)k;
-    if (!st && (!(s->block = fedc_malloc(bytes ? bytes : 1)) || !(t->client_default = fedc_malloc(s->record_bytes)) ||
-                !(t->records = fedc_malloc(bytes ? bytes : 1))))
+    if (!st) st = alloc_cohort(s, k, &t->records);
+    if (!st && !(t->client_default = fedc_malloc(s->record_bytes)))
         st = fedc_error(FEDC_ENOMEM, "train: out of memory for the cohort's client state");
-    char *next = st ? NULL : s->block;
-    for (int i = 0; !st && i < s->n; i++) {
-        s->leaf[i].data = next;
-        next += s->leaf[i].bytes * (size_t)k;
-    }
     if (!st) st = run_init(t, init, &ex);
     size_t at = 0; /* the default record: the leaves of client_init, one after another */
     for (int i = 0; !st && i < s->n; i++) {
@@ -180,8 +191,10 @@ fedc_status fedc__train_state_create(trainer *t, int k) {
     fedc_status st = create_server(t);
     if (!st) st = create_clients(t, k);
     if (!st && (!(t->meta_examples = fedc_calloc((size_t)k, sizeof *t->meta_examples)) ||
-                !(t->meta_seen = fedc_calloc((size_t)k, sizeof *t->meta_seen))))
+                !(t->meta_seen = fedc_calloc((size_t)k, sizeof *t->meta_seen)) ||
+                !(t->meta_index = fedc_calloc((size_t)k, sizeof *t->meta_index))))
         st = fedc_error(FEDC_ENOMEM, "train: out of memory");
+    for (int i = 0; !st && i < k; i++) t->meta_index[i] = (float)i;
     return st;
 }
 
@@ -190,14 +203,20 @@ void fedc__train_state_free(trainer *t) {
     t->store = NULL;
     free_set(&t->server);
     free_set(&t->client);
+    free_set(&t->eval_client);
     fedc_free(t->client_default);
     fedc_free(t->records);
+    fedc_free(t->eval_records);
+    fedc_free(t->eval_seen);
+    fedc_free(t->eval_train_client);
+    t->eval_records = NULL, t->eval_seen = NULL, t->eval_train_client = NULL;
     fedc_free(t->meta_examples);
     fedc_free(t->meta_seen);
+    fedc_free(t->meta_index);
     fedc_free(t->meta_domain);
     fedc_free(t->client_domain);
     t->client_default = t->records = NULL;
-    t->meta_examples = t->meta_seen = t->meta_domain = t->client_domain = NULL;
+    t->meta_examples = t->meta_seen = t->meta_index = t->meta_domain = t->client_domain = NULL;
 }
 
 static fedc_status bind_set(fedc_executor *ex, const char *prefix, const state_set *s) {
@@ -210,49 +229,56 @@ static fedc_status bind_set(fedc_executor *ex, const char *prefix, const state_s
     return st;
 }
 
-fedc_status fedc__train_state_bind_server(trainer *t, fedc_executor *ex) { return bind_set(ex, "server", &t->server); }
-
-fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex) {
+fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex, const fedc_program *round) {
     fedc_status st = bind_set(ex, "server", &t->server);
     if (!st) st = bind_set(ex, "client", &t->client);
-    if (!st && fedc_program_find_input(t->round, "meta/num_examples") != FEDC_NONE)
-        st = fedc_executor_bind(ex, "meta/num_examples", t->meta_examples);
     t->meta_population = (float)fedc_dataset_num_clients(t->train);
-    if (!st && fedc_program_find_input(t->round, "meta/population") != FEDC_NONE)
-        st = fedc_executor_bind(ex, "meta/population", &t->meta_population);
-    if (!st && fedc_program_find_input(t->round, "meta/seen") != FEDC_NONE)
-        st = fedc_executor_bind(ex, "meta/seen", t->meta_seen);
-    if (!st && fedc_program_find_input(t->round, "meta/domain") != FEDC_NONE && !t->client_domain)
+    const struct {
+        const char *name;
+        void *data;
+    } meta[] = {{"meta/num_examples", t->meta_examples}, {"meta/population", &t->meta_population},
+                {"meta/seen", t->meta_seen}, {"meta/index", t->meta_index}};
+    for (size_t i = 0; !st && i < sizeof meta / sizeof meta[0]; i++)
+        if (fedc_program_find_input(round, meta[i].name) != FEDC_NONE) st = fedc_executor_bind(ex, meta[i].name, meta[i].data);
+    if (!st && fedc_program_find_input(round, "meta/domain") != FEDC_NONE && !t->client_domain)
         st = fedc__train_client_domains(t);
-    if (!st && t->meta_domain) st = fedc_executor_bind(ex, "meta/domain", t->meta_domain);
+    if (!st && t->meta_domain && fedc_program_find_input(round, "meta/domain") != FEDC_NONE)
+        st = fedc_executor_bind(ex, "meta/domain", t->meta_domain);
     return st;
 }
 
+fedc_status fedc__train_state_take_server(trainer *t, const fedc_executor *ex) { return take(ex, "server", &t->server, 1); }
+
 /* ---------------------------------------------------------- the rounds -- */
 
-/* Rank 0 reads the cohort's records (or the default) and scatters them into
- * the leaves; every rank gets them. */
-static fedc_status read_cohort(trainer *t, int r, int k) {
-    state_set *s = &t->client;
+/* Rank 0 reads the records of clients ids[0..k) (-1: a client with none) as of
+ * the start of round r, or the default record, into `records`; every rank gets
+ * them, scattered into s's leaves, and seen[i] = whether client i had one. */
+static fedc_status read_records(trainer *t, int r, int k, const int64_t *ids, void *records, state_set *s, float *seen) {
     void **dst = fedc_malloc((size_t)k * sizeof *dst);
-    bool *found = fedc_malloc((size_t)k * sizeof *found);
-    fedc_status st = dst && found ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
-    for (int i = 0; !st && i < k; i++) dst[i] = (char *)t->records + (size_t)i * s->record_bytes;
-    if (!st && is_root()) st = fedc__client_store_read(t->store, (uint32_t)r, k, t->sampled, dst, found);
-    for (int i = 0; !st && is_root() && i < k; i++) {
-        if (!found[i]) memcpy(dst[i], t->client_default, s->record_bytes);
-        t->meta_seen[i] = found[i];
+    bool *found = fedc_calloc((size_t)k, sizeof *found);
+    int64_t *kept = fedc_malloc((size_t)k * sizeof *kept);
+    fedc_status st = dst && found && kept ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
+    int n = 0; /* the clients that can have a record, first */
+    for (int i = 0; !st && i < k; i++)
+        if (ids[i] >= 0) dst[n] = (char *)records + (size_t)i * s->record_bytes, kept[n++] = ids[i];
+    if (!st && is_root()) st = fedc__client_store_read(t->store, (uint32_t)r, n, kept, dst, found);
+    for (int i = k - 1, j = n - 1; !st && is_root() && i >= 0; i--) { /* found[] back in the cohort's order */
+        bool had = ids[i] >= 0 && found[j--];
+        if (!had) memcpy((char *)records + (size_t)i * s->record_bytes, t->client_default, s->record_bytes);
+        seen[i] = had;
     }
     fedc_free(dst);
     fedc_free(found);
+    fedc_free(kept);
     st = fedc_mpi_agree(st);
-    if (!st) st = fedc_mpi_broadcast(t->records, s->record_bytes * (size_t)k);
-    if (!st) st = fedc_mpi_broadcast(t->meta_seen, (size_t)k * sizeof *t->meta_seen);
+    if (!st) st = fedc_mpi_broadcast(records, s->record_bytes * (size_t)k);
+    if (!st) st = fedc_mpi_broadcast(seen, (size_t)k * sizeof *seen);
     for (int i = 0; !st && i < k; i++) {
         size_t at = 0;
         for (int j = 0; j < s->n; j++) {
             memcpy((char *)s->leaf[j].data + (size_t)i * s->leaf[j].bytes,
-                   (char *)t->records + (size_t)i * s->record_bytes + at, s->leaf[j].bytes);
+                   (char *)records + (size_t)i * s->record_bytes + at, s->leaf[j].bytes);
             at += s->leaf[j].bytes;
         }
     }
@@ -263,7 +289,81 @@ fedc_status fedc__train_state_before_round(trainer *t, int r) {
     int k = t->c->clients_per_round;
     for (int i = 0; i < k; i++) t->meta_examples[i] = (float)fedc_dataset_client_examples(t->train, t->sampled[i]);
     for (int i = 0; t->meta_domain && i < k; i++) t->meta_domain[i] = t->client_domain[t->sampled[i]];
-    return t->client.n ? read_cohort(t, r, k) : FEDC_OK;
+    return t->client.n ? read_records(t, r, k, t->sampled, t->records, &t->client, t->meta_seen) : FEDC_OK;
+}
+
+/* ---------------------------------------------- the evaluation's clients -- */
+
+typedef struct id_index {
+    const char *id;
+    int64_t client;
+} id_index;
+
+static int cmp_id(const void *a, const void *b) {
+    return strcmp(((const id_index *)a)->id, ((const id_index *)b)->id);
+}
+
+/* Each test client's training client: the one of the same id, or -1. */
+static fedc_status match_test_clients(trainer *t, const fedc_dataset *test) {
+    int64_t n = fedc_dataset_num_clients(test), m = fedc_dataset_num_clients(t->train);
+    id_index *index = fedc_malloc((size_t)(m ? m : 1) * sizeof *index);
+    t->eval_train_client = fedc_malloc((size_t)(n ? n : 1) * sizeof *t->eval_train_client);
+    if (!index || !t->eval_train_client) {
+        fedc_free(index);
+        return fedc_error(FEDC_ENOMEM, "evaluate: out of memory for %lld test clients", (long long)n);
+    }
+    int64_t used = 0;
+    for (int64_t i = 0; i < m; i++)
+        if (fedc_dataset_client_id(t->train, i)) index[used++] = (id_index){fedc_dataset_client_id(t->train, i), i};
+    qsort(index, (size_t)used, sizeof *index, cmp_id);
+    for (int64_t i = 0; i < n; i++) {
+        id_index key = {fedc_dataset_client_id(test, i), -1};
+        const id_index *hit = key.id && used ? bsearch(&key, index, (size_t)used, sizeof *index, cmp_id) : NULL;
+        t->eval_train_client[i] = test == t->train ? i : hit ? hit->client : -1;
+    }
+    fedc_free(index);
+    return FEDC_OK;
+}
+
+/* An evaluation that reads client/<leaf> gets the test clients' state: the
+ * cohort's leaves, its meta/seen and each test client's training client. */
+static fedc_status create_eval_clients(trainer *t, const fedc_dataset *test, int ek) {
+    state_set *s = &t->eval_client;
+    if (!(s->leaf = fedc_calloc((size_t)t->client.n, sizeof *s->leaf)))
+        return fedc_error(FEDC_ENOMEM, "evaluate: out of memory");
+    for (; s->n < t->client.n; s->n++) {
+        state_leaf *l = &s->leaf[s->n];
+        *l = t->client.leaf[s->n];
+        l->saved_as = NULL;
+        if (!(l->name = fedc_malloc(strlen(t->client.leaf[s->n].name) + 1)))
+            return fedc_error(FEDC_ENOMEM, "evaluate: out of memory");
+        strcpy(l->name, t->client.leaf[s->n].name);
+    }
+    s->record_bytes = t->client.record_bytes;
+    fedc_status st = alloc_cohort(s, ek, &t->eval_records);
+    if (!st && !(t->eval_seen = fedc_calloc((size_t)ek, sizeof *t->eval_seen)))
+        st = fedc_error(FEDC_ENOMEM, "evaluate: out of memory");
+    return st ? st : match_test_clients(t, test);
+}
+
+fedc_status fedc__train_state_bind_eval(trainer *t, fedc_executor *ex, const fedc_dataset *test, int ek) {
+    fedc_status st = bind_set(ex, "server", &t->server);
+    char first[600];
+    snprintf(first, sizeof first, "client/%s", t->client.n ? t->client.leaf[0].name : "");
+    if (st || !t->client.n || fedc_program_find_input(t->eval, first) == FEDC_NONE) return st;
+    st = create_eval_clients(t, test, ek);
+    if (!st) st = bind_set(ex, "client", &t->eval_client);
+    if (!st && fedc_program_find_input(t->eval, "meta/seen") != FEDC_NONE)
+        st = fedc_executor_bind(ex, "meta/seen", t->eval_seen);
+    return st;
+}
+
+fedc_status fedc__train_state_before_eval(trainer *t, int r, const int64_t *test_clients, int ek) {
+    if (!t->eval_client.n) return FEDC_OK;
+    int64_t ids[64];
+    if (ek > 64) return fedc_error(FEDC_EINVAL, "evaluate: %d clients at a time, at most 64", ek);
+    for (int i = 0; i < ek; i++) ids[i] = t->eval_train_client[test_clients[i]];
+    return read_records(t, r + 1, ek, ids, t->eval_records, &t->eval_client, t->eval_seen);
 }
 
 /* Rank 0 gathers the new records of the clients that were not dropped and
