@@ -84,6 +84,8 @@ static const char train_usage[] =
     "  --eval-batch-size N       1 to 10000 (default 100)\n"
     "  --eval-clients N          evaluate on N test clients sampled by (seed, round), 0 to 1048576\n"
     "                            (default 0: all)\n"
+    "  --eval-unpacked           evaluate one test client per slot, as before test clients shared\n"
+    "                            batches (slower; the same counts, the loss in the last bits)\n"
     "  --out DIR                 metrics.jsonl, metrics.csv, curves.svg, checkpoint.safetensors\n"
     "                            (default fedc-run)\n"
     "  --checkpoint-every N      rounds, 0 to 1000000 (default 0: no checkpoints)\n"
@@ -95,7 +97,7 @@ static const char train_usage[] =
     "  --quiet                   no progress lines\n"
     "  --profile                 print the time spent in each kind of op at the end\n"
     "  --config FILE             read options from an INI file: name = value lines, names as above\n"
-    "                            without the --; resume, quiet, profile and no-dropout take yes/no,\n"
+    "                            without the --; the flags (resume, quiet, ...) take yes/no,\n"
     "                            true/false, on/off or 1/0; # or ; starts a comment (docs/training.md)\n"
     "\n"
     "mpirun -np N fedc train ... runs one job on N processes or hosts: each rank trains its share\n"
@@ -106,8 +108,8 @@ static const char train_usage[] =
 static const char eval_usage[] =
     "usage: fedc eval --checkpoint FILE --data PATH [--model NAME] [--task NAME] [--format NAME]\n"
     "                 [--partition SPEC --num-clients N] [--seed N] [--holdout F] [--vocab FILE]\n"
-    "                 [--vocab-size N] [--eval-batch-size N] [--eval-clients N] [--threads N]\n"
-    "                 [--config FILE]\n"
+    "                 [--vocab-size N] [--eval-batch-size N] [--eval-clients N] [--eval-unpacked]\n"
+    "                 [--threads N] [--config FILE]\n"
     "evaluates the model in FILE (a checkpoint.safetensors written by fedc train) on every client\n"
     "of PATH (with --holdout F, on the last F of each client's examples), and prints the loss,\n"
     "the accuracy and, when there are several test clients, the quantiles of the clients'\n"
@@ -193,6 +195,7 @@ static const option table[] = {
     {OPT("eval-every", I32, TRAIN, c.eval_every), INTS(0, MILLION)},
     {OPT("eval-batch-size", I64, BOTH, c.eval_batch_size), INTS(1, 10000)},
     {OPT("eval-clients", I64, BOTH, c.eval_clients), INTS(0, MAX_CLIENTS)},
+    {OPT("eval-unpacked", FLAG, BOTH, c.eval_unpacked)},
     {OPT("out", STR, TRAIN, c.out_dir)},
     {OPT("checkpoint-every", I32, TRAIN, c.checkpoint_every), INTS(0, MILLION)},
     {OPT("resume", FLAG, TRAIN, c.resume)},

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fedc/fedc.h"
+#include "fl_train_case.h"
 #include "harness.h"
 
 #define HEART "../shared/data/heart-disease-uci"
@@ -466,10 +467,95 @@ static void test_evaluation_program(void) {
     fedc_model_destroy(m);
 }
 
+/* Packed: the same 11 examples, the two clients one after another in one slot
+ * (segments 0 and 1, batches of 4 across them), beside an empty slot: each
+ * client's sums as the by-hand model gives them. */
+static void test_packed_evaluation_program(void) {
+    fedc_model *m;
+    CHECK_OK(fedc_model_create(&m, "heart", &(fedc_model_options){.num_classes = 2, .input_dim = 13}));
+    fedc_program *p;
+    CHECK_OK(fedc_evaluation_program_packed(m, 4, 3, 4, &p));
+    float w[28], x[2 * 12 * 13] = {0}, mask[24] = {0};
+    int32_t y[24] = {0}, segment[24] = {0}, steps[2] = {3, 0};
+    CHECK_OK(fedc_model_init(m, 3, w));
+    for (int e = 0; e < 11; e++) {
+        for (int j = 0; j < 13; j++) x[e * 13 + j] = (float)((e * 13 + j) * 7 % 11) / 11 - 0.5f;
+        y[e] = e % 2, mask[e] = 1, segment[e] = e < 8 ? 0 : 1;
+    }
+    fedc_executor *ex;
+    CHECK_OK(fedc_executor_create(&ex, p, &(fedc_exec_options){.clients = 2}));
+    for (int i = 0; i < fedc_model_num_params(m); i++)
+        CHECK_OK(fedc_executor_bind(ex, fedc_model_param_name(m, i), w + fedc_model_param_offset(m, i)));
+    const char *names[5] = {"x", "y", "mask", "segment", "steps"};
+    const void *data[5] = {x, y, mask, segment, steps};
+    for (int i = 0; i < 5; i++) CHECK_OK(fedc_executor_bind(ex, names[i], data[i]));
+    CHECK_OK(fedc_executor_run(ex));
+    const float *loss, *correct, *count, *total;
+    CHECK_OK(fedc_executor_output(ex, "client_loss_sum", (const void **)&loss, NULL));
+    CHECK_OK(fedc_executor_output(ex, "client_correct", (const void **)&correct, NULL));
+    CHECK_OK(fedc_executor_output(ex, "client_count", (const void **)&count, NULL));
+    CHECK_OK(fedc_executor_output(ex, "count", (const void **)&total, NULL));
+    const float *W = w + fedc_model_param_offset(m, 0), *b = w + fedc_model_param_offset(m, 1);
+    double want_loss[2] = {0, 0}, want_correct[2] = {0, 0};
+    for (int e = 0; e < 11; e++) {
+        double z[2];
+        for (int k = 0; k < 2; k++) {
+            z[k] = b[k];
+            for (int j = 0; j < 13; j++) z[k] += (double)x[e * 13 + j] * W[j * 2 + k];
+        }
+        double mx = z[0] > z[1] ? z[0] : z[1], lse = mx + log(exp(z[0] - mx) + exp(z[1] - mx));
+        want_loss[e >= 8] += lse - z[y[e]];
+        want_correct[e >= 8] += (z[1] > z[0] ? 1 : 0) == y[e];
+    }
+    for (int c = 0; c < 2; c++) {
+        CHECK_NEAR(count[c], c ? 3 : 8, 0);
+        CHECK_NEAR(loss[c], want_loss[c], 1e-5);
+        CHECK_NEAR(correct[c], want_correct[c], 0);
+    }
+    for (int i = 2; i < 8; i++) CHECK(count[i] == 0 && loss[i] == 0); /* unused places, the empty slot */
+    CHECK_NEAR(*total, 11, 0);
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(p);
+    fedc_model_destroy(m);
+}
+
+/* fedc_train's packed evaluation against one client a slot, on FEMNIST's 56
+ * test writers: the same counts, accuracies and quantiles exactly, the loss to
+ * rounding; with batches of 16 (clients across batches) and of 100, all
+ * clients or 20 sampled, on 2 threads. */
+static void test_packed_matches_unpacked(void) {
+    char train[512], test[512], checkpoint[600];
+    fedc_train_config c;
+    if (!femnist_job(NULL, "packed", train, test, &c)) return;
+    c.rounds = 2, c.checkpoint_every = 2, c.threads = 2;
+    fedc_train_result r;
+    CHECK_OK(fedc_train(&c, &r));
+    snprintf(checkpoint, sizeof checkpoint, "%s/checkpoint.safetensors", c.out_dir);
+    for (int k = 0; k < 4; k++) {
+        c.eval_batch_size = k % 2 ? 100 : 16, c.eval_clients = k < 2 ? 0 : 20;
+        fedc_train_result packed, alone;
+        c.eval_unpacked = false;
+        CHECK_OK(fedc_evaluate_checkpoint(&c, checkpoint, &packed));
+        c.eval_unpacked = true;
+        CHECK_OK(fedc_evaluate_checkpoint(&c, checkpoint, &alone));
+        CHECK_MSG(packed.test_accuracy == alone.test_accuracy && packed.clients_evaluated == alone.clients_evaluated &&
+                      packed.accuracy_quantiles[0] == alone.accuracy_quantiles[0] &&
+                      packed.accuracy_quantiles[1] == alone.accuracy_quantiles[1] &&
+                      packed.accuracy_quantiles[2] == alone.accuracy_quantiles[2],
+                  "batch %lld, %lld clients: packed %.6f on %lld, alone %.6f on %lld", (long long)c.eval_batch_size,
+                  (long long)c.eval_clients, packed.test_accuracy, (long long)packed.clients_evaluated,
+                  alone.test_accuracy, (long long)alone.clients_evaluated);
+        CHECK_NEAR(packed.test_loss, alone.test_loss, 1e-5 * fabs(alone.test_loss));
+        CHECK(c.eval_clients || packed.clients_evaluated == 56);
+    }
+}
+
 int main(int argc, char **argv) {
     if (!fedc_test_tmpdir("test-fl")) return 1;
     static const fedc_test tests[] = {
         {"evaluation program", test_evaluation_program},
+        {"packed evaluation program", test_packed_evaluation_program},
+        {"packed evaluation matches one client a slot", test_packed_matches_unpacked},
         {"heart: loss falls and beats chance", test_heart_loss_falls_and_beats_chance},
         {"bitwise identical for 1 and 2 threads", test_bitwise_identical_for_1_and_2_threads},
         {"resume is bitwise identical", test_resume_is_bitwise_identical},

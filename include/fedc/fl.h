@@ -316,6 +316,12 @@ FEDC_API fedc_status fedc_server_state_params(const fedc_server_state *s, float 
  * clients' real examples) and per-client loss/correct/count (f32[]@clients) for
  * the per-client accuracy distribution. */
 FEDC_API fedc_status fedc_evaluation_program(const fedc_model *m, int64_t batch_size, int64_t max_steps, fedc_program **out);
+/* The same with up to `segments` clients sharing each @clients slot, their
+ * examples one after another in its batches (src/fl/evaluate_packed.c): one more
+ * input, segment@clients i32[max_steps, batch_size] (the row's client, its place
+ * in the slot), and the per-client outputs f32[segments]@clients, one per place. */
+FEDC_API fedc_status fedc_evaluation_program_packed(const fedc_model *m, int64_t batch_size, int64_t max_steps,
+                                                    int segments, fedc_program **out);
 
 /* ------------------------------------------------------------------ train -- */
 
@@ -346,6 +352,7 @@ typedef struct fedc_train_config {
     int eval_every;         /* rounds; 0: only at the end */
     int64_t eval_clients;   /* test clients per evaluation, sampled; 0: all */
     int64_t eval_batch_size;
+    bool eval_unpacked;     /* one test client per evaluation slot (default: several share batches; the same counts) */
     const char *out_dir;    /* metrics.jsonl, metrics.csv, curves.svg, checkpoint.safetensors */
     int checkpoint_every;   /* rounds; 0: none */
     bool resume;            /* continue from out_dir's checkpoint (docs/training.md: what may differ) */

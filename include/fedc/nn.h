@@ -97,6 +97,10 @@ typedef struct fedc_model_outputs {
     fedc_value logits;  /* f32[batch, classes] ([batch, length, classes] for language models) */
     fedc_value correct; /* f32[]: number of masked-in examples whose argmax is the label */
     fedc_value count;   /* f32[]: number of masked-in examples (language models: target tokens) */
+    /* The same per example, f32[batch] (0 where masked out): its summed cross-entropy
+     * (the loss times the count is their sum), its correct and its counted targets;
+     * what evaluation sums per client when several clients share a batch. */
+    fedc_value example_loss, example_correct, example_count;
 } fedc_model_outputs;
 
 /* Adds the model's forward pass on one batch to p: params (one value per parameter,

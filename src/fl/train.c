@@ -160,9 +160,12 @@ static fedc_status create_programs(trainer *t) {
     return st;
 }
 
-/* The evaluation program over cohorts of up to 16 test clients at a time: the
+/* The evaluation program over cohorts of up to 16 slots at a time: the
  * algorithm's own (reading the server state by name) if it has one and the job
- * has a server state, else the model's (fedc_evaluate_checkpoint's). */
+ * has a server state, one test client a slot; else the model's
+ * (fedc_evaluate_checkpoint's), packed: up to EVAL_SEGMENTS test clients share a
+ * slot's batches (src/fl/evaluate_packed.c). */
+enum { EVAL_SEGMENTS = 64 };
 static fedc_status create_evaluation(trainer *t) {
     const fedc_train_config *c = t->c;
     fedc_dataset *ds = t->test ? t->test : t->train;
@@ -174,11 +177,15 @@ static fedc_status create_evaluation(trainer *t) {
     if (es < 1) es = 1;
     fedc_status st = t->server.n ? fedc_algorithm_evaluation(t->model, &t->alg, eb, es, &t->eval) : FEDC_OK;
     bool own = t->eval != NULL;
-    if (!st && !own) st = fedc_evaluation_program(t->model, eb, es, &t->eval);
+    t->eval_segments = own || c->eval_unpacked ? 0 : EVAL_SEGMENTS;
+    if (!st && !own)
+        st = t->eval_segments ? fedc_evaluation_program_packed(t->model, eb, es, t->eval_segments, &t->eval)
+                              : fedc_evaluation_program(t->model, eb, es, &t->eval);
     fedc_exec_options eo = {.clients = ek, .threads = c->threads, .mpi = true};
     if (!st) st = fedc_executor_create(&t->eval_ex, t->eval, &eo);
     if (!st) st = fedc__cohort_buffers_init(&t->eval_cohort, t->model, ek, eb, es);
     if (!st) st = fedc__cohort_buffers_bind(&t->eval_cohort, t->eval_ex, false);
+    if (!st && t->eval_segments) st = fedc_executor_bind(t->eval_ex, "segment", t->eval_cohort.segment);
     if (!st) st = own ? fedc__train_state_bind_eval(t, t->eval_ex, ds, ek) : bind_model(t, t->eval_ex);
     t->client_accuracy = st ? NULL : fedc_malloc((size_t)n * sizeof *t->client_accuracy);
     if (!st && !t->client_accuracy) st = fedc_error(FEDC_ENOMEM, "evaluate: out of memory");
@@ -331,9 +338,90 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* What an evaluation adds up over its cohorts. */
+typedef struct eval_sums {
+    double loss_sum, correct, count;
+    int accuracies; /* clients with examples, their accuracies in t->client_accuracy */
+} eval_sums;
+
+/* Runs the evaluation cohort as filled: its sums, and the accuracy of each of
+ * the first `used` slots' first clients[j] clients (one each when not packed). */
+static fedc_status run_eval(trainer *t, int used, const int *clients, eval_sums *acc) {
+    fedc_status st = fedc_executor_run(t->eval_ex);
+    const float *per_correct = NULL, *per_count = NULL;
+    float v[3];
+    const char *names[3] = {"loss_sum", "correct", "count"};
+    for (int i = 0; !st && i < 3; i++) st = copy_output(t->eval_ex, names[i], &v[i]);
+    if (!st) st = fedc_executor_output(t->eval_ex, "client_correct", (const void **)&per_correct, NULL);
+    if (!st) st = fedc_executor_output(t->eval_ex, "client_count", (const void **)&per_count, NULL);
+    if (st) return st;
+    acc->loss_sum += v[0], acc->correct += v[1], acc->count += v[2];
+    int per_slot = t->eval_segments ? t->eval_segments : 1;
+    for (int j = 0; j < used; j++)
+        for (int s = 0; s < clients[j]; s++) {
+            int at = j * per_slot + s;
+            if (per_count[at] > 0) t->client_accuracy[acc->accuracies++] = per_correct[at] / per_count[at];
+        }
+    return FEDC_OK;
+}
+
+/* One test client a slot, in cohorts of the eval executor's size. */
+static fedc_status evaluate_alone(trainer *t, fedc_dataset *ds, int round, const int64_t *which, int64_t use,
+                                  eval_sums *acc) {
+    int ek = t->eval_cohort.clients, ones[16];
+    fedc_status st = FEDC_OK;
+    for (int j = 0; j < ek; j++) ones[j] = 1;
+    for (int64_t first = 0; !st && first < use; first += ek) {
+        int64_t ids[16];
+        int k = (int)(use - first < ek ? use - first : ek);
+        for (int j = 0; j < ek; j++) { /* a short last cohort repeats a client with no steps */
+            int64_t i = first + (j < k ? j : 0);
+            ids[j] = which ? which[i] : i;
+        }
+        st = fill_block(t, ds, ids, &t->eval_cohort, t->eval_ex, false, 0);
+        if (!st) st = fedc__train_state_before_eval(t, round, ids, ek);
+        for (int j = k; !st && j < ek; j++) t->eval_cohort.steps[j] = 0;
+        if (!st) st = run_eval(t, k, ones, acc);
+    }
+    return st;
+}
+
+/* Packed: consecutive test clients share a slot while their examples fit its
+ * rows and it has places left; the slots this rank runs are filled. */
+static fedc_status evaluate_packed(trainer *t, fedc_dataset *ds, const int64_t *which, int64_t use, eval_sums *acc) {
+    cohort_buffers *cb = &t->eval_cohort;
+    int ek = cb->clients, S = t->eval_segments, local[16], count[16];
+    int64_t rows = cb->max_steps * cb->batch, *ids = fedc_malloc((size_t)use * sizeof *ids);
+    fedc_status st = fedc_mpi_agree(ids ? FEDC_OK : fedc_error(FEDC_ENOMEM, "evaluate: out of memory"));
+    for (int64_t i = 0; !st && i < use; i++) ids[i] = which ? which[i] : i;
+    int nlocal = st ? 0 : fedc_executor_local_clients(t->eval_ex, local, ek);
+    for (int64_t next = 0; !st && next < use;) {
+        int64_t start[16] = {0};
+        int used = 0;
+        for (; used < ek && next < use; used++) { /* the slots' clients */
+            start[used] = next;
+            int64_t filled = 0;
+            for (count[used] = 0; next < use && count[used] < S; count[used]++, next++) {
+                int64_t n = fedc_dataset_client_examples(ds, ids[next]);
+                if (count[used] > 0 && filled + n > rows) break;
+                filled += n;
+            }
+        }
+        for (int l = 0; !st && l < nlocal; l++) {
+            int j = local[l];
+            if (j < used) st = fedc__train_fill_packed(ds, ids + start[j], count[j], cb, j);
+            else cb->steps[j] = 0;
+        }
+        st = fedc_mpi_agree(st);
+        if (!st) st = run_eval(t, used, count, acc);
+    }
+    fedc_free(ids);
+    return st;
+}
+
 /* Evaluates on the test clients (all, or --eval-clients of them sampled by
- * (seed, round)), in cohorts of the eval executor's size: the example-weighted
- * loss and accuracy, and the quantiles of the clients' own accuracies. */
+ * (seed, round)): the example-weighted loss and accuracy, and the quantiles of
+ * the clients' own accuracies. */
 static fedc_status evaluate(trainer *t, int round, eval_result *out) {
     fedc_dataset *ds = t->test ? t->test : t->train;
     int64_t n = fedc_dataset_num_clients(ds), use = n;
@@ -348,36 +436,15 @@ static fedc_status evaluate(trainer *t, int round, eval_result *out) {
             return st;
         }
     }
-    int ek = t->eval_cohort.clients, nacc = 0;
-    double loss_sum = 0, correct = 0, count = 0;
-    fedc_status st = FEDC_OK;
-    for (int64_t first = 0; !st && first < use; first += ek) {
-        int64_t ids[16];
-        int k = (int)(use - first < ek ? use - first : ek);
-        for (int j = 0; j < ek; j++) { /* a short last cohort repeats a client with no steps */
-            int64_t i = first + (j < k ? j : 0);
-            ids[j] = which ? which[i] : i;
-        }
-        st = fill_block(t, ds, ids, &t->eval_cohort, t->eval_ex, false, 0);
-        if (!st) st = fedc__train_state_before_eval(t, round, ids, ek);
-        for (int j = k; !st && j < ek; j++) t->eval_cohort.steps[j] = 0;
-        if (!st) st = fedc_executor_run(t->eval_ex);
-        const float *per_correct = NULL, *per_count = NULL;
-        float v[3];
-        const char *names[3] = {"loss_sum", "correct", "count"};
-        for (int i = 0; !st && i < 3; i++) st = copy_output(t->eval_ex, names[i], &v[i]);
-        if (!st) st = fedc_executor_output(t->eval_ex, "client_correct", (const void **)&per_correct, NULL);
-        if (!st) st = fedc_executor_output(t->eval_ex, "client_count", (const void **)&per_count, NULL);
-        if (st) break;
-        loss_sum += v[0], correct += v[1], count += v[2];
-        for (int j = 0; j < k; j++)
-            if (per_count[j] > 0) t->client_accuracy[nacc++] = per_correct[j] / per_count[j];
-    }
+    eval_sums acc = {0};
+    fedc_status st = t->eval_segments ? evaluate_packed(t, ds, which, use, &acc)
+                                      : evaluate_alone(t, ds, round, which, use, &acc);
     fedc_free(which);
     if (st) return st;
-    out->loss = count > 0 ? loss_sum / count : NAN;
-    out->accuracy = count > 0 ? correct / count : NAN;
-    out->clients = nacc;
+    out->loss = acc.count > 0 ? acc.loss_sum / acc.count : NAN;
+    out->accuracy = acc.count > 0 ? acc.correct / acc.count : NAN;
+    out->clients = acc.accuracies;
+    int nacc = acc.accuracies;
     qsort(t->client_accuracy, (size_t)nacc, sizeof *t->client_accuracy, cmp_double);
     for (int q = 0; q < 3; q++) /* 10th, 50th, 90th percentiles (nearest rank) */
         out->quantiles[q] = nacc ? t->client_accuracy[(int)((nacc - 1) * (0.1 + 0.4 * q) + 0.5)] : NAN;

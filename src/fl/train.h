@@ -16,6 +16,7 @@ typedef struct cohort_buffers {
     float *x, *mask;
     int32_t *y, *steps, *key;
     uint8_t *failed;     /* per client: its data could not be loaded (it was dropped, with a warning) */
+    int32_t *segment;    /* packed evaluation: each row's client, its place in the slot */
 } cohort_buffers;
 
 typedef struct eval_result {
@@ -58,6 +59,7 @@ typedef struct trainer {
     int64_t *eval_train_client;
     fedc__client_store *store; /* rank 0's: every client's state between rounds */
     fedc_program *round, *eval;
+    int eval_segments;      /* test clients per slot of a packed evaluation; 0: one (not packed) */
     fedc_executor *round_ex, *eval_ex;
     cohort_buffers cohort, eval_cohort;
     int64_t *sampled;
@@ -90,6 +92,10 @@ fedc_status fedc__cohort_buffers_bind(const cohort_buffers *cb, fedc_executor *e
 fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *clients, int k, cohort_buffers *cb,
                              bool shuffle, uint32_t round);
 
+/* Packed evaluation: the n clients of ds in slot j of cb, their real rows one
+ * after another (segment: the client's place, 0 .. n-1); a client whose data
+ * cannot be loaded is left out with a warning. */
+fedc_status fedc__train_fill_packed(fedc_dataset *ds, const int64_t *clients, int n, cohort_buffers *cb, int j);
 /* Metrics, curves and checkpoints (src/fl/train_io.c). */
 fedc_status fedc__train_open_metrics(trainer *t);
 fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, const eval_result *e,

@@ -305,6 +305,60 @@ fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *client
     return FEDC_OK;
 }
 
+/* ------------------------------------------------------ packed filling -- */
+
+/* Appends the real rows of client `id`'s batches b (n of them, in order) to slot
+ * j's rows [at, at + n), tagged `segment`. */
+static fedc_status append_rows(const fedc_batches *b, int64_t n, cohort_buffers *cb, int j, int64_t at, int32_t segment,
+                               const char *id) {
+    int64_t rows = cb->max_steps * cb->batch, per_x = cb->x_elems / rows, per_y = cb->y_elems / rows;
+    const fedc_feature *x = fedc_batches_feature(b, "x"), *y = fedc_batches_feature(b, "y");
+    if (!x || x->type.dtype != cb->x_dtype || fedc_type_count(&x->type) != b->steps * b->batch_size * per_x || !y ||
+        y->type.dtype != FEDC_I32 || fedc_type_count(&y->type) != b->steps * b->batch_size * per_y)
+        return fedc_error(FEDC_ETYPE, "client \"%s\": its features do not fit the model", id);
+    if (at + n > rows)
+        return fedc_error(FEDC_EINVAL, "client \"%s\": %lld examples do not fit the %lld rows left", id, (long long)n,
+                          (long long)(rows - at));
+    memcpy(cb->x + (size_t)j * (size_t)cb->x_elems + (size_t)(at * per_x), x->data, (size_t)(n * per_x) * sizeof *cb->x);
+    memcpy(cb->y + (size_t)j * (size_t)cb->y_elems + (size_t)(at * per_y), y->data, (size_t)(n * per_y) * sizeof *cb->y);
+    for (int64_t r = at; r < at + n; r++) cb->mask[(size_t)j * (size_t)rows + (size_t)r] = 1, cb->segment[(size_t)j * (size_t)rows + (size_t)r] = segment;
+    return FEDC_OK;
+}
+
+/* Clears slot j from row `at` on, and sets its steps to the batches rows [0, at) need. */
+static void end_slot(cohort_buffers *cb, int j, int64_t at) {
+    int64_t rows = cb->max_steps * cb->batch, per_x = cb->x_elems / rows, per_y = cb->y_elems / rows;
+    size_t r0 = (size_t)j * (size_t)rows + (size_t)at, left = (size_t)(rows - at);
+    memset(cb->x + (size_t)j * (size_t)cb->x_elems + (size_t)(at * per_x), 0, left * (size_t)per_x * sizeof *cb->x);
+    memset(cb->y + (size_t)j * (size_t)cb->y_elems + (size_t)(at * per_y), 0, left * (size_t)per_y * sizeof *cb->y);
+    memset(cb->mask + r0, 0, left * sizeof *cb->mask);
+    memset(cb->segment + r0, 0, left * sizeof *cb->segment);
+    cb->steps[j] = (int32_t)((at + cb->batch - 1) / cb->batch);
+}
+
+fedc_status fedc__train_fill_packed(fedc_dataset *ds, const int64_t *clients, int n, cohort_buffers *cb, int j) {
+    int64_t at = 0;
+    cb->failed[j] = 0;
+    for (int s = 0; s < n; s++) {
+        fedc_client_data *c = NULL;
+        fedc_batches *b = NULL;
+        fedc_status st = fedc_dataset_client(ds, clients[s], &c);
+        if (!st) st = fedc_batch(c, cb->batch, false, &b);
+        int64_t real = 0;
+        for (int64_t r = 0; b && r < b->steps * b->batch_size; r++) real += b->mask[r] > 0;
+        if (!st) st = append_rows(b, real, cb, j, at, s, c->id);
+        if (!st) at += real;
+        fedc_batches_destroy(b);
+        fedc_client_data_destroy(c);
+        if (st == FEDC_ENOMEM) return st;
+        if (st) /* left out, as an unloadable client is when evaluated alone */
+            fprintf(stderr, "fedc train: warning: evaluation: client %lld (\"%s\") left out: %s\n", (long long)clients[s],
+                    fedc_dataset_client_id(ds, clients[s]), fedc_errmsg());
+    }
+    end_slot(cb, j, at);
+    return FEDC_OK;
+}
+
 fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, int clients, int64_t batch,
                                       int64_t max_steps) {
     fedc_type xt = fedc_model_input_type(m, batch), yt = fedc_model_label_type(m, batch);
@@ -321,7 +375,8 @@ fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, i
     cb->steps = fedc_calloc(n, sizeof *cb->steps);
     cb->key = fedc_calloc(4 * n, sizeof *cb->key);
     cb->failed = fedc_calloc(n, sizeof *cb->failed);
-    if (!cb->x || !cb->y || !cb->mask || !cb->steps || !cb->key || !cb->failed)
+    cb->segment = fedc_calloc(n * (size_t)(max_steps * batch), sizeof *cb->segment);
+    if (!cb->x || !cb->y || !cb->mask || !cb->steps || !cb->key || !cb->failed || !cb->segment)
         return fedc_error(FEDC_ENOMEM, "train: out of memory for %d clients' batches (%lld steps of %lld)", clients,
                           (long long)max_steps, (long long)batch);
     return FEDC_OK;
@@ -329,7 +384,7 @@ fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, i
 
 void fedc__cohort_buffers_free(cohort_buffers *cb) {
     fedc_free(cb->x), fedc_free(cb->y), fedc_free(cb->mask), fedc_free(cb->steps), fedc_free(cb->key);
-    fedc_free(cb->failed);
+    fedc_free(cb->failed), fedc_free(cb->segment);
     memset(cb, 0, sizeof *cb);
 }
 

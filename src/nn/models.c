@@ -327,17 +327,29 @@ static fedc_value forward(const fedc_model *m, fedc_program *p, const fedc_value
     return FEDC_NONE;
 }
 
+/* v [batch, ...] summed over all but its first axis: per example. */
+static fedc_value per_example(fedc_program *p, fedc_value v) {
+    int rank = fedc_value_type(p, v).rank;
+    if (rank <= 1) return v;
+    int axes[FEDC_MAX_RANK];
+    for (int i = 1; i < rank; i++) axes[i - 1] = i;
+    return fedc_reduce_sum(p, v, axes, rank - 1, false);
+}
+
 /* loss = sum(xent * mask) / max(sum(mask), 1): the mean over the masked-in
  * examples, and 0 (not NaN) for a batch that is all padding. */
 static void heads(fedc_program *p, fedc_value logits, fedc_value y, fedc_value mask, fedc_model_outputs *out) {
     fedc_value xent = fedc_softmax_cross_entropy(p, logits, y, mask);
     fedc_value count = fedc_reduce_sum(p, mask, NULL, -1, false);
     fedc_value denom = fedc_maximum(p, count, fedc_scalar_like(p, count, 1.0));
-    fedc_value hit = fedc_cast(p, fedc_eq(p, fedc_argmax(p, logits, -1), y), FEDC_F32);
+    fedc_value hit = fedc_mul(p, fedc_cast(p, fedc_eq(p, fedc_argmax(p, logits, -1), y), FEDC_F32), mask);
     out->loss = fedc_div(p, fedc_reduce_sum(p, xent, NULL, -1, false), denom);
     out->logits = logits;
-    out->correct = fedc_reduce_sum(p, fedc_mul(p, hit, mask), NULL, -1, false);
+    out->correct = fedc_reduce_sum(p, hit, NULL, -1, false);
     out->count = count;
+    out->example_loss = per_example(p, xent);
+    out->example_correct = per_example(p, hit);
+    out->example_count = per_example(p, mask);
 }
 
 /* A language model's per-token weights [batch, context]: the example's mask where
@@ -351,6 +363,7 @@ static fedc_value token_weights(const fedc_model *m, fedc_program *p, fedc_value
 
 static void clear_outputs(fedc_model_outputs *out) {
     out->loss = out->logits = out->correct = out->count = FEDC_NONE;
+    out->example_loss = out->example_correct = out->example_count = FEDC_NONE;
 }
 
 fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_value *params, fedc_value x,

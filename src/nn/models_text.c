@@ -99,9 +99,13 @@ void fedc__nn_text_apply(const fedc__nn_text *t, fedc_program *p, const fedc_val
     fedc_value xent = fedc_softmax_cross_entropy(p, logits, yt, m);
     fedc_value count = fedc_reduce_sum(p, m, NULL, -1, false);
     fedc_value denom = fedc_maximum(p, count, fedc_scalar_like(p, count, 1.0));
-    fedc_value hit = fedc_cast(p, fedc_eq(p, fedc_argmax(p, logits, -1), yt), FEDC_F32);
+    fedc_value hit = fedc_mul(p, fedc_cast(p, fedc_eq(p, fedc_argmax(p, logits, -1), yt), FEDC_F32), m);
     out->loss = fedc_div(p, fedc_reduce_sum(p, xent, NULL, -1, false), denom);
     out->logits = fedc_transpose(p, logits, (int[]){1, 0, 2});
-    out->correct = fedc_reduce_sum(p, fedc_mul(p, hit, m), NULL, -1, false);
+    out->correct = fedc_reduce_sum(p, hit, NULL, -1, false);
     out->count = count;
+    /* per example: summed over time, the first axis of the time-major [T, B] */
+    out->example_loss = fedc_reduce_sum(p, xent, (int[]){0}, 1, false);
+    out->example_correct = fedc_reduce_sum(p, hit, (int[]){0}, 1, false);
+    out->example_count = fedc_reduce_sum(p, m, (int[]){0}, 1, false);
 }
