@@ -360,7 +360,113 @@ static void test_check_refuses_bad_settings(void) {
     CHECK_OK(fedc_aggregation_check(&(fedc_aggregation){.clip = 1, .noise_multiplier = 1}));
 }
 
+/* ------------------------------------------------------ fedc train -- */
+
+#define HEART "../shared/data/heart-disease-uci"
+
+static bool have_heart(void) {
+    FILE *f = fopen(HEART "/processed.cleveland.data", "r");
+    if (f) fclose(f);
+    else fedc_test_skip("%s is absent", HEART);
+    return f != NULL;
+}
+
+/* DP-FedAvg with an adaptive clip, noise and zeroing on the heart-disease silos. */
+static fedc_train_config dp_config(const char *name) {
+    static char dirs[8][512];
+    static int next;
+    char *dir = dirs[next++ % 8];
+    snprintf(dir, sizeof dirs[0], "%s", fedc_test_tmp(name));
+    fedc_train_config c;
+    fedc_train_defaults(&c);
+    c.data = HEART, c.model = "heart", c.rounds = 6, c.clients_per_round = 3, c.eval_every = 3;
+    c.algorithm.batch_size = 16;
+    c.algorithm.aggregation = fedc_aggregation_adaptive_defaults(0.5);
+    c.algorithm.aggregation.zero_norm = 50;
+    c.algorithm.aggregation.count_stddev = 1; /* 0.05 x 3 would be too little for z = 0.5 */
+    c.checkpoint_every = 3, c.out_dir = dir, c.quiet = true, c.threads = 1;
+    return c;
+}
+
+/* The checkpoints' tensors (the model, the server state with its adaptive clip)
+ * bit for bit. */
+static bool same_checkpoints(const char *a, const char *b) {
+    char pa[600], pb[600];
+    snprintf(pa, sizeof pa, "%s/checkpoint.safetensors", a), snprintf(pb, sizeof pb, "%s/checkpoint.safetensors", b);
+    fedc_safetensors *x = NULL, *y = NULL;
+    bool same = !fedc_safetensors_read(pa, &x) && !fedc_safetensors_read(pb, &y) &&
+                fedc_safetensors_count(x) == fedc_safetensors_count(y), clip = false, same_bits = same;
+    for (int i = 0; same && i < fedc_safetensors_count(x); i++) {
+        fedc_tensor_entry u = fedc_safetensors_tensor(x, i), v = fedc_safetensors_tensor(y, i);
+        same = !strcmp(u.name, v.name) && fedc_type_bytes(&u.type) == fedc_type_bytes(&v.type);
+        same_bits &= same && !memcmp(u.data, v.data, fedc_type_bytes(&u.type));
+        clip |= strstr(u.name, FEDC_AGGREGATE_CLIP) != NULL;
+    }
+    CHECK_MSG(clip, "the checkpoint holds no adaptive clip");
+    fedc_safetensors_destroy(x), fedc_safetensors_destroy(y);
+    return same && same_bits;
+}
+
+static void test_dp_run_resumes_bitwise_and_threads_agree(void) {
+    if (!have_heart()) return;
+    fedc_train_config whole = dp_config("dp-whole"), part = dp_config("dp-part"), two = dp_config("dp-two");
+    two.threads = 2;
+    fedc_train_result r;
+    CHECK_OK(fedc_train(&whole, &r));
+    CHECK_OK(fedc_train(&two, &r));
+    CHECK(same_checkpoints(whole.out_dir, two.out_dir));
+    part.rounds = 3;
+    CHECK_OK(fedc_train(&part, &r));
+    part.rounds = 6, part.resume = true;
+    CHECK_OK(fedc_train(&part, &r));
+    CHECK_EQ_INT(r.rounds_run, 3);
+    CHECK(same_checkpoints(whole.out_dir, part.out_dir));
+    /* the noise is drawn: without it (and nothing else changed) the model differs */
+    fedc_train_config other = dp_config("dp-other");
+    other.algorithm.aggregation.noise_multiplier = 0;
+    CHECK_OK(fedc_train(&other, &r));
+    CHECK(!same_checkpoints(whole.out_dir, other.out_dir));
+    /* a resume that changes the noise is refused */
+    fedc_train_config changed = dp_config("dp-part");
+    changed.resume = true, changed.rounds = 8;
+    changed.algorithm.aggregation.noise_multiplier = 0.6;
+    CHECK_ERR(fedc_train(&changed, &r), FEDC_EINVAL, "--dp-noise 0.6 (the checkpoint's: 0.5)");
+}
+
+/* metrics.jsonl: the clip, the noise's stddev, the zeroed count and ε, which grows
+ * with the rounds and is what the accountant says for (q, z_Δ) and (q, 2σ_b). */
+static void test_dp_metrics(void) {
+    if (!have_heart()) return;
+    fedc_train_config c = dp_config("dp-metrics");
+    fedc_train_result r;
+    CHECK_OK(fedc_train(&c, &r));
+    char path[600], line[2][2048];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", c.out_dir);
+    FILE *f = fopen(path, "r");
+    CHECK(f && fgets(line[0], sizeof line[0], f) && fgets(line[1], sizeof line[1], f));
+    if (f) fclose(f);
+    double eps[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        CHECK(strstr(line[i], "\"dp_clip\": ") && strstr(line[i], "\"dp_noise_stddev\": ") && strstr(line[i], "\"zeroed\": 0"));
+        const char *e = strstr(line[i], "\"epsilon\": ");
+        CHECK(e != NULL);
+        if (e) eps[i] = strtod(e + strlen("\"epsilon\": "), NULL);
+    }
+    double zu, sb;
+    CHECK_OK(fedc_aggregation_noise(&c.algorithm.aggregation, 3, &zu, &sb));
+    fedc_privacy_accountant *acc;
+    CHECK_OK(fedc_privacy_accountant_create(&acc, NULL, 0));
+    CHECK_OK(fedc_privacy_accountant_add(acc, 3.0 / 4, zu, 6));
+    CHECK_OK(fedc_privacy_accountant_add(acc, 3.0 / 4, 2 * sb, 6));
+    double want, order;
+    CHECK_OK(fedc_privacy_accountant_epsilon(acc, 1.0 / 4, FEDC_RDP_IMPROVED, &want, &order));
+    fedc_privacy_accountant_destroy(acc);
+    CHECK(eps[0] > 0 && eps[0] < eps[1]);
+    CHECK_NEAR(eps[1], want, 1e-8 * want);
+}
+
 int main(int argc, char **argv) {
+    if (!fedc_test_tmpdir("test-aggregators")) return 1;
     static const fedc_test tests[] = {
         {"random_normal: fedc_rng_normal's bits, any threads", test_random_normal_bits_and_threads},
         {"random_normal: standard normal statistics", test_random_normal_statistics},
@@ -373,6 +479,10 @@ int main(int argc, char **argv) {
         {"adaptive clip: TF Privacy's geometric trajectory", test_adaptive_clip_tf_privacy_trajectory},
         {"adaptive clip: TFF's noise multipliers", test_adaptive_noise_multipliers},
         {"bad settings refused", test_check_refuses_bad_settings},
+        {"fedc train: DP resumes bitwise, 1 and 2 threads agree", test_dp_run_resumes_bitwise_and_threads_agree},
+        {"fedc train: DP metrics and epsilon", test_dp_metrics},
     };
-    return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+    int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+    fedc_test_tmpdir_remove();
+    return rc;
 }

@@ -50,6 +50,11 @@ typedef struct fedc_aggregation {
 
 /* TFF's adaptive defaults: γ 0.5, η 0.2, initial clip 0.1, σ_b = 0.05 m. */
 FEDC_API fedc_aggregation fedc_aggregation_adaptive_defaults(double noise_multiplier);
+/* Turns on a's adaptive clip from "on" (TFF's defaults) or a comma list of
+ * quantile=Q, lr=ETA, count-stddev=S (the others TFF's): a's clip, if set, stays
+ * as the initial clip (else 0.1), its noise and zeroing stay. "off" or NULL: a as
+ * it is. EINVAL naming the bad item. */
+FEDC_API fedc_status fedc_aggregation_parse_adaptive(const char *spec, fedc_aggregation *a);
 /* Whether a aggregates other than by the plain weighted mean. */
 FEDC_API bool fedc_aggregation_active(const fedc_aggregation *a);
 /* EINVAL, naming the field and its range, if a's fields are out of range; for an

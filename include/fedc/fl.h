@@ -341,6 +341,8 @@ typedef struct fedc_train_config {
                                fails the job; by default it is dropped from its round with a warning */
     bool quiet;             /* no progress lines */
     bool profile;           /* print the time per op kind of the rounds at the end */
+    double dp_delta;        /* with DP noise (algorithm.aggregation): the δ of the ε that metrics.jsonl reports;
+                               0: 1 / the training data's clients (docs/privacy.md) */
     FILE *log;              /* progress and summary (NULL: stdout) */
 } fedc_train_config;
 

@@ -14,6 +14,7 @@
  * QuantileEstimatorQuery's centred bits (1[norm ≤ C] − ½), whose noisy sum over m
  * plus ½ is clamped to [0, 1]. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "fedc/aggregate.h"
 #include "fl/fl.h"
@@ -33,14 +34,48 @@ fedc_status fedc_aggregation_noise(const fedc_aggregation *a, double m, double *
     double sb = a->count_stddev >= 0 ? a->count_stddev : 0.05 * m;
     if (!(z < 2 * sb))
         return fedc_error(FEDC_EINVAL, "aggregation: the count's noise stddev %g (0.05 x %g expected clients unless "
-                          "set) is too low for the noise multiplier %g: it must exceed z / 2; raise count_stddev or "
-                          "lower the noise", sb, m, z);
+                          "set) is too low for the noise multiplier %g: it must exceed z / 2; raise the count's stddev "
+                          "(--dp-adaptive count-stddev=S) or lower the noise", sb, m, z);
     *update_multiplier = 1 / sqrt(1 / (z * z) - 1 / (4 * sb * sb));
     *count_stddev = sb;
     return FEDC_OK;
 }
 
 static bool in(double v, double lo, double hi) { return v >= lo && v <= hi; }
+
+/* One "name=value" of an adaptive spec into *out, checked against [lo, hi]. */
+static fedc_status spec_value(const char *item, size_t len, const char *name, double lo, double hi, double *out) {
+    size_t n = strlen(name);
+    char num[64], *end;
+    if (len <= n + 1 || strncmp(item, name, n) || item[n] != '=') return FEDC_ENOTFOUND;
+    snprintf(num, sizeof num, "%.*s", (int)(len - n - 1), item + n + 1);
+    double v = strtod(num, &end);
+    if (!num[0] || *end || !in(v, lo, hi) || !isfinite(v))
+        return fedc_error(FEDC_EINVAL, "%s needs a number in [%g, %g], not '%s'", name, lo, hi, num);
+    *out = v;
+    return FEDC_OK;
+}
+
+fedc_status fedc_aggregation_parse_adaptive(const char *spec, fedc_aggregation *a) {
+    fedc_aggregation d = fedc_aggregation_adaptive_defaults(a->noise_multiplier);
+    d.zero_norm = a->zero_norm, d.expected_clients = a->expected_clients;
+    if (a->clip > 0) d.clip = a->clip; /* the initial clip, if given */
+    if (!spec || !strcmp(spec, "off")) return FEDC_OK;
+    if (strcmp(spec, "on"))
+        for (const char *s = spec; *s;) {
+            size_t len = strcspn(s, ",");
+            fedc_status st = spec_value(s, len, "quantile", 0, 1, &d.target_quantile);
+            if (st == FEDC_ENOTFOUND) st = spec_value(s, len, "lr", 0, 1e6, &d.clip_learning_rate);
+            if (st == FEDC_ENOTFOUND) st = spec_value(s, len, "count-stddev", 0, 1e12, &d.count_stddev);
+            if (st == FEDC_ENOTFOUND)
+                return fedc_error(FEDC_EINVAL, "unknown setting '%.*s' (there are: quantile=Q, lr=ETA, count-stddev=S; "
+                                  "or on)", (int)len, s);
+            if (st) return st;
+            s += len + (s[len] == ',');
+        }
+    *a = d;
+    return FEDC_OK;
+}
 
 fedc_status fedc_aggregation_check(const fedc_aggregation *a) {
     if (!(in(a->zero_norm, 0, INFINITY) && isfinite(a->zero_norm)))

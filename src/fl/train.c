@@ -140,7 +140,8 @@ static fedc_status create_programs(trainer *t) {
     if (k < 1 || k > fedc_dataset_num_clients(t->train))
         return fedc_error(FEDC_EINVAL, "train: %d clients per round, but the data has %lld clients", k,
                           (long long)fedc_dataset_num_clients(t->train));
-    fedc_status st = fedc__train_state_create(t, k);
+    fedc_status st = fedc__train_privacy_setup(t, k); /* before the state: an adaptive clip is part of it */
+    if (!st) st = fedc__train_state_create(t, k);
     if (!st) st = fedc_algorithm_round(t->model, &t->alg, &t->round);
     /* the failing-client policy (docs/federated.md): a client whose update is not
      * finite, or whose computation fails, is dropped from the round, or with
@@ -154,6 +155,7 @@ static fedc_status create_programs(trainer *t) {
     if (!st) st = fedc__cohort_buffers_init(&t->cohort, t->model, k, batch, t->alg.max_steps);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, t->round_ex, true);
     if (!st) st = fedc__train_state_bind(t, t->round_ex);
+    if (!st) st = fedc__train_privacy_bind(t);
     t->sampled = st ? NULL : fedc_malloc((size_t)k * sizeof *t->sampled);
     t->work = st ? NULL : fedc_malloc((size_t)k * sizeof *t->work);
     if (!st && (!t->sampled || !t->work)) st = fedc_error(FEDC_ENOMEM, "train: out of memory");
@@ -314,8 +316,10 @@ static fedc_status run_round(trainer *t, int r, double *loss, double *examples) 
     if (!st) st = balance(t, k);
     if (!st) st = fill_block(t, t->train, t->sampled, &t->cohort, t->round_ex, true, (uint32_t)r);
     if (!st) st = fedc__train_state_before_round(t, r);
+    if (!st) fedc__train_privacy_before_round(t, r);
     if (!st) st = count_dropped(t, r, fedc_executor_run(t->round_ex));
     if (!st) st = fedc__train_state_after_round(t, r);
+    if (!st) st = fedc__train_privacy_after_round(t);
     if (st) st = in_round(st, r);
     float l = NAN, e = 0;
     if (!st) st = copy_output(t->round_ex, "train_loss", &l);
