@@ -86,6 +86,9 @@ static const char train_usage[] =
     "                            SPEC: quantile=Q,lr=ETA,count-stddev=S (TFF's 0.5, 0.2, 0.05 x\n"
     "                            clients per round); --dp-clip then is the initial clip (default 0.1)\n"
     "  --dp-delta D              the delta of the reported epsilon, in (0, 1) (default 1 / clients)\n"
+    "  --sampling HOW            fixed: exactly --clients-per-round clients a round (the default);\n"
+    "                            poisson[:Q]: each client joins with probability Q (default:\n"
+    "                            clients-per-round / clients), the sampling DP's accounting assumes\n"
     "run\n"
     "  --seed N                  0 to 2^64 - 1 (default 0)\n"
     "  --threads N               worker threads for the clients, 1 to 256 (default 2)\n"
@@ -132,6 +135,7 @@ typedef struct options {
     fedc_train_config c;
     const char *client_opt, *server_opt, *algorithm, *weighting;
     const char *dp_adaptive; /* --dp-adaptive [SPEC] (SPEC "on" when none is given) */
+    const char *sampling;    /* --sampling fixed|poisson[:Q] */
     const char *sets[32];   /* --set NAME=VALUE, in order, applied once the algorithm is known */
     int nsets;
     double prox_mu;         /* --prox-mu: --set mu=X */
@@ -204,6 +208,7 @@ static const option table[] = {
     {OPT("dp-noise", REAL, TRAIN, c.algorithm.aggregation.noise_multiplier), .range = {0, 1e6, false, false}},
     {OPT("dp-adaptive", SPEC, TRAIN, dp_adaptive)},
     {OPT("dp-delta", REAL, TRAIN, c.dp_delta), .range = {0, 1, true, true}},
+    {OPT("sampling", STR, TRAIN, sampling)},
     {OPT("seed", U64, BOTH, c.seed), INTS(0, UINT64_MAX)},
     {OPT("threads", I32, BOTH, c.threads), INTS(1, CLI_MAX_THREADS)},
     {OPT("eval-every", I32, TRAIN, c.eval_every), INTS(0, MILLION)},
@@ -396,6 +401,14 @@ static int parse_args(options *o, int argc, char **argv) {
  * clients of DP-FedAvg are --clients-per-round: the fixed-size sampler's). */
 static int finish_aggregation(options *o) {
     fedc_aggregation *a = &o->c.algorithm.aggregation;
+    const char *s = o->sampling;
+    if (s && !strncmp(s, "poisson:", 8)) {
+        o->c.poisson = true;
+        if (!cli_real(o->cmd, "--sampling poisson:Q's rate Q", s + 8, (cli_range){0, 1, true, false}, &o->c.sampling_rate))
+            return CLI_USAGE;
+    } else if (s && (o->c.poisson = !strcmp(s, "poisson"), !o->c.poisson && strcmp(s, "fixed"))) {
+        return usage_error(o, "--sampling needs fixed, poisson or poisson:Q, not '%s'", s);
+    }
     if (o->dp_adaptive && fedc_aggregation_parse_adaptive(o->dp_adaptive, a))
         return usage_error(o, "--dp-adaptive: %s", fedc_errmsg());
     if (a->noise_multiplier > 0 && a->clip == 0)

@@ -550,6 +550,13 @@ expect 2 "--dp-adaptive: unknown setting 'rate=1'" -- "$fedc" train $dp --dp-ada
 expect 2 "is too low for the noise multiplier 1" -- "$fedc" train $dp --dp-adaptive --dp-noise 1
 expect 2 "--dp-delta is the delta of the epsilon that --dp-noise spends" -- "$fedc" train $dp --dp-clip 1 --dp-delta 1e-5
 expect 1 "mime aggregates its clients' updates itself" -- "$fedc" train $dp --algorithm mime --robust-zero 1
+# Poisson client sampling: by flag and INI key; a bad rate or name refused
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --sampling poisson:0.5 --dp-clip 1 --dp-noise 1 --out "$out/poisson"
+grep -q '"round": 2, .*"epsilon": ' "$out/poisson/metrics.jsonl" && ok || bad "a Poisson DP run reports no epsilon"
+printf 'sampling = poisson\n' >"$out/poisson.ini"
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --config "$out/poisson.ini" --out "$out/poisson-ini"
+expect 2 "--sampling poisson:Q's rate Q needs a number in (0, 1], not '1.5'" -- "$fedc" train $dp --sampling poisson:1.5
+expect 2 "--sampling needs fixed, poisson or poisson:Q, not 'uniform'" -- "$fedc" train $dp --sampling uniform
 
 fashion=/usr/share/datasets/fashion-mnist
 if [ -f $fashion/train-images-idx3-ubyte.gz ] && [ -f $fashion/t10k-images-idx3-ubyte.gz ]; then

@@ -360,6 +360,63 @@ static void test_check_refuses_bad_settings(void) {
     CHECK_OK(fedc_aggregation_check(&(fedc_aggregation){.clip = 1, .noise_multiplier = 1}));
 }
 
+/* ---------------------------------------------------- Poisson sampling -- */
+
+/* Each of 10,000 clients at q = 0.03: the count is Binomial (mean 300, sd 17),
+ * the same for the same (seed, round), in increasing order; more than max refused. */
+static void test_poisson_sampling(void) {
+    enum { N = 10000 };
+    static int64_t a[N], b[N];
+    int64_t na, nb, total = 0;
+    for (uint32_t r = 0; r < 20; r++) {
+        CHECK_OK(fedc_sample_clients_poisson(N, 0.03, 5, r, N, a, &na));
+        CHECK_OK(fedc_sample_clients_poisson(N, 0.03, 5, r, N, b, &nb));
+        CHECK(na == nb && !memcmp(a, b, (size_t)na * sizeof *a));
+        for (int64_t i = 1; i < na; i++) CHECK(a[i - 1] < a[i]);
+        CHECK_NEAR((double)na, 300, 6 * 17.1);
+        total += na;
+    }
+    CHECK_NEAR(total / 20.0, 300, 5 * 17.1 / sqrt(20));
+    CHECK_ERR(fedc_sample_clients_poisson(N, 0.03, 5, 0, 100, a, &na), FEDC_ERANGE, "more than 100");
+    CHECK_ERR(fedc_sample_clients_poisson(N, 1.5, 5, 0, N, a, &na), FEDC_EINVAL, "rate");
+}
+
+/* Absent clients (fedc_executor_set_absent) are not run (client 2's bad index
+ * would fail the round) and are left out of the sum; dropped lists none of them. */
+static void test_absent_clients(void) {
+    fedc_program *body, *p;
+    CHECK_OK(fedc_program_create(&body));
+    fedc_value table = fedc_input(body, "t", fedc_type_make(FEDC_F32, 1, (int64_t[]){3}));
+    fedc_value idx = fedc_input(body, "i", fedc_type_make(FEDC_I32, 1, (int64_t[]){1}));
+    fedc_program_output(body, "y", fedc_gather(body, table, idx));
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value args[2] = {fedc_input(p, "t", placed(fedc_type_make(FEDC_F32, 1, (int64_t[]){3}), FEDC_CLIENTS)),
+                          fedc_input(p, "i", placed(fedc_type_make(FEDC_I32, 1, (int64_t[]){1}), FEDC_CLIENTS))}, y;
+    CHECK_OK(fedc_map(p, body, args, 2, &y));
+    fedc_program_output(p, "sum", fedc_sum(p, y));
+    fedc_program_output(p, "doubled", fedc_add(p, y, y));
+    const float t[K * 3] = {1, 2, 3, 10, 20, 30, 100, 200, 300, 1000, 2000, 3000};
+    const int32_t i[K] = {0, 1, 7, 2};
+    const uint8_t absent[K] = {0, 0, 1, 0};
+    for (int threads = 1; threads <= 2; threads++) {
+        fedc_executor *ex = executor(p, K, threads);
+        CHECK_OK(fedc_executor_bind(ex, "t", t));
+        CHECK_OK(fedc_executor_bind(ex, "i", i));
+        CHECK_ERR(fedc_executor_run(ex), FEDC_ERANGE, "client 2");
+        CHECK_OK(fedc_executor_set_absent(ex, absent));
+        CHECK_OK(fedc_executor_run(ex));
+        CHECK_NEAR(output1(ex, "sum"), 1 + 20 + 3000, 0);
+        const float *d = NULL;
+        CHECK_OK(fedc_executor_output(ex, "doubled", (const void **)&d, NULL));
+        CHECK(d && d[2] == 0 && d[3] == 6000);
+        int which[K];
+        CHECK_EQ_INT(fedc_executor_dropped(ex, which, K), 0);
+        fedc_executor_destroy(ex);
+    }
+    fedc_program_destroy(body);
+    fedc_program_destroy(p);
+}
+
 /* ------------------------------------------------------ fedc train -- */
 
 #define HEART "../shared/data/heart-disease-uci"
@@ -407,9 +464,10 @@ static bool same_checkpoints(const char *a, const char *b) {
     return same && same_bits;
 }
 
-static void test_dp_run_resumes_bitwise_and_threads_agree(void) {
-    if (!have_heart()) return;
+/* With the fixed-size sampler, or Poisson's at q = 0.5 (rounds of 0 to 4 clients). */
+static void dp_run_resumes(bool poisson) {
     fedc_train_config whole = dp_config("dp-whole"), part = dp_config("dp-part"), two = dp_config("dp-two");
+    whole.poisson = part.poisson = two.poisson = poisson;
     two.threads = 2;
     fedc_train_result r;
     CHECK_OK(fedc_train(&whole, &r));
@@ -423,14 +481,23 @@ static void test_dp_run_resumes_bitwise_and_threads_agree(void) {
     CHECK(same_checkpoints(whole.out_dir, part.out_dir));
     /* the noise is drawn: without it (and nothing else changed) the model differs */
     fedc_train_config other = dp_config("dp-other");
+    other.poisson = poisson;
     other.algorithm.aggregation.noise_multiplier = 0;
     CHECK_OK(fedc_train(&other, &r));
     CHECK(!same_checkpoints(whole.out_dir, other.out_dir));
     /* a resume that changes the noise is refused */
     fedc_train_config changed = dp_config("dp-part");
-    changed.resume = true, changed.rounds = 8;
+    changed.resume = true, changed.rounds = 8, changed.poisson = poisson;
     changed.algorithm.aggregation.noise_multiplier = 0.6;
     CHECK_ERR(fedc_train(&changed, &r), FEDC_EINVAL, "--dp-noise 0.6 (the checkpoint's: 0.5)");
+    changed.algorithm.aggregation.noise_multiplier = 0.5, changed.poisson = !poisson;
+    CHECK_ERR(fedc_train(&changed, &r), FEDC_EINVAL, poisson ? "--sampling fixed" : "--sampling poisson:0");
+}
+
+static void test_dp_run_resumes_bitwise_and_threads_agree(void) {
+    if (!have_heart()) return;
+    dp_run_resumes(false);
+    dp_run_resumes(true);
 }
 
 /* metrics.jsonl: the clip, the noise's stddev, the zeroed count and ε, which grows
@@ -479,6 +546,8 @@ int main(int argc, char **argv) {
         {"adaptive clip: TF Privacy's geometric trajectory", test_adaptive_clip_tf_privacy_trajectory},
         {"adaptive clip: TFF's noise multipliers", test_adaptive_noise_multipliers},
         {"bad settings refused", test_check_refuses_bad_settings},
+        {"Poisson sampling", test_poisson_sampling},
+        {"absent clients are not run and left out", test_absent_clients},
         {"fedc train: DP resumes bitwise, 1 and 2 threads agree", test_dp_run_resumes_bitwise_and_threads_agree},
         {"fedc train: DP metrics and epsilon", test_dp_metrics},
     };

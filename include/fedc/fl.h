@@ -341,6 +341,10 @@ typedef struct fedc_train_config {
                                fails the job; by default it is dropped from its round with a warning */
     bool quiet;             /* no progress lines */
     bool profile;           /* print the time per op kind of the rounds at the end */
+    bool poisson;           /* Poisson client sampling: each client joins a round independently with probability
+                               sampling_rate (0: clients_per_round / clients, so that clients_per_round is the
+                               expected cohort); false: exactly clients_per_round (docs/privacy.md) */
+    double sampling_rate;
     double dp_delta;        /* with DP noise (algorithm.aggregation): the δ of the ε that metrics.jsonl reports;
                                0: 1 / the training data's clients (docs/privacy.md) */
     FILE *log;              /* progress and summary (NULL: stdout) */

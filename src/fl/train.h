@@ -76,6 +76,12 @@ typedef struct trainer {
     double *client_accuracy; /* per evaluated client, for the quantiles */
     int ncurve, cap_curve;
     train_privacy privacy;
+    /* The cohort's slots k (the round executor's clients): --clients-per-round, or
+     * with Poisson sampling room for all but a vanishing chance of its draws; the
+     * round's present clients fill the first ones, the rest are absent. */
+    int k, present;
+    uint8_t *absent;
+    double sampling_q, expected_clients; /* the rate of each client's sampling and the mean cohort */
 } trainer;
 
 fedc_status fedc__train_open_data(trainer *t);
@@ -83,7 +89,7 @@ fedc_status fedc__train_open_data(trainer *t);
  * clients k) before the programs are built; the noise key bound to the round;
  * drawn before and read after each round (r counted from 0); the metrics' fields
  * (with the ε of `rounds` rounds) as JSON members, ", \"name\": value...", or "". */
-fedc_status fedc__train_privacy_setup(trainer *t, int k);
+fedc_status fedc__train_privacy_setup(trainer *t);
 fedc_status fedc__train_privacy_bind(trainer *t);
 void fedc__train_privacy_before_round(trainer *t, int r);
 fedc_status fedc__train_privacy_after_round(trainer *t);

@@ -14,18 +14,18 @@
 
 #define NOISE_SEED_TAG 0x4E4F495345000000ull /* "NOISE" */
 
-fedc_status fedc__train_privacy_setup(trainer *t, int k) {
+fedc_status fedc__train_privacy_setup(trainer *t) {
     fedc_aggregation *a = &t->alg.aggregation;
     train_privacy *p = &t->privacy;
     p->clip = p->noise_stddev = p->zeroed = p->fraction = NAN;
     if (!fedc_aggregation_active(a)) return FEDC_OK;
-    if (a->clip > 0 && a->expected_clients == 0) a->expected_clients = k; /* the fixed-size sampler's cohort */
+    if (a->clip > 0 && a->expected_clients == 0) a->expected_clients = t->expected_clients; /* TFF's m */
     fedc_status st = fedc_aggregation_check(a);
     if (!st) st = fedc_aggregation_noise(a, a->expected_clients, &p->z_update, &p->z_count);
     if (st) return fedc_error(st, "train: %s", fedc_errmsg());
     p->z_count *= 2; /* the count's bits are centred, sensitivity 1/2: σ_b / (1/2) */
     double n = (double)fedc_dataset_num_clients(t->train);
-    p->q = k / n;
+    p->q = t->sampling_q;
     p->delta = t->c->dp_delta > 0 ? t->c->dp_delta : 1 / n;
     if (!(p->delta > 0 && p->delta < 1))
         return fedc_error(FEDC_EINVAL, "train: --dp-delta %g must be in (0, 1)", p->delta);

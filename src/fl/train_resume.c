@@ -75,6 +75,9 @@ static int aggregation_settings(const fedc_train_config *c, const fedc_algorithm
     else setting(out, &n, max, "--dp-adaptive", false, "off");
     for (int i = first; i < n; i++) out[i].unrecorded = i == n - 1 ? "off" : "0";
     setting(out, &n, max, "--dp-delta", true, "%s", exact(c->dp_delta, x[0]));
+    if (c->poisson) setting(out, &n, max, "--sampling", false, "poisson:%s", exact(c->sampling_rate, x[0]));
+    else setting(out, &n, max, "--sampling", false, "fixed");
+    if (n > 0) out[n - 1].unrecorded = "fixed";
     return n;
 }
 
