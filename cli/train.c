@@ -76,6 +76,19 @@ static const char train_usage[] =
     "  --server-eps X            the server optimizer's epsilon, above 0, at most 1 (default: the\n"
     "                            optimizer's)\n"
     "  --no-dropout              train without the model's dropout\n"
+    "privacy and robustness (docs/privacy.md; fedavg, fedprox, fedsgd, fednova, scaffold, apfl, diloco)\n"
+    "  --robust-zero B           zero each client update whose L2 norm exceeds B, or with a NaN/Inf\n"
+    "  --dp-clip C               DP-FedAvg: clip each update to L2 norm C, sum unweighted, add noise,\n"
+    "                            divide by --clients-per-round (TFF's DifferentiallyPrivateFactory)\n"
+    "  --dp-noise Z              the noise multiplier: Gaussian noise of stddev Z x C on the sum\n"
+    "                            (default 0); metrics.jsonl then reports epsilon so far\n"
+    "  --dp-adaptive [SPEC]      adapt C to a quantile of the update norms (Andrew et al. 2021);\n"
+    "                            SPEC: quantile=Q,lr=ETA,count-stddev=S (TFF's 0.5, 0.2, 0.05 x\n"
+    "                            clients per round); --dp-clip then is the initial clip (default 0.1)\n"
+    "  --dp-delta D              the delta of the reported epsilon, in (0, 1) (default 1 / clients)\n"
+    "  --sampling HOW            fixed: exactly --clients-per-round clients a round (the default);\n"
+    "                            poisson[:Q]: each client joins with probability Q (default:\n"
+    "                            clients-per-round / clients), the sampling DP's accounting assumes\n"
     "run\n"
     "  --seed N                  0 to 2^64 - 1 (default 0)\n"
     "  --threads N               worker threads for the clients, 1 to 256 (default 2)\n"
@@ -123,6 +136,8 @@ typedef struct options {
     unsigned command;  /* TRAIN or EVAL */
     fedc_train_config c;
     const char *client_opt, *server_opt, *algorithm, *weighting;
+    const char *dp_adaptive; /* --dp-adaptive [SPEC] (SPEC "on" when none is given) */
+    const char *sampling;    /* --sampling fixed|poisson[:Q] */
     const char *sets[32];   /* --set NAME=VALUE, in order, applied once the algorithm is known */
     int nsets;
     double prox_mu;         /* --prox-mu: --set mu=X */
@@ -135,7 +150,7 @@ typedef struct options {
 } options;
 
 enum { TRAIN = 1, EVAL = 2, BOTH = 3 };
-typedef enum { STR, I32, I64, U64, REAL, FORMAT, FLAG, SET } kind;
+typedef enum { STR, I32, I64, U64, REAL, FORMAT, FLAG, SET, SPEC } kind; /* SPEC: a STR whose value may be left out */
 
 /* A string option's check, when the name must be one the library knows. */
 typedef bool (*name_check)(const char *cmd, const char *what, const char *v);
@@ -190,6 +205,12 @@ static const option table[] = {
     {OPT("server-lr", REAL, TRAIN, server_lr), .range = {0, FLT_MAX, true, false}},
     {OPT("server-eps", REAL, TRAIN, server_eps), .range = {0, 1, true, false}},
     {OPT("no-dropout", FLAG, TRAIN, no_dropout)},
+    {OPT("robust-zero", REAL, TRAIN, c.algorithm.aggregation.zero_norm), .range = {0, FLT_MAX, true, false}},
+    {OPT("dp-clip", REAL, TRAIN, c.algorithm.aggregation.clip), .range = {0, FLT_MAX, true, false}},
+    {OPT("dp-noise", REAL, TRAIN, c.algorithm.aggregation.noise_multiplier), .range = {0, 1e6, false, false}},
+    {OPT("dp-adaptive", SPEC, TRAIN, dp_adaptive)},
+    {OPT("dp-delta", REAL, TRAIN, c.dp_delta), .range = {0, 1, true, true}},
+    {OPT("sampling", STR, TRAIN, sampling)},
     {OPT("seed", U64, BOTH, c.seed), INTS(0, UINT64_MAX)},
     {OPT("threads", I32, BOTH, c.threads), INTS(1, CLI_MAX_THREADS)},
     {OPT("eval-every", I32, TRAIN, c.eval_every), INTS(0, MILLION)},
@@ -235,6 +256,7 @@ static bool set(options *o, const option *opt, const char *what, const char *v) 
     void *field = (char *)o + opt->at;
     uint64_t n;
     switch (opt->kind) {
+    case SPEC:
     case STR:
         if (!cli_text(o->cmd, what, v) || (opt->check && !opt->check(o->cmd, what, v))) return false;
         *(const char **)field = v;
@@ -366,11 +388,39 @@ static int parse_args(options *o, int argc, char **argv) {
             *(bool *)((char *)o + opt->at) = true;
             continue;
         }
+        if (!config && opt->kind == SPEC && (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))) {
+            *(const char **)((char *)o + opt->at) = "on";
+            continue;
+        }
         if (i + 1 >= argc) return usage_error(o, "%s needs a value", a);
         const char *v = argv[++i];
         int rc = config ? (cli_text(o->cmd, a, v) ? read_config(o, v) : CLI_USAGE) : set(o, opt, a, v) ? 0 : CLI_USAGE;
         if (rc) return rc;
     }
+    return 0;
+}
+
+/* --robust-zero, --dp-clip, --dp-noise and --dp-adaptive together (the expected
+ * clients of DP-FedAvg are --clients-per-round: the fixed-size sampler's). */
+static int finish_aggregation(options *o) {
+    fedc_aggregation *a = &o->c.algorithm.aggregation;
+    const char *s = o->sampling;
+    if (s && !strncmp(s, "poisson:", 8)) {
+        o->c.poisson = true;
+        if (!cli_real(o->cmd, "--sampling poisson:Q's rate Q", s + 8, (cli_range){0, 1, true, false}, &o->c.sampling_rate))
+            return CLI_USAGE;
+    } else if (s && (o->c.poisson = !strcmp(s, "poisson"), !o->c.poisson && strcmp(s, "fixed"))) {
+        return usage_error(o, "--sampling needs fixed, poisson or poisson:Q, not '%s'", s);
+    }
+    if (o->dp_adaptive && fedc_aggregation_parse_adaptive(o->dp_adaptive, a))
+        return usage_error(o, "--dp-adaptive: %s", fedc_errmsg());
+    if (a->noise_multiplier > 0 && a->clip == 0)
+        return usage_error(o, "%s", "--dp-noise needs --dp-clip C or --dp-adaptive (the noise's stddev is Z x C)");
+    if (o->c.dp_delta > 0 && a->noise_multiplier == 0)
+        return usage_error(o, "%s", "--dp-delta is the delta of the epsilon that --dp-noise spends: give --dp-noise");
+    fedc_aggregation check = *a;
+    if (check.clip > 0) check.expected_clients = o->c.clients_per_round;
+    if (fedc_aggregation_check(&check)) return usage_error(o, "%s", fedc_errmsg());
     return 0;
 }
 
@@ -396,7 +446,7 @@ static int finish(options *o) {
         return usage_error(o, "--prox-mu: %s", fedc_errmsg());
     for (int i = 0; i < o->nsets; i++)
         if (fedc_algorithm_set_text(&c->algorithm, o->sets[i])) return usage_error(o, "--set: %s", fedc_errmsg());
-    return 0;
+    return finish_aggregation(o);
 }
 
 /* The defaults, then the command line; 0, or the exit status of a bad one. */

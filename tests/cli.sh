@@ -525,6 +525,39 @@ expect 2 "--also needs Q,Z,T" -- "$fedc" privacy epsilon --noise-multiplier 1 --
   --delta 1e-5 --also 0.1,2
 expect 1 "target epsilon 1e-09 is too small" -- "$fedc" privacy noise --epsilon 1e-9 --sampling-rate 1 --steps 10 \
   --delta 1e-5 --conversion classic
+# ------------------------------------------- privacy and robust aggregation --
+# DP-FedAvg on the silos: the flags, their INI keys, the metrics, the checks.
+dp="$heart --rounds 2 --eval-every 1 --quiet"
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --dp-clip 0.5 --dp-noise 0.8 --robust-zero 100 --out "$out/dp"
+grep -q '"round": 2, .*"dp_clip": 0.5, "dp_noise_stddev": 0.40*[0-9]*, "zeroed": 0, "epsilon": [0-9.]*, "delta": 0.33' \
+  "$out/dp/metrics.jsonl" && ok || bad "a DP run's metrics lack its clip, noise, zeroed count or epsilon"
+printf 'rounds = 2\ndp-clip = 0.5\ndp-noise = 0.8\nrobust-zero = 100\ncheckpoint-every = 2\n' >"$out/dp.ini"
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --config "$out/dp.ini" --out "$out/dp-ini"
+losses() { grep -o '"train_loss": [^,]*, "test_loss": [^,]*' "$1"; }
+[ "$(losses "$out/dp/metrics.jsonl")" = "$(losses "$out/dp-ini/metrics.jsonl")" ] && ok \
+  || bad "the INI keys train another run than the flags"
+expect 1 "--dp-noise 0.9 (the checkpoint's: 0.8)" -- "$fedc" train $dp --config "$out/dp.ini" --dp-noise 0.9 \
+  --rounds 4 --resume --out "$out/dp-ini"
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --dp-adaptive quantile=0.8,lr=0.5 --out "$out/dp-adaptive"
+grep -q '"dp_unclipped_fraction": ' "$out/dp-adaptive/metrics.jsonl" && ok || bad "no adaptive clip in the metrics"
+printf 'rounds = 2\ndp-adaptive = quantile=0.8,lr=0.5\n' >"$out/dp-adaptive.ini"
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --config "$out/dp-adaptive.ini" --out "$out/dp-adaptive-ini"
+expect 2 "--dp-noise needs --dp-clip C or --dp-adaptive" -- "$fedc" train $dp --dp-noise 1
+expect 2 "--dp-clip needs a number in (0, " -- "$fedc" train $dp --dp-clip 0
+expect 2 "--robust-zero needs a number in (0, " -- "$fedc" train $dp --robust-zero -2
+expect 2 "--dp-adaptive: quantile needs a number in [0, 1], not '2'" -- "$fedc" train $dp --dp-adaptive quantile=2
+expect 2 "--dp-adaptive: unknown setting 'rate=1'" -- "$fedc" train $dp --dp-adaptive rate=1
+expect 2 "is too low for the noise multiplier 1" -- "$fedc" train $dp --dp-adaptive --dp-noise 1
+expect 2 "--dp-delta is the delta of the epsilon that --dp-noise spends" -- "$fedc" train $dp --dp-clip 1 --dp-delta 1e-5
+expect 1 "mime aggregates its clients' updates itself" -- "$fedc" train $dp --algorithm mime --robust-zero 1
+# Poisson client sampling: by flag and INI key; a bad rate or name refused
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --sampling poisson:0.5 --dp-clip 1 --dp-noise 1 --out "$out/poisson"
+grep -q '"round": 2, .*"epsilon": ' "$out/poisson/metrics.jsonl" && ok || bad "a Poisson DP run reports no epsilon"
+printf 'sampling = poisson\n' >"$out/poisson.ini"
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --config "$out/poisson.ini" --out "$out/poisson-ini"
+expect 2 "--sampling poisson:Q's rate Q needs a number in (0, 1], not '1.5'" -- "$fedc" train $dp --sampling poisson:1.5
+expect 2 "--sampling needs fixed, poisson or poisson:Q, not 'uniform'" -- "$fedc" train $dp --sampling uniform
+
 fashion=/usr/share/datasets/fashion-mnist
 if [ -f $fashion/train-images-idx3-ubyte.gz ] && [ -f $fashion/t10k-images-idx3-ubyte.gz ]; then
   expect 0 "round 1: test loss" -- "$fedc" train --data $fashion/train-images-idx3-ubyte.gz --model logistic \

@@ -479,7 +479,9 @@ static const export_case CASES[] = {
  * lowering work. An op leaves this list when it lowers and a case runs it. */
 /* Ops that have no lowering yet (export fails naming them), NULL-ended: the rest
  * of the lowering work. An op leaves this list when it lowers and a case runs it. */
-static const char *const NOT_LOWERED[] = {NULL};
+static const char *const NOT_LOWERED[] = {
+    "random_normal", /* libm's log and cos: MLIR's math dialect would not give fedc's bits (mlir_ops.c) */
+    NULL};
 
 /* --------------------------------------------------------------- running -- */
 

@@ -135,6 +135,7 @@ static void build_indexing_ops(fedc_program *p, fedc_value x) {
     fedc_value key = fedc_input(p, "key", T(FEDC_I32, 4));
     fedc_dropout(p, x, key, 0.25);
     fedc_dropout(p, x, key, 1.0 / 3.0);
+    fedc_random_normal(p, key, T(FEDC_F32, 2, 3));
 }
 
 /* Convolution, pooling and their gradient ops over 8x8 images. */

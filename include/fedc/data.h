@@ -177,6 +177,11 @@ FEDC_API fedc_status fedc_batches_map(fedc_batches *b, fedc_batch_fn fn, void *c
  * replacement, as a function of (seed, round) only; written in increasing order. */
 FEDC_API fedc_status fedc_sample_clients(int64_t num_clients, int64_t per_round, uint64_t seed, uint32_t round,
                                 int64_t *out);
+/* Poisson sampling: each client joins round `round` independently with probability
+ * q, as a function of (seed, round) only; the *n joined, in increasing order, to
+ * out (at most max: ERANGE, naming the round, if more join). */
+FEDC_API fedc_status fedc_sample_clients_poisson(int64_t num_clients, double q, uint64_t seed, uint32_t round,
+                                                 int64_t max, int64_t *out, int64_t *n);
 /* Shuffled epochs: each epoch is a permutation of the clients keyed by (seed,
  * epoch); round r takes the next per_round clients, wrapping into the next epoch. */
 FEDC_API fedc_status fedc_sample_clients_epochs(int64_t num_clients, int64_t per_round, uint64_t seed, uint32_t round,

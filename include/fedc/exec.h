@@ -96,8 +96,16 @@ FEDC_API fedc_status fedc_executor_output(const fedc_executor *ex, const char *n
                                  fedc_type *type);
 
 /* The clients left out of the last run (FEDC_DROP_CLIENT): writes up to `max`
- * client indices, in order, and returns how many there are. */
+ * client indices, in order, and returns how many there are. Absent ones are not
+ * among them. */
 FEDC_API int fedc_executor_dropped(const fedc_executor *ex, int *clients, int max);
+
+/* Marks clients as absent from the next runs (absent[i] != 0; NULL: none), for a
+ * cohort smaller than the executor's slots (Poisson sampling): an absent client's
+ * map bodies and per-client ops do not run, its @clients values are zeros, and
+ * every aggregate leaves it out as it does a dropped client. num_clients still
+ * counts every slot. Under MPI every rank must mark the same clients. */
+FEDC_API fedc_status fedc_executor_set_absent(fedc_executor *ex, const uint8_t *absent);
 
 /* With options.profile: writes to `out` the time spent in each kind of op over all
  * runs so far, summed over this executor and the bodies of its maps and folds (every

@@ -64,6 +64,7 @@
 #include <stdio.h>
 
 #include "fedc/ad.h"
+#include "fedc/aggregate.h"
 #include "fedc/data.h"
 #include "fedc/exec.h"
 #include "fedc/nn.h"
@@ -164,6 +165,10 @@ struct fedc_algorithm {
      * defaults): values in def->hparams' order. */
     double hparam[FEDC_MAX_HPARAMS];
     bool hparam_set[FEDC_MAX_HPARAMS];
+    /* How fedc_round_aggregate (and so fedc_round_server_opt) averages the updates:
+     * robust zeroing, DP-FedAvg's clip and noise (fedc/aggregate.h); all zero: the
+     * weighted mean. An adaptive clip adds server/aggregator/clip to the server state. */
+    fedc_aggregation aggregation;
 };
 
 /* Adds `def` (which must outlive its use) to the algorithms found by name.
@@ -273,7 +278,14 @@ FEDC_API fedc_status fedc_round_local_training(fedc_round *r, const fedc_local_t
  * gradient, whose server mean is fedc_tree_weighted_mean(grad, examples)). The
  * result, @clients: grad/<param>, examples, loss (the mean over the examples). */
 FEDC_API fedc_status fedc_round_gradients(fedc_round *r, const fedc_tree *w, fedc_tree **out);
-/* FedOpt's server half: w, opt = server_opt(w, weighted_mean(update, weight), opt)
+/* The server's mean of `update` (@clients, by parameter name) under
+ * r->alg->aggregation (fedc/aggregate.h): the weighted mean (weight: f32[]@clients)
+ * when it is off; with zeroing, the weighted mean of the zeroed updates; with a
+ * clip, DP-FedAvg's unweighted (Σ clipped + noise) / m, weight unused. It adds the
+ * outputs fedc/aggregate.h lists; call it once per round. A round that has an
+ * aggregation but never calls it fails at fedc_round_finish, naming the algorithm. */
+FEDC_API fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_value weight);
+/* FedOpt's server half: w, opt = server_opt(w, fedc_round_aggregate(update, weight), opt)
  * on r->server's params and opt (update: @clients, by parameter name; weight:
  * f32[]@clients). The new server state: r->server with those two replaced. */
 FEDC_API fedc_tree *fedc_round_server_opt(fedc_round *r, const fedc_tree *update, fedc_value weight);
@@ -360,6 +372,12 @@ typedef struct fedc_train_config {
                                fails the job; by default it is dropped from its round with a warning */
     bool quiet;             /* no progress lines */
     bool profile;           /* print the time per op kind of the rounds at the end */
+    bool poisson;           /* Poisson client sampling: each client joins a round independently with probability
+                               sampling_rate (0: clients_per_round / clients, so that clients_per_round is the
+                               expected cohort); false: exactly clients_per_round (docs/privacy.md) */
+    double sampling_rate;
+    double dp_delta;        /* with DP noise (algorithm.aggregation): the δ of the ε that metrics.jsonl reports;
+                               0: 1 / the training data's clients (docs/privacy.md) */
     FILE *log;              /* progress and summary (NULL: stdout) */
 } fedc_train_config;
 

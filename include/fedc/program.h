@@ -218,6 +218,12 @@ FEDC_API fedc_value fedc_softmax_cross_entropy_grad(fedc_program *p, fedc_value 
  * of (key, position) and the derivative reuses it. */
 FEDC_API fedc_value fedc_dropout(fedc_program *p, fedc_value x, fedc_value key, double rate);
 
+/* Standard normal variates of `type`'s shape and float dtype (its placement is the
+ * key's): element i (row-major) is fedc_rng_normal(stream, i) of the stream that
+ * `key` names (as dropout's), rounded once to the dtype. A pure function of (key,
+ * i): the same bits for any number of threads. No derivative (a source). */
+FEDC_API fedc_value fedc_random_normal(fedc_program *p, fedc_value key, fedc_type type);
+
 FEDC_API fedc_value fedc_cast(fedc_program *p, fedc_value x, fedc_dtype dt);
 
 /* The gradient ops that derivatives of conv2d and pooling are built from. They are

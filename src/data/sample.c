@@ -17,6 +17,7 @@
  * from a stream with the same key. */
 #define ROUND_TAG ((uint64_t)0x43 << 56)
 #define EPOCH_TAG ((uint64_t)0x44 << 56)
+#define POISSON_TAG ((uint64_t)0x50 << 56)
 
 /* Floyd's algorithm keeps a sorted list, whose inserts cost O(k) each; past this
  * many clients selection sampling's single O(num_clients) pass is cheaper. */
@@ -84,6 +85,25 @@ fedc_status fedc_sample_clients(int64_t num_clients, int64_t per_round, uint64_t
     fedc_rng_stream s = fedc_rng_stream_make(seed, round, 0, 0);
     if (per_round <= FLOYD_MAX) sample_floyd(num_clients, per_round, s, out);
     else sample_selection(num_clients, per_round, s, out);
+    return FEDC_OK;
+}
+
+/* Poisson sampling (the sampling DP-FedAvg's accounting assumes): client i joins
+ * when its 53-bit uniform of the round's stream is below q, each independently. */
+fedc_status fedc_sample_clients_poisson(int64_t num_clients, double q, uint64_t seed, uint32_t round, int64_t max,
+                                        int64_t *out, int64_t *n) {
+    *n = 0;
+    if (num_clients < 0 || !(q >= 0 && q <= 1))
+        return fedc_error(FEDC_EINVAL, "sample_clients_poisson: rate %g must be in [0, 1] (and clients %lld >= 0)", q,
+                          (long long)num_clients);
+    fedc_rng_stream s = fedc_rng_stream_make(seed, round, 0, 0);
+    for (int64_t i = 0; i < num_clients; i++) {
+        if (!(fedc_rng_uniform_f64(s, POISSON_TAG + (uint64_t)i) < q)) continue;
+        if (*n == max)
+            return fedc_error(FEDC_ERANGE, "sample_clients_poisson: round %u drew more than %lld clients (rate %g of "
+                              "%lld)", round, (long long)max, q, (long long)num_clients);
+        out[(*n)++] = i;
+    }
     return FEDC_OK;
 }
 

@@ -172,7 +172,8 @@ static void commit(run_ctx *r, int64_t i, int s) {
     fedc__cohort *c = r->c;
     const fedc__map_job *job = r->job;
     fedc_status st = c->slot_status[s];
-    if (st == FEDC_OK && !r->stop) {
+    bool absent = job->absent[i];
+    if (st == FEDC_OK && !r->stop && !absent) {
         const unsigned char *slot = c->slots + (size_t)s * c->slot_bytes;
         for (int k = 0; k < c->nresults; k++)
             if (job->dest[k]) memcpy((char *)job->dest[k] + (size_t)i * c->result_bytes[k], slot + c->result_offset[k], c->result_bytes[k]);
@@ -181,7 +182,7 @@ static void commit(run_ctx *r, int64_t i, int s) {
             st = fedc__agg_add(job->aggs[a], i, source_at(&job->x_src[a], slot, c->result_offset, i), w);
         }
         if (st) fail(r, i, st, fedc_errmsg());
-    } else if (st != FEDC_OK && job->drop_failed) {
+    } else if ((st != FEDC_OK && job->drop_failed) || (absent && !r->stop)) {
         job->dropped[i] = 1; /* zeros where the program keeps its results, not stale bytes */
         for (int k = 0; k < c->nresults; k++)
             if (job->dest[k]) memset((char *)job->dest[k] + (size_t)i * c->result_bytes[k], 0, c->result_bytes[k]);
@@ -201,7 +202,7 @@ static void client_task(void *ctx, int64_t k, int w) {
     int s = (int)(k % c->ring);
     pthread_mutex_lock(&c->lock);
     while (k - r->next_commit >= c->ring) pthread_cond_wait(&c->cond, &c->lock);
-    bool skip = r->stop;
+    bool skip = r->stop || r->job->absent[r->job->local[k]];
     pthread_mutex_unlock(&c->lock);
 
     fedc_status st = FEDC_OK;

@@ -34,6 +34,7 @@ typedef struct fedc__map_job {
     bool drop_failed;         /* FEDC_DROP_CLIENT */
     uint8_t *dropped;         /* set for the clients left out */
     const char *const *client_ids;
+    const uint8_t *absent;    /* per client: not in the cohort (not run, left out; dropped[] has it set) */
 } fedc__map_job;
 
 fedc_status fedc__cohort_create(fedc__cohort **out, const fedc_program *body, int workers,

@@ -109,6 +109,7 @@ static fedc_status allocate(fedc_executor *ex) {
     ex->operands = fedc_calloc((size_t)max_in, sizeof *ex->operands);
     ex->strides = fedc_calloc((size_t)max_in, sizeof *ex->strides);
     ex->dropped = fedc_calloc((size_t)(ex->clients ? ex->clients : 1), 1);
+    ex->absent = fedc_calloc((size_t)(ex->clients ? ex->clients : 1), 1);
     ex->local = fedc_calloc((size_t)(ex->clients ? ex->clients : 1), sizeof *ex->local);
     ex->aggs = fedc_calloc((size_t)n, sizeof *ex->aggs);
     if (ex->opt.profile) {
@@ -118,7 +119,7 @@ static fedc_status allocate(fedc_executor *ex) {
     }
     bool lists = allocate_lists(&ex->lists, lists_width(ex->p));
     if (!ex->plan || !ex->bound || !ex->into || !ex->cohorts || !ex->folds || !ex->carries || !ex->operands || !ex->strides ||
-        !ex->dropped || !ex->local || !ex->aggs || !lists)
+        !ex->dropped || !ex->absent || !ex->local || !ex->aggs || !lists)
         return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     for (int v = 0; v < ex->p->n; v++)
         if (fedc__is_aggregation(ex->p->nodes[v].op) && !(ex->aggs[v] = fedc_calloc(1, sizeof *ex->aggs[v])))
@@ -195,6 +196,7 @@ void fedc_executor_destroy(fedc_executor *ex) {
     fedc_free(ex->strides);
     free_lists(&ex->lists);
     fedc_free(ex->dropped);
+    fedc_free(ex->absent);
     fedc_free(ex->local);
     fedc_free(ex->block);
     fedc_free(ex->scratch);
@@ -255,6 +257,10 @@ static fedc_status run_per_client(fedc_executor *ex, fedc__step *s) {
     for (int j = 0; j < s->n->nin; j++) base[j] = ex->operands[j];
     unsigned char *out = s->out;
     for (int i = 0; i < ex->clients; i++) {
+        if (ex->absent[i]) { /* not in the cohort: zeros, as a dropped client's results */
+            memset(out + (size_t)i * bytes, 0, bytes);
+            continue;
+        }
         for (int j = 0; j < s->n->nin; j++) ex->operands[j] = (const char *)base[j] + (size_t)i * ex->strides[j];
         s->out = out + (size_t)i * bytes;
         fedc_status st = fedc__step_run(s);
@@ -346,7 +352,7 @@ fedc_status fedc_executor_run(fedc_executor *ex) {
         if (n->op == FEDC_OP_INPUT && !ex->bound[v])
             return fedc_error(FEDC_EINVAL, "executor_run: input \"%s\" is not bound", n->name);
     }
-    if (ex->clients) memset(ex->dropped, 0, (size_t)ex->clients);
+    if (ex->clients) memcpy(ex->dropped, ex->absent, (size_t)ex->clients); /* absent: left out of everything */
     fedc_pool *outer = ex->kernel_pool ? fedc__kernels_set_pool(ex->kernel_pool) : NULL;
     fedc_status st = FEDC_OK;
     for (int v = 0; !st && v < p->n; v++) st = run_node(ex, v);
@@ -423,7 +429,7 @@ static fedc_status run_map(fedc_executor *ex, fedc_value m) {
     fedc__backend *b = ex->backend;
     fedc__map_job job = {ex->clients, ex->nlocal, ex->local, n->nin, args, arg_stride, dest, naggs, aggs, agg_nodes,
                          agg_out, x_src, w_src, ex->opt.check_finite, ex->opt.on_client_failure == FEDC_DROP_CLIENT,
-                         ex->dropped, ex->opt.client_ids};
+                         ex->dropped, ex->opt.client_ids, ex->absent};
     fedc_status st = b->agree(b, fedc__cohort_run(ex->cohorts[m], b, &job));
     /* join the ranks' blocks: stored results, who was dropped, the aggregations */
     for (int k = 0; !st && k < l->width; k++)
@@ -610,6 +616,12 @@ fedc_status fedc_executor_profile(const fedc_executor *ex, FILE *out) {
 int fedc_executor_dropped(const fedc_executor *ex, int *clients, int max) {
     int count = 0;
     for (int i = 0; i < ex->clients; i++)
-        if (ex->dropped[i] && count++ < max) clients[count - 1] = i;
+        if (ex->dropped[i] && !ex->absent[i] && count++ < max) clients[count - 1] = i;
     return count;
+}
+
+fedc_status fedc_executor_set_absent(fedc_executor *ex, const uint8_t *absent) {
+    if (!ex->clients) return fedc_error(FEDC_EINVAL, "executor_set_absent: the program has no clients");
+    for (int i = 0; i < ex->clients; i++) ex->absent[i] = absent && absent[i];
+    return FEDC_OK;
 }

@@ -71,6 +71,7 @@ struct fedc_executor {
     fedc_executor **folds;  /* per value: the executor of a fold node's body */
     unsigned char **carries; /* per value: a fold's carries between steps */
     uint8_t *dropped;       /* per client, this run */
+    uint8_t *absent;        /* per client: not in the cohort (fedc_executor_set_absent) */
     fedc__agg **aggs;       /* per value: the accumulator of an aggregation node */
     double *op_seconds;     /* with options.profile: per op kind, over all runs */
     int64_t *op_calls;

@@ -205,6 +205,9 @@ fedc_status fedc_algorithm_server_init(const fedc_model *m, const fedc_algorithm
         fedc_tree_set_tree(p, state, "params", params);
         fedc_tree_set_tree(p, state, "opt", fedc_optimizer_init_tree(&a->server_opt, p, params));
     }
+    if (!st && a->aggregation.adaptive) /* the adaptive clip's start (src/fl/aggregators.c) */
+        st = fedc_tree_set(p, state, FEDC_AGGREGATE_CLIP,
+                           fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_SERVER), a->aggregation.clip));
     if (!st && !fedc_tree_has(state, "params"))
         st = fedc_error(FEDC_EINVAL, "%s: the server state has no \"params\" (the model)", def->name);
     if (!st) st = fedc_tree_output(p, "server", state);

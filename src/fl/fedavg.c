@@ -15,7 +15,7 @@ fedc_tree *fedc_round_server_opt(fedc_round *r, const fedc_tree *update, fedc_va
     fedc_program *p = r->p;
     fedc_tree *w = fedc_tree_subtree(p, r->server, "params"), *next_w = NULL, *next_opt = NULL;
     fedc_tree *opt = fedc_tree_has(r->server, "opt") ? fedc_tree_subtree(p, r->server, "opt") : fedc_tree_new(p);
-    fedc_tree *grad = fedc_tree_weighted_mean(p, update, weight);
+    fedc_tree *grad = fedc_round_aggregate(r, update, weight);
     if (fedc_optimizer_step_tree(&r->alg->server_opt, p, FEDC_NONE, w, grad, opt, &next_w, &next_opt)) return NULL;
     fedc_tree *next = fedc_tree_copy(p, r->server);
     fedc_tree_set_tree(p, next, "params", next_w);

@@ -227,6 +227,8 @@ static fedc_status state_outputs(fedc_round *r, const char *prefix, const fedc_t
         }
         char out[512];
         snprintf(out, sizeof out, "%s/%s", prefix, name);
+        if (!strncmp(name, "aggregator/", 10) && fedc_program_find_output(p, out) != FEDC_NONE)
+            continue; /* the aggregator's new state (fedc_round_aggregate made it) */
         fedc_status st = fedc_program_output(p, out, v);
         if (st) return st;
     }
@@ -236,12 +238,35 @@ static fedc_status state_outputs(fedc_round *r, const char *prefix, const fedc_t
     return FEDC_OK;
 }
 
+/* The aggregator's server state (aggregator/<leaf>) is the aggregator's to update:
+ * an algorithm that builds its new state afresh leaves it out, and one that copies
+ * r->server keeps the old value, which fedc_round_aggregate's output replaces. A
+ * round with an aggregation must have called it. */
+static fedc_tree *with_aggregator_state(fedc_round *r, const fedc_tree *server) {
+    fedc_program *p = r->p;
+    if (fedc_aggregation_active(&r->alg->aggregation) && fedc_program_find_output(p, FEDC_AGGREGATE_DONE) == FEDC_NONE)
+        return fedc_program_fail(p, FEDC_EINVAL, "%s aggregates its clients' updates itself, so the robust and DP "
+                                 "aggregators (--robust-zero, --dp-clip) cannot apply to it; use an algorithm whose "
+                                 "round calls fedc_round_aggregate (docs/privacy.md lists them)",
+                                 fedc_algorithm_name(r->alg)), NULL;
+    if (!fedc_tree_has(r->server, "aggregator")) return (fedc_tree *)server;
+    fedc_tree *next = fedc_tree_copy(p, server), *old = fedc_tree_subtree(p, r->server, "aggregator");
+    for (int i = 0; i < fedc_tree_size(old); i++) {
+        char name[512];
+        snprintf(name, sizeof name, "aggregator/%s", fedc_tree_name(old, i));
+        if (!fedc_tree_has(next, name)) fedc_tree_set(p, next, name, fedc_tree_value(old, i));
+    }
+    return next;
+}
+
 fedc_status fedc_round_finish(fedc_round *r, const fedc_tree *server, const fedc_tree *client, fedc_value loss,
                               fedc_value examples) {
     fedc_program *p = r->p;
     fedc_status st = fedc_program_status(p);
     if (st) return st;
     if (!server) return fedc_program_fail(p, FEDC_EINVAL, "round_finish: no server state"), FEDC_EINVAL;
+    server = with_aggregator_state(r, server);
+    if ((st = fedc_program_status(p))) return st;
     if (!r->client != !client)
         return fedc_program_fail(p, FEDC_EINVAL, "%s: %s", fedc_algorithm_name(r->alg),
                                  r->client ? "the round returns no new client state"

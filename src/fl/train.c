@@ -130,17 +130,36 @@ static fedc_status bind_model(trainer *t, fedc_executor *ex) {
     return st;
 }
 
+/* The cohort's slots and sampling rate. Poisson's cohort is Binomial(N, q), of
+ * mean m = qN and sd below sqrt(m): m + 8 sqrt(m) + 8 slots hold every draw but
+ * one in about 10^15 (a round that draws more fails, naming it). */
+static fedc_status cohort_slots(trainer *t) {
+    const fedc_train_config *c = t->c;
+    int64_t n = fedc_dataset_num_clients(t->train), k = c->clients_per_round;
+    if (k < 1 || k > n)
+        return fedc_error(FEDC_EINVAL, "train: %lld clients per round, but the data has %lld clients", (long long)k,
+                          (long long)n);
+    t->sampling_q = c->poisson && c->sampling_rate > 0 ? c->sampling_rate : (double)k / (double)n;
+    if (!(t->sampling_q > 0 && t->sampling_q <= 1))
+        return fedc_error(FEDC_EINVAL, "train: the sampling rate %g must be in (0, 1]", t->sampling_q);
+    t->expected_clients = c->poisson ? t->sampling_q * (double)n : (double)k;
+    double slots = ceil(t->expected_clients + 8 * sqrt(t->expected_clients) + 8);
+    t->k = !c->poisson ? (int)k : slots < (double)n ? (int)slots : (int)n;
+    t->present = t->k;
+    t->absent = fedc_calloc((size_t)t->k, 1);
+    return t->absent ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
+}
+
 static fedc_status create_programs(trainer *t) {
     const fedc_train_config *c = t->c;
     t->alg = c->algorithm;
     int64_t batch = t->alg.batch_size, per_epoch = ceil_div(max_examples(t->train), batch);
     t->alg.max_steps = c->steps > 0 ? c->steps : per_epoch * (c->epochs > 0 ? c->epochs : 1);
     if (t->alg.max_steps < 1) t->alg.max_steps = 1;
-    int k = c->clients_per_round;
-    if (k < 1 || k > fedc_dataset_num_clients(t->train))
-        return fedc_error(FEDC_EINVAL, "train: %d clients per round, but the data has %lld clients", k,
-                          (long long)fedc_dataset_num_clients(t->train));
-    fedc_status st = fedc__train_state_create(t, k);
+    fedc_status st = cohort_slots(t);
+    int k = t->k;
+    if (!st) st = fedc__train_privacy_setup(t); /* before the state: an adaptive clip is part of it */
+    if (!st) st = fedc__train_state_create(t, k);
     if (!st) st = fedc_algorithm_round(t->model, &t->alg, &t->round);
     /* the failing-client policy (docs/federated.md): a client whose update is not
      * finite, or whose computation fails, is dropped from the round, or with
@@ -154,6 +173,7 @@ static fedc_status create_programs(trainer *t) {
     if (!st) st = fedc__cohort_buffers_init(&t->cohort, t->model, k, batch, t->alg.max_steps);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, t->round_ex, true);
     if (!st) st = fedc__train_state_bind(t, t->round_ex, t->round);
+    if (!st) st = fedc__train_privacy_bind(t);
     t->sampled = st ? NULL : fedc_malloc((size_t)k * sizeof *t->sampled);
     t->work = st ? NULL : fedc_malloc((size_t)k * sizeof *t->work);
     if (!st && (!t->sampled || !t->work)) st = fedc_error(FEDC_ENOMEM, "train: out of memory");
@@ -204,6 +224,7 @@ static void destroy(trainer *t) {
     fedc_free(t->sampled);
     fedc_free(t->work);
     fedc_free(t->client_ids);
+    fedc_free(t->absent);
     fedc_free(t->curve);
     fedc_free(t->client_accuracy);
     fedc_model_destroy(t->model);
@@ -221,13 +242,14 @@ static void destroy(trainer *t) {
 /* Loads the batches of the clients that this rank runs (ex's local clients, in
  * runs of consecutive ones), and agrees with the other ranks on whether that
  * worked. */
-static fedc_status fill_block(trainer *t, fedc_dataset *ds, const int64_t *clients, cohort_buffers *cb,
+static fedc_status fill_block(trainer *t, fedc_dataset *ds, const int64_t *clients, int present, cohort_buffers *cb,
                               const fedc_executor *ex, bool shuffle, uint32_t round) {
     int *local = fedc_malloc((size_t)cb->clients * sizeof *local);
     int n = local ? fedc_executor_local_clients(ex, local, cb->clients) : 0;
     size_t rows = (size_t)(cb->max_steps * cb->batch);
     fedc_status st = local ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
     memset(cb->failed, 0, (size_t)cb->clients); /* this round's, for this rank's clients */
+    while (n > 0 && local[n - 1] >= present) n--; /* absent slots: nothing to load */
     for (int k = 0, end; !st && k < n; k = end) {
         for (end = k + 1; end < n && local[end] == local[end - 1] + 1;) end++;
         int first = local[k];
@@ -248,7 +270,11 @@ static fedc_status fill_block(trainer *t, fedc_dataset *ds, const int64_t *clien
 static fedc_status balance(trainer *t, int k) {
     const fedc_train_config *c = t->c;
     int64_t batch = t->alg.batch_size, epochs = c->epochs;
-    for (int i = 0; i < k; i++) { /* epochs < 0: repeated up to max_steps */
+    for (int i = 0; i < k; i++) { /* epochs < 0: repeated up to max_steps; absent slots: none */
+        if (i >= t->present) {
+            t->work[i] = 0;
+            continue;
+        }
         int64_t steps = epochs < 0 ? t->alg.max_steps
                                    : ceil_div(fedc_dataset_client_examples(t->train, t->sampled[i]) * epochs, batch);
         t->work[i] = (double)(steps < t->alg.max_steps ? steps : t->alg.max_steps);
@@ -279,7 +305,7 @@ static fedc_status in_round(fedc_status st, int r) {
  * error if none is left. Those whose data could not be loaded were named when
  * they were (by the rank that loads them). */
 static fedc_status count_dropped(trainer *t, int r, fedc_status run) {
-    int k = t->c->clients_per_round, *which = fedc_malloc((size_t)k * sizeof *which);
+    int k = t->k, *which = fedc_malloc((size_t)k * sizeof *which);
     if (!which) return fedc_error(FEDC_ENOMEM, "train: out of memory");
     int n = fedc_executor_dropped(t->round_ex, which, k);
     if (run && n < k) { /* the round failed for another reason */
@@ -293,9 +319,9 @@ static fedc_status count_dropped(trainer *t, int r, fedc_status run) {
                     (long long)t->sampled[which[i]], t->client_ids[which[i]]);
     fedc_free(which);
     t->dropped += n;
-    if (n == k)
+    if (n == t->present && n > 0)
         return fedc_error(FEDC_ENONFINITE, "round %d: all %d clients were dropped (their updates are not finite or "
-                          "their data could not be loaded); lower the learning rates or check the data", r + 1, k);
+                          "their data could not be loaded); lower the learning rates or check the data", r + 1, n);
     return FEDC_OK;
 }
 
@@ -304,7 +330,7 @@ static fedc_status count_dropped(trainer *t, int r, fedc_status run) {
 static fedc_status check_finite_model(const trainer *t, int r, double loss) {
     char what[96];
     int64_t at;
-    if (!isfinite(loss))
+    if (!isfinite(loss) && t->present > 0) /* a Poisson round may have no clients, and no loss */
         return fedc_error(FEDC_ENONFINITE, "round %d: the training loss is %g; lower the learning rates", r + 1, loss);
     if (fedc__train_nonfinite(t, what, sizeof what, &at))
         return fedc_error(FEDC_ENONFINITE, "round %d: the model diverged: \"%s\" is not finite (element %lld) after "
@@ -313,16 +339,36 @@ static fedc_status check_finite_model(const trainer *t, int r, double loss) {
     return FEDC_OK;
 }
 
-static fedc_status run_round(trainer *t, int r, double *loss, double *examples) {
+/* Round r's clients into the first slots, the others absent (Poisson sampling). */
+static fedc_status sample(trainer *t, int r) {
     const fedc_train_config *c = t->c;
-    int k = c->clients_per_round;
-    fedc_status st = fedc_sample_clients(fedc_dataset_num_clients(t->train), k, c->seed, (uint32_t)r, t->sampled);
-    for (int i = 0; !st && i < k; i++) t->client_ids[i] = fedc_dataset_client_id(t->train, t->sampled[i]);
+    int64_t n = t->k, clients = fedc_dataset_num_clients(t->train);
+    fedc_status st = c->poisson ? fedc_sample_clients_poisson(clients, t->sampling_q, c->seed, (uint32_t)r, t->k, t->sampled, &n)
+                                : fedc_sample_clients(clients, t->k, c->seed, (uint32_t)r, t->sampled);
+    if (st) return st;
+    t->present = (int)n;
+    for (int i = 0; i < t->k; i++) {
+        if (i >= n) t->sampled[i] = 0; /* a valid id, never run nor written */
+        t->absent[i] = i >= n;
+        t->client_ids[i] = fedc_dataset_client_id(t->train, t->sampled[i]);
+    }
+    return c->poisson ? fedc_executor_set_absent(t->round_ex, t->absent) : FEDC_OK;
+}
+
+static fedc_status run_round(trainer *t, int r, double *loss, double *examples) {
+    int k = t->k;
+    fedc_status st = sample(t, r);
+    if (!st && t->present == 0) { /* a Poisson round that drew no one: nothing changes (docs/privacy.md) */
+        *loss = NAN, *examples = 0;
+        return FEDC_OK;
+    }
     if (!st) st = balance(t, k);
-    if (!st) st = fill_block(t, t->train, t->sampled, &t->cohort, t->round_ex, true, (uint32_t)r);
+    if (!st) st = fill_block(t, t->train, t->sampled, t->present, &t->cohort, t->round_ex, true, (uint32_t)r);
     if (!st) st = fedc__train_state_before_round(t, r);
+    if (!st) fedc__train_privacy_before_round(t, r);
     if (!st) st = count_dropped(t, r, fedc_executor_run(t->round_ex));
     if (!st) st = fedc__train_state_after_round(t, r);
+    if (!st) st = fedc__train_privacy_after_round(t);
     if (st) st = in_round(st, r);
     float l = NAN, e = 0;
     if (!st) st = copy_output(t->round_ex, "train_loss", &l);
@@ -378,7 +424,7 @@ static fedc_status evaluate_alone(trainer *t, fedc_dataset *ds, int round, const
             int64_t i = first + (j < k ? j : 0);
             ids[j] = which ? which[i] : i;
         }
-        st = fill_block(t, ds, ids, &t->eval_cohort, t->eval_ex, false, 0);
+        st = fill_block(t, ds, ids, ek, &t->eval_cohort, t->eval_ex, false, 0);
         if (!st) st = fedc__train_state_before_eval(t, round, ids, ek);
         for (int j = k; !st && j < ek; j++) t->eval_cohort.steps[j] = 0;
         if (!st) st = run_eval(t, k, ones, acc);
@@ -501,8 +547,9 @@ static fedc_status warm_start(trainer *t) {
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, ex, true);
     if (!st) st = fedc__train_state_bind(t, ex, p);
     if (!st) st = fedc_sample_clients(fedc_dataset_num_clients(t->train), k, c->seed ^ 0x7761726du, 0, t->sampled);
+    for (int i = k; i < t->k; i++) t->sampled[i] = 0; /* the cohort's other slots (Poisson's): a valid id, unused */
     for (int i = 0; !st && i < k; i++) t->client_ids[i] = fedc_dataset_client_id(t->train, t->sampled[i]);
-    if (!st) st = fill_block(t, t->train, t->sampled, &t->cohort, ex, true, UINT32_MAX);
+    if (!st) st = fill_block(t, t->train, t->sampled, k, &t->cohort, ex, true, UINT32_MAX);
     if (!st) st = fedc__train_state_before_round(t, 0);
     if (!st) st = fedc_executor_run(ex);
     if (!st) st = fedc__train_state_take_server(t, ex);

@@ -25,6 +25,14 @@ typedef struct eval_result {
     int64_t clients;     /* with examples: how many accuracies the quantiles are of */
 } eval_result;
 
+/* The aggregators' side of the job (src/fl/train_privacy.c). */
+typedef struct train_privacy {
+    int32_t key[4];          /* FEDC_AGGREGATE_KEY: this round's server noise stream */
+    double clip, noise_stddev, zeroed, fraction; /* the last round's aggregator outputs (NAN: none) */
+    double q, delta;         /* the accountant's sampling rate and δ */
+    double z_update, z_count; /* the noise multipliers of the update and of the unclipped count (0: none) */
+} train_privacy;
+
 typedef struct trainer {
     const fedc_train_config *c;
     fedc_data_format source_format;
@@ -77,9 +85,25 @@ typedef struct trainer {
     double *curve;          /* per evaluated round: round, train_loss, test_loss, test_accuracy */
     double *client_accuracy; /* per evaluated client, for the quantiles */
     int ncurve, cap_curve;
+    train_privacy privacy;
+    /* The cohort's slots k (the round executor's clients): --clients-per-round, or
+     * with Poisson sampling room for all but a vanishing chance of its draws; the
+     * round's present clients fill the first ones, the rest are absent. */
+    int k, present;
+    uint8_t *absent;
+    double sampling_q, expected_clients; /* the rate of each client's sampling and the mean cohort */
 } trainer;
 
 fedc_status fedc__train_open_data(trainer *t);
+/* The aggregators (src/fl/train_privacy.c): checked and completed (the expected
+ * clients k) before the programs are built; the noise key bound to the round;
+ * drawn before and read after each round (r counted from 0); the metrics' fields
+ * (with the ε of `rounds` rounds) as JSON members, ", \"name\": value...", or "". */
+fedc_status fedc__train_privacy_setup(trainer *t);
+fedc_status fedc__train_privacy_bind(trainer *t);
+void fedc__train_privacy_before_round(trainer *t, int r);
+fedc_status fedc__train_privacy_after_round(trainer *t);
+fedc_status fedc__train_privacy_json(const trainer *t, int rounds, char *buf, size_t size);
 /* Test hook (docs/training.md): whether FEDC_FAULT names `point` in `round`
  * (counted from 1, as the metrics count) and, for "load", `client`. */
 bool fedc__train_fault(const char *point, int round, int64_t client);
@@ -117,6 +141,7 @@ typedef struct train_setting {
     const char *flag;   /* the option that sets it, "--seed" (its metadata key is "config.seed") */
     char value[256];
     bool may_change;    /* a resume may change it (said aloud): it does not change the model */
+    const char *unrecorded; /* the value a checkpoint that predates the setting had (NULL: unknown) */
 } train_setting;
 enum { FEDC__MAX_SETTINGS = 64 }; /* the job's ~32 settings and up to FEDC_MAX_HPARAMS hyperparameters */
 int fedc__train_settings(const trainer *t, train_setting *out, int max);

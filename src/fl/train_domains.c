@@ -142,7 +142,7 @@ static fedc_status check_range(const trainer *t, const float *domain) {
 fedc_status fedc__train_client_domains(trainer *t) {
     int64_t n = fedc_dataset_num_clients(t->train);
     t->client_domain = fedc_calloc((size_t)(n ? n : 1), sizeof *t->client_domain);
-    t->meta_domain = fedc_calloc((size_t)t->c->clients_per_round, sizeof *t->meta_domain);
+    t->meta_domain = fedc_calloc((size_t)t->k, sizeof *t->meta_domain);
     if (!t->client_domain || !t->meta_domain) return fedc_error(FEDC_ENOMEM, "train: out of memory");
     fedc_status st = FEDC_OK;
     if (t->c->client_domains) st = from_file(t, t->client_domain);

@@ -69,11 +69,14 @@ fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, co
     char b[8][32];
     const char *j[8], *c[8];
     for (int i = 0; i < 8; i++) j[i] = num(b[i], v[i], "null"), c[i] = isfinite(v[i]) ? b[i] : "";
+    char privacy[512];
+    fedc_status st = fedc__train_privacy_json(t, round, privacy, sizeof privacy);
+    if (st) return st;
     fprintf(t->jsonl,
             "{\"round\": %d, \"train_loss\": %s, \"test_loss\": %s, \"test_accuracy\": %s, "
             "\"client_accuracy_p10\": %s, \"client_accuracy_p50\": %s, \"client_accuracy_p90\": %s, "
-            "\"dropped\": %lld, \"examples_per_s\": %s, \"seconds\": %s}\n",
-            round, j[0], j[1], j[2], j[3], j[4], j[5], (long long)t->dropped, j[6], j[7]);
+            "\"dropped\": %lld, \"examples_per_s\": %s, \"seconds\": %s%s}\n",
+            round, j[0], j[1], j[2], j[3], j[4], j[5], (long long)t->dropped, j[6], j[7], privacy);
     fprintf(t->csv, "%d,%s,%s,%s,%s,%s,%s,%lld,%s,%s\n", round, c[0], c[1], c[2], c[3], c[4], c[5],
             (long long)t->dropped, c[6], c[7]);
     bool bad = fflush(t->jsonl) != 0 || fflush(t->csv) != 0 || ferror(t->jsonl) || ferror(t->csv);

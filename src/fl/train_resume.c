@@ -59,6 +59,28 @@ void fedc__train_setting_key(const train_setting *s, char *key, size_t size) {
     else snprintf(key, size, "config.%s", s->flag + 2);
 }
 
+/* The aggregators' settings (docs/privacy.md); a checkpoint from before them had
+ * them off. */
+static int aggregation_settings(const fedc_train_config *c, const fedc_algorithm *alg, train_setting *out, int n,
+                                int max) {
+    const fedc_aggregation *a = &alg->aggregation;
+    char x[4][32];
+    int first = n;
+    setting(out, &n, max, "--robust-zero", false, "%s", exact(a->zero_norm, x[0]));
+    setting(out, &n, max, "--dp-clip", false, "%s", exact(a->clip, x[1]));
+    setting(out, &n, max, "--dp-noise", false, "%s", exact(a->noise_multiplier, x[2]));
+    if (a->adaptive)
+        setting(out, &n, max, "--dp-adaptive", false, "quantile=%s,lr=%s,count-stddev=%s", exact(a->target_quantile, x[0]),
+                exact(a->clip_learning_rate, x[1]), exact(a->count_stddev, x[3]));
+    else setting(out, &n, max, "--dp-adaptive", false, "off");
+    for (int i = first; i < n; i++) out[i].unrecorded = i == n - 1 ? "off" : "0";
+    setting(out, &n, max, "--dp-delta", true, "%s", exact(c->dp_delta, x[0]));
+    if (c->poisson) setting(out, &n, max, "--sampling", false, "poisson:%s", exact(c->sampling_rate, x[0]));
+    else setting(out, &n, max, "--sampling", false, "fixed");
+    if (n > 0) out[n - 1].unrecorded = "fixed";
+    return n;
+}
+
 int fedc__train_settings(const trainer *t, train_setting *out, int max) {
     const fedc_train_config *c = t->c;
     const fedc_algorithm *a = &t->alg;
@@ -100,6 +122,7 @@ int fedc__train_settings(const trainer *t, train_setting *out, int max) {
     setting(out, &n, max, "--eval-batch-size", true, "%lld", (long long)c->eval_batch_size);
     setting(out, &n, max, "--checkpoint-every", true, "%d", c->checkpoint_every);
     setting(out, &n, max, "--strict", true, "%s", c->strict ? "yes" : "no");
+    n = aggregation_settings(c, a, out, n, max);
     return n;
 }
 
@@ -122,6 +145,7 @@ static fedc_status compare_settings(const trainer *t, const char *path, const fe
         fedc__train_setting_key(&now[i], key, sizeof key);
         const char *then = fedc_safetensors_metadata(s, key);
         if (then && !strcmp(then, now[i].value)) continue;
+        if (!then && now[i].unrecorded && !strcmp(now[i].unrecorded, now[i].value)) continue;
         if (now[i].may_change) note(changed, sizeof changed, &now[i], then);
         else note(refused, sizeof refused, &now[i], then);
     }

@@ -286,7 +286,7 @@ static fedc_status read_records(trainer *t, int r, int k, const int64_t *ids, vo
 }
 
 fedc_status fedc__train_state_before_round(trainer *t, int r) {
-    int k = t->c->clients_per_round;
+    int k = t->k;
     for (int i = 0; i < k; i++) t->meta_examples[i] = (float)fedc_dataset_client_examples(t->train, t->sampled[i]);
     for (int i = 0; t->meta_domain && i < k; i++) t->meta_domain[i] = t->client_domain[t->sampled[i]];
     return t->client.n ? read_records(t, r, k, t->sampled, t->records, &t->client, t->meta_seen) : FEDC_OK;
@@ -385,6 +385,7 @@ static fedc_status write_cohort(trainer *t, int r, int k) {
             d++;
             continue;
         }
+        if (t->absent[i]) continue; /* not in this round's (Poisson) cohort */
         char *rec = (char *)t->records + (size_t)n * s->record_bytes;
         size_t at = 0;
         for (int j = 0; j < s->n; at += s->leaf[j].bytes, j++)
@@ -401,7 +402,7 @@ static fedc_status write_cohort(trainer *t, int r, int k) {
 
 fedc_status fedc__train_state_after_round(trainer *t, int r) {
     fedc_status st = take(t->round_ex, "server", &t->server, 1);
-    if (!st && t->client.n) st = fedc_mpi_agree(is_root() ? write_cohort(t, r, t->c->clients_per_round) : FEDC_OK);
+    if (!st && t->client.n) st = fedc_mpi_agree(is_root() ? write_cohort(t, r, t->k) : FEDC_OK);
     return st;
 }
 

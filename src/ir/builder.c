@@ -366,6 +366,12 @@ fedc_value fedc_dropout(fedc_program *p, fedc_value x, fedc_value key, double ra
     return fedc__emit(p, FEDC_OP_DROPOUT, in, 2, &a, 1, NULL);
 }
 
+fedc_value fedc_random_normal(fedc_program *p, fedc_value key, fedc_type type) {
+    fedc__attr attrs[2] = {fedc__attr_make_ints(FEDC_ATTR_SHAPE, type.rank, type.dims),
+                           fedc__attr_make_int(FEDC_ATTR_DTYPE, type.dtype)};
+    return fedc__emit(p, FEDC_OP_RANDOM_NORMAL, &key, 1, attrs, 2, NULL);
+}
+
 fedc_value fedc_cast(fedc_program *p, fedc_value x, fedc_dtype dt) {
     fedc__attr a = fedc__attr_make_int(FEDC_ATTR_DTYPE, dt);
     return emit1_attrs(p, FEDC_OP_CAST, x, &a, 1);

@@ -630,6 +630,24 @@ fedc_status fedc__infer_DROPOUT(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
+/* The shape and dtype attributes' type, at the key's placement. */
+fedc_status fedc__infer_RANDOM_NORMAL(const rule_ctx *c, fedc_type *out) {
+    const fedc_type *key = operand(c, 0);
+    if (key->dtype != FEDC_I32 || key->rank != 1 || key->dims[0] != 4)
+        return fail(c, FEDC_ETYPE, "the key must be i32[4], got %s", TYPESTR(key));
+    int count;
+    const int64_t *shape = fedc__attr_ints(c->n, FEDC_ATTR_SHAPE, &count);
+    fedc_status st = check_dims(c, count, shape, "shape");
+    if (st) return st;
+    *out = c->n->type;
+    out->dtype = (fedc_dtype)fedc__attr_int(c->n, FEDC_ATTR_DTYPE, FEDC_F32);
+    if ((unsigned)out->dtype >= FEDC_DTYPE_COUNT || !fedc_dtype_is_float(out->dtype))
+        return fail(c, FEDC_ETYPE, "dtype must be f32 or f64, got %s", fedc_dtype_name(out->dtype));
+    set_dims(out, count, shape);
+    out->placement = key->placement;
+    return FEDC_OK;
+}
+
 fedc_status fedc__infer_CAST(const rule_ctx *c, fedc_type *out) {
     int64_t dt = fedc__attr_int(c->n, FEDC_ATTR_DTYPE, -1);
     if (dt < 0 || dt >= FEDC_DTYPE_COUNT) return fail(c, FEDC_EINVAL, "needs a dtype");

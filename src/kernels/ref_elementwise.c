@@ -227,6 +227,14 @@ fedc_status fedc__ref_iota(fedc_dtype dt, const fedc__kshape *ys, int axis, void
     return FEDC_OK;
 }
 
+/* --------------------------------------------------------- random_normal -- */
+
+fedc_status fedc__ref_random_normal(fedc_dtype dt, int64_t n, fedc_rng_stream stream, void *y) {
+    if (!fedc_dtype_is_float(dt)) return unsupported("random_normal", dt);
+    for (int64_t i = 0; i < n; i++) fedc__ref_storef(dt, y, i, fedc_rng_normal(stream, (uint64_t)i));
+    return FEDC_OK;
+}
+
 /* --------------------------------------------------------------- dropout -- */
 
 fedc_status fedc__ref_dropout(fedc_dtype dt, int64_t n, const void *x, fedc_rng_stream stream,
