@@ -1,0 +1,206 @@
+"""libfedc.so, found and declared: every C function the package calls, in one place.
+
+The library is looked for, in order, at $FEDC_LIBRARY, next to this package in a
+source tree (../../build/libfedc.so, so PYTHONPATH=python works from a build), in
+the lib directory of the prefix the package is installed under, and by the system
+loader (ldconfig's paths). ctypes.CDLL releases the GIL around every call, so C runs
+while other Python threads go on.
+"""
+
+import ctypes
+import os
+import sys
+from ctypes import (POINTER, Structure, c_bool, c_char_p, c_double, c_int, c_int32,
+                    c_int64, c_size_t, c_void_p)
+
+from .errors import Error
+
+MAX_RANK = 6
+VALUE = c_int32  # fedc_value
+NONE = -1        # FEDC_NONE
+
+
+class Type(Structure):
+    """struct fedc_type (types.h)."""
+    _fields_ = [("dtype", c_int), ("placement", c_int), ("rank", c_int),
+                ("dims", c_int64 * MAX_RANK)]
+
+
+class ExecOptions(Structure):
+    """struct fedc_exec_options (exec.h)."""
+    _fields_ = [("reference_kernels", c_bool), ("clients", c_int), ("threads", c_int),
+                ("check_finite", c_bool), ("on_client_failure", c_int),
+                ("client_ids", POINTER(c_char_p)), ("profile", c_bool), ("mpi", c_bool)]
+
+
+def _candidates():
+    env = os.environ.get("FEDC_LIBRARY")
+    if env:
+        return [env]  # an explicit choice is never second-guessed
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = [os.path.join(here, "..", "..", "build", "libfedc.so")]
+    for prefix in (sys.prefix, "/usr/local", "/usr"):
+        for lib in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
+            out.append(os.path.join(prefix, lib, "libfedc.so"))
+    out.append("libfedc.so.0")
+    return out
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(path + " (absent)")
+            continue
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+    raise ImportError("fedc: cannot load libfedc.so; build it (cmake --build build --target "
+                      "fedc_shared) or set FEDC_LIBRARY. Tried: " + "; ".join(tried))
+
+
+lib, path = _load()
+
+P = c_void_p       # fedc_program *, fedc_executor *: opaque handles
+V = VALUE
+PV = POINTER(VALUE)
+PI64 = POINTER(c_int64)
+PINT = POINTER(c_int)
+
+# name: (restype, argtypes). The declarations of include/fedc/*.h, as ctypes sees them.
+_SIGNATURES = {
+    # core.h, types.h
+    "fedc_status_str": (c_char_p, [c_int]),
+    "fedc_errmsg": (c_char_p, []),
+    "fedc_dtype_name": (c_char_p, [c_int]),
+    # program.h: lifecycle and inspection
+    "fedc_program_create": (c_int, [POINTER(P)]),
+    "fedc_program_destroy": (None, [P]),
+    "fedc_program_status": (c_int, [P]),
+    "fedc_program_output": (c_int, [P, c_char_p, V]),
+    "fedc_program_size": (c_int, [P]),
+    "fedc_program_num_inputs": (c_int, [P]),
+    "fedc_program_num_outputs": (c_int, [P]),
+    "fedc_program_input": (V, [P, c_int]),
+    "fedc_program_input_name": (c_char_p, [P, c_int]),
+    "fedc_program_output_value": (V, [P, c_int]),
+    "fedc_program_output_name": (c_char_p, [P, c_int]),
+    "fedc_value_type": (Type, [P, V]),
+    "fedc_value_op_name": (c_char_p, [P, V]),
+    "fedc_program_verify": (c_int, [P]),
+    "fedc_program_dce": (c_int, [P]),
+    "fedc_program_inline": (c_int, [P, P, PV, PV]),
+    "fedc_program_clone": (c_int, [P, POINTER(P)]),
+    "fedc_program_to_string": (c_int, [P, POINTER(c_void_p)]),
+    "fedc_program_parse_n": (c_int, [c_char_p, c_size_t, POINTER(P)]),
+    "fedc_free": (None, [c_void_p]),
+    # program.h: builders
+    "fedc_input": (V, [P, c_char_p, Type]),
+    "fedc_constant": (V, [P, Type, c_void_p]),
+    "fedc_scalar": (V, [P, c_int, c_double]),
+    "fedc_scalar_like": (V, [P, V, c_double]),
+    "fedc_full": (V, [P, Type, c_double]),
+    "fedc_iota": (V, [P, Type, c_int]),
+    "fedc_select": (V, [P, V, V, V]),
+    "fedc_pow": (V, [P, V, c_double]),
+    "fedc_reduce_sum": (V, [P, V, PINT, c_int, c_bool]),
+    "fedc_reduce_mean": (V, [P, V, PINT, c_int, c_bool]),
+    "fedc_reduce_max": (V, [P, V, PINT, c_int, c_bool]),
+    "fedc_argmax": (V, [P, V, c_int]),
+    "fedc_reshape": (V, [P, V, c_int, PI64]),
+    "fedc_broadcast_to": (V, [P, V, c_int, PI64]),
+    "fedc_transpose": (V, [P, V, PINT]),
+    "fedc_slice": (V, [P, V, PI64, PI64]),
+    "fedc_concat": (V, [P, PV, c_int, c_int]),
+    "fedc_pad": (V, [P, V, PI64, PI64]),
+    "fedc_matmul": (V, [P, V, V, c_bool, c_bool]),
+    "fedc_gather": (V, [P, V, V]),
+    "fedc_scatter_add": (V, [P, V, V, c_int64]),
+    "fedc_one_hot": (V, [P, V, c_int64, c_int]),
+    "fedc_conv2d": (V, [P, V, V, c_int, c_int, c_int]),
+    "fedc_max_pool2d": (V, [P, V, c_int, c_int, c_int, c_int, c_int]),
+    "fedc_avg_pool2d": (V, [P, V, c_int, c_int, c_int, c_int, c_int]),
+    "fedc_softmax_cross_entropy": (V, [P, V, V, V]),
+    "fedc_softmax_cross_entropy_grad": (V, [P, V, V, V]),
+    "fedc_dropout": (V, [P, V, V, c_double]),
+    "fedc_cast": (V, [P, V, c_int]),
+    "fedc_conv2d_input_grad": (V, [P, V, V, POINTER(Type), c_int, c_int, PI64]),
+    "fedc_conv2d_filter_grad": (V, [P, V, V, c_int, c_int, c_int, c_int, PI64]),
+    "fedc_max_pool2d_grad": (V, [P, V, V, c_int, c_int, c_int, c_int, PI64]),
+    "fedc_avg_pool2d_grad": (V, [P, V, POINTER(Type), c_int, c_int, c_int, c_int, PI64]),
+    "fedc_lstm": (V, [P, V, V]),
+    "fedc_lstm_grad": (V, [P, V, V, V]),
+    "fedc_lstm_tangent": (V, [P, V, V, V]),
+    "fedc_layer_norm": (V, [P, V, V, V, c_double]),
+    "fedc_causal_attention": (V, [P, V, c_int]),
+    "fedc_gelu_grad": (V, [P, V, V]),
+    "fedc_layer_norm_grad": (V, [P, V, V, V, c_double]),
+    "fedc_layer_norm_param_grad": (V, [P, V, V, c_double]),
+    "fedc_causal_attention_grad": (V, [P, V, V, c_int]),
+    # program.h: federated primitives
+    "fedc_weighted_mean": (V, [P, V, V]),
+    "fedc_num_clients": (V, [P, c_int]),
+    "fedc_map": (c_int, [P, P, PV, c_int, PV]),
+    "fedc_fold": (c_int, [P, P, PV, c_int, PV, c_int, V, PV]),
+    # ad.h
+    "fedc_grad": (c_int, [P, c_char_p, POINTER(c_char_p), c_int, POINTER(P)]),
+    "fedc_vjp": (c_int, [P, POINTER(c_char_p), c_int, POINTER(P)]),
+    "fedc_jvp": (c_int, [P, POINTER(c_char_p), c_int, POINTER(P)]),
+    # exec.h
+    "fedc_executor_create": (c_int, [POINTER(P), P, POINTER(ExecOptions)]),
+    "fedc_executor_destroy": (None, [P]),
+    "fedc_executor_bind": (c_int, [P, c_char_p, c_void_p]),
+    "fedc_executor_run": (c_int, [P]),
+    "fedc_executor_output": (c_int, [P, c_char_p, POINTER(c_void_p), POINTER(Type)]),
+    "fedc_executor_dropped": (c_int, [P, PINT, c_int]),
+}
+
+# The ops of one shape of signature, declared together: fedc_value f(p, a[, b]).
+UNARY = ("neg exp log tanh sigmoid relu sqrt square log_softmax gelu broadcast sum mean").split()
+BINARY = ("add sub mul div maximum minimum eq ne lt le gt ge").split()
+for _name in UNARY:
+    _SIGNATURES["fedc_" + _name] = (V, [P, V])
+for _name in BINARY:
+    _SIGNATURES["fedc_" + _name] = (V, [P, V, V])
+
+for _name, (_res, _args) in _SIGNATURES.items():
+    _f = getattr(lib, _name)
+    _f.restype = _res
+    _f.argtypes = _args
+
+
+def error(status, message=None):
+    """A fedc.Error for `status` with this thread's fedc_errmsg() (or `message`)."""
+    if message is None:
+        message = lib.fedc_errmsg().decode("utf-8", "replace")
+    return Error(int(status), message)
+
+
+def check(status):
+    """Raises fedc.Error carrying fedc's message unless `status` is FEDC_OK."""
+    if status:
+        raise error(status)
+
+
+def strings(names):
+    """A const char *const[] of `names` (the bytes objects must outlive the call)."""
+    arr = (c_char_p * max(len(names), 1))()
+    for i, n in enumerate(names):
+        arr[i] = n.encode() if isinstance(n, str) else n
+    return arr
+
+
+def values(vs):
+    arr = (VALUE * max(len(vs), 1))()
+    for i, v in enumerate(vs):
+        arr[i] = v
+    return arr
+
+
+def int64s(xs):
+    return (c_int64 * max(len(xs), 1))(*xs)
+
+
+def ints(xs):
+    return (c_int * max(len(xs), 1))(*xs)
