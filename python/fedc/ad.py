@@ -27,15 +27,29 @@ def _traced_args(args):
     return any(isinstance(x, Value) for x in leaves)
 
 
-def _concrete(fun, traced, args):
-    """Runs `traced` (a function of traced values) on arrays, with fun's placements."""
+def _concrete(fun, traced, args, placements=None):
+    """Runs `traced` (a function of traced values) on arrays, with fun's placements
+    (or `placements`, one per argument: None infers it)."""
     f = fun if isinstance(fun, Function) else None
     g = Function(traced, placements=({f.clients_name: f.clients} if f and f.clients else None),
-                 in_placements=f.in_placements if f else None, threads=f.threads if f else 0)
+                 in_placements=placements or (f.in_placements if f else None),
+                 threads=f.threads if f else 0)
     try:
         return g(*args)
     finally:
         g.close()
+
+
+def _placements_of(fun, args):
+    """The placement fun gives each of args (that of its first leaf), or None."""
+    if not isinstance(fun, Function):
+        return None
+    _, trees = fun._signature(args)
+    out = []
+    for t in trees:
+        leaves = flatten(t)[0]
+        out.append(leaves[0].placement if leaves else None)
+    return tuple(out)
 
 
 class _Derived:
@@ -53,7 +67,11 @@ class _Derived:
             a_leaves, a_td = flatten(a)
             specs.append(unflatten(a_td, [v.spec for v in a_leaves]))
             self.paths.append(a_td.paths(name))
-        self.sub, self.outdef, self.out_names = trace(fn, names, specs, "differentiated program")
+        with self.b:  # values that fn uses by closure are captured from b
+            self.sub, self.outdef, self.out_names = trace(fn, names, specs,
+                                                          "differentiated program", capturing=True)
+        # The captured values are inputs too, after the arguments: inlined with them.
+        self.vals += [outer for outer, _ in self.sub.captures]
 
     def out_specs(self):
         p = self.sub.ptr
@@ -152,7 +170,9 @@ def vjp(fun, *primals):
         out = as_function(fun)(*primals) if isinstance(fun, Function) else _concrete(fun, fn, primals)
 
         def vjp_arrays(ct):
-            return _concrete(fun, lambda *a: vjp(fn, *a[:-1])[1](a[-1]), list(primals) + [ct])
+            pl = _placements_of(fun, primals)
+            return _concrete(fun, lambda *a: vjp(fn, *a[:-1])[1](a[-1]), list(primals) + [ct],
+                             pl and pl + (None,))
         return out, vjp_arrays
     d = _Derived(fn, primals)
     out_specs = d.out_specs()
@@ -208,8 +228,9 @@ def jvp(fun, primals, tangents):
     fn = python_fn(fun)
     primals, tangents = tuple(primals), tuple(tangents)
     if not _traced_args(primals + tangents):
+        pl = _placements_of(fun, primals)
         return _concrete(fun, lambda *a: jvp(fn, a[:len(primals)], a[len(primals):]),
-                         list(primals) + list(tangents))
+                         list(primals) + list(tangents), pl and pl + pl)
     d = _Derived(fn, primals)
     t_leaves, t_td = flatten(list(tangents))
     if t_td != d.td:

@@ -28,13 +28,13 @@ from .tree import flatten, unflatten
 from .types import TypeSpec, dtype_name
 
 
-def trace(fn, arg_names, arg_trees, what="program"):
+def trace(fn, arg_names, arg_trees, what="program", capturing=False):
     """Traces fn(*args) over inputs of the given TypeSpec trees, one per name.
 
     Returns (builder, outdef, out_names): the builder holds the finished program
     (the caller takes or discards it), outdef the structure of fn's result.
     """
-    b = Builder(what)
+    b = Builder(what, capturing)
     try:
         with b:
             args = []
@@ -65,10 +65,12 @@ def inline(fn, args, arg_names=None):
     for a in args:
         a_leaves, a_td = flatten(a)
         specs.append(unflatten(a_td, [v.spec for v in a_leaves]))
-    sub, outdef, _ = trace(fn, names, specs, "called program")
+    with b:  # values that fn uses by closure are captured from b
+        sub, outdef, _ = trace(fn, names, specs, "called program", capturing=True)
     try:
         n = _lib.lib.fedc_program_num_outputs(sub.ptr)
         results = (_lib.VALUE * max(n, 1))()
+        vals += [outer for outer, _ in sub.captures]
         _lib.check(_lib.lib.fedc_program_inline(b._get(), sub.ptr, _lib.values([v.v for v in vals]),
                                                 results))
     finally:
@@ -89,6 +91,8 @@ def leaf_spec(x):
     """The local TypeSpec of a concrete leaf; Python floats are f32 and ints i32 (JAX's rule)."""
     if isinstance(x, TypeSpec):
         return x
+    if isinstance(x, np.generic):  # np.float64 is a float too: its dtype decides
+        return TypeSpec(dtype_name(x.dtype), ())
     if isinstance(x, bool):
         return TypeSpec("bool", ())
     if isinstance(x, int):

@@ -138,9 +138,26 @@ def pad(x, lo, hi):
 
 
 def matmul(a, b_, transpose_a=False, transpose_b=False):
+    """a @ b of the last two axes, batched; a vector operand is a row (a) or a
+    column (b), its axis removed from the result, as numpy's @ does."""
     b = builder_of(a, b_)
     va = lift(b, a, b_ if not isinstance(a, Value) else None)
-    return b.check(_L.fedc_matmul(b._get(), va.v, lift(b, b_, va).v, transpose_a, transpose_b))
+    vb = lift(b, b_, va)
+    if va.ndim == 1 and vb.ndim == 1:
+        return reduce_sum(va * vb)
+    if va.ndim == 1:
+        return reshape(matmul(reshape(va, (1, -1)), vb, False, transpose_b), _drop(vb, -2 if not transpose_b else -1))
+    if vb.ndim == 1:
+        y = matmul(va, reshape(vb, (-1, 1)), transpose_a, False)
+        return reshape(y, y.shape[:-1])
+    return b.check(_L.fedc_matmul(b._get(), va.v, vb.v, transpose_a, transpose_b))
+
+
+def _drop(m, axis):
+    """m's shape without the contracted axis: the shape of vector @ m."""
+    s = list(m.shape)
+    del s[axis]
+    return s
 
 
 def gather(table, idx):
@@ -295,13 +312,13 @@ def layer_norm_param_grad(x, dy, eps=1e-5):
 
 # ------------------------------------------------------------------ constants --
 def constant(value, dtype=None):
-    """A constant holding a copy of `value` (an array or a number)."""
+    """A constant holding a copy of `value` (an array or a number): of `dtype`, or
+    f32 for Python floats and i32 for integers (as JAX without x64)."""
     import numpy as np
     b = builder_of()
-    arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=TypeSpec(dtype).np_dtype)
-    if arr.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
-        arr = arr.astype(np.float32)  # Python floats are f32, as in JAX
-    return lift(b, arr)
+    if dtype is not None:
+        value = np.asarray(value, dtype=TypeSpec(dtype).np_dtype)
+    return lift(b, value)
 
 
 def scalar(value, dtype="f32"):

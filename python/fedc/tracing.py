@@ -36,24 +36,45 @@ def current():
 class Builder:
     """A program under construction; `with builder:` makes it the current one."""
 
-    def __init__(self, what="program"):
+    def __init__(self, what="program", capturing=False):
         ptr = ctypes.c_void_p()
         _lib.check(_lib.lib.fedc_program_create(ctypes.byref(ptr)))
         self.ptr = ptr
         self.what = what
+        # A capturing builder (a program traced to be differentiated or inlined where
+        # it is called) turns a value of the builder around it, used by closure, into
+        # an input of its own: `captures` lists (outer value, input) in input order,
+        # and the caller passes the outer values for those inputs.
+        self.parent = current() if capturing else None
+        self.captures = []
 
     def __enter__(self):
         _stack().append(self)
         return self
 
     def __exit__(self, *exc):
-        _stack().remove(self)
+        s = _stack()
+        s.pop(len(s) - 1 - s[::-1].index(self))  # the innermost entry: builders re-enter
 
     def _get(self):
         if self.ptr is None:
             raise _lib.error(EINVAL, "a traced value was used after its trace ended (did it "
                              "escape the traced function, e.g. through a global?)")
         return self.ptr
+
+    def capture(self, x):
+        """The input of this builder that stands for x, a value of an enclosing one."""
+        for outer, inner in self.captures:
+            if outer.b is x.b and outer.v == x.v:
+                return inner
+        if self.parent is None:
+            raise _lib.error(EINVAL, "a value from another program was used here: a map or fold "
+                             "body sees only its arguments (pass the value in as one; broadcast "
+                             "it first if it is at the server)")
+        outer = x if x.b is self.parent else self.parent.capture(x)
+        inner = self.input("capture/%d" % len(self.captures), outer.spec)
+        self.captures.append((outer, inner))
+        return inner
 
     def check(self, v):
         """`v` as a Value of this builder, or fedc.Error with the op's message."""
@@ -86,11 +107,7 @@ def lift(b, x, like=None):
     """`x` as a Value of builder b: Values pass; Python numbers and arrays become
     constants, of `like`'s dtype when given (as JAX treats Python scalars)."""
     if isinstance(x, Value):
-        if x.b is not b:
-            raise _lib.error(EINVAL, "a value from another program was used here: a map or fold "
-                             "body sees only its arguments (pass the value in as one; broadcast "
-                             "it first if it is at the server)")
-        return x
+        return x if x.b is b else b.capture(x)
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
         if like is not None:
             return b.check(_lib.lib.fedc_scalar_like(b._get(), like.v, float(x)))
@@ -102,8 +119,23 @@ def lift(b, x, like=None):
         arr = None
     if arr is None or arr.dtype == object:
         raise _lib.error(ETYPE, "cannot use a %s as a fedc value" % type(x).__name__)
+    if like is None:
+        arr = _default_dtype(arr, from_python=not isinstance(x, (np.ndarray, np.generic)))
     dt = like.spec.dtype if like is not None else dtype_name(arr.dtype)
     return constant(b, np.array(arr, dtype=NUMPY[dt], order="C"))  # (ascontiguousarray makes 0-d 1-d)
+
+
+def _default_dtype(arr, from_python):
+    """A constant's dtype: Python lists of floats are f32 (as in JAX), int64 (numpy's
+    default integer) is i32 when its values fit."""
+    if arr.dtype == np.float64 and from_python:
+        return arr.astype(np.float32)
+    if arr.dtype.kind in "iu" and arr.dtype not in (np.int32, np.uint8):
+        if arr.size and (arr.min() < -2**31 or arr.max() >= 2**31):
+            raise _lib.error(ETYPE, "an integer constant outside i32's range (fedc's integers "
+                             "are i32)")
+        return arr.astype(np.int32)
+    return arr
 
 
 def constant(b, arr):
@@ -112,15 +144,21 @@ def constant(b, arr):
 
 
 def builder_of(*xs):
-    """The builder of the first Value among xs (or the current one)."""
+    """The builder an op on xs goes to: the current one when any of xs is its value
+    (values of enclosing builders are captured into it), else the first Value's."""
+    cur = current()
+    first = None
     for x in xs:
         if isinstance(x, Value):
-            return x.b
-    b = current()
-    if b is None:
+            if x.b is cur:
+                return cur
+            first = first or x.b
+    if first is not None:
+        return first
+    if cur is None:
         raise _lib.error(EINVAL, "this fedc operation needs a traced value: call it inside a "
                          "function decorated with @fedc.program (or fedc.map/fedc.fold's body)")
-    return b
+    return cur
 
 
 class Value:
@@ -149,7 +187,7 @@ class Value:
     ndim = property(lambda self: len(self.spec.shape))
 
     def __repr__(self):
-        return "<fedc.Value %%%d: %s>" % (self.v, self.spec if self.b.ptr else "(trace ended)")
+        return "<fedc.Value %%%d: %s>" % (self.v, self.spec if self.b.ptr is not None else "(trace ended)")
 
     def __bool__(self):
         raise TypeError("a traced fedc value has no truth value while tracing (its data exist "
