@@ -2,8 +2,8 @@
 
 The library is looked for, in order, at $FEDC_LIBRARY, next to this package in a
 source tree (../../build/libfedc.so, so PYTHONPATH=python works from a build), in
-the lib directory of the prefix the package is installed under, and by the system
-loader (ldconfig's paths). ctypes.CDLL releases the GIL around every call, so C runs
+the lib directory that `make install` put the package under, in the lib
+directories of sys.prefix, /usr/local and /usr, and by the system loader. ctypes.CDLL releases the GIL around every call, so C runs
 while other Python threads go on.
 """
 
@@ -38,7 +38,10 @@ def _candidates():
     if env:
         return [env]  # an explicit choice is never second-guessed
     here = os.path.dirname(os.path.abspath(__file__))
-    out = [os.path.join(here, "..", "..", "build", "libfedc.so")]
+    out = [os.path.join(here, "..", "..", "build", "libfedc.so"),
+           # installed by make install: <prefix>/lib/python3.X/dist-packages/fedc
+           os.path.join(here, "..", "..", "..", "libfedc.so"),
+           os.path.join(here, "..", "..", "..", "..", "lib", "libfedc.so")]
     for prefix in (sys.prefix, "/usr/local", "/usr"):
         for lib in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
             out.append(os.path.join(prefix, lib, "libfedc.so"))
@@ -53,7 +56,7 @@ def _load():
             tried.append(path + " (absent)")
             continue
         try:
-            return ctypes.CDLL(path), path
+            return ctypes.CDLL(path), os.path.abspath(path) if os.sep in path else path
         except OSError as e:
             tried.append("%s (%s)" % (path, e))
     raise ImportError("fedc: cannot load libfedc.so; build it (cmake --build build --target "

@@ -5,7 +5,7 @@
 # pytest is absent. Debian's /usr/bin/python3 is preferred: its python3-numpy and
 # python3-pytest are what scripts/install-deps installs.
 set -eu
-lib=$1
+lib=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 PY=""
 for cand in /usr/bin/python3 python3; do
