@@ -28,3 +28,4 @@ from .federated import broadcast, fold, map, map_fn, mean, num_clients, sum, wei
 from .ad import grad, jvp, value_and_grad, vjp
 from .ops import *  # noqa: F401,F403  every op of program.h
 
+from . import data  # noqa: E402  fedc.data: datasets, batching, sampling, partitioning

@@ -10,8 +10,8 @@ while other Python threads go on.
 import ctypes
 import os
 import sys
-from ctypes import (POINTER, Structure, c_bool, c_char_p, c_double, c_int, c_int32,
-                    c_int64, c_size_t, c_void_p)
+from ctypes import (POINTER, Structure, c_bool, c_char_p, c_double, c_float, c_int, c_int32,
+                    c_int64, c_size_t, c_uint32, c_uint64, c_void_p)
 
 from .errors import Error
 
@@ -31,6 +31,22 @@ class ExecOptions(Structure):
     _fields_ = [("reference_kernels", c_bool), ("clients", c_int), ("threads", c_int),
                 ("check_finite", c_bool), ("on_client_failure", c_int),
                 ("client_ids", POINTER(c_char_p)), ("profile", c_bool), ("mpi", c_bool)]
+
+
+class Feature(Structure):
+    _fields_ = [("name", c_char_p), ("kind", c_int), ("type", Type), ("data", c_void_p),
+                ("offsets", POINTER(c_int64))]
+
+
+class ClientData(Structure):
+    _fields_ = [("id", c_char_p), ("num_examples", c_int64), ("num_features", c_int),
+                ("features", POINTER(Feature))]
+
+
+class Batches(Structure):
+    _fields_ = [("steps", c_int64), ("batch_size", c_int64), ("num_features", c_int),
+                ("features", POINTER(Feature)), ("mask", POINTER(c_float))]
+
 
 
 def _candidates():
@@ -157,6 +173,33 @@ _SIGNATURES = {
     "fedc_executor_run": (c_int, [P]),
     "fedc_executor_output": (c_int, [P, c_char_p, POINTER(c_void_p), POINTER(Type)]),
     "fedc_executor_dropped": (c_int, [P, PINT, c_int]),
+    # data.h
+    "fedc_dataset_open": (c_int, [POINTER(P), c_char_p, c_int]),
+    "fedc_dataset_destroy": (None, [P]),
+    "fedc_dataset_format": (c_int, [P]),
+    "fedc_dataset_num_clients": (c_int64, [P]),
+    "fedc_dataset_total_examples": (c_int64, [P]),
+    "fedc_dataset_client_id": (c_char_p, [P, c_int64]),
+    "fedc_dataset_client_examples": (c_int64, [P, c_int64]),
+    "fedc_dataset_find": (c_int, [P, c_char_p, PI64]),
+    "fedc_dataset_client": (c_int, [P, c_int64, POINTER(POINTER(ClientData))]),
+    "fedc_dataset_slice": (c_int, [P, c_int64, c_int64, POINTER(P)]),
+    "fedc_dataset_holdout": (c_int, [P, c_double, POINTER(P), POINTER(P)]),
+    "fedc_dataset_partition": (c_int, [P, PI64, c_int64, POINTER(P)]),
+    "fedc_client_data_destroy": (None, [POINTER(ClientData)]),
+    "fedc_batches_destroy": (None, [POINTER(Batches)]),
+    "fedc_batch": (c_int, [POINTER(ClientData), c_int64, c_bool, POINTER(POINTER(Batches))]),
+    "fedc_padded_batch": (c_int, [POINTER(ClientData), c_int64, c_int, POINTER(POINTER(Batches))]),
+    "fedc_shuffle_repeat_batch": (c_int, [POINTER(ClientData), c_int64, c_int, c_int64, c_bool, c_uint64,
+                                          c_uint32, c_uint32, POINTER(POINTER(Batches))]),
+    "fedc_sample_clients": (c_int, [c_int64, c_int64, c_uint64, c_uint32, PI64]),
+    "fedc_sample_clients_epochs": (c_int, [c_int64, c_int64, c_uint64, c_uint32, PI64]),
+    "fedc_partition_iid": (c_int, [c_int64, c_int64, c_uint64, PI64]),
+    "fedc_partition_dirichlet": (c_int, [POINTER(c_int32), c_int64, c_int32, c_int64, c_double, c_uint64,
+                                         PI64]),
+    "fedc_partition_shards": (c_int, [POINTER(c_int32), c_int64, c_int64, c_int, c_uint64, PI64]),
+    "fedc_synthetic_fedprox": (c_int, [c_double, c_double, c_int64, c_uint64, POINTER(P)]),
+    "fedc_synthetic_zipf": (c_int, [c_int64, c_int64, c_int64, c_int32, c_double, c_uint64, POINTER(P)]),
 }
 
 # The ops of one shape of signature, declared together: fedc_value f(p, a[, b]).
