@@ -29,3 +29,4 @@ from .ad import grad, jvp, value_and_grad, vjp
 from .ops import *  # noqa: F401,F403  every op of program.h
 
 from . import data  # noqa: E402  fedc.data: datasets, batching, sampling, partitioning
+from .train import algorithms, train  # noqa: E402

@@ -49,6 +49,56 @@ class Batches(Structure):
 
 
 
+class Optimizer(Structure):
+    """struct fedc_optimizer (nn.h)."""
+    _fields_ = [("kind", c_int), ("learning_rate", c_double), ("momentum", c_double),
+                ("nesterov", c_bool), ("b1", c_double), ("b2", c_double), ("eps", c_double),
+                ("initial_accumulator", c_double), ("weight_decay", c_double)]
+
+
+class Algorithm(Structure):
+    """struct fedc_algorithm (fl.h)."""
+    _fields_ = [("def_", c_void_p), ("client_opt", Optimizer), ("server_opt", Optimizer),
+                ("batch_size", c_int64), ("max_steps", c_int64), ("dropout", c_bool),
+                ("weighting", c_int), ("hparam", c_double * 16), ("hparam_set", c_bool * 16)]
+
+
+class TrainResult(Structure):
+    """struct fedc_train_result (fl.h)."""
+    _fields_ = [("rounds_run", c_int), ("already_complete", c_bool), ("dropped", c_int64),
+                ("train_loss", c_double), ("test_loss", c_double), ("test_accuracy", c_double),
+                ("accuracy_quantiles", c_double * 3), ("clients_evaluated", c_int64),
+                ("seconds", c_double), ("examples_per_s", c_double)]
+
+
+class HparamDef(Structure):
+    """struct fedc_hparam_def (fl.h)."""
+    _fields_ = [("name", c_char_p), ("value", c_double), ("min", c_double), ("max", c_double),
+                ("help", c_char_p)]
+
+
+class AlgorithmDefHead(Structure):
+    """The first fields of struct fedc_algorithm_def (fl.h): what listing reads."""
+    _fields_ = [("name", c_char_p), ("summary", c_char_p), ("hparams", POINTER(HparamDef)),
+                ("nhparams", c_int), ("one_pass", c_bool)]
+
+
+ON_ROUND = ctypes.CFUNCTYPE(c_int, c_void_p, c_int, c_bool, POINTER(TrainResult))
+
+
+class TrainConfig(Structure):
+    """struct fedc_train_config (fl.h); fedc_train_config_size() checks the copy."""
+    _fields_ = [("data", c_char_p), ("test_data", c_char_p), ("holdout", c_double),
+                ("format", c_int), ("task", c_char_p), ("client_domains", c_char_p),
+                ("partition", c_char_p), ("num_clients", c_int64), ("model", c_char_p),
+                ("vocab", c_char_p), ("vocab_size", c_int64), ("algorithm", Algorithm),
+                ("epochs", c_int), ("steps", c_int64), ("rounds", c_int),
+                ("clients_per_round", c_int), ("seed", c_uint64), ("threads", c_int),
+                ("eval_every", c_int), ("eval_clients", c_int64), ("eval_batch_size", c_int64),
+                ("out_dir", c_char_p), ("checkpoint_every", c_int), ("resume", c_bool),
+                ("strict", c_bool), ("quiet", c_bool), ("profile", c_bool), ("log", c_void_p),
+                ("on_round", ON_ROUND), ("on_round_ctx", c_void_p)]
+
 def _candidates():
     env = os.environ.get("FEDC_LIBRARY")
     if env:
@@ -173,6 +223,20 @@ _SIGNATURES = {
     "fedc_executor_run": (c_int, [P]),
     "fedc_executor_output": (c_int, [P, c_char_p, POINTER(c_void_p), POINTER(Type)]),
     "fedc_executor_dropped": (c_int, [P, PINT, c_int]),
+    # fl.h: algorithms and the training job
+    "fedc_algorithm_find": (c_void_p, [c_char_p]),
+    "fedc_algorithm_count": (c_int, []),
+    "fedc_algorithm_at": (c_void_p, [c_int]),
+    "fedc_algorithm_set": (c_int, [POINTER(Algorithm), c_char_p, c_double]),
+    "fedc_algorithm_hparam": (c_double, [POINTER(Algorithm), c_char_p]),
+    "fedc_optimizer_parse": (c_int, [c_char_p, c_double, POINTER(Optimizer)]),
+    "fedc_weighting_parse": (c_int, [c_char_p, POINTER(c_int)]),
+    "fedc_data_format_parse": (c_int, [c_char_p, POINTER(c_int)]),
+    "fedc_train_defaults": (None, [POINTER(TrainConfig)]),
+    "fedc_train": (c_int, [POINTER(TrainConfig), POINTER(TrainResult)]),
+    "fedc_evaluate_checkpoint": (c_int, [POINTER(TrainConfig), c_char_p, POINTER(TrainResult)]),
+    "fedc_train_config_size": (c_size_t, []),
+    "fedc_train_result_size": (c_size_t, []),
     # data.h
     "fedc_dataset_open": (c_int, [POINTER(P), c_char_p, c_int]),
     "fedc_dataset_destroy": (None, [P]),
