@@ -9,7 +9,7 @@ with jax.lax.scan's signature: fn(carry, x) -> (carry, y).
 from . import _lib
 from .errors import EINVAL
 from .function import arg_names, trace
-from .tracing import Value, builder_of, lift
+from .tracing import Value, builder_of, current, lift
 from .tree import flatten, tree_map, unflatten
 from .types import DTYPES, TypeSpec
 
@@ -76,8 +76,16 @@ def map(fn, args):
     for a in unflatten(td, vals):
         a_leaves, a_td = flatten(a)
         trees.append(unflatten(a_td, _body_inputs(a_leaves)))
-    body, outdef, _ = trace(fn, arg_names(fn, len(trees)), trees, "map body")
+    with b:  # the body's closures over b's values become inputs after the arguments
+        body, outdef, _ = trace(fn, arg_names(fn, len(trees)), trees, "map body", capturing=True,
+                               body=True)
     try:
+        for outer, _ in body.captures:
+            if outer.placement != "clients":
+                raise _lib.error(EINVAL, "map: the body uses %s, a value of the program around it, "
+                                 "by closure: a map body reads @clients values only (broadcast it "
+                                 "and pass it in)" % outer.spec)
+        vals += [outer for outer, _ in body.captures]
         n = _L.fedc_program_num_outputs(body.ptr)
         results = (_lib.VALUE * max(n, 1))()
         _lib.check(_L.fedc_map(b._get(), body.ptr, _lib.values([v.v for v in vals]), len(vals),
@@ -106,19 +114,35 @@ def fold(fn, init, xs, length=None):
     if steps is None:
         raise _lib.error(EINVAL, "fold: a sequence needs a leading axis of steps, not %s"
                          % xvals[0].spec)
-    c_specs = unflatten(c_td, _body_inputs(cvals))
     x_specs = unflatten(x_td, [TypeSpec(v.dtype, v.shape[1:]) for v in xvals])
-    carry_def = []
+    # Values of b that fn uses by closure are carried through the steps unchanged: a
+    # first trace finds them, a second declares them as carries after init's.
+    caps = []
+    for _ in range(2):
+        carry_def = []
+        c_specs = (unflatten(c_td, _body_inputs(cvals)), _body_inputs(caps))
 
-    def body_fn(carry, x):
-        out = fn(carry, x)
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise TypeError("fold: the body must return (carry, y), as jax.lax.scan's does")
-        new_carry, y = out
-        carry_def.append(flatten(new_carry)[1])
-        return (new_carry, y)
+        def body_fn(carry, x):
+            carry, cap_inputs = carry
+            current().captures[:0] = list(zip(caps, cap_inputs))
+            out = fn(carry, x)
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("fold: the body must return (carry, y), as jax.lax.scan's does")
+            new_carry, y = out
+            carry_def.append(flatten(new_carry)[1])
+            return ((new_carry, cap_inputs), y)
 
-    body, outdef, _ = trace(body_fn, ["carry", "x"], [c_specs, x_specs], "fold body")
+        with b:
+            body, outdef, _ = trace(body_fn, ["carry", "x"], [c_specs, x_specs], "fold body",
+                                    capturing=True, body=True)
+        found = [outer for outer, _ in body.captures[len(caps):]]
+        if not found:
+            break
+        body.discard()
+        if caps:  # the second trace used values the first did not
+            raise _lib.error(EINVAL, "fold: the body used different values by closure when "
+                             "traced again (does it depend on Python state?)")
+        caps += found
     try:
         if carry_def[0] != c_td:
             raise _lib.error(EINVAL, "fold: the body's new carry has structure %r, the initial "
@@ -126,10 +150,12 @@ def fold(fn, init, xs, length=None):
         if length is None:
             length = b.check(_L.fedc_scalar(b._get(), DTYPES.index("i32"), float(steps)))
         vlen = lift(b, length)
+        cvals += caps
         n = _L.fedc_program_num_outputs(body.ptr)
         results = (_lib.VALUE * max(n, 1))()
         _lib.check(_L.fedc_fold(b._get(), body.ptr, _lib.values([v.v for v in cvals]), len(cvals),
                                 _lib.values([v.v for v in xvals]), len(xvals), vlen.v, results))
     finally:
         body.discard()
-    return unflatten(outdef, [Value(b, results[i]) for i in range(n)])
+    (carry, _), ys = unflatten(outdef, [Value(b, results[i]) for i in range(n)])
+    return carry, ys

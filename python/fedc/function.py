@@ -28,13 +28,13 @@ from .tree import flatten, unflatten
 from .types import TypeSpec, dtype_name
 
 
-def trace(fn, arg_names, arg_trees, what="program", capturing=False):
+def trace(fn, arg_names, arg_trees, what="program", capturing=False, body=False):
     """Traces fn(*args) over inputs of the given TypeSpec trees, one per name.
 
     Returns (builder, outdef, out_names): the builder holds the finished program
     (the caller takes or discards it), outdef the structure of fn's result.
     """
-    b = Builder(what, capturing)
+    b = Builder(what, capturing, body)
     try:
         with b:
             args = []

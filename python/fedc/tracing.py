@@ -36,7 +36,7 @@ def current():
 class Builder:
     """A program under construction; `with builder:` makes it the current one."""
 
-    def __init__(self, what="program", capturing=False):
+    def __init__(self, what="program", capturing=False, body=False):
         ptr = ctypes.c_void_p()
         _lib.check(_lib.lib.fedc_program_create(ctypes.byref(ptr)))
         self.ptr = ptr
@@ -47,6 +47,7 @@ class Builder:
         # and the caller passes the outer values for those inputs.
         self.parent = current() if capturing else None
         self.captures = []
+        self.body = body  # a map or fold body: its values, captured ones too, are local
 
     def __enter__(self):
         _stack().append(self)
@@ -71,10 +72,23 @@ class Builder:
             raise _lib.error(EINVAL, "a value from another program was used here: a map or fold "
                              "body sees only its arguments (pass the value in as one; broadcast "
                              "it first if it is at the server)")
-        outer = x if x.b is self.parent else self.parent.capture(x)
-        inner = self.input("capture/%d" % len(self.captures), outer.spec)
-        self.captures.append((outer, inner))
+        if x.b is not self.parent:
+            # x is from further out: the parent captures it first, and this builder
+            # captures the parent's input (found again by the loop above through it).
+            return self.capture(self.parent.capture(x))
+        spec = x.spec.at("local") if self.body else x.spec
+        inner = self.input("capture/%d" % len(self.captures), spec)
+        self.captures.append((x, inner))
         return inner
+
+    def encloses(self, other):
+        """Whether `other` is this builder or one it captures from."""
+        b = self
+        while b is not None:
+            if b is other:
+                return True
+            b = b.parent
+        return False
 
     def check(self, v):
         """`v` as a Value of this builder, or fedc.Error with the op's message."""
@@ -144,21 +158,17 @@ def constant(b, arr):
 
 
 def builder_of(*xs):
-    """The builder an op on xs goes to: the current one when any of xs is its value
-    (values of enclosing builders are captured into it), else the first Value's."""
+    """The builder an op on xs goes to: the current one when every Value among xs is
+    its own or an enclosing builder's (those are captured into it, as JAX's inner
+    traces see outer values), else the first Value's."""
     cur = current()
-    first = None
-    for x in xs:
-        if isinstance(x, Value):
-            if x.b is cur:
-                return cur
-            first = first or x.b
-    if first is not None:
-        return first
-    if cur is None:
-        raise _lib.error(EINVAL, "this fedc operation needs a traced value: call it inside a "
-                         "function decorated with @fedc.program (or fedc.map/fedc.fold's body)")
-    return cur
+    vals = [x for x in xs if isinstance(x, Value)]
+    if cur is not None and all(cur.encloses(x.b) for x in vals):
+        return cur
+    if vals:
+        return vals[0].b
+    raise _lib.error(EINVAL, "this fedc operation needs a traced value: call it inside a "
+                     "function decorated with @fedc.program (or fedc.map/fedc.fold's body)")
 
 
 class Value:

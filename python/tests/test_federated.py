@@ -62,12 +62,32 @@ def test_map_needs_clients_values():
     assert "broadcast" in e.value.message and "@server" in e.value.message
 
 
-def test_map_body_cannot_capture_outer_values():
+def test_map_body_closures_over_server_values_raise():
     def f(w, x):
         return fedc.map(lambda x: x * w, fedc.broadcast(w) * x)
     with pytest.raises(fedc.Error) as e:
         fedc.trace(f, fedc.server(fedc.f32[2]), fedc.clients(fedc.f32[2]))
-    assert "pass the value in" in e.value.message
+    assert "by closure" in e.value.message and "f32[2]@server" in e.value.message
+
+
+def test_bodies_capture_clients_values_and_carry_closures():
+    @fedc.program(in_placements=("server", "clients", "clients"))
+    def f(w, scale, xs):
+        s = scale * 2.0  # @clients, used by the map body's closure
+
+        def client(w, xs):
+            lr = s + 0.0  # a map-body value, used by the fold body's closure
+            w_end, ys = fedc.fold(lambda c, x: (c - lr * x, fedc.reduce_sum(c) * lr), w, xs)
+            return w_end, ys
+        return fedc.map(client, (fedc.broadcast(w), xs))
+    w = np.ones(2, np.float32)
+    scale = np.array([1.0, 0.5, 0.25], np.float32)
+    xs = RNG.standard_normal((3, 4, 2)).astype(np.float32)
+    w_end, ys = f(w, scale, xs)
+    lr = 2 * scale
+    np.testing.assert_allclose(w_end, w - lr[:, None] * xs.sum(1), rtol=1e-5)
+    c = w - np.concatenate([np.zeros((3, 1, 2)), np.cumsum(lr[:, None, None] * xs, 1)[:, :-1]], 1)
+    np.testing.assert_allclose(ys, c.sum(-1) * lr[:, None], rtol=1e-5, atol=1e-6)
 
 
 def test_server_and_clients_values_never_meet():
