@@ -63,20 +63,20 @@ class Executor(Handle):
         self._bound = {}  # name -> the array C reads: kept alive while bound
 
     def bind(self, name, arr):
-        _lib.check(_lib.lib.fedc_executor_bind(self._get(), name.encode(),
-                                               arr.ctypes.data_as(ctypes.c_void_p)))
+        _lib.check(_lib.lib.fedc_executor_bind(self._get(), name.encode(), arr.ctypes.data))
         self._bound[name] = arr
 
     def run(self):
         _lib.check(_lib.lib.fedc_executor_run(self._get()))
 
-    def output(self, name):
-        """A copy of output `name` of the last run, as an array that owns its memory."""
+    def output(self, name, spec=None):
+        """A copy of output `name` of the last run, as an array that owns its memory
+        (`spec`: its type, when the caller knows it)."""
         data = ctypes.c_void_p()
-        t = _lib.Type()
+        t = _lib.Type() if spec is None else None
         _lib.check(_lib.lib.fedc_executor_output(self._get(), name.encode(), ctypes.byref(data),
-                                                 ctypes.byref(t)))
-        spec = TypeSpec.from_c(t)
+                                                 ctypes.byref(t) if t is not None else None))
+        spec = spec or TypeSpec.from_c(t)
         shape = spec.shape if spec.placement != "clients" else (self.clients,) + spec.shape
         out = np.empty(shape, dtype=spec.np_dtype)
         if out.nbytes:

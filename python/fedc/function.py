@@ -103,6 +103,16 @@ def leaf_spec(x):
     return TypeSpec(dtype_name(arr.dtype), arr.shape)
 
 
+def _leaf_key(x):
+    if isinstance(x, np.ndarray):
+        return (x.shape, x.dtype.char)
+    if isinstance(x, np.generic):
+        return ((), x.dtype.char)
+    if isinstance(x, TypeSpec):
+        return x
+    return (type(x), np.shape(x)) if isinstance(x, (list, tuple)) else type(x)
+
+
 class Function:
     """A traced Python function; see the module's comment."""
 
@@ -120,6 +130,8 @@ class Function:
         self.in_placements = in_placements
         self.threads = threads
         self._cache = {}
+        self._names = {}  # number of arguments -> their names (inspect is slow)
+        self._fast = {}   # (structure, leaf shapes and dtypes) -> _traced's entry
         self._lock = threading.Lock()
 
     def _placement(self, i, name):
@@ -144,8 +156,14 @@ class Function:
             return TypeSpec(s.dtype, s.shape[1:], "clients")
         return s.at(placement)
 
+    def _arg_names(self, n):
+        names = self._names.get(n)
+        if names is None:
+            names = self._names[n] = arg_names(self.fn, n)
+        return names
+
     def _signature(self, args):
-        names = arg_names(self.fn, len(args))
+        names = self._arg_names(len(args))
         trees = []
         for i, (name, a) in enumerate(zip(names, args)):
             leaves, td = flatten(a)
@@ -177,10 +195,16 @@ class Function:
         if kwargs:
             bound = inspect.signature(self.fn).bind(*args, **kwargs)
             args = bound.args
-        leaves = flatten(list(args))[0]
+        leaves, td = flatten(list(args))
         if any(isinstance(x, Value) for x in leaves):
-            return inline(self.fn, args, arg_names(self.fn, len(args)))
-        prog, outdef, outs, ins = self._traced(args)
+            return inline(self.fn, args, self._arg_names(len(args)))
+        # The arguments' structure, shapes and dtypes find the program without making
+        # TypeSpecs (the cache of _traced is by specs; this one by what numpy says).
+        fast = (td, tuple(_leaf_key(x) for x in leaves))
+        hit = self._fast.get(fast)
+        if hit is None:
+            hit = self._fast[fast] = self._traced(args)
+        prog, outdef, outs, ins = hit
         inputs = {}
         for path, x in zip(ins, (x for x in leaves if not isinstance(x, TypeSpec))):
             inputs[path] = x
@@ -188,13 +212,14 @@ class Function:
         return unflatten(outdef, [results[n] for n in outs])
 
     def _cohort(self, prog, inputs):
-        has_clients_input = any(s.placement == "clients" for n, s in prog.inputs)
+        has_clients_input = any(s.placement == "clients" for n, s in prog._inputs or prog.inputs)
         return None if has_clients_input else self.clients
 
     def close(self):
         """Frees the traced programs and their executors."""
         with self._lock:
             cache, self._cache = self._cache, {}
+            self._fast = {}
         for prog, *_ in cache.values():
             prog.close()
 

@@ -23,22 +23,29 @@ class Program(Handle):
         super().__init__(ptr, "program")
         self._pool_lock = threading.Lock()
         self._idle = {}  # (clients, threads, reference, finite) -> [Executor]
+        self._inputs = self._outputs = None
 
     # ------------------------------------------------------------ inspection --
+    # A Program is never changed once made (the builders make new ones), so its
+    # interface is read from C once.
     @property
     def inputs(self):
         """[(name, TypeSpec)] in order."""
         p, lib = self._get(), _lib.lib
-        return [(lib.fedc_program_input_name(p, i).decode(),
-                 TypeSpec.from_c(lib.fedc_value_type(p, lib.fedc_program_input(p, i))))
-                for i in range(lib.fedc_program_num_inputs(p))]
+        if self._inputs is None:
+            self._inputs = [(lib.fedc_program_input_name(p, i).decode(),
+                             TypeSpec.from_c(lib.fedc_value_type(p, lib.fedc_program_input(p, i))))
+                            for i in range(lib.fedc_program_num_inputs(p))]
+        return list(self._inputs)
 
     @property
     def outputs(self):
         p, lib = self._get(), _lib.lib
-        return [(lib.fedc_program_output_name(p, i).decode(),
-                 TypeSpec.from_c(lib.fedc_value_type(p, lib.fedc_program_output_value(p, i))))
-                for i in range(lib.fedc_program_num_outputs(p))]
+        if self._outputs is None:
+            self._outputs = [(lib.fedc_program_output_name(p, i).decode(),
+                              TypeSpec.from_c(lib.fedc_value_type(p, lib.fedc_program_output_value(p, i))))
+                             for i in range(lib.fedc_program_num_outputs(p))]
+        return list(self._outputs)
 
     def __len__(self):
         return _lib.lib.fedc_program_size(self._get())
@@ -73,26 +80,32 @@ class Program(Handle):
         """
         args = dict(inputs or {})
         args.update(named)
-        specs = dict(self.inputs)
-        for name in args:
-            if name not in specs:
-                raise _lib.error(EINVAL, "program has no input '%s' (its inputs: %s)"
-                                 % (name, ", ".join(specs) or "none"))
+        if self._inputs is None or self._outputs is None:
+            self.inputs, self.outputs  # noqa: B018  (read once, kept)
+        specs = self._inputs
+        if len(args) != len(specs) or any(name not in args for name, _ in specs):
+            self._check_names(args)
         clients = _cohort(args, specs, clients)
-        arrays = {}
-        for name, spec in specs.items():
-            if name not in args:
-                raise _lib.error(EINVAL, "input '%s' (%s) is not given" % (name, spec))
-            arrays[name] = as_input(name, args[name], spec, clients)
+        arrays = [(name, as_input(name, args[name], spec, clients)) for name, spec in specs]
         key = (clients, threads, reference_kernels, check_finite)
         ex = self._acquire(key)
         try:
-            for name, arr in arrays.items():
+            for name, arr in arrays:
                 ex.bind(name, arr)
             ex.run()
-            return {name: ex.output(name) for name, _ in self.outputs}
+            return {name: ex.output(name, spec) for name, spec in self._outputs}
         finally:
             self._release(key, ex)
+
+    def _check_names(self, args):
+        names = [n for n, _ in self._inputs]
+        for name in args:
+            if name not in names:
+                raise _lib.error(EINVAL, "program has no input '%s' (its inputs: %s)"
+                                 % (name, ", ".join(names) or "none"))
+        for name, spec in self._inputs:
+            if name not in args:
+                raise _lib.error(EINVAL, "input '%s' (%s) is not given" % (name, spec))
 
     __call__ = run
 
@@ -123,7 +136,7 @@ class Program(Handle):
 
 def _cohort(args, specs, clients):
     """The cohort's size: the leading extent shared by every @clients input."""
-    for name, spec in specs.items():
+    for name, spec in specs:
         if spec.placement != "clients" or name not in args:
             continue
         shape = getattr(args[name], "shape", None)

@@ -69,9 +69,9 @@ class Builder:
             if outer.b is x.b and outer.v == x.v:
                 return inner
         if self.parent is None:
-            raise _lib.error(EINVAL, "a value from another program was used here: a map or fold "
-                             "body sees only its arguments (pass the value in as one; broadcast "
-                             "it first if it is at the server)")
+            raise _lib.error(EINVAL, "a value of another program was used here: one traced "
+                             "program cannot read another's values (pass the value in as an "
+                             "argument)")
         if x.b is not self.parent:
             # x is from further out: the parent captures it first, and this builder
             # captures the parent's input (found again by the loop above through it).

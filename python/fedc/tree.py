@@ -12,13 +12,16 @@ in; None is an empty node.
 class TreeDef:
     """The shape of a structure without its leaves: what unflatten rebuilds."""
 
-    __slots__ = ("kind", "keys", "children", "cls")
+    __slots__ = ("kind", "keys", "children", "cls", "_s")
 
     def __init__(self, kind, keys=(), children=(), cls=None):
         self.kind, self.keys, self.children, self.cls = kind, tuple(keys), tuple(children), cls
+        self._s = None
 
     def _sig(self):
-        return (self.kind, self.keys, self.cls, tuple(c._sig() for c in self.children))
+        if self._s is None:  # immutable: computed once (it keys the programs' caches)
+            self._s = (self.kind, self.keys, self.cls, tuple(c._sig() for c in self.children))
+        return self._s
 
     def __eq__(self, other):
         return isinstance(other, TreeDef) and self._sig() == other._sig()
