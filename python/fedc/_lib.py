@@ -83,6 +83,28 @@ class AlgorithmDefHead(Structure):
                 ("nhparams", c_int), ("one_pass", c_bool)]
 
 
+class ModelOptions(Structure):
+    """struct fedc_model_options (nn.h). Passed inside a larger zeroed buffer, so that
+    fields a newer library appends read as zeros: their defaults."""
+    _fields_ = [("num_classes", c_int), ("input_height", c_int), ("input_width", c_int),
+                ("input_channels", c_int), ("input_dim", c_int), ("hidden", c_int),
+                ("layers", c_int), ("width", c_int), ("heads", c_int), ("context", c_int),
+                ("sinusoidal_positions", c_bool), ("tied_embeddings", c_bool),
+                ("sequence_length", c_int), ("mask_eos", c_bool), ("mask_oov", c_bool)]
+
+
+class ModelOutputs(Structure):
+    """struct fedc_model_outputs (nn.h)."""
+    _fields_ = [("loss", VALUE), ("logits", VALUE), ("correct", VALUE), ("count", VALUE)]
+
+
+class MlirOptions(Structure):
+    """struct fedc_mlir_options (export.h)."""
+    _fields_ = [("clients", c_int), ("func_name", c_char_p), ("shard_clients", c_int),
+                ("entry_main", c_bool), ("ninputs", c_int), ("input_names", POINTER(c_char_p)),
+                ("input_data", POINTER(c_void_p))]
+
+
 ON_ROUND = ctypes.CFUNCTYPE(c_int, c_void_p, c_int, c_bool, POINTER(TrainResult))
 
 
@@ -237,6 +259,22 @@ _SIGNATURES = {
     "fedc_evaluate_checkpoint": (c_int, [POINTER(TrainConfig), c_char_p, POINTER(TrainResult)]),
     "fedc_train_config_size": (c_size_t, []),
     "fedc_train_result_size": (c_size_t, []),
+    # nn.h: models by name
+    "fedc_model_create": (c_int, [POINTER(P), c_char_p, c_void_p]),
+    "fedc_model_destroy": (None, [P]),
+    "fedc_model_name": (c_char_p, [P]),
+    "fedc_model_num_params": (c_int, [P]),
+    "fedc_model_size": (c_int64, [P]),
+    "fedc_model_param_name": (c_char_p, [P, c_int]),
+    "fedc_model_param_type": (Type, [P, c_int]),
+    "fedc_model_param_offset": (c_int64, [P, c_int]),
+    "fedc_model_input_type": (Type, [P, c_int64]),
+    "fedc_model_label_type": (Type, [P, c_int64]),
+    "fedc_model_num_classes": (c_int, [P]),
+    "fedc_model_init": (c_int, [P, c_uint64, POINTER(c_float)]),
+    "fedc_model_apply": (c_int, [P, P, PV, V, V, V, V, POINTER(ModelOutputs)]),
+    # export.h
+    "fedc_program_to_mlir": (c_int, [P, POINTER(MlirOptions), POINTER(c_void_p)]),
     # data.h
     "fedc_dataset_open": (c_int, [POINTER(P), c_char_p, c_int]),
     "fedc_dataset_destroy": (None, [P]),

@@ -62,6 +62,20 @@ class Program(Handle):
     def __str__(self):
         return self.text() if not self.closed else "<closed fedc.Program>"
 
+    def mlir(self, clients=None, func_name=None):
+        """The program as an MLIR module (docs/export.md); `clients` is required for a
+        federated program. fedc.Error names an op that has no lowering."""
+        opts = _lib.MlirOptions()
+        opts.clients = clients or 0
+        name = func_name.encode() if func_name else None
+        opts.func_name = name
+        s = ctypes.c_void_p()
+        _lib.check(_lib.lib.fedc_program_to_mlir(self._get(), ctypes.byref(opts), ctypes.byref(s)))
+        try:
+            return ctypes.string_at(s.value).decode("utf-8")
+        finally:
+            _lib.lib.fedc_free(s)
+
     def verify(self):
         _lib.check(_lib.lib.fedc_program_verify(self._get()))
 
