@@ -29,5 +29,6 @@ from .ad import grad, jvp, value_and_grad, vjp
 from .ops import *  # noqa: F401,F403  every op of program.h
 
 from . import data  # noqa: E402  fedc.data: datasets, batching, sampling, partitioning
-from .train import algorithms, train  # noqa: E402
+from .train import STOP, algorithms, train  # noqa: E402
 from . import models  # noqa: E402  fedc.models: the built-in models by name
+from .algorithm import Round, algorithm  # noqa: E402

@@ -105,6 +105,23 @@ class MlirOptions(Structure):
                 ("input_data", POINTER(c_void_p))]
 
 
+class Round(Structure):
+    """struct fedc_round (fl.h): what a round builder gets."""
+    _fields_ = [("model", c_void_p), ("alg", c_void_p), ("p", c_void_p), ("server", c_void_p),
+                ("client", c_void_p), ("data", c_void_p), ("cohort", c_int)]
+
+
+ROUND_FN = ctypes.CFUNCTYPE(c_int, POINTER(Round))
+
+
+class AlgorithmDef(Structure):
+    """struct fedc_algorithm_def (fl.h), for algorithms written in Python. Registered
+    inside a larger zeroed buffer, so that hooks a newer library appends are NULL."""
+    _fields_ = [("name", c_char_p), ("summary", c_char_p), ("hparams", POINTER(HparamDef)),
+                ("nhparams", c_int), ("one_pass", c_bool), ("server_init", c_void_p),
+                ("client_init", c_void_p), ("round", ROUND_FN), ("evaluation", c_void_p)]
+
+
 ON_ROUND = ctypes.CFUNCTYPE(c_int, c_void_p, c_int, c_bool, POINTER(TrainResult))
 
 
@@ -259,6 +276,18 @@ _SIGNATURES = {
     "fedc_evaluate_checkpoint": (c_int, [POINTER(TrainConfig), c_char_p, POINTER(TrainResult)]),
     "fedc_train_config_size": (c_size_t, []),
     "fedc_train_result_size": (c_size_t, []),
+    "fedc_algorithm_register": (c_int, [c_void_p]),
+    # variadic: called with one "%s" argument only
+    "fedc_program_fail": (V, [P, c_int, c_char_p, c_char_p]),
+    "fedc_round_hparam": (c_double, [POINTER(Round), c_char_p]),
+    "fedc_round_weight": (V, [POINTER(Round), V]),
+    "fedc_round_finish": (c_int, [POINTER(Round), c_void_p, c_void_p, V, V]),
+    # tree.h
+    "fedc_tree_new": (c_void_p, [P]),
+    "fedc_tree_set": (c_int, [P, c_void_p, c_char_p, V]),
+    "fedc_tree_size": (c_int, [c_void_p]),
+    "fedc_tree_name": (c_char_p, [c_void_p, c_int]),
+    "fedc_tree_value": (V, [c_void_p, c_int]),
     # nn.h: models by name
     "fedc_model_create": (c_int, [POINTER(P), c_char_p, c_void_p]),
     "fedc_model_destroy": (None, [P]),

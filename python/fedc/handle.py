@@ -32,7 +32,7 @@ class Handle:
         """Frees the C object now; safe to call twice. Later use raises fedc.Error."""
         with self._handle_lock:
             ptr, self._ptr = self._ptr, None
-        if ptr is not None:
+        if ptr is not None and self._destroy:  # a borrowed handle has none
             getattr(_lib.lib, self._destroy)(ptr)
 
     def __enter__(self):

@@ -42,6 +42,18 @@ class Model(Handle):
         ptr = ctypes.c_void_p()
         _lib.check(_L.fedc_model_create(ctypes.byref(ptr), name.encode(), buf))
         super().__init__(ptr, "model")
+        self._read()
+
+    @classmethod
+    def borrow(cls, ptr):
+        """A view of a model C owns (a round's): never destroyed from Python."""
+        m = cls.__new__(cls)
+        Handle.__init__(m, ctypes.c_void_p(ptr), "model")
+        m._destroy = None
+        m._read()
+        return m
+
+    def _read(self):
         p = self._get()
         self.name = _L.fedc_model_name(p).decode()
         self.params = [(_L.fedc_model_param_name(p, i).decode(),

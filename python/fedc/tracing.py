@@ -49,6 +49,14 @@ class Builder:
         self.captures = []
         self.body = body  # a map or fold body: its values, captured ones too, are local
 
+    @classmethod
+    def wrap(cls, ptr, what):
+        """A builder over a program C owns (a round being built by fedc's runner): it
+        never destroys it; the caller clears .ptr when C takes the program back."""
+        b = cls.__new__(cls)
+        b.ptr, b.what, b.parent, b.captures, b.body = ctypes.c_void_p(ptr), what, None, [], False
+        return b
+
     def __enter__(self):
         _stack().append(self)
         return self

@@ -8,7 +8,8 @@ Python values, and a callback after every round.
 
 The options are `fedc train`'s (docs/training.md), with '_' for '-': client_opt,
 client_lr, server_opt, server_lr, server_eps, weighting, set={"mu": 0.01} for
---set, dropout=False for --no-dropout. Training runs in C with the GIL released;
+--set, dropout=False for --no-dropout. on_round returns fedc.STOP to end the job.
+Training runs in C with the GIL released;
 the callback runs on the calling thread between rounds, and an exception it
 raises stops the job and is raised from fedc.train.
 """
@@ -19,6 +20,7 @@ import math
 import os
 
 from . import _lib
+from . import algorithm as _algorithm
 from .errors import EINVAL, EINTERNAL
 
 _L = _lib.lib
@@ -36,6 +38,14 @@ _STRINGS = ("data", "test_data", "task", "client_domains", "partition", "model",
 _NUMBERS = ("holdout", "num_clients", "vocab_size", "epochs", "steps", "rounds", "clients_per_round",
             "seed", "threads", "eval_every", "eval_clients", "eval_batch_size", "checkpoint_every")
 _FLAGS = ("resume", "strict", "quiet", "profile")
+
+
+class _Stop:
+    def __repr__(self):
+        return "fedc.STOP"
+
+
+STOP = _Stop()  # on_round returns it to end the job after that round
 
 
 def algorithms():
@@ -126,7 +136,8 @@ def train(data, *, on_round=None, **options):
     result as a dict (fedc_train_result's fields; None for a figure never measured)
     with "metrics": metrics.jsonl's rows. on_round(report) is called after every
     round with {"round", "evaluated", and the result's fields so far}; returning
-    False stops the job after that round (as does raising, which is re-raised)."""
+    fedc.STOP stops the job after that round (raising stops it too, and is
+    re-raised). Any other return value is ignored."""
     if _MISMATCH:
         raise _lib.error(EINTERNAL, _MISMATCH)
     c, keep = _config(data, dict(options))
@@ -136,7 +147,7 @@ def train(data, *, on_round=None, **options):
         try:
             r = _result(so_far.contents)
             r.update(round=rnd, evaluated=bool(evaluated))
-            if on_round(r) is False:
+            if on_round(r) is STOP:
                 failure.append(StopIteration)
                 return EINVAL
             return 0
@@ -148,7 +159,10 @@ def train(data, *, on_round=None, **options):
         keep.append(cb)
         c.on_round = cb
     res = _lib.TrainResult()
+    del _algorithm.pending[:]
     st = _L.fedc_train(ctypes.byref(c), ctypes.byref(res))
+    if _algorithm.pending:  # a round written in Python failed while it was built
+        raise _algorithm.pending.pop()
     if failure and failure[0] is not StopIteration:
         raise failure[0]
     if st and not failure:

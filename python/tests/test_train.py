@@ -66,8 +66,11 @@ def test_train_is_fedc_train(femnist, tmp_path):
 
 
 def test_callback_stops_the_job(femnist, tmp_path):
-    r = fedc.train(femnist, out_dir=str(tmp_path / "a"), on_round=lambda x: x["round"] < 2, **OPTS)
+    r = fedc.train(femnist, out_dir=str(tmp_path / "a"),
+                   on_round=lambda x: fedc.STOP if x["round"] == 2 else None, **OPTS)
     assert r["stopped"] and r["rounds_run"] == 2
+    r = fedc.train(femnist, out_dir=str(tmp_path / "c"), on_round=lambda x: False, **OPTS)
+    assert not r["stopped"] and r["rounds_run"] == 4  # only fedc.STOP stops
 
     def boom(report):
         raise RuntimeError("stop at round %d" % report["round"])
