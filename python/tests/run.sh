@@ -28,7 +28,7 @@ asan=$(ldd "$lib" 2>/dev/null | sed -n 's/.*libasan[^ ]* => \([^ ]*\).*/\1/p' | 
 if [ -n "$asan" ]; then
   ubsan=$(ldd "$lib" | sed -n 's/.*libubsan[^ ]* => \([^ ]*\).*/\1/p' | head -n 1)
   LD_PRELOAD="$asan${ubsan:+ $ubsan}"
-  ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"  # the last setting wins
   FEDC_SANITIZED=1
   export LD_PRELOAD ASAN_OPTIONS FEDC_SANITIZED
 fi
