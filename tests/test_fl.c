@@ -105,6 +105,40 @@ static void test_heart_loss_falls_and_beats_chance(void) {
     CHECK(exists(path));
 }
 
+/* on_round: called after every round, in order, with the figures so far (no test
+ * figures before the first evaluation); its status stops the job. */
+typedef struct round_log {
+    int calls, evaluated, stop_at;
+    bool out_of_order, test_before_eval;
+    double last_train_loss;
+} round_log;
+
+static fedc_status log_round(void *ctx, int round, bool evaluated, const fedc_train_result *so_far) {
+    round_log *log = ctx;
+    log->out_of_order |= round != ++log->calls || so_far->rounds_run != round;
+    log->evaluated += evaluated;
+    log->test_before_eval |= round < 3 && !isnan(so_far->test_loss);
+    log->last_train_loss = so_far->train_loss;
+    return round == log->stop_at ? fedc_error(FEDC_EINVAL, "stopped at round %d", round) : FEDC_OK;
+}
+
+static void test_on_round(void) {
+    if (!have_heart()) return;
+    fedc_train_config c = heart_config(dir("on-round")); /* 6 rounds, evaluated every 3 */
+    round_log log = {0};
+    c.on_round = log_round, c.on_round_ctx = &log;
+    fedc_train_result r;
+    CHECK_OK(fedc_train(&c, &r));
+    CHECK_EQ_INT(log.calls, 6);
+    CHECK_EQ_INT(log.evaluated, 2);
+    CHECK(!log.out_of_order && !log.test_before_eval);
+    CHECK(log.last_train_loss == r.train_loss);
+    round_log stop = {.stop_at = 2};
+    c.on_round_ctx = &stop, c.out_dir = dir("on-round-stop");
+    CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL, "stopped at round 2");
+    CHECK_EQ_INT(stop.calls, 2);
+}
+
 static void test_bitwise_identical_for_1_and_2_threads(void) {
     if (!have_heart()) return;
     fedc_train_config a = heart_config(dir("t1")), b = heart_config(dir("t2"));
@@ -557,6 +591,7 @@ int main(int argc, char **argv) {
         {"packed evaluation program", test_packed_evaluation_program},
         {"packed evaluation matches one client a slot", test_packed_matches_unpacked},
         {"heart: loss falls and beats chance", test_heart_loss_falls_and_beats_chance},
+        {"on_round reports every round", test_on_round},
         {"bitwise identical for 1 and 2 threads", test_bitwise_identical_for_1_and_2_threads},
         {"resume is bitwise identical", test_resume_is_bitwise_identical},
         {"resume checks", test_resume_checks},

@@ -337,6 +337,8 @@ FEDC_API fedc_status fedc_evaluation_program_packed(const fedc_model *m, int64_t
 
 /* ------------------------------------------------------------------ train -- */
 
+struct fedc_train_result; /* below: what fedc_train returns, and on_round sees */
+
 /* What `fedc train` runs: a federated training job from data to metrics. */
 typedef struct fedc_train_config {
     const char *data;       /* a dataset path (fedc_dataset_open), or synthetic:zipf:CLIENTS:EXAMPLES[:WORDS[:S]]
@@ -379,6 +381,15 @@ typedef struct fedc_train_config {
     double dp_delta;        /* with DP noise (algorithm.aggregation): the δ of the ε that metrics.jsonl reports;
                                0: 1 / the training data's clients (docs/privacy.md) */
     FILE *log;              /* progress and summary (NULL: stdout) */
+    /* Called after every round (on rank 0 of an MPI job), once its evaluation and
+     * checkpoint are done: `round` counts from 1, `evaluated` says whether this round
+     * was evaluated, and `so_far` holds the figures as fedc_train would return them
+     * now (train_loss this round's; the test figures the last evaluation's, NAN before
+     * the first). A non-zero status stops the job, which returns it (with the
+     * callback's message, if it set one). NULL: none. The Python package's
+     * per-round callback is one. */
+    fedc_status (*on_round)(void *ctx, int round, bool evaluated, const struct fedc_train_result *so_far);
+    void *on_round_ctx;
 } fedc_train_config;
 
 typedef struct fedc_train_result {
@@ -392,6 +403,11 @@ typedef struct fedc_train_result {
     double seconds, examples_per_s;
 } fedc_train_result;
 
+/* sizeof(fedc_train_config) and sizeof(fedc_train_result), for bindings that mirror
+ * the two structs (the Python package refuses to run on a library whose sizes
+ * differ from its copies'). */
+FEDC_API size_t fedc_train_config_size(void);
+FEDC_API size_t fedc_train_result_size(void);
 /* Fills a config with the defaults `fedc train --help` documents. */
 FEDC_API void fedc_train_defaults(fedc_train_config *c);
 FEDC_API fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result);

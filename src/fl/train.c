@@ -24,6 +24,9 @@
 
 #include "fl/train.h"
 
+size_t fedc_train_config_size(void) { return sizeof(fedc_train_config); }
+size_t fedc_train_result_size(void) { return sizeof(fedc_train_result); }
+
 void fedc_train_defaults(fedc_train_config *c) {
     memset(c, 0, sizeof *c);
     c->format = FEDC_FORMAT_AUTO;
@@ -559,6 +562,20 @@ static fedc_status warm_start(trainer *t) {
     return st;
 }
 
+/* Round r's figures to the config's on_round callback: res as it stands, with
+ * this round's train loss and the totals so far. */
+static fedc_status report_round(const trainer *t, int r, bool evaluated, const fedc_train_result *res,
+                                double train_loss, double eps, double seconds) {
+    fedc_train_result now = *res;
+    now.train_loss = train_loss, now.dropped = t->dropped;
+    now.seconds = seconds, now.examples_per_s = eps;
+    if (!t->have_last) {
+        now.test_loss = now.test_accuracy = NAN;
+        for (int q = 0; q < 3; q++) now.accuracy_quantiles[q] = NAN;
+    }
+    return t->c->on_round(t->c->on_round_ctx, r + 1, evaluated, &now);
+}
+
 /* The rounds. Seconds and examples continue the totals of the run a resume
  * continues, so its metrics are those of an uninterrupted run. */
 static fedc_status loop(trainer *t, fedc_train_result *res) {
@@ -575,7 +592,8 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
         double elapsed = fedc_seconds() - start, eps = examples_total / (elapsed > 0 ? elapsed : 1);
         progress(t, r, train_loss, eps, elapsed, tty);
         bool last = r + 1 == c->rounds;
-        if (last || (c->eval_every > 0 && (r + 1) % c->eval_every == 0))
+        bool evaluated = last || (c->eval_every > 0 && (r + 1) % c->eval_every == 0);
+        if (evaluated)
             st = evaluate_and_log(t, r, train_loss, eps, fedc_seconds() - start, res);
         if (!st && is_root()) fault_kill("metrics", r + 1);
         if (!st && c->checkpoint_every > 0 && ((r + 1) % c->checkpoint_every == 0 || last))
@@ -583,6 +601,10 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
                                           : FEDC_OK);
         if (st) return st;
         res->rounds_run++;
+        if (c->on_round) st = fedc_mpi_agree(is_root() ? report_round(t, r, evaluated, res, train_loss, eps,
+                                                                      fedc_seconds() - start)
+                                                       : FEDC_OK);
+        if (st) return st;
     }
     res->train_loss = train_loss;
     res->seconds = fedc_seconds() - run_start;

@@ -1,0 +1,34 @@
+"""fedc from Python: federated programs traced from Python functions, run in C.
+
+    import fedc, numpy as np
+
+    @fedc.program(placements={"clients": 100})
+    def fraction_over(threshold, values):
+        over = fedc.map(lambda t, v: fedc.cast(v > t, "f32"), (fedc.broadcast(threshold), values))
+        return fedc.mean(over)
+
+    fraction_over(np.float32(0.5), np.random.rand(100).astype(np.float32))
+
+docs/python.md is the guide and the reference.
+"""
+
+from . import _lib
+from .errors import (EINTERNAL, EINVAL, EIO, ENOMEM, ENONFINITE, ENOTFOUND, EPARSE, ERANGE,
+                     ESHAPE, ETYPE, EUNSUPPORTED, Error)
+from .program import Program, parse
+from .types import TypeSpec, bool_, clients, f32, f64, i32, server, u8
+
+__version__ = "0.1.0"
+library_path = _lib.path
+from .tracing import Value
+from .tree import flatten, tree_map, unflatten
+from .function import Function, jit, program
+from .function import trace_program as trace
+from .federated import broadcast, fold, map, map_fn, mean, num_clients, sum, weighted_mean
+from .ad import grad, jvp, value_and_grad, vjp
+from .ops import *  # noqa: F401,F403  every op of program.h
+
+from . import data  # noqa: E402  fedc.data: datasets, batching, sampling, partitioning
+from .train import STOP, algorithms, train  # noqa: E402
+from . import models  # noqa: E402  fedc.models: the built-in models by name
+from .algorithm import Round, algorithm  # noqa: E402

@@ -1,0 +1,394 @@
+"""libfedc.so, found and declared: every C function the package calls, in one place.
+
+The library is looked for, in order, at $FEDC_LIBRARY, next to this package in a
+source tree (../../build/libfedc.so, so PYTHONPATH=python works from a build), in
+the lib directory that `make install` put the package under, in the lib
+directories of sys.prefix, /usr/local and /usr, and by the system loader. ctypes.CDLL releases the GIL around every call, so C runs
+while other Python threads go on.
+"""
+
+import ctypes
+import os
+import sys
+from ctypes import (POINTER, Structure, c_bool, c_char_p, c_double, c_float, c_int, c_int32,
+                    c_int64, c_size_t, c_uint32, c_uint64, c_void_p)
+
+from .errors import Error
+
+MAX_RANK = 6
+VALUE = c_int32  # fedc_value
+NONE = -1        # FEDC_NONE
+
+
+class Type(Structure):
+    """struct fedc_type (types.h)."""
+    _fields_ = [("dtype", c_int), ("placement", c_int), ("rank", c_int),
+                ("dims", c_int64 * MAX_RANK)]
+
+
+class ExecOptions(Structure):
+    """struct fedc_exec_options (exec.h)."""
+    _fields_ = [("reference_kernels", c_bool), ("clients", c_int), ("threads", c_int),
+                ("check_finite", c_bool), ("on_client_failure", c_int),
+                ("client_ids", POINTER(c_char_p)), ("profile", c_bool), ("mpi", c_bool)]
+
+
+class Feature(Structure):
+    _fields_ = [("name", c_char_p), ("kind", c_int), ("type", Type), ("data", c_void_p),
+                ("offsets", POINTER(c_int64))]
+
+
+class ClientData(Structure):
+    _fields_ = [("id", c_char_p), ("num_examples", c_int64), ("num_features", c_int),
+                ("features", POINTER(Feature))]
+
+
+class Batches(Structure):
+    _fields_ = [("steps", c_int64), ("batch_size", c_int64), ("num_features", c_int),
+                ("features", POINTER(Feature)), ("mask", POINTER(c_float))]
+
+
+
+class Optimizer(Structure):
+    """struct fedc_optimizer (nn.h)."""
+    _fields_ = [("kind", c_int), ("learning_rate", c_double), ("momentum", c_double),
+                ("nesterov", c_bool), ("b1", c_double), ("b2", c_double), ("eps", c_double),
+                ("initial_accumulator", c_double), ("weight_decay", c_double)]
+
+
+class Aggregation(Structure):
+    """struct fedc_aggregation (aggregate.h)."""
+    _fields_ = [("zero_norm", c_double), ("clip", c_double), ("noise_multiplier", c_double),
+                ("adaptive", c_bool), ("target_quantile", c_double), ("clip_learning_rate", c_double),
+                ("count_stddev", c_double), ("expected_clients", c_double)]
+
+
+class Algorithm(Structure):
+    """struct fedc_algorithm (fl.h)."""
+    _fields_ = [("def_", c_void_p), ("client_opt", Optimizer), ("server_opt", Optimizer),
+                ("batch_size", c_int64), ("max_steps", c_int64), ("dropout", c_bool),
+                ("weighting", c_int), ("hparam", c_double * 16), ("hparam_set", c_bool * 16),
+                ("aggregation", Aggregation)]
+
+
+class TrainResult(Structure):
+    """struct fedc_train_result (fl.h)."""
+    _fields_ = [("rounds_run", c_int), ("already_complete", c_bool), ("dropped", c_int64),
+                ("train_loss", c_double), ("test_loss", c_double), ("test_accuracy", c_double),
+                ("accuracy_quantiles", c_double * 3), ("clients_evaluated", c_int64),
+                ("seconds", c_double), ("examples_per_s", c_double)]
+
+
+class HparamDef(Structure):
+    """struct fedc_hparam_def (fl.h)."""
+    _fields_ = [("name", c_char_p), ("value", c_double), ("min", c_double), ("max", c_double),
+                ("help", c_char_p)]
+
+
+class AlgorithmDefHead(Structure):
+    """The first fields of struct fedc_algorithm_def (fl.h): what listing reads."""
+    _fields_ = [("name", c_char_p), ("summary", c_char_p), ("hparams", POINTER(HparamDef)),
+                ("nhparams", c_int), ("one_pass", c_bool)]
+
+
+class ModelOptions(Structure):
+    """struct fedc_model_options (nn.h). Passed inside a larger zeroed buffer, so that
+    fields a newer library appends read as zeros: their defaults."""
+    _fields_ = [("num_classes", c_int), ("input_height", c_int), ("input_width", c_int),
+                ("input_channels", c_int), ("input_dim", c_int), ("hidden", c_int),
+                ("layers", c_int), ("width", c_int), ("heads", c_int), ("context", c_int),
+                ("sinusoidal_positions", c_bool), ("tied_embeddings", c_bool),
+                ("sequence_length", c_int), ("mask_eos", c_bool), ("mask_oov", c_bool)]
+
+
+class ModelOutputs(Structure):
+    """struct fedc_model_outputs (nn.h)."""
+    _fields_ = [("loss", VALUE), ("logits", VALUE), ("correct", VALUE), ("count", VALUE),
+                ("example_loss", VALUE), ("example_correct", VALUE), ("example_count", VALUE)]
+
+
+class MlirOptions(Structure):
+    """struct fedc_mlir_options (export.h)."""
+    _fields_ = [("clients", c_int), ("func_name", c_char_p), ("shard_clients", c_int),
+                ("entry_main", c_bool), ("ninputs", c_int), ("input_names", POINTER(c_char_p)),
+                ("input_data", POINTER(c_void_p))]
+
+
+class Round(Structure):
+    """struct fedc_round (fl.h): what a round builder gets."""
+    _fields_ = [("model", c_void_p), ("alg", c_void_p), ("p", c_void_p), ("server", c_void_p),
+                ("client", c_void_p), ("data", c_void_p), ("cohort", c_int)]
+
+
+ROUND_FN = ctypes.CFUNCTYPE(c_int, POINTER(Round))
+
+
+class AlgorithmDef(Structure):
+    """struct fedc_algorithm_def (fl.h), for algorithms written in Python. Registered
+    inside a larger zeroed buffer, so that hooks a newer library appends are NULL."""
+    _fields_ = [("name", c_char_p), ("summary", c_char_p), ("hparams", POINTER(HparamDef)),
+                ("nhparams", c_int), ("one_pass", c_bool), ("server_init", c_void_p),
+                ("client_init", c_void_p), ("round", ROUND_FN), ("evaluation", c_void_p),
+                ("warm_start", c_void_p)]
+
+
+ON_ROUND = ctypes.CFUNCTYPE(c_int, c_void_p, c_int, c_bool, POINTER(TrainResult))
+
+
+class TrainConfig(Structure):
+    """struct fedc_train_config (fl.h); fedc_train_config_size() checks the copy."""
+    _fields_ = [("data", c_char_p), ("test_data", c_char_p), ("holdout", c_double),
+                ("format", c_int), ("task", c_char_p), ("client_domains", c_char_p),
+                ("partition", c_char_p), ("num_clients", c_int64), ("model", c_char_p),
+                ("vocab", c_char_p), ("vocab_size", c_int64), ("algorithm", Algorithm),
+                ("epochs", c_int), ("steps", c_int64), ("rounds", c_int),
+                ("clients_per_round", c_int), ("seed", c_uint64), ("threads", c_int),
+                ("eval_every", c_int), ("eval_clients", c_int64), ("eval_batch_size", c_int64),
+                ("eval_unpacked", c_bool), ("out_dir", c_char_p), ("checkpoint_every", c_int),
+                ("resume", c_bool), ("strict", c_bool), ("quiet", c_bool), ("profile", c_bool),
+                ("poisson", c_bool), ("sampling_rate", c_double), ("dp_delta", c_double), ("log", c_void_p),
+                ("on_round", ON_ROUND), ("on_round_ctx", c_void_p)]
+
+def _candidates():
+    env = os.environ.get("FEDC_LIBRARY")
+    if env:
+        return [env]  # an explicit choice is never second-guessed
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = [os.path.join(here, "..", "..", "build", "libfedc.so"),
+           # installed by make install: <prefix>/lib/python3.X/dist-packages/fedc
+           os.path.join(here, "..", "..", "..", "libfedc.so"),
+           os.path.join(here, "..", "..", "..", "..", "lib", "libfedc.so")]
+    for prefix in (sys.prefix, "/usr/local", "/usr"):
+        for lib in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
+            out.append(os.path.join(prefix, lib, "libfedc.so"))
+    out.append("libfedc.so.0")
+    return out
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(path + " (absent)")
+            continue
+        try:
+            return ctypes.CDLL(path), os.path.abspath(path) if os.sep in path else path
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+    raise ImportError("fedc: cannot load libfedc.so; build it (cmake --build build --target "
+                      "fedc_shared) or set FEDC_LIBRARY. Tried: " + "; ".join(tried))
+
+
+lib, path = _load()
+
+P = c_void_p       # fedc_program *, fedc_executor *: opaque handles
+V = VALUE
+PV = POINTER(VALUE)
+PI64 = POINTER(c_int64)
+PINT = POINTER(c_int)
+
+# name: (restype, argtypes). The declarations of include/fedc/*.h, as ctypes sees them.
+_SIGNATURES = {
+    # core.h, types.h
+    "fedc_status_str": (c_char_p, [c_int]),
+    "fedc_errmsg": (c_char_p, []),
+    "fedc_dtype_name": (c_char_p, [c_int]),
+    # program.h: lifecycle and inspection
+    "fedc_program_create": (c_int, [POINTER(P)]),
+    "fedc_program_destroy": (None, [P]),
+    "fedc_program_status": (c_int, [P]),
+    "fedc_program_output": (c_int, [P, c_char_p, V]),
+    "fedc_program_size": (c_int, [P]),
+    "fedc_program_num_inputs": (c_int, [P]),
+    "fedc_program_num_outputs": (c_int, [P]),
+    "fedc_program_input": (V, [P, c_int]),
+    "fedc_program_input_name": (c_char_p, [P, c_int]),
+    "fedc_program_output_value": (V, [P, c_int]),
+    "fedc_program_output_name": (c_char_p, [P, c_int]),
+    "fedc_value_type": (Type, [P, V]),
+    "fedc_value_op_name": (c_char_p, [P, V]),
+    "fedc_program_verify": (c_int, [P]),
+    "fedc_program_dce": (c_int, [P]),
+    "fedc_program_inline": (c_int, [P, P, PV, PV]),
+    "fedc_program_clone": (c_int, [P, POINTER(P)]),
+    "fedc_program_to_string": (c_int, [P, POINTER(c_void_p)]),
+    "fedc_program_parse_n": (c_int, [c_char_p, c_size_t, POINTER(P)]),
+    "fedc_free": (None, [c_void_p]),
+    # program.h: builders
+    "fedc_input": (V, [P, c_char_p, Type]),
+    "fedc_constant": (V, [P, Type, c_void_p]),
+    "fedc_scalar": (V, [P, c_int, c_double]),
+    "fedc_scalar_like": (V, [P, V, c_double]),
+    "fedc_full": (V, [P, Type, c_double]),
+    "fedc_iota": (V, [P, Type, c_int]),
+    "fedc_select": (V, [P, V, V, V]),
+    "fedc_pow": (V, [P, V, c_double]),
+    "fedc_reduce_sum": (V, [P, V, PINT, c_int, c_bool]),
+    "fedc_reduce_mean": (V, [P, V, PINT, c_int, c_bool]),
+    "fedc_reduce_max": (V, [P, V, PINT, c_int, c_bool]),
+    "fedc_argmax": (V, [P, V, c_int]),
+    "fedc_reshape": (V, [P, V, c_int, PI64]),
+    "fedc_broadcast_to": (V, [P, V, c_int, PI64]),
+    "fedc_transpose": (V, [P, V, PINT]),
+    "fedc_slice": (V, [P, V, PI64, PI64]),
+    "fedc_concat": (V, [P, PV, c_int, c_int]),
+    "fedc_pad": (V, [P, V, PI64, PI64]),
+    "fedc_matmul": (V, [P, V, V, c_bool, c_bool]),
+    "fedc_gather": (V, [P, V, V]),
+    "fedc_scatter_add": (V, [P, V, V, c_int64]),
+    "fedc_one_hot": (V, [P, V, c_int64, c_int]),
+    "fedc_conv2d": (V, [P, V, V, c_int, c_int, c_int]),
+    "fedc_max_pool2d": (V, [P, V, c_int, c_int, c_int, c_int, c_int]),
+    "fedc_avg_pool2d": (V, [P, V, c_int, c_int, c_int, c_int, c_int]),
+    "fedc_softmax_cross_entropy": (V, [P, V, V, V]),
+    "fedc_softmax_cross_entropy_grad": (V, [P, V, V, V]),
+    "fedc_dropout": (V, [P, V, V, c_double]),
+    "fedc_cast": (V, [P, V, c_int]),
+    "fedc_conv2d_input_grad": (V, [P, V, V, POINTER(Type), c_int, c_int, PI64]),
+    "fedc_conv2d_filter_grad": (V, [P, V, V, c_int, c_int, c_int, c_int, PI64]),
+    "fedc_max_pool2d_grad": (V, [P, V, V, c_int, c_int, c_int, c_int, PI64]),
+    "fedc_avg_pool2d_grad": (V, [P, V, POINTER(Type), c_int, c_int, c_int, c_int, PI64]),
+    "fedc_lstm": (V, [P, V, V]),
+    "fedc_lstm_grad": (V, [P, V, V, V]),
+    "fedc_lstm_tangent": (V, [P, V, V, V]),
+    "fedc_layer_norm": (V, [P, V, V, V, c_double]),
+    "fedc_causal_attention": (V, [P, V, c_int]),
+    "fedc_gelu_grad": (V, [P, V, V]),
+    "fedc_layer_norm_grad": (V, [P, V, V, V, c_double]),
+    "fedc_layer_norm_param_grad": (V, [P, V, V, c_double]),
+    "fedc_causal_attention_grad": (V, [P, V, V, c_int]),
+    # program.h: federated primitives
+    "fedc_weighted_mean": (V, [P, V, V]),
+    "fedc_num_clients": (V, [P, c_int]),
+    "fedc_map": (c_int, [P, P, PV, c_int, PV]),
+    "fedc_fold": (c_int, [P, P, PV, c_int, PV, c_int, V, PV]),
+    # ad.h
+    "fedc_grad": (c_int, [P, c_char_p, POINTER(c_char_p), c_int, POINTER(P)]),
+    "fedc_vjp": (c_int, [P, POINTER(c_char_p), c_int, POINTER(P)]),
+    "fedc_jvp": (c_int, [P, POINTER(c_char_p), c_int, POINTER(P)]),
+    # exec.h
+    "fedc_executor_create": (c_int, [POINTER(P), P, POINTER(ExecOptions)]),
+    "fedc_executor_destroy": (None, [P]),
+    "fedc_executor_bind": (c_int, [P, c_char_p, c_void_p]),
+    "fedc_executor_run": (c_int, [P]),
+    "fedc_executor_output": (c_int, [P, c_char_p, POINTER(c_void_p), POINTER(Type)]),
+    "fedc_executor_dropped": (c_int, [P, PINT, c_int]),
+    # fl.h: algorithms and the training job
+    "fedc_algorithm_find": (c_void_p, [c_char_p]),
+    "fedc_algorithm_count": (c_int, []),
+    "fedc_algorithm_at": (c_void_p, [c_int]),
+    "fedc_algorithm_set": (c_int, [POINTER(Algorithm), c_char_p, c_double]),
+    "fedc_algorithm_hparam": (c_double, [POINTER(Algorithm), c_char_p]),
+    "fedc_optimizer_parse": (c_int, [c_char_p, c_double, POINTER(Optimizer)]),
+    "fedc_weighting_parse": (c_int, [c_char_p, POINTER(c_int)]),
+    "fedc_data_format_parse": (c_int, [c_char_p, POINTER(c_int)]),
+    "fedc_train_defaults": (None, [POINTER(TrainConfig)]),
+    "fedc_train": (c_int, [POINTER(TrainConfig), POINTER(TrainResult)]),
+    "fedc_evaluate_checkpoint": (c_int, [POINTER(TrainConfig), c_char_p, POINTER(TrainResult)]),
+    "fedc_train_config_size": (c_size_t, []),
+    "fedc_train_result_size": (c_size_t, []),
+    "fedc_algorithm_register": (c_int, [c_void_p]),
+    # variadic: called with one "%s" argument only
+    "fedc_program_fail": (V, [P, c_int, c_char_p, c_char_p]),
+    "fedc_round_hparam": (c_double, [POINTER(Round), c_char_p]),
+    "fedc_round_weight": (V, [POINTER(Round), V]),
+    "fedc_round_finish": (c_int, [POINTER(Round), c_void_p, c_void_p, V, V]),
+    # tree.h
+    "fedc_tree_new": (c_void_p, [P]),
+    "fedc_tree_set": (c_int, [P, c_void_p, c_char_p, V]),
+    "fedc_tree_size": (c_int, [c_void_p]),
+    "fedc_tree_name": (c_char_p, [c_void_p, c_int]),
+    "fedc_tree_value": (V, [c_void_p, c_int]),
+    # nn.h: models by name
+    "fedc_model_create": (c_int, [POINTER(P), c_char_p, c_void_p]),
+    "fedc_model_destroy": (None, [P]),
+    "fedc_model_name": (c_char_p, [P]),
+    "fedc_model_num_params": (c_int, [P]),
+    "fedc_model_size": (c_int64, [P]),
+    "fedc_model_param_name": (c_char_p, [P, c_int]),
+    "fedc_model_param_type": (Type, [P, c_int]),
+    "fedc_model_param_offset": (c_int64, [P, c_int]),
+    "fedc_model_input_type": (Type, [P, c_int64]),
+    "fedc_model_label_type": (Type, [P, c_int64]),
+    "fedc_model_num_classes": (c_int, [P]),
+    "fedc_model_init": (c_int, [P, c_uint64, POINTER(c_float)]),
+    "fedc_model_apply": (c_int, [P, P, PV, V, V, V, V, POINTER(ModelOutputs)]),
+    # export.h
+    "fedc_program_to_mlir": (c_int, [P, POINTER(MlirOptions), POINTER(c_void_p)]),
+    # data.h
+    "fedc_dataset_open": (c_int, [POINTER(P), c_char_p, c_int]),
+    "fedc_dataset_destroy": (None, [P]),
+    "fedc_dataset_format": (c_int, [P]),
+    "fedc_dataset_num_clients": (c_int64, [P]),
+    "fedc_dataset_total_examples": (c_int64, [P]),
+    "fedc_dataset_client_id": (c_char_p, [P, c_int64]),
+    "fedc_dataset_client_examples": (c_int64, [P, c_int64]),
+    "fedc_dataset_find": (c_int, [P, c_char_p, PI64]),
+    "fedc_dataset_client": (c_int, [P, c_int64, POINTER(POINTER(ClientData))]),
+    "fedc_dataset_slice": (c_int, [P, c_int64, c_int64, POINTER(P)]),
+    "fedc_dataset_holdout": (c_int, [P, c_double, POINTER(P), POINTER(P)]),
+    "fedc_dataset_partition": (c_int, [P, PI64, c_int64, POINTER(P)]),
+    "fedc_client_data_destroy": (None, [POINTER(ClientData)]),
+    "fedc_batches_destroy": (None, [POINTER(Batches)]),
+    "fedc_batch": (c_int, [POINTER(ClientData), c_int64, c_bool, POINTER(POINTER(Batches))]),
+    "fedc_padded_batch": (c_int, [POINTER(ClientData), c_int64, c_int, POINTER(POINTER(Batches))]),
+    "fedc_shuffle_repeat_batch": (c_int, [POINTER(ClientData), c_int64, c_int, c_int64, c_bool, c_uint64,
+                                          c_uint32, c_uint32, POINTER(POINTER(Batches))]),
+    "fedc_sample_clients": (c_int, [c_int64, c_int64, c_uint64, c_uint32, PI64]),
+    "fedc_sample_clients_epochs": (c_int, [c_int64, c_int64, c_uint64, c_uint32, PI64]),
+    "fedc_partition_iid": (c_int, [c_int64, c_int64, c_uint64, PI64]),
+    "fedc_partition_dirichlet": (c_int, [POINTER(c_int32), c_int64, c_int32, c_int64, c_double, c_uint64,
+                                         PI64]),
+    "fedc_partition_shards": (c_int, [POINTER(c_int32), c_int64, c_int64, c_int, c_uint64, PI64]),
+    "fedc_synthetic_fedprox": (c_int, [c_double, c_double, c_int64, c_uint64, POINTER(P)]),
+    "fedc_synthetic_zipf": (c_int, [c_int64, c_int64, c_int64, c_int32, c_double, c_uint64, POINTER(P)]),
+}
+
+# The ops of one shape of signature, declared together: fedc_value f(p, a[, b]).
+UNARY = ("neg exp log tanh sigmoid relu sqrt square log_softmax gelu broadcast sum mean").split()
+BINARY = ("add sub mul div maximum minimum eq ne lt le gt ge").split()
+for _name in UNARY:
+    _SIGNATURES["fedc_" + _name] = (V, [P, V])
+for _name in BINARY:
+    _SIGNATURES["fedc_" + _name] = (V, [P, V, V])
+
+for _name, (_res, _args) in _SIGNATURES.items():
+    _f = getattr(lib, _name)
+    _f.restype = _res
+    _f.argtypes = _args
+
+
+def error(status, message=None):
+    """A fedc.Error for `status` with this thread's fedc_errmsg() (or `message`)."""
+    if message is None:
+        message = lib.fedc_errmsg().decode("utf-8", "replace")
+    return Error(int(status), message)
+
+
+def check(status):
+    """Raises fedc.Error carrying fedc's message unless `status` is FEDC_OK."""
+    if status:
+        raise error(status)
+
+
+def strings(names):
+    """A const char *const[] of `names` (the bytes objects must outlive the call)."""
+    arr = (c_char_p * max(len(names), 1))()
+    for i, n in enumerate(names):
+        arr[i] = n.encode() if isinstance(n, str) else n
+    return arr
+
+
+def values(vs):
+    arr = (VALUE * max(len(vs), 1))()
+    for i, v in enumerate(vs):
+        arr[i] = v
+    return arr
+
+
+def int64s(xs):
+    return (c_int64 * max(len(xs), 1))(*xs)
+
+
+def ints(xs):
+    return (c_int * max(len(xs), 1))(*xs)

@@ -1,0 +1,90 @@
+"""Running a program on numpy arrays (exec.h).
+
+Inputs are bound without a copy when the array already is what C reads: the
+input's dtype, C order, aligned. Otherwise a Fortran-ordered or strided array is
+copied into C order, an array of another dtype is converted when numpy can do it
+without losing anything (np.can_cast 'safe': i32 -> f64, f32 -> f64, bool -> i32),
+and anything else is refused with fedc.Error naming the input and both types.
+Outputs are copied into arrays that own their memory: the executor reuses its
+buffers on the next run.
+"""
+
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from .errors import ESHAPE, ETYPE
+from .handle import Handle
+from .types import TypeSpec
+
+
+def as_input(name, x, spec, clients):
+    """`x` as a C-ordered array of `spec` (and `clients` of them for @clients)."""
+    want = spec.np_dtype
+    shape = spec.shape if spec.placement != "clients" else (clients,) + spec.shape
+    if not isinstance(x, np.ndarray):
+        try:
+            x = np.asarray(x, dtype=want)  # Python scalars and lists take the input's dtype
+        except (TypeError, ValueError) as e:
+            raise _lib.error(ETYPE, "input '%s': cannot read %r as %s: %s"
+                             % (name, type(x).__name__, spec, e)) from None
+    if x.dtype != want:
+        if not np.can_cast(x.dtype, want, "safe"):
+            raise _lib.error(ETYPE, "input '%s' is %s: expected %s, got a %s array (convert it "
+                             "with .astype(np.%s))" % (name, spec, want, x.dtype, want))
+        x = x.astype(want)
+    if x.shape != shape:
+        what = "%d clients x %s" % (clients, spec) if spec.placement == "clients" else str(spec)
+        raise _lib.error(ESHAPE, "input '%s' is %s: expected shape %s, got %s"
+                         % (name, what, shape, x.shape))
+    if not (x.flags.c_contiguous and x.flags.aligned):
+        x = np.array(x, order="C")
+    return x
+
+
+class Executor(Handle):
+    """One planned executor of a program for one cohort size."""
+
+    _destroy = "fedc_executor_destroy"
+
+    def __init__(self, program_ptr, clients=0, threads=0, reference_kernels=False,
+                 check_finite=False):
+        opts = _lib.ExecOptions()
+        opts.clients = clients
+        opts.threads = threads
+        opts.reference_kernels = reference_kernels
+        opts.check_finite = check_finite
+        ptr = ctypes.c_void_p()
+        _lib.check(_lib.lib.fedc_executor_create(ctypes.byref(ptr), program_ptr,
+                                                 ctypes.byref(opts)))
+        super().__init__(ptr, "executor")
+        self.clients = clients
+        self._bound = {}  # name -> the array C reads: kept alive while bound
+
+    def bind(self, name, arr):
+        _lib.check(_lib.lib.fedc_executor_bind(self._get(), name.encode(), arr.ctypes.data))
+        self._bound[name] = arr
+
+    def run(self):
+        _lib.check(_lib.lib.fedc_executor_run(self._get()))
+
+    def output(self, name, spec=None):
+        """A copy of output `name` of the last run, as an array that owns its memory
+        (`spec`: its type, when the caller knows it)."""
+        data = ctypes.c_void_p()
+        t = _lib.Type() if spec is None else None
+        _lib.check(_lib.lib.fedc_executor_output(self._get(), name.encode(), ctypes.byref(data),
+                                                 ctypes.byref(t) if t is not None else None))
+        spec = spec or TypeSpec.from_c(t)
+        shape = spec.shape if spec.placement != "clients" else (self.clients,) + spec.shape
+        out = np.empty(shape, dtype=spec.np_dtype)
+        if out.nbytes:
+            ctypes.memmove(out.ctypes.data, data.value, out.nbytes)
+        return out
+
+    def dropped(self):
+        n = _lib.lib.fedc_executor_dropped(self._get(), None, 0)
+        buf = (ctypes.c_int * max(n, 1))()
+        _lib.lib.fedc_executor_dropped(self._get(), buf, n)
+        return list(buf[:n])

@@ -1,0 +1,173 @@
+"""fedc.train: the training job of `fedc train` from Python (fl.h), its metrics as
+Python values, and a callback after every round.
+
+    result = fedc.train("../shared/data/femnist-leaf/train", task="emnist", model="cnn",
+                        algorithm="fedavg", rounds=20, clients_per_round=10,
+                        on_round=lambda r: print(r["round"], r["train_loss"]))
+    result["test_accuracy"], result["metrics"]  # the last evaluation; every metrics row
+
+The options are `fedc train`'s (docs/training.md), with '_' for '-': client_opt,
+client_lr, server_opt, server_lr, server_eps, weighting, set={"mu": 0.01} for
+--set, dropout=False for --no-dropout. on_round returns fedc.STOP to end the job.
+Training runs in C with the GIL released;
+the callback runs on the calling thread between rounds, and an exception it
+raises stops the job and is raised from fedc.train.
+"""
+
+import ctypes
+import json
+import math
+import os
+
+from . import _lib
+from . import algorithm as _algorithm
+from .errors import EINVAL, EINTERNAL
+
+_L = _lib.lib
+
+if (ctypes.sizeof(_lib.TrainConfig) != _L.fedc_train_config_size()
+        or ctypes.sizeof(_lib.TrainResult) != _L.fedc_train_result_size()):
+    _MISMATCH = ("this fedc package's copy of fedc_train_config (%d bytes) or fedc_train_result "
+                 "(%d) differs from %s's (%d, %d): use the package of the same fedc"
+                 % (ctypes.sizeof(_lib.TrainConfig), ctypes.sizeof(_lib.TrainResult), _lib.path,
+                    _L.fedc_train_config_size(), _L.fedc_train_result_size()))
+else:
+    _MISMATCH = None
+
+_STRINGS = ("data", "test_data", "task", "client_domains", "partition", "model", "vocab", "out_dir")
+_NUMBERS = ("holdout", "num_clients", "vocab_size", "epochs", "steps", "rounds", "clients_per_round",
+            "seed", "threads", "eval_every", "eval_clients", "eval_batch_size", "checkpoint_every")
+_FLAGS = ("resume", "strict", "quiet", "profile")
+
+
+class _Stop:
+    def __repr__(self):
+        return "fedc.STOP"
+
+
+STOP = _Stop()  # on_round returns it to end the job after that round
+
+
+def algorithms():
+    """The known algorithms: {name: {"summary", "hparams": {name: (default, min, max, help)}}}."""
+    out = {}
+    for i in range(_L.fedc_algorithm_count()):
+        d = _lib.AlgorithmDefHead.from_address(_L.fedc_algorithm_at(i))
+        hp = {}
+        for k in range(d.nhparams):
+            h = d.hparams[k]
+            hp[h.name.decode()] = (h.value, h.min, h.max, (h.help or b"").decode())
+        out[d.name.decode()] = {"summary": (d.summary or b"").decode(), "hparams": hp}
+    return out
+
+
+def _result(r):
+    figures = {name: getattr(r, name) for name, _ in _lib.TrainResult._fields_}
+    figures["accuracy_quantiles"] = [_finite(q) for q in r.accuracy_quantiles]
+    return {k: _finite(v) for k, v in figures.items()}
+
+
+def _finite(v):
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def _config(data, options):
+    c = _lib.TrainConfig()
+    _L.fedc_train_defaults(ctypes.byref(c))
+    keep = []  # the bytes C reads: alive until fedc_train returns
+
+    def text(v):
+        b = os.fsencode(v) if isinstance(v, (str, os.PathLike)) else bytes(v)
+        keep.append(b)
+        return b
+    c.data = text(data)
+    c.quiet = True  # Python callers have on_round; say quiet=False for the progress lines
+    alg = options.pop("algorithm", "fedavg")
+    d = _L.fedc_algorithm_find(text(alg))
+    if not d:
+        raise _lib.error(EINVAL)
+    c.algorithm.def_ = d
+    opt = {k: options.pop(k, v) for k, v in (("client_opt", "sgd"), ("client_lr", 0.1),
+                                               ("server_opt", "sgd"), ("server_lr", 1.0))}
+    _lib.check(_L.fedc_optimizer_parse(text(opt["client_opt"]), opt["client_lr"],
+                                       ctypes.byref(c.algorithm.client_opt)))
+    _lib.check(_L.fedc_optimizer_parse(text(opt["server_opt"]), opt["server_lr"],
+                                       ctypes.byref(c.algorithm.server_opt)))
+    if "server_eps" in options:
+        c.algorithm.server_opt.eps = float(options.pop("server_eps"))
+    if "batch_size" in options:
+        c.algorithm.batch_size = int(options.pop("batch_size"))
+    if "dropout" in options:
+        c.algorithm.dropout = bool(options.pop("dropout"))
+    if "weighting" in options:
+        w = ctypes.c_int()
+        _lib.check(_L.fedc_weighting_parse(text(options.pop("weighting")), ctypes.byref(w)))
+        c.algorithm.weighting = w.value
+    if "format" in options:
+        f = ctypes.c_int()
+        _lib.check(_L.fedc_data_format_parse(text(options.pop("format")), ctypes.byref(f)))
+        c.format = f.value
+    for name, value in dict(options.pop("set", {}) or {}).items():
+        _lib.check(_L.fedc_algorithm_set(ctypes.byref(c.algorithm), text(name), float(value)))
+    for name in list(options):
+        v = options.pop(name)
+        if name in _STRINGS:
+            setattr(c, name, None if v is None else text(v))
+        elif name in _NUMBERS:
+            setattr(c, name, v)
+        elif name in _FLAGS:
+            setattr(c, name, bool(v))
+        else:
+            raise TypeError("fedc.train: unknown option %r (the options of fedc train, with '_' "
+                            "for '-': see docs/training.md)" % name)
+    return c, keep
+
+
+def _metrics(out_dir):
+    path = os.path.join(out_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def train(data, *, on_round=None, **options):
+    """Runs fedc's training job on `data` (a path, or synthetic:zipf:...); returns its
+    result as a dict (fedc_train_result's fields; None for a figure never measured)
+    with "metrics": metrics.jsonl's rows. on_round(report) is called after every
+    round with {"round", "evaluated", and the result's fields so far}; returning
+    fedc.STOP stops the job after that round (raising stops it too, and is
+    re-raised). Any other return value is ignored."""
+    if _MISMATCH:
+        raise _lib.error(EINTERNAL, _MISMATCH)
+    c, keep = _config(data, dict(options))
+    failure = []
+
+    def report(_ctx, rnd, evaluated, so_far):
+        try:
+            r = _result(so_far.contents)
+            r.update(round=rnd, evaluated=bool(evaluated))
+            if on_round(r) is STOP:
+                failure.append(StopIteration)
+                return EINVAL
+            return 0
+        except BaseException as e:  # noqa: B902 - re-raised from train below
+            failure.append(e)
+            return EINVAL
+    if on_round is not None:
+        cb = _lib.ON_ROUND(report)
+        keep.append(cb)
+        c.on_round = cb
+    res = _lib.TrainResult()
+    del _algorithm.pending[:]
+    st = _L.fedc_train(ctypes.byref(c), ctypes.byref(res))
+    if _algorithm.pending:  # a round written in Python failed while it was built
+        raise _algorithm.pending.pop()
+    if failure and failure[0] is not StopIteration:
+        raise failure[0]
+    if st and not failure:
+        raise _lib.error(st)
+    out = _result(res)
+    out["stopped"] = bool(failure)
+    out["metrics"] = _metrics(c.out_dir.decode())
+    return out
