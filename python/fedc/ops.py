@@ -233,6 +233,14 @@ def dropout(x, key, rate):
     return b.check(_L.fedc_dropout(b._get(), lift(b, x).v, vk.v, float(rate)))
 
 
+def random_normal(key, shape, dtype="f32"):
+    """Standard normal draws of `shape`, element i the i-th of key's counter stream
+    (the same bits on any number of threads)."""
+    b = builder_of(key)
+    vk = lift(b, key) if isinstance(key, Value) else lift(b, _as_i32(key))
+    return b.check(_L.fedc_random_normal(b._get(), vk.v, TypeSpec(dtype, shape).to_c()))
+
+
 def cast(x, dtype):
     b = builder_of(x)
     return b.check(_L.fedc_cast(b._get(), lift(b, x).v, _dt(dtype)))
