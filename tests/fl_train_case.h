@@ -1,6 +1,7 @@
 /* Training jobs for an algorithm's tests: a short fedc_train run on the heart-disease
- * silos, Fashion-MNIST or FEMNIST (SKIP when absent), and whether two runs' checkpoints hold
- * the same tensors bit for bit (a resumed run against an uninterrupted one). */
+ * silos, Fashion-MNIST or FEMNIST (SKIP when absent), and whether two runs'
+ * checkpoints hold the same tensors bit for bit (a resumed run against an
+ * uninterrupted one). */
 #ifndef FEDC_TEST_FL_TRAIN_CASE_H
 #define FEDC_TEST_FL_TRAIN_CASE_H
 
@@ -80,7 +81,7 @@ static inline bool femnist_job(const fedc_algorithm_def *def, const char *out, c
 /* Whether the two jobs' checkpoints hold the same tensors, bit for bit (their
  * metadata differ: seconds, ...). */
 static inline bool same_checkpoints(const char *dir_a, const char *dir_b) {
-    char pa[600], pb[600];
+    char pa[700], pb[700];
     snprintf(pa, sizeof pa, "%s/checkpoint.safetensors", dir_a);
     snprintf(pb, sizeof pb, "%s/checkpoint.safetensors", dir_b);
     fedc_safetensors *a = NULL, *b = NULL;
@@ -99,6 +100,23 @@ static inline bool same_checkpoints(const char *dir_a, const char *dir_b) {
 /* A job of 6 rounds, checkpointed every 3, run whole and as 3 rounds then a
  * resume: the two end with the same bits (the client state comes back from the
  * store as it was at the checkpoint). `c` is the whole job's config. */
+/* c with out_dir `dir` under the test's directory: rounds whole, then rounds/2
+ * and a resume to rounds in another: whether the two end with the same bits. */
+static inline bool resume_matches(fedc_train_config c, const char *dir) {
+    char whole[512], part[600];
+    snprintf(whole, sizeof whole, "%s", fedc_test_tmp(dir));
+    snprintf(part, sizeof part, "%s-resumed", whole);
+    int rounds = c.rounds;
+    fedc_train_result r;
+    c.checkpoint_every = rounds / 2, c.out_dir = whole;
+    CHECK_OK(fedc_train(&c, &r));
+    c.out_dir = part, c.rounds = rounds / 2;
+    CHECK_OK(fedc_train(&c, &r));
+    c.rounds = rounds, c.resume = true;
+    CHECK_OK(fedc_train(&c, &r));
+    return same_checkpoints(whole, part);
+}
+
 static inline void check_resume_is_bitwise(fedc_train_config c, const char *tag) {
     char name[64], whole[600], part[600]; /* fedc_test_tmp's buffers rotate: keep copies */
     snprintf(name, sizeof name, "%s-whole", tag);

@@ -15,7 +15,7 @@
 #include "fedc/fedc.h"
 #include "fl/agnostic_fedavg.h"
 #include "hand_round.h"
-#include "resume_check.h"
+#include "fl_train_case.h"
 
 enum { D = 4 };
 

@@ -6,7 +6,6 @@
  * and resumes bitwise (with momentum, and clients of unequal steps). */
 #include "fl_round_case.h"
 #include "fl_train_case.h"
-#include "resume_check.h"
 
 static const int UNEQUAL[CLIENTS] = {6, 3, 1};
 

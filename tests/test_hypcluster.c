@@ -24,7 +24,6 @@
 #include "fl/hypcluster.h"
 #include "fl_train_case.h"
 #include "hand_round.h"
-#include "resume_check.h"
 
 enum { COLS = 4 }; /* x: the value, then the sign each cluster's stream gives it */
 
