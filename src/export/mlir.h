@@ -35,7 +35,16 @@ typedef struct fedc__mlir_scope {
     char (*name)[40];
     bool batched;
     int id; /* names this scope's values: %s<id>_<value> (0: the program, %v<value>) */
+    /* Which outputs are wanted (NULL: all), and, while the scope is lowered,
+     * which values they need: only those are written, because LLVM 19's
+     * mesh-spmdization crashes on a linalg.generic whose result has no user. */
+    const bool *out_live;
+    bool *live;
 } fedc__mlir_scope;
+
+/* live[v]: whether value v of p is needed by the outputs that out_live marks
+ * (NULL: all of them). */
+void fedc__mlir_liveness(const fedc_program *p, const bool *out_live, bool *live);
 
 void fedc__mlir_printf(fedc__mlir *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 fedc_status fedc__mlir_fail(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, fedc_status st, const char *fmt,
