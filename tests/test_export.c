@@ -16,6 +16,7 @@
 #include "fedc/fl.h"
 #include "harness.h"
 #include "ir/ir.h"
+#include "../examples/hypergradient_round.h"
 
 
 static const char *const PIPELINE =
@@ -426,6 +427,16 @@ static fedc_program *m_hessian_vector(void) {
     return hv;
 }
 
+/* examples/hypergradient.c's own program: the loss after a FedAvg round of
+ * linear regression (f64, local SGD as a fold over 3 batches) and its gradient
+ * in both learning rates, the hypergradients. */
+static fedc_program *m_hypergradient(void) {
+    fedc_program *loss = round_loss(), *grad = NULL;
+    CHECK_OK(fedc_grad(loss, "loss", (const char *[]){"server_lr", "client_lr"}, 2, &grad));
+    fedc_program_destroy(loss);
+    return grad;
+}
+
 static const export_case CASES[] = {
     {"neg", m_neg, 0, -2, 2, 0},           {"exp", m_exp, 0, -2, 2, 0},
     {"log", m_log, 0, 0.1, 3, 0},          {"tanh", m_tanh, 0, -2, 2, 0},
@@ -469,6 +480,7 @@ static const export_case CASES[] = {
     {"lstm and its forward-mode derivative", m_lstm_jvp, 0, -1, 1, 0},
     {"hessian-vector product (a gradient of a gradient)", m_hessian_vector, 0, -1, 1, 0},
     {"FedAvg round of the EMNIST CNN", m_cnn_round, 2, -0.1, 0.1, 3},
+    {"examples/hypergradient.c's round loss and hypergradients", m_hypergradient, CLIENTS, 0.02, 0.5, 0},
     {"FedAdam round of the Shakespeare LSTM", m_lstm_round, 3, 0.01, 0.1, 3}, /* Adam's state >= 0 */
     {"FedAdam round of a tiny transformer", m_transformer_round, 2, 0.01, 0.1, 3},
     {"dropout (fedc's Philox mask) and its gradient", m_dropout, 0, -1, 1, 1000003},
@@ -504,10 +516,11 @@ static void make_inputs(const fedc_program *p, const export_case *c, inputs *in)
         fedc_type t = fedc_value_type(p, fedc_program_input(p, i));
         int64_t count = elements(&t, c->clients);
         in->names[i] = fedc_program_input_name(p, i);
-        float *d = malloc((size_t)(count ? count : 1) * sizeof *d);
+        double *d = malloc((size_t)(count ? count : 1) * sizeof *d); /* room for f64 */
         for (int64_t k = 0; k < count; k++) {
             if (t.dtype == FEDC_I32) ((int32_t *)d)[k] = (int32_t)((7 * k + 3) % (c->imod ? c->imod : 1));
-            else d[k] = (float)fedc_test_uniform(c->lo, c->hi);
+            else if (t.dtype == FEDC_F64) d[k] = fedc_test_uniform(c->lo, c->hi);
+            else ((float *)d)[k] = (float)fedc_test_uniform(c->lo, c->hi);
         }
         in->data[i] = d;
     }
@@ -839,6 +852,13 @@ static void test_errors(void) {
     o = (fedc_mlir_options){.entry_main = true, .ninputs = 1, .input_names = (const char *[]){"x0"},
                             .input_data = (const void *[]){flags}};
     CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EUNSUPPORTED, "bool input \"x0\"");
+    CHECK(text == NULL);
+    fedc_program_destroy(p);
+    /* a program that does not verify (shapes that do not broadcast) exports nothing */
+    fedc_value ab[2];
+    p = start(ab, 2, (fedc_type[]){T(3, 4), T(5)});
+    fedc_program_output(p, "y", fedc_add(p, ab[0], ab[1]));
+    CHECK_ERR(fedc_program_to_mlir(p, NULL, &text), FEDC_ESHAPE, "add");
     CHECK(text == NULL);
     fedc_program_destroy(p);
 }
