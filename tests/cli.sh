@@ -491,7 +491,9 @@ expect 0 "func.func @program" -- "$fedc" program export $data/logistic.fedc --to
 "$fedc" program export $data/logistic.fedc --to mlir -o "$out/logistic.mlir" && ok || bad "export -o failed"
 grep -q "linalg.generic" "$out/logistic.mlir" && ok || bad "export -o wrote no linalg.generic"
 expect 2 "needs --to mlir" -- "$fedc" program export $data/logistic.fedc
-expect 2 "--to takes mlir" -- "$fedc" program export $data/logistic.fedc --to llvm
+expect 2 "--to takes mlir or stablehlo" -- "$fedc" program export $data/logistic.fedc --to llvm
+expect 0 '"stablehlo.dot_general"' -- "$fedc" program export $data/logistic.fedc --to stablehlo
+expect 2 "--entry-main is for --to mlir" -- "$fedc" program export $data/logistic.fedc --to stablehlo --entry-main
 expect 2 "--input is for --entry-main" -- "$fedc" program export $data/logistic.fedc --to mlir --input x=x.npy
 expect 1 "cannot open" -- "$fedc" program export $data/missing.fedc --to mlir
 expect 0 "program export FILE --to mlir" -- "$fedc" program export --help

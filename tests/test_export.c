@@ -833,6 +833,144 @@ static void test_sharded_fedavg_round(void) {
     fedc_test_tmpdir_remove();
 }
 
+/* ------------------------------------------------------------ stablehlo -- */
+
+/* Ops that have no StableHLO lowering yet (the export fails naming them),
+ * NULL-ended; an op leaves the list when it lowers and a case exports it. */
+static const char *const NOT_IN_STABLEHLO[] = {
+    "argmax", "gather", "scatter_add", "conv2d_input_grad", "conv2d_filter_grad",
+    "max_pool2d_grad", "avg_pool2d_grad", "dropout", "fold", "gelu_grad", "layer_norm",
+    "layer_norm_grad", "layer_norm_param_grad", "causal_attention", "causal_attention_grad", "lstm", "lstm_grad",
+    "lstm_tangent", NULL};
+
+static bool listed(const char *const *list, const char *op) {
+    for (int i = 0; list[i]; i++)
+        if (strcmp(list[i], op) == 0) return true;
+    return false;
+}
+
+/* Forward programs of ops whose cases above hold their gradients too (which
+ * have no StableHLO lowering yet): a conv layer and pools, the same layer in a
+ * map (each client convolving with its own filter), GELU. */
+static fedc_program *s_cnn(void) {
+    fedc_value x[2];
+    fedc_program *p = start(x, 2, (fedc_type[]){T(2, 7, 6, 3), T(3, 3, 3, 4)});
+    fedc_value y = fedc_relu(p, fedc_conv2d(p, x[0], x[1], 2, 2, FEDC_PAD_SAME));
+    fedc_program_output(p, "max", fedc_max_pool2d(p, y, 2, 2, 2, 2, FEDC_PAD_SAME));
+    return finish(p, fedc_avg_pool2d(p, y, 3, 3, 1, 2, FEDC_PAD_SAME));
+}
+static fedc_program *s_cnn_in_map(void) {
+    fedc_program *body = NULL;
+    CHECK_OK(fedc_program_create(&body));
+    fedc_value w = fedc_input(body, "w", T(3, 3, 3, 4)), xb = fedc_input(body, "x", T(2, 7, 6, 3));
+    fedc_value y = fedc_conv2d(body, xb, w, 1, 1, FEDC_PAD_VALID);
+    fedc_program_output(body, "y", fedc_avg_pool2d(body, fedc_max_pool2d(body, y, 2, 2, 1, 1, FEDC_PAD_SAME), 2, 2, 2, 2,
+                                                   FEDC_PAD_VALID));
+    fedc_value x[2], r[1];
+    fedc_program *p = start(x, 2, (fedc_type[]){placed(T(3, 3, 3, 4), FEDC_SERVER), placed(T(2, 7, 6, 3), FEDC_CLIENTS)});
+    CHECK_OK(fedc_map(p, body, (fedc_value[]){fedc_broadcast(p, x[0]), x[1]}, 2, r));
+    fedc_program_destroy(body);
+    return finish(p, fedc_mean(p, r[0]));
+}
+static fedc_program *s_gelu(void) {
+    fedc_value x[1];
+    fedc_program *p = start(x, 1, (fedc_type[]){T(3, 4)});
+    return finish(p, fedc_gelu(p, x[0]));
+}
+static const export_case STABLEHLO_CASES[] = {
+    {"conv2d and pools", s_cnn, 0, -1, 1, 0},
+    {"conv2d and pools in a map", s_cnn_in_map, 3, -1, 1, 0},
+    {"gelu", s_gelu, 0, -1, 1, 0},
+};
+
+/* Whether `module` parses (mlir-opt-19 with the stablehlo dialect unregistered). */
+static bool parses(const char *module, char *log, size_t logsize) {
+    const char *path = fedc_test_tmp("module.shlo.mlir");
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    fputs(module, f), fclose(f);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mlir-opt-19 --allow-unregistered-dialect %s -o /dev/null 2>&1", path);
+    int rc = -1;
+    char *said = run_command(cmd, &rc);
+    snprintf(log, logsize, "%s", said ? said : "");
+    free(said);
+    return rc == 0;
+}
+
+/* Every case exports to StableHLO and parses, or fails naming an op of
+ * NOT_IN_STABLEHLO; every op that lowers is in a case that exports whole, and
+ * every op either lowers or is listed. */
+static void test_stablehlo(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-stablehlo")) return;
+    bool exported[FEDC_OP_COUNT] = {0};
+    int ncases = FEDC_COUNT_OF(CASES), nall = ncases + FEDC_COUNT_OF(STABLEHLO_CASES);
+    for (int i = 0; i < nall; i++) {
+        const export_case *c = i < ncases ? &CASES[i] : &STABLEHLO_CASES[i - ncases];
+        fedc_program *p = c->make();
+        char *text = NULL, log[2048];
+        fedc_mlir_options o = {.clients = c->clients};
+        fedc_status st = p ? fedc_program_to_stablehlo(p, &o, &text) : FEDC_EINVAL;
+        if (st == FEDC_OK) {
+            CHECK_MSG(strstr(text, "\"stablehlo.") && !strstr(text, "linalg."), "%s: not StableHLO", c->name);
+            CHECK_MSG(parses(text, log, sizeof log), "%s: the StableHLO module does not parse:\n%.1500s", c->name, log);
+            mark_ops(p, exported);
+        } else {
+            const char *msg = fedc_errmsg(), *open = strchr(msg, '('), *close = open ? strchr(open, ')') : NULL;
+            char op[64] = "";
+            if (open && close && close - open < 64) snprintf(op, sizeof op, "%.*s", (int)(close - open - 1), open + 1);
+            CHECK_MSG(st == FEDC_EUNSUPPORTED && strstr(msg, "has no lowering to StableHLO yet") &&
+                          listed(NOT_IN_STABLEHLO, op),
+                      "%s: %s (not an op listed as not lowered)", c->name, msg);
+        }
+        fedc_free(text);
+        fedc_program_destroy(p);
+    }
+    for (int op = 0; op < FEDC_OP_COUNT; op++) {
+        const char *name = fedc__ops[op].name;
+        bool lowers = fedc_stablehlo_lowers(name), out = listed(NOT_IN_STABLEHLO, name);
+        CHECK_MSG(lowers != out, "op %s: %s", name, lowers ? "lowers to StableHLO: remove it from NOT_IN_STABLEHLO"
+                                                           : "has no StableHLO lowering and is not in NOT_IN_STABLEHLO");
+        CHECK_MSG(!lowers || exported[op], "op %s lowers to StableHLO but no case exports it whole", name);
+    }
+    fedc_test_tmpdir_remove();
+}
+
+/* Sharded, every argument and result says how XLA splits it: the clients axis
+ * over the devices, server values replicated. The CNN round fails naming
+ * fold (its local training), its first op without a lowering. */
+static void test_stablehlo_sharding(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-stablehlo-shard")) return;
+    fedc_program *p = m_map();
+    char *text = NULL, log[2048];
+    fedc_mlir_options o = {.clients = 4, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_stablehlo(p, &o, &text));
+    CHECK(text && strstr(text, "mhlo.num_partitions = 2 : i32"));
+    CHECK(text && strstr(text, "%arg0: tensor<3x2xf32> {mhlo.sharding = \"{replicated}\"}"));
+    CHECK(text && strstr(text, "%arg1: tensor<4x4x3xf32> {mhlo.sharding = \"{devices=[2,1,1]0,1}\"}"));
+    CHECK(text && strstr(text, "-> (tensor<4x4x2xf32> {mhlo.sharding = \"{devices=[2,1,1]0,1}\"}, tensor<4x2xf32> "
+                               "{mhlo.sharding = \"{replicated}\"})"));
+    /* the map's matmul, client by client: the clients axis a batch dim of both operands */
+    CHECK(text && strstr(text, "\"stablehlo.dot_general\"(%arg1, %v2) {dot_dimension_numbers = #stablehlo.dot<"
+                               "lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], "
+                               "lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [1]>}"));
+    CHECK_MSG(text && parses(text, log, sizeof log), "%.1500s", log);
+    fedc_free(text);
+    o.entry_main = true;
+    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EUNSUPPORTED, "no @main");
+    o = (fedc_mlir_options){.clients = 4, .shard_clients = 3};
+    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EINVAL, "export to stablehlo: shard over 3 devices");
+    fedc_program_destroy(p);
+    p = m_cnn_round();
+    o = (fedc_mlir_options){.clients = 2};
+    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EUNSUPPORTED, "(fold): fold has no lowering to StableHLO yet");
+    CHECK(text == NULL);
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
 /* ------------------------------------------------------------ bad input -- */
 
 static void test_errors(void) {
@@ -871,6 +1009,8 @@ int main(int argc, char **argv) {
         {"sharded fold", test_sharded_fold},
         {"sharded reshape", test_sharded_reshape},
         {"sharded fedavg round", test_sharded_fedavg_round},
+        {"stablehlo", test_stablehlo},
+        {"stablehlo sharding", test_stablehlo_sharding},
         {"errors", test_errors},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));

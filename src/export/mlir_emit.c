@@ -42,7 +42,7 @@ fedc_status fedc__mlir_fail(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    m->st = fedc_error(st, "export to mlir: %s%s: %s", fedc__node_label(s->p, v, label, sizeof label),
+    m->st = fedc_error(st, "export to %s: %s%s: %s", m->target ? m->target : "mlir", fedc__node_label(s->p, v, label, sizeof label),
                        s->id ? " (in a body)" : "", what);
     return m->st;
 }
@@ -198,4 +198,15 @@ fedc_status fedc__mlir_scope_init(fedc__mlir_scope *s, const fedc_program *p, bo
 void fedc__mlir_scope_free(fedc__mlir_scope *s) {
     fedc_free(s->name);
     s->name = NULL;
+}
+
+fedc_status fedc__mlir_finish(fedc__mlir *m, fedc__mlir_scope *s, fedc_status st, char **out) {
+    st = st ? st : m->st;
+    fedc__mlir_scope_free(s);
+    if (st) {
+        fedc_free(m->buf);
+        return st;
+    }
+    *out = m->buf;
+    return FEDC_OK;
 }
