@@ -839,7 +839,7 @@ static void test_sharded_fedavg_round(void) {
  * NULL-ended; an op leaves the list when it lowers and a case exports it. */
 static const char *const NOT_IN_STABLEHLO[] = {
     "argmax", "gather", "scatter_add", "conv2d_input_grad", "conv2d_filter_grad",
-    "max_pool2d_grad", "avg_pool2d_grad", "dropout", "fold", "gelu_grad", "layer_norm",
+    "max_pool2d_grad", "avg_pool2d_grad", "dropout", "gelu_grad", "layer_norm",
     "layer_norm_grad", "layer_norm_param_grad", "causal_attention", "causal_attention_grad", "lstm", "lstm_grad",
     "lstm_tangent", NULL};
 
@@ -938,8 +938,9 @@ static void test_stablehlo(void) {
 }
 
 /* Sharded, every argument and result says how XLA splits it: the clients axis
- * over the devices, server values replicated. The CNN round fails naming
- * fold (its local training), its first op without a lowering. */
+ * over the devices, server values replicated; a FedAvg round of logistic
+ * regression exports whole. The CNN round fails naming dropout, its first op
+ * without a lowering. */
 static void test_stablehlo_sharding(void) {
     if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
     if (!fedc_test_tmpdir("export-stablehlo-shard")) return;
@@ -963,9 +964,20 @@ static void test_stablehlo_sharding(void) {
     o = (fedc_mlir_options){.clients = 4, .shard_clients = 3};
     CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EINVAL, "export to stablehlo: shard over 3 devices");
     fedc_program_destroy(p);
-    p = m_cnn_round();
+    /* a whole FedAvg round (local SGD a stablehlo.while over each client's batches), sharded */
+    fedc_model_options mo = {.input_dim = 6, .num_classes = 3};
+    p = model_round("logistic", &mo, FEDC_OPT_SGD, 2, 2);
+    o = (fedc_mlir_options){.clients = 4, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_stablehlo(p, &o, &text));
+    CHECK(text && strstr(text, "\"stablehlo.while\"") && strstr(text, "\"stablehlo.dot_general\""));
+    CHECK(text && strstr(text, "tensor<4x2x2x6xf32> {mhlo.sharding = \"{devices=[2,1,1,1]0,1}\"}"));
+    CHECK_MSG(text && parses(text, log, sizeof log), "%.1500s", log);
+    fedc_free(text);
+    fedc_program_destroy(p);
+    p = m_cnn_round(); /* the CNN's dropout has no lowering yet */
     o = (fedc_mlir_options){.clients = 2};
-    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EUNSUPPORTED, "(fold): fold has no lowering to StableHLO yet");
+    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EUNSUPPORTED, "(dropout) (in a body): dropout has no lowering "
+              "to StableHLO yet");
     CHECK(text == NULL);
     fedc_program_destroy(p);
     fedc_test_tmpdir_remove();

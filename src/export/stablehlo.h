@@ -61,6 +61,8 @@ fedc_status fedc__shlo_conv2d(const shlo *l);
 fedc_status fedc__shlo_max_pool2d(const shlo *l);
 fedc_status fedc__shlo_avg_pool2d(const shlo *l);
 fedc_status fedc__shlo_gelu(const shlo *l);
+/* Of stablehlo_fold.c: fold as stablehlo.while. */
+fedc_status fedc__shlo_fold(const shlo *l);
 
 /* Lowers every node of scope s (stablehlo_ops.c); an op without a lowering
  * fails naming it. */
