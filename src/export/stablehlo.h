@@ -58,9 +58,15 @@ static inline void op2(const shlo *l, const char *result, const char *op, const 
 
 /* The lowerings of stablehlo_nn.c: convolution, pools and GELU. */
 fedc_status fedc__shlo_conv2d(const shlo *l);
+fedc_status fedc__shlo_conv2d_input_grad(const shlo *l);
+fedc_status fedc__shlo_conv2d_filter_grad(const shlo *l);
 fedc_status fedc__shlo_max_pool2d(const shlo *l);
+fedc_status fedc__shlo_max_pool2d_grad(const shlo *l);
 fedc_status fedc__shlo_avg_pool2d(const shlo *l);
+fedc_status fedc__shlo_avg_pool2d_grad(const shlo *l);
 fedc_status fedc__shlo_gelu(const shlo *l);
+/* Of stablehlo_random.c: dropout with fedc's Philox stream. */
+fedc_status fedc__shlo_dropout(const shlo *l);
 /* Of stablehlo_fold.c: fold as stablehlo.while. */
 fedc_status fedc__shlo_fold(const shlo *l);
 

@@ -558,6 +558,11 @@ typedef fedc_status (*shlo_fn)(const shlo *l);
 #define shlo_MEAN lower_sum
 #define shlo_WEIGHTED_MEAN lower_weighted_mean
 #define shlo_MAP lower_map
+#define shlo_DROPOUT fedc__shlo_dropout
+#define shlo_AVG_POOL2D_GRAD fedc__shlo_avg_pool2d_grad
+#define shlo_MAX_POOL2D_GRAD fedc__shlo_max_pool2d_grad
+#define shlo_CONV2D_FILTER_GRAD fedc__shlo_conv2d_filter_grad
+#define shlo_CONV2D_INPUT_GRAD fedc__shlo_conv2d_input_grad
 #define shlo_FOLD fedc__shlo_fold
 #define shlo_GELU fedc__shlo_gelu
 #define shlo_AVG_POOL2D fedc__shlo_avg_pool2d
@@ -568,12 +573,7 @@ typedef fedc_status (*shlo_fn)(const shlo *l);
 #define shlo_ARGMAX NULL
 #define shlo_GATHER NULL
 #define shlo_SCATTER_ADD NULL
-#define shlo_CONV2D_INPUT_GRAD NULL
-#define shlo_CONV2D_FILTER_GRAD NULL
-#define shlo_MAX_POOL2D_GRAD NULL
-#define shlo_AVG_POOL2D_GRAD NULL
 #define shlo_SOFTMAX_XENT lower_softmax_xent
-#define shlo_DROPOUT NULL
 #define shlo_GELU_GRAD NULL
 #define shlo_LAYER_NORM NULL
 #define shlo_LAYER_NORM_GRAD NULL
