@@ -558,6 +558,13 @@ typedef fedc_status (*shlo_fn)(const shlo *l);
 #define shlo_MEAN lower_sum
 #define shlo_WEIGHTED_MEAN lower_weighted_mean
 #define shlo_MAP lower_map
+#define shlo_SCATTER_ADD fedc__shlo_scatter_add
+#define shlo_GATHER fedc__shlo_gather
+#define shlo_ARGMAX fedc__shlo_argmax
+#define shlo_GELU_GRAD fedc__shlo_gelu_grad
+#define shlo_LAYER_NORM_PARAM_GRAD fedc__shlo_layer_norm_param_grad
+#define shlo_LAYER_NORM_GRAD fedc__shlo_layer_norm_grad
+#define shlo_LAYER_NORM fedc__shlo_layer_norm
 #define shlo_DROPOUT fedc__shlo_dropout
 #define shlo_AVG_POOL2D_GRAD fedc__shlo_avg_pool2d_grad
 #define shlo_MAX_POOL2D_GRAD fedc__shlo_max_pool2d_grad
@@ -570,14 +577,7 @@ typedef fedc_status (*shlo_fn)(const shlo *l);
 #define shlo_CONV2D fedc__shlo_conv2d
 #define shlo_NUM_CLIENTS lower_num_clients
 /* Not lowered to StableHLO yet (each NULL in the table; export fails naming it). */
-#define shlo_ARGMAX NULL
-#define shlo_GATHER NULL
-#define shlo_SCATTER_ADD NULL
 #define shlo_SOFTMAX_XENT lower_softmax_xent
-#define shlo_GELU_GRAD NULL
-#define shlo_LAYER_NORM NULL
-#define shlo_LAYER_NORM_GRAD NULL
-#define shlo_LAYER_NORM_PARAM_GRAD NULL
 #define shlo_CAUSAL_ATTENTION NULL
 #define shlo_CAUSAL_ATTENTION_GRAD NULL
 #define shlo_LSTM NULL
