@@ -74,6 +74,9 @@ fedc_status fedc__shlo_layer_norm_param_grad(const shlo *l);
 fedc_status fedc__shlo_argmax(const shlo *l);
 fedc_status fedc__shlo_gather(const shlo *l);
 fedc_status fedc__shlo_scatter_add(const shlo *l);
+/* Of stablehlo_attention.c: causal attention and its gradient. */
+fedc_status fedc__shlo_causal_attention(const shlo *l);
+fedc_status fedc__shlo_causal_attention_grad(const shlo *l);
 /* Of stablehlo_random.c: dropout with fedc's Philox stream. */
 fedc_status fedc__shlo_dropout(const shlo *l);
 /* Of stablehlo_fold.c: fold as stablehlo.while. */

@@ -558,6 +558,8 @@ typedef fedc_status (*shlo_fn)(const shlo *l);
 #define shlo_MEAN lower_sum
 #define shlo_WEIGHTED_MEAN lower_weighted_mean
 #define shlo_MAP lower_map
+#define shlo_CAUSAL_ATTENTION_GRAD fedc__shlo_causal_attention_grad
+#define shlo_CAUSAL_ATTENTION fedc__shlo_causal_attention
 #define shlo_SCATTER_ADD fedc__shlo_scatter_add
 #define shlo_GATHER fedc__shlo_gather
 #define shlo_ARGMAX fedc__shlo_argmax
@@ -578,8 +580,6 @@ typedef fedc_status (*shlo_fn)(const shlo *l);
 #define shlo_NUM_CLIENTS lower_num_clients
 /* Not lowered to StableHLO yet (each NULL in the table; export fails naming it). */
 #define shlo_SOFTMAX_XENT lower_softmax_xent
-#define shlo_CAUSAL_ATTENTION NULL
-#define shlo_CAUSAL_ATTENTION_GRAD NULL
 #define shlo_LSTM NULL
 #define shlo_LSTM_GRAD NULL
 #define shlo_LSTM_TANGENT NULL

@@ -128,7 +128,7 @@ fedc_status fedc__shlo_dropout(const shlo *l) {
     char shape[160];
     fedc__mlir_tensor(l->m, &u, c, shape, sizeof shape);
     shape[strlen(shape) - 4] = 0; /* drop "i32>" */
-    snprintf(r.u32, sizeof r.u32, "%sui32>", shape), snprintf(r.u64, sizeof r.u64, "%sui64>", shape);
+    snprintf(r.u32, sizeof r.u32, "%.150sui32>", shape), snprintf(r.u64, sizeof r.u64, "%.150sui64>", shape);
     char i[24], two[24], three[24], blk[24], wi[24], k32[24], hi[24], ctr[4][24], k0[24], k1[24];
     flat_index(&r, t, c, i);
     bin(&r, "stablehlo.shift_right_logical", i, splat_u(&r, 2, true, two), true, blk);
