@@ -5,8 +5,8 @@
  *   fedc program print FILE      print it in canonical form
  *   fedc program grad FILE --of OUTPUT --wrt INPUT[,INPUT...]   its gradient program
  *   fedc program jvp FILE --wrt INPUT[,INPUT...]                its forward-mode program
- *   fedc program export FILE --to mlir [-o OUT] [--clients N] [--entry-main --input ...]
- *                                write it as an MLIR module (docs/export.md)
+ *   fedc program export FILE --to mlir|stablehlo [-o OUT] [--clients N] [--entry-main --input ...]
+ *                                write it as an MLIR module, or as StableHLO (docs/export.md)
  *   fedc program run FILE --input NAME=PATH.npy ... [--out DIR] [--clients N]
  *                    [--threads N] [--reference]
  *                                run it on .npy inputs, write each output to DIR/NAME.npy
@@ -58,11 +58,13 @@ static const char run_usage[] =
     "                 calling thread)\n"
     "  --reference    use the plain-C reference kernels\n";
 static const char export_usage[] =
-    "usage: fedc program export FILE --to mlir [-o OUT] [--clients N] [--shard clients=D]\n"
+    "usage: fedc program export FILE --to mlir|stablehlo [-o OUT] [--clients N] [--shard clients=D]\n"
     "                           [--entry-main --input NAME=PATH.npy ...]\n"
     "  write the program as an MLIR module (func, arith, math, tensor, linalg), which\n"
     "  mlir-opt-19 verifies and mlir-cpu-runner-19 runs (docs/export.md)\n"
-    "  --to mlir       the target (the one there is)\n"
+    "  --to mlir       upstream MLIR that LLVM 19's tools verify and run\n"
+    "  --to stablehlo  StableHLO ops in generic form, for XLA or IREE (with --shard:\n"
+    "                  mhlo.sharding on the clients axis); checked here only by parsing\n"
     "  -o OUT          where the module goes (default: standard output)\n"
     "  --clients N     the cohort size, the length of the @clients axis, 1 to 1048576\n"
     "                  (needed by a federated program unless --input gives it)\n"
@@ -557,7 +559,8 @@ static int parse_export_args(int argc, char **argv, export_args *e) {
     for (int i = 0; i < argc; i++)
         if (!export_option(e, argc, argv, &i)) return CLI_USAGE;
     const char *problem = !e->run.file ? "needs FILE" : !e->to ? "needs --to mlir" : NULL;
-    if (!problem && strcmp(e->to, "mlir") != 0) problem = "--to takes mlir";
+    if (!problem && strcmp(e->to, "mlir") != 0 && strcmp(e->to, "stablehlo") != 0) problem = "--to takes mlir or stablehlo";
+    if (!problem && e->entry_main && strcmp(e->to, "stablehlo") == 0) problem = "--entry-main is for --to mlir";
     if (!problem && e->run.ninputs && !e->entry_main) problem = "--input is for --entry-main";
     if (problem) {
         fprintf(stderr, EXPORT ": %s (see fedc program export --help)\n", problem);
@@ -590,7 +593,8 @@ static int export_program(const fedc_program *p, export_args *e) {
     char *text = NULL;
     int rc = CLI_FAILED;
     if (!names || !data) fprintf(stderr, EXPORT ": out of memory\n");
-    else if (fedc_program_to_mlir(p, &o, &text)) fprintf(stderr, EXPORT ": %s: %s\n", e->run.file, fedc_errmsg());
+    else if ((strcmp(e->to, "stablehlo") == 0 ? fedc_program_to_stablehlo : fedc_program_to_mlir)(p, &o, &text))
+        fprintf(stderr, EXPORT ": %s: %s\n", e->run.file, fedc_errmsg());
     else rc = write_text(e->out, text) ? CLI_OK : CLI_FAILED;
     fedc_free(text);
     free(names), free(data);

@@ -491,12 +491,23 @@ expect 0 "func.func @program" -- "$fedc" program export $data/logistic.fedc --to
 "$fedc" program export $data/logistic.fedc --to mlir -o "$out/logistic.mlir" && ok || bad "export -o failed"
 grep -q "linalg.generic" "$out/logistic.mlir" && ok || bad "export -o wrote no linalg.generic"
 expect 2 "needs --to mlir" -- "$fedc" program export $data/logistic.fedc
-expect 2 "--to takes mlir" -- "$fedc" program export $data/logistic.fedc --to llvm
+expect 2 "--to takes mlir or stablehlo" -- "$fedc" program export $data/logistic.fedc --to llvm
+expect 0 '"stablehlo.dot_general"' -- "$fedc" program export $data/logistic.fedc --to stablehlo
+expect 2 "--entry-main is for --to mlir" -- "$fedc" program export $data/logistic.fedc --to stablehlo --entry-main
 expect 2 "--input is for --entry-main" -- "$fedc" program export $data/logistic.fedc --to mlir --input x=x.npy
 expect 1 "cannot open" -- "$fedc" program export $data/missing.fedc --to mlir
 expect 0 "program export FILE --to mlir" -- "$fedc" program export --help
 expect 2 "--shard takes clients=D" -- "$fedc" program export $data/logistic.fedc --to mlir --shard devices=2
 expect 1 "use 2 or more, dividing the cohort" -- "$fedc" program export $data/logistic.fedc --to mlir --shard clients=2
+# bad input: a program that does not verify, a cohort that does not match the inputs, an input
+# @main cannot hold
+expect 1 "line 4, column 54: declared type f32[4,3] but matmul gives f32[4,2]" -- \
+  "$fedc" program export $data/bad_type.fedc --to mlir
+expect 0 "func.func @main" -- "$fedc" program export "$out/fed.fedc" --to mlir --entry-main \
+  --input y="$out/y.npy" --input s="$out/s.npy"
+expect 1 'input "y" from '"$out/y.npy"': expected f32[4,2] (4 clients of f32[2]@clients), got f32[3,2]' -- \
+  "$fedc" program export "$out/fed.fedc" --to mlir --entry-main --input y="$out/y.npy" --input s="$out/s.npy" --clients 4
+expect 1 "give the cohort's size" -- "$fedc" program export "$out/fed.fedc" --to mlir
 # privacy: Opacus's known answer (its test: 7.32911117143) and its noise search
 # (1.416), then usage errors; tests/test_privacy.c has the rest of the references.
 p="--sampling-rate 0.04 --steps 2250 --delta 1e-5 --orders opacus --series signed"

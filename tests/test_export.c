@@ -8,6 +8,7 @@
  * absent. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "fedc/exec.h"
 #include "fedc/export.h"
@@ -15,6 +16,7 @@
 #include "fedc/fl.h"
 #include "harness.h"
 #include "ir/ir.h"
+#include "../examples/hypergradient_round.h"
 
 
 static const char *const PIPELINE =
@@ -249,7 +251,7 @@ static fedc_program *m_fold(void) {
 /* Local training in miniature: a map whose body folds over the client's
  * sequence for the client's own length (0 to 4 of 4 steps), averaged; and its
  * gradient, whose backward pass is a reversed fold in a map. */
-static fedc_program *fold_round(void) {
+static fedc_program *fold_round_of(bool loss) {
     fedc_program *step = fold_step(), *client = NULL;
     CHECK_OK(fedc_program_create(&client));
     fedc_value w0 = fedc_input(client, "w", T(2)), xs = fedc_input(client, "xs", T(4, 2));
@@ -264,9 +266,11 @@ static fedc_program *fold_round(void) {
     fedc_program_destroy(step);
     fedc_program_destroy(client);
     fedc_program_output(p, "ys", out[1]);
-    fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_square(p, fedc_mean(p, out[0])), NULL, -1, false));
+    if (loss) fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_square(p, fedc_mean(p, out[0])), NULL, -1, false));
+    else fedc_program_output(p, "mean", fedc_mean(p, out[0]));
     return p;
 }
+static fedc_program *fold_round(void) { return fold_round_of(true); }
 static fedc_program *m_fold_in_map(void) { return fold_round(); }
 static fedc_program *m_fold_gradient(void) {
     fedc_program *p = fold_round(), *g = NULL;
@@ -423,6 +427,16 @@ static fedc_program *m_hessian_vector(void) {
     return hv;
 }
 
+/* examples/hypergradient.c's own program: the loss after a FedAvg round of
+ * linear regression (f64, local SGD as a fold over 3 batches) and its gradient
+ * in both learning rates, the hypergradients. */
+static fedc_program *m_hypergradient(void) {
+    fedc_program *loss = round_loss(), *grad = NULL;
+    CHECK_OK(fedc_grad(loss, "loss", (const char *[]){"server_lr", "client_lr"}, 2, &grad));
+    fedc_program_destroy(loss);
+    return grad;
+}
+
 static const export_case CASES[] = {
     {"neg", m_neg, 0, -2, 2, 0},           {"exp", m_exp, 0, -2, 2, 0},
     {"log", m_log, 0, 0.1, 3, 0},          {"tanh", m_tanh, 0, -2, 2, 0},
@@ -466,6 +480,7 @@ static const export_case CASES[] = {
     {"lstm and its forward-mode derivative", m_lstm_jvp, 0, -1, 1, 0},
     {"hessian-vector product (a gradient of a gradient)", m_hessian_vector, 0, -1, 1, 0},
     {"FedAvg round of the EMNIST CNN", m_cnn_round, 2, -0.1, 0.1, 3},
+    {"examples/hypergradient.c's round loss and hypergradients", m_hypergradient, CLIENTS, 0.02, 0.5, 0},
     {"FedAdam round of the Shakespeare LSTM", m_lstm_round, 3, 0.01, 0.1, 3}, /* Adam's state >= 0 */
     {"FedAdam round of a tiny transformer", m_transformer_round, 2, 0.01, 0.1, 3},
     {"dropout (fedc's Philox mask) and its gradient", m_dropout, 0, -1, 1, 1000003},
@@ -503,10 +518,11 @@ static void make_inputs(const fedc_program *p, const export_case *c, inputs *in)
         fedc_type t = fedc_value_type(p, fedc_program_input(p, i));
         int64_t count = elements(&t, c->clients);
         in->names[i] = fedc_program_input_name(p, i);
-        float *d = malloc((size_t)(count ? count : 1) * sizeof *d);
+        double *d = malloc((size_t)(count ? count : 1) * sizeof *d); /* room for f64 */
         for (int64_t k = 0; k < count; k++) {
             if (t.dtype == FEDC_I32) ((int32_t *)d)[k] = (int32_t)((7 * k + 3) % (c->imod ? c->imod : 1));
-            else d[k] = (float)fedc_test_uniform(c->lo, c->hi);
+            else if (t.dtype == FEDC_F64) d[k] = fedc_test_uniform(c->lo, c->hi);
+            else ((float *)d)[k] = (float)fedc_test_uniform(c->lo, c->hi);
         }
         in->data[i] = d;
     }
@@ -672,6 +688,54 @@ static void test_every_op_lowers_or_is_listed(void) {
 
 /* ------------------------------------------------------------- sharding -- */
 
+/* Runs LLVM 19's sharding passes on `module` (memory and time bounded: their
+ * failures can be crashes); returns what they printed (the partitioned module,
+ * or their error), *rc their status (a signal: 128 + it), *verified whether the
+ * result parses and verifies again. */
+static char *partition(const char *module, int *rc, bool *verified) {
+    const char *path = fedc_test_tmp("sharded.mlir");
+    char out[512], log[512], cmd[2048];
+    snprintf(out, sizeof out, "%s", fedc_test_tmp("partitioned.mlir"));
+    snprintf(log, sizeof log, "%s", fedc_test_tmp("passes.log"));
+    FILE *f = fopen(path, "w");
+    *rc = -1, *verified = false;
+    if (!f) return NULL;
+    fputs(module, f), fclose(f);
+    snprintf(cmd, sizeof cmd, "ulimit -v 4000000; timeout 120 mlir-opt-19 %s --pass-pipeline='builtin.module(func.func("
+             "sharding-propagation,mesh-spmdization))' -o %s >%s 2>&1", path, out, log);
+    int status = system(cmd);
+    *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (*rc == 0) {
+        snprintf(cmd, sizeof cmd, "mlir-opt-19 %s >/dev/null 2>&1", out);
+        *verified = system(cmd) == 0;
+    }
+    snprintf(cmd, sizeof cmd, *rc == 0 ? "cat %s" : "head -c 4000 %s", *rc == 0 ? out : log);
+    int crc;
+    return run_command(cmd, &crc);
+}
+
+/* Exports p sharded over 2 devices of 4 clients, partitions it, and checks the
+ * result: it verifies, holds mesh.all_reduce, and each device holds 2 clients
+ * (the type `local`). */
+static void check_partitions(const char *what, fedc_program *p, const char *local) {
+    char *text = NULL;
+    fedc_mlir_options o = {.clients = 4, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_mlir(p, &o, &text));
+    CHECK_MSG(text && strstr(text, "mesh.mesh @clients_mesh(shape = 2)") && strstr(text, "mesh.shard"), "%s", what);
+    /* what LLVM 19's sharding propagation has no interface for never appears */
+    CHECK_MSG(text && !strstr(text, "arith.constant dense") && !strstr(text, "scf.for") && !strstr(text, "tensor.reshape"),
+              "%s: the sharded module holds a constant, an scf.for or a tensor.reshape", what);
+    int rc = -1;
+    bool verified = false;
+    char *partitioned = text ? partition(text, &rc, &verified) : NULL;
+    CHECK_MSG(rc == 0 && verified && partitioned && strstr(partitioned, "mesh.all_reduce"),
+              "%s: the partitioned module lacks mesh.all_reduce or does not verify (rc %d):\n%.3000s", what, rc,
+              partitioned ? partitioned : "");
+    CHECK_MSG(partitioned && strstr(partitioned, local), "%s: no device holds %s", what, local);
+    free(partitioned);
+    fedc_free(text);
+}
+
 /* A round (broadcast, a map of a body with a matmul, a weighted mean) exported
  * with its clients axis split over 2 devices: after LLVM 19's sharding passes the
  * module holds the all-reduce that the mean over clients becomes, and verifies. */
@@ -679,35 +743,257 @@ static void test_sharded_round(void) {
     if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
     if (!fedc_test_tmpdir("export-shard")) return;
     fedc_program *p = m_map();
-    char *text = NULL;
-    fedc_mlir_options o = {.clients = 4, .shard_clients = 2};
-    CHECK_OK(fedc_program_to_mlir(p, &o, &text));
-    CHECK(text && strstr(text, "mesh.mesh @clients_mesh(shape = 2)") && strstr(text, "mesh.shard"));
-    CHECK(text && !strstr(text, "arith.constant dense")); /* constants are arguments when sharded */
-    const char *path = fedc_test_tmp("sharded.mlir");
-    FILE *f = text ? fopen(path, "w") : NULL;
-    if (f) fputs(text, f), fclose(f);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "mlir-opt-19 %s --pass-pipeline='builtin.module(func.func(sharding-propagation,"
-             "mesh-spmdization))' 2>&1 | tee %s | mlir-opt-19 --verify-diagnostics >/dev/null 2>&1", path,
-             fedc_test_tmp("partitioned.mlir"));
-    int rc = -1;
-    char *out = f ? run_command(cmd, &rc) : NULL;
-    free(out);
-    int rc2 = -1;
-    snprintf(cmd, sizeof cmd, "cat %s", fedc_test_tmp("partitioned.mlir"));
-    char *partitioned = run_command(cmd, &rc2);
-    CHECK_MSG(rc == 0 && partitioned && strstr(partitioned, "mesh.all_reduce"),
-              "the partitioned round lacks mesh.all_reduce or does not verify:\n%.3000s", partitioned ? partitioned : "");
-    CHECK(partitioned && strstr(partitioned, "tensor<2x4x3xf32>")); /* each device holds 2 of the 4 clients */
-    free(partitioned);
-    fedc_free(text);
+    check_partitions("map round", p, "tensor<2x4x3xf32>");
     fedc_program_destroy(p);
-    o = (fedc_mlir_options){.clients = 4, .shard_clients = 3};
+    char *text = NULL;
+    fedc_mlir_options o = {.clients = 4, .shard_clients = 3};
     p = m_map();
     CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EINVAL, "dividing the cohort's 4 clients");
     o = (fedc_mlir_options){.clients = 4, .shard_clients = 2, .entry_main = true};
     CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EUNSUPPORTED, "a sharded module has no @main");
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
+/* Local training in a round: a map whose body folds over each client's own
+ * number of steps, its stacked outputs and the carries' mean the results. Sharded, the fold is its
+ * steps written out (no scf.for, which LLVM 19 cannot shard). */
+static void test_sharded_fold(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard-fold")) return;
+    fedc_program *p = fold_round_of(false); /* no server math after the mean (test_sharded_fedavg_round) */
+    check_partitions("fold in a map", p, "tensor<2x4x2xf32>");
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
+/* A reshape of each client's value, then a sum over clients. Sharded, a reshape
+ * is a linalg.generic (LLVM 19 shards no tensor.reshape, collapse_shape or
+ * expand_shape). */
+static void test_sharded_reshape(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard-reshape")) return;
+    fedc_value x[1];
+    fedc_program *p = start(x, 1, (fedc_type[]){placed(T(2, 3), FEDC_CLIENTS)});
+    fedc_value r = fedc_reshape(p, x[0], 3, (int64_t[]){3, 1, 2});
+    fedc_program_output(p, "y", fedc_sum(p, fedc_mul(p, r, fedc_reshape(p, r, 2, (int64_t[]){3, 2}))));
+    check_partitions("reshape", p, "tensor<2x2x3xf32>");
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
+/* LLVM 19 cannot partition a whole FedAvg round: its sharding propagation
+ * crashes (SIGSEGV) on the server's update, a reduction over the split clients
+ * axis followed by two elementwise linalg.generic ops. The round exports in
+ * constructs its passes take (no scf.for, reshape or constant); the test shows
+ * the crash on the minimal module below, and checks the round whole should a
+ * later LLVM take it. */
+static const char *const LLVM19_CRASH =
+    "module {\n  mesh.mesh @m(shape = 2)\n"
+    "  func.func @f(%x: tensor<4x3xf32>, %z: tensor<3xf32>) -> tensor<3xf32> {\n"
+    "    %a = mesh.shard %x to <@m, [[0]]> : tensor<4x3xf32>\n"
+    "    %b = mesh.shard %a to <@m, [[0]]> annotate_for_users : tensor<4x3xf32>\n"
+    "    %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = "
+    "[\"reduction\", \"parallel\"]} ins(%b : tensor<4x3xf32>) outs(%z : tensor<3xf32>) {\n"
+    "    ^bb0(%in: f32, %out: f32):\n      %r = arith.addf %in, %out : f32\n      linalg.yield %r : f32\n"
+    "    } -> tensor<3xf32>\n"
+    "    %u = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = "
+    "[\"parallel\"]} ins(%s : tensor<3xf32>) outs(%s : tensor<3xf32>) {\n"
+    "    ^bb0(%in: f32, %out: f32):\n      %r = arith.mulf %in, %in : f32\n      linalg.yield %r : f32\n"
+    "    } -> tensor<3xf32>\n"
+    "    %v = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = "
+    "[\"parallel\"]} ins(%u : tensor<3xf32>) outs(%u : tensor<3xf32>) {\n"
+    "    ^bb0(%in: f32, %out: f32):\n      %r = arith.mulf %in, %in : f32\n      linalg.yield %r : f32\n"
+    "    } -> tensor<3xf32>\n"
+    "    %w = mesh.shard %v to <@m, [[]]> : tensor<3xf32>\n    return %w : tensor<3xf32>\n  }\n}\n";
+
+static void test_sharded_fedavg_round(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard-fedavg")) return;
+    fedc_model_options mo = {.input_dim = 6, .num_classes = 3};
+    fedc_program *p = model_round("logistic", &mo, FEDC_OPT_SGD, 2, 2);
+    int rc = -1;
+    bool verified = false;
+    char *crash = partition(LLVM19_CRASH, &rc, &verified);
+    free(crash);
+    if (rc == 0) { /* an LLVM that takes the update: then the round must partition */
+        check_partitions("FedAvg round", p, "tensor<2x2x2x6xf32>");
+    } else {
+        char *text = NULL;
+        fedc_mlir_options o = {.clients = 4, .shard_clients = 2};
+        CHECK_OK(fedc_program_to_mlir(p, &o, &text));
+        CHECK(text && !strstr(text, "scf.for") && !strstr(text, "tensor.reshape") && !strstr(text, "arith.constant dense"));
+        char *said = text ? partition(text, &rc, &verified) : NULL;
+        CHECK_MSG(rc != 0, "LLVM crashes on the minimal update but partitions the FedAvg round: check it whole");
+        fprintf(stderr, "    note: LLVM 19's sharding propagation crashes (status %d) on a reduction over the split "
+                "clients axis followed by two elementwise ops, so the FedAvg round does not partition "
+                "(docs/export.md)\n", rc);
+        free(said);
+        fedc_free(text);
+    }
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
+/* ------------------------------------------------------------ stablehlo -- */
+
+/* Ops that have no StableHLO lowering yet (the export fails naming them),
+ * NULL-ended; an op leaves the list when it lowers and a case exports it. */
+static const char *const NOT_IN_STABLEHLO[] = {"lstm", "lstm_grad", "lstm_tangent", NULL};
+
+static bool listed(const char *const *list, const char *op) {
+    for (int i = 0; list[i]; i++)
+        if (strcmp(list[i], op) == 0) return true;
+    return false;
+}
+
+/* Forward programs of ops whose cases above hold their gradients too (which
+ * have no StableHLO lowering yet): a conv layer and pools, the same layer in a
+ * map (each client convolving with its own filter), GELU. */
+static fedc_program *s_cnn(void) {
+    fedc_value x[2];
+    fedc_program *p = start(x, 2, (fedc_type[]){T(2, 7, 6, 3), T(3, 3, 3, 4)});
+    fedc_value y = fedc_relu(p, fedc_conv2d(p, x[0], x[1], 2, 2, FEDC_PAD_SAME));
+    fedc_program_output(p, "max", fedc_max_pool2d(p, y, 2, 2, 2, 2, FEDC_PAD_SAME));
+    return finish(p, fedc_avg_pool2d(p, y, 3, 3, 1, 2, FEDC_PAD_SAME));
+}
+static fedc_program *s_cnn_in_map(void) {
+    fedc_program *body = NULL;
+    CHECK_OK(fedc_program_create(&body));
+    fedc_value w = fedc_input(body, "w", T(3, 3, 3, 4)), xb = fedc_input(body, "x", T(2, 7, 6, 3));
+    fedc_value y = fedc_conv2d(body, xb, w, 1, 1, FEDC_PAD_VALID);
+    fedc_program_output(body, "y", fedc_avg_pool2d(body, fedc_max_pool2d(body, y, 2, 2, 1, 1, FEDC_PAD_SAME), 2, 2, 2, 2,
+                                                   FEDC_PAD_VALID));
+    fedc_value x[2], r[1];
+    fedc_program *p = start(x, 2, (fedc_type[]){placed(T(3, 3, 3, 4), FEDC_SERVER), placed(T(2, 7, 6, 3), FEDC_CLIENTS)});
+    CHECK_OK(fedc_map(p, body, (fedc_value[]){fedc_broadcast(p, x[0]), x[1]}, 2, r));
+    fedc_program_destroy(body);
+    return finish(p, fedc_mean(p, r[0]));
+}
+static fedc_program *s_gelu(void) {
+    fedc_value x[1];
+    fedc_program *p = start(x, 1, (fedc_type[]){T(3, 4)});
+    return finish(p, fedc_gelu(p, x[0]));
+}
+static const export_case STABLEHLO_CASES[] = {
+    {"conv2d and pools", s_cnn, 0, -1, 1, 0},
+    {"conv2d and pools in a map", s_cnn_in_map, 3, -1, 1, 0},
+    {"gelu", s_gelu, 0, -1, 1, 0},
+};
+
+/* Whether `module` parses (mlir-opt-19 with the stablehlo dialect unregistered). */
+static bool parses(const char *module, char *log, size_t logsize) {
+    const char *path = fedc_test_tmp("module.shlo.mlir");
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    fputs(module, f), fclose(f);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mlir-opt-19 --allow-unregistered-dialect %s -o /dev/null 2>&1", path);
+    int rc = -1;
+    char *said = run_command(cmd, &rc);
+    snprintf(log, logsize, "%s", said ? said : "");
+    free(said);
+    return rc == 0;
+}
+
+/* Every case exports to StableHLO and parses, or fails naming an op of
+ * NOT_IN_STABLEHLO; every op that lowers is in a case that exports whole, and
+ * every op either lowers or is listed. */
+static void test_stablehlo(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-stablehlo")) return;
+    bool exported[FEDC_OP_COUNT] = {0};
+    int ncases = FEDC_COUNT_OF(CASES), nall = ncases + FEDC_COUNT_OF(STABLEHLO_CASES);
+    for (int i = 0; i < nall; i++) {
+        const export_case *c = i < ncases ? &CASES[i] : &STABLEHLO_CASES[i - ncases];
+        fedc_program *p = c->make();
+        char *text = NULL, log[2048];
+        fedc_mlir_options o = {.clients = c->clients};
+        fedc_status st = p ? fedc_program_to_stablehlo(p, &o, &text) : FEDC_EINVAL;
+        if (st == FEDC_OK) {
+            CHECK_MSG(strstr(text, "\"stablehlo.") && !strstr(text, "linalg."), "%s: not StableHLO", c->name);
+            CHECK_MSG(parses(text, log, sizeof log), "%s: the StableHLO module does not parse:\n%.1500s", c->name, log);
+            mark_ops(p, exported);
+        } else {
+            const char *msg = fedc_errmsg(), *open = strchr(msg, '('), *close = open ? strchr(open, ')') : NULL;
+            char op[64] = "";
+            if (open && close && close - open < 64) snprintf(op, sizeof op, "%.*s", (int)(close - open - 1), open + 1);
+            CHECK_MSG(st == FEDC_EUNSUPPORTED && strstr(msg, "has no lowering to StableHLO yet") &&
+                          listed(NOT_IN_STABLEHLO, op),
+                      "%s: %s (not an op listed as not lowered)", c->name, msg);
+        }
+        fedc_free(text);
+        fedc_program_destroy(p);
+    }
+    for (int op = 0; op < FEDC_OP_COUNT; op++) {
+        const char *name = fedc__ops[op].name;
+        bool lowers = fedc_stablehlo_lowers(name), out = listed(NOT_IN_STABLEHLO, name);
+        CHECK_MSG(lowers != out, "op %s: %s", name, lowers ? "lowers to StableHLO: remove it from NOT_IN_STABLEHLO"
+                                                           : "has no StableHLO lowering and is not in NOT_IN_STABLEHLO");
+        CHECK_MSG(!lowers || exported[op], "op %s lowers to StableHLO but no case exports it whole", name);
+    }
+    fedc_test_tmpdir_remove();
+}
+
+/* Sharded, every argument and result says how XLA splits it: the clients axis
+ * over the devices, server values replicated; FedAvg rounds of logistic
+ * regression and of the EMNIST CNN, and FedAdam's of a tiny transformer, export
+ * whole. The Shakespeare LSTM's round
+ * fails naming lstm, which has no lowering. */
+static void test_stablehlo_sharding(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-stablehlo-shard")) return;
+    fedc_program *p = m_map();
+    char *text = NULL, log[2048];
+    fedc_mlir_options o = {.clients = 4, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_stablehlo(p, &o, &text));
+    CHECK(text && strstr(text, "mhlo.num_partitions = 2 : i32"));
+    CHECK(text && strstr(text, "%arg0: tensor<3x2xf32> {mhlo.sharding = \"{replicated}\"}"));
+    CHECK(text && strstr(text, "%arg1: tensor<4x4x3xf32> {mhlo.sharding = \"{devices=[2,1,1]0,1}\"}"));
+    CHECK(text && strstr(text, "-> (tensor<4x4x2xf32> {mhlo.sharding = \"{devices=[2,1,1]0,1}\"}, tensor<4x2xf32> "
+                               "{mhlo.sharding = \"{replicated}\"})"));
+    /* the map's matmul, client by client: the clients axis a batch dim of both operands */
+    CHECK(text && strstr(text, "\"stablehlo.dot_general\"(%arg1, %v2) {dot_dimension_numbers = #stablehlo.dot<"
+                               "lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], "
+                               "lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [1]>}"));
+    CHECK_MSG(text && parses(text, log, sizeof log), "%.1500s", log);
+    fedc_free(text);
+    o.entry_main = true;
+    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EUNSUPPORTED, "no @main");
+    o = (fedc_mlir_options){.clients = 4, .shard_clients = 3};
+    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EINVAL, "export to stablehlo: shard over 3 devices");
+    fedc_program_destroy(p);
+    /* a whole FedAvg round (local SGD a stablehlo.while over each client's batches), sharded */
+    fedc_model_options mo = {.input_dim = 6, .num_classes = 3};
+    p = model_round("logistic", &mo, FEDC_OPT_SGD, 2, 2);
+    o = (fedc_mlir_options){.clients = 4, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_stablehlo(p, &o, &text));
+    CHECK(text && strstr(text, "\"stablehlo.while\"") && strstr(text, "\"stablehlo.dot_general\""));
+    CHECK(text && strstr(text, "tensor<4x2x2x6xf32> {mhlo.sharding = \"{devices=[2,1,1,1]0,1}\"}"));
+    CHECK_MSG(text && parses(text, log, sizeof log), "%.1500s", log);
+    fedc_free(text);
+    fedc_program_destroy(p);
+    p = m_cnn_round(); /* FedJAX's EMNIST CNN: convolutions, pools, dropout and their gradients in local training */
+    o = (fedc_mlir_options){.clients = 2, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_stablehlo(p, &o, &text));
+    CHECK(text && strstr(text, "\"stablehlo.convolution\"") && strstr(text, "\"stablehlo.select_and_scatter\"") &&
+          strstr(text, "batch_group_count = 2 : i64") && strstr(text, "feature_group_count = 2 : i64"));
+    CHECK_MSG(text && parses(text, log, sizeof log), "%.1500s", log);
+    fedc_free(text);
+    fedc_program_destroy(p);
+    /* an op without a lowering: the export fails naming it, and writes nothing */
+    p = m_transformer_round(); /* attention, layer norm, GELU, embeddings and their gradients */
+    o = (fedc_mlir_options){.clients = 2, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_stablehlo(p, &o, &text));
+    CHECK(text && strstr(text, "\"stablehlo.gather\"") && strstr(text, "\"stablehlo.scatter\""));
+    CHECK_MSG(text && parses(text, log, sizeof log), "%.1500s", log);
+    fedc_free(text);
+    fedc_program_destroy(p);
+    p = m_lstm_round();
+    o = (fedc_mlir_options){.clients = 3};
+    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EUNSUPPORTED, "(lstm) (in a body): lstm has no lowering to "
+              "StableHLO yet");
+    CHECK(text == NULL);
     fedc_program_destroy(p);
     fedc_test_tmpdir_remove();
 }
@@ -733,6 +1019,13 @@ static void test_errors(void) {
     CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EUNSUPPORTED, "bool input \"x0\"");
     CHECK(text == NULL);
     fedc_program_destroy(p);
+    /* a program that does not verify (shapes that do not broadcast) exports nothing */
+    fedc_value ab[2];
+    p = start(ab, 2, (fedc_type[]){T(3, 4), T(5)});
+    fedc_program_output(p, "y", fedc_add(p, ab[0], ab[1]));
+    CHECK_ERR(fedc_program_to_mlir(p, NULL, &text), FEDC_ESHAPE, "add");
+    CHECK(text == NULL);
+    fedc_program_destroy(p);
 }
 
 int main(int argc, char **argv) {
@@ -740,6 +1033,11 @@ int main(int argc, char **argv) {
         {"cases run under llvm", test_cases_run_under_llvm},
         {"every op lowers or is listed", test_every_op_lowers_or_is_listed},
         {"sharded round", test_sharded_round},
+        {"sharded fold", test_sharded_fold},
+        {"sharded reshape", test_sharded_reshape},
+        {"sharded fedavg round", test_sharded_fedavg_round},
+        {"stablehlo", test_stablehlo},
+        {"stablehlo sharding", test_stablehlo_sharding},
         {"errors", test_errors},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));

@@ -50,6 +50,18 @@ FEDC_API fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir
 /* The names of the ops fedc_program_to_mlir lowers, for the docs and the tests. */
 FEDC_API bool fedc_mlir_lowers(const char *op_name);
 
+/* Writes `p` as StableHLO for XLA or IREE: one func.func (default @main) of ops
+ * in MLIR's generic form ("stablehlo.add"(...), dot_general, reduce with its
+ * region, broadcast_in_dim, ...), the clients axis dim 0 of a @clients value.
+ * With shard_clients = D, every argument and result carries an mhlo.sharding
+ * (the clients axis tiled over D devices, server values replicated). Checked
+ * here only structurally (mlir-opt-19 --allow-unregistered-dialect parses it).
+ * entry_main is refused; an op without a StableHLO lowering fails naming it. */
+FEDC_API fedc_status fedc_program_to_stablehlo(const fedc_program *p, const fedc_mlir_options *options, char **out);
+
+/* The names of the ops fedc_program_to_stablehlo lowers. */
+FEDC_API bool fedc_stablehlo_lowers(const char *op_name);
+
 #ifdef __cplusplus
 }
 #endif

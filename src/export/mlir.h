@@ -20,6 +20,7 @@ typedef struct fedc__mlir {
      * `values` (comments); NULL otherwise. */
     struct fedc__mlir *hoisted, *values;
     int nhoisted;
+    const char *target; /* what errors say is being exported to: NULL, "mlir"; "stablehlo" */
 } fedc__mlir;
 
 /* With sharding, an aggregation's operand x (a clients value) annotated for its
@@ -35,7 +36,16 @@ typedef struct fedc__mlir_scope {
     char (*name)[40];
     bool batched;
     int id; /* names this scope's values: %s<id>_<value> (0: the program, %v<value>) */
+    /* Which outputs are wanted (NULL: all), and, while the scope is lowered,
+     * which values they need: only those are written, because LLVM 19's
+     * mesh-spmdization crashes on a linalg.generic whose result has no user. */
+    const bool *out_live;
+    bool *live;
 } fedc__mlir_scope;
+
+/* live[v]: whether value v of p is needed by the outputs that out_live marks
+ * (NULL: all of them). */
+void fedc__mlir_liveness(const fedc_program *p, const bool *out_live, bool *live);
 
 void fedc__mlir_printf(fedc__mlir *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 fedc_status fedc__mlir_fail(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, fedc_status st, const char *fmt,
@@ -89,10 +99,18 @@ typedef struct fedc__mlir_generic {
 void fedc__mlir_generic_begin(fedc__mlir *m, const fedc__mlir_generic *g);
 void fedc__mlir_generic_end(fedc__mlir *m, const fedc__mlir_generic *g, const char *result);
 
+/* The checks both targets make (mlir_module.c): the program verifies, a
+ * federated one has a cohort size, the sharding divides it, the function's name
+ * is an identifier; `target` names the export in the error. */
+fedc_status fedc__mlir_check_options(const fedc_program *p, const fedc_mlir_options *o, const char *target);
+
 /* Lowers every node of scope s in order (mlir_ops.c). */
 fedc_status fedc__mlir_lower_scope(fedc__mlir *m, fedc__mlir_scope *s);
 /* Creates a scope over p: names for every value, none set. */
 fedc_status fedc__mlir_scope_init(fedc__mlir_scope *s, const fedc_program *p, bool batched, int id);
 void fedc__mlir_scope_free(fedc__mlir_scope *s);
+/* Ends an export: frees the scope, and hands the text to *out or (on an error,
+ * st's or the module's) frees it. */
+fedc_status fedc__mlir_finish(fedc__mlir *m, fedc__mlir_scope *s, fedc_status st, char **out);
 
 #endif

@@ -27,6 +27,16 @@ static void name_results(const lower *l, result_name_fn out, const void *ctx) {
     }
 }
 
+/* Which results of l->v (its body's outputs) the scope needs, into wanted. */
+static void wanted_results(const lower *l, bool *wanted, int n) {
+    memset(wanted, 0, (size_t)n * sizeof *wanted);
+    for (fedc_value u = l->v + 1; u < l->s->p->n; u++) {
+        const fedc__node *r = &l->s->p->nodes[u];
+        int k = (int)fedc__attr_int(r, FEDC_ATTR_INDEX, 0);
+        if (r->op == FEDC_OP_RESULT && r->in[0] == l->v && k >= 0 && k < n && l->s->live[u]) wanted[k] = true;
+    }
+}
+
 /* ---------------------------------------------------------------- map -- */
 
 static void map_output(int k, const void *ctx, char *name, size_t size) {
@@ -37,12 +47,17 @@ static void map_output(int k, const void *ctx, char *name, size_t size) {
 fedc_status fedc__lower_map(const lower *l) {
     const fedc_program *body = fedc__body(l->s->p, l->n);
     fedc__mlir_scope b;
-    if (body_scope(l, body, true, &b)) return l->m->st;
+    bool *wanted = fedc__list(body->noutputs + 1, sizeof *wanted);
+    if (!wanted) return l->m->st = FEDC_ENOMEM;
+    if (body_scope(l, body, true, &b)) return fedc_free(wanted), l->m->st;
+    wanted_results(l, wanted, body->noutputs);
+    b.out_live = wanted;
     for (int i = 0; i < fedc_program_num_inputs(body); i++)
         snprintf(b.name[fedc_program_input(body, i)], sizeof b.name[0], "%s", name(l, l->n->in[i]));
     fedc_status st = fedc__mlir_lower_scope(l->m, &b);
     if (!st) name_results(l, map_output, &b);
     fedc__mlir_scope_free(&b);
+    fedc_free(wanted);
     return st;
 }
 
@@ -57,7 +72,18 @@ typedef struct fold {
     char t[24], ti[24]; /* the step, as an index and as an i32 */
     char len[24];      /* the lengths as a tensor (rank 0, or [clients]) */
     char len_type[64], flag_type[64];
+    bool unrolled;     /* sharded: the steps written out, no scf.for */
+    int64_t step;      /* unrolled: the step being written */
+    char (*last)[24];  /* unrolled: the last step's carries and outputs */
+    bool *needed;      /* unrolled: the body outputs a wanted result needs, now or at a later step */
+    bool *wanted;      /* unrolled: the fold's results that its scope needs (the last step's outputs) */
+    bool *body_live;   /* unrolled: the body's values this step's outputs need */
 } fold;
+
+/* Unrolled, the outputs that step f->step writes (NULL: all). */
+static const bool *step_outputs(const fold *f) { return f->step == f->steps - 1 ? f->wanted : f->needed; }
+static bool needed(const fold *f, int i) { return !step_outputs(f) || step_outputs(f)[i]; }
+static bool input_live(const fold *f, int i) { return !f->body_live || f->body_live[fedc_program_input(f->body, i)]; }
 
 static const fedc_type *body_type(const fold *f, fedc_value v) { return &f->body->nodes[v].type; }
 
@@ -86,15 +112,17 @@ static const char *per_client(const lower *l, const fold *f, bool flag, char *ou
                             .out_type = type, .out_elem = flag ? "i1" : "i32", .init = init,
                             .result_name = fedc__mlir_tmp(l->m, out)};
     fedc__mlir_generic_begin(l->m, &g);
+    char step[24];
+    const char *ti = f->unrolled ? constant(l, (double)f->step, FEDC_I32, step) : f->ti; /* no constant outside */
     fedc__mlir_tmp(l->m, a);
-    fedc__mlir_printf(l->m, "      %s = arith.cmpi slt, %s, %%in0 : i32\n", a, f->ti); /* t < length */
+    fedc__mlir_printf(l->m, "      %s = arith.cmpi slt, %s, %%in0 : i32\n", a, ti); /* t < length */
     if (flag) {
         fedc__mlir_generic_end(l->m, &g, a);
         return out;
     }
-    const char *row = f->ti;
+    const char *row = ti;
     if (f->reverse) { /* length - 1 - t */
-        emit2(l, "arith.subi", emit2(l, "arith.subi", "%in0", constant(l, 1, FEDC_I32, one), "i32", b), f->ti, "i32", r);
+        emit2(l, "arith.subi", emit2(l, "arith.subi", "%in0", constant(l, 1, FEDC_I32, one), "i32", b), ti, "i32", r);
         row = r;
     }
     fedc__mlir_tmp(l->m, b);
@@ -178,24 +206,39 @@ static const char *write_row(const lower *l, const fold *f, int j, const char *f
 }
 
 /* One step: the body on the carries and this step's slices, then the kept
- * carries and the written rows, yielded. */
+ * carries and the written rows, yielded; unrolled (f->unrolled), they become
+ * the next step's iter instead. */
 static fedc_status fold_step(const lower *l, const fold *f, char (*iter)[24]) {
     char flag[24], row[24];
-    fedc__mlir_printf(l->m, "      %s = arith.index_cast %s : index to i32\n", f->ti, f->t);
-    per_client(l, f, true, flag);
-    per_client(l, f, false, row);
+    if (!f->unrolled) fedc__mlir_printf(l->m, "      %s = arith.index_cast %s : index to i32\n", f->ti, f->t);
+    if (f->unrolled) fedc__mlir_liveness(f->body, step_outputs(f), f->body_live);
+    bool any_output = false, any_row = false;
+    for (int i = 0; i < f->k + f->y; i++) any_output |= needed(f, i), any_row |= i >= f->k && needed(f, i);
+    for (int i = 0; i < f->m; i++) any_row |= input_live(f, f->k + i);
+    if (any_output) per_client(l, f, true, flag);
+    if (any_row) per_client(l, f, false, row);
     fedc__mlir_scope b;
     if (body_scope(l, f->body, f->batched, &b)) return l->m->st;
+    b.out_live = step_outputs(f);
     for (int i = 0; i < f->k; i++) snprintf(b.name[fedc_program_input(f->body, i)], sizeof b.name[0], "%s", iter[i]);
     for (int i = 0; i < f->m; i++)
-        step_slice(l, f, i, row, b.name[fedc_program_input(f->body, f->k + i)]);
+        if (input_live(f, f->k + i)) step_slice(l, f, i, row, b.name[fedc_program_input(f->body, f->k + i)]);
     fedc_status st = fedc__mlir_lower_scope(l->m, &b);
     char (*next)[24] = fedc__list(f->k + f->y, sizeof *next);
+    for (int i = 0; !st && next && i < f->k + f->y; i++) snprintf(next[i], 24, "%s", iter[i]); /* unneeded: unchanged */
     for (int i = 0; !st && next && i < f->k; i++)
-        keep_running(l, f, body_type(f, f->body->outputs[i].value), flag, b.name[f->body->outputs[i].value], iter[i],
-                     next[i]);
+        if (needed(f, i))
+            keep_running(l, f, body_type(f, f->body->outputs[i].value), flag, b.name[f->body->outputs[i].value],
+                         iter[i], next[i]);
     for (int j = 0; !st && next && j < f->y; j++)
-        write_row(l, f, j, flag, row, b.name[f->body->outputs[f->k + j].value], iter[f->k + j], next[f->k + j]);
+        if (needed(f, f->k + j))
+            write_row(l, f, j, flag, row, b.name[f->body->outputs[f->k + j].value], iter[f->k + j], next[f->k + j]);
+    if (f->unrolled) {
+        for (int i = 0; next && i < f->k + f->y; i++) snprintf(iter[i], 24, "%s", next[i]);
+        fedc_free(next);
+        fedc__mlir_scope_free(&b);
+        return st ? st : next ? l->m->st : (l->m->st = FEDC_ENOMEM);
+    }
     fedc__mlir_printf(l->m, "      scf.yield");
     for (int i = 0; next && i < f->k + f->y; i++) fedc__mlir_printf(l->m, "%s %s", i ? "," : "", next[i]);
     fedc__mlir_printf(l->m, " : ");
@@ -212,7 +255,42 @@ static fedc_status fold_step(const lower *l, const fold *f, char (*iter)[24]) {
 }
 
 static void fold_output(int k, const void *ctx, char *name, size_t size) {
-    snprintf(name, size, "%s#%d", ((const fold *)ctx)->result, k);
+    const fold *f = ctx;
+    if (f->unrolled) snprintf(name, size, "%s", f->last[k]);
+    else snprintf(name, size, "%s#%d", f->result, k);
+}
+
+/* Sharded, the fold is its steps written out one after another (the count is
+ * static): LLVM 19's sharding propagation has no interface for scf.for, while
+ * every op of a step is a linalg.generic it partitions. */
+static fedc_status fold_unrolled(const lower *l, fold *f, char (*iter)[24]) {
+    int n = f->k + f->y;
+    bool *want = fedc__list(n + 1, sizeof *want), *final = fedc__list(n + 1, sizeof *final),
+         *live = fedc__list(f->body->n + 1, sizeof *live);
+    if (!want || !final || !live) return fedc_free(want), fedc_free(final), fedc_free(live), l->m->st = FEDC_ENOMEM;
+    /* The wanted results, and the carries that a later step needs for them. */
+    wanted_results(l, final, n);
+    memcpy(want, final, (size_t)n * sizeof *want);
+    for (bool grew = true; grew;) {
+        grew = false;
+        fedc__mlir_liveness(f->body, want, live);
+        for (int i = 0; i < f->k; i++)
+            if (!want[i] && live[fedc_program_input(f->body, i)]) want[i] = grew = true;
+    }
+    f->needed = want, f->wanted = final, f->body_live = live;
+    /* the carries' first values, and zeros for the stacked outputs wanted (an unused
+     * argument, as an unused zeros constant would be, crashes LLVM 19's spmdization) */
+    for (int i = 0; i < n; i++) {
+        char type[160];
+        if (i < f->k) snprintf(iter[i], 24, "%s", name(l, l->n->in[i]));
+        else if (want[i]) zeros_of(l, body_type(f, f->body->outputs[i].value), stacked_type(l, f, i - f->k, type), iter[i]);
+    }
+    fedc_status st = FEDC_OK;
+    for (f->step = 0; !st && f->step < f->steps; f->step++) st = fold_step(l, f, iter);
+    f->last = iter;
+    if (!st) name_results(l, fold_output, f);
+    fedc_free(want), fedc_free(final), fedc_free(live);
+    return l->m->st;
 }
 
 fedc_status fedc__lower_fold(const lower *l) {
@@ -227,12 +305,18 @@ fedc_status fedc__lower_fold(const lower *l) {
     snprintf(f.flag_type, sizeof f.flag_type, f.batched ? "tensor<%dxi1>" : "tensor<i1>", l->m->clients);
     char (*iter)[24] = fedc__list(f.k + f.y, sizeof *iter), c0[24], c1[24], cs[24], type[160];
     if (!iter) return l->m->st = FEDC_ENOMEM;
-    fedc__mlir_tmp(l->m, c0), fedc__mlir_tmp(l->m, c1), fedc__mlir_tmp(l->m, cs);
-    fedc__mlir_printf(l->m, "    %s = arith.constant 0 : index\n    %s = arith.constant 1 : index\n"
-                      "    %s = arith.constant %lld : index\n", c0, c1, cs, (long long)f.steps);
+    if (l->m->hoisted) {
+        f.unrolled = true;
+        fold_unrolled(l, &f, iter);
+        fedc_free(iter);
+        return l->m->st;
+    }
     char (*zeros)[24] = fedc__list(f.y + 1, sizeof *zeros);
     for (int j = 0; zeros && j < f.y; j++)
         zeros_of(l, body_type(&f, f.body->outputs[f.k + j].value), stacked_type(l, &f, j, type), zeros[j]);
+    fedc__mlir_tmp(l->m, c0), fedc__mlir_tmp(l->m, c1), fedc__mlir_tmp(l->m, cs);
+    fedc__mlir_printf(l->m, "    %s = arith.constant 0 : index\n    %s = arith.constant 1 : index\n"
+                      "    %s = arith.constant %lld : index\n", c0, c1, cs, (long long)f.steps);
     fedc__mlir_tmp(l->m, f.result);
     fedc__mlir_tmp(l->m, f.t), fedc__mlir_tmp(l->m, f.ti);
     fedc__mlir_printf(l->m, "    %s:%d = scf.for %s = %s to %s step %s iter_args(", f.result, f.k + f.y, f.t, c0, cs, c1);

@@ -42,7 +42,7 @@ fedc_status fedc__mlir_fail(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    m->st = fedc_error(st, "export to mlir: %s%s: %s", fedc__node_label(s->p, v, label, sizeof label),
+    m->st = fedc_error(st, "export to %s: %s%s: %s", m->target ? m->target : "mlir", fedc__node_label(s->p, v, label, sizeof label),
                        s->id ? " (in a body)" : "", what);
     return m->st;
 }
@@ -139,26 +139,37 @@ static void print_map(fedc__mlir *m, int rank, const char *exprs) {
     fedc__mlir_printf(m, ") -> (%s)>", exprs);
 }
 
+/* Sharded, a generic without loops gets one: LLVM 19's sharding interface
+ * rejects a linalg.generic of no loops ("invalid sharding interface
+ * implementation"), so it runs one reduction step over a unit operand, its last
+ * input, that the body never reads. */
 void fedc__mlir_generic_begin(fedc__mlir *m, const fedc__mlir_generic *g) {
+    bool dummy = m->hoisted && g->rank == 0;
+    char one[24] = "";
+    if (dummy) fedc__mlir_tensor_const(m, one, "1", "tensor<1xi8>");
     fedc__mlir_printf(m, "    %s = linalg.generic {indexing_maps = [", g->result_name);
     for (int i = 0; i < g->nin; i++) {
-        print_map(m, g->rank, g->maps[i]);
+        print_map(m, g->rank + dummy, g->maps[i]);
         fedc__mlir_printf(m, ", ");
     }
-    print_map(m, g->rank, g->out_map);
+    if (dummy) print_map(m, 1, "d0"), fedc__mlir_printf(m, ", ");
+    print_map(m, g->rank + dummy, g->out_map);
     fedc__mlir_printf(m, "], iterator_types = [");
     for (int i = 0; i < g->rank; i++)
         fedc__mlir_printf(m, "%s\"%s\"", i ? ", " : "", g->iters[i] == 'r' ? "reduction" : "parallel");
-    fedc__mlir_printf(m, "]}");
-    if (g->nin) {
+    fedc__mlir_printf(m, "%s]}", dummy ? "\"reduction\"" : "");
+    if (g->nin || dummy) {
         fedc__mlir_printf(m, " ins(");
         for (int i = 0; i < g->nin; i++) fedc__mlir_printf(m, "%s%s", i ? ", " : "", g->in[i]);
+        if (dummy) fedc__mlir_printf(m, "%s%s", g->nin ? ", " : "", one);
         fedc__mlir_printf(m, " : ");
         for (int i = 0; i < g->nin; i++) fedc__mlir_printf(m, "%s%s", i ? ", " : "", g->in_type[i]);
+        if (dummy) fedc__mlir_printf(m, "%stensor<1xi8>", g->nin ? ", " : "");
         fedc__mlir_printf(m, ")");
     }
     fedc__mlir_printf(m, " outs(%s : %s) {\n    ^bb0(", g->init, g->out_type);
     for (int i = 0; i < g->nin; i++) fedc__mlir_printf(m, "%%in%d: %s, ", i, g->in_elem[i]);
+    if (dummy) fedc__mlir_printf(m, "%%unit: i8, ");
     fedc__mlir_printf(m, "%%out: %s):\n", g->out_elem);
 }
 
@@ -166,10 +177,20 @@ void fedc__mlir_generic_end(fedc__mlir *m, const fedc__mlir_generic *g, const ch
     fedc__mlir_printf(m, "      linalg.yield %s : %s\n    } -> %s\n", result, g->out_elem, g->out_type);
 }
 
+void fedc__mlir_liveness(const fedc_program *p, const bool *out_live, bool *live) {
+    memset(live, 0, (size_t)p->n * sizeof *live);
+    for (int i = 0; i < p->noutputs; i++)
+        if (!out_live || out_live[i]) live[p->outputs[i].value] = true;
+    for (int v = p->n - 1; v >= 0; v--) /* operands come before their users */
+        for (int i = 0; live[v] && i < p->nodes[v].nin; i++) live[p->nodes[v].in[i]] = true;
+}
+
 fedc_status fedc__mlir_scope_init(fedc__mlir_scope *s, const fedc_program *p, bool batched, int id) {
     s->p = p;
     s->batched = batched;
     s->id = id;
+    s->out_live = NULL;
+    s->live = NULL;
     s->name = fedc__list(p->n, sizeof *s->name);
     return s->name ? FEDC_OK : FEDC_ENOMEM;
 }
@@ -177,4 +198,15 @@ fedc_status fedc__mlir_scope_init(fedc__mlir_scope *s, const fedc_program *p, bo
 void fedc__mlir_scope_free(fedc__mlir_scope *s) {
     fedc_free(s->name);
     s->name = NULL;
+}
+
+fedc_status fedc__mlir_finish(fedc__mlir *m, fedc__mlir_scope *s, fedc_status st, char **out) {
+    st = st ? st : m->st;
+    fedc__mlir_scope_free(s);
+    if (st) {
+        fedc_free(m->buf);
+        return st;
+    }
+    *out = m->buf;
+    return FEDC_OK;
 }

@@ -4,29 +4,40 @@
 
 #include "export/mlir_lower.h"
 
+/* Where a map reads or writes index 0 of a dim of 1: the constant 0, or,
+ * sharded, loop `unit` (of extent 1), since LLVM 19's sharding propagation
+ * fails on a generic whose maps hold a constant. True when the loop is used. */
+static bool at_zero(const lower *l, int unit, char *buf, size_t size) {
+    if (!l->m->hoisted) return add_expr(buf, size, "0"), false;
+    add_loop(buf, size, unit);
+    return true;
+}
+
 /* How operand u is read in a loop nest over `out` (of rank `rank` after the
  * clients loop, if the nest has one): numpy broadcasting, dims right-aligned, a
- * dim of 1 against a larger one read at 0. */
-static void broadcast_map(const lower *l, fedc_value u, bool nest_clients, const fedc_type *out, char *buf,
+ * dim of 1 against a larger one read at 0 (or through loop `unit`; true then). */
+static bool broadcast_map(const lower *l, fedc_value u, bool nest_clients, const fedc_type *out, int unit, char *buf,
                           size_t size) {
     const fedc_type *t = type_of(l, u);
     int lead = nest_clients ? 1 : 0;
+    bool used = false;
     buf[0] = 0;
     if (clients(l, u) && nest_clients) add_loop(buf, size, 0);
     for (int i = 0; i < t->rank; i++) {
         int j = out->rank - t->rank + i;
-        if (t->dims[i] == 1 && out->dims[j] != 1) add_expr(buf, size, "0");
+        if (t->dims[i] == 1 && out->dims[j] != 1) used |= at_zero(l, unit, buf, size);
         else add_loop(buf, size, lead + j);
     }
+    return used;
 }
 
 /* v = f(operands) element by element over v's shape, with broadcasting. */
 fedc_status fedc__mlir_elementwise(const lower *l, body_fn body) {
-    char types[4][160], maps[4][160], out_map[160], out_type[160], init[24], result[24];
+    char types[4][160], maps[4][160], out_map[160], out_type[160], init[24], result[24], iters[16] = "pppppppp";
     const fedc_type *out = type_of(l, l->v);
-    bool nest_clients = clients(l, l->v);
+    bool nest_clients = clients(l, l->v), unit = false;
     int loops = out->rank + nest_clients;
-    fedc__mlir_generic g = {.rank = loops, .iters = "pppppppp", .nin = l->n->nin, .out_map = out_map,
+    fedc__mlir_generic g = {.rank = loops, .iters = iters, .nin = l->n->nin, .out_map = out_map,
                             .out_type = fedc__mlir_type_of(l->m, l->s, l->v, out_type, sizeof out_type),
                             .out_elem = fedc__mlir_elem(out->dtype), .result_name = name(l, l->v)};
     if (l->n->nin > 4) return unsupported(l, "more than 4 operands in one elementwise op");
@@ -35,10 +46,11 @@ fedc_status fedc__mlir_elementwise(const lower *l, body_fn body) {
         g.in[i] = name(l, u);
         g.in_type[i] = fedc__mlir_type_of(l->m, l->s, u, types[i], sizeof types[i]);
         g.in_elem[i] = fedc__mlir_elem(type_of(l, u)->dtype);
-        broadcast_map(l, u, nest_clients, out, maps[i], sizeof maps[i]);
+        unit |= broadcast_map(l, u, nest_clients, out, loops, maps[i], sizeof maps[i]);
         g.maps[i] = maps[i];
     }
     identity_map(loops, out_map, sizeof out_map);
+    if (unit) iters[loops] = 'r', g.rank++; /* the unit loop: one step, the body never reads %out */
     g.init = fedc__mlir_splat(l->m, l->s, l->v, 0, init);
     fedc__mlir_generic_begin(l->m, &g);
     body(l, result);
@@ -55,17 +67,19 @@ fedc_status fedc__mlir_reduce(const lower *l, fedc_value x, unsigned reduced, bo
     bool xc = clients(l, x);
     int loops = t->rank + xc;
     char iters[16] = {0}, in_map[160], out_map[160] = {0}, in_type[160], init[24], r[24];
+    bool unit = false;
     for (int i = 0; i < loops; i++) {
         iters[i] = reduced & (1u << i) ? 'r' : 'p';
         if (!(reduced & (1u << i))) add_loop(out_map, sizeof out_map, i);
-        else if (keep) add_expr(out_map, sizeof out_map, "0");
+        else if (keep) unit |= at_zero(l, loops, out_map, sizeof out_map);
     }
+    if (unit) iters[loops] = 'p'; /* the kept dims of 1, written through a loop of extent 1 */
     identity_map(loops, in_map, sizeof in_map);
     const char *elem = fedc__mlir_elem(t->dtype), *xin = name(l, x);
     char split[24];
     fedc__mlir_type_of(l->m, l->s, x, in_type, sizeof in_type);
     if (xc && (reduced & 1u) && !l->s->batched) xin = fedc__mlir_split_use(l->m, xin, in_type, split); /* over clients */
-    fedc__mlir_generic g = {.rank = loops, .iters = iters, .nin = 1, .in = {xin},
+    fedc__mlir_generic g = {.rank = loops + unit, .iters = iters, .nin = 1, .in = {xin},
                             .in_type = {in_type}, .in_elem = {elem},
                             .maps = {in_map}, .out_map = out_map, .out_type = out_type, .out_elem = elem,
                             .result_name = result_name};
@@ -100,22 +114,28 @@ fedc_status fedc__mlir_scale(const lower *l, const char *x, const char *type, do
     return l->m->st;
 }
 
+void fedc__mlir_unary_begin(const lower *l, int rank, const char *iters, const char *in_map, const char *out_map,
+                            fedc__mlir_unary *u) {
+    const char *elem = fedc__mlir_elem(type_of(l, l->v)->dtype);
+    u->g = (fedc__mlir_generic){.rank = rank, .iters = iters, .nin = 1, .in = {name(l, l->n->in[0])},
+                                .in_type = {fedc__mlir_type_of(l->m, l->s, l->n->in[0], u->in_type, sizeof u->in_type)},
+                                .in_elem = {elem}, .maps = {in_map}, .out_map = out_map,
+                                .out_type = fedc__mlir_type_of(l->m, l->s, l->v, u->out_type, sizeof u->out_type),
+                                .out_elem = elem, .result_name = name(l, l->v)};
+    u->g.init = fedc__mlir_splat(l->m, l->s, l->v, 0, u->init);
+    fedc__mlir_generic_begin(l->m, &u->g);
+}
+
 /* y[j...] = x[...] read through `in_map`: a transpose's permutation, or a
  * broadcast's map that drops the clients loop. */
 fedc_status fedc__mlir_copy_through(const lower *l, const char *in_map) {
     const fedc_type *t = type_of(l, l->v);
-    bool c = clients(l, l->v);
-    char out_map[160], in_type[160], out_type[160], init[24];
+    int c = clients(l, l->v);
+    char out_map[160];
     identity_map(t->rank + c, out_map, sizeof out_map);
-    const char *elem = fedc__mlir_elem(t->dtype);
-    fedc__mlir_generic g = {.rank = t->rank + c, .iters = "pppppppp", .nin = 1, .in = {name(l, l->n->in[0])},
-                            .in_type = {fedc__mlir_type_of(l->m, l->s, l->n->in[0], in_type, sizeof in_type)},
-                            .in_elem = {elem}, .maps = {in_map}, .out_map = out_map,
-                            .out_type = fedc__mlir_type_of(l->m, l->s, l->v, out_type, sizeof out_type),
-                            .out_elem = elem, .result_name = name(l, l->v)};
-    g.init = fedc__mlir_splat(l->m, l->s, l->v, 0, init);
-    fedc__mlir_generic_begin(l->m, &g);
-    fedc__mlir_generic_end(l->m, &g, "%in0");
+    fedc__mlir_unary u;
+    fedc__mlir_unary_begin(l, t->rank + c, "pppppppp", in_map, out_map, &u);
+    fedc__mlir_generic_end(l->m, &u.g, "%in0");
     return l->m->st;
 }
 

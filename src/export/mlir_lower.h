@@ -88,6 +88,15 @@ fedc_status fedc__mlir_reduce(const lower *l, fedc_value x, unsigned reduced, bo
                               const char *result_name, const char *out_type);
 /* v = x * s element by element (x of v's type). */
 fedc_status fedc__mlir_scale(const lower *l, const char *x, const char *type, double s);
+/* The head of a generic over `rank` loops that reads operand 0 (of v's dtype)
+ * through in_map and writes v through out_map, from zeros; the caller writes
+ * the body and ends it with fedc__mlir_generic_end(l->m, &u->g, result). */
+typedef struct fedc__mlir_unary {
+    fedc__mlir_generic g;
+    char in_type[160], out_type[160], init[24];
+} fedc__mlir_unary;
+void fedc__mlir_unary_begin(const lower *l, int rank, const char *iters, const char *in_map, const char *out_map,
+                            fedc__mlir_unary *u);
 /* v[j...] = operand 0 read through in_map. */
 fedc_status fedc__mlir_copy_through(const lower *l, const char *in_map);
 /* In a body: the loop indices %i of `loops` loops; an i32 clamped into [0, n) as

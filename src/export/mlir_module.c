@@ -189,26 +189,34 @@ static fedc_status entry_main(fedc__mlir *m, const fedc__mlir_scope *s, const fe
 
 /* ---------------------------------------------------------------- entry -- */
 
+fedc_status fedc__mlir_check_options(const fedc_program *p, const fedc_mlir_options *o, const char *target) {
+    fedc_status st = fedc_program_verify(p);
+    if (st) return st;
+    if (federated(p) && o->clients < 1)
+        return fedc_error(FEDC_EINVAL, "export to %s: the program is federated; give the cohort's size (clients >= 1)",
+                          target);
+    if (o->clients < 0 || o->clients > (1 << 24))
+        return fedc_error(FEDC_EINVAL, "export to %s: clients is %d; use 1 to %d", target, o->clients, 1 << 24);
+    if (o->shard_clients < 0 || o->shard_clients == 1 || (o->shard_clients > 1 && (!federated(p) || o->clients % o->shard_clients)))
+        return fedc_error(FEDC_EINVAL, "export to %s: shard over %d devices: use 2 or more, dividing the cohort's %d "
+                          "clients, for a federated program", target, o->shard_clients, o->clients);
+    const char *fname = o->func_name ? o->func_name : "program";
+    for (const char *c = fname; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+            return fedc_error(FEDC_EINVAL, "export to %s: function name \"%s\": use letters, digits and _", target, fname);
+    return FEDC_OK;
+}
+
 fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options *options, char **out) {
     *out = NULL;
     fedc_mlir_options defaults = {0};
     const fedc_mlir_options *o = options ? options : &defaults;
-    fedc_status st = fedc_program_verify(p);
+    fedc_status st = fedc__mlir_check_options(p, o, "mlir");
     if (st) return st;
-    if (federated(p) && o->clients < 1)
-        return fedc_error(FEDC_EINVAL, "export to mlir: the program is federated; give the cohort's size (clients >= 1)");
-    if (o->clients < 0 || o->clients > (1 << 24))
-        return fedc_error(FEDC_EINVAL, "export to mlir: clients is %d; use 1 to %d", o->clients, 1 << 24);
-    if (o->shard_clients < 0 || o->shard_clients == 1 || (o->shard_clients > 1 && (!federated(p) || o->clients % o->shard_clients)))
-        return fedc_error(FEDC_EINVAL, "export to mlir: shard over %d devices: use 2 or more, dividing the cohort's %d "
-                          "clients, for a federated program", o->shard_clients, o->clients);
     if (o->shard_clients && o->entry_main)
         return fedc_error(FEDC_EUNSUPPORTED, "export to mlir: a sharded module has no @main: LLVM 19 cannot run the mesh "
                           "dialect's collectives on one host (export without sharding to run it)");
     const char *fname = o->func_name ? o->func_name : "program";
-    for (const char *c = fname; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
-            return fedc_error(FEDC_EINVAL, "export to mlir: function name \"%s\": use letters, digits and _", fname);
     fedc__mlir m = {.clients = o->clients ? o->clients : 1};
     fedc__mlir_scope s;
     if (fedc__mlir_scope_init(&s, p, false, 0)) return FEDC_ENOMEM;
@@ -218,12 +226,5 @@ fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options 
     st = function(&m, &s, fname, sharded);
     if (!st && o->entry_main) st = entry_main(&m, &s, o, fname);
     fedc__mlir_printf(&m, "}\n");
-    st = st ? st : m.st;
-    fedc__mlir_scope_free(&s);
-    if (st) {
-        fedc_free(m.buf);
-        return st;
-    }
-    *out = m.buf;
-    return FEDC_OK;
+    return fedc__mlir_finish(&m, &s, st, out);
 }

@@ -337,8 +337,62 @@ static const char *shape_literal(int clients, bool c, int rank, const int64_t *d
     return buf;
 }
 
+/* The row-major offset, within dims [from, rank) of a shape, of the loops
+ * first.. that index them (in a generic's body, as an index). */
+static const char *offset_of(const lower *l, const fedc_type *t, int from, int first, char *out) {
+    char idx[24], k[24], prod[24], sum[24];
+    int64_t stride = 1;
+    snprintf(out, 24, "%s", "");
+    for (int d = t->rank - 1; d >= from; stride *= t->dims[d], d--) {
+        fedc__mlir_tmp(l->m, idx);
+        fedc__mlir_printf(l->m, "      %s = linalg.index %d : index\n", idx, first + d - from);
+        fedc__mlir_tmp(l->m, k);
+        fedc__mlir_printf(l->m, "      %s = arith.constant %lld : index\n", k, (long long)stride);
+        emit2(l, "arith.muli", idx, k, "index", prod);
+        if (out[0]) snprintf(out, 24, "%s", emit2(l, "arith.addi", prod, out, "index", sum));
+        else snprintf(out, 24, "%s", prod);
+    }
+    if (!out[0]) {
+        fedc__mlir_tmp(l->m, out);
+        fedc__mlir_printf(l->m, "      %s = arith.constant 0 : index\n", out);
+    }
+    return out;
+}
+
+/* Sharded, a reshape is a linalg.generic: LLVM 19 gives tensor.reshape,
+ * tensor.collapse_shape and tensor.expand_shape no sharding interface, and
+ * rejects a generic that reads through floordiv/mod or writes through anything
+ * but a projected permutation. So the dims the shapes share in front (and the
+ * clients axis) stay parallel loops, and each remaining output element takes,
+ * from a reduction over the remaining input dims, the one element whose
+ * row-major offset is its own: a select, exact for every dtype, at the cost of
+ * (rest of x) * (rest of y) steps. */
+static fedc_status lower_reshape_sharded(const lower *l) {
+    const fedc_type *x = type_of(l, l->n->in[0]), *y = type_of(l, l->v);
+    int c = clients(l, l->v), same = 0;
+    while (same < x->rank && same < y->rank && x->dims[same] == y->dims[same]) same++;
+    int ny = y->rank - same, nx = x->rank - same, loops = c + same + ny + nx;
+    char iters[2 * FEDC_MAX_RANK + 2] = {0}, in_map[160] = {0}, out_map[160] = {0};
+    for (int i = 0; i < loops; i++) iters[i] = i < c + same + ny ? 'p' : 'r';
+    for (int i = 0; i < c + same; i++) add_loop(in_map, sizeof in_map, i), add_loop(out_map, sizeof out_map, i);
+    for (int i = 0; i < ny; i++) add_loop(out_map, sizeof out_map, c + same + i);
+    for (int i = 0; i < nx; i++) add_loop(in_map, sizeof in_map, c + same + ny + i);
+    fedc__mlir_unary u;
+    fedc__mlir_unary_begin(l, loops, iters, in_map, out_map, &u);
+    char oy[24], ox[24], hit[24], r[24];
+    offset_of(l, y, same, c + same, oy);
+    offset_of(l, x, same, c + same + ny, ox);
+    fedc__mlir_tmp(l->m, hit);
+    fedc__mlir_printf(l->m, "      %s = arith.cmpi eq, %s, %s : index\n", hit, oy, ox);
+    fedc__mlir_tmp(l->m, r);
+    fedc__mlir_printf(l->m, "      %s = arith.select %s, %%in0, %%out : %s\n", r, hit, u.g.out_elem);
+    fedc__mlir_generic_end(l->m, &u.g, r);
+    return l->m->st;
+}
+
 /* tensor.reshape with the shape as a constant (the clients axis kept in front). */
 static fedc_status lower_reshape(const lower *l) {
+    if (l->m->hoisted) return lower_reshape_sharded(l);
     const fedc_type *t = type_of(l, l->v);
     bool c = clients(l, l->v);
     char shape[24], lit[160], stype[32], in_type[160], out_type[160];
@@ -506,11 +560,18 @@ bool fedc_mlir_lowers(const char *op_name) {
 }
 
 fedc_status fedc__mlir_lower_scope(fedc__mlir *m, fedc__mlir_scope *s) {
+    bool *live = fedc__list(s->p->n + 1, sizeof *live);
+    if (!live) return m->st = FEDC_ENOMEM;
+    fedc__mlir_liveness(s->p, s->out_live, live);
+    s->live = live;
     for (fedc_value v = 0; !m->st && v < s->p->n; v++) {
+        if (!live[v]) continue;
         lower l = {m, s, v, &s->p->nodes[v]};
         lower_fn f = lowerings[l.n->op];
-        if (!f) return fedc__mlir_fail(m, s, v, FEDC_EUNSUPPORTED, "%s has no lowering to MLIR yet", fedc__ops[l.n->op].name);
-        f(&l);
+        if (f) f(&l);
+        else fedc__mlir_fail(m, s, v, FEDC_EUNSUPPORTED, "%s has no lowering to MLIR yet", fedc__ops[l.n->op].name);
     }
+    s->live = NULL;
+    fedc_free(live);
     return m->st;
 }

@@ -1,0 +1,93 @@
+/* The StableHLO module: one func.func @main whose arguments are the program's
+ * inputs and whose results are its outputs, every op in MLIR's generic form.
+ * With shard_clients = D each argument and result carries the mhlo.sharding
+ * XLA's SPMD partitioner reads (the clients axis tiled over D devices, a server
+ * value replicated), and the module declares mhlo.num_partitions = D. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "export/stablehlo.h"
+
+void fedc__shlo_op(fedc__mlir *m, const char *result, const char *name, const char *attrs, int n, const char *const *ins,
+                   const char *const *in_types, const char *out_type) {
+    fedc__mlir_printf(m, "    %s = \"%s\"(", result, name);
+    for (int i = 0; i < n; i++) fedc__mlir_printf(m, "%s%s", i ? ", " : "", ins[i]);
+    fedc__mlir_printf(m, ")%s%s%s : (", attrs[0] ? " {" : "", attrs, attrs[0] ? "}" : "");
+    for (int i = 0; i < n; i++) fedc__mlir_printf(m, "%s%s", i ? ", " : "", in_types[i]);
+    fedc__mlir_printf(m, ") -> %s\n", out_type);
+}
+
+const char *fedc__shlo_splat(fedc__mlir *m, fedc_dtype dt, double value, const char *type, char *name) {
+    char lit[40];
+    if (isinf(value) && dt == FEDC_I32) value = value < 0 ? INT32_MIN : INT32_MAX;
+    fedc__mlir_literal(dt, value, lit, sizeof lit);
+    fedc__mlir_tmp(m, name);
+    fedc__mlir_printf(m, "    %s = \"stablehlo.constant\"() {value = dense<%s> : %s} : () -> %s\n", name, lit, type, type);
+    return name;
+}
+
+/* The HLO sharding of value v: its clients axis (dim 0) tiled over the devices,
+ * every other dim whole; a value without the axis replicated. */
+static void sharding(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, int devices) {
+    if (!devices) return;
+    if (!fedc__mlir_has_clients(s, v)) {
+        fedc__mlir_printf(m, " {mhlo.sharding = \"{replicated}\"}");
+        return;
+    }
+    fedc__mlir_printf(m, " {mhlo.sharding = \"{devices=[%d", devices);
+    for (int i = 0; i < s->p->nodes[v].type.rank; i++) fedc__mlir_printf(m, ",1");
+    fedc__mlir_printf(m, "]");
+    for (int d = 0; d < devices; d++) fedc__mlir_printf(m, "%s%d", d ? "," : "", d);
+    fedc__mlir_printf(m, "}\"}");
+}
+
+static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fname, int devices) {
+    const fedc_program *p = s->p;
+    char type[160];
+    for (int v = 0; v < p->n; v++) snprintf(s->name[v], sizeof s->name[v], "%%v%d", v);
+    for (int i = 0; i < fedc_program_num_inputs(p); i++)
+        snprintf(s->name[fedc_program_input(p, i)], sizeof s->name[0], "%%arg%d", i);
+    fedc__mlir_printf(m, "  // fedc program: %d operations, %d inputs, %d outputs\n  func.func @%s(", p->n,
+                      fedc_program_num_inputs(p), p->noutputs, fname);
+    for (int i = 0; i < fedc_program_num_inputs(p); i++) {
+        fedc_value v = fedc_program_input(p, i);
+        fedc__mlir_printf(m, "%s%%arg%d: %s", i ? ", " : "", i, fedc__mlir_type_of(m, s, v, type, sizeof type));
+        sharding(m, s, v, devices);
+    }
+    fedc__mlir_printf(m, ") -> (");
+    for (int i = 0; i < p->noutputs; i++) {
+        fedc__mlir_printf(m, "%s%s", i ? ", " : "", fedc__mlir_type_of(m, s, p->outputs[i].value, type, sizeof type));
+        sharding(m, s, p->outputs[i].value, devices);
+    }
+    fedc__mlir_printf(m, ") {\n");
+    if (fedc__shlo_lower_scope(m, s)) return m->st;
+    fedc__mlir_printf(m, "    \"func.return\"(");
+    for (int i = 0; i < p->noutputs; i++) fedc__mlir_printf(m, "%s%s", i ? ", " : "", s->name[p->outputs[i].value]);
+    fedc__mlir_printf(m, ") : (");
+    for (int i = 0; i < p->noutputs; i++)
+        fedc__mlir_printf(m, "%s%s", i ? ", " : "", fedc__mlir_type_of(m, s, p->outputs[i].value, type, sizeof type));
+    fedc__mlir_printf(m, ") -> ()\n  }\n");
+    return m->st;
+}
+
+fedc_status fedc_program_to_stablehlo(const fedc_program *p, const fedc_mlir_options *options, char **out) {
+    *out = NULL;
+    fedc_mlir_options defaults = {0};
+    const fedc_mlir_options *o = options ? options : &defaults;
+    fedc_status st = fedc__mlir_check_options(p, o, "stablehlo");
+    if (st) return st;
+    if (o->entry_main)
+        return fedc_error(FEDC_EUNSUPPORTED, "export to stablehlo: no @main with inputs: a StableHLO module is run by "
+                          "XLA or IREE, which take its inputs (export --to mlir to run it here)");
+    fedc__mlir m = {.clients = o->clients ? o->clients : 1, .target = "stablehlo"};
+    fedc__mlir_scope s;
+    if (fedc__mlir_scope_init(&s, p, false, 0)) return FEDC_ENOMEM;
+    if (o->shard_clients)
+        fedc__mlir_printf(&m, "module @fedc attributes {mhlo.num_partitions = %d : i32, mhlo.num_replicas = 1 : i32} {\n",
+                          o->shard_clients);
+    else fedc__mlir_printf(&m, "module @fedc {\n");
+    st = function(&m, &s, o->func_name ? o->func_name : "main", o->shard_clients);
+    fedc__mlir_printf(&m, "}\n");
+    return fedc__mlir_finish(&m, &s, st, out);
+}

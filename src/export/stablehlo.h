@@ -1,0 +1,89 @@
+/* stablehlo.h — lowering a program to StableHLO-shaped MLIR (internal): every op
+ * in MLIR's generic form ("stablehlo.add"(...) : (...) -> ...), so that
+ * mlir-opt-19 --allow-unregistered-dialect parses it and XLA or IREE take it.
+ * The text, types and names are mlir.h's emitter; stablehlo_ops.c lowers the
+ * ops, stablehlo.c writes the module. */
+#ifndef FEDC_EXPORT_STABLEHLO_H
+#define FEDC_EXPORT_STABLEHLO_H
+
+#include "export/mlir.h"
+
+/* One node being lowered. */
+typedef struct shlo {
+    fedc__mlir *m;
+    fedc__mlir_scope *s;
+    fedc_value v;
+    const fedc__node *n;
+} shlo;
+
+/* `result = "name"(ins...) {attrs} : (types...) -> out_type`; attrs without
+ * braces, "" for none. */
+void fedc__shlo_op(fedc__mlir *m, const char *result, const char *name, const char *attrs, int n, const char *const *ins,
+                   const char *const *in_types, const char *out_type);
+/* A splat constant of value in dtype dt and tensor type `type`, into name (of 24). */
+const char *fedc__shlo_splat(fedc__mlir *m, fedc_dtype dt, double value, const char *type, char *name);
+
+/* What every lowering uses: v's operands' types, names and clients axis (dim
+ * 0 when there), "array<i64: ...>" lists, and ops of one and two operands of one
+ * type. */
+#include <stdio.h>
+
+static inline const fedc_type *type_of(const shlo *l, fedc_value u) { return &l->s->p->nodes[u].type; }
+static inline int lead(const shlo *l, fedc_value u) { return fedc__mlir_has_clients(l->s, u) ? 1 : 0; }
+static inline const char *name(const shlo *l, fedc_value u) { return l->s->name[u]; }
+static inline const char *type_str(const shlo *l, fedc_value u, char *buf) {
+    return fedc__mlir_type_of(l->m, l->s, u, buf, 160);
+}
+static inline char *out_name(const shlo *l) { return l->s->name[l->v]; }
+static inline fedc_status unsupported(const shlo *l, const char *why) {
+    return fedc__mlir_fail(l->m, l->s, l->v, FEDC_EUNSUPPORTED, "%s", why);
+}
+
+/* "array<i64: a, b>" of n values into buf (of 160). */
+static inline const char *i64s(const int64_t *v, int n, char *buf) {
+    size_t k = (size_t)snprintf(buf, 160, "array<i64");
+    for (int i = 0; i < n && k < 160; i++) k += (size_t)snprintf(buf + k, 160 - k, "%s%lld", i ? ", " : ": ", (long long)v[i]);
+    if (k < 160) snprintf(buf + k, 160 - k, ">");
+    return buf;
+}
+
+static inline void op1(const shlo *l, const char *result, const char *op, const char *attrs, const char *x, const char *xt,
+                const char *out_type) {
+    fedc__shlo_op(l->m, result, op, attrs, 1, (const char *[]){x}, (const char *[]){xt}, out_type);
+}
+static inline void op2(const shlo *l, const char *result, const char *op, const char *attrs, const char *a, const char *b,
+                const char *t, const char *out_type) {
+    fedc__shlo_op(l->m, result, op, attrs, 2, (const char *[]){a, b}, (const char *[]){t, t}, out_type);
+}
+
+/* The lowerings of stablehlo_nn.c: convolutions, pools, GELU and their gradients. */
+fedc_status fedc__shlo_conv2d(const shlo *l);
+fedc_status fedc__shlo_conv2d_input_grad(const shlo *l);
+fedc_status fedc__shlo_conv2d_filter_grad(const shlo *l);
+fedc_status fedc__shlo_max_pool2d(const shlo *l);
+fedc_status fedc__shlo_max_pool2d_grad(const shlo *l);
+fedc_status fedc__shlo_avg_pool2d(const shlo *l);
+fedc_status fedc__shlo_avg_pool2d_grad(const shlo *l);
+fedc_status fedc__shlo_gelu(const shlo *l);
+fedc_status fedc__shlo_gelu_grad(const shlo *l);
+/* Of stablehlo_norm.c: layer norm and its gradients. */
+fedc_status fedc__shlo_layer_norm(const shlo *l);
+fedc_status fedc__shlo_layer_norm_grad(const shlo *l);
+fedc_status fedc__shlo_layer_norm_param_grad(const shlo *l);
+/* Of stablehlo_index.c: argmax, gather, scatter_add. */
+fedc_status fedc__shlo_argmax(const shlo *l);
+fedc_status fedc__shlo_gather(const shlo *l);
+fedc_status fedc__shlo_scatter_add(const shlo *l);
+/* Of stablehlo_attention.c: causal attention and its gradient. */
+fedc_status fedc__shlo_causal_attention(const shlo *l);
+fedc_status fedc__shlo_causal_attention_grad(const shlo *l);
+/* Of stablehlo_random.c: dropout with fedc's Philox stream. */
+fedc_status fedc__shlo_dropout(const shlo *l);
+/* Of stablehlo_fold.c: fold as stablehlo.while. */
+fedc_status fedc__shlo_fold(const shlo *l);
+
+/* Lowers every node of scope s (stablehlo_ops.c); an op without a lowering
+ * fails naming it. */
+fedc_status fedc__shlo_lower_scope(fedc__mlir *m, fedc__mlir_scope *s);
+
+#endif
