@@ -55,12 +55,15 @@
  *     fedc_deployment_run_destroy(run);
  *     fedc_deployment_form_destroy(form);
  *
- * Not here yet: plans for devices, server and client processes, a transport.
+ * Plans, the wire format, and the server and client over NNG follow the form
+ * (docs/deployment.md has the commands).
  */
 #ifndef FEDC_DEPLOY_H
 #define FEDC_DEPLOY_H
 
 #include "fedc/exec.h"
+#include "fedc/fl.h"
+#include "fedc/safetensors.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -119,6 +122,59 @@ FEDC_API fedc_status fedc_deployment_run_bind(fedc_deployment_run *r, const char
 FEDC_API fedc_status fedc_deployment_run_run(fedc_deployment_run *r);
 FEDC_API fedc_status fedc_deployment_run_output(const fedc_deployment_run *r, const char *name, const void **data,
                                                 fedc_type *type);
+
+
+/* ------------------------------------------------------------------ plans --
+ * A plan is what a server serves and a client verifies before running anything:
+ * a directory of
+ *   plan.txt           the manifest: "fedc plan 1", the hash of the programs, the
+ *                      files, the settings ("setting KEY VALUE") and the server
+ *                      state's tensors ("tensor "NAME" TYPE"), docs/deployment.md
+ *   round.fedc         the round program, in the text format
+ *   E_PHASE.fedc       the phases of its deployment form
+ *   model.safetensors  the initial server state, named as the round's inputs
+ * The hash is SHA-256 over each program file in the manifest's order, as its
+ * name, a NUL, its size in decimal, a NUL and its bytes. A reader checks
+ * everything: the manifest line by line (errors name the file, line and field),
+ * the hash, that the phase files are the round's form (split again), that the
+ * tensors are the round's server inputs with their types, and that the model
+ * holds exactly those. It never aborts on bad input. */
+typedef struct fedc_plan fedc_plan;
+enum { FEDC_PLAN_VERSION = 1 };
+
+/* One file of a plan, in memory (what a client is sent). */
+typedef struct fedc_plan_file {
+    const char *name;
+    const void *data;
+    size_t size;
+} fedc_plan_file;
+
+/* The plan of `fedc train`'s job c (its data, model, algorithm and settings) in
+ * `dir`: the round program c's training would run, its initial server state
+ * (the model initialised from c->seed) and the settings a client needs to load
+ * its batches as fedc train does (task, batch size, steps, epochs, seed, ...).
+ * Refused, naming it, when the round reads an input a deployment cannot give
+ * yet (per-client state, client metadata other than meta/num_examples). */
+FEDC_API fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir);
+/* Reads and checks the plan in `dir`, model included. */
+FEDC_API fedc_status fedc_plan_read(const char *dir, fedc_plan **out);
+/* Reads and checks a plan from its files (plan.txt and the programs; the model
+ * is not needed and not read), named in errors by `what`. */
+FEDC_API fedc_status fedc_plan_from_files(const fedc_plan_file *files, int n, const char *what, fedc_plan **out);
+FEDC_API void fedc_plan_destroy(fedc_plan *p); /* safe on NULL */
+/* The hash, 64 hex digits. */
+FEDC_API const char *fedc_plan_hash(const fedc_plan *p);
+FEDC_API const fedc_program *fedc_plan_round(const fedc_plan *p);
+FEDC_API const fedc_deployment_form *fedc_plan_form(const fedc_plan *p);
+/* A setting's value, or NULL. */
+FEDC_API const char *fedc_plan_setting(const fedc_plan *p, const char *key);
+/* The manifest and the program files (not the model), owned by the plan:
+ * files[0..n) for n = the return value (at most max are written). */
+FEDC_API int fedc_plan_files(const fedc_plan *p, fedc_plan_file *files, int max);
+/* The server state's tensors: name and type; data is the initial state when
+ * the plan was read with its model, else NULL. */
+FEDC_API int fedc_plan_num_tensors(const fedc_plan *p);
+FEDC_API fedc_tensor_entry fedc_plan_tensor(const fedc_plan *p, int i);
 
 #ifdef __cplusplus
 }

@@ -38,4 +38,27 @@ struct fedc_deployment_form {
     fedc_program **phase; /* exchanges * FEDC_PHASE_COUNT */
 };
 
+/* SHA-256 (sha256.c): init, add bytes, and the digest as 64 hex digits. */
+typedef struct fedc__sha256 {
+    uint32_t h[8];
+    uint64_t bytes;
+    unsigned char buf[64];
+} fedc__sha256;
+void fedc__sha256_init(fedc__sha256 *c);
+void fedc__sha256_add(fedc__sha256 *c, const void *data, size_t n);
+void fedc__sha256_hex(fedc__sha256 *c, char hex[65]);
+
+/* A plan's setting (plan.c): the training job's choices a client and the server
+ * need, as "key value" lines of the manifest. */
+typedef struct fedc__plan_setting {
+    const char *key;
+    char value[256];
+} fedc__plan_setting;
+
+/* Writes a plan into `dir` (made if missing): round.fedc, the phases of its
+ * form, model.safetensors (`tensors`, the initial server state named as the
+ * round's server inputs) and plan.txt. */
+fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const fedc__plan_setting *settings, int nsettings,
+                             const fedc_tensor_entry *tensors, int ntensors);
+
 #endif
