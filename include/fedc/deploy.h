@@ -176,6 +176,53 @@ FEDC_API int fedc_plan_files(const fedc_plan *p, fedc_plan_file *files, int max)
 FEDC_API int fedc_plan_num_tensors(const fedc_plan *p);
 FEDC_API fedc_tensor_entry fedc_plan_tensor(const fedc_plan *p, int i);
 
+/* ------------------------------------------------------ server and clients --
+ * A deployment over the network (NNG request/reply on tcp:// or ipc://): the
+ * server runs the server phases of a plan, clients run client_work on their own
+ * data, and they speak the protocol of docs/deployment.md ("The protocol"):
+ * check-in (token, client, protocol version, plan hash) answered by the plan,
+ * a task (round, exchange, slot, the broadcast values), a wait (retry after) or
+ * done; a report (what client_work sends up) answered by ack or reject. Each
+ * round's clients are those fedc train samples (seed, round, population), slot
+ * i for the i-th sampled; the server adds their reports in slot order, whatever
+ * order they arrive in, so a round without faults has fedc train's bits. */
+typedef struct fedc_server_options {
+    const char *plan;        /* the plan's directory */
+    const char *listen;      /* tcp://127.0.0.1:PORT, ipc:///path, ... */
+    const char *out_dir;     /* checkpoint.safetensors (after every round), metrics.jsonl, token */
+    const char *token;       /* what clients must present; NULL: one is made and written to out_dir/token */
+    int rounds, clients_per_round;
+    double report_deadline;  /* seconds a round waits for its reports (default 600); then it commits without
+                                the missing clients, if it has min_reports */
+    int min_reports;         /* reports a round needs (default 1); fewer: abandoned and run again, 3 times at most */
+    size_t max_message;      /* bytes a message may declare (default 256 MiB) */
+    int threads;             /* for the server phases (default 1) */
+    double linger;           /* seconds the server answers "done" after the last round (default 2) */
+    FILE *log;               /* NULL: stderr */
+} fedc_server_options;
+FEDC_API void fedc_server_defaults(fedc_server_options *o);
+/* Runs the job to its last round; resumes from out_dir/checkpoint.safetensors if
+ * there is one (of the same plan). */
+FEDC_API fedc_status fedc_server_run(const fedc_server_options *o);
+
+typedef struct fedc_client_options {
+    const char *connect;  /* the server's address */
+    const char *data;     /* a dataset (any format fedc reads), opened with the plan's settings */
+    const char *token;
+    int64_t client;       /* the client's index in data, as fedc train numbers them */
+    double timeout;       /* seconds to wait for an answer (default 60) */
+    double max_seconds;   /* the whole job, at most (default 86400) */
+    size_t max_message;   /* bytes a message may declare (default 256 MiB) */
+    int threads;          /* for client_work (default 1) */
+    FILE *log;            /* NULL: stderr */
+} fedc_client_options;
+FEDC_API void fedc_client_defaults(fedc_client_options *o);
+/* Runs one client until the server says the job is done. */
+FEDC_API fedc_status fedc_client_run(const fedc_client_options *o);
+/* Clients 0 to n - 1 of o->data (o->client is ignored), each on a thread of its
+ * own with its own connection: for tests and load; the wire is the same. */
+FEDC_API fedc_status fedc_fleet_run(const fedc_client_options *o, int n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,6 +38,15 @@ struct fedc_deployment_form {
     fedc_program **phase; /* exchanges * FEDC_PHASE_COUNT */
 };
 
+/* The server's use of a run (run.c): one phase of one exchange (not client_work,
+ * which the clients run; an aggregation leaves out the clients not `present`,
+ * NULL: none), and the buffer of a value a phase writes or the server fills in
+ * (a clients value: clients x its bytes, client by client), with its type as
+ * the round has it; NULL for a value bound from outside (an input of the round)
+ * or one no phase reads or writes. `output`: the round's output of that name. */
+fedc_status fedc__deployment_run_phase(fedc_deployment_run *r, int exchange, fedc_phase_kind kind, const uint8_t *present);
+void *fedc__deployment_run_buffer(fedc_deployment_run *r, const char *name, bool output, fedc_type *type);
+
 /* SHA-256 (sha256.c): init, add bytes, and the digest as 64 hex digits. */
 typedef struct fedc__sha256 {
     uint32_t h[8];
