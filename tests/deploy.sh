@@ -1,0 +1,119 @@
+#!/bin/sh
+# fedc plan / server / client / fleet as processes on this host (tcp://127.0.0.1
+# only): a deployed FedAvg run on the CNN (with dropout) ends with the bits of
+# fedc train on the same clients, seeds and rounds, with every client a process of
+# its own, and again with the clients as a fleet (on the heart-disease silos when
+# ../shared/data has them); a client without the token is refused; bad command
+# lines and a damaged plan exit with their messages. Every process runs under
+# timeout. Usage: deploy.sh path/to/fedc. Exits 77 (skipped) without python3,
+# which writes the data and compares the checkpoints.
+set -u
+fedc=$1
+if ! command -v python3 >/dev/null; then
+  echo "SKIP: python3 is absent"
+  exit 77
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/expect.sh"
+
+# A port nothing listens on now.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# same_bits A B: every tensor of checkpoint A is in B with the same bytes.
+same_bits() {
+  python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+def load(p):
+    d = open(p, "rb").read()
+    n = struct.unpack("<Q", d[:8])[0]
+    h = json.loads(d[8:8 + n])
+    h.pop("__metadata__", None)
+    return {k: d[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in h.items()}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+differ = [k for k in a if a[k] != b.get(k)]
+if not a or differ:
+    sys.exit("differ: %s" % differ)
+PY
+}
+
+# Six EMNIST-shaped writers of 3 to 8 examples (LEAF JSON).
+python3 - "$out/tiny.json" <<'PY'
+import json, sys
+users = ["w%d" % c for c in range(6)]
+data = {}
+for c, u in enumerate(users):
+    n = 3 + (c * 5) % 6
+    data[u] = {"x": [[((k * 7 + i * 13 + c * 31) % 101) / 100 for k in range(784)] for i in range(n)],
+               "y": [(i * 11 + c * 3) % 62 for i in range(n)]}
+json.dump({"users": users, "num_samples": [len(data[u]["y"]) for u in users], "user_data": data}, open(sys.argv[1], "w"))
+PY
+
+job="--model cnn --batch-size 2 --seed 5 --client-lr 0.05"
+expect 0 "plan $out/plan: fedavg on cnn" -- "$fedc" plan build --data "$out/tiny.json" $job --out "$out/plan"
+expect 0 "population  6" -- "$fedc" plan check "$out/plan"
+timeout 120 "$fedc" train --data "$out/tiny.json" $job --rounds 2 --clients-per-round 4 --checkpoint-every 2 \
+  --eval-every 0 --threads 1 --quiet --out "$out/train" >/dev/null 2>&1 && ok || bad "fedc train failed"
+
+# every client a process of its own
+port=$(free_port)
+addr=tcp://127.0.0.1:$port
+timeout 120 "$fedc" server --plan "$out/plan" --listen "$addr" --rounds 2 --clients-per-round 4 --out "$out/srv" \
+  --token s3cret --report-deadline 60 --linger 1 >"$out/server.log" 2>&1 &
+server=$!
+pids=""
+for c in 0 1 2 3 4 5; do
+  timeout 120 "$fedc" client --connect "$addr" --data "$out/tiny.json" --client $c --token s3cret --timeout 30 \
+    >"$out/client$c.log" 2>&1 &
+  pids="$pids $!"
+done
+expect 1 "the server refused: invalid token" -- timeout 60 "$fedc" client --connect "$addr" --data "$out/tiny.json" \
+  --token wrong --timeout 30
+for p in $pids; do wait "$p" && ok || bad "a client process failed: $(cat "$out"/client*.log)"; done
+wait $server && ok || bad "the server failed: $(cat "$out/server.log")"
+same_bits "$out/srv/checkpoint.safetensors" "$out/train/checkpoint.safetensors" && ok \
+  || bad "the deployed CNN run's bits differ from fedc train's"
+[ "$(grep -c '"selected": 4, "reported": 4, "dropped": 0' "$out/srv/metrics.jsonl")" = 2 ] && ok \
+  || bad "metrics.jsonl: $(cat "$out/srv/metrics.jsonl")"
+grep -q "refused client 0: invalid token" "$out/server.log" && ok || bad "the server did not log the bad token"
+expect 0 "accuracy" -- "$fedc" eval --checkpoint "$out/srv/checkpoint.safetensors" --data "$out/tiny.json" --model cnn
+
+# the clients as a fleet, on the heart-disease silos
+heart=../shared/data/heart-disease-uci
+if [ -d $heart ]; then
+  hjob="--model heart --batch-size 16 --seed 3"
+  expect 0 "fedavg on heart" -- "$fedc" plan build --data $heart $hjob --out "$out/hplan"
+  timeout 120 "$fedc" train --data $heart $hjob --rounds 3 --clients-per-round 3 --checkpoint-every 3 --eval-every 0 \
+    --threads 1 --quiet --out "$out/htrain" >/dev/null 2>&1 && ok || bad "fedc train (heart) failed"
+  addr=tcp://127.0.0.1:$(free_port)
+  timeout 120 "$fedc" server --plan "$out/hplan" --listen "$addr" --rounds 3 --clients-per-round 3 --out "$out/hsrv" \
+    --report-deadline 60 --linger 1 >"$out/hserver.log" 2>&1 &
+  server=$!
+  for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$out/hsrv/token" ] && break; sleep 0.2; done
+  expect 0 "fedc fleet: done: 4 clients, 9 reports" -- timeout 120 "$fedc" fleet --connect "$addr" --data $heart \
+    --clients 4 --token-file "$out/hsrv/token" --timeout 30
+  wait $server && ok || bad "the heart server failed: $(cat "$out/hserver.log")"
+  same_bits "$out/hsrv/checkpoint.safetensors" "$out/htrain/checkpoint.safetensors" && ok \
+    || bad "the deployed heart run's bits differ from fedc train's"
+else
+  echo "deploy.sh: $heart is absent: the fleet on the heart silos is not run"
+fi
+
+# bad command lines and a damaged plan
+expect 2 "needs --plan, --listen, --rounds, --clients-per-round and --out" -- "$fedc" server --plan "$out/plan"
+expect 2 "unknown option '--bogus'" -- "$fedc" client --connect "$addr" --data x --bogus 1
+expect 2 "and no --clients (that is fedc fleet's)" -- "$fedc" client --connect "$addr" --data x --clients 3
+expect 2 "--clients needs" -- "$fedc" fleet --connect "$addr" --data x --clients 0
+expect 2 "needs --out PLAN" -- "$fedc" plan build --data "$out/tiny.json"
+expect 1 "plan: scaffold's round reads \"client/" -- "$fedc" plan build --data "$out/tiny.json" --algorithm scaffold \
+  --out "$out/scaffold"
+sed -i 's/^setting seed 5$/setting seed 6/' "$out/plan/plan.txt"
+expect 0 "seed        6" -- "$fedc" plan check "$out/plan"
+printf 'x' >>"$out/plan/0_client_work.fedc"
+expect 1 "but plan.txt says" -- "$fedc" plan check "$out/plan"
+expect 1 "plan.txt: cannot open" -- "$fedc" plan check "$out/none"
+expect 1 "cannot open" -- timeout 60 "$fedc" server --plan "$out/none" --listen "tcp://127.0.0.1:$(free_port)" \
+  --rounds 1 --clients-per-round 1 --out "$out/s2"
+
+echo "deploy.sh: $passed passed, $failed failed"
+[ "$failed" = 0 ]
