@@ -3,7 +3,10 @@
 # only): a deployed FedAvg run on the CNN (with dropout) ends with the bits of
 # fedc train on the same clients, seeds and rounds, with every client a process of
 # its own, and again with the clients as a fleet (on the heart-disease silos when
-# ../shared/data has them); a client without the token is refused; bad command
+# ../shared/data has them); a client without the token is refused; a client killed
+# mid-round and a straggler are dropped at the deadline (fedc train's bits with that
+# client dropped); a server killed and restarted continues to the bits of an
+# uninterrupted run; bad command
 # lines and a damaged plan exit with their messages. Every process runs under
 # timeout. Usage: deploy.sh path/to/fedc. Exits 77 (skipped) without python3,
 # which writes the data and compares the checkpoints.
@@ -14,7 +17,8 @@ if ! command -v python3 >/dev/null; then
   exit 77
 fi
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+trap 'kill -9 $server $slow 2>/dev/null; rm -rf "$out"' EXIT
+server="" slow=""
 . "$(dirname "$0")/expect.sh"
 
 # A port nothing listens on now.
@@ -98,6 +102,78 @@ if [ -d $heart ]; then
 else
   echo "deploy.sh: $heart is absent: the fleet on the heart silos is not run"
 fi
+
+# Faults, on a logistic model (quick): ljob's plan, rounds of all 6 clients.
+ljob="--model logistic --batch-size 2 --seed 9"
+expect 0 "fedavg on logistic" -- "$fedc" plan build --data "$out/tiny.json" $ljob --out "$out/lplan"
+# train_dropping C OUT: fedc train's round 1 with client C dropped (its data fail to load)
+train_dropping() {
+  FEDC_FAULT=load:1:$1 timeout 120 "$fedc" train --data "$out/tiny.json" $ljob --rounds 1 --clients-per-round 6 \
+    --checkpoint-every 1 --eval-every 0 --threads 1 --quiet --out "$2" >/dev/null 2>&1 && ok || bad "fedc train failed"
+}
+# fault_run NAME SLOW_CLIENT SLOW_SECONDS: a round of 6 with a 4 s deadline, client SLOW_CLIENT slowed down
+fault_run() {
+  addr=tcp://127.0.0.1:$(free_port)
+  timeout 120 "$fedc" server --plan "$out/lplan" --listen "$addr" --rounds 1 --clients-per-round 6 --out "$out/$1" \
+    --token t --report-deadline 4 --linger 6 >"$out/$1.log" 2>&1 &
+  server=$!
+  pids=""
+  for c in 0 1 2 3 4 5; do
+    if [ $c = "$2" ]; then
+      FEDC_FAULT=slow:$3 "$fedc" client --connect "$addr" --data "$out/tiny.json" --client $c --token t --timeout 30 \
+        --max-seconds 60 >"$out/$1.slow.log" 2>&1 &
+      slow=$!
+    else
+      timeout 60 "$fedc" client --connect "$addr" --data "$out/tiny.json" --client $c --token t --timeout 30 \
+        >/dev/null 2>&1 &
+      pids="$pids $!"
+    fi
+  done
+}
+# a client killed mid-round (after its task, before its report): the round commits without it at
+# the deadline, with fedc train's bits for the round without that client
+train_dropping 2 "$out/ktrain"
+fault_run killed 2 60
+sleep 1
+kill -9 $slow
+for p in $pids; do wait "$p" || bad "a client process failed"; done
+wait $server && ok || bad "the server failed: $(cat "$out/killed.log")"
+grep -q '"selected": 6, "reported": 5, "dropped": 1' "$out/killed/metrics.jsonl" && ok \
+  || bad "metrics.jsonl: $(cat "$out/killed/metrics.jsonl")"
+same_bits "$out/killed/checkpoint.safetensors" "$out/ktrain/checkpoint.safetensors" && ok \
+  || bad "the run without the killed client differs from fedc train's without it"
+# a straggler slower than the deadline: ignored; its late report is refused, and it ends when told
+train_dropping 5 "$out/strain"
+fault_run straggler 5 7
+for p in $pids; do wait "$p" || bad "a client process failed"; done
+wait $slow && ok || bad "the straggler failed: $(cat "$out/straggler.slow.log")"
+wait $server && ok || bad "the server failed: $(cat "$out/straggler.log")"
+grep -q '"reported": 5, "dropped": 1' "$out/straggler/metrics.jsonl" && ok || bad "straggler metrics"
+grep -q "refused client 5: a report for round 1, but the job is over" "$out/straggler.log" && ok \
+  || bad "the late report was not refused: $(cat "$out/straggler.log")"
+same_bits "$out/straggler/checkpoint.safetensors" "$out/strain/checkpoint.safetensors" && ok \
+  || bad "the run without the straggler differs from fedc train's without it"
+# the server killed (SIGKILL) once round 1 is committed, and started again with the same command:
+# the fleet carries on, and the run ends with the bits of an uninterrupted fedc train
+timeout 120 "$fedc" train --data "$out/tiny.json" $ljob --rounds 4 --clients-per-round 3 --checkpoint-every 4 \
+  --eval-every 0 --threads 1 --quiet --out "$out/rtrain" >/dev/null 2>&1 && ok || bad "fedc train failed"
+addr=tcp://127.0.0.1:$(free_port)
+"$fedc" server --plan "$out/lplan" --listen "$addr" --rounds 4 --clients-per-round 3 --out "$out/restart" \
+  --token t --report-deadline 60 --linger 1 >>"$out/restart.log" 2>&1 &
+server=$!
+timeout 120 "$fedc" fleet --connect "$addr" --data "$out/tiny.json" --clients 6 --token t --timeout 30 \
+  >"$out/rfleet.log" 2>&1 &
+fleet=$!
+for i in $(seq 1 500); do [ -s "$out/restart/metrics.jsonl" ] && break; sleep 0.01; done
+kill -9 $server
+wait $server 2>/dev/null
+timeout 120 "$fedc" server --plan "$out/lplan" --listen "$addr" --rounds 4 --clients-per-round 3 --out "$out/restart" \
+  --token t --report-deadline 60 --linger 1 >>"$out/restart.log" 2>&1 && ok || bad "the restarted server failed"
+wait $fleet && ok || bad "the fleet failed: $(cat "$out/rfleet.log")"
+grep -Eq "resumed from $out/restart/checkpoint.safetensors at round [234]$" "$out/restart.log" && ok \
+  || bad "the server did not resume: $(cat "$out/restart.log")"
+same_bits "$out/restart/checkpoint.safetensors" "$out/rtrain/checkpoint.safetensors" && ok \
+  || bad "the restarted run differs from fedc train's"
 
 # bad command lines and a damaged plan
 expect 2 "needs --plan, --listen, --rounds, --clients-per-round and --out" -- "$fedc" server --plan "$out/plan"

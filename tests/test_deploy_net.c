@@ -37,12 +37,12 @@ static bool setup(void) {
 }
 
 /* Every tensor of the deployed checkpoint is in the trained one, bit for bit. */
-static void check_same_bits(const char *deployed, const char *trained) {
+static void check_same_bits(const char *deployed, const char *trained, int tensors) {
     fedc_safetensors *a = NULL, *b = NULL;
     CHECK_OK(fedc_safetensors_read(deployed, &a));
     CHECK_OK(fedc_safetensors_read(trained, &b));
     if (!a || !b) goto out;
-    CHECK(fedc_safetensors_count(a) == 2); /* logistic: dense/w, dense/b (plain SGD keeps no server state) */
+    CHECK_EQ_INT(fedc_safetensors_count(a), tensors);
     for (int i = 0; i < fedc_safetensors_count(a); i++) {
         fedc_tensor_entry x = fedc_safetensors_tensor(a, i), y;
         CHECK_OK(fedc_safetensors_find(b, x.name, &y));
@@ -67,18 +67,26 @@ static void *server_main(void *arg) {
     return NULL;
 }
 
-/* The plan of `rounds` rounds of k clients, and fedc_train's run of the same. */
-static bool plan_and_train(const char *name, int rounds, int k) {
+/* The plan of `rounds` rounds of k clients, and fedc_train's run of the same;
+ * with `adam`, FedAdam weighting clients by their datasets' sizes (the round
+ * reads meta/num_examples, and the server keeps Adam's state). */
+static bool plan_and_train_as(const char *name, int rounds, int k, bool adam) {
     char plan[600], train[700];
     snprintf(plan, sizeof plan, "%s", path(name));
     snprintf(train, sizeof train, "%s.train", plan);
     fedc_train_config c;
     case_config(&c, data_path, train, rounds, k);
+    if (adam) {
+        c.algorithm.server_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, 0.01);
+        c.algorithm.weighting = FEDC_WEIGHT_DATASET;
+    }
     fedc_status st = fedc_plan_build(&c, plan);
     if (!st) st = fedc_train(&c, NULL);
     if (st) fprintf(stderr, "%s: %s\n", name, fedc_errmsg());
     return st == FEDC_OK;
 }
+
+static bool plan_and_train(const char *name, int rounds, int k) { return plan_and_train_as(name, rounds, k, false); }
 
 static void start_server(job *j, pthread_t *t, const char *name, const char *url, int rounds, int k, FILE *log) {
     static char plan[8][600], out[8][700];
@@ -114,23 +122,49 @@ static int count_lines(const char *file, const char *needle) {
     return n;
 }
 
-/* A fleet of all five clients, three a round for three rounds: fedc_train's bits. */
-static void test_equivalence(void) {
-    if (!setup() || !plan_and_train("eq", 3, 3)) {
+/* The plan `name` served for `rounds` rounds of k clients to a fleet of all
+ * five (FEDC_FAULT `fault` in its environment, NULL: none); false if the set-up
+ * or the run fails. */
+static bool deploy(const char *name, int rounds, int k, bool adam, const char *fault) {
+    if (!setup() || !plan_and_train_as(name, rounds, k, adam)) {
         CHECK_MSG(false, "cannot set up");
-        return;
+        return false;
     }
-    char url[700];
-    snprintf(url, sizeof url, "ipc://%s", path("eq.sock"));
+    char url[700], sock[64];
+    snprintf(sock, sizeof sock, "%s.sock", name);
+    snprintf(url, sizeof url, "ipc://%s", path(sock));
     job j;
     pthread_t t;
-    start_server(&j, &t, "eq", url, 3, 3, NULL);
+    start_server(&j, &t, name, url, rounds, k, NULL);
     fedc_client_options o = client_options(url, "test-token");
-    CHECK_OK(fedc_fleet_run(&o, CASE_CLIENTS));
+    if (fault) setenv("FEDC_FAULT", fault, 1);
+    fedc_status st = fedc_fleet_run(&o, CASE_CLIENTS);
+    CHECK_MSG(st == FEDC_OK, "fleet: %s", fedc_errmsg());
+    unsetenv("FEDC_FAULT");
     pthread_join(t, NULL);
     CHECK_MSG(j.st == FEDC_OK, "server: %s", j.err);
-    check_same_bits(path("eq.out/checkpoint.safetensors"), path("eq.train/checkpoint.safetensors"));
+    return st == FEDC_OK && j.st == FEDC_OK;
+}
+
+/* Three rounds of three clients: fedc_train's bits, though every report is
+ * sent twice (each client checks that the second is counted 0). */
+static void test_equivalence(void) {
+    if (!deploy("eq", 3, 3, false, "report-twice")) return;
+    check_same_bits(path("eq.out/checkpoint.safetensors"), path("eq.train/checkpoint.safetensors"), 2);
     CHECK_EQ_INT(count_lines(path("eq.out/metrics.jsonl"), "\"reported\": 3, \"dropped\": 0"), 3);
+}
+
+/* FedAdam weighting by dataset size: the server's Adam state (server/opt/...)
+ * and each client's meta/num_examples cross the wire too; the same bits. */
+static void test_equivalence_fedadam(void) {
+    if (!deploy("adam", 2, 4, true, NULL)) return;
+    fedc_plan *p = NULL;
+    CHECK_OK(fedc_plan_read(path("adam"), &p));
+    CHECK(p && fedc_program_find_input(fedc_plan_round(p), "meta/num_examples") != FEDC_NONE);
+    int n = p ? fedc_plan_num_tensors(p) : 0;
+    CHECK(n > 2); /* the model and Adam's moments and step */
+    fedc_plan_destroy(p);
+    check_same_bits(path("adam.out/checkpoint.safetensors"), path("adam.train/checkpoint.safetensors"), n);
 }
 
 /* ------------------------------------------------------------ bad input -- */
@@ -169,7 +203,7 @@ static void bad_reports(fedc__net *n, const fedc_plan *p, const char *who, const
     const fedc_program *agg = fedc_deployment_form_phase(fedc_plan_form(p), 0, FEDC_PHASE_AGGREGATION);
     int k = fedc_program_num_inputs(agg);
     fedc_tensor_entry t[16];
-    static float zeros[784 * 62];
+    static float zeros[785 * 62]; /* the largest tensor, with one row more for the wrong shape */
     for (int i = 0; i < k && i < 16; i++) {
         fedc_type type = fedc_value_type(agg, fedc_program_input(agg, i));
         type.placement = FEDC_LOCAL;
@@ -268,7 +302,7 @@ out:
     pthread_join(t, NULL);
     fclose(log);
     CHECK_MSG(j.st == FEDC_OK, "server: %s", j.err);
-    check_same_bits(path("bad.out/checkpoint.safetensors"), path("bad.train/checkpoint.safetensors"));
+    check_same_bits(path("bad.out/checkpoint.safetensors"), path("bad.train/checkpoint.safetensors"), 2);
     CHECK_EQ_INT(count_lines(path("bad.log"), "refused"), 16);
     CHECK_EQ_INT(count_lines(path("bad.log"), "refused client 2: tensor 'client_work/"), 2);
     CHECK_EQ_INT(count_lines(path("bad.out/metrics.jsonl"), "\"reported\": 5, \"dropped\": 0, \"refused\": 16"), 1);
@@ -276,7 +310,9 @@ out:
 }
 
 int main(int argc, char **argv) {
-    static const fedc_test tests[] = {{"equivalence", test_equivalence}, {"bad_input", test_bad_input}};
+    static const fedc_test tests[] = {{"equivalence", test_equivalence},
+                                      {"equivalence_fedadam", test_equivalence_fedadam},
+                                      {"bad_input", test_bad_input}};
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
     fedc_test_tmpdir_remove();
     return rc;

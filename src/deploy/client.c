@@ -179,10 +179,15 @@ static fedc_status send_report(client *c, const fedc__msg *task, int e, fedc__ms
     fedc_tensor_entry *t = fedc_calloc((size_t)n + 1, sizeof *t);
     fedc_status st = t ? FEDC_OK : fedc_error(FEDC_ENOMEM, "client: out of memory");
     for (int i = 0; !st && i < n; i++) {
-        held *h = find_held(c, fedc_program_input_name(agg, i));
-        if (!h) st = fedc_error(FEDC_EUNSUPPORTED, "client %s: the aggregation reads \"%s\", which the client does not hold",
-                                c->id, fedc_program_input_name(agg, i));
-        else t[i] = (fedc_tensor_entry){h->name, h->type, h->data};
+        const char *name = fedc_program_input_name(agg, i);
+        held *h = find_held(c, name);
+        const void *own = h ? NULL : fedc__plan_client_input(c->pc, name); /* an input it aggregates itself */
+        fedc_type type = fedc_value_type(agg, fedc_program_input(agg, i));
+        type.placement = FEDC_LOCAL;
+        if (h) t[i] = (fedc_tensor_entry){h->name, h->type, h->data};
+        else if (own) t[i] = (fedc_tensor_entry){name, type, own};
+        else st = fedc_error(FEDC_EUNSUPPORTED, "client %s: the aggregation reads \"%s\", which the client does not hold",
+                             c->id, name);
     }
     fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id},
                                {"round", fedc__msg_field(task, "round")}, {"exchange", fedc__msg_field(task, "exchange")},
@@ -190,6 +195,20 @@ static fedc_status send_report(client *c, const fedc__msg *task, int e, fedc__ms
     if (!st) st = fedc__net_call(&c->net, FEDC__MSG_REPORT, f, 6, t, n, reply);
     fedc_free(t);
     return st;
+}
+
+/* Test hooks (docs/deployment.md): FEDC_FAULT=slow:S makes a client sleep S
+ * seconds before each task's work (a straggler, or one to kill mid-round);
+ * FEDC_FAULT=report-twice sends every report again after its ack, as a client
+ * whose answer was lost would (the server counts it once). */
+static double fault_slow(void) {
+    const char *f = getenv("FEDC_FAULT");
+    return f && !strncmp(f, "slow:", 5) ? atof(f + 5) : 0;
+}
+
+static bool fault_report_twice(void) {
+    const char *f = getenv("FEDC_FAULT");
+    return f && !strcmp(f, "report-twice");
 }
 
 static fedc_status do_task(client *c, const fedc__msg *m) {
@@ -205,8 +224,15 @@ static fedc_status do_task(client *c, const fedc__msg *m) {
         return FEDC_OK;
     }
     fedc__msg r = {0};
+    if (fault_slow() > 0) sleep_ms((int)(fault_slow() * 1000));
     st = work(c, m, round, (int)e);
     if (!st) st = send_report(c, m, (int)e, &r);
+    if (!st && r.type == FEDC__MSG_ACK && fault_report_twice()) {
+        fedc__msg_free(&r);
+        st = send_report(c, m, (int)e, &r);
+        if (!st && (r.type != FEDC__MSG_ACK || strcmp(fedc__msg_field(&r, "counted"), "0")))
+            st = fedc_error(FEDC_EINTERNAL, "client %s: a repeated report was not answered \"counted 0\"", c->id);
+    }
     if (!st && r.type == FEDC__MSG_REJECT) {
         fprintf(c->log, "fedc client %s: round %lld: the server refused the report: %s\n", c->id, (long long)round + 1,
                 fedc__msg_field(&r, "reason"));

@@ -49,14 +49,19 @@ typedef struct server {
     void **state;            /* per plan tensor: the server state, bound to the run */
     int64_t *sampled;        /* the round's clients, by slot */
     uint8_t *reported;       /* per slot, this exchange */
+    int64_t *closed_sampled; /* the last exchange that closed: its clients and which reported, so that */
+    uint8_t *closed_reported; /* an upload repeated after it closed is acknowledged, not counted */
+    int closed_round, closed_exchange;
     int nreported, round, exchange;
     bool done;
     fedc_tensor_entry *task; /* the broadcast values a task carries */
     int ntask;
     upload *up;
     int nup;
+    upload *own;             /* slots the server allocates: a client input the aggregation reads itself */
+    int nown;
     double bytes_in, bytes_out;
-    int refused;
+    int refused, duplicates; /* requests refused; reports of a slot that had reported (not counted again) */
     FILE *metrics;
 } server;
 
@@ -196,7 +201,14 @@ static bool report(server *s, const fedc__msg *m) {
     if (fedc__msg_int(m, "client", 0, s->population - 1, &client) || fedc__msg_int(m, "round", 0, INT32_MAX, &round) ||
         fedc__msg_int(m, "exchange", 0, 1000, &exchange) || fedc__msg_int(m, "slot", 0, s->k - 1, &slot))
         return refuse(s, who, "%s", fedc_errmsg());
-    if (s->done || round != s->round || exchange != s->exchange)
+    bool open = !s->done && round == s->round && exchange == s->exchange;
+    if (!open && round == s->closed_round && exchange == s->closed_exchange && s->closed_sampled[slot] == client &&
+        s->closed_reported[slot]) { /* a retried upload of an exchange that has closed */
+        s->duplicates++;
+        return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "0"}}, 1, NULL, 0);
+    }
+    if (s->done) return refuse(s, who, "a report for round %lld, but the job is over", (long long)round + 1);
+    if (!open)
         return refuse(s, who, "a report for round %lld exchange %lld, but round %d exchange %d is open", (long long)round + 1,
                       (long long)exchange, s->round + 1, s->exchange);
     if (s->sampled[slot] != client) return refuse(s, who, "slot %lld of round %d is not this client's", (long long)slot, s->round + 1);
@@ -208,6 +220,7 @@ static bool report(server *s, const fedc__msg *m) {
         memcpy(s->up[j].slots + (size_t)slot * s->up[j].bytes, e.data, s->up[j].bytes);
     }
     if (!again) s->reported[slot] = 1, s->nreported++;
+    else s->duplicates++;
     return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", again ? "0" : "1"}}, 1, NULL, 0);
 }
 
@@ -241,12 +254,34 @@ static fedc_status serve(server *s, double until, bool to_the_end) {
 
 /* ---------------------------------------------------------- set-up -- */
 
+/* Slots for a round input the aggregation reads itself (weighted_mean by
+ * meta/num_examples): a buffer of the server's, bound to the run, made once. */
+static fedc_status own_slots(server *s, const fedc_program *agg, int i, upload *u) {
+    for (int j = 0; j < s->nown; j++)
+        if (!strcmp(s->own[j].name, u->name)) {
+            u->slots = s->own[j].slots;
+            return FEDC_OK;
+        }
+    u->local = fedc_value_type(agg, fedc_program_input(agg, i));
+    u->local.placement = FEDC_LOCAL;
+    u->bytes = fedc_type_bytes(&u->local);
+    upload *o = s->nown < 64 ? &s->own[s->nown] : NULL;
+    if (!o) return fedc_error(FEDC_EUNSUPPORTED, "server: more than 64 client inputs read by aggregations");
+    *o = *u;
+    if (!(o->slots = fedc_calloc((size_t)s->k, u->bytes + 1))) return fedc_error(FEDC_ENOMEM, "server: out of memory");
+    s->nown++;
+    u->slots = o->slots;
+    return fedc_deployment_run_bind(s->run, u->name, u->slots);
+}
+
 /* The broadcast values of exchange e (a task's tensors: one client's copy) and
  * the slots each aggregation input is written into. */
 static fedc_status exchange_io(server *s, int e) {
     const fedc_program *work = fedc_deployment_form_phase(s->form, e, FEDC_PHASE_CLIENT_WORK);
     const fedc_program *agg = fedc_deployment_form_phase(s->form, e, FEDC_PHASE_AGGREGATION);
     s->ntask = s->nup = 0;
+    if (fedc_program_num_inputs(work) > 4096 || fedc_program_num_inputs(agg) > 4096)
+        return fedc_error(FEDC_EUNSUPPORTED, "server: exchange %d passes more than 4096 values", e);
     for (int i = 0; i < fedc_program_num_inputs(work); i++) {
         const char *name = fedc_program_input_name(work, i);
         fedc_type t;
@@ -259,11 +294,10 @@ static fedc_status exchange_io(server *s, int e) {
         upload *u = &s->up[s->nup++];
         u->name = fedc_program_input_name(agg, i);
         u->slots = fedc__deployment_run_buffer(s->run, u->name, false, &u->local);
-        if (!u->slots)
-            return fedc_error(FEDC_EUNSUPPORTED, "server: the aggregation of exchange %d reads \"%s\" itself, which a "
-                              "deployment does not send up yet", e, u->name);
         u->local.placement = FEDC_LOCAL;
         u->bytes = fedc_type_bytes(&u->local);
+        fedc_status st = u->slots ? FEDC_OK : own_slots(s, agg, i, u);
+        if (st) return st;
     }
     return FEDC_OK;
 }
@@ -354,9 +388,14 @@ static fedc_status setup(server *s) {
     s->state = fedc_calloc((size_t)s->ntensors + 1, sizeof *s->state);
     s->sampled = fedc_calloc((size_t)k, sizeof *s->sampled);
     s->reported = fedc_calloc((size_t)k, 1);
+    s->closed_sampled = fedc_calloc((size_t)k, sizeof *s->closed_sampled);
+    s->closed_reported = fedc_calloc((size_t)k, 1);
+    s->closed_round = -1;
     s->task = fedc_calloc(4096, sizeof *s->task);
     s->up = fedc_calloc(4096, sizeof *s->up);
-    if (!s->state || !s->sampled || !s->reported || !s->task || !s->up) return fedc_error(FEDC_ENOMEM, "server: out of memory");
+    s->own = fedc_calloc(64, sizeof *s->own);
+    if (!s->state || !s->sampled || !s->reported || !s->closed_sampled || !s->closed_reported || !s->task || !s->up || !s->own)
+        return fedc_error(FEDC_ENOMEM, "server: out of memory");
     st = fedc_deployment_run_create(&s->run, s->form, &(fedc_exec_options){.clients = s->k, .threads = o->threads});
     for (int i = 0; !st && i < s->ntensors; i++) {
         fedc_tensor_entry e = fedc_plan_tensor(s->plan, i);
@@ -376,6 +415,9 @@ static void teardown(server *s) {
     fedc__net_close(&s->net);
     for (int i = 0; s->state && i < s->ntensors; i++) fedc_free(s->state[i]);
     fedc_free(s->state), fedc_free(s->sampled), fedc_free(s->reported), fedc_free(s->task), fedc_free(s->up);
+    fedc_free(s->closed_sampled), fedc_free(s->closed_reported);
+    for (int i = 0; i < s->nown; i++) fedc_free(s->own[i].slots);
+    fedc_free(s->own);
     fedc_deployment_run_destroy(s->run);
     fedc_plan_destroy(s->plan);
     if (s->metrics) fclose(s->metrics);
@@ -384,7 +426,7 @@ static void teardown(server *s) {
 /* ---------------------------------------------------------- a round -- */
 
 typedef struct round_stats {
-    int reported, refused;
+    int reported, refused, duplicates;
     double bytes_in, bytes_out, t_prepare, t_collect, t_aggregate, t_result, t_checkpoint;
     float train_loss, examples;
 } round_stats;
@@ -403,6 +445,9 @@ static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandon
     if (!st) st = serve(s, t1 + s->o->report_deadline, false);
     double t2 = fedc_seconds();
     rs->t_prepare += t1 - t0, rs->t_collect += t2 - t1;
+    memcpy(s->closed_sampled, s->sampled, (size_t)s->k * sizeof *s->sampled);
+    memcpy(s->closed_reported, s->reported, (size_t)s->k);
+    s->closed_round = s->round, s->closed_exchange = e;
     rs->reported = s->nreported;
     if (!st && s->nreported < s->o->min_reports) {
         fprintf(s->log, "fedc server: round %d: %d of %d clients reported by the deadline, fewer than %d: the round "
@@ -459,10 +504,11 @@ static fedc_status checkpoint(server *s, int next_round) {
 
 static void log_metrics(server *s, const round_stats *rs) {
     fprintf(s->metrics,
-            "{\"round\": %d, \"selected\": %d, \"reported\": %d, \"dropped\": %d, \"refused\": %d, \"bytes_in\": %.0f, "
+            "{\"round\": %d, \"selected\": %d, \"reported\": %d, \"dropped\": %d, \"refused\": %d, \"duplicates\": %d, "
+            "\"bytes_in\": %.0f, "
             "\"bytes_out\": %.0f, \"train_loss\": %.9g, \"examples\": %.0f, \"seconds\": {\"prepare\": %.6f, "
             "\"collect\": %.6f, \"aggregate\": %.6f, \"result\": %.6f, \"checkpoint\": %.6f}}\n",
-            s->round + 1, s->k, rs->reported, s->k - rs->reported, rs->refused, rs->bytes_in, rs->bytes_out,
+            s->round + 1, s->k, rs->reported, s->k - rs->reported, rs->refused, rs->duplicates, rs->bytes_in, rs->bytes_out,
             rs->train_loss, rs->examples, rs->t_prepare, rs->t_collect, rs->t_aggregate, rs->t_result, rs->t_checkpoint);
     fflush(s->metrics);
 }
@@ -473,7 +519,7 @@ static fedc_status run_round(server *s, int r) {
     for (int attempt = 0; !st && abandoned && attempt < MAX_ATTEMPTS; attempt++) {
         round_stats rs = {0};
         double in = s->bytes_in, out = s->bytes_out;
-        int refused = s->refused;
+        int refused = s->refused, duplicates = s->duplicates;
         s->round = r;
         abandoned = false;
         st = fedc_sample_clients(s->population, s->k, s->seed, (uint32_t)r, s->sampled);
@@ -484,6 +530,7 @@ static fedc_status run_round(server *s, int r) {
         if (!st && !abandoned) st = checkpoint(s, r + 1);
         rs.t_checkpoint = fedc_seconds() - t;
         rs.bytes_in = s->bytes_in - in, rs.bytes_out = s->bytes_out - out, rs.refused = s->refused - refused;
+        rs.duplicates = s->duplicates - duplicates;
         if (!st && !abandoned) log_metrics(s, &rs);
     }
     if (!st && abandoned)

@@ -222,6 +222,18 @@ void fedc__plan_client_destroy(fedc__plan_client *c) {
 
 const char *fedc__plan_client_name(const fedc__plan_client *c) { return fedc_dataset_client_id(c->d->t.train, c->id); }
 
+/* The client's inputs by name, in its buffers (x, y, mask, steps, key, meta/num_examples). */
+const void *fedc__plan_client_input(const fedc__plan_client *c, const char *name) {
+    const struct {
+        const char *name;
+        const void *data;
+    } in[] = {{"x", c->cb.x}, {"y", c->cb.y}, {"mask", c->cb.mask}, {"steps", c->cb.steps}, {"key", c->cb.key},
+              {"meta/num_examples", &c->num_examples}};
+    for (size_t i = 0; i < sizeof in / sizeof *in; i++)
+        if (!strcmp(name, in[i].name)) return in[i].data;
+    return NULL;
+}
+
 fedc_status fedc__plan_client_load(fedc__plan_client *c, uint32_t round, fedc_executor *ex, const fedc_program *q) {
     pthread_mutex_lock(&c->d->lock);
     bool strict = c->d->c.strict;
@@ -229,12 +241,9 @@ fedc_status fedc__plan_client_load(fedc__plan_client *c, uint32_t round, fedc_ex
     fedc_status st = fedc__train_fill(&c->d->t, c->d->t.train, &c->id, 1, &c->cb, true, round);
     c->d->c.strict = strict;
     pthread_mutex_unlock(&c->d->lock);
-    const struct {
-        const char *name;
-        const void *data;
-    } in[] = {{"x", c->cb.x}, {"y", c->cb.y}, {"mask", c->cb.mask}, {"steps", c->cb.steps}, {"key", c->cb.key},
-              {"meta/num_examples", &c->num_examples}};
-    for (size_t i = 0; !st && i < sizeof in / sizeof *in; i++)
-        if (fedc_program_find_input(q, in[i].name) != FEDC_NONE) st = fedc_executor_bind(ex, in[i].name, in[i].data);
+    static const char *const names[] = {"x", "y", "mask", "steps", "key", "meta/num_examples"};
+    for (size_t i = 0; !st && i < sizeof names / sizeof *names; i++)
+        if (fedc_program_find_input(q, names[i]) != FEDC_NONE)
+            st = fedc_executor_bind(ex, names[i], fedc__plan_client_input(c, names[i]));
     return st;
 }
