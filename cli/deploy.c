@@ -20,6 +20,8 @@ static const char server_usage[] =
     "  --token T                the token clients must present (default: one is made and written\n"
     "                           to DIR/token)\n"
     "  --token-file FILE        the token, as FILE's first line\n"
+    "  --tls-cert FILE --tls-key FILE\n"
+    "                           PEM certificate and key, for a tls+tcp://HOST:PORT address\n"
     "  --report-deadline S      seconds a round waits for its reports (default 600)\n"
     "  --min-reports M          reports a round needs by the deadline, else it is run again (default 1)\n"
     "  --max-message BYTES      the largest message a client may send, 1024 to 2^32 (default 2^28)\n"
@@ -33,6 +35,9 @@ static const char client_usage[] =
     "  train numbers them) of the dataset PATH, opened with the plan's settings\n"
     "  fleet: clients 0 to N - 1 of PATH as threads of one process, each with its own connection\n"
     "  --token T | --token-file FILE   the server's token\n"
+    "  --tls-ca FILE            for a tls+tcp:// address: the PEM certificate(s) to verify the\n"
+    "                           server's with (a self-signed server: its certificate)\n"
+    "  --tls-server-name NAME   the name the server's certificate must have (default: the host)\n"
     "  --timeout S              seconds to wait for an answer (default 60)\n"
     "  --max-seconds S          the whole job at most (default 86400)\n"
     "  --max-message BYTES      the largest message the server may send (default 2^28)\n"
@@ -79,6 +84,8 @@ static bool option(const char *cmd, args *a, bool server, const char *name, cons
         if (!strcmp(name, "--plan")) return cli_text(cmd, name, v) && (a->s.plan = v);
         if (!strcmp(name, "--listen")) return cli_text(cmd, name, v) && (a->s.listen = v);
         if (!strcmp(name, "--out")) return cli_text(cmd, name, v) && (a->s.out_dir = v);
+        if (!strcmp(name, "--tls-cert")) return cli_text(cmd, name, v) && (a->s.tls_cert = v);
+        if (!strcmp(name, "--tls-key")) return cli_text(cmd, name, v) && (a->s.tls_key = v);
         if (!strcmp(name, "--rounds"))
             return cli_uint(cmd, name, v, 1, 1000000, &n) && (a->s.rounds = (int)n, a->has_rounds = true);
         if (!strcmp(name, "--clients-per-round"))
@@ -89,6 +96,8 @@ static bool option(const char *cmd, args *a, bool server, const char *name, cons
     } else {
         if (!strcmp(name, "--connect")) return cli_text(cmd, name, v) && (a->c.connect = v);
         if (!strcmp(name, "--data")) return cli_text(cmd, name, v) && (a->c.data = v);
+        if (!strcmp(name, "--tls-ca")) return cli_text(cmd, name, v) && (a->c.tls_ca = v);
+        if (!strcmp(name, "--tls-server-name")) return cli_text(cmd, name, v) && (a->c.tls_server_name = v);
         if (!strcmp(name, "--client")) return cli_uint(cmd, name, v, 0, 1 << 20, &n) && (a->c.client = (int64_t)n, true);
         if (!strcmp(name, "--clients"))
             return cli_uint(cmd, name, v, 1, 100000, &n) && (a->clients = (int)n, a->has_clients = true);

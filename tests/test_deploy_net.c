@@ -250,7 +250,7 @@ static void test_bad_input(void) {
     fedc_plan *p = NULL;
     CHECK_OK(fedc_plan_read(path("bad"), &p));
     fedc__net n;
-    CHECK_OK(fedc__net_dial(&n, url, (size_t)1 << 28, 30000));
+    CHECK_OK(fedc__net_dial(&n, url, (size_t)1 << 28, 30000, NULL));
     if (!p || !n.open) goto out;
 
     unsigned char junk[300];

@@ -177,9 +177,10 @@ FEDC_API int fedc_plan_num_tensors(const fedc_plan *p);
 FEDC_API fedc_tensor_entry fedc_plan_tensor(const fedc_plan *p, int i);
 
 /* ------------------------------------------------------ server and clients --
- * A deployment over the network (NNG request/reply on tcp:// or ipc://): the
- * server runs the server phases of a plan, clients run client_work on their own
- * data, and they speak the protocol of docs/deployment.md ("The protocol"):
+ * A deployment over the network (NNG request/reply on tcp://, ipc://, or
+ * tls+tcp:// with TLS through NNG's mbedTLS): the server runs the server phases
+ * of a plan, clients run client_work on their own data, and they speak the
+ * protocol of docs/deployment.md ("The protocol"):
  * check-in (token, client, protocol version, plan hash) answered by the plan,
  * a task (round, exchange, slot, the broadcast values), a wait (retry after) or
  * done; a report (what client_work sends up) answered by ack or reject. Each
@@ -191,6 +192,7 @@ typedef struct fedc_server_options {
     const char *listen;      /* tcp://127.0.0.1:PORT, ipc:///path, ... */
     const char *out_dir;     /* checkpoint.safetensors (after every round), metrics.jsonl, token */
     const char *token;       /* what clients must present; NULL: one is made and written to out_dir/token */
+    const char *tls_cert, *tls_key; /* PEM files: the certificate and key of a tls+tcp:// address */
     int rounds, clients_per_round;
     double report_deadline;  /* seconds a round waits for its reports (default 600); then it commits without
                                 the missing clients, if it has min_reports */
@@ -209,6 +211,8 @@ typedef struct fedc_client_options {
     const char *connect;  /* the server's address */
     const char *data;     /* a dataset (any format fedc reads), opened with the plan's settings */
     const char *token;
+    const char *tls_ca;   /* tls+tcp://: the PEM certificate(s) the server's is verified with */
+    const char *tls_server_name; /* the name the server's certificate must have (NULL: the address's host) */
     int64_t client;       /* the client's index in data, as fedc train numbers them */
     double timeout;       /* seconds to wait for an answer (default 60) */
     double max_seconds;   /* the whole job, at most (default 86400) */

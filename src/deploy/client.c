@@ -286,7 +286,8 @@ static fedc_status client_init(client *c, const fedc_client_options *o, int64_t 
     snprintf(c->id, sizeof c->id, "%lld", (long long)id);
     if (!o->connect || !o->data || !(o->timeout > 0) || !(o->max_seconds > 0))
         return fedc_error(FEDC_EINVAL, "client: needs an address, data, a timeout and max_seconds above 0");
-    return fedc__net_dial(&c->net, o->connect, o->max_message, (int)(o->timeout * 1000));
+    return fedc__net_dial(&c->net, o->connect, o->max_message, (int)(o->timeout * 1000),
+                          &(fedc__tls){.ca = o->tls_ca, .server_name = o->tls_server_name});
 }
 
 static fedc_status client_start(client *c, const fedc_plan *plan, fedc__plan_data *d, int64_t id) {

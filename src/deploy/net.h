@@ -15,13 +15,23 @@ typedef struct fedc__net {
     nng_socket s;
     bool open;
     size_t max; /* the largest payload a frame may declare */
+    int timeout_ms;
+    char url[256]; /* for messages */
 } fedc__net;
 
-/* The server's socket on `url` (tcp://HOST:PORT, ipc://PATH), waiting at most
- * recv_ms for each request. */
-fedc_status fedc__net_listen(fedc__net *n, const char *url, size_t max, int recv_ms);
-/* A client's socket towards `url`: each call waits at most timeout_ms. */
-fedc_status fedc__net_dial(fedc__net *n, const char *url, size_t max, int timeout_ms);
+/* TLS (tls+tcp:// addresses, through NNG's mbedTLS engine): the server's
+ * certificate and key (PEM files), the certificate(s) a client verifies the
+ * server with, and the name it expects in it (NULL: the address's host). */
+typedef struct fedc__tls {
+    const char *cert, *key, *ca, *server_name;
+} fedc__tls;
+
+/* The server's socket on `url` (tcp://HOST:PORT, ipc://PATH, tls+tcp://HOST:PORT
+ * with tls's cert and key), waiting at most recv_ms for each request. */
+fedc_status fedc__net_listen(fedc__net *n, const char *url, size_t max, int recv_ms, const fedc__tls *tls);
+/* A client's socket towards `url` (tls+tcp:// needs tls's ca): each call waits
+ * at most timeout_ms. */
+fedc_status fedc__net_dial(fedc__net *n, const char *url, size_t max, int timeout_ms, const fedc__tls *tls);
 void fedc__net_close(fedc__net *n);
 
 /* The next request's bytes (nng_free them with size), or *timed_out. */

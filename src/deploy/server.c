@@ -553,7 +553,8 @@ fedc_status fedc_server_run(const fedc_server_options *o) {
     fedc_status st = setup(&s);
     if (!st) st = resume(&s, &first);
     if (!st && !(s.metrics = fopen(path, first ? "a" : "w"))) st = fedc_error(FEDC_EIO, "%s: cannot write", path);
-    if (!st) st = fedc__net_listen(&s.net, o->listen, o->max_message, 100);
+    if (!st) st = fedc__net_listen(&s.net, o->listen, o->max_message, 100,
+                                             &(fedc__tls){.cert = o->tls_cert, .key = o->tls_key});
     if (!st) fprintf(s.log, "fedc server: listening on %s, plan %s, rounds %d to %d of %d clients\n", o->listen,
                      fedc_plan_hash(s.plan), first + 1, o->rounds, s.k);
     for (int r = first; !st && r < o->rounds; r++) st = run_round(&s, r);
