@@ -155,21 +155,24 @@ grep -q "refused client 5: a report for round 1, but the job is over" "$out/stra
 same_bits "$out/straggler/checkpoint.safetensors" "$out/strain/checkpoint.safetensors" && ok \
   || bad "the run without the straggler differs from fedc train's without it"
 # the server killed (SIGKILL) once round 1 is committed, and started again with the same command:
-# the fleet carries on, and the run ends with the bits of an uninterrupted fedc train
+# it keeps the token it made, the fleet carries on, and the run ends with the bits of an
+# uninterrupted fedc train
 timeout 120 "$fedc" train --data "$out/tiny.json" $ljob --rounds 4 --clients-per-round 3 --checkpoint-every 4 \
   --eval-every 0 --threads 1 --quiet --out "$out/rtrain" >/dev/null 2>&1 && ok || bad "fedc train failed"
 addr=tcp://127.0.0.1:$(free_port)
 "$fedc" server --plan "$out/lplan" --listen "$addr" --rounds 4 --clients-per-round 3 --out "$out/restart" \
-  --token t --report-deadline 60 --linger 1 >>"$out/restart.log" 2>&1 &
+  --report-deadline 60 --linger 1 >>"$out/restart.log" 2>&1 &
 server=$!
-timeout 120 "$fedc" fleet --connect "$addr" --data "$out/tiny.json" --clients 6 --token t --timeout 30 \
-  >"$out/rfleet.log" 2>&1 &
+for i in $(seq 1 100); do [ -s "$out/restart/token" ] && break; sleep 0.05; done
+timeout 120 "$fedc" fleet --connect "$addr" --data "$out/tiny.json" --clients 6 --token-file "$out/restart/token" \
+  --timeout 30 >"$out/rfleet.log" 2>&1 &
 fleet=$!
 for i in $(seq 1 500); do [ -s "$out/restart/metrics.jsonl" ] && break; sleep 0.01; done
 kill -9 $server
 wait $server 2>/dev/null
 timeout 120 "$fedc" server --plan "$out/lplan" --listen "$addr" --rounds 4 --clients-per-round 3 --out "$out/restart" \
-  --token t --report-deadline 60 --linger 1 >>"$out/restart.log" 2>&1 && ok || bad "the restarted server failed"
+  --report-deadline 60 --linger 1 >>"$out/restart.log" 2>&1 && ok || bad "the restarted server failed"
+grep -q "token in $out/restart/token (kept)" "$out/restart.log" && ok || bad "the restarted server made a new token"
 wait $fleet && ok || bad "the fleet failed: $(cat "$out/rfleet.log")"
 grep -Eq "resumed from $out/restart/checkpoint.safetensors at round [234]$" "$out/restart.log" && ok \
   || bad "the server did not resume: $(cat "$out/restart.log")"

@@ -311,12 +311,30 @@ static fedc_status plan_int(const server *s, const char *key, int64_t *out) {
     return FEDC_OK;
 }
 
-/* The token: given, or 32 random hex digits written to out_dir/token (0600). */
+/* A token of 32 hex digits, the first line of out_dir/token, as make_token wrote it. */
+static bool read_token(server *s, const char *path) {
+    FILE *f = fopen(path, "r");
+    char line[64] = "";
+    bool ok = f && fgets(line, sizeof line, f) && strlen(line) == 33 && line[32] == '\n' &&
+              strspn(line, "0123456789abcdef") == 32;
+    if (f) fclose(f);
+    if (ok) snprintf(s->token, sizeof s->token, "%.32s", line);
+    return ok;
+}
+
+/* The token: given, the one out_dir/token holds (a restarted server keeps its
+ * clients), or 32 random hex digits written there (0600). */
 static fedc_status make_token(server *s) {
     if (s->o->token) {
         if (!s->o->token[0] || strlen(s->o->token) >= sizeof s->token || strpbrk(s->o->token, "\"\\\n"))
             return fedc_error(FEDC_EINVAL, "server: the token must be 1 to 159 bytes without quotes, backslashes or newlines");
         snprintf(s->token, sizeof s->token, "%s", s->o->token);
+        return FEDC_OK;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/token", s->o->out_dir);
+    if (read_token(s, path)) {
+        fprintf(s->log, "fedc server: clients' token in %s (kept)\n", path);
         return FEDC_OK;
     }
     unsigned char r[16];
@@ -325,8 +343,6 @@ static fedc_status make_token(server *s) {
     if (f) fclose(f);
     if (!ok) return fedc_error(FEDC_EIO, "server: cannot read /dev/urandom for a token");
     for (int i = 0; i < 16; i++) snprintf(s->token + 2 * i, 3, "%02x", r[i]);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/token", s->o->out_dir);
     mode_t old = umask(077);
     f = fopen(path, "w");
     umask(old);
