@@ -3,7 +3,8 @@
 # only): a deployed FedAvg run on the CNN (with dropout) ends with the bits of
 # fedc train on the same clients, seeds and rounds, with every client a process of
 # its own, and again with the clients as a fleet (on the heart-disease silos when
-# ../shared/data has them); a client without the token is refused; a client killed
+# ../shared/data has them), and for Mime, FedNova, FedProx, FedSGD, MimeLite and HypCluster;
+# a client without the token is refused; a client killed
 # mid-round and a straggler are dropped at the deadline (fedc train's bits with that
 # client dropped); a server killed and restarted continues to the bits of an
 # uninterrupted run; over TLS with a self-signed certificate the bits are the same, and a
@@ -103,6 +104,25 @@ if [ -d $heart ]; then
 else
   echo "deploy.sh: $heart is absent: the fleet on the heart silos is not run"
 fi
+
+# Other algorithms, as fleets: Mime and FedNova (two exchanges a round: a client keeps its values of
+# the first for the second), FedProx, FedSGD, MimeLite and HypCluster (its clusters in the server
+# state): each ends with fedc train's bits
+for alg in mime fednova fedprox fedsgd mimelite hypcluster; do
+  ajob="--model logistic --batch-size 2 --seed 4 --algorithm $alg"
+  "$fedc" plan build --data "$out/tiny.json" $ajob --out "$out/$alg.plan" >/dev/null 2>&1 || bad "$alg: plan build failed"
+  timeout 120 "$fedc" train --data "$out/tiny.json" $ajob --rounds 2 --clients-per-round 3 --checkpoint-every 2 \
+    --eval-every 0 --threads 1 --quiet --out "$out/$alg.train" >/dev/null 2>&1 || bad "$alg: fedc train failed"
+  addr=tcp://127.0.0.1:$(free_port)
+  timeout 120 "$fedc" server --plan "$out/$alg.plan" --listen "$addr" --rounds 2 --clients-per-round 3 \
+    --out "$out/$alg.srv" --token t --report-deadline 60 --linger 1 >"$out/$alg.log" 2>&1 &
+  server=$!
+  timeout 120 "$fedc" fleet --connect "$addr" --data "$out/tiny.json" --clients 6 --token t --timeout 30 \
+    >>"$out/$alg.log" 2>&1 || bad "$alg: the fleet failed: $(cat "$out/$alg.log")"
+  wait $server || bad "$alg: the server failed: $(cat "$out/$alg.log")"
+  same_bits "$out/$alg.srv/checkpoint.safetensors" "$out/$alg.train/checkpoint.safetensors" && ok \
+    || bad "$alg: the deployed run's bits differ from fedc train's"
+done
 
 # Faults, on a logistic model (quick): ljob's plan, rounds of all 6 clients.
 ljob="--model logistic --batch-size 2 --seed 9"
