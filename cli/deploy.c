@@ -112,14 +112,13 @@ static int parse(const char *cmd, args *a, bool server, int argc, char **argv) {
     memset(a, 0, sizeof *a);
     fedc_server_defaults(&a->s);
     fedc_client_defaults(&a->c);
-    for (int i = 0; i < argc; i++) {
+    for (int i = 0; i < argc; i += 2) { /* every option takes a value */
         if (strncmp(argv[i], "--", 2) || i + 1 == argc) {
             fprintf(stderr, "%s: %s '%s' (see %s --help)\n", cmd, strncmp(argv[i], "--", 2) ? "unexpected argument" : "a value is needed after",
                     argv[i], cmd);
             return CLI_USAGE;
         }
         if (!option(cmd, a, server, argv[i], argv[i + 1])) return CLI_USAGE;
-        i++;
     }
     if (a->token_file && !read_token(cmd, a)) return CLI_USAGE;
     if (a->token_file) a->s.token = a->c.token = a->token;
