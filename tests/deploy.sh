@@ -136,7 +136,7 @@ train_dropping() {
 fault_run() {
   addr=tcp://127.0.0.1:$(free_port)
   timeout 120 "$fedc" server --plan "$out/lplan" --listen "$addr" --rounds 1 --clients-per-round 6 --out "$out/$1" \
-    --token t --report-deadline 4 --linger 6 >"$out/$1.log" 2>&1 &
+    --token t --report-deadline 4 --linger 8 >"$out/$1.log" 2>&1 &
   server=$!
   pids=""
   for c in 0 1 2 3 4 5; do
