@@ -294,10 +294,10 @@ static fedc_status exchange_io(server *s, int e) {
         upload *u = &s->up[s->nup++];
         u->name = fedc_program_input_name(agg, i);
         u->slots = fedc__deployment_run_buffer(s->run, u->name, false, &u->local);
-        u->local.placement = FEDC_LOCAL;
-        u->bytes = fedc_type_bytes(&u->local);
         fedc_status st = u->slots ? FEDC_OK : own_slots(s, agg, i, u);
         if (st) return st;
+        u->local.placement = FEDC_LOCAL;
+        u->bytes = fedc_type_bytes(&u->local);
     }
     return FEDC_OK;
 }
