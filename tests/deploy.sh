@@ -3,7 +3,8 @@
 # only): a deployed FedAvg run on the CNN (with dropout) ends with the bits of
 # fedc train on the same clients, seeds and rounds, with every client a process of
 # its own, and again with the clients as a fleet (on the heart-disease silos when
-# ../shared/data has them), and for Mime, FedNova, FedProx, FedSGD, MimeLite and HypCluster;
+# ../shared/data has them), and for Mime, FedNova, FedProx, FedSGD, MimeLite, HypCluster,
+# SCAFFOLD, FedDyn, DiLoCo and APFL;
 # a client without the token is refused; a client killed
 # mid-round and a straggler are dropped at the deadline (fedc train's bits with that
 # client dropped); a server killed and restarted continues to the bits of an
@@ -106,15 +107,17 @@ else
 fi
 
 # Other algorithms, as fleets: Mime and FedNova (two exchanges a round: a client keeps its values of
-# the first for the second), FedProx, FedSGD, MimeLite and HypCluster (its clusters in the server
-# state): each ends with fedc train's bits
-for alg in mime fednova fedprox fedsgd mimelite hypcluster; do
+# the first for the second), FedProx, FedSGD, MimeLite, HypCluster (its clusters in the server
+# state), and SCAFFOLD, FedDyn, DiLoCo and APFL (state kept by each client from round to round):
+# 3 rounds of 3 of the 6 clients (so some client is in two rounds) end with fedc train's bits
+for alg in mime fednova fedprox fedsgd mimelite hypcluster scaffold feddyn diloco apfl; do
   ajob="--model logistic --batch-size 2 --seed 4 --algorithm $alg"
+  [ $alg = diloco ] && ajob="$ajob --client-opt adam --client-lr 0.01" # its replicas keep Adam's state
   "$fedc" plan build --data "$out/tiny.json" $ajob --out "$out/$alg.plan" >/dev/null 2>&1 || bad "$alg: plan build failed"
-  timeout 120 "$fedc" train --data "$out/tiny.json" $ajob --rounds 2 --clients-per-round 3 --checkpoint-every 2 \
+  timeout 120 "$fedc" train --data "$out/tiny.json" $ajob --rounds 3 --clients-per-round 3 --checkpoint-every 3 \
     --eval-every 0 --threads 1 --quiet --out "$out/$alg.train" >/dev/null 2>&1 || bad "$alg: fedc train failed"
   addr=tcp://127.0.0.1:$(free_port)
-  timeout 120 "$fedc" server --plan "$out/$alg.plan" --listen "$addr" --rounds 2 --clients-per-round 3 \
+  timeout 120 "$fedc" server --plan "$out/$alg.plan" --listen "$addr" --rounds 3 --clients-per-round 3 \
     --out "$out/$alg.srv" --token t --report-deadline 60 --linger 1 >"$out/$alg.log" 2>&1 &
   server=$!
   timeout 120 "$fedc" fleet --connect "$addr" --data "$out/tiny.json" --clients 6 --token t --timeout 30 \
@@ -236,8 +239,8 @@ expect 2 "unknown option '--bogus'" -- "$fedc" client --connect "$addr" --data x
 expect 2 "and no --clients (that is fedc fleet's)" -- "$fedc" client --connect "$addr" --data x --clients 3
 expect 2 "--clients needs" -- "$fedc" fleet --connect "$addr" --data x --clients 0
 expect 2 "needs --out PLAN" -- "$fedc" plan build --data "$out/tiny.json"
-expect 1 "plan: scaffold's round reads \"client/" -- "$fedc" plan build --data "$out/tiny.json" --algorithm scaffold \
-  --out "$out/scaffold"
+expect 1 "plan: agnostic_fedavg's round reads \"meta/domain\"" -- "$fedc" plan build --data "$out/tiny.json" \
+  --algorithm agnostic_fedavg --out "$out/agnostic"
 sed -i 's/^setting seed 5$/setting seed 6/' "$out/plan/plan.txt"
 expect 0 "seed        6" -- "$fedc" plan check "$out/plan"
 printf 'x' >>"$out/plan/0_client_work.fedc"

@@ -261,13 +261,66 @@ static void test_sha256(void) {
     CHECK(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"));
 }
 
-/* An algorithm whose round reads per-client state is refused, naming the input. */
-static void test_build_refuses(void) {
+/* SCAFFOLD's plan holds its client state's initial value, which the reader
+ * checks against the round's client/ inputs; a manifest without it is refused. */
+static void test_client_state(void) {
     if (!setup()) return;
     fedc_train_config c;
     case_config(&c, data_path, plan_dir, 2, 3);
     c.algorithm.def = fedc_algorithm_find("scaffold");
-    CHECK_ERR(fedc_plan_build(&c, fedc_test_tmp("scaffold")), FEDC_EUNSUPPORTED, "scaffold's round reads \"client/");
+    char dir[500];
+    snprintf(dir, sizeof dir, "%s", fedc_test_tmp("scaffold"));
+    CHECK_OK(fedc_plan_build(&c, dir));
+    fedc_plan *p = NULL;
+    CHECK_OK(fedc_plan_read(dir, &p));
+    if (!p) return;
+    const fedc_program *init = fedc_plan_client_init(p);
+    CHECK(init != NULL);
+    int state = 0;
+    for (int i = 0; i < fedc_program_num_inputs(fedc_plan_round(p)); i++)
+        state += !strncmp(fedc_program_input_name(fedc_plan_round(p), i), "client/", 7);
+    CHECK(state == 2 && init && fedc_program_num_outputs(init) == state && fedc_program_num_inputs(init) == 0);
+    fedc_plan_file f[128];
+    int n = fedc_plan_files(p, f, 128);
+    CHECK(!strcmp(f[n - 1].name, "client_init.fedc"));
+    /* plan.txt without its client_init line, hashed again over the programs it still names */
+    char *text = malloc(f[0].size + 1);
+    memcpy(text, f[0].data, f[0].size);
+    text[f[0].size] = '\0';
+    char *line = strstr(text, "client_init client_init.fedc\n"), *hash = strstr(text, "hash sha256 ");
+    CHECK(line != NULL && hash != NULL);
+    if (line && hash) {
+        memmove(line, line + 29, strlen(line + 29) + 1);
+        fedc__sha256 h;
+        fedc__sha256_init(&h);
+        for (int i = 1; i < n - 1; i++) {
+            char size[32];
+            int k = snprintf(size, sizeof size, "%zu", f[i].size);
+            fedc__sha256_add(&h, f[i].name, strlen(f[i].name) + 1);
+            fedc__sha256_add(&h, size, (size_t)k + 1);
+            fedc__sha256_add(&h, f[i].data, f[i].size);
+        }
+        char hex[65];
+        fedc__sha256_hex(&h, hex);
+        memcpy(hash + 12, hex, 64);
+    }
+    f[0].data = text, f[0].size = strlen(text);
+    fedc_plan *q = NULL;
+    CHECK_ERR(fedc_plan_from_files(f, n - 1, "bad", &q), FEDC_EPARSE,
+              "bad/plan.txt: the round keeps client state, but there is no client_init line");
+    free(text);
+    fedc_plan_destroy(p);
+}
+
+/* An algorithm whose round reads client metadata a deployment cannot give is
+ * refused, naming the input. */
+static void test_build_refuses(void) {
+    if (!setup()) return;
+    fedc_train_config c;
+    case_config(&c, data_path, plan_dir, 2, 3);
+    c.algorithm.def = fedc_algorithm_find("agnostic_fedavg");
+    CHECK_ERR(fedc_plan_build(&c, fedc_test_tmp("agnostic")), FEDC_EUNSUPPORTED,
+              "agnostic_fedavg's round reads \"meta/domain\"");
     c.algorithm.def = &fedc_algorithm_fedavg;
     c.data = fedc_test_tmp("absent.json");
     CHECK(fedc_plan_build(&c, fedc_test_tmp("absent")) != FEDC_OK);
@@ -276,7 +329,8 @@ static void test_build_refuses(void) {
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"sha256", test_sha256}, {"build_and_read", test_build_and_read}, {"bad_manifest", test_bad_manifest}, {"bad_model", test_bad_model},
-        {"random_damage", test_random_damage},   {"build_refuses", test_build_refuses},
+        {"random_damage", test_random_damage},   {"client_state", test_client_state},
+        {"build_refuses", test_build_refuses},
     };
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
     fedc_test_tmpdir_remove();

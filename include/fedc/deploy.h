@@ -132,6 +132,7 @@ FEDC_API fedc_status fedc_deployment_run_output(const fedc_deployment_run *r, co
  *                      state's tensors ("tensor "NAME" TYPE"), docs/deployment.md
  *   round.fedc         the round program, in the text format
  *   E_PHASE.fedc       the phases of its deployment form
+ *   client_init.fedc   a never-seen client's state, when the round keeps one
  *   model.safetensors  the initial server state, named as the round's inputs
  * The hash is SHA-256 over each program file in the manifest's order, as its
  * name, a NUL, its size in decimal, a NUL and its bytes. A reader checks
@@ -154,7 +155,7 @@ typedef struct fedc_plan_file {
  * (the model initialised from c->seed) and the settings a client needs to load
  * its batches as fedc train does (task, batch size, steps, epochs, seed, ...).
  * Refused, naming it, when the round reads an input a deployment cannot give
- * yet (per-client state, client metadata other than meta/num_examples). */
+ * yet (client metadata other than meta/num_examples and meta/seen). */
 FEDC_API fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir);
 /* Reads and checks the plan in `dir`, model included. */
 FEDC_API fedc_status fedc_plan_read(const char *dir, fedc_plan **out);
@@ -165,6 +166,9 @@ FEDC_API void fedc_plan_destroy(fedc_plan *p); /* safe on NULL */
 /* The hash, 64 hex digits. */
 FEDC_API const char *fedc_plan_hash(const fedc_plan *p);
 FEDC_API const fedc_program *fedc_plan_round(const fedc_plan *p);
+/* A never-seen client's state (client_init.fedc: no inputs, the round's client/<leaf>
+ * inputs as outputs); NULL when the round keeps no client state. */
+FEDC_API const fedc_program *fedc_plan_client_init(const fedc_plan *p);
 FEDC_API const fedc_deployment_form *fedc_plan_form(const fedc_plan *p);
 /* A setting's value, or NULL. */
 FEDC_API const char *fedc_plan_setting(const fedc_plan *p, const char *key);

@@ -9,6 +9,10 @@
  *     done   -> finished
  *     reject -> the server's reason; a refused report leaves that round alone
  *
+ * A client that keeps state (SCAFFOLD's c_i) starts from the plan's
+ * client_init; a round's new state replaces it once the round has committed
+ * (a later task, or done), so a dropped or retried round leaves it as it was.
+ *
  * A fleet runs many clients on threads of one process, sharing the plan and
  * the data (opened once), each with its own connection and buffers. Every loop
  * is bounded by the options' timeout and max_seconds. */
@@ -50,6 +54,8 @@ typedef struct client {
     held *held;
     int nheld, cap;
     int64_t refused_round; /* a round whose report the server refused: left alone */
+    int64_t pending_round; /* a round whose report was counted: its new client state is kept as
+                              next/client/<leaf> until a later round shows it committed */
     int reported;
 } client;
 
@@ -164,11 +170,43 @@ static fedc_status work(client *c, const fedc__msg *m, int64_t round, int e) {
     }
     if (!st) st = fedc_executor_run(c->ex[e]);
     for (int i = 0; !st && i < fedc_program_num_outputs(q); i++) {
+        const char *name = fedc_program_output_name(q, i);
         const void *y;
         fedc_type t;
-        st = fedc_executor_output(c->ex[e], fedc_program_output_name(q, i), &y, &t);
-        if (!st) st = hold(c, fedc_program_output_name(q, i), t, y);
+        char next[600];
+        snprintf(next, sizeof next, "next/%s", name); /* the new state waits for the round to commit */
+        st = fedc_executor_output(c->ex[e], name, &y, &t);
+        if (!st) st = hold(c, strncmp(name, "client/", 7) ? name : next, t, y);
     }
+    return st;
+}
+
+/* The state of the last round whose report was counted, which has committed. */
+static fedc_status commit_state(client *c) {
+    fedc_status st = FEDC_OK;
+    for (int i = 0; !st && i < c->nheld; i++) {
+        held h = c->held[i]; /* hold() may move the table */
+        if (!strncmp(h.name, "next/", 5)) st = hold(c, h.name + 5, h.type, h.data);
+    }
+    if (!st && c->pending_round >= 0) fedc__plan_client_seen(c->pc);
+    c->pending_round = -1;
+    return st;
+}
+
+/* A never-seen client's state, from the plan's client_init. */
+static fedc_status init_state(client *c) {
+    const fedc_program *init = fedc_plan_client_init(c->plan);
+    if (!init) return FEDC_OK;
+    fedc_executor *ex = NULL;
+    fedc_status st = fedc_executor_create(&ex, init, &(fedc_exec_options){.clients = 1});
+    if (!st) st = fedc_executor_run(ex);
+    for (int i = 0; !st && i < fedc_program_num_outputs(init); i++) {
+        const void *y;
+        fedc_type t;
+        st = fedc_executor_output(ex, fedc_program_output_name(init, i), &y, &t);
+        if (!st) st = hold(c, fedc_program_output_name(init, i), t, y);
+    }
+    fedc_executor_destroy(ex);
     return st;
 }
 
@@ -224,6 +262,8 @@ static fedc_status do_task(client *c, const fedc__msg *m) {
         return FEDC_OK;
     }
     fedc__msg r = {0};
+    if (c->pending_round >= 0 && round > c->pending_round) st = commit_state(c);
+    if (st) return st;
     if (fault_slow() > 0) sleep_ms((int)(fault_slow() * 1000));
     st = work(c, m, round, (int)e);
     if (!st) st = send_report(c, m, (int)e, &r);
@@ -241,6 +281,7 @@ static fedc_status do_task(client *c, const fedc__msg *m) {
         st = fedc_error(FEDC_EPARSE, "client %s: a report answered by a %s message", c->id, fedc__msg_name(r.type));
     } else if (!st) {
         c->reported++;
+        c->pending_round = round; /* counted: its state is the client's once the round commits */
     }
     fedc__msg_free(&r);
     return st;
@@ -256,7 +297,7 @@ static fedc_status loop(client *c) {
         int64_t ms = 200;
         if (m.type == FEDC__MSG_DONE) {
             fedc__msg_free(&m);
-            return FEDC_OK;
+            return commit_state(c);
         }
         if (m.type == FEDC__MSG_TASK) st = do_task(c, &m);
         else if (m.type == FEDC__MSG_WAIT) st = fedc__msg_int(&m, "retry_ms", 0, 1 << 30, &ms);
@@ -282,7 +323,7 @@ static fedc_status client_init(client *c, const fedc_client_options *o, int64_t 
     memset(c, 0, sizeof *c);
     c->o = o;
     c->log = o->log ? o->log : stderr;
-    c->refused_round = -1;
+    c->refused_round = c->pending_round = -1;
     snprintf(c->id, sizeof c->id, "%lld", (long long)id);
     if (!o->connect || !o->data || !(o->timeout > 0) || !(o->max_seconds > 0))
         return fedc_error(FEDC_EINVAL, "client: needs an address, data, a timeout and max_seconds above 0");
@@ -295,7 +336,8 @@ static fedc_status client_start(client *c, const fedc_plan *plan, fedc__plan_dat
     c->exchanges = fedc_deployment_form_exchanges(fedc_plan_form(plan));
     c->ex = fedc_calloc((size_t)c->exchanges, sizeof *c->ex);
     if (!c->ex) return fedc_error(FEDC_ENOMEM, "client: out of memory");
-    return fedc__plan_client_create(d, id, &c->pc);
+    fedc_status st = fedc__plan_client_create(d, id, &c->pc);
+    return st ? st : init_state(c);
 }
 
 fedc_status fedc_client_run(const fedc_client_options *o) {

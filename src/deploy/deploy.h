@@ -65,9 +65,11 @@ typedef struct fedc__plan_setting {
 } fedc__plan_setting;
 
 /* Writes a plan into `dir` (made if missing): round.fedc, the phases of its
- * form, model.safetensors (`tensors`, the initial server state named as the
+ * form, client_init.fedc (a never-seen client's state; NULL: the round keeps
+ * none), model.safetensors (`tensors`, the initial server state named as the
  * round's server inputs) and plan.txt. */
-fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const fedc__plan_setting *settings, int nsettings,
-                             const fedc_tensor_entry *tensors, int ntensors);
+fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const fedc_program *client_init,
+                             const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors,
+                             int ntensors);
 
 #endif

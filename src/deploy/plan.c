@@ -12,7 +12,7 @@
 
 enum {
     MAX_EXCHANGES = 16,
-    MAX_FILES = 2 + MAX_EXCHANGES * FEDC_PHASE_COUNT, /* plan.txt, round.fedc, the phases */
+    MAX_FILES = 3 + MAX_EXCHANGES * FEDC_PHASE_COUNT, /* plan.txt, round.fedc, the phases, client_init.fedc */
     MAX_SETTINGS = 32,
     MAX_TENSORS = 4096
 };
@@ -34,8 +34,10 @@ struct fedc_plan {
     char hash[65];
     fedc_program *round;
     fedc_deployment_form *form;
-    owned_file file[MAX_FILES]; /* [0] plan.txt, [1] round.fedc, then the phases */
+    owned_file file[MAX_FILES]; /* [0] plan.txt, [1] round.fedc, then the phases, then client_init */
     int nfiles, exchanges;
+    bool has_client_init;
+    fedc_program *client_init; /* a never-seen client's state (NULL: the round keeps none) */
     char model_file[64];
     char key[MAX_SETTINGS][32];
     fedc__plan_setting setting[MAX_SETTINGS];
@@ -54,11 +56,13 @@ void fedc_plan_destroy(fedc_plan *p) {
     fedc_safetensors_destroy(p->model);
     fedc_deployment_form_destroy(p->form);
     fedc_program_destroy(p->round);
+    fedc_program_destroy(p->client_init);
     fedc_free(p);
 }
 
 const char *fedc_plan_hash(const fedc_plan *p) { return p->hash; }
 const fedc_program *fedc_plan_round(const fedc_plan *p) { return p->round; }
+const fedc_program *fedc_plan_client_init(const fedc_plan *p) { return p->client_init; }
 const fedc_deployment_form *fedc_plan_form(const fedc_plan *p) { return p->form; }
 int fedc_plan_num_tensors(const fedc_plan *p) { return p->ntensors; }
 fedc_tensor_entry fedc_plan_tensor(const fedc_plan *p, int i) { return p->entry[i]; }
@@ -117,7 +121,7 @@ static bool safe_name(const char *s) {
 
 static fedc_status add_file(reader *r, const char *name) {
     if (!safe_name(name)) return bad_line(r, "file name \"%.100s\" is not a plain name in the plan's directory", name);
-    if (r->p->nfiles == MAX_FILES) return bad_line(r, "more than %s program files", "82");
+    if (r->p->nfiles == MAX_FILES) return bad_line(r, "more than %s program files", "83");
     for (int i = 0; i < r->p->nfiles; i++)
         if (!strcmp(r->p->file[i].name, name)) return bad_line(r, "file \"%s\" is named twice", name);
     snprintf(r->p->file[r->p->nfiles++].name, 64, "%s", name);
@@ -142,6 +146,7 @@ static fedc_status phase_line(reader *r, char *rest) {
     char num[16];
     snprintf(num, sizeof num, "%d", want_e);
     if (p->exchanges < 1) return bad_line(r, "%s", "phase before exchanges");
+    if (p->has_client_init) return bad_line(r, "%s", "phase after client_init");
     if (want_e >= p->exchanges) return bad_line(r, "%s", "more phases than the exchanges hold");
     if (strcmp(e, num)) return bad_line(r, "phase's exchange should be %s here", num);
     if (strcmp(kind, fedc_phase_name((fedc_phase_kind)(k % FEDC_PHASE_COUNT))))
@@ -213,6 +218,13 @@ static fedc_status manifest_line(reader *r, char *s) {
         return FEDC_OK;
     }
     if (!strcmp(kw, "phase")) return phase_line(r, s);
+    if (!strcmp(kw, "client_init")) {
+        char *f = word(&s);
+        if (!f || word(&s) || p->has_client_init || p->nfiles != 2 + p->exchanges * FEDC_PHASE_COUNT || !p->exchanges)
+            return bad_line(r, "%s", "client_init needs FILE, once, after every phase");
+        p->has_client_init = true;
+        return add_file(r, f);
+    }
     if (!strcmp(kw, "setting")) return setting_line(r, s);
     if (!strcmp(kw, "tensor")) return tensor_line_read(r, s);
     if (!strcmp(kw, "model")) {
@@ -221,7 +233,7 @@ static fedc_status manifest_line(reader *r, char *s) {
         snprintf(p->model_file, sizeof p->model_file, "%s", f);
         return FEDC_OK;
     }
-    return bad_line(r, "unknown field \"%.100s\" (hash, round, exchanges, phase, setting, tensor, model)", kw);
+    return bad_line(r, "unknown field \"%.100s\" (hash, round, exchanges, phase, client_init, setting, tensor, model)", kw);
 }
 
 /* plan.txt, already in p->file[0]: its lines, then what must be there. */
@@ -254,12 +266,48 @@ static fedc_status read_manifest(reader *r) {
     r->line = 0;
     if (st) return st;
     const char *missing = !p->hash[0] ? "hash" : p->nfiles < 2 ? "round" : !p->exchanges ? "exchanges" : NULL;
-    if (!missing && p->nfiles != 2 + p->exchanges * FEDC_PHASE_COUNT) missing = "phase (one per phase of each exchange)";
+    if (!missing && p->nfiles != 2 + p->exchanges * FEDC_PHASE_COUNT + p->has_client_init)
+        missing = "phase (one per phase of each exchange)";
     if (missing) return fedc_error(FEDC_EPARSE, "%s/plan.txt: no %s line", r->what, missing);
     return FEDC_OK;
 }
 
 /* ------------------------------------------------------------ the checks -- */
+
+/* The client state's initial value: no inputs, and exactly the round's
+ * client/<leaf> inputs as outputs, of their (one client's) types. A round with
+ * client/ inputs needs it. */
+static fedc_status check_client_init(reader *r) {
+    fedc_plan *p = r->p;
+    const fedc_program *q = p->round;
+    int state = 0;
+    for (int i = 0; i < fedc_program_num_inputs(q); i++) state += !strncmp(fedc_program_input_name(q, i), "client/", 7);
+    if (!p->has_client_init)
+        return state ? fedc_error(FEDC_EPARSE, "%s/plan.txt: the round keeps client state, but there is no client_init "
+                                  "line", r->what) : FEDC_OK;
+    const owned_file *f = &p->file[p->nfiles - 1];
+    fedc_status st = fedc_program_parse_n(f->data, f->size, &p->client_init);
+    if (st) {
+        char msg[900];
+        snprintf(msg, sizeof msg, "%s", fedc_errmsg());
+        return fedc_error(st, "%s/%s: %s", r->what, f->name, msg);
+    }
+    const fedc_program *c = p->client_init;
+    if (fedc_program_num_inputs(c) || fedc_program_num_outputs(c) != state)
+        return fedc_error(FEDC_EPARSE, "%s/%s: %d inputs and %d outputs; the client state's initial value has no inputs "
+                          "and the round's %d client/ inputs as outputs", r->what, f->name, fedc_program_num_inputs(c),
+                          fedc_program_num_outputs(c), state);
+    for (int i = 0; i < state; i++) {
+        const char *name = fedc_program_output_name(c, i);
+        fedc_value v = fedc_program_find_input(q, name);
+        fedc_type a = fedc_value_type(c, fedc_program_output_value(c, i)), b;
+        if (v != FEDC_NONE) b = fedc_value_type(q, v);
+        if (v == FEDC_NONE || strncmp(name, "client/", 7) || a.dtype != b.dtype || !fedc_type_same_shape(&a, &b))
+            return fedc_error(FEDC_EPARSE, "%s/%s: output \"%s\" is not one of the round's client/ inputs, of its type",
+                              r->what, f->name, name);
+    }
+    return FEDC_OK;
+}
 
 /* The programs against the hash and the round's own form. */
 static fedc_status check_programs(reader *r) {
@@ -291,7 +339,7 @@ static fedc_status check_programs(reader *r) {
             return fedc_error(FEDC_EPARSE, "%s/%s: is not phase %s of exchange %d of the round's form", r->what, f->name,
                               fedc_phase_name((fedc_phase_kind)(k % FEDC_PHASE_COUNT)), k / FEDC_PHASE_COUNT);
     }
-    return FEDC_OK;
+    return check_client_init(r);
 }
 
 /* The tensors: exactly the round's server/<leaf> inputs, with their types. */
@@ -451,7 +499,7 @@ static fedc_status write_file(const char *dir, const char *name, const char *dat
 }
 
 static fedc_status write_programs(const char *dir, const fedc_program *round, const fedc_deployment_form *f,
-                                  owned_file *files, int *n) {
+                                  const fedc_program *client_init, owned_file *files, int *n) {
     fedc_status st = fedc_program_to_string(round, &files[0].data);
     snprintf(files[0].name, 64, "round.fedc");
     *n = st ? 0 : 1;
@@ -459,6 +507,11 @@ static fedc_status write_programs(const char *dir, const fedc_program *round, co
         fedc_phase_kind kind = (fedc_phase_kind)(k % FEDC_PHASE_COUNT);
         snprintf(files[*n].name, 64, "%d_%s.fedc", k / FEDC_PHASE_COUNT, fedc_phase_name(kind));
         st = fedc_program_to_string(fedc_deployment_form_phase(f, k / FEDC_PHASE_COUNT, kind), &files[*n].data);
+        if (!st) (*n)++;
+    }
+    if (!st && client_init) {
+        snprintf(files[*n].name, 64, "client_init.fedc");
+        st = fedc_program_to_string(client_init, &files[*n].data);
         if (!st) (*n)++;
     }
     for (int i = 0; i < *n; i++) files[i].size = strlen(files[i].data);
@@ -473,9 +526,10 @@ static char *manifest(const owned_file *files, int n, int exchanges, const fedc_
     if (!out) return NULL;
     hash_programs(files, n, hex);
     fprintf(out, "fedc plan %d\nhash sha256 %s\nround %s\nexchanges %d\n", FEDC_PLAN_VERSION, hex, files[0].name, exchanges);
-    for (int i = 1; i < n; i++)
+    for (int i = 1; i < 1 + exchanges * FEDC_PHASE_COUNT; i++)
         fprintf(out, "phase %d %s %s\n", (i - 1) / FEDC_PHASE_COUNT, fedc_phase_name((fedc_phase_kind)((i - 1) % FEDC_PHASE_COUNT)),
                 files[i].name);
+    if (n > 1 + exchanges * FEDC_PHASE_COUNT) fprintf(out, "client_init %s\n", files[n - 1].name);
     for (int i = 0; i < nsettings; i++) fprintf(out, "setting %s %s\n", settings[i].key, settings[i].value);
     for (int i = 0; i < ntensors; i++) {
         char type[64];
@@ -491,8 +545,9 @@ static char *manifest(const owned_file *files, int n, int exchanges, const fedc_
     return text;
 }
 
-fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const fedc__plan_setting *settings, int nsettings,
-                             const fedc_tensor_entry *tensors, int ntensors) {
+fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const fedc_program *client_init,
+                             const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors,
+                             int ntensors) {
     fedc_deployment_form *f = NULL;
     owned_file *files = fedc_calloc(MAX_FILES, sizeof *files);
     int n = 0;
@@ -503,7 +558,7 @@ fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const f
     if (!st && fedc_deployment_form_exchanges(f) > MAX_EXCHANGES)
         st = fedc_error(FEDC_EUNSUPPORTED, "plan: the round has %d exchanges; a plan holds at most %d",
                         fedc_deployment_form_exchanges(f), MAX_EXCHANGES);
-    if (!st) st = write_programs(dir, round, f, files, &n);
+    if (!st) st = write_programs(dir, round, f, client_init, files, &n);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (!st) st = fedc_safetensors_write(path, tensors, ntensors, NULL, 0);
     if (!st && !(text = manifest(files, n, fedc_deployment_form_exchanges(f), settings, nsettings, tensors, ntensors, &size)))

@@ -20,11 +20,13 @@ fedc_status fedc__plan_client_create(fedc__plan_data *d, int64_t id, fedc__plan_
 void fedc__plan_client_destroy(fedc__plan_client *c); /* safe on NULL */
 /* The client's id in the data ("f0001_23"). */
 const char *fedc__plan_client_name(const fedc__plan_client *c);
-/* The client's input `name` (x, y, mask, steps, key, meta/num_examples), as
- * last loaded; NULL for another name. */
+/* The client's input `name` (x, y, mask, steps, key, meta/num_examples,
+ * meta/seen), as last loaded; NULL for another name. */
 const void *fedc__plan_client_input(const fedc__plan_client *c, const char *name);
+/* From now on meta/seen is 1: the client's state was kept after a round. */
+void fedc__plan_client_seen(fedc__plan_client *c);
 /* Loads the client's batches of `round` (counted from 0) and binds those of x, y,
- * mask, steps, key and meta/num_examples that q reads to ex. */
+ * mask, steps, key, meta/num_examples and meta/seen that q reads to ex. */
 fedc_status fedc__plan_client_load(fedc__plan_client *c, uint32_t round, fedc_executor *ex, const fedc_program *q);
 
 #endif

@@ -13,10 +13,11 @@
 #include "fl/train.h"
 
 /* The inputs a deployment can give a round: the server state, the client's
- * batches and dataset size, the population. */
+ * state (kept by the client), batches, dataset size and whether it was seen,
+ * the population. */
 static bool deployable_input(const char *name) {
-    static const char *const ok[] = {"x", "y", "mask", "steps", "key", "meta/num_examples", "meta/population"};
-    if (!strncmp(name, "server/", 7)) return true;
+    static const char *const ok[] = {"x", "y", "mask", "steps", "key", "meta/num_examples", "meta/seen", "meta/population"};
+    if (!strncmp(name, "server/", 7) || !strncmp(name, "client/", 7)) return true;
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
         if (!strcmp(name, ok[i])) return true;
     return false;
@@ -27,7 +28,7 @@ static fedc_status check_inputs(const fedc_program *round, const char *alg) {
         const char *name = fedc_program_input_name(round, i);
         if (!deployable_input(name))
             return fedc_error(FEDC_EUNSUPPORTED, "plan: %s's round reads \"%s\", which a deployment does not give yet "
-                              "(per-client state and client metadata other than meta/num_examples)", alg, name);
+                              "(client metadata other than meta/num_examples and meta/seen)", alg, name);
     }
     return FEDC_OK;
 }
@@ -88,7 +89,7 @@ fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     trainer t;
     memset(&t, 0, sizeof t);
     t.c = c;
-    fedc_program *init = NULL;
+    fedc_program *init = NULL, *client_init = NULL;
     fedc_executor *ex = NULL;
     fedc_tensor_entry *e = NULL;
     fedc_status st = fedc__train_open_data(&t);
@@ -98,6 +99,7 @@ fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     if (!st) st = fedc_algorithm_round(t.model, &t.alg, &t.round);
     if (!st) st = check_inputs(t.round, fedc_algorithm_name(&t.alg));
     if (!st) st = server_init(&t, &init, &ex);
+    if (!st) st = fedc_algorithm_client_init(t.model, &t.alg, &client_init);
     int n = st ? 0 : fedc_program_num_outputs(init);
     if (!st && !(e = fedc_calloc((size_t)n + 1, sizeof *e))) st = fedc_error(FEDC_ENOMEM, "plan: out of memory");
     for (int i = 0; !st && i < n; i++) {
@@ -106,10 +108,11 @@ fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     }
     fedc__plan_setting s[32];
     int ns = st ? 0 : settings(&t, s);
-    if (!st) st = fedc__plan_write(dir, t.round, s, ns, e, n);
+    if (!st) st = fedc__plan_write(dir, t.round, client_init, s, ns, e, n);
     fedc_free(e);
     fedc_executor_destroy(ex);
     fedc_program_destroy(init);
+    fedc_program_destroy(client_init);
     fedc__train_destroy(&t);
     return st;
 }
@@ -128,6 +131,7 @@ struct fedc__plan_client {
     int64_t id;
     cohort_buffers cb;
     float num_examples;
+    float seen; /* meta/seen: 1 once the client's state has been committed */
 };
 
 static fedc_status setting_int(const fedc_plan *p, const char *key, int64_t lo, int64_t hi, int64_t *out, bool need) {
@@ -220,6 +224,8 @@ void fedc__plan_client_destroy(fedc__plan_client *c) {
     fedc_free(c);
 }
 
+void fedc__plan_client_seen(fedc__plan_client *c) { c->seen = 1; }
+
 const char *fedc__plan_client_name(const fedc__plan_client *c) { return fedc_dataset_client_id(c->d->t.train, c->id); }
 
 /* The client's inputs by name, in its buffers (x, y, mask, steps, key, meta/num_examples). */
@@ -228,7 +234,7 @@ const void *fedc__plan_client_input(const fedc__plan_client *c, const char *name
         const char *name;
         const void *data;
     } in[] = {{"x", c->cb.x}, {"y", c->cb.y}, {"mask", c->cb.mask}, {"steps", c->cb.steps}, {"key", c->cb.key},
-              {"meta/num_examples", &c->num_examples}};
+              {"meta/num_examples", &c->num_examples}, {"meta/seen", &c->seen}};
     for (size_t i = 0; i < sizeof in / sizeof *in; i++)
         if (!strcmp(name, in[i].name)) return in[i].data;
     return NULL;
@@ -241,7 +247,7 @@ fedc_status fedc__plan_client_load(fedc__plan_client *c, uint32_t round, fedc_ex
     fedc_status st = fedc__train_fill(&c->d->t, c->d->t.train, &c->id, 1, &c->cb, true, round);
     c->d->c.strict = strict;
     pthread_mutex_unlock(&c->d->lock);
-    static const char *const names[] = {"x", "y", "mask", "steps", "key", "meta/num_examples"};
+    static const char *const names[] = {"x", "y", "mask", "steps", "key", "meta/num_examples", "meta/seen"};
     for (size_t i = 0; !st && i < sizeof names / sizeof *names; i++)
         if (fedc_program_find_input(q, names[i]) != FEDC_NONE)
             st = fedc_executor_bind(ex, names[i], fedc__plan_client_input(c, names[i]));
