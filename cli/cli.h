@@ -20,6 +20,17 @@ enum {
 int fedc_cli_train(int argc, char **argv);
 /* fedc eval --checkpoint FILE --data PATH [options]. */
 int fedc_cli_eval(int argc, char **argv);
+/* fedc plan build|check ... (cli/plan.c). */
+int fedc_cli_plan(int argc, char **argv);
+/* fedc server, fedc client, fedc fleet (cli/deploy.c). */
+int fedc_cli_server(int argc, char **argv);
+int fedc_cli_client(int argc, char **argv);
+int fedc_cli_fleet(int argc, char **argv);
+/* Parses fedc train's options from argv (as `cmd` in messages) and calls run on
+ * the configuration; 0, or the exit status of a bad command line or of run. */
+struct fedc_train_config;
+int cli_with_train_options(const char *cmd, int argc, char **argv,
+                           int (*run)(const struct fedc_train_config *c, void *user), void *user);
 /* fedc data info PATH [--format NAME]. */
 int fedc_cli_data(int argc, char **argv);
 /* fedc program check|print|grad|jvp|run|export|split ... (cli/program.c). */

@@ -39,6 +39,15 @@ static const char usage[] =
     "                                run it on .npy inputs and write .npy outputs\n"
     "  program export FILE --to mlir [options]\n"
     "                                write it as an MLIR module (docs/export.md)\n"
+    "  plan build --data PATH --out PLAN [train options]\n"
+    "                                a deployment plan of a training job (docs/deployment.md)\n"
+    "  plan check PLAN               verify a plan as a server or client does\n"
+    "  server --plan PLAN --listen ADDR --rounds R --clients-per-round K --out DIR\n"
+    "                                serve a plan to clients over the network\n"
+    "  client --connect ADDR --data PATH [--client ID]\n"
+    "                                one client of a server's plan, on its data\n"
+    "  fleet --connect ADDR --data PATH --clients N\n"
+    "                                N clients as threads of one process\n"
     "  privacy epsilon --noise-multiplier Z --sampling-rate Q --steps T --delta D\n"
     "                                the epsilon of DP-SGD / DP-FedAvg noise (docs/privacy.md)\n"
     "  privacy noise --epsilon E --sampling-rate Q --steps T --delta D\n"
@@ -124,7 +133,8 @@ typedef struct command {
 
 static const command commands[] = {
     {"train", fedc_cli_train}, {"eval", fedc_cli_eval}, {"data", fedc_cli_data}, {"program", fedc_cli_program},
-    {"privacy", fedc_cli_privacy}};
+    {"privacy", fedc_cli_privacy}, {"plan", fedc_cli_plan},
+    {"server", fedc_cli_server}, {"client", fedc_cli_client}, {"fleet", fedc_cli_fleet}};
 
 /* OpenBLAS starts its own threads when it is loaded, before main, one per core
  * unless OPENBLAS_NUM_THREADS says otherwise, and each takes a 128 MB buffer at
@@ -154,6 +164,6 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 2, argv + 2);
-    fprintf(stderr, "fedc: unknown command '%s' (commands: train, eval, data, program, privacy; see fedc --help)\n", argv[1]);
+    fprintf(stderr, "fedc: unknown command '%s' (commands: train, eval, data, program, privacy, plan, server, client, fleet; see fedc --help)\n", argv[1]);
     return CLI_USAGE;
 }

@@ -450,9 +450,9 @@ static int finish(options *o) {
 }
 
 /* The defaults, then the command line; 0, or the exit status of a bad one. */
-static int parse(options *o, unsigned command, int argc, char **argv) {
+static int parse(options *o, unsigned command, const char *cmd, int argc, char **argv) {
     memset(o, 0, sizeof *o);
-    o->cmd = command == EVAL ? "fedc eval" : "fedc train";
+    o->cmd = cmd ? cmd : command == EVAL ? "fedc eval" : "fedc train";
     o->command = command;
     fedc_train_defaults(&o->c);
     o->prox_mu = -1; /* not given */
@@ -475,7 +475,7 @@ int fedc_cli_eval(int argc, char **argv) {
         return CLI_OK;
     }
     options o;
-    int rc = parse(&o, EVAL, argc, argv);
+    int rc = parse(&o, EVAL, NULL, argc, argv);
     if (!rc) {
         fedc_train_result r;
         o.c.quiet = true;
@@ -491,6 +491,15 @@ int fedc_cli_eval(int argc, char **argv) {
             printf("\n");
         }
     }
+    release(&o);
+    return rc;
+}
+
+int cli_with_train_options(const char *cmd, int argc, char **argv, int (*run)(const fedc_train_config *c, void *user),
+                           void *user) {
+    options o;
+    int rc = parse(&o, TRAIN, cmd, argc, argv);
+    if (!rc) rc = run(&o.c, user);
     release(&o);
     return rc;
 }
@@ -531,7 +540,7 @@ int fedc_cli_train(int argc, char **argv) {
         return CLI_OK;
     }
     options o;
-    int rc = parse(&o, TRAIN, argc, argv);
+    int rc = parse(&o, TRAIN, NULL, argc, argv);
     if (!rc) rc = join_mpi();
     /* past the file-size limit (ulimit -f) a write fails (EFBIG) and is reported,
      * instead of the signal killing the run with a file half written */

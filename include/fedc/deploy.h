@@ -55,12 +55,15 @@
  *     fedc_deployment_run_destroy(run);
  *     fedc_deployment_form_destroy(form);
  *
- * Not here yet: plans for devices, server and client processes, a transport.
+ * Plans, the wire format, and the server and client over NNG follow the form
+ * (docs/deployment.md has the commands).
  */
 #ifndef FEDC_DEPLOY_H
 #define FEDC_DEPLOY_H
 
 #include "fedc/exec.h"
+#include "fedc/fl.h"
+#include "fedc/safetensors.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -119,6 +122,114 @@ FEDC_API fedc_status fedc_deployment_run_bind(fedc_deployment_run *r, const char
 FEDC_API fedc_status fedc_deployment_run_run(fedc_deployment_run *r);
 FEDC_API fedc_status fedc_deployment_run_output(const fedc_deployment_run *r, const char *name, const void **data,
                                                 fedc_type *type);
+
+
+/* ------------------------------------------------------------------ plans --
+ * A plan is what a server serves and a client verifies before running anything:
+ * a directory of
+ *   plan.txt           the manifest: "fedc plan 1", the hash of the programs, the
+ *                      files, the settings ("setting KEY VALUE") and the server
+ *                      state's tensors ("tensor "NAME" TYPE"), docs/deployment.md
+ *   round.fedc         the round program, in the text format
+ *   E_PHASE.fedc       the phases of its deployment form
+ *   client_init.fedc   a never-seen client's state, when the round keeps one
+ *   model.safetensors  the initial server state, named as the round's inputs
+ * The hash is SHA-256 over each program file in the manifest's order, as its
+ * name, a NUL, its size in decimal, a NUL and its bytes. A reader checks
+ * everything: the manifest line by line (errors name the file, line and field),
+ * the hash, that the phase files are the round's form (split again), that the
+ * tensors are the round's server inputs with their types, and that the model
+ * holds exactly those. It never aborts on bad input. */
+typedef struct fedc_plan fedc_plan;
+enum { FEDC_PLAN_VERSION = 1 };
+
+/* One file of a plan, in memory (what a client is sent). */
+typedef struct fedc_plan_file {
+    const char *name;
+    const void *data;
+    size_t size;
+} fedc_plan_file;
+
+/* The plan of `fedc train`'s job c (its data, model, algorithm and settings) in
+ * `dir`: the round program c's training would run, its initial server state
+ * (the model initialised from c->seed) and the settings a client needs to load
+ * its batches as fedc train does (task, batch size, steps, epochs, seed, ...).
+ * Refused, naming it, when the round reads an input a deployment cannot give
+ * yet (client metadata other than meta/num_examples and meta/seen). */
+FEDC_API fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir);
+/* Reads and checks the plan in `dir`, model included. */
+FEDC_API fedc_status fedc_plan_read(const char *dir, fedc_plan **out);
+/* Reads and checks a plan from its files (plan.txt and the programs; the model
+ * is not needed and not read), named in errors by `what`. */
+FEDC_API fedc_status fedc_plan_from_files(const fedc_plan_file *files, int n, const char *what, fedc_plan **out);
+FEDC_API void fedc_plan_destroy(fedc_plan *p); /* safe on NULL */
+/* The hash, 64 hex digits. */
+FEDC_API const char *fedc_plan_hash(const fedc_plan *p);
+FEDC_API const fedc_program *fedc_plan_round(const fedc_plan *p);
+/* A never-seen client's state (client_init.fedc: no inputs, the round's client/<leaf>
+ * inputs as outputs); NULL when the round keeps no client state. */
+FEDC_API const fedc_program *fedc_plan_client_init(const fedc_plan *p);
+FEDC_API const fedc_deployment_form *fedc_plan_form(const fedc_plan *p);
+/* A setting's value, or NULL. */
+FEDC_API const char *fedc_plan_setting(const fedc_plan *p, const char *key);
+/* The manifest and the program files (not the model), owned by the plan:
+ * files[0..n) for n = the return value (at most max are written). */
+FEDC_API int fedc_plan_files(const fedc_plan *p, fedc_plan_file *files, int max);
+/* The server state's tensors: name and type; data is the initial state when
+ * the plan was read with its model, else NULL. */
+FEDC_API int fedc_plan_num_tensors(const fedc_plan *p);
+FEDC_API fedc_tensor_entry fedc_plan_tensor(const fedc_plan *p, int i);
+
+/* ------------------------------------------------------ server and clients --
+ * A deployment over the network (NNG request/reply on tcp://, ipc://, or
+ * tls+tcp:// with TLS through NNG's mbedTLS): the server runs the server phases
+ * of a plan, clients run client_work on their own data, and they speak the
+ * protocol of docs/deployment.md ("The protocol"):
+ * check-in (token, client, protocol version, plan hash) answered by the plan,
+ * a task (round, exchange, slot, the broadcast values), a wait (retry after) or
+ * done; a report (what client_work sends up) answered by ack or reject. Each
+ * round's clients are those fedc train samples (seed, round, population), slot
+ * i for the i-th sampled; the server adds their reports in slot order, whatever
+ * order they arrive in, so a round without faults has fedc train's bits. */
+typedef struct fedc_server_options {
+    const char *plan;        /* the plan's directory */
+    const char *listen;      /* tcp://127.0.0.1:PORT, ipc:///path, ... */
+    const char *out_dir;     /* checkpoint.safetensors (after every round), metrics.jsonl, token */
+    const char *token;       /* what clients must present; NULL: one is made and written to out_dir/token */
+    const char *tls_cert, *tls_key; /* PEM files: the certificate and key of a tls+tcp:// address */
+    int rounds, clients_per_round;
+    double report_deadline;  /* seconds a round waits for its reports (default 600); then it commits without
+                                the missing clients, if it has min_reports */
+    int min_reports;         /* reports a round needs (default 1); fewer: abandoned and run again, 3 times at most */
+    size_t max_message;      /* bytes a message may declare (default 256 MiB) */
+    int threads;             /* for the server phases (default 1) */
+    double linger;           /* seconds the server answers "done" after the last round (default 2) */
+    FILE *log;               /* NULL: stderr */
+} fedc_server_options;
+FEDC_API void fedc_server_defaults(fedc_server_options *o);
+/* Runs the job to its last round; resumes from out_dir/checkpoint.safetensors if
+ * there is one (of the same plan). */
+FEDC_API fedc_status fedc_server_run(const fedc_server_options *o);
+
+typedef struct fedc_client_options {
+    const char *connect;  /* the server's address */
+    const char *data;     /* a dataset (any format fedc reads), opened with the plan's settings */
+    const char *token;
+    const char *tls_ca;   /* tls+tcp://: the PEM certificate(s) the server's is verified with */
+    const char *tls_server_name; /* the name the server's certificate must have (NULL: the address's host) */
+    int64_t client;       /* the client's index in data, as fedc train numbers them */
+    double timeout;       /* seconds to wait for an answer (default 60) */
+    double max_seconds;   /* the whole job, at most (default 86400) */
+    size_t max_message;   /* bytes a message may declare (default 256 MiB) */
+    int threads;          /* for client_work (default 1) */
+    FILE *log;            /* NULL: stderr */
+} fedc_client_options;
+FEDC_API void fedc_client_defaults(fedc_client_options *o);
+/* Runs one client until the server says the job is done. */
+FEDC_API fedc_status fedc_client_run(const fedc_client_options *o);
+/* Clients 0 to n - 1 of o->data (o->client is ignored), each on a thread of its
+ * own with its own connection: for tests and load; the wire is the same. */
+FEDC_API fedc_status fedc_fleet_run(const fedc_client_options *o, int n);
 
 #ifdef __cplusplus
 }

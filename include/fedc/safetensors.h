@@ -34,10 +34,16 @@ typedef struct fedc_metadata_entry {
 FEDC_API fedc_status fedc_safetensors_write(const char *path, const fedc_tensor_entry *tensors, int n,
                                    const fedc_metadata_entry *metadata, int nmeta);
 
+/* The same bytes in memory (a message's payload): *out fedc_malloc'd, *size long. */
+FEDC_API fedc_status fedc_safetensors_encode(const fedc_tensor_entry *tensors, int n, const fedc_metadata_entry *metadata,
+                                            int nmeta, void **out, size_t *size);
+
 /* A file read whole into memory. */
 typedef struct fedc_safetensors fedc_safetensors;
 
 FEDC_API fedc_status fedc_safetensors_read(const char *path, fedc_safetensors **out);
+/* The same from bytes in memory (copied); `what` names them in errors, as a path would. */
+FEDC_API fedc_status fedc_safetensors_parse(const void *bytes, size_t size, const char *what, fedc_safetensors **out);
 FEDC_API void fedc_safetensors_destroy(fedc_safetensors *s); /* safe on NULL */
 FEDC_API int fedc_safetensors_count(const fedc_safetensors *s);
 /* Tensor i. Its data points into the file's bytes (valid until destroy) and need

@@ -38,4 +38,38 @@ struct fedc_deployment_form {
     fedc_program **phase; /* exchanges * FEDC_PHASE_COUNT */
 };
 
+/* The server's use of a run (run.c): one phase of one exchange (not client_work,
+ * which the clients run; an aggregation leaves out the clients not `present`,
+ * NULL: none), and the buffer of a value a phase writes or the server fills in
+ * (a clients value: clients x its bytes, client by client), with its type as
+ * the round has it; NULL for a value bound from outside (an input of the round)
+ * or one no phase reads or writes. `output`: the round's output of that name. */
+fedc_status fedc__deployment_run_phase(fedc_deployment_run *r, int exchange, fedc_phase_kind kind, const uint8_t *present);
+void *fedc__deployment_run_buffer(fedc_deployment_run *r, const char *name, bool output, fedc_type *type);
+
+/* SHA-256 (sha256.c): init, add bytes, and the digest as 64 hex digits. */
+typedef struct fedc__sha256 {
+    uint32_t h[8];
+    uint64_t bytes;
+    unsigned char buf[64];
+} fedc__sha256;
+void fedc__sha256_init(fedc__sha256 *c);
+void fedc__sha256_add(fedc__sha256 *c, const void *data, size_t n);
+void fedc__sha256_hex(fedc__sha256 *c, char hex[65]);
+
+/* A plan's setting (plan.c): the training job's choices a client and the server
+ * need, as "key value" lines of the manifest. */
+typedef struct fedc__plan_setting {
+    const char *key;
+    char value[256];
+} fedc__plan_setting;
+
+/* Writes a plan into `dir` (made if missing): round.fedc, the phases of its
+ * form, client_init.fedc (a never-seen client's state; NULL: the round keeps
+ * none), model.safetensors (`tensors`, the initial server state named as the
+ * round's server inputs) and plan.txt. */
+fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const fedc_program *client_init,
+                             const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors,
+                             int ntensors);
+
 #endif

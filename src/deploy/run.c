@@ -169,8 +169,10 @@ static fedc_status run_clients(fedc_deployment_run *r, const phase_run *ph) {
     return FEDC_OK;
 }
 
-/* Each aggregate: the clients' values added in client order into the tree. */
-static fedc_status run_aggregation(fedc_deployment_run *r, const phase_run *ph) {
+/* Each aggregate: the clients' values added in client order into the tree;
+ * a client not `present` (NULL: all are) is left out, as the simulator leaves
+ * out a dropped client. */
+static fedc_status run_aggregation(fedc_deployment_run *r, const phase_run *ph, const uint8_t *present) {
     for (int j = 0; j < fedc_program_num_outputs(ph->q); j++) {
         const fedc__node *n = fedc__node_at(ph->q, fedc_program_output_value(ph->q, j));
         int x = -1, w = -1;
@@ -183,7 +185,10 @@ static fedc_status run_aggregation(fedc_deployment_run *r, const phase_run *ph) 
                               fedc_program_output_name(ph->q, j));
         fedc__agg_begin(&r->agg, n, r->clients, r->table[ph->out[j]].own);
         fedc_status st = FEDC_OK;
-        for (int i = 0; !st && i < r->clients; i++) st = fedc__agg_add(&r->agg, i, at(r, x, i), w < 0 ? NULL : at(r, w, i));
+        for (int i = 0; !st && i < r->clients; i++) {
+            bool in = !present || present[i];
+            st = fedc__agg_add(&r->agg, i, in ? at(r, x, i) : NULL, in && w >= 0 ? at(r, w, i) : NULL);
+        }
         if (!st) st = fedc__agg_end(&r->agg);
         if (st) return st;
     }
@@ -198,7 +203,7 @@ fedc_status fedc_deployment_run_run(fedc_deployment_run *r) {
         const phase_run *ph = &r->phases[s];
         fedc_phase_kind kind = (fedc_phase_kind)(s % FEDC_PHASE_COUNT);
         fedc_status st = FEDC_OK;
-        if (kind == FEDC_PHASE_AGGREGATION) st = run_aggregation(r, ph);
+        if (kind == FEDC_PHASE_AGGREGATION) st = run_aggregation(r, ph, NULL);
         else if (ph->ex && kind == FEDC_PHASE_CLIENT_WORK) st = run_clients(r, ph);
         else if (ph->ex) st = run_executor(r, ph, -1);
         if (st) {
@@ -218,4 +223,27 @@ fedc_status fedc_deployment_run_output(const fedc_deployment_run *r, const char 
     *data = r->table[k].data;
     if (type) *type = fedc__node_at(r->f->round, v)->type;
     return FEDC_OK;
+}
+
+/* ------------------------------------------------- the server's side (deploy.h) -- */
+
+fedc_status fedc__deployment_run_phase(fedc_deployment_run *r, int exchange, fedc_phase_kind kind, const uint8_t *present) {
+    const phase_run *ph = &r->phases[fedc__deploy_slot(exchange, kind)];
+    fedc_status st = FEDC_OK;
+    if (kind == FEDC_PHASE_AGGREGATION) st = run_aggregation(r, ph, present);
+    else if (kind == FEDC_PHASE_CLIENT_WORK) st = fedc_error(FEDC_EINVAL, "deployment_run: client_work runs on the clients");
+    else if (ph->ex) st = run_executor(r, ph, -1);
+    if (st) {
+        char msg[900];
+        snprintf(msg, sizeof msg, "%s", fedc_errmsg());
+        return fedc_error(st, "exchange %d, %s: %s", exchange, fedc_phase_name(kind), msg);
+    }
+    return FEDC_OK;
+}
+
+void *fedc__deployment_run_buffer(fedc_deployment_run *r, const char *name, bool output, fedc_type *type) {
+    int k = find(r, name, output);
+    if (k < 0 || !r->table[k].own) return NULL;
+    if (type) *type = r->table[k].type;
+    return r->table[k].own;
 }

@@ -98,7 +98,7 @@ static void follow_model_length(trainer *t) {
     t->stackoverflow.max_length = length;
 }
 
-static fedc_status create_model(trainer *t) {
+fedc_status fedc__train_create_model(trainer *t) {
     fedc_model_options o = {0};
     if (!strcmp(t->task, "fashion")) o.num_classes = 10;
     if (!strcmp(t->task, "heart")) o.num_classes = 2, o.input_dim = FEDC_HEART_DISEASE_FEATURES;
@@ -153,12 +153,18 @@ static fedc_status cohort_slots(trainer *t) {
     return t->absent ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
 }
 
+int64_t fedc__train_max_steps(const trainer *t) {
+    const fedc_train_config *c = t->c;
+    int64_t per_epoch = ceil_div(max_examples(t->train), c->algorithm.batch_size);
+    int64_t steps = c->steps > 0 ? c->steps : per_epoch * (c->epochs > 0 ? c->epochs : 1);
+    return steps < 1 ? 1 : steps;
+}
+
 static fedc_status create_programs(trainer *t) {
     const fedc_train_config *c = t->c;
     t->alg = c->algorithm;
-    int64_t batch = t->alg.batch_size, per_epoch = ceil_div(max_examples(t->train), batch);
-    t->alg.max_steps = c->steps > 0 ? c->steps : per_epoch * (c->epochs > 0 ? c->epochs : 1);
-    if (t->alg.max_steps < 1) t->alg.max_steps = 1;
+    int64_t batch = t->alg.batch_size;
+    t->alg.max_steps = fedc__train_max_steps(t);
     fedc_status st = cohort_slots(t);
     int k = t->k;
     if (!st) st = fedc__train_privacy_setup(t); /* before the state: an adaptive clip is part of it */
@@ -215,7 +221,7 @@ static fedc_status create_evaluation(trainer *t) {
     return st;
 }
 
-static void destroy(trainer *t) {
+void fedc__train_destroy(trainer *t) {
     fedc_executor_destroy(t->round_ex);
     fedc_executor_destroy(t->eval_ex);
     fedc_program_destroy(t->round);
@@ -643,7 +649,7 @@ fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result) {
     fedc_train_result res = {0};
     if (c->rounds < 1) return fedc_error(FEDC_EINVAL, "train: rounds must be >= 1");
     fedc_status st = fedc__train_open_data(&t);
-    if (!st) st = create_model(&t);
+    if (!st) st = fedc__train_create_model(&t);
     if (!st) st = create_programs(&t);
     if (!st) st = create_evaluation(&t);
     st = fedc_mpi_agree(st);
@@ -659,7 +665,7 @@ fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result) {
         fprintf(log, "time per op in the rounds (all clients and steps):\n");
         st = fedc_executor_profile(t.round_ex, log);
     }
-    destroy(&t);
+    fedc__train_destroy(&t);
     if (result) *result = res;
     return st;
 }
@@ -670,7 +676,7 @@ fedc_status fedc_evaluate_checkpoint(const fedc_train_config *c, const char *che
     t.c = c;
     eval_result e = {0};
     fedc_status st = fedc__train_open_data(&t);
-    if (!st) st = create_model(&t);
+    if (!st) st = fedc__train_create_model(&t);
     if (!st) st = fedc__train_load_params(&t, checkpoint);
     if (!st) st = create_evaluation(&t);
     if (!st) st = evaluate(&t, 0, &e);
@@ -680,6 +686,6 @@ fedc_status fedc_evaluate_checkpoint(const fedc_train_config *c, const char *che
         for (int q = 0; q < 3; q++) result->accuracy_quantiles[q] = e.quantiles[q];
         result->clients_evaluated = e.clients;
     }
-    destroy(&t);
+    fedc__train_destroy(&t);
     return st;
 }

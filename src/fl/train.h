@@ -104,6 +104,13 @@ fedc_status fedc__train_privacy_bind(trainer *t);
 void fedc__train_privacy_before_round(trainer *t, int r);
 fedc_status fedc__train_privacy_after_round(trainer *t);
 fedc_status fedc__train_privacy_json(const trainer *t, int rounds, char *buf, size_t size);
+/* The model of t->c (t->model, and t->params initialised from the seed). */
+fedc_status fedc__train_create_model(trainer *t);
+/* The batches per client the round program is padded to: --steps, or the
+ * epochs' batches of the largest client. */
+int64_t fedc__train_max_steps(const trainer *t);
+/* Frees all a trainer holds (not t itself). */
+void fedc__train_destroy(trainer *t);
 /* Test hook (docs/training.md): whether FEDC_FAULT names `point` in `round`
  * (counted from 1, as the metrics count) and, for "load", `client`. */
 bool fedc__train_fault(const char *point, int round, int64_t client);

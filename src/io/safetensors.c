@@ -118,6 +118,30 @@ static fedc_status sync_dir(const char *path) {
     return FEDC_OK;
 }
 
+fedc_status fedc_safetensors_encode(const fedc_tensor_entry *tensors, int n, const fedc_metadata_entry *metadata,
+                                    int nmeta, void **out, size_t *size) {
+    *out = NULL, *size = 0;
+    text h = {0};
+    fedc_status st = header(&h, tensors, n, metadata, nmeta);
+    size_t bytes = 8 + h.n;
+    for (int i = 0; !st && i < n; i++) bytes += fedc_type_bytes(&tensors[i].type);
+    unsigned char *b = st ? NULL : fedc_malloc(bytes);
+    if (!st && !b) st = fedc_error(FEDC_ENOMEM, "safetensors: out of memory for %zu bytes", bytes);
+    if (!st) {
+        for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
+        memcpy(b + 8, h.s, h.n);
+        size_t at = 8 + h.n;
+        for (int i = 0; i < n; i++) {
+            size_t k = fedc_type_bytes(&tensors[i].type);
+            if (k) memcpy(b + at, tensors[i].data, k);
+            at += k;
+        }
+        *out = b, *size = bytes;
+    }
+    fedc_free(h.s);
+    return st;
+}
+
 /* Written to PATH.tmp, synced, renamed over PATH and the directory synced: PATH is
  * the old file or the new one, whole. On any failure the temporary is removed. */
 fedc_status fedc_safetensors_write(const char *path, const fedc_tensor_entry *tensors, int n,
@@ -352,22 +376,51 @@ static fedc_status slurp(fedc_safetensors *s, const char *path) {
     return st;
 }
 
-fedc_status fedc_safetensors_read(const char *path, fedc_safetensors **out) {
-    *out = NULL;
+/* s->bytes and s->size hold the file: its header checked and parsed. */
+static fedc_status parse_all(fedc_safetensors *s) {
+    uint64_t len = 0;
+    for (int i = 0; i < 8 && s->size >= 8; i++) len |= (uint64_t)s->bytes[i] << (8 * i);
+    if (s->size < 8 || len > s->size - 8)
+        return fedc_error(FEDC_EPARSE, "%s: not a safetensors file (a header of %llu bytes in %zu)", s->path,
+                          (unsigned long long)len, s->size);
+    s->data_start = 8 + (size_t)len;
+    return parse_header(s, (size_t)len);
+}
+
+static fedc_safetensors *make(const char *path) {
     fedc_safetensors *s = fedc_calloc(1, sizeof *s);
     if (!s || !(s->path = fedc_malloc(strlen(path) + 1))) {
         fedc_free(s);
-        return fedc_error(FEDC_ENOMEM, "%s: out of memory", path);
+        return NULL;
     }
     strcpy(s->path, path);
+    return s;
+}
+
+fedc_status fedc_safetensors_read(const char *path, fedc_safetensors **out) {
+    *out = NULL;
+    fedc_safetensors *s = make(path);
+    if (!s) return fedc_error(FEDC_ENOMEM, "%s: out of memory", path);
     fedc_status st = slurp(s, path);
-    uint64_t len = 0;
-    for (int i = 0; !st && i < 8 && s->size >= 8; i++) len |= (uint64_t)s->bytes[i] << (8 * i);
-    if (!st && (s->size < 8 || len > s->size - 8))
-        st = fedc_error(FEDC_EPARSE, "%s: not a safetensors file (a header of %llu bytes in %zu)", path,
-                        (unsigned long long)len, s->size);
-    s->data_start = 8 + (size_t)len;
-    if (!st) st = parse_header(s, (size_t)len);
+    if (!st) st = parse_all(s);
+    if (st) {
+        fedc_safetensors_destroy(s);
+        return st;
+    }
+    *out = s;
+    return FEDC_OK;
+}
+
+fedc_status fedc_safetensors_parse(const void *bytes, size_t size, const char *what, fedc_safetensors **out) {
+    *out = NULL;
+    fedc_safetensors *s = make(what);
+    if (!s || !(s->bytes = fedc_malloc(size ? size : 1))) {
+        fedc_safetensors_destroy(s);
+        return fedc_error(FEDC_ENOMEM, "%s: out of memory for %zu bytes", what, size);
+    }
+    if (size) memcpy(s->bytes, bytes, size);
+    s->size = size;
+    fedc_status st = parse_all(s);
     if (st) {
         fedc_safetensors_destroy(s);
         return st;

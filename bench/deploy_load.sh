@@ -1,0 +1,47 @@
+#!/bin/sh
+# bench/deploy_load.sh FEDC [N...] — one fedc server on loopback with N concurrent clients (a
+# fleet, every client in every round), FedAvg on a model (MODEL, default logistic) over
+# generated EMNIST-shaped clients of 4 examples: rounds per second, the server's peak RSS
+# (/usr/bin/time), and the deployed run's time over fedc train's on the same job (same bits;
+# the simulation runs on THREADS threads, the fleet on one thread per client).
+# docs/benchmarks.md records the figures.
+set -eu
+fedc=$1
+shift
+sizes=${*:-100 500 1000}
+model=${MODEL:-logistic}
+rounds=${ROUNDS:-3}
+threads=${THREADS:-2}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+printf '%-8s %-6s %8s %10s %12s %10s %9s\n' model clients rounds "rounds/s" "server RSS" "train s" overhead
+for n in $sizes; do
+  python3 - "$out/data.json" "$n" <<'PY'
+import json, sys
+n = int(sys.argv[2])
+users = ["c%d" % c for c in range(n)]
+data = {u: {"x": [[((k * 7 + i * 13 + c * 31) % 101) / 100 for k in range(784)] for i in range(4)],
+            "y": [(i * 11 + c * 3) % 62 for i in range(4)]} for c, u in enumerate(users)}
+json.dump({"users": users, "num_samples": [4] * n, "user_data": data}, open(sys.argv[1], "w"))
+PY
+  job="--model $model --batch-size 2 --seed 1"
+  "$fedc" plan build --data "$out/data.json" $job --out "$out/plan" >/dev/null
+  "$fedc" train --data "$out/data.json" $job --rounds "$rounds" --clients-per-round "$n" --eval-every 0 \
+    --threads "$threads" --quiet --out "$out/train" >/dev/null
+  # its training time (the metrics' seconds: the rounds and the final evaluation, not the set-up)
+  train=$(python3 -c 'import json, sys
+print(json.loads(open(sys.argv[1]).readlines()[-1])["seconds"])' "$out/train/metrics.jsonl")
+  addr=tcp://127.0.0.1:$(port)
+  /usr/bin/time -f "%M" -o "$out/rss" "$fedc" server --plan "$out/plan" --listen "$addr" --rounds "$rounds" \
+    --clients-per-round "$n" --out "$out/srv" --token t --linger 1 --report-deadline 600 >"$out/server.log" 2>&1 &
+  server=$!
+  "$fedc" fleet --connect "$addr" --data "$out/data.json" --clients "$n" --token t --timeout 120 >/dev/null 2>&1
+  wait $server
+  # the rounds' own time: the metrics' seconds (the server's start and its linger left out)
+  deployed=$(python3 -c 'import json, sys
+print(sum(sum(json.loads(l)["seconds"].values()) for l in open(sys.argv[1])))' "$out/srv/metrics.jsonl")
+  printf '%-8s %-6s %8s %10.2f %9s MB %10.2f %8.2fx\n' "$model" "$n" "$rounds" \
+    "$(echo "$rounds / $deployed" | bc -l)" "$(( $(cat "$out/rss") / 1024 ))" "$train" "$(echo "$deployed / $train" | bc -l)"
+  rm -rf "$out/srv" "$out/train" "$out/plan"
+done

@@ -1,0 +1,167 @@
+/*
+ * fedc server, fedc client, fedc fleet — a plan deployed over the network
+ * (fedc/deploy.h, docs/deployment.md): one server process, and clients that
+ * each hold one client's data (a fleet: many clients as threads of one process).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fedc/fedc.h"
+
+static const char server_usage[] =
+    "usage: fedc server --plan PLAN --listen ADDR --rounds R --clients-per-round K --out DIR [options]\n"
+    "  run a plan's server (fedc plan build): each round selects K clients as fedc train samples\n"
+    "  them, sends them the current model, adds their reports in slot order, checkpoints\n"
+    "  DIR/checkpoint.safetensors and writes a row of DIR/metrics.jsonl; restarted with the same\n"
+    "  command it continues from the checkpoint\n"
+    "  --listen ADDR            tcp://HOST:PORT (tcp://127.0.0.1:PORT: this host only) or ipc:///PATH\n"
+    "  --token T                the token clients must present (default: one is made and written\n"
+    "                           to DIR/token)\n"
+    "  --token-file FILE        the token, as FILE's first line\n"
+    "  --tls-cert FILE --tls-key FILE\n"
+    "                           PEM certificate and key, for a tls+tcp://HOST:PORT address\n"
+    "  --report-deadline S      seconds a round waits for its reports (default 600)\n"
+    "  --min-reports M          reports a round needs by the deadline, else it is run again (default 1)\n"
+    "  --max-message BYTES      the largest message a client may send, 1024 to 2^32 (default 2^28)\n"
+    "  --threads N              threads for the server phases, 1 to 256 (default 1)\n"
+    "  --linger S               seconds to tell clients the job is done, after it is (default 2)\n";
+
+static const char client_usage[] =
+    "usage: fedc client --connect ADDR --data PATH [--client ID] [options]\n"
+    "       fedc fleet --connect ADDR --data PATH --clients N [options]\n"
+    "  client: one client of a server's plan: client ID (default 0; its index in PATH, as fedc\n"
+    "  train numbers them) of the dataset PATH, opened with the plan's settings\n"
+    "  fleet: clients 0 to N - 1 of PATH as threads of one process, each with its own connection\n"
+    "  --token T | --token-file FILE   the server's token\n"
+    "  --tls-ca FILE            for a tls+tcp:// address: the PEM certificate(s) to verify the\n"
+    "                           server's with (a self-signed server: its certificate)\n"
+    "  --tls-server-name NAME   the name the server's certificate must have (default: the host)\n"
+    "  --timeout S              seconds to wait for an answer (default 60)\n"
+    "  --max-seconds S          the whole job at most (default 86400)\n"
+    "  --max-message BYTES      the largest message the server may send (default 2^28)\n"
+    "  --threads N              threads for each client's work (default 1)\n";
+
+typedef struct args {
+    fedc_server_options s;
+    fedc_client_options c;
+    const char *token_file;
+    int clients;
+    bool has_clients, has_rounds, has_k;
+    char token[256];
+} args;
+
+/* Reads the token file's first line into a->token. */
+static bool read_token(const char *cmd, args *a) {
+    char *text = cli_read_text(cmd, a->token_file, 4096);
+    if (!text) return false;
+    text[strcspn(text, "\r\n")] = '\0';
+    snprintf(a->token, sizeof a->token, "%s", text);
+    free(text);
+    if (!a->token[0]) fprintf(stderr, "%s: %s: the token file's first line is empty\n", cmd, a->token_file);
+    return a->token[0] != '\0';
+}
+
+/* One "--name VALUE"; false having said why. */
+static bool option(const char *cmd, args *a, bool server, const char *name, const char *v) {
+    uint64_t n;
+    double x;
+    cli_range seconds = {0, 1e9, true, false};
+    if (!strcmp(name, "--token")) return cli_text(cmd, name, v) && (a->s.token = a->c.token = v);
+    if (!strcmp(name, "--token-file")) return cli_text(cmd, name, v) && (a->token_file = v);
+    if (!strcmp(name, "--max-message")) {
+        if (!cli_uint(cmd, name, v, 1024, (uint64_t)1 << 32, &n)) return false;
+        a->s.max_message = a->c.max_message = (size_t)n;
+        return true;
+    }
+    if (!strcmp(name, "--threads")) {
+        if (!cli_uint(cmd, name, v, 1, CLI_MAX_THREADS, &n)) return false;
+        a->s.threads = a->c.threads = (int)n;
+        return true;
+    }
+    if (server) {
+        if (!strcmp(name, "--plan")) return cli_text(cmd, name, v) && (a->s.plan = v);
+        if (!strcmp(name, "--listen")) return cli_text(cmd, name, v) && (a->s.listen = v);
+        if (!strcmp(name, "--out")) return cli_text(cmd, name, v) && (a->s.out_dir = v);
+        if (!strcmp(name, "--tls-cert")) return cli_text(cmd, name, v) && (a->s.tls_cert = v);
+        if (!strcmp(name, "--tls-key")) return cli_text(cmd, name, v) && (a->s.tls_key = v);
+        if (!strcmp(name, "--rounds"))
+            return cli_uint(cmd, name, v, 1, 1000000, &n) && (a->s.rounds = (int)n, a->has_rounds = true);
+        if (!strcmp(name, "--clients-per-round"))
+            return cli_uint(cmd, name, v, 1, 1 << 20, &n) && (a->s.clients_per_round = (int)n, a->has_k = true);
+        if (!strcmp(name, "--min-reports")) return cli_uint(cmd, name, v, 1, 1 << 20, &n) && (a->s.min_reports = (int)n);
+        if (!strcmp(name, "--report-deadline")) return cli_real(cmd, name, v, seconds, &a->s.report_deadline);
+        if (!strcmp(name, "--linger")) return cli_real(cmd, name, v, (cli_range){0, 3600, false, false}, &a->s.linger);
+    } else {
+        if (!strcmp(name, "--connect")) return cli_text(cmd, name, v) && (a->c.connect = v);
+        if (!strcmp(name, "--data")) return cli_text(cmd, name, v) && (a->c.data = v);
+        if (!strcmp(name, "--tls-ca")) return cli_text(cmd, name, v) && (a->c.tls_ca = v);
+        if (!strcmp(name, "--tls-server-name")) return cli_text(cmd, name, v) && (a->c.tls_server_name = v);
+        if (!strcmp(name, "--client")) return cli_uint(cmd, name, v, 0, 1 << 20, &n) && (a->c.client = (int64_t)n, true);
+        if (!strcmp(name, "--clients"))
+            return cli_uint(cmd, name, v, 1, 100000, &n) && (a->clients = (int)n, a->has_clients = true);
+        if (!strcmp(name, "--timeout")) return cli_real(cmd, name, v, seconds, &a->c.timeout);
+        if (!strcmp(name, "--max-seconds")) return cli_real(cmd, name, v, seconds, &x) && (a->c.max_seconds = x, true);
+    }
+    fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", cmd, name, cmd);
+    return false;
+}
+
+static int parse(const char *cmd, args *a, bool server, int argc, char **argv) {
+    memset(a, 0, sizeof *a);
+    fedc_server_defaults(&a->s);
+    fedc_client_defaults(&a->c);
+    for (int i = 0; i < argc; i += 2) { /* every option takes a value */
+        if (strncmp(argv[i], "--", 2) || i + 1 == argc) {
+            fprintf(stderr, "%s: %s '%s' (see %s --help)\n", cmd, strncmp(argv[i], "--", 2) ? "unexpected argument" : "a value is needed after",
+                    argv[i], cmd);
+            return CLI_USAGE;
+        }
+        if (!option(cmd, a, server, argv[i], argv[i + 1])) return CLI_USAGE;
+    }
+    if (a->token_file && !read_token(cmd, a)) return CLI_USAGE;
+    if (a->token_file) a->s.token = a->c.token = a->token;
+    return 0;
+}
+
+static int failed(const char *cmd) {
+    fprintf(stderr, "%s: %s\n", cmd, fedc_errmsg());
+    return CLI_FAILED;
+}
+
+int fedc_cli_server(int argc, char **argv) {
+    if (cli_wants_help(argc, argv)) {
+        fputs(server_usage, stdout);
+        return CLI_OK;
+    }
+    args a;
+    int rc = parse("fedc server", &a, true, argc, argv);
+    if (rc) return rc;
+    if (!a.s.plan || !a.s.listen || !a.s.out_dir || !a.has_rounds || !a.has_k) {
+        fprintf(stderr, "fedc server: needs --plan, --listen, --rounds, --clients-per-round and --out (see fedc server --help)\n");
+        return CLI_USAGE;
+    }
+    return fedc_server_run(&a.s) ? failed("fedc server") : CLI_OK;
+}
+
+static int run_clients(int argc, char **argv, bool fleet) {
+    const char *cmd = fleet ? "fedc fleet" : "fedc client";
+    if (cli_wants_help(argc, argv)) {
+        fputs(client_usage, stdout);
+        return CLI_OK;
+    }
+    args a;
+    int rc = parse(cmd, &a, false, argc, argv);
+    if (rc) return rc;
+    if (!a.c.connect || !a.c.data || fleet != a.has_clients) {
+        fprintf(stderr, "%s: needs --connect and --data%s (see %s --help)\n", cmd,
+                fleet ? " and --clients" : ", and no --clients (that is fedc fleet's)", cmd);
+        return CLI_USAGE;
+    }
+    fedc_status st = fleet ? fedc_fleet_run(&a.c, a.clients) : fedc_client_run(&a.c);
+    return st ? failed(cmd) : CLI_OK;
+}
+
+int fedc_cli_client(int argc, char **argv) { return run_clients(argc, argv, false); }
+int fedc_cli_fleet(int argc, char **argv) { return run_clients(argc, argv, true); }

@@ -1,0 +1,414 @@
+/* The deployment's clients (fedc/deploy.h): each asks its server for the plan,
+ * verifies it (fedc_plan_from_files: the hash, the form, the tensors) before it
+ * runs anything, then checks in until the server says the job is done:
+ *
+ *     task   -> its batches of that round (as fedc train loads them), the
+ *               broadcast values checked against client_work's inputs, the
+ *               phase run, and what the aggregation reads sent up as a report
+ *     wait   -> sleep as told (10 ms to 5 s)
+ *     done   -> finished
+ *     reject -> the server's reason; a refused report leaves that round alone
+ *
+ * A client that keeps state (SCAFFOLD's c_i) starts from the plan's
+ * client_init; a round's new state replaces it once the round has committed
+ * (a later task, or done), so a dropped or retried round leaves it as it was.
+ *
+ * A fleet runs many clients on threads of one process, sharing the plan and
+ * the data (opened once), each with its own connection and buffers. Every loop
+ * is bounded by the options' timeout and max_seconds. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "deploy/deploy.h"
+#include "deploy/net.h"
+#include "fl/plan_data.h"
+
+void fedc_client_defaults(fedc_client_options *o) {
+    memset(o, 0, sizeof *o);
+    o->timeout = 60;
+    o->max_seconds = 86400;
+    o->max_message = (size_t)256 << 20;
+    o->threads = 1;
+}
+
+/* A value the client holds by name during a round: a broadcast value or what
+ * one of its phases computed (read by a later exchange or sent up). */
+typedef struct held {
+    char name[600];
+    fedc_type type;
+    void *data;
+    size_t bytes;
+} held;
+
+typedef struct client {
+    const fedc_client_options *o;
+    FILE *log;
+    fedc__net net;
+    const fedc_plan *plan;
+    fedc__plan_client *pc;
+    fedc_executor **ex; /* per exchange, made on first use */
+    int exchanges;
+    char id[32];
+    held *held;
+    int nheld, cap;
+    int64_t refused_round; /* a round whose report the server refused: left alone */
+    int64_t pending_round; /* a round whose report was counted: its new client state is kept as
+                              next/client/<leaf> until a later round shows it committed */
+    int reported;
+} client;
+
+static void sleep_ms(int ms) {
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+static held *find_held(client *c, const char *name) {
+    for (int i = 0; i < c->nheld; i++)
+        if (!strcmp(c->held[i].name, name)) return &c->held[i];
+    return NULL;
+}
+
+/* Keeps a copy of `data` as `name` (replacing an older one). */
+static fedc_status hold(client *c, const char *name, fedc_type type, const void *data) {
+    held *h = find_held(c, name);
+    size_t bytes = fedc_type_bytes(&type);
+    if (!h) {
+        if (c->nheld == c->cap) {
+            int cap = c->cap ? 2 * c->cap : 16;
+            held *t = fedc_realloc(c->held, (size_t)cap * sizeof *t);
+            if (!t) return fedc_error(FEDC_ENOMEM, "client: out of memory");
+            c->held = t, c->cap = cap;
+        }
+        h = &c->held[c->nheld++];
+        memset(h, 0, sizeof *h);
+        snprintf(h->name, sizeof h->name, "%s", name);
+    }
+    if (h->bytes != bytes || !h->data) {
+        fedc_free(h->data);
+        if (!(h->data = fedc_malloc(bytes ? bytes : 1))) return fedc_error(FEDC_ENOMEM, "client: out of memory");
+    }
+    memcpy(h->data, data, bytes);
+    h->type = type, h->bytes = bytes;
+    return FEDC_OK;
+}
+
+static fedc_status checkin(client *c, const char *hash, fedc__msg *reply) {
+    fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id}, {"version", "1"}, {"plan_hash", hash}};
+    return fedc__net_call(&c->net, FEDC__MSG_CHECKIN, f, 4, NULL, 0, reply);
+}
+
+static fedc_status server_refused(const client *c, const fedc__msg *m) {
+    return fedc_error(FEDC_EIO, "client %s: the server refused: %s", c->id, fedc__msg_field(m, "reason"));
+}
+
+/* The plan, from the server: its files checked as any plan is, and its hash
+ * against the one the server gave. */
+static fedc_status fetch_plan(client *c, fedc_plan **out) {
+    fedc__msg m;
+    fedc_status st = checkin(c, "", &m);
+    if (st) return st;
+    if (m.type == FEDC__MSG_REJECT) st = server_refused(c, &m);
+    else if (m.type != FEDC__MSG_PLAN) st = fedc_error(FEDC_EPARSE, "client %s: asked for the plan, got a %s message", c->id, fedc__msg_name(m.type));
+    int n = st ? 0 : fedc_safetensors_count(m.body);
+    fedc_plan_file *f = st ? NULL : fedc_calloc((size_t)n + 1, sizeof *f);
+    if (!st && !f) st = fedc_error(FEDC_ENOMEM, "client: out of memory");
+    for (int i = 0; !st && i < n; i++) {
+        fedc_tensor_entry e = fedc_safetensors_tensor(m.body, i);
+        if (strncmp(e.name, "file/", 5) || e.type.dtype != FEDC_U8 || e.type.rank != 1)
+            st = fedc_error(FEDC_EPARSE, "client %s: the plan message holds \"%s\", not a file/NAME of bytes", c->id, e.name);
+        else f[i] = (fedc_plan_file){e.name + 5, e.data, (size_t)e.type.dims[0]};
+    }
+    if (!st) st = fedc_plan_from_files(f, n, "the server's plan", out);
+    if (!st && strcmp(fedc_plan_hash(*out), fedc__msg_field(&m, "hash"))) {
+        st = fedc_error(FEDC_EPARSE, "client %s: the plan hashes to %s, but the server said %s", c->id, fedc_plan_hash(*out),
+                        fedc__msg_field(&m, "hash"));
+        fedc_plan_destroy(*out);
+        *out = NULL;
+    }
+    fedc_free(f);
+    fedc__msg_free(&m);
+    return st;
+}
+
+/* client_work's inputs from the task: each broadcast value, of its type. */
+static fedc_status take_broadcasts(client *c, const fedc__msg *m, const fedc_program *q) {
+    int want = 0;
+    for (int i = 0; i < fedc_program_num_inputs(q); i++) {
+        const char *name = fedc_program_input_name(q, i);
+        if (strncmp(name, "broadcast/", 10)) continue;
+        want++;
+        fedc_tensor_entry e;
+        fedc_type t = fedc_value_type(q, fedc_program_input(q, i));
+        char a[64], b[64];
+        if (fedc_safetensors_find(m->body, name, &e))
+            return fedc_error(FEDC_EPARSE, "client %s: the task has no \"%s\"", c->id, name);
+        if (e.type.dtype != t.dtype || !fedc_type_same_shape(&e.type, &t))
+            return fedc_error(FEDC_EPARSE, "client %s: the task's \"%s\" is %s; client_work takes %s", c->id, name,
+                              fedc_type_str(&e.type, a, sizeof a), fedc_type_str(&t, b, sizeof b));
+        fedc_status st = hold(c, name, t, e.data);
+        if (st) return st;
+    }
+    if (fedc_safetensors_count(m->body) != want)
+        return fedc_error(FEDC_EPARSE, "client %s: the task holds %d tensors; client_work takes %d broadcast values", c->id,
+                          fedc_safetensors_count(m->body), want);
+    return FEDC_OK;
+}
+
+/* Runs exchange e's client_work for `round` and keeps its outputs. */
+static fedc_status work(client *c, const fedc__msg *m, int64_t round, int e) {
+    const fedc_program *q = fedc_deployment_form_phase(fedc_plan_form(c->plan), e, FEDC_PHASE_CLIENT_WORK);
+    fedc_status st = FEDC_OK;
+    if (!c->ex[e]) st = fedc_executor_create(&c->ex[e], q, &(fedc_exec_options){.clients = 1, .threads = c->o->threads});
+    if (!st) st = take_broadcasts(c, m, q);
+    if (!st) st = fedc__plan_client_load(c->pc, (uint32_t)round, c->ex[e], q);
+    for (int i = 0; !st && i < fedc_program_num_inputs(q); i++) {
+        const char *name = fedc_program_input_name(q, i);
+        held *h = find_held(c, name);
+        if (h) st = fedc_executor_bind(c->ex[e], name, h->data);
+    }
+    if (!st) st = fedc_executor_run(c->ex[e]);
+    for (int i = 0; !st && i < fedc_program_num_outputs(q); i++) {
+        const char *name = fedc_program_output_name(q, i);
+        const void *y;
+        fedc_type t;
+        char next[600];
+        snprintf(next, sizeof next, "next/%s", name); /* the new state waits for the round to commit */
+        st = fedc_executor_output(c->ex[e], name, &y, &t);
+        if (!st) st = hold(c, strncmp(name, "client/", 7) ? name : next, t, y);
+    }
+    return st;
+}
+
+/* The state of the last round whose report was counted, which has committed. */
+static fedc_status commit_state(client *c) {
+    fedc_status st = FEDC_OK;
+    for (int i = 0; !st && i < c->nheld; i++) {
+        held h = c->held[i]; /* hold() may move the table */
+        if (!strncmp(h.name, "next/", 5)) st = hold(c, h.name + 5, h.type, h.data);
+    }
+    if (!st && c->pending_round >= 0) fedc__plan_client_seen(c->pc);
+    c->pending_round = -1;
+    return st;
+}
+
+/* A never-seen client's state, from the plan's client_init. */
+static fedc_status init_state(client *c) {
+    const fedc_program *init = fedc_plan_client_init(c->plan);
+    if (!init) return FEDC_OK;
+    fedc_executor *ex = NULL;
+    fedc_status st = fedc_executor_create(&ex, init, &(fedc_exec_options){.clients = 1});
+    if (!st) st = fedc_executor_run(ex);
+    for (int i = 0; !st && i < fedc_program_num_outputs(init); i++) {
+        const void *y;
+        fedc_type t;
+        st = fedc_executor_output(ex, fedc_program_output_name(init, i), &y, &t);
+        if (!st) st = hold(c, fedc_program_output_name(init, i), t, y);
+    }
+    fedc_executor_destroy(ex);
+    return st;
+}
+
+/* The report: what exchange e's aggregation reads, from the client's values. */
+static fedc_status send_report(client *c, const fedc__msg *task, int e, fedc__msg *reply) {
+    const fedc_program *agg = fedc_deployment_form_phase(fedc_plan_form(c->plan), e, FEDC_PHASE_AGGREGATION);
+    int n = fedc_program_num_inputs(agg);
+    fedc_tensor_entry *t = fedc_calloc((size_t)n + 1, sizeof *t);
+    fedc_status st = t ? FEDC_OK : fedc_error(FEDC_ENOMEM, "client: out of memory");
+    for (int i = 0; !st && i < n; i++) {
+        const char *name = fedc_program_input_name(agg, i);
+        held *h = find_held(c, name);
+        const void *own = h ? NULL : fedc__plan_client_input(c->pc, name); /* an input it aggregates itself */
+        fedc_type type = fedc_value_type(agg, fedc_program_input(agg, i));
+        type.placement = FEDC_LOCAL;
+        if (h) t[i] = (fedc_tensor_entry){h->name, h->type, h->data};
+        else if (own) t[i] = (fedc_tensor_entry){name, type, own};
+        else st = fedc_error(FEDC_EUNSUPPORTED, "client %s: the aggregation reads \"%s\", which the client does not hold",
+                             c->id, name);
+    }
+    fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id},
+                               {"round", fedc__msg_field(task, "round")}, {"exchange", fedc__msg_field(task, "exchange")},
+                               {"slot", fedc__msg_field(task, "slot")}, {"hash", fedc_plan_hash(c->plan)}};
+    if (!st) st = fedc__net_call(&c->net, FEDC__MSG_REPORT, f, 6, t, n, reply);
+    fedc_free(t);
+    return st;
+}
+
+/* Test hooks (docs/deployment.md): FEDC_FAULT=slow:S makes a client sleep S
+ * seconds before each task's work (a straggler, or one to kill mid-round);
+ * FEDC_FAULT=report-twice sends every report again after its ack, as a client
+ * whose answer was lost would (the server counts it once). */
+static double fault_slow(void) {
+    const char *f = getenv("FEDC_FAULT");
+    return f && !strncmp(f, "slow:", 5) ? atof(f + 5) : 0;
+}
+
+static bool fault_report_twice(void) {
+    const char *f = getenv("FEDC_FAULT");
+    return f && !strcmp(f, "report-twice");
+}
+
+static fedc_status do_task(client *c, const fedc__msg *m) {
+    int64_t round, e, slot;
+    fedc_status st = fedc__msg_int(m, "round", 0, INT32_MAX, &round);
+    if (!st) st = fedc__msg_int(m, "exchange", 0, c->exchanges - 1, &e);
+    if (!st) st = fedc__msg_int(m, "slot", 0, INT32_MAX, &slot);
+    if (!st && strcmp(fedc__msg_field(m, "hash"), fedc_plan_hash(c->plan)))
+        st = fedc_error(FEDC_EPARSE, "client %s: a task of another plan", c->id);
+    if (st) return st;
+    if (round == c->refused_round) {
+        sleep_ms(200); /* the server refused this round's report; the next round may do */
+        return FEDC_OK;
+    }
+    fedc__msg r = {0};
+    if (c->pending_round >= 0 && round > c->pending_round) st = commit_state(c);
+    if (st) return st;
+    if (fault_slow() > 0) sleep_ms((int)(fault_slow() * 1000));
+    st = work(c, m, round, (int)e);
+    if (!st) st = send_report(c, m, (int)e, &r);
+    if (!st && r.type == FEDC__MSG_ACK && fault_report_twice()) {
+        fedc__msg_free(&r);
+        st = send_report(c, m, (int)e, &r);
+        if (!st && (r.type != FEDC__MSG_ACK || strcmp(fedc__msg_field(&r, "counted"), "0")))
+            st = fedc_error(FEDC_EINTERNAL, "client %s: a repeated report was not answered \"counted 0\"", c->id);
+    }
+    if (!st && r.type == FEDC__MSG_REJECT) {
+        fprintf(c->log, "fedc client %s: round %lld: the server refused the report: %s\n", c->id, (long long)round + 1,
+                fedc__msg_field(&r, "reason"));
+        c->refused_round = round;
+    } else if (!st && r.type != FEDC__MSG_ACK) {
+        st = fedc_error(FEDC_EPARSE, "client %s: a report answered by a %s message", c->id, fedc__msg_name(r.type));
+    } else if (!st) {
+        c->reported++;
+        c->pending_round = round; /* counted: its state is the client's once the round commits */
+    }
+    fedc__msg_free(&r);
+    return st;
+}
+
+/* Checks in until done, at most o->max_seconds. */
+static fedc_status loop(client *c) {
+    double start = fedc_seconds();
+    while (fedc_seconds() - start < c->o->max_seconds) {
+        fedc__msg m;
+        fedc_status st = checkin(c, fedc_plan_hash(c->plan), &m);
+        if (st) return st;
+        int64_t ms = 200;
+        if (m.type == FEDC__MSG_DONE) {
+            fedc__msg_free(&m);
+            return commit_state(c);
+        }
+        if (m.type == FEDC__MSG_TASK) st = do_task(c, &m);
+        else if (m.type == FEDC__MSG_WAIT) st = fedc__msg_int(&m, "retry_ms", 0, 1 << 30, &ms);
+        else if (m.type == FEDC__MSG_REJECT) st = server_refused(c, &m);
+        else st = fedc_error(FEDC_EPARSE, "client %s: a check-in answered by a %s message", c->id, fedc__msg_name(m.type));
+        fedc__msg_free(&m);
+        if (st) return st;
+        if (m.type == FEDC__MSG_WAIT) sleep_ms((int)(ms < 10 ? 10 : ms > 5000 ? 5000 : ms));
+    }
+    return fedc_error(FEDC_EIO, "client %s: the job did not end within %g s", c->id, c->o->max_seconds);
+}
+
+static void client_free(client *c) {
+    for (int i = 0; c->ex && i < c->exchanges; i++) fedc_executor_destroy(c->ex[i]);
+    for (int i = 0; i < c->nheld; i++) fedc_free(c->held[i].data);
+    fedc_free(c->held), fedc_free(c->ex);
+    fedc__plan_client_destroy(c->pc);
+    fedc__net_close(&c->net);
+}
+
+/* A client of `plan` on `data`, connected. */
+static fedc_status client_init(client *c, const fedc_client_options *o, int64_t id) {
+    memset(c, 0, sizeof *c);
+    c->o = o;
+    c->log = o->log ? o->log : stderr;
+    c->refused_round = c->pending_round = -1;
+    snprintf(c->id, sizeof c->id, "%lld", (long long)id);
+    if (!o->connect || !o->data || !(o->timeout > 0) || !(o->max_seconds > 0))
+        return fedc_error(FEDC_EINVAL, "client: needs an address, data, a timeout and max_seconds above 0");
+    return fedc__net_dial(&c->net, o->connect, o->max_message, (int)(o->timeout * 1000),
+                          &(fedc__tls){.ca = o->tls_ca, .server_name = o->tls_server_name});
+}
+
+static fedc_status client_start(client *c, const fedc_plan *plan, fedc__plan_data *d, int64_t id) {
+    c->plan = plan;
+    c->exchanges = fedc_deployment_form_exchanges(fedc_plan_form(plan));
+    c->ex = fedc_calloc((size_t)c->exchanges, sizeof *c->ex);
+    if (!c->ex) return fedc_error(FEDC_ENOMEM, "client: out of memory");
+    fedc_status st = fedc__plan_client_create(d, id, &c->pc);
+    return st ? st : init_state(c);
+}
+
+fedc_status fedc_client_run(const fedc_client_options *o) {
+    client c;
+    fedc_plan *plan = NULL;
+    fedc__plan_data *d = NULL;
+    fedc_status st = client_init(&c, o, o->client);
+    if (!st) st = fetch_plan(&c, &plan);
+    if (!st) st = fedc__plan_data_open(plan, o->data, &d);
+    if (!st) st = client_start(&c, plan, d, o->client);
+    if (!st) st = loop(&c);
+    if (!st) fprintf(c.log, "fedc client %s: done: %d reports\n", c.id, c.reported);
+    client_free(&c);
+    fedc__plan_data_destroy(d);
+    fedc_plan_destroy(plan);
+    return st;
+}
+
+/* ------------------------------------------------------------- a fleet -- */
+
+typedef struct member {
+    client c;
+    const fedc_plan *plan;
+    fedc__plan_data *d;
+    int64_t id;
+    fedc_status st;
+    char err[1024];
+    pthread_t thread;
+    bool started;
+} member;
+
+static void *member_main(void *arg) {
+    member *m = arg;
+    m->st = client_init(&m->c, m->c.o, m->id);
+    if (!m->st) m->st = client_start(&m->c, m->plan, m->d, m->id);
+    if (!m->st) m->st = loop(&m->c);
+    if (m->st) snprintf(m->err, sizeof m->err, "%s", fedc_errmsg());
+    client_free(&m->c);
+    return NULL;
+}
+
+fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
+    if (n < 1) return fedc_error(FEDC_EINVAL, "fleet: needs 1 client or more, not %d", n);
+    client first;
+    fedc_plan *plan = NULL;
+    fedc__plan_data *d = NULL;
+    member *m = NULL;
+    fedc_status st = client_init(&first, o, 0); /* the plan, once, over a connection of its own */
+    if (!st) st = fetch_plan(&first, &plan);
+    client_free(&first);
+    if (!st) st = fedc__plan_data_open(plan, o->data, &d);
+    if (!st && fedc__plan_data_clients(d) < n)
+        st = fedc_error(FEDC_EINVAL, "fleet: %d clients, but %s has %lld", n, o->data, (long long)fedc__plan_data_clients(d));
+    if (!st && !(m = fedc_calloc((size_t)n, sizeof *m))) st = fedc_error(FEDC_ENOMEM, "fleet: out of memory");
+    for (int i = 0; !st && i < n; i++) {
+        m[i].c.o = o, m[i].plan = plan, m[i].d = d, m[i].id = i;
+        if (pthread_create(&m[i].thread, NULL, member_main, &m[i]) != 0)
+            st = fedc_error(FEDC_EIO, "fleet: cannot start client %d's thread", i);
+        else m[i].started = true;
+    }
+    int failed = 0, reports = 0;
+    for (int i = 0; m && i < n; i++) {
+        if (!m[i].started) continue;
+        pthread_join(m[i].thread, NULL);
+        reports += m[i].c.reported;
+        if (m[i].st && failed++ == 0 && !st) st = fedc_error(m[i].st, "fleet: %s", m[i].err);
+    }
+    if (!st) fprintf(o->log ? o->log : stderr, "fedc fleet: done: %d clients, %d reports\n", n, reports);
+    else if (failed > 1) fprintf(o->log ? o->log : stderr, "fedc fleet: %d clients failed\n", failed);
+    fedc_free(m);
+    fedc__plan_data_destroy(d);
+    fedc_plan_destroy(plan);
+    return st;
+}

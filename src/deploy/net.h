@@ -1,0 +1,47 @@
+/* net.h — the transport under the protocol (internal): NNG's request/reply
+ * sockets. A client holds a REQ socket (one connection, dialled in the
+ * background, so it may start before its server), asks and waits for the
+ * answer; the server holds one REP socket and answers requests one at a time,
+ * in the order NNG delivers them. Every wait has a timeout; messages above a
+ * bound are dropped by NNG before they are read (NNG_OPT_RECVMAXSZ). */
+#ifndef FEDC_DEPLOY_NET_H
+#define FEDC_DEPLOY_NET_H
+
+#include <nng/nng.h>
+
+#include "deploy/wire.h"
+
+typedef struct fedc__net {
+    nng_socket s;
+    bool open;
+    size_t max; /* the largest payload a frame may declare */
+    int timeout_ms;
+    char url[256]; /* for messages */
+} fedc__net;
+
+/* TLS (tls+tcp:// addresses, through NNG's mbedTLS engine): the server's
+ * certificate and key (PEM files), the certificate(s) a client verifies the
+ * server with, and the name it expects in it (NULL: the address's host). */
+typedef struct fedc__tls {
+    const char *cert, *key, *ca, *server_name;
+} fedc__tls;
+
+/* The server's socket on `url` (tcp://HOST:PORT, ipc://PATH, tls+tcp://HOST:PORT
+ * with tls's cert and key), waiting at most recv_ms for each request. */
+fedc_status fedc__net_listen(fedc__net *n, const char *url, size_t max, int recv_ms, const fedc__tls *tls);
+/* A client's socket towards `url` (tls+tcp:// needs tls's ca): each call waits
+ * at most timeout_ms. */
+fedc_status fedc__net_dial(fedc__net *n, const char *url, size_t max, int timeout_ms, const fedc__tls *tls);
+void fedc__net_close(fedc__net *n);
+
+/* The next request's bytes (nng_free them with size), or *timed_out. */
+fedc_status fedc__net_recv(fedc__net *n, void **data, size_t *size, bool *timed_out);
+fedc_status fedc__net_send(fedc__net *n, const void *data, size_t size);
+/* A message encoded and sent. */
+fedc_status fedc__net_send_msg(fedc__net *n, fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
+                               const fedc_tensor_entry *tensors, int ntensors, size_t *bytes);
+/* A client's request: sent, and the reply received and decoded. */
+fedc_status fedc__net_call(fedc__net *n, fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
+                           const fedc_tensor_entry *tensors, int ntensors, fedc__msg *reply);
+
+#endif

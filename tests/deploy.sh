@@ -1,0 +1,253 @@
+#!/bin/sh
+# fedc plan / server / client / fleet as processes on this host (tcp://127.0.0.1
+# only): a deployed FedAvg run on the CNN (with dropout) ends with the bits of
+# fedc train on the same clients, seeds and rounds, with every client a process of
+# its own, and again with the clients as a fleet (on the heart-disease silos when
+# ../shared/data has them), and for Mime, FedNova, FedProx, FedSGD, MimeLite, HypCluster,
+# SCAFFOLD, FedDyn, DiLoCo and APFL;
+# a client without the token is refused; a client killed
+# mid-round and a straggler are dropped at the deadline (fedc train's bits with that
+# client dropped); a server killed and restarted continues to the bits of an
+# uninterrupted run; over TLS with a self-signed certificate the bits are the same, and a
+# client that does not trust it gets no answer; bad command
+# lines and a damaged plan exit with their messages. Every process runs under
+# timeout. Usage: deploy.sh path/to/fedc. Exits 77 (skipped) without python3,
+# which writes the data and compares the checkpoints.
+set -u
+fedc=$1
+if ! command -v python3 >/dev/null; then
+  echo "SKIP: python3 is absent"
+  exit 77
+fi
+out=$(mktemp -d)
+trap 'kill -9 $server $slow 2>/dev/null; rm -rf "$out"' EXIT
+server="" slow=""
+. "$(dirname "$0")/expect.sh"
+
+# A port nothing listens on now.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# same_bits A B: every tensor of checkpoint A is in B with the same bytes.
+same_bits() {
+  python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+def load(p):
+    d = open(p, "rb").read()
+    n = struct.unpack("<Q", d[:8])[0]
+    h = json.loads(d[8:8 + n])
+    h.pop("__metadata__", None)
+    return {k: d[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in h.items()}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+differ = [k for k in a if a[k] != b.get(k)]
+if not a or differ:
+    sys.exit("differ: %s" % differ)
+PY
+}
+
+# Six EMNIST-shaped writers of 3 to 8 examples (LEAF JSON).
+python3 - "$out/tiny.json" <<'PY'
+import json, sys
+users = ["w%d" % c for c in range(6)]
+data = {}
+for c, u in enumerate(users):
+    n = 3 + (c * 5) % 6
+    data[u] = {"x": [[((k * 7 + i * 13 + c * 31) % 101) / 100 for k in range(784)] for i in range(n)],
+               "y": [(i * 11 + c * 3) % 62 for i in range(n)]}
+json.dump({"users": users, "num_samples": [len(data[u]["y"]) for u in users], "user_data": data}, open(sys.argv[1], "w"))
+PY
+
+job="--model cnn --batch-size 2 --seed 5 --client-lr 0.05"
+expect 0 "plan $out/plan: fedavg on cnn" -- "$fedc" plan build --data "$out/tiny.json" $job --out "$out/plan"
+expect 0 "population  6" -- "$fedc" plan check "$out/plan"
+timeout 120 "$fedc" train --data "$out/tiny.json" $job --rounds 2 --clients-per-round 4 --checkpoint-every 2 \
+  --eval-every 0 --threads 1 --quiet --out "$out/train" >/dev/null 2>&1 && ok || bad "fedc train failed"
+
+# every client a process of its own
+port=$(free_port)
+addr=tcp://127.0.0.1:$port
+timeout 120 "$fedc" server --plan "$out/plan" --listen "$addr" --rounds 2 --clients-per-round 4 --out "$out/srv" \
+  --token s3cret --report-deadline 60 --linger 1 >"$out/server.log" 2>&1 &
+server=$!
+pids=""
+for c in 0 1 2 3 4 5; do
+  timeout 120 "$fedc" client --connect "$addr" --data "$out/tiny.json" --client $c --token s3cret --timeout 30 \
+    >"$out/client$c.log" 2>&1 &
+  pids="$pids $!"
+done
+expect 1 "the server refused: invalid token" -- timeout 60 "$fedc" client --connect "$addr" --data "$out/tiny.json" \
+  --token wrong --timeout 30
+for p in $pids; do wait "$p" && ok || bad "a client process failed: $(cat "$out"/client*.log)"; done
+wait $server && ok || bad "the server failed: $(cat "$out/server.log")"
+same_bits "$out/srv/checkpoint.safetensors" "$out/train/checkpoint.safetensors" && ok \
+  || bad "the deployed CNN run's bits differ from fedc train's"
+[ "$(grep -c '"selected": 4, "reported": 4, "dropped": 0' "$out/srv/metrics.jsonl")" = 2 ] && ok \
+  || bad "metrics.jsonl: $(cat "$out/srv/metrics.jsonl")"
+grep -q "refused client 0: invalid token" "$out/server.log" && ok || bad "the server did not log the bad token"
+expect 0 "accuracy" -- "$fedc" eval --checkpoint "$out/srv/checkpoint.safetensors" --data "$out/tiny.json" --model cnn
+
+# the clients as a fleet, on the heart-disease silos
+heart=../shared/data/heart-disease-uci
+if [ -d $heart ]; then
+  hjob="--model heart --batch-size 16 --seed 3"
+  expect 0 "fedavg on heart" -- "$fedc" plan build --data $heart $hjob --out "$out/hplan"
+  timeout 120 "$fedc" train --data $heart $hjob --rounds 3 --clients-per-round 3 --checkpoint-every 3 --eval-every 0 \
+    --threads 1 --quiet --out "$out/htrain" >/dev/null 2>&1 && ok || bad "fedc train (heart) failed"
+  addr=tcp://127.0.0.1:$(free_port)
+  timeout 120 "$fedc" server --plan "$out/hplan" --listen "$addr" --rounds 3 --clients-per-round 3 --out "$out/hsrv" \
+    --report-deadline 60 --linger 1 >"$out/hserver.log" 2>&1 &
+  server=$!
+  for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$out/hsrv/token" ] && break; sleep 0.2; done
+  expect 0 "fedc fleet: done: 4 clients, 9 reports" -- timeout 120 "$fedc" fleet --connect "$addr" --data $heart \
+    --clients 4 --token-file "$out/hsrv/token" --timeout 30
+  wait $server && ok || bad "the heart server failed: $(cat "$out/hserver.log")"
+  same_bits "$out/hsrv/checkpoint.safetensors" "$out/htrain/checkpoint.safetensors" && ok \
+    || bad "the deployed heart run's bits differ from fedc train's"
+else
+  echo "deploy.sh: $heart is absent: the fleet on the heart silos is not run"
+fi
+
+# Other algorithms, as fleets: Mime and FedNova (two exchanges a round: a client keeps its values of
+# the first for the second), FedProx, FedSGD, MimeLite, HypCluster (its clusters in the server
+# state), and SCAFFOLD, FedDyn, DiLoCo and APFL (state kept by each client from round to round):
+# 3 rounds of 3 of the 6 clients (so some client is in two rounds) end with fedc train's bits
+for alg in mime fednova fedprox fedsgd mimelite hypcluster scaffold feddyn diloco apfl; do
+  ajob="--model logistic --batch-size 2 --seed 4 --algorithm $alg"
+  [ $alg = diloco ] && ajob="$ajob --client-opt adam --client-lr 0.01" # its replicas keep Adam's state
+  "$fedc" plan build --data "$out/tiny.json" $ajob --out "$out/$alg.plan" >/dev/null 2>&1 || bad "$alg: plan build failed"
+  timeout 120 "$fedc" train --data "$out/tiny.json" $ajob --rounds 3 --clients-per-round 3 --checkpoint-every 3 \
+    --eval-every 0 --threads 1 --quiet --out "$out/$alg.train" >/dev/null 2>&1 || bad "$alg: fedc train failed"
+  addr=tcp://127.0.0.1:$(free_port)
+  timeout 120 "$fedc" server --plan "$out/$alg.plan" --listen "$addr" --rounds 3 --clients-per-round 3 \
+    --out "$out/$alg.srv" --token t --report-deadline 60 --linger 1 >"$out/$alg.log" 2>&1 &
+  server=$!
+  timeout 120 "$fedc" fleet --connect "$addr" --data "$out/tiny.json" --clients 6 --token t --timeout 30 \
+    >>"$out/$alg.log" 2>&1 || bad "$alg: the fleet failed: $(cat "$out/$alg.log")"
+  wait $server || bad "$alg: the server failed: $(cat "$out/$alg.log")"
+  same_bits "$out/$alg.srv/checkpoint.safetensors" "$out/$alg.train/checkpoint.safetensors" && ok \
+    || bad "$alg: the deployed run's bits differ from fedc train's"
+done
+
+# Faults, on a logistic model (quick): ljob's plan, rounds of all 6 clients.
+ljob="--model logistic --batch-size 2 --seed 9"
+expect 0 "fedavg on logistic" -- "$fedc" plan build --data "$out/tiny.json" $ljob --out "$out/lplan"
+# train_dropping C OUT: fedc train's round 1 with client C dropped (its data fail to load)
+train_dropping() {
+  FEDC_FAULT=load:1:$1 timeout 120 "$fedc" train --data "$out/tiny.json" $ljob --rounds 1 --clients-per-round 6 \
+    --checkpoint-every 1 --eval-every 0 --threads 1 --quiet --out "$2" >/dev/null 2>&1 && ok || bad "fedc train failed"
+}
+# fault_run NAME SLOW_CLIENT SLOW_SECONDS: a round of 6 with a 4 s deadline, client SLOW_CLIENT slowed down
+fault_run() {
+  addr=tcp://127.0.0.1:$(free_port)
+  timeout 120 "$fedc" server --plan "$out/lplan" --listen "$addr" --rounds 1 --clients-per-round 6 --out "$out/$1" \
+    --token t --report-deadline 4 --linger 8 >"$out/$1.log" 2>&1 &
+  server=$!
+  pids=""
+  for c in 0 1 2 3 4 5; do
+    if [ $c = "$2" ]; then
+      FEDC_FAULT=slow:$3 "$fedc" client --connect "$addr" --data "$out/tiny.json" --client $c --token t --timeout 30 \
+        --max-seconds 60 >"$out/$1.slow.log" 2>&1 &
+      slow=$!
+    else
+      timeout 60 "$fedc" client --connect "$addr" --data "$out/tiny.json" --client $c --token t --timeout 30 \
+        >/dev/null 2>&1 &
+      pids="$pids $!"
+    fi
+  done
+}
+# a client killed mid-round (after its task, before its report): the round commits without it at
+# the deadline, with fedc train's bits for the round without that client
+train_dropping 2 "$out/ktrain"
+fault_run killed 2 60
+sleep 1
+kill -9 $slow
+for p in $pids; do wait "$p" || bad "a client process failed"; done
+wait $server && ok || bad "the server failed: $(cat "$out/killed.log")"
+grep -q '"selected": 6, "reported": 5, "dropped": 1' "$out/killed/metrics.jsonl" && ok \
+  || bad "metrics.jsonl: $(cat "$out/killed/metrics.jsonl")"
+same_bits "$out/killed/checkpoint.safetensors" "$out/ktrain/checkpoint.safetensors" && ok \
+  || bad "the run without the killed client differs from fedc train's without it"
+# a straggler slower than the deadline: ignored; its late report is refused, and it ends when told
+train_dropping 5 "$out/strain"
+fault_run straggler 5 7
+for p in $pids; do wait "$p" || bad "a client process failed"; done
+wait $slow && ok || bad "the straggler failed: $(cat "$out/straggler.slow.log")"
+wait $server && ok || bad "the server failed: $(cat "$out/straggler.log")"
+grep -q '"reported": 5, "dropped": 1' "$out/straggler/metrics.jsonl" && ok || bad "straggler metrics"
+grep -q "refused client 5: a report for round 1, but the job is over" "$out/straggler.log" && ok \
+  || bad "the late report was not refused: $(cat "$out/straggler.log")"
+same_bits "$out/straggler/checkpoint.safetensors" "$out/strain/checkpoint.safetensors" && ok \
+  || bad "the run without the straggler differs from fedc train's without it"
+# the server killed (SIGKILL) once round 1 is committed, and started again with the same command:
+# it keeps the token it made, the fleet carries on, and the run ends with the bits of an
+# uninterrupted fedc train
+timeout 120 "$fedc" train --data "$out/tiny.json" $ljob --rounds 4 --clients-per-round 3 --checkpoint-every 4 \
+  --eval-every 0 --threads 1 --quiet --out "$out/rtrain" >/dev/null 2>&1 && ok || bad "fedc train failed"
+addr=tcp://127.0.0.1:$(free_port)
+"$fedc" server --plan "$out/lplan" --listen "$addr" --rounds 4 --clients-per-round 3 --out "$out/restart" \
+  --report-deadline 60 --linger 1 >>"$out/restart.log" 2>&1 &
+server=$!
+for i in $(seq 1 100); do [ -s "$out/restart/token" ] && break; sleep 0.05; done
+timeout 120 "$fedc" fleet --connect "$addr" --data "$out/tiny.json" --clients 6 --token-file "$out/restart/token" \
+  --timeout 30 >"$out/rfleet.log" 2>&1 &
+fleet=$!
+for i in $(seq 1 500); do [ -s "$out/restart/metrics.jsonl" ] && break; sleep 0.01; done
+kill -9 $server
+wait $server 2>/dev/null
+timeout 120 "$fedc" server --plan "$out/lplan" --listen "$addr" --rounds 4 --clients-per-round 3 --out "$out/restart" \
+  --report-deadline 60 --linger 1 >>"$out/restart.log" 2>&1 && ok || bad "the restarted server failed"
+grep -q "token in $out/restart/token (kept)" "$out/restart.log" && ok || bad "the restarted server made a new token"
+wait $fleet && ok || bad "the fleet failed: $(cat "$out/rfleet.log")"
+grep -Eq "resumed from $out/restart/checkpoint.safetensors at round [234]$" "$out/restart.log" && ok \
+  || bad "the server did not resume: $(cat "$out/restart.log")"
+same_bits "$out/restart/checkpoint.safetensors" "$out/rtrain/checkpoint.safetensors" && ok \
+  || bad "the restarted run differs from fedc train's"
+
+# TLS (tls+tcp://) with a self-signed certificate made here: the fleet verifies the server with it
+# and gets the bits of the uninterrupted run above; a client that trusts another certificate, or
+# none, gets no answer
+if command -v openssl >/dev/null; then
+  for name in server other; do
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=127.0.0.1" \
+      -addext "subjectAltName=DNS:127.0.0.1,IP:127.0.0.1" -keyout "$out/$name.key" -out "$out/$name.pem" 2>/dev/null
+  done
+  addr=tls+tcp://127.0.0.1:$(free_port)
+  timeout 120 "$fedc" server --plan "$out/lplan" --listen "$addr" --rounds 4 --clients-per-round 3 --out "$out/tls" \
+    --token t --tls-cert "$out/server.pem" --tls-key "$out/server.key" --report-deadline 60 --linger 1 \
+    >"$out/tls.log" 2>&1 &
+  server=$!
+  expect 1 "no connection to or answer from the server at $addr within 2000 ms" -- timeout 60 "$fedc" client \
+    --connect "$addr" --data "$out/tiny.json" --token t --tls-ca "$out/other.pem" --timeout 2
+  expect 1 "a TLS address needs the certificate to verify the server with (--tls-ca)" -- "$fedc" client \
+    --connect "$addr" --data "$out/tiny.json" --token t
+  expect 0 "fedc fleet: done: 6 clients, 12 reports" -- timeout 120 "$fedc" fleet --connect "$addr" \
+    --data "$out/tiny.json" --clients 6 --token t --tls-ca "$out/server.pem" --timeout 30
+  wait $server && ok || bad "the TLS server failed: $(cat "$out/tls.log")"
+  same_bits "$out/tls/checkpoint.safetensors" "$out/rtrain/checkpoint.safetensors" && ok \
+    || bad "the run over TLS differs from fedc train's"
+  expect 1 "a TLS address needs a certificate and its key (--tls-cert, --tls-key)" -- "$fedc" server \
+    --plan "$out/lplan" --listen "$addr" --rounds 1 --clients-per-round 1 --out "$out/tls2"
+  expect 1 "TLS options need a tls+tcp:// address" -- "$fedc" server --plan "$out/lplan" \
+    --listen "tcp://127.0.0.1:$(free_port)" --rounds 1 --clients-per-round 1 --out "$out/tls3" \
+    --tls-cert "$out/server.pem" --tls-key "$out/server.key"
+else
+  echo "deploy.sh: openssl is absent: TLS is not tested"
+fi
+
+# bad command lines and a damaged plan
+expect 2 "needs --plan, --listen, --rounds, --clients-per-round and --out" -- "$fedc" server --plan "$out/plan"
+expect 2 "unknown option '--bogus'" -- "$fedc" client --connect "$addr" --data x --bogus 1
+expect 2 "and no --clients (that is fedc fleet's)" -- "$fedc" client --connect "$addr" --data x --clients 3
+expect 2 "--clients needs" -- "$fedc" fleet --connect "$addr" --data x --clients 0
+expect 2 "needs --out PLAN" -- "$fedc" plan build --data "$out/tiny.json"
+expect 1 "plan: agnostic_fedavg's round reads \"meta/domain\"" -- "$fedc" plan build --data "$out/tiny.json" \
+  --algorithm agnostic_fedavg --out "$out/agnostic"
+sed -i 's/^setting seed 5$/setting seed 6/' "$out/plan/plan.txt"
+expect 0 "seed        6" -- "$fedc" plan check "$out/plan"
+printf 'x' >>"$out/plan/0_client_work.fedc"
+expect 1 "but plan.txt says" -- "$fedc" plan check "$out/plan"
+expect 1 "plan.txt: cannot open" -- "$fedc" plan check "$out/none"
+expect 1 "cannot open" -- timeout 60 "$fedc" server --plan "$out/none" --listen "tcp://127.0.0.1:$(free_port)" \
+  --rounds 1 --clients-per-round 1 --out "$out/s2"
+
+echo "deploy.sh: $passed passed, $failed failed"
+[ "$failed" = 0 ]

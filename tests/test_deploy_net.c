@@ -1,0 +1,319 @@
+/* The deployment over the network (fedc/deploy.h): a server and a fleet of
+ * clients, in threads of this process over a local NNG socket (ipc://, nothing
+ * leaves the host). Without faults, the deployed FedAvg run ends with the bits
+ * of fedc_train on the same data, seeds and rounds. Bad input — random bytes, a
+ * truncated frame, another version, a huge declared length, a wrong token or
+ * plan hash, a report of the wrong shape, NaN, the wrong slot or round — is
+ * refused with its reason logged, and the server goes on to the same bits.
+ * Every wait is bounded (deadlines of 60 s, timeouts of 30 s). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "deploy_case.h"
+#include "deploy/net.h"
+#include "fedc/deploy.h"
+#include "fedc/safetensors.h"
+
+static char data_path[400], dir[400];
+
+static const char *path(const char *name) {
+    static char buf[4][600];
+    static int next;
+    char *b = buf[next++ % 4];
+    snprintf(b, sizeof buf[0], "%s/%s", dir, name);
+    return b;
+}
+
+static bool setup(void) {
+    if (dir[0]) return true;
+    const char *d = fedc_test_tmpdir("deploy-net");
+    if (!d) return false;
+    snprintf(dir, sizeof dir, "%s", d);
+    snprintf(data_path, sizeof data_path, "%s", path("case.json"));
+    return write_case_data(data_path);
+}
+
+/* Every tensor of the deployed checkpoint is in the trained one, bit for bit. */
+static void check_same_bits(const char *deployed, const char *trained, int tensors) {
+    fedc_safetensors *a = NULL, *b = NULL;
+    CHECK_OK(fedc_safetensors_read(deployed, &a));
+    CHECK_OK(fedc_safetensors_read(trained, &b));
+    if (!a || !b) goto out;
+    CHECK_EQ_INT(fedc_safetensors_count(a), tensors);
+    for (int i = 0; i < fedc_safetensors_count(a); i++) {
+        fedc_tensor_entry x = fedc_safetensors_tensor(a, i), y;
+        CHECK_OK(fedc_safetensors_find(b, x.name, &y));
+        CHECK_MSG(fedc_type_bytes(&x.type) == fedc_type_bytes(&y.type) && !memcmp(x.data, y.data, fedc_type_bytes(&x.type)),
+                  "%s: the deployed run's bits differ from fedc_train's", x.name);
+    }
+out:
+    fedc_safetensors_destroy(a);
+    fedc_safetensors_destroy(b);
+}
+
+typedef struct job {
+    fedc_server_options s;
+    fedc_status st;
+    char err[1024];
+} job;
+
+static void *server_main(void *arg) {
+    job *j = arg;
+    j->st = fedc_server_run(&j->s);
+    if (j->st) snprintf(j->err, sizeof j->err, "%s", fedc_errmsg());
+    return NULL;
+}
+
+/* The plan of `rounds` rounds of k clients, and fedc_train's run of the same;
+ * with `adam`, FedAdam weighting clients by their datasets' sizes (the round
+ * reads meta/num_examples, and the server keeps Adam's state). */
+static bool plan_and_train_as(const char *name, int rounds, int k, bool adam) {
+    char plan[600], train[700];
+    snprintf(plan, sizeof plan, "%s", path(name));
+    snprintf(train, sizeof train, "%s.train", plan);
+    fedc_train_config c;
+    case_config(&c, data_path, train, rounds, k);
+    if (adam) {
+        c.algorithm.server_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, 0.01);
+        c.algorithm.weighting = FEDC_WEIGHT_DATASET;
+    }
+    fedc_status st = fedc_plan_build(&c, plan);
+    if (!st) st = fedc_train(&c, NULL);
+    if (st) fprintf(stderr, "%s: %s\n", name, fedc_errmsg());
+    return st == FEDC_OK;
+}
+
+static bool plan_and_train(const char *name, int rounds, int k) { return plan_and_train_as(name, rounds, k, false); }
+
+static void start_server(job *j, pthread_t *t, const char *name, const char *url, int rounds, int k, FILE *log) {
+    static char plan[8][600], out[8][700];
+    static int next;
+    int i = next++ % 8;
+    snprintf(plan[i], sizeof plan[i], "%s", path(name));
+    snprintf(out[i], sizeof out[i], "%s.out", plan[i]);
+    memset(j, 0, sizeof *j);
+    fedc_server_defaults(&j->s);
+    j->s.plan = plan[i], j->s.listen = url, j->s.out_dir = out[i];
+    j->s.rounds = rounds, j->s.clients_per_round = k;
+    j->s.token = "test-token";
+    j->s.report_deadline = 60;
+    j->s.linger = 0.5;
+    j->s.log = log;
+    pthread_create(t, NULL, server_main, j);
+}
+
+static fedc_client_options client_options(const char *url, const char *token) {
+    fedc_client_options o;
+    fedc_client_defaults(&o);
+    o.connect = url, o.data = data_path, o.token = token;
+    o.timeout = 30, o.max_seconds = 120;
+    return o;
+}
+
+static int count_lines(const char *file, const char *needle) {
+    FILE *f = fopen(file, "r");
+    char line[4096];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) n += strstr(line, needle) != NULL;
+    if (f) fclose(f);
+    return n;
+}
+
+/* The plan `name` served for `rounds` rounds of k clients to a fleet of all
+ * five (FEDC_FAULT `fault` in its environment, NULL: none); false if the set-up
+ * or the run fails. */
+static bool deploy(const char *name, int rounds, int k, bool adam, const char *fault) {
+    if (!setup() || !plan_and_train_as(name, rounds, k, adam)) {
+        CHECK_MSG(false, "cannot set up");
+        return false;
+    }
+    char url[700], sock[64];
+    snprintf(sock, sizeof sock, "%s.sock", name);
+    snprintf(url, sizeof url, "ipc://%s", path(sock));
+    job j;
+    pthread_t t;
+    start_server(&j, &t, name, url, rounds, k, NULL);
+    fedc_client_options o = client_options(url, "test-token");
+    if (fault) setenv("FEDC_FAULT", fault, 1);
+    fedc_status st = fedc_fleet_run(&o, CASE_CLIENTS);
+    CHECK_MSG(st == FEDC_OK, "fleet: %s", fedc_errmsg());
+    unsetenv("FEDC_FAULT");
+    pthread_join(t, NULL);
+    CHECK_MSG(j.st == FEDC_OK, "server: %s", j.err);
+    return st == FEDC_OK && j.st == FEDC_OK;
+}
+
+/* Three rounds of three clients: fedc_train's bits, though every report is
+ * sent twice (each client checks that the second is counted 0). */
+static void test_equivalence(void) {
+    if (!deploy("eq", 3, 3, false, "report-twice")) return;
+    check_same_bits(path("eq.out/checkpoint.safetensors"), path("eq.train/checkpoint.safetensors"), 2);
+    CHECK_EQ_INT(count_lines(path("eq.out/metrics.jsonl"), "\"reported\": 3, \"dropped\": 0"), 3);
+}
+
+/* FedAdam weighting by dataset size: the server's Adam state (server/opt/...)
+ * and each client's meta/num_examples cross the wire too; the same bits. */
+static void test_equivalence_fedadam(void) {
+    if (!deploy("adam", 2, 4, true, NULL)) return;
+    fedc_plan *p = NULL;
+    CHECK_OK(fedc_plan_read(path("adam"), &p));
+    CHECK(p && fedc_program_find_input(fedc_plan_round(p), "meta/num_examples") != FEDC_NONE);
+    int n = p ? fedc_plan_num_tensors(p) : 0;
+    CHECK(n > 2); /* the model and Adam's moments and step */
+    fedc_plan_destroy(p);
+    check_same_bits(path("adam.out/checkpoint.safetensors"), path("adam.train/checkpoint.safetensors"), n);
+}
+
+/* ------------------------------------------------------------ bad input -- */
+
+/* Sends raw bytes; the answer must be a reject whose reason has `needle`. */
+static void expect_reject(fedc__net *n, const void *bytes, size_t size, const char *needle) {
+    CHECK_OK(fedc__net_send(n, bytes, size));
+    void *data = NULL;
+    size_t got = 0;
+    bool timed_out = false;
+    fedc__msg m = {0};
+    CHECK_OK(fedc__net_recv(n, &data, &got, &timed_out));
+    CHECK(!timed_out);
+    if (!data) return;
+    CHECK_OK(fedc__wire_decode(data, got, (size_t)1 << 28, &m));
+    nng_free(data, got);
+    if (!m.body) return;
+    const char *why = fedc__msg_field(&m, "reason");
+    CHECK_MSG(m.type == FEDC__MSG_REJECT && why && strstr(why, needle), "a %s message (%s), not a reject with \"%s\"",
+              fedc__msg_name(m.type), why ? why : "", needle);
+    fedc__msg_free(&m);
+}
+
+static void expect_reject_msg(fedc__net *n, fedc__msg_type type, const fedc_metadata_entry *f, int nf,
+                              const fedc_tensor_entry *t, int nt, const char *needle) {
+    void *frame = NULL;
+    size_t size = 0;
+    CHECK_OK(fedc__wire_encode(type, f, nf, t, nt, &frame, &size));
+    if (frame) expect_reject(n, frame, size, needle);
+    fedc_free(frame);
+}
+
+/* Reports for `slot` of client `who` whose tensors are those of `good` but
+ * edited as `how` says. */
+static void bad_reports(fedc__net *n, const fedc_plan *p, const char *who, const char *slot) {
+    const fedc_program *agg = fedc_deployment_form_phase(fedc_plan_form(p), 0, FEDC_PHASE_AGGREGATION);
+    int k = fedc_program_num_inputs(agg);
+    fedc_tensor_entry t[16];
+    static float zeros[785 * 62]; /* the largest tensor, with one row more for the wrong shape */
+    for (int i = 0; i < k && i < 16; i++) {
+        fedc_type type = fedc_value_type(agg, fedc_program_input(agg, i));
+        type.placement = FEDC_LOCAL;
+        t[i] = (fedc_tensor_entry){fedc_program_input_name(agg, i), type, zeros};
+    }
+    fedc_metadata_entry f[] = {{"token", "test-token"}, {"client", who}, {"round", "0"}, {"exchange", "0"},
+                               {"slot", slot}, {"hash", fedc_plan_hash(p)}};
+    fedc_tensor_entry wrong = t[0];
+    wrong.type.dims[0] += wrong.type.rank ? 1 : 0;
+    if (!wrong.type.rank) wrong.type = fedc_type_make(wrong.type.dtype, 1, (int64_t[]){2});
+    fedc_tensor_entry shaped[16];
+    memcpy(shaped, t, sizeof shaped);
+    shaped[0] = wrong;
+    expect_reject_msg(n, FEDC__MSG_REPORT, f, 6, shaped, k, "is f32[");
+    zeros[3] = NAN;
+    expect_reject_msg(n, FEDC__MSG_REPORT, f, 6, t, k, "is not finite (element 3)");
+    zeros[3] = 0;
+    expect_reject_msg(n, FEDC__MSG_REPORT, f, 6, t, k - 1, "tensors; the aggregation takes");
+    fedc_metadata_entry g[6];
+    memcpy(g, f, sizeof g);
+    g[2].value = "7";
+    expect_reject_msg(n, FEDC__MSG_REPORT, g, 6, t, k, "a report for round 8 exchange 0, but round 1 exchange 0 is open");
+    memcpy(g, f, sizeof g);
+    g[4].value = strcmp(slot, "0") ? "0" : "1";
+    expect_reject_msg(n, FEDC__MSG_REPORT, g, 6, t, k, "is not this client's");
+    memcpy(g, f, sizeof g);
+    g[0].value = "nope";
+    expect_reject_msg(n, FEDC__MSG_REPORT, g, 6, t, k, "invalid token");
+}
+
+/* Bad frames and messages from a raw socket while round 1 waits for its
+ * reports; then the real clients report and the run has fedc_train's bits. */
+static void test_bad_input(void) {
+    if (!setup() || !plan_and_train("bad", 1, CASE_CLIENTS)) {
+        CHECK_MSG(false, "cannot set up");
+        return;
+    }
+    char url[700];
+    snprintf(url, sizeof url, "ipc://%s", path("bad.sock"));
+    FILE *log = fopen(path("bad.log"), "w");
+    job j;
+    pthread_t t;
+    start_server(&j, &t, "bad", url, 1, CASE_CLIENTS, log);
+    fedc_plan *p = NULL;
+    CHECK_OK(fedc_plan_read(path("bad"), &p));
+    fedc__net n;
+    CHECK_OK(fedc__net_dial(&n, url, (size_t)1 << 28, 30000, NULL));
+    if (!p || !n.open) goto out;
+
+    unsigned char junk[300];
+    fedc_test_seed(3);
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(int)fedc_test_uniform(0, 256);
+    expect_reject(&n, junk, sizeof junk, "not a fedc message");
+    fedc_metadata_entry ci[] = {{"token", "test-token"}, {"client", "2"}, {"version", "1"}, {"plan_hash", fedc_plan_hash(p)}};
+    void *frame = NULL;
+    size_t size = 0;
+    CHECK_OK(fedc__wire_encode(FEDC__MSG_CHECKIN, ci, 4, NULL, 0, &frame, &size));
+    if (!frame) goto out;
+    unsigned char *b = frame;
+    expect_reject(&n, b, size - 5, "truncated frame");
+    b[4] = 9;
+    expect_reject(&n, b, size, "message version 9; this fedc speaks version 1");
+    b[4] = 1, b[15] = 0x7f;
+    expect_reject(&n, b, size, "above the limit");
+    b[15] = 0;
+    fedc_free(frame);
+    fedc_metadata_entry bad[4];
+    memcpy(bad, ci, sizeof bad);
+    bad[0].value = "wrong";
+    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, "invalid token");
+    memcpy(bad, ci, sizeof bad);
+    bad[3].value = "0123";
+    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, "plan hash 0123 is not this server's plan");
+    memcpy(bad, ci, sizeof bad);
+    bad[2].value = "2";
+    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, "protocol version 2");
+    memcpy(bad, ci, sizeof bad);
+    bad[1].value = "99";
+    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, "field 'client' is '99'");
+    expect_reject_msg(&n, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "1"}}, 1, NULL, 0, "not a client's request");
+    /* every client is in the round (5 of 5): client 2's slot is the one the sample gives it */
+    int64_t sampled[CASE_CLIENTS];
+    CHECK_OK(fedc_sample_clients(CASE_CLIENTS, CASE_CLIENTS, 7, 0, sampled));
+    char slot[8] = "0";
+    for (int i = 0; i < CASE_CLIENTS; i++)
+        if (sampled[i] == 2) snprintf(slot, sizeof slot, "%d", i);
+    bad_reports(&n, p, "2", slot);
+
+    /* a client without the token is refused and stops */
+    fedc_client_options o = client_options(url, "not-the-token");
+    CHECK_ERR(fedc_client_run(&o), FEDC_EIO, "the server refused: invalid token");
+    o = client_options(url, "test-token");
+    CHECK_OK(fedc_fleet_run(&o, CASE_CLIENTS));
+out:
+    fedc__net_close(&n);
+    pthread_join(t, NULL);
+    fclose(log);
+    CHECK_MSG(j.st == FEDC_OK, "server: %s", j.err);
+    check_same_bits(path("bad.out/checkpoint.safetensors"), path("bad.train/checkpoint.safetensors"), 2);
+    CHECK_EQ_INT(count_lines(path("bad.log"), "refused"), 16);
+    CHECK_EQ_INT(count_lines(path("bad.log"), "refused client 2: tensor 'client_work/"), 2);
+    CHECK_EQ_INT(count_lines(path("bad.out/metrics.jsonl"), "\"reported\": 5, \"dropped\": 0, \"refused\": 16"), 1);
+    fedc_plan_destroy(p);
+}
+
+int main(int argc, char **argv) {
+    static const fedc_test tests[] = {{"equivalence", test_equivalence},
+                                      {"equivalence_fedadam", test_equivalence_fedadam},
+                                      {"bad_input", test_bad_input}};
+    int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+    fedc_test_tmpdir_remove();
+    return rc;
+}
