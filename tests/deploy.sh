@@ -113,6 +113,7 @@ fi
 for alg in mime fednova fedprox fedsgd mimelite hypcluster scaffold feddyn diloco apfl; do
   ajob="--model logistic --batch-size 2 --seed 4 --algorithm $alg"
   [ $alg = diloco ] && ajob="$ajob --client-opt adam --client-lr 0.01" # its replicas keep Adam's state
+  [ $alg = hypcluster ] && ajob="$ajob --set kmeans_init=0" # a plan carries no warm start (below)
   "$fedc" plan build --data "$out/tiny.json" $ajob --out "$out/$alg.plan" >/dev/null 2>&1 || bad "$alg: plan build failed"
   timeout 120 "$fedc" train --data "$out/tiny.json" $ajob --rounds 3 --clients-per-round 3 --checkpoint-every 3 \
     --eval-every 0 --threads 1 --quiet --out "$out/$alg.train" >/dev/null 2>&1 || bad "$alg: fedc train failed"
@@ -126,6 +127,10 @@ for alg in mime fednova fedprox fedsgd mimelite hypcluster scaffold feddyn diloc
   same_bits "$out/$alg.srv/checkpoint.safetensors" "$out/$alg.train/checkpoint.safetensors" && ok \
     || bad "$alg: the deployed run's bits differ from fedc train's"
 done
+
+# An algorithm that starts from the data (HypCluster's k-means++) is refused at plan build, naming the way out
+expect 1 "hypcluster starts from the data (a warm start before round 1), which a plan does not carry yet; --set kmeans_init=0" \
+  -- "$fedc" plan build --data "$out/tiny.json" --model logistic --algorithm hypcluster --out "$out/warm.plan"
 
 # Faults, on a logistic model (quick): ljob's plan, rounds of all 6 clients.
 ljob="--model logistic --batch-size 2 --seed 9"

@@ -136,7 +136,9 @@ typedef struct fedc_algorithm_def {
      * inputs and r->cohort set (the program runs on exactly that many clients),
      * its outputs server/<leaf> replace server_init's state (other outputs are
      * ignored). fedc train runs it once, before the first round of a fresh run, on
-     * clients_per_round clients drawn for it (HypCluster's k-means++ start). */
+     * clients_per_round clients drawn for it (HypCluster's k-means++ start). A
+     * builder that adds nothing to r->p means no warm start (a hyperparameter
+     * turned it off). */
     fedc_status (*warm_start)(fedc_round *r);
 } fedc_algorithm_def;
 

@@ -272,12 +272,16 @@ static fedc_status round_program(const fedc_model *m, const fedc_algorithm *a, f
     if (!st) st = round_inputs(&r, server_init, client_init, true);
     if (!st) st = build(&r);
     if (!st) st = fedc_program_status(p);
-    if (!st && fedc_program_find_output(p, "train_loss") == FEDC_NONE)
+    if (!st && cohort && fedc_program_num_outputs(p) == 0) { /* the warm start is off (a hyperparameter says so) */
+        fedc_program_destroy(p);
+        p = NULL;
+    }
+    if (!st && p && fedc_program_find_output(p, "train_loss") == FEDC_NONE)
         st = fedc_error(FEDC_EINVAL, "%s: the %s builder did not call fedc_round_finish", def->name,
                         cohort ? "warm start" : "round");
     fedc_program_destroy(server_init);
     fedc_program_destroy(client_init);
-    return fedc__fl_done(p, st, out);
+    return p ? fedc__fl_done(p, st, out) : st;
 }
 
 fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {

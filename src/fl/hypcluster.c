@@ -9,8 +9,8 @@
  *
  * Evaluation serves each test client the cluster of least loss on its data.
  * `fedc train` starts the clusters from the data, by FedJAX's kmeans_init
- * (src/fl/hypcluster_kmeans.c, the warm start). server_init, where a program
- * drives rounds by hand, starts them as the model's initial parameters (cluster
+ * (src/fl/hypcluster_kmeans.c, the warm start), unless --set kmeans_init=0.
+ * server_init (then, and where a program drives rounds by hand) starts them as the model's initial parameters (cluster
  * 0) and, for j >= 1, the same with independent random signs on every weight
  * matrix (rank >= 2; biases and scales as they are): a draw from the same
  * symmetric initialiser, FedJAX's random_init given only one initialisation. */
@@ -20,6 +20,7 @@
 
 static const fedc_hparam_def hparams[] = {
     {"num_clusters", 2, 1, FEDC__HYPCLUSTER_MAX_CLUSTERS, "k, the number of cluster models"},
+    {"kmeans_init", 1, 0, 1, "1: start the clusters by k-means++ on a cohort (FedJAX's kmeans_init); 0: random signs"},
 };
 
 static fedc_status clusters(const fedc_algorithm *a, int *k) {
@@ -292,7 +293,9 @@ static fedc_status kmeans(fedc_round *r, const fedc_program *objective) {
     int k = 1;
     fedc_status st = clusters(r->alg, &k);
     if (st) return fedc_program_fail(r->p, st, "%s", fedc_errmsg()), st;
-    return fedc__hypcluster_kmeans_with(r, objective, k, FEDC_NONE);
+    double on = fedc_round_hparam(r, "kmeans_init");
+    if (on != 0 && on != 1) return fedc_program_fail(r->p, FEDC_EINVAL, "hypcluster: kmeans_init is 0 or 1, not %g", on), FEDC_EINVAL;
+    return on ? fedc__hypcluster_kmeans_with(r, objective, k, FEDC_NONE) : FEDC_OK; /* 0: no warm start */
 }
 
 static fedc_status hypcluster_warm_start(fedc_round *r) { return with_model(r, kmeans); }
@@ -301,7 +304,7 @@ const fedc_algorithm_def fedc_algorithm_hypcluster = {
     .name = "hypcluster",
     .summary = "HypCluster: k models; each client trains, and is evaluated, with the one of least loss on its data",
     .hparams = hparams,
-    .nhparams = 1,
+    .nhparams = 2,
     .server_init = server_init,
     .round = hypcluster_round,
     .evaluation = hypcluster_evaluation,

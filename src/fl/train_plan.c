@@ -85,6 +85,19 @@ static int settings(const trainer *t, fedc__plan_setting *s) {
     return n;
 }
 
+/* A warm start (fl.h) is a first pass over a cohort before round 1, which a
+ * plan does not carry yet: refused, naming the way out where there is one. */
+static fedc_status no_warm_start(trainer *t) {
+    fedc_program *warm = NULL;
+    fedc_status st = fedc_algorithm_warm_start(t->model, &t->alg, t->c->clients_per_round > 0 ? t->c->clients_per_round : 1, &warm);
+    bool has = warm != NULL;
+    fedc_program_destroy(warm);
+    if (st || !has) return st;
+    return fedc_error(FEDC_EUNSUPPORTED, "plan: %s starts from the data (a warm start before round 1), which a plan does "
+                      "not carry yet%s", fedc_algorithm_name(&t->alg),
+                      t->alg.def == &fedc_algorithm_hypcluster ? "; --set kmeans_init=0 starts its clusters without it" : "");
+}
+
 fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     trainer t;
     memset(&t, 0, sizeof t);
@@ -98,6 +111,7 @@ fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     if (!st) t.alg.max_steps = fedc__train_max_steps(&t);
     if (!st) st = fedc_algorithm_round(t.model, &t.alg, &t.round);
     if (!st) st = check_inputs(t.round, fedc_algorithm_name(&t.alg));
+    if (!st) st = no_warm_start(&t);
     if (!st) st = server_init(&t, &init, &ex);
     if (!st) st = fedc_algorithm_client_init(t.model, &t.alg, &client_init);
     int n = st ? 0 : fedc_program_num_outputs(init);
