@@ -91,7 +91,9 @@ class Model(Handle):
         key = _lib.NONE if dropout_key is None else lift(b, np.asarray(dropout_key, np.int32)
                                                         if not isinstance(dropout_key, Value)
                                                         else dropout_key).v
-        out = _lib.ModelOutputs()
+        # room for fields a newer library appends to fedc_model_outputs (it writes them all)
+        buf = ctypes.create_string_buffer(ctypes.sizeof(_lib.ModelOutputs) + 256)
+        out = _lib.ModelOutputs.from_buffer(buf)
         _lib.check(_L.fedc_model_apply(self._get(), b._get(), _lib.values(pv), lift(b, x).v,
                                        lift(b, y).v, lift(b, mask).v, key, ctypes.byref(out)))
         return {k: Value(b, getattr(out, k)) for k, _ in _lib.ModelOutputs._fields_}
