@@ -416,6 +416,7 @@ static const struct {
     {FEDC_OP_LSTM_GRAD, "tests/test_lstm.c (finite differences)"},
     {FEDC_OP_LSTM_TANGENT, "tests/test_lstm.c (finite differences)"},
     {FEDC_OP_RANDOM_NORMAL, "a source (noise from the key): nothing to differentiate"},
+    {FEDC_OP_RANDOM_UNIFORM, "a source (draws from the key): nothing to differentiate"},
 };
 
 static const char *not_here(fedc__op op) {

@@ -136,6 +136,7 @@ static void build_indexing_ops(fedc_program *p, fedc_value x) {
     fedc_dropout(p, x, key, 0.25);
     fedc_dropout(p, x, key, 1.0 / 3.0);
     fedc_random_normal(p, key, T(FEDC_F32, 2, 3));
+    fedc_random_uniform(p, key, T(FEDC_F64, 1, 5));
 }
 
 /* Convolution, pooling and their gradient ops over 8x8 images. */

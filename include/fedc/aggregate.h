@@ -81,6 +81,18 @@ FEDC_API fedc_status fedc_aggregation_noise(const fedc_aggregation *a, double m,
 #define FEDC_AGGREGATE_CLIP "aggregator/clip"
 #define FEDC_AGGREGATE_DONE "aggregator/clients"
 
+/* t (f32 leaves, @clients) quantized client by client and leaf by leaf to `levels`
+ * levels between the leaf's min and max, by FedJAX's uniform stochastic
+ * quantization (src/fl/compress.c: unbiased, stochastic rounding); leaf k's draws
+ * from the stream of `key` (i32[4]@clients, each client's own) plus
+ * [0, 0, 0, k + 1]. A leaf with `levels` or fewer evenly spaced values (or all
+ * equal) comes back unchanged. */
+FEDC_API fedc_tree *fedc_aggregate_quantize(fedc_program *p, const fedc_tree *t, fedc_value key, int levels);
+/* The bits a client sends for a model of `params` numbers in `leaves` tensors so
+ * quantized: log2(levels) per number and two 32-bit floats per leaf (FedJAX's
+ * CompressionState.num_bits per client). */
+FEDC_API double fedc_aggregate_quantized_bits(int levels, int64_t params, int leaves);
+
 /* Each client's L2 norm over all of t's leaves (f32[]@clients): sqrt(Σ leaf²). */
 FEDC_API fedc_value fedc_aggregate_norm(fedc_program *p, const fedc_tree *t);
 /* t (@clients) with every client whose norm (fedc_aggregate_norm) exceeds `bound`,

@@ -223,6 +223,10 @@ FEDC_API fedc_value fedc_dropout(fedc_program *p, fedc_value x, fedc_value key, 
  * `key` names (as dropout's), rounded once to the dtype. A pure function of (key,
  * i): the same bits for any number of threads. No derivative (a source). */
 FEDC_API fedc_value fedc_random_normal(fedc_program *p, fedc_value key, fedc_type type);
+/* Uniform variates in [0, 1) of `type`'s shape and float dtype, as random_normal:
+ * element i is fedc_rng_uniform_f32 (f64: _f64) (stream, i), the draw dropout
+ * compares with its rate (stochastic rounding: FedJAX's quantizers). */
+FEDC_API fedc_value fedc_random_uniform(fedc_program *p, fedc_value key, fedc_type type);
 
 FEDC_API fedc_value fedc_cast(fedc_program *p, fedc_value x, fedc_dtype dt);
 

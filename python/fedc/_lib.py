@@ -244,6 +244,7 @@ _SIGNATURES = {
     "fedc_softmax_cross_entropy_grad": (V, [P, V, V, V]),
     "fedc_dropout": (V, [P, V, V, c_double]),
     "fedc_random_normal": (V, [P, V, Type]),
+    "fedc_random_uniform": (V, [P, V, Type]),
     "fedc_cast": (V, [P, V, c_int]),
     "fedc_conv2d_input_grad": (V, [P, V, V, POINTER(Type), c_int, c_int, PI64]),
     "fedc_conv2d_filter_grad": (V, [P, V, V, c_int, c_int, c_int, c_int, PI64]),

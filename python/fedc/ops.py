@@ -241,6 +241,13 @@ def random_normal(key, shape, dtype="f32"):
     return b.check(_L.fedc_random_normal(b._get(), vk.v, TypeSpec(dtype, shape).to_c()))
 
 
+def random_uniform(key, shape, dtype="f32"):
+    """Uniform draws in [0, 1) of `shape`, element i the i-th of key's counter stream."""
+    b = builder_of(key)
+    vk = lift(b, key) if isinstance(key, Value) else lift(b, _as_i32(key))
+    return b.check(_L.fedc_random_uniform(b._get(), vk.v, TypeSpec(dtype, shape).to_c()))
+
+
 def cast(x, dtype):
     b = builder_of(x)
     return b.check(_L.fedc_cast(b._get(), lift(b, x).v, _dt(dtype)))

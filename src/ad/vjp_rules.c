@@ -398,6 +398,7 @@ static fedc_status vjp_DROPOUT(const rule *r) {
 
 /* A source: its values do not depend on the key's. */
 static fedc_status vjp_RANDOM_NORMAL(const rule *r) { return none(r); }
+static fedc_status vjp_RANDOM_UNIFORM(const rule *r) { return none(r); }
 
 static fedc_status vjp_CAST(const rule *r) {
     if (fedc_dtype_is_float(xtype(r, 0)->dtype)) give(r, 0, fedc_cast(r->g, r->ct, xtype(r, 0)->dtype));

@@ -292,6 +292,12 @@ static fedc_status run_RANDOM_NORMAL(const fedc__step *s) {
     return s->k->random_normal(s->n->type.dtype, out_count(s), stream, s->out);
 }
 
+static fedc_status run_RANDOM_UNIFORM(const fedc__step *s) {
+    const int32_t *key = s->in[0];
+    fedc_rng_stream stream = {{{(uint32_t)key[0], (uint32_t)key[1]}}, (uint32_t)key[2], (uint32_t)key[3]};
+    return s->k->random_uniform(s->n->type.dtype, out_count(s), stream, s->out);
+}
+
 static fedc_status run_CAST(const fedc__step *s) {
     return s->k->cast(in_type(s, 0)->dtype, s->n->type.dtype, out_count(s), s->in[0], s->out);
 }

@@ -366,10 +366,18 @@ fedc_value fedc_dropout(fedc_program *p, fedc_value x, fedc_value key, double ra
     return fedc__emit(p, FEDC_OP_DROPOUT, in, 2, &a, 1, NULL);
 }
 
-fedc_value fedc_random_normal(fedc_program *p, fedc_value key, fedc_type type) {
+static fedc_value random_op(fedc_program *p, int op, fedc_value key, fedc_type type) {
     fedc__attr attrs[2] = {fedc__attr_make_ints(FEDC_ATTR_SHAPE, type.rank, type.dims),
                            fedc__attr_make_int(FEDC_ATTR_DTYPE, type.dtype)};
-    return fedc__emit(p, FEDC_OP_RANDOM_NORMAL, &key, 1, attrs, 2, NULL);
+    return fedc__emit(p, op, &key, 1, attrs, 2, NULL);
+}
+
+fedc_value fedc_random_normal(fedc_program *p, fedc_value key, fedc_type type) {
+    return random_op(p, FEDC_OP_RANDOM_NORMAL, key, type);
+}
+
+fedc_value fedc_random_uniform(fedc_program *p, fedc_value key, fedc_type type) {
+    return random_op(p, FEDC_OP_RANDOM_UNIFORM, key, type);
 }
 
 fedc_value fedc_cast(fedc_program *p, fedc_value x, fedc_dtype dt) {

@@ -648,6 +648,8 @@ fedc_status fedc__infer_RANDOM_NORMAL(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
+fedc_status fedc__infer_RANDOM_UNIFORM(const rule_ctx *c, fedc_type *out) { return fedc__infer_RANDOM_NORMAL(c, out); }
+
 fedc_status fedc__infer_CAST(const rule_ctx *c, fedc_type *out) {
     int64_t dt = fedc__attr_int(c->n, FEDC_ATTR_DTYPE, -1);
     if (dt < 0 || dt >= FEDC_DTYPE_COUNT) return fail(c, FEDC_EINVAL, "needs a dtype");

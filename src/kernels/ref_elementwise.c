@@ -235,6 +235,14 @@ fedc_status fedc__ref_random_normal(fedc_dtype dt, int64_t n, fedc_rng_stream st
     return FEDC_OK;
 }
 
+fedc_status fedc__ref_random_uniform(fedc_dtype dt, int64_t n, fedc_rng_stream stream, void *y) {
+    if (!fedc_dtype_is_float(dt)) return unsupported("random_uniform", dt);
+    for (int64_t i = 0; i < n; i++)
+        fedc__ref_storef(dt, y, i, dt == FEDC_F64 ? fedc_rng_uniform_f64(stream, (uint64_t)i)
+                                                  : (double)fedc_rng_uniform_f32(stream, (uint64_t)i));
+    return FEDC_OK;
+}
+
 /* --------------------------------------------------------------- dropout -- */
 
 fedc_status fedc__ref_dropout(fedc_dtype dt, int64_t n, const void *x, fedc_rng_stream stream,
