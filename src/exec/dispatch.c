@@ -279,23 +279,24 @@ static fedc_status run_SOFTMAX_XENT_GRAD(const fedc__step *s) {
                                    s->in[2], s->out);
 }
 
+/* The stream an i32[4] key value names (fedc_rng_stream: the Philox key, then the
+ * upper counter words). */
+static fedc_rng_stream key_stream(const void *key_value) {
+    const int32_t *key = key_value;
+    return (fedc_rng_stream){{{(uint32_t)key[0], (uint32_t)key[1]}}, (uint32_t)key[2], (uint32_t)key[3]};
+}
+
 static fedc_status run_DROPOUT(const fedc__step *s) {
-    const int32_t *key = s->in[1];
-    fedc_rng_stream stream = {{{(uint32_t)key[0], (uint32_t)key[1]}}, (uint32_t)key[2], (uint32_t)key[3]};
-    return s->k->dropout(s->n->type.dtype, out_count(s), s->in[0], stream,
+    return s->k->dropout(s->n->type.dtype, out_count(s), s->in[0], key_stream(s->in[1]),
                          fedc__attr_float(s->n, FEDC_ATTR_RATE, 0), s->out);
 }
 
 static fedc_status run_RANDOM_NORMAL(const fedc__step *s) {
-    const int32_t *key = s->in[0];
-    fedc_rng_stream stream = {{{(uint32_t)key[0], (uint32_t)key[1]}}, (uint32_t)key[2], (uint32_t)key[3]};
-    return s->k->random_normal(s->n->type.dtype, out_count(s), stream, s->out);
+    return s->k->random_normal(s->n->type.dtype, out_count(s), key_stream(s->in[0]), s->out);
 }
 
 static fedc_status run_RANDOM_UNIFORM(const fedc__step *s) {
-    const int32_t *key = s->in[0];
-    fedc_rng_stream stream = {{{(uint32_t)key[0], (uint32_t)key[1]}}, (uint32_t)key[2], (uint32_t)key[3]};
-    return s->k->random_uniform(s->n->type.dtype, out_count(s), stream, s->out);
+    return s->k->random_uniform(s->n->type.dtype, out_count(s), key_stream(s->in[0]), s->out);
 }
 
 static fedc_status run_CAST(const fedc__step *s) {

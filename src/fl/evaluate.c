@@ -8,6 +8,20 @@
 
 #include "fl/fl.h"
 
+const char *const fedc__eval_sums[3] = {"loss_sum", "correct", "count"};
+
+fedc_status fedc__eval_outputs(fedc_program *p, const fedc_tree *res, bool packed) {
+    fedc_status st = fedc_program_status(p);
+    for (int i = 0; !st && i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "client_%s", fedc__eval_sums[i]);
+        fedc_value v = fedc_tree_get(p, res, fedc__eval_sums[i]);
+        st = fedc_program_output(p, fedc__eval_sums[i], fedc_sum(p, packed ? fedc_reduce_sum(p, v, NULL, -1, false) : v));
+        if (!st) st = fedc_program_output(p, name, v);
+    }
+    return st ? st : fedc_program_status(p);
+}
+
 fedc_status fedc__model_objective(const fedc_round *r, fedc_program **out) {
     *out = NULL;
     fedc_program *p;
@@ -52,8 +66,7 @@ static fedc_status eval_client(const fedc_round *r, const fedc_program *step, co
     fedc_tree_set(p, carries, "correct", fedc_scalar(p, FEDC_F32, 0));
     if (!fedc_tree_has(data, "key")) fedc_tree_set(p, data, "key", fedc_full(p, fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), 0));
     fedc_tree *res = fedc__fold_batches(p, step, carries, data);
-    static const char *const sums[3] = {"loss_sum", "correct", "count"};
-    for (int i = 0; !st && i < 3; i++) st = fedc_program_output(p, sums[i], fedc_tree_get(p, res, sums[i]));
+    for (int i = 0; !st && i < 3; i++) st = fedc_program_output(p, fedc__eval_sums[i], fedc_tree_get(p, res, fedc__eval_sums[i]));
     return fedc__fl_done(p, st, out);
 }
 
@@ -77,18 +90,7 @@ fedc_tree *fedc__client_sums(fedc_round *r, const fedc_tree *w, const fedc_progr
 }
 
 fedc_status fedc_round_evaluate(fedc_round *r, const fedc_tree *w, const fedc_program *objective) {
-    fedc_program *p = r->p;
-    fedc_tree *res = fedc__client_sums(r, w, objective);
-    static const char *const sums[3] = {"loss_sum", "correct", "count"};
-    fedc_status st = fedc_program_status(p);
-    for (int i = 0; !st && i < 3; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "client_%s", sums[i]);
-        fedc_value v = fedc_tree_get(p, res, sums[i]);
-        st = fedc_program_output(p, sums[i], fedc_sum(p, v));
-        if (!st) st = fedc_program_output(p, name, v);
-    }
-    return fedc_program_status(p);
+    return fedc__eval_outputs(r->p, fedc__client_sums(r, w, objective), false);
 }
 
 fedc_status fedc_evaluation_program(const fedc_model *m, int64_t batch_size, int64_t max_steps, fedc_program **out) {

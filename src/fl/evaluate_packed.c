@@ -16,9 +16,8 @@ static fedc_status packed_step(const fedc_model *m, int64_t batch, int segments,
     if (st) return st;
     fedc_tree *w = fedc_model_input_tree(m, p, "w", FEDC_LOCAL);
     fedc_type vs = fedc_type_make(FEDC_F32, 1, (int64_t[]){segments});
-    static const char *const sums[3] = {"loss_sum", "correct", "count"};
     fedc_value carried[3];
-    for (int i = 0; i < 3; i++) carried[i] = fedc_input(p, sums[i], vs);
+    for (int i = 0; i < 3; i++) carried[i] = fedc_input(p, fedc__eval_sums[i], vs);
     fedc_value x = fedc_input(p, "x", fedc_model_input_type(m, batch));
     fedc_value y = fedc_input(p, "y", fedc_model_label_type(m, batch));
     fedc_value mask = fedc_input(p, "mask", fedc_type_make(FEDC_F32, 1, &batch));
@@ -30,7 +29,7 @@ static fedc_status packed_step(const fedc_model *m, int64_t batch, int segments,
     for (int i = 0; !st && i < 3; i++) {
         fedc_value column = fedc_reshape(p, per[i], 2, (int64_t[]){batch, 1});
         fedc_value added = fedc_reduce_sum(p, fedc_mul(p, place, column), (int[]){0}, 1, false);
-        st = fedc_program_output(p, sums[i], fedc_add(p, carried[i], added));
+        st = fedc_program_output(p, fedc__eval_sums[i], fedc_add(p, carried[i], added));
     }
     if (!st) st = fedc_tree_output(p, "w", w);
     return fedc__fl_done(p, st, out);
@@ -44,11 +43,12 @@ static fedc_status packed_slot(const fedc_model *m, const fedc_program *step, co
     if (st) return st;
     fedc_tree *data = fedc_tree_input(p, NULL, r->data, FEDC_LOCAL), *carries = fedc_tree_new(p), *xs = fedc_tree_new(p);
     fedc_tree_set_tree(p, carries, "w", fedc_model_input_tree(m, p, "w", FEDC_LOCAL));
-    static const char *const sums[3] = {"loss_sum", "correct", "count"}, *const seq[4] = {"x", "y", "mask", "segment"};
-    for (int i = 0; i < 3; i++) fedc_tree_set(p, carries, sums[i], fedc_full(p, fedc_type_make(FEDC_F32, 1, (int64_t[]){segments}), 0));
+    static const char *const seq[4] = {"x", "y", "mask", "segment"};
+    for (int i = 0; i < 3; i++)
+        fedc_tree_set(p, carries, fedc__eval_sums[i], fedc_full(p, fedc_type_make(FEDC_F32, 1, (int64_t[]){segments}), 0));
     for (int i = 0; i < 4; i++) fedc_tree_set(p, xs, seq[i], fedc_tree_get(p, data, seq[i]));
     fedc_tree *res = fedc_tree_fold(p, step, carries, xs, fedc_tree_get(p, data, "steps"));
-    for (int i = 0; !st && i < 3; i++) st = fedc_program_output(p, sums[i], fedc_tree_get(p, res, sums[i]));
+    for (int i = 0; !st && i < 3; i++) st = fedc_program_output(p, fedc__eval_sums[i], fedc_tree_get(p, res, fedc__eval_sums[i]));
     return fedc__fl_done(p, st, out);
 }
 
@@ -73,14 +73,7 @@ fedc_status fedc_evaluation_program_packed(const fedc_model *m, int64_t batch_si
         fedc_tree_set_tree(p, args, "w", fedc_tree_broadcast(p, w));
         res = fedc_tree_map(p, slot, args);
     }
-    static const char *const sums[3] = {"loss_sum", "correct", "count"};
-    for (int i = 0; !st && res && i < 3; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "client_%s", sums[i]);
-        fedc_value v = fedc_tree_get(p, res, sums[i]);
-        st = fedc_program_output(p, sums[i], fedc_sum(p, fedc_reduce_sum(p, v, NULL, -1, false)));
-        if (!st) st = fedc_program_output(p, name, v);
-    }
+    if (!st) st = fedc__eval_outputs(p, res, true);
     fedc_program_destroy(step);
     fedc_program_destroy(slot);
     return fedc__fl_done(p, st, out);

@@ -73,6 +73,12 @@ fedc_status fedc__model_objective(const fedc_round *r, fedc_program **out);
 /* Each client's sums over its batches r->data at its model w (@clients): loss_sum,
  * correct, count (f32[]@clients), with fedc_round_evaluate's objective. */
 fedc_tree *fedc__client_sums(fedc_round *r, const fedc_tree *w, const fedc_program *objective);
+/* An evaluation's sums, by name: over a client's real examples. */
+extern const char *const fedc__eval_sums[3]; /* "loss_sum", "correct", "count" */
+/* The evaluation program's outputs from the per-client sums `res` (@clients, by
+ * fedc__eval_sums' names): each summed over the clients (and over its own axis
+ * when a slot holds several clients: `packed`), and as it is, client_<name>. */
+fedc_status fedc__eval_outputs(fedc_program *p, const fedc_tree *res, bool packed);
 /* a's definition (FedAvg's when a->def is NULL). */
 const fedc_algorithm_def *fedc__algorithm_def(const fedc_algorithm *a);
 

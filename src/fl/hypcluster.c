@@ -265,17 +265,11 @@ fedc_status fedc__hypcluster_evaluation_with(fedc_round *r, const fedc_program *
     if (st) return fedc_program_fail(p, st, "%s", fedc_errmsg()), st;
     fedc_tree *a = fedc__hypcluster_assign(r, objective, k);
     fedc_value chosen = fedc_one_hot(p, fedc_tree_get(p, a, "cluster"), k, FEDC_F32);
-    fedc_value v[3] = {fedc_reduce_sum(p, fedc_mul(p, chosen, fedc_tree_get(p, a, "loss_sum")), NULL, -1, false),
-                       fedc_reduce_sum(p, fedc_mul(p, chosen, fedc_tree_get(p, a, "correct")), NULL, -1, false),
-                       fedc_tree_get(p, a, "count")};
-    const char *names[3] = {"loss_sum", "correct", "count"};
-    for (int i = 0; !st && i < 3; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "client_%s", names[i]);
-        st = fedc_program_output(p, names[i], fedc_sum(p, v[i]));
-        if (!st) st = fedc_program_output(p, name, v[i]);
-    }
-    return st ? st : fedc_program_status(p);
+    fedc_tree *sums = fedc_tree_new(p); /* each client's, at its chosen cluster */
+    fedc_tree_set(p, sums, "loss_sum", fedc_reduce_sum(p, fedc_mul(p, chosen, fedc_tree_get(p, a, "loss_sum")), NULL, -1, false));
+    fedc_tree_set(p, sums, "correct", fedc_reduce_sum(p, fedc_mul(p, chosen, fedc_tree_get(p, a, "correct")), NULL, -1, false));
+    fedc_tree_set(p, sums, "count", fedc_tree_get(p, a, "count"));
+    return fedc__eval_outputs(p, sums, false);
 }
 
 static fedc_status with_model(fedc_round *r, fedc_status (*build)(fedc_round *, const fedc_program *)) {

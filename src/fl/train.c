@@ -160,6 +160,17 @@ int64_t fedc__train_max_steps(const trainer *t) {
     return steps < 1 ? 1 : steps;
 }
 
+/* How a round-shaped program (the round, the warm start) runs on k clients:
+ * under the failing-client policy (docs/federated.md), a client whose update is
+ * not finite, or whose computation fails, is dropped from the round, or with
+ * --strict fails the job, named. */
+static fedc_exec_options round_options(const trainer *t, int k) {
+    const fedc_train_config *c = t->c;
+    return (fedc_exec_options){.clients = k, .threads = c->threads, .mpi = true, .check_finite = true,
+                               .on_client_failure = c->strict ? FEDC_FAIL_ROUND : FEDC_DROP_CLIENT,
+                               .client_ids = t->client_ids};
+}
+
 static fedc_status create_programs(trainer *t) {
     const fedc_train_config *c = t->c;
     t->alg = c->algorithm;
@@ -170,14 +181,10 @@ static fedc_status create_programs(trainer *t) {
     if (!st) st = fedc__train_privacy_setup(t); /* before the state: an adaptive clip is part of it */
     if (!st) st = fedc__train_state_create(t, k);
     if (!st) st = fedc_algorithm_round(t->model, &t->alg, &t->round);
-    /* the failing-client policy (docs/federated.md): a client whose update is not
-     * finite, or whose computation fails, is dropped from the round, or with
-     * --strict fails the job, named */
     t->client_ids = st ? NULL : fedc_calloc((size_t)k, sizeof *t->client_ids);
     if (!st && !t->client_ids) st = fedc_error(FEDC_ENOMEM, "train: out of memory");
-    fedc_exec_options o = {.clients = k, .threads = c->threads, .profile = c->profile, .mpi = true,
-                           .check_finite = true, .on_client_failure = c->strict ? FEDC_FAIL_ROUND : FEDC_DROP_CLIENT,
-                           .client_ids = t->client_ids};
+    fedc_exec_options o = round_options(t, k);
+    o.profile = c->profile;
     if (!st) st = fedc_executor_create(&t->round_ex, t->round, &o);
     if (!st) st = fedc__cohort_buffers_init(&t->cohort, t->model, k, batch, t->alg.max_steps);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, t->round_ex, true);
@@ -550,8 +557,7 @@ static fedc_status warm_start(trainer *t) {
     fedc_executor *ex = NULL;
     fedc_status st = fedc_algorithm_warm_start(t->model, &t->alg, k, &p);
     if (st || !p) return st;
-    fedc_exec_options o = {.clients = k, .threads = c->threads, .mpi = true, .check_finite = true,
-                           .on_client_failure = c->strict ? FEDC_FAIL_ROUND : FEDC_DROP_CLIENT, .client_ids = t->client_ids};
+    fedc_exec_options o = round_options(t, k);
     st = fedc_executor_create(&ex, p, &o);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, ex, true);
     if (!st) st = fedc__train_state_bind(t, ex, p);
