@@ -7,6 +7,7 @@
 #include "fedc/ad.h"
 #include "fedc/exec.h"
 #include "harness.h"
+#include "exec/cohort.h"
 #include "ir/ir.h"
 
 static fedc_type typed(fedc_dtype dt, fedc_placement pl, int rank, const int64_t *dims) {
@@ -279,12 +280,19 @@ typedef struct cohort_result {
     float wmean[16], mean[16], total;
 } cohort_result;
 
-static fedc_status run_cohort(const fedc_program *p, int clients, int threads, const float *w, const float *d, int dim,
-                              cohort_result *out, size_t *planned) {
+/* Runs the cohort program; with `work`, the clients' work is given
+ * (fedc_executor_balance: largest first); with `deltas`, the kept deltas are
+ * copied there. */
+static fedc_status run_cohort_with(const fedc_program *p, int clients, int threads, const double *work, const float *w,
+                                   const float *d, int dim, cohort_result *out, size_t *planned, float *deltas) {
     fedc_executor *ex;
     fedc_exec_options o = {.clients = clients, .threads = threads};
     fedc_status st = fedc_executor_create(&ex, p, &o);
     if (st) return st;
+    if (work && (st = fedc_executor_balance(ex, work))) {
+        fedc_executor_destroy(ex);
+        return st;
+    }
     fedc_executor_bind(ex, "w", w);
     fedc_executor_bind(ex, "d", d);
     st = fedc_executor_run(ex);
@@ -297,9 +305,19 @@ static fedc_status run_cohort(const fedc_program *p, int clients, int threads, c
         memcpy(out->mean, b, (size_t)dim * sizeof *b);
         out->total = *t;
     }
+    if (!st && deltas) {
+        const float *kept;
+        fedc_executor_output(ex, "deltas", (const void **)&kept, NULL);
+        memcpy(deltas, kept, (size_t)clients * (size_t)dim * sizeof *kept);
+    }
     if (planned) *planned = fedc_executor_planned_bytes(ex);
     fedc_executor_destroy(ex);
     return st;
+}
+
+static fedc_status run_cohort(const fedc_program *p, int clients, int threads, const float *w, const float *d, int dim,
+                              cohort_result *out, size_t *planned) {
+    return run_cohort_with(p, clients, threads, NULL, w, d, dim, out, planned, NULL);
 }
 
 static void test_map_aggregates_match_hand_computation(void) {
@@ -343,6 +361,38 @@ static void test_bitwise_identical_for_1_to_4_threads(void) {
         CHECK_OK(run_cohort(p, clients, threads, w, d, dim, &other, NULL));
         CHECK_MSG(memcmp(&base, &other, sizeof base) == 0, "results with %d threads differ from 1 thread", threads);
     }
+    free(d);
+    fedc_program_destroy(p);
+}
+
+/* Clients given their work start largest first, in chunks as large as the reorder
+ * budget allows (here shrunk to force several chunks), and commit in client order:
+ * the aggregates and the kept deltas are the bits of a run in client order. */
+static void test_largest_first_keeps_the_bits(void) {
+    const int clients = 203, dim = 16;
+    fedc_program *p = cohort_program(dim, true);
+    float w[16];
+    for (int j = 0; j < dim; j++) w[j] = 0.05f * (float)j - 0.3f;
+    float *d = cohort_data(clients, dim);
+    double work[203];
+    for (int i = 0; i < clients; i++) work[i] = (double)((i * 7919) % 101);
+    float *base_deltas = malloc(sizeof(float) * clients * dim), *deltas = malloc(sizeof(float) * clients * dim);
+    cohort_result base, other;
+    CHECK_OK(run_cohort_with(p, clients, 1, NULL, w, d, dim, &base, NULL, base_deltas));
+    size_t saved = fedc__cohort_reorder_bytes;
+    for (int budget = 0; budget < 2; budget++) {
+        fedc__cohort_reorder_bytes = budget ? saved : 5 * 128; /* 5 clients' results a chunk */
+        for (int threads = 2; threads <= 4; threads++) {
+            memset(&other, 0xff, sizeof other);
+            CHECK_OK(run_cohort_with(p, clients, threads, work, w, d, dim, &other, NULL, deltas));
+            CHECK_MSG(memcmp(&base, &other, sizeof base) == 0, "largest first on %d threads changed the sums", threads);
+            CHECK_MSG(memcmp(base_deltas, deltas, sizeof(float) * clients * dim) == 0,
+                      "largest first on %d threads changed the kept deltas", threads);
+        }
+    }
+    fedc__cohort_reorder_bytes = saved;
+    free(base_deltas);
+    free(deltas);
     free(d);
     fedc_program_destroy(p);
 }
@@ -536,6 +586,7 @@ int main(int argc, char **argv) {
         {"derivative communicates through primitives", test_derivative_communicates_through_primitives},
         {"map aggregates match hand computation", test_map_aggregates_match_hand_computation},
         {"bitwise identical for 1 to 4 threads", test_bitwise_identical_for_1_to_4_threads},
+        {"largest first keeps the bits", test_largest_first_keeps_the_bits},
         {"streaming memory is independent of cohort", test_streaming_memory_is_independent_of_cohort},
         {"clients outputs", test_clients_outputs},
         {"client failure fails round or drops", test_client_failure_fails_round_or_drops},

@@ -112,12 +112,15 @@ FEDC_API fedc_status fedc_executor_set_absent(fedc_executor *ex, const uint8_t *
  * client, every step), most expensive first. FEDC_EINVAL if profiling is off. */
 FEDC_API fedc_status fedc_executor_profile(const fedc_executor *ex, FILE *out);
 
-/* Under options.mpi: how much work each client's map body is (work[i] >= 0 for
- * client i, e.g. its examples or SGD steps), for the next runs; NULL: the same
- * for all. The cohort is cut into min(clients, 64) leaves of consecutive clients;
- * each rank runs whole leaves, chosen so that the ranks' work is about equal (the
- * default: equal numbers of clients, contiguous). Results do not depend on it.
- * Every rank must pass the same work, before filling its clients' inputs. */
+/* How much work each client's map body is (work[i] >= 0 for client i, e.g. its
+ * examples or SGD steps), for the next runs; NULL: the same for all. Results do
+ * not depend on it. On 2 or more threads, clients start largest first (in chunks
+ * of consecutive clients whose results fit in 128 MiB), so that a large client
+ * does not finish alone at the end of the round; they still commit in client
+ * order. Under options.mpi the cohort is cut into min(clients, 64) leaves of
+ * consecutive clients; each rank runs whole leaves, chosen so that the ranks'
+ * work is about equal (the default: equal numbers of clients, contiguous). Every
+ * rank must pass the same work, before filling its clients' inputs. */
 FEDC_API fedc_status fedc_executor_balance(fedc_executor *ex, const double *work);
 
 /* The clients whose map bodies this process runs, in increasing order: writes up

@@ -10,16 +10,27 @@
  * client index (src/exec/aggregate.c). So results are bitwise identical for any
  * number of threads, and memory is O(workers x results) plus a bounded number of
  * partial sums, not O(clients x results), for the usual map -> mean. Completing
- * the aggregations (and, under MPI, joining the ranks' blocks) is the executor's. */
+ * the aggregations (and, under MPI, joining the ranks' blocks) is the executor's.
+ *
+ * Largest first. A round lasts until its last client is done, so a large client
+ * started last keeps one worker busy while the others idle. Given each client's
+ * work (fedc_executor_balance), the clients are started in chunks of consecutive
+ * clients, each chunk's largest first (Graham's LPT rule), and their results wait
+ * in the ring until their turn to commit: the ring grows to a chunk plus two slots
+ * per worker, the chunk bounded by fedc__cohort_reorder_bytes of results. The
+ * commit order, hence every bit, is unchanged. */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
 
 #include "exec/cohort.h"
 
+size_t fedc__cohort_reorder_bytes = (size_t)128 << 20;
+
 struct fedc__cohort {
     const fedc_program *body;
-    int workers, ring, nresults;
+    int workers, ring, capacity, nresults; /* ring: the slots this run uses, of capacity */
+    int *order, order_capacity;            /* run index -> position in job->local */
     fedc_executor **exec; /* one per worker */
     size_t *result_bytes, *result_offset, slot_bytes;
     unsigned char *slots;
@@ -41,11 +52,29 @@ void fedc__cohort_destroy(fedc__cohort *c) {
     fedc_free(c->slot_client);
     fedc_free(c->slot_status);
     fedc_free(c->slot_msg);
+    fedc_free(c->order);
     if (c->sync_ready) {
         pthread_mutex_destroy(&c->lock);
         pthread_cond_destroy(&c->cond);
     }
     fedc_free(c);
+}
+
+/* Grows the ring's storage to `ring` slots (it never shrinks). */
+static fedc_status reserve_slots(fedc__cohort *c, int ring) {
+    if (ring <= c->capacity) return FEDC_OK;
+    void *slots = fedc_realloc(c->slots, (size_t)ring * (c->slot_bytes ? c->slot_bytes : 1));
+    if (slots) c->slots = slots;
+    void *client = fedc_realloc(c->slot_client, (size_t)ring * sizeof *c->slot_client);
+    if (client) c->slot_client = client;
+    void *status = fedc_realloc(c->slot_status, (size_t)ring * sizeof *c->slot_status);
+    if (status) c->slot_status = status;
+    void *msg = fedc_realloc(c->slot_msg, (size_t)ring * sizeof *c->slot_msg);
+    if (msg) c->slot_msg = msg;
+    if (!slots || !client || !status || !msg)
+        return fedc_error(FEDC_ENOMEM, "map: out of memory for %d result slots of %zu bytes", ring, c->slot_bytes);
+    c->capacity = ring;
+    return FEDC_OK;
 }
 
 static fedc_status layout(fedc__cohort *c) {
@@ -59,14 +88,7 @@ static fedc_status layout(fedc__cohort *c) {
         c->result_offset[k] = c->slot_bytes;
         c->slot_bytes += (c->result_bytes[k] + 63) & ~(size_t)63;
     }
-    c->ring = 2 * c->workers;
-    c->slots = fedc_malloc((size_t)c->ring * (c->slot_bytes ? c->slot_bytes : 1));
-    c->slot_client = fedc_malloc((size_t)c->ring * sizeof *c->slot_client);
-    c->slot_status = fedc_malloc((size_t)c->ring * sizeof *c->slot_status);
-    c->slot_msg = fedc_malloc((size_t)c->ring * sizeof *c->slot_msg);
-    if (!c->slots || !c->slot_client || !c->slot_status || !c->slot_msg)
-        return fedc_error(FEDC_ENOMEM, "map: out of memory for %d result slots", c->ring);
-    return FEDC_OK;
+    return reserve_slots(c, 2 * c->workers);
 }
 
 fedc_status fedc__cohort_create(fedc__cohort **out, const fedc_program *body, int workers,
@@ -109,6 +131,7 @@ typedef struct run_ctx {
     fedc__cohort *c;
     const fedc__map_job *job;
     int64_t next_commit;  /* an index into job->local */
+    bool ordered;         /* clients start in c->order, not in client order */
     bool stop;            /* FAIL_ROUND after a failure: skip the remaining clients */
     int64_t failed_client;
     fedc_status failed_status;
@@ -195,10 +218,12 @@ static void commit(run_ctx *r, int64_t i, int s) {
     c->slot_client[s] = -1;
 }
 
-/* Runs the k-th local client (client job->local[k]) on worker w. */
-static void client_task(void *ctx, int64_t k, int w) {
+/* Runs the k-th local client (client job->local[k]) on worker w, k the position
+ * the run_index-th start takes. */
+static void client_task(void *ctx, int64_t run_index, int w) {
     run_ctx *r = ctx;
     fedc__cohort *c = r->c;
+    int64_t k = r->ordered ? c->order[run_index] : run_index;
     int s = (int)(k % c->ring);
     pthread_mutex_lock(&c->lock);
     while (k - r->next_commit >= c->ring) pthread_cond_wait(&c->cond, &c->lock);
@@ -220,8 +245,45 @@ static void client_task(void *ctx, int64_t k, int w) {
     pthread_mutex_unlock(&c->lock);
 }
 
+/* The chunk's positions [first, end) by decreasing work (ties: client order). */
+static void sort_largest_first(int *order, int first, int end, const double *work, const int *local) {
+    for (int i = first + 1; i < end; i++) { /* insertion sort: a chunk is small */
+        int p = order[i], j = i;
+        for (; j > first && work[local[order[j - 1]]] < work[local[p]]; j--) order[j] = order[j - 1];
+        order[j] = p;
+    }
+}
+
+/* Plans the order in which this run starts its clients, and the ring it needs.
+ * Client order takes two slots per worker; largest first, a chunk more, so that
+ * no start waits on a client of its own chunk (which may start after it). */
+static fedc_status plan_order(fedc__cohort *c, const fedc__map_job *job, bool *ordered) {
+    *ordered = false;
+    c->ring = 2 * c->workers;
+    size_t fit = fedc__cohort_reorder_bytes / (c->slot_bytes ? c->slot_bytes : 1);
+    int chunk = (size_t)job->nlocal < fit ? job->nlocal : (int)fit;
+    if (!job->work || c->workers < 2 || chunk < 2) return FEDC_OK;
+    if (job->nlocal > c->order_capacity) {
+        int *order = fedc_realloc(c->order, (size_t)job->nlocal * sizeof *order);
+        if (!order) return fedc_error(FEDC_ENOMEM, "map: out of memory for the order of %d clients", job->nlocal);
+        c->order = order;
+        c->order_capacity = job->nlocal;
+    }
+    fedc_status st = reserve_slots(c, chunk + 2 * c->workers);
+    if (st) return st;
+    for (int k = 0; k < job->nlocal; k++) c->order[k] = k;
+    for (int first = 0; first < job->nlocal; first += chunk)
+        sort_largest_first(c->order, first, first + chunk < job->nlocal ? first + chunk : job->nlocal, job->work,
+                           job->local);
+    c->ring = chunk + 2 * c->workers;
+    *ordered = true;
+    return FEDC_OK;
+}
+
 fedc_status fedc__cohort_run(fedc__cohort *c, fedc__backend *backend, const fedc__map_job *job) {
     run_ctx r = {.c = c, .job = job, .failed_client = -1};
+    fedc_status planned = plan_order(c, job, &r.ordered);
+    if (planned) return planned;
     for (int s = 0; s < c->ring; s++) c->slot_client[s] = -1;
     for (int a = 0; a < job->naggs; a++) fedc__agg_begin(job->aggs[a], job->agg_nodes[a], job->clients, job->agg_out[a]);
     backend->run(backend, job->nlocal, client_task, &r);

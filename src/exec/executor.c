@@ -198,6 +198,7 @@ void fedc_executor_destroy(fedc_executor *ex) {
     fedc_free(ex->dropped);
     fedc_free(ex->absent);
     fedc_free(ex->local);
+    fedc_free(ex->work);
     fedc_free(ex->block);
     fedc_free(ex->scratch);
     fedc_free(ex);
@@ -429,7 +430,7 @@ static fedc_status run_map(fedc_executor *ex, fedc_value m) {
     fedc__backend *b = ex->backend;
     fedc__map_job job = {ex->clients, ex->nlocal, ex->local, n->nin, args, arg_stride, dest, naggs, aggs, agg_nodes,
                          agg_out, x_src, w_src, ex->opt.check_finite, ex->opt.on_client_failure == FEDC_DROP_CLIENT,
-                         ex->dropped, ex->opt.client_ids, ex->absent};
+                         ex->dropped, ex->opt.client_ids, ex->absent, ex->work};
     fedc_status st = b->agree(b, fedc__cohort_run(ex->cohorts[m], b, &job));
     /* join the ranks' blocks: stored results, who was dropped, the aggregations */
     for (int k = 0; !st && k < l->width; k++)
@@ -555,6 +556,11 @@ fedc_status fedc_executor_balance(fedc_executor *ex, const double *work) {
         if (!isfinite(work[i]) || work[i] < 0)
             return fedc_error(FEDC_EINVAL, "executor_balance: client %d's work is %g; use a finite number >= 0", i,
                               work[i]);
+    fedc_free(ex->work);
+    ex->work = NULL;
+    if (work && !(ex->work = fedc_malloc((size_t)(ex->clients ? ex->clients : 1) * sizeof *ex->work)))
+        return fedc_error(FEDC_ENOMEM, "executor_balance: out of memory for %d clients' work", ex->clients);
+    if (work) memcpy(ex->work, work, (size_t)ex->clients * sizeof *work);
     int rank = ex->backend ? ex->backend->rank : 0, ranks = ex->backend ? ex->backend->ranks : 1;
     if (work) fedc__split_balanced(&ex->split, ex->clients, ranks, work);
     else fedc__split_even(&ex->split, ex->clients, ranks);

@@ -66,6 +66,7 @@ struct fedc_executor {
     fedc__backend *backend; /* runs clients in parallel */
     fedc__split split;      /* which rank runs which leaves of the cohort */
     int *local, nlocal;     /* the clients this process runs, in increasing order */
+    double *work;           /* per client: its map body's work (fedc_executor_balance), or NULL */
     fedc_pool *kernel_pool; /* threads no client uses, lent to the kernels (a program without maps) */
     fedc__cohort **cohorts; /* per value: the runner of a map node */
     fedc_executor **folds;  /* per value: the executor of a fold node's body */
