@@ -224,6 +224,10 @@ expect 0 "done: 2 rounds" -- "$fedc" train --data synthetic:zipf:3:8:12 --test-d
 grep -q '"round": 2, "train_loss": [0-9.]*, "test_loss": [0-9.]*, "test_accuracy": 0\.[0-9]*[1-9]' \
   "$out/so/metrics.jsonl" && ok || bad "synthetic stackoverflow: no test accuracy for round 2"
 expect 1 "bad synthetic data" -- "$fedc" train --data synthetic:zipf:3 --quiet
+expect 0 "done: 2 rounds" -- "$fedc" train --data 'synthetic:zipf:4:2+lognormal(1,0.5):6' --model stackoverflow_lstm \
+  --vocab-size 50 $text
+expect 1 "MIN+lognormal(MU,SIGMA)" -- "$fedc" train --data 'synthetic:zipf:4:2+lognormal(1)' --quiet
+expect 1 "sigma >= 0" -- "$fedc" train --data 'synthetic:zipf:4:2+lognormal(1,-2)' --model stackoverflow_lstm --quiet
 expect 1 "use --task stackoverflow" -- "$fedc" train --data synthetic:zipf:3:8 --task emnist --quiet
 expect 1 "model \"cnn\" does not fit the stackoverflow task" -- "$fedc" train --data synthetic:zipf:3:8 --quiet
 if /usr/bin/python3 -c 'import h5py' 2>/dev/null && /usr/bin/python3 tests/data_tff_make.py "$out"; then

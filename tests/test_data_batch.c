@@ -17,6 +17,7 @@
 #include "harness.h"
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "fedc/data.h"
@@ -565,6 +566,45 @@ done:
     fedc_dataset_destroy(ds);
 }
 
+/* Heavy-tailed sizes: each client min + floor(exp(mu + sigma z)), the same for a
+ * seed and an index whatever the cohort, tokens shaped by each size, bad sizes
+ * refused. Over 4,000 clients the sample median of exp(mu + sigma z) is e^mu and
+ * its mean e^(mu + sigma^2 / 2), within the sampling error. */
+static void test_zipf_lognormal(void) {
+    fedc_dataset *ds = NULL, *few = NULL;
+    const double mu = 4.57, sigma = 1.5;
+    CHECK_OK(fedc_synthetic_zipf_lognormal(4000, 100, mu, sigma, 1, 50, 1.0, 3, &ds));
+    CHECK_OK(fedc_synthetic_zipf_lognormal(3, 100, mu, sigma, 4, 50, 1.0, 3, &few));
+    if (!ds || !few) goto done;
+    static double extra[4000];
+    double sum = 0;
+    for (int64_t k = 0; k < 4000; k++) {
+        int64_t n = fedc_dataset_client_examples(ds, k);
+        CHECK(n >= 100);
+        extra[k] = (double)(n - 100);
+        sum += extra[k];
+    }
+    for (int64_t k = 0; k < 3; k++) {
+        CHECK_EQ_INT(fedc_dataset_client_examples(few, k), fedc_dataset_client_examples(ds, k));
+        fedc_client_data *c = NULL;
+        const fedc_feature *t = load(few, k, "tokens", &c);
+        fedc_type want = TY(FEDC_I32, fedc_dataset_client_examples(ds, k), 4);
+        CHECK(t && fedc_type_equal(&t->type, &want));
+        fedc_client_data_destroy(c);
+    }
+    int64_t below = 0;
+    for (int k = 0; k < 4000; k++) below += extra[k] < exp(mu);
+    CHECK_NEAR((double)below / 4000, 0.5, 0.03);                 /* 3.8 standard errors */
+    CHECK_NEAR(sum / 4000 / exp(mu + sigma * sigma / 2), 1.0, 0.25); /* a heavy tail: a loose mean */
+done:
+    fedc_dataset_destroy(ds), fedc_dataset_destroy(few);
+    CHECK_ERR(fedc_synthetic_zipf_lognormal(3, 100, mu, -1, 4, 50, 1.0, 3, &ds), FEDC_EINVAL, "sigma >= 0");
+    CHECK(ds == NULL);
+    CHECK_ERR(fedc_synthetic_zipf_lognormal(3, 100, NAN, 1, 4, 50, 1.0, 3, &ds), FEDC_EINVAL, "finite mu");
+    CHECK_ERR(fedc_synthetic_zipf_lognormal(3, 2000000, mu, 1, 4, 50, 1.0, 3, &ds), FEDC_EINVAL, "above the");
+    CHECK_ERR(fedc_synthetic_zipf_lognormal(-1, 100, mu, 1, 4, 50, 1.0, 3, &ds), FEDC_EINVAL, "clients");
+}
+
 /* Pinned outputs for one seed: a change here changes every experiment on this
  * data, so make it on purpose (x compared loosely: it passes through libm). */
 static void test_synthetic_pinned(void) {
@@ -708,6 +748,7 @@ int main(int argc, char **argv) {
         {"fedprox_shapes", test_fedprox_shapes},
         {"fedprox_heterogeneity", test_fedprox_heterogeneity},
         {"zipf", test_zipf},
+        {"zipf lognormal", test_zipf_lognormal},
         {"synthetic_pinned", test_synthetic_pinned},
         {"synthetic_errors", test_synthetic_errors},
         {"alloc_failure", test_alloc_failure},

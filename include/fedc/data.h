@@ -215,6 +215,14 @@ FEDC_API fedc_status fedc_synthetic_fedprox(double alpha, double beta, int64_t n
  * feature "tokens" i32[n, length], for language-model benchmarks. */
 FEDC_API fedc_status fedc_synthetic_zipf(int64_t num_clients, int64_t examples_per_client, int64_t length, int32_t vocab,
                                 double s, uint64_t seed, fedc_dataset **out);
+/* The same with heavy-tailed client sizes, as real text data has: client k holds
+ * min_examples + floor(exp(mu + sigma z_k)) examples (at most 1,000,000), z_k a
+ * standard normal of the counter RNG (seed, 0, k, 1), so a client's size, like its
+ * tokens, depends on the seed and its index alone. docs/benchmarks.md's Stack
+ * Overflow round uses min 100, mu 4.57, sigma 1.5 (a mean of about 397, as TFF's
+ * Stack Overflow train split has). */
+FEDC_API fedc_status fedc_synthetic_zipf_lognormal(int64_t num_clients, int64_t min_examples, double mu, double sigma,
+                                          int64_t length, int32_t vocab, double s, uint64_t seed, fedc_dataset **out);
 
 #ifdef __cplusplus
 }

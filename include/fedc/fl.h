@@ -344,7 +344,8 @@ struct fedc_train_result; /* below: what fedc_train returns, and on_round sees *
 /* What `fedc train` runs: a federated training job from data to metrics. */
 typedef struct fedc_train_config {
     const char *data;       /* a dataset path (fedc_dataset_open), or synthetic:zipf:CLIENTS:EXAMPLES[:WORDS[:S]]
-                               (fedc_synthetic_zipf word ranks, for stackoverflow) */
+                               (fedc_synthetic_zipf word ranks, for stackoverflow; EXAMPLES may be
+                               MIN+lognormal(MU,SIGMA): fedc_synthetic_zipf_lognormal) */
     const char *test_data;  /* NULL: none (IDX: the t10k file beside the train file) */
     double holdout;         /* > 0: hold out this fraction of each client's examples, the last ones, as the
                                test split (fedc_dataset_holdout; instead of test_data) */

@@ -154,10 +154,23 @@ fedc_status fedc_synthetic_fedprox(double alpha, double beta, int64_t num_client
  * (seed, 0, k, 0), with P(id) proportional to (id + 1)^-s (rank id + 1). */
 typedef struct zipf_params {
     const double *cdf; /* [vocab], cdf[vocab - 1] = 1 */
-    int64_t examples, length;
+    int64_t examples, length; /* examples: every client's, or the minimum when sized */
     int32_t vocab;
     uint64_t seed;
+    bool sized;               /* sizes examples + floor(exp(mu + sigma z_k)) */
+    double mu, sigma;
 } zipf_params;
+
+#define ZIPF_MAX_EXAMPLES 1000000
+
+/* Client k's number of examples. */
+static int64_t zipf_examples(const zipf_params *p, int64_t k) {
+    if (!p->sized) return p->examples;
+    double z = fedc_rng_normal(fedc_rng_stream_make(p->seed, 0, (uint32_t)k, 1), 0);
+    double extra = floor(exp(p->mu + p->sigma * z));
+    int64_t n = p->examples + (extra < ZIPF_MAX_EXAMPLES ? (int64_t)extra : ZIPF_MAX_EXAMPLES);
+    return n < ZIPF_MAX_EXAMPLES ? n : ZIPF_MAX_EXAMPLES;
+}
 
 /* The first id with cdf[id] > u (u < 1 = cdf[vocab - 1], so one exists). */
 static int32_t zipf_lookup(const double *cdf, int32_t vocab, double u) {
@@ -172,9 +185,9 @@ static int32_t zipf_lookup(const double *cdf, int32_t vocab, double u) {
 
 static fedc_status zipf_client(const void *ctx, int64_t k, fedc_client_data **out) {
     const zipf_params *p = ctx;
-    int64_t count = p->examples * p->length;
+    int64_t examples = zipf_examples(p, k), count = examples * p->length;
     int32_t *tokens = fedc_malloc((size_t)(count ? count : 1) * sizeof *tokens);
-    fedc_status st = tokens ? client_named(k, p->examples, out) : FEDC_ENOMEM;
+    fedc_status st = tokens ? client_named(k, examples, out) : FEDC_ENOMEM;
     if (st) {
         fedc_free(tokens);
         return fedc_error(FEDC_ENOMEM, "synthetic_zipf: out of memory for client %lld", (long long)k);
@@ -182,7 +195,7 @@ static fedc_status zipf_client(const void *ctx, int64_t k, fedc_client_data **ou
     fedc_rng_stream s = fedc_rng_stream_make(p->seed, 0, (uint32_t)k, 0);
     for (int64_t i = 0; i < count; i++)
         tokens[i] = zipf_lookup(p->cdf, p->vocab, fedc_rng_uniform_f64(s, ZIPF_TAG + (uint64_t)i));
-    st = adopt_array(*out, "tokens", fedc_type_make(FEDC_I32, 2, (int64_t[]){p->examples, p->length}), tokens);
+    st = adopt_array(*out, "tokens", fedc_type_make(FEDC_I32, 2, (int64_t[]){examples, p->length}), tokens);
     if (st) {
         fedc_client_data_destroy(*out);
         *out = NULL;
@@ -202,9 +215,8 @@ static double *zipf_cdf(int32_t vocab, double s) {
     return cdf;
 }
 
-fedc_status fedc_synthetic_zipf(int64_t num_clients, int64_t examples_per_client, int64_t length, int32_t vocab,
-                                double s, uint64_t seed, fedc_dataset **out) {
-    *out = NULL;
+static fedc_status check_zipf(int64_t num_clients, int64_t examples_per_client, int64_t length, int32_t vocab,
+                              double s) {
     if (num_clients < 0 || num_clients > UINT32_MAX || examples_per_client < 0 || length < 1 || vocab < 1)
         return fedc_error(FEDC_EINVAL, "synthetic_zipf: %lld clients of %lld examples of length %lld over %d ids "
                           "(need clients in [0, 2^32], examples >= 0, length >= 1, vocab >= 1)",
@@ -213,10 +225,39 @@ fedc_status fedc_synthetic_zipf(int64_t num_clients, int64_t examples_per_client
     if (examples_per_client > INT64_MAX / length || examples_per_client * length > (int64_t)(SIZE_MAX / 4))
         return fedc_error(FEDC_ERANGE, "synthetic_zipf: %lld examples of length %lld overflow",
                           (long long)examples_per_client, (long long)length);
-    double *cdf = zipf_cdf(vocab, s);
-    if (!cdf) return fedc_error(FEDC_ENOMEM, "synthetic_zipf: out of memory for %d ids", (int)vocab);
-    zipf_params p = {cdf, examples_per_client, length, vocab, seed};
+    return FEDC_OK;
+}
+
+static fedc_status zipf_dataset(const zipf_params *given, double s, int64_t num_clients, fedc_dataset **out) {
+    double *cdf = zipf_cdf(given->vocab, s);
+    if (!cdf) return fedc_error(FEDC_ENOMEM, "synthetic_zipf: out of memory for %d ids", (int)given->vocab);
+    zipf_params p = *given;
+    p.cdf = cdf;
     fedc_status st = build_dataset(num_clients, zipf_client, &p, "synthetic_zipf", out);
     fedc_free(cdf);
     return st;
+}
+
+fedc_status fedc_synthetic_zipf(int64_t num_clients, int64_t examples_per_client, int64_t length, int32_t vocab,
+                                double s, uint64_t seed, fedc_dataset **out) {
+    *out = NULL;
+    fedc_status st = check_zipf(num_clients, examples_per_client, length, vocab, s);
+    if (st) return st;
+    zipf_params p = {NULL, examples_per_client, length, vocab, seed, false, 0, 0};
+    return zipf_dataset(&p, s, num_clients, out);
+}
+
+fedc_status fedc_synthetic_zipf_lognormal(int64_t num_clients, int64_t min_examples, double mu, double sigma,
+                                          int64_t length, int32_t vocab, double s, uint64_t seed, fedc_dataset **out) {
+    *out = NULL;
+    if (!isfinite(mu) || !(sigma >= 0 && isfinite(sigma)))
+        return fedc_error(FEDC_EINVAL, "synthetic_zipf: log-normal sizes need a finite mu and sigma >= 0 (got %g, %g)",
+                          mu, sigma);
+    if (min_examples > ZIPF_MAX_EXAMPLES)
+        return fedc_error(FEDC_EINVAL, "synthetic_zipf: at least %lld examples a client is above the %d allowed",
+                          (long long)min_examples, ZIPF_MAX_EXAMPLES);
+    fedc_status st = check_zipf(num_clients, min_examples, length, vocab, s);
+    if (st) return st;
+    zipf_params p = {NULL, min_examples, length, vocab, seed, true, mu, sigma};
+    return zipf_dataset(&p, s, num_clients, out);
 }

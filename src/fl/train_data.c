@@ -158,13 +158,17 @@ static fedc_status default_test_path(const trainer *t, char *buf, size_t size) {
 
 /* "synthetic:zipf:CLIENTS:EXAMPLES[:WORDS[:S]]": fedc_synthetic_zipf's word ranks
  * over the task's vocabulary, WORDS per example (default 20) with exponent S
- * (default 1); the test split (`test`) draws from seed + 1. */
+ * (default 1); the test split (`test`) draws from seed + 1. EXAMPLES is a count,
+ * or MIN+lognormal(MU,SIGMA) for heavy-tailed sizes (fedc_synthetic_zipf_lognormal). */
 static fedc_status open_synthetic(trainer *t, const char *path, bool test, fedc_dataset **out) {
     const char *spec = path + strlen("synthetic:");
     long long clients = 0, examples = 0, words = FEDC_STACKOVERFLOW_MAX_LENGTH;
-    double s = 1.0;
-    int used = 0;
+    double s = 1.0, mu = 0, sigma = 0;
+    int used = 0, sized = 0;
     int got = sscanf(spec, "zipf:%lld:%lld%n", &clients, &examples, &used);
+    if (got == 2 && sscanf(spec + used, "+lognormal(%lf,%lf)%n", &mu, &sigma, &sized) == 2 && sized > 0)
+        used += sized;
+    else sized = 0;
     if (got == 2 && spec[used] == ':') {
         int more = 0;
         got += sscanf(spec + used, ":%lld%n", &words, &more);
@@ -173,14 +177,17 @@ static fedc_status open_synthetic(trainer *t, const char *path, bool test, fedc_
     }
     if (got < 2 || spec[used] != '\0' || clients < 1 || examples < 1 || words < 1 || words > FEDC_TASK_MAX_LENGTH)
         return fedc_error(FEDC_EINVAL, "train: bad synthetic data \"%s\" (use synthetic:zipf:CLIENTS:EXAMPLES[:WORDS[:S]] "
-                          "with CLIENTS, EXAMPLES >= 1 and WORDS in [1, %d])", path, FEDC_TASK_MAX_LENGTH);
+                          "with CLIENTS, EXAMPLES >= 1 and WORDS in [1, %d]; EXAMPLES may be MIN+lognormal(MU,SIGMA))",
+                          path, FEDC_TASK_MAX_LENGTH);
     int64_t vocab = t->c->vocab_size > 0 ? t->c->vocab_size : FEDC_STACKOVERFLOW_VOCAB_SIZE;
     if (vocab > MAX_VOCAB)
         return fedc_error(FEDC_EINVAL, "train: vocabulary size %lld is above %d", (long long)vocab,
                           MAX_VOCAB);
     t->synthetic = true;
     t->source_format = FEDC_FORMAT_MEMORY;
-    return fedc_synthetic_zipf(clients, examples, words, (int32_t)vocab, s, t->c->seed + (test ? 1 : 0), out);
+    uint64_t seed = t->c->seed + (test ? 1 : 0);
+    if (sized) return fedc_synthetic_zipf_lognormal(clients, examples, mu, sigma, words, (int32_t)vocab, s, seed, out);
+    return fedc_synthetic_zipf(clients, examples, words, (int32_t)vocab, s, seed, out);
 }
 
 static fedc_status open_one(trainer *t, const char *path, fedc_dataset **out, fedc_dataset **central) {
