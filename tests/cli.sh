@@ -225,7 +225,7 @@ grep -q '"round": 2, "train_loss": [0-9.]*, "test_loss": [0-9.]*, "test_accuracy
   "$out/so/metrics.jsonl" && ok || bad "synthetic stackoverflow: no test accuracy for round 2"
 expect 1 "bad synthetic data" -- "$fedc" train --data synthetic:zipf:3 --quiet
 expect 0 "done: 2 rounds" -- "$fedc" train --data 'synthetic:zipf:4:2+lognormal(1,0.5):6' --model stackoverflow_lstm \
-  --vocab-size 50 $text
+  --vocab-size 50 $text --out "$out/so-lognormal"
 expect 1 "MIN+lognormal(MU,SIGMA)" -- "$fedc" train --data 'synthetic:zipf:4:2+lognormal(1)' --quiet
 expect 1 "sigma >= 0" -- "$fedc" train --data 'synthetic:zipf:4:2+lognormal(1,-2)' --model stackoverflow_lstm --quiet
 expect 1 "use --task stackoverflow" -- "$fedc" train --data synthetic:zipf:3:8 --task emnist --quiet
