@@ -38,25 +38,10 @@
 
 #include "common/bench.h"
 
-enum { PER_ROUND = 50, BATCH = 16, WORDS = 20, MAX_STEPS = 500, MIN_SENTENCES = 100, MAX_ROUNDS = 50 };
+enum { PER_ROUND = 50, BATCH = 16, WORDS = 20, MAX_STEPS = 500, MIN_SENTENCES = 100, MAX_ROUNDS = BENCH_MAX_ROUNDS - 1 };
 enum { VOCAB = 10004, EMBED = 96, HIDDEN = 670, PROJECTED_ROUNDS = 1500 };
 static const double SIZE_MU = 4.57, SIZE_SIGMA = 1.5;
 static const char *COHORTS = "out/bench/stackoverflow_cohorts.json";
-
-typedef struct timing {
-    double last, seconds[MAX_ROUNDS + 1];
-    int rounds;
-} timing;
-
-static fedc_status on_round(void *ctx, int round, bool evaluated, const fedc_train_result *so_far) {
-    (void)evaluated, (void)so_far;
-    timing *t = ctx;
-    double now = bench_now();
-    if (round - 1 <= MAX_ROUNDS) t->seconds[round - 1] = now - t->last;
-    t->rounds = round;
-    t->last = now;
-    return FEDC_OK;
-}
 
 /* Training FLOPs of one SGD step: forward 2 FLOPs a weight a position, backward 4. */
 static double step_flops(void) {
@@ -93,7 +78,7 @@ static void write_cohorts(int64_t clients, int rounds, int64_t *steps) {
     fedc_dataset_destroy(ds);
 }
 
-static void train(int64_t clients, int rounds, int threads, timing *t) {
+static void train(int64_t clients, int rounds, int threads, bench_round_timer *t) {
     char data[128];
     snprintf(data, sizeof data, "synthetic:zipf:%lld:%d+lognormal(%g,%g)", (long long)clients, MIN_SENTENCES, SIZE_MU,
              SIZE_SIGMA);
@@ -114,9 +99,7 @@ static void train(int64_t clients, int rounds, int threads, timing *t) {
     c.eval_every = 0;
     c.eval_clients = 1; /* the run's closing evaluation, kept short: this measures training */
     c.quiet = true;
-    c.on_round = on_round;
-    c.on_round_ctx = t;
-    t->last = bench_now();
+    bench_round_timer_install(t, &c);
     fedc_train_result res;
     BENCH_FAIL_IF(fedc_train(&c, &res));
 }
@@ -158,7 +141,7 @@ int main(int argc, char **argv) {
     printf("BLAS kernels: OpenBLAS %s, for fedc and the peer\n", bench_share_blas_core());
     int64_t steps[MAX_ROUNDS + 1];
     write_cohorts(clients, rounds + 1, steps);
-    timing t = {0};
+    bench_round_timer t;
     train(clients, rounds + 1, threads, &t);
     double flops = step_flops(), times[MAX_ROUNDS];
     for (int r = 0; r <= rounds; r++)

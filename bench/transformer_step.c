@@ -26,17 +26,6 @@ typedef struct shape {
     int64_t layers, width, heads, context, vocab, batch;
 } shape;
 
-/* Matmul FLOPs of one step: forward 2 FLOPs per multiply-add of every weight
- * matrix per token (12 C^2 per block: qkv 3, proj 1, fc 4, fc2 4; and the head
- * C V), plus causal attention (q k^T and p v: 2 x 2 C per attended pair, (T+1)/2
- * pairs per token on average); backward twice the forward. */
-static double step_flops(const shape *s) {
-    double tokens = (double)(s->batch * s->context), c = (double)s->width;
-    double dense = 2.0 * ((double)s->layers * 12.0 * c * c + c * (double)s->vocab);
-    double attention = (double)s->layers * 2.0 * 2.0 * c * (double)(s->context + 1) / 2.0;
-    return 3.0 * tokens * (dense + attention);
-}
-
 /* The peer's best step time (ms), or -1; its best CPU time per step in *cpu_ms. */
 static double torch_step_ms(const shape *s, int threads, double *cpu_ms) {
     char cmd[512], line[256];
@@ -99,7 +88,7 @@ int main(int argc, char **argv) {
         exs[t] = ex;
     }
 
-    double flops = step_flops(&s), peak = fedc__kernels_sgemm_gflops(1024, 3);
+    double flops = bench_transformer_flops(s.layers, s.width, s.context, s.vocab, s.batch), peak = fedc__kernels_sgemm_gflops(1024, 3);
     printf("transformer step: %lld layers, width %lld, %lld heads, context %lld, vocab %lld, batch %lld; %lld parameters\n",
            (long long)s.layers, (long long)s.width, (long long)s.heads, (long long)s.context, (long long)s.vocab,
            (long long)s.batch, (long long)size);

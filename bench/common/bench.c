@@ -131,3 +131,31 @@ fedc_program *bench_fedavg_round(const fedc_program *model, const bench_fedavg *
     fedc_program_destroy(body);
     return p;
 }
+
+/* Forward: 2 FLOPs per multiply-add of every weight matrix per token (12 C^2 per
+ * block: qkv 3, proj 1, fc 4, fc2 4; and the head C V), plus causal attention (q k^T
+ * and p v: 2 x 2 C per attended pair, (T+1)/2 pairs per token on average); the
+ * backward twice the forward. */
+double bench_transformer_flops(int64_t layers, int64_t width, int64_t context, int64_t vocab, int64_t sequences) {
+    double tokens = (double)(sequences * context), c = (double)width;
+    double dense = 2.0 * ((double)layers * 12.0 * c * c + c * (double)vocab);
+    double attention = (double)layers * 2.0 * 2.0 * c * (double)(context + 1) / 2.0;
+    return 3.0 * tokens * (dense + attention);
+}
+
+static fedc_status timer_on_round(void *ctx, int round, bool evaluated, const fedc_train_result *so_far) {
+    (void)evaluated, (void)so_far;
+    bench_round_timer *t = ctx;
+    double now = bench_now();
+    if (round >= 1 && round <= BENCH_MAX_ROUNDS) t->seconds[round - 1] = now - t->last;
+    t->rounds = round;
+    t->last = now;
+    return FEDC_OK;
+}
+
+void bench_round_timer_install(bench_round_timer *t, fedc_train_config *c) {
+    memset(t, 0, sizeof *t);
+    t->last = bench_now();
+    c->on_round = timer_on_round;
+    c->on_round_ctx = t;
+}

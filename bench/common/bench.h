@@ -27,6 +27,18 @@ double bench_cpu_now(void);             /* the process's CPU seconds (all thread
  * OpenBLAS would fall back the same way). Returns the core's name. */
 const char *bench_share_blas_core(void);
 double bench_median(double *v, int n);  /* sorts v */
+/* Matmul FLOPs of training the transformer language model (docs/models.md) on
+ * `sequences` sequences of `context` tokens: forward and backward. */
+/* The wall time of each round of fedc_train: seconds[r] for round r (0-based),
+ * from the end of the round before it (or the start); install before fedc_train. */
+enum { BENCH_MAX_ROUNDS = 64 };
+typedef struct bench_round_timer {
+    double last, seconds[BENCH_MAX_ROUNDS];
+    int rounds;
+} bench_round_timer;
+void bench_round_timer_install(bench_round_timer *t, fedc_train_config *c);
+
+double bench_transformer_flops(int64_t layers, int64_t width, int64_t context, int64_t vocab, int64_t sequences);
 
 /* One line of JSON on stdout for bench/run: {"bench": name, <fields>} where fields is
  * a printf format of "key": value pairs. */
