@@ -115,7 +115,7 @@ FEDC_API fedc_status fedc_executor_profile(const fedc_executor *ex, FILE *out);
 /* How much work each client's map body is (work[i] >= 0 for client i, e.g. its
  * examples or SGD steps), for the next runs; NULL: the same for all. Results do
  * not depend on it. On 2 or more threads, clients start largest first (in chunks
- * of consecutive clients whose results fit in 128 MiB), so that a large client
+ * of up to 8 consecutive clients a thread whose results fit in 64 MiB), so that a large client
  * does not finish alone at the end of the round; they still commit in client
  * order. Under options.mpi the cohort is cut into min(clients, 64) leaves of
  * consecutive clients; each rank runs whole leaves, chosen so that the ranks'

@@ -17,7 +17,8 @@
  * work (fedc_executor_balance), the clients are started in chunks of consecutive
  * clients, each chunk's largest first (Graham's LPT rule), and their results wait
  * in the ring until their turn to commit: the ring grows to a chunk plus two slots
- * per worker, the chunk bounded by fedc__cohort_reorder_bytes of results. The
+ * per worker, the chunk at most 8 clients a worker and fedc__cohort_reorder_bytes
+ * of results. The
  * commit order, hence every bit, is unchanged. */
 #include <math.h>
 #include <pthread.h>
@@ -25,7 +26,11 @@
 
 #include "exec/cohort.h"
 
-size_t fedc__cohort_reorder_bytes = (size_t)128 << 20;
+size_t fedc__cohort_reorder_bytes = (size_t)64 << 20;
+
+/* A chunk of 8 clients a worker is enough to even out the workers' loads at its
+ * end, and keeps the ring, like the rest of a round's memory, flat in the cohort. */
+#define CHUNK_PER_WORKER 8
 
 struct fedc__cohort {
     const fedc_program *body;
@@ -261,7 +266,8 @@ static fedc_status plan_order(fedc__cohort *c, const fedc__map_job *job, bool *o
     *ordered = false;
     c->ring = 2 * c->workers;
     size_t fit = fedc__cohort_reorder_bytes / (c->slot_bytes ? c->slot_bytes : 1);
-    int chunk = (size_t)job->nlocal < fit ? job->nlocal : (int)fit;
+    int chunk = job->nlocal < CHUNK_PER_WORKER * c->workers ? job->nlocal : CHUNK_PER_WORKER * c->workers;
+    if ((size_t)chunk > fit) chunk = (int)fit;
     if (!job->work || c->workers < 2 || chunk < 2) return FEDC_OK;
     if (job->nlocal > c->order_capacity) {
         int *order = fedc_realloc(c->order, (size_t)job->nlocal * sizeof *order);

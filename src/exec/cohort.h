@@ -39,8 +39,8 @@ typedef struct fedc__map_job {
 } fedc__map_job;
 
 /* At most this many bytes of results wait for their turn to commit beyond the two
- * slots per worker, when clients start largest first (128 MiB: for the EMNIST
- * CNN's 4.8 MB of results, chunks of 27 clients). A variable so tests can shrink it. */
+ * slots per worker, when clients start largest first (64 MiB: for the EMNIST CNN's
+ * 4.8 MB of results, chunks of 13 clients). A variable so tests can shrink it. */
 extern size_t fedc__cohort_reorder_bytes;
 
 fedc_status fedc__cohort_create(fedc__cohort **out, const fedc_program *body, int workers,
