@@ -418,8 +418,8 @@ static int finish_aggregation(options *o) {
         return usage_error(o, "%s", "--dp-noise needs --dp-clip C or --dp-adaptive (the noise's stddev is Z x C)");
     if (o->c.dp_delta > 0 && a->noise_multiplier == 0)
         return usage_error(o, "%s", "--dp-delta is the delta of the epsilon that --dp-noise spends: give --dp-noise");
-    fedc_aggregation check = *a;
-    if (check.clip > 0) check.expected_clients = o->c.clients_per_round;
+    fedc_aggregation check = *a; /* Poisson at a given rate: the expected cohort needs the data's size */
+    if (check.clip > 0) check.expected_clients = o->c.poisson && o->c.sampling_rate > 0 ? 0 : o->c.clients_per_round;
     if (fedc_aggregation_check(&check)) return usage_error(o, "%s", fedc_errmsg());
     return 0;
 }

@@ -563,6 +563,10 @@ expect 2 "--robust-zero needs a number in (0, " -- "$fedc" train $dp --robust-ze
 expect 2 "--dp-adaptive: quantile needs a number in [0, 1], not '2'" -- "$fedc" train $dp --dp-adaptive quantile=2
 expect 2 "--dp-adaptive: unknown setting 'rate=1'" -- "$fedc" train $dp --dp-adaptive rate=1
 expect 2 "is too low for the noise multiplier 1" -- "$fedc" train $dp --dp-adaptive --dp-noise 1
+# at a Poisson rate the expected cohort is the rate x the clients (3 here, not --clients-per-round's 2):
+# the count's stddev 0.05 x 3 allows z = 0.25, which 2 clients would not
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --sampling poisson:1 --dp-adaptive --dp-noise 0.25 --out "$out/dp-poisson-adaptive"
+expect 1 "0.05 x 3 expected clients" -- "$fedc" train $dp --sampling poisson:1 --dp-adaptive --dp-noise 0.5
 expect 2 "--dp-delta is the delta of the epsilon that --dp-noise spends" -- "$fedc" train $dp --dp-clip 1 --dp-delta 1e-5
 expect 1 "mime aggregates its clients' updates itself" -- "$fedc" train $dp --algorithm mime --robust-zero 1
 # Poisson client sampling: by flag and INI key; a bad rate or name refused
