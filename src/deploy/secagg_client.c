@@ -165,6 +165,8 @@ fedc_status fedc__sa_client_share(fedc__sa_client *c, const void *keys, size_t k
     fedc_status st = in_round(c, 1, "share its secrets");
     fedc__sa_msg m, out = {.type = FEDC__SA_SHARES, .id = c->id};
     if (st || (st = fedc__sa_decode_as(keys, keys_size, FEDC__SA_KEYS, &m))) return st;
+    fedc_free(c->keys), fedc_free(c->nb), fedc_free(c->held); /* what a refused attempt left */
+    c->keys = NULL, c->nb = NULL, c->held = NULL, c->nkeys = c->nnb = 0;
     st = check_keys(c, &m);
     uint32_t *ids = st ? NULL : fedc_malloc((size_t)m.count * sizeof *ids);
     c->nb = st ? NULL : fedc_malloc((size_t)m.count * sizeof *c->nb);
@@ -254,6 +256,7 @@ fedc_status fedc__sa_client_mask(fedc__sa_client *c, const void *forward, size_t
     fedc__sa_msg m, out = {.type = FEDC__SA_MASKED, .id = c->id, .count = c->p.length};
     if (st || (st = fedc__sa_decode_as(forward, forward_size, FEDC__SA_FORWARD, &m))) return st;
     if (m.id != c->id) st = refuse(c, "the forward message is addressed to another client");
+    for (uint32_t i = 0; i < c->nnb; i++) c->held[i].present = false; /* only this message's senders count */
     uint32_t got = 0;
     for (uint32_t i = 0; !st && i < m.count; i++, got++) st = receive_from(c, &m.ciphers[i]);
     if (!st && got < c->p.threshold) {
