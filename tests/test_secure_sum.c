@@ -192,8 +192,8 @@ static void test_program_matches_the_c_functions(void) {
 
 static const float WEIGHTS[K] = {1, 2, 3, 4, 6};
 
-/* fedc_round_aggregate(u, w) under a, run on a and b. */
-static void round_mean(fedc_aggregation a, const float *ua, const float *ub, float *ma, float *mb) {
+/* The program mean = fedc_round_aggregate(u, w) under a: u/a, u/b and w @clients. */
+static fedc_program *round_program(fedc_aggregation a) {
     fedc_algorithm alg = {.aggregation = a};
     fedc_program *p;
     CHECK_OK(fedc_program_create(&p));
@@ -205,6 +205,12 @@ static void round_mean(fedc_aggregation a, const float *ua, const float *ub, flo
     fedc_tree *mean = fedc_round_aggregate(&r, u, w);
     if (mean) fedc_tree_output(p, "mean", mean);
     CHECK_OK(fedc_program_status(p));
+    return p;
+}
+
+/* The round program under a, run on a and b. */
+static void round_mean(fedc_aggregation a, const float *ua, const float *ub, float *ma, float *mb) {
+    fedc_program *p = round_program(a);
     fedc_executor *ex = executor(p, 2);
     CHECK_OK(fedc_executor_bind(ex, "u/a", ua));
     CHECK_OK(fedc_executor_bind(ex, "u/b", ub));
@@ -250,6 +256,27 @@ static void test_round_weighted_mean(void) {
         far += fabs(mb[i] - exact / 16) > K * half_level / 16 + 1e-6;
     }
     CHECK_EQ_INT(far, 0);
+}
+
+/* Deployed (fedc/deploy.h), the round's client work sends up the update only as
+ * the i32 words: no f32 value of the update's shapes leaves a client. The words
+ * are what SecAgg masks. */
+static void test_deployed_clients_send_words(void) {
+    fedc_program *p = round_program((fedc_aggregation){.secure_sum_bits = 16, .secure_sum_bound = 32});
+    fedc_deployment_form *f = NULL;
+    CHECK_OK(fedc_program_deployment_form(p, &f));
+    const fedc_program *work = f ? fedc_deployment_form_phase(f, 0, FEDC_PHASE_CLIENT_WORK) : NULL;
+    int words = 0, floats = 0;
+    for (int i = 0; work && i < fedc_program_num_outputs(work); i++) {
+        fedc_type t = fedc_value_type(work, fedc_program_output_value(work, i));
+        bool update = t.rank == 1 && (t.dims[0] == DA || t.dims[0] == DB);
+        words += update && t.dtype == FEDC_I32;
+        floats += update && t.dtype != FEDC_I32;
+    }
+    CHECK_EQ_INT(words, 2);
+    CHECK_EQ_INT(floats, 0);
+    fedc_deployment_form_destroy(f);
+    fedc_program_destroy(p);
 }
 
 /* With DP's clip (z = 0), the clipped updates are summed securely with B = C:
@@ -308,6 +335,7 @@ int main(int argc, char **argv) {
         {"the round program's words and sum are the C functions' bits", test_program_matches_the_c_functions},
         {"fedc_round_aggregate: the secure weighted mean", test_round_weighted_mean},
         {"fedc_round_aggregate: the secure DP sum", test_round_dp_mean},
+        {"deployed, a client sends up only the words", test_deployed_clients_send_words},
         {"fedc train --secure-sum: 1 and 2 threads agree", test_train_threads_agree},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
