@@ -108,6 +108,8 @@ static void test_bad_settings_refused(void) {
     CHECK_ERR(fedc_secure_sum_check(8, INFINITY), FEDC_EINVAL, "bound inf");
     CHECK_ERR(fedc_secure_sum_check(24, 1e-40), FEDC_EINVAL, "too small or too large");
     CHECK_OK(fedc_secure_sum_check(24, 1e-3));
+    CHECK_EQ_INT(fedc_secure_sum_levels(40), 0);
+    CHECK_EQ_INT(fedc_secure_sum_max_clients(1), 0);
     fedc_aggregation a = {.secure_sum_bits = 8};
     CHECK_ERR(fedc_aggregation_check(&a), FEDC_EINVAL, "needs a bound on each element (--secure-bound B");
     a = fedc_aggregation_adaptive_defaults(0);

@@ -40,7 +40,8 @@ enum { FEDC_SECURE_SUM_MIN_BITS = 2, FEDC_SECURE_SUM_MAX_BITS = 24 };
 /* EINVAL, naming the value and its range, unless bits is in [2, 24] and bound is
  * finite and > 0. */
 FEDC_API fedc_status fedc_secure_sum_check(int bits, double bound);
-/* L = 2^(bits-1) - 1, the largest quantized magnitude. */
+/* L = 2^(bits-1) - 1, the largest quantized magnitude (0 for bits outside 2..24, as
+ * the next two functions are then 0). */
 FEDC_API int32_t fedc_secure_sum_levels(int bits);
 /* The scale s = f32(L / bound). */
 FEDC_API float fedc_secure_sum_scale(int bits, double bound);

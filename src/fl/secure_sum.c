@@ -9,8 +9,10 @@
 #include "fedc/secure_sum.h"
 #include "fl/fl.h"
 
+static bool bits_ok(int bits) { return bits >= FEDC_SECURE_SUM_MIN_BITS && bits <= FEDC_SECURE_SUM_MAX_BITS; }
+
 fedc_status fedc_secure_sum_check(int bits, double bound) {
-    if (bits < FEDC_SECURE_SUM_MIN_BITS || bits > FEDC_SECURE_SUM_MAX_BITS)
+    if (!bits_ok(bits))
         return fedc_error(FEDC_EINVAL, "secure sum: %d bits; it takes %d to %d (f32 arithmetic: a float's significand "
                           "has 24 bits)", bits, FEDC_SECURE_SUM_MIN_BITS, FEDC_SECURE_SUM_MAX_BITS);
     if (!(bound > 0 && isfinite(bound) && bound <= 3.4e38))
@@ -22,11 +24,11 @@ fedc_status fedc_secure_sum_check(int bits, double bound) {
     return FEDC_OK;
 }
 
-int32_t fedc_secure_sum_levels(int bits) { return (int32_t)((UINT32_C(1) << (bits - 1)) - 1); }
+int32_t fedc_secure_sum_levels(int bits) { return bits_ok(bits) ? (int32_t)((UINT32_C(1) << (bits - 1)) - 1) : 0; }
 
 float fedc_secure_sum_scale(int bits, double bound) { return (float)((double)fedc_secure_sum_levels(bits) / bound); }
 
-int64_t fedc_secure_sum_max_clients(int bits) { return INT32_MAX / fedc_secure_sum_levels(bits); }
+int64_t fedc_secure_sum_max_clients(int bits) { return bits_ok(bits) ? INT32_MAX / fedc_secure_sum_levels(bits) : 0; }
 
 /* One element: clamp(x · s, -L, L) rounded half away from zero; NaN: 0. */
 static int32_t quantize(float x, float s, float levels) {
