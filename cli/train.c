@@ -89,6 +89,10 @@ static const char train_usage[] =
     "  --sampling HOW            fixed: exactly --clients-per-round clients a round (the default);\n"
     "                            poisson[:Q]: each client joins with probability Q (default:\n"
     "                            clients-per-round / clients), the sampling DP's accounting assumes\n"
+    "  --secure-sum BITS         secure sum's arithmetic: each client's weighted update (with --dp-clip\n"
+    "                            its clipped one) clipped to [-B, B] elementwise, in BITS-bit fixed\n"
+    "                            point (2 to 24), summed modulo 2^32, decoded (fedc/secure_sum.h)\n"
+    "  --secure-bound B          the secure sum's bound B (default: a fixed --dp-clip's C)\n"
     "run\n"
     "  --seed N                  0 to 2^64 - 1 (default 0)\n"
     "  --threads N               worker threads for the clients, 1 to 256 (default 2)\n"
@@ -211,6 +215,8 @@ static const option table[] = {
     {OPT("dp-adaptive", SPEC, TRAIN, dp_adaptive)},
     {OPT("dp-delta", REAL, TRAIN, c.dp_delta), .range = {0, 1, true, true}},
     {OPT("sampling", STR, TRAIN, sampling)},
+    {OPT("secure-sum", I32, TRAIN, c.algorithm.aggregation.secure_sum_bits), INTS(2, 24)},
+    {OPT("secure-bound", REAL, TRAIN, c.algorithm.aggregation.secure_sum_bound), .range = {0, FLT_MAX, true, false}},
     {OPT("seed", U64, BOTH, c.seed), INTS(0, UINT64_MAX)},
     {OPT("threads", I32, BOTH, c.threads), INTS(1, CLI_MAX_THREADS)},
     {OPT("eval-every", I32, TRAIN, c.eval_every), INTS(0, MILLION)},
@@ -421,6 +427,13 @@ static int finish_aggregation(options *o) {
     fedc_aggregation check = *a; /* Poisson at a given rate: the expected cohort needs the data's size */
     if (check.clip > 0) check.expected_clients = o->c.poisson && o->c.sampling_rate > 0 ? 0 : o->c.clients_per_round;
     if (fedc_aggregation_check(&check)) return usage_error(o, "%s", fedc_errmsg());
+    if (a->secure_sum_bits && o->c.clients_per_round > fedc_secure_sum_max_clients(a->secure_sum_bits)) {
+        char why[160];
+        snprintf(why, sizeof why, "--secure-sum %d: %d clients a round could wrap the sum modulo 2^32 (at most %lld "
+                 "at %d bits); use fewer bits", a->secure_sum_bits, o->c.clients_per_round,
+                 (long long)fedc_secure_sum_max_clients(a->secure_sum_bits), a->secure_sum_bits);
+        return usage_error(o, "%s", why);
+    }
     return 0;
 }
 

@@ -3,7 +3,7 @@
 # only): a deployed FedAvg run on the CNN (with dropout) ends with the bits of
 # fedc train on the same clients, seeds and rounds, with every client a process of
 # its own, and again with the clients as a fleet (on the heart-disease silos when
-# ../shared/data has them), and for Mime, FedNova, FedProx, FedSGD, MimeLite, HypCluster,
+# ../shared/data has them, plainly and with --secure-sum), and for Mime, FedNova, FedProx, FedSGD, MimeLite, HypCluster,
 # SCAFFOLD, FedDyn, DiLoCo and APFL;
 # a client without the token is refused; a client killed
 # mid-round and a straggler are dropped at the deadline (fedc train's bits with that
@@ -88,20 +88,25 @@ expect 0 "accuracy" -- "$fedc" eval --checkpoint "$out/srv/checkpoint.safetensor
 # the clients as a fleet, on the heart-disease silos
 heart=../shared/data/heart-disease-uci
 if [ -d $heart ]; then
+  # and with the secure sum's arithmetic (docs/privacy.md): the clients upload its u32 words,
+  # the server sums them modulo 2^32 and decodes: fedc train's bits again
+  for h in h hs; do
   hjob="--model heart --batch-size 16 --seed 3"
-  expect 0 "fedavg on heart" -- "$fedc" plan build --data $heart $hjob --out "$out/hplan"
+  [ $h = hs ] && hjob="$hjob --secure-sum 16 --secure-bound 40"
+  expect 0 "fedavg on heart" -- "$fedc" plan build --data $heart $hjob --out "$out/${h}plan"
   timeout 120 "$fedc" train --data $heart $hjob --rounds 3 --clients-per-round 3 --checkpoint-every 3 --eval-every 0 \
-    --threads 1 --quiet --out "$out/htrain" >/dev/null 2>&1 && ok || bad "fedc train (heart) failed"
+    --threads 1 --quiet --out "$out/${h}train" >/dev/null 2>&1 && ok || bad "fedc train ($h) failed"
   addr=tcp://127.0.0.1:$(free_port)
-  timeout 120 "$fedc" server --plan "$out/hplan" --listen "$addr" --rounds 3 --clients-per-round 3 --out "$out/hsrv" \
-    --report-deadline 60 --linger 1 >"$out/hserver.log" 2>&1 &
+  timeout 120 "$fedc" server --plan "$out/${h}plan" --listen "$addr" --rounds 3 --clients-per-round 3 --out "$out/${h}srv" \
+    --report-deadline 60 --linger 1 >"$out/${h}server.log" 2>&1 &
   server=$!
-  for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$out/hsrv/token" ] && break; sleep 0.2; done
+  for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$out/${h}srv/token" ] && break; sleep 0.2; done
   expect 0 "fedc fleet: done: 4 clients, 9 reports" -- timeout 120 "$fedc" fleet --connect "$addr" --data $heart \
-    --clients 4 --token-file "$out/hsrv/token" --timeout 30
-  wait $server && ok || bad "the heart server failed: $(cat "$out/hserver.log")"
-  same_bits "$out/hsrv/checkpoint.safetensors" "$out/htrain/checkpoint.safetensors" && ok \
-    || bad "the deployed heart run's bits differ from fedc train's"
+    --clients 4 --token-file "$out/${h}srv/token" --timeout 30
+  wait $server && ok || bad "the $h server failed: $(cat "$out/${h}server.log")"
+  same_bits "$out/${h}srv/checkpoint.safetensors" "$out/${h}train/checkpoint.safetensors" && ok \
+    || bad "the deployed $h run's bits differ from fedc train's"
+  done
 else
   echo "deploy.sh: $heart is absent: the fleet on the heart silos is not run"
 fi

@@ -46,6 +46,13 @@ typedef struct fedc_aggregation {
     /* m: the expected number of clients a round (TFF's clients_per_round); 0: the
      * cohort's size, as the round runs. */
     double expected_clients;
+    /* Secure sum (fedc/secure_sum.h): > 0, the sum in the mean (the weighted sum,
+     * or DP's sum of clipped updates) is each client's term clipped to
+     * [-secure_sum_bound, secure_sum_bound] elementwise, in secure_sum_bits-bit fixed
+     * point, summed modulo 2^32 and decoded: the arithmetic of secure aggregation.
+     * 0: off. */
+    int secure_sum_bits;
+    double secure_sum_bound; /* > 0; 0: the clip (a fixed --dp-clip) */
 } fedc_aggregation;
 
 /* TFF's adaptive defaults: γ 0.5, η 0.2, initial clip 0.1, σ_b = 0.05 m. */

@@ -81,6 +81,7 @@
 #include "fedc/safetensors.h"
 #include "fedc/export.h"
 #include "fedc/privacy.h"
+#include "fedc/secure_sum.h"
 #include "fedc/deploy.h"
 
 #define FEDC_VERSION "0.1.0"

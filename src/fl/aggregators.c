@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "fedc/aggregate.h"
+#include "fedc/secure_sum.h"
 #include "fl/fl.h"
 
 fedc_aggregation fedc_aggregation_adaptive_defaults(double noise_multiplier) {
@@ -24,7 +25,9 @@ fedc_aggregation fedc_aggregation_adaptive_defaults(double noise_multiplier) {
                               .target_quantile = 0.5, .clip_learning_rate = 0.2, .count_stddev = -1};
 }
 
-bool fedc_aggregation_active(const fedc_aggregation *a) { return a->zero_norm > 0 || a->clip > 0; }
+bool fedc_aggregation_active(const fedc_aggregation *a) {
+    return a->zero_norm > 0 || a->clip > 0 || a->secure_sum_bits != 0;
+}
 
 fedc_status fedc_aggregation_noise(const fedc_aggregation *a, double m, double *update_multiplier,
                                    double *count_stddev) {
@@ -77,6 +80,41 @@ fedc_status fedc_aggregation_parse_adaptive(const char *spec, fedc_aggregation *
     return FEDC_OK;
 }
 
+/* ----------------------------------------------------------- secure sum -- */
+
+/* The secure sum's bound: its own, else a fixed clip (a clipped update's elements
+ * are within it); 0 when there is none. */
+static double secure_bound(const fedc_aggregation *a) {
+    return a->secure_sum_bound > 0 ? a->secure_sum_bound : a->clip > 0 && !a->adaptive ? a->clip : 0;
+}
+
+static fedc_status check_secure_sum(const fedc_aggregation *a) {
+    if (!(in(a->secure_sum_bound, 0, INFINITY) && isfinite(a->secure_sum_bound)))
+        return fedc_error(FEDC_EINVAL, "aggregation: the secure sum's bound %g must be finite and > 0 (0: the clip)",
+                          a->secure_sum_bound);
+    if (a->secure_sum_bits == 0) return FEDC_OK;
+    if (secure_bound(a) == 0)
+        return fedc_error(FEDC_EINVAL, "aggregation: the secure sum needs a bound on each element (--secure-bound B; "
+                          "a fixed --dp-clip C gives B = C, an adaptive clip changes every round)");
+    fedc_status st = fedc_secure_sum_check(a->secure_sum_bits, secure_bound(a));
+    return st ? fedc_error(st, "aggregation: %s", fedc_errmsg()) : FEDC_OK;
+}
+
+/* The weighted mean with its sum made secure: decode(Σ_i enc(w_i Δ_i)) / Σ_i w_i
+ * (TFF's MeanFactory over a SecureSumFactory: the clients weight their own
+ * values; the weights' sum is the one the round reports as examples anyway). */
+static fedc_tree *secure_mean(fedc_round *r, const fedc_aggregation *a, const fedc_tree *update, fedc_value weight) {
+    fedc_program *p = r->p;
+    fedc_tree *sum = fedc_aggregate_secure_sum(p, fedc_tree_scale(p, update, weight), a->secure_sum_bits, secure_bound(a));
+    fedc_value total = fedc_sum(p, weight);
+    fedc_tree *mean = fedc_tree_new(p);
+    for (int i = 0; sum && mean && i < fedc_tree_size(sum); i++)
+        fedc_tree_set(p, mean, fedc_tree_name(sum, i), fedc_div(p, fedc_tree_value(sum, i), total));
+    return fedc_program_status(p) ? NULL : mean;
+}
+
+/* --------------------------------------------------------------- checks -- */
+
 fedc_status fedc_aggregation_check(const fedc_aggregation *a) {
     if (!(in(a->zero_norm, 0, INFINITY) && isfinite(a->zero_norm)))
         return fedc_error(FEDC_EINVAL, "aggregation: the zeroing norm %g must be finite and > 0 (0: off)", a->zero_norm);
@@ -98,8 +136,10 @@ fedc_status fedc_aggregation_check(const fedc_aggregation *a) {
     if (!(in(a->expected_clients, 0, INFINITY) && isfinite(a->expected_clients)))
         return fedc_error(FEDC_EINVAL, "aggregation: the expected clients %g must be finite and > 0 (0: the cohort's "
                           "size)", a->expected_clients);
+    fedc_status st = check_secure_sum(a);
     double zu, sb;
-    return a->expected_clients > 0 ? fedc_aggregation_noise(a, a->expected_clients, &zu, &sb) : FEDC_OK;
+    if (!st && a->expected_clients > 0) st = fedc_aggregation_noise(a, a->expected_clients, &zu, &sb);
+    return st;
 }
 
 /* ------------------------------------------------------------- the pieces -- */
@@ -179,7 +219,8 @@ static fedc_tree *dp_mean(fedc_round *r, const fedc_aggregation *a, const fedc_t
     fedc_value clip = a->adaptive ? fedc_tree_get(p, r->server, FEDC_AGGREGATE_CLIP) : server_scalar(p, a->clip);
     fedc_tree *clipped = fedc_aggregate_clip(p, update, norm, fedc_broadcast(p, clip));
     fedc_value stddev = fedc_mul(p, clip, server_scalar(p, zu));
-    fedc_tree *sum = fedc_tree_sum(p, clipped);
+    fedc_tree *sum = a->secure_sum_bits ? fedc_aggregate_secure_sum(p, clipped, a->secure_sum_bits, secure_bound(a))
+                                        : fedc_tree_sum(p, clipped);
     if (zu > 0) sum = fedc_aggregate_noise(p, sum, noise_key(r), stddev);
     fedc_program_output(p, "aggregator/clip", clip);
     fedc_program_output(p, "aggregator/noise_stddev", stddev);
@@ -212,5 +253,6 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
         fedc_program_output(p, "aggregator/zeroed", fedc_sum(p, zeroed));
     }
     fedc_program_output(p, FEDC_AGGREGATE_DONE, fedc_sum(p, fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS), 1)));
-    return a->clip > 0 ? dp_mean(r, a, update, norm) : fedc_tree_weighted_mean(p, update, weight);
+    if (a->clip > 0) return dp_mean(r, a, update, norm);
+    return a->secure_sum_bits ? secure_mean(r, a, update, weight) : fedc_tree_weighted_mean(p, update, weight);
 }

@@ -78,6 +78,10 @@ static int aggregation_settings(const fedc_train_config *c, const fedc_algorithm
     if (c->poisson) setting(out, &n, max, "--sampling", false, "poisson:%s", exact(c->sampling_rate, x[0]));
     else setting(out, &n, max, "--sampling", false, "fixed");
     if (n > 0) out[n - 1].unrecorded = "fixed";
+    setting(out, &n, max, "--secure-sum", false, "%d", a->secure_sum_bits); /* a checkpoint before it: off */
+    if (n > 0) out[n - 1].unrecorded = "0";
+    setting(out, &n, max, "--secure-bound", false, "%s", exact(a->secure_sum_bound, x[0]));
+    if (n > 0) out[n - 1].unrecorded = "0";
     return n;
 }
 
