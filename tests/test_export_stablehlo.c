@@ -9,7 +9,7 @@
 
 /* Ops that have no StableHLO lowering yet (the export fails naming them),
  * NULL-ended; an op leaves the list when it lowers and a case exports it. */
-static const char *const NOT_IN_STABLEHLO[] = {"lstm", "lstm_grad", "lstm_tangent", "random_normal", "random_uniform", NULL};
+static const char *const NOT_IN_STABLEHLO[] = {"lstm", "lstm_grad", "lstm_tangent", NULL};
 
 
 /* Forward programs of ops whose cases above hold their gradients too (which

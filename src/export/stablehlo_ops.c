@@ -584,9 +584,8 @@ typedef fedc_status (*shlo_fn)(const shlo *l);
 #define shlo_LSTM_GRAD NULL
 #define shlo_LSTM_TANGENT NULL
 #define shlo_SOFTMAX_XENT_GRAD lower_softmax_xent_grad
-/* Box-Muller over libm's log and cos: no StableHLO op gives fedc's bits. */
-#define shlo_RANDOM_NORMAL NULL
-#define shlo_RANDOM_UNIFORM NULL /* not yet */
+#define shlo_RANDOM_NORMAL fedc__shlo_random_normal
+#define shlo_RANDOM_UNIFORM fedc__shlo_random_uniform
 
 static const shlo_fn lowerings[FEDC_OP_COUNT] = {
 #define FEDC_OP(id, name, min_in, max_in) [FEDC_OP_##id] = shlo_##id,
