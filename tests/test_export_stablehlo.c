@@ -9,7 +9,7 @@
 
 /* Ops that have no StableHLO lowering yet (the export fails naming them),
  * NULL-ended; an op leaves the list when it lowers and a case exports it. */
-static const char *const NOT_IN_STABLEHLO[] = {"lstm", "lstm_grad", "lstm_tangent", NULL};
+static const char *const NOT_IN_STABLEHLO[] = {NULL};
 
 
 /* Forward programs of ops whose cases above hold their gradients too (which
@@ -86,9 +86,8 @@ static void test_stablehlo(void) {
 
 /* Sharded, every argument and result says how XLA splits it: the clients axis
  * over the devices, server values replicated; FedAvg rounds of logistic
- * regression and of the EMNIST CNN, and FedAdam's of a tiny transformer, export
- * whole. The Shakespeare LSTM's round
- * fails naming lstm, which has no lowering. */
+ * regression and of the EMNIST CNN, and FedAdam's of a tiny transformer and of
+ * the Shakespeare LSTM, export whole; what has no lowering fails naming it. */
 static void test_stablehlo_sharding(void) {
     if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
     if (!fedc_test_tmpdir("export-stablehlo-shard")) return;
@@ -130,7 +129,6 @@ static void test_stablehlo_sharding(void) {
     CHECK_MSG(text && parses(text, log, sizeof log), "%.1500s", log);
     fedc_free(text);
     fedc_program_destroy(p);
-    /* an op without a lowering: the export fails naming it, and writes nothing */
     p = m_transformer_round(); /* attention, layer norm, GELU, embeddings and their gradients */
     o = (fedc_mlir_options){.clients = 2, .shard_clients = 2};
     CHECK_OK(fedc_program_to_stablehlo(p, &o, &text));
@@ -138,10 +136,23 @@ static void test_stablehlo_sharding(void) {
     CHECK_MSG(text && parses(text, log, sizeof log), "%.1500s", log);
     fedc_free(text);
     fedc_program_destroy(p);
+    /* the Shakespeare LSTM: its forward and backpropagation through time are
+     * stablehlo.while loops inside the clients' local training */
     p = m_lstm_round();
+    o = (fedc_mlir_options){.clients = 4, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_stablehlo(p, &o, &text));
+    CHECK(text && strstr(text, "\"stablehlo.dynamic_slice\"") && strstr(text, "\"stablehlo.dynamic_update_slice\"") &&
+          strstr(text, "lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], lhs_contracting_dimensions = [2], "
+                       "rhs_contracting_dimensions = [2]")); /* each client's dxw @ its own wh^T */
+    CHECK_MSG(text && parses(text, log, sizeof log), "%.1500s", log);
+    fedc_free(text);
+    fedc_program_destroy(p);
+    /* a construct without a lowering: the export fails naming it, and writes nothing */
+    fedc_value x[2];
+    p = start(x, 2, (fedc_type[]){placed(T(3), FEDC_CLIENTS), placed(fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), FEDC_SERVER)});
+    fedc_program_output(p, "y", fedc_sum(p, fedc_dropout(p, x[0], x[1], 0.5)));
     o = (fedc_mlir_options){.clients = 3};
-    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EUNSUPPORTED, "(lstm) (in a body): lstm has no lowering to "
-              "StableHLO yet");
+    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EUNSUPPORTED, "(dropout): clients' dropout with one server key");
     CHECK(text == NULL);
     fedc_program_destroy(p);
     fedc_test_tmpdir_remove();

@@ -81,6 +81,10 @@ fedc_status fedc__shlo_causal_attention_grad(const shlo *l);
 fedc_status fedc__shlo_dropout(const shlo *l);
 fedc_status fedc__shlo_random_uniform(const shlo *l);
 fedc_status fedc__shlo_random_normal(const shlo *l);
+/* Of stablehlo_lstm.c: the fused LSTM, its gradient and its tangent. */
+fedc_status fedc__shlo_lstm(const shlo *l);
+fedc_status fedc__shlo_lstm_grad(const shlo *l);
+fedc_status fedc__shlo_lstm_tangent(const shlo *l);
 /* Of stablehlo_fold.c: fold as stablehlo.while. */
 fedc_status fedc__shlo_fold(const shlo *l);
 
