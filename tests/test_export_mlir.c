@@ -77,7 +77,7 @@ static char *with_bits_main(const fedc_program *p, const char *text, int clients
     char *m = malloc(cap), a[160], b[160];
     if (!m) return NULL;
     memcpy(m, text, len);
-#define OUT(...) (len += (size_t)snprintf(m + len, cap - len, __VA_ARGS__))
+#define OUT(...) (len += len < cap ? (size_t)snprintf(m + len, cap - len, __VA_ARGS__) : 0) /* len >= cap: full */
     OUT("  func.func private @printMemrefI32(memref<*xi32>)\n  func.func private @printMemrefI64(memref<*xi64>)\n"
         "  func.func @main() {\n");
     for (int i = 0; i < in->n; i++) {
@@ -117,7 +117,9 @@ static char *with_bits_main(const fedc_program *p, const char *text, int clients
     }
     OUT("    return\n  }\n}\n");
 #undef OUT
-    return m;
+    if (len < cap) return m;
+    free(m);
+    return NULL;
 }
 
 /* The random ops' draws exported and run are fedc's bit for bit: uniforms
@@ -139,6 +141,7 @@ static void test_random_bit_for_bit(void) {
         char *text = NULL, log[4096];
         CHECK_OK(fedc_program_to_mlir(p, &(fedc_mlir_options){.clients = clients}, &text));
         char *module = text ? with_bits_main(p, text, clients, &in) : NULL;
+        if (!module) snprintf(log, sizeof log, "(no module to run: the export or its @main failed)");
         int64_t max = output_values(p, clients) + 1;
         int64_t *want = calloc((size_t)max, 8), *ref = calloc((size_t)max, 8), *got = calloc((size_t)max, 8);
         int64_t nw = run_fedc(p, clients, &in, false, NULL, want), nr = run_fedc(p, clients, &in, true, NULL, ref);
