@@ -1,8 +1,9 @@
 /* Sharded export (--shard clients=D): LLVM 19's sharding passes partition the
- * clients axis of a round, a fold in a map and reshapes of clients' values into
- * per-device code with mesh.all_reduce, which verifies; a whole FedAvg round
- * does not partition under LLVM 19 (its propagation crashes on the server's
- * update, shown on a minimal module). Skips when mlir-19-tools is absent. */
+ * clients axis of a round, a fold in a map, reshapes of clients' values and
+ * clients' random draws into per-device code with mesh.all_reduce, which
+ * verifies; a whole FedAvg round does not partition under LLVM 19 (its
+ * propagation crashes on the server's update, shown on a minimal module). Skips
+ * when mlir-19-tools is absent. */
 #include <sys/wait.h>
 
 #include "export_cases.h"
@@ -103,6 +104,29 @@ static void test_sharded_reshape(void) {
     fedc_test_tmpdir_remove();
 }
 
+/* Draws at the clients, from each client's key in a map's body (as stochastic
+ * rounding draws) and outside it, then a sum: each device draws its own
+ * clients' bits. LLVM 19's propagation takes no generic that reads a key word
+ * at a constant position, so a sharded module reads each word through a
+ * reduction over the key. */
+static void test_sharded_random(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard-random")) return;
+    fedc_program *body = NULL;
+    CHECK_OK(fedc_program_create(&body));
+    fedc_value k = fedc_input(body, "key", fedc_type_make(FEDC_I32, 1, (int64_t[]){4}));
+    fedc_program_output(body, "n", fedc_random_normal(body, k, T(2, 3)));
+    fedc_value x[1], r[1];
+    fedc_type key = placed(fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), FEDC_CLIENTS);
+    fedc_program *p = start(x, 1, &key);
+    CHECK_OK(fedc_map(p, body, x, 1, r));
+    fedc_program_destroy(body);
+    fedc_program_output(p, "y", fedc_sum(p, fedc_add(p, r[0], fedc_random_uniform(p, x[0], T(2, 3)))));
+    check_partitions("random draws", p, "tensor<2x2x3xf32>");
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
 /* LLVM 19 cannot partition a whole FedAvg round: its sharding propagation
  * crashes (SIGSEGV) on the server's update, a reduction over the split clients
  * axis followed by two elementwise linalg.generic ops. The round exports in
@@ -161,6 +185,7 @@ int main(int argc, char **argv) {
         {"sharded round", test_sharded_round},
         {"sharded fold", test_sharded_fold},
         {"sharded reshape", test_sharded_reshape},
+        {"sharded random", test_sharded_random},
         {"sharded fedavg round", test_sharded_fedavg_round},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));

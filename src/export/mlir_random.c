@@ -170,8 +170,30 @@ static const char *normal(const lower *l, const stream *st, const char *i, char 
  * body finds at %in<nx>..; st names them, *i is the element's flat index. */
 typedef struct keyed {
     fedc__mlir_generic g;
-    char maps[5][160], types[5][160], init[24];
+    char maps[5][160], types[5][160], init[24], words[4][24];
 } keyed;
+
+/* With sharding, word w of each client's key [C, 4] as a [C] tensor: a
+ * reduction over the words that keeps word w (exact), because LLVM 19's
+ * sharding propagation takes no generic whose map reads a constant position
+ * (d0, w). Into out (of 24). */
+static const char *key_word(const lower *l, fedc_value key, int w, char *out) {
+    char kt[160], ot[160], lit[8], z[24], iw[24], cw[24], eq[24], zero[24], sel[24], sum[24];
+    snprintf(ot, sizeof ot, "tensor<%dxi32>", l->m->clients);
+    fedc__mlir_tensor_const(l->m, z, fedc__mlir_literal(FEDC_I32, 0, lit, sizeof lit), ot);
+    fedc__mlir_generic g = {.rank = 2, .iters = "pr", .nin = 1, .in = {name(l, key)},
+                            .in_type = {fedc__mlir_type_of(l->m, l->s, key, kt, sizeof kt)}, .in_elem = {"i32"},
+                            .maps = {"d0, d1"}, .out_map = "d0", .out_type = ot, .out_elem = "i32", .init = z,
+                            .result_name = fedc__mlir_tmp(l->m, out)};
+    fedc__mlir_generic_begin(l->m, &g);
+    fedc__mlir_tmp(l->m, iw), fedc__mlir_tmp(l->m, cw), fedc__mlir_tmp(l->m, eq);
+    fedc__mlir_printf(l->m, "      %s = linalg.index 1 : index\n      %s = arith.constant %d : index\n"
+                      "      %s = arith.cmpi eq, %s, %s : index\n", iw, cw, w, eq, iw, cw);
+    fedc__mlir_tmp(l->m, sel);
+    fedc__mlir_printf(l->m, "      %s = arith.select %s, %%in0, %s : i32\n", sel, eq, constant(l, 0, FEDC_I32, zero));
+    fedc__mlir_generic_end(l->m, &g, emit2(l, "arith.addi", "%out", sel, "i32", sum));
+    return out;
+}
 
 static void keyed_begin(const lower *l, fedc_value key, int nx, keyed *k, stream *st, char *i) {
     const fedc_type *t = type_of(l, l->v);
@@ -188,10 +210,13 @@ static void keyed_begin(const lower *l, fedc_value key, int nx, keyed *k, stream
         k->g.in[x] = name(l, u), k->g.in_elem[x] = fedc__mlir_elem(type_of(l, u)->dtype), k->g.maps[x] = k->maps[0];
         k->g.in_type[x] = fedc__mlir_type_of(l->m, l->s, u, k->types[2 + x], sizeof k->types[2 + x]);
     }
+    bool words = l->m->hoisted && c && clients(l, key); /* sharded: the words as [C] tensors */
+    if (words) snprintf(k->types[1], sizeof k->types[1], "tensor<%dxi32>", l->m->clients);
     for (int w = 0; w < 4; w++) {
-        snprintf(k->maps[1 + w], sizeof k->maps[1 + w], "%s%d", c && clients(l, key) ? "d0, " : "", w);
-        k->g.in[nx + w] = name(l, key), k->g.in_type[nx + w] = k->types[1], k->g.in_elem[nx + w] = "i32";
-        k->g.maps[nx + w] = k->maps[1 + w];
+        if (words) snprintf(k->maps[1 + w], sizeof k->maps[1 + w], "d0");
+        else snprintf(k->maps[1 + w], sizeof k->maps[1 + w], "%s%d", c && clients(l, key) ? "d0, " : "", w);
+        k->g.in[nx + w] = words ? key_word(l, key, w, k->words[w]) : name(l, key);
+        k->g.in_type[nx + w] = k->types[1], k->g.in_elem[nx + w] = "i32", k->g.maps[nx + w] = k->maps[1 + w];
         snprintf(st->key[w], sizeof st->key[w], "%%in%d", nx + w);
     }
     k->g.init = fedc__mlir_splat(l->m, l->s, l->v, 0, k->init);
