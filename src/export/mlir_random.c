@@ -165,14 +165,6 @@ static const char *normal(const lower *l, const stream *st, const char *i, char 
     return emit2(l, "arith.mulf", r, emit1(l, "math.cos", a, "f64", c), "f64", out);
 }
 
-/* The head of a generic over v's loops (the clients loop first when v has it)
- * reading `nx` operands of v's shape and then the key's four words, which the
- * body finds at %in<nx>..; st names them, *i is the element's flat index. */
-typedef struct keyed {
-    fedc__mlir_generic g;
-    char maps[5][160], types[5][160], init[24], words[4][24];
-} keyed;
-
 /* With sharding, word w of each client's key [C, 4] as a [C] tensor: a
  * reduction over the words that keeps word w (exact), because LLVM 19's
  * sharding propagation takes no generic whose map reads a constant position
@@ -194,6 +186,14 @@ static const char *key_word(const lower *l, fedc_value key, int w, char *out) {
     fedc__mlir_generic_end(l->m, &g, emit2(l, "arith.addi", "%out", sel, "i32", sum));
     return out;
 }
+
+/* The head of a generic over v's loops (the clients loop first when v has it)
+ * reading `nx` operands of v's shape and then the key's four words, which the
+ * body finds at %in<nx>..; st names them, *i is the element's flat index. */
+typedef struct keyed {
+    fedc__mlir_generic g;
+    char maps[5][160], types[5][160], init[24], words[4][24];
+} keyed;
 
 static void keyed_begin(const lower *l, fedc_value key, int nx, keyed *k, stream *st, char *i) {
     const fedc_type *t = type_of(l, l->v);
