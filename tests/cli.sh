@@ -490,7 +490,7 @@ expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/silos" --config "$out/bo
   --out "$out/both"
 # Evaluation quantiles only where there are several test clients.
 expect 0 "(3 clients: p10 " -- "$fedc" eval --data "$out/silos" --config "$out/both.ini"
-# program export: MLIR out, errors in their places (test_export runs the modules).
+# program export: MLIR out, errors in their places (test_export_mlir runs the modules).
 expect 0 "func.func @program" -- "$fedc" program export $data/logistic.fedc --to mlir
 "$fedc" program export $data/logistic.fedc --to mlir -o "$out/logistic.mlir" && ok || bad "export -o failed"
 grep -q "linalg.generic" "$out/logistic.mlir" && ok || bad "export -o wrote no linalg.generic"

@@ -131,8 +131,10 @@ fedc_status fedc__lower_layer_norm_param_grad(const lower *l);
 /* Of mlir_attention.c: causal attention and its gradient. */
 fedc_status fedc__lower_causal_attention(const lower *l);
 fedc_status fedc__lower_causal_attention_grad(const lower *l);
-/* Of mlir_random.c: dropout with fedc's Philox stream. */
+/* Of mlir_random.c: dropout and the random ops with fedc's Philox stream. */
 fedc_status fedc__lower_dropout(const lower *l);
+fedc_status fedc__lower_random_uniform(const lower *l);
+fedc_status fedc__lower_random_normal(const lower *l);
 /* Of mlir_lstm.c: the fused LSTM, its gradient and its tangent. */
 fedc_status fedc__lower_lstm(const lower *l);
 fedc_status fedc__lower_lstm_grad(const lower *l);

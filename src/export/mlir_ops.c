@@ -540,13 +540,10 @@ static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* n
 #define lower_SOFTMAX_XENT_GRAD fedc__lower_softmax_xent_grad
 #define lower_SOFTMAX_XENT fedc__lower_softmax_xent
 #define lower_LOG_SOFTMAX fedc__lower_log_softmax
-/* Not lowered yet: each is NULL in the table, and exporting a program that holds
- * one fails naming it (docs/export.md lists them). random_normal is Box-Muller on
- * libm's log and cos (src/core/rng.c), which MLIR's math dialect does not round
- * alike, so a lowering could not reproduce fedc's bits: none rather than another
- * noise. */
-#define lower_RANDOM_NORMAL NULL
-#define lower_RANDOM_UNIFORM NULL /* not yet: dropout's Philox emitter could give its bits */
+/* fedc's counter stream, bit for bit (random_normal's log and cos are libm's
+ * under the runner: mlir_random.c). */
+#define lower_RANDOM_NORMAL fedc__lower_random_normal
+#define lower_RANDOM_UNIFORM fedc__lower_random_uniform
 
 static const lower_fn lowerings[FEDC_OP_COUNT] = {
 #define FEDC_OP(id, name, min_in, max_in) [FEDC_OP_##id] = lower_##id,

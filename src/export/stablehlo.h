@@ -77,8 +77,14 @@ fedc_status fedc__shlo_scatter_add(const shlo *l);
 /* Of stablehlo_attention.c: causal attention and its gradient. */
 fedc_status fedc__shlo_causal_attention(const shlo *l);
 fedc_status fedc__shlo_causal_attention_grad(const shlo *l);
-/* Of stablehlo_random.c: dropout with fedc's Philox stream. */
+/* Of stablehlo_random.c: dropout and the random ops with fedc's Philox stream. */
 fedc_status fedc__shlo_dropout(const shlo *l);
+fedc_status fedc__shlo_random_uniform(const shlo *l);
+fedc_status fedc__shlo_random_normal(const shlo *l);
+/* Of stablehlo_lstm.c: the fused LSTM, its gradient and its tangent. */
+fedc_status fedc__shlo_lstm(const shlo *l);
+fedc_status fedc__shlo_lstm_grad(const shlo *l);
+fedc_status fedc__shlo_lstm_tangent(const shlo *l);
 /* Of stablehlo_fold.c: fold as stablehlo.while. */
 fedc_status fedc__shlo_fold(const shlo *l);
 

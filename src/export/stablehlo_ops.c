@@ -578,15 +578,13 @@ typedef fedc_status (*shlo_fn)(const shlo *l);
 #define shlo_MAX_POOL2D fedc__shlo_max_pool2d
 #define shlo_CONV2D fedc__shlo_conv2d
 #define shlo_NUM_CLIENTS lower_num_clients
-/* Not lowered to StableHLO yet (each NULL in the table; export fails naming it). */
 #define shlo_SOFTMAX_XENT lower_softmax_xent
-#define shlo_LSTM NULL
-#define shlo_LSTM_GRAD NULL
-#define shlo_LSTM_TANGENT NULL
+#define shlo_LSTM fedc__shlo_lstm
+#define shlo_LSTM_GRAD fedc__shlo_lstm_grad
+#define shlo_LSTM_TANGENT fedc__shlo_lstm_tangent
 #define shlo_SOFTMAX_XENT_GRAD lower_softmax_xent_grad
-/* Box-Muller over libm's log and cos: no StableHLO op gives fedc's bits. */
-#define shlo_RANDOM_NORMAL NULL
-#define shlo_RANDOM_UNIFORM NULL /* not yet */
+#define shlo_RANDOM_NORMAL fedc__shlo_random_normal
+#define shlo_RANDOM_UNIFORM fedc__shlo_random_uniform
 
 static const shlo_fn lowerings[FEDC_OP_COUNT] = {
 #define FEDC_OP(id, name, min_in, max_in) [FEDC_OP_##id] = shlo_##id,

@@ -1,10 +1,15 @@
-/* Dropout in StableHLO with fedc's own randomness, as mlir_random.c writes it
- * element by element, here on whole tensors: element i of x (row-major, per
- * client) is kept when the i-th f32 uniform of the stream named by the key
- * [k0, k1, c2, c3] is >= rate, and scaled by 1 / (1 - rate) in double. The
- * uniform is word i % 4 of Philox4x32-10 on the counter [i / 4, 0, c2, c3] and
- * key [k0, k1] (its ten rounds written out, the products in ui64), its top 24
- * bits times 2^-24. */
+/* Dropout and the random ops in StableHLO with fedc's own randomness, as
+ * mlir_random.c writes them element by element, here on whole tensors of the
+ * result's shape: block b of the stream named by the key [k0, k1, c2, c3] is
+ * Philox4x32-10 on the counter [b lo, b hi, c2, c3] and key [k0, k1] (its ten
+ * rounds written out, the products in ui64). Element i (row-major, per client):
+ *  - dropout keeps x[i] when the f32 uniform i (word i % 4 of block i / 4, its
+ *    top 24 bits times 2^-24) is >= rate, scaling by 1 / (1 - rate) in double;
+ *  - random_uniform is that uniform (f64: words 2 (i % 2), 2 (i % 2) + 1 of
+ *    block i / 2, 53 bits times 2^-53): fedc's bits, exactly;
+ *  - random_normal is Box-Muller on the f64 uniforms of block i in double:
+ *    the uniforms are fedc's bits, the variates within the backend's rounding
+ *    of log and cosine (fedc's are libm's). */
 #include <string.h>
 
 #include "export/stablehlo.h"
@@ -116,40 +121,132 @@ static const char *pick(const rng *r, const char *wi, uint64_t k, const char *a,
     return out;
 }
 
+/* The types of the result's shape in ui32 and ui64. */
+static void rng_init(const shlo *l, rng *r) {
+    fedc_type u = *type_of(l, l->v);
+    u.dtype = FEDC_I32; /* the shape; the element types are written below */
+    char shape[160];
+    *r = (rng){.l = l};
+    fedc__mlir_tensor(l->m, &u, lead(l, l->v), shape, sizeof shape);
+    shape[strlen(shape) - 4] = 0; /* drop "i32>" */
+    snprintf(r->u32, sizeof r->u32, "%.150sui32>", shape), snprintf(r->u64, sizeof r->u64, "%.150sui64>", shape);
+}
+
+/* Block blk (ui64, per element) of the key's stream: its four words into w. */
+static void block(const rng *r, fedc_value key, const char *blk, char w[4][24]) {
+    char k32[24], hi[24], k0[24], k1[24];
+    convert(r, blk, true, w[0]);
+    convert(r, bin(r, "stablehlo.shift_right_logical", blk, splat_u(r, 32, true, k32), true, hi), true, w[1]);
+    key_word(r, key, 2, w[2]), key_word(r, key, 3, w[3]);
+    philox(r, w, key_word(r, key, 0, k0), key_word(r, key, 1, k1));
+}
+
+/* The f32 uniform of every element i: word i % 4 of block i / 4, its top 24
+ * bits times 2^-24 (exact); an f32 tensor named out, its type into ft. */
+static const char *uniform_f32(const rng *r, fedc_value key, const char *i, char *ft, const char *out) {
+    const shlo *l = r->l;
+    char two[24], three[24], blk[24], wi[24], w[4][24], s1[24], s2[24], word[24], e8[24], top[24], uf[24], sc[24];
+    bin(r, "stablehlo.shift_right_logical", i, splat_u(r, 2, true, two), true, blk);
+    bin(r, "stablehlo.and", i, splat_u(r, 3, true, three), true, wi);
+    block(r, key, blk, w);
+    pick(r, wi, 3, w[3], pick(r, wi, 2, w[2], pick(r, wi, 1, w[1], w[0], s1), s2), word);
+    bin(r, "stablehlo.shift_right_logical", word, splat_u(r, 8, false, e8), false, top);
+    fedc_type f = *type_of(l, l->v);
+    f.dtype = FEDC_F32;
+    fedc__mlir_tensor(l->m, &f, lead(l, l->v), ft, 160);
+    op1(l, fedc__mlir_tmp(l->m, uf), "stablehlo.convert", "", top, r->u32, ft);
+    fedc__shlo_splat(l->m, FEDC_F32, 0x1p-24, ft, sc);
+    op2(l, out, "stablehlo.multiply", "", uf, sc, ft, ft);
+    return out;
+}
+
+/* ((a << 21) | (b >> 11)) * 2^-53 of two word tensors (exact), in f64 (type dt),
+ * named out. */
+static const char *uniform_f64_of(const rng *r, const char *a, const char *b, const char *dt, const char *out) {
+    char a64[24], b64[24], s21[24], s11[24], hi[24], lo[24], bits[24], u[24], sc[24];
+    convert(r, a, false, a64), convert(r, b, false, b64);
+    bin(r, "stablehlo.shift_left", a64, splat_u(r, 21, true, s21), true, hi);
+    bin(r, "stablehlo.shift_right_logical", b64, splat_u(r, 11, true, s11), true, lo);
+    bin(r, "stablehlo.or", hi, lo, true, bits);
+    op1(r->l, fedc__mlir_tmp(r->l->m, u), "stablehlo.convert", "", bits, r->u64, dt);
+    fedc__shlo_splat(r->l->m, FEDC_F64, 0x1p-53, dt, sc);
+    op2(r->l, out, "stablehlo.multiply", "", u, sc, dt, dt);
+    return out;
+}
+
+/* The result's shape in f64, into dt (of 160). */
+static const char *f64_type(const shlo *l, char *dt) {
+    fedc_type d = *type_of(l, l->v);
+    d.dtype = FEDC_F64;
+    return fedc__mlir_tensor(l->m, &d, lead(l, l->v), dt, 160);
+}
+
+fedc_status fedc__shlo_random_uniform(const shlo *l) {
+    fedc_value key = l->n->in[0];
+    const fedc_type *t = type_of(l, l->v);
+    rng r;
+    rng_init(l, &r);
+    char i[24], ft[160];
+    flat_index(&r, t, lead(l, l->v), i);
+    if (t->dtype == FEDC_F32) {
+        uniform_f32(&r, key, i, ft, out_name(l));
+        return l->m->st;
+    }
+    char one[24], blk[24], odd[24], w[4][24], a[24], b[24], dt[160];
+    bin(&r, "stablehlo.shift_right_logical", i, splat_u(&r, 1, true, one), true, blk);
+    bin(&r, "stablehlo.and", i, one, true, odd);
+    block(&r, key, blk, w);
+    pick(&r, odd, 1, w[2], w[0], a), pick(&r, odd, 1, w[3], w[1], b);
+    uniform_f64_of(&r, a, b, f64_type(l, dt), out_name(l));
+    return l->m->st;
+}
+
+fedc_status fedc__shlo_random_normal(const shlo *l) {
+    fedc_value key = l->n->in[0];
+    const fedc_type *t = type_of(l, l->v);
+    rng r;
+    rng_init(l, &r);
+    char i[24], w[4][24], dt[160], u1[24], u2[24], one[24], q[24], lg[24], m2[24], p[24], rr[24], tp[24], a[24], c[24];
+    flat_index(&r, t, lead(l, l->v), i);
+    block(&r, key, i, w);
+    f64_type(l, dt);
+    uniform_f64_of(&r, w[0], w[1], dt, fedc__mlir_tmp(l->m, u1)), uniform_f64_of(&r, w[2], w[3], dt, fedc__mlir_tmp(l->m, u2));
+    fedc__shlo_splat(l->m, FEDC_F64, 1.0, dt, one);
+    op2(l, fedc__mlir_tmp(l->m, q), "stablehlo.subtract", "", one, u1, dt, dt);
+    op1(l, fedc__mlir_tmp(l->m, lg), "stablehlo.log", "", q, dt, dt);
+    fedc__shlo_splat(l->m, FEDC_F64, -2.0, dt, m2);
+    op2(l, fedc__mlir_tmp(l->m, p), "stablehlo.multiply", "", m2, lg, dt, dt);
+    op1(l, fedc__mlir_tmp(l->m, rr), "stablehlo.sqrt", "", p, dt, dt);
+    fedc__shlo_splat(l->m, FEDC_F64, 6.283185307179586476925286766559, dt, tp);
+    op2(l, fedc__mlir_tmp(l->m, a), "stablehlo.multiply", "", tp, u2, dt, dt);
+    op1(l, fedc__mlir_tmp(l->m, c), "stablehlo.cosine", "", a, dt, dt);
+    if (t->dtype == FEDC_F64) {
+        op2(l, out_name(l), "stablehlo.multiply", "", rr, c, dt, dt);
+        return l->m->st;
+    }
+    char y[24], ft[160];
+    op2(l, fedc__mlir_tmp(l->m, y), "stablehlo.multiply", "", rr, c, dt, dt);
+    op1(l, out_name(l), "stablehlo.convert", "", y, dt, type_str(l, l->v, ft)); /* rounded once, as fedc stores it */
+    return l->m->st;
+}
+
 fedc_status fedc__shlo_dropout(const shlo *l) {
     fedc_value x = l->n->in[0], key = l->n->in[1];
     const fedc_type *t = type_of(l, x);
     int c = lead(l, l->v);
     double rate = fedc__attr_float(l->n, FEDC_ATTR_RATE, 0);
     if (c && !lead(l, key)) return unsupported(l, "clients' dropout with one server key has no StableHLO lowering yet");
-    rng r = {.l = l};
-    fedc_type u = *t;
-    u.dtype = FEDC_I32; /* the shape; the element types are written below */
-    char shape[160];
-    fedc__mlir_tensor(l->m, &u, c, shape, sizeof shape);
-    shape[strlen(shape) - 4] = 0; /* drop "i32>" */
-    snprintf(r.u32, sizeof r.u32, "%.150sui32>", shape), snprintf(r.u64, sizeof r.u64, "%.150sui64>", shape);
-    char i[24], two[24], three[24], blk[24], wi[24], k32[24], hi[24], ctr[4][24], k0[24], k1[24];
+    rng r;
+    rng_init(l, &r);
+    char i[24], ft[160], q[24];
     flat_index(&r, t, c, i);
-    bin(&r, "stablehlo.shift_right_logical", i, splat_u(&r, 2, true, two), true, blk);
-    bin(&r, "stablehlo.and", i, splat_u(&r, 3, true, three), true, wi);
-    convert(&r, blk, true, ctr[0]);
-    convert(&r, bin(&r, "stablehlo.shift_right_logical", blk, splat_u(&r, 32, true, k32), true, hi), true, ctr[1]);
-    key_word(&r, key, 2, ctr[2]), key_word(&r, key, 3, ctr[3]);
-    philox(&r, ctr, key_word(&r, key, 0, k0), key_word(&r, key, 1, k1));
-    char s1[24], s2[24], w[24], e8[24], top[24];
-    pick(&r, wi, 3, ctr[3], pick(&r, wi, 2, ctr[2], pick(&r, wi, 1, ctr[1], ctr[0], s1), s2), w);
-    bin(&r, "stablehlo.shift_right_logical", w, splat_u(&r, 8, false, e8), false, top);
-    /* the uniform as f32, compared in f64; x / (1 - rate) in f64, rounded once */
-    fedc_type f = *t, d = *t, b = *t;
-    f.dtype = FEDC_F32, d.dtype = FEDC_F64, b.dtype = FEDC_BOOL;
-    char ft[160], dt[160], btt[160], xt[160], uf[24], sc[24], q[24], ud[24], rt[24], keep[24], xd[24], den[24], v[24],
-        vr[24], z[24];
-    fedc__mlir_tensor(l->m, &f, c, ft, sizeof ft), fedc__mlir_tensor(l->m, &d, c, dt, sizeof dt);
+    uniform_f32(&r, key, i, ft, fedc__mlir_tmp(l->m, q));
+    /* the uniform compared in f64; x / (1 - rate) in f64, rounded once */
+    fedc_type d = *t, b = *t;
+    d.dtype = FEDC_F64, b.dtype = FEDC_BOOL;
+    char dt[160], btt[160], xt[160], ud[24], rt[24], keep[24], xd[24], den[24], v[24], vr[24], z[24];
+    fedc__mlir_tensor(l->m, &d, c, dt, sizeof dt);
     fedc__mlir_tensor(l->m, &b, c, btt, sizeof btt), type_str(l, x, xt);
-    op1(l, fedc__mlir_tmp(l->m, uf), "stablehlo.convert", "", top, r.u32, ft);
-    fedc__shlo_splat(l->m, FEDC_F32, 0x1p-24, ft, sc);
-    op2(l, fedc__mlir_tmp(l->m, q), "stablehlo.multiply", "", uf, sc, ft, ft);
     op1(l, fedc__mlir_tmp(l->m, ud), "stablehlo.convert", "", q, ft, dt);
     fedc__shlo_splat(l->m, FEDC_F64, rate, dt, rt);
     fedc__mlir_tmp(l->m, keep);

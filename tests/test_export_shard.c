@@ -1,0 +1,192 @@
+/* Sharded export (--shard clients=D): LLVM 19's sharding passes partition the
+ * clients axis of a round, a fold in a map, reshapes of clients' values and
+ * clients' random draws into per-device code with mesh.all_reduce, which
+ * verifies; a whole FedAvg round does not partition under LLVM 19 (its
+ * propagation crashes on the server's update, shown on a minimal module). Skips
+ * when mlir-19-tools is absent. */
+#include <sys/wait.h>
+
+#include "export_cases.h"
+
+/* ------------------------------------------------------------- sharding -- */
+
+/* Runs LLVM 19's sharding passes on `module` (memory and time bounded: their
+ * failures can be crashes); returns what they printed (the partitioned module,
+ * or their error), *rc their status (a signal: 128 + it), *verified whether the
+ * result parses and verifies again. */
+static char *partition(const char *module, int *rc, bool *verified) {
+    const char *path = fedc_test_tmp("sharded.mlir");
+    char out[512], log[512], cmd[2048];
+    snprintf(out, sizeof out, "%s", fedc_test_tmp("partitioned.mlir"));
+    snprintf(log, sizeof log, "%s", fedc_test_tmp("passes.log"));
+    FILE *f = fopen(path, "w");
+    *rc = -1, *verified = false;
+    if (!f) return NULL;
+    fputs(module, f), fclose(f);
+    snprintf(cmd, sizeof cmd, "ulimit -v 4000000; timeout 120 mlir-opt-19 %s --pass-pipeline='builtin.module(func.func("
+             "sharding-propagation,mesh-spmdization))' -o %s >%s 2>&1", path, out, log);
+    int status = system(cmd);
+    *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (*rc == 0) {
+        snprintf(cmd, sizeof cmd, "mlir-opt-19 %s >/dev/null 2>&1", out);
+        *verified = system(cmd) == 0;
+    }
+    snprintf(cmd, sizeof cmd, *rc == 0 ? "cat %s" : "head -c 4000 %s", *rc == 0 ? out : log);
+    int crc;
+    return run_command(cmd, &crc);
+}
+
+/* Exports p sharded over 2 devices of 4 clients, partitions it, and checks the
+ * result: it verifies, holds mesh.all_reduce, and each device holds 2 clients
+ * (the type `local`). */
+static void check_partitions(const char *what, fedc_program *p, const char *local) {
+    char *text = NULL;
+    fedc_mlir_options o = {.clients = 4, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_mlir(p, &o, &text));
+    CHECK_MSG(text && strstr(text, "mesh.mesh @clients_mesh(shape = 2)") && strstr(text, "mesh.shard"), "%s", what);
+    /* what LLVM 19's sharding propagation has no interface for never appears */
+    CHECK_MSG(text && !strstr(text, "arith.constant dense") && !strstr(text, "scf.for") && !strstr(text, "tensor.reshape"),
+              "%s: the sharded module holds a constant, an scf.for or a tensor.reshape", what);
+    int rc = -1;
+    bool verified = false;
+    char *partitioned = text ? partition(text, &rc, &verified) : NULL;
+    CHECK_MSG(rc == 0 && verified && partitioned && strstr(partitioned, "mesh.all_reduce"),
+              "%s: the partitioned module lacks mesh.all_reduce or does not verify (rc %d):\n%.3000s", what, rc,
+              partitioned ? partitioned : "");
+    CHECK_MSG(partitioned && strstr(partitioned, local), "%s: no device holds %s", what, local);
+    free(partitioned);
+    fedc_free(text);
+}
+
+/* A round (broadcast, a map of a body with a matmul, a weighted mean) exported
+ * with its clients axis split over 2 devices: after LLVM 19's sharding passes the
+ * module holds the all-reduce that the mean over clients becomes, and verifies. */
+static void test_sharded_round(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard")) return;
+    fedc_program *p = m_map();
+    check_partitions("map round", p, "tensor<2x4x3xf32>");
+    fedc_program_destroy(p);
+    char *text = NULL;
+    fedc_mlir_options o = {.clients = 4, .shard_clients = 3};
+    p = m_map();
+    CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EINVAL, "dividing the cohort's 4 clients");
+    o = (fedc_mlir_options){.clients = 4, .shard_clients = 2, .entry_main = true};
+    CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EUNSUPPORTED, "a sharded module has no @main");
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
+/* Local training in a round: a map whose body folds over each client's own
+ * number of steps, its stacked outputs and the carries' mean the results. Sharded, the fold is its
+ * steps written out (no scf.for, which LLVM 19 cannot shard). */
+static void test_sharded_fold(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard-fold")) return;
+    fedc_program *p = fold_round_of(false); /* no server math after the mean (test_sharded_fedavg_round) */
+    check_partitions("fold in a map", p, "tensor<2x4x2xf32>");
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
+/* A reshape of each client's value, then a sum over clients. Sharded, a reshape
+ * is a linalg.generic (LLVM 19 shards no tensor.reshape, collapse_shape or
+ * expand_shape). */
+static void test_sharded_reshape(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard-reshape")) return;
+    fedc_value x[1];
+    fedc_program *p = start(x, 1, (fedc_type[]){placed(T(2, 3), FEDC_CLIENTS)});
+    fedc_value r = fedc_reshape(p, x[0], 3, (int64_t[]){3, 1, 2});
+    fedc_program_output(p, "y", fedc_sum(p, fedc_mul(p, r, fedc_reshape(p, r, 2, (int64_t[]){3, 2}))));
+    check_partitions("reshape", p, "tensor<2x2x3xf32>");
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
+/* Draws at the clients, from each client's key in a map's body (as stochastic
+ * rounding draws) and outside it, then a sum: each device draws its own
+ * clients' bits. LLVM 19's propagation takes no generic that reads a key word
+ * at a constant position, so a sharded module reads each word through a
+ * reduction over the key. */
+static void test_sharded_random(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard-random")) return;
+    fedc_program *body = NULL;
+    CHECK_OK(fedc_program_create(&body));
+    fedc_value k = fedc_input(body, "key", fedc_type_make(FEDC_I32, 1, (int64_t[]){4}));
+    fedc_program_output(body, "n", fedc_random_normal(body, k, T(2, 3)));
+    fedc_value x[1], r[1];
+    fedc_type key = placed(fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), FEDC_CLIENTS);
+    fedc_program *p = start(x, 1, &key);
+    CHECK_OK(fedc_map(p, body, x, 1, r));
+    fedc_program_destroy(body);
+    fedc_program_output(p, "y", fedc_sum(p, fedc_add(p, r[0], fedc_random_uniform(p, x[0], T(2, 3)))));
+    check_partitions("random draws", p, "tensor<2x2x3xf32>");
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
+/* LLVM 19 cannot partition a whole FedAvg round: its sharding propagation
+ * crashes (SIGSEGV) on the server's update, a reduction over the split clients
+ * axis followed by two elementwise linalg.generic ops. The round exports in
+ * constructs its passes take (no scf.for, reshape or constant); the test shows
+ * the crash on the minimal module below, and checks the round whole should a
+ * later LLVM take it. */
+static const char *const LLVM19_CRASH =
+    "module {\n  mesh.mesh @m(shape = 2)\n"
+    "  func.func @f(%x: tensor<4x3xf32>, %z: tensor<3xf32>) -> tensor<3xf32> {\n"
+    "    %a = mesh.shard %x to <@m, [[0]]> : tensor<4x3xf32>\n"
+    "    %b = mesh.shard %a to <@m, [[0]]> annotate_for_users : tensor<4x3xf32>\n"
+    "    %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = "
+    "[\"reduction\", \"parallel\"]} ins(%b : tensor<4x3xf32>) outs(%z : tensor<3xf32>) {\n"
+    "    ^bb0(%in: f32, %out: f32):\n      %r = arith.addf %in, %out : f32\n      linalg.yield %r : f32\n"
+    "    } -> tensor<3xf32>\n"
+    "    %u = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = "
+    "[\"parallel\"]} ins(%s : tensor<3xf32>) outs(%s : tensor<3xf32>) {\n"
+    "    ^bb0(%in: f32, %out: f32):\n      %r = arith.mulf %in, %in : f32\n      linalg.yield %r : f32\n"
+    "    } -> tensor<3xf32>\n"
+    "    %v = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = "
+    "[\"parallel\"]} ins(%u : tensor<3xf32>) outs(%u : tensor<3xf32>) {\n"
+    "    ^bb0(%in: f32, %out: f32):\n      %r = arith.mulf %in, %in : f32\n      linalg.yield %r : f32\n"
+    "    } -> tensor<3xf32>\n"
+    "    %w = mesh.shard %v to <@m, [[]]> : tensor<3xf32>\n    return %w : tensor<3xf32>\n  }\n}\n";
+
+static void test_sharded_fedavg_round(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard-fedavg")) return;
+    fedc_model_options mo = {.input_dim = 6, .num_classes = 3};
+    fedc_program *p = model_round("logistic", &mo, FEDC_OPT_SGD, 2, 2);
+    int rc = -1;
+    bool verified = false;
+    char *crash = partition(LLVM19_CRASH, &rc, &verified);
+    free(crash);
+    if (rc == 0) { /* an LLVM that takes the update: then the round must partition */
+        check_partitions("FedAvg round", p, "tensor<2x2x2x6xf32>");
+    } else {
+        char *text = NULL;
+        fedc_mlir_options o = {.clients = 4, .shard_clients = 2};
+        CHECK_OK(fedc_program_to_mlir(p, &o, &text));
+        CHECK(text && !strstr(text, "scf.for") && !strstr(text, "tensor.reshape") && !strstr(text, "arith.constant dense"));
+        char *said = text ? partition(text, &rc, &verified) : NULL;
+        CHECK_MSG(rc != 0, "LLVM crashes on the minimal update but partitions the FedAvg round: check it whole");
+        fprintf(stderr, "    note: LLVM 19's sharding propagation crashes (status %d) on a reduction over the split "
+                "clients axis followed by two elementwise ops, so the FedAvg round does not partition "
+                "(docs/export.md)\n", rc);
+        free(said);
+        fedc_free(text);
+    }
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
+int main(int argc, char **argv) {
+    static const fedc_test tests[] = {
+        {"sharded round", test_sharded_round},
+        {"sharded fold", test_sharded_fold},
+        {"sharded reshape", test_sharded_reshape},
+        {"sharded random", test_sharded_random},
+        {"sharded fedavg round", test_sharded_fedavg_round},
+    };
+    return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+}
