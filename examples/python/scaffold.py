@@ -12,8 +12,10 @@ through fedc.optimizers and fedc.fold.
 
 Run from a build tree:
     PYTHONPATH=python python3 examples/python/scaffold.py
---check: its metrics must equal the library's scaffold's row for row, and a run
-stopped at round 3 and resumed must end with the bits of the run that was not.
+--check: its metrics must equal the library's scaffold's row for row, and its
+checkpoint (x, c, the optimizer state) and client store (every c_i) the library's
+to the bit; a run stopped at round 3 and resumed must end with the bits of the run
+that was not.
 """
 
 import json
@@ -50,12 +52,15 @@ def client_init(init):
     return {"c": init.zeros()}
 
 
-def local_training(r, offset):
-    """The cohort's local SGD on loss + <w, offset>'s gradient (offset: @clients).
-    Returns @clients: delta = w - y_i, each client's mean loss, examples, steps K_i."""
-    model, opt, dropout = r.model, r.client_optimizer, r.dropout
+def local_training(r, offset=None, opt=None):
+    """The cohort's local training as the library's (src/fl/round.c): steps of `opt`
+    (default the job's client optimizer, fresh each round) on the model's loss, its
+    gradient plus `offset` (@clients, like the params; None: nothing). Returns
+    @clients: delta = w - y_i, each client's mean loss, examples, local steps K_i."""
+    model, dropout = r.model, r.dropout
+    opt = opt or r.client_optimizer
 
-    def client(w, offset, x, y, mask, steps, key):
+    def client(w, x, y, mask, steps, key, offset=None):
         def step(carry, batch):
             w, state, loss_sum, count, t = carry
             xb, yb, mb = batch
@@ -65,7 +70,9 @@ def local_training(r, offset):
                 out = model.apply(w, xb, yb, mb, dropout_key=k)
                 return out["loss"], out["count"]
             (loss, n), g = fedc.value_and_grad(objective, has_aux=True)(w)
-            state, w = opt.apply(fedc.tree_map(add, g, offset), state, w)
+            if offset is not None:
+                g = fedc.tree_map(add, g, offset)
+            state, w = opt.apply(g, state, w)
             return (w, state, loss_sum + loss * n, count + n, t + 1), None
         start = (w, opt.init(w), 0.0, 0.0, 0)
         (y_i, _, loss_sum, count, t), _ = fedc.fold(step, start, (x, y, mask), length=steps)
@@ -73,8 +80,8 @@ def local_training(r, offset):
                 fedc.cast(t, "f32"))
 
     d = r.data
-    return fedc.map(client, (fedc.broadcast(r.server["params"]), offset, d["x"], d["y"],
-                             d["mask"], d["steps"], d["key"]))
+    args = (fedc.broadcast(r.server["params"]), d["x"], d["y"], d["mask"], d["steps"], d["key"])
+    return fedc.map(client, args + ((offset,) if offset is not None else ()))
 
 
 def scaffold(r):
@@ -84,7 +91,7 @@ def scaffold(r):
                          "variate assumes plain SGD steps), not %s" % opt.name)
     c, c_i = r.server["c"], r.client["c"]
     c_b = fedc.broadcast(c)
-    delta, loss, examples, k = local_training(r, fedc.tree_map(sub, c_b, c_i))
+    delta, loss, examples, k = local_training(r, offset=fedc.tree_map(sub, c_b, c_i))
     # c_i+ = c_i - c + (x - y_i) / (K_i lr)
     inverse = 1.0 / (fedc.maximum(k, 1.0) * opt.learning_rate)
     next_ci = fedc.tree_map(lambda dl, ci, cb: dl * inverse + (ci - cb), delta, c_i, c_b)
@@ -120,7 +127,8 @@ def read_safetensors(path):
 
 def same_run_end(a, b):
     """Whether two runs' out_dirs end alike: the checkpoint's tensors to the bit, and
-    the client store's bytes."""
+    the client store's bytes past its header (its first 4 KiB, which names the
+    algorithm: docs/client_state.md): every slot's index entry, crc and record."""
     ca = read_safetensors(os.path.join(a, "checkpoint.safetensors"))
     cb = read_safetensors(os.path.join(b, "checkpoint.safetensors"))
     if sorted(ca) != sorted(cb) or not ca:
@@ -129,7 +137,7 @@ def same_run_end(a, b):
         return False
     with open(os.path.join(a, "client_state.fcs"), "rb") as fa, \
             open(os.path.join(b, "client_state.fcs"), "rb") as fb:
-        return fa.read() == fb.read()
+        return fa.read()[4096:] == fb.read()[4096:]
 
 
 def strip(rows):
@@ -153,8 +161,10 @@ def main():
         if not check:
             return 0
         ref = fedc.train(DATA, algorithm="scaffold", out_dir=os.path.join(out, "c"), **opts)
-        same = strip(mine["metrics"]) == strip(ref["metrics"])
-        print("against the library's scaffold: %s" % ("identical metrics" if same else "DIFFERENT"))
+        same = (strip(mine["metrics"]) == strip(ref["metrics"])
+                and same_run_end(os.path.join(out, "py"), os.path.join(out, "c")))
+        print("against the library's scaffold: %s" % ("identical metrics, checkpoint and client "
+                                                      "store" if same else "DIFFERENT"))
         part = os.path.join(out, "part")
         fedc.train(DATA, algorithm="scaffold_py", out_dir=part, **dict(opts, rounds=3))
         resumed = fedc.train(DATA, algorithm="scaffold_py", out_dir=part, resume=True, **opts)
