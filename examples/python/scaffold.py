@@ -100,7 +100,7 @@ def scaffold(r):
     next_c = fedc.tree_map(lambda s, cs: s * n_inv + cs,
                            fedc.sum(fedc.tree_map(sub, next_ci, c_i)), c)
     mean_delta = r.aggregate(delta, r.weight(examples))
-    state, params = r.server_optimizer.apply(mean_delta, r.server.get("opt", {}), r.server["params"])
+    state, params = r.server_optimizer.apply(mean_delta, r.server["opt"], r.server["params"])
     server = dict(r.server, params=params, opt=state, c=next_c)
     return server, {"c": next_ci}, loss, examples
 

@@ -81,12 +81,14 @@ class Init(_Job):
 class Round(_Job):
     """What a round, warm start or evaluation builder gets (see the module's comment)."""
 
-    def __init__(self, r, builder):
+    def __init__(self, r, builder, shapes):
         self._r = r
         c = r.contents
         self._job(c.model, c.alg, builder)
-        self.server = ctree.from_c(builder, c.server)
-        self.client = ctree.from_c(builder, c.client) if c.client else None
+        self.server = _state(builder, c.server, shapes.get("server"))
+        if "server" not in shapes:  # the default server state: SGD's "opt" has no leaves
+            self.server.setdefault("opt", {})
+        self.client = _state(builder, c.client, shapes.get("client")) if c.client else None
         self.data = ctree.from_c(builder, c.data)
         self.cohort = c.cohort  # a warm start's clients; 0 in a round
 
@@ -115,6 +117,15 @@ class Round(_Job):
         return ctree.like(self._b, t, flatten(update)[1])
 
 
+def _state(b, t, treedef):
+    """A state tree as the structure its init returned (tuples stay tuples, empty parts
+    stay), or as a nested dict by path when the job added leaves (an adaptive clip's)."""
+    names = [n for n, _ in ctree.leaves(b, t)]
+    if treedef is not None and sorted(treedef.paths("")) == sorted(names):
+        return ctree.like(b, t, treedef)
+    return ctree.from_c(b, t)
+
+
 def _guarded(name, what, program, build):
     """build(builder) on the program C is building; a Python exception fails the
     program (its message naming the algorithm) and is kept for fedc.train to raise."""
@@ -135,21 +146,22 @@ def _guarded(name, what, program, build):
         b.ptr = None  # the program is C's: its values die with this call
 
 
-def _state_out(b, state, out, what):
+def _state_out(b, state, out, what, shapes, key):
     if not isinstance(state, dict) or not state:
         raise TypeError("%s returns the state as a non-empty dict of arrays" % what)
     out[0] = ctree.to_c(b, state, what)
+    shapes[key] = flatten(state)[1]  # the rounds get the state back in this structure
     return 0
 
 
-def _round_hook(name, fn, stateful, what):
+def _round_hook(name, fn, stateful, what, shapes):
     """A ROUND_FN calling fn(Round) and finishing the round from what it returns."""
     want = 4 if stateful else 3
     shape = "(server state, client state, loss, examples)" if stateful else "(server state, loss, examples)"
 
     def build(r):
         def finish(b):
-            out = fn(Round(r, b))
+            out = fn(Round(r, b, shapes))
             if out is None and what == "warm start":
                 return 0  # adds nothing: no warm start (a hyperparameter turned it off)
             if not (isinstance(out, tuple) and len(out) == want):
@@ -162,26 +174,26 @@ def _round_hook(name, fn, stateful, what):
     return _lib.ROUND_FN(build)
 
 
-def _evaluation_hook(name, fn):
+def _evaluation_hook(name, fn, shapes):
     def build(r):
         def evaluate(b):
-            w = fn(Round(r, b))
+            w = fn(Round(r, b, shapes))
             return _L.fedc_round_evaluate(r, ctree.to_c(b, w, "the evaluated models"), None)
         return _guarded(name, "evaluation", r.contents.p, evaluate)
     return _lib.ROUND_FN(build)
 
 
-def _server_init_hook(name, fn):
+def _server_init_hook(name, fn, shapes):
     def build(m, a, p, params, state):
         return _guarded(name, "server_init", p, lambda b: _state_out(
-            b, fn(Init(m, a, b, ctree.from_c(b, params))), state, "server_init"))
+            b, fn(Init(m, a, b, ctree.from_c(b, params))), state, "server_init", shapes, "server"))
     return _lib.SERVER_INIT_FN(build)
 
 
-def _client_init_hook(name, fn):
+def _client_init_hook(name, fn, shapes):
     def build(m, a, p, state):
         return _guarded(name, "client_init", p, lambda b: _state_out(
-            b, fn(Init(m, a, b)), state, "client_init"))
+            b, fn(Init(m, a, b)), state, "client_init", shapes, "client"))
     return _lib.CLIENT_INIT_FN(build)
 
 
@@ -209,15 +221,16 @@ def algorithm(name, summary="", hparams=None, one_pass=False, server_init=None, 
         buf = ctypes.create_string_buffer(ctypes.sizeof(_lib.AlgorithmDef) + 256)
         d = _lib.AlgorithmDef.from_buffer(buf)
         d.name, d.summary, d.hparams, d.nhparams, d.one_pass = keep[0], keep[1], hp, len(hparams), one_pass
-        hooks = {"round": _round_hook(name, fn, stateful, "round")}  # C calls these: kept alive
+        shapes = {}  # the structures server_init and client_init last returned
+        hooks = {"round": _round_hook(name, fn, stateful, "round", shapes)}  # C calls these: kept alive
         if server_init is not None:
-            hooks["server_init"] = _server_init_hook(name, server_init)
+            hooks["server_init"] = _server_init_hook(name, server_init, shapes)
         if stateful:
-            hooks["client_init"] = _client_init_hook(name, client_init)
+            hooks["client_init"] = _client_init_hook(name, client_init, shapes)
         if evaluation is not None:
-            hooks["evaluation"] = _evaluation_hook(name, evaluation)
+            hooks["evaluation"] = _evaluation_hook(name, evaluation, shapes)
         if warm_start is not None:
-            hooks["warm_start"] = _round_hook(name, warm_start, stateful, "warm start")
+            hooks["warm_start"] = _round_hook(name, warm_start, stateful, "warm start", shapes)
         for field, hook in hooks.items():
             setattr(d, field, hook)
         _lib.check(_L.fedc_algorithm_register(ctypes.addressof(buf)))

@@ -50,7 +50,7 @@ def resumes_bitwise(data, tmp_path, algorithm, **kw):
 def personal_round(r):
     delta, loss, examples, _ = scaffold.local_training(r)
     mean = r.aggregate(delta, r.weight(examples))
-    state, params = r.server_optimizer.apply(mean, r.server.get("opt", {}), r.server["params"])
+    state, params = r.server_optimizer.apply(mean, r.server["opt"], r.server["params"])
     trained = fedc.tree_map(sub, fedc.broadcast(r.server["params"]), delta)
     return dict(r.server, params=params, opt=state), {"params": trained}, loss, examples
 
