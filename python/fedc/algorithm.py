@@ -30,7 +30,7 @@ from . import ctree
 from . import optimizers
 from .errors import EINVAL
 from .models import Model
-from .ops import full
+from .ops import zeros
 from .tracing import Builder, lift
 from .tree import flatten
 
@@ -69,12 +69,12 @@ class Init(_Job):
         self._job(model, alg, builder)
         self.params = params
 
-    def zeros(self, value=0.0):
-        """Local constants shaped as the model's parameters (by path), all `value`:
-        a never-seen client's control variate."""
+    def zeros(self):
+        """Local zeros shaped as the model's parameters (by path): a never-seen
+        client's control variate."""
         out = {}
         for name, spec in self.model.params:
-            ctree.put(out, name, full(spec.shape, value, spec.dtype))
+            ctree.put(out, name, zeros(spec.shape, spec.dtype))
         return out
 
 
