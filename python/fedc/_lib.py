@@ -122,15 +122,19 @@ class Round(Structure):
 
 
 ROUND_FN = ctypes.CFUNCTYPE(c_int, POINTER(Round))
+# server_init(model, algorithm, program, params tree, fedc_tree **state)
+SERVER_INIT_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_void_p, POINTER(c_void_p))
+# client_init(model, algorithm, program, fedc_tree **state)
+CLIENT_INIT_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, POINTER(c_void_p))
 
 
 class AlgorithmDef(Structure):
     """struct fedc_algorithm_def (fl.h), for algorithms written in Python. Registered
     inside a larger zeroed buffer, so that hooks a newer library appends are NULL."""
     _fields_ = [("name", c_char_p), ("summary", c_char_p), ("hparams", POINTER(HparamDef)),
-                ("nhparams", c_int), ("one_pass", c_bool), ("server_init", c_void_p),
-                ("client_init", c_void_p), ("round", ROUND_FN), ("evaluation", c_void_p),
-                ("warm_start", c_void_p)]
+                ("nhparams", c_int), ("one_pass", c_bool), ("server_init", SERVER_INIT_FN),
+                ("client_init", CLIENT_INIT_FN), ("round", ROUND_FN), ("evaluation", ROUND_FN),
+                ("warm_start", ROUND_FN)]
 
 
 ON_ROUND = ctypes.CFUNCTYPE(c_int, c_void_p, c_int, c_bool, POINTER(TrainResult))
@@ -283,6 +287,12 @@ _SIGNATURES = {
     "fedc_algorithm_set": (c_int, [POINTER(Algorithm), c_char_p, c_double]),
     "fedc_algorithm_hparam": (c_double, [POINTER(Algorithm), c_char_p]),
     "fedc_optimizer_parse": (c_int, [c_char_p, c_double, POINTER(Optimizer)]),
+    "fedc_optimizer_name": (c_char_p, [c_int]),
+    "fedc_optimizer_slots": (c_int, [POINTER(Optimizer)]),
+    "fedc_optimizer_counts_steps": (c_bool, [POINTER(Optimizer)]),
+    "fedc_optimizer_init_tree": (c_void_p, [POINTER(Optimizer), P, c_void_p]),
+    "fedc_optimizer_step_tree": (c_int, [POINTER(Optimizer), P, V, c_void_p, c_void_p, c_void_p,
+                                         POINTER(c_void_p), POINTER(c_void_p)]),
     "fedc_weighting_parse": (c_int, [c_char_p, POINTER(c_int)]),
     "fedc_data_format_parse": (c_int, [c_char_p, POINTER(c_int)]),
     "fedc_train_defaults": (None, [POINTER(TrainConfig)]),
@@ -296,6 +306,9 @@ _SIGNATURES = {
     "fedc_round_hparam": (c_double, [POINTER(Round), c_char_p]),
     "fedc_round_weight": (V, [POINTER(Round), V]),
     "fedc_round_finish": (c_int, [POINTER(Round), c_void_p, c_void_p, V, V]),
+    "fedc_round_meta": (V, [POINTER(Round), c_char_p]),
+    "fedc_round_aggregate": (c_void_p, [POINTER(Round), c_void_p, V]),
+    "fedc_round_evaluate": (c_int, [POINTER(Round), c_void_p, c_void_p]),
     # tree.h
     "fedc_tree_new": (c_void_p, [P]),
     "fedc_tree_set": (c_int, [P, c_void_p, c_char_p, V]),

@@ -13,6 +13,7 @@ import ctypes
 import numpy as np
 
 from . import _lib
+from .ctree import put as _put
 from .handle import Handle
 from .tracing import Value, builder_of, lift
 from .types import TypeSpec
@@ -97,13 +98,6 @@ class Model(Handle):
         _lib.check(_L.fedc_model_apply(self._get(), b._get(), _lib.values(pv), lift(b, x).v,
                                        lift(b, y).v, lift(b, mask).v, key, ctypes.byref(out)))
         return {k: Value(b, getattr(out, k)) for k, _ in _lib.ModelOutputs._fields_}
-
-
-def _put(tree, path, value):
-    *heads, last = path.split("/")
-    for h in heads:
-        tree = tree.setdefault(h, {})
-    tree[last] = value
 
 
 def _get(tree, path, model):

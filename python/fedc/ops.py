@@ -354,6 +354,20 @@ def ones(shape, dtype="f32"):
     return full(shape, 1.0, dtype)
 
 
+def full_like(x, value):
+    """A constant of x's type (its dtype, shape and placement), every element `value`."""
+    b = builder_of(x)
+    return b.check(_L.fedc_full(b._get(), _L.fedc_value_type(b._get(), lift(b, x).v), float(value)))
+
+
+def zeros_like(x):
+    return full_like(x, 0.0)
+
+
+def ones_like(x):
+    return full_like(x, 1.0)
+
+
 def iota(shape, axis=0, dtype="i32"):
     b = builder_of()
     return b.check(_L.fedc_iota(b._get(), TypeSpec(dtype, shape).to_c(), axis))
