@@ -5,7 +5,8 @@
  * operands of the output's shape, a scalar operand, and an operand that repeats
  * along the leading dims (a bias: its shape is the output's trailing dims). Other
  * broadcasts, i32 and bad arguments go to the reference, which also reports the
- * errors. Reduce has a fast path when the reduced axes are the leading ones or the
+ * errors; cast has flat loops between f32 and i32 (the compression's floor).
+ * Reduce has a fast path when the reduced axes are the leading ones or the
  * trailing ones (size-1 axes do not matter); sums accumulate in double, as the
  * reference's do, in a fixed order, so results are deterministic.
  *
@@ -524,4 +525,27 @@ fedc_status fedc__fast_reduce(fedc_reduce_op op, fedc_dtype dt, const fedc__ksha
     if (sp.leading) span = (span + COL_BLOCK - 1) / COL_BLOCK * COL_BLOCK;
     fedc__kernels_spans(kept, span > 0 ? span : 1, reduce_span, &j);
     return FEDC_OK;
+}
+
+/* ------------------------------------------------------------------ cast -- */
+
+/* f32 -> i32 as the reference: truncation toward zero, saturated, NaN -> 0 (the
+ * float bounds -2^31 and 2^31 are exact); i32 -> f32 rounds the same integer. */
+fedc_status fedc__fast_cast(fedc_dtype from, fedc_dtype to, int64_t n, const void *x, void *y) {
+    if (from == FEDC_F32 && to == FEDC_I32) {
+        const float *restrict a = x;
+        int32_t *restrict b = y;
+        for (int64_t i = 0; i < n; i++) {
+            float v = a[i];
+            b[i] = v != v ? 0 : v >= 0x1p31f ? INT32_MAX : v <= -0x1p31f ? INT32_MIN : (int32_t)v;
+        }
+        return FEDC_OK;
+    }
+    if (from == FEDC_I32 && to == FEDC_F32) {
+        const int32_t *restrict a = x;
+        float *restrict b = y;
+        for (int64_t i = 0; i < n; i++) b[i] = (float)a[i];
+        return FEDC_OK;
+    }
+    return fedc__ref_cast(from, to, n, x, y);
 }
