@@ -10,14 +10,18 @@
  * fedc_aggregation; the pieces below are for builders that compose their own.
  *
  *     per client:  ok_i = ‖Δ_i‖ ≤ B (not NaN/Inf)     Δ_i ← ok_i ? Δ_i : 0     (zeroing)
+ *                  Δ_i ← Q(R Δ_i)                   (compression; R: the rotation, if on)
  *                  Δ_i ← Δ_i · C / max(‖Δ_i‖, C)                          (L2 clipping)
  *     server:      mean = (Σ_i Δ_i + N(0, (z C)² I)) / m                  (DP-FedAvg)
+ *                  mean ← R⁻¹ mean                  (compression with the rotation)
  *
  * DP-FedAvg is TFF's DifferentiallyPrivateFactory (tff.aggregators, over TF
  * Privacy's GaussianSumQuery in a NormalizedQuery): an unweighted sum of clipped
  * updates, Gaussian noise of stddev z·C on every coordinate, divided by the
  * expected cohort size m. Its adaptive clip is TF Privacy's
  * QuantileAdaptiveClipSumQuery with the geometric update (Andrew et al. 2021).
+ * The compression is FedJAX's (fedjax/aggregators/compression.py and
+ * walsh_hadamard.py): quantized before the clip, so the clip bounds what is sent.
  */
 #ifndef FEDC_AGGREGATE_H
 #define FEDC_AGGREGATE_H
