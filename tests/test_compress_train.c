@@ -117,7 +117,8 @@ static void test_parse_compress(void) {
     CHECK_ERR(fedc_aggregation_parse_compress("uniform:40", &a), FEDC_EINVAL, "not '40'");
     CHECK_ERR(fedc_aggregation_parse_compress("uniform:-3", &a), FEDC_EINVAL, "not '-3'");
     CHECK_ERR(fedc_aggregation_parse_compress("uniform:", &a), FEDC_EINVAL, "not ''");
-    CHECK_ERR(fedc_aggregation_parse_compress("uniform", &a), FEDC_EINVAL, "unknown method 'uniform'");
+    CHECK_ERR(fedc_aggregation_parse_compress("uniform", &a), FEDC_EINVAL, "needs its bits: uniform:BITS");
+    CHECK_ERR(fedc_aggregation_parse_compress("uni:8", &a), FEDC_EINVAL, "unknown method 'uni'");
     CHECK_ERR(fedc_aggregation_parse_compress("foo:8", &a), FEDC_EINVAL, "unknown method 'foo'");
     CHECK_ERR(fedc_aggregation_parse_compress("uniform:8,bogus", &a), FEDC_EINVAL, "unknown setting 'bogus'");
     CHECK_ERR(fedc_aggregation_parse_compress("uniform:8,", &a), FEDC_EINVAL, "unknown setting ''");

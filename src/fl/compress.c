@@ -66,7 +66,9 @@ fedc_status fedc_aggregation_parse_compress(const char *spec, fedc_aggregation *
         return FEDC_OK;
     }
     size_t method = strcspn(spec, ":");
-    if (strncmp(spec, "uniform", method) || method != 7 || !spec[method])
+    if (!strcmp(spec, "uniform"))
+        return fedc_error(FEDC_EINVAL, "compression 'uniform' needs its bits: uniform:BITS (BITS 1 to %d)", MAX_BITS);
+    if (method != 7 || strncmp(spec, "uniform", 7))
         return fedc_error(FEDC_EINVAL, "compression '%s': unknown method '%.*s' (there is: uniform:BITS or "
                           "uniform:BITS,rotate; or off)", spec, (int)method, spec);
     const char *bits = spec + method + 1, *rest = bits + strcspn(bits, ",");
