@@ -878,6 +878,16 @@ static void test_reduce(void) {
             }
         }
     }
+    /* max's edges, bit for bit: -0 and 0 (the first kept), NaNs (the last, quieted), -inf, all -inf */
+    uint32_t snan = 0x7f800001u, qnan = 0x7fc00123u;
+    float rows[5][4] = {{-0.0f, 0.0f, -1, -0.0f}, {0.0f, -0.0f, -2, -3}, {1, 0, 5, 2}, {-INFINITY, -INFINITY, -INFINITY, -INFINITY},
+                        {1, 2, 3, 4}};
+    memcpy(&rows[4][1], &snan, 4), memcpy(&rows[4][3], &qnan, 4), memcpy(&rows[2][0], &snan, 4);
+    float fm[5], rm[5];
+    fedc__kshape ms = kshape(2, (int64_t[]){5, 4});
+    CHECK_OK(F->reduce(FEDC_R_MAX, FEDC_F32, &ms, 0x2, rows, fm));
+    CHECK_OK(R->reduce(FEDC_R_MAX, FEDC_F32, &ms, 0x2, rows, rm));
+    check_same_bits(fm, rm, sizeof fm, "reduce max edges");
     fedc__kshape xs = kshape(2, (int64_t[]){2, 2});
     float buf[4] = {0};
     CHECK_ERR(F->reduce(FEDC_R_SUM, FEDC_F32, &xs, 0x4, buf, buf), FEDC_EINVAL, "reduce");

@@ -32,8 +32,10 @@ static fedc_value quantize_leaf(fedc_program *p, fedc_value v, fedc_value key, i
     fedc_value steps = fedc_scalar(p, FEDC_F32, levels - 1);
     fedc_value lo_v = fedc_neg(p, fedc_reduce_max(p, fedc_neg(p, v), NULL, -1, false));
     fedc_value range = fedc_sub(p, fedc_reduce_max(p, v, NULL, -1, false), lo_v);
-    fedc_value u = fedc_div(p, fedc_sub(p, v, lo_v), range);
-    u = fedc_select(p, fedc_gt(p, range, zero), fedc_minimum(p, fedc_maximum(p, u, zero), one), zero);
+    /* where max = min, v - min is 0 and u is 0/1 (FedJAX's nan_to_num of 0/0): a
+     * select on the scalar, not on every number */
+    fedc_value safe = fedc_select(p, fedc_gt(p, range, zero), range, one);
+    fedc_value u = fedc_minimum(p, fedc_maximum(p, fedc_div(p, fedc_sub(p, v, lo_v), safe), zero), one);
     fedc_value scaled = fedc_mul(p, u, steps), below = floor_of(p, scaled);
     fedc_value above = fedc_add(p, below, fedc_cast(p, fedc_gt(p, scaled, below), FEDC_F32));
     fedc_value lo = fedc_div(p, below, steps), hi = fedc_div(p, above, steps);
