@@ -211,7 +211,8 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
     if (fedc_program_find_output(p, FEDC_AGGREGATE_DONE) != FEDC_NONE)
         return fedc_program_fail(p, FEDC_EINVAL, "%s: the round aggregates twice with --dp-clip, --robust-zero or --compress; "
                                  "each round may call fedc_round_aggregate once", fedc_algorithm_name(r->alg)), NULL;
-    fedc_value norm = fedc_aggregate_norm(p, update);
+    bool clip_raw = a->clip > 0 && a->compress_bits == 0; /* else the clip takes the quantized update's norm */
+    fedc_value norm = a->zero_norm > 0 || clip_raw ? fedc_aggregate_norm(p, update) : FEDC_NONE;
     if (a->zero_norm > 0) {
         fedc_value zeroed;
         update = fedc_aggregate_zero(p, update, norm, fedc_scalar(p, FEDC_F32, a->zero_norm), &zeroed);
