@@ -124,6 +124,10 @@ fedc_status fedc__cohort_buffers_bind(const cohort_buffers *cb, fedc_executor *e
 fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *clients, int k, cohort_buffers *cb,
                              bool shuffle, uint32_t round);
 
+/* The i32[4] data key of training client `id` in `round` (counted from 0): its
+ * dropout stream (seed, round, id), step 0. */
+void fedc__train_client_key(const trainer *t, uint32_t round, int64_t id, int32_t key[4]);
+
 /* Packed evaluation: the n clients of ds in slot j of cb, their real rows one
  * after another (segment: the client's place, 0 .. n-1); a client whose data
  * cannot be loaded is left out with a warning. */

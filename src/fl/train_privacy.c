@@ -42,6 +42,10 @@ void fedc__train_privacy_before_round(trainer *t, int r) {
     fedc_rng_stream s = fedc_rng_stream_make(t->c->seed ^ NOISE_SEED_TAG, (uint32_t)r, 0, 0);
     int32_t *k = t->privacy.key;
     k[0] = (int32_t)s.key.k[0], k[1] = (int32_t)s.key.k[1], k[2] = (int32_t)s.c2, k[3] = (int32_t)s.c3;
+    /* The quantizer reads the clients' data keys outside the map: under MPI every
+     * rank needs every client's (docs/mpi.md), not only the ones it loaded. */
+    if (t->alg.aggregation.compress_bits > 0)
+        for (int i = 0; i < t->present; i++) fedc__train_client_key(t, (uint32_t)r, t->sampled[i], t->cohort.key + 4 * i);
 }
 
 /* Output `name` of the round (f32 or f64) as a double; NAN when the round has none. */
