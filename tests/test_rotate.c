@@ -116,13 +116,6 @@ static void test_transform_sizes_clients_threads(void) {
     }
 }
 
-static void test_transform_refuses_bad_sizes(void) {
-    fedc_program *p;
-    CHECK_OK(fedc_program_create(&p));
-    CHECK(fedc_walsh_hadamard(p, fedc_input(p, "x", fedc_type_make(FEDC_F32, 1, (int64_t[]){12}))) == FEDC_NONE);
-    CHECK_ERR(fedc_program_status(p), FEDC_ETYPE, "power of two");
-    fedc_program_destroy(p);
-}
 
 /* A tree of leaves `names` of types `types` (@clients when `clients`). */
 static fedc_tree *leaves(fedc_program *p, const char *const *names, const fedc_type *types, int n, bool clients) {
@@ -130,6 +123,35 @@ static fedc_tree *leaves(fedc_program *p, const char *const *names, const fedc_t
     for (int i = 0; i < n; i++)
         fedc_tree_set(p, t, names[i], fedc_input(p, names[i], placed(types[i], clients ? FEDC_CLIENTS : FEDC_LOCAL)));
     return t;
+}
+
+/* A transform of a size not a power of two, an inverse to a tree of another size
+ * or leaf count, and a rotation of an i32 leaf are refused, naming what is wrong. */
+static void test_bad_sizes_refused(void) {
+    fedc_program *p;
+    CHECK_OK(fedc_program_create(&p));
+    CHECK(fedc_walsh_hadamard(p, fedc_input(p, "x", fedc_type_make(FEDC_F32, 1, (int64_t[]){12}))) == FEDC_NONE);
+    CHECK_ERR(fedc_program_status(p), FEDC_ETYPE, "power of two");
+    fedc_program_destroy(p);
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value key = fedc_input(p, "key", key_type(FEDC_LOCAL));
+    fedc_tree *rotated = leaves(p, (const char *[]){"w"}, (fedc_type[]){fedc_type_make(FEDC_F32, 1, (int64_t[]){64})}, 1, false);
+    fedc_tree *like = leaves(p, (const char *[]){"v"}, (fedc_type[]){fedc_type_make(FEDC_F32, 1, (int64_t[]){100})}, 1, false);
+    CHECK(fedc_aggregate_unrotate(p, rotated, key, like) == NULL);
+    CHECK_ERR(fedc_program_status(p), FEDC_ETYPE, "leaf 0 has 64 numbers; its rotation has 128");
+    fedc_program_destroy(p);
+    CHECK_OK(fedc_program_create(&p));
+    key = fedc_input(p, "key", key_type(FEDC_LOCAL));
+    rotated = leaves(p, (const char *[]){"w"}, (fedc_type[]){fedc_type_make(FEDC_F32, 1, (int64_t[]){64})}, 1, false);
+    CHECK(fedc_aggregate_unrotate(p, rotated, key, fedc_tree_new(p)) == NULL);
+    CHECK_ERR(fedc_program_status(p), FEDC_EINVAL, "1 leaves, but `like` has 0");
+    fedc_program_destroy(p);
+    CHECK_OK(fedc_program_create(&p));
+    key = fedc_input(p, "key", key_type(FEDC_LOCAL));
+    CHECK(fedc_aggregate_rotate(p, leaves(p, (const char *[]){"n"}, (fedc_type[]){fedc_type_make(FEDC_I32, 1, (int64_t[]){4})}, 1,
+                                          false), key) == NULL);
+    CHECK_ERR(fedc_program_status(p), FEDC_ETYPE, "leaf \"n\" is not f32");
+    fedc_program_destroy(p);
 }
 
 /* test_structured_rotation: 5 x 10 normals rotated (to 64 numbers, the norm
@@ -237,7 +259,7 @@ int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"walsh_hadamard: the dense product (FedJAX's)", test_transform_matches_the_dense_product},
         {"walsh_hadamard: 1 to 3 factors, clients, threads", test_transform_sizes_clients_threads},
-        {"walsh_hadamard: sizes not a power of two refused", test_transform_refuses_bad_sizes},
+        {"bad sizes and dtypes refused", test_bad_sizes_refused},
         {"rotation: orthonormal, inverted (FedJAX's)", test_rotation_round_trip},
         {"rotation: a tree back (FedJAX's)", test_rotation_tree},
         {"rotated quantizer: FedJAX's mean and bits", test_rotated_quantizer_fedjax},
