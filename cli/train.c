@@ -86,6 +86,10 @@ static const char train_usage[] =
     "                            SPEC: quantile=Q,lr=ETA,count-stddev=S (TFF's 0.5, 0.2, 0.05 x\n"
     "                            clients per round); --dp-clip then is the initial clip (default 0.1)\n"
     "  --dp-delta D              the delta of the reported epsilon, in (0, 1) (default 1 / clients)\n"
+    "  --compress SPEC           uniform:BITS[,rotate]: each client quantizes its update to 2^BITS\n"
+    "                            levels a tensor (BITS 1 to 24; FedJAX's uniform stochastic\n"
+    "                            quantization), after a structured Walsh-Hadamard rotation with\n"
+    "                            rotate; with --dp-clip, before the clip (default off)\n"
     "  --sampling HOW            fixed: exactly --clients-per-round clients a round (the default);\n"
     "                            poisson[:Q]: each client joins with probability Q (default:\n"
     "                            clients-per-round / clients), the sampling DP's accounting assumes\n"
@@ -142,6 +146,7 @@ typedef struct options {
     const char *client_opt, *server_opt, *algorithm, *weighting;
     const char *dp_adaptive; /* --dp-adaptive [SPEC] (SPEC "on" when none is given) */
     const char *sampling;    /* --sampling fixed|poisson[:Q] */
+    const char *compress;    /* --compress uniform:BITS[,rotate]|off */
     const char *sets[32];   /* --set NAME=VALUE, in order, applied once the algorithm is known */
     int nsets;
     double prox_mu;         /* --prox-mu: --set mu=X */
@@ -178,6 +183,7 @@ static bool check_model(const char *cmd, const char *what, const char *v);
 static bool check_algorithm(const char *cmd, const char *what, const char *v);
 static bool check_optimizer(const char *cmd, const char *what, const char *v);
 static bool check_weighting(const char *cmd, const char *what, const char *v);
+static bool check_compress(const char *cmd, const char *what, const char *v);
 
 /* OPT(name, kind, commands, field), then the integers' [lo, hi] or the reals' range, or the check. */
 #define OPT(n, k, cmds, field) .name = n, .kind = k, .commands = cmds, .at = offsetof(options, field)
@@ -215,6 +221,7 @@ static const option table[] = {
     {OPT("dp-adaptive", SPEC, TRAIN, dp_adaptive)},
     {OPT("dp-delta", REAL, TRAIN, c.dp_delta), .range = {0, 1, true, true}},
     {OPT("sampling", STR, TRAIN, sampling)},
+    {OPT("compress", STR, TRAIN, compress), .check = check_compress},
     {OPT("secure-sum", I32, TRAIN, c.algorithm.aggregation.secure_sum_bits), INTS(2, 24)},
     {OPT("secure-bound", REAL, TRAIN, c.algorithm.aggregation.secure_sum_bound), .range = {0, FLT_MAX, true, false}},
     {OPT("seed", U64, BOTH, c.seed), INTS(0, UINT64_MAX)},
@@ -344,6 +351,13 @@ static bool check_weighting(const char *cmd, const char *what, const char *v) {
     return false;
 }
 
+static bool check_compress(const char *cmd, const char *what, const char *v) {
+    fedc_aggregation a = {0};
+    if (!fedc_aggregation_parse_compress(v, &a)) return true;
+    fprintf(stderr, "%s: %s: %s\n", cmd, what, fedc_errmsg());
+    return false;
+}
+
 static bool check_optimizer(const char *cmd, const char *what, const char *v) {
     fedc_optimizer opt;
     if (!fedc_optimizer_parse(v, 1, &opt)) return true;
@@ -406,7 +420,7 @@ static int parse_args(options *o, int argc, char **argv) {
     return 0;
 }
 
-/* --robust-zero, --dp-clip, --dp-noise and --dp-adaptive together (the expected
+/* --robust-zero, --dp-clip, --dp-noise, --dp-adaptive and --compress together (the expected
  * clients of DP-FedAvg are --clients-per-round: the fixed-size sampler's). */
 static int finish_aggregation(options *o) {
     fedc_aggregation *a = &o->c.algorithm.aggregation;
@@ -420,6 +434,8 @@ static int finish_aggregation(options *o) {
     }
     if (o->dp_adaptive && fedc_aggregation_parse_adaptive(o->dp_adaptive, a))
         return usage_error(o, "--dp-adaptive: %s", fedc_errmsg());
+    if (o->compress && fedc_aggregation_parse_compress(o->compress, a))
+        return usage_error(o, "--compress: %s", fedc_errmsg());
     if (a->noise_multiplier > 0 && a->clip == 0)
         return usage_error(o, "%s", "--dp-noise needs --dp-clip C or --dp-adaptive (the noise's stddev is Z x C)");
     if (o->c.dp_delta > 0 && a->noise_multiplier == 0)

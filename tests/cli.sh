@@ -576,6 +576,28 @@ printf 'sampling = poisson\n' >"$out/poisson.ini"
 expect 0 "done: 2 rounds" -- "$fedc" train $dp --config "$out/poisson.ini" --out "$out/poisson-ini"
 expect 2 "--sampling poisson:Q's rate Q needs a number in (0, 1], not '1.5'" -- "$fedc" train $dp --sampling poisson:1.5
 expect 2 "--sampling needs fixed, poisson or poisson:Q, not 'uniform'" -- "$fedc" train $dp --sampling uniform
+# Compression (FedJAX's quantizer, rotated or not): flag, INI key, metrics, checks.
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --compress uniform:8,rotate --dp-clip 1 --checkpoint-every 2 \
+  --out "$out/compress"
+grep -q '"round": 2, .*"compress_bits": [1-9][0-9]*, "compress_num_bits": [1-9]' "$out/compress/metrics.jsonl" && ok \
+  || bad "a compressed run's metrics lack its bits"
+printf 'rounds = 2\ncompress = uniform:8,rotate\ndp-clip = 1\n' >"$out/compress.ini"
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --config "$out/compress.ini" --out "$out/compress-ini"
+[ "$(losses "$out/compress/metrics.jsonl")" = "$(losses "$out/compress-ini/metrics.jsonl")" ] && ok \
+  || bad "the compress INI key trains another run than the flag"
+[ "$(losses "$out/compress/metrics.jsonl")" != "$(losses "$out/dp/metrics.jsonl")" ] && ok || bad "--compress changes nothing"
+expect 1 "--compress uniform:4 (the checkpoint's: uniform:8,rotate)" -- "$fedc" train $dp --compress uniform:4 \
+  --dp-clip 1 --rounds 4 --resume --out "$out/compress"
+expect 2 "--compress: compression 'uniform:0': BITS must be a whole number from 1 to 24" -- "$fedc" train $dp --compress uniform:0
+expect 2 "BITS must be a whole number from 1 to 24 (2^BITS levels; a float32 holds 24 bits), not '40'" -- \
+  "$fedc" train $dp --compress uniform:40
+expect 2 "--compress: compression 'foo:8': unknown method 'foo' (there is: uniform:BITS" -- "$fedc" train $dp --compress foo:8
+expect 2 "--compress: compression 'uniform:8,bogus': unknown setting 'bogus' (there is: rotate)" -- \
+  "$fedc" train $dp --compress uniform:8,bogus
+expect 2 "not '8x'" -- "$fedc" train $dp --compress uniform:8x
+printf 'compress = uniform:\n' >"$out/bad-compress.ini"
+expect 2 "bad-compress.ini:1: compress: compression 'uniform:': BITS must be" -- "$fedc" train $dp --config "$out/bad-compress.ini"
+expect 1 "mime aggregates its clients' updates itself" -- "$fedc" train $dp --algorithm mime --compress uniform:8
 
 fashion=/usr/share/datasets/fashion-mnist
 if [ -f $fashion/train-images-idx3-ubyte.gz ] && [ -f $fashion/t10k-images-idx3-ubyte.gz ]; then

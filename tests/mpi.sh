@@ -31,7 +31,8 @@ tensors() {
 }
 same() { tensors "$1" >"$tmp/ta" && tensors "$2" >"$tmp/tb" && [ -s "$tmp/ta" ] && cmp -s "$tmp/ta" "$tmp/tb"; }
 
-for alg in "fedavg" "fedsgd" "fedprox --prox-mu 0.1" "fedavg --server-opt adam --server-lr 0.01" "scaffold"; do
+for alg in "fedavg" "fedsgd" "fedprox --prox-mu 0.1" "fedavg --server-opt adam --server-lr 0.01" "scaffold" \
+  "fedavg --compress uniform:6,rotate --dp-clip 1 --dp-noise 0.5"; do
   name=$(echo "$alg" | tr -c 'a-z0-9\n' '_')
   # shellcheck disable=SC2086
   "$fedc" train $common --algorithm $alg --out "$tmp/$name-alone" >/dev/null
@@ -49,7 +50,7 @@ for alg in "fedavg" "fedsgd" "fedprox --prox-mu 0.1" "fedavg --server-opt adam -
     cmp -s "$tmp/a.csv" "$tmp/b.csv" || fail "$alg: $ranks ranks' metrics differ"
   done
 done
-echo "mpi.sh: fedavg (1, 2, 3 ranks), fedsgd, fedprox, fedadam, scaffold (2 ranks): checkpoints identical to one process"
+echo "mpi.sh: fedavg (1, 2, 3 ranks), fedsgd, fedprox, fedadam, scaffold, compressed DP-FedAvg (2 ranks): checkpoints identical to one process"
 
 # Resume: 2 rounds on 2 ranks, then on to 4 on 3 ranks.
 # shellcheck disable=SC2086

@@ -878,6 +878,16 @@ static void test_reduce(void) {
             }
         }
     }
+    /* max's edges, bit for bit: -0 and 0 (the first kept), NaNs (the last, quieted), -inf, all -inf */
+    uint32_t snan = 0x7f800001u, qnan = 0x7fc00123u;
+    float rows[5][4] = {{-0.0f, 0.0f, -1, -0.0f}, {0.0f, -0.0f, -2, -3}, {1, 0, 5, 2}, {-INFINITY, -INFINITY, -INFINITY, -INFINITY},
+                        {1, 2, 3, 4}};
+    memcpy(&rows[4][1], &snan, 4), memcpy(&rows[4][3], &qnan, 4), memcpy(&rows[2][0], &snan, 4);
+    float fm[5], rm[5];
+    fedc__kshape ms = kshape(2, (int64_t[]){5, 4});
+    CHECK_OK(F->reduce(FEDC_R_MAX, FEDC_F32, &ms, 0x2, rows, fm));
+    CHECK_OK(R->reduce(FEDC_R_MAX, FEDC_F32, &ms, 0x2, rows, rm));
+    check_same_bits(fm, rm, sizeof fm, "reduce max edges");
     fedc__kshape xs = kshape(2, (int64_t[]){2, 2});
     float buf[4] = {0};
     CHECK_ERR(F->reduce(FEDC_R_SUM, FEDC_F32, &xs, 0x4, buf, buf), FEDC_EINVAL, "reduce");
@@ -927,8 +937,8 @@ static void test_select(void) {
 
 /* --------------------------------------------------------------- dropout -- */
 
-/* The fast dropout computes its Philox blocks in tiles; its mask and values must be
- * the reference's bit for bit: sizes around the tile (256) and block (4) edges,
+/* The fast dropout (and random_uniform) computes its Philox blocks in tiles; its
+ * mask and values must be the reference's bit for bit: sizes around the tile (256) and block (4) edges,
  * rates whose threshold is exact and not, a stream with a high counter word, and
  * rate 0 (keep all). NaN and -0 inputs go through as the reference's do. */
 static void test_dropout(void) {
@@ -970,9 +980,46 @@ static void test_dropout(void) {
         check_same_bits(got, want, N * sizeof *got, what);
     }
     fedc_free(x), fedc_free(got), fedc_free(want);
+    /* random_uniform shares the tiles: the reference's draws, around the edges */
+    for (size_t si = 0; si < FEDC_COUNT_OF(sizes); si++)
+        for (int k = 0; k < 2; k++) {
+            int64_t n = sizes[si];
+            float *g = alloc_poison((size_t)n * sizeof *g), *w = alloc_poison((size_t)n * sizeof *w);
+            CHECK_OK(F->random_uniform(FEDC_F32, n, streams[k], g));
+            CHECK_OK(R->random_uniform(FEDC_F32, n, streams[k], w));
+            char what[64];
+            snprintf(what, sizeof what, "random_uniform n %lld stream %d", (long long)n, k);
+            check_same_bits(g, w, (size_t)n * sizeof *g, what);
+            fedc_free(g), fedc_free(w);
+        }
     double xd[3] = {1, 2, 3}, yd[3];
     CHECK_ERR(F->dropout(FEDC_F32, 3, xd, streams[0], 1.0, yd), FEDC_EINVAL, "rate");
     CHECK_ERR(F->dropout(FEDC_F32, 3, xd, streams[0], NAN, yd), FEDC_EINVAL, "rate");
+}
+
+/* ------------------------------------------------------------------ cast -- */
+
+/* f32 -> i32 and i32 -> f32, the fast loops: the reference's bits on 2^20 float
+ * bit patterns (NaN, infinities, the saturating bounds, subnormals) and i32s. */
+static void test_cast(void) {
+    enum { N = 1 << 20 };
+    float *x = alloc_bytes(N * sizeof *x), *fy = alloc_bytes(N * sizeof *fy), *fw = alloc_bytes(N * sizeof *fw);
+    int32_t *i = alloc_bytes(N * sizeof *i), *iy = alloc_bytes(N * sizeof *iy), *iw = alloc_bytes(N * sizeof *iw);
+    for (int64_t k = 0; k < N; k++) {
+        uint32_t bits = (uint32_t)((uniform() + 1.0) * 2147483648.0);
+        memcpy(&x[k], &bits, sizeof bits);
+        i[k] = (int32_t)bits;
+    }
+    const float edges[] = {0x1p31f, -0x1p31f, 0x1.fffffep30f, -0x1.fffffep30f, -0.0f, 0.5f, -0.99f, INFINITY, -INFINITY, NAN};
+    memcpy(x, edges, sizeof edges);
+    i[0] = INT32_MIN, i[1] = INT32_MAX, i[2] = 16777217;
+    CHECK_OK(F->cast(FEDC_F32, FEDC_I32, N, x, iy));
+    CHECK_OK(R->cast(FEDC_F32, FEDC_I32, N, x, iw));
+    check_same_bits(iy, iw, N * sizeof *iy, "cast f32 -> i32");
+    CHECK_OK(F->cast(FEDC_I32, FEDC_F32, N, i, fy));
+    CHECK_OK(R->cast(FEDC_I32, FEDC_F32, N, i, fw));
+    check_same_bits(fy, fw, N * sizeof *fy, "cast i32 -> f32");
+    fedc_free(x), fedc_free(fy), fedc_free(fw), fedc_free(i), fedc_free(iy), fedc_free(iw);
 }
 
 /* ------------------------------------------------------------ slice, pad -- */
@@ -1049,6 +1096,7 @@ int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"select", test_select},
         {"dropout", test_dropout},
+        {"cast: f32 <-> i32 as the reference", test_cast},
         {"table", test_table},
         {"blas_core", test_blas_core},
         {"matmul", test_matmul},

@@ -10,14 +10,18 @@
  * fedc_aggregation; the pieces below are for builders that compose their own.
  *
  *     per client:  ok_i = ‖Δ_i‖ ≤ B (not NaN/Inf)     Δ_i ← ok_i ? Δ_i : 0     (zeroing)
+ *                  Δ_i ← Q(R Δ_i)                   (compression; R: the rotation, if on)
  *                  Δ_i ← Δ_i · C / max(‖Δ_i‖, C)                          (L2 clipping)
  *     server:      mean = (Σ_i Δ_i + N(0, (z C)² I)) / m                  (DP-FedAvg)
+ *                  mean ← R⁻¹ mean                  (compression with the rotation)
  *
  * DP-FedAvg is TFF's DifferentiallyPrivateFactory (tff.aggregators, over TF
  * Privacy's GaussianSumQuery in a NormalizedQuery): an unweighted sum of clipped
  * updates, Gaussian noise of stddev z·C on every coordinate, divided by the
  * expected cohort size m. Its adaptive clip is TF Privacy's
  * QuantileAdaptiveClipSumQuery with the geometric update (Andrew et al. 2021).
+ * The compression is FedJAX's (fedjax/aggregators/compression.py and
+ * walsh_hadamard.py): quantized before the clip, so the clip bounds what is sent.
  */
 #ifndef FEDC_AGGREGATE_H
 #define FEDC_AGGREGATE_H
@@ -46,6 +50,12 @@ typedef struct fedc_aggregation {
     /* m: the expected number of clients a round (TFF's clients_per_round); 0: the
      * cohort's size, as the round runs. */
     double expected_clients;
+    /* Compression (FedJAX's, src/fl/compress.c and src/fl/rotate.c): each client's
+     * update quantized before any clip (docs/privacy.md gives the order). */
+    int compress_bits;    /* > 0: to 2^compress_bits levels a leaf (uniform stochastic
+                             quantization), 1 to 24; 0: off */
+    bool compress_rotate; /* with compress_bits: the structured Walsh-Hadamard rotation
+                             first, its inverse on the aggregate */
     /* Secure sum (fedc/secure_sum.h): > 0, the sum in the mean (the weighted sum,
      * or DP's sum of clipped updates) is each client's term clipped to
      * [-secure_sum_bound, secure_sum_bound] elementwise, in secure_sum_bits-bit fixed
@@ -62,6 +72,10 @@ FEDC_API fedc_aggregation fedc_aggregation_adaptive_defaults(double noise_multip
  * as the initial clip (else 0.1), its noise and zeroing stay. "off" or NULL: a as
  * it is. EINVAL naming the bad item. */
 FEDC_API fedc_status fedc_aggregation_parse_adaptive(const char *spec, fedc_aggregation *a);
+/* Sets a's compression from "uniform:BITS" or "uniform:BITS,rotate" (BITS 1 to
+ * 24: 2^BITS levels), as --compress takes it; "off" or NULL: none. EINVAL naming
+ * the bad part; a is unchanged then. */
+FEDC_API fedc_status fedc_aggregation_parse_compress(const char *spec, fedc_aggregation *a);
 /* Whether a aggregates other than by the plain weighted mean. */
 FEDC_API bool fedc_aggregation_active(const fedc_aggregation *a);
 /* EINVAL, naming the field and its range, if a's fields are out of range; for an
@@ -83,7 +97,12 @@ FEDC_API fedc_status fedc_aggregation_noise(const fedc_aggregation *a, double m,
  * checkpointed by name as every leaf of the server state is). Outputs, f32[]@server:
  * FEDC_AGGREGATE_DONE (the clients aggregated), aggregator/zeroed (with zeroing),
  * aggregator/clip and aggregator/noise_stddev (with a clip: this round's clip and
- * the stddev of the noise on the sum), aggregator/unclipped_fraction (adaptive: b̄). */
+ * the stddev of the noise on the sum), aggregator/unclipped_fraction (adaptive: b̄);
+ * with compression, aggregator/bits (f64[]@server: the bits a client sends,
+ * fedc_aggregate_quantized_bits). The key is made with compression too: the
+ * rotation's signs are drawn from its stream plus [0, 0, 0, 2^31] (below the
+ * noise's), and each client quantizes with its own data key ("key", the dropout
+ * stream, whose steps count the last word from 0) plus [0, 0, 0, 2^31]. */
 #define FEDC_AGGREGATE_KEY "aggregator/key"
 #define FEDC_AGGREGATE_CLIP "aggregator/clip"
 #define FEDC_AGGREGATE_DONE "aggregator/clients"
@@ -99,6 +118,23 @@ FEDC_API fedc_tree *fedc_aggregate_quantize(fedc_program *p, const fedc_tree *t,
  * quantized: log2(levels) per number and two 32-bit floats per leaf (FedJAX's
  * CompressionState.num_bits per client). */
 FEDC_API double fedc_aggregate_quantized_bits(int levels, int64_t params, int leaves);
+
+/* FedJAX's structured rotation (walsh_hadamard.py's structured_rotation_pytree):
+ * each leaf of t (f32, any shape; @clients or @server) flattened, zero-padded to d
+ * = the next power of two of its size, multiplied by random signs (leaf k's from
+ * the stream of `key` plus [0, 0, 0, k + 1]: -1 where the uniform draw is below
+ * 1/2) and by H_d / sqrt(d): leaves f32[d], the L2 norm kept. key: i32[4] @server
+ * (one rotation for every client, as FedJAX's rotated quantizer has) or at t's
+ * placement. */
+FEDC_API fedc_tree *fedc_aggregate_rotate(fedc_program *p, const fedc_tree *t, fedc_value key);
+/* The inverse (inverse_structured_rotation_pytree): t's leaves (f32[d]) by H_d /
+ * sqrt(d) and the same signs, cut to the sizes and shapes of `like`'s leaves (the
+ * tree that was rotated; only its types are read). */
+FEDC_API fedc_tree *fedc_aggregate_unrotate(fedc_program *p, const fedc_tree *t, fedc_value key, const fedc_tree *like);
+/* The Walsh-Hadamard transform H_n x, unnormalised (FedJAX's
+ * walsh_hadamard_transform): x f32[n], n a power of two, any placement; a matmul
+ * by a Hadamard matrix of at most 128 x 128 along each axis of x as [n1, ..., nk]. */
+FEDC_API fedc_value fedc_walsh_hadamard(fedc_program *p, fedc_value x);
 
 /* Each client's L2 norm over all of t's leaves (f32[]@clients): sqrt(Σ leaf²). */
 FEDC_API fedc_value fedc_aggregate_norm(fedc_program *p, const fedc_tree *t);

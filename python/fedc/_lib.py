@@ -61,6 +61,9 @@ class Aggregation(Structure):
     _fields_ = [("zero_norm", c_double), ("clip", c_double), ("noise_multiplier", c_double),
                 ("adaptive", c_bool), ("target_quantile", c_double), ("clip_learning_rate", c_double),
                 ("count_stddev", c_double), ("expected_clients", c_double),
+                # compression (src/fl/compress.c): --compress uniform:BITS[,rotate]
+                ("compress_bits", c_int), ("compress_rotate", c_bool),
+                # secure sum (fedc/secure_sum.h): --secure-sum BITS [--secure-bound B]
                 ("secure_sum_bits", c_int), ("secure_sum_bound", c_double)]
 
 

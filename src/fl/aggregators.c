@@ -4,10 +4,17 @@
  *
  *     norm_i = ‖Δ_i‖                                       (@clients)
  *     Δ_i = norm_i ≤ B ? Δ_i : 0                           (zeroing; NaN, Inf: 0)
+ *     compression: Δ_i ← Q(R Δ_i), norm_i = ‖Δ_i‖          (src/fl/compress.c; R: rotate)
  *     DP:  Δ_i *= C / max(norm_i, C)                        (clipping)
  *          mean = (Σ Δ_i + N(0, (z C)²)) / m                (@server, TFF's NormalizedQuery)
  *          adaptive: C ← C exp(−η (b̄ − γ))                 (server state aggregator/clip)
  *     else mean = weighted_mean(Δ_i, weight_i)
+ *     rotate: mean ← R⁻¹ mean                              (@server)
+ *
+ * Quantizing before the clip keeps the clip a bound on what each client sends, so
+ * the noise's sensitivity is unchanged; with rotate the clip and the noise are in
+ * the rotated space, where R is orthonormal (the clip bounds ‖R⁻¹ Δ_i‖ alike, and
+ * R⁻¹ of isotropic noise is isotropic noise), and R⁻¹ is post-processing.
  *
  * The values TFF and TF Privacy compute, in their order: tf.clip_by_global_norm's
  * t · C / max(norm, C); GaussianSumQuery's noise with the clip of the round's start;
@@ -26,7 +33,7 @@ fedc_aggregation fedc_aggregation_adaptive_defaults(double noise_multiplier) {
 }
 
 bool fedc_aggregation_active(const fedc_aggregation *a) {
-    return a->zero_norm > 0 || a->clip > 0 || a->secure_sum_bits != 0;
+    return a->zero_norm > 0 || a->clip > 0 || a->secure_sum_bits != 0 || a->compress_bits > 0;
 }
 
 fedc_status fedc_aggregation_noise(const fedc_aggregation *a, double m, double *update_multiplier,
@@ -139,7 +146,7 @@ fedc_status fedc_aggregation_check(const fedc_aggregation *a) {
     fedc_status st = check_secure_sum(a);
     double zu, sb;
     if (!st && a->expected_clients > 0) st = fedc_aggregation_noise(a, a->expected_clients, &zu, &sb);
-    return st;
+    return st ? st : fedc__compress_check(a);
 }
 
 /* ------------------------------------------------------------- the pieces -- */
@@ -161,8 +168,7 @@ fedc_tree *fedc_aggregate_clip(fedc_program *p, const fedc_tree *t, fedc_value n
     return fedc_tree_scale(p, t, fedc_div(p, clip, fedc_maximum(p, norm, clip)));
 }
 
-/* key + [0, 0, 0, k]: the k-th stream after key's (i32 addition wraps). */
-static fedc_value key_plus(fedc_program *p, fedc_value key, int32_t k) {
+fedc_value fedc__key_plus(fedc_program *p, fedc_value key, int32_t k) {
     int32_t add[4] = {0, 0, 0, k};
     fedc_type t = fedc_type_make(FEDC_I32, 1, (int64_t[]){4});
     return fedc_add(p, key, fedc_constant(p, t, add));
@@ -172,7 +178,7 @@ fedc_tree *fedc_aggregate_noise(fedc_program *p, const fedc_tree *t, fedc_value 
     fedc_tree *r = fedc_tree_new(p);
     for (int i = 0; r && i < fedc_tree_size(t); i++) {
         fedc_value v = fedc_tree_value(t, i);
-        fedc_value n = fedc_random_normal(p, key_plus(p, key, i + 1), fedc_value_type(p, v));
+        fedc_value n = fedc_random_normal(p, fedc__key_plus(p, key, i + 1), fedc_value_type(p, v));
         fedc_tree_set(p, r, fedc_tree_name(t, i), fedc_add(p, v, fedc_mul(p, stddev, n)));
     }
     return fedc_program_status(p) ? NULL : r;
@@ -243,16 +249,26 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
     if (!fedc_aggregation_active(a)) return fedc_tree_weighted_mean(p, update, weight);
     if (fedc_aggregation_check(a)) return fedc_program_fail(p, FEDC_EINVAL, "%s", fedc_errmsg()), NULL;
     if (fedc_program_find_output(p, FEDC_AGGREGATE_DONE) != FEDC_NONE)
-        return fedc_program_fail(p, FEDC_EINVAL, "%s: the round aggregates twice with --dp-clip or --robust-zero; "
+        return fedc_program_fail(p, FEDC_EINVAL, "%s: the round aggregates twice with --dp-clip, --robust-zero or --compress; "
                                  "each round may call fedc_round_aggregate once", fedc_algorithm_name(r->alg)), NULL;
-    fedc_value norm = fedc_aggregate_norm(p, update);
+    bool clip_raw = a->clip > 0 && a->compress_bits == 0; /* else the clip takes the quantized update's norm */
+    fedc_value norm = a->zero_norm > 0 || clip_raw ? fedc_aggregate_norm(p, update) : FEDC_NONE;
     if (a->zero_norm > 0) {
         fedc_value zeroed;
         update = fedc_aggregate_zero(p, update, norm, fedc_scalar(p, FEDC_F32, a->zero_norm), &zeroed);
         norm = fedc_select(p, fedc_le(p, norm, fedc_scalar(p, FEDC_F32, a->zero_norm)), norm, fedc_scalar(p, FEDC_F32, 0));
         fedc_program_output(p, "aggregator/zeroed", fedc_sum(p, zeroed));
     }
+    const fedc_tree *sent = update; /* what each client sends: compressed, then clipped */
+    fedc_value key = a->compress_rotate ? noise_key(r) : FEDC_NONE;
+    if (a->compress_bits > 0) {
+        sent = fedc__compress_update(r, update, key);
+        if (sent && a->clip > 0) norm = fedc_aggregate_norm(p, sent); /* the clip bounds the quantized update */
+    }
     fedc_program_output(p, FEDC_AGGREGATE_DONE, fedc_sum(p, fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS), 1)));
-    if (a->clip > 0) return dp_mean(r, a, update, norm);
-    return a->secure_sum_bits ? secure_mean(r, a, update, weight) : fedc_tree_weighted_mean(p, update, weight);
+    if (!sent) return NULL;
+    fedc_tree *mean = a->clip > 0            ? dp_mean(r, a, sent, norm)
+                      : a->secure_sum_bits ? secure_mean(r, a, sent, weight)
+                                           : fedc_tree_weighted_mean(p, sent, weight);
+    return a->compress_bits > 0 ? fedc__compress_finish(r, mean, update, key) : mean;
 }

@@ -49,6 +49,18 @@ fedc_status fedc__fold_outputs(fedc_program *p, const fedc_tree *res);
 /* Ends a builder: *out = p if st and p's status are FEDC_OK, else p is destroyed. */
 fedc_status fedc__fl_done(fedc_program *p, fedc_status st, fedc_program **out);
 
+/* key + [0, 0, 0, k]: the k-th stream after key's (i32 addition wraps; the
+ * aggregators' streams, src/fl/aggregators.c). */
+fedc_value fedc__key_plus(fedc_program *p, fedc_value key, int32_t k);
+
+/* Compression in fedc_round_aggregate (src/fl/compress.c): r's settings checked;
+ * each client's update rotated (with r's rotate, by the round's rotation from
+ * server_key) and quantized; the aggregate rotated back and the bits a client sent
+ * output as aggregator/bits. */
+fedc_status fedc__compress_check(const fedc_aggregation *a);
+fedc_tree *fedc__compress_update(fedc_round *r, const fedc_tree *update, fedc_value server_key);
+fedc_tree *fedc__compress_finish(fedc_round *r, fedc_tree *mean, const fedc_tree *update, fedc_value server_key);
+
 /* FedAvg's server half on local training's results `out` (delta/, examples,
  * loss): the server optimizer on the weighted mean delta, then fedc_round_finish
  * (FedAvg's and FedProx's end). */

@@ -246,7 +246,7 @@ static fedc_tree *with_aggregator_state(fedc_round *r, const fedc_tree *server) 
     fedc_program *p = r->p;
     if (fedc_aggregation_active(&r->alg->aggregation) && fedc_program_find_output(p, FEDC_AGGREGATE_DONE) == FEDC_NONE)
         return fedc_program_fail(p, FEDC_EINVAL, "%s aggregates its clients' updates itself, so the robust and DP "
-                                 "aggregators (--robust-zero, --dp-clip) cannot apply to it; use an algorithm whose "
+                                 "aggregators (--robust-zero, --dp-clip, --compress) cannot apply to it; use an algorithm whose "
                                  "round calls fedc_round_aggregate (docs/privacy.md lists them)",
                                  fedc_algorithm_name(r->alg)), NULL;
     if (!fedc_tree_has(r->server, "aggregator")) return (fedc_tree *)server;

@@ -29,6 +29,7 @@ typedef struct eval_result {
 typedef struct train_privacy {
     int32_t key[4];          /* FEDC_AGGREGATE_KEY: this round's server noise stream */
     double clip, noise_stddev, zeroed, fraction; /* the last round's aggregator outputs (NAN: none) */
+    double bits;             /* with compression: the bits a client sends a round (NAN: none) */
     double q, delta;         /* the accountant's sampling rate and δ */
     double z_update, z_count; /* the noise multipliers of the update and of the unclipped count (0: none) */
 } train_privacy;
@@ -122,6 +123,10 @@ fedc_status fedc__cohort_buffers_bind(const cohort_buffers *cb, fedc_executor *e
  * for evaluation). */
 fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *clients, int k, cohort_buffers *cb,
                              bool shuffle, uint32_t round);
+
+/* The i32[4] data key of training client `id` in `round` (counted from 0): its
+ * dropout stream (seed, round, id), step 0. */
+void fedc__train_client_key(const trainer *t, uint32_t round, int64_t id, int32_t key[4]);
 
 /* Packed evaluation: the n clients of ds in slot j of cb, their real rows one
  * after another (segment: the client's place, 0 .. n-1); a client whose data

@@ -266,13 +266,16 @@ static fedc_status fill_one(trainer *t, fedc_dataset *ds, int64_t id, int j, coh
         memcpy(mask, b->mask, (size_t)(steps * batch) * sizeof *mask);
         memset(mask + steps * batch, 0, (size_t)((cb->max_steps - steps) * batch) * sizeof *mask);
         cb->steps[j] = (int32_t)steps;
-        fedc_rng_stream s = fedc_rng_stream_make(t->c->seed, round, (uint32_t)id, 0);
-        int32_t *key = cb->key + 4 * j;
-        key[0] = (int32_t)s.key.k[0], key[1] = (int32_t)s.key.k[1], key[2] = (int32_t)s.c2, key[3] = 0;
+        fedc__train_client_key(t, round, id, cb->key + 4 * j);
     }
     fedc_batches_destroy(b);
     fedc_client_data_destroy(c);
     return st;
+}
+
+void fedc__train_client_key(const trainer *t, uint32_t round, int64_t id, int32_t key[4]) {
+    fedc_rng_stream s = fedc_rng_stream_make(t->c->seed, round, (uint32_t)id, 0);
+    key[0] = (int32_t)s.key.k[0], key[1] = (int32_t)s.key.k[1], key[2] = (int32_t)s.c2, key[3] = 0;
 }
 
 /* A training client whose data cannot be loaded is dropped from its round

@@ -1,7 +1,8 @@
 /* The training job's side of the aggregators (fedc/aggregate.h): the settings
  * checked and completed before the round is built, the server's noise stream
- * bound and drawn each round, the aggregator's outputs read back, and the ε the
- * run has spent so far for metrics.jsonl (docs/privacy.md).
+ * bound and drawn each round (it also gives the compression's rotation), the
+ * aggregator's outputs read back, and the ε the run has spent so far and the bits
+ * a client sent for metrics.jsonl (docs/privacy.md).
  *
  * The noise stream is keyed by (seed XOR a tag, round), a Philox key no client's
  * stream (keyed by the seed) has, so the server's noise never reuses a client's
@@ -17,7 +18,7 @@
 fedc_status fedc__train_privacy_setup(trainer *t) {
     fedc_aggregation *a = &t->alg.aggregation;
     train_privacy *p = &t->privacy;
-    p->clip = p->noise_stddev = p->zeroed = p->fraction = NAN;
+    p->clip = p->noise_stddev = p->zeroed = p->fraction = p->bits = NAN;
     if (!fedc_aggregation_active(a)) return FEDC_OK;
     if (a->clip > 0 && a->expected_clients == 0) a->expected_clients = t->expected_clients; /* TFF's m */
     fedc_status st = fedc_aggregation_check(a);
@@ -41,15 +42,20 @@ void fedc__train_privacy_before_round(trainer *t, int r) {
     fedc_rng_stream s = fedc_rng_stream_make(t->c->seed ^ NOISE_SEED_TAG, (uint32_t)r, 0, 0);
     int32_t *k = t->privacy.key;
     k[0] = (int32_t)s.key.k[0], k[1] = (int32_t)s.key.k[1], k[2] = (int32_t)s.c2, k[3] = (int32_t)s.c3;
+    /* The quantizer reads the clients' data keys outside the map: under MPI every
+     * rank needs every client's (docs/mpi.md), not only the ones it loaded. */
+    if (t->alg.aggregation.compress_bits > 0)
+        for (int i = 0; i < t->present; i++) fedc__train_client_key(t, (uint32_t)r, t->sampled[i], t->cohort.key + 4 * i);
 }
 
-/* Output `name` of the round as a double; NAN when the round has none. */
+/* Output `name` of the round (f32 or f64) as a double; NAN when the round has none. */
 static fedc_status read_output(const trainer *t, const char *name, double *out) {
     *out = NAN;
-    if (fedc_program_find_output(t->round, name) == FEDC_NONE) return FEDC_OK;
-    const float *v;
-    fedc_status st = fedc_executor_output(t->round_ex, name, (const void **)&v, NULL);
-    if (!st) *out = v[0];
+    fedc_value o = fedc_program_find_output(t->round, name);
+    if (o == FEDC_NONE) return FEDC_OK;
+    const void *v;
+    fedc_status st = fedc_executor_output(t->round_ex, name, &v, NULL);
+    if (!st) *out = fedc_value_type(t->round, o).dtype == FEDC_F64 ? *(const double *)v : *(const float *)v;
     return st;
 }
 
@@ -59,6 +65,7 @@ fedc_status fedc__train_privacy_after_round(trainer *t) {
     if (!st) st = read_output(t, "aggregator/noise_stddev", &p->noise_stddev);
     if (!st) st = read_output(t, "aggregator/zeroed", &p->zeroed);
     if (!st) st = read_output(t, "aggregator/unclipped_fraction", &p->fraction);
+    if (!st) st = read_output(t, "aggregator/bits", &p->bits);
     return st;
 }
 
@@ -92,6 +99,8 @@ fedc_status fedc__train_privacy_json(const trainer *t, int rounds, char *buf, si
     member(buf, size, &used, "dp_noise_stddev", p->noise_stddev);
     member(buf, size, &used, "dp_unclipped_fraction", p->fraction);
     member(buf, size, &used, "zeroed", p->zeroed);
+    member(buf, size, &used, "compress_bits", p->bits);          /* a client's, this round */
+    member(buf, size, &used, "compress_num_bits", p->bits * rounds); /* FedJAX's num_bits: over the rounds */
     if (p->z_update > 0) {
         double eps;
         fedc_status st = epsilon(p, rounds, &eps);

@@ -74,6 +74,10 @@ static int aggregation_settings(const fedc_train_config *c, const fedc_algorithm
                 exact(a->clip_learning_rate, x[1]), exact(a->count_stddev, x[3]));
     else setting(out, &n, max, "--dp-adaptive", false, "off");
     for (int i = first; i < n; i++) out[i].unrecorded = i == n - 1 ? "off" : "0";
+    if (a->compress_bits > 0) /* --compress's own text (checkpoints from before it: off) */
+        setting(out, &n, max, "--compress", false, "uniform:%d%s", a->compress_bits, a->compress_rotate ? ",rotate" : "");
+    else setting(out, &n, max, "--compress", false, "off");
+    if (n > 0) out[n - 1].unrecorded = "off";
     setting(out, &n, max, "--dp-delta", true, "%s", exact(c->dp_delta, x[0]));
     if (c->poisson) setting(out, &n, max, "--sampling", false, "poisson:%s", exact(c->sampling_rate, x[0]));
     else setting(out, &n, max, "--sampling", false, "fixed");

@@ -1,5 +1,5 @@
-/* Fast dropout: the reference's mask and values, bit for bit, at a fraction of
- * its cost. The reference computes a whole Philox4x32-10 block (four words) for
+/* Fast dropout and random_uniform: the reference's mask and values, bit for bit,
+ * at a fraction of its cost. The reference computes a whole Philox4x32-10 block (four words) for
  * every element and keeps one word; in the EMNIST CNN's training step that made
  * dropout (two masks forward, the same two on the cotangents backward) a quarter
  * of the time. Here each block is computed once for its four elements, and the
@@ -90,6 +90,23 @@ fedc_status fedc__fast_dropout(fedc_dtype dt, int64_t n, const void *x, fedc_rng
         int64_t end = n - base < 4 * LANES ? n - base : 4 * LANES;
         if (in_float) apply_tile_f32(end, w, threshold, (float)scale_div, xf + base, yf + base);
         else apply_tile(end, w, threshold, scale_div, xf + base, yf + base);
+    }
+    return FEDC_OK;
+}
+
+/* random_uniform (f32): word i % 4 of block i / 4, (w >> 8) 2^-24, as
+ * fedc_rng_uniform_f32, four elements a block; the stochastic rounding of the
+ * compression (src/fl/compress.c) draws one per number of every update. */
+VECTOR_CLONES static void uniform_tile(int64_t end, const uint32_t *w, float *y) {
+    for (int64_t e = 0; e < end; e++) y[e] = (float)(w[e] >> 8) * 0x1p-24f;
+}
+
+fedc_status fedc__fast_random_uniform(fedc_dtype dt, int64_t n, fedc_rng_stream stream, void *y) {
+    if (dt != FEDC_F32) return fedc__ref_random_uniform(dt, n, stream, y);
+    uint32_t w[4 * LANES];
+    for (int64_t base = 0; base < n; base += 4 * LANES) {
+        philox_tile(stream, (uint64_t)base / 4, w);
+        uniform_tile(n - base < 4 * LANES ? n - base : 4 * LANES, w, (float *)y + base);
     }
     return FEDC_OK;
 }

@@ -5,7 +5,9 @@
  * operands of the output's shape, a scalar operand, and an operand that repeats
  * along the leading dims (a bias: its shape is the output's trailing dims). Other
  * broadcasts, i32 and bad arguments go to the reference, which also reports the
- * errors. Reduce has a fast path when the reduced axes are the leading ones or the
+ * errors; cast has flat loops between f32 and i32 (the compression's floor), and
+ * an f32 max over trailing axes a plain loop.
+ * Reduce has a fast path when the reduced axes are the leading ones or the
  * trailing ones (size-1 axes do not matter); sums accumulate in double, as the
  * reference's do, in a fixed order, so results are deterministic.
  *
@@ -510,9 +512,34 @@ static void reduce_span(const void *ctx, int64_t i0, int64_t i1) {
     }
 }
 
+/* The max of each of `rows` rows of `len` f32s, as the reference: the first of
+ * equal values (-0 before 0 keeps -0), and a NaN's propagating, the row's last
+ * one, quieted as the reference's trip through double quiets it. */
+static void row_max_f32(int64_t rows, int64_t len, const float *x, float *y) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = x + r * len;
+        float acc = -INFINITY;
+        for (int64_t i = 0; i < len; i++) acc = row[i] > acc || row[i] != row[i] ? row[i] : acc;
+        if (acc != acc) {
+            uint32_t bits;
+            memcpy(&bits, &acc, sizeof bits);
+            bits |= 0x00400000u;
+            memcpy(&acc, &bits, sizeof bits);
+        }
+        y[r] = acc;
+    }
+}
+
 fedc_status fedc__fast_reduce(fedc_reduce_op op, fedc_dtype dt, const fedc__kshape *xs, unsigned axes,
                              const void *x, void *y) {
     reduce_split sp;
+    /* a max over trailing axes (each client's min and max in the compression) */
+    if (op == FEDC_R_MAX && dt == FEDC_F32 && shape_ok(xs) && (axes >> xs->rank) == 0 && split_axes(xs, axes, &sp) &&
+        (!sp.leading || sp.inner == 1)) {
+        int64_t rows = sp.leading ? 1 : sp.outer;
+        row_max_f32(rows, sp.reduced, x, y);
+        return FEDC_OK;
+    }
     if ((op != FEDC_R_SUM && op != FEDC_R_MEAN) || (dt != FEDC_F32 && dt != FEDC_F64) ||
         !shape_ok(xs) || (axes >> xs->rank) != 0 || !split_axes(xs, axes, &sp))
         return fedc__ref_reduce(op, dt, xs, axes, x, y);
@@ -524,4 +551,27 @@ fedc_status fedc__fast_reduce(fedc_reduce_op op, fedc_dtype dt, const fedc__ksha
     if (sp.leading) span = (span + COL_BLOCK - 1) / COL_BLOCK * COL_BLOCK;
     fedc__kernels_spans(kept, span > 0 ? span : 1, reduce_span, &j);
     return FEDC_OK;
+}
+
+/* ------------------------------------------------------------------ cast -- */
+
+/* f32 -> i32 as the reference: truncation toward zero, saturated, NaN -> 0 (the
+ * float bounds -2^31 and 2^31 are exact); i32 -> f32 rounds the same integer. */
+fedc_status fedc__fast_cast(fedc_dtype from, fedc_dtype to, int64_t n, const void *x, void *y) {
+    if (from == FEDC_F32 && to == FEDC_I32) {
+        const float *restrict a = x;
+        int32_t *restrict b = y;
+        for (int64_t i = 0; i < n; i++) {
+            float v = a[i];
+            b[i] = v != v ? 0 : v >= 0x1p31f ? INT32_MAX : v <= -0x1p31f ? INT32_MIN : (int32_t)v;
+        }
+        return FEDC_OK;
+    }
+    if (from == FEDC_I32 && to == FEDC_F32) {
+        const int32_t *restrict a = x;
+        float *restrict b = y;
+        for (int64_t i = 0; i < n; i++) b[i] = (float)a[i];
+        return FEDC_OK;
+    }
+    return fedc__ref_cast(from, to, n, x, y);
 }
