@@ -99,6 +99,7 @@ static void train(int64_t clients, int rounds, int threads, bench_round_timer *t
     c.eval_every = 0;
     c.eval_clients = 1; /* the run's closing evaluation, kept short: this measures training */
     c.quiet = true;
+    c.out_dir = "out/bench/stackoverflow_round";
     bench_round_timer_install(t, &c);
     fedc_train_result res;
     BENCH_FAIL_IF(fedc_train(&c, &res));

@@ -79,6 +79,7 @@ static void measure(void *ctx, void *result) {
     c.eval_every = 0;
     c.eval_clients = 1;
     c.quiet = true;
+    c.out_dir = "out/bench/transformer_cohorts";
     bench_round_timer t;
     bench_round_timer_install(&t, &c);
     fedc_train_result res;
