@@ -8,7 +8,11 @@ Python values, and a callback after every round.
 
 The options are `fedc train`'s (docs/training.md), with '_' for '-': client_opt,
 client_lr, server_opt, server_lr, server_eps, weighting, set={"mu": 0.01} for
---set, dropout=False for --no-dropout. on_round returns fedc.STOP to end the job.
+--set, dropout=False for --no-dropout; the aggregators of docs/privacy.md as
+robust_zero, dp_clip, dp_noise, dp_adaptive ("on" or a SPEC; True for "on"),
+dp_delta, sampling ("fixed", "poisson", "poisson:Q"), compress ("uniform:8",
+"uniform:1,rotate"), secure_sum (BITS) and secure_bound. on_round returns
+fedc.STOP to end the job.
 Training runs in C with the GIL released;
 the callback runs on the calling thread between rounds, and an exception it
 raises stops the job and is raised from fedc.train.
@@ -107,6 +111,7 @@ def _config(data, options):
         f = ctypes.c_int()
         _lib.check(_L.fedc_data_format_parse(text(options.pop("format")), ctypes.byref(f)))
         c.format = f.value
+    _aggregation(c, options, text)
     for name, value in dict(options.pop("set", {}) or {}).items():
         _lib.check(_L.fedc_algorithm_set(ctypes.byref(c.algorithm), text(name), float(value)))
     for name in list(options):
@@ -121,6 +126,35 @@ def _config(data, options):
             raise TypeError("fedc.train: unknown option %r (the options of fedc train, with '_' "
                             "for '-': see docs/training.md)" % name)
     return c, keep
+
+
+def _aggregation(c, options, text):
+    """The aggregator options (`fedc train`'s --robust-zero ... --secure-bound), checked as
+    the command line checks them."""
+    a = c.algorithm.aggregation
+    for name, field in (("robust_zero", "zero_norm"), ("dp_clip", "clip"), ("dp_noise", "noise_multiplier"),
+                        ("secure_bound", "secure_sum_bound")):
+        if name in options:
+            setattr(a, field, float(options.pop(name)))
+    if "secure_sum" in options:
+        a.secure_sum_bits = int(options.pop("secure_sum"))
+    if "dp_delta" in options:
+        c.dp_delta = float(options.pop("dp_delta"))
+    adaptive = options.pop("dp_adaptive", None)
+    if adaptive:
+        _lib.check(_L.fedc_aggregation_parse_adaptive(text("on" if adaptive is True else adaptive), ctypes.byref(a)))
+    if options.get("compress"):
+        _lib.check(_L.fedc_aggregation_parse_compress(text(options.pop("compress")), ctypes.byref(a)))
+    options.pop("compress", None)
+    sampling = options.pop("sampling", "fixed")
+    if sampling == "poisson" or str(sampling).startswith("poisson:"):
+        c.poisson = True
+        c.sampling_rate = float(sampling[8:]) if sampling.startswith("poisson:") else 0.0
+    elif sampling != "fixed":
+        raise ValueError("fedc.train: sampling must be 'fixed', 'poisson' or 'poisson:Q', not %r" % (sampling,))
+    if a.noise_multiplier > 0 and a.clip == 0:
+        raise ValueError("fedc.train: dp_noise needs dp_clip or dp_adaptive (the noise's stddev is Z x C)")
+    _lib.check(_L.fedc_aggregation_check(ctypes.byref(a)))
 
 
 def _metrics(out_dir):

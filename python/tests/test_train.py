@@ -48,21 +48,62 @@ def test_train_reports_every_round(femnist, tmp_path):
     assert os.path.exists(tmp_path / "metrics.csv")
 
 
-def test_train_is_fedc_train(femnist, tmp_path):
-    """The same options give the CLI's metrics, bit for bit as printed."""
+def same_as_cli(data, tmp_path, opts, flags=()):
+    """fedc.train(**opts) and `fedc train` with the same options (and `flags`) give the
+    same metrics, bit for bit as printed."""
     cli = os.path.join(os.path.dirname(fedc.library_path), "fedc")
     if not os.access(cli, os.X_OK):
         pytest.skip("no fedc binary beside libfedc.so")
-    args = [cli, "train", "--data", femnist, "--out", str(tmp_path / "cli"), "--quiet"]
+    args = [cli, "train", "--data", data, "--out", str(tmp_path / "cli"), "--quiet"] + list(flags)
     for k, v in OPTS.items():
         args += ["--" + k.replace("_", "-"), str(v)]
     subprocess.run(args, check=True, capture_output=True)
     with open(tmp_path / "cli" / "metrics.jsonl") as f:
         want = [json.loads(line) for line in f]
-    got = fedc.train(femnist, out_dir=str(tmp_path / "py"), **OPTS)["metrics"]
+    got = fedc.train(data, out_dir=str(tmp_path / "py"), **opts)["metrics"]
     strip = lambda rows: [{k: v for k, v in r.items() if k not in ("seconds", "examples_per_s")}
                           for r in rows]
     assert strip(got) == strip(want)
+    return got
+
+
+def test_train_is_fedc_train(femnist, tmp_path):
+    same_as_cli(femnist, tmp_path, OPTS)
+
+
+def test_privacy_options_are_fedc_trains(femnist, tmp_path):
+    """DP-FedAvg with an adaptive clip, Poisson sampling, zeroing and compression: the
+    command line's flags, and their metrics (clip, noise, epsilon, bits)."""
+    priv = dict(dp_clip=0.5, dp_noise=0.3, dp_adaptive="quantile=0.7", dp_delta=1e-3, robust_zero=50,
+                sampling="poisson:0.1", compress="uniform:8")
+    flags = ["--dp-clip", "0.5", "--dp-noise", "0.3", "--dp-adaptive", "quantile=0.7", "--dp-delta", "1e-3",
+             "--robust-zero", "50", "--sampling", "poisson:0.1", "--compress", "uniform:8"]
+    rows = same_as_cli(femnist, tmp_path, dict(OPTS, **priv), flags)
+    last = rows[-1]
+    assert last["dp_clip"] != 0.5 and last["epsilon"] > 0 and last["compress_bits"] > 0
+    with open(tmp_path / "cli" / "metrics.jsonl") as f:
+        assert "epsilon" in f.readline()
+
+
+def test_secure_sum_option(femnist, tmp_path):
+    r = fedc.train(femnist, out_dir=str(tmp_path / "s"), secure_sum=16, secure_bound=5.0,
+                   **dict(OPTS, rounds=2))
+    plain = fedc.train(femnist, out_dir=str(tmp_path / "p"), **dict(OPTS, rounds=2))
+    assert r["rounds_run"] == 2 and r["train_loss"] != plain["train_loss"]
+    assert abs(r["test_loss"] - plain["test_loss"]) < 0.05  # 16 bits: the mean to about 1e-4 of B
+
+
+def test_bad_privacy_options_raise(tmp_path):
+    with pytest.raises(ValueError, match="dp_noise needs dp_clip"):
+        fedc.train(FEMNIST, dp_noise=1.0, out_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="sampling"):
+        fedc.train(FEMNIST, sampling="uniform", out_dir=str(tmp_path))
+    with pytest.raises(fedc.Error) as e:
+        fedc.train(FEMNIST, compress="uniform:40", out_dir=str(tmp_path))
+    assert "uniform:40" in e.value.message or "40" in e.value.message
+    with pytest.raises(fedc.Error) as e:
+        fedc.train(FEMNIST, dp_clip=1.0, dp_adaptive="rate=1", out_dir=str(tmp_path))
+    assert "rate=1" in e.value.message
 
 
 def test_callback_stops_the_job(femnist, tmp_path):
