@@ -28,6 +28,9 @@ CLIENTS=${CLIENTS:-2000}
 RATE=${RATE:-0.05}
 FEMNIST_RATE=${FEMNIST_RATE:-0.2}
 DATASETS=${DATASETS:-fashion femnist}
+NOISES=${NOISES-0.3 0.5 1.0 2.0}
+CLIPS=${CLIPS-0.3 1.0 3.0 10.0}
+BITS=${BITS-1 2 4 8}
 FASHION=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 LEAF=../shared/data/femnist-leaf
 [ -x "$FEDC" ] || { echo "privacy.sh: $FEDC not found (make build)" >&2; exit 2; }
@@ -62,19 +65,19 @@ run() {
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$dataset" "$name" "$*" "${eps:-inf}" "$acc" "$secs" >>"$OUT/privacy.tsv"
 }
 
-: >"$OUT/privacy.tsv"
+: >"$OUT/privacy.tsv"  # reused runs append their rows again
 for d in $DATASETS; do
   clip=1.0
   [ "$d" = femnist ] && clip=3.0
   run "$d" no-dp
   # accuracy against epsilon: the noise multiplier at a fixed clip
-  for z in 0.3 0.5 1.0 2.0; do run "$d" "z$z" --dp-clip $clip --dp-noise $z; done
+  for z in $NOISES; do run "$d" "z$z" --dp-clip $clip --dp-noise $z; done
   # the adaptive clip against a sweep of fixed clips, at z = 1
-  for c in 0.3 1.0 3.0 10.0; do run "$d" "clip$c-z1" --dp-clip $c --dp-noise 1.0; done
+  for c in $CLIPS; do run "$d" "clip$c-z1" --dp-clip $c --dp-noise 1.0; done
   run "$d" adaptive-z1 --dp-clip 0.1 --dp-noise 1.0 --dp-adaptive
   # compression's bits against accuracy, where this fedc has it
   if "$FEDC" train --help 2>&1 | grep -q -- '--compress'; then
-    for b in 1 2 4 8; do run "$d" "uniform$b" --compress "uniform:$b"; done
+    for b in $BITS; do run "$d" "uniform$b" --compress "uniform:$b"; done
     run "$d" uniform1-rotate --compress uniform:1,rotate
   fi
 done
