@@ -12,7 +12,7 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
 
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
 series, baseline = {}, {}
-for dataset, name, _flags, eps, acc, _secs in rows:
+for dataset, name, _flags, eps, acc, _secs, *_ in rows:
     if not acc:
         continue
     if name == "no-dp":

@@ -9,7 +9,8 @@
 #
 #   bench/accuracy/privacy.sh [ROUNDS]        (default 100)
 #
-# Writes $OUT/privacy.tsv (dataset, run, flags, epsilon, accuracy, seconds), prints it as a
+# Writes $OUT/privacy.tsv (dataset, run, flags, epsilon, accuracy, seconds, compression's bits a
+# client), prints it as a
 # markdown table, and draws $OUT/privacy.svg (accuracy against epsilon, one line per dataset)
 # with bench/accuracy/plot_privacy.py; record both in docs/benchmarks.md.
 #
@@ -61,8 +62,10 @@ run() {
   last=$(tail -1 "$dir/metrics.jsonl")
   acc=$(echo "$last" | sed -n 's/.*"test_accuracy": \([0-9.e-]*\).*/\1/p')
   eps=$(echo "$last" | sed -n 's/.*"epsilon": \([0-9.e+-]*\).*/\1/p')
+  bits=$(echo "$last" | sed -n 's/.*"compress_bits": \([0-9.e+-]*\).*/\1/p')
   secs=$(sed -n 's/^done: [0-9]* rounds in \([0-9.]*\) s.*/\1/p' "$log" | tail -1)
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$dataset" "$name" "$*" "${eps:-inf}" "$acc" "$secs" >>"$OUT/privacy.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$dataset" "$name" "$*" "${eps:-inf}" "$acc" "$secs" "${bits:--}" \
+    >>"$OUT/privacy.tsv"
 }
 
 : >"$OUT/privacy.tsv"  # reused runs append their rows again
@@ -82,6 +85,8 @@ for d in $DATASETS; do
   fi
 done
 
-printf '| dataset | run | flags | ε | test accuracy | seconds |\n| --- | --- | --- | --- | --- | --- |\n'
-awk -F'\t' '{ printf "| %s | %s | `%s` | %s | %.2f%% | %s |\n", $1, $2, $3, $4, 100 * $5, $6 }' "$OUT/privacy.tsv"
+printf '| dataset | run | flags | ε | test accuracy | bits a client a round | seconds |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- |\n'
+awk -F'\t' '{ printf "| %s | %s | `%s` | %s | %.2f%% | %s | %s |\n", $1, $2, $3, $4, 100 * $5, $7, $6 }' \
+  "$OUT/privacy.tsv"
 "$PYTHON" bench/accuracy/plot_privacy.py "$OUT/privacy.tsv" "$OUT/privacy.svg" && echo "plot: $OUT/privacy.svg"
