@@ -62,6 +62,8 @@ fedc_program *m_random_clients(void);
 bool tools_present(void);
 /* All a command prints, NUL-terminated (NULL if it cannot run); *rc its status. */
 char *run_command(const char *cmd, int *rc);
+/* The mlir-opt-19 passes that lower a module to LLVM for mlir-cpu-runner-19 (docs/export.md). */
+const char *lowering_pipeline(void);
 /* Runs `module` through mlir-opt-19 (docs/export.md's pipeline) and
  * mlir-cpu-runner-19 and parses the numbers after each "data =" the runner
  * prints into out (max values); -1 if the tools failed, with what they said in

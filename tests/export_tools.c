@@ -9,6 +9,8 @@ static const char *const PIPELINE =
 static const char *const RUNNER_LIBS =
     "/usr/lib/llvm-19/lib/libmlir_runner_utils.so.19.1,/usr/lib/llvm-19/lib/libmlir_c_runner_utils.so.19.1";
 
+const char *lowering_pipeline(void) { return PIPELINE; }
+
 bool tools_present(void) {
     return system("mlir-opt-19 --version >/dev/null 2>&1") == 0 &&
            system("mlir-cpu-runner-19 --version >/dev/null 2>&1") == 0 &&

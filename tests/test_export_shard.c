@@ -1,9 +1,9 @@
 /* Sharded export (--shard clients=D): LLVM 19's sharding passes partition the
- * clients axis of a round, a fold in a map, reshapes of clients' values and
- * clients' random draws into per-device code with mesh.all_reduce, which
- * verifies; a whole FedAvg round does not partition under LLVM 19 (its
- * propagation crashes on the server's update, shown on a minimal module). Skips
- * when mlir-19-tools is absent. */
+ * clients axis of a round, a fold in a map, reshapes of clients' values,
+ * clients' random draws and a whole FedAvg round (the server's update included)
+ * into per-device code with mesh.all_reduce, which verifies; the crash in LLVM
+ * 19's propagation that the export works around is shown on a minimal module.
+ * Skips when mlir-19-tools is absent. */
 #include <sys/wait.h>
 
 #include "export_cases.h"
@@ -78,13 +78,17 @@ static void test_sharded_round(void) {
 }
 
 /* Local training in a round: a map whose body folds over each client's own
- * number of steps, its stacked outputs and the carries' mean the results. Sharded, the fold is its
- * steps written out (no scf.for, which LLVM 19 cannot shard). */
+ * number of steps, its stacked outputs and the carries' mean the results (and a
+ * loss of the mean). Sharded, the fold is its steps written out (no scf.for,
+ * which LLVM 19 cannot shard). */
 static void test_sharded_fold(void) {
     if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
     if (!fedc_test_tmpdir("export-shard-fold")) return;
-    fedc_program *p = fold_round_of(false); /* no server math after the mean (test_sharded_fedavg_round) */
+    fedc_program *p = fold_round_of(false);
     check_partitions("fold in a map", p, "tensor<2x4x2xf32>");
+    fedc_program_destroy(p);
+    p = fold_round_of(true); /* then server math on the mean: a loss, rank 0 */
+    check_partitions("fold in a map, then a loss", p, "tensor<2x4x2xf32>");
     fedc_program_destroy(p);
     fedc_test_tmpdir_remove();
 }
@@ -127,55 +131,126 @@ static void test_sharded_random(void) {
     fedc_test_tmpdir_remove();
 }
 
-/* LLVM 19 cannot partition a whole FedAvg round: its sharding propagation
- * crashes (SIGSEGV) on the server's update, a reduction over the split clients
- * axis followed by two elementwise linalg.generic ops. The round exports in
- * constructs its passes take (no scf.for, reshape or constant); the test shows
- * the crash on the minimal module below, and checks the round whole should a
- * later LLVM take it. */
-static const char *const LLVM19_CRASH =
-    "module {\n  mesh.mesh @m(shape = 2)\n"
-    "  func.func @f(%x: tensor<4x3xf32>, %z: tensor<3xf32>) -> tensor<3xf32> {\n"
-    "    %a = mesh.shard %x to <@m, [[0]]> : tensor<4x3xf32>\n"
-    "    %b = mesh.shard %a to <@m, [[0]]> annotate_for_users : tensor<4x3xf32>\n"
-    "    %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = "
-    "[\"reduction\", \"parallel\"]} ins(%b : tensor<4x3xf32>) outs(%z : tensor<3xf32>) {\n"
-    "    ^bb0(%in: f32, %out: f32):\n      %r = arith.addf %in, %out : f32\n      linalg.yield %r : f32\n"
+/* LLVM 19's sharding propagation crashes (SIGSEGV: it builds a sharding
+ * attribute that dangles) on a reduction over the split clients axis followed by
+ * two elementwise linalg.generic ops whose results it must infer. This minimal
+ * module documents it; fedc's sharded export never leaves propagation that
+ * inference: every server value a node computes is annotated whole on every
+ * device (`mesh.shard %v to <@m, [[]]> annotate_for_users`), as WORKAROUND
+ * below is, and the FedAvg round partitions. */
+#define CRASH_HEAD                                                                                                    \
+    "module {\n  mesh.mesh @m(shape = 2)\n"                                                                            \
+    "  func.func @f(%x: tensor<4x3xf32>, %z: tensor<3xf32>) -> tensor<3xf32> {\n"                                     \
+    "    %a = mesh.shard %x to <@m, [[0]]> : tensor<4x3xf32>\n"                                                       \
+    "    %b = mesh.shard %a to <@m, [[0]]> annotate_for_users : tensor<4x3xf32>\n"                                    \
+    "    %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = " \
+    "[\"reduction\", \"parallel\"]} ins(%b : tensor<4x3xf32>) outs(%z : tensor<3xf32>) {\n"                              \
+    "    ^bb0(%in: f32, %out: f32):\n      %r = arith.addf %in, %out : f32\n      linalg.yield %r : f32\n"              \
     "    } -> tensor<3xf32>\n"
-    "    %u = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = "
-    "[\"parallel\"]} ins(%s : tensor<3xf32>) outs(%s : tensor<3xf32>) {\n"
-    "    ^bb0(%in: f32, %out: f32):\n      %r = arith.mulf %in, %in : f32\n      linalg.yield %r : f32\n"
+#define CRASH_SQUARE(y, x)                                                                                            \
+    "    " y " = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = "   \
+    "[\"parallel\"]} ins(" x " : tensor<3xf32>) outs(%z : tensor<3xf32>) {\n"                                          \
+    "    ^bb0(%in: f32, %out: f32):\n      %r = arith.mulf %in, %in : f32\n      linalg.yield %r : f32\n"               \
     "    } -> tensor<3xf32>\n"
-    "    %v = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = "
-    "[\"parallel\"]} ins(%u : tensor<3xf32>) outs(%u : tensor<3xf32>) {\n"
-    "    ^bb0(%in: f32, %out: f32):\n      %r = arith.mulf %in, %in : f32\n      linalg.yield %r : f32\n"
-    "    } -> tensor<3xf32>\n"
-    "    %w = mesh.shard %v to <@m, [[]]> : tensor<3xf32>\n    return %w : tensor<3xf32>\n  }\n}\n";
+#define CRASH_TAIL(v) "    %w = mesh.shard " v " to <@m, [[]]> : tensor<3xf32>\n    return %w : tensor<3xf32>\n  }\n}\n"
+#define WHOLE(y, x) "    " y " = mesh.shard " x " to <@m, [[]]> annotate_for_users : tensor<3xf32>\n"
+static const char *const LLVM19_CRASH = CRASH_HEAD CRASH_SQUARE("%u", "%s") CRASH_SQUARE("%v", "%u") CRASH_TAIL("%v");
+static const char *const WORKAROUND = CRASH_HEAD WHOLE("%s1", "%s") CRASH_SQUARE("%u0", "%s1") WHOLE("%u", "%u0")
+    CRASH_SQUARE("%v0", "%u") WHOLE("%v", "%v0") CRASH_TAIL("%v");
 
+/* Every mesh.all_reduce's result is used (an all-reduce whose users read the
+ * local partial sums instead would be a wrong partition); returns their count. */
+static int used_all_reduces(const char *text) {
+    int n = 0;
+    for (const char *at = strstr(text, "%all_reduce"); at; at = strstr(at + 1, "%all_reduce")) {
+        char name[64];
+        size_t len = strspn(at + 1, "abcdefghijklmnopqrstuvwxyz_0123456789");
+        if (len + 2 > sizeof name || strncmp(at + 1 + len, " = mesh.all_reduce", 18)) continue;
+        snprintf(name, sizeof name, "%.*s", (int)len + 1, at);
+        bool used = false;
+        for (const char *u = strstr(at + len + 1, name); u && !used; u = strstr(u + 1, name))
+            used = !strchr("abcdefghijklmnopqrstuvwxyz_0123456789", u[len + 1]) || !u[len + 1];
+        CHECK_MSG(used, "%s is never used", name);
+        n++;
+    }
+    return n;
+}
+
+static void test_llvm19_crash(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard-crash")) return;
+    int rc = -1;
+    bool verified = false;
+    free(partition(LLVM19_CRASH, &rc, &verified));
+    if (rc != 0)
+        fprintf(stderr, "    note: LLVM's sharding propagation still crashes (status %d) on a reduction over the split "
+                "clients axis followed by two elementwise ops (docs/export.md)\n", rc);
+    char *said = partition(WORKAROUND, &rc, &verified);
+    CHECK_MSG(rc == 0 && verified && said && strstr(said, "mesh.all_reduce"), "the annotated module does not partition "
+              "(rc %d):\n%.2000s", rc, said ? said : "");
+    CHECK(said && used_all_reduces(said) == 1);
+    free(said);
+    fedc_test_tmpdir_remove();
+}
+
+/* A whole FedAvg round of logistic regression (local SGD over 2 batches, the
+ * server's update after the means) partitions: each device holds 2 of the 4
+ * clients' batches, and each of the 7 aggregations (the weighted means of the
+ * two deltas and of the loss, a numerator and a weights' sum each, and the
+ * examples' sum) becomes one all-reduce that is used. LLVM 19 cannot run it:
+ * mesh.all_reduce has no bufferization or lowering to LLVM (a later LLVM's
+ * mesh-to-MPI conversion would be needed), which the test checks. */
 static void test_sharded_fedavg_round(void) {
     if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
     if (!fedc_test_tmpdir("export-shard-fedavg")) return;
     fedc_model_options mo = {.input_dim = 6, .num_classes = 3};
     fedc_program *p = model_round("logistic", &mo, FEDC_OPT_SGD, 2, 2);
+    char *text = NULL;
+    fedc_mlir_options o = {.clients = 4, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_mlir(p, &o, &text));
+    check_partitions("FedAvg round", p, "tensor<2x2x2x6xf32>");
     int rc = -1;
     bool verified = false;
-    char *crash = partition(LLVM19_CRASH, &rc, &verified);
-    free(crash);
-    if (rc == 0) { /* an LLVM that takes the update: then the round must partition */
-        check_partitions("FedAvg round", p, "tensor<2x2x2x6xf32>");
-    } else {
-        char *text = NULL;
-        fedc_mlir_options o = {.clients = 4, .shard_clients = 2};
-        CHECK_OK(fedc_program_to_mlir(p, &o, &text));
-        CHECK(text && !strstr(text, "scf.for") && !strstr(text, "tensor.reshape") && !strstr(text, "arith.constant dense"));
-        char *said = text ? partition(text, &rc, &verified) : NULL;
-        CHECK_MSG(rc != 0, "LLVM crashes on the minimal update but partitions the FedAvg round: check it whole");
-        fprintf(stderr, "    note: LLVM 19's sharding propagation crashes (status %d) on a reduction over the split "
-                "clients axis followed by two elementwise ops, so the FedAvg round does not partition "
-                "(docs/export.md)\n", rc);
-        free(said);
-        fedc_free(text);
+    char *said = text ? partition(text, &rc, &verified) : NULL;
+    CHECK_MSG(said && used_all_reduces(said) == 7, "the FedAvg round's 7 aggregations are not 7 used all-reduces");
+    if (said) { /* lowering it as docs/export.md lowers a module to run */
+        FILE *f = fopen(fedc_test_tmp("spmd.mlir"), "w");
+        if (f) fputs(said, f), fclose(f);
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "mlir-opt-19 %s %s -o /dev/null 2>&1", fedc_test_tmp("spmd.mlir"), lowering_pipeline());
+        int lrc;
+        char *lowered = run_command(cmd, &lrc);
+        CHECK_MSG(lrc == 0 || (lowered && strstr(lowered, "mesh.all_reduce") && strstr(lowered, "not bufferized")),
+                  "lowering the partitioned round: %.1000s", lowered ? lowered : "");
+        if (lrc == 0) fprintf(stderr, "    note: this LLVM lowers mesh.all_reduce; running needs one process per device\n");
+        free(lowered);
     }
+    free(said);
+    fedc_free(text);
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
+/* FedJAX's EMNIST CNN round exports sharded but does not partition under LLVM 19:
+ * conv2d's padded copy is a tensor.insert_slice, which has no sharding interface. */
+static void test_sharded_cnn_round(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard-cnn")) return;
+    fedc_program *p = m_cnn_round();
+    char *text = NULL;
+    fedc_mlir_options o = {.clients = 2, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_mlir(p, &o, &text));
+    int rc = -1;
+    bool verified = false;
+    char *said = text ? partition(text, &rc, &verified) : NULL;
+    if (rc == 0) {
+        CHECK_MSG(verified && said && used_all_reduces(said) > 0, "the partitioned CNN round");
+    } else {
+        CHECK_MSG(said && strstr(said, "'tensor.insert_slice' op sharding interface is not implemented"),
+                  "the CNN round stops the passes on something else (rc %d):\n%.2000s", rc, said ? said : "");
+    }
+    free(said);
+    fedc_free(text);
     fedc_program_destroy(p);
     fedc_test_tmpdir_remove();
 }
@@ -186,7 +261,9 @@ int main(int argc, char **argv) {
         {"sharded fold", test_sharded_fold},
         {"sharded reshape", test_sharded_reshape},
         {"sharded random", test_sharded_random},
+        {"LLVM 19's propagation crash and its workaround", test_llvm19_crash},
         {"sharded fedavg round", test_sharded_fedavg_round},
+        {"sharded cnn round", test_sharded_cnn_round},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

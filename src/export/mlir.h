@@ -28,6 +28,12 @@ typedef struct fedc__mlir {
  * reduction over that axis a local one plus mesh.all_reduce (as XLA's partitioner
  * does with DrJAX's sums); x itself otherwise. */
 const char *fedc__mlir_split_use(fedc__mlir *m, const char *x, const char *type, char *out);
+/* With sharding, a server value x (of rank 1 or more) annotated for its users as
+ * whole on every device. LLVM 19's sharding propagation crashes (it builds a
+ * sharding attribute that dangles) when it must infer the sharding of a server
+ * value two elementwise ops after a reduction over the clients axis, so every
+ * server value a node computes is annotated; x itself when not sharded. */
+const char *fedc__mlir_replicated_use(fedc__mlir *m, const char *x, const char *type, char *out);
 
 /* A program being lowered: the SSA name of each value, and whether every value
  * carries the clients axis (a map's body, lowered along it). */
@@ -44,8 +50,15 @@ typedef struct fedc__mlir_scope {
 } fedc__mlir_scope;
 
 /* live[v]: whether value v of p is needed by the outputs that out_live marks
- * (NULL: all of them). */
-void fedc__mlir_liveness(const fedc_program *p, const bool *out_live, bool *live);
+ * (NULL: all of them). Sharded (`unrolled`: folds written out step by step), a
+ * map or fold needs only the inputs its needed results read, because LLVM 19's
+ * mesh-spmdization crashes on a value nothing uses (a fold's unused carry's
+ * first value); otherwise every input of a needed node is needed. On running out
+ * of memory it falls back to the latter. */
+void fedc__mlir_liveness(const fedc_program *p, const bool *out_live, bool *live, bool unrolled);
+/* Grows want (a fold body's outputs) by the carries (the first k) that its
+ * wanted outputs need from earlier steps; live: the body's values they need. */
+void fedc__mlir_fold_needed(const fedc_program *body, int k, bool *want, bool *live);
 
 void fedc__mlir_printf(fedc__mlir *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 fedc_status fedc__mlir_fail(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, fedc_status st, const char *fmt,

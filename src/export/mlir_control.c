@@ -211,7 +211,7 @@ static const char *write_row(const lower *l, const fold *f, int j, const char *f
 static fedc_status fold_step(const lower *l, const fold *f, char (*iter)[24]) {
     char flag[24], row[24];
     if (!f->unrolled) fedc__mlir_printf(l->m, "      %s = arith.index_cast %s : index to i32\n", f->ti, f->t);
-    if (f->unrolled) fedc__mlir_liveness(f->body, step_outputs(f), f->body_live);
+    if (f->unrolled) fedc__mlir_liveness(f->body, step_outputs(f), f->body_live, true);
     bool any_output = false, any_row = false;
     for (int i = 0; i < f->k + f->y; i++) any_output |= needed(f, i), any_row |= i >= f->k && needed(f, i);
     for (int i = 0; i < f->m; i++) any_row |= input_live(f, f->k + i);
@@ -271,12 +271,7 @@ static fedc_status fold_unrolled(const lower *l, fold *f, char (*iter)[24]) {
     /* The wanted results, and the carries that a later step needs for them. */
     wanted_results(l, final, n);
     memcpy(want, final, (size_t)n * sizeof *want);
-    for (bool grew = true; grew;) {
-        grew = false;
-        fedc__mlir_liveness(f->body, want, live);
-        for (int i = 0; i < f->k; i++)
-            if (!want[i] && live[fedc_program_input(f->body, i)]) want[i] = grew = true;
-    }
+    fedc__mlir_fold_needed(f->body, f->k, want, live);
     f->needed = want, f->wanted = final, f->body_live = live;
     /* the carries' first values, and zeros for the stacked outputs wanted (an unused
      * argument, as an unused zeros constant would be, crashes LLVM 19's spmdization) */

@@ -117,11 +117,19 @@ const char *fedc__mlir_tensor_const(fedc__mlir *m, char *name, const char *liter
     return name;
 }
 
-const char *fedc__mlir_split_use(fedc__mlir *m, const char *x, const char *type, char *out) {
+static const char *annotate_use(fedc__mlir *m, const char *x, const char *type, const char *axes, char *out) {
     if (!m->hoisted) return x; /* not sharded */
     fedc__mlir_tmp(m, out);
-    fedc__mlir_printf(m, "    %s = mesh.shard %s to <@clients_mesh, [[0]]> annotate_for_users : %s\n", out, x, type);
+    fedc__mlir_printf(m, "    %s = mesh.shard %s to <@clients_mesh, [[%s]]> annotate_for_users : %s\n", out, x, axes, type);
     return out;
+}
+
+const char *fedc__mlir_split_use(fedc__mlir *m, const char *x, const char *type, char *out) {
+    return annotate_use(m, x, type, "0", out);
+}
+
+const char *fedc__mlir_replicated_use(fedc__mlir *m, const char *x, const char *type, char *out) {
+    return annotate_use(m, x, type, "", out);
 }
 
 const char *fedc__mlir_splat(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, double value, char *name) {
@@ -146,7 +154,10 @@ static void print_map(fedc__mlir *m, int rank, const char *exprs) {
 void fedc__mlir_generic_begin(fedc__mlir *m, const fedc__mlir_generic *g) {
     bool dummy = m->hoisted && g->rank == 0;
     char one[24] = "";
-    if (dummy) fedc__mlir_tensor_const(m, one, "1", "tensor<1xi8>");
+    if (dummy) { /* whole on every device: unannotated, LLVM 19's propagation gives it a broken sharding */
+        char hoisted[24];
+        fedc__mlir_replicated_use(m, fedc__mlir_tensor_const(m, hoisted, "1", "tensor<1xi8>"), "tensor<1xi8>", one);
+    }
     fedc__mlir_printf(m, "    %s = linalg.generic {indexing_maps = [", g->result_name);
     for (int i = 0; i < g->nin; i++) {
         print_map(m, g->rank + dummy, g->maps[i]);
@@ -177,12 +188,48 @@ void fedc__mlir_generic_end(fedc__mlir *m, const fedc__mlir_generic *g, const ch
     fedc__mlir_printf(m, "      linalg.yield %s : %s\n    } -> %s\n", result, g->out_elem, g->out_type);
 }
 
-void fedc__mlir_liveness(const fedc_program *p, const bool *out_live, bool *live) {
+void fedc__mlir_fold_needed(const fedc_program *body, int k, bool *want, bool *live) {
+    for (bool grew = true; grew;) {
+        grew = false;
+        fedc__mlir_liveness(body, want, live, true);
+        for (int i = 0; i < k; i++)
+            if (!want[i] && live[fedc_program_input(body, i)]) want[i] = grew = true;
+    }
+}
+
+/* Marks the inputs of map or fold node v of p that its live results need: a
+ * map's that its body reads for them; an unrolled fold's the carries' first
+ * values that a step needs, the sequences its body reads, and the lengths. */
+static fedc_status body_inputs_live(const fedc_program *p, fedc_value v, bool *live) {
+    const fedc__node *n = &p->nodes[v];
+    const fedc_program *body = fedc__body(p, n);
+    bool *want = fedc__list(body->noutputs + 1, sizeof *want), *inner = fedc__list(body->n + 1, sizeof *inner);
+    if (!want || !inner) return fedc_free(want), fedc_free(inner), FEDC_ENOMEM;
+    for (fedc_value u = v + 1; u < p->n; u++) {
+        const fedc__node *r = &p->nodes[u];
+        int k = (int)fedc__attr_int(r, FEDC_ATTR_INDEX, 0);
+        if (r->op == FEDC_OP_RESULT && r->in[0] == v && live[u] && k >= 0 && k < body->noutputs) want[k] = true;
+    }
+    bool fold = n->op == FEDC_OP_FOLD;
+    if (fold) fedc__mlir_fold_needed(body, (int)fedc__attr_int(n, FEDC_ATTR_CARRIES, 0), want, inner);
+    else fedc__mlir_liveness(body, want, inner, true);
+    for (int i = 0; i < n->nin; i++)
+        if (fold && i == n->nin - 1) live[n->in[i]] = true; /* the lengths */
+        else if (fold && i < (int)fedc__attr_int(n, FEDC_ATTR_CARRIES, 0)) live[n->in[i]] |= want[i];
+        else live[n->in[i]] |= inner[fedc_program_input(body, i)];
+    fedc_free(want), fedc_free(inner);
+    return FEDC_OK;
+}
+
+void fedc__mlir_liveness(const fedc_program *p, const bool *out_live, bool *live, bool unrolled) {
     memset(live, 0, (size_t)p->n * sizeof *live);
     for (int i = 0; i < p->noutputs; i++)
         if (!out_live || out_live[i]) live[p->outputs[i].value] = true;
-    for (int v = p->n - 1; v >= 0; v--) /* operands come before their users */
-        for (int i = 0; live[v] && i < p->nodes[v].nin; i++) live[p->nodes[v].in[i]] = true;
+    for (int v = p->n - 1; v >= 0; v--) { /* operands come before their users */
+        if (!live[v]) continue;
+        if (unrolled && fedc__op_has_body(p->nodes[v].op) && !body_inputs_live(p, v, live)) continue;
+        for (int i = 0; i < p->nodes[v].nin; i++) live[p->nodes[v].in[i]] = true;
+    }
 }
 
 fedc_status fedc__mlir_scope_init(fedc__mlir_scope *s, const fedc_program *p, bool batched, int id) {

@@ -35,6 +35,27 @@ static void shard(fedc__mlir *m, const char *x, const char *type, bool split, bo
                       split ? "0" : "", type);
 }
 
+/* Whether v can be annotated: LLVM 19 writes no sharding of a rank-0 tensor
+ * (`[[]]` names one dim, which crashes mesh-spmdization in shardShapedType, and
+ * its parser takes no `[]`), so a rank-0 server value is left to propagation. */
+static bool whole_rank(const fedc__mlir_scope *s, fedc_value v) {
+    return fedc__mlir_has_clients(s, v) || s->p->nodes[v].type.rank > 0;
+}
+
+/* A rank-0 server output, copied (a generic of one unit step) before it is
+ * returned: unannotated, a sum over the clients would be returned as each
+ * device's part of it; the copy is what makes propagation all-reduce it. */
+static void whole_scalar(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, char *out) {
+    char type[160], init[24];
+    const char *elem = fedc__mlir_elem(s->p->nodes[v].type.dtype);
+    fedc__mlir_type_of(m, s, v, type, sizeof type);
+    fedc__mlir_generic g = {.nin = 1, .in = {s->name[v]}, .in_type = {type}, .in_elem = {elem}, .maps = {""},
+                            .out_map = "", .out_type = type, .out_elem = elem,
+                            .init = fedc__mlir_splat(m, s, v, 0, init), .result_name = fedc__mlir_tmp(m, out)};
+    fedc__mlir_generic_begin(m, &g);
+    fedc__mlir_generic_end(m, &g, "%in0");
+}
+
 /* The body: the program's nodes, then the return (results annotated when sharded). */
 static fedc_status body(fedc__mlir *m, fedc__mlir_scope *s, bool sharded) {
     const fedc_program *p = s->p;
@@ -42,6 +63,7 @@ static fedc_status body(fedc__mlir *m, fedc__mlir_scope *s, bool sharded) {
     if (sharded)
         for (int i = 0; i < fedc_program_num_inputs(p); i++) {
             fedc_value v = fedc_program_input(p, i);
+            if (!whole_rank(s, v)) continue;
             shard(m, s->name[v], fedc__mlir_type_of(m, s, v, type, sizeof type), fedc__mlir_has_clients(s, v), true,
                   s->name[v]);
         }
@@ -51,7 +73,8 @@ static fedc_status body(fedc__mlir *m, fedc__mlir_scope *s, bool sharded) {
     if (!result) return m->st = FEDC_ENOMEM;
     for (int i = 0; i < p->noutputs; i++) {
         fedc_value v = p->outputs[i].value;
-        if (sharded) shard(m, s->name[v], fedc__mlir_type_of(m, s, v, type, sizeof type), fedc__mlir_has_clients(s, v), false, result[i]);
+        if (sharded && whole_rank(s, v)) shard(m, s->name[v], fedc__mlir_type_of(m, s, v, type, sizeof type), fedc__mlir_has_clients(s, v), false, result[i]);
+        else if (sharded) whole_scalar(m, s, v, result[i]);
         else snprintf(result[i], 24, "%.23s", s->name[v]);
     }
     fedc__mlir_printf(m, "    return");

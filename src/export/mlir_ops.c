@@ -253,13 +253,20 @@ static fedc_status lower_reduce(const lower *l) {
     return st;
 }
 
+/* An aggregate's sum (of rank 1 or more), whole on every device for the ops
+ * that finish it (fedc__mlir_replicated_use: LLVM 19's propagation crashes when
+ * it infers one through them). */
+static const char *whole(const lower *l, const char *sum, const char *type, char *out) {
+    return type_of(l, l->v)->rank ? fedc__mlir_replicated_use(l->m, sum, type, out) : sum;
+}
+
 /* sum and mean over the clients axis (axis 0 of the clients tensor). */
 static fedc_status lower_sum(const lower *l) {
-    char type[160], sum[24];
+    char type[160], sum[24], all[24];
     fedc__mlir_type_of(l->m, l->s, l->v, type, sizeof type);
     bool mean = l->n->op == FEDC_OP_MEAN;
     fedc_status st = fedc__mlir_reduce(l, l->n->in[0], 1u, false, false, mean ? fedc__mlir_tmp(l->m, sum) : name(l, l->v), type);
-    if (!st && mean) st = fedc__mlir_scale(l, sum, type, 1.0 / l->m->clients);
+    if (!st && mean) st = fedc__mlir_scale(l, whole(l, sum, type, all), type, 1.0 / l->m->clients);
     return st;
 }
 
@@ -295,9 +302,10 @@ static fedc_status lower_weighted_mean(const lower *l) {
     emit2(l, "arith.addf", "%in0", "%out", elem, a);
     fedc__mlir_generic_end(l->m, &gw, a);
     /* num * (1 / den), den read as a scalar by every element */
-    char map[160], dmap[8] = "", r[24], one[24];
+    char map[160], dmap[8] = "", r[24], one[24], all[24];
     identity_map(t->rank, map, sizeof map);
-    fedc__mlir_generic gd = {.rank = t->rank, .iters = "pppppppp", .nin = 2, .in = {num, den}, .in_type = {type, wtype},
+    fedc__mlir_generic gd = {.rank = t->rank, .iters = "pppppppp", .nin = 2, .in = {whole(l, num, type, all), den},
+                             .in_type = {type, wtype},
                              .in_elem = {elem, elem}, .maps = {map, dmap}, .out_map = map, .out_type = type,
                              .out_elem = elem, .result_name = name(l, l->v)};
     gd.init = fedc__mlir_splat(l->m, l->s, l->v, 0, init);
@@ -557,10 +565,23 @@ bool fedc_mlir_lowers(const char *op_name) {
     return false;
 }
 
+/* Sharded, a server value of rank 1 or more that a node computed is annotated
+ * whole on every device for its users (fedc__mlir_replicated_use). A rank-0 one
+ * is not: LLVM 19 cannot write its sharding (`[[]]` says one dim, and its parser
+ * takes no `[]`), and propagation infers it whole. */
+static void annotate_server_value(const lower *l) {
+    const fedc_type *t = type_of(l, l->v);
+    if (!l->m->hoisted || fedc__mlir_has_clients(l->s, l->v) || t->rank == 0) return;
+    char type[160], out[24];
+    fedc__mlir_type_of(l->m, l->s, l->v, type, sizeof type);
+    snprintf(l->s->name[l->v], sizeof l->s->name[l->v], "%s",
+             fedc__mlir_replicated_use(l->m, l->s->name[l->v], type, out));
+}
+
 fedc_status fedc__mlir_lower_scope(fedc__mlir *m, fedc__mlir_scope *s) {
     bool *live = fedc__list(s->p->n + 1, sizeof *live);
     if (!live) return m->st = FEDC_ENOMEM;
-    fedc__mlir_liveness(s->p, s->out_live, live);
+    fedc__mlir_liveness(s->p, s->out_live, live, m->hoisted != NULL);
     s->live = live;
     for (fedc_value v = 0; !m->st && v < s->p->n; v++) {
         if (!live[v]) continue;
@@ -568,6 +589,7 @@ fedc_status fedc__mlir_lower_scope(fedc__mlir *m, fedc__mlir_scope *s) {
         lower_fn f = lowerings[l.n->op];
         if (f) f(&l);
         else fedc__mlir_fail(m, s, v, FEDC_EUNSUPPORTED, "%s has no lowering to MLIR yet", fedc__ops[l.n->op].name);
+        if (l.n->op != FEDC_OP_INPUT && !fedc__op_has_body(l.n->op)) annotate_server_value(&l); /* results name them */
     }
     s->live = NULL;
     fedc_free(live);
