@@ -73,6 +73,7 @@ typedef struct client {
     int64_t pending_round; /* a round whose report was counted: its new client state is kept as
                               next/client/<leaf> until a later round shows it committed */
     int reported;
+    double start;       /* when it started: max_seconds count from there */
 } client;
 
 static void sleep_ms(int ms) {
@@ -237,6 +238,31 @@ static fedc_status init_state(client *c) {
     return st;
 }
 
+/* Asks to send the report of the task (ready), waiting for the server's go: true
+ * when it may; false when the slot wants no report any more (given up, closed).
+ * Bounded: each answer comes within the server's heartbeat interval, and the
+ * client's max_seconds bound the whole. */
+static fedc_status may_report(client *c, const fedc__msg *task, double start, bool *go) {
+    fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id},
+                               {"round", fedc__msg_field(task, "round")}, {"exchange", fedc__msg_field(task, "exchange")},
+                               {"slot", fedc__msg_field(task, "slot")}};
+    *go = false;
+    while (fedc_seconds() - start < c->o->max_seconds) {
+        fedc__msg r;
+        fedc_status st = call(c, FEDC__MSG_READY, f, 5, NULL, 0, &r);
+        if (st) return st;
+        fedc__msg_type type = r.type;
+        if (type == FEDC__MSG_REJECT)
+            fprintf(c->log, "fedc client %s: round %lld: the server wants no report: %s\n", c->id,
+                    atoll(fedc__msg_field(task, "round")) + 1, fedc__msg_field(&r, "reason"));
+        fedc__msg_free(&r);
+        if (type == FEDC__MSG_GO) *go = true;
+        if (type == FEDC__MSG_GO || type == FEDC__MSG_REJECT) return FEDC_OK;
+        if (type != FEDC__MSG_WAIT) return fedc_error(FEDC_EPARSE, "client %s: a ready answered by a %s message", c->id, fedc__msg_name(type));
+    }
+    return fedc_error(FEDC_EIO, "client %s: the job did not end within %g s", c->id, c->o->max_seconds);
+}
+
 /* The report: what exchange e's aggregation reads, from the client's values. */
 static fedc_status send_report(client *c, const fedc__msg *task, int e, fedc__msg *reply) {
     const fedc_program *agg = fedc_deployment_form_phase(fedc_plan_form(c->plan), e, FEDC_PHASE_AGGREGATION);
@@ -276,6 +302,8 @@ static bool fault_report_twice(void) {
     return f && !strcmp(f, "report-twice");
 }
 
+static void send_beat(struct beat *b);
+
 /* The heartbeats of the task m, sent by the heartbeat thread while it works. */
 static void start_beating(client *c, const fedc__msg *m) {
     beat *b = c->beat;
@@ -286,7 +314,8 @@ static void start_beating(client *c, const fedc__msg *m) {
     snprintf(b->round, sizeof b->round, "%s", fedc__msg_field(m, "round"));
     snprintf(b->exchange, sizeof b->exchange, "%s", fedc__msg_field(m, "exchange"));
     snprintf(b->slot, sizeof b->slot, "%s", fedc__msg_field(m, "slot"));
-    b->every_ms = (int)every, b->last = fedc_seconds();
+    b->every_ms = (int)every;
+    send_beat(b); /* at once: the server sends more tasks once it knows this one has arrived */
     atomic_store(&b->working, 1);
     pthread_mutex_unlock(&b->lock);
 }
@@ -310,6 +339,9 @@ static fedc_status do_task(client *c, const fedc__msg *m) {
     if (fault_slow() > 0) sleep_ms((int)(fault_slow() * 1000));
     st = work(c, m, round, (int)e);
     if (c->beat) atomic_store(&c->beat->working, 0);
+    bool go = false;
+    if (!st) st = may_report(c, m, c->start, &go);
+    if (!st && !go) return FEDC_OK; /* not wanted: the next check-in says what next */
     if (!st) st = send_report(c, m, (int)e, &r);
     if (!st && r.type == FEDC__MSG_ACK && fault_report_twice()) {
         fedc__msg_free(&r);
@@ -333,7 +365,7 @@ static fedc_status do_task(client *c, const fedc__msg *m) {
 
 /* Checks in until done, at most o->max_seconds. */
 static fedc_status loop(client *c) {
-    double start = fedc_seconds();
+    double start = c->start = fedc_seconds();
     while (fedc_seconds() - start < c->o->max_seconds) {
         fedc__msg m;
         fedc_status st = checkin(c, fedc_plan_hash(c->plan), &m);

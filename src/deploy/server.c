@@ -41,10 +41,12 @@ typedef struct upload {
     size_t bytes;     /* of one client's value */
 } upload;
 
-/* A check-in held until its client has a task (or the heartbeat interval passes). */
+/* A request held: a check-in until its client has a task, or a client's
+ * "ready" until its report may come (slot >= 0), or the heartbeat interval. */
 typedef struct held_checkin {
     fedc__req from;
     int64_t client;
+    int slot;
     double since;
 } held_checkin;
 
@@ -66,6 +68,12 @@ typedef struct server {
     int64_t *sampled;        /* the round's clients, by slot */
     int64_t *next;           /* the next round's */
     uint8_t *left_out;       /* per slot: not added in some exchange of this round */
+    uint8_t *sent;           /* per slot: 1 its task is sent and its client not heard from since, 2 heard */
+    int unconfirmed;         /* tasks sent and not yet known received: at most reorder_window, so that the
+                                tasks in NNG's send queues are not the cohort's */
+    uint8_t *granted;        /* per slot: 1 told to send its report, which has not come yet */
+    int ngranted;            /* those: at most reorder_window, so that NNG's receive buffers are not the
+                                cohort's reports either */
     int32_t *slot_of;        /* per client of the population: its slot this round, or -1 */
     uint8_t *next_round;     /* per client: selected for the next round */
     double *heard;           /* per client: when it was last heard from (0: never) */
@@ -169,6 +177,7 @@ static bool send_task(server *s, const fedc__req *to, int slot) {
     snprintf(slot_s, sizeof slot_s, "%d", slot);
     snprintf(hb, sizeof hb, "%d", heartbeat_ms(s));
     s->heard[s->sampled[slot]] = fedc_seconds(); /* its heartbeats are timed from its task */
+    if (!s->sent[slot]) s->sent[slot] = 1, s->unconfirmed++;
     fedc_metadata_entry f[] = {{"round", round}, {"exchange", exchange}, {"slot", slot_s}, {"hash", fedc_plan_hash(s->plan)},
                                {"heartbeat_ms", hb}};
     return reply_to(s, to, FEDC__MSG_TASK, f, 5, s->task, s->ntask);
@@ -180,10 +189,19 @@ static bool send_done(server *s, const fedc__req *to) {
     return reply_to(s, to, FEDC__MSG_DONE, (fedc_metadata_entry[]){{"rounds", rounds}}, 1, NULL, 0);
 }
 
-/* The slot client has an open task in, or -1. */
+/* The slot client has an open task in, or -1; also -1 while reorder_window
+ * tasks are on their way (the client gets it when one of those is heard from). */
 static int open_slot(const server *s, int64_t client) {
     int i = s->collecting ? s->slot_of[client] : -1;
-    return i >= 0 && fedc__collect_state(s->collect, i) == FEDC__SLOT_OPEN ? i : -1;
+    if (i < 0 || fedc__collect_state(s->collect, i) != FEDC__SLOT_OPEN) return -1;
+    return s->sent[i] || s->unconfirmed < s->o->reorder_window ? i : -1;
+}
+
+/* Client c was heard from: a task sent to it has arrived. */
+static void heard_from(server *s, int64_t c) {
+    s->heard[c] = fedc_seconds();
+    int i = s->collecting ? s->slot_of[c] : -1;
+    if (i >= 0 && s->sent[i] == 1) s->sent[i] = 2, s->unconfirmed--;
 }
 
 /* A check-in with nothing to give now: held until there is (or the heartbeat
@@ -192,22 +210,51 @@ static int open_slot(const server *s, int64_t client) {
 static bool hold_or_wait(server *s, int64_t client) {
     char why[128];
     if (s->nheld < s->maxheld) {
-        s->held[s->nheld++] = (held_checkin){s->from, client, fedc_seconds()};
+        s->held[s->nheld++] = (held_checkin){s->from, client, -1, fedc_seconds()};
         return true;
     }
     snprintf(why, sizeof why, "the server holds %d check-ins already (round %d)", s->maxheld, s->round + 1);
     return wait_reply(s, &s->from, heartbeat_ms(s), why);
 }
 
-/* Answers the held check-ins that have a task now, or that have waited the
- * heartbeat interval (come back at once), or all when the job is done. */
+/* A report no longer expected, or come: its grant is free for another. */
+static void ungrant(server *s, int slot) {
+    if (s->granted[slot] == 1) s->granted[slot] = 2, s->ngranted--;
+}
+
+/* Answers a held "ready": go, if the slot is open and a grant is free (true), or
+ * reject if the slot is settled. */
+static bool answer_ready(server *s, const held_checkin *h) {
+    fedc__slot_state st = s->collecting ? fedc__collect_state(s->collect, h->slot) : FEDC__SLOT_SKIPPED;
+    if (st != FEDC__SLOT_OPEN) {
+        reply_to(s, &h->from, FEDC__MSG_REJECT, (fedc_metadata_entry[]){{"reason", "that slot wants no report now"}}, 1,
+                 NULL, 0);
+        return true;
+    }
+    if (s->ngranted >= s->o->reorder_window) return false;
+    s->granted[h->slot] = 1, s->ngranted++;
+    reply_to(s, &h->from, FEDC__MSG_GO, NULL, 0, NULL, 0);
+    return true;
+}
+
+/* Answers the held requests that can be: check-ins that have a task now (or
+ * all, "done", when the job is), readies in slot order while grants are free
+ * (so that reports come nearly in the order they are added), and any that has
+ * waited the heartbeat interval (come back at once). */
 static void answer_held(server *s) {
     double now = fedc_seconds();
+    for (;;) { /* the lowest slot's ready first */
+        int best = -1;
+        for (int i = 0; i < s->nheld; i++)
+            if (s->held[i].slot >= 0 && (best < 0 || s->held[i].slot < s->held[best].slot)) best = i;
+        if (best < 0 || !answer_ready(s, &s->held[best])) break;
+        s->held[best] = s->held[--s->nheld];
+    }
     int kept = 0;
     for (int i = 0; i < s->nheld; i++) {
         held_checkin h = s->held[i];
-        int slot = open_slot(s, h.client);
-        if (s->done) send_done(s, &h.from);
+        int slot = h.slot >= 0 ? -1 : open_slot(s, h.client);
+        if (s->done && h.slot < 0) send_done(s, &h.from);
         else if (slot >= 0) send_task(s, &h.from, slot);
         else if (now - h.since >= s->o->heartbeat) wait_reply(s, &h.from, 0, "nothing yet: check in again");
         else s->held[kept++] = h;
@@ -220,7 +267,7 @@ static bool known_client(server *s, const fedc__msg *m, int64_t *client) {
     const char *who = fedc__msg_field(m, "client");
     if (!same_token(fedc__msg_field(m, "token"), s->token)) return !refuse(s, who, "invalid token");
     if (fedc__msg_int(m, "client", 0, s->population - 1, client)) return !refuse(s, who, "%s", fedc_errmsg());
-    s->heard[*client] = fedc_seconds();
+    heard_from(s, *client);
     return true;
 }
 
@@ -241,10 +288,44 @@ static bool checkin(server *s, const fedc__msg *m) {
     return i >= 0 ? send_task(s, &s->from, i) : hold_or_wait(s, client);
 }
 
+/* A client's report is ready: told to send it (go) when a grant is free,
+ * held until then, or rejected when its slot wants none. */
+static bool ready(server *s, const fedc__msg *m) {
+    int64_t client, round, exchange, slot;
+    if (!known_client(s, m, &client)) return true;
+    if (fedc__msg_int(m, "round", 0, INT32_MAX, &round) || fedc__msg_int(m, "exchange", 0, 1000, &exchange) ||
+        fedc__msg_int(m, "slot", 0, s->k - 1, &slot))
+        return refuse(s, fedc__msg_field(m, "client"), "%s", fedc_errmsg());
+    bool mine = s->collecting && round == s->round && exchange == s->exchange && s->sampled[slot] == client;
+    held_checkin h = {s->from, client, mine ? (int)slot : 0, fedc_seconds()};
+    if (!mine) return reply(s, FEDC__MSG_REJECT, (fedc_metadata_entry[]){{"reason", "not an open slot of this client's"}}, 1, NULL, 0);
+    if (answer_ready(s, &h)) return true;
+    if (s->nheld < s->maxheld) s->held[s->nheld++] = h;
+    else reply(s, FEDC__MSG_GO, NULL, 0, NULL, 0); /* nowhere to hold it: let it come */
+    return true;
+}
+
 static bool heartbeat(server *s, const fedc__msg *m) {
     int64_t client;
     if (!known_client(s, m, &client)) return true;
     return wait_reply(s, &s->from, heartbeat_ms(s), "heartbeat noted");
+}
+
+/* The first element of a float tensor that is NaN or infinite, or -1. Read in
+ * aligned chunks: the payload's offsets are the sender's. */
+static int64_t first_not_finite(const fedc_tensor_entry *e) {
+    size_t size = fedc_dtype_size(e->type.dtype);
+    if (e->type.dtype != FEDC_F32 && e->type.dtype != FEDC_F64) return -1;
+    int64_t n = fedc_type_count(&e->type);
+    double chunk[1024];
+    int64_t per = (int64_t)(sizeof chunk / size);
+    for (int64_t at = 0; at < n; at += per) {
+        int64_t m = n - at < per ? n - at : per;
+        memcpy(chunk, (const char *)e->data + (size_t)at * size, (size_t)m * size);
+        for (int64_t i = 0; i < m; i++)
+            if (!isfinite(size == 4 ? (double)((const float *)chunk)[i] : chunk[i])) return at + i;
+    }
+    return -1;
 }
 
 /* Where a report's tensors do not fit what the aggregation takes: NULL if they do. */
@@ -265,20 +346,10 @@ static const char *check_uploads(const server *s, const fedc__msg *m, char *why,
                      fedc_type_str(&s->up[j].local, b, sizeof b));
             return why;
         }
-        int64_t n = fedc_type_count(&e.type);
-        for (int64_t i = 0; i < n; i++) { /* read unaligned: the payload's offsets are the sender's */
-            double v = 0;
-            if (e.type.dtype == FEDC_F32) {
-                float f;
-                memcpy(&f, (const char *)e.data + 4 * i, 4);
-                v = f;
-            } else if (e.type.dtype == FEDC_F64) {
-                memcpy(&v, (const char *)e.data + 8 * i, 8);
-            }
-            if (!isfinite(v)) {
-                snprintf(why, size, "tensor \"%s\" is not finite (element %lld)", e.name, (long long)i);
-                return why;
-            }
+        int64_t bad = first_not_finite(&e);
+        if (bad >= 0) {
+            snprintf(why, size, "tensor \"%s\" is not finite (element %lld)", e.name, (long long)bad);
+            return why;
         }
     }
     return NULL;
@@ -325,6 +396,7 @@ static bool report(server *s, const fedc__msg *m) {
                       (long long)exchange, s->round + 1, s->exchange);
     if (s->sampled[slot] != client) return refuse(s, who, "slot %lld of round %d is not this client's", (long long)slot, s->round + 1);
     fedc__slot_state state = fedc__collect_state(s->collect, (int)slot);
+    ungrant(s, (int)slot);
     if (state == FEDC__SLOT_DROPPED) {
         s->stragglers++;
         return refuse(s, who, "round %d gave slot %lld up (no heartbeat for %g s) before this report came", s->round + 1,
@@ -348,6 +420,7 @@ static void handle(server *s, const void *data, size_t size) {
     if (m.type == FEDC__MSG_CHECKIN) checkin(s, &m);
     else if (m.type == FEDC__MSG_REPORT) report(s, &m);
     else if (m.type == FEDC__MSG_HEARTBEAT) heartbeat(s, &m);
+    else if (m.type == FEDC__MSG_READY) ready(s, &m);
     else refuse(s, NULL, "a %s message is not a client's request", fedc__msg_name(m.type));
     fedc__msg_free(&m);
 }
@@ -365,6 +438,8 @@ static fedc_status give_up_silent(server *s) {
         fprintf(s->log, "fedc server: round %d: client %lld (slot %d) not heard from for %g s: given up\n", s->round + 1,
                 (long long)s->sampled[i], i, s->o->heartbeat_timeout);
         s->missed++;
+        if (s->sent[i] == 1) s->sent[i] = 2, s->unconfirmed--;
+        ungrant(s, i);
         st = fedc__collect_drop(s->collect, i);
     }
     return st;
@@ -382,6 +457,7 @@ static fedc_status serve(server *s, double until) {
         if (!timed_out) {
             handle(s, nng_msg_body(msg), nng_msg_len(msg));
             nng_msg_free(msg);
+            if (s->nheld && s->collecting) answer_held(s); /* a report in frees a grant; a heard task, a task */
         }
         if (fedc_seconds() - checked < RECV_MS / 1000.0) continue; /* the timers, every 50 ms at most */
         checked = fedc_seconds();
@@ -539,6 +615,8 @@ static fedc_status setup(server *s) {
     s->sampled = fedc_calloc(k, sizeof *s->sampled);
     s->next = fedc_calloc(k, sizeof *s->next);
     s->left_out = fedc_calloc(k, 1);
+    s->sent = fedc_calloc(k, 1);
+    s->granted = fedc_calloc(k, 1);
     s->slot_of = fedc_malloc(pop * sizeof *s->slot_of);
     s->next_round = fedc_calloc(pop, 1);
     s->heard = fedc_calloc(pop, sizeof *s->heard);
@@ -549,7 +627,7 @@ static fedc_status setup(server *s) {
     s->up = fedc_calloc(4096, sizeof *s->up);
     s->maxheld = o->max_held;
     s->held = fedc_calloc((size_t)s->maxheld + 1, sizeof *s->held);
-    if (!s->state || !s->sampled || !s->next || !s->left_out || !s->slot_of || !s->next_round || !s->heard || !s->closed_sampled ||
+    if (!s->state || !s->sampled || !s->next || !s->left_out || !s->sent || !s->granted || !s->slot_of || !s->next_round || !s->heard || !s->closed_sampled ||
         !s->closed_reported || !s->task || !s->up || !s->held)
         return fedc_error(FEDC_ENOMEM, "server: out of memory");
     for (size_t i = 0; i < pop; i++) s->slot_of[i] = -1;
@@ -575,7 +653,7 @@ static void teardown(server *s) {
     fedc__net_close(&s->net);
     for (int i = 0; s->state && i < s->ntensors; i++) fedc_free(s->state[i]);
     fedc_free(s->state), fedc_free(s->sampled), fedc_free(s->task), fedc_free(s->up), fedc_free(s->held);
-    fedc_free(s->slot_of), fedc_free(s->next_round), fedc_free(s->heard), fedc_free(s->next), fedc_free(s->left_out);
+    fedc_free(s->slot_of), fedc_free(s->next_round), fedc_free(s->heard), fedc_free(s->next), fedc_free(s->left_out), fedc_free(s->sent), fedc_free(s->granted);
     fedc_free(s->closed_sampled), fedc_free(s->closed_reported);
     fedc__collect_destroy(s->collect);
     fedc_deployment_run_destroy(s->run);
@@ -602,6 +680,7 @@ static void close_exchange(server *s, int e, round_stats *rs) {
     }
     s->closed_round = s->round, s->closed_exchange = e;
     s->collecting = false;
+    answer_held(s); /* the readies of this exchange are told it wants no report now */
     fedc__collect_stats c = fedc__collect_stats_of(s->collect);
     rs->reported = c.added, rs->dropped = c.dropped, rs->skipped = c.skipped;
     rs->stragglers += c.unused, rs->spilled += c.spilled;
@@ -618,6 +697,9 @@ static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandon
     if (!st) st = exchange_io(s, e);
     double t1 = fedc_seconds();
     s->collecting = !st, s->opened = t1;
+    memset(s->sent, 0, (size_t)s->k);
+    memset(s->granted, 0, (size_t)s->k);
+    s->unconfirmed = s->ngranted = 0;
     if (!st) answer_held(s); /* the held check-ins of this exchange's clients get their tasks now */
     if (!st) st = serve(s, t1 + s->o->report_deadline);
     for (int i = 0; !st && i < s->k; i++) st = fedc__collect_drop(s->collect, i); /* the deadline: the rest given up */

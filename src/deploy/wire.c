@@ -21,6 +21,8 @@ static const struct {
     [FEDC__MSG_ACK] = {"ack", {"counted"}},
     [FEDC__MSG_REJECT] = {"reject", {"reason"}},
     [FEDC__MSG_HEARTBEAT] = {"heartbeat", {"token", "client", "round", "exchange", "slot"}},
+    [FEDC__MSG_READY] = {"ready", {"token", "client", "round", "exchange", "slot"}},
+    [FEDC__MSG_GO] = {"go", {0}},
 };
 
 const char *fedc__msg_name(int type) { return type > 0 && type < FEDC__MSG_TYPES ? types[type].name : "?"; }

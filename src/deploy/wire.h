@@ -32,6 +32,8 @@ typedef enum fedc__msg_type {
     FEDC__MSG_ACK,         /* server: counted (1, or 0 for a report already counted) */
     FEDC__MSG_REJECT,      /* server: reason */
     FEDC__MSG_HEARTBEAT,   /* client, while it works on a task: token, client, round, exchange, slot */
+    FEDC__MSG_READY,       /* client, its report ready: token, client, round, exchange, slot */
+    FEDC__MSG_GO,          /* server: send the report now */
     FEDC__MSG_TYPES
 } fedc__msg_type;
 
