@@ -76,6 +76,8 @@ fedc__slot_state fedc__collect_state(const fedc__collect *c, int slot) { return 
 
 bool fedc__collect_closed(const fedc__collect *c) { return c->frontier == c->slots; }
 
+int fedc__collect_frontier(const fedc__collect *c) { return c->frontier; }
+
 fedc__collect_stats fedc__collect_stats_of(const fedc__collect *c) { return c->stats; }
 
 /* Adds the report in `report` (or leaves the slot out: NULL) at the frontier. */

@@ -45,6 +45,8 @@ fedc__slot_state fedc__collect_state(const fedc__collect *c, int slot);
 fedc_status fedc__collect_add(fedc__collect *c, int slot, const void *const *values);
 /* Gives up an OPEN slot (it will not report). */
 fedc_status fedc__collect_drop(fedc__collect *c, int slot);
+/* The first slot not settled (slots: every one is). */
+int fedc__collect_frontier(const fedc__collect *c);
 /* Every slot settled: the aggregation has all it will get. */
 bool fedc__collect_closed(const fedc__collect *c);
 /* The aggregates written (the exchange must be closed). */

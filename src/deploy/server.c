@@ -77,9 +77,8 @@ typedef struct server {
     int32_t *slot_of;        /* per client of the population: its slot this round, or -1 */
     uint8_t *next_round;     /* per client: selected for the next round */
     double *heard;           /* per client: when it was last heard from (0: never) */
-    int64_t *closed_sampled; /* the last exchange that closed: its clients and which reported, so that */
-    uint8_t *closed_reported; /* an upload repeated after it closed is acknowledged, not counted */
-    int closed_round, closed_exchange;
+    int32_t *taken_round;    /* per client: the round and exchange of the last report taken from it, so */
+    int32_t *taken_exchange; /* that an upload repeated after its exchange closed is acknowledged, not counted */
     int round, exchange;
     bool collecting, done;
     double opened;           /* when the exchange began collecting */
@@ -231,7 +230,8 @@ static bool answer_ready(server *s, const held_checkin *h) {
                  NULL, 0);
         return true;
     }
-    if (s->ngranted >= s->o->reorder_window) return false;
+    int w = s->o->reorder_window; /* within the window after the frontier: kept in memory till added */
+    if (s->ngranted >= w || h->slot >= fedc__collect_frontier(s->collect) + w) return false;
     s->granted[h->slot] = 1, s->ngranted++;
     reply_to(s, &h->from, FEDC__MSG_GO, NULL, 0, NULL, 0);
     return true;
@@ -239,7 +239,8 @@ static bool answer_ready(server *s, const held_checkin *h) {
 
 /* Answers the held requests that can be: check-ins that have a task now (or
  * all, "done", when the job is), readies in slot order while grants are free
- * (so that reports come nearly in the order they are added), and any that has
+ * and their slots within reorder_window of the frontier (so that the reports
+ * come in the order they are added, and none waits on disk), and any that has
  * waited the heartbeat interval (come back at once). */
 static void answer_held(server *s) {
     double now = fedc_seconds();
@@ -385,8 +386,8 @@ static bool report(server *s, const fedc__msg *m) {
         fedc__msg_int(m, "slot", 0, s->k - 1, &slot))
         return refuse(s, who, "%s", fedc_errmsg());
     bool open = !s->done && s->collecting && round == s->round && exchange == s->exchange;
-    if (!open && round == s->closed_round && exchange == s->closed_exchange && s->closed_sampled[slot] == client &&
-        s->closed_reported[slot]) { /* a retried upload of an exchange that has closed */
+    if (!open && round == s->taken_round[client] && exchange == s->taken_exchange[client]) {
+        /* a retried upload of an exchange that has closed */
         s->duplicates++;
         return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "0"}}, 1, NULL, 0);
     }
@@ -407,6 +408,7 @@ static bool report(server *s, const fedc__msg *m) {
         return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "0"}}, 1, NULL, 0);
     }
     if (take_report(s, (int)slot, m, why, sizeof why)) return refuse(s, who, "%s", why);
+    s->taken_round[client] = (int32_t)round, s->taken_exchange[client] = (int32_t)exchange;
     return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "1"}}, 1, NULL, 0);
 }
 
@@ -620,17 +622,16 @@ static fedc_status setup(server *s) {
     s->slot_of = fedc_malloc(pop * sizeof *s->slot_of);
     s->next_round = fedc_calloc(pop, 1);
     s->heard = fedc_calloc(pop, sizeof *s->heard);
-    s->closed_sampled = fedc_calloc(k, sizeof *s->closed_sampled);
-    s->closed_reported = fedc_calloc(k, 1);
-    s->closed_round = -1;
+    s->taken_round = fedc_malloc(pop * sizeof *s->taken_round + 1);
+    s->taken_exchange = fedc_calloc(pop, sizeof *s->taken_exchange);
     s->task = fedc_calloc(4096, sizeof *s->task);
     s->up = fedc_calloc(4096, sizeof *s->up);
     s->maxheld = o->max_held;
     s->held = fedc_calloc((size_t)s->maxheld + 1, sizeof *s->held);
-    if (!s->state || !s->sampled || !s->next || !s->left_out || !s->sent || !s->granted || !s->slot_of || !s->next_round || !s->heard || !s->closed_sampled ||
-        !s->closed_reported || !s->task || !s->up || !s->held)
+    if (!s->state || !s->sampled || !s->next || !s->left_out || !s->sent || !s->granted || !s->slot_of || !s->next_round || !s->heard || !s->taken_round ||
+        !s->taken_exchange || !s->task || !s->up || !s->held)
         return fedc_error(FEDC_ENOMEM, "server: out of memory");
-    for (size_t i = 0; i < pop; i++) s->slot_of[i] = -1;
+    for (size_t i = 0; i < pop; i++) s->slot_of[i] = s->taken_round[i] = -1;
     st = fedc__deployment_run_create_server(&s->run, s->form, &(fedc_exec_options){.clients = s->k, .threads = o->threads});
     for (int i = 0; !st && i < s->ntensors; i++) {
         fedc_tensor_entry e = fedc_plan_tensor(s->plan, i);
@@ -654,7 +655,7 @@ static void teardown(server *s) {
     for (int i = 0; s->state && i < s->ntensors; i++) fedc_free(s->state[i]);
     fedc_free(s->state), fedc_free(s->sampled), fedc_free(s->task), fedc_free(s->up), fedc_free(s->held);
     fedc_free(s->slot_of), fedc_free(s->next_round), fedc_free(s->heard), fedc_free(s->next), fedc_free(s->left_out), fedc_free(s->sent), fedc_free(s->granted);
-    fedc_free(s->closed_sampled), fedc_free(s->closed_reported);
+    fedc_free(s->taken_round), fedc_free(s->taken_exchange);
     fedc__collect_destroy(s->collect);
     fedc_deployment_run_destroy(s->run);
     fedc_plan_destroy(s->plan);
@@ -670,15 +671,12 @@ typedef struct round_stats {
     bool abandoned;
 } round_stats;
 
-/* Which slots of the exchange that closed reported (a repeated upload is acknowledged). */
-static void close_exchange(server *s, int e, round_stats *rs) {
-    memcpy(s->closed_sampled, s->sampled, (size_t)s->k * sizeof *s->sampled);
+/* The exchange that closed: who was left out, and its counts. */
+static void close_exchange(server *s, round_stats *rs) {
     for (int i = 0; i < s->k; i++) {
         fedc__slot_state st = fedc__collect_state(s->collect, i);
-        s->closed_reported[i] = st == FEDC__SLOT_ADDED || st == FEDC__SLOT_UNUSED;
         s->left_out[i] |= st != FEDC__SLOT_ADDED;
     }
-    s->closed_round = s->round, s->closed_exchange = e;
     s->collecting = false;
     answer_held(s); /* the readies of this exchange are told it wants no report now */
     fedc__collect_stats c = fedc__collect_stats_of(s->collect);
@@ -705,7 +703,7 @@ static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandon
     for (int i = 0; !st && i < s->k; i++) st = fedc__collect_drop(s->collect, i); /* the deadline: the rest given up */
     double t2 = fedc_seconds();
     rs->t_prepare += t1 - t0, rs->t_collect += t2 - t1;
-    close_exchange(s, e, rs);
+    close_exchange(s, rs);
     if (!st && rs->reported < s->o->min_reports) {
         fprintf(s->log, "fedc server: round %d: %d of %d clients reported by the deadline, fewer than %d: the round "
                 "is abandoned\n", s->round + 1, rs->reported, s->k, s->o->min_reports);
