@@ -77,20 +77,24 @@ fi
 
 # Other algorithms, as fleets: Mime and FedNova (two exchanges a round: a client keeps its values of
 # the first for the second), FedProx, FedSGD, MimeLite, HypCluster (its clusters in the server
-# state), and SCAFFOLD, FedDyn, DiLoCo and APFL (state kept by each client from round to round):
+# state), SCAFFOLD, FedDyn, DiLoCo and APFL (state kept by each client from round to round), and
+# AgnosticFedAvg (each client's meta/domain, found from its EMNIST writer id):
 # 3 rounds of 3 of the 6 clients (so some client is in two rounds) end with fedc train's bits
-for alg in mime fednova fedprox fedsgd mimelite hypcluster scaffold feddyn diloco apfl; do
+writers "$out/emnist.json" 6 emnist # writer ids of both of EMNIST's domains, for AgnosticFedAvg's meta/domain
+for alg in mime fednova fedprox fedsgd mimelite hypcluster scaffold feddyn diloco apfl agnostic_fedavg; do
   ajob="--model logistic --batch-size 2 --seed 4 --algorithm $alg"
+  data="$out/tiny.json"
+  [ $alg = agnostic_fedavg ] && data="$out/emnist.json" # each client finds its domain from its id
   [ $alg = diloco ] && ajob="$ajob --client-opt adam --client-lr 0.01" # its replicas keep Adam's state
   [ $alg = hypcluster ] && ajob="$ajob --set kmeans_init=0" # a plan carries no warm start (below)
-  "$fedc" plan build --data "$out/tiny.json" $ajob --out "$out/$alg.plan" >/dev/null 2>&1 || bad "$alg: plan build failed"
-  timeout 120 "$fedc" train --data "$out/tiny.json" $ajob --rounds 3 --clients-per-round 3 --checkpoint-every 3 \
+  "$fedc" plan build --data "$data" $ajob --out "$out/$alg.plan" >/dev/null 2>&1 || bad "$alg: plan build failed"
+  timeout 120 "$fedc" train --data "$data" $ajob --rounds 3 --clients-per-round 3 --checkpoint-every 3 \
     --eval-every 0 --threads 1 --quiet --out "$out/$alg.train" >/dev/null 2>&1 || bad "$alg: fedc train failed"
   addr=tcp://127.0.0.1:$(free_port)
   timeout 120 "$fedc" server --plan "$out/$alg.plan" --listen "$addr" --rounds 3 --clients-per-round 3 \
     --out "$out/$alg.srv" --token t --report-deadline 60 --linger 1 >"$out/$alg.log" 2>&1 &
   server=$!
-  timeout 120 "$fedc" fleet --connect "$addr" --data "$out/tiny.json" --clients 6 --token t --timeout 30 \
+  timeout 120 "$fedc" fleet --connect "$addr" --data "$data" --clients 6 --token t --timeout 30 \
     >>"$out/$alg.log" 2>&1 || bad "$alg: the fleet failed: $(cat "$out/$alg.log")"
   wait $server || bad "$alg: the server failed: $(cat "$out/$alg.log")"
   same_bits "$out/$alg.srv/checkpoint.safetensors" "$out/$alg.train/checkpoint.safetensors" && ok \
@@ -214,8 +218,9 @@ expect 2 "unknown option '--bogus'" -- "$fedc" client --connect "$addr" --data x
 expect 2 "and no --clients (that is fedc fleet's)" -- "$fedc" client --connect "$addr" --data x --clients 3
 expect 2 "--clients needs" -- "$fedc" fleet --connect "$addr" --data x --clients 0
 expect 2 "needs --out PLAN" -- "$fedc" plan build --data "$out/tiny.json"
-expect 1 "plan: agnostic_fedavg's round reads \"meta/domain\"" -- "$fedc" plan build --data "$out/tiny.json" \
-  --algorithm agnostic_fedavg --out "$out/agnostic"
+printf 'client_id,domain\nw0,1\n' >"$out/domains.csv"
+expect 1 "a plan does not carry a domains file yet" -- "$fedc" plan build --data "$out/tiny.json" \
+  --algorithm agnostic_fedavg --client-domains "$out/domains.csv" --out "$out/agnostic"
 sed -i 's/^setting seed 5$/setting seed 6/' "$out/plan/plan.txt"
 expect 0 "seed        6" -- "$fedc" plan check "$out/plan"
 printf 'x' >>"$out/plan/0_client_work.fedc"

@@ -25,11 +25,13 @@ if not a or differ:
 PY
 }
 
-# writers FILE N: N EMNIST-shaped writers of 3 to 8 examples (LEAF JSON).
+# writers FILE N [emnist]: N EMNIST-shaped writers of 3 to 8 examples (LEAF JSON), named w0, w1, ...
+# or, with "emnist", by EMNIST writer ids of both domains (f2100_00, f0001_00, f2102_00, ...).
 writers() {
-  python3 - "$1" "$2" <<'PY'
+  python3 - "$1" "$2" "${3:-}" <<'PY'
 import json, sys
-users = ["w%d" % c for c in range(int(sys.argv[2]))]
+n = int(sys.argv[2])
+users = ["f%04d_00" % (2100 + c if c % 2 == 0 else c) if sys.argv[3] == "emnist" else "w%d" % c for c in range(n)]
 data = {}
 for c, u in enumerate(users):
     n = 3 + (c * 5) % 6

@@ -155,7 +155,8 @@ typedef struct fedc_plan_file {
  * (the model initialised from c->seed) and the settings a client needs to load
  * its batches as fedc train does (task, batch size, steps, epochs, seed, ...).
  * Refused, naming it, when the round reads an input a deployment cannot give
- * yet (client metadata other than meta/num_examples and meta/seen). */
+ * yet (client metadata other than meta/num_examples, meta/seen and meta/domain,
+ * or meta/domain from a --client-domains file). */
 FEDC_API fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir);
 /* Reads and checks the plan in `dir`, model included. */
 FEDC_API fedc_status fedc_plan_read(const char *dir, fedc_plan **out);
