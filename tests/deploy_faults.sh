@@ -134,5 +134,11 @@ train "$out/w6.json" "$out/htrain" 4 3
 same_bits "$out/nohold/checkpoint.safetensors" "$out/htrain/checkpoint.safetensors" && ok \
   || bad "the run with retry windows differs from fedc train's"
 
+expect 1 "the heartbeat timeout (1 s) must be longer than the heartbeat interval (2 s)" -- "$fedc" server \
+  --plan "$out/p6" --listen "tcp://127.0.0.1:$(free_port)" --rounds 1 --clients-per-round 2 --heartbeat 2 \
+  --heartbeat-timeout 1 --out "$out/hb"
+expect 2 "--over-select" -- "$fedc" server --plan "$out/p6" --listen "tcp://127.0.0.1:$(free_port)" --rounds 1 \
+  --clients-per-round 2 --over-select 0.5 --out "$out/os"
+
 echo "deploy_faults.sh: $passed passed, $failed failed"
 [ "$failed" = 0 ]

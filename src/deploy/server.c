@@ -824,6 +824,9 @@ fedc_status fedc_server_run(const fedc_server_options *o) {
         !(o->heartbeat > 0) || !(o->heartbeat_timeout > 0) || o->reorder_window < 1 || o->max_held < 0)
         return fedc_error(FEDC_EINVAL, "server: needs a plan, an address, an output directory, rounds >= 1, "
                           "min_reports >= 1, a deadline, heartbeat and heartbeat timeout above 0 and a reorder window of 1 or more");
+    if (o->heartbeat_timeout <= o->heartbeat)
+        return fedc_error(FEDC_EINVAL, "server: the heartbeat timeout (%g s) must be longer than the heartbeat interval "
+                          "(%g s), or working clients are given up", o->heartbeat_timeout, o->heartbeat);
     server s;
     memset(&s, 0, sizeof s);
     s.o = o;
