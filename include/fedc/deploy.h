@@ -202,20 +202,22 @@ typedef struct fedc_server_options {
     double report_deadline;  /* seconds a round waits for its reports (default 600); then it commits without
                                 the missing clients, if it has min_reports */
     int min_reports;         /* reports a round needs (default 1); fewer: abandoned and run again, 3 times at most */
+    size_t max_message;      /* bytes a message may declare (default 256 MiB) */
+    int threads;             /* for the server phases (default 1) */
+    double linger;           /* seconds the server answers "done" after the last round (default 2) */
+    FILE *log;               /* NULL: stderr */
+    /* the round protocol (docs/deployment.md, "The protocol"); after the older fields */
     double over_select;      /* select ceil(over_select x clients_per_round) clients and add the first
                                 clients_per_round reports in slot order (default 1: no over-selection) */
     double heartbeat;        /* seconds between a working client's heartbeats, and the longest a check-in
                                 is held waiting for a task (default 1) */
     double heartbeat_timeout; /* a selected client not heard from for this long is given up before the
                                  deadline (default 30; a client never heard from waits for the deadline) */
-    int reorder_window;      /* reports ahead of the slot order held in memory; more wait in a file in
-                                out_dir (default 16) */
+    int reorder_window;      /* reports ahead of the slot order held in memory (more wait in a file in
+                                out_dir), tasks on their way and clients told to send their reports, at
+                                most (default 16) */
     int max_held;            /* check-ins held waiting for a task (default 4096); more are answered
                                 "wait" with a retry window (the heartbeat interval) */
-    size_t max_message;      /* bytes a message may declare (default 256 MiB) */
-    int threads;             /* for the server phases (default 1) */
-    double linger;           /* seconds the server answers "done" after the last round (default 2) */
-    FILE *log;               /* NULL: stderr */
 } fedc_server_options;
 FEDC_API void fedc_server_defaults(fedc_server_options *o);
 /* Runs the job to its last round; resumes from out_dir/checkpoint.safetensors if
