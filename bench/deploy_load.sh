@@ -1,9 +1,11 @@
 #!/bin/sh
 # bench/deploy_load.sh FEDC [N...] — one fedc server on loopback with N concurrent clients (a
-# fleet, every client in every round), FedAvg on a model (MODEL, default logistic) over
-# generated EMNIST-shaped clients of 4 examples: rounds per second, the server's peak RSS
-# (/usr/bin/time), and the deployed run's time over fedc train's on the same job (same bits;
-# the simulation runs on THREADS threads, the fleet on one thread per client).
+# fleet, every client in every round), FedAvg on a model (MODEL, default logistic; cnn for
+# FedJAX's EMNIST CNN) over generated EMNIST-shaped clients of EXAMPLES examples (default 4) in
+# batches of BATCH (default 2): rounds per second, the
+# server's peak RSS (/usr/bin/time), the reports that came ahead of slot order (held in memory at
+# most, spilled to disk), and the deployed rounds' time over fedc train's on the same job (same
+# bits; the simulation runs on THREADS threads, the fleet on one thread per client).
 # docs/benchmarks.md records the figures.
 set -eu
 fedc=$1
@@ -12,20 +14,23 @@ sizes=${*:-100 500 1000}
 model=${MODEL:-logistic}
 rounds=${ROUNDS:-3}
 threads=${THREADS:-2}
+examples=${EXAMPLES:-4}
+batch=${BATCH:-2}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-printf '%-8s %-6s %8s %10s %12s %10s %9s\n' model clients rounds "rounds/s" "server RSS" "train s" overhead
+printf '%-8s %-6s %6s %9s %11s %8s %8s %9s %9s %9s\n' model clients rounds "rounds/s" "server RSS" held spilled \
+  "train s" "deploy s" overhead
 for n in $sizes; do
-  python3 - "$out/data.json" "$n" <<'PY'
+  python3 - "$out/data.json" "$n" "$examples" <<'PY'
 import json, sys
-n = int(sys.argv[2])
+n, m = int(sys.argv[2]), int(sys.argv[3])
 users = ["c%d" % c for c in range(n)]
-data = {u: {"x": [[((k * 7 + i * 13 + c * 31) % 101) / 100 for k in range(784)] for i in range(4)],
-            "y": [(i * 11 + c * 3) % 62 for i in range(4)]} for c, u in enumerate(users)}
-json.dump({"users": users, "num_samples": [4] * n, "user_data": data}, open(sys.argv[1], "w"))
+data = {u: {"x": [[((k * 7 + i * 13 + c * 31) % 101) / 100 for k in range(784)] for i in range(m)],
+            "y": [(i * 11 + c * 3) % 62 for i in range(m)]} for c, u in enumerate(users)}
+json.dump({"users": users, "num_samples": [m] * n, "user_data": data}, open(sys.argv[1], "w"))
 PY
-  job="--model $model --batch-size 2 --seed 1"
+  job="--model $model --batch-size $batch --seed 1"
   "$fedc" plan build --data "$out/data.json" $job --out "$out/plan" >/dev/null
   "$fedc" train --data "$out/data.json" $job --rounds "$rounds" --clients-per-round "$n" --eval-every 0 \
     --threads "$threads" --quiet --out "$out/train" >/dev/null
@@ -38,10 +43,15 @@ print(json.loads(open(sys.argv[1]).readlines()[-1])["seconds"])' "$out/train/met
   server=$!
   "$fedc" fleet --connect "$addr" --data "$out/data.json" --clients "$n" --token t --timeout 120 >/dev/null 2>&1
   wait $server
-  # the rounds' own time: the metrics' seconds (the server's start and its linger left out)
-  deployed=$(python3 -c 'import json, sys
-print(sum(sum(json.loads(l)["seconds"].values()) for l in open(sys.argv[1])))' "$out/srv/metrics.jsonl")
-  printf '%-8s %-6s %8s %10.2f %9s MB %10.2f %8.2fx\n' "$model" "$n" "$rounds" \
-    "$(echo "$rounds / $deployed" | bc -l)" "$(( $(cat "$out/rss") / 1024 ))" "$train" "$(echo "$deployed / $train" | bc -l)"
+  # the rounds' own time (each row's seconds.round: the server's start and its linger left out),
+  # and the most reports held in memory and spilled in a round
+  set -- $(python3 -c 'import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print(sum(r["seconds"]["round"] for r in rows), max(r["held_peak"] for r in rows), max(r["spilled"] for r in rows))' \
+    "$out/srv/metrics.jsonl")
+  deployed=$1
+  printf '%-8s %-6s %6s %9.2f %8s MB %8s %8s %9.2f %9.2f %8.2fx\n' "$model" "$n" "$rounds" \
+    "$(echo "$rounds / $deployed" | bc -l)" "$(( $(cat "$out/rss") / 1024 ))" "$2" "$3" "$train" "$deployed" \
+    "$(echo "$deployed / $train" | bc -l)"
   rm -rf "$out/srv" "$out/train" "$out/plan"
 done

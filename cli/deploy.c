@@ -24,6 +24,15 @@ static const char server_usage[] =
     "                           PEM certificate and key, for a tls+tcp://HOST:PORT address\n"
     "  --report-deadline S      seconds a round waits for its reports (default 600)\n"
     "  --min-reports M          reports a round needs by the deadline, else it is run again (default 1)\n"
+    "  --over-select F          select ceil(F K) clients, add the first K reports in slot order\n"
+    "                           (1 to 100, default 1)\n"
+    "  --heartbeat S            seconds between a working client's heartbeats; the longest a\n"
+    "                           check-in is held for a task (default 1)\n"
+    "  --heartbeat-timeout S    a selected client silent this long is given up (default 30)\n"
+    "  --max-held N             check-ins held for a task (default 4096); more are told to come\n"
+    "                           back after the heartbeat interval\n"
+    "  --reorder-window W       reports ahead of the slot order kept in memory, the rest in a\n"
+    "                           file in DIR until their turn (default 16)\n"
     "  --max-message BYTES      the largest message a client may send, 1024 to 2^32 (default 2^28)\n"
     "  --threads N              threads for the server phases, 1 to 256 (default 1)\n"
     "  --linger S               seconds to tell clients the job is done, after it is (default 2)\n";
@@ -92,6 +101,13 @@ static bool option(const char *cmd, args *a, bool server, const char *name, cons
             return cli_uint(cmd, name, v, 1, 1 << 20, &n) && (a->s.clients_per_round = (int)n, a->has_k = true);
         if (!strcmp(name, "--min-reports")) return cli_uint(cmd, name, v, 1, 1 << 20, &n) && (a->s.min_reports = (int)n);
         if (!strcmp(name, "--report-deadline")) return cli_real(cmd, name, v, seconds, &a->s.report_deadline);
+        if (!strcmp(name, "--over-select"))
+            return cli_real(cmd, name, v, (cli_range){1, 100, false, false}, &a->s.over_select);
+        if (!strcmp(name, "--heartbeat")) return cli_real(cmd, name, v, (cli_range){0, 3600, true, false}, &a->s.heartbeat);
+        if (!strcmp(name, "--heartbeat-timeout")) return cli_real(cmd, name, v, seconds, &a->s.heartbeat_timeout);
+        if (!strcmp(name, "--max-held")) return cli_uint(cmd, name, v, 0, 1 << 20, &n) && (a->s.max_held = (int)n, true);
+        if (!strcmp(name, "--reorder-window"))
+            return cli_uint(cmd, name, v, 1, 1 << 16, &n) && (a->s.reorder_window = (int)n);
         if (!strcmp(name, "--linger")) return cli_real(cmd, name, v, (cli_range){0, 3600, false, false}, &a->s.linger);
     } else {
         if (!strcmp(name, "--connect")) return cli_text(cmd, name, v) && (a->c.connect = v);

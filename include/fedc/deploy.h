@@ -155,7 +155,8 @@ typedef struct fedc_plan_file {
  * (the model initialised from c->seed) and the settings a client needs to load
  * its batches as fedc train does (task, batch size, steps, epochs, seed, ...).
  * Refused, naming it, when the round reads an input a deployment cannot give
- * yet (client metadata other than meta/num_examples and meta/seen). */
+ * yet (client metadata other than meta/num_examples, meta/seen and meta/domain,
+ * or meta/domain from a --client-domains file). */
 FEDC_API fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir);
 /* Reads and checks the plan in `dir`, model included. */
 FEDC_API fedc_status fedc_plan_read(const char *dir, fedc_plan **out);
@@ -205,6 +206,18 @@ typedef struct fedc_server_options {
     int threads;             /* for the server phases (default 1) */
     double linger;           /* seconds the server answers "done" after the last round (default 2) */
     FILE *log;               /* NULL: stderr */
+    /* the round protocol (docs/deployment.md, "The protocol"); after the older fields */
+    double over_select;      /* select ceil(over_select x clients_per_round) clients and add the first
+                                clients_per_round reports in slot order (default 1: no over-selection) */
+    double heartbeat;        /* seconds between a working client's heartbeats, and the longest a check-in
+                                is held waiting for a task (default 1) */
+    double heartbeat_timeout; /* a selected client not heard from for this long is given up before the
+                                 deadline (default 30; a client never heard from waits for the deadline) */
+    int reorder_window;      /* reports ahead of the slot order held in memory (more wait in a file in
+                                out_dir), tasks on their way and clients told to send their reports, at
+                                most (default 16) */
+    int max_held;            /* check-ins held waiting for a task (default 4096); more are answered
+                                "wait" with a retry window (the heartbeat interval) */
 } fedc_server_options;
 FEDC_API void fedc_server_defaults(fedc_server_options *o);
 /* Runs the job to its last round; resumes from out_dir/checkpoint.safetensors if

@@ -4,8 +4,9 @@
  *
  *     task   -> its batches of that round (as fedc train loads them), the
  *               broadcast values checked against client_work's inputs, the
- *               phase run, and what the aggregation reads sent up as a report
- *     wait   -> sleep as told (10 ms to 5 s)
+ *               phase run (heartbeats sent meanwhile, every heartbeat_ms), and
+ *               what the aggregation reads sent up as a report
+ *     wait   -> check in again after retry_ms (0 to 30 s)
  *     done   -> finished
  *     reject -> the server's reason; a refused report leaves that round alone
  *
@@ -14,9 +15,11 @@
  * (a later task, or done), so a dropped or retried round leaves it as it was.
  *
  * A fleet runs many clients on threads of one process, sharing the plan and
- * the data (opened once), each with its own connection and buffers. Every loop
- * is bounded by the options' timeout and max_seconds. */
+ * the data (opened once), each with its own connection and buffers. One thread
+ * of the process sends the heartbeats of all its clients that are working.
+ * Every loop is bounded by the options' timeout and max_seconds. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -42,8 +45,21 @@ typedef struct held {
     size_t bytes;
 } held;
 
+/* What a client's heartbeats need, shared with the heartbeat thread: the
+ * client's connection is used by one thread at a time (lock). */
+typedef struct beat {
+    pthread_mutex_t lock;
+    atomic_int working;   /* a task's work is under way */
+    fedc__net *net;
+    const char *token, *id;
+    char round[32], exchange[32], slot[32];
+    int every_ms;
+    double last;
+} beat;
+
 typedef struct client {
     const fedc_client_options *o;
+    beat *beat;
     FILE *log;
     fedc__net net;
     const fedc_plan *plan;
@@ -57,6 +73,7 @@ typedef struct client {
     int64_t pending_round; /* a round whose report was counted: its new client state is kept as
                               next/client/<leaf> until a later round shows it committed */
     int reported;
+    double start;       /* when it started: max_seconds count from there */
 } client;
 
 static void sleep_ms(int ms) {
@@ -94,9 +111,20 @@ static fedc_status hold(client *c, const char *name, fedc_type type, const void 
     return FEDC_OK;
 }
 
+/* A request and its answer, the connection held meanwhile. */
+static fedc_status call(client *c, fedc__msg_type type, const fedc_metadata_entry *f, int nf, const fedc_tensor_entry *t,
+                        int nt, fedc__msg *reply) {
+    if (c->beat) pthread_mutex_lock(&c->beat->lock);
+    fedc_status st = fedc__net_call(&c->net, type, f, nf, t, nt, reply);
+    if (c->beat) pthread_mutex_unlock(&c->beat->lock);
+    return st;
+}
+
 static fedc_status checkin(client *c, const char *hash, fedc__msg *reply) {
-    fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id}, {"version", "1"}, {"plan_hash", hash}};
-    return fedc__net_call(&c->net, FEDC__MSG_CHECKIN, f, 4, NULL, 0, reply);
+    char version[16];
+    snprintf(version, sizeof version, "%d", FEDC__PROTOCOL_VERSION);
+    fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id}, {"version", version}, {"plan_hash", hash}};
+    return call(c, FEDC__MSG_CHECKIN, f, 4, NULL, 0, reply);
 }
 
 static fedc_status server_refused(const client *c, const fedc__msg *m) {
@@ -210,6 +238,31 @@ static fedc_status init_state(client *c) {
     return st;
 }
 
+/* Asks to send the report of the task (ready), waiting for the server's go: true
+ * when it may; false when the slot wants no report any more (given up, closed).
+ * Bounded: each answer comes within the server's heartbeat interval, and the
+ * client's max_seconds bound the whole. */
+static fedc_status may_report(client *c, const fedc__msg *task, double start, bool *go) {
+    fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id},
+                               {"round", fedc__msg_field(task, "round")}, {"exchange", fedc__msg_field(task, "exchange")},
+                               {"slot", fedc__msg_field(task, "slot")}};
+    *go = false;
+    while (fedc_seconds() - start < c->o->max_seconds) {
+        fedc__msg r;
+        fedc_status st = call(c, FEDC__MSG_READY, f, 5, NULL, 0, &r);
+        if (st) return st;
+        fedc__msg_type type = r.type;
+        if (type == FEDC__MSG_REJECT)
+            fprintf(c->log, "fedc client %s: round %lld: the server wants no report: %s\n", c->id,
+                    atoll(fedc__msg_field(task, "round")) + 1, fedc__msg_field(&r, "reason"));
+        fedc__msg_free(&r);
+        if (type == FEDC__MSG_GO) *go = true;
+        if (type == FEDC__MSG_GO || type == FEDC__MSG_REJECT) return FEDC_OK;
+        if (type != FEDC__MSG_WAIT) return fedc_error(FEDC_EPARSE, "client %s: a ready answered by a %s message", c->id, fedc__msg_name(type));
+    }
+    return fedc_error(FEDC_EIO, "client %s: the job did not end within %g s", c->id, c->o->max_seconds);
+}
+
 /* The report: what exchange e's aggregation reads, from the client's values. */
 static fedc_status send_report(client *c, const fedc__msg *task, int e, fedc__msg *reply) {
     const fedc_program *agg = fedc_deployment_form_phase(fedc_plan_form(c->plan), e, FEDC_PHASE_AGGREGATION);
@@ -230,7 +283,7 @@ static fedc_status send_report(client *c, const fedc__msg *task, int e, fedc__ms
     fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id},
                                {"round", fedc__msg_field(task, "round")}, {"exchange", fedc__msg_field(task, "exchange")},
                                {"slot", fedc__msg_field(task, "slot")}, {"hash", fedc_plan_hash(c->plan)}};
-    if (!st) st = fedc__net_call(&c->net, FEDC__MSG_REPORT, f, 6, t, n, reply);
+    if (!st) st = call(c, FEDC__MSG_REPORT, f, 6, t, n, reply);
     fedc_free(t);
     return st;
 }
@@ -249,6 +302,24 @@ static bool fault_report_twice(void) {
     return f && !strcmp(f, "report-twice");
 }
 
+static void send_beat(struct beat *b);
+
+/* The heartbeats of the task m, sent by the heartbeat thread while it works. */
+static void start_beating(client *c, const fedc__msg *m) {
+    beat *b = c->beat;
+    int64_t every = 1000;
+    if (!b || fedc__msg_int(m, "heartbeat_ms", 1, 3600000, &every)) return;
+    pthread_mutex_lock(&b->lock);
+    b->net = &c->net, b->token = c->o->token ? c->o->token : "", b->id = c->id;
+    snprintf(b->round, sizeof b->round, "%s", fedc__msg_field(m, "round"));
+    snprintf(b->exchange, sizeof b->exchange, "%s", fedc__msg_field(m, "exchange"));
+    snprintf(b->slot, sizeof b->slot, "%s", fedc__msg_field(m, "slot"));
+    b->every_ms = (int)every;
+    send_beat(b); /* at once: the server sends more tasks once it knows this one has arrived */
+    atomic_store(&b->working, 1);
+    pthread_mutex_unlock(&b->lock);
+}
+
 static fedc_status do_task(client *c, const fedc__msg *m) {
     int64_t round, e, slot;
     fedc_status st = fedc__msg_int(m, "round", 0, INT32_MAX, &round);
@@ -264,8 +335,13 @@ static fedc_status do_task(client *c, const fedc__msg *m) {
     fedc__msg r = {0};
     if (c->pending_round >= 0 && round > c->pending_round) st = commit_state(c);
     if (st) return st;
+    start_beating(c, m);
     if (fault_slow() > 0) sleep_ms((int)(fault_slow() * 1000));
     st = work(c, m, round, (int)e);
+    if (c->beat) atomic_store(&c->beat->working, 0);
+    bool go = false;
+    if (!st) st = may_report(c, m, c->start, &go);
+    if (!st && !go) return FEDC_OK; /* not wanted: the next check-in says what next */
     if (!st) st = send_report(c, m, (int)e, &r);
     if (!st && r.type == FEDC__MSG_ACK && fault_report_twice()) {
         fedc__msg_free(&r);
@@ -289,7 +365,7 @@ static fedc_status do_task(client *c, const fedc__msg *m) {
 
 /* Checks in until done, at most o->max_seconds. */
 static fedc_status loop(client *c) {
-    double start = fedc_seconds();
+    double start = c->start = fedc_seconds();
     while (fedc_seconds() - start < c->o->max_seconds) {
         fedc__msg m;
         fedc_status st = checkin(c, fedc_plan_hash(c->plan), &m);
@@ -305,12 +381,15 @@ static fedc_status loop(client *c) {
         else st = fedc_error(FEDC_EPARSE, "client %s: a check-in answered by a %s message", c->id, fedc__msg_name(m.type));
         fedc__msg_free(&m);
         if (st) return st;
-        if (m.type == FEDC__MSG_WAIT) sleep_ms((int)(ms < 10 ? 10 : ms > 5000 ? 5000 : ms));
+        if (m.type == FEDC__MSG_WAIT && ms > 0) sleep_ms((int)(ms > 30000 ? 30000 : ms)); /* as told, 30 s at most */
     }
     return fedc_error(FEDC_EIO, "client %s: the job did not end within %g s", c->id, c->o->max_seconds);
 }
 
 static void client_free(client *c) {
+    if (c->beat) pthread_mutex_lock(&c->beat->lock); /* not while a heartbeat is on the wire */
+    if (c->beat) atomic_store(&c->beat->working, 0);
+    if (c->beat) pthread_mutex_unlock(&c->beat->lock);
     for (int i = 0; c->ex && i < c->exchanges; i++) fedc_executor_destroy(c->ex[i]);
     for (int i = 0; i < c->nheld; i++) fedc_free(c->held[i].data);
     fedc_free(c->held), fedc_free(c->ex);
@@ -340,17 +419,73 @@ static fedc_status client_start(client *c, const fedc_plan *plan, fedc__plan_dat
     return st ? st : init_state(c);
 }
 
+/* ------------------------------------------------------- heartbeats -- */
+
+/* One thread sends the heartbeats of a process's clients: every 50 ms it looks
+ * for a working client whose heartbeat is due and whose connection is free. */
+typedef struct beater {
+    beat *beats;
+    int n;
+    atomic_int stop;
+    pthread_t thread;
+    bool started;
+} beater;
+
+static void send_beat(beat *b) {
+    fedc_metadata_entry f[] = {{"token", b->token}, {"client", b->id}, {"round", b->round}, {"exchange", b->exchange},
+                               {"slot", b->slot}};
+    fedc__msg reply = {0};
+    if (!fedc__net_call(b->net, FEDC__MSG_HEARTBEAT, f, 5, NULL, 0, &reply)) fedc__msg_free(&reply);
+    b->last = fedc_seconds();
+}
+
+static void *beater_main(void *arg) {
+    beater *t = arg;
+    while (!atomic_load(&t->stop)) {
+        sleep_ms(50);
+        for (int i = 0; i < t->n; i++) {
+            beat *b = &t->beats[i];
+            if (!atomic_load(&b->working) || pthread_mutex_trylock(&b->lock)) continue;
+            if (atomic_load(&b->working) && fedc_seconds() - b->last >= b->every_ms / 1000.0) send_beat(b);
+            pthread_mutex_unlock(&b->lock);
+        }
+    }
+    return NULL;
+}
+
+static fedc_status beater_start(beater *t, int n) {
+    memset(t, 0, sizeof *t);
+    if (!(t->beats = fedc_calloc((size_t)n, sizeof *t->beats))) return fedc_error(FEDC_ENOMEM, "client: out of memory");
+    for (int i = 0; i < n; i++) pthread_mutex_init(&t->beats[i].lock, NULL);
+    t->n = n;
+    if (pthread_create(&t->thread, NULL, beater_main, t) != 0) return fedc_error(FEDC_EIO, "client: cannot start the heartbeat thread");
+    t->started = true;
+    return FEDC_OK;
+}
+
+static void beater_stop(beater *t) {
+    atomic_store(&t->stop, 1);
+    if (t->started) pthread_join(t->thread, NULL);
+    for (int i = 0; t->beats && i < t->n; i++) pthread_mutex_destroy(&t->beats[i].lock);
+    fedc_free(t->beats);
+}
+
 fedc_status fedc_client_run(const fedc_client_options *o) {
     client c;
+    beater t;
     fedc_plan *plan = NULL;
     fedc__plan_data *d = NULL;
-    fedc_status st = client_init(&c, o, o->client);
+    fedc_status st = beater_start(&t, 1);
+    fedc_status st2 = client_init(&c, o, o->client);
+    if (!st) st = st2;
+    c.beat = t.beats;
     if (!st) st = fetch_plan(&c, &plan);
     if (!st) st = fedc__plan_data_open(plan, o->data, &d);
     if (!st) st = client_start(&c, plan, d, o->client);
     if (!st) st = loop(&c);
     if (!st) fprintf(c.log, "fedc client %s: done: %d reports\n", c.id, c.reported);
     client_free(&c);
+    beater_stop(&t);
     fedc__plan_data_destroy(d);
     fedc_plan_destroy(plan);
     return st;
@@ -371,7 +506,9 @@ typedef struct member {
 
 static void *member_main(void *arg) {
     member *m = arg;
+    beat *b = m->c.beat;
     m->st = client_init(&m->c, m->c.o, m->id);
+    m->c.beat = b;
     if (!m->st) m->st = client_start(&m->c, m->plan, m->d, m->id);
     if (!m->st) m->st = loop(&m->c);
     if (m->st) snprintf(m->err, sizeof m->err, "%s", fedc_errmsg());
@@ -385,6 +522,7 @@ fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
     fedc_plan *plan = NULL;
     fedc__plan_data *d = NULL;
     member *m = NULL;
+    beater t = {0};
     fedc_status st = client_init(&first, o, 0); /* the plan, once, over a connection of its own */
     if (!st) st = fetch_plan(&first, &plan);
     client_free(&first);
@@ -392,8 +530,9 @@ fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
     if (!st && fedc__plan_data_clients(d) < n)
         st = fedc_error(FEDC_EINVAL, "fleet: %d clients, but %s has %lld", n, o->data, (long long)fedc__plan_data_clients(d));
     if (!st && !(m = fedc_calloc((size_t)n, sizeof *m))) st = fedc_error(FEDC_ENOMEM, "fleet: out of memory");
+    if (!st) st = beater_start(&t, n);
     for (int i = 0; !st && i < n; i++) {
-        m[i].c.o = o, m[i].plan = plan, m[i].d = d, m[i].id = i;
+        m[i].c.o = o, m[i].plan = plan, m[i].d = d, m[i].id = i, m[i].c.beat = &t.beats[i];
         if (pthread_create(&m[i].thread, NULL, member_main, &m[i]) != 0)
             st = fedc_error(FEDC_EIO, "fleet: cannot start client %d's thread", i);
         else m[i].started = true;
@@ -405,6 +544,7 @@ fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
         reports += m[i].c.reported;
         if (m[i].st && failed++ == 0 && !st) st = fedc_error(m[i].st, "fleet: %s", m[i].err);
     }
+    beater_stop(&t);
     if (!st) fprintf(o->log ? o->log : stderr, "fedc fleet: done: %d clients, %d reports\n", n, reports);
     else if (failed > 1) fprintf(o->log ? o->log : stderr, "fedc fleet: %d clients failed\n", failed);
     fedc_free(m);

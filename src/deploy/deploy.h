@@ -44,6 +44,24 @@ struct fedc_deployment_form {
  * (a clients value: clients x its bytes, client by client), with its type as
  * the round has it; NULL for a value bound from outside (an input of the round)
  * or one no phase reads or writes. `output`: the round's output of that name. */
+/* A server's run: as fedc_deployment_run_create, but it holds no clients value
+ * (the clients hold them) and runs neither the broadcast nor client_work: a
+ * task carries the values broadcast (fedc__deployment_run_broadcasts) and the
+ * aggregation takes one client's report at a time (fedc__deployment_agg_*), so
+ * its memory does not grow with the cohort. */
+fedc_status fedc__deployment_run_create_server(fedc_deployment_run **out, const fedc_deployment_form *f,
+                                               const fedc_exec_options *options);
+/* The values exchange e broadcasts, one client's copy each: the broadcast's
+ * name and local type, and the server value's buffer (valid until the run is
+ * destroyed). Returns how many (at most max). */
+int fedc__deployment_run_broadcasts(fedc_deployment_run *r, int exchange, fedc_tensor_entry *t, int max);
+/* Exchange e's aggregation streamed: begin, then every client slot 0 .. clients-1
+ * in order, each with its values (inputs[i] for input i of the aggregation
+ * phase, aligned; NULL: the slot is left out), then end, which writes the
+ * aggregates. Slot order fixes the sums' bits (the simulator's tree). */
+fedc_status fedc__deployment_agg_begin(fedc_deployment_run *r, int exchange);
+fedc_status fedc__deployment_agg_add(fedc_deployment_run *r, int exchange, int slot, const void *const *inputs);
+fedc_status fedc__deployment_agg_end(fedc_deployment_run *r, int exchange);
 fedc_status fedc__deployment_run_phase(fedc_deployment_run *r, int exchange, fedc_phase_kind kind, const uint8_t *present);
 void *fedc__deployment_run_buffer(fedc_deployment_run *r, const char *name, bool output, fedc_type *type);
 

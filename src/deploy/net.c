@@ -78,7 +78,7 @@ fedc_status fedc__net_listen(fedc__net *n, const char *url, size_t max, int recv
     nng_tls_config *cfg = NULL;
     fedc_status st = tls_config(url, tls, true, &cfg);
     if (st) return st;
-    int rv = nng_rep0_open(&n->s);
+    int rv = nng_rep0_open_raw(&n->s); /* raw: a request may be answered later, out of turn */
     if (!rv) n->open = true;
     if (!rv) rv = configure(n, url, max, recv_ms, 10000);
     nng_listener l;
@@ -133,20 +133,45 @@ fedc_status fedc__net_recv(fedc__net *n, void **data, size_t *size, bool *timed_
     return rv ? nng_fail(rv, "receive:", NULL) : FEDC_OK;
 }
 
+fedc_status fedc__net_recv_req(fedc__net *n, nng_msg **msg, fedc__req *from, bool *timed_out) {
+    *msg = NULL, *timed_out = false;
+    int rv = nng_recvmsg(n->s, msg, 0);
+    if (rv == NNG_ETIMEDOUT) {
+        *timed_out = true;
+        return FEDC_OK;
+    }
+    if (rv) return nng_fail(rv, "receive:", NULL);
+    from->nhead = nng_msg_header_len(*msg);
+    if (from->nhead > sizeof from->head) { /* not a peer's request: a backtrace this long comes through devices */
+        nng_msg_free(*msg);
+        *msg = NULL, *timed_out = true;
+        return FEDC_OK;
+    }
+    memcpy(from->head, nng_msg_header(*msg), from->nhead);
+    return FEDC_OK;
+}
+
+fedc_status fedc__net_reply(fedc__net *n, const fedc__req *to, fedc__msg_type type, const fedc_metadata_entry *fields,
+                            int nfields, const fedc_tensor_entry *tensors, int ntensors, size_t *bytes) {
+    void *frame = NULL;
+    size_t size = 0;
+    nng_msg *m = NULL;
+    *bytes = 0;
+    fedc_status st = fedc__wire_encode(type, fields, nfields, tensors, ntensors, &frame, &size);
+    int rv = st ? 0 : nng_msg_alloc(&m, 0);
+    if (!rv && m) rv = nng_msg_header_append(m, to->head, to->nhead);
+    if (!rv && m) rv = nng_msg_append(m, frame, size);
+    if (!rv && m) rv = nng_sendmsg(n->s, m, 0); /* takes m; a peer gone away is not an error */
+    else if (m) nng_msg_free(m);
+    fedc_free(frame);
+    if (!st && rv) st = nng_fail(rv, "send:", NULL);
+    if (!st) *bytes = size;
+    return st;
+}
+
 fedc_status fedc__net_send(fedc__net *n, const void *data, size_t size) {
     int rv = nng_send(n->s, (void *)data, size, 0);
     return rv ? nng_fail(rv, "send:", NULL) : FEDC_OK;
-}
-
-fedc_status fedc__net_send_msg(fedc__net *n, fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
-                               const fedc_tensor_entry *tensors, int ntensors, size_t *bytes) {
-    void *frame = NULL;
-    size_t size = 0;
-    fedc_status st = fedc__wire_encode(type, fields, nfields, tensors, ntensors, &frame, &size);
-    if (!st) st = fedc__net_send(n, frame, size);
-    if (bytes) *bytes = st ? 0 : size;
-    fedc_free(frame);
-    return st;
 }
 
 /* A client's request that timed out, said as what the user can check. */

@@ -34,12 +34,21 @@ fedc_status fedc__net_listen(fedc__net *n, const char *url, size_t max, int recv
 fedc_status fedc__net_dial(fedc__net *n, const char *url, size_t max, int timeout_ms, const fedc__tls *tls);
 void fedc__net_close(fedc__net *n);
 
-/* The next request's bytes (nng_free them with size), or *timed_out. */
+/* Where a server's answer to a request goes: raw REP's backtrace (the pipe and
+ * the request's id), so that a request may be answered after others. */
+typedef struct fedc__req {
+    unsigned char head[64];
+    size_t nhead;
+} fedc__req;
+/* The server's next request (nng_msg_free it; its body is the frame) and where
+ * to answer it, or *timed_out. */
+fedc_status fedc__net_recv_req(fedc__net *n, nng_msg **msg, fedc__req *from, bool *timed_out);
+/* Answers the request `to` with a message encoded; *bytes: the frame's size. */
+fedc_status fedc__net_reply(fedc__net *n, const fedc__req *to, fedc__msg_type type, const fedc_metadata_entry *fields,
+                            int nfields, const fedc_tensor_entry *tensors, int ntensors, size_t *bytes);
+/* A client's next answer's bytes (nng_free them with size), or *timed_out. */
 fedc_status fedc__net_recv(fedc__net *n, void **data, size_t *size, bool *timed_out);
 fedc_status fedc__net_send(fedc__net *n, const void *data, size_t size);
-/* A message encoded and sent. */
-fedc_status fedc__net_send_msg(fedc__net *n, fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
-                               const fedc_tensor_entry *tensors, int ntensors, size_t *bytes);
 /* A client's request: sent, and the reply received and decoded. */
 fedc_status fedc__net_call(fedc__net *n, fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
                            const fedc_tensor_entry *tensors, int ntensors, fedc__msg *reply);

@@ -23,17 +23,20 @@ typedef struct entry {
 /* A phase's executor and where its inputs and outputs live in the table. */
 typedef struct phase_run {
     const fedc_program *q;
-    fedc_executor *ex; /* NULL for an aggregation or a phase with no outputs */
+    fedc_executor *ex; /* NULL for an aggregation, a phase with no outputs, or one a server does not run */
     int *in, *out;     /* table indices, per input / output of q */
+    int *x, *w;        /* an aggregation's: per output, the input it aggregates and its weight (-1: none) */
 } phase_run;
 
 struct fedc_deployment_run {
     const fedc_deployment_form *f;
     int clients;
+    bool server;       /* a server's run: no clients values held, no broadcast or client_work run */
     entry *table;
     int n, cap;
     phase_run *phases; /* exchanges * FEDC_PHASE_COUNT */
-    fedc__agg agg;
+    fedc__agg *agg;    /* one per output of the widest aggregation: they stream side by side */
+    int nagg;
 };
 
 static int find(const fedc_deployment_run *r, const char *name, bool output) {
@@ -67,10 +70,39 @@ static int entry_of(fedc_deployment_run *r, const char *name, bool written) {
     strcpy(e->name, name);
     r->n++;
     if (!e->output && fedc_program_find_input(r->f->round, name) != FEDC_NONE) return r->n - 1;
+    if (r->server && e->type.placement == FEDC_CLIENTS) return r->n - 1; /* the clients hold these */
     size_t copies = e->type.placement == FEDC_CLIENTS ? (size_t)r->clients : 1;
     e->own = fedc_malloc(copies * e->bytes + 1);
     e->data = e->own;
     return e->own ? r->n - 1 : -1;
+}
+
+/* Which inputs of aggregation phase ph each output aggregates (and weighs by),
+ * and room for that many aggregations at once. */
+static fedc_status aggregated_inputs(fedc_deployment_run *r, phase_run *ph) {
+    const fedc_program *q = ph->q;
+    int nout = fedc_program_num_outputs(q);
+    ph->x = fedc_calloc((size_t)nout + 1, sizeof *ph->x);
+    ph->w = fedc_calloc((size_t)nout + 1, sizeof *ph->w);
+    if (!ph->x || !ph->w) return fedc_error(FEDC_ENOMEM, "deployment_run: out of memory");
+    for (int j = 0; j < nout; j++) {
+        const fedc__node *n = fedc__node_at(q, fedc_program_output_value(q, j));
+        ph->x[j] = ph->w[j] = -1;
+        for (int i = 0; i < fedc_program_num_inputs(q); i++) {
+            if (fedc_program_input(q, i) == n->in[0]) ph->x[j] = i;
+            if (n->nin == 2 && fedc_program_input(q, i) == n->in[1]) ph->w[j] = i;
+        }
+        if (ph->x[j] < 0 || (n->nin == 2 && ph->w[j] < 0))
+            return fedc_error(FEDC_EINTERNAL, "aggregation: output \"%s\" does not aggregate the phase's inputs",
+                              fedc_program_output_name(q, j));
+    }
+    if (nout > r->nagg) {
+        fedc__agg *a = fedc_realloc(r->agg, (size_t)nout * sizeof *a);
+        if (!a) return fedc_error(FEDC_ENOMEM, "deployment_run: out of memory");
+        memset(a + r->nagg, 0, (size_t)(nout - r->nagg) * sizeof *a);
+        r->agg = a, r->nagg = nout;
+    }
+    return FEDC_OK;
 }
 
 static fedc_status prepare_phase(fedc_deployment_run *r, phase_run *ph, fedc_phase_kind kind,
@@ -87,13 +119,14 @@ static fedc_status prepare_phase(fedc_deployment_run *r, phase_run *ph, fedc_pha
         if (i < nin) ph->in[i] = k;
         else ph->out[i - nin] = k;
     }
-    if (kind == FEDC_PHASE_AGGREGATION || nout == 0) return FEDC_OK;
+    if (kind == FEDC_PHASE_AGGREGATION) return aggregated_inputs(r, ph);
+    if (nout == 0 || (r->server && (kind == FEDC_PHASE_BROADCAST || kind == FEDC_PHASE_CLIENT_WORK))) return FEDC_OK;
     fedc_exec_options eo = {.reference_kernels = o->reference_kernels, .threads = o->threads, .clients = r->clients};
     return fedc_executor_create(&ph->ex, q, &eo);
 }
 
-fedc_status fedc_deployment_run_create(fedc_deployment_run **out, const fedc_deployment_form *f,
-                                       const fedc_exec_options *options) {
+static fedc_status create_run(fedc_deployment_run **out, const fedc_deployment_form *f, const fedc_exec_options *options,
+                              bool server) {
     *out = NULL;
     if (!options || options->clients < 1)
         return fedc_error(FEDC_EINVAL, "deployment_run: options.clients must be the cohort's size (1 or more)");
@@ -101,6 +134,7 @@ fedc_status fedc_deployment_run_create(fedc_deployment_run **out, const fedc_dep
     if (!r) return fedc_error(FEDC_ENOMEM, "deployment_run: out of memory");
     r->f = f;
     r->clients = options->clients;
+    r->server = server;
     int phases = f->exchanges * FEDC_PHASE_COUNT;
     r->phases = fedc_calloc((size_t)phases, sizeof *r->phases);
     fedc_status st = r->phases ? FEDC_OK : fedc_error(FEDC_ENOMEM, "deployment_run: out of memory");
@@ -113,15 +147,26 @@ fedc_status fedc_deployment_run_create(fedc_deployment_run **out, const fedc_dep
     return st;
 }
 
+fedc_status fedc_deployment_run_create(fedc_deployment_run **out, const fedc_deployment_form *f,
+                                       const fedc_exec_options *options) {
+    return create_run(out, f, options, false);
+}
+
+fedc_status fedc__deployment_run_create_server(fedc_deployment_run **out, const fedc_deployment_form *f,
+                                               const fedc_exec_options *options) {
+    return create_run(out, f, options, true);
+}
+
 void fedc_deployment_run_destroy(fedc_deployment_run *r) {
     if (!r) return;
     for (int s = 0; r->phases && s < r->f->exchanges * FEDC_PHASE_COUNT; s++) {
         fedc_executor_destroy(r->phases[s].ex);
         fedc_free(r->phases[s].in), fedc_free(r->phases[s].out);
+        fedc_free(r->phases[s].x), fedc_free(r->phases[s].w);
     }
     for (int i = 0; i < r->n; i++) fedc_free(r->table[i].name), fedc_free(r->table[i].own);
-    fedc__agg_free(&r->agg);
-    fedc_free(r->table), fedc_free(r->phases), fedc_free(r);
+    for (int j = 0; j < r->nagg; j++) fedc__agg_free(&r->agg[j]);
+    fedc_free(r->agg), fedc_free(r->table), fedc_free(r->phases), fedc_free(r);
 }
 
 fedc_status fedc_deployment_run_bind(fedc_deployment_run *r, const char *name, const void *data) {
@@ -171,28 +216,18 @@ static fedc_status run_clients(fedc_deployment_run *r, const phase_run *ph) {
 
 /* Each aggregate: the clients' values added in client order into the tree;
  * a client not `present` (NULL: all are) is left out, as the simulator leaves
- * out a dropped client. */
-static fedc_status run_aggregation(fedc_deployment_run *r, const phase_run *ph, const uint8_t *present) {
-    for (int j = 0; j < fedc_program_num_outputs(ph->q); j++) {
-        const fedc__node *n = fedc__node_at(ph->q, fedc_program_output_value(ph->q, j));
-        int x = -1, w = -1;
-        for (int i = 0; i < fedc_program_num_inputs(ph->q); i++) {
-            if (fedc_program_input(ph->q, i) == n->in[0]) x = ph->in[i];
-            if (n->nin == 2 && fedc_program_input(ph->q, i) == n->in[1]) w = ph->in[i];
-        }
-        if (x < 0 || (n->nin == 2 && w < 0))
-            return fedc_error(FEDC_EINTERNAL, "aggregation: output \"%s\" does not aggregate the phase's inputs",
-                              fedc_program_output_name(ph->q, j));
-        fedc__agg_begin(&r->agg, n, r->clients, r->table[ph->out[j]].own);
-        fedc_status st = FEDC_OK;
-        for (int i = 0; !st && i < r->clients; i++) {
-            bool in = !present || present[i];
-            st = fedc__agg_add(&r->agg, i, in ? at(r, x, i) : NULL, in && w >= 0 ? at(r, w, i) : NULL);
-        }
-        if (!st) st = fedc__agg_end(&r->agg);
-        if (st) return st;
+ * out a dropped client. The server's streaming aggregation, fed from the table. */
+static fedc_status run_aggregation(fedc_deployment_run *r, int exchange, const uint8_t *present) {
+    const phase_run *ph = &r->phases[fedc__deploy_slot(exchange, FEDC_PHASE_AGGREGATION)];
+    int nin = fedc_program_num_inputs(ph->q);
+    const void *in[4096];
+    if (nin > 4096) return fedc_error(FEDC_EUNSUPPORTED, "aggregation: more than 4096 inputs");
+    fedc_status st = fedc__deployment_agg_begin(r, exchange);
+    for (int i = 0; !st && i < r->clients; i++) {
+        for (int k = 0; k < nin; k++) in[k] = at(r, ph->in[k], i);
+        st = fedc__deployment_agg_add(r, exchange, i, !present || present[i] ? in : NULL);
     }
-    return FEDC_OK;
+    return st ? st : fedc__deployment_agg_end(r, exchange);
 }
 
 fedc_status fedc_deployment_run_run(fedc_deployment_run *r) {
@@ -203,7 +238,7 @@ fedc_status fedc_deployment_run_run(fedc_deployment_run *r) {
         const phase_run *ph = &r->phases[s];
         fedc_phase_kind kind = (fedc_phase_kind)(s % FEDC_PHASE_COUNT);
         fedc_status st = FEDC_OK;
-        if (kind == FEDC_PHASE_AGGREGATION) st = run_aggregation(r, ph, NULL);
+        if (kind == FEDC_PHASE_AGGREGATION) st = run_aggregation(r, s / FEDC_PHASE_COUNT, NULL);
         else if (ph->ex && kind == FEDC_PHASE_CLIENT_WORK) st = run_clients(r, ph);
         else if (ph->ex) st = run_executor(r, ph, -1);
         if (st) {
@@ -230,7 +265,7 @@ fedc_status fedc_deployment_run_output(const fedc_deployment_run *r, const char 
 fedc_status fedc__deployment_run_phase(fedc_deployment_run *r, int exchange, fedc_phase_kind kind, const uint8_t *present) {
     const phase_run *ph = &r->phases[fedc__deploy_slot(exchange, kind)];
     fedc_status st = FEDC_OK;
-    if (kind == FEDC_PHASE_AGGREGATION) st = run_aggregation(r, ph, present);
+    if (kind == FEDC_PHASE_AGGREGATION) st = run_aggregation(r, exchange, present);
     else if (kind == FEDC_PHASE_CLIENT_WORK) st = fedc_error(FEDC_EINVAL, "deployment_run: client_work runs on the clients");
     else if (ph->ex) st = run_executor(r, ph, -1);
     if (st) {
@@ -246,4 +281,46 @@ void *fedc__deployment_run_buffer(fedc_deployment_run *r, const char *name, bool
     if (k < 0 || !r->table[k].own) return NULL;
     if (type) *type = r->table[k].type;
     return r->table[k].own;
+}
+
+/* The streaming aggregation (deploy.h): one fedc__agg per output, fed slot by slot. */
+fedc_status fedc__deployment_agg_begin(fedc_deployment_run *r, int exchange) {
+    const phase_run *ph = &r->phases[fedc__deploy_slot(exchange, FEDC_PHASE_AGGREGATION)];
+    for (int j = 0; j < fedc_program_num_outputs(ph->q); j++) {
+        entry *e = &r->table[ph->out[j]];
+        fedc__agg_begin(&r->agg[j], fedc__node_at(ph->q, fedc_program_output_value(ph->q, j)), r->clients, e->own);
+    }
+    return FEDC_OK;
+}
+
+fedc_status fedc__deployment_agg_add(fedc_deployment_run *r, int exchange, int slot, const void *const *inputs) {
+    const phase_run *ph = &r->phases[fedc__deploy_slot(exchange, FEDC_PHASE_AGGREGATION)];
+    fedc_status st = FEDC_OK;
+    for (int j = 0; !st && j < fedc_program_num_outputs(ph->q); j++)
+        st = fedc__agg_add(&r->agg[j], slot, inputs ? inputs[ph->x[j]] : NULL,
+                           inputs && ph->w[j] >= 0 ? inputs[ph->w[j]] : NULL);
+    return st;
+}
+
+fedc_status fedc__deployment_agg_end(fedc_deployment_run *r, int exchange) {
+    const phase_run *ph = &r->phases[fedc__deploy_slot(exchange, FEDC_PHASE_AGGREGATION)];
+    fedc_status st = FEDC_OK;
+    for (int j = 0; !st && j < fedc_program_num_outputs(ph->q); j++) st = fedc__agg_end(&r->agg[j]);
+    return st;
+}
+
+int fedc__deployment_run_broadcasts(fedc_deployment_run *r, int exchange, fedc_tensor_entry *t, int max) {
+    const phase_run *ph = &r->phases[fedc__deploy_slot(exchange, FEDC_PHASE_BROADCAST)];
+    int n = 0;
+    for (int j = 0; j < fedc_program_num_outputs(ph->q) && n < max; j++) {
+        const fedc__node *b = fedc__node_at(ph->q, fedc_program_output_value(ph->q, j));
+        for (int i = 0; i < fedc_program_num_inputs(ph->q); i++) {
+            if (b->op != FEDC_OP_BROADCAST || fedc_program_input(ph->q, i) != b->in[0]) continue;
+            fedc_type type = b->type;
+            type.placement = FEDC_LOCAL;
+            t[n++] = (fedc_tensor_entry){fedc_program_output_name(ph->q, j), type, r->table[ph->in[i]].data};
+            break;
+        }
+    }
+    return n;
 }

@@ -1,19 +1,26 @@
 /* The deployment's server (fedc/deploy.h): a plan's server phases run on a
- * fedc_deployment_run of the cohort's size, and the clients' reports written
- * into its client slots. A round, for each exchange of the form:
+ * server's fedc_deployment_run (no clients values), and the clients' reports
+ * streamed into its aggregation in slot order (collect.h). A round, for each
+ * exchange of the form:
  *
- *     server_prepare, broadcast        -> the values a task carries
- *     answer requests until every slot has reported or the deadline passes:
- *         check-in -> plan | task (a selected client's slot) | wait | done
- *         report   -> checked (token, plan, round, slot, names, types, finite)
- *                     and copied into its slot -> ack; else reject, logged
- *     aggregation over the slots that reported, in slot order; server_result
+ *     server_prepare          -> the values a task carries (the broadcast's)
+ *     answer requests until every slot is settled or the deadline passes:
+ *         check-in  -> plan | task (a selected client's open slot) | held until
+ *                      there is one (a client of this round or the next) | wait
+ *                      (come back after retry_ms) | done
+ *         heartbeat -> noted: a client with a task not heard from for the
+ *                      heartbeat timeout is given up
+ *         report    -> checked (token, plan, round, slot, names, types, finite)
+ *                      and added in slot order (or kept until its turn) -> ack;
+ *                      else reject, logged
+ *     the aggregates; server_result
  *
  * then the new server state is checkpointed atomically and a metrics row
  * written. Which clients a round selects, and in which slots, is fedc train's
  * sample (seed, round, population), so a round in which every client reports
  * has the simulation's bits whatever order the reports arrive in. Every wait is
- * bounded: a receive waits 100 ms, a round until its deadline. */
+ * bounded: a receive waits 50 ms, a held check-in the heartbeat interval, a
+ * round until its deadline. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,18 +28,27 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "deploy/collect.h"
 #include "deploy/deploy.h"
 #include "deploy/net.h"
 
-enum { RETRY_MS = 200, MAX_ATTEMPTS = 3 };
+enum { MAX_ATTEMPTS = 3, RECV_MS = 50 };
 
 /* A value each client sends up for an aggregation. */
 typedef struct upload {
     const char *name;
     fedc_type local;  /* one client's type */
     size_t bytes;     /* of one client's value */
-    char *slots;      /* the run's buffer: clients x bytes */
 } upload;
+
+/* A request held: a check-in until its client has a task, or a client's
+ * "ready" until its report may come (slot >= 0), or the heartbeat interval. */
+typedef struct held_checkin {
+    fedc__req from;
+    int64_t client;
+    int slot;
+    double since;
+} held_checkin;
 
 typedef struct server {
     const fedc_server_options *o;
@@ -40,28 +56,42 @@ typedef struct server {
     fedc_plan *plan;
     const fedc_deployment_form *form;
     fedc_deployment_run *run;
+    fedc__collect *collect;
     fedc__net net;
+    fedc__req from;          /* the request being answered */
     char token[160];
     int64_t population;
     uint64_t seed;
     float population_f;
-    int k, ntensors;
+    int k, commit, ntensors; /* k slots selected, the first `commit` reports added */
     void **state;            /* per plan tensor: the server state, bound to the run */
     int64_t *sampled;        /* the round's clients, by slot */
-    uint8_t *reported;       /* per slot, this exchange */
-    int64_t *closed_sampled; /* the last exchange that closed: its clients and which reported, so that */
-    uint8_t *closed_reported; /* an upload repeated after it closed is acknowledged, not counted */
-    int closed_round, closed_exchange;
-    int nreported, round, exchange;
-    bool done;
+    int64_t *next;           /* the next round's */
+    uint8_t *left_out;       /* per slot: not added in some exchange of this round */
+    uint8_t *sent;           /* per slot: 1 its task is sent and its client not heard from since, 2 heard */
+    int unconfirmed;         /* tasks sent and not yet known received: at most reorder_window, so that the
+                                tasks in NNG's send queues are not the cohort's */
+    uint8_t *granted;        /* per slot: 1 told to send its report, which has not come yet */
+    int ngranted;            /* those: at most reorder_window, so that NNG's receive buffers are not the
+                                cohort's reports either */
+    int32_t *slot_of;        /* per client of the population: its slot this round, or -1 */
+    uint8_t *next_round;     /* per client: selected for the next round */
+    double *heard;           /* per client: when it was last heard from (0: never) */
+    int32_t *taken_round;    /* per client: the round and exchange of the last report taken from it, so */
+    int32_t *taken_exchange; /* that an upload repeated after its exchange closed is acknowledged, not counted */
+    int round, exchange;
+    bool collecting, done;
+    double opened;           /* when the exchange began collecting */
     fedc_tensor_entry *task; /* the broadcast values a task carries */
     int ntask;
     upload *up;
     int nup;
-    upload *own;             /* slots the server allocates: a client input the aggregation reads itself */
-    int nown;
+    held_checkin *held;
+    int nheld, maxheld;
     double bytes_in, bytes_out;
-    int refused, duplicates; /* requests refused; reports of a slot that had reported (not counted again) */
+    int refused, duplicates, stragglers, missed; /* requests refused; reports of a slot that had reported (not
+                                                    counted again); reports too late to add; clients given up
+                                                    for missed heartbeats */
     FILE *metrics;
 } server;
 
@@ -70,6 +100,11 @@ void fedc_server_defaults(fedc_server_options *o) {
     o->rounds = 1, o->clients_per_round = 1;
     o->report_deadline = 600;
     o->min_reports = 1;
+    o->over_select = 1;
+    o->heartbeat = 1;
+    o->heartbeat_timeout = 30;
+    o->reorder_window = 16;
+    o->max_held = 4096;
     o->max_message = (size_t)256 << 20;
     o->threads = 1;
     o->linger = 2;
@@ -77,13 +112,26 @@ void fedc_server_defaults(fedc_server_options *o) {
 
 /* ---------------------------------------------------------- replies -- */
 
-static bool reply(server *s, fedc__msg_type type, const fedc_metadata_entry *f, int nf, const fedc_tensor_entry *t, int nt) {
+static bool reply_to(server *s, const fedc__req *to, fedc__msg_type type, const fedc_metadata_entry *f, int nf,
+                     const fedc_tensor_entry *t, int nt) {
     size_t bytes = 0;
-    if (fedc__net_send_msg(&s->net, type, f, nf, t, nt, &bytes))
+    if (fedc__net_reply(&s->net, to, type, f, nf, t, nt, &bytes))
         fprintf(s->log, "fedc server: could not answer a request: %s\n", fedc_errmsg());
     s->bytes_out += (double)bytes;
     return true;
 }
+
+static bool reply(server *s, fedc__msg_type type, const fedc_metadata_entry *f, int nf, const fedc_tensor_entry *t, int nt) {
+    return reply_to(s, &s->from, type, f, nf, t, nt);
+}
+
+static bool wait_reply(server *s, const fedc__req *to, int ms, const char *why) {
+    char retry[32];
+    snprintf(retry, sizeof retry, "%d", ms);
+    return reply_to(s, to, FEDC__MSG_WAIT, (fedc_metadata_entry[]){{"retry_ms", retry}, {"reason", why}}, 2, NULL, 0);
+}
+
+static int heartbeat_ms(const server *s) { return (int)(s->o->heartbeat * 1000); }
 
 /* Rejects the request, saying why, and logs it: the client's id when known. */
 static bool refuse(server *s, const char *client, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -121,38 +169,164 @@ static bool send_plan(server *s) {
     return reply(s, FEDC__MSG_PLAN, (fedc_metadata_entry[]){{"hash", fedc_plan_hash(s->plan)}}, 1, t, n);
 }
 
-static int slot_of(const server *s, int64_t client) {
-    for (int i = 0; i < s->k; i++)
-        if (s->sampled[i] == client) return i;
-    return -1;
+static bool send_task(server *s, const fedc__req *to, int slot) {
+    char round[32], exchange[32], slot_s[32], hb[32];
+    snprintf(round, sizeof round, "%d", s->round);
+    snprintf(exchange, sizeof exchange, "%d", s->exchange);
+    snprintf(slot_s, sizeof slot_s, "%d", slot);
+    snprintf(hb, sizeof hb, "%d", heartbeat_ms(s));
+    s->heard[s->sampled[slot]] = fedc_seconds(); /* its heartbeats are timed from its task */
+    if (!s->sent[slot]) s->sent[slot] = 1, s->unconfirmed++;
+    fedc_metadata_entry f[] = {{"round", round}, {"exchange", exchange}, {"slot", slot_s}, {"hash", fedc_plan_hash(s->plan)},
+                               {"heartbeat_ms", hb}};
+    return reply_to(s, to, FEDC__MSG_TASK, f, 5, s->task, s->ntask);
+}
+
+static bool send_done(server *s, const fedc__req *to) {
+    char rounds[32];
+    snprintf(rounds, sizeof rounds, "%d", s->o->rounds);
+    return reply_to(s, to, FEDC__MSG_DONE, (fedc_metadata_entry[]){{"rounds", rounds}}, 1, NULL, 0);
+}
+
+/* The slot client has an open task in, or -1; also -1 while reorder_window
+ * tasks are on their way (the client gets it when one of those is heard from). */
+static int open_slot(const server *s, int64_t client) {
+    int i = s->collecting ? s->slot_of[client] : -1;
+    if (i < 0 || fedc__collect_state(s->collect, i) != FEDC__SLOT_OPEN) return -1;
+    return s->sent[i] || s->unconfirmed < s->o->reorder_window ? i : -1;
+}
+
+/* Client c was heard from: a task sent to it has arrived. */
+static void heard_from(server *s, int64_t c) {
+    s->heard[c] = fedc_seconds();
+    int i = s->collecting ? s->slot_of[c] : -1;
+    if (i >= 0 && s->sent[i] == 1) s->sent[i] = 2, s->unconfirmed--;
+}
+
+/* A check-in with nothing to give now: held until there is (or the heartbeat
+ * interval passes); when max_held are held already, refused with a retry
+ * window: come back after the heartbeat interval. */
+static bool hold_or_wait(server *s, int64_t client) {
+    char why[128];
+    if (s->nheld < s->maxheld) {
+        s->held[s->nheld++] = (held_checkin){s->from, client, -1, fedc_seconds()};
+        return true;
+    }
+    snprintf(why, sizeof why, "the server holds %d check-ins already (round %d)", s->maxheld, s->round + 1);
+    return wait_reply(s, &s->from, heartbeat_ms(s), why);
+}
+
+/* A report no longer expected, or come: its grant is free for another. */
+static void ungrant(server *s, int slot) {
+    if (s->granted[slot] == 1) s->granted[slot] = 2, s->ngranted--;
+}
+
+/* Answers a held "ready": go, if the slot is open and a grant is free (true), or
+ * reject if the slot is settled. */
+static bool answer_ready(server *s, const held_checkin *h) {
+    fedc__slot_state st = s->collecting ? fedc__collect_state(s->collect, h->slot) : FEDC__SLOT_SKIPPED;
+    if (st != FEDC__SLOT_OPEN) {
+        reply_to(s, &h->from, FEDC__MSG_REJECT, (fedc_metadata_entry[]){{"reason", "that slot wants no report now"}}, 1,
+                 NULL, 0);
+        return true;
+    }
+    int w = s->o->reorder_window; /* within the window after the frontier: kept in memory till added */
+    if (s->ngranted >= w || h->slot >= fedc__collect_frontier(s->collect) + w) return false;
+    s->granted[h->slot] = 1, s->ngranted++;
+    reply_to(s, &h->from, FEDC__MSG_GO, NULL, 0, NULL, 0);
+    return true;
+}
+
+/* Answers the held requests that can be: check-ins that have a task now (or
+ * all, "done", when the job is), readies in slot order while grants are free
+ * and their slots within reorder_window of the frontier (so that the reports
+ * come in the order they are added, and none waits on disk), and any that has
+ * waited the heartbeat interval (come back at once). */
+static void answer_held(server *s) {
+    double now = fedc_seconds();
+    for (;;) { /* the lowest slot's ready first */
+        int best = -1;
+        for (int i = 0; i < s->nheld; i++)
+            if (s->held[i].slot >= 0 && (best < 0 || s->held[i].slot < s->held[best].slot)) best = i;
+        if (best < 0 || !answer_ready(s, &s->held[best])) break;
+        s->held[best] = s->held[--s->nheld];
+    }
+    int kept = 0;
+    for (int i = 0; i < s->nheld; i++) {
+        held_checkin h = s->held[i];
+        int slot = h.slot >= 0 ? -1 : open_slot(s, h.client);
+        if (s->done && h.slot < 0) send_done(s, &h.from);
+        else if (slot >= 0) send_task(s, &h.from, slot);
+        else if (now - h.since >= s->o->heartbeat) wait_reply(s, &h.from, 0, "nothing yet: check in again");
+        else s->held[kept++] = h;
+    }
+    s->nheld = kept;
+}
+
+/* A request's token and client id, checked; the client is heard from. */
+static bool known_client(server *s, const fedc__msg *m, int64_t *client) {
+    const char *who = fedc__msg_field(m, "client");
+    if (!same_token(fedc__msg_field(m, "token"), s->token)) return !refuse(s, who, "invalid token");
+    if (fedc__msg_int(m, "client", 0, s->population - 1, client)) return !refuse(s, who, "%s", fedc_errmsg());
+    heard_from(s, *client);
+    return true;
 }
 
 static bool checkin(server *s, const fedc__msg *m) {
     const char *who = fedc__msg_field(m, "client"), *hash = fedc__msg_field(m, "plan_hash");
     int64_t client;
-    if (!same_token(fedc__msg_field(m, "token"), s->token)) return refuse(s, who, "invalid token");
-    if (strcmp(fedc__msg_field(m, "version"), "1"))
-        return refuse(s, who, "the client speaks protocol version %.20s; this server speaks 1", fedc__msg_field(m, "version"));
-    if (fedc__msg_int(m, "client", 0, s->population - 1, &client)) return refuse(s, who, "%s", fedc_errmsg());
+    char version[16];
+    snprintf(version, sizeof version, "%d", FEDC__PROTOCOL_VERSION);
+    if (!known_client(s, m, &client)) return true;
+    if (strcmp(fedc__msg_field(m, "version"), version))
+        return refuse(s, who, "the client speaks protocol version %.20s; this server speaks %s", fedc__msg_field(m, "version"),
+                      version);
     if (!hash[0]) return send_plan(s);
     if (strcmp(hash, fedc_plan_hash(s->plan)))
         return refuse(s, who, "plan hash %.64s is not this server's plan (%s)", hash, fedc_plan_hash(s->plan));
-    char rounds[32], retry[32], round[32], exchange[32], slot[32], reason[96];
-    if (s->done) {
-        snprintf(rounds, sizeof rounds, "%d", s->o->rounds);
-        return reply(s, FEDC__MSG_DONE, (fedc_metadata_entry[]){{"rounds", rounds}}, 1, NULL, 0);
+    if (s->done) return send_done(s, &s->from);
+    int i = open_slot(s, client);
+    return i >= 0 ? send_task(s, &s->from, i) : hold_or_wait(s, client);
+}
+
+/* A client's report is ready: told to send it (go) when a grant is free,
+ * held until then, or rejected when its slot wants none. */
+static bool ready(server *s, const fedc__msg *m) {
+    int64_t client, round, exchange, slot;
+    if (!known_client(s, m, &client)) return true;
+    if (fedc__msg_int(m, "round", 0, INT32_MAX, &round) || fedc__msg_int(m, "exchange", 0, 1000, &exchange) ||
+        fedc__msg_int(m, "slot", 0, s->k - 1, &slot))
+        return refuse(s, fedc__msg_field(m, "client"), "%s", fedc_errmsg());
+    bool mine = s->collecting && round == s->round && exchange == s->exchange && s->sampled[slot] == client;
+    held_checkin h = {s->from, client, mine ? (int)slot : 0, fedc_seconds()};
+    if (!mine) return reply(s, FEDC__MSG_REJECT, (fedc_metadata_entry[]){{"reason", "not an open slot of this client's"}}, 1, NULL, 0);
+    if (answer_ready(s, &h)) return true;
+    if (s->nheld < s->maxheld) s->held[s->nheld++] = h;
+    else reply(s, FEDC__MSG_GO, NULL, 0, NULL, 0); /* nowhere to hold it: let it come */
+    return true;
+}
+
+static bool heartbeat(server *s, const fedc__msg *m) {
+    int64_t client;
+    if (!known_client(s, m, &client)) return true;
+    return wait_reply(s, &s->from, heartbeat_ms(s), "heartbeat noted");
+}
+
+/* The first element of a float tensor that is NaN or infinite, or -1. Read in
+ * aligned chunks: the payload's offsets are the sender's. */
+static int64_t first_not_finite(const fedc_tensor_entry *e) {
+    size_t size = fedc_dtype_size(e->type.dtype);
+    if (e->type.dtype != FEDC_F32 && e->type.dtype != FEDC_F64) return -1;
+    int64_t n = fedc_type_count(&e->type);
+    double chunk[1024];
+    int64_t per = (int64_t)(sizeof chunk / size);
+    for (int64_t at = 0; at < n; at += per) {
+        int64_t m = n - at < per ? n - at : per;
+        memcpy(chunk, (const char *)e->data + (size_t)at * size, (size_t)m * size);
+        for (int64_t i = 0; i < m; i++)
+            if (!isfinite(size == 4 ? (double)((const float *)chunk)[i] : chunk[i])) return at + i;
     }
-    int i = slot_of(s, client);
-    if (i >= 0 && !s->reported[i]) {
-        snprintf(round, sizeof round, "%d", s->round);
-        snprintf(exchange, sizeof exchange, "%d", s->exchange);
-        snprintf(slot, sizeof slot, "%d", i);
-        fedc_metadata_entry f[] = {{"round", round}, {"exchange", exchange}, {"slot", slot}, {"hash", fedc_plan_hash(s->plan)}};
-        return reply(s, FEDC__MSG_TASK, f, 4, s->task, s->ntask);
-    }
-    snprintf(retry, sizeof retry, "%d", RETRY_MS);
-    snprintf(reason, sizeof reason, i < 0 ? "not selected for round %d" : "reported; round %d goes on", s->round + 1);
-    return reply(s, FEDC__MSG_WAIT, (fedc_metadata_entry[]){{"retry_ms", retry}, {"reason", reason}}, 2, NULL, 0);
+    return -1;
 }
 
 /* Where a report's tensors do not fit what the aggregation takes: NULL if they do. */
@@ -173,21 +347,31 @@ static const char *check_uploads(const server *s, const fedc__msg *m, char *why,
                      fedc_type_str(&s->up[j].local, b, sizeof b));
             return why;
         }
-        int64_t n = fedc_type_count(&e.type);
-        for (int64_t i = 0; i < n; i++) { /* read unaligned: the payload's offsets are the sender's */
-            double v = 0;
-            if (e.type.dtype == FEDC_F32) {
-                float f;
-                memcpy(&f, (const char *)e.data + 4 * i, 4);
-                v = f;
-            } else if (e.type.dtype == FEDC_F64) {
-                memcpy(&v, (const char *)e.data + 8 * i, 8);
-            }
-            if (!isfinite(v)) {
-                snprintf(why, size, "tensor \"%s\" is not finite (element %lld)", e.name, (long long)i);
-                return why;
-            }
+        int64_t bad = first_not_finite(&e);
+        if (bad >= 0) {
+            snprintf(why, size, "tensor \"%s\" is not finite (element %lld)", e.name, (long long)bad);
+            return why;
         }
+    }
+    return NULL;
+}
+
+/* The one place a report enters the aggregation, once the protocol has said it
+ * is this slot's (token, plan, round, exchange, slot): its tensors checked
+ * against what the aggregation takes, then added in slot order (or kept until
+ * the slots before it are settled). A secure aggregation's unmasking would go
+ * here, between the check and the add. NULL, or why it is refused. */
+static const char *take_report(server *s, int slot, const fedc__msg *m, char *why, size_t size) {
+    if (check_uploads(s, m, why, size)) return why;
+    const void *values[4096];
+    for (int j = 0; j < s->nup; j++) {
+        fedc_tensor_entry e;
+        fedc_safetensors_find(m->body, s->up[j].name, &e);
+        values[j] = e.data;
+    }
+    if (fedc__collect_add(s->collect, slot, values)) {
+        snprintf(why, size, "the server could not take it: %s", fedc_errmsg());
+        return why;
     }
     return NULL;
 }
@@ -196,14 +380,14 @@ static bool report(server *s, const fedc__msg *m) {
     const char *who = fedc__msg_field(m, "client");
     int64_t client, round, exchange, slot;
     char why[400];
-    if (!same_token(fedc__msg_field(m, "token"), s->token)) return refuse(s, who, "invalid token");
+    if (!known_client(s, m, &client)) return true;
     if (strcmp(fedc__msg_field(m, "hash"), fedc_plan_hash(s->plan))) return refuse(s, who, "a report for another plan");
-    if (fedc__msg_int(m, "client", 0, s->population - 1, &client) || fedc__msg_int(m, "round", 0, INT32_MAX, &round) ||
-        fedc__msg_int(m, "exchange", 0, 1000, &exchange) || fedc__msg_int(m, "slot", 0, s->k - 1, &slot))
+    if (fedc__msg_int(m, "round", 0, INT32_MAX, &round) || fedc__msg_int(m, "exchange", 0, 1000, &exchange) ||
+        fedc__msg_int(m, "slot", 0, s->k - 1, &slot))
         return refuse(s, who, "%s", fedc_errmsg());
-    bool open = !s->done && round == s->round && exchange == s->exchange;
-    if (!open && round == s->closed_round && exchange == s->closed_exchange && s->closed_sampled[slot] == client &&
-        s->closed_reported[slot]) { /* a retried upload of an exchange that has closed */
+    bool open = !s->done && s->collecting && round == s->round && exchange == s->exchange;
+    if (!open && round == s->taken_round[client] && exchange == s->taken_exchange[client]) {
+        /* a retried upload of an exchange that has closed */
         s->duplicates++;
         return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "0"}}, 1, NULL, 0);
     }
@@ -212,16 +396,20 @@ static bool report(server *s, const fedc__msg *m) {
         return refuse(s, who, "a report for round %lld exchange %lld, but round %d exchange %d is open", (long long)round + 1,
                       (long long)exchange, s->round + 1, s->exchange);
     if (s->sampled[slot] != client) return refuse(s, who, "slot %lld of round %d is not this client's", (long long)slot, s->round + 1);
-    if (check_uploads(s, m, why, sizeof why)) return refuse(s, who, "%s", why);
-    bool again = s->reported[slot];
-    for (int j = 0; j < s->nup && !again; j++) { /* an upload is keyed by (round, slot): counted once */
-        fedc_tensor_entry e;
-        fedc_safetensors_find(m->body, s->up[j].name, &e);
-        memcpy(s->up[j].slots + (size_t)slot * s->up[j].bytes, e.data, s->up[j].bytes);
+    fedc__slot_state state = fedc__collect_state(s->collect, (int)slot);
+    ungrant(s, (int)slot);
+    if (state == FEDC__SLOT_DROPPED) {
+        s->stragglers++;
+        return refuse(s, who, "round %d gave slot %lld up (no heartbeat for %g s) before this report came", s->round + 1,
+                      (long long)slot, s->o->heartbeat_timeout);
     }
-    if (!again) s->reported[slot] = 1, s->nreported++;
-    else s->duplicates++;
-    return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", again ? "0" : "1"}}, 1, NULL, 0);
+    if (state != FEDC__SLOT_OPEN) { /* an upload is keyed by (round, slot): counted once */
+        s->duplicates++;
+        return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "0"}}, 1, NULL, 0);
+    }
+    if (take_report(s, (int)slot, m, why, sizeof why)) return refuse(s, who, "%s", why);
+    s->taken_round[client] = (int32_t)round, s->taken_exchange[client] = (int32_t)exchange;
+    return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "1"}}, 1, NULL, 0);
 }
 
 static void handle(server *s, const void *data, size_t size) {
@@ -233,73 +421,80 @@ static void handle(server *s, const void *data, size_t size) {
     }
     if (m.type == FEDC__MSG_CHECKIN) checkin(s, &m);
     else if (m.type == FEDC__MSG_REPORT) report(s, &m);
+    else if (m.type == FEDC__MSG_HEARTBEAT) heartbeat(s, &m);
+    else if (m.type == FEDC__MSG_READY) ready(s, &m);
     else refuse(s, NULL, "a %s message is not a client's request", fedc__msg_name(m.type));
     fedc__msg_free(&m);
 }
 
-/* Answers requests until `until` (fedc_seconds), or every slot has reported. */
-static fedc_status serve(server *s, double until, bool to_the_end) {
-    while (fedc_seconds() < until && (to_the_end || s->nreported < s->k)) {
-        void *data;
-        size_t size;
+/* Gives up the open slots whose clients, heard from before, have been silent
+ * for the heartbeat timeout (since the exchange began, at the earliest): dead,
+ * not slow, as a slow client's heartbeats go on. */
+static fedc_status give_up_silent(server *s) {
+    double now = fedc_seconds();
+    fedc_status st = FEDC_OK;
+    for (int i = 0; !st && s->collecting && i < s->k; i++) {
+        double heard = s->heard[s->sampled[i]];
+        if (heard == 0 || fedc__collect_state(s->collect, i) != FEDC__SLOT_OPEN) continue;
+        if (now - (heard > s->opened ? heard : s->opened) < s->o->heartbeat_timeout) continue;
+        fprintf(s->log, "fedc server: round %d: client %lld (slot %d) not heard from for %g s: given up\n", s->round + 1,
+                (long long)s->sampled[i], i, s->o->heartbeat_timeout);
+        s->missed++;
+        if (s->sent[i] == 1) s->sent[i] = 2, s->unconfirmed--;
+        ungrant(s, i);
+        st = fedc__collect_drop(s->collect, i);
+    }
+    return st;
+}
+
+/* Answers requests until `until` (fedc_seconds), or, while collecting, until
+ * every slot is settled. */
+static fedc_status serve(server *s, double until) {
+    double checked = 0;
+    while (fedc_seconds() < until && !(s->collecting && fedc__collect_closed(s->collect))) {
+        nng_msg *msg;
         bool timed_out;
-        fedc_status st = fedc__net_recv(&s->net, &data, &size, &timed_out);
+        fedc_status st = fedc__net_recv_req(&s->net, &msg, &s->from, &timed_out);
         if (st) return st;
-        if (timed_out) continue;
-        handle(s, data, size);
-        nng_free(data, size);
+        if (!timed_out) {
+            handle(s, nng_msg_body(msg), nng_msg_len(msg));
+            nng_msg_free(msg);
+            if (s->nheld && s->collecting) answer_held(s); /* a report in frees a grant; a heard task, a task */
+        }
+        if (fedc_seconds() - checked < RECV_MS / 1000.0) continue; /* the timers, every 50 ms at most */
+        checked = fedc_seconds();
+        answer_held(s);
+        if ((st = give_up_silent(s))) return st;
     }
     return FEDC_OK;
 }
 
 /* ---------------------------------------------------------- set-up -- */
 
-/* Slots for a round input the aggregation reads itself (weighted_mean by
- * meta/num_examples): a buffer of the server's, bound to the run, made once. */
-static fedc_status own_slots(server *s, const fedc_program *agg, int i, upload *u) {
-    for (int j = 0; j < s->nown; j++)
-        if (!strcmp(s->own[j].name, u->name)) {
-            u->slots = s->own[j].slots;
-            return FEDC_OK;
-        }
-    u->local = fedc_value_type(agg, fedc_program_input(agg, i));
-    u->local.placement = FEDC_LOCAL;
-    u->bytes = fedc_type_bytes(&u->local);
-    upload *o = s->nown < 64 ? &s->own[s->nown] : NULL;
-    if (!o) return fedc_error(FEDC_EUNSUPPORTED, "server: more than 64 client inputs read by aggregations");
-    *o = *u;
-    if (!(o->slots = fedc_calloc((size_t)s->k, u->bytes + 1))) return fedc_error(FEDC_ENOMEM, "server: out of memory");
-    s->nown++;
-    u->slots = o->slots;
-    return fedc_deployment_run_bind(s->run, u->name, u->slots);
-}
-
-/* The broadcast values of exchange e (a task's tensors: one client's copy) and
- * the slots each aggregation input is written into. */
+/* The broadcast values of exchange e (a task's tensors: one client's copy,
+ * the server value itself) and the values a report holds. */
 static fedc_status exchange_io(server *s, int e) {
     const fedc_program *work = fedc_deployment_form_phase(s->form, e, FEDC_PHASE_CLIENT_WORK);
     const fedc_program *agg = fedc_deployment_form_phase(s->form, e, FEDC_PHASE_AGGREGATION);
-    s->ntask = s->nup = 0;
     if (fedc_program_num_inputs(work) > 4096 || fedc_program_num_inputs(agg) > 4096)
         return fedc_error(FEDC_EUNSUPPORTED, "server: exchange %d passes more than 4096 values", e);
+    s->ntask = fedc__deployment_run_broadcasts(s->run, e, s->task, 4096);
     for (int i = 0; i < fedc_program_num_inputs(work); i++) {
         const char *name = fedc_program_input_name(work, i);
-        fedc_type t;
-        void *buf = strncmp(name, "broadcast/", 10) ? NULL : fedc__deployment_run_buffer(s->run, name, false, &t);
-        if (!buf) continue;
-        t.placement = FEDC_LOCAL;
-        s->task[s->ntask++] = (fedc_tensor_entry){name, t, buf};
+        bool found = strncmp(name, "broadcast/", 10) != 0;
+        for (int j = 0; j < s->ntask && !found; j++) found = !strcmp(s->task[j].name, name);
+        if (!found) return fedc_error(FEDC_EINTERNAL, "server: exchange %d broadcasts no \"%s\"", e, name);
     }
-    for (int i = 0; i < fedc_program_num_inputs(agg); i++) {
-        upload *u = &s->up[s->nup++];
+    size_t bytes[4096];
+    s->nup = fedc_program_num_inputs(agg);
+    for (int i = 0; i < s->nup; i++) {
+        upload *u = &s->up[i];
         u->name = fedc_program_input_name(agg, i);
-        u->slots = fedc__deployment_run_buffer(s->run, u->name, false, &u->local);
-        fedc_status st = u->slots ? FEDC_OK : own_slots(s, agg, i, u);
-        if (st) return st;
+        u->local = fedc_value_type(agg, fedc_program_input(agg, i));
         u->local.placement = FEDC_LOCAL;
-        u->bytes = fedc_type_bytes(&u->local);
+        bytes[i] = u->bytes = fedc_type_bytes(&u->local);
     }
-    return FEDC_OK;
+    return fedc__collect_begin(s->collect, e, s->nup, bytes);
 }
 
 static fedc_status plan_int(const server *s, const char *key, int64_t *out) {
@@ -385,9 +580,28 @@ static fedc_status resume(server *s, int *first) {
     return st;
 }
 
-static fedc_status setup(server *s) {
+/* The slots a round selects: ceil(over_select x K), at most the population. */
+static fedc_status selection(server *s) {
     const fedc_server_options *o = s->o;
     int64_t k = o->clients_per_round;
+    if (k < 1 || k > s->population)
+        return fedc_error(FEDC_EINVAL, "server: %lld clients per round, but the plan's population is %lld clients",
+                          (long long)k, (long long)s->population);
+    if (!(o->over_select >= 1 && o->over_select <= 100))
+        return fedc_error(FEDC_EINVAL, "server: over-selection %g is not between 1 and 100", o->over_select);
+    double selected = ceil(o->over_select * (double)k - 1e-9);
+    s->commit = (int)k;
+    s->k = selected > (double)s->population ? (int)s->population : (int)selected;
+    if (s->k > s->commit && fedc_plan_client_init(s->plan))
+        return fedc_error(FEDC_EUNSUPPORTED, "server: over-selection with a plan whose clients keep state (%s): a client "
+                          "could not tell whether its report was added", fedc_plan_setting(s->plan, "algorithm"));
+    if (o->min_reports > s->commit)
+        return fedc_error(FEDC_EINVAL, "server: --min-reports %d is above the %d clients a round adds", o->min_reports, s->commit);
+    return FEDC_OK;
+}
+
+static fedc_status setup(server *s) {
+    const fedc_server_options *o = s->o;
     fedc_status st = fedc_plan_read(o->plan, &s->plan);
     if (st) return st;
     s->form = fedc_plan_form(s->plan);
@@ -395,24 +609,30 @@ static fedc_status setup(server *s) {
     if (!seed) return fedc_error(FEDC_EPARSE, "%s: no seed setting", o->plan);
     s->seed = strtoull(seed, NULL, 10);
     if ((st = plan_int(s, "population", &s->population))) return st;
-    if (k < 1 || k > s->population)
-        return fedc_error(FEDC_EINVAL, "server: %lld clients per round, but the plan's population is %lld clients",
-                          (long long)k, (long long)s->population);
-    s->k = (int)k;
+    if ((st = selection(s))) return st;
+    size_t k = (size_t)s->k, pop = (size_t)s->population;
     s->population_f = (float)s->population;
     s->ntensors = fedc_plan_num_tensors(s->plan);
     s->state = fedc_calloc((size_t)s->ntensors + 1, sizeof *s->state);
-    s->sampled = fedc_calloc((size_t)k, sizeof *s->sampled);
-    s->reported = fedc_calloc((size_t)k, 1);
-    s->closed_sampled = fedc_calloc((size_t)k, sizeof *s->closed_sampled);
-    s->closed_reported = fedc_calloc((size_t)k, 1);
-    s->closed_round = -1;
+    s->sampled = fedc_calloc(k, sizeof *s->sampled);
+    s->next = fedc_calloc(k, sizeof *s->next);
+    s->left_out = fedc_calloc(k, 1);
+    s->sent = fedc_calloc(k, 1);
+    s->granted = fedc_calloc(k, 1);
+    s->slot_of = fedc_malloc(pop * sizeof *s->slot_of);
+    s->next_round = fedc_calloc(pop, 1);
+    s->heard = fedc_calloc(pop, sizeof *s->heard);
+    s->taken_round = fedc_malloc(pop * sizeof *s->taken_round + 1);
+    s->taken_exchange = fedc_calloc(pop, sizeof *s->taken_exchange);
     s->task = fedc_calloc(4096, sizeof *s->task);
     s->up = fedc_calloc(4096, sizeof *s->up);
-    s->own = fedc_calloc(64, sizeof *s->own);
-    if (!s->state || !s->sampled || !s->reported || !s->closed_sampled || !s->closed_reported || !s->task || !s->up || !s->own)
+    s->maxheld = o->max_held;
+    s->held = fedc_calloc((size_t)s->maxheld + 1, sizeof *s->held);
+    if (!s->state || !s->sampled || !s->next || !s->left_out || !s->sent || !s->granted || !s->slot_of || !s->next_round || !s->heard || !s->taken_round ||
+        !s->taken_exchange || !s->task || !s->up || !s->held)
         return fedc_error(FEDC_ENOMEM, "server: out of memory");
-    st = fedc_deployment_run_create(&s->run, s->form, &(fedc_exec_options){.clients = s->k, .threads = o->threads});
+    for (size_t i = 0; i < pop; i++) s->slot_of[i] = s->taken_round[i] = -1;
+    st = fedc__deployment_run_create_server(&s->run, s->form, &(fedc_exec_options){.clients = s->k, .threads = o->threads});
     for (int i = 0; !st && i < s->ntensors; i++) {
         fedc_tensor_entry e = fedc_plan_tensor(s->plan, i);
         size_t n = fedc_type_bytes(&e.type);
@@ -423,6 +643,9 @@ static fedc_status setup(server *s) {
     if (!st && fedc_program_find_input(fedc_plan_round(s->plan), "meta/population") != FEDC_NONE)
         st = fedc_deployment_run_bind(s->run, "meta/population", &s->population_f);
     if (!st) st = fedc_make_dirs(o->out_dir);
+    char spill[4200];
+    snprintf(spill, sizeof spill, "%s/reports.spill", o->out_dir);
+    if (!st) st = fedc__collect_create(&s->collect, s->run, s->k, s->commit, o->reorder_window, spill);
     if (!st) st = make_token(s);
     return st;
 }
@@ -430,10 +653,10 @@ static fedc_status setup(server *s) {
 static void teardown(server *s) {
     fedc__net_close(&s->net);
     for (int i = 0; s->state && i < s->ntensors; i++) fedc_free(s->state[i]);
-    fedc_free(s->state), fedc_free(s->sampled), fedc_free(s->reported), fedc_free(s->task), fedc_free(s->up);
-    fedc_free(s->closed_sampled), fedc_free(s->closed_reported);
-    for (int i = 0; i < s->nown; i++) fedc_free(s->own[i].slots);
-    fedc_free(s->own);
+    fedc_free(s->state), fedc_free(s->sampled), fedc_free(s->task), fedc_free(s->up), fedc_free(s->held);
+    fedc_free(s->slot_of), fedc_free(s->next_round), fedc_free(s->heard), fedc_free(s->next), fedc_free(s->left_out), fedc_free(s->sent), fedc_free(s->granted);
+    fedc_free(s->taken_round), fedc_free(s->taken_exchange);
+    fedc__collect_destroy(s->collect);
     fedc_deployment_run_destroy(s->run);
     fedc_plan_destroy(s->plan);
     if (s->metrics) fclose(s->metrics);
@@ -442,36 +665,52 @@ static void teardown(server *s) {
 /* ---------------------------------------------------------- a round -- */
 
 typedef struct round_stats {
-    int reported, refused, duplicates;
-    double bytes_in, bytes_out, t_prepare, t_collect, t_aggregate, t_result, t_checkpoint;
+    int attempt, reported, dropped, skipped, stragglers, missed, spilled, held_peak, refused, duplicates;
+    double bytes_in, bytes_out, t_prepare, t_collect, t_aggregate, t_result, t_checkpoint, t_round;
     float train_loss, examples;
+    bool abandoned;
 } round_stats;
 
-/* One exchange: prepare and broadcast, the clients' reports, aggregation and
+/* The exchange that closed: who was left out, and its counts. */
+static void close_exchange(server *s, round_stats *rs) {
+    for (int i = 0; i < s->k; i++) {
+        fedc__slot_state st = fedc__collect_state(s->collect, i);
+        s->left_out[i] |= st != FEDC__SLOT_ADDED;
+    }
+    s->collecting = false;
+    answer_held(s); /* the readies of this exchange are told it wants no report now */
+    fedc__collect_stats c = fedc__collect_stats_of(s->collect);
+    rs->reported = c.added, rs->dropped = c.dropped, rs->skipped = c.skipped;
+    rs->stragglers += c.unused, rs->spilled += c.spilled;
+    if (c.held_peak > rs->held_peak) rs->held_peak = c.held_peak;
+    rs->t_aggregate += c.seconds;
+}
+
+/* One exchange: prepare, the clients' reports streamed into the aggregation,
  * server_result. *abandoned: too few reports by the deadline. */
 static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandoned) {
     double t0 = fedc_seconds();
     s->exchange = e;
-    memset(s->reported, 0, (size_t)s->k);
-    s->nreported = 0;
     fedc_status st = fedc__deployment_run_phase(s->run, e, FEDC_PHASE_SERVER_PREPARE, NULL);
-    if (!st) st = fedc__deployment_run_phase(s->run, e, FEDC_PHASE_BROADCAST, NULL);
     if (!st) st = exchange_io(s, e);
     double t1 = fedc_seconds();
-    if (!st) st = serve(s, t1 + s->o->report_deadline, false);
+    s->collecting = !st, s->opened = t1;
+    memset(s->sent, 0, (size_t)s->k);
+    memset(s->granted, 0, (size_t)s->k);
+    s->unconfirmed = s->ngranted = 0;
+    if (!st) answer_held(s); /* the held check-ins of this exchange's clients get their tasks now */
+    if (!st) st = serve(s, t1 + s->o->report_deadline);
+    for (int i = 0; !st && i < s->k; i++) st = fedc__collect_drop(s->collect, i); /* the deadline: the rest given up */
     double t2 = fedc_seconds();
     rs->t_prepare += t1 - t0, rs->t_collect += t2 - t1;
-    memcpy(s->closed_sampled, s->sampled, (size_t)s->k * sizeof *s->sampled);
-    memcpy(s->closed_reported, s->reported, (size_t)s->k);
-    s->closed_round = s->round, s->closed_exchange = e;
-    rs->reported = s->nreported;
-    if (!st && s->nreported < s->o->min_reports) {
+    close_exchange(s, rs);
+    if (!st && rs->reported < s->o->min_reports) {
         fprintf(s->log, "fedc server: round %d: %d of %d clients reported by the deadline, fewer than %d: the round "
-                "is abandoned\n", s->round + 1, s->nreported, s->k, s->o->min_reports);
+                "is abandoned\n", s->round + 1, rs->reported, s->k, s->o->min_reports);
         *abandoned = true;
         return FEDC_OK;
     }
-    if (!st) st = fedc__deployment_run_phase(s->run, e, FEDC_PHASE_AGGREGATION, s->reported);
+    if (!st) st = fedc__collect_end(s->collect);
     double t3 = fedc_seconds();
     if (!st) st = fedc__deployment_run_phase(s->run, e, FEDC_PHASE_SERVER_RESULT, NULL);
     rs->t_aggregate += t3 - t2, rs->t_result += fedc_seconds() - t3;
@@ -518,36 +757,61 @@ static fedc_status checkpoint(server *s, int next_round) {
     return st;
 }
 
+/* A row of metrics.jsonl: a committed round, or an abandoned attempt at one. */
 static void log_metrics(server *s, const round_stats *rs) {
-    fprintf(s->metrics,
-            "{\"round\": %d, \"selected\": %d, \"reported\": %d, \"dropped\": %d, \"refused\": %d, \"duplicates\": %d, "
-            "\"bytes_in\": %.0f, "
-            "\"bytes_out\": %.0f, \"train_loss\": %.9g, \"examples\": %.0f, \"seconds\": {\"prepare\": %.6f, "
-            "\"collect\": %.6f, \"aggregate\": %.6f, \"result\": %.6f, \"checkpoint\": %.6f}}\n",
-            s->round + 1, s->k, rs->reported, s->k - rs->reported, rs->refused, rs->duplicates, rs->bytes_in, rs->bytes_out,
-            rs->train_loss, rs->examples, rs->t_prepare, rs->t_collect, rs->t_aggregate, rs->t_result, rs->t_checkpoint);
-    fflush(s->metrics);
+    FILE *f = s->metrics;
+    fprintf(f, "{\"round\": %d, \"selected\": %d, \"reported\": %d, \"dropped\": %d, \"refused\": %d, \"duplicates\": %d, "
+            "\"attempt\": %d, \"abandoned\": %s, \"not_needed\": %d, \"stragglers\": %d, \"missed_heartbeats\": %d, "
+            "\"spilled\": %d, \"held_peak\": %d, \"left_out\": [", s->round + 1, s->k, rs->reported, rs->dropped,
+            rs->refused, rs->duplicates, rs->attempt + 1, rs->abandoned ? "true" : "false", rs->skipped, rs->stragglers,
+            rs->missed, rs->spilled, rs->held_peak);
+    for (int i = 0, n = 0; i < s->k; i++)
+        if (s->left_out[i]) fprintf(f, "%s%lld", n++ ? ", " : "", (long long)s->sampled[i]);
+    fprintf(f, "], \"bytes_in\": %.0f, \"bytes_out\": %.0f, ", rs->bytes_in, rs->bytes_out);
+    if (!rs->abandoned) fprintf(f, "\"train_loss\": %.9g, \"examples\": %.0f, ", rs->train_loss, rs->examples);
+    fprintf(f, "\"seconds\": {\"prepare\": %.6f, \"collect\": %.6f, \"aggregate\": %.6f, \"result\": %.6f, "
+            "\"checkpoint\": %.6f, \"round\": %.6f}}\n", rs->t_prepare, rs->t_collect, rs->t_aggregate, rs->t_result,
+            rs->t_checkpoint, rs->t_round);
+    fflush(f);
+}
+
+/* Round r's clients in their slots, and who is in the next round (their
+ * check-ins are held for it). */
+static fedc_status select_round(server *s, int r) {
+    for (int i = 0; i < s->k; i++) s->slot_of[s->sampled[i]] = -1;
+    memset(s->next_round, 0, (size_t)s->population);
+    memset(s->left_out, 0, (size_t)s->k);
+    fedc_status st = fedc_sample_clients(s->population, s->k, s->seed, (uint32_t)r, s->sampled);
+    if (!st && r + 1 < s->o->rounds) {
+        st = fedc_sample_clients(s->population, s->k, s->seed, (uint32_t)(r + 1), s->next);
+        for (int i = 0; !st && i < s->k; i++) s->next_round[s->next[i]] = 1;
+    }
+    for (int i = 0; !st && i < s->k; i++) s->slot_of[s->sampled[i]] = i;
+    return st;
 }
 
 static fedc_status run_round(server *s, int r) {
     fedc_status st = FEDC_OK;
     bool abandoned = true;
     for (int attempt = 0; !st && abandoned && attempt < MAX_ATTEMPTS; attempt++) {
-        round_stats rs = {0};
-        double in = s->bytes_in, out = s->bytes_out;
-        int refused = s->refused, duplicates = s->duplicates;
+        round_stats rs = {.attempt = attempt};
+        double in = s->bytes_in, out = s->bytes_out, t0 = fedc_seconds();
+        int refused = s->refused, duplicates = s->duplicates, stragglers = s->stragglers, missed = s->missed;
         s->round = r;
         abandoned = false;
-        st = fedc_sample_clients(s->population, s->k, s->seed, (uint32_t)r, s->sampled);
+        st = select_round(s, r);
         for (int e = 0; !st && !abandoned && e < fedc_deployment_form_exchanges(s->form); e++)
             st = run_exchange(s, e, &rs, &abandoned);
         if (!st && !abandoned) st = take_state(s, &rs);
         double t = fedc_seconds();
         if (!st && !abandoned) st = checkpoint(s, r + 1);
         rs.t_checkpoint = fedc_seconds() - t;
+        rs.t_round = fedc_seconds() - t0;
         rs.bytes_in = s->bytes_in - in, rs.bytes_out = s->bytes_out - out, rs.refused = s->refused - refused;
         rs.duplicates = s->duplicates - duplicates;
-        if (!st && !abandoned) log_metrics(s, &rs);
+        rs.stragglers += s->stragglers - stragglers, rs.missed = s->missed - missed;
+        rs.abandoned = abandoned;
+        if (!st) log_metrics(s, &rs);
     }
     if (!st && abandoned)
         return fedc_error(FEDC_EIO, "round %d: abandoned %d times (fewer than %d reports by the deadline)", r + 1,
@@ -556,9 +820,13 @@ static fedc_status run_round(server *s, int r) {
 }
 
 fedc_status fedc_server_run(const fedc_server_options *o) {
-    if (!o->plan || !o->listen || !o->out_dir || o->rounds < 1 || o->min_reports < 1 || !(o->report_deadline > 0))
+    if (!o->plan || !o->listen || !o->out_dir || o->rounds < 1 || o->min_reports < 1 || !(o->report_deadline > 0) ||
+        !(o->heartbeat > 0) || !(o->heartbeat_timeout > 0) || o->reorder_window < 1 || o->max_held < 0)
         return fedc_error(FEDC_EINVAL, "server: needs a plan, an address, an output directory, rounds >= 1, "
-                          "min_reports >= 1 and a deadline above 0");
+                          "min_reports >= 1, a deadline, heartbeat and heartbeat timeout above 0 and a reorder window of 1 or more");
+    if (o->heartbeat_timeout <= o->heartbeat)
+        return fedc_error(FEDC_EINVAL, "server: the heartbeat timeout (%g s) must be longer than the heartbeat interval "
+                          "(%g s), or working clients are given up", o->heartbeat_timeout, o->heartbeat);
     server s;
     memset(&s, 0, sizeof s);
     s.o = o;
@@ -569,7 +837,7 @@ fedc_status fedc_server_run(const fedc_server_options *o) {
     fedc_status st = setup(&s);
     if (!st) st = resume(&s, &first);
     if (!st && !(s.metrics = fopen(path, first ? "a" : "w"))) st = fedc_error(FEDC_EIO, "%s: cannot write", path);
-    if (!st) st = fedc__net_listen(&s.net, o->listen, o->max_message, 100,
+    if (!st) st = fedc__net_listen(&s.net, o->listen, o->max_message, RECV_MS,
                                              &(fedc__tls){.cert = o->tls_cert, .key = o->tls_key});
     if (!st) fprintf(s.log, "fedc server: listening on %s, plan %s, rounds %d to %d of %d clients\n", o->listen,
                      fedc_plan_hash(s.plan), first + 1, o->rounds, s.k);
@@ -577,7 +845,10 @@ fedc_status fedc_server_run(const fedc_server_options *o) {
     if (!st) {
         s.done = true;
         fprintf(s.log, "fedc server: done: %d rounds; %s/checkpoint.safetensors\n", o->rounds, o->out_dir);
-        st = serve(&s, fedc_seconds() + o->linger, true); /* clients that ask are told the job is over */
+        answer_held(&s);
+        /* clients that ask are told the job is over; one told to come back after
+         * the heartbeat interval comes back before the end of it */
+        st = serve(&s, fedc_seconds() + (o->linger > o->heartbeat ? o->linger : o->heartbeat));
     }
     teardown(&s);
     return st;

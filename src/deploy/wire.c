@@ -14,12 +14,15 @@ static const struct {
 } types[FEDC__MSG_TYPES] = {
     [FEDC__MSG_CHECKIN] = {"checkin", {"token", "client", "version", "plan_hash"}},
     [FEDC__MSG_PLAN] = {"plan", {"hash"}},
-    [FEDC__MSG_TASK] = {"task", {"round", "exchange", "slot", "hash"}},
+    [FEDC__MSG_TASK] = {"task", {"round", "exchange", "slot", "hash", "heartbeat_ms"}},
     [FEDC__MSG_WAIT] = {"wait", {"retry_ms", "reason"}},
     [FEDC__MSG_DONE] = {"done", {"rounds"}},
     [FEDC__MSG_REPORT] = {"report", {"token", "client", "round", "exchange", "slot", "hash"}},
     [FEDC__MSG_ACK] = {"ack", {"counted"}},
     [FEDC__MSG_REJECT] = {"reject", {"reason"}},
+    [FEDC__MSG_HEARTBEAT] = {"heartbeat", {"token", "client", "round", "exchange", "slot"}},
+    [FEDC__MSG_READY] = {"ready", {"token", "client", "round", "exchange", "slot"}},
+    [FEDC__MSG_GO] = {"go", {0}},
 };
 
 const char *fedc__msg_name(int type) { return type > 0 && type < FEDC__MSG_TYPES ? types[type].name : "?"; }

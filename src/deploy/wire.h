@@ -18,17 +18,22 @@
 
 #include "fedc/safetensors.h"
 
-enum { FEDC__WIRE_VERSION = 1, FEDC__WIRE_HEADER = 16 };
+/* The frame's version; the protocol's (a check-in's "version": the messages
+ * and what they mean) is FEDC__PROTOCOL_VERSION. */
+enum { FEDC__WIRE_VERSION = 1, FEDC__WIRE_HEADER = 16, FEDC__PROTOCOL_VERSION = 2 };
 
 typedef enum fedc__msg_type {
     FEDC__MSG_CHECKIN = 1, /* client: token, client, version, plan_hash ("" when it has no plan) */
     FEDC__MSG_PLAN,        /* server: hash; tensors "file/NAME" (u8): the plan's files */
-    FEDC__MSG_TASK,        /* server: round, exchange, slot, hash; tensors: the broadcast values */
-    FEDC__MSG_WAIT,        /* server: retry_ms, reason */
+    FEDC__MSG_TASK,        /* server: round, exchange, slot, hash, heartbeat_ms; tensors: the broadcast values */
+    FEDC__MSG_WAIT,        /* server: retry_ms (check in again after that), reason */
     FEDC__MSG_DONE,        /* server: rounds (the job is over) */
     FEDC__MSG_REPORT,      /* client: token, client, round, exchange, slot, hash; tensors: what it sends up */
     FEDC__MSG_ACK,         /* server: counted (1, or 0 for a report already counted) */
     FEDC__MSG_REJECT,      /* server: reason */
+    FEDC__MSG_HEARTBEAT,   /* client, while it works on a task: token, client, round, exchange, slot */
+    FEDC__MSG_READY,       /* client, its report ready: token, client, round, exchange, slot */
+    FEDC__MSG_GO,          /* server: send the report now */
     FEDC__MSG_TYPES
 } fedc__msg_type;
 

@@ -51,15 +51,27 @@ static bool is_root(void) { return fedc_mpi_rank() == 0; }
 /* FEDC_FAULT=POINT:ROUND[:CLIENT], for tests: "metrics:R" stops the process as
  * kill -9 would (SIGKILL: no buffer flushed, nothing cleaned up) right after round
  * R's metrics row, before its checkpoint; "load:R:C" makes client C's data fail to
- * load in round R. */
+ * load in round R. Several rounds and clients: "load:R:C,C/R:C" (R may be "*":
+ * every round), as a deployed run's left-out clients are replayed. */
+static bool fault_group(const char *g, int round, int64_t client) {
+    char *end;
+    long r = *g == '*' ? round : strtol(g, &end, 10);
+    if (*g == '*') end = (char *)g + 1;
+    if (r != round) return false;
+    if (client < 0) return true;
+    while (*end == ':' || *end == ',') {
+        if (strtoll(end + 1, &end, 10) == client) return true;
+    }
+    return false;
+}
+
 bool fedc__train_fault(const char *point, int round, int64_t client) {
     const char *f = getenv("FEDC_FAULT");
     size_t n = strlen(point);
     if (!f || strncmp(f, point, n) || f[n] != ':') return false;
-    char *end;
-    long r = strtol(f + n + 1, &end, 10);
-    if (r != round) return false;
-    return client < 0 || (*end == ':' && strtoll(end + 1, NULL, 10) == client);
+    for (const char *g = f + n + 1; g; g = strchr(g, '/') ? strchr(g, '/') + 1 : NULL)
+        if (fault_group(g, round, client)) return true;
+    return false;
 }
 
 static void fault_kill(const char *point, int round) {

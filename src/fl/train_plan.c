@@ -14,9 +14,10 @@
 
 /* The inputs a deployment can give a round: the server state, the client's
  * state (kept by the client), batches, dataset size and whether it was seen,
- * the population. */
+ * its domain (found by the client as fedc train finds it), the population. */
 static bool deployable_input(const char *name) {
-    static const char *const ok[] = {"x", "y", "mask", "steps", "key", "meta/num_examples", "meta/seen", "meta/population"};
+    static const char *const ok[] = {"x", "y", "mask", "steps", "key", "meta/num_examples", "meta/seen", "meta/domain",
+                                     "meta/population"};
     if (!strncmp(name, "server/", 7) || !strncmp(name, "client/", 7)) return true;
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
         if (!strcmp(name, ok[i])) return true;
@@ -28,9 +29,18 @@ static fedc_status check_inputs(const fedc_program *round, const char *alg) {
         const char *name = fedc_program_input_name(round, i);
         if (!deployable_input(name))
             return fedc_error(FEDC_EUNSUPPORTED, "plan: %s's round reads \"%s\", which a deployment does not give yet "
-                              "(client metadata other than meta/num_examples and meta/seen)", alg, name);
+                              "(client metadata other than meta/num_examples, meta/seen and meta/domain)", alg, name);
     }
     return FEDC_OK;
+}
+
+/* A client finds its meta/domain from its own data, by fedc train's rule
+ * without a file (EMNIST writer ids, else 0): a plan does not carry
+ * --client-domains's file. */
+static fedc_status domains_deployable(const trainer *t) {
+    if (fedc_program_find_input(t->round, "meta/domain") == FEDC_NONE || !t->c->client_domains) return FEDC_OK;
+    return fedc_error(FEDC_EUNSUPPORTED, "plan: --client-domains %s: a plan does not carry a domains file yet (a client "
+                      "finds its domain from an EMNIST writer id, else 0)", t->c->client_domains);
 }
 
 /* The initial server state: the algorithm's server_init on the model, as the
@@ -111,6 +121,7 @@ fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     if (!st) t.alg.max_steps = fedc__train_max_steps(&t);
     if (!st) st = fedc_algorithm_round(t.model, &t.alg, &t.round);
     if (!st) st = check_inputs(t.round, fedc_algorithm_name(&t.alg));
+    if (!st) st = domains_deployable(&t);
     if (!st) st = no_warm_start(&t);
     if (!st) st = server_init(&t, &init, &ex);
     if (!st) st = fedc_algorithm_client_init(t.model, &t.alg, &client_init);
@@ -202,6 +213,9 @@ fedc_status fedc__plan_data_open(const fedc_plan *p, const char *data, fedc__pla
     if (!st) st = fedc__train_create_model(&d->t);
     d->t.alg = d->c.algorithm;
     d->t.alg.max_steps = max_steps;
+    d->t.k = 1;
+    if (!st && fedc_program_find_input(fedc_plan_round(p), "meta/domain") != FEDC_NONE)
+        st = fedc__train_client_domains(&d->t); /* every client's, as fedc train finds them */
     pthread_mutex_init(&d->lock, NULL);
     if (st) fedc__plan_data_destroy(d);
     else *out = d;
@@ -242,13 +256,14 @@ void fedc__plan_client_seen(fedc__plan_client *c) { c->seen = 1; }
 
 const char *fedc__plan_client_name(const fedc__plan_client *c) { return fedc_dataset_client_id(c->d->t.train, c->id); }
 
-/* The client's inputs by name, in its buffers (x, y, mask, steps, key, meta/num_examples). */
+/* The client's inputs by name, in its buffers (x, y, mask, steps, key, meta/...). */
 const void *fedc__plan_client_input(const fedc__plan_client *c, const char *name) {
     const struct {
         const char *name;
         const void *data;
     } in[] = {{"x", c->cb.x}, {"y", c->cb.y}, {"mask", c->cb.mask}, {"steps", c->cb.steps}, {"key", c->cb.key},
-              {"meta/num_examples", &c->num_examples}, {"meta/seen", &c->seen}};
+              {"meta/num_examples", &c->num_examples}, {"meta/seen", &c->seen},
+              {"meta/domain", c->d->t.client_domain ? &c->d->t.client_domain[c->id] : NULL}};
     for (size_t i = 0; i < sizeof in / sizeof *in; i++)
         if (!strcmp(name, in[i].name)) return in[i].data;
     return NULL;
@@ -261,7 +276,7 @@ fedc_status fedc__plan_client_load(fedc__plan_client *c, uint32_t round, fedc_ex
     fedc_status st = fedc__train_fill(&c->d->t, c->d->t.train, &c->id, 1, &c->cb, true, round);
     c->d->c.strict = strict;
     pthread_mutex_unlock(&c->d->lock);
-    static const char *const names[] = {"x", "y", "mask", "steps", "key", "meta/num_examples", "meta/seen"};
+    static const char *const names[] = {"x", "y", "mask", "steps", "key", "meta/num_examples", "meta/seen", "meta/domain"};
     for (size_t i = 0; !st && i < sizeof names / sizeof *names; i++)
         if (fedc_program_find_input(q, names[i]) != FEDC_NONE)
             st = fedc_executor_bind(ex, names[i], fedc__plan_client_input(c, names[i]));
