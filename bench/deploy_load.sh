@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/deploy_load.sh FEDC [N...] — one fedc server on loopback with N concurrent clients (a
+# bench/deploy_load.sh [FEDC [N...]] — one fedc server on loopback with N concurrent clients (a
 # fleet, every client in every round), FedAvg on a model (MODEL, default logistic; cnn for
 # FedJAX's EMNIST CNN) over generated EMNIST-shaped clients of EXAMPLES examples (default 4) in
 # batches of BATCH (default 2): rounds per second, the
@@ -7,9 +7,10 @@
 # most, spilled to disk), and the deployed rounds' time over fedc train's on the same job (same
 # bits; the simulation runs on THREADS threads, the fleet on one thread per client).
 # docs/benchmarks.md records the figures.
+# FEDC defaults to $FEDC or ./build/fedc, so bench/harness.py (make bench) runs it without arguments.
 set -eu
-fedc=$1
-shift
+fedc=${1:-${FEDC:-./build/fedc}}
+[ $# -gt 0 ] && shift
 sizes=${*:-100 500 1000}
 model=${MODEL:-logistic}
 rounds=${ROUNDS:-3}
