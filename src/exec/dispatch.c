@@ -291,6 +291,21 @@ static fedc_status run_DROPOUT(const fedc__step *s) {
                          fedc__attr_float(s->n, FEDC_ATTR_RATE, 0), s->out);
 }
 
+fedc_status fedc__step_run_saved(const fedc__step *s, uint8_t *bytes, bool save) {
+    fedc_dtype dt = s->n->type.dtype;
+    if (s->n->op == FEDC_OP_MAX_POOL2D) {
+        fedc__pool_geom g = pool_geom(s->n, in_type(s, 0), &s->n->type);
+        return s->k->max_pool2d_save(dt, &g, s->in[0], s->out, bytes);
+    }
+    if (s->n->op == FEDC_OP_MAX_POOL2D_GRAD) {
+        fedc__pool_geom g = pool_geom(s->n, in_type(s, 0), in_type(s, 1));
+        return s->k->max_pool2d_grad_apply(dt, &g, bytes, s->in[1], s->out);
+    }
+    double rate = fedc__attr_float(s->n, FEDC_ATTR_RATE, 0);
+    if (save) return s->k->dropout_save(dt, out_count(s), s->in[0], key_stream(s->in[1]), rate, s->out, bytes);
+    return s->k->dropout_apply(dt, out_count(s), s->in[0], bytes, rate, s->out);
+}
+
 static fedc_status run_RANDOM_NORMAL(const fedc__step *s) {
     return s->k->random_normal(s->n->type.dtype, out_count(s), key_stream(s->in[0]), s->out);
 }

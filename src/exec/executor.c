@@ -126,7 +126,7 @@ static fedc_status allocate(fedc_executor *ex) {
             return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     fedc__plan_placement(ex);
     fedc_status st = fedc__plan_epilogues(ex);
-    if (!st) fedc__plan_pairs(ex);
+    if (!st) fedc__plan_pairs(ex), fedc__plan_saved(ex);
     if (!st) st = fedc__plan_memory(ex);
     if (st) return st;
     ex->block = fedc_malloc(ex->block_bytes);
@@ -327,6 +327,15 @@ static fedc_status run_pair(fedc_executor *ex, fedc_value v) {
                              value_memory(ex, in->in[g]), out);
 }
 
+/* A node that saves bytes for its derivatives, or reads them (plan_saved). */
+static fedc_status run_saved(fedc_executor *ex, fedc_value v) {
+    const fedc__node *n = &ex->p->nodes[v];
+    gather_operands(ex, n);
+    fedc__step s = {ex->p, v, n, ex->k, written(ex, v), ex->operands, ex->scratch, ex->clients, ex->strides,
+                    ex->dropped, NULL};
+    return fedc__step_run_saved(&s, ex->block + ex->plan[ex->plan[v].saved].saved_offset, ex->plan[v].saved == v);
+}
+
 static fedc_status run_node_timed(fedc_executor *ex, fedc_value v) {
     const fedc__node *n = &ex->p->nodes[v];
     value_plan *vp = &ex->plan[v];
@@ -335,6 +344,7 @@ static fedc_status run_node_timed(fedc_executor *ex, fedc_value v) {
     if (ex->epi && ex->epi[v].out != FEDC_NONE) return run_epilogue(ex, v);
     if (vp->kind != MEM_BLOCK || vp->fused_into != FEDC_NONE || n->op == FEDC_OP_RESULT || vp->def != v) return FEDC_OK;
     if (vp->pair != FEDC_NONE) return run_pair(ex, v);
+    if (vp->saved != FEDC_NONE) return run_saved(ex, v);
     gather_operands(ex, n);
     fedc__step s = {ex->p, v, n, ex->k, written(ex, v), ex->operands, ex->scratch, ex->clients, ex->strides,
                     ex->dropped, ex->aggs[v]};

@@ -5,7 +5,9 @@
  *  - plan_memory.c decides where every value lives (its placement and an offset in
  *    one block, by liveness);
  *  - plan_fusion.c finds the chains that run as one kernel (a conv2d with its
- *    bias, relu and pool; elementwise pairs and an SGD step fused with its matmul);
+ *    bias, relu and pool; elementwise pairs and an SGD step fused with its matmul)
+ *    and the forward ops that save bytes for their derivatives (dropout's mask,
+ *    max-pool's argmax);
  *  - executor.c creates, runs and reads the executor (maps, folds, results). */
 #ifndef FEDC_EXEC_EXECUTOR_PLAN_H
 #define FEDC_EXEC_EXECUTOR_PLAN_H
@@ -32,6 +34,8 @@ typedef struct value_plan {
     fedc_value def;        /* the step that writes it */
     fedc_value pair;       /* the elementwise operand computed in this node's pass (plan_pairs), or FEDC_NONE */
     fedc_value product;    /* a pair's matmul computed in the same pass (plan_pairs), or FEDC_NONE */
+    fedc_value saved;      /* the node whose saved bytes it reads (itself: it saves them; plan_saved), or FEDC_NONE */
+    size_t saved_offset;   /* a node that saves bytes (a byte per element of its value): where, in the block */
 } value_plan;
 
 /* The per-node lists of a map or a fold (arguments, result memory, the fused
@@ -91,11 +95,12 @@ size_t fedc__value_bytes(const fedc_executor *ex, fedc_value v);
 /* u is one local element of dtype dt (a pair's scalar operand). */
 bool fedc__scalar_of(const fedc_program *p, fedc_value u, fedc_dtype dt);
 
-/* The passes, in order: placement (every value's kind and stride), epilogues and
- * pairs (fusion), then memory (offsets, block and scratch sizes). */
+/* The passes, in order: placement (every value's kind and stride), epilogues,
+ * pairs and saved bytes (fusion), then memory (offsets, block and scratch sizes). */
 void fedc__plan_placement(fedc_executor *ex);
 fedc_status fedc__plan_epilogues(fedc_executor *ex);
 void fedc__plan_pairs(fedc_executor *ex);
+void fedc__plan_saved(fedc_executor *ex);
 fedc_status fedc__plan_memory(fedc_executor *ex);
 
 #endif

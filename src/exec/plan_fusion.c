@@ -130,3 +130,58 @@ void fedc__plan_pairs(fedc_executor *ex) {
         ex->plan[g].kind = MEM_NONE;
     }
 }
+
+/* ---------------------------------------------------------- saved bytes -- */
+
+static bool same_ints(const fedc__node *a, const fedc__node *b, fedc__attr_key key) {
+    int na, nb;
+    const int64_t *x = fedc__attr_ints(a, key, &na), *y = fedc__attr_ints(b, key, &nb);
+    if (na != nb) return false;
+    for (int i = 0; i < na; i++)
+        if (x[i] != y[i]) return false;
+    return true;
+}
+
+/* Whether u reads what v saves: a dropout with v's key value, rate and type (v's
+ * derivative, the same dropout on the cotangent: vjp_DROPOUT), or the gradient of
+ * max-pool v (its x, geometry and a dy of v's type). */
+static bool reads_saved(const fedc_program *p, fedc_value v, fedc_value u) {
+    const fedc__node *a = &p->nodes[v], *b = &p->nodes[u];
+    if (a->op == FEDC_OP_DROPOUT)
+        return b->op == FEDC_OP_DROPOUT && b->in[1] == a->in[1] && same_type(&b->type, &a->type) &&
+               fedc__attr_float(b, FEDC_ATTR_RATE, 0) == fedc__attr_float(a, FEDC_ATTR_RATE, 0);
+    return b->op == FEDC_OP_MAX_POOL2D_GRAD && b->in[0] == a->in[0] && same_type(&p->nodes[b->in[1]].type, &a->type) &&
+           same_ints(a, b, FEDC_ATTR_WINDOW) && same_ints(a, b, FEDC_ATTR_STRIDES) && same_ints(a, b, FEDC_ATTR_PADS);
+}
+
+/* A node that can save bytes for its derivatives: an f32 dropout of a rate in
+ * [0, 1) (its mask), an f32 max_pool2d of a window of at most 255 (its argmax). */
+static bool can_save(const fedc_executor *ex, fedc_value v) {
+    const fedc__node *n = &ex->p->nodes[v];
+    if (n->type.dtype != FEDC_F32 || !plain(ex, v) || ex->plan[v].saved != FEDC_NONE) return false;
+    if (n->op == FEDC_OP_DROPOUT) {
+        double rate = fedc__attr_float(n, FEDC_ATTR_RATE, 0);
+        return ex->k->dropout_save && ex->k->dropout_apply && rate >= 0 && rate < 1;
+    }
+    int count;
+    const int64_t *window = fedc__attr_ints(n, FEDC_ATTR_WINDOW, &count);
+    return n->op == FEDC_OP_MAX_POOL2D && ex->k->max_pool2d_save && ex->k->max_pool2d_grad_apply && count == 2 &&
+           window[0] * window[1] <= 255;
+}
+
+/* Finds the forward ops whose derivatives would compute again what the forward
+ * knew: a dropout's mask (its derivative is the same dropout on the cotangent) and
+ * max-pool's argmax (its gradient finds each window's maximum again). The forward
+ * saves a byte per element of its value (in the block, from it to its last
+ * reader, plan_memory) and the derivatives read them: the same bits without the
+ * Philox blocks or the second pass over the pool's input. Only with kernels that
+ * save them. */
+void fedc__plan_saved(fedc_executor *ex) {
+    const fedc_program *p = ex->p;
+    for (int v = 0; v < p->n; v++) {
+        if (!can_save(ex, v)) continue;
+        for (int u = v + 1; u < p->n; u++)
+            if (ex->plan[u].saved == FEDC_NONE && ex->plan[u].pair == FEDC_NONE && reads_saved(p, v, u) && plain(ex, u))
+                ex->plan[v].saved = v, ex->plan[u].saved = v;
+    }
+}

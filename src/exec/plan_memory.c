@@ -10,7 +10,8 @@
  *    (src/exec/cohort.c), and those aggregations are computed by the map;
  *  - everything else gets an offset in one block, at the lowest gap free for its
  *    whole lifetime (from the step that writes it to its last reader); a clients
- *    value takes one copy per client. Outputs live to the end. Memory is released
+ *    value takes one copy per client; bytes a node saves for its derivatives
+ *    (dropout's mask, max-pool's argmax) live from it to their last reader. Outputs live to the end. Memory is released
  *    only after the node that last reads it has run, so no kernel writes over its
  *    operands. */
 #include <string.h>
@@ -55,7 +56,7 @@ void fedc__plan_placement(fedc_executor *ex) {
         value_plan *vp = &ex->plan[v];
         size_t bytes = n->type.dtype == FEDC__TUPLE ? 0 : fedc_type_bytes(&n->type);
         vp->fused_into = FEDC_NONE;
-        vp->pair = vp->product = FEDC_NONE;
+        vp->pair = vp->product = vp->saved = FEDC_NONE;
         vp->def = v;
         vp->stride = n->type.placement == FEDC_CLIENTS ? bytes : 0;
         if (n->op == FEDC_OP_INPUT) vp->kind = MEM_BOUND;
@@ -148,14 +149,18 @@ size_t fedc__value_bytes(const fedc_executor *ex, fedc_value v) {
 fedc_status fedc__plan_memory(fedc_executor *ex) {
     const fedc_program *p = ex->p;
     int n = p->n ? p->n : 1;
-    int *last_use = fedc_malloc((size_t)n * sizeof *last_use);
-    planner pl = {fedc_malloc((size_t)(n + 1) * sizeof(span)), 0, 0};
+    int *last_use = fedc_malloc(2 * (size_t)n * sizeof *last_use); /* values, then saved bytes */
+    planner pl = {fedc_malloc((size_t)(2 * n + 1) * sizeof(span)), 0, 0};
     if (!last_use || !pl.live) {
         fedc_free(last_use);
         fedc_free(pl.live);
         return fedc_error(FEDC_ENOMEM, "executor: out of memory while planning");
     }
     compute_last_use(ex, last_use);
+    for (int v = 0; v < p->n; v++) /* saved bytes: last_use[p->n + the node that saves them] */
+        last_use[p->n + v] = -1;
+    for (int v = 0; v < p->n; v++)
+        if (ex->plan[v].saved != FEDC_NONE) last_use[p->n + ex->plan[v].saved] = v;
     for (int step = 0; step < p->n; step++) {
         /* Values written at this step: the node, or what a map writes. */
         bool map = fedc__op_has_body(p->nodes[step].op); /* writes its result nodes */
@@ -170,6 +175,11 @@ fedc_status fedc__plan_memory(fedc_executor *ex) {
             ex->plan[out].offset = place(&pl, out, fedc__value_bytes(ex, out));
             ex->unplanned_bytes += fedc__round_up(fedc__value_bytes(ex, out));
         }
+        if (ex->plan[step].saved == step) { /* its saved bytes, owned by p->n + step */
+            size_t bytes = (size_t)fedc_type_count(&p->nodes[step].type);
+            ex->plan[step].saved_offset = place(&pl, p->n + step, bytes);
+            ex->unplanned_bytes += fedc__round_up(bytes ? bytes : 1);
+        }
         size_t scratch = fedc__step_scratch(ex->k, p, &p->nodes[step]);
         if (scratch > ex->scratch_bytes) ex->scratch_bytes = scratch;
         /* Memory whose last reader is this step. */
@@ -178,6 +188,8 @@ fedc_status fedc__plan_memory(fedc_executor *ex) {
             if (last_use[node->in[i]] == step) release(&pl, node->in[i]);
         for (int v = step; v < (map ? p->n : step + 1); v++)
             if (last_use[v] == step && ex->plan[v].def == step) release(&pl, v);
+        if (ex->plan[step].saved != FEDC_NONE && last_use[p->n + ex->plan[step].saved] == step)
+            release(&pl, p->n + ex->plan[step].saved);
     }
     ex->block_bytes = pl.high;
     fedc_free(last_use);

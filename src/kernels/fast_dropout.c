@@ -110,3 +110,45 @@ fedc_status fedc__fast_random_uniform(fedc_dtype dt, int64_t n, fedc_rng_stream 
     }
     return FEDC_OK;
 }
+
+/* ------------------------------------------------------- kept masks -- */
+
+/* The forward's mask kept for the backward (dropout_save, dropout_apply): the
+ * backward reads one byte per element instead of computing Philox again. The
+ * value is computed as apply_tile(_f32) computes it, so the bits are dropout's. */
+
+static fedc_status keep_args(const char *what, fedc_dtype dt, double rate) {
+    if (dt != FEDC_F32) return fedc_error(FEDC_EINVAL, "%s: dtype %s, only f32 has a kept mask", what, fedc_dtype_name(dt));
+    if (!(rate >= 0 && rate < 1)) return fedc_error(FEDC_EINVAL, "%s: rate %g is outside [0, 1)", what, rate);
+    return FEDC_OK;
+}
+
+VECTOR_CLONES static void apply_keep(int64_t n, const uint8_t *keep, double scale_div, const float *x, float *y) {
+    if ((double)(float)scale_div == scale_div) {
+        float d = (float)scale_div;
+        for (int64_t e = 0; e < n; e++) y[e] = keep[e] ? x[e] / d : 0.0f;
+    } else {
+        for (int64_t e = 0; e < n; e++) y[e] = keep[e] ? (float)((double)x[e] / scale_div) : 0.0f;
+    }
+}
+
+fedc_status fedc__fast_dropout_save(fedc_dtype dt, int64_t n, const void *x, fedc_rng_stream stream, double rate,
+                                   void *y, uint8_t *keep) {
+    fedc_status st = keep_args("dropout_save", dt, rate);
+    if (st) return st;
+    uint32_t threshold = (uint32_t)ceil(rate * 0x1p24), w[4 * LANES];
+    for (int64_t base = 0; base < n; base += 4 * LANES) {
+        philox_tile(stream, (uint64_t)base / 4, w);
+        int64_t end = n - base < 4 * LANES ? n - base : 4 * LANES;
+        for (int64_t e = 0; e < end; e++) keep[base + e] = (w[e] >> 8) >= threshold;
+        apply_keep(end, keep + base, 1.0 - rate, (const float *)x + base, (float *)y + base);
+    }
+    return FEDC_OK;
+}
+
+fedc_status fedc__fast_dropout_apply(fedc_dtype dt, int64_t n, const void *x, const uint8_t *keep, double rate,
+                                    void *y) {
+    fedc_status st = keep_args("dropout_apply", dt, rate);
+    if (!st) apply_keep(n, keep, 1.0 - rate, x, y);
+    return st;
+}

@@ -229,3 +229,127 @@ fedc_status fedc__fast_avg_pool2d_grad(fedc_dtype dt, const fedc__pool_geom *g, 
     else avg_grad_f64(g, dy, dx);
     return FEDC_OK;
 }
+
+/* ------------------------------------------------------ kept argmax -- */
+
+/* Max pooling that keeps, per output element, the position in its window that the
+ * gradient routes dy to (max_pool2d_save, max_pool2d_grad_apply): the gradient then
+ * reads a byte per output instead of the window's inputs again. The position is
+ * found with max_grad_block's rule (the first element equal to the maximum, or the
+ * first NaN when it is NaN) and the gradient's writes are max_grad_block's, so the
+ * bits are max_pool2d_grad's. */
+
+/* Channels [c0, c0 + nc) of one window: y = the maximum as max_pixel computes it
+ * (from the first element, under strict >) and arg = where it last rose. That is
+ * max_grad_block's position: before the first element equal to the final maximum
+ * the running maximum is below it, so it rises there and never after; a NaN first
+ * element is never exceeded (position 0, the first NaN), and a later NaN never
+ * raises it (nor is it the maximum). Masks, not branches: float-sized lanes. */
+FEDC_FAST_INLINE void argmax_block(const fedc__pool_geom *g, const float *img, window w, float *y, uint8_t *arg,
+                                   int64_t c0, int64_t nc) {
+    float best[MAXG_BLOCK];
+    uint32_t at[MAXG_BLOCK];
+    const float *first = img + (w.r0 * g->w + w.c0) * g->c + c0;
+    for (int64_t t = 0; t < nc; t++) best[t] = first[t], at[t] = 0;
+    uint32_t pos = 0;
+    for (int64_t r = w.r0; r < w.r1; r++)
+        for (int64_t q = w.c0; q < w.c1; q++, pos++) {
+            const float *v = img + (r * g->w + q) * g->c + c0;
+            for (int64_t t = 0; t < nc; t++) {
+                uint32_t rise = 0u - (uint32_t)(v[t] > best[t]);
+                best[t] = v[t] > best[t] ? v[t] : best[t];
+                at[t] = (rise & pos) | (~rise & at[t]);
+            }
+        }
+    for (int64_t t = 0; t < nc; t++) y[c0 + t] = best[t], arg[c0 + t] = (uint8_t)at[t];
+}
+
+FEDC_FAST_INLINE void max_pool_save(const fedc__pool_geom *g, const float *x, float *y, uint8_t *arg) {
+    for (int64_t b = 0; b < g->n; b++) {
+        const float *img = x + b * g->h * g->w * g->c;
+        for (int64_t i = 0; i < g->oh; i++)
+            for (int64_t j = 0; j < g->ow; j++, y += g->c, arg += g->c) {
+                window w = window_of(g, i, j);
+                if (window_count(w) == 0) {
+                    max_pixel_f32(g, img, w, y); /* -inf; the gradient sends nothing back */
+                    continue;
+                }
+                for (int64_t c0 = 0; c0 < g->c; c0 += MAXG_BLOCK)
+                    argmax_block(g, img, w, y, arg, c0, g->c - c0 < MAXG_BLOCK ? g->c - c0 : MAXG_BLOCK);
+            }
+    }
+}
+
+/* v where mask is all ones, +0 where it is zero: a select without a branch (the
+ * compiler makes `hit ? v : 0` a branch here, mispredicted at random positions). */
+FEDC_FAST_INLINE float masked(float v, uint32_t mask) {
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    b &= mask;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+/* One window: dx at the kept position += dy, written as max_grad_block writes it
+ * (hit ? (T)0 + dy : 0, or dx += hit ? dy : 0). */
+FEDC_FAST_INLINE void grad_apply_pixel(const fedc__pool_geom *g, window w, const uint8_t *arg, const float *dy,
+                                       float *dximg, int store) {
+    if (window_count(w) == 0) return;
+    uint32_t pos = 0;
+    for (int64_t r = w.r0; r < w.r1; r++)
+        for (int64_t q = w.c0; q < w.c1; q++, pos++) {
+            float *restrict d = dximg + (r * g->w + q) * g->c;
+            if (store)
+                for (int64_t t = 0; t < g->c; t++) d[t] = masked(0.0f + dy[t], 0u - (uint32_t)(arg[t] == pos));
+            else
+                for (int64_t t = 0; t < g->c; t++) d[t] += masked(dy[t], 0u - (uint32_t)(arg[t] == pos));
+        }
+}
+
+FEDC_FAST_INLINE void max_grad_apply(const fedc__pool_geom *g, const uint8_t *arg, const float *dy, float *dx) {
+    int64_t img_size = g->h * g->w * g->c;
+    int store = tiles(g);
+    if (!store) memset(dx, 0, (size_t)(g->n * img_size) * sizeof(float));
+    for (int64_t b = 0; b < g->n; b++)
+        for (int64_t i = 0; i < g->oh; i++)
+            for (int64_t j = 0; j < g->ow; j++, dy += g->c, arg += g->c)
+                grad_apply_pixel(g, window_of(g, i, j), arg, dy, dx + b * img_size, store);
+}
+
+static void max_pool_save_base(const fedc__pool_geom *g, const float *x, float *y, uint8_t *arg) {
+    max_pool_save(g, x, y, arg);
+}
+FEDC_FAST_AVX512 static void max_pool_save_avx512(const fedc__pool_geom *g, const float *x, float *y, uint8_t *arg) {
+    max_pool_save(g, x, y, arg);
+}
+static void max_grad_apply_base(const fedc__pool_geom *g, const uint8_t *arg, const float *dy, float *dx) {
+    max_grad_apply(g, arg, dy, dx);
+}
+FEDC_FAST_AVX512 static void max_grad_apply_avx512(const fedc__pool_geom *g, const uint8_t *arg, const float *dy,
+                                                   float *dx) {
+    max_grad_apply(g, arg, dy, dx);
+}
+
+static fedc_status check_argmax(const char *what, fedc_dtype dt, const fedc__pool_geom *g) {
+    fedc_status st = check(what, dt, g);
+    if (st) return st;
+    if (dt != FEDC_F32) return fedc_error(FEDC_EINVAL, "%s: dtype %s, only f32 keeps an argmax", what, fedc_dtype_name(dt));
+    if (g->kh * g->kw > 255)
+        return fedc_error(FEDC_EINVAL, "%s: window of %lld elements, at most 255 for a kept argmax", what,
+                          (long long)(g->kh * g->kw));
+    return FEDC_OK;
+}
+
+fedc_status fedc__fast_max_pool2d_save(fedc_dtype dt, const fedc__pool_geom *g, const void *x, void *y,
+                                      uint8_t *arg) {
+    fedc_status st = check_argmax("max_pool2d_save", dt, g);
+    if (!st) (FEDC_FAST_HAS_AVX512() ? max_pool_save_avx512 : max_pool_save_base)(g, x, y, arg);
+    return st;
+}
+
+fedc_status fedc__fast_max_pool2d_grad_apply(fedc_dtype dt, const fedc__pool_geom *g, const uint8_t *arg,
+                                            const void *dy, void *dx) {
+    fedc_status st = check_argmax("max_pool2d_grad_apply", dt, g);
+    if (!st) (FEDC_FAST_HAS_AVX512() ? max_grad_apply_avx512 : max_grad_apply_base)(g, arg, dy, dx);
+    return st;
+}

@@ -1,0 +1,233 @@
+/*
+ * Tests for the bytes a forward op saves for its derivative (plan_saved):
+ * dropout's mask and max-pool's argmax. The fast kernels dropout_save /
+ * dropout_apply and max_pool2d_save / max_pool2d_grad_apply give the bits of
+ * dropout and max_pool2d_grad (the reference's; ties, NaN and -0 included); the
+ * executor has a dropout's later twins (same key value, rate and type: its
+ * derivative) and a max-pool's gradient read what the forward saved, kept alive in
+ * the block until the last reader runs, with the bits of the reference kernels.
+ */
+#include "core/internal.h"
+#include "harness.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "exec/executor_plan.h"
+#include "fedc/exec.h"
+#include "fedc/program.h"
+#include "kernels/kernels.h"
+
+#define DIMS(...) ((int64_t[]){__VA_ARGS__})
+#define NDIMS(...) ((int)(sizeof(DIMS(__VA_ARGS__)) / sizeof(int64_t)))
+#define TY(dt, ...) fedc_type_make((dt), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__))
+
+static const fedc__kernels *const F = &fedc__kernels_fast;
+static const fedc__kernels *const R = &fedc__kernels_ref;
+
+static uint64_t state = 0x9E3779B97F4A7C15u;
+static float uniform(void) { /* [-1, 1), xorshift64* */
+    state ^= state >> 12, state ^= state << 25, state ^= state >> 27;
+    return (float)((double)((state * 0x2545F4914F6CDD1Du) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+}
+
+/* Sizes around the tile (256) and block (4) edges; rates whose 1 - rate is a float
+ * and not; NaN and -0 among the values. */
+static void test_kernels(void) {
+    enum { MAX = 1031 };
+    const int64_t sizes[] = {1, 3, 4, 5, 255, 256, 257, 1031};
+    const double rates[] = {0, 0.25, 0.5, 0.3, 1.0 / 3.0, 0.999};
+    fedc_rng_stream s = fedc_rng_stream_make(0xFFFFFFFF12345ull, 9, 0, 77);
+    static float x[MAX], ct[MAX], got[MAX], want[MAX];
+    static uint8_t keep[MAX];
+    for (int i = 0; i < MAX; i++) x[i] = uniform(), ct[i] = uniform();
+    x[0] = -0.0f, x[2] = NAN, ct[1] = NAN;
+    for (int si = 0; si < FEDC_COUNT_OF(sizes); si++)
+        for (int ri = 0; ri < FEDC_COUNT_OF(rates); ri++) {
+            int64_t n = sizes[si];
+            memset(keep, 7, sizeof keep);
+            CHECK_OK(F->dropout_save(FEDC_F32, n, x, s, rates[ri], got, keep));
+            CHECK_OK(R->dropout(FEDC_F32, n, x, s, rates[ri], want));
+            CHECK_MSG(memcmp(got, want, (size_t)n * sizeof *got) == 0, "dropout_save n %lld rate %g", (long long)n,
+                      rates[ri]);
+            bool bytes_ok = n == MAX || keep[n] == 7;
+            for (int64_t i = 0; i < n; i++) bytes_ok &= keep[i] == 0 || keep[i] == 1;
+            CHECK_MSG(bytes_ok, "dropout_save n %lld: mask bytes not 0/1 or written past n", (long long)n);
+            CHECK_OK(F->dropout_apply(FEDC_F32, n, ct, keep, rates[ri], got));
+            CHECK_OK(R->dropout(FEDC_F32, n, ct, s, rates[ri], want));
+            CHECK_MSG(memcmp(got, want, (size_t)n * sizeof *got) == 0, "dropout_apply n %lld rate %g", (long long)n,
+                      rates[ri]);
+        }
+    double xd[3] = {1, 2, 3}, yd[3];
+    CHECK_ERR(F->dropout_save(FEDC_F64, 3, xd, s, 0.5, yd, keep), FEDC_EINVAL, "f32");
+    CHECK_ERR(F->dropout_apply(FEDC_F32, 3, x, keep, 1.0, got), FEDC_EINVAL, "rate");
+    CHECK(R->dropout_save == NULL && R->dropout_apply == NULL);
+}
+
+/* y = dropout(2 x, key, 0.3); a temporary t placed while the mask is pending
+ * (exact ops only, whose bits both tables share); the derivative's
+ * dropout(2 ct, key, 0.3) (a twin), dropout(ct, key, 0.5) and
+ * dropout(ct, key2, 0.3) (not twins). */
+enum { N = 3000 };
+
+static fedc_program *twins_program(fedc_value ids[4]) {
+    fedc_program *p = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    if (!p) return NULL;
+    fedc_value x = fedc_input(p, "x", TY(FEDC_F32, N)), ct = fedc_input(p, "ct", TY(FEDC_F32, N));
+    fedc_value key = fedc_input(p, "key", TY(FEDC_I32, 4)), key2 = fedc_input(p, "key2", TY(FEDC_I32, 4));
+    ids[0] = fedc_dropout(p, fedc_add(p, x, x), key, 0.3);
+    CHECK_OK(fedc_program_output(p, "y", fedc_add(p, ids[0], ids[0])));
+    fedc_value t = fedc_add(p, ct, ct);
+    CHECK_OK(fedc_program_output(p, "t", fedc_add(p, t, t)));
+    ids[1] = fedc_dropout(p, fedc_add(p, ct, ct), key, 0.3);
+    ids[2] = fedc_dropout(p, ct, key, 0.5);
+    ids[3] = fedc_dropout(p, ct, key2, 0.3);
+    CHECK_OK(fedc_program_output(p, "dx", ids[1]));
+    CHECK_OK(fedc_program_output(p, "d5", ids[2]));
+    CHECK_OK(fedc_program_output(p, "d2", ids[3]));
+    return p;
+}
+
+static fedc_executor *twins_run(bool reference, fedc_value ids[4], const float *x, const float *ct) {
+    static const int32_t key[4] = {12345, -7, 3, 99}, key2[4] = {12345, -7, 3, 100};
+    fedc_program *p = twins_program(ids);
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.reference_kernels = reference};
+    if (p) CHECK_OK(fedc_executor_create(&ex, p, &o));
+    fedc_program_destroy(p);
+    if (!ex) return NULL;
+    CHECK_OK(fedc_executor_bind(ex, "x", x));
+    CHECK_OK(fedc_executor_bind(ex, "ct", ct));
+    CHECK_OK(fedc_executor_bind(ex, "key", key));
+    CHECK_OK(fedc_executor_bind(ex, "key2", key2));
+    CHECK_OK(fedc_executor_run(ex));
+    return ex;
+}
+
+static void test_executor_twins(void) {
+    static float x[N], ct[N];
+    for (int i = 0; i < N; i++) x[i] = uniform(), ct[i] = uniform();
+    fedc_value ids[4];
+    fedc_executor *fast = twins_run(false, ids, x, ct), *ref = twins_run(true, ids, x, ct);
+    if (fast && ref) {
+        /* the first saves, its twin applies, the others compute their own masks */
+        CHECK(fast->plan[ids[0]].saved == ids[0] && fast->plan[ids[1]].saved == ids[0]);
+        CHECK(fast->plan[ids[2]].saved == FEDC_NONE && fast->plan[ids[3]].saved == FEDC_NONE);
+        CHECK(ref->plan[ids[0]].saved == FEDC_NONE);
+        const char *names[5] = {"y", "t", "dx", "d5", "d2"};
+        for (int i = 0; i < 5; i++) {
+            const void *a = NULL, *b = NULL;
+            fedc_type ta, tb;
+            CHECK_OK(fedc_executor_output(fast, names[i], &a, &ta));
+            CHECK_OK(fedc_executor_output(ref, names[i], &b, &tb));
+            CHECK_MSG(a && b && memcmp(a, b, N * sizeof(float)) == 0, "%s: kept mask and reference differ", names[i]);
+        }
+    }
+    fedc_executor_destroy(fast);
+    fedc_executor_destroy(ref);
+}
+
+/* ------------------------------------------------------------- max-pool -- */
+
+/* Values of few levels, so that windows hold ties (0 and -0 among them), and NaNs. */
+static void fill_ties(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float u = uniform();
+        x[i] = u < -0.5f ? -0.0f : u < 0.0f ? 0.0f : u < 0.5f ? 1.0f : 2.0f;
+        if (i % 97 == 5) x[i] = NAN;
+    }
+}
+
+static void test_pool_kernels(void) {
+    /* n, h, w, c, kh, kw, sh, sw, pad top, pad left, oh, ow: tiles (c over one
+     * channel block of 64), overlapping windows, padding, a 1-wide image */
+    const fedc__pool_geom geoms[] = {
+        {2, 6, 4, 70, 2, 2, 2, 2, 0, 0, 3, 2}, {1, 7, 7, 5, 3, 3, 2, 2, 0, 0, 3, 3},
+        {2, 5, 6, 3, 3, 3, 2, 2, 1, 1, 3, 3},  {1, 4, 1, 2, 2, 1, 1, 1, 0, 0, 3, 1},
+    };
+    enum { MAX = 2 * 7 * 7 * 70 };
+    static float x[MAX], dy[MAX], y[MAX], want_y[MAX], dx[MAX], want_dx[MAX];
+    static uint8_t arg[MAX];
+    for (int gi = 0; gi < FEDC_COUNT_OF(geoms); gi++) {
+        const fedc__pool_geom *g = &geoms[gi];
+        int64_t nx = g->n * g->h * g->w * g->c, ny = g->n * g->oh * g->ow * g->c;
+        fill_ties(x, nx);
+        for (int64_t i = 0; i < ny; i++) dy[i] = uniform();
+        dy[0] = -0.0f;
+        CHECK_OK(F->max_pool2d_save(FEDC_F32, g, x, y, arg));
+        CHECK_OK(R->max_pool2d(FEDC_F32, g, x, want_y));
+        CHECK_MSG(memcmp(y, want_y, (size_t)ny * sizeof *y) == 0, "max_pool2d_save, geometry %d", gi);
+        memset(dx, 0x7f, sizeof dx);
+        CHECK_OK(F->max_pool2d_grad_apply(FEDC_F32, g, arg, dy, dx));
+        CHECK_OK(R->max_pool2d_grad(FEDC_F32, g, x, dy, want_dx));
+        CHECK_MSG(memcmp(dx, want_dx, (size_t)nx * sizeof *dx) == 0, "max_pool2d_grad_apply, geometry %d", gi);
+        CHECK_OK(F->max_pool2d_grad(FEDC_F32, g, x, dy, dx));
+        CHECK_MSG(memcmp(dx, want_dx, (size_t)nx * sizeof *dx) == 0, "max_pool2d_grad, geometry %d", gi);
+    }
+    fedc__pool_geom big = {1, 16, 16, 1, 16, 16, 1, 1, 0, 0, 1, 1};
+    CHECK_ERR(F->max_pool2d_save(FEDC_F32, &big, x, y, arg), FEDC_EINVAL, "255");
+    CHECK_ERR(F->max_pool2d_grad_apply(FEDC_F64, &geoms[0], arg, dy, dx), FEDC_EINVAL, "f32");
+}
+
+/* pooled = max_pool2d(x) (3x3, stride 2: overlapping windows) with its gradient
+ * for dy, and a temporary placed while the argmax is pending; a second gradient of
+ * another geometry (2x2) reads x without a forward of its own. */
+static fedc_executor *pool_run(bool reference, fedc_value ids[3], const float *x, const float *dy) {
+    fedc_program *p = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    if (!p) return NULL;
+    fedc_value xv = fedc_add(p, fedc_input(p, "x", TY(FEDC_F32, 2, 7, 7, 5)), fedc_scalar(p, FEDC_F32, 0));
+    fedc_value d = fedc_input(p, "dy", TY(FEDC_F32, 2, 3, 3, 5));
+    const int64_t pads[4] = {0, 0, 0, 0};
+    ids[0] = fedc_max_pool2d(p, xv, 3, 3, 2, 2, FEDC_PAD_VALID);
+    CHECK_OK(fedc_program_output(p, "y", fedc_add(p, ids[0], ids[0])));
+    fedc_value t = fedc_add(p, d, d);
+    CHECK_OK(fedc_program_output(p, "t", fedc_add(p, t, t)));
+    ids[1] = fedc_max_pool2d_grad(p, xv, fedc_add(p, d, d), 3, 3, 2, 2, pads);
+    ids[2] = fedc_max_pool2d_grad(p, xv, fedc_slice(p, d, DIMS(0, 0, 0, 0), DIMS(2, 3, 3, 5)), 2, 2, 2, 2, pads);
+    CHECK_OK(fedc_program_output(p, "dx", ids[1]));
+    CHECK_OK(fedc_program_output(p, "dx2", fedc_add(p, ids[2], ids[2])));
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.reference_kernels = reference};
+    CHECK_OK(fedc_executor_create(&ex, p, &o));
+    fedc_program_destroy(p);
+    if (!ex) return NULL;
+    CHECK_OK(fedc_executor_bind(ex, "x", x));
+    CHECK_OK(fedc_executor_bind(ex, "dy", dy));
+    CHECK_OK(fedc_executor_run(ex));
+    return ex;
+}
+
+static void test_executor_pool(void) {
+    static float x[2 * 7 * 7 * 5], dy[2 * 3 * 3 * 5];
+    fill_ties(x, FEDC_COUNT_OF(x));
+    for (int i = 0; i < FEDC_COUNT_OF(dy); i++) dy[i] = uniform();
+    fedc_value ids[3];
+    fedc_executor *fast = pool_run(false, ids, x, dy), *ref = pool_run(true, ids, x, dy);
+    if (fast && ref) {
+        CHECK(fast->plan[ids[0]].saved == ids[0] && fast->plan[ids[1]].saved == ids[0]);
+        CHECK(fast->plan[ids[2]].saved == FEDC_NONE && ref->plan[ids[0]].saved == FEDC_NONE);
+        const char *names[4] = {"y", "t", "dx", "dx2"};
+        const size_t bytes[4] = {sizeof dy, sizeof dy, sizeof x, sizeof x};
+        for (int i = 0; i < 4; i++) {
+            const void *a = NULL, *b = NULL;
+            fedc_type ta, tb;
+            CHECK_OK(fedc_executor_output(fast, names[i], &a, &ta));
+            CHECK_OK(fedc_executor_output(ref, names[i], &b, &tb));
+            CHECK_MSG(a && b && memcmp(a, b, bytes[i]) == 0, "%s: saved argmax and reference differ", names[i]);
+        }
+    }
+    fedc_executor_destroy(fast);
+    fedc_executor_destroy(ref);
+}
+
+int main(int argc, char **argv) {
+    static const fedc_test tests[] = {
+        {"kernels", test_kernels},
+        {"executor_twins", test_executor_twins},
+        {"pool_kernels", test_pool_kernels},
+        {"executor_pool", test_executor_pool},
+    };
+    return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+}
