@@ -1,7 +1,8 @@
 /* Convolutions and pools in fedc's layouts (images NHWC, filters HWIO), with
  * explicit pads [top, bottom, left, right] and strides [h, w]:
  *  - conv2d and its filter gradient read a padded copy of the image through an
- *    affine map (row oh * sh + kh), so they are one linalg.generic each;
+ *    affine map (row oh * sh + kh), so they are one linalg.generic each (sharded,
+ *    they read the image itself by tensor.extract, as the pools do);
  *  - the input gradient and the pools' gradients go the other way: each input
  *    position sums the output positions whose windows hold it, found in the body
  *    (oh = (ih + pt - kh) / sh when that divides and lands inside);
@@ -120,9 +121,7 @@ typedef struct image {
     char xp[24], type[160], map[160];
 } image;
 
-static void image_operand(const lower *l, fedc__mlir_generic *gen, const image *im);
-
-/* In the body: the image's element at this iteration (of the generic's dtype). */
+/* In the body: the image's element at this iteration (of x's dtype). */
 static const char *image_value(const lower *l, const fedc__mlir_generic *gen, const image *im, char *out) {
     if (!l->m->hoisted) return snprintf(out, 24, "%%in0"), out;
     const geom *g = im->g;
@@ -397,7 +396,7 @@ typedef struct pool_grad {
  * the op unsharded and mesh-spmdization crashes on its arguments. */
 static void pool_grad_end(const lower *l, pool_grad *pg, const char *r) {
     fedc__mlir_generic_end(l->m, &pg->gen, r);
-    if (l->m->hoisted) fedc__mlir_annotate_result(l, pg->result, name(l, l->v), pg->out_type, pg->gen.rank > 0 && clients(l, l->v));
+    if (l->m->hoisted) fedc__mlir_annotate_result(l, pg->result, name(l, l->v), pg->out_type, clients(l, l->v));
 }
 
 static void pool_grad_begin(const lower *l, const geom *g, fedc_value dy, pool_grad *pg) {

@@ -108,8 +108,8 @@ void fedc__mlir_extract(const lower *l, const char *x, const char *xtype, char i
 /* Sharded (mlir_place.c): result = into (of y_type, shape y_shape after the
  * clients axis when `clients`) with x (of x_type, shape x_shape) placed at
  * offsets lo (negative: a slice of x starting at -lo): a linalg.generic that
- * reads x by tensor.extract, then annotated for its users. What slice, pad,
- * concat and conv2d's padded copies become, since LLVM 19 gives
+ * reads x by tensor.extract, then annotated for its users. What slice, pad
+ * and concat become, since LLVM 19 gives
  * tensor.insert_slice and tensor.extract_slice no sharding interface. */
 typedef struct fedc__mlir_place_args {
     const char *x, *x_type, *into, *y_type;

@@ -1,5 +1,4 @@
-/* Sharded placement: slice, pad, concat and conv2d's padded copies written as
- * linalg.generic ops. LLVM 19 gives tensor.insert_slice and tensor.extract_slice
+/* Sharded placement: slice, pad and concat written as linalg.generic ops. LLVM 19 gives tensor.insert_slice and tensor.extract_slice
  * no sharding interface, so a sharded module writes each of them as a generic
  * over the result's shape that reads x by tensor.extract at (i - lo) and keeps
  * its init (%out) where that falls outside x. The result is annotated for its
