@@ -1,7 +1,8 @@
 /* Convolutions and pools in fedc's layouts (images NHWC, filters HWIO), with
  * explicit pads [top, bottom, left, right] and strides [h, w]:
  *  - conv2d and its filter gradient read a padded copy of the image through an
- *    affine map (row oh * sh + kh), so they are one linalg.generic each;
+ *    affine map (row oh * sh + kh), so they are one linalg.generic each (sharded,
+ *    they read the image itself by tensor.extract, as the pools do);
  *  - the input gradient and the pools' gradients go the other way: each input
  *    position sums the output positions whose windows hold it, found in the body
  *    (oh = (ih + pt - kh) / sh when that divides and lands inside);
@@ -106,6 +107,50 @@ static void window_map(char *buf, size_t size, const geom *g, int n, int oh, int
              (long long)g->sh, c + kh, c + ow, (long long)g->sw, c + kw, c + ch);
 }
 
+/* The padded image as a generic reads it at window position (n, oh sh + kh,
+ * ow sw + kw, ch) of its loops (counted after the clients loop): the generic's
+ * first input, the padded copy read through window_map; or, sharded, x read by
+ * tensor.extract in the body, `fill` outside it, since LLVM 19's linalg
+ * sharding interface takes only maps that are projected permutations (not
+ * oh * sh + kh), and no tensor.insert_slice for the padded copy. */
+typedef struct image {
+    fedc_value x;
+    const geom *g;
+    double fill;
+    int n, oh, ow, kh, kw, ch;
+    char xp[24], type[160], map[160];
+} image;
+
+/* In the body: the image's element at this iteration (of x's dtype). */
+static const char *image_value(const lower *l, const fedc__mlir_generic *gen, const image *im, char *out) {
+    if (!l->m->hoisted) return snprintf(out, 24, "%%in0"), out;
+    const geom *g = im->g;
+    int c = g->batched;
+    char idx[10][24], at[5][24], ok[24] = "", pos[2][24], s[24], a[24], v[24], fill[24];
+    fedc__mlir_loop_indices(l, gen->rank, idx);
+    const int pos_loop[2] = {im->oh, im->ow}, tap_loop[2] = {im->kh, im->kw};
+    const int64_t stride[2] = {g->sh, g->sw}, pad[2] = {g->pt, g->pl}, size[2] = {g->h, g->w};
+    for (int d = 0; d < 2; d++) {
+        fedc__mlir_tmp(l->m, s);
+        fedc__mlir_printf(l->m, "      %s = arith.constant %lld : index\n", s, (long long)stride[d]);
+        emit2(l, "arith.addi", emit2(l, "arith.muli", idx[c + pos_loop[d]], s, "index", a), idx[c + tap_loop[d]], "index",
+              pos[d]);
+    }
+    int k = 0;
+    if (c) snprintf(at[k++], 24, "%s", idx[0]);
+    snprintf(at[k++], 24, "%s", idx[c + im->n]);
+    for (int d = 0; d < 2; d++) fedc__mlir_place_index(l, pos[d], pad[d], size[d], ok, at[k++]);
+    snprintf(at[k++], 24, "%s", idx[c + im->ch]);
+    char xt[160];
+    fedc__mlir_extract(l, name(l, im->x), fedc__mlir_type_of(l->m, l->s, im->x, xt, sizeof xt), at, k,
+                       fedc__mlir_tmp(l->m, v));
+    constant(l, im->fill, type_of(l, im->x)->dtype, fill);
+    fedc__mlir_tmp(l->m, out);
+    fedc__mlir_printf(l->m, "      %s = arith.select %s, %s, %s : %s\n", out, ok, v, fill,
+                      fedc__mlir_elem(type_of(l, im->x)->dtype));
+    return out;
+}
+
 /* A splat of `value` of type t (clients axis when c), named `out`. */
 static const char *splat(const lower *l, const fedc_type *t, bool c, double value, char *type, char *out) {
     char lit[32];
@@ -146,10 +191,29 @@ static void add_window(const lower *l, fedc__mlir_generic *gen, const geom *g, i
     add_input(gen, name_out, type_out, "f32", map_out);
 }
 
-/* out += in0 * in1 in the body. */
-static void multiply_add(const lower *l, const fedc__mlir_generic *g) {
-    char p[24], r[24];
-    emit2(l, "arith.addf", "%out", emit2(l, "arith.mulf", "%in0", "%in1", g->out_elem, p), g->out_elem, r);
+/* Before the generic's head: the padded copy (none when sharded). */
+static void image_copy(const lower *l, image *im) {
+    if (l->m->hoisted) return; /* read in the body */
+    padded(l, im->x, im->g, im->fill, im->xp, im->type);
+    window_map(im->map, sizeof im->map, im->g, im->n, im->oh, im->ow, im->kh, im->kw, im->ch);
+}
+
+/* The copy as the generic's first input. */
+static void image_operand(const lower *l, fedc__mlir_generic *gen, const image *im) {
+    if (!l->m->hoisted) add_input(gen, im->xp, im->type, fedc__mlir_elem(type_of(l, im->x)->dtype), im->map);
+}
+
+/* The body's name of input k after the image (%in<k+1>; sharded, %in<k>). */
+static const char *after_image(const lower *l, int k, char *out) {
+    snprintf(out, 24, "%%in%d", k + !l->m->hoisted);
+    return out;
+}
+
+/* out += image * (the input after it) in the body. */
+static void multiply_add(const lower *l, const fedc__mlir_generic *g, const image *im) {
+    char p[24], r[24], x[24], other[24];
+    image_value(l, g, im, x);
+    emit2(l, "arith.addf", "%out", emit2(l, "arith.mulf", x, after_image(l, 0, other), g->out_elem, p), g->out_elem, r);
     fedc__mlir_generic_end(l->m, g, r);
 }
 
@@ -158,17 +222,17 @@ fedc_status fedc__lower_conv2d(const lower *l) {
     fedc_value x = l->n->in[0], w = l->n->in[1];
     const fedc_type *wt = type_of(l, w);
     geom g = geometry(l, type_of(l, x), wt->dims[0], wt->dims[1], type_of(l, l->v));
-    char xp[24], xpt[160], wtype[160], xmap[160], wmap[160], iters[16], out_map[160], out_type[160], init[24];
-    padded(l, x, &g, 0, xp, xpt);
+    char wtype[160], wmap[160], iters[16], out_map[160], out_type[160], init[24];
     fedc__mlir_generic gen;
+    image im = {.x = x, .g = &g, .fill = 0, .n = 0, .oh = 1, .ow = 2, .kh = 4, .kw = 5, .ch = 6};
+    image_copy(l, &im);
     conv_generic(l, &gen, type_of(l, l->v), 3, iters, out_map, out_type, init, 0, name(l, l->v)); /* n oh ow co | kh kw ci */
-    window_map(xmap, sizeof xmap, &g, 0, 1, 2, 4, 5, 6);
+    image_operand(l, &gen, &im);
     snprintf(wmap, sizeof wmap, "%sd%d, d%d, d%d, d%d", clients(l, w) ? "d0, " : "", g.batched + 4, g.batched + 5,
              g.batched + 6, g.batched + 3);
-    add_input(&gen, xp, xpt, gen.out_elem, xmap);
     add_input(&gen, name(l, w), fedc__mlir_type_of(l->m, l->s, w, wtype, sizeof wtype), gen.out_elem, wmap);
     fedc__mlir_generic_begin(l->m, &gen);
-    multiply_add(l, &gen);
+    multiply_add(l, &gen, &im);
     return l->m->st;
 }
 
@@ -177,17 +241,17 @@ fedc_status fedc__lower_conv2d_filter_grad(const lower *l) {
     fedc_value x = l->n->in[0], dy = l->n->in[1];
     const fedc_type *t = type_of(l, l->v);
     geom g = geometry(l, type_of(l, x), t->dims[0], t->dims[1], type_of(l, dy));
-    char xp[24], xpt[160], dyt[160], xmap[160], dymap[160], iters[16], out_map[160], out_type[160], init[24];
-    padded(l, x, &g, 0, xp, xpt);
+    char dyt[160], dymap[160], iters[16], out_map[160], out_type[160], init[24];
     fedc__mlir_generic gen;
+    image im = {.x = x, .g = &g, .fill = 0, .n = 4, .oh = 5, .ow = 6, .kh = 0, .kw = 1, .ch = 2};
+    image_copy(l, &im);
     conv_generic(l, &gen, type_of(l, l->v), 3, iters, out_map, out_type, init, 0, name(l, l->v)); /* kh kw ci co | n oh ow */
-    window_map(xmap, sizeof xmap, &g, 4, 5, 6, 0, 1, 2);
+    image_operand(l, &gen, &im);
     snprintf(dymap, sizeof dymap, "%sd%d, d%d, d%d, d%d", g.batched ? "d0, " : "", g.batched + 4, g.batched + 5,
              g.batched + 6, g.batched + 3);
-    add_input(&gen, xp, xpt, gen.out_elem, xmap);
     add_input(&gen, name(l, dy), fedc__mlir_type_of(l->m, l->s, dy, dyt, sizeof dyt), gen.out_elem, dymap);
     fedc__mlir_generic_begin(l->m, &gen);
-    multiply_add(l, &gen);
+    multiply_add(l, &gen, &im);
     return l->m->st;
 }
 
@@ -245,19 +309,22 @@ fedc_status fedc__lower_conv2d_input_grad(const lower *l) {
 /* The window reduction y[n, oh, ow, ch] = max (or sum) over the window of the padded
  * image (padded with -inf for a max), into result (v's name or a temporary). */
 static fedc_status pool_reduce(const lower *l, fedc_value x, const geom *g, bool max, const char *result) {
-    char xp[24], xpt[160], xmap[160], iters[16], out_map[160], out_type[160], init[24], r[24];
-    padded(l, x, g, max ? -INFINITY : 0, xp, xpt);
+    char iters[16], out_map[160], out_type[160], init[24], r[24], xv[24], own[24];
+    const char *to = l->m->hoisted ? fedc__mlir_tmp(l->m, own) : result; /* sharded: annotated below */
     fedc_type pooled = *type_of(l, x);
     pooled.dims[1] = g->oh, pooled.dims[2] = g->ow;
     fedc__mlir_generic gen;
-    conv_generic(l, &gen, &pooled, 2, iters, out_map, out_type, init, max ? -INFINITY : 0, result); /* n oh ow ch | kh kw */
-    window_map(xmap, sizeof xmap, g, 0, 1, 2, 4, 5, 3);
-    add_input(&gen, xp, xpt, gen.out_elem, xmap);
+    image im = {.x = x, .g = g, .fill = max ? -INFINITY : 0, .n = 0, .oh = 1, .ow = 2, .kh = 4, .kw = 5, .ch = 3};
+    image_copy(l, &im);
+    conv_generic(l, &gen, &pooled, 2, iters, out_map, out_type, init, max ? -INFINITY : 0, to); /* n oh ow ch | kh kw */
+    image_operand(l, &gen, &im);
     char wn[24], wt[160], wm[160];
     add_window(l, &gen, g, 4, 5, wn, wt, wm);
     fedc__mlir_generic_begin(l->m, &gen);
-    emit2(l, max ? "arith.maximumf" : "arith.addf", "%in0", "%out", gen.out_elem, r);
+    emit2(l, max ? "arith.maximumf" : "arith.addf", image_value(l, &gen, &im, xv), "%out", gen.out_elem, r);
     fedc__mlir_generic_end(l->m, &gen, r);
+    /* its only operand a splat (x read by tensor.extract), as a pool's gradient */
+    if (l->m->hoisted) fedc__mlir_annotate_result(l, to, result, out_type, g->batched);
     return l->m->st;
 }
 
@@ -321,11 +388,21 @@ fedc_status fedc__lower_avg_pool2d(const lower *l) {
 typedef struct pool_grad {
     fedc__mlir_generic gen;
     char iters[16], out_map[160], out_type[160], init[24], window[24], window_type[160], window_map[160];
-    char idx[10][24], ok[24], oh[24], ow[24], v[24];
+    char idx[10][24], ok[24], oh[24], ow[24], v[24], result[24];
 } pool_grad;
 
+/* Sharded, the generic's only operands are splats (it reads dy by
+ * tensor.extract), so its result is annotated: unannotated, propagation leaves
+ * the op unsharded and mesh-spmdization crashes on its arguments. */
+static void pool_grad_end(const lower *l, pool_grad *pg, const char *r) {
+    fedc__mlir_generic_end(l->m, &pg->gen, r);
+    if (l->m->hoisted) fedc__mlir_annotate_result(l, pg->result, name(l, l->v), pg->out_type, clients(l, l->v));
+}
+
 static void pool_grad_begin(const lower *l, const geom *g, fedc_value dy, pool_grad *pg) {
-    conv_generic(l, &pg->gen, type_of(l, l->v), 2, pg->iters, pg->out_map, pg->out_type, pg->init, 0, name(l, l->v));
+    snprintf(pg->result, sizeof pg->result, "%s", name(l, l->v));
+    if (l->m->hoisted) fedc__mlir_tmp(l->m, pg->result);
+    conv_generic(l, &pg->gen, type_of(l, l->v), 2, pg->iters, pg->out_map, pg->out_type, pg->init, 0, pg->result);
     add_window(l, &pg->gen, g, 4, 5, pg->window, pg->window_type, pg->window_map);
     fedc__mlir_generic_begin(l->m, &pg->gen);
     fedc__mlir_loop_indices(l, pg->gen.rank, pg->idx);
@@ -343,7 +420,7 @@ fedc_status fedc__lower_avg_pool2d_grad(const lower *l) {
     const char *elem = pg.gen.out_elem;
     window_count(l, &g, pg.oh, pg.ow, type_of(l, l->v)->dtype, cnt);
     emit2(l, "arith.addf", "%out", emit2(l, "arith.divf", pg.v, cnt, elem, q), elem, r);
-    fedc__mlir_generic_end(l->m, &pg.gen, r);
+    pool_grad_end(l, &pg, r);
     return l->m->st;
 }
 
@@ -363,15 +440,15 @@ static fedc_status first_max(const lower *l, fedc_value x, const geom *g, const 
                              char *out, char *out_type) {
     fedc_type pooled = *type_of(l, x);
     pooled.dims[1] = g->oh, pooled.dims[2] = g->ow, pooled.dtype = FEDC_I32;
-    char xp[24], xpt[160], xmap[160], mmap[160], iters[16], out_map[160], init[24], idx[10][24], k[24], eq[24], lt[24],
-        hit[24], r[24];
-    padded(l, x, g, -INFINITY, xp, xpt);
+    char mmap[160], iters[16], out_map[160], init[24], idx[10][24], k[24], eq[24], lt[24], hit[24], r[24], xv[24],
+        mv[24];
     fedc__mlir_generic gen;
+    image im = {.x = x, .g = g, .fill = -INFINITY, .n = 0, .oh = 1, .ow = 2, .kh = 4, .kw = 5, .ch = 3};
+    image_copy(l, &im);
     conv_generic(l, &gen, &pooled, 2, iters, out_map, out_type, init, (double)(g->kh * g->kw), fedc__mlir_tmp(l->m, out));
-    window_map(xmap, sizeof xmap, g, 0, 1, 2, 4, 5, 3);
     loops_from(mmap, sizeof mmap, g->batched, 0, 4);
     const char *elem = fedc__mlir_elem(type_of(l, x)->dtype);
-    add_input(&gen, xp, xpt, elem, xmap);
+    image_operand(l, &gen, &im);
     add_input(&gen, max, max_type, elem, mmap);
     char wn[24], wt[160], wm[160];
     add_window(l, &gen, g, 4, 5, wn, wt, wm);
@@ -379,7 +456,8 @@ static fedc_status first_max(const lower *l, fedc_value x, const geom *g, const 
     fedc__mlir_loop_indices(l, gen.rank, idx);
     tap(l, g, idx, 4, 5, k);
     fedc__mlir_tmp(l->m, eq);
-    fedc__mlir_printf(l->m, "      %s = arith.cmpf oeq, %%in0, %%in1 : %s\n", eq, elem);
+    fedc__mlir_printf(l->m, "      %s = arith.cmpf oeq, %s, %s : %s\n", eq, image_value(l, &gen, &im, xv),
+                      after_image(l, 0, mv), elem);
     fedc__mlir_tmp(l->m, lt);
     fedc__mlir_printf(l->m, "      %s = arith.cmpi slt, %s, %%out : i32\n", lt, k);
     both(l, eq, lt, hit);
@@ -414,6 +492,6 @@ fedc_status fedc__lower_max_pool2d_grad(const lower *l) {
     fedc__mlir_printf(l->m, "      %s = arith.select %s, %s, %s : %s\n", sel, hit, pg.v,
                       constant(l, 0, type_of(l, l->v)->dtype, zero), pg.gen.out_elem);
     emit2(l, "arith.addf", "%out", sel, pg.gen.out_elem, r);
-    fedc__mlir_generic_end(l->m, &pg.gen, r);
+    pool_grad_end(l, &pg, r);
     return l->m->st;
 }

@@ -105,6 +105,28 @@ void fedc__mlir_loop_indices(const lower *l, int loops, char idx[][24]);
 const char *fedc__mlir_clamped_index(const lower *l, const char *i32, int64_t n, char *out);
 void fedc__mlir_extract(const lower *l, const char *x, const char *xtype, char idx[][24], int n, const char *r);
 
+/* Sharded (mlir_place.c): result = into (of y_type, shape y_shape after the
+ * clients axis when `clients`) with x (of x_type, shape x_shape) placed at
+ * offsets lo (negative: a slice of x starting at -lo): a linalg.generic that
+ * reads x by tensor.extract, then annotated for its users. What slice, pad
+ * and concat become, since LLVM 19 gives
+ * tensor.insert_slice and tensor.extract_slice no sharding interface. */
+typedef struct fedc__mlir_place_args {
+    const char *x, *x_type, *into, *y_type;
+    const fedc_type *x_shape, *y_shape;
+    const int64_t *lo;
+    bool clients;
+} fedc__mlir_place_args;
+void fedc__mlir_place(const lower *l, const fedc__mlir_place_args *a, const char *result);
+/* Sharded: result = x (of type) annotated for its users, split along the
+ * clients axis or whole on every device: what a generic needs whose operands
+ * tell propagation nothing (it reads its values by tensor.extract). */
+void fedc__mlir_annotate_result(const lower *l, const char *x, const char *result, const char *type, bool clients);
+/* In a body: the position in x (of extent n) that index i reads, i - lo, clamped
+ * into [0, n) so that it can always be read; ok (of 24, "" or an i1) is anded
+ * with whether it lies inside. */
+const char *fedc__mlir_place_index(const lower *l, const char *i, int64_t lo, int64_t n, char *ok, char *out);
+
 /* The lowerings of mlir_nn.c: softmax family, indexing, GELU, matmul. */
 fedc_status fedc__lower_log_softmax(const lower *l);
 fedc_status fedc__lower_softmax_xent(const lower *l);

@@ -42,15 +42,23 @@ static bool whole_rank(const fedc__mlir_scope *s, fedc_value v) {
     return fedc__mlir_has_clients(s, v) || s->p->nodes[v].type.rank > 0;
 }
 
-/* A rank-0 server output, copied (a generic of one unit step) before it is
- * returned: unannotated, a sum over the clients would be returned as each
- * device's part of it; the copy is what makes propagation all-reduce it. */
-static void whole_scalar(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, char *out) {
-    char type[160], init[24];
-    const char *elem = fedc__mlir_elem(s->p->nodes[v].type.dtype);
+/* A server output copied (a generic over its shape; of one unit step for rank
+ * 0) before it is returned. A rank-0 one, unannotated, would be returned as
+ * each device's part of a sum over the clients; and an aggregation's result,
+ * even annotated whole, is returned by LLVM 19's mesh-spmdization as each
+ * device's partial sum, its mesh.all_reduce left unused. Copied, the copy reads
+ * the all-reduce. */
+static void whole_copy(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, char *out) {
+    char type[160], init[24], map[160] = "";
+    const fedc_type *t = &s->p->nodes[v].type;
+    const char *elem = fedc__mlir_elem(t->dtype);
+    for (int i = 0; i < t->rank; i++) {
+        size_t n = strlen(map);
+        snprintf(map + n, sizeof map - n, "%sd%d", i ? ", " : "", i);
+    }
     fedc__mlir_type_of(m, s, v, type, sizeof type);
-    fedc__mlir_generic g = {.nin = 1, .in = {s->name[v]}, .in_type = {type}, .in_elem = {elem}, .maps = {""},
-                            .out_map = "", .out_type = type, .out_elem = elem,
+    fedc__mlir_generic g = {.rank = t->rank, .iters = "pppppppp", .nin = 1, .in = {s->name[v]}, .in_type = {type},
+                            .in_elem = {elem}, .maps = {map}, .out_map = map, .out_type = type, .out_elem = elem,
                             .init = fedc__mlir_splat(m, s, v, 0, init), .result_name = fedc__mlir_tmp(m, out)};
     fedc__mlir_generic_begin(m, &g);
     fedc__mlir_generic_end(m, &g, "%in0");
@@ -73,8 +81,17 @@ static fedc_status body(fedc__mlir *m, fedc__mlir_scope *s, bool sharded) {
     if (!result) return m->st = FEDC_ENOMEM;
     for (int i = 0; i < p->noutputs; i++) {
         fedc_value v = p->outputs[i].value;
-        if (sharded && whole_rank(s, v)) shard(m, s->name[v], fedc__mlir_type_of(m, s, v, type, sizeof type), fedc__mlir_has_clients(s, v), false, result[i]);
-        else if (sharded) whole_scalar(m, s, v, result[i]);
+        fedc__op op = p->nodes[v].op;
+        bool aggregate = op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN;
+        if (sharded && whole_rank(s, v) && aggregate) {
+            char copy[24];
+            whole_copy(m, s, v, copy);
+            shard(m, copy, fedc__mlir_type_of(m, s, v, type, sizeof type), false, false, result[i]);
+        } else if (sharded && whole_rank(s, v)) {
+            shard(m, s->name[v], fedc__mlir_type_of(m, s, v, type, sizeof type), fedc__mlir_has_clients(s, v), false, result[i]);
+        } else if (sharded) {
+            whole_copy(m, s, v, result[i]);
+        }
         else snprintf(result[i], 24, "%.23s", s->name[v]);
     }
     fedc__mlir_printf(m, "    return");

@@ -419,12 +419,29 @@ static void print_list(fedc__mlir *m, bool clients_first, int64_t first, int n, 
     fedc__mlir_printf(m, "]");
 }
 
+/* Sharded, x placed at offsets (negative for a slice) into `into`, as a
+ * generic (LLVM 19 cannot shard tensor.insert_slice or extract_slice). */
+static void place(const lower *l, fedc_value x, const char *into, const int64_t *offsets, const char *result) {
+    char x_type[160], y_type[160];
+    fedc__mlir_place_args a = {name(l, x), fedc__mlir_type_of(l->m, l->s, x, x_type, sizeof x_type), into,
+                               fedc__mlir_type_of(l->m, l->s, l->v, y_type, sizeof y_type), type_of(l, x),
+                               type_of(l, l->v), offsets, clients(l, l->v)};
+    fedc__mlir_place(l, &a, result);
+}
+
 static fedc_status lower_slice(const lower *l) {
     const fedc_type *x = type_of(l, l->n->in[0]);
     bool c = clients(l, l->v);
     int ns, nl;
     const int64_t *start = fedc__attr_ints(l->n, FEDC_ATTR_START, &ns), *size = fedc__attr_ints(l->n, FEDC_ATTR_SHAPE, &nl);
     char in_type[160], out_type[160];
+    if (l->m->hoisted) {
+        int64_t lo[FEDC_MAX_RANK] = {0};
+        char into[24];
+        for (int d = 0; d < x->rank; d++) lo[d] = start ? -start[d] : 0;
+        place(l, l->n->in[0], fedc__mlir_splat(l->m, l->s, l->v, 0, into), lo, name(l, l->v));
+        return l->m->st;
+    }
     fedc__mlir_printf(l->m, "    %s = tensor.extract_slice %s", name(l, l->v), name(l, l->n->in[0]));
     print_list(l->m, c, 0, x->rank, start, 0);
     print_list(l->m, c, l->m->clients, x->rank, size, 0);
@@ -434,11 +451,15 @@ static fedc_status lower_slice(const lower *l) {
     return l->m->st;
 }
 
-/* into[offsets...] = x: tensor.insert_slice, for concat and pad. */
+/* into[offsets...] = x: tensor.insert_slice (sharded, a generic), for concat and pad. */
 static void insert(const lower *l, fedc_value x, const char *into, const int64_t *offsets, const char *result) {
     const fedc_type *t = type_of(l, x);
     bool c = clients(l, l->v);
     char in_type[160], out_type[160];
+    if (l->m->hoisted) {
+        place(l, x, into, offsets, result);
+        return;
+    }
     fedc__mlir_printf(l->m, "    %s = tensor.insert_slice %s into %s", result, name(l, x), into);
     print_list(l->m, c, 0, t->rank, offsets, 0);
     print_list(l->m, c, l->m->clients, t->rank, t->dims, 0);
