@@ -198,7 +198,7 @@ void fedc_executor_destroy(fedc_executor *ex) {
     fedc_free(ex->dropped);
     fedc_free(ex->absent);
     fedc_free(ex->local);
-    fedc_free(ex->work);
+    fedc_free(ex->work_copy);
     fedc_free(ex->block);
     fedc_free(ex->scratch);
     fedc_free(ex);
@@ -566,11 +566,12 @@ fedc_status fedc_executor_balance(fedc_executor *ex, const double *work) {
         if (!isfinite(work[i]) || work[i] < 0)
             return fedc_error(FEDC_EINVAL, "executor_balance: client %d's work is %g; use a finite number >= 0", i,
                               work[i]);
-    fedc_free(ex->work);
-    ex->work = NULL;
-    if (work && !(ex->work = fedc_malloc((size_t)(ex->clients ? ex->clients : 1) * sizeof *ex->work)))
+    /* the copy is kept for the executor's life: fedc train balances every round */
+    if (work && !ex->work_copy &&
+        !(ex->work_copy = fedc_malloc((size_t)(ex->clients ? ex->clients : 1) * sizeof *ex->work_copy)))
         return fedc_error(FEDC_ENOMEM, "executor_balance: out of memory for %d clients' work", ex->clients);
-    if (work) memcpy(ex->work, work, (size_t)ex->clients * sizeof *work);
+    if (work) memcpy(ex->work_copy, work, (size_t)ex->clients * sizeof *work);
+    ex->work = work ? ex->work_copy : NULL;
     int rank = ex->backend ? ex->backend->rank : 0, ranks = ex->backend ? ex->backend->ranks : 1;
     if (work) fedc__split_balanced(&ex->split, ex->clients, ranks, work);
     else fedc__split_even(&ex->split, ex->clients, ranks);

@@ -71,6 +71,7 @@ struct fedc_executor {
     fedc__split split;      /* which rank runs which leaves of the cohort */
     int *local, nlocal;     /* the clients this process runs, in increasing order */
     double *work;           /* per client: its map body's work (fedc_executor_balance), or NULL */
+    double *work_copy;      /* where work points when set; allocated once */
     fedc_pool *kernel_pool; /* threads no client uses, lent to the kernels (a program without maps) */
     fedc__cohort **cohorts; /* per value: the runner of a map node */
     fedc_executor **folds;  /* per value: the executor of a fold node's body */
