@@ -17,7 +17,7 @@
 # Environment: FEDC (./build/fedc), PYTHON (/usr/bin/python3), OUT (out/privacy), THREADS (2),
 # CLIENTS (Fashion-MNIST's clients, 2000), RATE (Fashion-MNIST's sampling rate, 0.05: 100
 # clients a round on average), FEMNIST_RATE (0.2), DATASETS ("fashion femnist"), REUSE=1 (keep
-# runs whose log ends in a result).
+# runs whose log ends in a result), NOISES, CLIPS, BITS (the sweeps; BITS="" skips compression).
 set -eu
 cd "$(dirname "$0")/../.."
 rounds=${1:-100}
@@ -76,10 +76,17 @@ for d in $DATASETS; do
   # accuracy against epsilon: the noise multiplier at a fixed clip
   for z in $NOISES; do run "$d" "z$z" --dp-clip $clip --dp-noise $z; done
   # the adaptive clip against a sweep of fixed clips, at z = 1
-  for c in $CLIPS; do run "$d" "clip$c-z1" --dp-clip $c --dp-noise 1.0; done
+  # (the clip of the noise runs at z = 1 is the z1.0 run itself: its row is copied, not rerun)
+  for c in $CLIPS; do
+    if [ "$c" = "$clip" ] && grep -q "^$d	z1.0	" "$OUT/privacy.tsv"; then
+      grep "^$d	z1.0	" "$OUT/privacy.tsv" | sed "s/	z1.0	/	clip$c-z1	/" >>"$OUT/privacy.tsv"
+    else
+      run "$d" "clip$c-z1" --dp-clip $c --dp-noise 1.0
+    fi
+  done
   run "$d" adaptive-z1 --dp-clip 0.1 --dp-noise 1.0 --dp-adaptive
   # compression's bits against accuracy, where this fedc has it
-  if "$FEDC" train --help 2>&1 | grep -q -- '--compress'; then
+  if [ -n "$BITS" ] && "$FEDC" train --help 2>&1 | grep -q -- '--compress'; then
     for b in $BITS; do run "$d" "uniform$b" --compress "uniform:$b"; done
     run "$d" uniform1-rotate --compress uniform:1,rotate
   fi
