@@ -17,7 +17,8 @@
 # Environment: FEDC (./build/fedc), PYTHON (/usr/bin/python3), OUT (out/privacy), THREADS (2),
 # CLIENTS (Fashion-MNIST's clients, 2000), RATE (Fashion-MNIST's sampling rate, 0.05: 100
 # clients a round on average), FEMNIST_RATE (0.2), DATASETS ("fashion femnist"), REUSE=1 (keep
-# runs whose log ends in a result), NOISES, CLIPS, BITS (the sweeps; BITS="" skips compression).
+# runs whose log ends in a result), NOISES, CLIPS, BITS (the sweeps; BITS="" skips compression),
+# SWEEP_Z (the noise multiplier of the clip sweep and the adaptive run, 1.0).
 set -eu
 cd "$(dirname "$0")/../.."
 rounds=${1:-100}
@@ -31,6 +32,7 @@ FEMNIST_RATE=${FEMNIST_RATE:-0.2}
 DATASETS=${DATASETS:-fashion femnist}
 NOISES=${NOISES-0.3 0.5 1.0 2.0}
 CLIPS=${CLIPS-0.3 1.0 3.0 10.0}
+SWEEP_Z=${SWEEP_Z:-1.0}
 BITS=${BITS-1 2 4 8}
 FASHION=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 LEAF=../shared/data/femnist-leaf
@@ -75,16 +77,17 @@ for d in $DATASETS; do
   run "$d" no-dp
   # accuracy against epsilon: the noise multiplier at a fixed clip
   for z in $NOISES; do run "$d" "z$z" --dp-clip $clip --dp-noise $z; done
-  # the adaptive clip against a sweep of fixed clips, at z = 1
-  # (the clip of the noise runs at z = 1 is the z1.0 run itself: its row is copied, not rerun)
+  # the adaptive clip against a sweep of fixed clips, at z = SWEEP_Z
+  # (the sweep's run at the study's own clip is the noise run zSWEEP_Z itself: its row is copied)
+  z=$SWEEP_Z zname=$(echo "$SWEEP_Z" | sed 's/\.0$//')
   for c in $CLIPS; do
-    if [ "$c" = "$clip" ] && grep -q "^$d	z1.0	" "$OUT/privacy.tsv"; then
-      grep "^$d	z1.0	" "$OUT/privacy.tsv" | sed "s/	z1.0	/	clip$c-z1	/" >>"$OUT/privacy.tsv"
+    if [ "$c" = "$clip" ] && grep -q "^$d	z$z	" "$OUT/privacy.tsv"; then
+      grep "^$d	z$z	" "$OUT/privacy.tsv" | sed "s/	z$z	/	clip$c-z$zname	/" >>"$OUT/privacy.tsv"
     else
-      run "$d" "clip$c-z1" --dp-clip $c --dp-noise 1.0
+      run "$d" "clip$c-z$zname" --dp-clip $c --dp-noise $z
     fi
   done
-  run "$d" adaptive-z1 --dp-clip 0.1 --dp-noise 1.0 --dp-adaptive
+  run "$d" "adaptive-z$zname" --dp-clip 0.1 --dp-noise $z --dp-adaptive
   # compression's bits against accuracy, where this fedc has it
   if [ -n "$BITS" ] && "$FEDC" train --help 2>&1 | grep -q -- '--compress'; then
     for b in $BITS; do run "$d" "uniform$b" --compress "uniform:$b"; done
