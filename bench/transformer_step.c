@@ -136,6 +136,13 @@ int main(int argc, char **argv) {
     else if (peer)
         printf("torch: not available (/usr/bin/python3 with torch)\n");
     printf("fedc best cpu time per step: %.1f ms (1 thread), %.1f ms (2 threads)\n", fedc_cpu1 * 1e3, fedc_cpu2 * 1e3);
+    uint64_t bits = 1469598103934665603ull; /* FNV-1a of the trained parameters: builds with the same bits agree */
+    for (int64_t i = 0; i < size; i++) {
+        uint32_t u;
+        memcpy(&u, params + i, sizeof u);
+        bits = (bits ^ u) * 1099511628211ull;
+    }
+    printf("parameters' bits after the steps: %016llx\n", (unsigned long long)bits);
     if (getenv("FEDC_PROFILE")) {
         printf("profile, 1 thread:\n");
         fedc_executor_profile(exs[0], stdout);
