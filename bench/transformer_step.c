@@ -11,8 +11,8 @@
  * sides' best CPU time per step at 1 thread (which a loaded machine distorts less). The peer
  * is given the OpenBLAS kernels fedc chose (bench_share_blas_core).
  *
- *     ./build/bench_transformer_step [layers width heads context vocab batch] [rounds] [steps]
- *     (default 6 256 4 128 10004 8, 2 rounds of 5 steps each)
+ *     ./build/bench_transformer_step [--no-peer] [layers width heads context vocab batch] [rounds] [steps]
+ *     (default 6 256 4 128 10004 8, 2 rounds of 5 steps each; --no-peer: fedc alone, for A/B pairs of builds)
  *     FEDC_PROFILE=1 also prints fedc's time per op kind.
  */
 #include <stdio.h>
@@ -44,6 +44,8 @@ static double torch_step_ms(const shape *s, int threads, double *cpu_ms) {
 }
 
 int main(int argc, char **argv) {
+    int peer = !(argc > 1 && !strcmp(argv[1], "--no-peer"));
+    if (!peer) argc--, argv++;
     shape s = {6, 256, 4, 128, 10004, 8};
     int64_t *fields[] = {&s.layers, &s.width, &s.heads, &s.context, &s.vocab, &s.batch};
     for (int i = 0; i < 6 && i + 1 < argc; i++) *fields[i] = atoll(argv[i + 1]);
@@ -93,7 +95,7 @@ int main(int argc, char **argv) {
            (long long)s.layers, (long long)s.width, (long long)s.heads, (long long)s.context, (long long)s.vocab,
            (long long)s.batch, (long long)size);
     printf("FLOPs per step (3 x tokens x (2 x (12 L C^2 + C V) + 2 L C (T+1))) = %.3f GFLOP\n", flops * 1e-9);
-    double best_fedc = 1e30, best_torch = 1e30, fedc_at[2] = {1e30, 1e30}, fedc_cpu1 = 1e30, torch_cpu1 = 1e30;
+    double best_fedc = 1e30, best_torch = 1e30, fedc_at[2] = {1e30, 1e30}, fedc_cpu1 = 1e30, fedc_cpu2 = 1e30, torch_cpu1 = 1e30;
     int best_threads = 1, fedc_threads = 1;
     for (int r = 0; r < rounds; r++) {
         for (int k = 0; k <= 2 * steps + 1; k++) { /* alternating 1 and 2 threads; the first of each a warm-up */
@@ -112,9 +114,10 @@ int main(int argc, char **argv) {
             double t = bench_now() - t0, c = bench_cpu_now() - c0;
             if (k > 1 && t < fedc_at[k % 2]) fedc_at[k % 2] = t;
             if (k > 1 && k % 2 == 0 && c < fedc_cpu1) fedc_cpu1 = c;
+            if (k > 1 && k % 2 == 1 && c < fedc_cpu2) fedc_cpu2 = c;
             if (k > 1 && t < best_fedc) best_fedc = t, fedc_threads = k % 2 + 1;
         }
-        for (int threads = 1; threads <= 2; threads++) {
+        for (int threads = 1; peer && threads <= 2; threads++) {
             double cpu = -1, ms = torch_step_ms(&s, threads, &cpu);
             if (ms > 0 && ms * 1e-3 < best_torch) best_torch = ms * 1e-3, best_threads = threads;
             if (threads == 1 && cpu > 0 && cpu * 1e-3 < torch_cpu1) torch_cpu1 = cpu * 1e-3;
@@ -130,8 +133,16 @@ int main(int argc, char **argv) {
         printf("torch %.1f ms/step (best of 1 and 2 threads: %d), %.2f GFLOP/s\nratio torch / fedc = %.2f (target >= 1.5); "
                "1-thread cpu time: fedc %.1f ms, torch %.1f ms, ratio %.2f\n", best_torch * 1e3, best_threads,
                flops / best_torch * 1e-9, best_torch / best_fedc, fedc_cpu1 * 1e3, torch_cpu1 * 1e3, torch_cpu1 / fedc_cpu1);
-    else
+    else if (peer)
         printf("torch: not available (/usr/bin/python3 with torch)\n");
+    printf("fedc best cpu time per step: %.1f ms (1 thread), %.1f ms (2 threads)\n", fedc_cpu1 * 1e3, fedc_cpu2 * 1e3);
+    uint64_t bits = 1469598103934665603ull; /* FNV-1a of the trained parameters: builds with the same bits agree */
+    for (int64_t i = 0; i < size; i++) {
+        uint32_t u;
+        memcpy(&u, params + i, sizeof u);
+        bits = (bits ^ u) * 1099511628211ull;
+    }
+    printf("parameters' bits after the steps: %016llx\n", (unsigned long long)bits);
     if (getenv("FEDC_PROFILE")) {
         printf("profile, 1 thread:\n");
         fedc_executor_profile(exs[0], stdout);

@@ -90,6 +90,36 @@ static void test_matmul(void) {
                                 shapes[s][3], t & 1, t >> 1, share[sh][0], share[sh][1]);
 }
 
+/* Products cut into blocks on the kernels' pool (the transformer's weight
+ * gradients: 768 columns in 4 blocks of 192, 256 in 2 of 128; blocks large
+ * enough to zero c themselves and ask BLAS for beta = 1, written over poison):
+ * near the reference, and the same bits with no pool and on 2 and 3 threads. */
+static void test_matmul_blocks(void) {
+    static const int64_t shapes[][3] = {{256, 768, 160}, {256, 256, 160}, {1024, 300, 96}};
+    for (int s = 0; s < FEDC_COUNT_OF(shapes); s++) {
+        int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        float *a = random_array(FEDC_F32, m * k, 1, 0), *b = random_array(FEDC_F32, k * n, 1, 0);
+        float *want = alloc_poison((size_t)(m * n) * sizeof *want), *got = alloc_poison((size_t)(m * n) * sizeof *got);
+        char what[96];
+        snprintf(what, sizeof what, "matmul %lldx%lldx%lld ta 1", (long long)m, (long long)n, (long long)k);
+        CHECK_OK(R->matmul(FEDC_F32, 1, m, n, k, 1, 0, a, 0, b, 0, want));
+        CHECK_OK(F->matmul(FEDC_F32, 1, m, n, k, 1, 0, a, 0, b, 0, got));
+        check_close(FEDC_F32, m * n, got, want, ARRAY_SCALE, what);
+        memcpy(want, got, (size_t)(m * n) * sizeof *got);
+        for (int threads = 2; threads <= 3; threads++) {
+            fedc_pool *pool;
+            CHECK_OK(fedc_pool_create(&pool, threads));
+            fedc_pool *outer = fedc__kernels_set_pool(pool);
+            memset(got, 0xff, (size_t)(m * n) * sizeof *got); /* NaNs, were c not zeroed */
+            CHECK_OK(F->matmul(FEDC_F32, 1, m, n, k, 1, 0, a, 0, b, 0, got));
+            fedc__kernels_set_pool(outer);
+            fedc_pool_destroy(pool);
+            check_same_bits(got, want, (size_t)(m * n) * sizeof *got, what);
+        }
+        fedc_free(a), fedc_free(b), fedc_free(want), fedc_free(got);
+    }
+}
+
 static void test_matmul_errors(void) {
     int32_t a[4] = {0}, b[4] = {0}, c[4];
     CHECK_ERR(F->matmul(FEDC_I32, 1, 2, 2, 1, 0, 0, a, 1, b, 1, c), FEDC_EUNSUPPORTED, "matmul");
@@ -427,6 +457,7 @@ int main(int argc, char **argv) {
         {"table", test_table},
         {"blas_core", test_blas_core},
         {"matmul", test_matmul},
+        {"matmul_blocks", test_matmul_blocks},
         {"matmul_errors", test_matmul_errors},
         {"gather_gemm", test_gather_gemm},
         {"conv", test_conv},

@@ -326,7 +326,8 @@ static void test_fast_scatter_add(void) {
 
 static void test_fast_attention(void) {
     const fedc__kernels *f = &fedc__kernels_fast, *r = &fedc__kernels_ref;
-    const fedc__attn_geom shapes[] = {{2, 37, 3, 13}, {1, 1, 1, 1}, {3, 8, 4, 16}};
+    /* seq 37 and 70: blocks of query rows (32) with a short last one */
+    const fedc__attn_geom shapes[] = {{2, 37, 3, 13}, {1, 1, 1, 1}, {3, 8, 4, 16}, {1, 70, 2, 8}, {1, 64, 1, 4}};
     for (int s = 0; s < FEDC_COUNT_OF(shapes); s++) {
         const fedc__attn_geom *g = &shapes[s];
         int64_t nq = g->batch * g->seq * 3 * g->heads * g->head_dim, ny = nq / 3;

@@ -10,9 +10,10 @@
  *                     largest activation of the model), dP = dO V^T,
  *                     dS = P o (dP - rowsum(P o dP)), dV = P^T dO,
  *                     dQ = scale dS K, dK = scale dS^T Q.
- * Entries above the diagonal of P and dS are zero, so the full GEMMs are exact;
- * they do up to twice the needed work on the T x T products (a blocked causal
- * GEMM is a later optimisation). f64 goes to the reference kernels.
+ * The products go by blocks of query rows (BLOCK, below), each against the keys
+ * up to its last row, so the masked upper triangle is skipped but for the
+ * diagonal blocks, whose entries above the diagonal are zeroed (exact: they add
+ * zeros). f64 goes to the reference kernels.
  *
  * The (batch, head) pairs fall into GROUPS fixed groups, each with its own scratch,
  * which run on the kernels' pool when there is one: a head is computed the same
@@ -55,21 +56,23 @@ FEDC_FAST_INLINE float sum8(const float *x, int n) {
     return s;
 }
 
-/* Row i of the causal softmax, in place (entries past the diagonal zeroed). */
-FEDC_FAST_INLINE void softmax_rows(int t, float *p) {
-    for (int i = 0; i < t; i++) {
+/* Rows [i0, i1) of the causal softmax of p (ld t), in place; entries past the
+ * diagonal up to column i1 zeroed (the block's products read no further). */
+FEDC_FAST_INLINE void softmax_rows(int t, int i0, int i1, float *p) {
+    for (int i = i0; i < i1; i++) {
         float *row = p + (size_t)i * t, mx = row[0];
         for (int j = 1; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
         for (int j = 0; j <= i; j++) row[j] = fedc__fast_expf(row[j] - mx);
         float inv = 1.0f / sum8(row, i + 1);
         for (int j = 0; j <= i; j++) row[j] *= inv;
-        for (int j = i + 1; j < t; j++) row[j] = 0.0f;
+        for (int j = i + 1; j < i1; j++) row[j] = 0.0f;
     }
 }
 
-/* dP -> dS in place: dS_ij = P_ij (dP_ij - sum_l P_il dP_il), zero above the diagonal. */
-FEDC_FAST_INLINE void softmax_backward(int t, const float *p, float *dp) {
-    for (int i = 0; i < t; i++) {
+/* dP -> dS in place on rows [i0, i1): dS_ij = P_ij (dP_ij - sum_l P_il dP_il),
+ * zero past the diagonal up to column i1. */
+FEDC_FAST_INLINE void softmax_backward(int t, int i0, int i1, const float *p, float *dp) {
+    for (int i = i0; i < i1; i++) {
         const float *pr = p + (size_t)i * t;
         float *dr = dp + (size_t)i * t, acc[8] = {0}, dot = 0;
         int j = 0;
@@ -78,25 +81,51 @@ FEDC_FAST_INLINE void softmax_backward(int t, const float *p, float *dp) {
         for (; j <= i; j++) dot += pr[j] * dr[j];
         for (int l = 0; l < 8; l++) dot += acc[l];
         for (j = 0; j <= i; j++) dr[j] = pr[j] * (dr[j] - dot);
-        for (j = i + 1; j < t; j++) dr[j] = 0.0f;
+        for (j = i + 1; j < i1; j++) dr[j] = 0.0f;
     }
 }
 
-static void softmax_plain(int t, float *p) { softmax_rows(t, p); }
-FEDC_FAST_AVX2 static void softmax_avx2(int t, float *p) { softmax_rows(t, p); }
-static void backward_plain(int t, const float *p, float *dp) { softmax_backward(t, p, dp); }
-FEDC_FAST_AVX2 static void backward_avx2(int t, const float *p, float *dp) { softmax_backward(t, p, dp); }
-FEDC_FAST_AVX512 static void softmax_avx512(int t, float *p) { softmax_rows(t, p); }
-FEDC_FAST_AVX512 static void backward_avx512(int t, const float *p, float *dp) { softmax_backward(t, p, dp); }
+static void softmax_plain(int t, int i0, int i1, float *p) { softmax_rows(t, i0, i1, p); }
+FEDC_FAST_AVX2 static void softmax_avx2(int t, int i0, int i1, float *p) { softmax_rows(t, i0, i1, p); }
+FEDC_FAST_AVX512 static void softmax_avx512(int t, int i0, int i1, float *p) { softmax_rows(t, i0, i1, p); }
+static void backward_plain(int t, int i0, int i1, const float *p, float *dp) { softmax_backward(t, i0, i1, p, dp); }
+FEDC_FAST_AVX2 static void backward_avx2(int t, int i0, int i1, const float *p, float *dp) {
+    softmax_backward(t, i0, i1, p, dp);
+}
+FEDC_FAST_AVX512 static void backward_avx512(int t, int i0, int i1, const float *p, float *dp) {
+    softmax_backward(t, i0, i1, p, dp);
+}
 
-/* P = causal softmax(scale Q K^T) of one head into p [T, T]. */
+/* c [m, n] (ld ldc) = alpha op(a) op(b), zeroing c by rows and asking BLAS for
+ * beta = 1: OpenBLAS's beta = 0 pass is a scalar loop over c (18% of the kernel's
+ * time here), and after it BLAS accumulates into c just the same, so the bits
+ * are those of beta = 0. */
+static void gemm(enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha, const float *a,
+                 int lda, const float *b, int ldb, float *c, int ldc) {
+    for (int i = 0; i < m; i++) memset(c + (size_t)i * ldc, 0, (size_t)n * sizeof *c);
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, 1.0f, c, ldc);
+}
+
+/* The causal products go by blocks of BLOCK query rows: block [i0, i1) needs
+ * keys [0, i1) only, so the products skip the masked upper triangle but for the
+ * diagonal blocks' (at T = 128, 10/16 of the full products' work). 32 rows keep
+ * each GEMM large enough for BLAS's kernels (16: 9/16 of the work, slower). */
+enum { BLOCK = 32 };
+
+static int block_end(int t, int i0) { return i0 + BLOCK < t ? i0 + BLOCK : t; }
+
+/* P = causal softmax(scale Q K^T) of one head into p [T, T], by row blocks; only
+ * each block's columns [0, i1) are written. */
 static void head_probs(const fedc__attn_geom *g, const float *q, const float *k, float *p) {
     int t = (int)g->seq, hd = (int)g->head_dim, ld = (int)(3 * g->heads * g->head_dim);
     float scale = (float)(1.0 / sqrt((double)hd));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, scale, q, ld, k, ld, 0.0f, p, t);
-    if (FEDC_FAST_HAS_AVX512()) softmax_avx512(t, p);
-    else if (FEDC_FAST_HAS_AVX2()) softmax_avx2(t, p);
-    else softmax_plain(t, p);
+    for (int i0 = 0; i0 < t; i0 += BLOCK) {
+        int i1 = block_end(t, i0);
+        gemm(CblasNoTrans, CblasTrans, i1 - i0, i1, hd, scale, q + (size_t)i0 * ld, ld, k, ld, p + (size_t)i0 * t, t);
+        if (FEDC_FAST_HAS_AVX512()) softmax_avx512(t, i0, i1, p);
+        else if (FEDC_FAST_HAS_AVX2()) softmax_avx2(t, i0, i1, p);
+        else softmax_plain(t, i0, i1, p);
+    }
 }
 
 /* One run over the heads: forward (dy NULL) or backward. */
@@ -112,11 +141,17 @@ static void head_forward(const attn_job *j, int64_t b, int64_t h, float *p) {
     int t = (int)g->seq, hd = (int)g->head_dim;
     int64_t c = g->heads * g->head_dim;
     const float *q = j->qkv + b * g->seq * 3 * c + h * hd;
+    float *o = j->out + b * g->seq * c + h * hd;
     head_probs(g, q, q + c, p);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, q + 2 * c, (int)(3 * c), 0.0f,
-                j->out + b * g->seq * c + h * hd, (int)c);
+    for (int i0 = 0; i0 < t; i0 += BLOCK) { /* O[i0:i1] = P[i0:i1, 0:i1] V[0:i1] */
+        int i1 = block_end(t, i0);
+        gemm(CblasNoTrans, CblasNoTrans, i1 - i0, hd, i1, 1.0f, p + (size_t)i0 * t, t, q + 2 * c, (int)(3 * c),
+             o + (size_t)i0 * c, (int)c);
+    }
 }
 
+/* Backward by blocks: rows of dS and dQ need keys [0, i1); dV and dK of keys
+ * [j0, j1) need the query rows [j0, T), whose blocks all hold columns [j0, j1). */
 static void head_backward(const attn_job *j, int64_t b, int64_t h, float *p) {
     const fedc__attn_geom *g = j->g;
     int t = (int)g->seq, hd = (int)g->head_dim;
@@ -127,13 +162,24 @@ static void head_backward(const attn_job *j, int64_t b, int64_t h, float *p) {
     const float *dout = j->dy + b * g->seq * c + h * hd;
     float *dq = j->out + b * g->seq * 3 * c + h * hd, *dk = dq + c, *dv = dq + 2 * c;
     head_probs(g, q, k, p);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, 1.0f, dout, (int)c, v, ld, 0.0f, ds, t);
-    if (FEDC_FAST_HAS_AVX512()) backward_avx512(t, p, ds);
-    else if (FEDC_FAST_HAS_AVX2()) backward_avx2(t, p, ds);
-    else backward_plain(t, p, ds);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, dout, (int)c, 0.0f, dv, ld);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, scale, ds, t, k, ld, 0.0f, dq, ld);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, scale, ds, t, q, ld, 0.0f, dk, ld);
+    for (int i0 = 0; i0 < t; i0 += BLOCK) {
+        int i1 = block_end(t, i0);
+        gemm(CblasNoTrans, CblasTrans, i1 - i0, i1, hd, 1.0f, dout + (size_t)i0 * c, (int)c, v, ld,
+             ds + (size_t)i0 * t, t);
+        if (FEDC_FAST_HAS_AVX512()) backward_avx512(t, i0, i1, p, ds);
+        else if (FEDC_FAST_HAS_AVX2()) backward_avx2(t, i0, i1, p, ds);
+        else backward_plain(t, i0, i1, p, ds);
+        gemm(CblasNoTrans, CblasNoTrans, i1 - i0, hd, i1, scale, ds + (size_t)i0 * t, t, k, ld, dq + (size_t)i0 * ld,
+             ld);
+    }
+    for (int j0 = 0; j0 < t; j0 += BLOCK) {
+        int j1 = block_end(t, j0);
+        size_t at = (size_t)j0 * t + (size_t)j0;
+        gemm(CblasTrans, CblasNoTrans, j1 - j0, hd, t - j0, 1.0f, p + at, t, dout + (size_t)j0 * c, (int)c,
+             dv + (size_t)j0 * ld, ld);
+        gemm(CblasTrans, CblasNoTrans, j1 - j0, hd, t - j0, scale, ds + at, t, q + (size_t)j0 * ld, ld,
+             dk + (size_t)j0 * ld, ld);
+    }
 }
 
 /* Group w takes the heads w, w + GROUPS, ... of the batch x heads pairs, with

@@ -113,6 +113,10 @@ static int rows_gemm_block(const gemm_args *g, int64_t rows, int64_t cols, const
                                                      .scale = g->scale});
 }
 
+/* OpenBLAS 0.3's bound (sgemm_direct_performant) on the multiply-adds of a
+ * product it may compute directly, without packing. */
+#define DIRECT_MNK (28.0 * 512 * 512)
+
 static void gemm_block(const gemm_args *g, int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
     size_t es = g->dt == FEDC_F32 ? sizeof(float) : sizeof(double), at = (size_t)(r0 * g->n + c0) * es;
     const char *a = (const char *)g->a + (size_t)(g->ta ? r0 : r0 * g->k) * es;
@@ -123,12 +127,19 @@ static void gemm_block(const gemm_args *g, int64_t r0, int64_t rows, int64_t c0,
     enum CBLAS_TRANSPOSE opa = g->ta ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE opb = g->tb ? CblasTrans : CblasNoTrans;
     int lda = ld(g->ta ? g->m : g->k), ldb = ld(g->tb ? g->k : g->n), ldc = ld(g->n);
+    /* A large block's c is zeroed here and BLAS asked for beta = 1: OpenBLAS's own
+     * beta = 0 pass is a scalar loop over c on its AVX2 kernels (3% of a
+     * transformer step, most of it the logits), and after it BLAS accumulates
+     * into c just the same, so the bits are those of beta = 0. Small products keep
+     * beta = 0, which OpenBLAS may send down its direct (unpacked) path. */
+    int zeroed = (double)rows * (double)cols * (double)g->k >= DIRECT_MNK;
+    for (int64_t r = 0; zeroed && r < rows; r++) memset(c + (size_t)(r * g->n) * es, 0, (size_t)cols * es);
     if (g->dt == FEDC_F32)
         cblas_sgemm(CblasRowMajor, opa, opb, (int)rows, (int)cols, (int)g->k, 1.0f, (const float *)a, lda,
-                    (const float *)b, ldb, 0.0f, (float *)c, ldc);
+                    (const float *)b, ldb, zeroed ? 1.0f : 0.0f, (float *)c, ldc);
     else
         cblas_dgemm(CblasRowMajor, opa, opb, (int)rows, (int)cols, (int)g->k, 1.0, (const double *)a, lda,
-                    (const double *)b, ldb, 0.0, (double *)c, ldc);
+                    (const double *)b, ldb, zeroed ? 1.0 : 0.0, (double *)c, ldc);
     for (int64_t r = 0; minuend && r < rows; r++) /* the SGD step on the block's rows, in place */
         fedc__fast_sub_scaled_run(g->dt, cols, minuend + (size_t)(r * g->n) * es, g->scale,
                                  c + (size_t)(r * g->n) * es, c + (size_t)(r * g->n) * es);
@@ -138,7 +149,8 @@ static void gemm_block(const gemm_args *g, int64_t r0, int64_t rows, int64_t c0,
  * longer side (rows or columns of c) into up to MAX_BLOCKS pieces of at least
  * MIN_SIDE, a multiple of 16. A function of the shape only. Each block packs the
  * operand the blocks share again, which one thread pays for: MIN_SIDE 256 keeps
- * that near 5% of a 512^3 product (128 cost 13%). */
+ * that near 5% of a 512^3 product (128 cost 13%); an odd count of blocks is made
+ * even where they stay at least 128 (below). */
 enum { MAX_BLOCKS = 4, MIN_SIDE = 256, BLOCK_FLOPS = 1 << 24 };
 
 typedef struct gemm_split {
@@ -167,7 +179,12 @@ static void gemm_args_run(const gemm_args *g) {
     }
     gemm_split s = {*g, m > n, 0};
     int64_t extent = s.by_rows ? m : n, blocks = 1;
-    if (2.0 * (double)m * (double)n * (double)k >= BLOCK_FLOPS) blocks = extent / MIN_SIDE;
+    int large = 2.0 * (double)m * (double)n * (double)k >= BLOCK_FLOPS;
+    if (large) blocks = extent / MIN_SIDE;
+    /* an odd count leaves one of two threads idle for a block's time: 768 goes in
+     * 4 blocks of 192 rather than 3, 256 in 2 of 128 (a transformer's weight
+     * gradients), where the blocks stay at least MIN_SIDE / 2 */
+    if (large && blocks % 2 && blocks < MAX_BLOCKS && extent / (blocks + 1) >= MIN_SIDE / 2) blocks++;
     blocks = blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : blocks;
     s.side = ((extent + blocks - 1) / blocks + 15) / 16 * 16;
     blocks = (extent + s.side - 1) / s.side;
