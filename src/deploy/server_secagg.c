@@ -86,6 +86,9 @@ fedc_status fedc__secure_create(fedc__secure **out, const fedc_deployment_form *
                           neighbours);
     int nb = full_neighbourhood(slots, neighbours);
     if (threshold == 0) threshold = nb / 2 + 1;
+    if (slots >= FEDC__SA_MAX_CLIENTS)
+        return fedc_error(FEDC_EINVAL, "server: --secure-agg takes at most %d clients a round, not %d",
+                          FEDC__SA_MAX_CLIENTS - 1, slots);
     if (slots < 2 || threshold < 1 || threshold > nb || 2 * threshold <= nb)
         return fedc_error(FEDC_EINVAL, "server: --secure-agg %d: with %d clients a round each has %d neighbours, and the "
                           "threshold must be above half of that and at most it (%d to %d)", threshold, slots, nb,
@@ -360,7 +363,13 @@ fedc_status fedc__secure_tick(fedc__secure *x, fedc__collect *c, double now) {
 }
 
 void fedc__secure_close_masked(fedc__secure *x, double now) {
-    if (!x || !x->active || x->failed[0] || x->stage != 2) return;
+    if (!x || !x->active || x->failed[0]) return;
+    if (x->stage < 2) { /* the deadline came first */
+        char why[96];
+        snprintf(why, sizeof why, "the collection ended with step %d of 3 still open", x->stage);
+        fail(x, why);
+        return;
+    }
     if (fedc__sa_server_close(x->sa)) {
         fail(x, fedc_errmsg());
         return;
