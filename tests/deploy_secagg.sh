@@ -30,13 +30,14 @@ train() {
   FEDC_FAULT=${5:-} timeout 120 "$fedc" train --data "$1" $ljob --rounds "$3" --clients-per-round "$4" \
     --checkpoint-every "$3" --eval-every 0 --threads 1 --quiet --out "$2" >/dev/null 2>&1 && ok || bad "fedc train ($2) failed"
 }
-# serve NAME PLAN ROUNDS K OPTIONS...: a secure server in the background ($server), logging to NAME.log
+# serve NAME PLAN ROUNDS K OPTIONS...: a secure server in the background ($server), logging to NAME.log;
+# a secure step waits at most the heartbeat timeout (5 s) for a client, long enough on a loaded machine
 serve() {
   name=$1 plan=$2 rounds=$3 k=$4
   shift 4
   addr=tcp://127.0.0.1:$(free_port)
   timeout 120 "$fedc" server --plan "$plan" --listen "$addr" --rounds "$rounds" --clients-per-round "$k" \
-    --out "$out/$name" --token t --report-deadline 60 --heartbeat 0.25 --heartbeat-timeout 2 --linger 1 "$@" \
+    --out "$out/$name" --token t --report-deadline 60 --heartbeat 0.25 --heartbeat-timeout 5 --linger 1 "$@" \
     >"$out/$name.log" 2>&1 &
   server=$!
 }

@@ -868,8 +868,8 @@ static fedc_status run_round(server *s, int r) {
         if (!st) log_metrics(s, &rs);
     }
     if (!st && abandoned)
-        return fedc_error(FEDC_EIO, "round %d: abandoned %d times (fewer than %d reports by the deadline)", r + 1,
-                          MAX_ATTEMPTS, s->o->min_reports);
+        return fedc_error(FEDC_EIO, "round %d: abandoned %d times (fewer than %d reports by the deadline%s)", r + 1,
+                          MAX_ATTEMPTS, s->o->min_reports, s->sec ? ", or a failed secure aggregation" : "");
     return st;
 }
 
