@@ -71,17 +71,16 @@ static fedc_status send_step(fedc__secure_client *c, int step, void *bytes, size
 }
 
 /* The server's message opening `step`, asked for until it comes (*got, into
- * *out: fedc__msg_free it) or the server refuses. */
-static fedc_status await_step(fedc__secure_client *c, int step, fedc__msg *out, const fedc_tensor_entry **e, bool *got) {
-    static fedc_tensor_entry found;
+ * *out: fedc__msg_free it; *e: its tensor) or the server refuses. */
+static fedc_status await_step(fedc__secure_client *c, int step, fedc__msg *out, fedc_tensor_entry *e, bool *got) {
     *got = false;
     while (fedc_seconds() - c->start < c->max_seconds) {
         int64_t ms = 50;
         fedc_status st = request(c, step, NULL, 0, out);
         if (st) return st;
-        if (out->type == FEDC__MSG_SECAGG_REPLY && !fedc_safetensors_find(out->body, "secagg", &found) &&
-            found.type.dtype == FEDC_U8 && found.type.rank == 1) {
-            *e = &found, *got = true;
+        if (out->type == FEDC__MSG_SECAGG_REPLY && !fedc_safetensors_find(out->body, "secagg", e) &&
+            e->type.dtype == FEDC_U8 && e->type.rank == 1) {
+            *got = true;
             return FEDC_OK;
         }
         if (out->type == FEDC__MSG_WAIT) st = fedc__msg_int(out, "retry_ms", 0, 30000, &ms);
@@ -127,14 +126,14 @@ fedc_status fedc__secure_client_share(fedc__secure_client *c, const fedc__msg *t
     void *msg = NULL;
     size_t size = 0;
     fedc__msg keys;
-    const fedc_tensor_entry *e;
+    fedc_tensor_entry e;
     bool ok = false;
     st = fedc__sa_client_create(&c->sa, (uint32_t)slot + 1, &p);
     if (!st) st = fedc__sa_client_advertise(c->sa, &msg, &size);
     if (!st) st = send_step(c, 0, msg, size, &ok);
     if (!st && ok) st = await_step(c, 1, &keys, &e, &ok);
     if (st || !ok) return *go = false, st;
-    st = fedc__sa_client_share(c->sa, e->data, (size_t)e->type.dims[0], &msg, &size);
+    st = fedc__sa_client_share(c->sa, e.data, (size_t)e.type.dims[0], &msg, &size);
     fedc__msg_free(&keys);
     if (st) return *go = false, refused(c, 1);
     st = send_step(c, 1, msg, size, &ok);
@@ -159,13 +158,13 @@ fedc_status fedc__secure_client_mask(fedc__secure_client *c, const fedc_program 
         at += st ? 0 : (size_t)fedc_type_count(&t);
     }
     fedc__msg fwd;
-    const fedc_tensor_entry *e;
+    fedc_tensor_entry e;
     bool ok = false;
     void *msg = NULL;
     size_t size = 0;
     if (!st) st = await_step(c, 2, &fwd, &e, &ok);
     if (!st && ok) {
-        st = fedc__sa_client_mask(c->sa, e->data, (size_t)e->type.dims[0], x, &msg, &size);
+        st = fedc__sa_client_mask(c->sa, e.data, (size_t)e.type.dims[0], x, &msg, &size);
         fedc__msg_free(&fwd);
         if (st) st = refused(c, 2), ok = false;
     }
@@ -186,13 +185,13 @@ fedc_status fedc__secure_client_mask(fedc__secure_client *c, const fedc_program 
 fedc_status fedc__secure_client_unmask(fedc__secure_client *c) {
     if (!c->sa) return FEDC_OK;
     fedc__msg req;
-    const fedc_tensor_entry *e;
+    fedc_tensor_entry e;
     bool ok = false;
     void *msg = NULL;
     size_t size = 0;
     fedc_status st = await_step(c, 3, &req, &e, &ok);
     if (st || !ok) return stop(c), st;
-    st = fedc__sa_client_unmask(c->sa, e->data, (size_t)e->type.dims[0], &msg, &size);
+    st = fedc__sa_client_unmask(c->sa, e.data, (size_t)e.type.dims[0], &msg, &size);
     fedc__msg_free(&req);
     if (st) return refused(c, 3);
     st = send_step(c, 3, msg, size, &ok);

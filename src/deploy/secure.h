@@ -51,11 +51,10 @@ typedef struct fedc__secure fedc__secure;
 fedc_status fedc__secure_create(fedc__secure **out, const fedc_deployment_form *form, int threshold, int neighbours,
                                 int slots, int commit, double heartbeat_timeout, FILE *log);
 void fedc__secure_destroy(fedc__secure *x); /* safe on NULL */
-/* Exchange e of round r begins at `now`, its clients in their slots (ids of the
- * population) and heard[client] when last heard from. Not active when e's
- * aggregation has no i32 input. */
-fedc_status fedc__secure_begin(fedc__secure *x, int round, int exchange, uint64_t seed, const int64_t *sampled,
-                               double now);
+/* Exchange e of round r begins at `now`, collected by c, its clients in their
+ * slots (ids of the population). Not active when e's aggregation has no i32 input. */
+fedc_status fedc__secure_begin(fedc__secure *x, fedc__collect *c, int round, int exchange, uint64_t seed,
+                               const int64_t *sampled, double now);
 bool fedc__secure_active(const fedc__secure *x);
 /* The task's "secagg" field ("" when not active). */
 const char *fedc__secure_field(const fedc__secure *x);
@@ -68,8 +67,10 @@ typedef struct fedc__secure_answer {
     int retry_ms;
     void *bytes;
     size_t size;
+    bool current; /* the request was of the open exchange's session */
 } fedc__secure_answer;
-/* A SECAGG request from slot's client (its token and slot checked). */
+/* A SECAGG request from slot's client (its token and slot checked). A refusal
+ * within the open session gives the slot up in the collection. */
 void fedc__secure_request(fedc__secure *x, int slot, const fedc__msg *m, fedc__secure_answer *a);
 void fedc__secure_answer_free(fedc__secure_answer *a);
 /* A report's masked words (values[i]: the aggregation's input i), as round 2's

@@ -742,7 +742,7 @@ static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandon
     s->exchange = e;
     fedc_status st = fedc__deployment_run_phase(s->run, e, FEDC_PHASE_SERVER_PREPARE, NULL);
     if (!st) st = exchange_io(s, e);
-    if (!st && s->sec) st = fedc__secure_begin(s->sec, s->round, e, s->seed, s->sampled, fedc_seconds());
+    if (!st && s->sec) st = fedc__secure_begin(s->sec, s->collect, s->round, e, s->seed, s->sampled, fedc_seconds());
     double t1 = fedc_seconds();
     s->collecting = !st, s->opened = t1;
     memset(s->sent, 0, (size_t)s->k);

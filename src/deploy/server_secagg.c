@@ -17,6 +17,7 @@
 struct fedc__secure {
     const fedc_deployment_form *form;
     const int64_t *sampled; /* the round's clients, by slot */
+    fedc__collect *collect; /* the exchange's: a slot refused in the secure round is given up there */
     int threshold, neighbours, slots;
     double timeout; /* the heartbeat timeout: rounds 0, 1 and 3 last at most that */
     FILE *log;
@@ -117,9 +118,9 @@ void fedc__secure_destroy(fedc__secure *x) {
     fedc_free(x->done), fedc_free(x);
 }
 
-fedc_status fedc__secure_begin(fedc__secure *x, int round, int exchange, uint64_t seed, const int64_t *sampled,
-                               double now) {
-    x->sampled = sampled;
+fedc_status fedc__secure_begin(fedc__secure *x, fedc__collect *c, int round, int exchange, uint64_t seed,
+                               const int64_t *sampled, double now) {
+    x->sampled = sampled, x->collect = c;
     end_exchange(x);
     const fedc_program *agg = fedc_deployment_form_phase(x->form, exchange, FEDC_PHASE_AGGREGATION);
     uint64_t length;
@@ -241,55 +242,50 @@ static void client_message(fedc__secure *x, int slot, int r, const fedc_tensor_e
     a->type = FEDC__MSG_ACK;
 }
 
-void fedc__secure_request(fedc__secure *x, int slot, const fedc__msg *m, fedc__secure_answer *a) {
+/* The answer to a request; a->current when it is of the open session. */
+static void request(fedc__secure *x, int slot, const fedc__msg *m, fedc__secure_answer *a) {
     int64_t round, exchange, step;
     uint64_t session = strtoull(fedc__msg_field(m, "session"), NULL, 10);
     fedc_tensor_entry e;
-    memset(a, 0, sizeof *a);
     if (fedc__msg_int(m, "round", 0, INT32_MAX, &round) || fedc__msg_int(m, "exchange", 0, 1000, &exchange) ||
-        fedc__msg_int(m, "step", 0, 3, &step))
-        {
+        fedc__msg_int(m, "step", 0, 3, &step)) {
         answer(a, FEDC__MSG_REJECT, "%s", fedc_errmsg());
         return;
     }
-    if (!x->active || round != x->round || exchange != x->exchange || session != x->session)
-        {
+    if (!x->active || round != x->round || exchange != x->exchange || session != x->session) {
         answer(a, FEDC__MSG_REJECT, "no secure round %lld.%lld (session %llu) is open", (long long)round + 1,
-                      (long long)exchange, (unsigned long long)session);
+               (long long)exchange, (unsigned long long)session);
         return;
     }
+    a->current = true;
+    bool sends = !fedc_safetensors_find(m->body, "secagg", &e);
     if (x->failed[0]) {
         answer(a, FEDC__MSG_REJECT, "the secure round failed: %s", x->failed);
-        return;
-    }
-    bool sends = !fedc_safetensors_find(m->body, "secagg", &e);
-    if (!sends && (step < 1 || x->stage < step)) {
+    } else if (!sends && (step < 1 || x->stage < step)) {
         a->retry_ms = 20 + x->slots / 4;
-        {
         answer(a, FEDC__MSG_WAIT, "the secure round's step %lld is not open yet", (long long)step);
-        return;
-    }
-    }
-    if (!sends && x->stage > step)
-        {
+    } else if (!sends && x->stage > step) {
         answer(a, FEDC__MSG_REJECT, "the secure round is past step %lld", (long long)step);
-        return;
-    }
-    if (!sends) {
+    } else if (!sends) {
         server_message(x, slot, (int)step, a);
-        return;
-    }
-    if (step == 2) {
+    } else if (step == 2) {
         answer(a, FEDC__MSG_REJECT, "step 2's masked input comes as the report");
-        return;
+    } else if (step != x->stage) {
+        answer(a, FEDC__MSG_REJECT, "a message of the secure round's step %lld, but step %d is open", (long long)step,
+               x->stage);
+    } else {
+        client_message(x, slot, (int)step, &e, a);
     }
-    if (step != x->stage)
-        {
-        answer(a, FEDC__MSG_REJECT, "a message of the secure round's step %lld, but step %d is open",
-                      (long long)step, x->stage);
-        return;
-    }
-    client_message(x, slot, (int)step, &e, a);
+}
+
+void fedc__secure_request(fedc__secure *x, int slot, const fedc__msg *m, fedc__secure_answer *a) {
+    memset(a, 0, sizeof *a);
+    request(x, slot, m, a);
+    /* refused within the open session, the client cannot take part any more: its slot is given up
+     * (else it would be sent its task again); a stale request leaves the slot alone */
+    if (a->type == FEDC__MSG_REJECT && a->current && fedc__collect_state(x->collect, slot) == FEDC__SLOT_OPEN &&
+        fedc__collect_drop(x->collect, slot))
+        fprintf(x->log, "fedc server: round %d: %s\n", x->round + 1, fedc_errmsg());
 }
 
 const char *fedc__secure_take(fedc__secure *x, int slot, const void *const *values, char *why, size_t size) {
