@@ -35,7 +35,12 @@ static const char server_usage[] =
     "                           file in DIR until their turn (default 16)\n"
     "  --max-message BYTES      the largest message a client may send, 1024 to 2^32 (default 2^28)\n"
     "  --threads N              threads for the server phases, 1 to 256 (default 1)\n"
-    "  --linger S               seconds to tell clients the job is done, after it is (default 2)\n";
+    "  --linger S               seconds to tell clients the job is done, after it is (default 2)\n"
+    "  --secure-agg T|auto      secure aggregation (SecAgg) of a plan built with --secure-sum: the\n"
+    "                           server learns only the sum of the clients' words; T shares rebuild a\n"
+    "                           dropped client's masks (auto: half its neighbours, plus one)\n"
+    "  --secure-neighbours K    SecAgg+: each client shares with K neighbours on a ring (even;\n"
+    "                           default 0: with every other client)\n";
 
 static const char client_usage[] =
     "usage: fedc client --connect ADDR --data PATH [--client ID] [options]\n"
@@ -108,6 +113,12 @@ static bool option(const char *cmd, args *a, bool server, const char *name, cons
         if (!strcmp(name, "--max-held")) return cli_uint(cmd, name, v, 0, 1 << 20, &n) && (a->s.max_held = (int)n, true);
         if (!strcmp(name, "--reorder-window"))
             return cli_uint(cmd, name, v, 1, 1 << 16, &n) && (a->s.reorder_window = (int)n);
+        if (!strcmp(name, "--secure-agg")) {
+            a->s.secure_agg = true;
+            return !strcmp(v, "auto") || (cli_uint(cmd, name, v, 1, 1 << 16, &n) && (a->s.secure_threshold = (int)n));
+        }
+        if (!strcmp(name, "--secure-neighbours"))
+            return cli_uint(cmd, name, v, 0, 1 << 16, &n) && (a->s.secure_neighbours = (int)n, true);
         if (!strcmp(name, "--linger")) return cli_real(cmd, name, v, (cli_range){0, 3600, false, false}, &a->s.linger);
     } else {
         if (!strcmp(name, "--connect")) return cli_text(cmd, name, v) && (a->c.connect = v);

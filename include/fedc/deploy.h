@@ -218,6 +218,10 @@ typedef struct fedc_server_options {
                                 most (default 16) */
     int max_held;            /* check-ins held waiting for a task (default 4096); more are answered
                                 "wait" with a retry window (the heartbeat interval) */
+    /* secure aggregation (docs/deployment.md, "Secure aggregation"): a plan built with --secure-sum */
+    bool secure_agg;         /* the clients' u32 words are summed by SecAgg: the server sees only the sum */
+    int secure_threshold;    /* t: shares that rebuild a client's secrets (0: half its neighbours, plus one) */
+    int secure_neighbours;   /* SecAgg+: each client's neighbours, even (0: every other client) */
 } fedc_server_options;
 FEDC_API void fedc_server_defaults(fedc_server_options *o);
 /* Runs the job to its last round; resumes from out_dir/checkpoint.safetensors if

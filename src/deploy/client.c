@@ -26,6 +26,7 @@
 
 #include "deploy/deploy.h"
 #include "deploy/net.h"
+#include "deploy/secure.h"
 #include "fl/plan_data.h"
 
 void fedc_client_defaults(fedc_client_options *o) {
@@ -74,6 +75,7 @@ typedef struct client {
                               next/client/<leaf> until a later round shows it committed */
     int reported;
     double start;       /* when it started: max_seconds count from there */
+    fedc__secure_client sec; /* a secure round's state (client_secagg.c) */
 } client;
 
 static void sleep_ms(int ms) {
@@ -320,6 +322,32 @@ static void start_beating(client *c, const fedc__msg *m) {
     pthread_mutex_unlock(&b->lock);
 }
 
+/* The secure round's hooks (client_secagg.c, secure.h), over this client's calls and values. */
+static fedc_status secure_call(void *ctx, fedc__msg_type type, const fedc_metadata_entry *f, int nf,
+                               const fedc_tensor_entry *t, int nt, fedc__msg *reply) {
+    return call(ctx, type, f, nf, t, nt, reply);
+}
+
+static fedc_status secure_share(client *c, const fedc__msg *m, int e, bool *go) {
+    c->sec.call = secure_call, c->sec.ctx = c, c->sec.log = c->log, c->sec.id = c->id;
+    c->sec.token = c->o->token ? c->o->token : "", c->sec.start = c->start, c->sec.max_seconds = c->o->max_seconds;
+    return fedc__secure_client_share(&c->sec, m, fedc_deployment_form_phase(fedc_plan_form(c->plan), e, FEDC_PHASE_AGGREGATION), go);
+}
+
+static fedc_status secure_mask(client *c, int e, bool *go) {
+    const fedc_program *agg = fedc_deployment_form_phase(fedc_plan_form(c->plan), e, FEDC_PHASE_AGGREGATION);
+    int n = fedc_program_num_inputs(agg);
+    void **in = fedc_calloc((size_t)n + 1, sizeof *in);
+    if (!in) return fedc_error(FEDC_ENOMEM, "client: out of memory");
+    for (int i = 0; i < n; i++) {
+        held *h = find_held(c, fedc_program_input_name(agg, i));
+        in[i] = h ? h->data : NULL;
+    }
+    fedc_status st = fedc__secure_client_mask(&c->sec, agg, in, go);
+    fedc_free(in);
+    return st;
+}
+
 static fedc_status do_task(client *c, const fedc__msg *m) {
     int64_t round, e, slot;
     fedc_status st = fedc__msg_int(m, "round", 0, INT32_MAX, &round);
@@ -336,10 +364,15 @@ static fedc_status do_task(client *c, const fedc__msg *m) {
     if (c->pending_round >= 0 && round > c->pending_round) st = commit_state(c);
     if (st) return st;
     start_beating(c, m);
+    bool go = false;
+    st = secure_share(c, m, (int)e, &go); /* a secure round's first steps: nothing otherwise */
+    if (!st && !go && c->beat) atomic_store(&c->beat->working, 0);
+    if (st || !go) return st;
     if (fault_slow() > 0) sleep_ms((int)(fault_slow() * 1000));
     st = work(c, m, round, (int)e);
     if (c->beat) atomic_store(&c->beat->working, 0);
-    bool go = false;
+    if (!st) st = secure_mask(c, (int)e, &go);
+    if (!st && !go) return FEDC_OK;
     if (!st) st = may_report(c, m, c->start, &go);
     if (!st && !go) return FEDC_OK; /* not wanted: the next check-in says what next */
     if (!st) st = send_report(c, m, (int)e, &r);
@@ -360,6 +393,7 @@ static fedc_status do_task(client *c, const fedc__msg *m) {
         c->pending_round = round; /* counted: its state is the client's once the round commits */
     }
     fedc__msg_free(&r);
+    if (!st) st = fedc__secure_client_unmask(&c->sec); /* a secure round's last step: nothing otherwise */
     return st;
 }
 
@@ -390,6 +424,7 @@ static void client_free(client *c) {
     if (c->beat) pthread_mutex_lock(&c->beat->lock); /* not while a heartbeat is on the wire */
     if (c->beat) atomic_store(&c->beat->working, 0);
     if (c->beat) pthread_mutex_unlock(&c->beat->lock);
+    fedc__secure_client_free(&c->sec);
     for (int i = 0; c->ex && i < c->exchanges; i++) fedc_executor_destroy(c->ex[i]);
     for (int i = 0; i < c->nheld; i++) fedc_free(c->held[i].data);
     fedc_free(c->held), fedc_free(c->ex);

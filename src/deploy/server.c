@@ -31,6 +31,7 @@
 #include "deploy/collect.h"
 #include "deploy/deploy.h"
 #include "deploy/net.h"
+#include "deploy/secure.h"
 
 enum { MAX_ATTEMPTS = 3, RECV_MS = 50 };
 
@@ -93,6 +94,8 @@ typedef struct server {
                                                     counted again); reports too late to add; clients given up
                                                     for missed heartbeats */
     FILE *metrics;
+    fedc__secure *sec;       /* --secure-agg (server_secagg.c), else NULL */
+    bool unmasking;          /* the collection is over; the secure round's unmasking goes on */
 } server;
 
 void fedc_server_defaults(fedc_server_options *o) {
@@ -178,8 +181,8 @@ static bool send_task(server *s, const fedc__req *to, int slot) {
     s->heard[s->sampled[slot]] = fedc_seconds(); /* its heartbeats are timed from its task */
     if (!s->sent[slot]) s->sent[slot] = 1, s->unconfirmed++;
     fedc_metadata_entry f[] = {{"round", round}, {"exchange", exchange}, {"slot", slot_s}, {"hash", fedc_plan_hash(s->plan)},
-                               {"heartbeat_ms", hb}};
-    return reply_to(s, to, FEDC__MSG_TASK, f, 5, s->task, s->ntask);
+                               {"heartbeat_ms", hb}, {"secagg", fedc__secure_field(s->sec)}};
+    return reply_to(s, to, FEDC__MSG_TASK, f, s->sec ? 6 : 5, s->task, s->ntask);
 }
 
 static bool send_done(server *s, const fedc__req *to) {
@@ -369,6 +372,7 @@ static const char *take_report(server *s, int slot, const fedc__msg *m, char *wh
         fedc_safetensors_find(m->body, s->up[j].name, &e);
         values[j] = e.data;
     }
+    if (fedc__secure_take(s->sec, slot, values, why, size)) return why; /* the masked words, to be unmasked */
     if (fedc__collect_add(s->collect, slot, values)) {
         snprintf(why, size, "the server could not take it: %s", fedc_errmsg());
         return why;
@@ -412,6 +416,28 @@ static bool report(server *s, const fedc__msg *m) {
     return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "1"}}, 1, NULL, 0);
 }
 
+/* A secure round's request (secure.h), from the client of its slot. */
+static bool secagg(server *s, const fedc__msg *m) {
+    int64_t client, slot;
+    if (!known_client(s, m, &client)) return true;
+    if (fedc__msg_int(m, "slot", 0, s->k - 1, &slot)) return refuse(s, fedc__msg_field(m, "client"), "%s", fedc_errmsg());
+    if (!s->sec || s->sampled[slot] != client)
+        return refuse(s, fedc__msg_field(m, "client"), "a secagg request of slot %lld, which is not this client's in a "
+                      "secure round", (long long)slot);
+    fedc__secure_answer a;
+    char retry[32], step[8];
+    fedc__secure_request(s->sec, (int)slot, m, &a);
+    snprintf(retry, sizeof retry, "%d", a.retry_ms);
+    snprintf(step, sizeof step, "%.4s", fedc__msg_field(m, "step"));
+    fedc_tensor_entry t = {"secagg", fedc_type_make(FEDC_U8, 1, (int64_t[]){(int64_t)a.size}), a.bytes};
+    if (a.type == FEDC__MSG_REJECT) refuse(s, fedc__msg_field(m, "client"), "%s", a.reason);
+    else if (a.type == FEDC__MSG_WAIT) wait_reply(s, &s->from, a.retry_ms, a.reason);
+    else if (a.type == FEDC__MSG_ACK) reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "1"}}, 1, NULL, 0);
+    else reply(s, a.type, (fedc_metadata_entry[]){{"step", step}}, 1, &t, 1);
+    fedc__secure_answer_free(&a);
+    return true;
+}
+
 static void handle(server *s, const void *data, size_t size) {
     fedc__msg m;
     s->bytes_in += (double)size;
@@ -423,6 +449,7 @@ static void handle(server *s, const void *data, size_t size) {
     else if (m.type == FEDC__MSG_REPORT) report(s, &m);
     else if (m.type == FEDC__MSG_HEARTBEAT) heartbeat(s, &m);
     else if (m.type == FEDC__MSG_READY) ready(s, &m);
+    else if (m.type == FEDC__MSG_SECAGG) secagg(s, &m);
     else refuse(s, NULL, "a %s message is not a client's request", fedc__msg_name(m.type));
     fedc__msg_free(&m);
 }
@@ -451,7 +478,8 @@ static fedc_status give_up_silent(server *s) {
  * every slot is settled. */
 static fedc_status serve(server *s, double until) {
     double checked = 0;
-    while (fedc_seconds() < until && !(s->collecting && fedc__collect_closed(s->collect))) {
+    while (fedc_seconds() < until && !(s->collecting && fedc__collect_closed(s->collect)) &&
+           !(s->unmasking && fedc__secure_settled(s->sec))) {
         nng_msg *msg;
         bool timed_out;
         fedc_status st = fedc__net_recv_req(&s->net, &msg, &s->from, &timed_out);
@@ -465,6 +493,7 @@ static fedc_status serve(server *s, double until) {
         checked = fedc_seconds();
         answer_held(s);
         if ((st = give_up_silent(s))) return st;
+        if ((s->collecting || s->unmasking) && (st = fedc__secure_tick(s->sec, s->collect, checked))) return st;
     }
     return FEDC_OK;
 }
@@ -647,6 +676,9 @@ static fedc_status setup(server *s) {
     snprintf(spill, sizeof spill, "%s/reports.spill", o->out_dir);
     if (!st) st = fedc__collect_create(&s->collect, s->run, s->k, s->commit, o->reorder_window, spill);
     if (!st) st = make_token(s);
+    if (!st && o->secure_agg)
+        st = fedc__secure_create(&s->sec, s->form, o->secure_threshold, o->secure_neighbours, s->k, s->commit,
+                                 o->heartbeat_timeout, s->log);
     return st;
 }
 
@@ -657,6 +689,7 @@ static void teardown(server *s) {
     fedc_free(s->slot_of), fedc_free(s->next_round), fedc_free(s->heard), fedc_free(s->next), fedc_free(s->left_out), fedc_free(s->sent), fedc_free(s->granted);
     fedc_free(s->taken_round), fedc_free(s->taken_exchange);
     fedc__collect_destroy(s->collect);
+    fedc__secure_destroy(s->sec);
     fedc_deployment_run_destroy(s->run);
     fedc_plan_destroy(s->plan);
     if (s->metrics) fclose(s->metrics);
@@ -686,6 +719,22 @@ static void close_exchange(server *s, round_stats *rs) {
     rs->t_aggregate += c.seconds;
 }
 
+/* A secure round's last step, after the collection: the survivors reveal their
+ * shares (each within the heartbeat timeout), and the sum is unmasked; a failed
+ * secure round (fewer than its threshold at some step) abandons the round. */
+static fedc_status secure_unmask(server *s, bool *abandoned) {
+    fedc__secure_close_masked(s->sec, fedc_seconds());
+    s->unmasking = true;
+    fedc_status st = serve(s, fedc_seconds() + s->o->heartbeat_timeout + 1);
+    s->unmasking = false;
+    if (!st && !fedc__secure_settled(s->sec)) st = fedc__secure_tick(s->sec, s->collect, fedc_seconds() + 1e9);
+    if (!st && fedc__secure_failed(s->sec)) {
+        fprintf(s->log, "fedc server: round %d: the secure aggregation failed: the round is abandoned\n", s->round + 1);
+        *abandoned = true;
+    }
+    return st;
+}
+
 /* One exchange: prepare, the clients' reports streamed into the aggregation,
  * server_result. *abandoned: too few reports by the deadline. */
 static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandoned) {
@@ -693,6 +742,7 @@ static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandon
     s->exchange = e;
     fedc_status st = fedc__deployment_run_phase(s->run, e, FEDC_PHASE_SERVER_PREPARE, NULL);
     if (!st) st = exchange_io(s, e);
+    if (!st && s->sec) st = fedc__secure_begin(s->sec, s->collect, s->round, e, s->seed, s->sampled, fedc_seconds());
     double t1 = fedc_seconds();
     s->collecting = !st, s->opened = t1;
     memset(s->sent, 0, (size_t)s->k);
@@ -704,6 +754,7 @@ static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandon
     double t2 = fedc_seconds();
     rs->t_prepare += t1 - t0, rs->t_collect += t2 - t1;
     close_exchange(s, rs);
+    if (!st && fedc__secure_active(s->sec) && (st = secure_unmask(s, abandoned), *abandoned)) return st;
     if (!st && rs->reported < s->o->min_reports) {
         fprintf(s->log, "fedc server: round %d: %d of %d clients reported by the deadline, fewer than %d: the round "
                 "is abandoned\n", s->round + 1, rs->reported, s->k, s->o->min_reports);
@@ -711,6 +762,7 @@ static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandon
         return FEDC_OK;
     }
     if (!st) st = fedc__collect_end(s->collect);
+    if (!st) st = fedc__secure_end(s->sec, s->run); /* the unmasked sums in place of the masked */
     double t3 = fedc_seconds();
     if (!st) st = fedc__deployment_run_phase(s->run, e, FEDC_PHASE_SERVER_RESULT, NULL);
     rs->t_aggregate += t3 - t2, rs->t_result += fedc_seconds() - t3;
@@ -767,7 +819,9 @@ static void log_metrics(server *s, const round_stats *rs) {
             rs->missed, rs->spilled, rs->held_peak);
     for (int i = 0, n = 0; i < s->k; i++)
         if (s->left_out[i]) fprintf(f, "%s%lld", n++ ? ", " : "", (long long)s->sampled[i]);
-    fprintf(f, "], \"bytes_in\": %.0f, \"bytes_out\": %.0f, ", rs->bytes_in, rs->bytes_out);
+    fprintf(f, "], ");
+    fedc__secure_metrics(s->sec, f);
+    fprintf(f, "\"bytes_in\": %.0f, \"bytes_out\": %.0f, ", rs->bytes_in, rs->bytes_out);
     if (!rs->abandoned) fprintf(f, "\"train_loss\": %.9g, \"examples\": %.0f, ", rs->train_loss, rs->examples);
     fprintf(f, "\"seconds\": {\"prepare\": %.6f, \"collect\": %.6f, \"aggregate\": %.6f, \"result\": %.6f, "
             "\"checkpoint\": %.6f, \"round\": %.6f}}\n", rs->t_prepare, rs->t_collect, rs->t_aggregate, rs->t_result,
@@ -814,8 +868,8 @@ static fedc_status run_round(server *s, int r) {
         if (!st) log_metrics(s, &rs);
     }
     if (!st && abandoned)
-        return fedc_error(FEDC_EIO, "round %d: abandoned %d times (fewer than %d reports by the deadline)", r + 1,
-                          MAX_ATTEMPTS, s->o->min_reports);
+        return fedc_error(FEDC_EIO, "round %d: abandoned %d times (fewer than %d reports by the deadline%s)", r + 1,
+                          MAX_ATTEMPTS, s->o->min_reports, s->sec ? ", or a failed secure aggregation" : "");
     return st;
 }
 

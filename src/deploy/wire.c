@@ -23,6 +23,8 @@ static const struct {
     [FEDC__MSG_HEARTBEAT] = {"heartbeat", {"token", "client", "round", "exchange", "slot"}},
     [FEDC__MSG_READY] = {"ready", {"token", "client", "round", "exchange", "slot"}},
     [FEDC__MSG_GO] = {"go", {0}},
+    [FEDC__MSG_SECAGG] = {"secagg", {"token", "client", "round", "exchange", "slot", "session", "step"}},
+    [FEDC__MSG_SECAGG_REPLY] = {"secagg-reply", {"step"}},
 };
 
 const char *fedc__msg_name(int type) { return type > 0 && type < FEDC__MSG_TYPES ? types[type].name : "?"; }

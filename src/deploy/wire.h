@@ -34,6 +34,9 @@ typedef enum fedc__msg_type {
     FEDC__MSG_HEARTBEAT,   /* client, while it works on a task: token, client, round, exchange, slot */
     FEDC__MSG_READY,       /* client, its report ready: token, client, round, exchange, slot */
     FEDC__MSG_GO,          /* server: send the report now */
+    FEDC__MSG_SECAGG,      /* client, in a secure round (secure.h): token, client, round, exchange, slot, session,
+                              step; tensor "secagg" (u8): its message of that step, none to ask for the server's */
+    FEDC__MSG_SECAGG_REPLY, /* server: step; tensor "secagg" (u8): the message opening that step */
     FEDC__MSG_TYPES
 } fedc__msg_type;
 
