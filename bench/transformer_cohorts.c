@@ -21,8 +21,10 @@
  * whose ranks split the cohort (docs/mpi.md). A round's time is the wall time
  * between two on_round calls (batches filled, clients trained, the server's
  * step; the last round's also the closing evaluation fedc_train always runs, kept
- * to one client's forward pass in the training's batches). Targets: seconds a client flat from 8 to 2,048 clients (<= 1.1x) and the
- * RSS flat in the cohort.
+ * to one client's forward pass in the training's batches), and beside it the CPU
+ * seconds of the process (rank 0's, a share of cohort / ranks clients, under MPI),
+ * which a loaded machine disturbs much less. Targets: seconds a client flat from
+ * 8 to 2,048 clients (<= 1.1x) and the RSS flat in the cohort.
  *
  * Memory: the clients' data is O(cohort) by nature, so the figures are the peak
  * RSS less it, two ways. "RSS-data" subtracts the bytes the data must take (the
@@ -32,8 +34,9 @@
  * each client's record, id and feature table and the dataset's index besides the
  * tokens, with malloc's headers) and the batches: what is left is what
  * fedc_train itself holds, the part that must not grow with the cohort. Under MPI
- * every rank holds the whole data set and the batches of its own clients (the
- * cohort / ranks of them), and the figure is the largest rank's.
+ * every rank holds the whole data set, and the batch buffers of the whole cohort
+ * (zeroed, so resident) though it fills its own clients' only; the figure is the
+ * largest rank's.
  *
  * FLOPs: the matmuls of a training step counted as bench_transformer_step counts
  * them (bench_transformer_flops: 6 FLOPs per weight per token, and causal
@@ -67,9 +70,33 @@ typedef struct job {
 } job;
 
 typedef struct outcome {
-    double round_s;
-    size_t peak_rss; /* the largest rank's under MPI */
+    double round_s, cpu_s; /* the median round's wall and CPU seconds (rank 0's process under MPI) */
+    size_t peak_rss;       /* the largest rank's under MPI */
 } outcome;
+
+/* The round timer, and the process's CPU seconds of each round beside it: on a
+ * loaded machine the wall time is shared with others, the CPU time much less so. */
+typedef struct round_clocks {
+    bench_round_timer wall;
+    fedc_status (*wall_on_round)(void *ctx, int round, bool evaluated, const struct fedc_train_result *so_far);
+    double cpu_last, cpu[BENCH_MAX_ROUNDS];
+} round_clocks;
+
+static fedc_status clocks_on_round(void *ctx, int round, bool evaluated, const struct fedc_train_result *so_far) {
+    round_clocks *k = ctx;
+    double now = bench_cpu_now();
+    if (round >= 1 && round <= BENCH_MAX_ROUNDS) k->cpu[round - 1] = now - k->cpu_last;
+    k->cpu_last = now;
+    return k->wall_on_round(&k->wall, round, evaluated, so_far);
+}
+
+static void clocks_install(round_clocks *k, fedc_train_config *c) {
+    bench_round_timer_install(&k->wall, c);
+    k->wall_on_round = c->on_round;
+    k->cpu_last = bench_cpu_now();
+    c->on_round = clocks_on_round;
+    c->on_round_ctx = k;
+}
 
 /* The data set fedc_train opens for "synthetic:zipf:COHORT:S*B:CONTEXT" (its seed 0). */
 static fedc_status open_data(const job *j, fedc_dataset **ds) {
@@ -123,12 +150,14 @@ static void measure(void *ctx, void *result) {
     c.eval_batch_size = j->batch;
     c.quiet = true;
     c.out_dir = "out/bench/transformer_cohorts";
-    bench_round_timer t;
-    bench_round_timer_install(&t, &c);
+    round_clocks k;
+    clocks_install(&k, &c);
     fedc_train_result res;
     BENCH_FAIL_IF(fedc_train(&c, &res));
     outcome *o = result;
-    o->round_s = t.rounds > j->rounds ? bench_median(t.seconds + 1, j->rounds) : NAN; /* on_round: rank 0 only */
+    bool timed = k.wall.rounds > j->rounds; /* on_round runs on rank 0 only */
+    o->round_s = timed ? bench_median(k.wall.seconds + 1, j->rounds) : NAN;
+    o->cpu_s = timed ? bench_median(k.cpu + 1, j->rounds) : NAN;
     o->peak_rss = bench_proc_status_bytes("VmHWM");
 }
 
@@ -137,7 +166,7 @@ static int one_rank(job *j) {
     BENCH_FAIL_IF(fedc_mpi_init());
     outcome o;
     measure(j, &o);
-    printf("rank %d: %.6f %zu\n", fedc_mpi_rank(), o.round_s, o.peak_rss);
+    printf("rank %d: %.6f %.6f %zu\n", fedc_mpi_rank(), o.round_s, o.cpu_s, o.peak_rss);
     fflush(stdout);
     return fedc_mpi_finalize() ? 1 : 0;
 }
@@ -157,14 +186,14 @@ static int run_mpi(const job *j, outcome *o) {
     FILE *f = popen(cmd, "r");
     char line[256];
     int ranks = 0;
-    *o = (outcome){NAN, 0};
+    *o = (outcome){NAN, NAN, 0};
     while (f && fgets(line, sizeof line, f)) {
         int r;
-        double s;
+        double s, cpu;
         size_t rss;
-        if (sscanf(line, "rank %d: %lf %zu", &r, &s, &rss) != 3) continue;
+        if (sscanf(line, "rank %d: %lf %lf %zu", &r, &s, &cpu, &rss) != 4) continue;
         ranks++;
-        if (r == 0) o->round_s = s;
+        if (r == 0) o->round_s = s, o->cpu_s = cpu;
         if (rss > o->peak_rss) o->peak_rss = rss;
     }
     int status = f ? pclose(f) : -1;
@@ -189,7 +218,7 @@ static int usage(void) {
 
 /* The first cohort's figures, which the others' are compared with. */
 typedef struct baseline {
-    double per_client, rss, runner;
+    double per_client, cpu_client, rss, runner;
 } baseline;
 
 /* One row of the table (and its JSON line). */
@@ -198,22 +227,26 @@ static void report(const job *j, const outcome *o, size_t data_set, double peak1
     double tokens = sequences * 4 * ctx, batches = sequences * (2 * 4 * ctx + 4); /* x, y: i32; mask: f32 */
     double cores = (double)j->threads * (j->ranks ? j->ranks : 1), share = j->ranks ? 1.0 / j->ranks : 1.0;
     double per_client = o->round_s / (double)j->cohort;
+    double cpu_client = o->cpu_s / ((double)j->cohort * share); /* rank 0 trains cohort / ranks of them */
     double rss = ((double)o->peak_rss - tokens - batches) / 1e6;
-    double runner = ((double)o->peak_rss - (double)data_set - share * batches) / 1e6;
+    double runner = ((double)o->peak_rss - (double)data_set - batches) / 1e6;
     double flops = bench_transformer_flops(j->p->layers, j->p->width, j->p->context, j->p->vocab, j->steps * j->batch);
     double gflop = flops * (double)j->cohort / 1e9, gflops = gflop / o->round_s;
-    if (first->per_client == 0) *first = (baseline){per_client, rss, runner};
+    if (first->per_client == 0) *first = (baseline){per_client, cpu_client, rss, runner};
     char ranks[8] = "-";
     if (j->ranks) snprintf(ranks, sizeof ranks, "%d", j->ranks);
-    printf("%5s  %7d  %7lld  %8.2f  %9.3f  %7.3fx  %8.0f  %11.2f  %7.1f  %3.0f%%  %8.1f  %6.3fx  %8.2f  %9.2f  %6.3fx\n",
+    printf("%5s  %7d  %7lld  %8.2f  %9.3f  %7.3fx  %9.3f  %7.3fx  %8.0f  %11.2f  %7.1f  %3.0f%%  %8.1f  %6.3fx  %8.2f  "
+           "%9.2f  %6.3fx\n",
            ranks, j->threads, (long long)j->cohort, o->round_s, 1e3 * per_client, per_client / first->per_client,
-           sequences * ctx / o->round_s, gflop, gflops, 100 * gflops / (peak1 * cores), rss, rss / first->rss,
-           (double)data_set / 1e6, runner, runner / first->runner);
+           1e3 * cpu_client, cpu_client / first->cpu_client, sequences * ctx / o->round_s, gflop, gflops,
+           100 * gflops / (peak1 * cores), rss, rss / first->rss, (double)data_set / 1e6, runner,
+           runner / first->runner);
     bench_json("transformer_cohorts",
                "\"preset\": \"%s\", \"ranks\": %d, \"threads\": %d, \"clients\": %lld, \"round_s\": %.4f, "
-               "\"gflops\": %.2f, \"rss_less_data_mb\": %.1f, \"data_set_mb\": %.2f, \"runner_mb\": %.2f",
-               j->p->name, j->ranks, j->threads, (long long)j->cohort, o->round_s, gflops, rss, (double)data_set / 1e6,
-               runner);
+               "\"cpu_ms_client\": %.3f, \"gflops\": %.2f, \"rss_less_data_mb\": %.1f, \"data_set_mb\": %.2f, "
+               "\"runner_mb\": %.2f",
+               j->p->name, j->ranks, j->threads, (long long)j->cohort, o->round_s, 1e3 * cpu_client, gflops, rss,
+               (double)data_set / 1e6, runner);
 }
 
 int main(int argc, char **argv) {
@@ -246,18 +279,20 @@ int main(int argc, char **argv) {
     printf("transformer:%s, %lld steps of batch %lld a client: %.0f tokens, %.4g FLOPs a client; sgemm peak %.1f "
            "GFLOP/s a thread\n",
            j.p->name, (long long)j.steps, (long long)j.batch, tokens_client, flops_client, peak1);
-    printf("ranks  threads  clients  s/round  ms/client  vs first  tokens/s  GFLOP/round  GFLOP/s  MFU  RSS-data  "
-           "vs first  data set  runner MB  vs first\n");
+    printf("ranks  threads  clients  s/round  ms/client  vs first  CPU ms/client  vs first  tokens/s  GFLOP/round  "
+           "GFLOP/s  MFU  RSS-data  vs first  data set  runner MB  vs first\n");
     for (int r = 0; r < nranks; r++)
         for (int t = 0; t < nthreads; t++) {
-            baseline first = {0, 0, 0};
+            baseline first = {0, 0, 0, 0};
             for (int k = 0; k < ncohorts; k++) {
                 j.ranks = (int)ranks[r], j.threads = (int)threads[t], j.cohort = cohorts[k];
                 outcome o;
                 size_t data_set = 0;
                 if (bench_in_child(measure_data, &j, &data_set, sizeof data_set) ||
                     (j.ranks ? run_mpi(&j, &o) : bench_in_child(measure, &j, &o, sizeof o))) {
-                    fprintf(stderr, "bench_transformer_cohorts: the run of %lld clients failed\n", (long long)j.cohort);
+                    fprintf(stderr, "bench_transformer_cohorts: the run of %lld clients failed%s\n",
+                            (long long)j.cohort,
+                            j.ranks ? " (under mpirun: needs fedc built with MPI and mpirun, or FEDC_MPIRUN)" : "");
                     return 1;
                 }
                 report(&j, &o, data_set, peak1, &first);
