@@ -92,7 +92,7 @@ static double time_rounds(const fedc_algorithm_def *def, bench_cnn *m, int threa
     fedc_server_state *s;
     client_inputs ci;
     BENCH_FAIL_IF(fedc_executor_create(&ex, round, &(fedc_exec_options){.clients = clients, .threads = threads}));
-    BENCH_FAIL_IF(fedc__cohort_buffers_init(&cb, m->model, clients, BATCH, batches) ||
+    BENCH_FAIL_IF(fedc__cohort_buffers_init(&cb, m->model, clients, BATCH, batches, false) ||
                   fedc__cohort_buffers_bind(&cb, ex, true));
     BENCH_FAIL_IF(fedc_server_state_create(m->model, &a, m->params, &s) || fedc_server_state_bind(s, ex));
     client_inputs_make(&ci, m->model, &a, clients);

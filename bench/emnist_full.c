@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
     cohort_buffers cb = {0};
     BENCH_FAIL_IF(fedc_algorithm_round(m.model, &alg, &round));
     BENCH_FAIL_IF(fedc_executor_create(&ex, round, &(fedc_exec_options){.clients = PER_ROUND, .threads = threads}));
-    BENCH_FAIL_IF(fedc__cohort_buffers_init(&cb, m.model, PER_ROUND, BATCH, alg.max_steps) ||
+    BENCH_FAIL_IF(fedc__cohort_buffers_init(&cb, m.model, PER_ROUND, BATCH, alg.max_steps, false) ||
                   fedc__cohort_buffers_bind(&cb, ex, true) || fedc_server_state_bind(s, ex));
 
     int64_t sampled[PER_ROUND];

@@ -72,7 +72,7 @@ double bench_cnn_evaluate(const bench_cnn *m, const int64_t *sizes, int64_t ncli
     cohort_buffers cb = {0};
     BENCH_FAIL_IF(fedc_evaluation_program(m->model, batch, steps, &p));
     BENCH_FAIL_IF(fedc_executor_create(&ex, p, &(fedc_exec_options){.clients = k, .threads = threads, .profile = getenv("BENCH_PROFILE") != NULL}));
-    BENCH_FAIL_IF(fedc__cohort_buffers_init(&cb, m->model, k, batch, steps) ||
+    BENCH_FAIL_IF(fedc__cohort_buffers_init(&cb, m->model, k, batch, steps, false) ||
                   fedc__cohort_buffers_bind(&cb, ex, false) || bench_cnn_bind(m, ex));
     double seconds = 0, count = 0;
     for (int64_t first = 0; first < nclients; first += k) {

@@ -198,7 +198,7 @@ static fedc_status create_programs(trainer *t) {
     fedc_exec_options o = round_options(t, k);
     o.profile = c->profile;
     if (!st) st = fedc_executor_create(&t->round_ex, t->round, &o);
-    if (!st) st = fedc__cohort_buffers_init(&t->cohort, t->model, k, batch, t->alg.max_steps);
+    if (!st) st = fedc__cohort_buffers_init(&t->cohort, t->model, k, batch, t->alg.max_steps, false);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, t->round_ex, true);
     if (!st) st = fedc__train_state_bind(t, t->round_ex, t->round);
     if (!st) st = fedc__train_privacy_bind(t);
@@ -231,7 +231,7 @@ static fedc_status create_evaluation(trainer *t) {
                               : fedc_evaluation_program(t->model, eb, es, &t->eval);
     fedc_exec_options eo = {.clients = ek, .threads = c->threads, .mpi = true};
     if (!st) st = fedc_executor_create(&t->eval_ex, t->eval, &eo);
-    if (!st) st = fedc__cohort_buffers_init(&t->eval_cohort, t->model, ek, eb, es);
+    if (!st) st = fedc__cohort_buffers_init(&t->eval_cohort, t->model, ek, eb, es, t->eval_segments > 0);
     if (!st) st = fedc__cohort_buffers_bind(&t->eval_cohort, t->eval_ex, false);
     if (!st && t->eval_segments) st = fedc_executor_bind(t->eval_ex, "segment", t->eval_cohort.segment);
     if (!st) st = own ? fedc__train_state_bind_eval(t, t->eval_ex, ds, ek) : bind_model(t, t->eval_ex);

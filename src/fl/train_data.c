@@ -370,7 +370,7 @@ fedc_status fedc__train_fill_packed(fedc_dataset *ds, const int64_t *clients, in
 }
 
 fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, int clients, int64_t batch,
-                                      int64_t max_steps) {
+                                      int64_t max_steps, bool packed) {
     fedc_type xt = fedc_model_input_type(m, batch), yt = fedc_model_label_type(m, batch);
     cb->clients = clients;
     cb->batch = batch;
@@ -385,8 +385,8 @@ fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, i
     cb->steps = fedc_calloc(n, sizeof *cb->steps);
     cb->key = fedc_calloc(4 * n, sizeof *cb->key);
     cb->failed = fedc_calloc(n, sizeof *cb->failed);
-    cb->segment = fedc_calloc(n * (size_t)(max_steps * batch), sizeof *cb->segment);
-    if (!cb->x || !cb->y || !cb->mask || !cb->steps || !cb->key || !cb->failed || !cb->segment)
+    cb->segment = packed ? fedc_calloc(n * (size_t)(max_steps * batch), sizeof *cb->segment) : NULL;
+    if (!cb->x || !cb->y || !cb->mask || !cb->steps || !cb->key || !cb->failed || (packed && !cb->segment))
         return fedc_error(FEDC_ENOMEM, "train: out of memory for %d clients' batches (%lld steps of %lld)", clients,
                           (long long)max_steps, (long long)batch);
     return FEDC_OK;

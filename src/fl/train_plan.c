@@ -240,7 +240,7 @@ fedc_status fedc__plan_client_create(fedc__plan_data *d, int64_t id, fedc__plan_
     if (!c) return fedc_error(FEDC_ENOMEM, "client: out of memory");
     c->d = d, c->id = id;
     c->num_examples = (float)fedc_dataset_client_examples(d->t.train, id);
-    fedc_status st = fedc__cohort_buffers_init(&c->cb, d->t.model, 1, d->t.alg.batch_size, d->t.alg.max_steps);
+    fedc_status st = fedc__cohort_buffers_init(&c->cb, d->t.model, 1, d->t.alg.batch_size, d->t.alg.max_steps, false);
     if (st) fedc__plan_client_destroy(c);
     else *out = c;
     return st;
