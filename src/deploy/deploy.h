@@ -90,4 +90,11 @@ fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const f
                              const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors,
                              int ntensors);
 
+/* Which round last added each client's report (added.c), as a server's
+ * checkpoint keeps it for clients that keep state: "CLIENT:ROUND,..." for the
+ * clients added once or more (the others -1). Encode: fedc_malloc'd text.
+ * Parse: untrusted text, every client below n and round below `rounds`. */
+fedc_status fedc__added_encode(const int32_t *added, int64_t n, char **out);
+fedc_status fedc__added_parse(const char *text, int32_t *added, int64_t n, int64_t rounds);
+
 #endif

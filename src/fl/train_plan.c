@@ -240,10 +240,12 @@ fedc_status fedc__plan_client_create(fedc__plan_data *d, int64_t id, fedc__plan_
     if (!c) return fedc_error(FEDC_ENOMEM, "client: out of memory");
     c->d = d, c->id = id;
     c->num_examples = (float)fedc_dataset_client_examples(d->t.train, id);
-    fedc_status st = fedc__cohort_buffers_init(&c->cb, d->t.model, 1, d->t.alg.batch_size, d->t.alg.max_steps);
-    if (st) fedc__plan_client_destroy(c);
-    else *out = c;
-    return st;
+    *out = c; /* its buffers are made when it loads its batches */
+    return FEDC_OK;
+}
+
+void fedc__plan_client_release(fedc__plan_client *c) {
+    if (c) fedc__cohort_buffers_free(&c->cb);
 }
 
 void fedc__plan_client_destroy(fedc__plan_client *c) {
@@ -270,6 +272,10 @@ const void *fedc__plan_client_input(const fedc__plan_client *c, const char *name
 }
 
 fedc_status fedc__plan_client_load(fedc__plan_client *c, uint32_t round, fedc_executor *ex, const fedc_program *q) {
+    if (!c->cb.x) {
+        fedc_status st = fedc__cohort_buffers_init(&c->cb, c->d->t.model, 1, c->d->t.alg.batch_size, c->d->t.alg.max_steps);
+        if (st) return st;
+    }
     pthread_mutex_lock(&c->d->lock);
     bool strict = c->d->c.strict;
     c->d->c.strict = true; /* a client whose data fail says so, rather than training on NaN */
