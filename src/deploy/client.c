@@ -233,15 +233,20 @@ static fedc_status take_broadcasts(client *c, const fedc__msg *m, const fedc_pro
     return FEDC_OK;
 }
 
-/* Runs exchange e's client_work for `round` (its broadcasts held) on an
- * executor of the process's trainers, and keeps its outputs. Every input is
- * bound: the executor ran another client's work before. */
-static fedc_status work(client *c, int64_t round, int e, int64_t slot) {
-    const fedc_program *q = fedc_deployment_form_phase(fedc_plan_form(c->plan), e, FEDC_PHASE_CLIENT_WORK);
-    fedc_executor *ex = NULL;
-    fedc_status st = fedc__trainers_acquire(c->trainers, round, e, slot, &ex);
-    if (st) return st;
-    st = fedc__plan_client_load(c->pc, (uint32_t)round, ex, q);
+/* A client's work on a seat (fleet.h): its batches loaded, every input bound
+ * (the executor ran another client's work before), the phase run, and its
+ * outputs kept; the new state waits for the round to commit. */
+typedef struct job {
+    client *c;
+    int64_t round;
+    int e;
+} job;
+
+static fedc_status run_job(void *arg, fedc_executor *ex) {
+    job *j = arg;
+    client *c = j->c;
+    const fedc_program *q = fedc_deployment_form_phase(fedc_plan_form(c->plan), j->e, FEDC_PHASE_CLIENT_WORK);
+    fedc_status st = fedc__plan_client_load(c->pc, (uint32_t)j->round, ex, q);
     for (int i = 0; !st && i < fedc_program_num_inputs(q); i++) {
         const char *name = fedc_program_input_name(q, i);
         held *h = find_held(c, name);
@@ -255,12 +260,18 @@ static fedc_status work(client *c, int64_t round, int e, int64_t slot) {
         const void *y;
         fedc_type t;
         char next[600];
-        snprintf(next, sizeof next, "next/%s", name); /* the new state waits for the round to commit */
+        snprintf(next, sizeof next, "next/%s", name);
         st = fedc_executor_output(ex, name, &y, &t);
         if (!st) st = hold(c, strncmp(name, "client/", 7) ? name : next, t, y);
     }
-    fedc__trainers_release(c->trainers, e, ex);
     return st;
+}
+
+/* Runs exchange e's client_work for `round` (its broadcasts held) on a seat of
+ * the process's trainers, and keeps its outputs. */
+static fedc_status work(client *c, int64_t round, int e, int64_t slot) {
+    job j = {c, round, e};
+    return fedc__trainers_run(c->trainers, round, e, slot, run_job, &j);
 }
 
 /* The state of the last round whose report was counted, once that round is

@@ -8,50 +8,35 @@
 
 /* ----------------------------------------------------------- trainers -- */
 
-/* A client waiting for a seat, on its own condition variable, so that a seat
- * given back wakes the one client let in, not every waiting thread. */
+/* A client's work waiting for a seat, and its result; the client waits on its
+ * own condition variable, so that finished work wakes that client only. */
 typedef struct waiter {
     int64_t round, exchange, slot;
-    bool admitted;
+    fedc__trainer_work fn;
+    void *arg;
+    bool done;
+    fedc_status st;
+    char err[1024];
     pthread_cond_t cond;
     struct waiter *next;
 } waiter;
 
+typedef struct seat {
+    fedc__trainers *t;
+    fedc_executor **ex; /* per exchange, made on first use */
+    pthread_t thread;
+    bool started;
+} seat;
+
 struct fedc__trainers {
     pthread_mutex_t lock;
+    pthread_cond_t wake;  /* work waits, or stop */
     const fedc_deployment_form *form;
-    int exchanges, seats, threads, busy;
-    waiter *waiting;       /* unordered: the lowest key is found when a seat is free */
-    fedc_executor **idle;  /* per exchange, `seats` entries: executors no seat holds */
-    int *nidle;            /* per exchange */
+    int exchanges, seats, threads;
+    bool stop;
+    waiter *waiting;      /* unordered: a seat takes the lowest key */
+    seat *seat;
 };
-
-fedc_status fedc__trainers_create(fedc__trainers **out, const fedc_deployment_form *f, int seats, int threads) {
-    *out = NULL;
-    if (seats < 1) return fedc_error(FEDC_EINVAL, "fleet: %d trainers; it needs 1 or more", seats);
-    fedc__trainers *t = fedc_calloc(1, sizeof *t);
-    int e = fedc_deployment_form_exchanges(f);
-    if (t) t->idle = fedc_calloc((size_t)e * (size_t)seats, sizeof *t->idle);
-    if (t) t->nidle = fedc_calloc((size_t)e, sizeof *t->nidle);
-    if (!t || !t->idle || !t->nidle) {
-        if (t) fedc_free(t->idle), fedc_free(t->nidle);
-        fedc_free(t);
-        return fedc_error(FEDC_ENOMEM, "fleet: out of memory");
-    }
-    pthread_mutex_init(&t->lock, NULL);
-    t->form = f, t->exchanges = e, t->seats = seats, t->threads = threads;
-    *out = t;
-    return FEDC_OK;
-}
-
-void fedc__trainers_destroy(fedc__trainers *t) {
-    if (!t) return;
-    for (int e = 0; e < t->exchanges; e++)
-        for (int i = 0; i < t->nidle[e]; i++) fedc_executor_destroy(t->idle[e * t->seats + i]);
-    fedc_free(t->idle), fedc_free(t->nidle);
-    pthread_mutex_destroy(&t->lock);
-    fedc_free(t);
-}
 
 static bool before(const waiter *a, const waiter *b) {
     if (a->round != b->round) return a->round < b->round;
@@ -59,49 +44,106 @@ static bool before(const waiter *a, const waiter *b) {
     return a->slot < b->slot;
 }
 
-/* Under the lock: a free seat goes to the lowest waiting key. */
-static void admit_next(fedc__trainers *t) {
-    if (t->busy >= t->seats || !t->waiting) return;
+/* Under the lock: the lowest waiting work, taken off the list, or NULL. */
+static waiter *take_lowest(fedc__trainers *t) {
+    if (!t->waiting) return NULL;
     waiter **best = &t->waiting;
     for (waiter **w = &t->waiting; *w; w = &(*w)->next)
         if (before(*w, *best)) best = w;
     waiter *w = *best;
     *best = w->next;
-    w->admitted = true;
-    t->busy++;
-    pthread_cond_signal(&w->cond);
+    return w;
 }
 
-static void give_back(fedc__trainers *t, int e, fedc_executor *ex) {
+static fedc_status run_on(seat *s, waiter *w) {
+    int e = (int)w->exchange;
+    if (!s->ex[e]) {
+        const fedc_program *q = fedc_deployment_form_phase(s->t->form, e, FEDC_PHASE_CLIENT_WORK);
+        fedc_status st = fedc_executor_create(&s->ex[e], q, &(fedc_exec_options){.clients = 1, .threads = s->t->threads});
+        if (st) return st;
+    }
+    return w->fn(w->arg, s->ex[e]);
+}
+
+/* A seat: runs the lowest waiting work on its executors, on its own thread
+ * (so that the kernels' stack is the seats', not every client thread's). */
+static void *seat_main(void *arg) {
+    seat *s = arg;
+    fedc__trainers *t = s->t;
     pthread_mutex_lock(&t->lock);
-    if (ex) t->idle[e * t->seats + t->nidle[e]++] = ex; /* at most one per seat: there is room */
-    t->busy--;
-    admit_next(t);
+    for (;;) {
+        waiter *w = take_lowest(t);
+        if (!w && t->stop) break;
+        if (!w) {
+            pthread_cond_wait(&t->wake, &t->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&t->lock);
+        fedc_status st = run_on(s, w);
+        pthread_mutex_lock(&t->lock);
+        w->st = st, w->done = true;
+        if (st) snprintf(w->err, sizeof w->err, "%s", fedc_errmsg()); /* the message is this thread's */
+        pthread_cond_signal(&w->cond);
+    }
     pthread_mutex_unlock(&t->lock);
+    return NULL;
 }
 
-fedc_status fedc__trainers_acquire(fedc__trainers *t, int64_t round, int e, int64_t slot, fedc_executor **ex) {
-    *ex = NULL;
+fedc_status fedc__trainers_create(fedc__trainers **out, const fedc_deployment_form *f, int seats, int threads) {
+    *out = NULL;
+    if (seats < 1) return fedc_error(FEDC_EINVAL, "fleet: %d trainers; it needs 1 or more", seats);
+    fedc__trainers *t = fedc_calloc(1, sizeof *t);
+    int e = fedc_deployment_form_exchanges(f);
+    if (t) t->seat = fedc_calloc((size_t)seats, sizeof *t->seat);
+    for (int i = 0; t && t->seat && i < seats; i++)
+        if (!(t->seat[i].ex = fedc_calloc((size_t)e, sizeof *t->seat[i].ex))) seats = i;
+    if (!t || !t->seat || seats < 1) {
+        if (t) fedc_free(t->seat);
+        fedc_free(t);
+        return fedc_error(FEDC_ENOMEM, "fleet: out of memory");
+    }
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->wake, NULL);
+    t->form = f, t->exchanges = e, t->seats = seats, t->threads = threads;
+    *out = t;
+    for (int i = 0; i < seats; i++) {
+        t->seat[i].t = t;
+        if (pthread_create(&t->seat[i].thread, NULL, seat_main, &t->seat[i]) != 0)
+            return fedc_error(FEDC_EIO, "fleet: cannot start trainer %d's thread", i);
+        t->seat[i].started = true;
+    }
+    return FEDC_OK;
+}
+
+void fedc__trainers_destroy(fedc__trainers *t) {
+    if (!t) return;
+    pthread_mutex_lock(&t->lock);
+    t->stop = true;
+    pthread_cond_broadcast(&t->wake);
+    pthread_mutex_unlock(&t->lock);
+    for (int i = 0; i < t->seats; i++) {
+        if (t->seat[i].started) pthread_join(t->seat[i].thread, NULL);
+        for (int e = 0; e < t->exchanges; e++) fedc_executor_destroy(t->seat[i].ex[e]);
+        fedc_free(t->seat[i].ex);
+    }
+    fedc_free(t->seat);
+    pthread_cond_destroy(&t->wake);
+    pthread_mutex_destroy(&t->lock);
+    fedc_free(t);
+}
+
+fedc_status fedc__trainers_run(fedc__trainers *t, int64_t round, int e, int64_t slot, fedc__trainer_work fn, void *arg) {
     if (e < 0 || e >= t->exchanges) return fedc_error(FEDC_EINVAL, "fleet: no exchange %d", e);
-    waiter w = {round, e, slot, false, PTHREAD_COND_INITIALIZER, NULL};
+    waiter w = {.round = round, .exchange = e, .slot = slot, .fn = fn, .arg = arg};
+    pthread_cond_init(&w.cond, NULL);
     pthread_mutex_lock(&t->lock);
     w.next = t->waiting, t->waiting = &w;
-    admit_next(t);
-    while (!w.admitted) pthread_cond_wait(&w.cond, &t->lock); /* a seat's work is bounded: so is this */
-    fedc_executor *idle = t->nidle[e] ? t->idle[e * t->seats + --t->nidle[e]] : NULL;
+    pthread_cond_signal(&t->wake);
+    while (!w.done) pthread_cond_wait(&w.cond, &t->lock); /* a seat's work is bounded: so is this */
     pthread_mutex_unlock(&t->lock);
     pthread_cond_destroy(&w.cond);
-    if (idle) {
-        *ex = idle;
-        return FEDC_OK;
-    }
-    const fedc_program *q = fedc_deployment_form_phase(t->form, e, FEDC_PHASE_CLIENT_WORK);
-    fedc_status st = fedc_executor_create(ex, q, &(fedc_exec_options){.clients = 1, .threads = t->threads});
-    if (st) give_back(t, e, NULL);
-    return st;
+    return w.st ? fedc_error(w.st, "%s", w.err) : FEDC_OK;
 }
-
-void fedc__trainers_release(fedc__trainers *t, int e, fedc_executor *ex) { give_back(t, e, ex); }
 
 /* ------------------------------------------------------ shared values -- */
 

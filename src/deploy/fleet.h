@@ -4,12 +4,12 @@
  * connection and its state (a few small fields, and its client/<leaf> state
  * when the plan has one), but what is as big as the model is shared:
  *
- *   - the trainers: at most `seats` clients run client_work at once, each on an
- *     executor of the pool (one per seat and exchange, compiled on first use
- *     and reused by every client; an executor's results depend on its inputs
- *     only, so the bits are those of an executor of the client's own); waiting
- *     clients are let in lowest (round, exchange, slot) first, the order in
- *     which the server adds their reports;
+ *   - the trainers: `seats` threads run the clients' client_work, each on its
+ *     executors (one per exchange, compiled on first use and reused by every
+ *     client; an executor's results depend on its inputs only, so the bits are
+ *     those of an executor of the client's own), the lowest waiting (round,
+ *     exchange, slot) first, the order in which the server adds the reports;
+ *     the kernels' stack is then the seats' threads', not every client's;
  *   - the values a task carries: the broadcast values are the same for every
  *     client of an exchange, so one copy of each is kept, counted by reference,
  *     and compared byte for byte before it is shared.
@@ -22,15 +22,18 @@
 #include "deploy/deploy.h"
 
 typedef struct fedc__trainers fedc__trainers;
+/* A client's work on a seat's executor of its exchange (every input bound by
+ * it: the executor ran another client's work before). */
+typedef fedc_status (*fedc__trainer_work)(void *arg, fedc_executor *ex);
 
-/* Seats for clients of form f (seats >= 1), each executor on `threads` threads. */
+/* Seats for clients of form f (seats >= 1, each a thread of its own), each
+ * executor on `threads` threads. */
 fedc_status fedc__trainers_create(fedc__trainers **out, const fedc_deployment_form *f, int seats, int threads);
 void fedc__trainers_destroy(fedc__trainers *t); /* safe on NULL */
-/* Waits for a seat (lowest key first) and gives exchange e's client_work
- * executor; every input is bound again by the caller. */
-fedc_status fedc__trainers_acquire(fedc__trainers *t, int64_t round, int exchange, int64_t slot, fedc_executor **ex);
-/* Gives the seat and its executor back (ex from acquire, of exchange e). */
-void fedc__trainers_release(fedc__trainers *t, int exchange, fedc_executor *ex);
+/* Runs fn(arg, ex) on a seat once one is free (the lowest key waiting first)
+ * and returns its status, with its message. */
+fedc_status fedc__trainers_run(fedc__trainers *t, int64_t round, int exchange, int64_t slot, fedc__trainer_work fn,
+                               void *arg);
 
 typedef struct fedc__shared fedc__shared;
 typedef struct fedc__shared_value fedc__shared_value;
