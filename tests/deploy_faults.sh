@@ -103,7 +103,7 @@ same_bits "$out/over/checkpoint.safetensors" "$out/otrain/checkpoint.safetensors
 "$fedc" plan build --data "$out/w6.json" $ljob --algorithm scaffold --out "$out/scaf" >/dev/null && ok \
   || bad "plan build (scaffold) failed"
 addr=tcp://127.0.0.1:$(free_port)
-timeout 120 "$fedc" server --plan "$out/scaf" --listen "$addr" --rounds 3 --clients-per-round 3 --over-select 2 \
+timeout 300 "$fedc" server --plan "$out/scaf" --listen "$addr" --rounds 3 --clients-per-round 3 --over-select 2 \
   --out "$out/sover" --token t --report-deadline 60 --heartbeat 0.25 --heartbeat-timeout 2 --linger 1 \
   >"$out/sover.log" 2>&1 &
 server=$!
@@ -112,11 +112,11 @@ FEDC_FAULT=slow:1 "$fedc" client --connect "$addr" --data "$out/w6.json" --clien
 pids=$!
 clients=""
 for c in 1 2 3 4 5; do
-  timeout 120 "$fedc" client --connect "$addr" --data "$out/w6.json" --client $c --token t --timeout 30 \
+  timeout 300 "$fedc" client --connect "$addr" --data "$out/w6.json" --client $c --token t --timeout 30 \
     >"$out/sover$c.log" 2>&1 &
   clients="$clients $!"
 done
-for i in $(seq 200); do [ -s "$out/sover/metrics.jsonl" ] && break; sleep 0.1; done
+for i in $(seq 1800); do [ -s "$out/sover/metrics.jsonl" ] && break; sleep 0.1; done # round 1 committed
 kill -9 $pids
 for p in $clients; do wait $p || bad "a SCAFFOLD client failed: $(cat "$out"/sover?.log)"; done
 wait $server && ok || bad "the over-selecting SCAFFOLD server failed: $(cat "$out/sover.log")"
@@ -125,7 +125,7 @@ pids=""
   || bad "SCAFFOLD over-selection left out: $(field "$out/sover/metrics.jsonl" left_out)"
 grep -q "fedc client 3: round 1: the report was not added: the client's state stays as it was" "$out/sover3.log" && ok \
   || bad "client 3 did not say its round-1 report was not added: $(cat "$out/sover3.log")"
-FEDC_FAULT=$(replay "$out/sover/metrics.jsonl") timeout 120 "$fedc" train --data "$out/w6.json" $ljob --algorithm scaffold \
+FEDC_FAULT=$(replay "$out/sover/metrics.jsonl") timeout 300 "$fedc" train --data "$out/w6.json" $ljob --algorithm scaffold \
   --rounds 3 --clients-per-round 6 --checkpoint-every 3 --eval-every 0 --threads 1 --quiet --out "$out/strain" \
   >/dev/null 2>&1 && ok || bad "fedc train (scaffold) failed"
 same_bits "$out/sover/checkpoint.safetensors" "$out/strain/checkpoint.safetensors" && ok \
