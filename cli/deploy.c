@@ -55,7 +55,9 @@ static const char client_usage[] =
     "  --timeout S              seconds to wait for an answer (default 60)\n"
     "  --max-seconds S          the whole job at most (default 86400)\n"
     "  --max-message BYTES      the largest message the server may send (default 2^28)\n"
-    "  --threads N              threads for each client's work (default 1)\n";
+    "  --threads N              threads for each client's work (default 1)\n"
+    "  --trainers N             fleet: clients working at once, each on an executor of a pool;\n"
+    "                           the others wait, lowest slot first (default: the cores)\n";
 
 typedef struct args {
     fedc_server_options s;
@@ -129,6 +131,7 @@ static bool option(const char *cmd, args *a, bool server, const char *name, cons
         if (!strcmp(name, "--clients"))
             return cli_uint(cmd, name, v, 1, 100000, &n) && (a->clients = (int)n, a->has_clients = true);
         if (!strcmp(name, "--timeout")) return cli_real(cmd, name, v, seconds, &a->c.timeout);
+        if (!strcmp(name, "--trainers")) return cli_uint(cmd, name, v, 1, 4096, &n) && (a->c.trainers = (int)n, true);
         if (!strcmp(name, "--max-seconds")) return cli_real(cmd, name, v, seconds, &x) && (a->c.max_seconds = x, true);
     }
     fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", cmd, name, cmd);

@@ -83,13 +83,17 @@ fi
 # Other algorithms, as fleets: Mime and FedNova (two exchanges a round: a client keeps its values of
 # the first for the second), FedProx, FedSGD, MimeLite, HypCluster (its clusters in the server
 # state), SCAFFOLD, FedDyn, DiLoCo and APFL (state kept by each client from round to round), and
-# AgnosticFedAvg (each client's meta/domain, found from its EMNIST writer id):
-# 3 rounds of 3 of the 6 clients (so some client is in two rounds) end with fedc train's bits
+# AgnosticFedAvg (each client's meta/domain, found from its EMNIST writer id; or, with
+# --client-domains FILE, from the plan's domains.txt): 3 rounds of 3 of the 6 clients (so some
+# client is in two rounds) end with fedc train's bits
 writers "$out/emnist.json" 6 emnist # writer ids of both of EMNIST's domains, for AgnosticFedAvg's meta/domain
-for alg in mime fednova fedprox fedsgd mimelite hypcluster scaffold feddyn diloco apfl agnostic_fedavg; do
+printf 'client_id,domain\nw0,1\nw1,0\nw2,1\nw3,1\nw4,0\nw5,0\n' >"$out/domains.csv"
+for alg in mime fednova fedprox fedsgd mimelite hypcluster scaffold feddyn diloco apfl agnostic_fedavg agnostic_file; do
   ajob="--model logistic --batch-size 2 --seed 4 --algorithm $alg"
   data="$out/tiny.json"
   [ $alg = agnostic_fedavg ] && data="$out/emnist.json" # each client finds its domain from its id
+  [ $alg = agnostic_file ] && ajob="--model logistic --batch-size 2 --seed 4 --algorithm agnostic_fedavg \
+    --client-domains $out/domains.csv" # the plan carries the domains
   [ $alg = diloco ] && ajob="$ajob --client-opt adam --client-lr 0.01" # its replicas keep Adam's state
   [ $alg = hypcluster ] && ajob="$ajob --set kmeans_init=0" # a plan carries no warm start (below)
   "$fedc" plan build --data "$data" $ajob --out "$out/$alg.plan" >/dev/null 2>&1 || bad "$alg: plan build failed"
@@ -105,6 +109,17 @@ for alg in mime fednova fedprox fedsgd mimelite hypcluster scaffold feddyn diloc
   same_bits "$out/$alg.srv/checkpoint.safetensors" "$out/$alg.train/checkpoint.safetensors" && ok \
     || bad "$alg: the deployed run's bits differ from fedc train's"
 done
+
+# the domains were used: without the file every client of tiny.json is in domain 0, another run
+timeout 120 "$fedc" train --data "$out/tiny.json" --model logistic --batch-size 2 --seed 4 --algorithm agnostic_fedavg \
+  --rounds 3 --clients-per-round 3 --checkpoint-every 3 --eval-every 0 --threads 1 --quiet --out "$out/nodomains" \
+  >/dev/null 2>&1 || bad "agnostic_fedavg without domains: fedc train failed"
+same_bits "$out/agnostic_file.train/checkpoint.safetensors" "$out/nodomains/checkpoint.safetensors" \
+  && bad "agnostic_fedavg: the domains file changed nothing" || ok
+grep -q "^domains domains.txt$" "$out/agnostic_file.plan/plan.txt" && grep -q "^w3,1$" "$out/agnostic_file.plan/domains.txt" \
+  && ok || bad "the plan does not carry the domains: $(cat "$out/agnostic_file.plan/plan.txt")"
+sed -i 's/^w3,1$/w3,0/' "$out/agnostic_file.plan/domains.txt" # a client moved to another domain: not this plan
+expect 1 "but plan.txt says" -- "$fedc" plan check "$out/agnostic_file.plan"
 
 # An algorithm that starts from the data (HypCluster's k-means++) is refused at plan build, naming the way out
 expect 1 "hypcluster starts from the data (a warm start before round 1), which a plan does not carry yet; --set kmeans_init=0" \
@@ -223,9 +238,9 @@ expect 2 "unknown option '--bogus'" -- "$fedc" client --connect "$addr" --data x
 expect 2 "and no --clients (that is fedc fleet's)" -- "$fedc" client --connect "$addr" --data x --clients 3
 expect 2 "--clients needs" -- "$fedc" fleet --connect "$addr" --data x --clients 0
 expect 2 "needs --out PLAN" -- "$fedc" plan build --data "$out/tiny.json"
-printf 'client_id,domain\nw0,1\n' >"$out/domains.csv"
-expect 1 "a plan does not carry a domains file yet" -- "$fedc" plan build --data "$out/tiny.json" \
-  --algorithm agnostic_fedavg --client-domains "$out/domains.csv" --out "$out/agnostic"
+printf 'client_id,domain\nw0,1\n' >"$out/domains1.csv"
+expect 1 "no domain for client \"w1\"" -- "$fedc" plan build --data "$out/tiny.json" \
+  --algorithm agnostic_fedavg --client-domains "$out/domains1.csv" --out "$out/agnostic"
 sed -i 's/^setting seed 5$/setting seed 6/' "$out/plan/plan.txt"
 expect 0 "seed        6" -- "$fedc" plan check "$out/plan"
 printf 'x' >>"$out/plan/0_client_work.fedc"

@@ -93,9 +93,43 @@ sys.exit(not all(len(r["left_out"]) == 2 and r["not_needed"] + r["stragglers"] =
 PY
 same_bits "$out/over/checkpoint.safetensors" "$out/otrain/checkpoint.safetensors" && ok \
   || bad "the over-selected run differs from fedc train's with the last slots dropped"
-expect 1 "over-selection with a plan whose clients keep state" -- sh -c "\"$fedc\" plan build --data \"$out/w6.json\" \
-  $ljob --algorithm scaffold --out \"$out/scaf\" >/dev/null && \"$fedc\" server --plan \"$out/scaf\" --listen \
-  tcp://127.0.0.1:$(free_port) --rounds 1 --clients-per-round 2 --over-select 2 --out \"$out/scafsrv\""
+
+# over-selection with clients that keep state (SCAFFOLD's c_i): a client whose report was not added
+# is told so with its next task (or done) and keeps its old state, as fedc train's client store
+# keeps a dropped client's. K = 3, --over-select 2: all 6 clients a round, in slots 0 to 5; round 1
+# adds 0, 1, 2 (client 0 slower, 1 s, so the others wait for it); client 0 is then killed in its
+# round-2 task and given up, so round 2 adds 1, 2, 3: client 3, left out of round 1, comes back
+# with its old state. Replayed through fedc train with the left-out dropped.
+"$fedc" plan build --data "$out/w6.json" $ljob --algorithm scaffold --out "$out/scaf" >/dev/null && ok \
+  || bad "plan build (scaffold) failed"
+addr=tcp://127.0.0.1:$(free_port)
+timeout 300 "$fedc" server --plan "$out/scaf" --listen "$addr" --rounds 3 --clients-per-round 3 --over-select 2 \
+  --out "$out/sover" --token t --report-deadline 60 --heartbeat 0.25 --heartbeat-timeout 2 --linger 1 \
+  >"$out/sover.log" 2>&1 &
+server=$!
+FEDC_FAULT=slow:1 "$fedc" client --connect "$addr" --data "$out/w6.json" --client 0 --token t --timeout 30 \
+  --max-seconds 100 >/dev/null 2>&1 &
+pids=$!
+clients=""
+for c in 1 2 3 4 5; do
+  timeout 300 "$fedc" client --connect "$addr" --data "$out/w6.json" --client $c --token t --timeout 30 \
+    >"$out/sover$c.log" 2>&1 &
+  clients="$clients $!"
+done
+for i in $(seq 1800); do [ -s "$out/sover/metrics.jsonl" ] && break; sleep 0.1; done # round 1 committed
+kill -9 $pids
+for p in $clients; do wait $p || bad "a SCAFFOLD client failed: $(cat "$out"/sover?.log)"; done
+wait $server && ok || bad "the over-selecting SCAFFOLD server failed: $(cat "$out/sover.log")"
+pids=""
+[ "$(field "$out/sover/metrics.jsonl" left_out | tr -d ' ' | tr '\n' ' ')" = "[3,4,5] [0,4,5] [0,4,5] " ] && ok \
+  || bad "SCAFFOLD over-selection left out: $(field "$out/sover/metrics.jsonl" left_out)"
+grep -q "fedc client 3: round 1: the report was not added: the client's state stays as it was" "$out/sover3.log" && ok \
+  || bad "client 3 did not say its round-1 report was not added: $(cat "$out/sover3.log")"
+FEDC_FAULT=$(replay "$out/sover/metrics.jsonl") timeout 300 "$fedc" train --data "$out/w6.json" $ljob --algorithm scaffold \
+  --rounds 3 --clients-per-round 6 --checkpoint-every 3 --eval-every 0 --threads 1 --quiet --out "$out/strain" \
+  >/dev/null 2>&1 && ok || bad "fedc train (scaffold) failed"
+same_bits "$out/sover/checkpoint.safetensors" "$out/strain/checkpoint.safetensors" && ok \
+  || bad "the over-selected SCAFFOLD run differs from fedc train's with the left-out dropped"
 
 # --min-reports 6 of 6 with a 3 s deadline, client 5 starting late: the first attempt has 5 reports
 # and is abandoned (a metrics row says so), the next has all 6 and commits with fedc train's bits

@@ -257,7 +257,9 @@ static void test_bad_input(void) {
     fedc_test_seed(3);
     for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(int)fedc_test_uniform(0, 256);
     expect_reject(&n, junk, sizeof junk, "not a fedc message");
-    fedc_metadata_entry ci[] = {{"token", "test-token"}, {"client", "2"}, {"version", "2"}, {"plan_hash", fedc_plan_hash(p)}};
+    char version[16];
+    snprintf(version, sizeof version, "%d", FEDC__PROTOCOL_VERSION);
+    fedc_metadata_entry ci[] = {{"token", "test-token"}, {"client", "2"}, {"version", version}, {"plan_hash", fedc_plan_hash(p)}};
     void *frame = NULL;
     size_t size = 0;
     CHECK_OK(fedc__wire_encode(FEDC__MSG_CHECKIN, ci, 4, NULL, 0, &frame, &size));
@@ -279,7 +281,9 @@ static void test_bad_input(void) {
     expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, "plan hash 0123 is not this server's plan");
     memcpy(bad, ci, sizeof bad);
     bad[2].value = "1";
-    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, "protocol version 1; this server speaks 2");
+    char speaks[64];
+    snprintf(speaks, sizeof speaks, "protocol version 1; this server speaks %d", FEDC__PROTOCOL_VERSION);
+    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, speaks);
     memcpy(bad, ci, sizeof bad);
     bad[1].value = "99";
     expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, "field 'client' is '99'");

@@ -312,8 +312,9 @@ static void test_client_state(void) {
     fedc_plan_destroy(p);
 }
 
-/* AgnosticFedAvg's meta/domain is planned (a client finds its own), but not
- * from a --client-domains file, which a plan does not carry: refused, naming it. */
+/* AgnosticFedAvg's meta/domain is planned (a client finds its own); with a
+ * --client-domains file the plan carries the domains as the job found them
+ * (domains.txt, hashed), and a file without every client is refused, naming it. */
 static void test_build_refuses(void) {
     if (!setup()) return;
     fedc_train_config c;
@@ -321,11 +322,27 @@ static void test_build_refuses(void) {
     c.algorithm.def = fedc_algorithm_find("agnostic_fedavg");
     CHECK_OK(fedc_plan_build(&c, fedc_test_tmp("agnostic")));
     fedc_plan *p = NULL;
+    size_t size = 0;
     CHECK_OK(fedc_plan_read(fedc_test_tmp("agnostic"), &p));
     CHECK(p && fedc_program_find_input(fedc_plan_round(p), "meta/domain") != FEDC_NONE);
+    CHECK(p && !fedc__plan_domains(p, &size));
     fedc_plan_destroy(p);
-    c.client_domains = fedc_test_tmp("domains.csv");
-    CHECK_ERR(fedc_plan_build(&c, fedc_test_tmp("agnostic2")), FEDC_EUNSUPPORTED, "a plan does not carry a domains file yet");
+    char domains[600]; /* fedc_test_tmp's buffer is reused */
+    snprintf(domains, sizeof domains, "%s", fedc_test_tmp("domains.csv"));
+    FILE *f = fopen(domains, "w");
+    CHECK(f && fprintf(f, "client_id,domain\nw0,1\nw1,0\nw2,1\nw3,0\nw4,1\n") > 0);
+    if (f) fclose(f);
+    c.client_domains = domains;
+    CHECK_OK(fedc_plan_build(&c, fedc_test_tmp("agnostic2")));
+    p = NULL;
+    CHECK_OK(fedc_plan_read(fedc_test_tmp("agnostic2"), &p));
+    const char *d = p ? fedc__plan_domains(p, &size) : NULL;
+    CHECK(d && size == 25 && !memcmp(d, "w0,1\nw1,0\nw2,1\nw3,0\nw4,1\n", 25));
+    fedc_plan_destroy(p);
+    f = fopen(domains, "w");
+    CHECK(f && fprintf(f, "w0,1\nw1,0\n") > 0);
+    if (f) fclose(f);
+    CHECK_ERR(fedc_plan_build(&c, fedc_test_tmp("agnostic3")), FEDC_EINVAL, "no domain for client \"w2\"");
     c.client_domains = NULL;
     c.algorithm.def = &fedc_algorithm_fedavg;
     c.data = fedc_test_tmp("absent.json");

@@ -240,6 +240,8 @@ typedef struct fedc_client_options {
     size_t max_message;   /* bytes a message may declare (default 256 MiB) */
     int threads;          /* for client_work (default 1) */
     FILE *log;            /* NULL: stderr */
+    int trainers;         /* a fleet's clients that run client_work at once, each on an executor of a
+                             pool (0, the default: the cores); the others wait, lowest slot first */
 } fedc_client_options;
 FEDC_API void fedc_client_defaults(fedc_client_options *o);
 /* Runs one client until the server says the job is done. */

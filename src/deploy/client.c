@@ -23,8 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "deploy/deploy.h"
+#include "deploy/fleet.h"
 #include "deploy/net.h"
 #include "deploy/secure.h"
 #include "fl/plan_data.h"
@@ -44,6 +46,7 @@ typedef struct held {
     fedc_type type;
     void *data;
     size_t bytes;
+    fedc__shared_value *shared; /* a broadcast value: data is the fleet's copy, not the client's */
 } held;
 
 /* What a client's heartbeats need, shared with the heartbeat thread: the
@@ -65,7 +68,8 @@ typedef struct client {
     fedc__net net;
     const fedc_plan *plan;
     fedc__plan_client *pc;
-    fedc_executor **ex; /* per exchange, made on first use */
+    fedc__trainers *trainers; /* the process's seats for client_work, and their executors */
+    fedc__shared *shared;     /* the process's copy of each broadcast value */
     int exchanges;
     char id[32];
     held *held;
@@ -89,21 +93,35 @@ static held *find_held(client *c, const char *name) {
     return NULL;
 }
 
-/* Keeps a copy of `data` as `name` (replacing an older one). */
-static fedc_status hold(client *c, const char *name, fedc_type type, const void *data) {
+static void unhold(client *c, held *h) {
+    if (h->shared) fedc__shared_release(c->shared, h->shared);
+    else fedc_free(h->data);
+    h->data = NULL, h->shared = NULL, h->bytes = 0;
+}
+
+/* The entry of `name`, made if missing. */
+static held *held_entry(client *c, const char *name) {
     held *h = find_held(c, name);
-    size_t bytes = fedc_type_bytes(&type);
     if (!h) {
         if (c->nheld == c->cap) {
             int cap = c->cap ? 2 * c->cap : 16;
             held *t = fedc_realloc(c->held, (size_t)cap * sizeof *t);
-            if (!t) return fedc_error(FEDC_ENOMEM, "client: out of memory");
+            if (!t) return NULL;
             c->held = t, c->cap = cap;
         }
         h = &c->held[c->nheld++];
         memset(h, 0, sizeof *h);
         snprintf(h->name, sizeof h->name, "%s", name);
     }
+    return h;
+}
+
+/* Keeps a copy of `data` as `name` (replacing an older one). */
+static fedc_status hold(client *c, const char *name, fedc_type type, const void *data) {
+    held *h = held_entry(c, name);
+    size_t bytes = fedc_type_bytes(&type);
+    if (!h) return fedc_error(FEDC_ENOMEM, "client: out of memory");
+    if (h->shared) unhold(c, h);
     if (h->bytes != bytes || !h->data) {
         fedc_free(h->data);
         if (!(h->data = fedc_malloc(bytes ? bytes : 1))) return fedc_error(FEDC_ENOMEM, "client: out of memory");
@@ -111,6 +129,37 @@ static fedc_status hold(client *c, const char *name, fedc_type type, const void 
     memcpy(h->data, data, bytes);
     h->type = type, h->bytes = bytes;
     return FEDC_OK;
+}
+
+/* Holds a broadcast value as `name`: the process's copy of it, shared. */
+static fedc_status hold_shared(client *c, const char *name, fedc_type type, const void *data) {
+    held *h = held_entry(c, name);
+    if (!h) return fedc_error(FEDC_ENOMEM, "client: out of memory");
+    unhold(c, h);
+    fedc__shared_value *v;
+    fedc_status st = fedc__shared_take(c->shared, name, data, fedc_type_bytes(&type), &v);
+    if (st) return st;
+    h->shared = v, h->data = (void *)fedc__shared_data(v), h->type = type, h->bytes = fedc_type_bytes(&type);
+    return FEDC_OK;
+}
+
+/* After exchange e's report (sent or not wanted): the values no later phase of
+ * the round reads are let go (the broadcast, the report), so that a client
+ * between tasks holds only its state; the batches' buffers too. */
+static void forget(client *c, int e) {
+    const fedc_deployment_form *f = fedc_plan_form(c->plan);
+    int kept = 0;
+    for (int i = 0; i < c->nheld; i++) {
+        held *h = &c->held[i];
+        bool keep = !strncmp(h->name, "client/", 7) || !strncmp(h->name, "next/", 5);
+        for (int x = e + 1; !keep && x < c->exchanges; x++)
+            keep = fedc_program_find_input(fedc_deployment_form_phase(f, x, FEDC_PHASE_CLIENT_WORK), h->name) != FEDC_NONE ||
+                   fedc_program_find_input(fedc_deployment_form_phase(f, x, FEDC_PHASE_AGGREGATION), h->name) != FEDC_NONE;
+        if (keep) c->held[kept++] = *h;
+        else unhold(c, h);
+    }
+    c->nheld = kept;
+    if (e == c->exchanges - 1) fedc__plan_client_release(c->pc);
 }
 
 /* A request and its answer, the connection held meanwhile. */
@@ -177,7 +226,7 @@ static fedc_status take_broadcasts(client *c, const fedc__msg *m, const fedc_pro
         if (e.type.dtype != t.dtype || !fedc_type_same_shape(&e.type, &t))
             return fedc_error(FEDC_EPARSE, "client %s: the task's \"%s\" is %s; client_work takes %s", c->id, name,
                               fedc_type_str(&e.type, a, sizeof a), fedc_type_str(&t, b, sizeof b));
-        fedc_status st = hold(c, name, t, e.data);
+        fedc_status st = hold_shared(c, name, t, e.data);
         if (st) return st;
     }
     if (fedc_safetensors_count(m->body) != want)
@@ -186,39 +235,69 @@ static fedc_status take_broadcasts(client *c, const fedc__msg *m, const fedc_pro
     return FEDC_OK;
 }
 
-/* Runs exchange e's client_work for `round` and keeps its outputs. */
-static fedc_status work(client *c, const fedc__msg *m, int64_t round, int e) {
-    const fedc_program *q = fedc_deployment_form_phase(fedc_plan_form(c->plan), e, FEDC_PHASE_CLIENT_WORK);
-    fedc_status st = FEDC_OK;
-    if (!c->ex[e]) st = fedc_executor_create(&c->ex[e], q, &(fedc_exec_options){.clients = 1, .threads = c->o->threads});
-    if (!st) st = take_broadcasts(c, m, q);
-    if (!st) st = fedc__plan_client_load(c->pc, (uint32_t)round, c->ex[e], q);
+/* A client's work on a seat (fleet.h): its batches loaded, every input bound
+ * (the executor ran another client's work before), the phase run, and its
+ * outputs kept; the new state waits for the round to commit. */
+typedef struct job {
+    client *c;
+    int64_t round;
+    int e;
+} job;
+
+static fedc_status run_job(void *arg, fedc_executor *ex) {
+    job *j = arg;
+    client *c = j->c;
+    const fedc_program *q = fedc_deployment_form_phase(fedc_plan_form(c->plan), j->e, FEDC_PHASE_CLIENT_WORK);
+    fedc_status st = fedc__plan_client_load(c->pc, (uint32_t)j->round, ex, q);
     for (int i = 0; !st && i < fedc_program_num_inputs(q); i++) {
         const char *name = fedc_program_input_name(q, i);
         held *h = find_held(c, name);
-        if (h) st = fedc_executor_bind(c->ex[e], name, h->data);
+        if (h) st = fedc_executor_bind(ex, name, h->data);
+        else if (!fedc__plan_client_input(c->pc, name))
+            st = fedc_error(FEDC_EINTERNAL, "client %s: client_work reads \"%s\", which the client does not hold", c->id, name);
     }
-    if (!st) st = fedc_executor_run(c->ex[e]);
+    if (!st) st = fedc_executor_run(ex);
     for (int i = 0; !st && i < fedc_program_num_outputs(q); i++) {
         const char *name = fedc_program_output_name(q, i);
         const void *y;
         fedc_type t;
         char next[600];
-        snprintf(next, sizeof next, "next/%s", name); /* the new state waits for the round to commit */
-        st = fedc_executor_output(c->ex[e], name, &y, &t);
+        snprintf(next, sizeof next, "next/%s", name);
+        st = fedc_executor_output(ex, name, &y, &t);
         if (!st) st = hold(c, strncmp(name, "client/", 7) ? name : next, t, y);
     }
     return st;
 }
 
-/* The state of the last round whose report was counted, which has committed. */
-static fedc_status commit_state(client *c) {
-    fedc_status st = FEDC_OK;
-    for (int i = 0; !st && i < c->nheld; i++) {
+/* Runs exchange e's client_work for `round` (its broadcasts held) on a seat of
+ * the process's trainers, and keeps its outputs. */
+static fedc_status work(client *c, int64_t round, int e, int64_t slot) {
+    job j = {c, round, e};
+    return fedc__trainers_run(c->trainers, round, e, slot, run_job, &j);
+}
+
+/* The state of the last round whose report was counted, once that round is
+ * over (a later task, or done: m): kept if the server added the report (m's
+ * "added", the last round that added this client's, is that round), else let
+ * go, as fedc train's client store keeps a client left out as it was. */
+static fedc_status settle_state(client *c, const fedc__msg *m) {
+    int64_t added = -1;
+    fedc_status st = c->pending_round < 0 ? FEDC_OK : fedc__msg_int(m, "added", -1, INT32_MAX, &added);
+    bool keep = !st && c->pending_round >= 0 && added == c->pending_round;
+    for (int i = 0; !st && keep && i < c->nheld; i++) {
         held h = c->held[i]; /* hold() may move the table */
         if (!strncmp(h.name, "next/", 5)) st = hold(c, h.name + 5, h.type, h.data);
     }
-    if (!st && c->pending_round >= 0) fedc__plan_client_seen(c->pc);
+    int kept = 0;
+    for (int i = 0; i < c->nheld; i++) { /* the new state is the state now, or never */
+        if (strncmp(c->held[i].name, "next/", 5)) c->held[kept++] = c->held[i];
+        else unhold(c, &c->held[i]);
+    }
+    c->nheld = kept;
+    if (!st && keep) fedc__plan_client_seen(c->pc);
+    if (!st && !keep)
+        fprintf(c->log, "fedc client %s: round %lld: the report was not added: the client's state stays as it was\n", c->id,
+                (long long)c->pending_round + 1);
     c->pending_round = -1;
     return st;
 }
@@ -240,14 +319,19 @@ static fedc_status init_state(client *c) {
     return st;
 }
 
+/* Which task a client works on, as the task named it (its message is let go
+ * before the work: what it carried is held). */
+typedef struct task_id {
+    char round[32], exchange[32], slot[32];
+} task_id;
+
 /* Asks to send the report of the task (ready), waiting for the server's go: true
  * when it may; false when the slot wants no report any more (given up, closed).
  * Bounded: each answer comes within the server's heartbeat interval, and the
  * client's max_seconds bound the whole. */
-static fedc_status may_report(client *c, const fedc__msg *task, double start, bool *go) {
+static fedc_status may_report(client *c, const task_id *task, double start, bool *go) {
     fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id},
-                               {"round", fedc__msg_field(task, "round")}, {"exchange", fedc__msg_field(task, "exchange")},
-                               {"slot", fedc__msg_field(task, "slot")}};
+                               {"round", task->round}, {"exchange", task->exchange}, {"slot", task->slot}};
     *go = false;
     while (fedc_seconds() - start < c->o->max_seconds) {
         fedc__msg r;
@@ -256,7 +340,7 @@ static fedc_status may_report(client *c, const fedc__msg *task, double start, bo
         fedc__msg_type type = r.type;
         if (type == FEDC__MSG_REJECT)
             fprintf(c->log, "fedc client %s: round %lld: the server wants no report: %s\n", c->id,
-                    atoll(fedc__msg_field(task, "round")) + 1, fedc__msg_field(&r, "reason"));
+                    atoll(task->round) + 1, fedc__msg_field(&r, "reason"));
         fedc__msg_free(&r);
         if (type == FEDC__MSG_GO) *go = true;
         if (type == FEDC__MSG_GO || type == FEDC__MSG_REJECT) return FEDC_OK;
@@ -266,7 +350,7 @@ static fedc_status may_report(client *c, const fedc__msg *task, double start, bo
 }
 
 /* The report: what exchange e's aggregation reads, from the client's values. */
-static fedc_status send_report(client *c, const fedc__msg *task, int e, fedc__msg *reply) {
+static fedc_status send_report(client *c, const task_id *task, int e, fedc__msg *reply) {
     const fedc_program *agg = fedc_deployment_form_phase(fedc_plan_form(c->plan), e, FEDC_PHASE_AGGREGATION);
     int n = fedc_program_num_inputs(agg);
     fedc_tensor_entry *t = fedc_calloc((size_t)n + 1, sizeof *t);
@@ -283,8 +367,8 @@ static fedc_status send_report(client *c, const fedc__msg *task, int e, fedc__ms
                              c->id, name);
     }
     fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id},
-                               {"round", fedc__msg_field(task, "round")}, {"exchange", fedc__msg_field(task, "exchange")},
-                               {"slot", fedc__msg_field(task, "slot")}, {"hash", fedc_plan_hash(c->plan)}};
+                               {"round", task->round}, {"exchange", task->exchange}, {"slot", task->slot},
+                               {"hash", fedc_plan_hash(c->plan)}};
     if (!st) st = call(c, FEDC__MSG_REPORT, f, 6, t, n, reply);
     fedc_free(t);
     return st;
@@ -348,7 +432,10 @@ static fedc_status secure_mask(client *c, int e, bool *go) {
     return st;
 }
 
-static fedc_status do_task(client *c, const fedc__msg *m) {
+/* A task: its broadcasts held, its message let go (what it carried is the
+ * process's shared copy now), the work done on a trainer's seat, the report
+ * sent when the server says go; then only the client's state is kept. */
+static fedc_status do_task(client *c, fedc__msg *m) {
     int64_t round, e, slot;
     fedc_status st = fedc__msg_int(m, "round", 0, INT32_MAX, &round);
     if (!st) st = fedc__msg_int(m, "exchange", 0, c->exchanges - 1, &e);
@@ -361,24 +448,31 @@ static fedc_status do_task(client *c, const fedc__msg *m) {
         return FEDC_OK;
     }
     fedc__msg r = {0};
-    if (c->pending_round >= 0 && round > c->pending_round) st = commit_state(c);
+    if (c->pending_round >= 0 && round > c->pending_round) st = settle_state(c, m);
+    if (!st) st = take_broadcasts(c, m, fedc_deployment_form_phase(fedc_plan_form(c->plan), (int)e, FEDC_PHASE_CLIENT_WORK));
     if (st) return st;
+    task_id id;
+    snprintf(id.round, sizeof id.round, "%s", fedc__msg_field(m, "round"));
+    snprintf(id.exchange, sizeof id.exchange, "%s", fedc__msg_field(m, "exchange"));
+    snprintf(id.slot, sizeof id.slot, "%s", fedc__msg_field(m, "slot"));
     start_beating(c, m);
     bool go = false;
     st = secure_share(c, m, (int)e, &go); /* a secure round's first steps: nothing otherwise */
+    fedc__msg_free(m);
     if (!st && !go && c->beat) atomic_store(&c->beat->working, 0);
+    if (!st && !go) forget(c, (int)e);
     if (st || !go) return st;
     if (fault_slow() > 0) sleep_ms((int)(fault_slow() * 1000));
-    st = work(c, m, round, (int)e);
+    st = work(c, round, (int)e, slot);
     if (c->beat) atomic_store(&c->beat->working, 0);
-    if (!st) st = secure_mask(c, (int)e, &go);
-    if (!st && !go) return FEDC_OK;
-    if (!st) st = may_report(c, m, c->start, &go);
+    if (!st) st = secure_mask(c, (int)e, &go); /* a secure round's masked words: nothing otherwise */
+    if (!st && go) st = may_report(c, &id, c->start, &go);
+    if (!st && !go) forget(c, (int)e);
     if (!st && !go) return FEDC_OK; /* not wanted: the next check-in says what next */
-    if (!st) st = send_report(c, m, (int)e, &r);
+    if (!st) st = send_report(c, &id, (int)e, &r);
     if (!st && r.type == FEDC__MSG_ACK && fault_report_twice()) {
         fedc__msg_free(&r);
-        st = send_report(c, m, (int)e, &r);
+        st = send_report(c, &id, (int)e, &r);
         if (!st && (r.type != FEDC__MSG_ACK || strcmp(fedc__msg_field(&r, "counted"), "0")))
             st = fedc_error(FEDC_EINTERNAL, "client %s: a repeated report was not answered \"counted 0\"", c->id);
     }
@@ -390,10 +484,11 @@ static fedc_status do_task(client *c, const fedc__msg *m) {
         st = fedc_error(FEDC_EPARSE, "client %s: a report answered by a %s message", c->id, fedc__msg_name(r.type));
     } else if (!st) {
         c->reported++;
-        c->pending_round = round; /* counted: its state is the client's once the round commits */
+        c->pending_round = round; /* counted: its state is the client's once the round commits, if added */
     }
     fedc__msg_free(&r);
     if (!st) st = fedc__secure_client_unmask(&c->sec); /* a secure round's last step: nothing otherwise */
+    if (!st) forget(c, (int)e);
     return st;
 }
 
@@ -406,8 +501,9 @@ static fedc_status loop(client *c) {
         if (st) return st;
         int64_t ms = 200;
         if (m.type == FEDC__MSG_DONE) {
+            st = c->pending_round >= 0 ? settle_state(c, &m) : FEDC_OK;
             fedc__msg_free(&m);
-            return commit_state(c);
+            return st;
         }
         if (m.type == FEDC__MSG_TASK) st = do_task(c, &m);
         else if (m.type == FEDC__MSG_WAIT) st = fedc__msg_int(&m, "retry_ms", 0, 1 << 30, &ms);
@@ -425,9 +521,8 @@ static void client_free(client *c) {
     if (c->beat) atomic_store(&c->beat->working, 0);
     if (c->beat) pthread_mutex_unlock(&c->beat->lock);
     fedc__secure_client_free(&c->sec);
-    for (int i = 0; c->ex && i < c->exchanges; i++) fedc_executor_destroy(c->ex[i]);
-    for (int i = 0; i < c->nheld; i++) fedc_free(c->held[i].data);
-    fedc_free(c->held), fedc_free(c->ex);
+    for (int i = 0; i < c->nheld; i++) unhold(c, &c->held[i]);
+    fedc_free(c->held);
     fedc__plan_client_destroy(c->pc);
     fedc__net_close(&c->net);
 }
@@ -445,11 +540,31 @@ static fedc_status client_init(client *c, const fedc_client_options *o, int64_t 
                           &(fedc__tls){.ca = o->tls_ca, .server_name = o->tls_server_name});
 }
 
-static fedc_status client_start(client *c, const fedc_plan *plan, fedc__plan_data *d, int64_t id) {
+/* What the process's clients share: the trainers' seats (default: the cores,
+ * at most a seat a client) and one copy of each broadcast value. */
+typedef struct commons {
+    fedc__trainers *trainers;
+    fedc__shared *shared;
+} commons;
+
+static fedc_status commons_create(commons *k, const fedc_client_options *o, const fedc_plan *plan, int clients) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int seats = o->trainers > 0 ? o->trainers : cores > 0 ? (int)cores : 1;
+    memset(k, 0, sizeof *k);
+    fedc_status st = fedc__shared_create(&k->shared);
+    if (!st) st = fedc__trainers_create(&k->trainers, fedc_plan_form(plan), seats < clients ? seats : clients, o->threads);
+    return st;
+}
+
+static void commons_destroy(commons *k) {
+    fedc__trainers_destroy(k->trainers);
+    fedc__shared_destroy(k->shared);
+}
+
+static fedc_status client_start(client *c, const fedc_plan *plan, fedc__plan_data *d, int64_t id, const commons *k) {
     c->plan = plan;
     c->exchanges = fedc_deployment_form_exchanges(fedc_plan_form(plan));
-    c->ex = fedc_calloc((size_t)c->exchanges, sizeof *c->ex);
-    if (!c->ex) return fedc_error(FEDC_ENOMEM, "client: out of memory");
+    c->trainers = k->trainers, c->shared = k->shared;
     fedc_status st = fedc__plan_client_create(d, id, &c->pc);
     return st ? st : init_state(c);
 }
@@ -510,16 +625,19 @@ fedc_status fedc_client_run(const fedc_client_options *o) {
     beater t;
     fedc_plan *plan = NULL;
     fedc__plan_data *d = NULL;
+    commons k = {0};
     fedc_status st = beater_start(&t, 1);
     fedc_status st2 = client_init(&c, o, o->client);
     if (!st) st = st2;
     c.beat = t.beats;
     if (!st) st = fetch_plan(&c, &plan);
     if (!st) st = fedc__plan_data_open(plan, o->data, &d);
-    if (!st) st = client_start(&c, plan, d, o->client);
+    if (!st) st = commons_create(&k, o, plan, 1);
+    if (!st) st = client_start(&c, plan, d, o->client, &k);
     if (!st) st = loop(&c);
     if (!st) fprintf(c.log, "fedc client %s: done: %d reports\n", c.id, c.reported);
     client_free(&c);
+    commons_destroy(&k);
     beater_stop(&t);
     fedc__plan_data_destroy(d);
     fedc_plan_destroy(plan);
@@ -532,6 +650,7 @@ typedef struct member {
     client c;
     const fedc_plan *plan;
     fedc__plan_data *d;
+    const commons *k;
     int64_t id;
     fedc_status st;
     char err[1024];
@@ -544,7 +663,7 @@ static void *member_main(void *arg) {
     beat *b = m->c.beat;
     m->st = client_init(&m->c, m->c.o, m->id);
     m->c.beat = b;
-    if (!m->st) m->st = client_start(&m->c, m->plan, m->d, m->id);
+    if (!m->st) m->st = client_start(&m->c, m->plan, m->d, m->id, m->k);
     if (!m->st) m->st = loop(&m->c);
     if (m->st) snprintf(m->err, sizeof m->err, "%s", fedc_errmsg());
     client_free(&m->c);
@@ -558,6 +677,7 @@ fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
     fedc__plan_data *d = NULL;
     member *m = NULL;
     beater t = {0};
+    commons k = {0};
     fedc_status st = client_init(&first, o, 0); /* the plan, once, over a connection of its own */
     if (!st) st = fetch_plan(&first, &plan);
     client_free(&first);
@@ -565,9 +685,10 @@ fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
     if (!st && fedc__plan_data_clients(d) < n)
         st = fedc_error(FEDC_EINVAL, "fleet: %d clients, but %s has %lld", n, o->data, (long long)fedc__plan_data_clients(d));
     if (!st && !(m = fedc_calloc((size_t)n, sizeof *m))) st = fedc_error(FEDC_ENOMEM, "fleet: out of memory");
+    if (!st) st = commons_create(&k, o, plan, n);
     if (!st) st = beater_start(&t, n);
     for (int i = 0; !st && i < n; i++) {
-        m[i].c.o = o, m[i].plan = plan, m[i].d = d, m[i].id = i, m[i].c.beat = &t.beats[i];
+        m[i].c.o = o, m[i].plan = plan, m[i].d = d, m[i].k = &k, m[i].id = i, m[i].c.beat = &t.beats[i];
         if (pthread_create(&m[i].thread, NULL, member_main, &m[i]) != 0)
             st = fedc_error(FEDC_EIO, "fleet: cannot start client %d's thread", i);
         else m[i].started = true;
@@ -580,6 +701,7 @@ fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
         if (m[i].st && failed++ == 0 && !st) st = fedc_error(m[i].st, "fleet: %s", m[i].err);
     }
     beater_stop(&t);
+    commons_destroy(&k);
     if (!st) fprintf(o->log ? o->log : stderr, "fedc fleet: done: %d clients, %d reports\n", n, reports);
     else if (failed > 1) fprintf(o->log ? o->log : stderr, "fedc fleet: %d clients failed\n", failed);
     fedc_free(m);

@@ -85,9 +85,20 @@ typedef struct fedc__plan_setting {
 /* Writes a plan into `dir` (made if missing): round.fedc, the phases of its
  * form, client_init.fedc (a never-seen client's state; NULL: the round keeps
  * none), model.safetensors (`tensors`, the initial server state named as the
- * round's server inputs) and plan.txt. */
+ * round's server inputs), domains.txt (`domains`: "client_id,domain" lines;
+ * NULL: none) and plan.txt. */
 fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const fedc_program *client_init,
-                             const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors,
-                             int ntensors);
+                             const char *domains, const fedc__plan_setting *settings, int nsettings,
+                             const fedc_tensor_entry *tensors, int ntensors);
+/* A plan's domains.txt ("client_id,domain" lines: each client's meta/domain,
+ * as the job found them), or NULL when it has none. */
+const char *fedc__plan_domains(const fedc_plan *p, size_t *size);
+
+/* Which round last added each client's report (added.c), as a server's
+ * checkpoint keeps it for clients that keep state: "CLIENT:ROUND,..." for the
+ * clients added once or more (the others -1). Encode: fedc_malloc'd text.
+ * Parse: untrusted text, every client below n and round below `rounds`. */
+fedc_status fedc__added_encode(const int32_t *added, int64_t n, char **out);
+fedc_status fedc__added_parse(const char *text, int32_t *added, int64_t n, int64_t rounds);
 
 #endif

@@ -12,7 +12,7 @@
 
 enum {
     MAX_EXCHANGES = 16,
-    MAX_FILES = 3 + MAX_EXCHANGES * FEDC_PHASE_COUNT, /* plan.txt, round.fedc, the phases, client_init.fedc */
+    MAX_FILES = 4 + MAX_EXCHANGES * FEDC_PHASE_COUNT, /* plan.txt, round.fedc, the phases, client_init.fedc, domains.txt */
     MAX_SETTINGS = 32,
     MAX_TENSORS = 4096
 };
@@ -34,9 +34,9 @@ struct fedc_plan {
     char hash[65];
     fedc_program *round;
     fedc_deployment_form *form;
-    owned_file file[MAX_FILES]; /* [0] plan.txt, [1] round.fedc, then the phases, then client_init */
+    owned_file file[MAX_FILES]; /* [0] plan.txt, [1] round.fedc, then the phases, then client_init, domains */
     int nfiles, exchanges;
-    bool has_client_init;
+    bool has_client_init, has_domains;
     fedc_program *client_init; /* a never-seen client's state (NULL: the round keeps none) */
     char model_file[64];
     char key[MAX_SETTINGS][32];
@@ -71,6 +71,12 @@ const char *fedc_plan_setting(const fedc_plan *p, const char *key) {
     for (int i = 0; i < p->nsettings; i++)
         if (!strcmp(p->key[i], key)) return p->setting[i].value;
     return NULL;
+}
+
+const char *fedc__plan_domains(const fedc_plan *p, size_t *size) {
+    if (!p->has_domains) return NULL;
+    *size = p->file[p->nfiles - 1].size;
+    return p->file[p->nfiles - 1].data;
 }
 
 int fedc_plan_files(const fedc_plan *p, fedc_plan_file *files, int max) {
@@ -225,6 +231,14 @@ static fedc_status manifest_line(reader *r, char *s) {
         p->has_client_init = true;
         return add_file(r, f);
     }
+    if (!strcmp(kw, "domains")) {
+        char *f = word(&s);
+        if (!f || word(&s) || p->has_domains || !p->exchanges ||
+            p->nfiles != 2 + p->exchanges * FEDC_PHASE_COUNT + p->has_client_init)
+            return bad_line(r, "%s", "domains needs FILE, once, after every phase and client_init");
+        p->has_domains = true;
+        return add_file(r, f);
+    }
     if (!strcmp(kw, "setting")) return setting_line(r, s);
     if (!strcmp(kw, "tensor")) return tensor_line_read(r, s);
     if (!strcmp(kw, "model")) {
@@ -233,7 +247,8 @@ static fedc_status manifest_line(reader *r, char *s) {
         snprintf(p->model_file, sizeof p->model_file, "%s", f);
         return FEDC_OK;
     }
-    return bad_line(r, "unknown field \"%.100s\" (hash, round, exchanges, phase, client_init, setting, tensor, model)", kw);
+    return bad_line(r, "unknown field \"%.100s\" (hash, round, exchanges, phase, client_init, domains, setting, tensor, "
+                    "model)", kw);
 }
 
 /* plan.txt, already in p->file[0]: its lines, then what must be there. */
@@ -266,7 +281,7 @@ static fedc_status read_manifest(reader *r) {
     r->line = 0;
     if (st) return st;
     const char *missing = !p->hash[0] ? "hash" : p->nfiles < 2 ? "round" : !p->exchanges ? "exchanges" : NULL;
-    if (!missing && p->nfiles != 2 + p->exchanges * FEDC_PHASE_COUNT + p->has_client_init)
+    if (!missing && p->nfiles != 2 + p->exchanges * FEDC_PHASE_COUNT + p->has_client_init + p->has_domains)
         missing = "phase (one per phase of each exchange)";
     if (missing) return fedc_error(FEDC_EPARSE, "%s/plan.txt: no %s line", r->what, missing);
     return FEDC_OK;
@@ -285,7 +300,7 @@ static fedc_status check_client_init(reader *r) {
     if (!p->has_client_init)
         return state ? fedc_error(FEDC_EPARSE, "%s/plan.txt: the round keeps client state, but there is no client_init "
                                   "line", r->what) : FEDC_OK;
-    const owned_file *f = &p->file[p->nfiles - 1];
+    const owned_file *f = &p->file[2 + p->exchanges * FEDC_PHASE_COUNT];
     fedc_status st = fedc_program_parse_n(f->data, f->size, &p->client_init);
     if (st) {
         char msg[900];
@@ -306,6 +321,18 @@ static fedc_status check_client_init(reader *r) {
             return fedc_error(FEDC_EPARSE, "%s/%s: output \"%s\" is not one of the round's client/ inputs, of its type",
                               r->what, f->name, name);
     }
+    return FEDC_OK;
+}
+
+/* The clients' domains ("client_id,domain" lines, which the client parses as
+ * fedc train parses --client-domains): text, for a round that reads them. */
+static fedc_status check_domains(reader *r) {
+    fedc_plan *p = r->p;
+    if (!p->has_domains) return FEDC_OK;
+    const owned_file *f = &p->file[p->nfiles - 1];
+    if (fedc_program_find_input(p->round, "meta/domain") == FEDC_NONE)
+        return fedc_error(FEDC_EPARSE, "%s/plan.txt: a domains line, but the round reads no meta/domain", r->what);
+    if (memchr(f->data, '\0', f->size)) return fedc_error(FEDC_EPARSE, "%s/%s: holds a NUL byte", r->what, f->name);
     return FEDC_OK;
 }
 
@@ -339,7 +366,8 @@ static fedc_status check_programs(reader *r) {
             return fedc_error(FEDC_EPARSE, "%s/%s: is not phase %s of exchange %d of the round's form", r->what, f->name,
                               fedc_phase_name((fedc_phase_kind)(k % FEDC_PHASE_COUNT)), k / FEDC_PHASE_COUNT);
     }
-    return check_client_init(r);
+    st = check_client_init(r);
+    return st ? st : check_domains(r);
 }
 
 /* The tensors: exactly the round's server/<leaf> inputs, with their types. */
@@ -499,7 +527,7 @@ static fedc_status write_file(const char *dir, const char *name, const char *dat
 }
 
 static fedc_status write_programs(const char *dir, const fedc_program *round, const fedc_deployment_form *f,
-                                  const fedc_program *client_init, owned_file *files, int *n) {
+                                  const fedc_program *client_init, const char *domains, owned_file *files, int *n) {
     fedc_status st = fedc_program_to_string(round, &files[0].data);
     snprintf(files[0].name, 64, "round.fedc");
     *n = st ? 0 : 1;
@@ -514,13 +542,19 @@ static fedc_status write_programs(const char *dir, const fedc_program *round, co
         st = fedc_program_to_string(client_init, &files[*n].data);
         if (!st) (*n)++;
     }
+    if (!st && domains) {
+        snprintf(files[*n].name, 64, "domains.txt");
+        if (!(files[*n].data = fedc_malloc(strlen(domains) + 1))) st = fedc_error(FEDC_ENOMEM, "plan: out of memory");
+        else strcpy(files[(*n)++].data, domains);
+    }
     for (int i = 0; i < *n; i++) files[i].size = strlen(files[i].data);
     for (int i = 0; !st && i < *n; i++) st = write_file(dir, files[i].name, files[i].data, files[i].size);
     return st;
 }
 
-static char *manifest(const owned_file *files, int n, int exchanges, const fedc__plan_setting *settings, int nsettings,
-                      const fedc_tensor_entry *tensors, int ntensors, size_t *size) {
+static char *manifest(const owned_file *files, int n, int exchanges, bool client_init, bool domains,
+                      const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors, int ntensors,
+                      size_t *size) {
     char *text = NULL, hex[65];
     FILE *out = open_memstream(&text, size);
     if (!out) return NULL;
@@ -529,7 +563,8 @@ static char *manifest(const owned_file *files, int n, int exchanges, const fedc_
     for (int i = 1; i < 1 + exchanges * FEDC_PHASE_COUNT; i++)
         fprintf(out, "phase %d %s %s\n", (i - 1) / FEDC_PHASE_COUNT, fedc_phase_name((fedc_phase_kind)((i - 1) % FEDC_PHASE_COUNT)),
                 files[i].name);
-    if (n > 1 + exchanges * FEDC_PHASE_COUNT) fprintf(out, "client_init %s\n", files[n - 1].name);
+    if (client_init) fprintf(out, "client_init %s\n", files[1 + exchanges * FEDC_PHASE_COUNT].name);
+    if (domains) fprintf(out, "domains %s\n", files[n - 1].name);
     for (int i = 0; i < nsettings; i++) fprintf(out, "setting %s %s\n", settings[i].key, settings[i].value);
     for (int i = 0; i < ntensors; i++) {
         char type[64];
@@ -546,7 +581,7 @@ static char *manifest(const owned_file *files, int n, int exchanges, const fedc_
 }
 
 fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const fedc_program *client_init,
-                             const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors,
+                             const char *domains, const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors,
                              int ntensors) {
     fedc_deployment_form *f = NULL;
     owned_file *files = fedc_calloc(MAX_FILES, sizeof *files);
@@ -558,10 +593,11 @@ fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const f
     if (!st && fedc_deployment_form_exchanges(f) > MAX_EXCHANGES)
         st = fedc_error(FEDC_EUNSUPPORTED, "plan: the round has %d exchanges; a plan holds at most %d",
                         fedc_deployment_form_exchanges(f), MAX_EXCHANGES);
-    if (!st) st = write_programs(dir, round, f, client_init, files, &n);
+    if (!st) st = write_programs(dir, round, f, client_init, domains, files, &n);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (!st) st = fedc_safetensors_write(path, tensors, ntensors, NULL, 0);
-    if (!st && !(text = manifest(files, n, fedc_deployment_form_exchanges(f), settings, nsettings, tensors, ntensors, &size)))
+    if (!st && !(text = manifest(files, n, fedc_deployment_form_exchanges(f), client_init != NULL, domains != NULL, settings,
+                                 nsettings, tensors, ntensors, &size)))
         st = fedc_error(FEDC_ENOMEM, "plan: out of memory for the manifest");
     if (!st) st = write_file(dir, "plan.txt", text, size); /* last: a plan without it is no plan */
     free(text);

@@ -80,6 +80,9 @@ typedef struct server {
     double *heard;           /* per client: when it was last heard from (0: never) */
     int32_t *taken_round;    /* per client: the round and exchange of the last report taken from it, so */
     int32_t *taken_exchange; /* that an upload repeated after its exchange closed is acknowledged, not counted */
+    int32_t *added_round;    /* per client: the last committed round that added its report (-1: none), told
+                                with its tasks and done, so that a client that keeps state keeps the
+                                state of an added report only */
     int round, exchange;
     bool collecting, done;
     double opened;           /* when the exchange began collecting */
@@ -180,15 +183,18 @@ static bool send_task(server *s, const fedc__req *to, int slot) {
     snprintf(hb, sizeof hb, "%d", heartbeat_ms(s));
     s->heard[s->sampled[slot]] = fedc_seconds(); /* its heartbeats are timed from its task */
     if (!s->sent[slot]) s->sent[slot] = 1, s->unconfirmed++;
+    char added[32];
+    snprintf(added, sizeof added, "%d", (int)s->added_round[s->sampled[slot]]);
     fedc_metadata_entry f[] = {{"round", round}, {"exchange", exchange}, {"slot", slot_s}, {"hash", fedc_plan_hash(s->plan)},
-                               {"heartbeat_ms", hb}, {"secagg", fedc__secure_field(s->sec)}};
-    return reply_to(s, to, FEDC__MSG_TASK, f, s->sec ? 6 : 5, s->task, s->ntask);
+                               {"heartbeat_ms", hb}, {"added", added}, {"secagg", fedc__secure_field(s->sec)}};
+    return reply_to(s, to, FEDC__MSG_TASK, f, s->sec ? 7 : 6, s->task, s->ntask);
 }
 
-static bool send_done(server *s, const fedc__req *to) {
-    char rounds[32];
+static bool send_done(server *s, const fedc__req *to, int64_t client) {
+    char rounds[32], added[32];
     snprintf(rounds, sizeof rounds, "%d", s->o->rounds);
-    return reply_to(s, to, FEDC__MSG_DONE, (fedc_metadata_entry[]){{"rounds", rounds}}, 1, NULL, 0);
+    snprintf(added, sizeof added, "%d", (int)s->added_round[client]);
+    return reply_to(s, to, FEDC__MSG_DONE, (fedc_metadata_entry[]){{"rounds", rounds}, {"added", added}}, 2, NULL, 0);
 }
 
 /* The slot client has an open task in, or -1; also -1 while reorder_window
@@ -258,7 +264,7 @@ static void answer_held(server *s) {
     for (int i = 0; i < s->nheld; i++) {
         held_checkin h = s->held[i];
         int slot = h.slot >= 0 ? -1 : open_slot(s, h.client);
-        if (s->done && h.slot < 0) send_done(s, &h.from);
+        if (s->done && h.slot < 0) send_done(s, &h.from, h.client);
         else if (slot >= 0) send_task(s, &h.from, slot);
         else if (now - h.since >= s->o->heartbeat) wait_reply(s, &h.from, 0, "nothing yet: check in again");
         else s->held[kept++] = h;
@@ -287,7 +293,7 @@ static bool checkin(server *s, const fedc__msg *m) {
     if (!hash[0]) return send_plan(s);
     if (strcmp(hash, fedc_plan_hash(s->plan)))
         return refuse(s, who, "plan hash %.64s is not this server's plan (%s)", hash, fedc_plan_hash(s->plan));
-    if (s->done) return send_done(s, &s->from);
+    if (s->done) return send_done(s, &s->from, client);
     int i = open_slot(s, client);
     return i >= 0 ? send_task(s, &s->from, i) : hold_or_wait(s, client);
 }
@@ -603,6 +609,16 @@ static fedc_status resume(server *s, int *first) {
             st = fedc_error(FEDC_EPARSE, "%s: tensor \"%s\" has the wrong size", path, e.name);
         if (!st) memcpy(s->state[i], e.data, fedc_type_bytes(&want.type));
     }
+    const char *added = st ? NULL : fedc_safetensors_metadata(c, "added_rounds");
+    if (!st && added) st = fedc__added_parse(added, s->added_round, s->population, atoi(next));
+    if (!st && !added && fedc_plan_client_init(s->plan) && atoi(next) > 0)
+        st = fedc_error(FEDC_EPARSE, "%s: no added_rounds (which round added each client's report), which a plan whose "
+                        "clients keep state needs", path);
+    if (st && added) {
+        char why[600];
+        snprintf(why, sizeof why, "%s", fedc_errmsg());
+        st = fedc_error(st, "%s: %s", path, why);
+    }
     if (!st) *first = atoi(next);
     if (!st) fprintf(s->log, "fedc server: resumed from %s at round %d\n", path, *first + 1);
     fedc_safetensors_destroy(c);
@@ -621,9 +637,6 @@ static fedc_status selection(server *s) {
     double selected = ceil(o->over_select * (double)k - 1e-9);
     s->commit = (int)k;
     s->k = selected > (double)s->population ? (int)s->population : (int)selected;
-    if (s->k > s->commit && fedc_plan_client_init(s->plan))
-        return fedc_error(FEDC_EUNSUPPORTED, "server: over-selection with a plan whose clients keep state (%s): a client "
-                          "could not tell whether its report was added", fedc_plan_setting(s->plan, "algorithm"));
     if (o->min_reports > s->commit)
         return fedc_error(FEDC_EINVAL, "server: --min-reports %d is above the %d clients a round adds", o->min_reports, s->commit);
     return FEDC_OK;
@@ -653,14 +666,15 @@ static fedc_status setup(server *s) {
     s->heard = fedc_calloc(pop, sizeof *s->heard);
     s->taken_round = fedc_malloc(pop * sizeof *s->taken_round + 1);
     s->taken_exchange = fedc_calloc(pop, sizeof *s->taken_exchange);
+    s->added_round = fedc_malloc(pop * sizeof *s->added_round + 1);
     s->task = fedc_calloc(4096, sizeof *s->task);
     s->up = fedc_calloc(4096, sizeof *s->up);
     s->maxheld = o->max_held;
     s->held = fedc_calloc((size_t)s->maxheld + 1, sizeof *s->held);
     if (!s->state || !s->sampled || !s->next || !s->left_out || !s->sent || !s->granted || !s->slot_of || !s->next_round || !s->heard || !s->taken_round ||
-        !s->taken_exchange || !s->task || !s->up || !s->held)
+        !s->taken_exchange || !s->added_round || !s->task || !s->up || !s->held)
         return fedc_error(FEDC_ENOMEM, "server: out of memory");
-    for (size_t i = 0; i < pop; i++) s->slot_of[i] = s->taken_round[i] = -1;
+    for (size_t i = 0; i < pop; i++) s->slot_of[i] = s->taken_round[i] = s->added_round[i] = -1;
     st = fedc__deployment_run_create_server(&s->run, s->form, &(fedc_exec_options){.clients = s->k, .threads = o->threads});
     for (int i = 0; !st && i < s->ntensors; i++) {
         fedc_tensor_entry e = fedc_plan_tensor(s->plan, i);
@@ -687,7 +701,7 @@ static void teardown(server *s) {
     for (int i = 0; s->state && i < s->ntensors; i++) fedc_free(s->state[i]);
     fedc_free(s->state), fedc_free(s->sampled), fedc_free(s->task), fedc_free(s->up), fedc_free(s->held);
     fedc_free(s->slot_of), fedc_free(s->next_round), fedc_free(s->heard), fedc_free(s->next), fedc_free(s->left_out), fedc_free(s->sent), fedc_free(s->granted);
-    fedc_free(s->taken_round), fedc_free(s->taken_exchange);
+    fedc_free(s->taken_round), fedc_free(s->taken_exchange), fedc_free(s->added_round);
     fedc__collect_destroy(s->collect);
     fedc__secure_destroy(s->sec);
     fedc_deployment_run_destroy(s->run);
@@ -802,10 +816,12 @@ static fedc_status checkpoint(server *s, int next_round) {
     char next[32], path[4200];
     snprintf(next, sizeof next, "%d", next_round);
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", s->o->out_dir);
+    char *added = NULL; /* which round added each client's report: its state, for clients that keep one */
+    fedc_status st = fedc_plan_client_init(s->plan) ? fedc__added_encode(s->added_round, s->population, &added) : FEDC_OK;
     fedc_metadata_entry m[] = {{"format", "fedc deployment checkpoint"}, {"next_round", next},
-                               {"plan_hash", fedc_plan_hash(s->plan)}};
-    fedc_status st = fedc_safetensors_write(path, t, s->ntensors, m, 3);
-    fedc_free(t);
+                               {"plan_hash", fedc_plan_hash(s->plan)}, {"added_rounds", added}};
+    if (!st) st = fedc_safetensors_write(path, t, s->ntensors, m, added ? 4 : 3);
+    fedc_free(t), fedc_free(added);
     return st;
 }
 
@@ -857,6 +873,8 @@ static fedc_status run_round(server *s, int r) {
         for (int e = 0; !st && !abandoned && e < fedc_deployment_form_exchanges(s->form); e++)
             st = run_exchange(s, e, &rs, &abandoned);
         if (!st && !abandoned) st = take_state(s, &rs);
+        for (int i = 0; !st && !abandoned && i < s->k; i++)
+            if (!s->left_out[i]) s->added_round[s->sampled[i]] = (int32_t)r; /* before the checkpoint keeps it */
         double t = fedc_seconds();
         if (!st && !abandoned) st = checkpoint(s, r + 1);
         rs.t_checkpoint = fedc_seconds() - t;

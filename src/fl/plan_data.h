@@ -18,6 +18,9 @@ int64_t fedc__plan_data_clients(const fedc__plan_data *d);
 /* Client `id` (its index in the data, as fedc train samples it). */
 fedc_status fedc__plan_client_create(fedc__plan_data *d, int64_t id, fedc__plan_client **out);
 void fedc__plan_client_destroy(fedc__plan_client *c); /* safe on NULL */
+/* Lets the client's batches' buffers go until its next load (a fleet's client
+ * between tasks holds no batch). */
+void fedc__plan_client_release(fedc__plan_client *c);
 /* The client's id in the data ("f0001_23"). */
 const char *fedc__plan_client_name(const fedc__plan_client *c);
 /* The client's input `name` (x, y, mask, steps, key, meta/num_examples,

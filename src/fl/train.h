@@ -186,6 +186,9 @@ fedc_status fedc__train_state_before_eval(trainer *t, int r, const int64_t *test
 /* Every training client's domain into t->client_domain, and t->meta_domain
  * allocated (src/fl/train_domains.c). */
 fedc_status fedc__train_client_domains(trainer *t);
+/* The same from "client_id,domain" lines in memory (a plan's domains.txt, named
+ * `what`); a client of the data without a line is in domain -1. */
+fedc_status fedc__train_client_domains_text(trainer *t, const char *text, size_t size, const char *what);
 fedc_status fedc__train_state_before_round(trainer *t, int r);
 fedc_status fedc__train_state_after_round(trainer *t, int r);
 int fedc__train_state_entries(const trainer *t, fedc_tensor_entry *e); /* t->server.n entries */

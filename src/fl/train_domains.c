@@ -61,9 +61,8 @@ static fedc_status parse_line(const char *path, size_t line, char *text, entry *
     return FEDC_OK;
 }
 
-static fedc_status read_file(const char *path, entry **out, size_t *count) {
-    FILE *f = fopen(path, "r");
-    if (!f) return fedc_error(FEDC_EIO, "--client-domains %s: cannot open: %s", path, strerror(errno));
+/* The lines of f (named path in messages), sorted by id. */
+static fedc_status read_file(FILE *f, const char *path, entry **out, size_t *count) {
     entry *e = NULL;
     size_t n = 0, cap = 0, line = 0;
     char buf[4096];
@@ -89,7 +88,6 @@ static fedc_status read_file(const char *path, entry **out, size_t *count) {
         if (!st) n++;
     }
     if (!st && ferror(f)) st = fedc_error(FEDC_EIO, "--client-domains %s: cannot read", path);
-    fclose(f);
     if (st) {
         free_entries(e, n);
         return st;
@@ -99,18 +97,28 @@ static fedc_status read_file(const char *path, entry **out, size_t *count) {
     return FEDC_OK;
 }
 
-static fedc_status from_file(const trainer *t, float *domain) {
+/* Every client's domain from f's lines; a client without one is an error, or,
+ * when !every, in domain -1 (the deployed client of another id says so). */
+static fedc_status from_stream(const trainer *t, FILE *f, const char *path, bool every, float *domain) {
     entry *e = NULL;
     size_t n = 0;
-    const char *path = t->c->client_domains;
-    fedc_status st = read_file(path, &e, &n);
+    fedc_status st = read_file(f, path, &e, &n);
     for (int64_t i = 0; !st && i < fedc_dataset_num_clients(t->train); i++) {
         entry key = {.id = (char *)fedc_dataset_client_id(t->train, i)};
         const entry *hit = n ? bsearch(&key, e, n, sizeof *e, by_id) : NULL;
-        if (!hit) st = fedc_error(FEDC_EINVAL, "--client-domains %s: no domain for client \"%s\"", path, key.id);
-        else domain[i] = (float)hit->domain;
+        if (!hit && every) st = fedc_error(FEDC_EINVAL, "--client-domains %s: no domain for client \"%s\"", path, key.id);
+        else domain[i] = hit ? (float)hit->domain : -1;
     }
     free_entries(e, n);
+    return st;
+}
+
+static fedc_status from_file(const trainer *t, float *domain) {
+    const char *path = t->c->client_domains;
+    FILE *f = fopen(path, "r");
+    if (!f) return fedc_error(FEDC_EIO, "--client-domains %s: cannot open: %s", path, strerror(errno));
+    fedc_status st = from_stream(t, f, path, true, domain);
+    fclose(f);
     return st;
 }
 
@@ -139,12 +147,26 @@ static fedc_status check_range(const trainer *t, const float *domain) {
     return FEDC_OK;
 }
 
-fedc_status fedc__train_client_domains(trainer *t) {
+static fedc_status allocate(trainer *t) {
     int64_t n = fedc_dataset_num_clients(t->train);
     t->client_domain = fedc_calloc((size_t)(n ? n : 1), sizeof *t->client_domain);
-    t->meta_domain = fedc_calloc((size_t)t->k, sizeof *t->meta_domain);
-    if (!t->client_domain || !t->meta_domain) return fedc_error(FEDC_ENOMEM, "train: out of memory");
-    fedc_status st = FEDC_OK;
+    t->meta_domain = fedc_calloc((size_t)(t->k > 0 ? t->k : 1), sizeof *t->meta_domain);
+    return t->client_domain && t->meta_domain ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
+}
+
+fedc_status fedc__train_client_domains_text(trainer *t, const char *text, size_t size, const char *what) {
+    fedc_status st = allocate(t);
+    FILE *f = st ? NULL : fmemopen((void *)text, size ? size : 1, "r");
+    if (!st && !f) st = fedc_error(FEDC_ENOMEM, "%s: cannot read it from memory", what);
+    if (!st) st = from_stream(t, f, what, false, t->client_domain);
+    if (f) fclose(f);
+    return st ? st : check_range(t, t->client_domain);
+}
+
+fedc_status fedc__train_client_domains(trainer *t) {
+    int64_t n = fedc_dataset_num_clients(t->train);
+    fedc_status st = allocate(t);
+    if (st) return st;
     if (t->c->client_domains) st = from_file(t, t->client_domain);
     else if (!from_emnist_ids(t, t->client_domain)) {
         memset(t->client_domain, 0, (size_t)n * sizeof *t->client_domain);

@@ -34,13 +34,32 @@ static fedc_status check_inputs(const fedc_program *round, const char *alg) {
     return FEDC_OK;
 }
 
-/* A client finds its meta/domain from its own data, by fedc train's rule
- * without a file (EMNIST writer ids, else 0): a plan does not carry
- * --client-domains's file. */
-static fedc_status domains_deployable(const trainer *t) {
+/* With --client-domains FILE, the plan carries each client's domain as the
+ * job finds them (domains.txt, "client_id,domain" lines, hashed with the
+ * programs), so that a client's meta/domain is the simulation's; without it a
+ * client finds its domain from its own id, by fedc train's rule (EMNIST writer
+ * ids, else 0). *out: fedc_malloc'd text, or NULL. */
+static fedc_status domains_text(trainer *t, char **out) {
+    *out = NULL;
     if (fedc_program_find_input(t->round, "meta/domain") == FEDC_NONE || !t->c->client_domains) return FEDC_OK;
-    return fedc_error(FEDC_EUNSUPPORTED, "plan: --client-domains %s: a plan does not carry a domains file yet (a client "
-                      "finds its domain from an EMNIST writer id, else 0)", t->c->client_domains);
+    fedc_status st = fedc__train_client_domains(t);
+    int64_t n = fedc_dataset_num_clients(t->train);
+    size_t size = 1;
+    for (int64_t i = 0; !st && i < n; i++) {
+        const char *id = fedc_dataset_client_id(t->train, i);
+        if (!id[0] || strpbrk(id, "\n\r") || id[0] == '#')
+            return fedc_error(FEDC_EUNSUPPORTED, "plan: client %lld's id \"%s\" cannot be a line of the plan's domains.txt",
+                              (long long)i, id);
+        size += strlen(id) + 16;
+    }
+    char *text = st ? NULL : fedc_malloc(size);
+    if (!st && !text) st = fedc_error(FEDC_ENOMEM, "plan: out of memory");
+    size_t len = 0;
+    for (int64_t i = 0; !st && i < n; i++)
+        len += (size_t)snprintf(text + len, size - len, "%s,%d\n", fedc_dataset_client_id(t->train, i), (int)t->client_domain[i]);
+    if (text) text[len] = '\0';
+    *out = text;
+    return st;
 }
 
 /* The initial server state: the algorithm's server_init on the model, as the
@@ -121,7 +140,9 @@ fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     if (!st) t.alg.max_steps = fedc__train_max_steps(&t);
     if (!st) st = fedc_algorithm_round(t.model, &t.alg, &t.round);
     if (!st) st = check_inputs(t.round, fedc_algorithm_name(&t.alg));
-    if (!st) st = domains_deployable(&t);
+    char *domains = NULL;
+    t.k = 1;
+    if (!st) st = domains_text(&t, &domains);
     if (!st) st = no_warm_start(&t);
     if (!st) st = server_init(&t, &init, &ex);
     if (!st) st = fedc_algorithm_client_init(t.model, &t.alg, &client_init);
@@ -133,8 +154,8 @@ fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     }
     fedc__plan_setting s[32];
     int ns = st ? 0 : settings(&t, s);
-    if (!st) st = fedc__plan_write(dir, t.round, client_init, s, ns, e, n);
-    fedc_free(e);
+    if (!st) st = fedc__plan_write(dir, t.round, client_init, domains, s, ns, e, n);
+    fedc_free(e), fedc_free(domains);
     fedc_executor_destroy(ex);
     fedc_program_destroy(init);
     fedc_program_destroy(client_init);
@@ -214,7 +235,10 @@ fedc_status fedc__plan_data_open(const fedc_plan *p, const char *data, fedc__pla
     d->t.alg = d->c.algorithm;
     d->t.alg.max_steps = max_steps;
     d->t.k = 1;
-    if (!st && fedc_program_find_input(fedc_plan_round(p), "meta/domain") != FEDC_NONE)
+    size_t nd = 0;
+    const char *domains = fedc__plan_domains(p, &nd);
+    if (!st && domains) st = fedc__train_client_domains_text(&d->t, domains, nd, "the plan's domains.txt");
+    else if (!st && fedc_program_find_input(fedc_plan_round(p), "meta/domain") != FEDC_NONE)
         st = fedc__train_client_domains(&d->t); /* every client's, as fedc train finds them */
     pthread_mutex_init(&d->lock, NULL);
     if (st) fedc__plan_data_destroy(d);
@@ -236,14 +260,19 @@ fedc_status fedc__plan_client_create(fedc__plan_data *d, int64_t id, fedc__plan_
     if (id < 0 || id >= fedc__plan_data_clients(d))
         return fedc_error(FEDC_EINVAL, "client: --client %lld, but %s has clients 0 to %lld", (long long)id, d->data,
                           (long long)fedc__plan_data_clients(d) - 1);
+    if (d->t.client_domain && d->t.client_domain[id] < 0)
+        return fedc_error(FEDC_EINVAL, "client %lld (\"%s\") has no domain in the plan's domains.txt", (long long)id,
+                          fedc_dataset_client_id(d->t.train, id));
     fedc__plan_client *c = fedc_calloc(1, sizeof *c);
     if (!c) return fedc_error(FEDC_ENOMEM, "client: out of memory");
     c->d = d, c->id = id;
     c->num_examples = (float)fedc_dataset_client_examples(d->t.train, id);
-    fedc_status st = fedc__cohort_buffers_init(&c->cb, d->t.model, 1, d->t.alg.batch_size, d->t.alg.max_steps, false);
-    if (st) fedc__plan_client_destroy(c);
-    else *out = c;
-    return st;
+    *out = c; /* its buffers are made when it loads its batches */
+    return FEDC_OK;
+}
+
+void fedc__plan_client_release(fedc__plan_client *c) {
+    if (c) fedc__cohort_buffers_free(&c->cb);
 }
 
 void fedc__plan_client_destroy(fedc__plan_client *c) {
@@ -270,6 +299,11 @@ const void *fedc__plan_client_input(const fedc__plan_client *c, const char *name
 }
 
 fedc_status fedc__plan_client_load(fedc__plan_client *c, uint32_t round, fedc_executor *ex, const fedc_program *q) {
+    if (!c->cb.x) {
+        fedc_status st = fedc__cohort_buffers_init(&c->cb, c->d->t.model, 1, c->d->t.alg.batch_size, c->d->t.alg.max_steps,
+                                                   false);
+        if (st) return st;
+    }
     pthread_mutex_lock(&c->d->lock);
     bool strict = c->d->c.strict;
     c->d->c.strict = true; /* a client whose data fail says so, rather than training on NaN */

@@ -1,0 +1,225 @@
+/* What the clients of one process share (fleet.h): seats for client_work with a
+ * pool of executors, and one copy of each broadcast value. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "deploy/fleet.h"
+
+/* ----------------------------------------------------------- trainers -- */
+
+/* A client's work waiting for a seat, and its result; the client waits on its
+ * own condition variable, so that finished work wakes that client only. */
+typedef struct waiter {
+    int64_t round, exchange, slot;
+    fedc__trainer_work fn;
+    void *arg;
+    bool done;
+    fedc_status st;
+    char err[1024];
+    pthread_cond_t cond;
+    struct waiter *next;
+} waiter;
+
+typedef struct seat {
+    fedc__trainers *t;
+    fedc_executor **ex; /* per exchange, made on first use */
+    pthread_t thread;
+    bool started;
+} seat;
+
+struct fedc__trainers {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;  /* work waits, or stop */
+    const fedc_deployment_form *form;
+    int exchanges, seats, threads;
+    bool stop;
+    waiter *waiting;      /* unordered: a seat takes the lowest key */
+    seat *seat;
+};
+
+static bool before(const waiter *a, const waiter *b) {
+    if (a->round != b->round) return a->round < b->round;
+    if (a->exchange != b->exchange) return a->exchange < b->exchange;
+    return a->slot < b->slot;
+}
+
+/* Under the lock: the lowest waiting work, taken off the list, or NULL. */
+static waiter *take_lowest(fedc__trainers *t) {
+    if (!t->waiting) return NULL;
+    waiter **best = &t->waiting;
+    for (waiter **w = &t->waiting; *w; w = &(*w)->next)
+        if (before(*w, *best)) best = w;
+    waiter *w = *best;
+    *best = w->next;
+    return w;
+}
+
+static fedc_status run_on(seat *s, waiter *w) {
+    int e = (int)w->exchange;
+    if (!s->ex[e]) {
+        const fedc_program *q = fedc_deployment_form_phase(s->t->form, e, FEDC_PHASE_CLIENT_WORK);
+        fedc_status st = fedc_executor_create(&s->ex[e], q, &(fedc_exec_options){.clients = 1, .threads = s->t->threads});
+        if (st) return st;
+    }
+    return w->fn(w->arg, s->ex[e]);
+}
+
+/* A seat: runs the lowest waiting work on its executors, on its own thread
+ * (so that the kernels' stack is the seats', not every client thread's). */
+static void *seat_main(void *arg) {
+    seat *s = arg;
+    fedc__trainers *t = s->t;
+    pthread_mutex_lock(&t->lock);
+    for (;;) {
+        waiter *w = take_lowest(t);
+        if (!w && t->stop) break;
+        if (!w) {
+            pthread_cond_wait(&t->wake, &t->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&t->lock);
+        fedc_status st = run_on(s, w);
+        pthread_mutex_lock(&t->lock);
+        w->st = st, w->done = true;
+        if (st) snprintf(w->err, sizeof w->err, "%s", fedc_errmsg()); /* the message is this thread's */
+        pthread_cond_signal(&w->cond);
+    }
+    pthread_mutex_unlock(&t->lock);
+    return NULL;
+}
+
+fedc_status fedc__trainers_create(fedc__trainers **out, const fedc_deployment_form *f, int seats, int threads) {
+    *out = NULL;
+    if (seats < 1) return fedc_error(FEDC_EINVAL, "fleet: %d trainers; it needs 1 or more", seats);
+    fedc__trainers *t = fedc_calloc(1, sizeof *t);
+    int e = fedc_deployment_form_exchanges(f);
+    if (t) t->seat = fedc_calloc((size_t)seats, sizeof *t->seat);
+    for (int i = 0; t && t->seat && i < seats; i++)
+        if (!(t->seat[i].ex = fedc_calloc((size_t)e, sizeof *t->seat[i].ex))) seats = i;
+    if (!t || !t->seat || seats < 1) {
+        if (t) fedc_free(t->seat);
+        fedc_free(t);
+        return fedc_error(FEDC_ENOMEM, "fleet: out of memory");
+    }
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->wake, NULL);
+    t->form = f, t->exchanges = e, t->seats = seats, t->threads = threads;
+    *out = t;
+    for (int i = 0; i < seats; i++) {
+        t->seat[i].t = t;
+        if (pthread_create(&t->seat[i].thread, NULL, seat_main, &t->seat[i]) != 0)
+            return fedc_error(FEDC_EIO, "fleet: cannot start trainer %d's thread", i);
+        t->seat[i].started = true;
+    }
+    return FEDC_OK;
+}
+
+void fedc__trainers_destroy(fedc__trainers *t) {
+    if (!t) return;
+    pthread_mutex_lock(&t->lock);
+    t->stop = true;
+    pthread_cond_broadcast(&t->wake);
+    pthread_mutex_unlock(&t->lock);
+    for (int i = 0; i < t->seats; i++) {
+        if (t->seat[i].started) pthread_join(t->seat[i].thread, NULL);
+        for (int e = 0; e < t->exchanges; e++) fedc_executor_destroy(t->seat[i].ex[e]);
+        fedc_free(t->seat[i].ex);
+    }
+    fedc_free(t->seat);
+    pthread_cond_destroy(&t->wake);
+    pthread_mutex_destroy(&t->lock);
+    fedc_free(t);
+}
+
+fedc_status fedc__trainers_run(fedc__trainers *t, int64_t round, int e, int64_t slot, fedc__trainer_work fn, void *arg) {
+    if (e < 0 || e >= t->exchanges) return fedc_error(FEDC_EINVAL, "fleet: no exchange %d", e);
+    waiter w = {.round = round, .exchange = e, .slot = slot, .fn = fn, .arg = arg};
+    pthread_cond_init(&w.cond, NULL);
+    pthread_mutex_lock(&t->lock);
+    w.next = t->waiting, t->waiting = &w;
+    pthread_cond_signal(&t->wake);
+    while (!w.done) pthread_cond_wait(&w.cond, &t->lock); /* a seat's work is bounded: so is this */
+    pthread_mutex_unlock(&t->lock);
+    pthread_cond_destroy(&w.cond);
+    return w.st ? fedc_error(w.st, "%s", w.err) : FEDC_OK;
+}
+
+/* ------------------------------------------------------ shared values -- */
+
+struct fedc__shared_value {
+    char name[600];
+    size_t bytes;
+    void *data;
+    int refs;
+    fedc__shared_value *next;
+};
+
+struct fedc__shared {
+    pthread_mutex_t lock;
+    fedc__shared_value *values;
+};
+
+fedc_status fedc__shared_create(fedc__shared **out) {
+    if (!(*out = fedc_calloc(1, sizeof **out))) return fedc_error(FEDC_ENOMEM, "fleet: out of memory");
+    pthread_mutex_init(&(*out)->lock, NULL);
+    return FEDC_OK;
+}
+
+void fedc__shared_destroy(fedc__shared *s) {
+    if (!s) return;
+    for (fedc__shared_value *v = s->values, *next; v; v = next) {
+        next = v->next;
+        fedc_free(v->data), fedc_free(v);
+    }
+    pthread_mutex_destroy(&s->lock);
+    fedc_free(s);
+}
+
+const void *fedc__shared_data(const fedc__shared_value *v) { return v->data; }
+
+void fedc__shared_release(fedc__shared *s, fedc__shared_value *v) {
+    if (!v) return;
+    pthread_mutex_lock(&s->lock);
+    bool last = --v->refs == 0;
+    for (fedc__shared_value **p = &s->values; last && *p; p = &(*p)->next)
+        if (*p == v) {
+            *p = v->next;
+            break;
+        }
+    pthread_mutex_unlock(&s->lock);
+    if (last) fedc_free(v->data), fedc_free(v);
+}
+
+/* The newest value kept of this name and size, referenced; NULL if none. */
+static fedc__shared_value *candidate(fedc__shared *s, const char *name, size_t bytes) {
+    pthread_mutex_lock(&s->lock);
+    fedc__shared_value *v = s->values;
+    while (v && (v->bytes != bytes || strcmp(v->name, name))) v = v->next;
+    if (v) v->refs++;
+    pthread_mutex_unlock(&s->lock);
+    return v;
+}
+
+fedc_status fedc__shared_take(fedc__shared *s, const char *name, const void *data, size_t bytes, fedc__shared_value **out) {
+    *out = NULL;
+    if (strlen(name) >= sizeof (*out)->name) return fedc_error(FEDC_EINVAL, "fleet: a value's name is too long");
+    fedc__shared_value *v = candidate(s, name, bytes);
+    if (v && !memcmp(v->data, data, bytes)) { /* compared outside the lock: the reference keeps it */
+        *out = v;
+        return FEDC_OK;
+    }
+    fedc__shared_release(s, v);
+    if (!(v = fedc_calloc(1, sizeof *v)) || !(v->data = fedc_malloc(bytes ? bytes : 1))) {
+        fedc_free(v);
+        return fedc_error(FEDC_ENOMEM, "fleet: out of memory");
+    }
+    snprintf(v->name, sizeof v->name, "%s", name);
+    memcpy(v->data, data, bytes);
+    v->bytes = bytes, v->refs = 1;
+    pthread_mutex_lock(&s->lock);
+    v->next = s->values, s->values = v; /* newest first: the next client's task finds it first */
+    pthread_mutex_unlock(&s->lock);
+    *out = v;
+    return FEDC_OK;
+}
