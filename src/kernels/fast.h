@@ -17,8 +17,8 @@
 #undef FEDC__FAST_DECL_REF
 
 /* fast_conv_in_place.c, for fast_conv.c: whether a pass (forward and filter
- * gradient, or the input gradient) can read the image in place (f32, AVX-512,
- * stride 1 for the input gradient), its scratch, and the passes. */
+ * gradient, or the input gradient) can read the image in place (f32, AVX-512 or
+ * AVX2 for short patches, stride 1 for the input gradient), its scratch, and the passes. */
 int fedc__conv_in_place_ok(const fedc__conv_geom *g, fedc_dtype dt, int input_grad);
 size_t fedc__conv_in_place_scratch(const fedc__conv_geom *g);
 fedc_status fedc__conv_forward_in_place(const fedc__conv_geom *g, const float *x, const float *w, const float *bias,
@@ -30,8 +30,8 @@ void fedc__conv_input_grad_in_place(const fedc__conv_geom *g, const float *dy, c
 
 /* c (+)= a @ w for `rows` rows of a, element (r, k) at a[r row_step + k k_step]
  * (dense: lda, 1; dense and transposed: 1, lda), against w [depth, cols] (ldw)
- * into c (ldc), in AVX-512 without packing w (fast_rows_gemm.c); false, doing
- * nothing, where AVX-512 is missing. */
+ * into c (ldc), in AVX-512 or AVX2 without packing w (fast_rows_gemm.c); false,
+ * doing nothing, where both are missing. */
 bool fedc__fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float *a, int64_t row_step,
                          int64_t k_step, const float *w, int64_t ldw, float *c, int64_t ldc, bool accumulate);
 /* c (+)= a @ w with a gathered a, element (r, k) at a[row_off[r] + k_off[k]], so
@@ -41,7 +41,7 @@ bool fedc__fast_rows_gemm(int64_t rows, int64_t cols, int64_t depth, const float
  * c = c + bias, c = c > 0 ? c : 0, and c = minuend - scale * c (an SGD step on a
  * weight gradient; minuend [rows, cols] ldc apart, may be c). Each element of c
  * is its initial value plus the products in increasing k, one FMA at a time.
- * False, doing nothing, without AVX-512. */
+ * False, doing nothing, without AVX-512 or AVX2 + FMA. */
 typedef struct fedc__gather_gemm {
     int64_t rows, cols, depth;
     const float *a;
@@ -57,6 +57,11 @@ typedef struct fedc__gather_gemm {
     const float *minuend, *scale;
 } fedc__gather_gemm;
 bool fedc__fast_gather_gemm(const fedc__gather_gemm *g);
+/* Which loop fedc__fast_gather_gemm runs here: 2 AVX-512, 1 AVX2 + FMA, 0 none.
+ * Callers whose choice of it was measured on AVX-512 only take it at 2. */
+int fedc__rows_gemm_level(void);
+/* The loop of fedc__fast_gather_gemm on AVX2 + FMA (a depth above 0). */
+void fedc__rows_gemm_avx2(const fedc__gather_gemm *g);
 
 /* sub_scaled's loop on the calling thread alone (for work already cut into blocks). */
 void fedc__fast_sub_scaled_run(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out);

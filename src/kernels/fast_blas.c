@@ -100,13 +100,15 @@ typedef struct gemm_args {
  * fedc__fast_rows_gemm, which reads b in place where a BLAS packs all of it
  * first: a few rows of a (a dense layer's batch: [20, 9216] @ [9216, 128] 0.86 ->
  * 0.62 ms), or a transposed a of short depth (its weight gradient, [9216, 20] @
- * [20, 128]: 0.62 -> 0.52 ms). */
+ * [20, 128]: 0.62 -> 0.52 ms). AVX-512 only: on an AVX2 machine (AMD EPYC)
+ * the AVX2 loop ran the weight gradient slower than OpenBLAS's Zen kernel and the
+ * dense forward no faster. */
 enum { SHORT_SIDE = 32 };
 
 /* The block [rows, cols] at c (and the minuend's at `minuend`) in the rows GEMM. */
 static int rows_gemm_block(const gemm_args *g, int64_t rows, int64_t cols, const float *a, const float *b, float *c,
                            const float *minuend) {
-    if (g->dt != FEDC_F32 || g->tb || (g->ta ? g->k : g->m) > SHORT_SIDE) return 0;
+    if (g->dt != FEDC_F32 || g->tb || (g->ta ? g->k : g->m) > SHORT_SIDE || fedc__rows_gemm_level() < 2) return 0;
     return fedc__fast_gather_gemm(&(fedc__gather_gemm){.rows = rows, .cols = cols, .depth = g->k, .a = a, .w = b,
                                                      .ldw = g->n, .c = c, .ldc = g->n, .row_step = g->ta ? 1 : g->k,
                                                      .k_step = g->ta ? g->m : 1, .minuend = minuend,

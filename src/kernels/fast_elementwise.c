@@ -450,9 +450,13 @@ REDUCE_FNS(float, f32)
 REDUCE_FNS(double, f64)
 
 /* Column sums of f32 (bias gradients: a conv's [pixels, channels] summed over
- * pixels) also in an AVX-512 copy, 8 double sums a vector instead of 2: the same
- * additions in the same order, so the same bits. */
+ * pixels) also in an AVX2 and an AVX-512 copy, 4 or 8 double sums a vector
+ * instead of 2: the same additions in the same order, so the same bits. */
 static void col_sums_f32_base(int64_t outer, int64_t inner, int64_t ldx, const float *x, float *y, double div) {
+    col_sums_f32(outer, inner, ldx, x, y, div);
+}
+FEDC_FAST_AVX2 static void col_sums_f32_avx2(int64_t outer, int64_t inner, int64_t ldx, const float *x, float *y,
+                                             double div) {
     col_sums_f32(outer, inner, ldx, x, y, div);
 }
 FEDC_FAST_AVX512 static void col_sums_f32_avx512(int64_t outer, int64_t inner, int64_t ldx, const float *x, float *y,
@@ -502,7 +506,7 @@ static void reduce_span(const void *ctx, int64_t i0, int64_t i1) {
         const float *x = j->x;
         float *y = j->y;
         if (j->sp.leading)
-            (FEDC_FAST_HAS_AVX512() ? col_sums_f32_avx512 : col_sums_f32_base)(outer, n, inner, x + i0, y + i0, j->div);
+            FEDC_FAST_PICK(col_sums_f32)(outer, n, inner, x + i0, y + i0, j->div);
         else row_sums_f32(n, inner, x + i0 * inner, y + i0, j->div);
     } else {
         const double *x = j->x;

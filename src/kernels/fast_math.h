@@ -25,6 +25,8 @@
 #define FEDC_FAST_AVX512
 #define FEDC_FAST_HAS_AVX512() 0
 #endif
+/* The copy of function f (f_base, f_avx2, f_avx512) for this machine. */
+#define FEDC_FAST_PICK(f) (FEDC_FAST_HAS_AVX512() ? f##_avx512 : FEDC_FAST_HAS_AVX2() ? f##_avx2 : f##_base)
 /* For a loop body written once and instantiated in both copies. */
 #define FEDC_FAST_INLINE static inline __attribute__((always_inline))
 

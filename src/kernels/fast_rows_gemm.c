@@ -16,8 +16,9 @@
  *
  * Each element of c is its initial value (zero or c) plus a[r, k] w[k, j] for k in
  * increasing order, one fused multiply-add at a time, whatever the block it falls
- * in: the bits depend on the shapes only. Machines without AVX-512 get false and
- * use BLAS.
+ * in: the bits depend on the shapes only. Machines with AVX2 and FMA but not
+ * AVX-512 run the same loop in 8-wide vectors (fast_rows_gemm_avx2.c), with the
+ * same bits; machines with neither get false and use BLAS.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -157,14 +158,20 @@ static AVX512 void rows_gemm(const fedc__gather_gemm *g) {
     }
 }
 
-/* AVX-512 and not switched off (FEDC_ROWS_GEMM=0, for benchmarks' comparisons). */
-static bool enabled(void) {
+/* Which loop runs here: 2 the AVX-512 one, 1 the AVX2 one (fast_rows_gemm_avx2.c,
+ * the same bits), 0 none (callers use BLAS). FEDC_ROWS_GEMM=0 switches it off and
+ * FEDC_ROWS_GEMM=avx2 takes the AVX2 loop on an AVX-512 machine (benchmarks'
+ * comparisons, tests). */
+static int level(void) {
     static int on = -1;
     if (on < 0) {
         const char *env = getenv("FEDC_ROWS_GEMM");
-        on = __builtin_cpu_supports("avx512f") && !(env && !strcmp(env, "0"));
+        bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        on = __builtin_cpu_supports("avx512f") ? 2 : avx2 ? 1 : 0;
+        if (env && !strcmp(env, "0")) on = 0;
+        if (env && !strcmp(env, "avx2")) on = avx2 ? 1 : 0;
     }
-    return on == 1;
+    return on;
 }
 
 /* An empty depth: c = 0 (or left alone when accumulating), then the epilogue. */
@@ -179,11 +186,15 @@ static void empty_depth(const fedc__gather_gemm *g) {
         }
 }
 
+int fedc__rows_gemm_level(void) { return level(); }
+
 bool fedc__fast_gather_gemm(const fedc__gather_gemm *g) {
-    if (!enabled()) return false;
+    int on = level();
+    if (!on) return false;
     if (g->rows > 0 && g->cols > 0) {
-        if (g->depth > 0) rows_gemm(g);
-        else empty_depth(g);
+        if (g->depth <= 0) empty_depth(g);
+        else if (on == 2) rows_gemm(g);
+        else fedc__rows_gemm_avx2(g);
     }
     return true;
 }
@@ -206,4 +217,6 @@ bool fedc__fast_gather_gemm(const fedc__gather_gemm *g) {
     (void)g;
     return false;
 }
+
+int fedc__rows_gemm_level(void) { return 0; }
 #endif
