@@ -51,3 +51,12 @@ groups = ["%d:%s" % (r["round"], ",".join(map(str, r["left_out"]))) for r in row
 print("load:" + "/".join(groups) if groups else "")
 PY
 }
+
+# deploy_begin: the test's scratch directory ($out), the server and client processes it starts
+# ($server, $pids), killed and removed at exit, and the checks of expect.sh.
+deploy_begin() {
+  out=$(mktemp -d)
+  server="" pids=""
+  trap 'kill -9 $server $pids 2>/dev/null; rm -rf "$out"' EXIT
+  . "$(dirname "$0")/expect.sh"
+}

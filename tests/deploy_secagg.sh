@@ -11,10 +11,7 @@
 set -u
 fedc=$1
 . "$(dirname "$0")/deploy_lib.sh" # exits 77 without python3
-out=$(mktemp -d)
-server="" pids=""
-trap 'kill -9 $server $pids 2>/dev/null; rm -rf "$out"' EXIT
-. "$(dirname "$0")/expect.sh"
+deploy_begin
 
 writers "$out/w10.json" 10
 writers "$out/w6.json" 6
