@@ -36,6 +36,17 @@ void check_build_fails(const fedc_program *p, fedc_value v, fedc_status want, co
             fedc_test_fail(file, line, "%s: message \"%s\" lacks \"%s\"", expr, fedc_errmsg(), needles[i]);
 }
 
+const void *checked_output(const fedc_executor *ex, const char *name, fedc_dtype dt, int64_t count) {
+    const void *data = NULL;
+    fedc_type t;
+    fedc_status st = fedc_executor_output(ex, name, &data, &t);
+    CHECK_OK(st);
+    if (st) return NULL;
+    CHECK_MSG(t.dtype == dt && fedc_type_count(&t) == count, "output %s: dtype %d count %lld, want %d and %lld", name,
+              (int)t.dtype, (long long)fedc_type_count(&t), (int)dt, (long long)count);
+    return t.dtype == dt && fedc_type_count(&t) == count ? data : NULL;
+}
+
 void run_f32(const fedc_program *p, int nin, const char *const *names, const void *const *data, const char *out,
              float *result, int64_t count) {
     fedc_executor *ex = NULL;
@@ -44,14 +55,7 @@ void run_f32(const fedc_program *p, int nin, const char *const *names, const voi
     if (st) return;
     for (int i = 0; i < nin; i++) CHECK_OK(fedc_executor_bind(ex, names[i], data[i]));
     CHECK_OK(fedc_executor_run(ex));
-    const void *y = NULL;
-    fedc_type t;
-    st = fedc_executor_output(ex, out, &y, &t);
-    CHECK_OK(st);
-    if (!st) {
-        CHECK_EQ_INT(t.dtype, FEDC_F32);
-        CHECK_EQ_INT(fedc_type_count(&t), count);
-        if (t.dtype == FEDC_F32 && fedc_type_count(&t) == count) memcpy(result, y, (size_t)count * sizeof(float));
-    }
+    const float *y = checked_output(ex, out, FEDC_F32, count);
+    if (y) memcpy(result, y, (size_t)count * sizeof(float));
     fedc_executor_destroy(ex);
 }

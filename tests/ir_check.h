@@ -1,6 +1,7 @@
-/* ir_check.h — what the program tests (test_ir.c, test_ir_passes.c) share: type
- * literals, a fresh program, checks of a value's type and of a builder's error,
- * and running a program on the executor for one f32 output. */
+/* ir_check.h — what the program and executor tests (test_ir.c, test_ir_passes.c,
+ * test_exec.c, test_exec_ops.c) share: type literals, a fresh program, checks of
+ * a value's type and of a builder's error, an executor's output checked, and
+ * running a program on the executor for one f32 output. */
 #ifndef FEDC_TESTS_IR_CHECK_H
 #define FEDC_TESTS_IR_CHECK_H
 
@@ -37,6 +38,10 @@ void check_build_fails(const fedc_program *p, fedc_value v, fedc_status want, co
             fedc_program_destroy(p);                                                                      \
         }                                                                                                 \
     } while (0)
+
+/* Output `name` of `ex`, checked to exist with `count` elements of dtype dt
+ * (NULL, with a failed check, if not). */
+const void *checked_output(const fedc_executor *ex, const char *name, fedc_dtype dt, int64_t count);
 
 /* Runs `p` with inputs bound in order and copies output `out` (f32, `count`
  * elements) to `result`. */

@@ -4,12 +4,12 @@
  * against the fast ones on a convolutional program and its gradient; liveness
  * planning (a long chain reuses a few buffers; diamonds and random DAGs with many
  * outputs stay correct while buffers are shared); no allocation while running;
- * errors (unknown or unbound inputs, unknown outputs, out-of-range gather indices
- * and labels at run time, named by node); determinism; outputs that are inputs or
- * constants; and that the executor owns a copy of its program.
+ * determinism; outputs that are inputs or constants; and that the executor owns
+ * a copy of its program. Every op's dispatch and the run-time errors are in
+ * test_exec_ops.c.
  */
 #include "core/internal.h"
-#include "harness.h"
+#include "ir_check.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +19,6 @@
 #include "fedc/program.h"
 #include "kernels/kernels.h"
 
-#define DIMS(...) ((int64_t[]){__VA_ARGS__})
-#define NDIMS(...) ((int)(sizeof(DIMS(__VA_ARGS__)) / sizeof(int64_t)))
-#define TY(dt, ...) fedc_type_make((dt), NDIMS(__VA_ARGS__), DIMS(__VA_ARGS__))
 
 /* ---------------------------------------------------------------- helpers -- */
 
@@ -46,24 +43,6 @@ static int rng_int(rng *r, int n) { return (int)(rng_next(r) % (uint64_t)n); }
 
 static void fill_f32(rng *r, float *x, int64_t n, double lo, double hi) {
     for (int64_t i = 0; i < n; i++) x[i] = (float)rng_uniform(r, lo, hi);
-}
-
-static fedc_program *newp(void) {
-    fedc_program *p = NULL;
-    CHECK_OK(fedc_program_create(&p));
-    return p;
-}
-
-/* Output `name` of `ex`, checked to exist with `count` elements of dtype dt. */
-static const void *output(const fedc_executor *ex, const char *name, fedc_dtype dt, int64_t count) {
-    const void *data = NULL;
-    fedc_type t;
-    fedc_status st = fedc_executor_output(ex, name, &data, &t);
-    CHECK_OK(st);
-    if (st) return NULL;
-    CHECK_MSG(t.dtype == dt && fedc_type_count(&t) == count, "output %s: dtype %d count %lld, want %d and %lld", name,
-              (int)t.dtype, (long long)fedc_type_count(&t), (int)dt, (long long)count);
-    return t.dtype == dt && fedc_type_count(&t) == count ? data : NULL;
 }
 
 /* ------------------------------------------------------------------- mlp -- */
@@ -178,10 +157,10 @@ static void check_mlp(fedc_dtype dt, bool reference) {
         double h[MB * MH], logits[MB * MO], loss;
         int32_t pred[MB];
         mlp_by_hand(&d, dt, h, logits, &loss, pred);
-        const void *hv = output(ex, "h", dt, MB * MH);
-        const void *lv = output(ex, "logits", dt, MB * MO);
-        const void *sv = output(ex, "loss", dt, 1);
-        const int32_t *pv = output(ex, "pred", FEDC_I32, MB);
+        const void *hv = checked_output(ex, "h", dt, MB * MH);
+        const void *lv = checked_output(ex, "logits", dt, MB * MO);
+        const void *sv = checked_output(ex, "loss", dt, 1);
+        const int32_t *pv = checked_output(ex, "pred", FEDC_I32, MB);
         if (!hv || !lv || !sv || !pv) break;
         for (int i = 0; i < MB * MH; i++) CHECK_NEAR(load(dt, hv, i), h[i], tol);
         for (int i = 0; i < MB * MO; i++) CHECK_NEAR(load(dt, lv, i), logits[i], tol);
@@ -382,8 +361,8 @@ static void test_conv_epilogue(void) {
         const char *names[4] = {"r1", "r2", "m2", "p3"};
         int64_t counts[4] = {EN * 7 * 7 * EO, EN * 5 * 5 * EO, EN * 5 * 5 * EO, EN * 4 * 4 * EO};
         for (int i = 0; i < 4; i++) {
-            const void *a = output(fused, names[i], FEDC_F32, counts[i]);
-            const void *c = output(plain, names[i], FEDC_F32, counts[i]);
+            const void *a = checked_output(fused, names[i], FEDC_F32, counts[i]);
+            const void *c = checked_output(plain, names[i], FEDC_F32, counts[i]);
             CHECK(a && c && memcmp(a, c, (size_t)counts[i] * sizeof(float)) == 0);
         }
         /* the fused links took no memory: less than the reference kernels' plan */
@@ -448,8 +427,8 @@ static void test_pairs(void) {
         const char *names[6] = {"t", "dx", "u", "w2", "e", "v2"};
         const int64_t counts[6] = {PN, PN, PN, PN, PB * PO, PI * PO};
         for (int i = 0; i < 6; i++) {
-            const void *a = output(fused, names[i], FEDC_F32, counts[i]);
-            const void *c = output(plain, names[i], FEDC_F32, counts[i]);
+            const void *a = checked_output(fused, names[i], FEDC_F32, counts[i]);
+            const void *c = checked_output(plain, names[i], FEDC_F32, counts[i]);
             CHECK_MSG(a && c && memcmp(a, c, (size_t)counts[i] * sizeof(float)) == 0, "%s: fused and unfused differ",
                       names[i]);
         }
@@ -513,10 +492,10 @@ static void test_convnet_by_hand(void) {
         for (int k = 0; k < CK; k++) sum += exp(logits[n][k] - mx);
         loss += (mx + log(sum) - logits[n][d.labels[n]]) / CN;
     }
-    const float *cv = output(ex, "conv", FEDC_F32, CN * 5 * 5 * CO);
-    const float *pv = output(ex, "pool", FEDC_F32, CN * 4 * 4 * CO);
-    const float *lv = output(ex, "logits", FEDC_F32, CN * CK);
-    const float *sv = output(ex, "loss", FEDC_F32, 1);
+    const float *cv = checked_output(ex, "conv", FEDC_F32, CN * 5 * 5 * CO);
+    const float *pv = checked_output(ex, "pool", FEDC_F32, CN * 4 * 4 * CO);
+    const float *lv = checked_output(ex, "logits", FEDC_F32, CN * CK);
+    const float *sv = checked_output(ex, "loss", FEDC_F32, 1);
     if (cv && pv && lv && sv) {
         for (int i = 0; i < CN * 5 * 5 * CO; i++) CHECK_NEAR(cv[i], (&conv[0][0][0][0])[i], 1e-5);
         for (int i = 0; i < CN * 4 * 4 * CO; i++) CHECK_NEAR(pv[i], (&pool[0][0][0][0])[i], 1e-5);
@@ -561,7 +540,7 @@ static void test_plan_chain(void) {
     for (int i = 0; i < CHAIN_N; i++) x[i] = (float)(i - CHAIN_N / 2) / 100.0f;
     CHECK_OK(fedc_executor_bind(ex, "x", x));
     CHECK_OK(fedc_executor_run(ex));
-    const float *y = output(ex, "y", FEDC_F32, CHAIN_N);
+    const float *y = checked_output(ex, "y", FEDC_F32, CHAIN_N);
     for (int i = 0; y && i < CHAIN_N; i++) {
         float t = x[i];
         for (int k = 0; k < CHAIN_LEN; k++) {
@@ -607,8 +586,8 @@ static void test_plan_diamond(void) {
         for (int i = 0; i < N; i++) xv[i] = (float)(i % 17) * 0.25f - 2;
         CHECK_OK(fedc_executor_bind(ex, "x", xv));
         CHECK_OK(fedc_executor_run(ex));
-        const float *ov = output(ex, "out", FEDC_F32, N);
-        const float *bv = keep_b ? output(ex, "b", FEDC_F32, N) : NULL;
+        const float *ov = checked_output(ex, "out", FEDC_F32, N);
+        const float *bv = keep_b ? checked_output(ex, "b", FEDC_F32, N) : NULL;
         for (int i = 0; ov && i < N; i++) {
             double av = xv[i] + 1.0;
             CHECK_NEAR(ov[i], (xv[i] - 3 * av) * 3 * av, 1e-5);
@@ -735,7 +714,7 @@ static void random_dag(uint64_t seed, bool reference) {
     for (int i = 2; i < n && fedc_test_failures() < failures + 5; i++) {
         if (!is_output[i]) continue;
         snprintf(name, sizeof name, "o%d", i);
-        const float *y = output(ex, name, FEDC_F32, vals[i].rows * vals[i].cols);
+        const float *y = checked_output(ex, name, FEDC_F32, vals[i].rows * vals[i].cols);
         for (int k = 0; y && k < vals[i].rows * vals[i].cols; k++)
             CHECK_MSG(fabs(y[k] - vals[i].v[k]) <= 1e-4 * (fabs(vals[i].v[k]) > 1 ? fabs(vals[i].v[k]) : 1),
                       "seed %llu, output %s[%d]: %.9g, want %.9g", (unsigned long long)seed, name, k, y[k],
@@ -791,358 +770,6 @@ static void test_no_allocation_during_run(void) {
 done:
     fedc_executor_destroy(ex);
     fedc_executor_destroy(mlp);
-}
-
-/* ---------------------------------------------------------------- errors -- */
-
-static void test_errors_binding(void) {
-    fedc_program *p = newp();
-    if (!p) return;
-    fedc_value x = fedc_input(p, "x", TY(FEDC_F32, 3));
-    fedc_value w = fedc_input(p, "weights", TY(FEDC_F32, 3));
-    CHECK_OK(fedc_program_output(p, "y", fedc_mul(p, x, w)));
-    fedc_executor *ex = NULL;
-    CHECK_OK(fedc_executor_create(&ex, p, NULL));
-    fedc_program_destroy(p);
-    if (!ex) return;
-    const float xv[3] = {1, 2, 3}, wv[3] = {4, 5, 6};
-    CHECK_ERR(fedc_executor_bind(ex, "nope", xv), FEDC_ENOTFOUND, "\"nope\"");
-    CHECK_ERR(fedc_executor_bind(ex, "y", xv), FEDC_ENOTFOUND, "\"y\""); /* an output is not an input */
-    CHECK_ERR(fedc_executor_bind(ex, "x", NULL), FEDC_EINVAL, "\"x\"");
-    CHECK_OK(fedc_executor_bind(ex, "x", xv));
-    fedc_status st = fedc_executor_run(ex);
-    CHECK(st != FEDC_OK);
-    CHECK_MSG(strstr(fedc_errmsg(), "\"weights\"") != NULL, "message: %s", fedc_errmsg());
-    CHECK_OK(fedc_executor_bind(ex, "weights", wv));
-    CHECK_OK(fedc_executor_run(ex));
-    const void *y = NULL;
-    CHECK_ERR(fedc_executor_output(ex, "nope", &y, NULL), FEDC_ENOTFOUND, "\"nope\"");
-    CHECK_OK(fedc_executor_output(ex, "y", &y, NULL));
-    if (y)
-        for (int i = 0; i < 3; i++) CHECK(((const float *)y)[i] == xv[i] * wv[i]);
-    fedc_executor_destroy(ex);
-
-    /* a program with an error cannot be run */
-    p = newp();
-    if (!p) return;
-    fedc_exp(p, fedc_input(p, "i", TY(FEDC_I32, 3)));
-    ex = NULL;
-    CHECK_ERR(fedc_executor_create(&ex, p, NULL), FEDC_ETYPE, "exp");
-    CHECK(ex == NULL);
-    fedc_program_destroy(p);
-}
-
-static void test_errors_gather_range(void) {
-    fedc_program *p = newp();
-    if (!p) return;
-    fedc_value table = fedc_input(p, "table", TY(FEDC_F32, 5, 3)); /* %0 */
-    fedc_value idx = fedc_input(p, "idx", TY(FEDC_I32, 4));        /* %1 */
-    fedc_value g = fedc_gather(p, table, idx);                     /* %2 */
-    CHECK_EQ_INT(g, 2);
-    CHECK_OK(fedc_program_output(p, "g", fedc_tanh(p, g)));
-    fedc_executor *ex[2] = {NULL, NULL};
-    fedc_exec_options ro = {.reference_kernels = true};
-    CHECK_OK(fedc_executor_create(&ex[0], p, NULL));
-    CHECK_OK(fedc_executor_create(&ex[1], p, &ro));
-    fedc_program_destroy(p);
-    float tv[15];
-    for (int i = 0; i < 15; i++) tv[i] = (float)i / 10;
-    for (int e = 0; e < 2; e++) {
-        if (!ex[e]) continue;
-        int32_t iv[4] = {0, 4, 7, 1};
-        CHECK_OK(fedc_executor_bind(ex[e], "table", tv));
-        CHECK_OK(fedc_executor_bind(ex[e], "idx", iv));
-        CHECK_ERR(fedc_executor_run(ex[e]), FEDC_ERANGE, "%2 (gather)");
-        CHECK_MSG(strstr(fedc_errmsg(), "7") != NULL, "message: %s", fedc_errmsg());
-        iv[2] = -1;
-        CHECK_ERR(fedc_executor_run(ex[e]), FEDC_ERANGE, "%2 (gather)");
-        CHECK_MSG(strstr(fedc_errmsg(), "-1") != NULL, "message: %s", fedc_errmsg());
-        iv[2] = 5; /* one past the end */
-        CHECK_ERR(fedc_executor_run(ex[e]), FEDC_ERANGE, "%2 (gather)");
-        /* good data: the executor recovers */
-        iv[2] = 2;
-        CHECK_OK(fedc_executor_run(ex[e]));
-        const float *y = output(ex[e], "g", FEDC_F32, 12);
-        for (int k = 0; y && k < 4; k++)
-            for (int j = 0; j < 3; j++) CHECK_NEAR(y[k * 3 + j], tanh(tv[iv[k] * 3 + j]), 1e-6);
-        fedc_executor_destroy(ex[e]);
-    }
-}
-
-static void test_errors_label_range(void) {
-    fedc_program *p = newp();
-    if (!p) return;
-    fedc_value logits = fedc_input(p, "logits", TY(FEDC_F32, 3, 4));
-    fedc_value labels = fedc_input(p, "labels", TY(FEDC_I32, 3));
-    fedc_value scaled = fedc_mul(p, logits, fedc_scalar(p, FEDC_F32, 2)); /* %3 (%2 is the constant) */
-    fedc_value xent = fedc_softmax_cross_entropy(p, scaled, labels, FEDC_NONE); /* %4 */
-    CHECK_EQ_INT(xent, 4);
-    CHECK_OK(fedc_program_output(p, "xent", xent));
-    fedc_executor *ex = NULL;
-    CHECK_OK(fedc_executor_create(&ex, p, NULL));
-    fedc_program_destroy(p);
-    if (!ex) return;
-    float lv[12];
-    for (int i = 0; i < 12; i++) lv[i] = (float)((i * 7) % 5) / 4;
-    int32_t yv[3] = {0, 4, 1};
-    CHECK_OK(fedc_executor_bind(ex, "logits", lv));
-    CHECK_OK(fedc_executor_bind(ex, "labels", yv));
-    CHECK_ERR(fedc_executor_run(ex), FEDC_ERANGE, "%4 (softmax_cross_entropy)");
-    CHECK_MSG(strstr(fedc_errmsg(), "4") != NULL && strstr(fedc_errmsg(), "label"), "message: %s", fedc_errmsg());
-    yv[1] = -2;
-    CHECK_ERR(fedc_executor_run(ex), FEDC_ERANGE, "%4 (softmax_cross_entropy)");
-    CHECK_MSG(strstr(fedc_errmsg(), "-2") != NULL, "message: %s", fedc_errmsg());
-    yv[1] = 3;
-    CHECK_OK(fedc_executor_run(ex));
-    const float *xe = output(ex, "xent", FEDC_F32, 3);
-    for (int r = 0; xe && r < 3; r++) {
-        double s = 0;
-        for (int c = 0; c < 4; c++) s += exp(2.0 * lv[r * 4 + c]);
-        CHECK_NEAR(xe[r], log(s) - 2.0 * lv[r * 4 + yv[r]], 1e-5);
-    }
-    fedc_executor_destroy(ex);
-}
-
-/* ------------------------------------------------------------- dispatch -- */
-
-/* Compares output `name` (any numeric dtype) with `want`, element by element. */
-static void check_output(const fedc_executor *ex, const char *name, const char *type, const double *want, double tol) {
-    const void *y = NULL;
-    fedc_type t;
-    fedc_status st = fedc_executor_output(ex, name, &y, &t);
-    CHECK_OK(st);
-    if (st) return;
-    char buf[64];
-    fedc_type_str(&t, buf, sizeof buf);
-    CHECK_MSG(strcmp(buf, type) == 0, "output %s is %s, want %s", name, buf, type);
-    if (strcmp(buf, type) != 0) return;
-    int bad = 0;
-    for (int64_t i = 0; i < fedc_type_count(&t) && bad < 4; i++) {
-        double v;
-        switch (t.dtype) {
-        case FEDC_F32: v = ((const float *)y)[i]; break;
-        case FEDC_F64: v = ((const double *)y)[i]; break;
-        case FEDC_I32: v = ((const int32_t *)y)[i]; break;
-        default: v = ((const uint8_t *)y)[i]; break;
-        }
-        double scale = fabs(want[i]) > 1 ? fabs(want[i]) : 1;
-        if (!(fabs(v - want[i]) <= tol * scale)) {
-            fedc_test_fail(__FILE__, __LINE__, "output %s[%lld] = %.9g, want %.9g", name, (long long)i, v, want[i]);
-            bad++;
-        }
-    }
-}
-
-/* Every op's dispatch (attributes -> kernel arguments) on small values whose
- * results are computed here: transposes, slices, pads, concat, broadcasts,
- * reductions with negative axes, argmax, gather, scatter_add, one_hot, select,
- * cast, iota, log_softmax, pow, pooling with SAME padding. Both kernel tables. */
-static void test_dispatch_ops(void) {
-    fedc_program *p = newp();
-    if (!p) return;
-    fedc_value x = fedc_input(p, "x", TY(FEDC_F32, 2, 3, 4));
-    fedc_value z = fedc_input(p, "z", TY(FEDC_F32, 2, 3, 4));
-    fedc_value r = fedc_input(p, "r", TY(FEDC_F32, 3, 1));
-    fedc_value tab = fedc_input(p, "tab", TY(FEDC_F64, 5, 2));
-    fedc_value gidx = fedc_input(p, "gidx", TY(FEDC_I32, 2, 2));
-    fedc_value upd = fedc_input(p, "upd", TY(FEDC_F32, 3, 2));
-    fedc_value sidx = fedc_input(p, "sidx", TY(FEDC_I32, 3));
-    fedc_value oidx = fedc_input(p, "oidx", TY(FEDC_I32, 4));
-    fedc_value img = fedc_input(p, "img", TY(FEDC_F32, 1, 3, 3, 1));
-    fedc_value xs[2] = {x, fedc_neg(p, x)};
-    fedc_value ci = fedc_cast(p, x, FEDC_I32);
-    struct {
-        const char *name;
-        fedc_value v;
-    } outs[] = {
-        {"t", fedc_transpose(p, x, (int[]){2, 0, 1})},
-        {"s", fedc_slice(p, x, DIMS(0, 1, 1), DIMS(2, 3, 3))},
-        {"p", fedc_pad(p, x, DIMS(1, 0, 0), DIMS(0, 1, 2))},
-        {"c", fedc_concat(p, xs, 2, -1)},
-        {"b", fedc_broadcast_to(p, r, 3, DIMS(2, 3, 4))},
-        {"rs", fedc_reduce_sum(p, x, (int[]){-1}, 1, true)},
-        {"rm", fedc_reduce_max(p, x, (int[]){0, -1}, 2, false)},
-        {"ra", fedc_reduce_mean(p, x, NULL, -1, false)},
-        {"am", fedc_argmax(p, z, 1)},
-        {"g", fedc_gather(p, tab, gidx)},
-        {"sa", fedc_scatter_add(p, upd, sidx, 5)},
-        {"oh", fedc_one_hot(p, oidx, 3, FEDC_F32)},
-        {"sel", fedc_select(p, fedc_lt(p, r, fedc_scalar(p, FEDC_F32, 15)), x, fedc_neg(p, x))},
-        {"ci", ci},
-        {"cf", fedc_cast(p, oidx, FEDC_F64)},
-        {"ri", fedc_reduce_sum(p, ci, (int[]){0}, 1, false)},
-        {"io", fedc_iota(p, TY(FEDC_I32, 3, 4), 0)},
-        {"iof", fedc_iota(p, TY(FEDC_F32, 2, 3), -1)},
-        {"ls", fedc_log_softmax(p, x)},
-        {"pw", fedc_pow(p, fedc_mul(p, x, fedc_scalar(p, FEDC_F32, 0.1)), 3)},
-        {"bb", fedc_add(p, fedc_slice(p, x, DIMS(0, 0, 0), DIMS(2, 1, 4)), r)},
-        {"ap", fedc_avg_pool2d(p, img, 2, 2, 2, 2, FEDC_PAD_SAME)},
-        {"mp", fedc_max_pool2d(p, img, 2, 2, 2, 2, FEDC_PAD_SAME)},
-        {"sq", fedc_sqrt(p, fedc_square(p, x))},
-    };
-    for (int i = 0; i < FEDC_COUNT_OF(outs); i++) CHECK_OK(fedc_program_output(p, outs[i].name, outs[i].v));
-    CHECK_OK(fedc_program_status(p));
-
-    float xv[24], zv[24], rv[3] = {10, 20, 30}, uv[6], imv[9];
-    double tv[10];
-    int32_t gv[4] = {4, 0, 2, 2}, sv[3] = {1, 1, 4}, ov[4] = {0, 2, 5, -1};
-#define X(i, j, k) ((double)((i) * 12 + (j) * 4 + (k) - 5))
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 3; j++)
-            for (int k = 0; k < 4; k++) {
-                xv[i * 12 + j * 4 + k] = (float)X(i, j, k);
-                zv[i * 12 + j * 4 + k] = (float)((i * 7 + k * 3 + j * 5) % 11); /* no ties along axis 1 */
-            }
-    for (int i = 0; i < 10; i++) tv[i] = (i / 2) * 10 + (i % 2);
-    for (int i = 0; i < 6; i++) uv[i] = (float)(i / 2 + 1) + (float)(i % 2) * 0.5f;
-    for (int i = 0; i < 9; i++) imv[i] = (float)(i + 1);
-
-    /* expected values, by hand */
-    double t[24], sl[8], pd[72] = {0}, c[48], b[24], rs[6], rm[3], ra = 0, am[8], g[8], sa[10] = {0}, oh[12] = {0},
-           sel[24], cif[24], cf[4], ri[12], io[12], iof[6], ls[24], pw[24], bb[24], sq[24];
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 3; j++) {
-            double mx = -1e300, sum = 0;
-            for (int k = 0; k < 4; k++) mx = X(i, j, k) > mx ? X(i, j, k) : mx;
-            for (int k = 0; k < 4; k++) sum += exp(X(i, j, k) - mx);
-            rs[i * 3 + j] = 0;
-            for (int k = 0; k < 4; k++) {
-                double v = X(i, j, k);
-                t[k * 6 + i * 3 + j] = v;
-                pd[(i + 1) * 24 + j * 6 + k] = v;
-                c[i * 24 + j * 8 + k] = v;
-                c[i * 24 + j * 8 + 4 + k] = -v;
-                b[i * 12 + j * 4 + k] = rv[j];
-                rs[i * 3 + j] += v;
-                ra += v / 24;
-                sel[i * 12 + j * 4 + k] = rv[j] < 15 ? v : -v;
-                cif[i * 12 + j * 4 + k] = v;
-                ls[i * 12 + j * 4 + k] = v - mx - log(sum);
-                pw[i * 12 + j * 4 + k] = pow(v * (double)0.1f, 3);
-                bb[i * 12 + j * 4 + k] = X(i, 0, k) + rv[j];
-                sq[i * 12 + j * 4 + k] = fabs(v);
-            }
-        }
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++)
-            for (int k = 0; k < 2; k++) sl[i * 4 + j * 2 + k] = X(i, j + 1, k + 1);
-    for (int j = 0; j < 3; j++) rm[j] = X(1, j, 3);
-    for (int i = 0; i < 2; i++)
-        for (int k = 0; k < 4; k++) {
-            int best = 0;
-            for (int j = 1; j < 3; j++)
-                if (zv[i * 12 + j * 4 + k] > zv[i * 12 + best * 4 + k]) best = j;
-            am[i * 4 + k] = best;
-        }
-    for (int n = 0; n < 4; n++)
-        for (int col = 0; col < 2; col++) g[n * 2 + col] = tv[gv[n] * 2 + col];
-    for (int n = 0; n < 3; n++)
-        for (int col = 0; col < 2; col++) sa[sv[n] * 2 + col] += uv[n * 2 + col];
-    for (int n = 0; n < 4; n++)
-        if (ov[n] >= 0 && ov[n] < 3) oh[n * 3 + ov[n]] = 1;
-    for (int n = 0; n < 4; n++) cf[n] = ov[n];
-    for (int j = 0; j < 3; j++)
-        for (int k = 0; k < 4; k++) ri[j * 4 + k] = X(0, j, k) + X(1, j, k);
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 4; j++) io[i * 4 + j] = i;
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 3; j++) iof[i * 3 + j] = j;
-    /* SAME, 2x2 windows, stride 2 on 3x3: one padding row/column at the bottom/right,
-     * ignored by both pools (average over in-image elements) */
-    const double ap[4] = {(1 + 2 + 4 + 5) / 4.0, (3 + 6) / 2.0, (7 + 8) / 2.0, 9};
-    const double mp[4] = {5, 6, 8, 9};
-#undef X
-
-    for (int ref = 0; ref < 2; ref++) {
-        fedc_executor *ex = NULL;
-        fedc_exec_options opt = {.reference_kernels = ref == 1};
-        CHECK_OK(fedc_executor_create(&ex, p, &opt));
-        if (!ex) continue;
-        CHECK_OK(fedc_executor_bind(ex, "x", xv));
-        CHECK_OK(fedc_executor_bind(ex, "z", zv));
-        CHECK_OK(fedc_executor_bind(ex, "r", rv));
-        CHECK_OK(fedc_executor_bind(ex, "tab", tv));
-        CHECK_OK(fedc_executor_bind(ex, "gidx", gv));
-        CHECK_OK(fedc_executor_bind(ex, "upd", uv));
-        CHECK_OK(fedc_executor_bind(ex, "sidx", sv));
-        CHECK_OK(fedc_executor_bind(ex, "oidx", ov));
-        CHECK_OK(fedc_executor_bind(ex, "img", imv));
-        CHECK_OK(fedc_executor_run(ex));
-        check_output(ex, "t", "f32[4,2,3]", t, 0);
-        check_output(ex, "s", "f32[2,2,2]", sl, 0);
-        check_output(ex, "p", "f32[3,4,6]", pd, 0);
-        check_output(ex, "c", "f32[2,3,8]", c, 0);
-        check_output(ex, "b", "f32[2,3,4]", b, 0);
-        check_output(ex, "rs", "f32[2,3,1]", rs, 1e-6);
-        check_output(ex, "rm", "f32[3]", rm, 0);
-        check_output(ex, "ra", "f32[]", &ra, 1e-6);
-        check_output(ex, "am", "i32[2,4]", am, 0);
-        check_output(ex, "g", "f64[2,2,2]", g, 0);
-        check_output(ex, "sa", "f32[5,2]", sa, 1e-6);
-        check_output(ex, "oh", "f32[4,3]", oh, 0);
-        check_output(ex, "sel", "f32[2,3,4]", sel, 0);
-        check_output(ex, "ci", "i32[2,3,4]", cif, 0);
-        check_output(ex, "cf", "f64[4]", cf, 0);
-        check_output(ex, "ri", "i32[3,4]", ri, 0);
-        check_output(ex, "io", "i32[3,4]", io, 0);
-        check_output(ex, "iof", "f32[2,3]", iof, 0);
-        check_output(ex, "ls", "f32[2,3,4]", ls, 1e-5);
-        check_output(ex, "pw", "f32[2,3,4]", pw, 1e-5);
-        check_output(ex, "bb", "f32[2,3,4]", bb, 0);
-        check_output(ex, "ap", "f32[1,2,2,1]", ap, 1e-6);
-        check_output(ex, "mp", "f32[1,2,2,1]", mp, 0);
-        check_output(ex, "sq", "f32[2,3,4]", sq, 1e-6);
-        fedc_executor_destroy(ex);
-    }
-    fedc_program_destroy(p);
-}
-
-/* Dropout's mask is element i's uniform of the stream named by the i32[4] key
- * (key[0..1] the Philox key, key[2..3] the upper counter words): kept when the
- * uniform is >= rate, scaled by 1 / (1 - rate). */
-static void test_dropout(void) {
-    enum { N = 4096 };
-    const double rate = 0.25;
-    fedc_program *p = newp();
-    if (!p) return;
-    fedc_value x = fedc_input(p, "x", TY(FEDC_F32, N));
-    fedc_value key = fedc_input(p, "key", TY(FEDC_I32, 4));
-    CHECK_OK(fedc_program_output(p, "y", fedc_dropout(p, x, key, rate)));
-    fedc_executor *ex = NULL;
-    CHECK_OK(fedc_executor_create(&ex, p, NULL));
-    fedc_program_destroy(p);
-    if (!ex) return;
-    static float xv[N], first[N];
-    for (int i = 0; i < N; i++) xv[i] = 1.0f + (float)(i % 7);
-    int32_t kv[4] = {12345, -7, 3, 99};
-    CHECK_OK(fedc_executor_bind(ex, "x", xv));
-    CHECK_OK(fedc_executor_bind(ex, "key", kv));
-    CHECK_OK(fedc_executor_run(ex));
-    const float *y = output(ex, "y", FEDC_F32, N);
-    if (y) {
-        fedc_rng_stream s = {{{(uint32_t)kv[0], (uint32_t)kv[1]}}, (uint32_t)kv[2], (uint32_t)kv[3]};
-        int kept = 0, bad = 0;
-        for (int i = 0; i < N && bad < 5; i++) {
-            bool keep = fedc_rng_uniform_f32(s, (uint64_t)i) >= rate;
-            double want = keep ? xv[i] / (1 - rate) : 0;
-            kept += keep;
-            if (fabs(y[i] - want) > 1e-6 * fabs(want)) {
-                fedc_test_fail(__FILE__, __LINE__, "y[%d] = %g, want %g", i, y[i], want);
-                bad++;
-            }
-        }
-        CHECK_MSG(fabs(kept / (double)N - (1 - rate)) < 0.03, "kept %d of %d", kept, N);
-        memcpy(first, y, sizeof first);
-    }
-    /* same key: same mask; another key: another mask */
-    CHECK_OK(fedc_executor_run(ex));
-    y = output(ex, "y", FEDC_F32, N);
-    if (y) CHECK(memcmp(y, first, sizeof first) == 0);
-    kv[3] = 100;
-    CHECK_OK(fedc_executor_run(ex));
-    y = output(ex, "y", FEDC_F32, N);
-    if (y) CHECK(memcmp(y, first, sizeof first) != 0);
-    fedc_executor_destroy(ex);
 }
 
 /* ---------------------------------------------------------- determinism -- */
@@ -1206,10 +833,10 @@ static void test_outputs_inputs_constants(void) {
     const float xv[3] = {1, -2, 0.25f};
     CHECK_OK(fedc_executor_bind(ex, "x", xv));
     CHECK_OK(fedc_executor_run(ex));
-    const float *xo = output(ex, "x", FEDC_F32, 3);
-    const double *co = output(ex, "c", FEDC_F64, 2);
-    const float *yo = output(ex, "y", FEDC_F32, 3);
-    const float *ya = output(ex, "y_again", FEDC_F32, 3);
+    const float *xo = checked_output(ex, "x", FEDC_F32, 3);
+    const double *co = checked_output(ex, "c", FEDC_F64, 2);
+    const float *yo = checked_output(ex, "y", FEDC_F32, 3);
+    const float *ya = checked_output(ex, "y_again", FEDC_F32, 3);
     for (int i = 0; xo && i < 3; i++) CHECK(xo[i] == xv[i]);
     if (co) CHECK(co[0] == 1.5 && co[1] == -2.5);
     for (int i = 0; yo && ya && i < 3; i++) {
@@ -1236,7 +863,7 @@ static void test_outputs_inputs_constants(void) {
     const int32_t iv[2] = {7, 9};
     CHECK_OK(fedc_executor_bind(ex, "x", iv));
     CHECK_OK(fedc_executor_run(ex));
-    const int32_t *io = output(ex, "same", FEDC_I32, 2);
+    const int32_t *io = checked_output(ex, "same", FEDC_I32, 2);
     if (io) CHECK(io[0] == 7 && io[1] == 9);
     fedc_executor_destroy(ex);
 }
@@ -1258,8 +885,8 @@ static void test_executor_owns_program(void) {
     double h[MB * MH], logits[MB * MO], loss;
     int32_t pred[MB];
     mlp_by_hand(&d, FEDC_F32, h, logits, &loss, pred);
-    const float *lv = output(ex, "logits", FEDC_F32, MB * MO);
-    const float *sv = output(ex, "loss", FEDC_F32, 1);
+    const float *lv = checked_output(ex, "logits", FEDC_F32, MB * MO);
+    const float *sv = checked_output(ex, "loss", FEDC_F32, 1);
     for (int i = 0; lv && i < MB * MO; i++) CHECK_NEAR(lv[i], logits[i], 1e-5);
     if (sv) CHECK_NEAR(sv[0], loss, 1e-5);
 
@@ -1269,7 +896,7 @@ static void test_executor_owns_program(void) {
     mlp_bind(ex, &d2, FEDC_F32, store);
     CHECK_OK(fedc_executor_run(ex));
     mlp_by_hand(&d2, FEDC_F32, h, logits, &loss, pred);
-    lv = output(ex, "logits", FEDC_F32, MB * MO);
+    lv = checked_output(ex, "logits", FEDC_F32, MB * MO);
     for (int i = 0; lv && i < MB * MO; i++) CHECK_NEAR(lv[i], logits[i], 1e-5);
     fedc_executor_destroy(ex);
     fedc_executor_destroy(NULL); /* safe */
@@ -1303,7 +930,7 @@ static void test_reshape_aliases(void) {
     CHECK_OK(fedc_executor_bind(ex, "x", xs));
     CHECK_OK(fedc_executor_bind(ex, "c", cs));
     CHECK_OK(fedc_executor_run(ex));
-    const float *y = output(ex, "y", FEDC_F32, 24), *z = output(ex, "z", FEDC_F32, 6); /* per client */
+    const float *y = checked_output(ex, "y", FEDC_F32, 24), *z = checked_output(ex, "z", FEDC_F32, 6); /* per client */
     float th[24]; /* the fast kernels' tanh, bit for bit (its own code, not libm's) */
     CHECK_OK(fedc__kernels_fast.unary(FEDC_U_TANH, FEDC_F32, 24, xs, th, 0));
     for (int i = 0; y && i < 24; i++) CHECK(y[i] == -th[i] && fabsf(th[i] - tanhf(xs[i])) <= 1e-6f);
@@ -1326,11 +953,6 @@ int main(int argc, char **argv) {
         {"plan_diamond", test_plan_diamond},
         {"plan_random_dags", test_plan_random_dags},
         {"no_allocation_during_run", test_no_allocation_during_run},
-        {"errors_binding", test_errors_binding},
-        {"errors_gather_range", test_errors_gather_range},
-        {"errors_label_range", test_errors_label_range},
-        {"dispatch_ops", test_dispatch_ops},
-        {"dropout", test_dropout},
         {"determinism", test_determinism},
         {"outputs_inputs_constants", test_outputs_inputs_constants},
         {"executor_owns_program", test_executor_owns_program},
