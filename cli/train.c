@@ -443,13 +443,6 @@ static int finish_aggregation(options *o) {
     fedc_aggregation check = *a; /* Poisson at a given rate: the expected cohort needs the data's size */
     if (check.clip > 0) check.expected_clients = o->c.poisson && o->c.sampling_rate > 0 ? 0 : o->c.clients_per_round;
     if (fedc_aggregation_check(&check)) return usage_error(o, "%s", fedc_errmsg());
-    if (a->secure_sum_bits && o->c.clients_per_round > fedc_secure_sum_max_clients(a->secure_sum_bits)) {
-        char why[160];
-        snprintf(why, sizeof why, "--secure-sum %d: %d clients a round could wrap the sum modulo 2^32 (at most %lld "
-                 "at %d bits); use fewer bits", a->secure_sum_bits, o->c.clients_per_round,
-                 (long long)fedc_secure_sum_max_clients(a->secure_sum_bits), a->secure_sum_bits);
-        return usage_error(o, "%s", why);
-    }
     return 0;
 }
 

@@ -327,6 +327,23 @@ static void test_train_threads_agree(void) {
     CHECK_ERR(fedc_train(&changed, &r), FEDC_EINVAL, "--secure-sum 12 (the checkpoint's: 16)");
 }
 
+/* A cohort whose sum could pass 2^31 is refused before any round: 24 bits sum
+ * at most 256 clients, and Poisson sampling counts its slots (the mean plus 8
+ * standard deviations), not its mean. */
+static void test_train_refuses_a_cohort_that_could_wrap(void) {
+    if (!have_data(FASHION_DATA)) return;
+    fedc_train_config c = fashion_job(fedc_algorithm_find("fedavg"), "ss-wrap");
+    c.num_clients = 300, c.clients_per_round = 257, c.rounds = 1;
+    c.algorithm.aggregation = (fedc_aggregation){.secure_sum_bits = 24, .secure_sum_bound = 1};
+    fedc_train_result r;
+    CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL, "--secure-sum 24 sums at most 256 clients without wrapping modulo 2^32, "
+              "but a round has up to 257; use");
+    c.poisson = true, c.sampling_rate = 0.7; /* mean 210, slots 300 */
+    CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL, "a round has up to 300 (Poisson");
+    c.poisson = false, c.clients_per_round = 256, c.steps = 1;
+    CHECK_OK(fedc_train(&c, &r));
+}
+
 int main(int argc, char **argv) {
     if (!fedc_test_tmpdir("test-secure-sum")) return 1;
     static const fedc_test tests[] = {
@@ -339,6 +356,7 @@ int main(int argc, char **argv) {
         {"fedc_round_aggregate: the secure DP sum", test_round_dp_mean},
         {"deployed, a client sends up only the words", test_deployed_clients_send_words},
         {"fedc train --secure-sum: 1 and 2 threads agree", test_train_threads_agree},
+        {"fedc train --secure-sum: a cohort that could wrap is refused", test_train_refuses_a_cohort_that_could_wrap},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fedc/secure_sum.h"
 #include "fl/train.h"
 
 size_t fedc_train_config_size(void) { return sizeof(fedc_train_config); }
@@ -160,6 +161,12 @@ static fedc_status cohort_slots(trainer *t) {
     t->expected_clients = c->poisson ? t->sampling_q * (double)n : (double)k;
     double slots = ceil(t->expected_clients + 8 * sqrt(t->expected_clients) + 8);
     t->k = !c->poisson ? (int)k : slots < (double)n ? (int)slots : (int)n;
+    int bits = c->algorithm.aggregation.secure_sum_bits;
+    if (bits && t->k > fedc_secure_sum_max_clients(bits))
+        return fedc_error(FEDC_EINVAL, "train: --secure-sum %d sums at most %lld clients without wrapping modulo 2^32, "
+                          "but a round has up to %d%s; use fewer bits", bits,
+                          (long long)fedc_secure_sum_max_clients(bits), t->k,
+                          c->poisson ? " (Poisson sampling's slots: the mean plus 8 standard deviations)" : "");
     t->present = t->k;
     t->absent = fedc_calloc((size_t)t->k, 1);
     return t->absent ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory");
