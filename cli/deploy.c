@@ -57,7 +57,10 @@ static const char client_usage[] =
     "  --max-message BYTES      the largest message the server may send (default 2^28)\n"
     "  --threads N              threads for each client's work (default 1)\n"
     "  --trainers N             fleet: clients working at once, each on an executor of a pool;\n"
-    "                           the others wait, lowest slot first (default: the cores)\n";
+    "                           the others wait, lowest slot first (default: the cores)\n"
+    "  --state-dir DIR          a stateful algorithm's client state (SCAFFOLD's c_i, ...) kept in\n"
+    "                           DIR/client-ID.safetensors after every change, and read back when the\n"
+    "                           client starts again (default: in memory only)\n";
 
 typedef struct args {
     fedc_server_options s;
@@ -131,6 +134,7 @@ static bool option(const char *cmd, args *a, bool server, const char *name, cons
         if (!strcmp(name, "--clients"))
             return cli_uint(cmd, name, v, 1, 100000, &n) && (a->clients = (int)n, a->has_clients = true);
         if (!strcmp(name, "--timeout")) return cli_real(cmd, name, v, seconds, &a->c.timeout);
+        if (!strcmp(name, "--state-dir")) return cli_text(cmd, name, v) && (a->c.state_dir = v);
         if (!strcmp(name, "--trainers")) return cli_uint(cmd, name, v, 1, 4096, &n) && (a->c.trainers = (int)n, true);
         if (!strcmp(name, "--max-seconds")) return cli_real(cmd, name, v, seconds, &x) && (a->c.max_seconds = x, true);
     }

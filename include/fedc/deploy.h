@@ -242,6 +242,9 @@ typedef struct fedc_client_options {
     FILE *log;            /* NULL: stderr */
     int trainers;         /* a fleet's clients that run client_work at once, each on an executor of a
                              pool (0, the default: the cores); the others wait, lowest slot first */
+    const char *state_dir; /* a stateful algorithm's client state kept in DIR/client-<id>.safetensors
+                              after every change, and read back when the client starts again (NULL:
+                              in memory only, so a restarted client starts from client_init) */
 } fedc_client_options;
 FEDC_API void fedc_client_defaults(fedc_client_options *o);
 /* Runs one client until the server says the job is done. */

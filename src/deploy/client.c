@@ -13,6 +13,8 @@
  * A client that keeps state (SCAFFOLD's c_i) starts from the plan's
  * client_init; a round's new state replaces it once the round has committed
  * (a later task, or done), so a dropped or retried round leaves it as it was.
+ * With a state directory it is also on disk after every change
+ * (client_state.h), and a client started again goes on from there.
  *
  * A fleet runs many clients on threads of one process, sharing the plan and
  * the data (opened once), each with its own connection and buffers. One thread
@@ -25,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deploy/client_state.h"
 #include "deploy/deploy.h"
 #include "deploy/fleet.h"
 #include "deploy/net.h"
@@ -77,6 +80,7 @@ typedef struct client {
     int64_t refused_round; /* a round whose report the server refused: left alone */
     int64_t pending_round; /* a round whose report was counted: its new client state is kept as
                               next/client/<leaf> until a later round shows it committed */
+    bool seen;             /* a round's new state was kept: the client is not new */
     int reported;
     double start;       /* when it started: max_seconds count from there */
     fedc__secure_client sec; /* a secure round's state (client_secagg.c) */
@@ -276,6 +280,51 @@ static fedc_status work(client *c, int64_t round, int e, int64_t slot) {
     return fedc__trainers_run(c->trainers, round, e, slot, run_job, &j);
 }
 
+/* The client's state (client/ and next/client/ values) written to its file, when
+ * it keeps one (client_state.h). */
+static fedc_status save_state(client *c) {
+    if (!c->o->state_dir || !fedc_plan_client_init(c->plan)) return FEDC_OK;
+    fedc_tensor_entry *t = fedc_calloc((size_t)c->nheld + 1, sizeof *t);
+    if (!t) return fedc_error(FEDC_ENOMEM, "client: out of memory");
+    int n = 0;
+    for (int i = 0; i < c->nheld; i++)
+        if (!strncmp(c->held[i].name, "client/", 7) || !strncmp(c->held[i].name, "next/client/", 12))
+            t[n++] = (fedc_tensor_entry){c->held[i].name, c->held[i].type, c->held[i].data};
+    fedc_status st = fedc__client_state_save(c->o->state_dir, c->id, fedc_plan_hash(c->plan), t, n, c->pending_round,
+                                             c->seen);
+    fedc_free(t);
+    return st;
+}
+
+/* The state from the client's file, if it has one, over client_init's: each
+ * value of the file must be one client_init made, of the same type. */
+static fedc_status restore_state(client *c) {
+    fedc__client_state k;
+    if (!c->o->state_dir || !fedc_plan_client_init(c->plan)) return FEDC_OK;
+    fedc_status st = fedc__client_state_load(c->o->state_dir, c->id, fedc_plan_hash(c->plan), &k);
+    if (st || !k.file) return st;
+    char path[4200], a[64], b[64];
+    fedc__client_state_path(c->o->state_dir, c->id, path, sizeof path);
+    for (int i = 0; !st && i < fedc_safetensors_count(k.file); i++) {
+        fedc_tensor_entry e = fedc_safetensors_tensor(k.file, i);
+        const char *leaf = strncmp(e.name, "next/", 5) ? e.name : e.name + 5;
+        const held *init = find_held(c, leaf);
+        if (!init) st = fedc_error(FEDC_EPARSE, "%s: \"%s\" is not in the plan's client state", path, leaf);
+        else if (init->type.dtype != e.type.dtype || !fedc_type_same_shape(&init->type, &e.type))
+            st = fedc_error(FEDC_EPARSE, "%s: \"%s\" is %s; the plan's client state has %s", path, e.name,
+                            fedc_type_str(&e.type, a, sizeof a), fedc_type_str(&init->type, b, sizeof b));
+        else st = hold(c, e.name, init->type, e.data);
+    }
+    if (!st) {
+        c->pending_round = k.pending_round, c->seen = k.seen;
+        if (k.seen) fedc__plan_client_seen(c->pc);
+        fprintf(c->log, "fedc client %s: state from %s%s\n", c->id, path,
+                k.pending_round >= 0 ? " (with a counted report of a round not yet known to have committed)" : "");
+    }
+    fedc_safetensors_destroy(k.file);
+    return st;
+}
+
 /* The state of the last round whose report was counted, once that round is
  * over (a later task, or done: m): kept if the server added the report (m's
  * "added", the last round that added this client's, is that round), else let
@@ -294,12 +343,12 @@ static fedc_status settle_state(client *c, const fedc__msg *m) {
         else unhold(c, &c->held[i]);
     }
     c->nheld = kept;
-    if (!st && keep) fedc__plan_client_seen(c->pc);
+    if (!st && keep) fedc__plan_client_seen(c->pc), c->seen = true;
     if (!st && !keep)
         fprintf(c->log, "fedc client %s: round %lld: the report was not added: the client's state stays as it was\n", c->id,
                 (long long)c->pending_round + 1);
     c->pending_round = -1;
-    return st;
+    return st ? st : save_state(c);
 }
 
 /* A never-seen client's state, from the plan's client_init. */
@@ -386,6 +435,13 @@ static double fault_slow(void) {
 static bool fault_report_twice(void) {
     const char *f = getenv("FEDC_FAULT");
     return f && !strcmp(f, "report-twice");
+}
+
+/* FEDC_FAULT=exit-after-report:R ends the process once round R's report was
+ * counted (and the state saved), as a phone that dies between rounds would. */
+static void fault_exit_after_report(int64_t round) {
+    const char *f = getenv("FEDC_FAULT");
+    if (f && !strncmp(f, "exit-after-report:", 18) && atoll(f + 18) == round + 1) _exit(3);
 }
 
 static void send_beat(struct beat *b);
@@ -485,6 +541,8 @@ static fedc_status do_task(client *c, fedc__msg *m) {
     } else if (!st) {
         c->reported++;
         c->pending_round = round; /* counted: its state is the client's once the round commits, if added */
+        st = save_state(c);
+        if (!st) fault_exit_after_report(round);
     }
     fedc__msg_free(&r);
     if (!st) st = fedc__secure_client_unmask(&c->sec); /* a secure round's last step: nothing otherwise */
@@ -566,7 +624,8 @@ static fedc_status client_start(client *c, const fedc_plan *plan, fedc__plan_dat
     c->exchanges = fedc_deployment_form_exchanges(fedc_plan_form(plan));
     c->trainers = k->trainers, c->shared = k->shared;
     fedc_status st = fedc__plan_client_create(d, id, &c->pc);
-    return st ? st : init_state(c);
+    if (!st) st = init_state(c);
+    return st ? st : restore_state(c);
 }
 
 /* ------------------------------------------------------- heartbeats -- */
