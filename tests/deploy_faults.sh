@@ -107,12 +107,7 @@ server=$!
 FEDC_FAULT=slow:1 "$fedc" client --connect "$addr" --data "$out/w6.json" --client 0 --token t --timeout 30 \
   --max-seconds 100 >/dev/null 2>&1 &
 pids=$!
-clients=""
-for c in 1 2 3 4 5; do
-  timeout 300 "$fedc" client --connect "$addr" --data "$out/w6.json" --client $c --token t --timeout 30 \
-    >"$out/sover$c.log" 2>&1 &
-  clients="$clients $!"
-done
+start_clients "$addr" "$out/w6.json" "$out/sover" 1 2 3 4 5
 for i in $(seq 1800); do [ -s "$out/sover/metrics.jsonl" ] && break; sleep 0.1; done # round 1 committed
 kill -9 $pids
 for p in $clients; do wait $p || bad "a SCAFFOLD client failed: $(cat "$out"/sover?.log)"; done

@@ -52,6 +52,19 @@ print("load:" + "/".join(groups) if groups else "")
 PY
 }
 
+# start_clients ADDR DATA LOG C...: client processes C... of DATA with token t, each under timeout
+# 300 and its output in LOG$C.log; their pids in $clients
+start_clients() {
+  sc_addr=$1 sc_data=$2 sc_log=$3
+  shift 3
+  clients=""
+  for c in "$@"; do
+    timeout 300 "$fedc" client --connect "$sc_addr" --data "$sc_data" --client "$c" --token t --timeout 30 \
+      >"$sc_log$c.log" 2>&1 &
+    clients="$clients $!"
+  done
+}
+
 # deploy_begin: the test's scratch directory ($out), the server and client processes it starts
 # ($server, $pids), killed and removed at exit, and the checks of expect.sh.
 deploy_begin() {

@@ -28,12 +28,7 @@ run() {
   timeout 300 "$fedc" server --plan "$out/scaf" --listen "$addr" --rounds 3 --clients-per-round 6 \
     --out "$out/$name" --token t --report-deadline 60 --linger 1 >"$out/$name.log" 2>&1 &
   server=$!
-  clients=""
-  for c in 1 2 3 4 5; do
-    timeout 300 "$fedc" client --connect "$addr" --data "$out/w6.json" --client $c --token t --timeout 30 \
-      >"$out/$name$c.log" 2>&1 &
-    clients="$clients $!"
-  done
+  start_clients "$addr" "$out/w6.json" "$out/$name" 1 2 3 4 5
   FEDC_FAULT=exit-after-report:1 timeout 300 "$fedc" client --connect "$addr" --data "$out/w6.json" --client 0 \
     --token t --timeout 30 "$@" >"$out/${name}0a.log" 2>&1
   [ $? = 3 ] && ok || bad "client 0 did not end after its round-1 report: $(cat "$out/${name}0a.log")"
