@@ -127,6 +127,13 @@ expect 1 "--secure-agg 2: with 6 clients a round each has 5 neighbours" -- "$fed
   --listen "tcp://127.0.0.1:$(free_port)" --rounds 1 --clients-per-round 6 --out "$out/o3" --secure-agg 2
 expect 1 "--secure-neighbours 3 must be even" -- "$fedc" server --plan "$out/p6" --listen "tcp://127.0.0.1:$(free_port)" \
   --rounds 1 --clients-per-round 6 --out "$out/o4" --secure-agg auto --secure-neighbours 3
+# a plan whose words could wrap: 24 bits sum at most 256 clients, and a round of 257 is refused
+writers "$out/w300.json" 300
+"$fedc" plan build --data "$out/w300.json" --model logistic --batch-size 2 --seed 9 --secure-sum 24 --secure-bound 1 \
+  --out "$out/p300" >/dev/null && ok || bad "plan build (300 writers) failed"
+expect 1 "the plan's --secure-sum 24 sums at most 256 clients without wrapping modulo 2^32, but a round adds 257" -- \
+  "$fedc" server --plan "$out/p300" --listen "tcp://127.0.0.1:$(free_port)" --rounds 1 --clients-per-round 257 \
+  --out "$out/o5"
 
 echo "deploy_secagg.sh: $passed passed, $failed failed"
 [ "$failed" = 0 ]

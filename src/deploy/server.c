@@ -32,6 +32,7 @@
 #include "deploy/deploy.h"
 #include "deploy/net.h"
 #include "deploy/secure.h"
+#include "fedc/secure_sum.h"
 
 enum { MAX_ATTEMPTS = 3, RECV_MS = 50 };
 
@@ -625,6 +626,18 @@ static fedc_status resume(server *s, int *first) {
     return st;
 }
 
+/* A plan built with --secure-sum BITS sums the words of the reports a round
+ * adds modulo 2^32: more than fedc_secure_sum_max_clients(BITS) could wrap. */
+static fedc_status secure_sum_fits(const server *s) {
+    int64_t bits = 0;
+    fedc_status st = fedc_plan_setting(s->plan, "secure_sum_bits") ? plan_int(s, "secure_sum_bits", &bits) : FEDC_OK;
+    if (!st && bits && s->commit > fedc_secure_sum_max_clients((int)bits))
+        st = fedc_error(FEDC_EINVAL, "server: the plan's --secure-sum %d sums at most %lld clients without wrapping "
+                        "modulo 2^32, but a round adds %d; build the plan with fewer bits", (int)bits,
+                        (long long)fedc_secure_sum_max_clients((int)bits), s->commit);
+    return st;
+}
+
 /* The slots a round selects: ceil(over_select x K), at most the population. */
 static fedc_status selection(server *s) {
     const fedc_server_options *o = s->o;
@@ -639,7 +652,7 @@ static fedc_status selection(server *s) {
     s->k = selected > (double)s->population ? (int)s->population : (int)selected;
     if (o->min_reports > s->commit)
         return fedc_error(FEDC_EINVAL, "server: --min-reports %d is above the %d clients a round adds", o->min_reports, s->commit);
-    return FEDC_OK;
+    return secure_sum_fits(s);
 }
 
 static fedc_status setup(server *s) {

@@ -111,6 +111,7 @@ static int settings(const trainer *t, fedc__plan_setting *s) {
     }
     if (c->vocab) put(s, &n, "vocab", "%s", c->vocab);
     if (c->vocab_size) put_int(s, &n, "vocab_size", (long long)c->vocab_size);
+    if (t->alg.aggregation.secure_sum_bits) put_int(s, &n, "secure_sum_bits", t->alg.aggregation.secure_sum_bits);
     return n;
 }
 
