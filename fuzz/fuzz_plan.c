@@ -30,7 +30,7 @@ static void make_base(void) {
     }
     const char *dir = fuzz_dir("plan");
     fedc__plan_setting s[1] = {{"seed", "0"}};
-    if (fedc__plan_write(dir, round, NULL, NULL, s, 1, t, n) || fedc_plan_read(dir, &base)) __builtin_trap();
+    if (fedc__plan_write(dir, round, NULL, NULL, 0, NULL, s, 1, t, n) || fedc_plan_read(dir, &base)) __builtin_trap();
     nfiles = fedc_plan_files(base, files, 2 + FEDC_PHASE_COUNT);
     fedc_program_destroy(round);
     fedc_model_destroy(m);

@@ -32,4 +32,8 @@ void fedc__plan_client_seen(fedc__plan_client *c);
  * mask, steps, key, meta/num_examples, meta/seen and meta/domain that q reads to ex. */
 fedc_status fedc__plan_client_load(fedc__plan_client *c, uint32_t round, fedc_executor *ex, const fedc_program *q);
 
+/* The clients of an algorithm's warm start (src/fl/train.c: fedc train's, and a
+ * deployed server's): k of n, drawn from a stream of `seed`'s own, in out[0..k). */
+fedc_status fedc__warm_start_cohort(int64_t n, int64_t k, uint64_t seed, int64_t *out);
+
 #endif
