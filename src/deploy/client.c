@@ -2,7 +2,8 @@
  * verifies it (fedc_plan_from_files: the hash, the form, the tensors) before it
  * runs anything, then checks in until the server says the job is done:
  *
- *     task   -> its batches of that round (as fedc train loads them), the
+ *     task   -> of the round's program or the warm start's (its "program"),
+ *               its batches of that round (as fedc train loads them), the
  *               broadcast values checked against client_work's inputs, the
  *               phase run (heartbeats sent meanwhile, every heartbeat_ms), and
  *               what the aggregation reads sent up as a report

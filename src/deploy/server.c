@@ -18,9 +18,10 @@
  * then the new server state is checkpointed atomically and a metrics row
  * written. Which clients a round selects, and in which slots, is fedc train's
  * sample (seed, round, population), so a round in which every client reports
- * has the simulation's bits whatever order the reports arrive in. Every wait is
- * bounded: a receive waits 50 ms, a held check-in the heartbeat interval, a
- * round until its deadline. */
+ * has the simulation's bits whatever order the reports arrive in. A plan's warm
+ * start runs once before round 1 of a fresh job, as round 0 on its own form,
+ * run and collection (warm.h). Every wait is bounded: a receive waits 50 ms, a
+ * held check-in the heartbeat interval, a round until its deadline. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
