@@ -79,6 +79,9 @@ typedef struct client {
     held *held;
     int nheld, cap;
     int64_t refused_round; /* a round whose report the server refused: left alone */
+    int64_t refused_exchange; /* the exchange of that report: a task of an earlier exchange of that round
+                                 is of the round started again (another attempt, or a server restarted
+                                 whose warm start or round begins anew), which the client does */
     int64_t pending_round; /* a round whose report was counted: its new client state is kept as
                               next/client/<leaf> until a later round shows it committed */
     int reported;
@@ -463,6 +466,7 @@ static fedc_status do_task(client *c, fedc__msg *m) {
     if (!st && strcmp(fedc__msg_field(m, "hash"), fedc_plan_hash(c->plan)))
         st = fedc_error(FEDC_EPARSE, "client %s: a task of another plan", c->id);
     if (st) return st;
+    if (round == c->refused_round && e < c->refused_exchange) c->refused_round = INT64_MIN;
     if (round == c->refused_round) {
         sleep_ms(200); /* the server refused this round's report; the next round may do */
         return FEDC_OK;
@@ -501,7 +505,7 @@ static fedc_status do_task(client *c, fedc__msg *m) {
     if (!st && r.type == FEDC__MSG_REJECT) {
         fprintf(c->log, "fedc client %s: round %lld: the server refused the report: %s\n", c->id, (long long)round + 1,
                 fedc__msg_field(&r, "reason"));
-        c->refused_round = round;
+        c->refused_round = round, c->refused_exchange = e;
     } else if (!st && r.type != FEDC__MSG_ACK) {
         st = fedc_error(FEDC_EPARSE, "client %s: a report answered by a %s message", c->id, fedc__msg_name(r.type));
     } else if (!st) {
