@@ -16,7 +16,8 @@ static const char plan_usage[] =
     "       fedc plan check PLAN\n"
     "  build   write the plan of the training job that fedc train's options describe (the\n"
     "          same --data, --model, --algorithm, --batch-size, --epochs, --steps, --seed, ...):\n"
-    "          the round program, its deployment form, the initial model and a manifest\n"
+    "          the round program, its deployment form (and the algorithm's warm start on\n"
+    "          --clients-per-round clients, with its form), the initial model and a manifest\n"
     "          (PLAN/plan.txt) with the programs' hash, the settings and the tensors\n"
     "  check   read PLAN with every check a server or client makes and print a summary\n"
     "Exit status: 0 done, 1 the plan cannot be built or is not valid, 2 bad usage.\n";
@@ -50,6 +51,9 @@ static int check(const char *dir) {
            fedc_deployment_form_exchanges(f) == 1 ? "" : "s",
            fedc_program_num_inputs(fedc_deployment_form_phase(f, 0, FEDC_PHASE_CLIENT_WORK)),
            fedc_program_num_outputs(fedc_deployment_form_phase(f, 0, FEDC_PHASE_CLIENT_WORK)));
+    const fedc_deployment_form *w = fedc_plan_warm_form(p);
+    if (w) printf("  warm start: %d exchange%s on %d clients, before round 1\n", fedc_deployment_form_exchanges(w),
+                  fedc_deployment_form_exchanges(w) == 1 ? "" : "s", fedc_plan_warm_clients(p));
     printf("  %d server tensors\n", fedc_plan_num_tensors(p));
     const char *keys[] = {"algorithm", "model", "task", "batch_size", "max_steps", "epochs", "seed", "population"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)

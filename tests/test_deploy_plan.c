@@ -104,9 +104,10 @@ typedef struct copy {
     int n;
 } copy;
 
-static bool copy_plan(copy *c) {
+/* The files of the plan in dir, copied so that a test may damage them. */
+static bool copy_dir(const char *dir, copy *c) {
     fedc_plan *p = NULL;
-    if (!setup() || fedc_plan_read(plan_dir, &p)) return false;
+    if (fedc_plan_read(dir, &p)) return false;
     fedc_plan_file f[128];
     c->n = fedc_plan_files(p, f, 128);
     for (int i = 0; i < c->n; i++) {
@@ -118,31 +119,42 @@ static bool copy_plan(copy *c) {
     return true;
 }
 
+static bool copy_plan(copy *c) { return setup() && copy_dir(plan_dir, c); }
+
+/* The copy's file named `name`, or -1. */
+static int file_index(const copy *c, const char *name) {
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->file[i].name, name)) return i;
+    return -1;
+}
+
 static void free_copy(copy *c) {
     for (int i = 0; i < c->n; i++) free((char *)c->file[i].name), free(c->data[i]);
 }
 
-/* plan.txt with its first `from` replaced by `to` (NUL-terminated result). */
-static void edit_manifest(copy *c, const char *from, const char *to) {
-    char *s = malloc(c->file[0].size + strlen(to) + 1);
-    memcpy(s, c->data[0], c->file[0].size);
-    s[c->file[0].size] = '\0';
+/* File i (0: plan.txt) with its first `from` replaced by `to` (NUL-terminated result). */
+static void edit_file(copy *c, int i, const char *from, const char *to) {
+    char *s = malloc(c->file[i].size + strlen(to) + 1);
+    memcpy(s, c->data[i], c->file[i].size);
+    s[c->file[i].size] = '\0';
     char *at = strstr(s, from);
     if (!at) {
-        fedc_test_fail(__FILE__, __LINE__, "plan.txt has no \"%s\"", from);
+        fedc_test_fail(__FILE__, __LINE__, "%s has no \"%s\"", c->file[i].name, from);
         free(s);
         return;
     }
-    char *out = malloc(c->file[0].size + strlen(to) + 64);
+    char *out = malloc(c->file[i].size + strlen(to) + 64);
     size_t head = (size_t)(at - s);
     memcpy(out, s, head);
     strcpy(out + head, to);
     strcat(out, at + strlen(from));
-    free(c->data[0]), free(s);
-    c->data[0] = out;
-    c->file[0].data = out;
-    c->file[0].size = strlen(out);
+    free(c->data[i]), free(s);
+    c->data[i] = out;
+    c->file[i].data = out;
+    c->file[i].size = strlen(out);
 }
+
+static void edit_manifest(copy *c, const char *from, const char *to) { edit_file(c, 0, from, to); }
 
 static void refused(const char *from, const char *to, fedc_status want, const char *needle) {
     copy c;
@@ -161,8 +173,9 @@ static void refused(const char *from, const char *to, fedc_status want, const ch
 }
 
 static void test_bad_manifest(void) {
-    refused("fedc plan 1", "fedc plan 2", FEDC_EUNSUPPORTED, "bad/plan.txt:1: plan format 2; this fedc reads format 1");
-    refused("fedc plan 1", "fedc plan", FEDC_EPARSE, "bad/plan.txt:1: not a plan manifest");
+    refused("fedc plan 2", "fedc plan 1", FEDC_EUNSUPPORTED,
+            "bad/plan.txt:1: plan format 1; this fedc reads format 2 (build the plan again with this fedc's");
+    refused("fedc plan 2", "fedc plan", FEDC_EPARSE, "bad/plan.txt:1: not a plan manifest");
     refused("exchanges 1", "exchanges 1\nfrobnicate 3", FEDC_EPARSE, "bad/plan.txt:5: unknown field \"frobnicate\"");
     refused("exchanges 1", "exchanges 99", FEDC_EPARSE, "plan.txt:4: exchanges needs a number from 1 to 16");
     refused("hash sha256 ", "hash sha256 0", FEDC_EPARSE, "plan.txt:2: hash needs \"sha256\" and 64");
@@ -202,15 +215,21 @@ static void test_bad_model(void) {
     fedc_plan_destroy(p);
 }
 
-/* Random damage to plan.txt and to a program: always a status, never a crash,
- * and never a plan accepted with a program other than the one hashed. */
-static void test_random_damage(void) {
+/* Random damage to plan.txt and to program file `program` of the plan in dir:
+ * always a status, never a crash, and never a plan accepted with a program
+ * other than the one hashed. */
+static void random_damage(const char *dir, const char *program) {
     copy c;
-    if (!copy_plan(&c)) return;
+    if (!copy_dir(dir, &c)) {
+        CHECK_MSG(false, "cannot read %s", dir);
+        return;
+    }
+    int damaged = file_index(&c, program);
+    CHECK(damaged > 0);
     fedc_test_seed(17);
     int accepted = 0;
-    for (int iter = 0; iter < 3000; iter++) {
-        int which = iter % 3 == 2 ? 2 : 0; /* plan.txt twice as often as the first phase */
+    for (int iter = 0; damaged > 0 && iter < 3000; iter++) {
+        int which = iter % 3 == 2 ? damaged : 0; /* plan.txt twice as often as the program */
         size_t size = c.file[which].size;
         char *orig = malloc(size + 1);
         memcpy(orig, c.data[which], size);
@@ -234,8 +253,13 @@ static void test_random_damage(void) {
         c.file[which].size = size;
         free(orig);
     }
-    fprintf(stderr, "    %d of 3000 damaged plans still valid (changes to blank space or a setting)\n", accepted);
+    fprintf(stderr, "    %d of 3000 damaged plans (%s) still valid (changes to blank space or a setting)\n", accepted,
+            program);
     free_copy(&c);
+}
+
+static void test_random_damage(void) {
+    if (setup()) random_damage(plan_dir, "0_server_prepare.fedc");
 }
 
 /* SHA-256's test vectors (FIPS 180-4): one block, two blocks, a million 'a's fed in pieces. */
@@ -259,6 +283,25 @@ static void test_sha256(void) {
     for (int i = 0; i < 1000; i++) fedc__sha256_add(&c, a, i % 2 ? 999 : 1001);
     fedc__sha256_hex(&c, hex);
     CHECK(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"));
+}
+
+/* The manifest `text`'s hash line set to the hash of the programs f[1..n). */
+static void rehash(char *text, const fedc_plan_file *f, int n) {
+    char *hash = strstr(text, "hash sha256 ");
+    CHECK(hash != NULL);
+    if (!hash) return;
+    fedc__sha256 h;
+    fedc__sha256_init(&h);
+    for (int i = 1; i < n; i++) {
+        char size[32];
+        int k = snprintf(size, sizeof size, "%zu", f[i].size);
+        fedc__sha256_add(&h, f[i].name, strlen(f[i].name) + 1);
+        fedc__sha256_add(&h, size, (size_t)k + 1);
+        fedc__sha256_add(&h, f[i].data, f[i].size);
+    }
+    char hex[65];
+    fedc__sha256_hex(&h, hex);
+    memcpy(hash + 12, hex, 64);
 }
 
 /* SCAFFOLD's plan holds its client state's initial value, which the reader
@@ -287,23 +330,10 @@ static void test_client_state(void) {
     char *text = malloc(f[0].size + 1);
     memcpy(text, f[0].data, f[0].size);
     text[f[0].size] = '\0';
-    char *line = strstr(text, "client_init client_init.fedc\n"), *hash = strstr(text, "hash sha256 ");
-    CHECK(line != NULL && hash != NULL);
-    if (line && hash) {
-        memmove(line, line + 29, strlen(line + 29) + 1);
-        fedc__sha256 h;
-        fedc__sha256_init(&h);
-        for (int i = 1; i < n - 1; i++) {
-            char size[32];
-            int k = snprintf(size, sizeof size, "%zu", f[i].size);
-            fedc__sha256_add(&h, f[i].name, strlen(f[i].name) + 1);
-            fedc__sha256_add(&h, size, (size_t)k + 1);
-            fedc__sha256_add(&h, f[i].data, f[i].size);
-        }
-        char hex[65];
-        fedc__sha256_hex(&h, hex);
-        memcpy(hash + 12, hex, 64);
-    }
+    char *line = strstr(text, "client_init client_init.fedc\n");
+    CHECK(line != NULL);
+    if (line) memmove(line, line + 29, strlen(line + 29) + 1);
+    rehash(text, f, n - 1);
     f[0].data = text, f[0].size = strlen(text);
     fedc_plan *q = NULL;
     CHECK_ERR(fedc_plan_from_files(f, n - 1, "bad", &q), FEDC_EPARSE,
@@ -349,11 +379,136 @@ static void test_build_refuses(void) {
     CHECK(fedc_plan_build(&c, fedc_test_tmp("absent")) != FEDC_OK);
 }
 
+/* ------------------------------------------------------ the warm start -- */
+
+static char warm_dir[400];
+
+/* HypCluster's plan (k-means++ on a cohort of 3 clients, 2 clusters). */
+static bool warm_setup(void) {
+    if (warm_dir[0]) return true;
+    if (!setup()) return false;
+    fedc_train_config c;
+    case_config(&c, data_path, plan_dir, 2, 3);
+    c.algorithm.def = &fedc_algorithm_hypcluster;
+    snprintf(warm_dir, sizeof warm_dir, "%s", fedc_test_tmp("warm"));
+    fedc_status st = fedc_plan_build(&c, warm_dir);
+    if (st) fprintf(stderr, "warm plan build: %s\n", fedc_errmsg());
+    return st == FEDC_OK;
+}
+
+/* The plan's warm start is the training job's (fedc_algorithm_warm_start on its
+ * cohort of 3), split into two exchanges a center (the gathering sums of k-means++
+ * and of the chosen client's model); what a client is sent reads back with it; a
+ * plan of an algorithm without one holds none; a cohort above the population is
+ * refused at build. */
+static void test_warm_start(void) {
+    if (!warm_setup()) {
+        CHECK_MSG(false, "cannot set up the warm plan");
+        return;
+    }
+    fedc_plan *p = NULL, *q = NULL;
+    CHECK_OK(fedc_plan_read(warm_dir, &p));
+    if (!p) return;
+    CHECK_EQ_INT(fedc_plan_warm_clients(p), 3);
+    fedc_model *m = NULL;
+    CHECK_OK(fedc_model_create(&m, "logistic", NULL));
+    fedc_train_config c;
+    case_config(&c, data_path, plan_dir, 2, 3);
+    fedc_algorithm a = c.algorithm;
+    a.def = &fedc_algorithm_hypcluster;
+    a.max_steps = 5;
+    fedc_program *warm = NULL;
+    char *want = NULL, *got = NULL;
+    CHECK_OK(fedc_algorithm_warm_start(m, &a, 3, &warm));
+    CHECK(warm && fedc_plan_warm_start(p));
+    if (warm && fedc_plan_warm_start(p)) {
+        CHECK_OK(fedc_program_to_string(warm, &want));
+        CHECK_OK(fedc_program_to_string(fedc_plan_warm_start(p), &got));
+        CHECK_MSG(want && got && !strcmp(want, got), "the plan's warm start is not the training job's");
+    }
+    CHECK_EQ_INT(fedc_deployment_form_exchanges(fedc_plan_warm_form(p)), 4);
+    fedc_plan_file f[128];
+    int n = fedc_plan_files(p, f, 128);
+    CHECK_EQ_INT(n, 2 + FEDC_PHASE_COUNT + 1 + 4 * FEDC_PHASE_COUNT);
+    CHECK(!strcmp(f[2 + FEDC_PHASE_COUNT].name, "warm_start.fedc") && !strcmp(f[n - 1].name, "warm_3_server_result.fedc"));
+    CHECK_OK(fedc_plan_from_files(f, n, "sent", &q));
+    CHECK(q && !strcmp(fedc_plan_hash(q), fedc_plan_hash(p)) && fedc_plan_warm_clients(q) == 3);
+    fedc_plan_destroy(q), fedc_plan_destroy(p);
+    fedc_free(want), fedc_free(got);
+    fedc_program_destroy(warm);
+    fedc_model_destroy(m);
+
+    CHECK_OK(fedc_plan_read(plan_dir, &p)); /* FedAvg's: none */
+    CHECK(p && !fedc_plan_warm_start(p) && !fedc_plan_warm_form(p) && fedc_plan_warm_clients(p) == 0);
+    fedc_plan_destroy(p);
+    c.algorithm.def = &fedc_algorithm_hypcluster;
+    c.clients_per_round = 9;
+    CHECK_ERR(fedc_plan_build(&c, fedc_test_tmp("warm9")), FEDC_EINVAL,
+              "hypcluster's warm start runs on --clients-per-round 9 clients, as fedc train's does, but the data has 5");
+}
+
+/* The warm plan with file `name`'s first `from` made `to` (the manifest
+ * hashed again, so that the reader's later checks are reached): refused with
+ * `want` and `needle`, or read (want FEDC_OK). */
+static void warm_refused(const char *name, const char *from, const char *to, fedc_status want, const char *needle) {
+    copy c;
+    if (!warm_setup() || !copy_dir(warm_dir, &c)) {
+        CHECK_MSG(false, "cannot read the warm plan");
+        return;
+    }
+    int i = file_index(&c, name);
+    CHECK(i >= 0);
+    if (i >= 0) edit_file(&c, i, from, to);
+    char *text = malloc(c.file[0].size + 1);
+    memcpy(text, c.data[0], c.file[0].size);
+    text[c.file[0].size] = '\0';
+    rehash(text, c.file, c.n);
+    free(c.data[0]);
+    c.data[0] = text, c.file[0].data = text;
+    fedc_plan *p = NULL;
+    fedc_status st = fedc_plan_from_files(c.file, c.n, "bad", &p);
+    CHECK_MSG(st == want && strstr(fedc_errmsg(), needle), "%s: \"%s\" -> \"%s\": %s: %s (wanted \"%s\")", name, from, to,
+              fedc_status_str(st), fedc_errmsg(), needle);
+    CHECK((p != NULL) == (want == FEDC_OK));
+    fedc_plan_destroy(p);
+    free_copy(&c);
+}
+
+/* A damaged warm start: its manifest lines, a phase or its program changed (and
+ * hashed again) are refused with what and where. */
+static void test_bad_warm(void) {
+    warm_refused("plan.txt", "clients 3 exchanges 4", "clients 0 exchanges 4", FEDC_EPARSE,
+                 "bad/plan.txt:10: warm_start needs FILE clients K exchanges E");
+    warm_refused("plan.txt", "clients 3 exchanges 4", "clients 3 exchanges 5", FEDC_EPARSE,
+                 "bad/plan.txt: no warm_phase (one per phase of each of the warm start's exchanges) line");
+    warm_refused("plan.txt", "clients 3 exchanges 4", "clients 3 exchanges 3", FEDC_EPARSE,
+                 "more warm phases than the warm start's exchanges hold");
+    warm_refused("plan.txt", "warm_phase 1 client_work", "warm_phase 1 server_result", FEDC_EPARSE,
+                 "warm_phase should be client_work here");
+    warm_refused("plan.txt", "\nwarm_phase 0 server_prepare", "\nphase 1 server_prepare", FEDC_EPARSE,
+                 "phase after warm_start or client_init");
+    warm_refused("plan.txt", "\nwarm_start ", "\nwarm_phase 0 server_prepare x.fedc\nwarm_start ", FEDC_EPARSE,
+                 "warm_phase comes after warm_start, before client_init");
+    warm_refused("warm_1_client_work.fedc", "input", "input", FEDC_OK, ""); /* unchanged: still valid */
+    warm_refused("warm_1_client_work.fedc", "\noutput", "\n%99 = constant [1] : f32[]\noutput", FEDC_EPARSE,
+                 "bad/warm_1_client_work.fedc: is not phase client_work of exchange 1 of the warm start's form");
+    warm_refused("warm_start.fedc", "input \"server/params/dense1/b\"", "input \"client/b\"", FEDC_EPARSE,
+                 "bad/warm_start.fedc: input \"client/b\" is not one of the round's server/ inputs");
+    warm_refused("warm_start.fedc", "output \"server/clusters/1/params/dense1/b\"", "output \"other\"", FEDC_EPARSE,
+                 "bad/warm_start.fedc: writes no \"server/clusters/1/params/dense1/b\"");
+    warm_refused("warm_start.fedc", "fedc program", "fedc progran", FEDC_EPARSE, "bad/warm_start.fedc:");
+}
+
+static void test_warm_random_damage(void) {
+    if (warm_setup()) random_damage(warm_dir, "warm_2_client_work.fedc");
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"sha256", test_sha256}, {"build_and_read", test_build_and_read}, {"bad_manifest", test_bad_manifest}, {"bad_model", test_bad_model},
         {"random_damage", test_random_damage},   {"client_state", test_client_state},
-        {"build_refuses", test_build_refuses},
+        {"build_refuses", test_build_refuses}, {"warm_start", test_warm_start}, {"bad_warm", test_bad_warm},
+        {"warm_random_damage", test_warm_random_damage},
     };
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
     fedc_test_tmpdir_remove();

@@ -127,11 +127,13 @@ FEDC_API fedc_status fedc_deployment_run_output(const fedc_deployment_run *r, co
 /* ------------------------------------------------------------------ plans --
  * A plan is what a server serves and a client verifies before running anything:
  * a directory of
- *   plan.txt           the manifest: "fedc plan 1", the hash of the programs, the
+ *   plan.txt           the manifest: "fedc plan 2", the hash of the programs, the
  *                      files, the settings ("setting KEY VALUE") and the server
  *                      state's tensors ("tensor "NAME" TYPE"), docs/deployment.md
  *   round.fedc         the round program, in the text format
  *   E_PHASE.fedc       the phases of its deployment form
+ *   warm_start.fedc    the algorithm's warm start (HypCluster's k-means++), when
+ *                      it has one, and warm_E_PHASE.fedc, the phases of its form
  *   client_init.fedc   a never-seen client's state, when the round keeps one
  *   model.safetensors  the initial server state, named as the round's inputs
  * The hash is SHA-256 over each program file in the manifest's order, as its
@@ -141,7 +143,7 @@ FEDC_API fedc_status fedc_deployment_run_output(const fedc_deployment_run *r, co
  * tensors are the round's server inputs with their types, and that the model
  * holds exactly those. It never aborts on bad input. */
 typedef struct fedc_plan fedc_plan;
-enum { FEDC_PLAN_VERSION = 1 };
+enum { FEDC_PLAN_VERSION = 2 }; /* 2: a plan may hold a warm start */
 
 /* One file of a plan, in memory (what a client is sent). */
 typedef struct fedc_plan_file {
@@ -154,9 +156,11 @@ typedef struct fedc_plan_file {
  * `dir`: the round program c's training would run, its initial server state
  * (the model initialised from c->seed) and the settings a client needs to load
  * its batches as fedc train does (task, batch size, steps, epochs, seed, ...).
- * Refused, naming it, when the round reads an input a deployment cannot give
- * yet (client metadata other than meta/num_examples, meta/seen and meta/domain,
- * or meta/domain from a --client-domains file). */
+ * An algorithm's warm start is planned too, on c->clients_per_round clients
+ * (fedc train's warm cohort). Refused, naming it, when the round reads an input a
+ * deployment cannot give yet (client metadata other than meta/num_examples,
+ * meta/seen and meta/domain; and meta/index, a client's place in the cohort,
+ * for the warm start). */
 FEDC_API fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir);
 /* Reads and checks the plan in `dir`, model included. */
 FEDC_API fedc_status fedc_plan_read(const char *dir, fedc_plan **out);
@@ -171,6 +175,12 @@ FEDC_API const fedc_program *fedc_plan_round(const fedc_plan *p);
  * inputs as outputs); NULL when the round keeps no client state. */
 FEDC_API const fedc_program *fedc_plan_client_init(const fedc_plan *p);
 FEDC_API const fedc_deployment_form *fedc_plan_form(const fedc_plan *p);
+/* The warm start (a first pass over a cohort before round 1 that sets the server
+ * state, fl.h), its form and the cohort it runs on; NULL, NULL, 0 when the plan
+ * has none. */
+FEDC_API const fedc_program *fedc_plan_warm_start(const fedc_plan *p);
+FEDC_API const fedc_deployment_form *fedc_plan_warm_form(const fedc_plan *p);
+FEDC_API int fedc_plan_warm_clients(const fedc_plan *p);
 /* A setting's value, or NULL. */
 FEDC_API const char *fedc_plan_setting(const fedc_plan *p, const char *key);
 /* The manifest and the program files (not the model), owned by the plan:

@@ -2,7 +2,8 @@
  * verifies it (fedc_plan_from_files: the hash, the form, the tensors) before it
  * runs anything, then checks in until the server says the job is done:
  *
- *     task   -> its batches of that round (as fedc train loads them), the
+ *     task   -> of the round's program or the warm start's (its "program"),
+ *               its batches of that round (as fedc train loads them), the
  *               broadcast values checked against client_work's inputs, the
  *               phase run (heartbeats sent meanwhile, every heartbeat_ms), and
  *               what the aggregation reads sent up as a report
@@ -32,6 +33,7 @@
 #include "deploy/fleet.h"
 #include "deploy/net.h"
 #include "deploy/secure.h"
+#include "deploy/warm.h"
 #include "fl/plan_data.h"
 
 void fedc_client_defaults(fedc_client_options *o) {
@@ -72,12 +74,17 @@ typedef struct client {
     const fedc_plan *plan;
     fedc__plan_client *pc;
     fedc__trainers *trainers; /* the process's seats for client_work, and their executors */
+    fedc__trainers *warm_trainers; /* the same for the warm start's client_work (NULL: the plan has none) */
     fedc__shared *shared;     /* the process's copy of each broadcast value */
+    const fedc_deployment_form *form; /* the task's program's: the round's, or the warm start's */
     int exchanges;
     char id[32];
     held *held;
     int nheld, cap;
     int64_t refused_round; /* a round whose report the server refused: left alone */
+    int64_t refused_exchange; /* the exchange of that report: a task of an earlier exchange of that round
+                                 is of the round started again (another attempt, or a server restarted
+                                 whose warm start or round begins anew), which the client does */
     int64_t pending_round; /* a round whose report was counted: its new client state is kept as
                               next/client/<leaf> until a later round shows it committed */
     bool seen;             /* a round's new state was kept: the client is not new */
@@ -151,7 +158,7 @@ static fedc_status hold_shared(client *c, const char *name, fedc_type type, cons
  * the round reads are let go (the broadcast, the report), so that a client
  * between tasks holds only its state; the batches' buffers too. */
 static void forget(client *c, int e) {
-    const fedc_deployment_form *f = fedc_plan_form(c->plan);
+    const fedc_deployment_form *f = c->form;
     int kept = 0;
     for (int i = 0; i < c->nheld; i++) {
         held *h = &c->held[i];
@@ -251,7 +258,7 @@ typedef struct job {
 static fedc_status run_job(void *arg, fedc_executor *ex) {
     job *j = arg;
     client *c = j->c;
-    const fedc_program *q = fedc_deployment_form_phase(fedc_plan_form(c->plan), j->e, FEDC_PHASE_CLIENT_WORK);
+    const fedc_program *q = fedc_deployment_form_phase(c->form, j->e, FEDC_PHASE_CLIENT_WORK);
     fedc_status st = fedc__plan_client_load(c->pc, (uint32_t)j->round, ex, q);
     for (int i = 0; !st && i < fedc_program_num_inputs(q); i++) {
         const char *name = fedc_program_input_name(q, i);
@@ -277,7 +284,7 @@ static fedc_status run_job(void *arg, fedc_executor *ex) {
  * the process's trainers, and keeps its outputs. */
 static fedc_status work(client *c, int64_t round, int e, int64_t slot) {
     job j = {c, round, e};
-    return fedc__trainers_run(c->trainers, round, e, slot, run_job, &j);
+    return fedc__trainers_run(round == FEDC__WARM_ROUND ? c->warm_trainers : c->trainers, round, e, slot, run_job, &j);
 }
 
 /* The client's state (client/ and next/client/ values) written to its file, when
@@ -400,7 +407,7 @@ static fedc_status may_report(client *c, const task_id *task, double start, bool
 
 /* The report: what exchange e's aggregation reads, from the client's values. */
 static fedc_status send_report(client *c, const task_id *task, int e, fedc__msg *reply) {
-    const fedc_program *agg = fedc_deployment_form_phase(fedc_plan_form(c->plan), e, FEDC_PHASE_AGGREGATION);
+    const fedc_program *agg = fedc_deployment_form_phase(c->form, e, FEDC_PHASE_AGGREGATION);
     int n = fedc_program_num_inputs(agg);
     fedc_tensor_entry *t = fedc_calloc((size_t)n + 1, sizeof *t);
     fedc_status st = t ? FEDC_OK : fedc_error(FEDC_ENOMEM, "client: out of memory");
@@ -471,11 +478,11 @@ static fedc_status secure_call(void *ctx, fedc__msg_type type, const fedc_metada
 static fedc_status secure_share(client *c, const fedc__msg *m, int e, bool *go) {
     c->sec.call = secure_call, c->sec.ctx = c, c->sec.log = c->log, c->sec.id = c->id;
     c->sec.token = c->o->token ? c->o->token : "", c->sec.start = c->start, c->sec.max_seconds = c->o->max_seconds;
-    return fedc__secure_client_share(&c->sec, m, fedc_deployment_form_phase(fedc_plan_form(c->plan), e, FEDC_PHASE_AGGREGATION), go);
+    return fedc__secure_client_share(&c->sec, m, fedc_deployment_form_phase(c->form, e, FEDC_PHASE_AGGREGATION), go);
 }
 
 static fedc_status secure_mask(client *c, int e, bool *go) {
-    const fedc_program *agg = fedc_deployment_form_phase(fedc_plan_form(c->plan), e, FEDC_PHASE_AGGREGATION);
+    const fedc_program *agg = fedc_deployment_form_phase(c->form, e, FEDC_PHASE_AGGREGATION);
     int n = fedc_program_num_inputs(agg);
     void **in = fedc_calloc((size_t)n + 1, sizeof *in);
     if (!in) return fedc_error(FEDC_ENOMEM, "client: out of memory");
@@ -488,24 +495,43 @@ static fedc_status secure_mask(client *c, int e, bool *go) {
     return st;
 }
 
+/* Which program task m is of (its "program": the round, or the warm start, whose
+ * round is FEDC__WARM_ROUND), as the client's form from now on. */
+static fedc_status task_program(client *c, const fedc__msg *m, int64_t round) {
+    const char *program = fedc__msg_field(m, "program");
+    bool warm = !strcmp(program, "warm_start");
+    if ((!warm && strcmp(program, "round")) || warm != (round == FEDC__WARM_ROUND))
+        return fedc_error(FEDC_EPARSE, "client %s: a task of round %lld for program \"%.40s\" (a task is of the round, or "
+                          "of the warm start in round -1)", c->id, (long long)round, program);
+    if (warm && !fedc_plan_warm_form(c->plan))
+        return fedc_error(FEDC_EPARSE, "client %s: a task of the warm start, but the plan has none", c->id);
+    c->form = warm ? fedc_plan_warm_form(c->plan) : fedc_plan_form(c->plan);
+    c->exchanges = fedc_deployment_form_exchanges(c->form);
+    return FEDC_OK;
+}
+
 /* A task: its broadcasts held, its message let go (what it carried is the
  * process's shared copy now), the work done on a trainer's seat, the report
  * sent when the server says go; then only the client's state is kept. */
 static fedc_status do_task(client *c, fedc__msg *m) {
     int64_t round, e, slot;
-    fedc_status st = fedc__msg_int(m, "round", 0, INT32_MAX, &round);
+    fedc_status st = fedc__msg_int(m, "round", FEDC__WARM_ROUND, INT32_MAX, &round);
+    if (!st) st = task_program(c, m, round);
     if (!st) st = fedc__msg_int(m, "exchange", 0, c->exchanges - 1, &e);
     if (!st) st = fedc__msg_int(m, "slot", 0, INT32_MAX, &slot);
     if (!st && strcmp(fedc__msg_field(m, "hash"), fedc_plan_hash(c->plan)))
         st = fedc_error(FEDC_EPARSE, "client %s: a task of another plan", c->id);
     if (st) return st;
+    if (round == c->refused_round && e < c->refused_exchange) c->refused_round = INT64_MIN;
     if (round == c->refused_round) {
         sleep_ms(200); /* the server refused this round's report; the next round may do */
         return FEDC_OK;
     }
     fedc__msg r = {0};
     if (c->pending_round >= 0 && round > c->pending_round) st = settle_state(c, m);
-    if (!st) st = take_broadcasts(c, m, fedc_deployment_form_phase(fedc_plan_form(c->plan), (int)e, FEDC_PHASE_CLIENT_WORK));
+    if (!st) st = take_broadcasts(c, m, fedc_deployment_form_phase(c->form, (int)e, FEDC_PHASE_CLIENT_WORK));
+    float index = (float)slot; /* meta/index, the client's place in the cohort (a warm start's reads it) */
+    if (!st) st = hold(c, "meta/index", fedc_type_scalar(FEDC_F32), &index);
     if (st) return st;
     task_id id;
     snprintf(id.round, sizeof id.round, "%s", fedc__msg_field(m, "round"));
@@ -535,7 +561,7 @@ static fedc_status do_task(client *c, fedc__msg *m) {
     if (!st && r.type == FEDC__MSG_REJECT) {
         fprintf(c->log, "fedc client %s: round %lld: the server refused the report: %s\n", c->id, (long long)round + 1,
                 fedc__msg_field(&r, "reason"));
-        c->refused_round = round;
+        c->refused_round = round, c->refused_exchange = e;
     } else if (!st && r.type != FEDC__MSG_ACK) {
         st = fedc_error(FEDC_EPARSE, "client %s: a report answered by a %s message", c->id, fedc__msg_name(r.type));
     } else if (!st) {
@@ -590,7 +616,8 @@ static fedc_status client_init(client *c, const fedc_client_options *o, int64_t 
     memset(c, 0, sizeof *c);
     c->o = o;
     c->log = o->log ? o->log : stderr;
-    c->refused_round = c->pending_round = -1;
+    c->pending_round = -1;
+    c->refused_round = INT64_MIN; /* none: -1 is the warm start's */
     snprintf(c->id, sizeof c->id, "%lld", (long long)id);
     if (!o->connect || !o->data || !(o->timeout > 0) || !(o->max_seconds > 0))
         return fedc_error(FEDC_EINVAL, "client: needs an address, data, a timeout and max_seconds above 0");
@@ -601,7 +628,7 @@ static fedc_status client_init(client *c, const fedc_client_options *o, int64_t 
 /* What the process's clients share: the trainers' seats (default: the cores,
  * at most a seat a client) and one copy of each broadcast value. */
 typedef struct commons {
-    fedc__trainers *trainers;
+    fedc__trainers *trainers, *warm_trainers;
     fedc__shared *shared;
 } commons;
 
@@ -610,19 +637,23 @@ static fedc_status commons_create(commons *k, const fedc_client_options *o, cons
     int seats = o->trainers > 0 ? o->trainers : cores > 0 ? (int)cores : 1;
     memset(k, 0, sizeof *k);
     fedc_status st = fedc__shared_create(&k->shared);
-    if (!st) st = fedc__trainers_create(&k->trainers, fedc_plan_form(plan), seats < clients ? seats : clients, o->threads);
+    if (seats > clients) seats = clients;
+    if (!st) st = fedc__trainers_create(&k->trainers, fedc_plan_form(plan), seats, o->threads);
+    if (!st && fedc_plan_warm_form(plan)) st = fedc__trainers_create(&k->warm_trainers, fedc_plan_warm_form(plan), seats, o->threads);
     return st;
 }
 
 static void commons_destroy(commons *k) {
     fedc__trainers_destroy(k->trainers);
+    fedc__trainers_destroy(k->warm_trainers);
     fedc__shared_destroy(k->shared);
 }
 
 static fedc_status client_start(client *c, const fedc_plan *plan, fedc__plan_data *d, int64_t id, const commons *k) {
     c->plan = plan;
-    c->exchanges = fedc_deployment_form_exchanges(fedc_plan_form(plan));
-    c->trainers = k->trainers, c->shared = k->shared;
+    c->form = fedc_plan_form(plan);
+    c->exchanges = fedc_deployment_form_exchanges(c->form);
+    c->trainers = k->trainers, c->warm_trainers = k->warm_trainers, c->shared = k->shared;
     fedc_status st = fedc__plan_client_create(d, id, &c->pc);
     if (!st) st = init_state(c);
     return st ? st : restore_state(c);

@@ -82,14 +82,21 @@ typedef struct fedc__plan_setting {
     char value[256];
 } fedc__plan_setting;
 
+/* The most files a plan has: plan.txt, round.fedc and 16 exchanges' phases,
+ * warm_start.fedc and as many, client_init.fedc, domains.txt. */
+enum { FEDC__PLAN_MAX_FILES = 5 + 2 * 16 * FEDC_PHASE_COUNT };
+
 /* Writes a plan into `dir` (made if missing): round.fedc, the phases of its
- * form, client_init.fedc (a never-seen client's state; NULL: the round keeps
- * none), model.safetensors (`tensors`, the initial server state named as the
- * round's server inputs), domains.txt (`domains`: "client_id,domain" lines;
- * NULL: none) and plan.txt. */
+ * form, warm_start.fedc and its phases warm_E_PHASE.fedc (`warm`, the
+ * algorithm's warm start on a cohort of `warm_clients`; NULL: none),
+ * client_init.fedc (a never-seen client's state; NULL: the round keeps none),
+ * model.safetensors (`tensors`, the initial server state named as the round's
+ * server inputs), domains.txt (`domains`: "client_id,domain" lines; NULL: none)
+ * and plan.txt. */
 fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const fedc_program *client_init,
-                             const char *domains, const fedc__plan_setting *settings, int nsettings,
-                             const fedc_tensor_entry *tensors, int ntensors);
+                             const fedc_program *warm, int warm_clients, const char *domains,
+                             const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors,
+                             int ntensors);
 /* A plan's domains.txt ("client_id,domain" lines: each client's meta/domain,
  * as the job found them), or NULL when it has none. */
 const char *fedc__plan_domains(const fedc_plan *p, size_t *size);

@@ -12,7 +12,8 @@
 
 enum {
     MAX_EXCHANGES = 16,
-    MAX_FILES = 4 + MAX_EXCHANGES * FEDC_PHASE_COUNT, /* plan.txt, round.fedc, the phases, client_init.fedc, domains.txt */
+    MAX_FILES = FEDC__PLAN_MAX_FILES, /* plan.txt, round.fedc, the phases, warm_start.fedc and its phases,
+                                         client_init.fedc, domains.txt */
     MAX_SETTINGS = 32,
     MAX_TENSORS = 4096
 };
@@ -34,10 +35,16 @@ struct fedc_plan {
     char hash[65];
     fedc_program *round;
     fedc_deployment_form *form;
-    owned_file file[MAX_FILES]; /* [0] plan.txt, [1] round.fedc, then the phases, then client_init, domains */
+    owned_file file[MAX_FILES]; /* [0] plan.txt, [1] round.fedc, then the phases, then the warm start's program
+                                   and phases, client_init, domains */
     int nfiles, exchanges;
     bool has_client_init, has_domains;
+    int client_init_at;        /* client_init's file, when there is one */
+    int warm_at, warm_exchanges, warm_clients; /* the warm start's program file (0: none), its form's exchanges
+                                                  and the cohort it runs on */
     fedc_program *client_init; /* a never-seen client's state (NULL: the round keeps none) */
+    fedc_program *warm;        /* the warm start (NULL: none), and its form */
+    fedc_deployment_form *warm_form;
     char model_file[64];
     char key[MAX_SETTINGS][32];
     fedc__plan_setting setting[MAX_SETTINGS];
@@ -57,6 +64,8 @@ void fedc_plan_destroy(fedc_plan *p) {
     fedc_deployment_form_destroy(p->form);
     fedc_program_destroy(p->round);
     fedc_program_destroy(p->client_init);
+    fedc_deployment_form_destroy(p->warm_form);
+    fedc_program_destroy(p->warm);
     fedc_free(p);
 }
 
@@ -64,6 +73,9 @@ const char *fedc_plan_hash(const fedc_plan *p) { return p->hash; }
 const fedc_program *fedc_plan_round(const fedc_plan *p) { return p->round; }
 const fedc_program *fedc_plan_client_init(const fedc_plan *p) { return p->client_init; }
 const fedc_deployment_form *fedc_plan_form(const fedc_plan *p) { return p->form; }
+const fedc_program *fedc_plan_warm_start(const fedc_plan *p) { return p->warm; }
+const fedc_deployment_form *fedc_plan_warm_form(const fedc_plan *p) { return p->warm_form; }
+int fedc_plan_warm_clients(const fedc_plan *p) { return p->warm ? p->warm_clients : 0; }
 int fedc_plan_num_tensors(const fedc_plan *p) { return p->ntensors; }
 fedc_tensor_entry fedc_plan_tensor(const fedc_plan *p, int i) { return p->entry[i]; }
 
@@ -127,7 +139,7 @@ static bool safe_name(const char *s) {
 
 static fedc_status add_file(reader *r, const char *name) {
     if (!safe_name(name)) return bad_line(r, "file name \"%.100s\" is not a plain name in the plan's directory", name);
-    if (r->p->nfiles == MAX_FILES) return bad_line(r, "more than %s program files", "83");
+    if (r->p->nfiles == MAX_FILES) return bad_line(r, "more than %s program files", "164");
     for (int i = 0; i < r->p->nfiles; i++)
         if (!strcmp(r->p->file[i].name, name)) return bad_line(r, "file \"%s\" is named twice", name);
     snprintf(r->p->file[r->p->nfiles++].name, 64, "%s", name);
@@ -152,11 +164,54 @@ static fedc_status phase_line(reader *r, char *rest) {
     char num[16];
     snprintf(num, sizeof num, "%d", want_e);
     if (p->exchanges < 1) return bad_line(r, "%s", "phase before exchanges");
-    if (p->has_client_init) return bad_line(r, "%s", "phase after client_init");
+    if (p->has_client_init || p->warm_at) return bad_line(r, "%s", "phase after warm_start or client_init");
     if (want_e >= p->exchanges) return bad_line(r, "%s", "more phases than the exchanges hold");
     if (strcmp(e, num)) return bad_line(r, "phase's exchange should be %s here", num);
     if (strcmp(kind, fedc_phase_name((fedc_phase_kind)(k % FEDC_PHASE_COUNT))))
         return bad_line(r, "phase should be %s here", fedc_phase_name((fedc_phase_kind)(k % FEDC_PHASE_COUNT)));
+    return add_file(r, file);
+}
+
+/* The files up to the warm start's last phase: where client_init comes. */
+static int files_before_client_init(const fedc_plan *p) {
+    return 2 + p->exchanges * FEDC_PHASE_COUNT + (p->warm_at ? 1 + p->warm_exchanges * FEDC_PHASE_COUNT : 0);
+}
+
+/* A whole number in [lo, hi], all of w. */
+static bool whole(const char *w, long lo, long hi, int *out) {
+    char *end = NULL;
+    long v = w ? strtol(w, &end, 10) : 0;
+    if (!w || *end || end == w || v < lo || v > hi) return false;
+    *out = (int)v;
+    return true;
+}
+
+/* warm_start FILE clients K exchanges E: after every phase of the round. */
+static fedc_status warm_start_line(reader *r, char *rest) {
+    fedc_plan *p = r->p;
+    char *f = word(&rest), *kc = word(&rest), *k = word(&rest), *ke = word(&rest), *e = word(&rest);
+    if (!f || !kc || strcmp(kc, "clients") || !whole(k, 1, 1 << 20, &p->warm_clients) || !ke || strcmp(ke, "exchanges") ||
+        !whole(e, 1, MAX_EXCHANGES, &p->warm_exchanges) || word(&rest))
+        return bad_line(r, "%s", "warm_start needs FILE clients K exchanges E (K from 1 to 1048576, E from 1 to 16)");
+    if (p->warm_at || !p->exchanges || p->nfiles != 2 + p->exchanges * FEDC_PHASE_COUNT || p->has_client_init)
+        return bad_line(r, "%s", "warm_start comes once, after every phase of the round and before client_init");
+    p->warm_at = p->nfiles;
+    return add_file(r, f);
+}
+
+/* warm_phase EXCHANGE KIND FILE: the warm start's form, in its order. */
+static fedc_status warm_phase_line(reader *r, char *rest) {
+    fedc_plan *p = r->p;
+    char *e = word(&rest), *kind = word(&rest), *file = word(&rest);
+    if (!e || !kind || !file || word(&rest)) return bad_line(r, "%s", "warm_phase needs EXCHANGE KIND FILE");
+    if (!p->warm_at || p->has_client_init) return bad_line(r, "%s", "warm_phase comes after warm_start, before client_init");
+    int k = p->nfiles - p->warm_at - 1;
+    char num[16];
+    snprintf(num, sizeof num, "%d", k / FEDC_PHASE_COUNT);
+    const char *want = fedc_phase_name((fedc_phase_kind)(k % FEDC_PHASE_COUNT));
+    if (k / FEDC_PHASE_COUNT >= p->warm_exchanges) return bad_line(r, "%s", "more warm phases than the warm start's exchanges hold");
+    if (strcmp(e, num)) return bad_line(r, "warm_phase's exchange should be %s here", num);
+    if (strcmp(kind, want)) return bad_line(r, "warm_phase should be %s here", want);
     return add_file(r, file);
 }
 
@@ -224,17 +279,19 @@ static fedc_status manifest_line(reader *r, char *s) {
         return FEDC_OK;
     }
     if (!strcmp(kw, "phase")) return phase_line(r, s);
+    if (!strcmp(kw, "warm_start")) return warm_start_line(r, s);
+    if (!strcmp(kw, "warm_phase")) return warm_phase_line(r, s);
     if (!strcmp(kw, "client_init")) {
         char *f = word(&s);
-        if (!f || word(&s) || p->has_client_init || p->nfiles != 2 + p->exchanges * FEDC_PHASE_COUNT || !p->exchanges)
+        if (!f || word(&s) || p->has_client_init || p->nfiles != files_before_client_init(p) || !p->exchanges)
             return bad_line(r, "%s", "client_init needs FILE, once, after every phase");
         p->has_client_init = true;
+        p->client_init_at = p->nfiles;
         return add_file(r, f);
     }
     if (!strcmp(kw, "domains")) {
         char *f = word(&s);
-        if (!f || word(&s) || p->has_domains || !p->exchanges ||
-            p->nfiles != 2 + p->exchanges * FEDC_PHASE_COUNT + p->has_client_init)
+        if (!f || word(&s) || p->has_domains || !p->exchanges || p->nfiles != files_before_client_init(p) + p->has_client_init)
             return bad_line(r, "%s", "domains needs FILE, once, after every phase and client_init");
         p->has_domains = true;
         return add_file(r, f);
@@ -247,8 +304,8 @@ static fedc_status manifest_line(reader *r, char *s) {
         snprintf(p->model_file, sizeof p->model_file, "%s", f);
         return FEDC_OK;
     }
-    return bad_line(r, "unknown field \"%.100s\" (hash, round, exchanges, phase, client_init, domains, setting, tensor, "
-                    "model)", kw);
+    return bad_line(r, "unknown field \"%.100s\" (hash, round, exchanges, phase, warm_start, warm_phase, client_init, "
+                    "domains, setting, tensor, model)", kw);
 }
 
 /* plan.txt, already in p->file[0]: its lines, then what must be there. */
@@ -268,10 +325,10 @@ static fedc_status read_manifest(reader *r) {
         if (r->line == 1) {
             int version = 0, used = 0;
             if (sscanf(line, "fedc plan %d%n", &version, &used) != 1 || line[used])
-                st = bad_line(r, "%s", "not a plan manifest (the first line should be \"fedc plan 1\")");
+                st = bad_line(r, "%s", "not a plan manifest (the first line should be \"fedc plan 2\")");
             else if (version != FEDC_PLAN_VERSION)
-                st = fedc_error(FEDC_EUNSUPPORTED, "%s/plan.txt:1: plan format %d; this fedc reads format %d", r->what,
-                                version, FEDC_PLAN_VERSION);
+                st = fedc_error(FEDC_EUNSUPPORTED, "%s/plan.txt:1: plan format %d; this fedc reads format %d (build the "
+                                "plan again with this fedc's fedc plan build)", r->what, version, FEDC_PLAN_VERSION);
         } else {
             st = manifest_line(r, line);
         }
@@ -281,7 +338,9 @@ static fedc_status read_manifest(reader *r) {
     r->line = 0;
     if (st) return st;
     const char *missing = !p->hash[0] ? "hash" : p->nfiles < 2 ? "round" : !p->exchanges ? "exchanges" : NULL;
-    if (!missing && p->nfiles != 2 + p->exchanges * FEDC_PHASE_COUNT + p->has_client_init + p->has_domains)
+    if (!missing && p->warm_at && p->nfiles < files_before_client_init(p))
+        missing = "warm_phase (one per phase of each of the warm start's exchanges)";
+    if (!missing && p->nfiles != files_before_client_init(p) + p->has_client_init + p->has_domains)
         missing = "phase (one per phase of each exchange)";
     if (missing) return fedc_error(FEDC_EPARSE, "%s/plan.txt: no %s line", r->what, missing);
     return FEDC_OK;
@@ -300,7 +359,7 @@ static fedc_status check_client_init(reader *r) {
     if (!p->has_client_init)
         return state ? fedc_error(FEDC_EPARSE, "%s/plan.txt: the round keeps client state, but there is no client_init "
                                   "line", r->what) : FEDC_OK;
-    const owned_file *f = &p->file[2 + p->exchanges * FEDC_PHASE_COUNT];
+    const owned_file *f = &p->file[p->client_init_at];
     fedc_status st = fedc_program_parse_n(f->data, f->size, &p->client_init);
     if (st) {
         char msg[900];
@@ -336,6 +395,89 @@ static fedc_status check_domains(reader *r) {
     return FEDC_OK;
 }
 
+/* A program file parsed; an error names the file. */
+static fedc_status parse_file(const reader *r, const owned_file *f, fedc_program **out) {
+    fedc_status st = fedc_program_parse_n(f->data, f->size, out);
+    if (!st) return FEDC_OK;
+    char msg[900];
+    snprintf(msg, sizeof msg, "%s", fedc_errmsg());
+    return fedc_error(st, "%s/%s: %s", r->what, f->name, msg);
+}
+
+/* The phase files from p->file[first] on: exactly form f's phases (split again
+ * here), byte for byte; `what` names the program ("the round", "the warm start"). */
+static fedc_status check_phases(const reader *r, const fedc_deployment_form *f, int exchanges, int first, const char *what) {
+    if (fedc_deployment_form_exchanges(f) != exchanges)
+        return fedc_error(FEDC_EPARSE, "%s/plan.txt: %d exchanges, but %s splits into %d", r->what, exchanges, what,
+                          fedc_deployment_form_exchanges(f));
+    for (int k = 0; k < exchanges * FEDC_PHASE_COUNT; k++) {
+        const owned_file *file = &r->p->file[first + k];
+        fedc_phase_kind kind = (fedc_phase_kind)(k % FEDC_PHASE_COUNT);
+        char *text = NULL;
+        fedc_status st = fedc_program_to_string(fedc_deployment_form_phase(f, k / FEDC_PHASE_COUNT, kind), &text);
+        if (st) return st;
+        bool same = strlen(text) == file->size && !memcmp(text, file->data, file->size);
+        fedc_free(text);
+        if (!same)
+            return fedc_error(FEDC_EPARSE, "%s/%s: is not phase %s of exchange %d of %s's form", r->what, file->name,
+                              fedc_phase_name(kind), k / FEDC_PHASE_COUNT, what);
+    }
+    return FEDC_OK;
+}
+
+/* Whether a and b have one dtype and shape. */
+static bool same_type(fedc_type a, fedc_type b) { return a.dtype == b.dtype && fedc_type_same_shape(&a, &b); }
+
+/* The warm start's interface: it reads the round's server state (server/
+ * inputs of the round's types) and no client state, and writes the whole
+ * server state, each leaf of its type, and no client state (fedc train keeps
+ * only its server state). */
+/* Whether a warm start may read or write `name` of type t: no client state,
+ * and a server/ leaf only as the round has it. */
+static bool warm_may_pass(const fedc_program *q, const char *name, fedc_type t) {
+    fedc_value v = fedc_program_find_input(q, name);
+    if (!strncmp(name, "client/", 7)) return false;
+    return strncmp(name, "server/", 7) || (v != FEDC_NONE && same_type(t, fedc_value_type(q, v)));
+}
+
+static fedc_status check_warm_interface(const reader *r, const owned_file *f) {
+    const fedc_program *w = r->p->warm, *q = r->p->round;
+    for (int i = 0; i < fedc_program_num_inputs(w); i++)
+        if (!warm_may_pass(q, fedc_program_input_name(w, i), fedc_value_type(w, fedc_program_input(w, i))))
+            return fedc_error(FEDC_EPARSE, "%s/%s: input \"%s\" is not one of the round's server/ inputs, of its type (a warm "
+                              "start reads the server state and the clients' data)", r->what, f->name,
+                              fedc_program_input_name(w, i));
+    for (int i = 0; i < fedc_program_num_outputs(w); i++)
+        if (!warm_may_pass(q, fedc_program_output_name(w, i), fedc_value_type(w, fedc_program_output_value(w, i))))
+            return fedc_error(FEDC_EPARSE, "%s/%s: output \"%s\" is not one of the round's server/ inputs, of its type (a "
+                              "warm start writes the server state only)", r->what, f->name, fedc_program_output_name(w, i));
+    for (int i = 0; i < fedc_program_num_inputs(q); i++) {
+        const char *name = fedc_program_input_name(q, i);
+        bool written = false;
+        for (int j = 0; !written && j < fedc_program_num_outputs(w); j++) written = !strcmp(fedc_program_output_name(w, j), name);
+        if (!strncmp(name, "server/", 7) && !written)
+            return fedc_error(FEDC_EPARSE, "%s/%s: writes no \"%s\"; a warm start writes the whole server state", r->what,
+                              f->name, name);
+    }
+    return FEDC_OK;
+}
+
+/* The warm start, when the plan has one: its program, its form (split again),
+ * its interface. */
+static fedc_status check_warm(reader *r) {
+    fedc_plan *p = r->p;
+    if (!p->warm_at) return FEDC_OK;
+    const owned_file *f = &p->file[p->warm_at];
+    fedc_status st = parse_file(r, f, &p->warm);
+    if (!st) st = check_warm_interface(r, f);
+    if (!st && (st = fedc_program_deployment_form(p->warm, &p->warm_form))) {
+        char msg[900];
+        snprintf(msg, sizeof msg, "%s", fedc_errmsg());
+        st = fedc_error(st, "%s/%s: %s", r->what, f->name, msg);
+    }
+    return st ? st : check_phases(r, p->warm_form, p->warm_exchanges, p->warm_at + 1, "the warm start");
+}
+
 /* The programs against the hash and the round's own form. */
 static fedc_status check_programs(reader *r) {
     fedc_plan *p = r->p;
@@ -344,29 +486,11 @@ static fedc_status check_programs(reader *r) {
     if (strcmp(hex, p->hash))
         return fedc_error(FEDC_EPARSE, "%s: the programs hash to %s, but plan.txt says %s (a file was changed, or is "
                           "not this plan's)", r->what, hex, p->hash);
-    fedc_status st = fedc_program_parse_n(p->file[1].data, p->file[1].size, &p->round);
-    if (st) {
-        char msg[900];
-        snprintf(msg, sizeof msg, "%s", fedc_errmsg());
-        return fedc_error(st, "%s/%s: %s", r->what, p->file[1].name, msg);
-    }
-    if ((st = fedc_program_deployment_form(p->round, &p->form))) return st;
-    if (fedc_deployment_form_exchanges(p->form) != p->exchanges)
-        return fedc_error(FEDC_EPARSE, "%s/plan.txt: %d exchanges, but the round splits into %d", r->what, p->exchanges,
-                          fedc_deployment_form_exchanges(p->form));
-    for (int k = 0; k < p->exchanges * FEDC_PHASE_COUNT; k++) {
-        const owned_file *f = &p->file[2 + k];
-        char *text = NULL;
-        st = fedc_program_to_string(fedc_deployment_form_phase(p->form, k / FEDC_PHASE_COUNT, (fedc_phase_kind)(k % FEDC_PHASE_COUNT)),
-                                    &text);
-        if (st) return st;
-        bool same = strlen(text) == f->size && !memcmp(text, f->data, f->size);
-        fedc_free(text);
-        if (!same)
-            return fedc_error(FEDC_EPARSE, "%s/%s: is not phase %s of exchange %d of the round's form", r->what, f->name,
-                              fedc_phase_name((fedc_phase_kind)(k % FEDC_PHASE_COUNT)), k / FEDC_PHASE_COUNT);
-    }
-    st = check_client_init(r);
+    fedc_status st = parse_file(r, &p->file[1], &p->round);
+    if (!st) st = fedc_program_deployment_form(p->round, &p->form);
+    if (!st) st = check_phases(r, p->form, p->exchanges, 2, "the round");
+    if (!st) st = check_warm(r);
+    if (!st) st = check_client_init(r);
     return st ? st : check_domains(r);
 }
 
@@ -526,45 +650,73 @@ static fedc_status write_file(const char *dir, const char *name, const char *dat
     return FEDC_OK;
 }
 
-static fedc_status write_programs(const char *dir, const fedc_program *round, const fedc_deployment_form *f,
-                                  const fedc_program *client_init, const char *domains, owned_file *files, int *n) {
-    fedc_status st = fedc_program_to_string(round, &files[0].data);
-    snprintf(files[0].name, 64, "round.fedc");
-    *n = st ? 0 : 1;
+/* A program and its form's phases as files[*n...]: NAME.fedc (prefix "") or
+ * PREFIX.fedc, and PREFIX E_PHASE.fedc for each phase. */
+static fedc_status add_programs(const fedc_program *q, const fedc_deployment_form *f, const char *name, const char *prefix,
+                                owned_file *files, int *n) {
+    snprintf(files[*n].name, 64, "%s.fedc", name);
+    fedc_status st = fedc_program_to_string(q, &files[*n].data);
+    if (!st) (*n)++;
     for (int k = 0; !st && k < fedc_deployment_form_exchanges(f) * FEDC_PHASE_COUNT; k++) {
         fedc_phase_kind kind = (fedc_phase_kind)(k % FEDC_PHASE_COUNT);
-        snprintf(files[*n].name, 64, "%d_%s.fedc", k / FEDC_PHASE_COUNT, fedc_phase_name(kind));
+        snprintf(files[*n].name, 64, "%s%d_%s.fedc", prefix, k / FEDC_PHASE_COUNT, fedc_phase_name(kind));
         st = fedc_program_to_string(fedc_deployment_form_phase(f, k / FEDC_PHASE_COUNT, kind), &files[*n].data);
         if (!st) (*n)++;
     }
-    if (!st && client_init) {
+    return st;
+}
+
+/* What a plan holds besides its settings and tensors, while it is written. */
+typedef struct plan_parts {
+    const fedc_program *round, *client_init, *warm;
+    const fedc_deployment_form *form, *warm_form;
+    int warm_clients;
+    const char *domains;
+} plan_parts;
+
+static fedc_status write_programs(const char *dir, const plan_parts *pp, owned_file *files, int *n) {
+    *n = 0;
+    fedc_status st = add_programs(pp->round, pp->form, "round", "", files, n);
+    if (!st && pp->warm) st = add_programs(pp->warm, pp->warm_form, "warm_start", "warm_", files, n);
+    if (!st && pp->client_init) {
         snprintf(files[*n].name, 64, "client_init.fedc");
-        st = fedc_program_to_string(client_init, &files[*n].data);
+        st = fedc_program_to_string(pp->client_init, &files[*n].data);
         if (!st) (*n)++;
     }
-    if (!st && domains) {
+    if (!st && pp->domains) {
         snprintf(files[*n].name, 64, "domains.txt");
-        if (!(files[*n].data = fedc_malloc(strlen(domains) + 1))) st = fedc_error(FEDC_ENOMEM, "plan: out of memory");
-        else strcpy(files[(*n)++].data, domains);
+        if (!(files[*n].data = fedc_malloc(strlen(pp->domains) + 1))) st = fedc_error(FEDC_ENOMEM, "plan: out of memory");
+        else strcpy(files[(*n)++].data, pp->domains);
     }
     for (int i = 0; i < *n; i++) files[i].size = strlen(files[i].data);
     for (int i = 0; !st && i < *n; i++) st = write_file(dir, files[i].name, files[i].data, files[i].size);
     return st;
 }
 
-static char *manifest(const owned_file *files, int n, int exchanges, bool client_init, bool domains,
-                      const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors, int ntensors,
-                      size_t *size) {
+/* The phase lines of a form whose files start at files[first]. */
+static void phase_lines(FILE *out, const char *kw, const fedc_deployment_form *f, const owned_file *files, int first) {
+    for (int k = 0; k < fedc_deployment_form_exchanges(f) * FEDC_PHASE_COUNT; k++)
+        fprintf(out, "%s %d %s %s\n", kw, k / FEDC_PHASE_COUNT, fedc_phase_name((fedc_phase_kind)(k % FEDC_PHASE_COUNT)),
+                files[first + k].name);
+}
+
+static char *manifest(const owned_file *files, int n, const plan_parts *pp, const fedc__plan_setting *settings, int nsettings,
+                      const fedc_tensor_entry *tensors, int ntensors, size_t *size) {
     char *text = NULL, hex[65];
     FILE *out = open_memstream(&text, size);
     if (!out) return NULL;
     hash_programs(files, n, hex);
+    int exchanges = fedc_deployment_form_exchanges(pp->form), at = 1 + exchanges * FEDC_PHASE_COUNT;
     fprintf(out, "fedc plan %d\nhash sha256 %s\nround %s\nexchanges %d\n", FEDC_PLAN_VERSION, hex, files[0].name, exchanges);
-    for (int i = 1; i < 1 + exchanges * FEDC_PHASE_COUNT; i++)
-        fprintf(out, "phase %d %s %s\n", (i - 1) / FEDC_PHASE_COUNT, fedc_phase_name((fedc_phase_kind)((i - 1) % FEDC_PHASE_COUNT)),
-                files[i].name);
-    if (client_init) fprintf(out, "client_init %s\n", files[1 + exchanges * FEDC_PHASE_COUNT].name);
-    if (domains) fprintf(out, "domains %s\n", files[n - 1].name);
+    phase_lines(out, "phase", pp->form, files, 1);
+    if (pp->warm) {
+        int we = fedc_deployment_form_exchanges(pp->warm_form);
+        fprintf(out, "warm_start %s clients %d exchanges %d\n", files[at].name, pp->warm_clients, we);
+        phase_lines(out, "warm_phase", pp->warm_form, files, at + 1);
+        at += 1 + we * FEDC_PHASE_COUNT;
+    }
+    if (pp->client_init) fprintf(out, "client_init %s\n", files[at].name);
+    if (pp->domains) fprintf(out, "domains %s\n", files[n - 1].name);
     for (int i = 0; i < nsettings; i++) fprintf(out, "setting %s %s\n", settings[i].key, settings[i].value);
     for (int i = 0; i < ntensors; i++) {
         char type[64];
@@ -580,29 +732,40 @@ static char *manifest(const owned_file *files, int n, int exchanges, bool client
     return text;
 }
 
+/* Program q's form in *f, at most MAX_EXCHANGES exchanges. */
+static fedc_status form_of(const fedc_program *q, const char *what, fedc_deployment_form **f) {
+    fedc_status st = fedc_program_deployment_form(q, f);
+    if (!st && fedc_deployment_form_exchanges(*f) > MAX_EXCHANGES)
+        st = fedc_error(FEDC_EUNSUPPORTED, "plan: %s has %d exchanges; a plan holds at most %d", what,
+                        fedc_deployment_form_exchanges(*f), MAX_EXCHANGES);
+    return st;
+}
+
 fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const fedc_program *client_init,
-                             const char *domains, const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors,
+                             const fedc_program *warm, int warm_clients, const char *domains,
+                             const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors,
                              int ntensors) {
-    fedc_deployment_form *f = NULL;
+    fedc_deployment_form *f = NULL, *wf = NULL;
     owned_file *files = fedc_calloc(MAX_FILES, sizeof *files);
     int n = 0;
     size_t size = 0;
     char *text = NULL, path[4200];
     fedc_status st = files ? fedc_make_dirs(dir) : fedc_error(FEDC_ENOMEM, "plan: out of memory");
-    if (!st) st = fedc_program_deployment_form(round, &f);
-    if (!st && fedc_deployment_form_exchanges(f) > MAX_EXCHANGES)
-        st = fedc_error(FEDC_EUNSUPPORTED, "plan: the round has %d exchanges; a plan holds at most %d",
-                        fedc_deployment_form_exchanges(f), MAX_EXCHANGES);
-    if (!st) st = write_programs(dir, round, f, client_init, domains, files, &n);
+    if (!st) st = form_of(round, "the round", &f);
+    if (!st && warm) st = form_of(warm, "the warm start", &wf);
+    if (!st && warm && (warm_clients < 1 || warm_clients > (1 << 20)))
+        st = fedc_error(FEDC_EINVAL, "plan: a warm start on %d clients", warm_clients);
+    plan_parts pp = {round, client_init, warm, f, wf, warm_clients, domains};
+    if (!st) st = write_programs(dir, &pp, files, &n);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (!st) st = fedc_safetensors_write(path, tensors, ntensors, NULL, 0);
-    if (!st && !(text = manifest(files, n, fedc_deployment_form_exchanges(f), client_init != NULL, domains != NULL, settings,
-                                 nsettings, tensors, ntensors, &size)))
+    if (!st && !(text = manifest(files, n, &pp, settings, nsettings, tensors, ntensors, &size)))
         st = fedc_error(FEDC_ENOMEM, "plan: out of memory for the manifest");
     if (!st) st = write_file(dir, "plan.txt", text, size); /* last: a plan without it is no plan */
     free(text);
     for (int i = 0; files && i < n; i++) fedc_free(files[i].data);
     fedc_free(files);
     fedc_deployment_form_destroy(f);
+    fedc_deployment_form_destroy(wf);
     return st;
 }

@@ -18,9 +18,10 @@
  * then the new server state is checkpointed atomically and a metrics row
  * written. Which clients a round selects, and in which slots, is fedc train's
  * sample (seed, round, population), so a round in which every client reports
- * has the simulation's bits whatever order the reports arrive in. Every wait is
- * bounded: a receive waits 50 ms, a held check-in the heartbeat interval, a
- * round until its deadline. */
+ * has the simulation's bits whatever order the reports arrive in. A plan's warm
+ * start runs once before round 1 of a fresh job, as round 0 on its own form,
+ * run and collection (warm.h). Every wait is bounded: a receive waits 50 ms, a
+ * held check-in the heartbeat interval, a round until its deadline. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include "deploy/deploy.h"
 #include "deploy/net.h"
 #include "deploy/secure.h"
+#include "deploy/warm.h"
 #include "fedc/secure_sum.h"
 
 enum { MAX_ATTEMPTS = 3, RECV_MS = 50 };
@@ -99,6 +101,8 @@ typedef struct server {
                                                     for missed heartbeats */
     FILE *metrics;
     fedc__secure *sec;       /* --secure-agg (server_secagg.c), else NULL */
+    fedc__warm *warm;        /* while the warm start runs (warm.h): the round's run, collection and slots */
+    bool resumed;            /* from a checkpoint: the warm start, if any, is done */
     bool unmasking;          /* the collection is over; the secure round's unmasking goes on */
 } server;
 
@@ -165,10 +169,10 @@ static bool same_token(const char *a, const char *b) {
 }
 
 static bool send_plan(server *s) {
-    fedc_plan_file f[96];
-    int n = fedc_plan_files(s->plan, f, 96);
-    fedc_tensor_entry t[96];
-    char names[96][72];
+    fedc_plan_file f[FEDC__PLAN_MAX_FILES];
+    int n = fedc_plan_files(s->plan, f, FEDC__PLAN_MAX_FILES);
+    fedc_tensor_entry t[FEDC__PLAN_MAX_FILES];
+    char names[FEDC__PLAN_MAX_FILES][72];
     for (int i = 0; i < n; i++) {
         snprintf(names[i], sizeof names[i], "file/%s", f[i].name);
         t[i] = (fedc_tensor_entry){names[i], fedc_type_make(FEDC_U8, 1, (int64_t[]){(int64_t)f[i].size}), f[i].data};
@@ -187,8 +191,9 @@ static bool send_task(server *s, const fedc__req *to, int slot) {
     char added[32];
     snprintf(added, sizeof added, "%d", (int)s->added_round[s->sampled[slot]]);
     fedc_metadata_entry f[] = {{"round", round}, {"exchange", exchange}, {"slot", slot_s}, {"hash", fedc_plan_hash(s->plan)},
-                               {"heartbeat_ms", hb}, {"added", added}, {"secagg", fedc__secure_field(s->sec)}};
-    return reply_to(s, to, FEDC__MSG_TASK, f, s->sec ? 7 : 6, s->task, s->ntask);
+                               {"heartbeat_ms", hb}, {"added", added}, {"program", s->warm ? "warm_start" : "round"},
+                               {"secagg", fedc__secure_field(s->sec)}};
+    return reply_to(s, to, FEDC__MSG_TASK, f, s->sec ? 8 : 7, s->task, s->ntask);
 }
 
 static bool send_done(server *s, const fedc__req *to, int64_t client) {
@@ -304,7 +309,7 @@ static bool checkin(server *s, const fedc__msg *m) {
 static bool ready(server *s, const fedc__msg *m) {
     int64_t client, round, exchange, slot;
     if (!known_client(s, m, &client)) return true;
-    if (fedc__msg_int(m, "round", 0, INT32_MAX, &round) || fedc__msg_int(m, "exchange", 0, 1000, &exchange) ||
+    if (fedc__msg_int(m, "round", FEDC__WARM_ROUND, INT32_MAX, &round) || fedc__msg_int(m, "exchange", 0, 1000, &exchange) ||
         fedc__msg_int(m, "slot", 0, s->k - 1, &slot))
         return refuse(s, fedc__msg_field(m, "client"), "%s", fedc_errmsg());
     bool mine = s->collecting && round == s->round && exchange == s->exchange && s->sampled[slot] == client;
@@ -393,7 +398,7 @@ static bool report(server *s, const fedc__msg *m) {
     char why[400];
     if (!known_client(s, m, &client)) return true;
     if (strcmp(fedc__msg_field(m, "hash"), fedc_plan_hash(s->plan))) return refuse(s, who, "a report for another plan");
-    if (fedc__msg_int(m, "round", 0, INT32_MAX, &round) || fedc__msg_int(m, "exchange", 0, 1000, &exchange) ||
+    if (fedc__msg_int(m, "round", FEDC__WARM_ROUND, INT32_MAX, &round) || fedc__msg_int(m, "exchange", 0, 1000, &exchange) ||
         fedc__msg_int(m, "slot", 0, s->k - 1, &slot))
         return refuse(s, who, "%s", fedc_errmsg());
     bool open = !s->done && s->collecting && round == s->round && exchange == s->exchange;
@@ -621,6 +626,7 @@ static fedc_status resume(server *s, int *first) {
         st = fedc_error(st, "%s: %s", path, why);
     }
     if (!st) *first = atoi(next);
+    s->resumed = !st;
     if (!st) fprintf(s->log, "fedc server: resumed from %s at round %d\n", path, *first + 1);
     fedc_safetensors_destroy(c);
     return st;
@@ -687,7 +693,7 @@ static fedc_status setup(server *s) {
     if (!s->state || !s->sampled || !s->next || !s->left_out || !s->sent || !s->granted || !s->slot_of || !s->next_round || !s->heard || !s->taken_round ||
         !s->taken_exchange || !s->added_round || !s->task || !s->up || !s->held)
         return fedc_error(FEDC_ENOMEM, "server: out of memory");
-    for (size_t i = 0; i < pop; i++) s->slot_of[i] = s->taken_round[i] = s->added_round[i] = -1;
+    for (size_t i = 0; i < pop; i++) s->slot_of[i] = s->added_round[i] = -1, s->taken_round[i] = INT32_MIN;
     st = fedc__deployment_run_create_server(&s->run, s->form, &(fedc_exec_options){.clients = s->k, .threads = o->threads});
     for (int i = 0; !st && i < s->ntensors; i++) {
         fedc_tensor_entry e = fedc_plan_tensor(s->plan, i);
@@ -703,6 +709,7 @@ static fedc_status setup(server *s) {
     snprintf(spill, sizeof spill, "%s/reports.spill", o->out_dir);
     if (!st) st = fedc__collect_create(&s->collect, s->run, s->k, s->commit, o->reorder_window, spill);
     if (!st) st = make_token(s);
+    if (!st) st = fedc__warm_check(s->plan, o);
     if (!st && o->secure_agg)
         st = fedc__secure_create(&s->sec, s->form, o->secure_threshold, o->secure_neighbours, s->k, s->commit,
                                  o->heartbeat_timeout, s->log);
@@ -864,7 +871,8 @@ static fedc_status select_round(server *s, int r) {
     for (int i = 0; i < s->k; i++) s->slot_of[s->sampled[i]] = -1;
     memset(s->next_round, 0, (size_t)s->population);
     memset(s->left_out, 0, (size_t)s->k);
-    fedc_status st = fedc_sample_clients(s->population, s->k, s->seed, (uint32_t)r, s->sampled);
+    fedc_status st = r == FEDC__WARM_ROUND ? fedc__warm_start_cohort(s->population, s->k, s->seed, s->sampled)
+                                           : fedc_sample_clients(s->population, s->k, s->seed, (uint32_t)r, s->sampled);
     if (!st && r + 1 < s->o->rounds) {
         st = fedc_sample_clients(s->population, s->k, s->seed, (uint32_t)(r + 1), s->next);
         for (int i = 0; !st && i < s->k; i++) s->next_round[s->next[i]] = 1;
@@ -904,6 +912,29 @@ static fedc_status run_round(server *s, int r) {
     return st;
 }
 
+/* The warm start's run, collection and slots in place of the round's, or back. */
+static void swap_warm(server *s) {
+    fedc__warm *w = s->warm, t = *w;
+    w->form = s->form, w->run = s->run, w->collect = s->collect, w->slots = s->k, w->commit = s->commit;
+    s->form = t.form, s->run = t.run, s->collect = t.collect, s->k = t.slots, s->commit = t.commit;
+}
+
+/* The plan's warm start, in a fresh job: run as round 0 (warm.h), its server
+ * state checkpointed (next round 1), so that a server started again after it
+ * goes on from there and one stopped during it runs it again. */
+static fedc_status warm_start(server *s) {
+    fedc_status st = fedc__warm_create(&s->warm, s->plan, s->o, s->state, &s->population_f);
+    if (st) return st;
+    fprintf(s->log, "fedc server: the warm start (round 0) on %d clients, %d exchanges\n", s->warm->slots,
+            fedc_deployment_form_exchanges(s->warm->form));
+    swap_warm(s);
+    st = run_round(s, FEDC__WARM_ROUND);
+    swap_warm(s);
+    fedc__warm_destroy(s->warm);
+    s->warm = NULL;
+    return st;
+}
+
 fedc_status fedc_server_run(const fedc_server_options *o) {
     if (!o->plan || !o->listen || !o->out_dir || o->rounds < 1 || o->min_reports < 1 || !(o->report_deadline > 0) ||
         !(o->heartbeat > 0) || !(o->heartbeat_timeout > 0) || o->reorder_window < 1 || o->max_held < 0)
@@ -921,11 +952,12 @@ fedc_status fedc_server_run(const fedc_server_options *o) {
     snprintf(path, sizeof path, "%s/metrics.jsonl", o->out_dir);
     fedc_status st = setup(&s);
     if (!st) st = resume(&s, &first);
-    if (!st && !(s.metrics = fopen(path, first ? "a" : "w"))) st = fedc_error(FEDC_EIO, "%s: cannot write", path);
+    if (!st && !(s.metrics = fopen(path, s.resumed ? "a" : "w"))) st = fedc_error(FEDC_EIO, "%s: cannot write", path);
     if (!st) st = fedc__net_listen(&s.net, o->listen, o->max_message, RECV_MS,
                                              &(fedc__tls){.cert = o->tls_cert, .key = o->tls_key});
     if (!st) fprintf(s.log, "fedc server: listening on %s, plan %s, rounds %d to %d of %d clients\n", o->listen,
                      fedc_plan_hash(s.plan), first + 1, o->rounds, s.k);
+    if (!st && !s.resumed && fedc_plan_warm_start(s.plan)) st = warm_start(&s);
     for (int r = first; !st && r < o->rounds; r++) st = run_round(&s, r);
     if (!st) {
         s.done = true;

@@ -20,7 +20,7 @@
 
 /* The frame's version; the protocol's (a check-in's "version": the messages
  * and what they mean) is FEDC__PROTOCOL_VERSION. */
-enum { FEDC__WIRE_VERSION = 1, FEDC__WIRE_HEADER = 16, FEDC__PROTOCOL_VERSION = 3 };
+enum { FEDC__WIRE_VERSION = 1, FEDC__WIRE_HEADER = 16, FEDC__PROTOCOL_VERSION = 4 }; /* 4: warm start tasks */
 
 typedef enum fedc__msg_type {
     FEDC__MSG_CHECKIN = 1, /* client: token, client, version, plan_hash ("" when it has no plan) */

@@ -28,8 +28,13 @@ const char *fedc__plan_client_name(const fedc__plan_client *c);
 const void *fedc__plan_client_input(const fedc__plan_client *c, const char *name);
 /* From now on meta/seen is 1: the client's state was kept after a round. */
 void fedc__plan_client_seen(fedc__plan_client *c);
-/* Loads the client's batches of `round` (counted from 0) and binds those of x, y,
+/* Loads the client's batches of `round` (counted from 0; UINT32_MAX: the warm
+ * start's, as fedc train loads them) and binds those of x, y,
  * mask, steps, key, meta/num_examples, meta/seen and meta/domain that q reads to ex. */
 fedc_status fedc__plan_client_load(fedc__plan_client *c, uint32_t round, fedc_executor *ex, const fedc_program *q);
+
+/* The clients of an algorithm's warm start (src/fl/train.c: fedc train's, and a
+ * deployed server's): k of n, drawn from a stream of `seed`'s own, in out[0..k). */
+fedc_status fedc__warm_start_cohort(int64_t n, int64_t k, uint64_t seed, int64_t *out);
 
 #endif

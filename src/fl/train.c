@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fedc/secure_sum.h"
+#include "fl/plan_data.h"
 #include "fl/train.h"
 
 size_t fedc_train_config_size(void) { return sizeof(fedc_train_config); }
@@ -566,6 +567,12 @@ static fedc_status evaluate_and_log(trainer *t, int r, double train_loss, double
     return st;
 }
 
+/* The warm start's cohort: k of n clients from a stream of the seed's own
+ * (a deployed server draws the same, fl/plan_data.h). */
+fedc_status fedc__warm_start_cohort(int64_t n, int64_t k, uint64_t seed, int64_t *out) {
+    return fedc_sample_clients(n, k, seed ^ 0x7761726du, 0, out);
+}
+
 /* An algorithm's start from the data (fl.h's warm_start), in a fresh run: its
  * program on a cohort drawn for it (a stream of its own), whose server state
  * replaces server_init's. */
@@ -580,7 +587,7 @@ static fedc_status warm_start(trainer *t) {
     st = fedc_executor_create(&ex, p, &o);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, ex, true);
     if (!st) st = fedc__train_state_bind(t, ex, p);
-    if (!st) st = fedc_sample_clients(fedc_dataset_num_clients(t->train), k, c->seed ^ 0x7761726du, 0, t->sampled);
+    if (!st) st = fedc__warm_start_cohort(fedc_dataset_num_clients(t->train), k, c->seed, t->sampled);
     for (int i = k; i < t->k; i++) t->sampled[i] = 0; /* the cohort's other slots (Poisson's): a valid id, unused */
     for (int i = 0; !st && i < k; i++) t->client_ids[i] = fedc_dataset_client_id(t->train, t->sampled[i]);
     if (!st) st = fill_block(t, t->train, t->sampled, k, &t->cohort, ex, true, UINT32_MAX);

@@ -14,22 +14,26 @@
 
 /* The inputs a deployment can give a round: the server state, the client's
  * state (kept by the client), batches, dataset size and whether it was seen,
- * its domain (found by the client as fedc train finds it), the population. */
-static bool deployable_input(const char *name) {
+ * its domain (found by the client as fedc train finds it), the population;
+ * and to a warm start, whose cohort is fixed, each client's place in it
+ * (meta/index: its slot). */
+static bool deployable_input(const char *name, bool warm) {
     static const char *const ok[] = {"x", "y", "mask", "steps", "key", "meta/num_examples", "meta/seen", "meta/domain",
                                      "meta/population"};
     if (!strncmp(name, "server/", 7) || !strncmp(name, "client/", 7)) return true;
+    if (warm && !strcmp(name, "meta/index")) return true;
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
         if (!strcmp(name, ok[i])) return true;
     return false;
 }
 
-static fedc_status check_inputs(const fedc_program *round, const char *alg) {
+static fedc_status check_inputs(const fedc_program *round, const char *alg, bool warm) {
     for (int i = 0; i < fedc_program_num_inputs(round); i++) {
         const char *name = fedc_program_input_name(round, i);
-        if (!deployable_input(name))
-            return fedc_error(FEDC_EUNSUPPORTED, "plan: %s's round reads \"%s\", which a deployment does not give yet "
-                              "(client metadata other than meta/num_examples, meta/seen and meta/domain)", alg, name);
+        if (!deployable_input(name, warm))
+            return fedc_error(FEDC_EUNSUPPORTED, "plan: %s's %s reads \"%s\", which a deployment does not give yet "
+                              "(client metadata other than meta/num_examples, meta/seen and meta/domain)", alg,
+                              warm ? "warm start" : "round", name);
     }
     return FEDC_OK;
 }
@@ -115,24 +119,26 @@ static int settings(const trainer *t, fedc__plan_setting *s) {
     return n;
 }
 
-/* A warm start (fl.h) is a first pass over a cohort before round 1, which a
- * plan does not carry yet: refused, naming the way out where there is one. */
-static fedc_status no_warm_start(trainer *t) {
-    fedc_program *warm = NULL;
-    fedc_status st = fedc_algorithm_warm_start(t->model, &t->alg, t->c->clients_per_round > 0 ? t->c->clients_per_round : 1, &warm);
-    bool has = warm != NULL;
-    fedc_program_destroy(warm);
-    if (st || !has) return st;
-    return fedc_error(FEDC_EUNSUPPORTED, "plan: %s starts from the data (a warm start before round 1), which a plan does "
-                      "not carry yet%s", fedc_algorithm_name(&t->alg),
-                      t->alg.def == &fedc_algorithm_hypcluster ? "; --set kmeans_init=0 starts its clusters without it" : "");
+/* The algorithm's warm start (fl.h: a first pass over a cohort before round
+ * 1), as fedc train builds it: on its cohort of --clients-per-round clients;
+ * *out NULL when the algorithm has none. */
+static fedc_status warm_start(trainer *t, fedc_program **out) {
+    int k = t->c->clients_per_round;
+    int64_t n = fedc_dataset_num_clients(t->train);
+    fedc_status st = fedc_algorithm_warm_start(t->model, &t->alg, k > 0 ? k : 1, out);
+    if (st || !*out) return st;
+    if (k < 1 || k > n)
+        st = fedc_error(FEDC_EINVAL, "plan: %s's warm start runs on --clients-per-round %d clients, as fedc train's does, "
+                        "but the data has %lld clients", fedc_algorithm_name(&t->alg), k, (long long)n);
+    if (!st) st = check_inputs(*out, fedc_algorithm_name(&t->alg), true);
+    return st;
 }
 
 fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     trainer t;
     memset(&t, 0, sizeof t);
     t.c = c;
-    fedc_program *init = NULL, *client_init = NULL;
+    fedc_program *init = NULL, *client_init = NULL, *warm = NULL;
     fedc_executor *ex = NULL;
     fedc_tensor_entry *e = NULL;
     fedc_status st = fedc__train_open_data(&t);
@@ -140,11 +146,11 @@ fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     t.alg = c->algorithm;
     if (!st) t.alg.max_steps = fedc__train_max_steps(&t);
     if (!st) st = fedc_algorithm_round(t.model, &t.alg, &t.round);
-    if (!st) st = check_inputs(t.round, fedc_algorithm_name(&t.alg));
+    if (!st) st = check_inputs(t.round, fedc_algorithm_name(&t.alg), false);
     char *domains = NULL;
     t.k = 1;
     if (!st) st = domains_text(&t, &domains);
-    if (!st) st = no_warm_start(&t);
+    if (!st) st = warm_start(&t, &warm);
     if (!st) st = server_init(&t, &init, &ex);
     if (!st) st = fedc_algorithm_client_init(t.model, &t.alg, &client_init);
     int n = st ? 0 : fedc_program_num_outputs(init);
@@ -155,11 +161,12 @@ fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     }
     fedc__plan_setting s[32];
     int ns = st ? 0 : settings(&t, s);
-    if (!st) st = fedc__plan_write(dir, t.round, client_init, domains, s, ns, e, n);
+    if (!st) st = fedc__plan_write(dir, t.round, client_init, warm, c->clients_per_round, domains, s, ns, e, n);
     fedc_free(e), fedc_free(domains);
     fedc_executor_destroy(ex);
     fedc_program_destroy(init);
     fedc_program_destroy(client_init);
+    fedc_program_destroy(warm);
     fedc__train_destroy(&t);
     return st;
 }
