@@ -1,6 +1,7 @@
 /*
  * Tests for the bytes a forward op saves for its derivative (plan_saved):
- * dropout's mask and max-pool's argmax. The fast kernels dropout_save /
+ * dropout's mask, max-pool's argmax and softmax cross-entropy's row max and sum
+ * (test_xent_kernels, test_executor_xent). The fast kernels dropout_save /
  * dropout_apply and max_pool2d_save / max_pool2d_grad_apply give the bits of
  * dropout and max_pool2d_grad (the reference's; ties, NaN and -0 included); the
  * executor has a dropout's later twins (same key value, rate and type: its
@@ -222,12 +223,121 @@ static void test_executor_pool(void) {
     fedc_executor_destroy(ref);
 }
 
+/* softmax_xent_save and softmax_xent_grad_apply give the bits of softmax_xent and
+ * softmax_xent_grad: rows of 1 to 10,004 classes (the 8-lane sums' tails), with and
+ * without weights, on 1 and 2 threads (blocks of rows), an infinite max, a NaN. */
+static void xent_case(int64_t rows, int64_t classes, bool weighted, int threads) {
+    size_t nz = (size_t)(rows * classes);
+    float *z = fedc_malloc(nz * sizeof *z), *want = fedc_malloc(nz * sizeof *z), *got = fedc_malloc(nz * sizeof *z);
+    float *w = fedc_malloc((size_t)rows * 6 * sizeof *w), *scale = w + rows, *loss = scale + rows, *gloss = loss + rows;
+    float *stats = gloss + rows;
+    int32_t *labels = fedc_malloc((size_t)rows * sizeof *labels);
+    if (!z || !want || !got || !w || !labels) goto done;
+    for (size_t i = 0; i < nz; i++) z[i] = 8.0f * uniform();
+    for (int64_t r = 0; r < rows; r++) w[r] = uniform(), scale[r] = uniform(), labels[r] = (int32_t)((r * 7919) % classes);
+    if (rows > 3) z[classes] = INFINITY, z[2 * classes + classes / 2] = NAN; /* rows 1 and 2 */
+    if (rows > 3) /* row 3 all -inf */
+        for (int64_t c = 0; c < classes; c++) z[3 * classes + c] = -INFINITY;
+    fedc_pool *pool = NULL;
+    if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
+    fedc_pool *outer = fedc__kernels_set_pool(pool);
+    CHECK_OK(F->softmax_xent(FEDC_F32, rows, classes, z, labels, weighted ? w : NULL, loss));
+    CHECK_OK(F->softmax_xent_grad(FEDC_F32, rows, classes, z, labels, scale, want));
+    CHECK_OK(F->softmax_xent_save(FEDC_F32, rows, classes, z, labels, weighted ? w : NULL, gloss, stats));
+    CHECK_OK(F->softmax_xent_grad_apply(FEDC_F32, rows, classes, z, labels, scale, stats, got));
+    CHECK_MSG(memcmp(loss, gloss, (size_t)rows * sizeof *loss) == 0, "softmax_xent_save %lld x %lld, %d threads: loss",
+              (long long)rows, (long long)classes, threads);
+    CHECK_MSG(memcmp(want, got, nz * sizeof *got) == 0, "softmax_xent_grad_apply %lld x %lld, %d threads: gradient",
+              (long long)rows, (long long)classes, threads);
+    fedc__kernels_set_pool(outer);
+    fedc_pool_destroy(pool);
+done:
+    fedc_free(z), fedc_free(want), fedc_free(got), fedc_free(w), fedc_free(labels);
+}
+
+static void test_xent_kernels(void) {
+    const int64_t shapes[][2] = {{1, 1}, {5, 7}, {40, 8}, {17, 1003}, {37, 10004}};
+    for (int si = 0; si < FEDC_COUNT_OF(shapes); si++)
+        for (int threads = 1; threads <= 2; threads++) {
+            xent_case(shapes[si][0], shapes[si][1], false, threads);
+            xent_case(shapes[si][0], shapes[si][1], true, threads);
+        }
+    double zd[2] = {1, 2}, ld[1];
+    float zf[2] = {1, 2}, lf[1], st[2];
+    int32_t good[1] = {1}, bad[1] = {2};
+    CHECK_ERR(F->softmax_xent_save(FEDC_F64, 1, 2, zd, good, NULL, ld, st), FEDC_EINVAL, "f32");
+    CHECK_ERR(F->softmax_xent_grad_apply(FEDC_F64, 1, 2, zd, good, zd, st, ld), FEDC_EINVAL, "f32");
+    CHECK_ERR(F->softmax_xent_save(FEDC_F32, 1, 2, zf, bad, NULL, lf, st), FEDC_ERANGE, "softmax_xent_save");
+    CHECK_ERR(F->softmax_xent_grad_apply(FEDC_F32, 1, 2, zf, bad, zf, st, lf), FEDC_ERANGE, "softmax_xent_grad_apply");
+    CHECK(R->softmax_xent_save == NULL && R->softmax_xent_grad_apply == NULL);
+}
+
+/* loss = softmax_xent(z, labels, w) and its gradient for a scale (ids 0, 1: they
+ * share logits and labels), a temporary placed while the stats are pending, and a
+ * gradient of other logits (id 2: computes its own). Outputs against the fast
+ * kernels called one by one. */
+enum { XR = 6, XC = 1003 };
+
+static fedc_executor *xent_run(fedc_value ids[3], const float *z, const int32_t *labels, const float *w) {
+    fedc_program *p = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    if (!p) return NULL;
+    fedc_value zv = fedc_input(p, "z", TY(FEDC_F32, 2, 3, XC)), lv = fedc_input(p, "labels", TY(FEDC_I32, 2, 3));
+    fedc_value wv = fedc_input(p, "w", TY(FEDC_F32, 2, 3));
+    ids[0] = fedc_softmax_cross_entropy(p, zv, lv, wv);
+    CHECK_OK(fedc_program_output(p, "loss", fedc_add(p, ids[0], ids[0])));
+    fedc_value t = fedc_add(p, wv, wv);
+    CHECK_OK(fedc_program_output(p, "t", fedc_add(p, t, t)));
+    ids[1] = fedc_softmax_cross_entropy_grad(p, zv, lv, t);
+    ids[2] = fedc_softmax_cross_entropy_grad(p, fedc_add(p, zv, zv), lv, wv);
+    CHECK_OK(fedc_program_output(p, "dz", ids[1]));
+    CHECK_OK(fedc_program_output(p, "dz2", ids[2]));
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.threads = 2};
+    CHECK_OK(fedc_executor_create(&ex, p, &o));
+    fedc_program_destroy(p);
+    if (!ex) return NULL;
+    CHECK_OK(fedc_executor_bind(ex, "z", z));
+    CHECK_OK(fedc_executor_bind(ex, "labels", labels));
+    CHECK_OK(fedc_executor_bind(ex, "w", w));
+    CHECK_OK(fedc_executor_run(ex));
+    return ex;
+}
+
+static void test_executor_xent(void) {
+    static float z[XR * XC], z2[XR * XC], w[XR], t[XR], loss[XR], dz[XR * XC], dz2[XR * XC];
+    static int32_t labels[XR];
+    for (int i = 0; i < XR * XC; i++) z[i] = 4.0f * uniform(), z2[i] = z[i] + z[i];
+    for (int r = 0; r < XR; r++) w[r] = uniform(), t[r] = w[r] + w[r], labels[r] = (r * 331) % XC;
+    fedc_value ids[3];
+    fedc_executor *ex = xent_run(ids, z, labels, w);
+    if (!ex) return;
+    CHECK(ex->plan[ids[0]].saved == ids[0] && ex->plan[ids[1]].saved == ids[0] && ex->plan[ids[2]].saved == FEDC_NONE);
+    CHECK_OK(F->softmax_xent(FEDC_F32, XR, XC, z, labels, w, loss));
+    for (int r = 0; r < XR; r++) loss[r] += loss[r];
+    CHECK_OK(F->softmax_xent_grad(FEDC_F32, XR, XC, z, labels, t, dz));
+    CHECK_OK(F->softmax_xent_grad(FEDC_F32, XR, XC, z2, labels, w, dz2));
+    const char *names[3] = {"loss", "dz", "dz2"};
+    const float *want[3] = {loss, dz, dz2};
+    const size_t bytes[3] = {sizeof loss, sizeof dz, sizeof dz2};
+    for (int i = 0; i < 3; i++) {
+        const void *got = NULL;
+        fedc_type ty;
+        CHECK_OK(fedc_executor_output(ex, names[i], &got, &ty));
+        CHECK_MSG(got && memcmp(got, want[i], bytes[i]) == 0, "%s: saved stats and the kernels one by one differ",
+                  names[i]);
+    }
+    fedc_executor_destroy(ex);
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"kernels", test_kernels},
         {"executor_twins", test_executor_twins},
         {"pool_kernels", test_pool_kernels},
         {"executor_pool", test_executor_pool},
+        {"xent_kernels", test_xent_kernels},
+        {"executor_xent", test_executor_xent},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

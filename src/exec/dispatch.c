@@ -291,8 +291,21 @@ static fedc_status run_DROPOUT(const fedc__step *s) {
                          fedc__attr_float(s->n, FEDC_ATTR_RATE, 0), s->out);
 }
 
+/* The loss saving its rows' max and sum, or its gradient reading them. */
+static fedc_status run_xent_saved(const fedc__step *s, float *stats) {
+    const fedc_type *logits = in_type(s, 0);
+    int64_t classes = logits->dims[logits->rank - 1];
+    if (s->n->op == FEDC_OP_SOFTMAX_XENT)
+        return s->k->softmax_xent_save(logits->dtype, out_count(s), classes, s->in[0], s->in[1],
+                                       s->n->nin == 3 ? s->in[2] : NULL, s->out, stats);
+    return s->k->softmax_xent_grad_apply(logits->dtype, out_count(s) / (classes ? classes : 1), classes, s->in[0],
+                                         s->in[1], s->in[2], stats, s->out);
+}
+
 fedc_status fedc__step_run_saved(const fedc__step *s, uint8_t *bytes, bool save) {
     fedc_dtype dt = s->n->type.dtype;
+    if (s->n->op == FEDC_OP_SOFTMAX_XENT || s->n->op == FEDC_OP_SOFTMAX_XENT_GRAD)
+        return run_xent_saved(s, (float *)(void *)bytes); /* at a multiple of 64 in the block: float-aligned */
     if (s->n->op == FEDC_OP_MAX_POOL2D) {
         fedc__pool_geom g = pool_geom(s->n, in_type(s, 0), &s->n->type);
         return s->k->max_pool2d_save(dt, &g, s->in[0], s->out, bytes);

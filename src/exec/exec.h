@@ -30,10 +30,11 @@ fedc_status fedc__step_run(const fedc__step *s);
  * chain's max_pool2d node, or NULL): s->out is where the chain's last value goes. */
 fedc_status fedc__step_run_conv_epilogue(const fedc__step *s, const void *bias, int relu, const fedc__node *pool);
 
-/* Runs node s with saved bytes (a byte per element of the saving node's value):
- * save, s writes them (a dropout its mask, a max_pool2d its argmax: the kernels'
- * dropout_save, max_pool2d_save); otherwise s reads what an earlier node saved
- * (dropout_apply on the same mask, max_pool2d_grad_apply). */
+/* Runs node s with saved bytes (fedc__saved_bytes of the saving node): save, s
+ * writes them (a dropout its mask, a max_pool2d its argmax, a softmax_xent its
+ * rows' max and sum: the kernels' dropout_save, max_pool2d_save,
+ * softmax_xent_save); otherwise s reads what an earlier node saved (dropout_apply
+ * on the same mask, max_pool2d_grad_apply, softmax_xent_grad_apply). */
 fedc_status fedc__step_run_saved(const fedc__step *s, uint8_t *bytes, bool save);
 
 /* Runs a 2-D matmul node s with the kernels' matmul_sub_scaled: s->out = w -

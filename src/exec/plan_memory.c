@@ -176,7 +176,7 @@ fedc_status fedc__plan_memory(fedc_executor *ex) {
             ex->unplanned_bytes += fedc__round_up(fedc__value_bytes(ex, out));
         }
         if (ex->plan[step].saved == step) { /* its saved bytes, owned by p->n + step */
-            size_t bytes = (size_t)fedc_type_count(&p->nodes[step].type);
+            size_t bytes = fedc__saved_bytes(p, step);
             ex->plan[step].saved_offset = place(&pl, p->n + step, bytes);
             ex->unplanned_bytes += fedc__round_up(bytes ? bytes : 1);
         }
