@@ -165,6 +165,12 @@ fedc_status fedc__step_run_matmul_sub_scaled(const fedc__step *s, const void *w,
                                    s->out);
 }
 
+fedc_status fedc__step_run_matmul_bias(const fedc__step *s, const void *bias, void *act) {
+    matmul_shape sh = matmul_shape_of(s);
+    return s->k->matmul_bias(s->n->type.dtype, sh.batch * sh.m, sh.n, sh.k, sh.ta, sh.tb, s->in[0], s->in[1], bias,
+                             s->out, act);
+}
+
 static fedc_status run_GATHER(const fedc__step *s) {
     const fedc_type *table = in_type(s, 0);
     int64_t width = fedc_type_count(table) / (table->dims[0] ? table->dims[0] : 1);

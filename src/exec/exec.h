@@ -37,6 +37,11 @@ fedc_status fedc__step_run_conv_epilogue(const fedc__step *s, const void *bias, 
  * on the same mask, max_pool2d_grad_apply, softmax_xent_grad_apply). */
 fedc_status fedc__step_run_saved(const fedc__step *s, uint8_t *bytes, bool save);
 
+/* Runs a matmul node s that is one product (a 2-D b; a 2-D a or a batched,
+ * untransposed one) with the kernels' matmul_bias: s->out = the product + bias,
+ * and act = gelu(s->out) unless act is NULL (executor.c, plan_epilogues). */
+fedc_status fedc__step_run_matmul_bias(const fedc__step *s, const void *bias, void *act);
+
 /* Runs a 2-D matmul node s with the kernels' matmul_sub_scaled: s->out = w -
  * scale * (the product), an SGD step on a weight gradient (executor.c, plan_pairs). */
 fedc_status fedc__step_run_matmul_sub_scaled(const fedc__step *s, const void *w, const void *scale);

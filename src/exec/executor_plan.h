@@ -19,11 +19,14 @@
 typedef enum mem_kind { MEM_NONE, MEM_BOUND, MEM_CONSTANT, MEM_BLOCK, MEM_ALIAS, MEM_STREAMED } mem_kind;
 
 /* A conv2d node that runs with an epilogue (kernels' conv2d_bias_relu): it writes
- * `out`, the last value of its chain conv2d -> add(bias) [-> relu] [-> max_pool2d]. */
+ * `out`, the last value of its chain conv2d -> add(bias) [-> relu] [-> max_pool2d];
+ * or a matmul node (kernels' matmul_bias) that writes `out`, its add(bias), and
+ * `act`, a gelu of that add, when set. */
 typedef struct epilogue {
     fedc_value out; /* FEDC_NONE: the node heads no chain */
     fedc_value bias;
     int relu, pool; /* pool: out is a max_pool2d */
+    fedc_value act; /* a matmul's: the gelu it writes too, or FEDC_NONE */
 } epilogue;
 
 typedef struct value_plan {

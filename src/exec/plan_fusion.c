@@ -30,40 +30,89 @@ static bool plain(const fedc_executor *ex, fedc_value v) {
     return ex->plan[v].kind == MEM_BLOCK && ex->plan[v].def == v && ex->p->nodes[v].type.placement == FEDC_LOCAL;
 }
 
-/* Finds the chains conv2d -> add(y, bias [o]) [-> relu] [-> max_pool2d] whose
- * intermediate values only the next link reads, and runs each as one conv2d with an
- * epilogue that adds the bias, applies the relu and pools while each chunk of
- * output is in cache: the same bits, one pass over the activations instead of four. The intermediate values get no
- * memory; the chain's last value is placed when the conv2d runs (its def), so it
- * never overlaps the conv2d's operands. Only with kernels that have the epilogue. */
-fedc_status fedc__plan_epilogues(fedc_executor *ex) {
+/* The add(v, bias) that only reads v's value, with bias [v's last dim] computed
+ * before v, or FEDC_NONE. */
+static fedc_value bias_add(const fedc_executor *ex, fedc_value v) {
     const fedc_program *p = ex->p;
-    for (int v = 0; ex->k->conv2d_bias_relu && v < p->n; v++) {
-        const fedc__node *n = &p->nodes[v];
-        fedc_value add = n->op == FEDC_OP_CONV2D && plain(ex, v) ? sole_reader(p, v) : FEDC_NONE;
-        if (add == FEDC_NONE || (n->type.dtype != FEDC_F32 && n->type.dtype != FEDC_F64)) continue;
-        const fedc__node *a = &p->nodes[add];
-        if (a->op != FEDC_OP_ADD || a->in[0] != v || a->in[1] >= v || !plain(ex, add) || !same_type(&a->type, &n->type))
-            continue;
-        const fedc_type *b = &p->nodes[a->in[1]].type;
-        if (b->rank != 1 || b->dims[0] != n->type.dims[3] || b->dtype != n->type.dtype || b->placement != FEDC_LOCAL)
-            continue;
-        fedc_value relu = sole_reader(p, add), out = add, pool;
-        if (relu != FEDC_NONE && p->nodes[relu].op == FEDC_OP_RELU && plain(ex, relu)) out = relu;
-        pool = sole_reader(p, out);
-        if (pool == FEDC_NONE || p->nodes[pool].op != FEDC_OP_MAX_POOL2D || !plain(ex, pool)) pool = FEDC_NONE;
-        if (!ex->epi) {
-            if (!(ex->epi = fedc_malloc((size_t)p->n * sizeof *ex->epi)))
-                return fedc_error(FEDC_ENOMEM, "executor: out of memory");
-            for (int u = 0; u < p->n; u++) ex->epi[u] = (epilogue){FEDC_NONE, FEDC_NONE, 0, 0};
-        }
-        ex->epi[v] = (epilogue){pool != FEDC_NONE ? pool : out, a->in[1], out == relu, pool != FEDC_NONE};
-        ex->plan[v].kind = MEM_NONE;
-        if (out == relu) ex->plan[add].kind = MEM_NONE;
-        if (pool != FEDC_NONE) ex->plan[out].kind = MEM_NONE, out = pool;
-        ex->plan[out].def = v;
-    }
+    const fedc__node *n = &p->nodes[v];
+    fedc_value add = plain(ex, v) ? sole_reader(p, v) : FEDC_NONE;
+    if (add == FEDC_NONE || (n->type.dtype != FEDC_F32 && n->type.dtype != FEDC_F64)) return FEDC_NONE;
+    const fedc__node *a = &p->nodes[add];
+    if (a->op != FEDC_OP_ADD || a->in[0] != v || a->in[1] >= v || !plain(ex, add) || !same_type(&a->type, &n->type))
+        return FEDC_NONE;
+    const fedc_type *b = &p->nodes[a->in[1]].type;
+    bool ok = b->rank == 1 && b->dims[0] == n->type.dims[n->type.rank - 1] && b->dtype == n->type.dtype &&
+              b->placement == FEDC_LOCAL;
+    return ok ? add : FEDC_NONE;
+}
+
+static fedc_status epilogues_alloc(fedc_executor *ex) {
+    if (ex->epi) return FEDC_OK;
+    if (!(ex->epi = fedc_malloc((size_t)ex->p->n * sizeof *ex->epi))) return fedc_error(FEDC_ENOMEM, "executor: out of memory");
+    for (int u = 0; u < ex->p->n; u++) ex->epi[u] = (epilogue){FEDC_NONE, FEDC_NONE, 0, 0, FEDC_NONE};
     return FEDC_OK;
+}
+
+/* conv2d -> add(y, bias [o]) [-> relu] [-> max_pool2d]: the chain's last value is
+ * placed when the conv2d runs (its def), so it never overlaps the conv2d's operands. */
+static fedc_status conv_epilogue(fedc_executor *ex, fedc_value v) {
+    const fedc_program *p = ex->p;
+    fedc_value add = bias_add(ex, v);
+    if (add == FEDC_NONE) return FEDC_OK;
+    fedc_value relu = sole_reader(p, add), out = add, pool;
+    if (relu != FEDC_NONE && p->nodes[relu].op == FEDC_OP_RELU && plain(ex, relu)) out = relu;
+    pool = sole_reader(p, out);
+    if (pool == FEDC_NONE || p->nodes[pool].op != FEDC_OP_MAX_POOL2D || !plain(ex, pool)) pool = FEDC_NONE;
+    fedc_status st = epilogues_alloc(ex);
+    if (st) return st;
+    ex->epi[v] = (epilogue){pool != FEDC_NONE ? pool : out, p->nodes[add].in[1], out == relu, pool != FEDC_NONE,
+                            FEDC_NONE};
+    ex->plan[v].kind = MEM_NONE;
+    if (out == relu) ex->plan[add].kind = MEM_NONE;
+    if (pool != FEDC_NONE) ex->plan[out].kind = MEM_NONE, out = pool;
+    ex->plan[out].def = v;
+    return FEDC_OK;
+}
+
+/* One product of matmul's 2-D b: a 2-D a, or a batched untransposed a (one tall
+ * product). */
+static bool one_product(const fedc_program *p, const fedc__node *n) {
+    const fedc_type *a = &p->nodes[n->in[0]].type, *b = &p->nodes[n->in[1]].type;
+    return b->rank == 2 && (a->rank == 2 || (a->rank > 2 && !fedc__attr_int(n, FEDC_ATTR_TRANSPOSE_A, 0)));
+}
+
+/* matmul -> add(y, bias [n]) [, gelu(that add)]: the add's value (which a gelu's
+ * derivative may read too) and the first gelu of it are both placed when the
+ * matmul runs; the product gets no memory. */
+static fedc_status matmul_epilogue(fedc_executor *ex, fedc_value v) {
+    const fedc_program *p = ex->p;
+    fedc_value add = one_product(p, &p->nodes[v]) ? bias_add(ex, v) : FEDC_NONE, act = FEDC_NONE;
+    if (add == FEDC_NONE) return FEDC_OK;
+    for (fedc_value u = add + 1; act == FEDC_NONE && u < p->n; u++)
+        if (p->nodes[u].op == FEDC_OP_GELU && p->nodes[u].in[0] == add && plain(ex, u)) act = u;
+    fedc_status st = epilogues_alloc(ex);
+    if (st) return st;
+    ex->epi[v] = (epilogue){add, p->nodes[add].in[1], 0, 0, act};
+    ex->plan[v].kind = MEM_NONE;
+    ex->plan[add].def = v;
+    if (act != FEDC_NONE) ex->plan[act].def = v;
+    return FEDC_OK;
+}
+
+/* Finds the chains of a conv2d or a matmul with its bias (conv2d: then relu and
+ * max-pool) whose intermediate values only the next link reads, and runs each as
+ * one kernel with an epilogue that adds the bias, applies the activation (and
+ * pools) while each chunk of output is in cache: the same bits, one pass over the
+ * activations instead of two to four. The intermediate values get no memory.
+ * Only with kernels that have the epilogue. */
+fedc_status fedc__plan_epilogues(fedc_executor *ex) {
+    fedc_status st = FEDC_OK;
+    for (int v = 0; !st && v < ex->p->n; v++) {
+        fedc__op op = ex->p->nodes[v].op;
+        if (op == FEDC_OP_CONV2D && ex->k->conv2d_bias_relu) st = conv_epilogue(ex, v);
+        if (op == FEDC_OP_MATMUL && ex->k->matmul_bias) st = matmul_epilogue(ex, v);
+    }
+    return st;
 }
 
 /* ---------------------------------------------------------------- pairs -- */

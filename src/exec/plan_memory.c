@@ -170,8 +170,9 @@ fedc_status fedc__plan_memory(fedc_executor *ex) {
             ex->plan[v].offset = place(&pl, v, bytes);
             ex->unplanned_bytes += fedc__round_up(bytes ? bytes : 1);
         }
-        fedc_value out = ex->epi ? ex->epi[step].out : FEDC_NONE; /* written by this conv2d */
-        if (out != FEDC_NONE) {
+        for (int i = 0; ex->epi && i < 2; i++) { /* written by this conv2d or matmul */
+            fedc_value out = i ? ex->epi[step].act : ex->epi[step].out;
+            if (out == FEDC_NONE) continue;
             ex->plan[out].offset = place(&pl, out, fedc__value_bytes(ex, out));
             ex->unplanned_bytes += fedc__round_up(fedc__value_bytes(ex, out));
         }
