@@ -1,7 +1,8 @@
 /*
  * Tests for the bytes a forward op saves for its derivative (plan_saved):
- * dropout's mask, max-pool's argmax and softmax cross-entropy's row max and sum
- * (test_xent_kernels, test_executor_xent). The fast kernels dropout_save /
+ * dropout's mask, max-pool's argmax, softmax cross-entropy's row max and sum
+ * (test_xent_kernels, test_executor_xent) and attention's softmax weights
+ * (test_attention_kernels, test_executor_attention). The fast kernels dropout_save /
  * dropout_apply and max_pool2d_save / max_pool2d_grad_apply give the bits of
  * dropout and max_pool2d_grad (the reference's; ties, NaN and -0 included); the
  * executor has a dropout's later twins (same key value, rate and type: its
@@ -272,6 +273,19 @@ static void test_xent_kernels(void) {
     CHECK(R->softmax_xent_save == NULL && R->softmax_xent_grad_apply == NULL);
 }
 
+/* Outputs names[i] of ex have the bits of want[i] (bytes[i] bytes): the saved
+ * path against the kernels called one by one. */
+static void check_outputs(const fedc_executor *ex, int n, const char *const *names, const float *const *want,
+                          const size_t *bytes) {
+    for (int i = 0; i < n; i++) {
+        const void *got = NULL;
+        fedc_type ty;
+        CHECK_OK(fedc_executor_output(ex, names[i], &got, &ty));
+        CHECK_MSG(got && memcmp(got, want[i], bytes[i]) == 0, "%s: the saved path and the kernels one by one differ",
+                  names[i]);
+    }
+}
+
 /* loss = softmax_xent(z, labels, w) and its gradient for a scale (ids 0, 1: they
  * share logits and labels), a temporary placed while the stats are pending, and a
  * gradient of other logits (id 2: computes its own). Outputs against the fast
@@ -317,16 +331,99 @@ static void test_executor_xent(void) {
     for (int r = 0; r < XR; r++) loss[r] += loss[r];
     CHECK_OK(F->softmax_xent_grad(FEDC_F32, XR, XC, z, labels, t, dz));
     CHECK_OK(F->softmax_xent_grad(FEDC_F32, XR, XC, z2, labels, w, dz2));
-    const char *names[3] = {"loss", "dz", "dz2"};
-    const float *want[3] = {loss, dz, dz2};
-    const size_t bytes[3] = {sizeof loss, sizeof dz, sizeof dz2};
-    for (int i = 0; i < 3; i++) {
-        const void *got = NULL;
-        fedc_type ty;
-        CHECK_OK(fedc_executor_output(ex, names[i], &got, &ty));
-        CHECK_MSG(got && memcmp(got, want[i], bytes[i]) == 0, "%s: saved stats and the kernels one by one differ",
-                  names[i]);
+    check_outputs(ex, 3, (const char *[]){"loss", "dz", "dz2"}, (const float *[]){loss, dz, dz2},
+                  (size_t[]){sizeof loss, sizeof dz, sizeof dz2});
+    fedc_executor_destroy(ex);
+}
+
+/* causal_attention_save and causal_attention_grad_apply give the bits of
+ * causal_attention and causal_attention_grad: sequences shorter than, equal to and
+ * past the 32-row blocks, one and several heads, on 1 and 2 threads. */
+static void attention_case(const fedc__attn_geom *g, int threads) {
+    int64_t nqkv = g->batch * g->seq * 3 * g->heads * g->head_dim, ny = nqkv / 3;
+    size_t scratch_bytes = F->attention_scratch(FEDC_F32, g);
+    float *qkv = fedc_malloc((size_t)nqkv * sizeof *qkv), *dy = fedc_malloc((size_t)ny * sizeof *dy);
+    float *y = fedc_malloc((size_t)ny * sizeof *y), *gy = fedc_malloc((size_t)ny * sizeof *gy);
+    float *dq = fedc_malloc((size_t)nqkv * sizeof *dq), *gdq = fedc_malloc((size_t)nqkv * sizeof *gdq);
+    float *probs = fedc_malloc((size_t)(g->batch * g->heads * g->seq * g->seq) * sizeof *probs);
+    void *scratch = fedc_malloc(scratch_bytes);
+    if (!qkv || !dy || !y || !gy || !dq || !gdq || !probs || !scratch) goto done;
+    for (int64_t i = 0; i < nqkv; i++) qkv[i] = 2.0f * uniform();
+    for (int64_t i = 0; i < ny; i++) dy[i] = uniform();
+    fedc_pool *pool = NULL;
+    if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
+    fedc_pool *outer = fedc__kernels_set_pool(pool);
+    CHECK_OK(F->causal_attention(FEDC_F32, g, qkv, y, scratch));
+    CHECK_OK(F->causal_attention_grad(FEDC_F32, g, qkv, dy, dq, scratch));
+    memset(scratch, 0xFF, scratch_bytes); /* the saved path must not read what the plain one left there */
+    CHECK_OK(F->causal_attention_save(FEDC_F32, g, qkv, gy, scratch, probs));
+    memset(scratch, 0xFF, scratch_bytes);
+    CHECK_OK(F->causal_attention_grad_apply(FEDC_F32, g, qkv, dy, gdq, scratch, probs));
+    CHECK_MSG(memcmp(y, gy, (size_t)ny * sizeof *y) == 0, "causal_attention_save seq %lld heads %lld, %d threads",
+              (long long)g->seq, (long long)g->heads, threads);
+    CHECK_MSG(memcmp(dq, gdq, (size_t)nqkv * sizeof *dq) == 0,
+              "causal_attention_grad_apply seq %lld heads %lld, %d threads", (long long)g->seq, (long long)g->heads,
+              threads);
+    fedc__kernels_set_pool(outer);
+    fedc_pool_destroy(pool);
+done:
+    fedc_free(qkv), fedc_free(dy), fedc_free(y), fedc_free(gy), fedc_free(dq), fedc_free(gdq), fedc_free(probs);
+    fedc_free(scratch);
+}
+
+static void test_attention_kernels(void) {
+    const fedc__attn_geom geoms[] = {{1, 1, 1, 4}, {2, 7, 3, 8}, {3, 32, 2, 16}, {2, 70, 4, 16}, {1, 128, 1, 64}};
+    for (int gi = 0; gi < FEDC_COUNT_OF(geoms); gi++)
+        for (int threads = 1; threads <= 2; threads++) attention_case(&geoms[gi], threads);
+    double qd[12] = {0}, yd[4];
+    float pf[1];
+    fedc__attn_geom one = {1, 1, 1, 4};
+    CHECK_ERR(F->causal_attention_save(FEDC_F64, &one, qd, yd, NULL, pf), FEDC_EINVAL, "f32");
+    CHECK_ERR(F->causal_attention_grad_apply(FEDC_F64, &one, qd, yd, qd, NULL, pf), FEDC_EINVAL, "f32");
+    CHECK(R->causal_attention_save == NULL && R->causal_attention_grad_apply == NULL);
+}
+
+/* y = causal_attention(qkv, 2 heads) and its gradient (ids 0, 1), a temporary
+ * placed while the weights are pending, and a gradient with 4 heads (id 2: not
+ * what was saved, computes its own). Outputs against the kernels one by one. */
+enum { AB = 2, AT = 45, AC = 16 };
+
+static void test_executor_attention(void) {
+    static float qkv[AB * AT * 3 * AC], dy[AB * AT * AC], y[AB * AT * AC], dq[AB * AT * 3 * AC], dq4[AB * AT * 3 * AC];
+    for (int i = 0; i < FEDC_COUNT_OF(qkv); i++) qkv[i] = 2.0f * uniform();
+    for (int i = 0; i < FEDC_COUNT_OF(dy); i++) dy[i] = uniform();
+    fedc_program *p = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    if (!p) return;
+    fedc_value qv = fedc_input(p, "qkv", TY(FEDC_F32, AB, AT, 3 * AC)), dv = fedc_input(p, "dy", TY(FEDC_F32, AB, AT, AC));
+    fedc_value ids[3] = {fedc_causal_attention(p, qv, 2)};
+    CHECK_OK(fedc_program_output(p, "y", fedc_add(p, ids[0], ids[0])));
+    fedc_value t = fedc_add(p, dv, dv);
+    CHECK_OK(fedc_program_output(p, "t", fedc_add(p, t, t)));
+    ids[1] = fedc_causal_attention_grad(p, qv, dv, 2);
+    ids[2] = fedc_causal_attention_grad(p, qv, dv, 4);
+    CHECK_OK(fedc_program_output(p, "dq", ids[1]));
+    CHECK_OK(fedc_program_output(p, "dq4", ids[2]));
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.threads = 2};
+    CHECK_OK(fedc_executor_create(&ex, p, &o));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    CHECK_OK(fedc_executor_bind(ex, "qkv", qkv));
+    CHECK_OK(fedc_executor_bind(ex, "dy", dy));
+    CHECK_OK(fedc_executor_run(ex));
+    CHECK(ex->plan[ids[0]].saved == ids[0] && ex->plan[ids[1]].saved == ids[0] && ex->plan[ids[2]].saved == FEDC_NONE);
+    fedc__attn_geom g2 = {AB, AT, 2, AC / 2}, g4 = {AB, AT, 4, AC / 4};
+    void *scratch = fedc_malloc(F->attention_scratch(FEDC_F32, &g2) + F->attention_scratch(FEDC_F32, &g4));
+    if (scratch) {
+        CHECK_OK(F->causal_attention(FEDC_F32, &g2, qkv, y, scratch));
+        for (int i = 0; i < FEDC_COUNT_OF(y); i++) y[i] += y[i];
+        CHECK_OK(F->causal_attention_grad(FEDC_F32, &g2, qkv, dy, dq, scratch));
+        CHECK_OK(F->causal_attention_grad(FEDC_F32, &g4, qkv, dy, dq4, scratch));
+        check_outputs(ex, 3, (const char *[]){"y", "dq", "dq4"}, (const float *[]){y, dq, dq4},
+                      (size_t[]){sizeof y, sizeof dq, sizeof dq4});
     }
+    fedc_free(scratch);
     fedc_executor_destroy(ex);
 }
 
@@ -338,6 +435,8 @@ int main(int argc, char **argv) {
         {"executor_pool", test_executor_pool},
         {"xent_kernels", test_xent_kernels},
         {"executor_xent", test_executor_xent},
+        {"attention_kernels", test_attention_kernels},
+        {"executor_attention", test_executor_attention},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

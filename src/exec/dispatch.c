@@ -297,6 +297,21 @@ static fedc_status run_DROPOUT(const fedc__step *s) {
                          fedc__attr_float(s->n, FEDC_ATTR_RATE, 0), s->out);
 }
 
+static fedc__attn_geom attn_geom(const fedc_program *p, const fedc__node *n) {
+    const fedc_type *qkv = &p->nodes[n->in[0]].type;
+    int64_t heads = fedc__attr_int(n, FEDC_ATTR_HEADS, 1);
+    fedc__attn_geom g = {qkv->dims[0], qkv->dims[1], heads, qkv->dims[2] / (3 * heads)};
+    return g;
+}
+
+/* Attention saving its heads' softmax weights, or its gradient reading them. */
+static fedc_status run_attention_saved(const fedc__step *s, float *probs) {
+    fedc__attn_geom g = attn_geom(s->p, s->n);
+    if (s->n->op == FEDC_OP_CAUSAL_ATTENTION)
+        return s->k->causal_attention_save(s->n->type.dtype, &g, s->in[0], s->out, s->scratch, probs);
+    return s->k->causal_attention_grad_apply(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch, probs);
+}
+
 /* The loss saving its rows' max and sum, or its gradient reading them. */
 static fedc_status run_xent_saved(const fedc__step *s, float *stats) {
     const fedc_type *logits = in_type(s, 0);
@@ -310,8 +325,10 @@ static fedc_status run_xent_saved(const fedc__step *s, float *stats) {
 
 fedc_status fedc__step_run_saved(const fedc__step *s, uint8_t *bytes, bool save) {
     fedc_dtype dt = s->n->type.dtype;
-    if (s->n->op == FEDC_OP_SOFTMAX_XENT || s->n->op == FEDC_OP_SOFTMAX_XENT_GRAD)
-        return run_xent_saved(s, (float *)(void *)bytes); /* at a multiple of 64 in the block: float-aligned */
+    float *floats = (float *)(void *)bytes; /* at a multiple of 64 in the block: float-aligned */
+    if (s->n->op == FEDC_OP_SOFTMAX_XENT || s->n->op == FEDC_OP_SOFTMAX_XENT_GRAD) return run_xent_saved(s, floats);
+    if (s->n->op == FEDC_OP_CAUSAL_ATTENTION || s->n->op == FEDC_OP_CAUSAL_ATTENTION_GRAD)
+        return run_attention_saved(s, floats);
     if (s->n->op == FEDC_OP_MAX_POOL2D) {
         fedc__pool_geom g = pool_geom(s->n, in_type(s, 0), &s->n->type);
         return s->k->max_pool2d_save(dt, &g, s->in[0], s->out, bytes);
@@ -413,13 +430,6 @@ static fedc_status run_LAYER_NORM_PARAM_GRAD(const fedc__step *s) {
 }
 
 /* Both attention ops have qkv [batch, seq, 3 * heads * d] as operand 0. */
-static fedc__attn_geom attn_geom(const fedc_program *p, const fedc__node *n) {
-    const fedc_type *qkv = &p->nodes[n->in[0]].type;
-    int64_t heads = fedc__attr_int(n, FEDC_ATTR_HEADS, 1);
-    fedc__attn_geom g = {qkv->dims[0], qkv->dims[1], heads, qkv->dims[2] / (3 * heads)};
-    return g;
-}
-
 static fedc_status run_CAUSAL_ATTENTION(const fedc__step *s) {
     fedc__attn_geom g = attn_geom(s->p, s->n);
     return s->k->causal_attention(s->n->type.dtype, &g, s->in[0], s->out, s->scratch);

@@ -32,9 +32,10 @@ fedc_status fedc__step_run_conv_epilogue(const fedc__step *s, const void *bias, 
 
 /* Runs node s with saved bytes (fedc__saved_bytes of the saving node): save, s
  * writes them (a dropout its mask, a max_pool2d its argmax, a softmax_xent its
- * rows' max and sum: the kernels' dropout_save, max_pool2d_save,
- * softmax_xent_save); otherwise s reads what an earlier node saved (dropout_apply
- * on the same mask, max_pool2d_grad_apply, softmax_xent_grad_apply). */
+ * rows' max and sum, a causal_attention its softmax weights: the kernels'
+ * dropout_save, max_pool2d_save, softmax_xent_save, causal_attention_save);
+ * otherwise s reads what an earlier node saved (dropout_apply on the same mask,
+ * max_pool2d_grad_apply, softmax_xent_grad_apply, causal_attention_grad_apply). */
 fedc_status fedc__step_run_saved(const fedc__step *s, uint8_t *bytes, bool save);
 
 /* Runs a matmul node s that is one product (a 2-D b; a 2-D a or a batched,

@@ -100,7 +100,8 @@ size_t fedc__value_bytes(const fedc_executor *ex, fedc_value v);
 bool fedc__scalar_of(const fedc_program *p, fedc_value u, fedc_dtype dt);
 
 /* The bytes node v saves for its derivatives (plan_saved): one per element of its
- * value, or a softmax cross-entropy's two floats per row. */
+ * value, a softmax cross-entropy's two floats per row, or an attention's weights
+ * (a float per head, query and key). */
 size_t fedc__saved_bytes(const fedc_program *p, fedc_value v);
 
 /* The passes, in order: placement (every value's kind and stride), epilogues,

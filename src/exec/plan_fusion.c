@@ -194,11 +194,14 @@ static bool same_ints(const fedc__node *a, const fedc__node *b, fedc__attr_key k
 /* Whether u reads what v saves: a dropout with v's key value, rate and type (v's
  * derivative, the same dropout on the cotangent: vjp_DROPOUT), the gradient of
  * max-pool v (its x, geometry and a dy of v's type), or a softmax cross-entropy
- * gradient of v's logits and labels. */
+ * gradient of v's logits and labels, or an attention gradient of v's qkv and heads. */
 static bool reads_saved(const fedc_program *p, fedc_value v, fedc_value u) {
     const fedc__node *a = &p->nodes[v], *b = &p->nodes[u];
     if (a->op == FEDC_OP_SOFTMAX_XENT)
         return b->op == FEDC_OP_SOFTMAX_XENT_GRAD && b->in[0] == a->in[0] && b->in[1] == a->in[1];
+    if (a->op == FEDC_OP_CAUSAL_ATTENTION)
+        return b->op == FEDC_OP_CAUSAL_ATTENTION_GRAD && b->in[0] == a->in[0] &&
+               fedc__attr_int(b, FEDC_ATTR_HEADS, 1) == fedc__attr_int(a, FEDC_ATTR_HEADS, 1);
     if (a->op == FEDC_OP_DROPOUT)
         return b->op == FEDC_OP_DROPOUT && b->in[1] == a->in[1] && same_type(&b->type, &a->type) &&
                fedc__attr_float(b, FEDC_ATTR_RATE, 0) == fedc__attr_float(a, FEDC_ATTR_RATE, 0);
@@ -208,11 +211,13 @@ static bool reads_saved(const fedc_program *p, fedc_value v, fedc_value u) {
 
 /* A node that can save bytes for its derivatives: an f32 dropout of a rate in
  * [0, 1) (its mask), an f32 max_pool2d of a window of at most 255 (its argmax), an
- * f32 softmax cross-entropy (each row's max and sum of exponentials). */
+ * f32 softmax cross-entropy (each row's max and sum of exponentials), an f32
+ * causal attention (each head's softmax weights). */
 static bool can_save(const fedc_executor *ex, fedc_value v) {
     const fedc__node *n = &ex->p->nodes[v];
     if (n->type.dtype != FEDC_F32 || !plain(ex, v) || ex->plan[v].saved != FEDC_NONE) return false;
     if (n->op == FEDC_OP_SOFTMAX_XENT) return ex->k->softmax_xent_save && ex->k->softmax_xent_grad_apply;
+    if (n->op == FEDC_OP_CAUSAL_ATTENTION) return ex->k->causal_attention_save && ex->k->causal_attention_grad_apply;
     if (n->op == FEDC_OP_DROPOUT) {
         double rate = fedc__attr_float(n, FEDC_ATTR_RATE, 0);
         return ex->k->dropout_save && ex->k->dropout_apply && rate >= 0 && rate < 1;
@@ -224,18 +229,24 @@ static bool can_save(const fedc_executor *ex, fedc_value v) {
 }
 
 size_t fedc__saved_bytes(const fedc_program *p, fedc_value v) {
-    size_t count = (size_t)fedc_type_count(&p->nodes[v].type);
-    return p->nodes[v].op == FEDC_OP_SOFTMAX_XENT ? 2 * sizeof(float) * count : count;
+    const fedc__node *n = &p->nodes[v];
+    size_t count = (size_t)fedc_type_count(&n->type);
+    if (n->op == FEDC_OP_SOFTMAX_XENT) return 2 * sizeof(float) * count;
+    if (n->op != FEDC_OP_CAUSAL_ATTENTION) return count;
+    const fedc_type *qkv = &p->nodes[n->in[0]].type; /* [batch, seq, 3 width]: P is [batch, heads, seq, seq] */
+    int64_t heads = fedc__attr_int(n, FEDC_ATTR_HEADS, 1);
+    return (size_t)(qkv->dims[0] * heads) * (size_t)(qkv->dims[1] * qkv->dims[1]) * sizeof(float);
 }
 
 /* Finds the forward ops whose derivatives would compute again what the forward
  * knew: a dropout's mask (its derivative is the same dropout on the cotangent),
  * max-pool's argmax (its gradient finds each window's maximum again) and the
  * softmax cross-entropy's row maxima and sums (its gradient's first two passes over
- * the logits). The forward saves them (fedc__saved_bytes, in the block, from it to
+ * the logits) and attention's softmax weights (its gradient's first product and
+ * softmax per head). The forward saves them (fedc__saved_bytes, in the block, from it to
  * its last reader, plan_memory) and the derivatives read them: the same bits
- * without the Philox blocks, the second pass over the pool's input or the
- * gradient's max and scaling passes. Only with kernels that save them. */
+ * without the Philox blocks, the second pass over the pool's input, the loss
+ * gradient's max and scaling passes or attention's recomputed weights. Only with kernels that save them. */
 void fedc__plan_saved(fedc_executor *ex) {
     const fedc_program *p = ex->p;
     for (int v = 0; v < p->n; v++) {
