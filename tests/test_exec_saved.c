@@ -1,6 +1,8 @@
 /*
  * Tests for the bytes a forward op saves for its derivative (plan_saved):
- * dropout's mask and max-pool's argmax. The fast kernels dropout_save /
+ * dropout's mask, max-pool's argmax, softmax cross-entropy's row max and sum
+ * (test_xent_kernels, test_executor_xent) and attention's softmax weights
+ * (test_attention_kernels, test_executor_attention). The fast kernels dropout_save /
  * dropout_apply and max_pool2d_save / max_pool2d_grad_apply give the bits of
  * dropout and max_pool2d_grad (the reference's; ties, NaN and -0 included); the
  * executor has a dropout's later twins (same key value, rate and type: its
@@ -222,12 +224,219 @@ static void test_executor_pool(void) {
     fedc_executor_destroy(ref);
 }
 
+/* softmax_xent_save and softmax_xent_grad_apply give the bits of softmax_xent and
+ * softmax_xent_grad: rows of 1 to 10,004 classes (the 8-lane sums' tails), with and
+ * without weights, on 1 and 2 threads (blocks of rows), an infinite max, a NaN. */
+static void xent_case(int64_t rows, int64_t classes, bool weighted, int threads) {
+    size_t nz = (size_t)(rows * classes);
+    float *z = fedc_malloc(nz * sizeof *z), *want = fedc_malloc(nz * sizeof *z), *got = fedc_malloc(nz * sizeof *z);
+    float *w = fedc_malloc((size_t)rows * 6 * sizeof *w), *scale = w + rows, *loss = scale + rows, *gloss = loss + rows;
+    float *stats = gloss + rows;
+    int32_t *labels = fedc_malloc((size_t)rows * sizeof *labels);
+    if (!z || !want || !got || !w || !labels) goto done;
+    for (size_t i = 0; i < nz; i++) z[i] = 8.0f * uniform();
+    for (int64_t r = 0; r < rows; r++) w[r] = uniform(), scale[r] = uniform(), labels[r] = (int32_t)((r * 7919) % classes);
+    if (rows > 3) z[classes] = INFINITY, z[2 * classes + classes / 2] = NAN; /* rows 1 and 2 */
+    if (rows > 3) /* row 3 all -inf */
+        for (int64_t c = 0; c < classes; c++) z[3 * classes + c] = -INFINITY;
+    fedc_pool *pool = NULL;
+    if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
+    fedc_pool *outer = fedc__kernels_set_pool(pool);
+    CHECK_OK(F->softmax_xent(FEDC_F32, rows, classes, z, labels, weighted ? w : NULL, loss));
+    CHECK_OK(F->softmax_xent_grad(FEDC_F32, rows, classes, z, labels, scale, want));
+    CHECK_OK(F->softmax_xent_save(FEDC_F32, rows, classes, z, labels, weighted ? w : NULL, gloss, stats));
+    CHECK_OK(F->softmax_xent_grad_apply(FEDC_F32, rows, classes, z, labels, scale, stats, got));
+    CHECK_MSG(memcmp(loss, gloss, (size_t)rows * sizeof *loss) == 0, "softmax_xent_save %lld x %lld, %d threads: loss",
+              (long long)rows, (long long)classes, threads);
+    CHECK_MSG(memcmp(want, got, nz * sizeof *got) == 0, "softmax_xent_grad_apply %lld x %lld, %d threads: gradient",
+              (long long)rows, (long long)classes, threads);
+    fedc__kernels_set_pool(outer);
+    fedc_pool_destroy(pool);
+done:
+    fedc_free(z), fedc_free(want), fedc_free(got), fedc_free(w), fedc_free(labels);
+}
+
+static void test_xent_kernels(void) {
+    const int64_t shapes[][2] = {{1, 1}, {5, 7}, {40, 8}, {17, 1003}, {37, 10004}};
+    for (int si = 0; si < FEDC_COUNT_OF(shapes); si++)
+        for (int threads = 1; threads <= 2; threads++) {
+            xent_case(shapes[si][0], shapes[si][1], false, threads);
+            xent_case(shapes[si][0], shapes[si][1], true, threads);
+        }
+    double zd[2] = {1, 2}, ld[1];
+    float zf[2] = {1, 2}, lf[1], st[2];
+    int32_t good[1] = {1}, bad[1] = {2};
+    CHECK_ERR(F->softmax_xent_save(FEDC_F64, 1, 2, zd, good, NULL, ld, st), FEDC_EINVAL, "f32");
+    CHECK_ERR(F->softmax_xent_grad_apply(FEDC_F64, 1, 2, zd, good, zd, st, ld), FEDC_EINVAL, "f32");
+    CHECK_ERR(F->softmax_xent_save(FEDC_F32, 1, 2, zf, bad, NULL, lf, st), FEDC_ERANGE, "softmax_xent_save");
+    CHECK_ERR(F->softmax_xent_grad_apply(FEDC_F32, 1, 2, zf, bad, zf, st, lf), FEDC_ERANGE, "softmax_xent_grad_apply");
+    CHECK(R->softmax_xent_save == NULL && R->softmax_xent_grad_apply == NULL);
+}
+
+/* Outputs names[i] of ex have the bits of want[i] (bytes[i] bytes): the saved
+ * path against the kernels called one by one. */
+static void check_outputs(const fedc_executor *ex, int n, const char *const *names, const float *const *want,
+                          const size_t *bytes) {
+    for (int i = 0; i < n; i++) {
+        const void *got = NULL;
+        fedc_type ty;
+        CHECK_OK(fedc_executor_output(ex, names[i], &got, &ty));
+        CHECK_MSG(got && memcmp(got, want[i], bytes[i]) == 0, "%s: the saved path and the kernels one by one differ",
+                  names[i]);
+    }
+}
+
+/* loss = softmax_xent(z, labels, w) and its gradient for a scale (ids 0, 1: they
+ * share logits and labels), a temporary placed while the stats are pending, and a
+ * gradient of other logits (id 2: computes its own). Outputs against the fast
+ * kernels called one by one. */
+enum { XR = 6, XC = 1003 };
+
+static fedc_executor *xent_run(fedc_value ids[3], const float *z, const int32_t *labels, const float *w) {
+    fedc_program *p = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    if (!p) return NULL;
+    fedc_value zv = fedc_input(p, "z", TY(FEDC_F32, 2, 3, XC)), lv = fedc_input(p, "labels", TY(FEDC_I32, 2, 3));
+    fedc_value wv = fedc_input(p, "w", TY(FEDC_F32, 2, 3));
+    ids[0] = fedc_softmax_cross_entropy(p, zv, lv, wv);
+    CHECK_OK(fedc_program_output(p, "loss", fedc_add(p, ids[0], ids[0])));
+    fedc_value t = fedc_add(p, wv, wv);
+    CHECK_OK(fedc_program_output(p, "t", fedc_add(p, t, t)));
+    ids[1] = fedc_softmax_cross_entropy_grad(p, zv, lv, t);
+    ids[2] = fedc_softmax_cross_entropy_grad(p, fedc_add(p, zv, zv), lv, wv);
+    CHECK_OK(fedc_program_output(p, "dz", ids[1]));
+    CHECK_OK(fedc_program_output(p, "dz2", ids[2]));
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.threads = 2};
+    CHECK_OK(fedc_executor_create(&ex, p, &o));
+    fedc_program_destroy(p);
+    if (!ex) return NULL;
+    CHECK_OK(fedc_executor_bind(ex, "z", z));
+    CHECK_OK(fedc_executor_bind(ex, "labels", labels));
+    CHECK_OK(fedc_executor_bind(ex, "w", w));
+    CHECK_OK(fedc_executor_run(ex));
+    return ex;
+}
+
+static void test_executor_xent(void) {
+    static float z[XR * XC], z2[XR * XC], w[XR], t[XR], loss[XR], dz[XR * XC], dz2[XR * XC];
+    static int32_t labels[XR];
+    for (int i = 0; i < XR * XC; i++) z[i] = 4.0f * uniform(), z2[i] = z[i] + z[i];
+    for (int r = 0; r < XR; r++) w[r] = uniform(), t[r] = w[r] + w[r], labels[r] = (r * 331) % XC;
+    fedc_value ids[3];
+    fedc_executor *ex = xent_run(ids, z, labels, w);
+    if (!ex) return;
+    CHECK(ex->plan[ids[0]].saved == ids[0] && ex->plan[ids[1]].saved == ids[0] && ex->plan[ids[2]].saved == FEDC_NONE);
+    CHECK_OK(F->softmax_xent(FEDC_F32, XR, XC, z, labels, w, loss));
+    for (int r = 0; r < XR; r++) loss[r] += loss[r];
+    CHECK_OK(F->softmax_xent_grad(FEDC_F32, XR, XC, z, labels, t, dz));
+    CHECK_OK(F->softmax_xent_grad(FEDC_F32, XR, XC, z2, labels, w, dz2));
+    check_outputs(ex, 3, (const char *[]){"loss", "dz", "dz2"}, (const float *[]){loss, dz, dz2},
+                  (size_t[]){sizeof loss, sizeof dz, sizeof dz2});
+    fedc_executor_destroy(ex);
+}
+
+/* causal_attention_save and causal_attention_grad_apply give the bits of
+ * causal_attention and causal_attention_grad: sequences shorter than, equal to and
+ * past the 32-row blocks, one and several heads, on 1 and 2 threads. */
+static void attention_case(const fedc__attn_geom *g, int threads) {
+    int64_t nqkv = g->batch * g->seq * 3 * g->heads * g->head_dim, ny = nqkv / 3;
+    size_t scratch_bytes = F->attention_scratch(FEDC_F32, g);
+    float *qkv = fedc_malloc((size_t)nqkv * sizeof *qkv), *dy = fedc_malloc((size_t)ny * sizeof *dy);
+    float *y = fedc_malloc((size_t)ny * sizeof *y), *gy = fedc_malloc((size_t)ny * sizeof *gy);
+    float *dq = fedc_malloc((size_t)nqkv * sizeof *dq), *gdq = fedc_malloc((size_t)nqkv * sizeof *gdq);
+    float *probs = fedc_malloc((size_t)(g->batch * g->heads * g->seq * g->seq) * sizeof *probs);
+    void *scratch = fedc_malloc(scratch_bytes);
+    if (!qkv || !dy || !y || !gy || !dq || !gdq || !probs || !scratch) goto done;
+    for (int64_t i = 0; i < nqkv; i++) qkv[i] = 2.0f * uniform();
+    for (int64_t i = 0; i < ny; i++) dy[i] = uniform();
+    fedc_pool *pool = NULL;
+    if (threads > 1) CHECK_OK(fedc_pool_create(&pool, threads));
+    fedc_pool *outer = fedc__kernels_set_pool(pool);
+    CHECK_OK(F->causal_attention(FEDC_F32, g, qkv, y, scratch));
+    CHECK_OK(F->causal_attention_grad(FEDC_F32, g, qkv, dy, dq, scratch));
+    memset(scratch, 0xFF, scratch_bytes); /* the saved path must not read what the plain one left there */
+    CHECK_OK(F->causal_attention_save(FEDC_F32, g, qkv, gy, scratch, probs));
+    memset(scratch, 0xFF, scratch_bytes);
+    CHECK_OK(F->causal_attention_grad_apply(FEDC_F32, g, qkv, dy, gdq, scratch, probs));
+    CHECK_MSG(memcmp(y, gy, (size_t)ny * sizeof *y) == 0, "causal_attention_save seq %lld heads %lld, %d threads",
+              (long long)g->seq, (long long)g->heads, threads);
+    CHECK_MSG(memcmp(dq, gdq, (size_t)nqkv * sizeof *dq) == 0,
+              "causal_attention_grad_apply seq %lld heads %lld, %d threads", (long long)g->seq, (long long)g->heads,
+              threads);
+    fedc__kernels_set_pool(outer);
+    fedc_pool_destroy(pool);
+done:
+    fedc_free(qkv), fedc_free(dy), fedc_free(y), fedc_free(gy), fedc_free(dq), fedc_free(gdq), fedc_free(probs);
+    fedc_free(scratch);
+}
+
+static void test_attention_kernels(void) {
+    const fedc__attn_geom geoms[] = {{1, 1, 1, 4}, {2, 7, 3, 8}, {3, 32, 2, 16}, {2, 70, 4, 16}, {1, 128, 1, 64}};
+    for (int gi = 0; gi < FEDC_COUNT_OF(geoms); gi++)
+        for (int threads = 1; threads <= 2; threads++) attention_case(&geoms[gi], threads);
+    double qd[12] = {0}, yd[4];
+    float pf[1];
+    fedc__attn_geom one = {1, 1, 1, 4};
+    CHECK_ERR(F->causal_attention_save(FEDC_F64, &one, qd, yd, NULL, pf), FEDC_EINVAL, "f32");
+    CHECK_ERR(F->causal_attention_grad_apply(FEDC_F64, &one, qd, yd, qd, NULL, pf), FEDC_EINVAL, "f32");
+    CHECK(R->causal_attention_save == NULL && R->causal_attention_grad_apply == NULL);
+}
+
+/* y = causal_attention(qkv, 2 heads) and its gradient (ids 0, 1), a temporary
+ * placed while the weights are pending, and a gradient with 4 heads (id 2: not
+ * what was saved, computes its own). Outputs against the kernels one by one. */
+enum { AB = 2, AT = 45, AC = 16 };
+
+static void test_executor_attention(void) {
+    static float qkv[AB * AT * 3 * AC], dy[AB * AT * AC], y[AB * AT * AC], dq[AB * AT * 3 * AC], dq4[AB * AT * 3 * AC];
+    for (int i = 0; i < FEDC_COUNT_OF(qkv); i++) qkv[i] = 2.0f * uniform();
+    for (int i = 0; i < FEDC_COUNT_OF(dy); i++) dy[i] = uniform();
+    fedc_program *p = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    if (!p) return;
+    fedc_value qv = fedc_input(p, "qkv", TY(FEDC_F32, AB, AT, 3 * AC)), dv = fedc_input(p, "dy", TY(FEDC_F32, AB, AT, AC));
+    fedc_value ids[3] = {fedc_causal_attention(p, qv, 2)};
+    CHECK_OK(fedc_program_output(p, "y", fedc_add(p, ids[0], ids[0])));
+    fedc_value t = fedc_add(p, dv, dv);
+    CHECK_OK(fedc_program_output(p, "t", fedc_add(p, t, t)));
+    ids[1] = fedc_causal_attention_grad(p, qv, dv, 2);
+    ids[2] = fedc_causal_attention_grad(p, qv, dv, 4);
+    CHECK_OK(fedc_program_output(p, "dq", ids[1]));
+    CHECK_OK(fedc_program_output(p, "dq4", ids[2]));
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.threads = 2};
+    CHECK_OK(fedc_executor_create(&ex, p, &o));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    CHECK_OK(fedc_executor_bind(ex, "qkv", qkv));
+    CHECK_OK(fedc_executor_bind(ex, "dy", dy));
+    CHECK_OK(fedc_executor_run(ex));
+    CHECK(ex->plan[ids[0]].saved == ids[0] && ex->plan[ids[1]].saved == ids[0] && ex->plan[ids[2]].saved == FEDC_NONE);
+    fedc__attn_geom g2 = {AB, AT, 2, AC / 2}, g4 = {AB, AT, 4, AC / 4};
+    void *scratch = fedc_malloc(F->attention_scratch(FEDC_F32, &g2) + F->attention_scratch(FEDC_F32, &g4));
+    if (scratch) {
+        CHECK_OK(F->causal_attention(FEDC_F32, &g2, qkv, y, scratch));
+        for (int i = 0; i < FEDC_COUNT_OF(y); i++) y[i] += y[i];
+        CHECK_OK(F->causal_attention_grad(FEDC_F32, &g2, qkv, dy, dq, scratch));
+        CHECK_OK(F->causal_attention_grad(FEDC_F32, &g4, qkv, dy, dq4, scratch));
+        check_outputs(ex, 3, (const char *[]){"y", "dq", "dq4"}, (const float *[]){y, dq, dq4},
+                      (size_t[]){sizeof y, sizeof dq, sizeof dq4});
+    }
+    fedc_free(scratch);
+    fedc_executor_destroy(ex);
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"kernels", test_kernels},
         {"executor_twins", test_executor_twins},
         {"pool_kernels", test_pool_kernels},
         {"executor_pool", test_executor_pool},
+        {"xent_kernels", test_xent_kernels},
+        {"executor_xent", test_executor_xent},
+        {"attention_kernels", test_attention_kernels},
+        {"executor_attention", test_executor_attention},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

@@ -165,6 +165,12 @@ fedc_status fedc__step_run_matmul_sub_scaled(const fedc__step *s, const void *w,
                                    s->out);
 }
 
+fedc_status fedc__step_run_matmul_bias(const fedc__step *s, const void *bias, void *act) {
+    matmul_shape sh = matmul_shape_of(s);
+    return s->k->matmul_bias(s->n->type.dtype, sh.batch * sh.m, sh.n, sh.k, sh.ta, sh.tb, s->in[0], s->in[1], bias,
+                             s->out, act);
+}
+
 static fedc_status run_GATHER(const fedc__step *s) {
     const fedc_type *table = in_type(s, 0);
     int64_t width = fedc_type_count(table) / (table->dims[0] ? table->dims[0] : 1);
@@ -291,8 +297,38 @@ static fedc_status run_DROPOUT(const fedc__step *s) {
                          fedc__attr_float(s->n, FEDC_ATTR_RATE, 0), s->out);
 }
 
+static fedc__attn_geom attn_geom(const fedc_program *p, const fedc__node *n) {
+    const fedc_type *qkv = &p->nodes[n->in[0]].type;
+    int64_t heads = fedc__attr_int(n, FEDC_ATTR_HEADS, 1);
+    fedc__attn_geom g = {qkv->dims[0], qkv->dims[1], heads, qkv->dims[2] / (3 * heads)};
+    return g;
+}
+
+/* Attention saving its heads' softmax weights, or its gradient reading them. */
+static fedc_status run_attention_saved(const fedc__step *s, float *probs) {
+    fedc__attn_geom g = attn_geom(s->p, s->n);
+    if (s->n->op == FEDC_OP_CAUSAL_ATTENTION)
+        return s->k->causal_attention_save(s->n->type.dtype, &g, s->in[0], s->out, s->scratch, probs);
+    return s->k->causal_attention_grad_apply(s->n->type.dtype, &g, s->in[0], s->in[1], s->out, s->scratch, probs);
+}
+
+/* The loss saving its rows' max and sum, or its gradient reading them. */
+static fedc_status run_xent_saved(const fedc__step *s, float *stats) {
+    const fedc_type *logits = in_type(s, 0);
+    int64_t classes = logits->dims[logits->rank - 1];
+    if (s->n->op == FEDC_OP_SOFTMAX_XENT)
+        return s->k->softmax_xent_save(logits->dtype, out_count(s), classes, s->in[0], s->in[1],
+                                       s->n->nin == 3 ? s->in[2] : NULL, s->out, stats);
+    return s->k->softmax_xent_grad_apply(logits->dtype, out_count(s) / (classes ? classes : 1), classes, s->in[0],
+                                         s->in[1], s->in[2], stats, s->out);
+}
+
 fedc_status fedc__step_run_saved(const fedc__step *s, uint8_t *bytes, bool save) {
     fedc_dtype dt = s->n->type.dtype;
+    float *floats = (float *)(void *)bytes; /* at a multiple of 64 in the block: float-aligned */
+    if (s->n->op == FEDC_OP_SOFTMAX_XENT || s->n->op == FEDC_OP_SOFTMAX_XENT_GRAD) return run_xent_saved(s, floats);
+    if (s->n->op == FEDC_OP_CAUSAL_ATTENTION || s->n->op == FEDC_OP_CAUSAL_ATTENTION_GRAD)
+        return run_attention_saved(s, floats);
     if (s->n->op == FEDC_OP_MAX_POOL2D) {
         fedc__pool_geom g = pool_geom(s->n, in_type(s, 0), &s->n->type);
         return s->k->max_pool2d_save(dt, &g, s->in[0], s->out, bytes);
@@ -394,13 +430,6 @@ static fedc_status run_LAYER_NORM_PARAM_GRAD(const fedc__step *s) {
 }
 
 /* Both attention ops have qkv [batch, seq, 3 * heads * d] as operand 0. */
-static fedc__attn_geom attn_geom(const fedc_program *p, const fedc__node *n) {
-    const fedc_type *qkv = &p->nodes[n->in[0]].type;
-    int64_t heads = fedc__attr_int(n, FEDC_ATTR_HEADS, 1);
-    fedc__attn_geom g = {qkv->dims[0], qkv->dims[1], heads, qkv->dims[2] / (3 * heads)};
-    return g;
-}
-
 static fedc_status run_CAUSAL_ATTENTION(const fedc__step *s) {
     fedc__attn_geom g = attn_geom(s->p, s->n);
     return s->k->causal_attention(s->n->type.dtype, &g, s->in[0], s->out, s->scratch);

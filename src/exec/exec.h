@@ -30,11 +30,18 @@ fedc_status fedc__step_run(const fedc__step *s);
  * chain's max_pool2d node, or NULL): s->out is where the chain's last value goes. */
 fedc_status fedc__step_run_conv_epilogue(const fedc__step *s, const void *bias, int relu, const fedc__node *pool);
 
-/* Runs node s with saved bytes (a byte per element of the saving node's value):
- * save, s writes them (a dropout its mask, a max_pool2d its argmax: the kernels'
- * dropout_save, max_pool2d_save); otherwise s reads what an earlier node saved
- * (dropout_apply on the same mask, max_pool2d_grad_apply). */
+/* Runs node s with saved bytes (fedc__saved_bytes of the saving node): save, s
+ * writes them (a dropout its mask, a max_pool2d its argmax, a softmax_xent its
+ * rows' max and sum, a causal_attention its softmax weights: the kernels'
+ * dropout_save, max_pool2d_save, softmax_xent_save, causal_attention_save);
+ * otherwise s reads what an earlier node saved (dropout_apply on the same mask,
+ * max_pool2d_grad_apply, softmax_xent_grad_apply, causal_attention_grad_apply). */
 fedc_status fedc__step_run_saved(const fedc__step *s, uint8_t *bytes, bool save);
+
+/* Runs a matmul node s that is one product (a 2-D b; a 2-D a or a batched,
+ * untransposed one) with the kernels' matmul_bias: s->out = the product + bias,
+ * and act = gelu(s->out) unless act is NULL (executor.c, plan_epilogues). */
+fedc_status fedc__step_run_matmul_bias(const fedc__step *s, const void *bias, void *act);
 
 /* Runs a 2-D matmul node s with the kernels' matmul_sub_scaled: s->out = w -
  * scale * (the product), an SGD step on a weight gradient (executor.c, plan_pairs). */

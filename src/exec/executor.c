@@ -294,12 +294,15 @@ static fedc_status run_node(fedc_executor *ex, fedc_value v) {
     return st;
 }
 
-/* A conv2d heading an epilogue chain writes the chain's last value. */
+/* A conv2d heading an epilogue chain writes the chain's last value; a matmul its
+ * bias add's value (and a gelu of it). */
 static fedc_status run_epilogue(fedc_executor *ex, fedc_value v) {
     const epilogue *e = &ex->epi[v];
     gather_operands(ex, &ex->p->nodes[v]);
     fedc__step s = {ex->p, v, &ex->p->nodes[v], ex->k, written(ex, e->out), ex->operands,
                     ex->scratch, ex->clients, ex->strides, ex->dropped, NULL};
+    if (ex->p->nodes[v].op == FEDC_OP_MATMUL)
+        return fedc__step_run_matmul_bias(&s, value_memory(ex, e->bias), e->act != FEDC_NONE ? written(ex, e->act) : NULL);
     return fedc__step_run_conv_epilogue(&s, value_memory(ex, e->bias), e->relu, e->pool ? &ex->p->nodes[e->out] : NULL);
 }
 

@@ -19,11 +19,14 @@
 typedef enum mem_kind { MEM_NONE, MEM_BOUND, MEM_CONSTANT, MEM_BLOCK, MEM_ALIAS, MEM_STREAMED } mem_kind;
 
 /* A conv2d node that runs with an epilogue (kernels' conv2d_bias_relu): it writes
- * `out`, the last value of its chain conv2d -> add(bias) [-> relu] [-> max_pool2d]. */
+ * `out`, the last value of its chain conv2d -> add(bias) [-> relu] [-> max_pool2d];
+ * or a matmul node (kernels' matmul_bias) that writes `out`, its add(bias), and
+ * `act`, a gelu of that add, when set. */
 typedef struct epilogue {
     fedc_value out; /* FEDC_NONE: the node heads no chain */
     fedc_value bias;
     int relu, pool; /* pool: out is a max_pool2d */
+    fedc_value act; /* a matmul's: the gelu it writes too, or FEDC_NONE */
 } epilogue;
 
 typedef struct value_plan {
@@ -35,7 +38,7 @@ typedef struct value_plan {
     fedc_value pair;       /* the elementwise operand computed in this node's pass (plan_pairs), or FEDC_NONE */
     fedc_value product;    /* a pair's matmul computed in the same pass (plan_pairs), or FEDC_NONE */
     fedc_value saved;      /* the node whose saved bytes it reads (itself: it saves them; plan_saved), or FEDC_NONE */
-    size_t saved_offset;   /* a node that saves bytes (a byte per element of its value): where, in the block */
+    size_t saved_offset;   /* a node that saves bytes (fedc__saved_bytes): where, in the block */
 } value_plan;
 
 /* The per-node lists of a map or a fold (arguments, result memory, the fused
@@ -95,6 +98,11 @@ bool fedc__is_output(const fedc_program *p, fedc_value v);
 size_t fedc__value_bytes(const fedc_executor *ex, fedc_value v);
 /* u is one local element of dtype dt (a pair's scalar operand). */
 bool fedc__scalar_of(const fedc_program *p, fedc_value u, fedc_dtype dt);
+
+/* The bytes node v saves for its derivatives (plan_saved): one per element of its
+ * value, a softmax cross-entropy's two floats per row, or an attention's weights
+ * (a float per head, query and key). */
+size_t fedc__saved_bytes(const fedc_program *p, fedc_value v);
 
 /* The passes, in order: placement (every value's kind and stride), epilogues,
  * pairs and saved bytes (fusion), then memory (offsets, block and scratch sizes). */

@@ -30,40 +30,89 @@ static bool plain(const fedc_executor *ex, fedc_value v) {
     return ex->plan[v].kind == MEM_BLOCK && ex->plan[v].def == v && ex->p->nodes[v].type.placement == FEDC_LOCAL;
 }
 
-/* Finds the chains conv2d -> add(y, bias [o]) [-> relu] [-> max_pool2d] whose
- * intermediate values only the next link reads, and runs each as one conv2d with an
- * epilogue that adds the bias, applies the relu and pools while each chunk of
- * output is in cache: the same bits, one pass over the activations instead of four. The intermediate values get no
- * memory; the chain's last value is placed when the conv2d runs (its def), so it
- * never overlaps the conv2d's operands. Only with kernels that have the epilogue. */
-fedc_status fedc__plan_epilogues(fedc_executor *ex) {
+/* The add(v, bias) that only reads v's value, with bias [v's last dim] computed
+ * before v, or FEDC_NONE. */
+static fedc_value bias_add(const fedc_executor *ex, fedc_value v) {
     const fedc_program *p = ex->p;
-    for (int v = 0; ex->k->conv2d_bias_relu && v < p->n; v++) {
-        const fedc__node *n = &p->nodes[v];
-        fedc_value add = n->op == FEDC_OP_CONV2D && plain(ex, v) ? sole_reader(p, v) : FEDC_NONE;
-        if (add == FEDC_NONE || (n->type.dtype != FEDC_F32 && n->type.dtype != FEDC_F64)) continue;
-        const fedc__node *a = &p->nodes[add];
-        if (a->op != FEDC_OP_ADD || a->in[0] != v || a->in[1] >= v || !plain(ex, add) || !same_type(&a->type, &n->type))
-            continue;
-        const fedc_type *b = &p->nodes[a->in[1]].type;
-        if (b->rank != 1 || b->dims[0] != n->type.dims[3] || b->dtype != n->type.dtype || b->placement != FEDC_LOCAL)
-            continue;
-        fedc_value relu = sole_reader(p, add), out = add, pool;
-        if (relu != FEDC_NONE && p->nodes[relu].op == FEDC_OP_RELU && plain(ex, relu)) out = relu;
-        pool = sole_reader(p, out);
-        if (pool == FEDC_NONE || p->nodes[pool].op != FEDC_OP_MAX_POOL2D || !plain(ex, pool)) pool = FEDC_NONE;
-        if (!ex->epi) {
-            if (!(ex->epi = fedc_malloc((size_t)p->n * sizeof *ex->epi)))
-                return fedc_error(FEDC_ENOMEM, "executor: out of memory");
-            for (int u = 0; u < p->n; u++) ex->epi[u] = (epilogue){FEDC_NONE, FEDC_NONE, 0, 0};
-        }
-        ex->epi[v] = (epilogue){pool != FEDC_NONE ? pool : out, a->in[1], out == relu, pool != FEDC_NONE};
-        ex->plan[v].kind = MEM_NONE;
-        if (out == relu) ex->plan[add].kind = MEM_NONE;
-        if (pool != FEDC_NONE) ex->plan[out].kind = MEM_NONE, out = pool;
-        ex->plan[out].def = v;
-    }
+    const fedc__node *n = &p->nodes[v];
+    fedc_value add = plain(ex, v) ? sole_reader(p, v) : FEDC_NONE;
+    if (add == FEDC_NONE || (n->type.dtype != FEDC_F32 && n->type.dtype != FEDC_F64)) return FEDC_NONE;
+    const fedc__node *a = &p->nodes[add];
+    if (a->op != FEDC_OP_ADD || a->in[0] != v || a->in[1] >= v || !plain(ex, add) || !same_type(&a->type, &n->type))
+        return FEDC_NONE;
+    const fedc_type *b = &p->nodes[a->in[1]].type;
+    bool ok = b->rank == 1 && b->dims[0] == n->type.dims[n->type.rank - 1] && b->dtype == n->type.dtype &&
+              b->placement == FEDC_LOCAL;
+    return ok ? add : FEDC_NONE;
+}
+
+static fedc_status epilogues_alloc(fedc_executor *ex) {
+    if (ex->epi) return FEDC_OK;
+    if (!(ex->epi = fedc_malloc((size_t)ex->p->n * sizeof *ex->epi))) return fedc_error(FEDC_ENOMEM, "executor: out of memory");
+    for (int u = 0; u < ex->p->n; u++) ex->epi[u] = (epilogue){FEDC_NONE, FEDC_NONE, 0, 0, FEDC_NONE};
     return FEDC_OK;
+}
+
+/* conv2d -> add(y, bias [o]) [-> relu] [-> max_pool2d]: the chain's last value is
+ * placed when the conv2d runs (its def), so it never overlaps the conv2d's operands. */
+static fedc_status conv_epilogue(fedc_executor *ex, fedc_value v) {
+    const fedc_program *p = ex->p;
+    fedc_value add = bias_add(ex, v);
+    if (add == FEDC_NONE) return FEDC_OK;
+    fedc_value relu = sole_reader(p, add), out = add, pool;
+    if (relu != FEDC_NONE && p->nodes[relu].op == FEDC_OP_RELU && plain(ex, relu)) out = relu;
+    pool = sole_reader(p, out);
+    if (pool == FEDC_NONE || p->nodes[pool].op != FEDC_OP_MAX_POOL2D || !plain(ex, pool)) pool = FEDC_NONE;
+    fedc_status st = epilogues_alloc(ex);
+    if (st) return st;
+    ex->epi[v] = (epilogue){pool != FEDC_NONE ? pool : out, p->nodes[add].in[1], out == relu, pool != FEDC_NONE,
+                            FEDC_NONE};
+    ex->plan[v].kind = MEM_NONE;
+    if (out == relu) ex->plan[add].kind = MEM_NONE;
+    if (pool != FEDC_NONE) ex->plan[out].kind = MEM_NONE, out = pool;
+    ex->plan[out].def = v;
+    return FEDC_OK;
+}
+
+/* One product of matmul's 2-D b: a 2-D a, or a batched untransposed a (one tall
+ * product). */
+static bool one_product(const fedc_program *p, const fedc__node *n) {
+    const fedc_type *a = &p->nodes[n->in[0]].type, *b = &p->nodes[n->in[1]].type;
+    return b->rank == 2 && (a->rank == 2 || (a->rank > 2 && !fedc__attr_int(n, FEDC_ATTR_TRANSPOSE_A, 0)));
+}
+
+/* matmul -> add(y, bias [n]) [, gelu(that add)]: the add's value (which a gelu's
+ * derivative may read too) and the first gelu of it are both placed when the
+ * matmul runs; the product gets no memory. */
+static fedc_status matmul_epilogue(fedc_executor *ex, fedc_value v) {
+    const fedc_program *p = ex->p;
+    fedc_value add = one_product(p, &p->nodes[v]) ? bias_add(ex, v) : FEDC_NONE, act = FEDC_NONE;
+    if (add == FEDC_NONE) return FEDC_OK;
+    for (fedc_value u = add + 1; act == FEDC_NONE && u < p->n; u++)
+        if (p->nodes[u].op == FEDC_OP_GELU && p->nodes[u].in[0] == add && plain(ex, u)) act = u;
+    fedc_status st = epilogues_alloc(ex);
+    if (st) return st;
+    ex->epi[v] = (epilogue){add, p->nodes[add].in[1], 0, 0, act};
+    ex->plan[v].kind = MEM_NONE;
+    ex->plan[add].def = v;
+    if (act != FEDC_NONE) ex->plan[act].def = v;
+    return FEDC_OK;
+}
+
+/* Finds the chains of a conv2d or a matmul with its bias (conv2d: then relu and
+ * max-pool) whose intermediate values only the next link reads, and runs each as
+ * one kernel with an epilogue that adds the bias, applies the activation (and
+ * pools) while each chunk of output is in cache: the same bits, one pass over the
+ * activations instead of two to four. The intermediate values get no memory.
+ * Only with kernels that have the epilogue. */
+fedc_status fedc__plan_epilogues(fedc_executor *ex) {
+    fedc_status st = FEDC_OK;
+    for (int v = 0; !st && v < ex->p->n; v++) {
+        fedc__op op = ex->p->nodes[v].op;
+        if (op == FEDC_OP_CONV2D && ex->k->conv2d_bias_relu) st = conv_epilogue(ex, v);
+        if (op == FEDC_OP_MATMUL && ex->k->matmul_bias) st = matmul_epilogue(ex, v);
+    }
+    return st;
 }
 
 /* ---------------------------------------------------------------- pairs -- */
@@ -143,10 +192,16 @@ static bool same_ints(const fedc__node *a, const fedc__node *b, fedc__attr_key k
 }
 
 /* Whether u reads what v saves: a dropout with v's key value, rate and type (v's
- * derivative, the same dropout on the cotangent: vjp_DROPOUT), or the gradient of
- * max-pool v (its x, geometry and a dy of v's type). */
+ * derivative, the same dropout on the cotangent: vjp_DROPOUT), the gradient of
+ * max-pool v (its x, geometry and a dy of v's type), or a softmax cross-entropy
+ * gradient of v's logits and labels, or an attention gradient of v's qkv and heads. */
 static bool reads_saved(const fedc_program *p, fedc_value v, fedc_value u) {
     const fedc__node *a = &p->nodes[v], *b = &p->nodes[u];
+    if (a->op == FEDC_OP_SOFTMAX_XENT)
+        return b->op == FEDC_OP_SOFTMAX_XENT_GRAD && b->in[0] == a->in[0] && b->in[1] == a->in[1];
+    if (a->op == FEDC_OP_CAUSAL_ATTENTION)
+        return b->op == FEDC_OP_CAUSAL_ATTENTION_GRAD && b->in[0] == a->in[0] &&
+               fedc__attr_int(b, FEDC_ATTR_HEADS, 1) == fedc__attr_int(a, FEDC_ATTR_HEADS, 1);
     if (a->op == FEDC_OP_DROPOUT)
         return b->op == FEDC_OP_DROPOUT && b->in[1] == a->in[1] && same_type(&b->type, &a->type) &&
                fedc__attr_float(b, FEDC_ATTR_RATE, 0) == fedc__attr_float(a, FEDC_ATTR_RATE, 0);
@@ -155,10 +210,14 @@ static bool reads_saved(const fedc_program *p, fedc_value v, fedc_value u) {
 }
 
 /* A node that can save bytes for its derivatives: an f32 dropout of a rate in
- * [0, 1) (its mask), an f32 max_pool2d of a window of at most 255 (its argmax). */
+ * [0, 1) (its mask), an f32 max_pool2d of a window of at most 255 (its argmax), an
+ * f32 softmax cross-entropy (each row's max and sum of exponentials), an f32
+ * causal attention (each head's softmax weights). */
 static bool can_save(const fedc_executor *ex, fedc_value v) {
     const fedc__node *n = &ex->p->nodes[v];
     if (n->type.dtype != FEDC_F32 || !plain(ex, v) || ex->plan[v].saved != FEDC_NONE) return false;
+    if (n->op == FEDC_OP_SOFTMAX_XENT) return ex->k->softmax_xent_save && ex->k->softmax_xent_grad_apply;
+    if (n->op == FEDC_OP_CAUSAL_ATTENTION) return ex->k->causal_attention_save && ex->k->causal_attention_grad_apply;
     if (n->op == FEDC_OP_DROPOUT) {
         double rate = fedc__attr_float(n, FEDC_ATTR_RATE, 0);
         return ex->k->dropout_save && ex->k->dropout_apply && rate >= 0 && rate < 1;
@@ -169,13 +228,25 @@ static bool can_save(const fedc_executor *ex, fedc_value v) {
            window[0] * window[1] <= 255;
 }
 
+size_t fedc__saved_bytes(const fedc_program *p, fedc_value v) {
+    const fedc__node *n = &p->nodes[v];
+    size_t count = (size_t)fedc_type_count(&n->type);
+    if (n->op == FEDC_OP_SOFTMAX_XENT) return 2 * sizeof(float) * count;
+    if (n->op != FEDC_OP_CAUSAL_ATTENTION) return count;
+    const fedc_type *qkv = &p->nodes[n->in[0]].type; /* [batch, seq, 3 width]: P is [batch, heads, seq, seq] */
+    int64_t heads = fedc__attr_int(n, FEDC_ATTR_HEADS, 1);
+    return (size_t)(qkv->dims[0] * heads) * (size_t)(qkv->dims[1] * qkv->dims[1]) * sizeof(float);
+}
+
 /* Finds the forward ops whose derivatives would compute again what the forward
- * knew: a dropout's mask (its derivative is the same dropout on the cotangent) and
- * max-pool's argmax (its gradient finds each window's maximum again). The forward
- * saves a byte per element of its value (in the block, from it to its last
- * reader, plan_memory) and the derivatives read them: the same bits without the
- * Philox blocks or the second pass over the pool's input. Only with kernels that
- * save them. */
+ * knew: a dropout's mask (its derivative is the same dropout on the cotangent),
+ * max-pool's argmax (its gradient finds each window's maximum again) and the
+ * softmax cross-entropy's row maxima and sums (its gradient's first two passes over
+ * the logits) and attention's softmax weights (its gradient's first product and
+ * softmax per head). The forward saves them (fedc__saved_bytes, in the block, from it to
+ * its last reader, plan_memory) and the derivatives read them: the same bits
+ * without the Philox blocks, the second pass over the pool's input, the loss
+ * gradient's max and scaling passes or attention's recomputed weights. Only with kernels that save them. */
 void fedc__plan_saved(fedc_executor *ex) {
     const fedc_program *p = ex->p;
     for (int v = 0; v < p->n; v++) {

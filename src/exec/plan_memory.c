@@ -170,13 +170,14 @@ fedc_status fedc__plan_memory(fedc_executor *ex) {
             ex->plan[v].offset = place(&pl, v, bytes);
             ex->unplanned_bytes += fedc__round_up(bytes ? bytes : 1);
         }
-        fedc_value out = ex->epi ? ex->epi[step].out : FEDC_NONE; /* written by this conv2d */
-        if (out != FEDC_NONE) {
+        for (int i = 0; ex->epi && i < 2; i++) { /* written by this conv2d or matmul */
+            fedc_value out = i ? ex->epi[step].act : ex->epi[step].out;
+            if (out == FEDC_NONE) continue;
             ex->plan[out].offset = place(&pl, out, fedc__value_bytes(ex, out));
             ex->unplanned_bytes += fedc__round_up(fedc__value_bytes(ex, out));
         }
         if (ex->plan[step].saved == step) { /* its saved bytes, owned by p->n + step */
-            size_t bytes = (size_t)fedc_type_count(&p->nodes[step].type);
+            size_t bytes = fedc__saved_bytes(p, step);
             ex->plan[step].saved_offset = place(&pl, p->n + step, bytes);
             ex->unplanned_bytes += fedc__round_up(bytes ? bytes : 1);
         }

@@ -64,6 +64,11 @@ int fedc__rows_gemm_level(void);
 void fedc__rows_gemm_avx2(const fedc__gather_gemm *g);
 
 /* sub_scaled's loop on the calling thread alone (for work already cut into blocks). */
+/* fast_transformer.c, for fast_blas.c's matmul_bias: rows [rows, cols] of c (ld
+ * apart) get bias [cols] added, then (act not NULL, ld apart too) act = gelu(c),
+ * with the bits of the fast add and gelu, on the calling thread. */
+void fedc__fast_bias_gelu_rows(fedc_dtype dt, int64_t rows, int64_t cols, int64_t ld, const void *bias, void *c,
+                               void *act);
 void fedc__fast_sub_scaled_run(fedc_dtype dt, int64_t n, const void *w, const void *s, const void *g, void *out);
 
 #endif

@@ -15,6 +15,10 @@
  * diagonal blocks, whose entries above the diagonal are zeroed (exact: they add
  * zeros). f64 goes to the reference kernels.
  *
+ * The forward can keep every head's P for the backward, which then skips its
+ * first product and softmax (causal_attention_save, causal_attention_grad_apply:
+ * 2 MB a layer at the transformer's default shape).
+ *
  * The (batch, head) pairs fall into GROUPS fixed groups, each with its own scratch,
  * which run on the kernels' pool when there is one: a head is computed the same
  * way in any group, so the bits do not depend on threads. The softmax loops are
@@ -128,13 +132,19 @@ static void head_probs(const fedc__attn_geom *g, const float *q, const float *k,
     }
 }
 
-/* One run over the heads: forward (dy NULL) or backward. */
+/* One run over the heads: forward (dy NULL) or backward; with probs, the forward
+ * keeps each head's P there and the backward reads it. */
 typedef struct attn_job {
     const fedc__attn_geom *g;
     const float *qkv, *dy;
     float *out; /* y, or dqkv */
-    float *scratch;
+    float *scratch, *probs;
 } attn_job;
+
+/* Head (b, h)'s saved P. */
+static float *saved_probs(const attn_job *j, int64_t b, int64_t h) {
+    return j->probs + (size_t)(b * j->g->heads + h) * (size_t)(j->g->seq * j->g->seq);
+}
 
 static void head_forward(const attn_job *j, int64_t b, int64_t h, float *p) {
     const fedc__attn_geom *g = j->g;
@@ -142,6 +152,7 @@ static void head_forward(const attn_job *j, int64_t b, int64_t h, float *p) {
     int64_t c = g->heads * g->head_dim;
     const float *q = j->qkv + b * g->seq * 3 * c + h * hd;
     float *o = j->out + b * g->seq * c + h * hd;
+    if (j->probs) p = saved_probs(j, b, h);
     head_probs(g, q, q + c, p);
     for (int i0 = 0; i0 < t; i0 += BLOCK) { /* O[i0:i1] = P[i0:i1, 0:i1] V[0:i1] */
         int i1 = block_end(t, i0);
@@ -161,7 +172,8 @@ static void head_backward(const attn_job *j, int64_t b, int64_t h, float *p) {
     const float *q = j->qkv + b * g->seq * 3 * c + h * hd, *k = q + c, *v = q + 2 * c;
     const float *dout = j->dy + b * g->seq * c + h * hd;
     float *dq = j->out + b * g->seq * 3 * c + h * hd, *dk = dq + c, *dv = dq + 2 * c;
-    head_probs(g, q, k, p);
+    if (j->probs) p = saved_probs(j, b, h); /* the forward's P: written where head_probs writes, read only there */
+    else head_probs(g, q, k, p);
     for (int i0 = 0; i0 < t; i0 += BLOCK) {
         int i1 = block_end(t, i0);
         gemm(CblasNoTrans, CblasTrans, i1 - i0, i1, hd, 1.0f, dout + (size_t)i0 * c, (int)c, v, ld,
@@ -201,7 +213,7 @@ fedc_status fedc__fast_causal_attention(fedc_dtype dt, const fedc__attn_geom *g,
     fedc_status st = check_geom("causal_attention (fast)", g);
     if (st || g->seq == 0 || g->head_dim == 0) return st;
     fedc__kernels_init();
-    attn_job j = {g, qkv, NULL, y, scratch};
+    attn_job j = {g, qkv, NULL, y, scratch, NULL};
     fedc__kernels_parallel(GROUPS, group_task, &j);
     return FEDC_OK;
 }
@@ -212,7 +224,35 @@ fedc_status fedc__fast_causal_attention_grad(fedc_dtype dt, const fedc__attn_geo
     fedc_status st = check_geom("causal_attention_grad (fast)", g);
     if (st || g->seq == 0 || g->head_dim == 0) return st;
     fedc__kernels_init();
-    attn_job j = {g, qkv, dy, dqkv, scratch};
+    attn_job j = {g, qkv, dy, dqkv, scratch, NULL};
+    fedc__kernels_parallel(GROUPS, group_task, &j);
+    return FEDC_OK;
+}
+
+/* ------------------------------------------------------- saved weights -- */
+
+static fedc_status saved_args(const char *kernel, fedc_dtype dt, const fedc__attn_geom *g) {
+    if (dt != FEDC_F32)
+        return fedc_error(FEDC_EINVAL, "%s (fast): takes f32, not %s", kernel, fedc_dtype_name(dt));
+    return check_geom(kernel, g);
+}
+
+fedc_status fedc__fast_causal_attention_save(fedc_dtype dt, const fedc__attn_geom *g, const void *qkv, void *y,
+                                            void *scratch, float *probs) {
+    fedc_status st = saved_args("causal_attention_save", dt, g);
+    if (st || g->seq == 0 || g->head_dim == 0) return st;
+    fedc__kernels_init();
+    attn_job j = {g, qkv, NULL, y, scratch, probs};
+    fedc__kernels_parallel(GROUPS, group_task, &j);
+    return FEDC_OK;
+}
+
+fedc_status fedc__fast_causal_attention_grad_apply(fedc_dtype dt, const fedc__attn_geom *g, const void *qkv,
+                                                  const void *dy, void *dqkv, void *scratch, const float *probs) {
+    fedc_status st = saved_args("causal_attention_grad_apply", dt, g);
+    if (st || g->seq == 0 || g->head_dim == 0) return st;
+    fedc__kernels_init();
+    attn_job j = {g, qkv, dy, dqkv, scratch, (float *)probs};
     fedc__kernels_parallel(GROUPS, group_task, &j);
     return FEDC_OK;
 }

@@ -86,7 +86,8 @@ static int ld(int64_t v) { return v > 0 ? (int)v : 1; }
 
 /* One product c = op(a) @ op(b), where op(a) is [m, k], op(b) [k, n] and c
  * [m, n], all stored densely; with a minuend, then c = minuend - scale * c (an
- * SGD step on a weight gradient: matmul_sub_scaled). */
+ * SGD step on a weight gradient: matmul_sub_scaled); with a bias, c = c + bias
+ * and, with act, act = gelu(c) (matmul_bias). */
 typedef struct gemm_args {
     fedc_dtype dt;
     int64_t m, n, k;
@@ -94,6 +95,8 @@ typedef struct gemm_args {
     const void *a, *b;
     void *c;
     const void *minuend, *scale;
+    const void *bias;
+    void *act;
 } gemm_args;
 
 /* Products with a short side against an untransposed b run in
@@ -119,13 +122,10 @@ static int rows_gemm_block(const gemm_args *g, int64_t rows, int64_t cols, const
  * product it may compute directly, without packing. */
 #define DIRECT_MNK (28.0 * 512 * 512)
 
-static void gemm_block(const gemm_args *g, int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
-    size_t es = g->dt == FEDC_F32 ? sizeof(float) : sizeof(double), at = (size_t)(r0 * g->n + c0) * es;
-    const char *a = (const char *)g->a + (size_t)(g->ta ? r0 : r0 * g->k) * es;
-    const char *b = (const char *)g->b + (size_t)(g->tb ? c0 * g->k : c0) * es;
-    char *c = (char *)g->c + at;
-    const char *minuend = g->minuend ? (const char *)g->minuend + at : NULL;
-    if (rows_gemm_block(g, rows, cols, (const float *)a, (const float *)b, (float *)c, (const float *)minuend)) return;
+/* The block through BLAS: rows_gemm_block took no part of it. */
+static void blas_block(const gemm_args *g, int64_t rows, int64_t cols, const char *a, const char *b, char *c,
+                       const char *minuend) {
+    size_t es = g->dt == FEDC_F32 ? sizeof(float) : sizeof(double);
     enum CBLAS_TRANSPOSE opa = g->ta ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE opb = g->tb ? CblasTrans : CblasNoTrans;
     int lda = ld(g->ta ? g->m : g->k), ldb = ld(g->tb ? g->k : g->n), ldc = ld(g->n);
@@ -145,6 +145,19 @@ static void gemm_block(const gemm_args *g, int64_t r0, int64_t rows, int64_t c0,
     for (int64_t r = 0; minuend && r < rows; r++) /* the SGD step on the block's rows, in place */
         fedc__fast_sub_scaled_run(g->dt, cols, minuend + (size_t)(r * g->n) * es, g->scale,
                                  c + (size_t)(r * g->n) * es, c + (size_t)(r * g->n) * es);
+}
+
+static void gemm_block(const gemm_args *g, int64_t r0, int64_t rows, int64_t c0, int64_t cols) {
+    size_t es = g->dt == FEDC_F32 ? sizeof(float) : sizeof(double), at = (size_t)(r0 * g->n + c0) * es;
+    const char *a = (const char *)g->a + (size_t)(g->ta ? r0 : r0 * g->k) * es;
+    const char *b = (const char *)g->b + (size_t)(g->tb ? c0 * g->k : c0) * es;
+    char *c = (char *)g->c + at;
+    const char *minuend = g->minuend ? (const char *)g->minuend + at : NULL;
+    if (!rows_gemm_block(g, rows, cols, (const float *)a, (const float *)b, (float *)c, (const float *)minuend))
+        blas_block(g, rows, cols, a, b, c, minuend);
+    if (g->bias) /* the block's rows while they are in cache */
+        fedc__fast_bias_gelu_rows(g->dt, rows, cols, g->n, (const char *)g->bias + (size_t)c0 * es, c,
+                                  g->act ? (char *)g->act + at : NULL);
 }
 
 /* The blocks of a product: a product of at least BLOCK_FLOPS is cut along its
@@ -177,6 +190,7 @@ static void gemm_args_run(const gemm_args *g) {
     if (k == 0) {
         memset(g->c, 0, (size_t)(m * n) * es);
         if (g->minuend) fedc__fast_sub_scaled_run(g->dt, m * n, g->minuend, g->scale, g->c, g->c);
+        if (g->bias) fedc__fast_bias_gelu_rows(g->dt, m, n, n, g->bias, g->c, g->act);
         return;
     }
     gemm_split s = {*g, m > n, 0};
@@ -195,7 +209,7 @@ static void gemm_args_run(const gemm_args *g) {
 
 static void gemm1(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, const void *a,
                   const void *b, void *c) {
-    gemm_args_run(&(gemm_args){dt, m, n, k, ta, tb, a, b, c, NULL, NULL});
+    gemm_args_run(&(gemm_args){dt, m, n, k, ta, tb, a, b, c, NULL, NULL, NULL, NULL});
 }
 
 static fedc_status check_matmul(fedc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k) {
@@ -253,7 +267,19 @@ fedc_status fedc__fast_matmul_sub_scaled(fedc_dtype dt, int64_t m, int64_t n, in
     fedc_status st = check_matmul(dt, 1, m, n, k);
     if (st) return st;
     fedc__kernels_init();
-    gemm_args_run(&(gemm_args){dt, m, n, k, ta, tb, a, b, out, w, s});
+    gemm_args_run(&(gemm_args){dt, m, n, k, ta, tb, a, b, out, w, s, NULL, NULL});
+    return FEDC_OK;
+}
+
+/* c = op(a) @ op(b) + bias [, act = gelu(c)]: each block of the product gets its
+ * bias (and activation) as soon as BLAS has written it. Bits: matmul's, then add's
+ * and gelu's. */
+fedc_status fedc__fast_matmul_bias(fedc_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb, const void *a,
+                                  const void *b, const void *bias, void *c, void *act) {
+    fedc_status st = check_matmul(dt, 1, m, n, k);
+    if (st) return st;
+    fedc__kernels_init();
+    gemm_args_run(&(gemm_args){dt, m, n, k, ta, tb, a, b, c, NULL, NULL, bias, act});
     return FEDC_OK;
 }
 
@@ -274,7 +300,7 @@ double fedc__kernels_sgemm_gflops(int64_t n, int repeats) {
     float *b = a + count, *c = b + count;
     fill(a, n * n, 1.0f);
     fill(b, n * n, 0.5f);
-    gemm_args g = {FEDC_F32, n, n, n, 0, 0, a, b, c, NULL, NULL}; /* one GEMM, uncut: the one-thread peak */
+    gemm_args g = {FEDC_F32, n, n, n, 0, 0, a, b, c, NULL, NULL, NULL, NULL}; /* one GEMM, uncut: the one-thread peak */
     gemm_block(&g, 0, n, 0, n); /* warm caches and BLAS's buffers */
     double best = 0.0;
     for (int r = 0; r < repeats; r++) {

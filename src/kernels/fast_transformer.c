@@ -56,6 +56,36 @@ static void gelu_task(void *ctx, int64_t b, int worker) {
 
 static void run_gelu(gelu_job *j) { fedc__kernels_parallel((j->n + BLOCK - 1) / BLOCK, gelu_task, j); }
 
+/* c[j] += b[j] over a row, in the widest vectors the CPU has (an add: the same
+ * bits in any of them). */
+FEDC_FAST_INLINE void bias_span(int64_t n, const float *b, float *c) {
+    for (int64_t j = 0; j < n; j++) c[j] = c[j] + b[j];
+}
+static void bias_plain(int64_t n, const float *b, float *c) { bias_span(n, b, c); }
+FEDC_FAST_AVX2 static void bias_avx2(int64_t n, const float *b, float *c) { bias_span(n, b, c); }
+FEDC_FAST_AVX512 static void bias_avx512(int64_t n, const float *b, float *c) { bias_span(n, b, c); }
+
+/* Elementwise, so a row at a time gives the bits of the blocks above. */
+void fedc__fast_bias_gelu_rows(fedc_dtype dt, int64_t rows, int64_t cols, int64_t ld, const void *bias, void *c,
+                               void *act) {
+    for (int64_t r = 0; r < rows; r++) {
+        if (dt == FEDC_F32) {
+            float *cr = (float *)c + r * ld;
+            if (FEDC_FAST_HAS_AVX512()) bias_avx512(cols, bias, cr);
+            else if (FEDC_FAST_HAS_AVX2()) bias_avx2(cols, bias, cr);
+            else bias_plain(cols, bias, cr);
+            if (!act) continue;
+            gelu_job job = {cols, cr, NULL, (float *)act + r * ld};
+            for (int64_t blk = 0; blk * BLOCK < cols; blk++) gelu_task(&job, blk, 0);
+            continue;
+        }
+        double *cr = (double *)c + r * ld;
+        const double *b = bias;
+        for (int64_t j = 0; j < cols; j++) cr[j] = cr[j] + b[j];
+        if (act) fedc__ref_gelu(dt, cols, cr, (double *)act + r * ld);
+    }
+}
+
 fedc_status fedc__fast_gelu(fedc_dtype dt, int64_t n, const void *x, void *y) {
     if (dt != FEDC_F32) return fedc__ref_gelu(dt, n, x, y);
     gelu_job j = {n, x, NULL, y};
