@@ -346,6 +346,50 @@ static void test_conv_chunked(void) {
     }
 }
 
+/* Wherever the rows GEMM runs (AVX-512, or AVX2 + FMA since the AVX2 loop took
+ * the EMNIST CNN's second layer), its forward and filter gradient read the image
+ * in place: each output is the fmaf loop over the taps (over images and pixels
+ * for dw) in order, bit for bit, not a BLAS sum. FEDC_ROWS_GEMM=0 runs BLAS. */
+static void test_conv_in_place_bits(void) {
+    conv_case cc = {2, 26, 26, 32, 3, 3, 64, 1, 1, 0};
+    fedc__conv_geom g = conv_geom(&cc);
+    int64_t taps = g.kh * g.kw * g.c, pix = g.oh * g.ow;
+    int64_t nx = g.n * g.h * g.w * g.c, nw = taps * g.o, ny = g.n * pix * g.o;
+    float *x = random_array(FEDC_F32, nx, 1, 0), *w = random_array(FEDC_F32, nw, 1, 0);
+    float *dy = random_array(FEDC_F32, ny, 1, 0), *y = alloc_poison((size_t)ny * 4), *dw = alloc_poison((size_t)nw * 4);
+    void *scratch = alloc_poison(F->conv2d_scratch(&g, FEDC_F32));
+    CHECK_OK(F->conv2d(FEDC_F32, &g, x, w, y, scratch));
+    CHECK_OK(F->conv2d_filter_grad(FEDC_F32, &g, x, dy, dw, scratch));
+    int64_t wrong_y = 0, wrong_dw = 0;
+    for (int64_t b = 0; b < g.n; b++)
+        for (int64_t p = 0; p < pix; p++)
+            for (int64_t o = 0; o < g.o; o++) {
+                float v = 0.0f;
+                for (int64_t t = 0; t < taps; t++) {
+                    int64_t i = p / g.ow + t / (g.kw * g.c), j = p % g.ow + t / g.c % g.kw;
+                    v = fmaf(x[((b * g.h + i) * g.w + j) * g.c + t % g.c], w[t * g.o + o], v);
+                }
+                wrong_y += memcmp(&v, &y[(b * pix + p) * g.o + o], 4) != 0;
+            }
+    for (int64_t t = 0; t < taps; t++)
+        for (int64_t o = 0; o < g.o; o++) {
+            float v = 0.0f;
+            for (int64_t b = 0; b < g.n; b++)
+                for (int64_t p = 0; p < pix; p++) {
+                    int64_t i = p / g.ow + t / (g.kw * g.c), j = p % g.ow + t / g.c % g.kw;
+                    v = fmaf(x[((b * g.h + i) * g.w + j) * g.c + t % g.c], dy[(b * pix + p) * g.o + o], v);
+                }
+            wrong_dw += memcmp(&v, &dw[t * g.o + o], 4) != 0;
+        }
+    if (fedc__rows_gemm_level() > 0) { /* BLAS (FEDC_ROWS_GEMM=0) sums in its own order */
+        CHECK_MSG(wrong_y == 0, "conv2d layer 2: %lld of %lld outputs not the fmaf loop's bits", (long long)wrong_y,
+                  (long long)ny);
+        CHECK_MSG(wrong_dw == 0, "conv2d_filter_grad layer 2: %lld of %lld not the fmaf loop's bits",
+                  (long long)wrong_dw, (long long)nw);
+    }
+    fedc_free(x), fedc_free(w), fedc_free(dy), fedc_free(y), fedc_free(dw), fedc_free(scratch);
+}
+
 static void test_conv_errors(void) {
     conv_case cc = {1, 5, 5, 1, 3, 3, 1, 1, 1, 0};
     fedc__conv_geom g = conv_geom(&cc);
@@ -462,6 +506,7 @@ int main(int argc, char **argv) {
         {"gather_gemm", test_gather_gemm},
         {"conv", test_conv},
         {"conv_chunked", test_conv_chunked},
+        {"conv_in_place_bits", test_conv_in_place_bits},
         {"conv_errors", test_conv_errors},
         {"pool", test_pool},
         {"pool_edges", test_pool_edges},

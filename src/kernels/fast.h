@@ -18,7 +18,7 @@
 
 /* fast_conv_in_place.c, for fast_conv.c: whether a pass (forward and filter
  * gradient, or the input gradient) can read the image in place (f32, AVX-512 or
- * AVX2 for short patches, stride 1 for the input gradient), its scratch, and the passes. */
+ * AVX2 + FMA, stride 1 for the input gradient), its scratch, and the passes. */
 int fedc__conv_in_place_ok(const fedc__conv_geom *g, fedc_dtype dt, int input_grad);
 size_t fedc__conv_in_place_scratch(const fedc__conv_geom *g);
 fedc_status fedc__conv_forward_in_place(const fedc__conv_geom *g, const float *x, const float *w, const float *bias,

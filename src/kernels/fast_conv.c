@@ -14,9 +14,8 @@
  * kernels agree on it and results do not depend on anything but the inputs.
  * A 1x1, stride-1, unpadded convolution is already a GEMM on x and needs no cols.
  *
- * On AVX-512 machines f32 convolutions read the image in place instead, on AVX2
- * ones those with short patches (fast_conv_in_place.c); this file decides which
- * path runs.
+ * On AVX-512 and AVX2 + FMA machines f32 convolutions read the image in place
+ * instead (fast_conv_in_place.c); this file decides which path runs.
  */
 #include <cblas.h>
 #include <limits.h>

@@ -1,7 +1,7 @@
 /*
  * fast_conv_in_place.c — f32 convolutions that read the image in place, on
- * AVX-512 machines and, for short patches, AVX2 ones (fast_conv.c runs them
- * instead of im2col + BLAS). The rows
+ * AVX-512 machines and AVX2 + FMA ones (fast_conv.c runs them instead of
+ * im2col + BLAS). The rows
  * GEMM's gathered form (fedc__fast_gather_gemm) reads each patch where it lies in
  * the image through two offset tables, a pixel's corner and a tap's (kh, kw, c)
  * place from that corner:
@@ -55,21 +55,15 @@ static int frame_fits(const frame *f) {
     return f->top >= 0 && f->left >= 0 && f->h * f->w * f->c < INT32_MAX;
 }
 
-/* On AVX2 machines (the rows GEMM's 8-wide loop) only passes whose im2col rows
- * are at most this long run in place: a BLAS GEMM of depth 9 (the EMNIST CNN's
- * first layer, 3 x 3 x 1) spends its time packing, and the in-place forward and
- * filter gradient took 0.25 ms against BLAS's 1.1-1.3 ms (AMD EPYC, loaded). On
- * the second layer (depth 288) OpenBLAS's Zen kernel ran as fast as the AVX2
- * loop, and workload 1 as a whole no faster in place, so it keeps BLAS there. */
-enum { AVX2_MAX_TAPS = 32 };
-
-/* Which passes run in place: f32 with the rows GEMM (on AVX2, short taps only),
+/* Which passes run in place: f32 with the rows GEMM (AVX-512, or AVX2 + FMA),
  * offsets within int32; the input gradient only at stride 1 and when no output
- * pixel lies beyond the filter's reach of the image. */
+ * pixel lies beyond the filter's reach of the image. On AVX2 machines the
+ * second layer of the EMNIST CNN (depth 288) ran no faster in place until the
+ * AVX2 loop was trimmed to 22 instructions a k step (fast_rows_gemm_avx2.c):
+ * since then it runs in place there too, skipping im2col, OpenBLAS's packing
+ * and beta pass, and col2im (docs/benchmarks.md, profiles of workload 1). */
 int fedc__conv_in_place_ok(const fedc__conv_geom *g, fedc_dtype dt, int input_grad) {
     int level = fedc__rows_gemm_level();
-    int64_t taps = input_grad ? g->kh * g->kw * g->o : g->kh * g->kw * g->c;
-    if (level == 1 && taps > AVX2_MAX_TAPS) return 0;
     if (!level || dt != FEDC_F32 || g->kh * g->kw * (g->c + g->o) >= INT32_MAX) return 0;
     frame f = input_grad ? dy_frame(g) : x_frame(g);
     if (!input_grad) return frame_fits(&f);
