@@ -152,7 +152,8 @@ fedc__byte_sink fedc__memory_sink_of(fedc__memory_sink *m) { return (fedc__byte_
 fedc_status fedc_safetensors_encode(const fedc_tensor_entry *tensors, int n, const fedc_metadata_entry *metadata,
                                     int nmeta, void **out, size_t *size) {
     fedc__memory_sink o = {0};
-    fedc_status st = fedc__safetensors_encode_into(tensors, n, metadata, nmeta, &(fedc__byte_sink){memory_begin, memory_put, &o});
+    fedc__byte_sink sink = fedc__memory_sink_of(&o);
+    fedc_status st = fedc__safetensors_encode_into(tensors, n, metadata, nmeta, &sink);
     if (st) fedc_free(o.data), o.data = NULL, o.size = 0;
     *out = o.data, *size = o.size;
     return st;
