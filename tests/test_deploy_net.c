@@ -122,6 +122,24 @@ static int count_lines(const char *file, const char *needle) {
     return n;
 }
 
+/* The least value of the number after `key` over a metrics file's rows (-1:
+ * a row without it, or no row). */
+static long least_field(const char *file, const char *key) {
+    FILE *f = fopen(file, "r");
+    char line[4096];
+    long least = -1;
+    bool rows = false, all = true;
+    while (f && fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, key);
+        long v = at ? strtol(at + strlen(key), NULL, 10) : -1;
+        all &= at != NULL;
+        if (!rows || v < least) least = v;
+        rows = true;
+    }
+    if (f) fclose(f);
+    return all ? least : -1;
+}
+
 /* The plan `name` served for `rounds` rounds of k clients to a fleet of all
  * five (FEDC_FAULT `fault` in its environment, NULL: none); false if the set-up
  * or the run fails. */
@@ -152,6 +170,10 @@ static void test_equivalence(void) {
     if (!deploy("eq", 3, 3, false, "report-twice")) return;
     check_same_bits(path("eq.out/checkpoint.safetensors"), path("eq.train/checkpoint.safetensors"), 2);
     CHECK_EQ_INT(count_lines(path("eq.out/metrics.jsonl"), "\"reported\": 3, \"dropped\": 0"), 3);
+    /* each of a round's 3 clients beats once, says ready and reports twice in the round, at least
+     * (the check-in that got its task may have come, and been held, in the round before) */
+    long requests = least_field(path("eq.out/metrics.jsonl"), "\"requests\": ");
+    CHECK_MSG(requests >= 12, "a round answered %ld requests; its 3 clients make 12 at least", requests);
 }
 
 /* FedAdam weighting by dataset size: the server's Adam state (server/opt/...)

@@ -2,6 +2,7 @@
 #include "deploy/collect.h"
 
 #include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@ struct fedc__collect {
     int slots, commit, window, exchange;
     int nin;
     size_t off[4096], size[4096], bytes; /* each value's offset and size in a report, and a report's size */
+    size_t align[4096];      /* each value's alignment: its element's size */
     uint8_t *state;          /* per slot, a fedc__slot_state */
     int *buf;                /* per slot: its buffer in pool while HELD, else -1 */
     char **pool;             /* window buffers of a report, made on first use */
@@ -55,10 +57,13 @@ void fedc__collect_destroy(fedc__collect *c) {
     fedc_free(c->state), fedc_free(c->buf), fedc_free(c->pool), fedc_free(c->free_bufs), fedc_free(c);
 }
 
-fedc_status fedc__collect_begin(fedc__collect *c, int exchange, int nin, const size_t *bytes) {
+fedc_status fedc__collect_begin(fedc__collect *c, int exchange, int nin, const size_t *bytes, const size_t *align) {
     if (nin > 4096) return fedc_error(FEDC_EUNSUPPORTED, "server: an aggregation of more than 4096 values");
     size_t total = 0;
-    for (int i = 0; i < nin; i++) c->off[i] = total, c->size[i] = bytes[i], total += (bytes[i] + 15) & ~(size_t)15; /* aligned */
+    for (int i = 0; i < nin; i++) {
+        c->off[i] = total, c->size[i] = bytes[i], c->align[i] = align[i] ? align[i] : 1;
+        total += (bytes[i] + 15) & ~(size_t)15; /* aligned */
+    }
     if (total != c->bytes) free_buffers(c); /* another exchange's size */
     c->bytes = total, c->nin = nin, c->exchange = exchange;
     if (!c->scratch && !(c->scratch = fedc_malloc(total ? total : 1))) return fedc_error(FEDC_ENOMEM, "server: out of memory");
@@ -80,15 +85,27 @@ int fedc__collect_frontier(const fedc__collect *c) { return c->frontier; }
 
 fedc__collect_stats fedc__collect_stats_of(const fedc__collect *c) { return c->stats; }
 
+/* Adds the values `in` (or leaves the slot out: NULL) at the frontier. */
+static fedc_status add_values(fedc__collect *c, const void *const *in) {
+    double t = fedc_seconds();
+    fedc_status st = fedc__deployment_agg_add(c->run, c->exchange, c->frontier, in);
+    c->stats.seconds += fedc_seconds() - t;
+    c->frontier++;
+    return st;
+}
+
 /* Adds the report in `report` (or leaves the slot out: NULL) at the frontier. */
 static fedc_status add_at_frontier(fedc__collect *c, const char *report) {
     const void *in[4096];
     for (int i = 0; report && i < c->nin; i++) in[i] = report + c->off[i];
-    double t = fedc_seconds();
-    fedc_status st = fedc__deployment_agg_add(c->run, c->exchange, c->frontier, report ? in : NULL);
-    c->stats.seconds += fedc_seconds() - t;
-    c->frontier++;
-    return st;
+    return add_values(c, report ? in : NULL);
+}
+
+/* Every value aligned for its dtype: addable where it lies. */
+static bool aligned(const fedc__collect *c, const void *const *values) {
+    for (int i = 0; i < c->nin; i++)
+        if ((uintptr_t)values[i] % c->align[i]) return false;
+    return true;
 }
 
 static void release(fedc__collect *c, int slot) {
@@ -175,10 +192,15 @@ fedc_status fedc__collect_add(fedc__collect *c, int slot, const void *const *val
         fedc_status st = keep(c, slot, values);
         return st ? st : advance(c);
     }
-    assemble(c, c->scratch, values);
     c->state[slot] = FEDC__SLOT_ADDED;
     c->stats.added++;
-    fedc_status st = add_at_frontier(c, c->scratch);
+    fedc_status st;
+    if (aligned(c, values)) { /* a report in turn is added from where it lies (the received message) */
+        st = add_values(c, values);
+    } else {
+        assemble(c, c->scratch, values);
+        st = add_at_frontier(c, c->scratch);
+    }
     return st ? st : advance(c);
 }
 

@@ -37,8 +37,10 @@ fedc_status fedc__collect_create(fedc__collect **out, fedc_deployment_run *run, 
                                  const char *spill_path);
 void fedc__collect_destroy(fedc__collect *c); /* safe on NULL */
 
-/* Begins exchange e, whose reports are nin values of bytes[i] each. */
-fedc_status fedc__collect_begin(fedc__collect *c, int exchange, int nin, const size_t *bytes);
+/* Begins exchange e, whose reports are nin values of bytes[i] each, of
+ * elements of align[i] bytes (a report whose values are so aligned is added
+ * where it lies, not copied first). */
+fedc_status fedc__collect_begin(fedc__collect *c, int exchange, int nin, const size_t *bytes, const size_t *align);
 fedc__slot_state fedc__collect_state(const fedc__collect *c, int slot);
 /* Slot's report (values[i]: its i-th value, any alignment), which must be OPEN;
  * added now or kept until the slots before it are settled. */

@@ -151,19 +151,38 @@ fedc_status fedc__net_recv_req(fedc__net *n, nng_msg **msg, fedc__req *from, boo
     return FEDC_OK;
 }
 
+/* A message the wire encodes into, piece by piece: its room reserved first
+ * (nng_msg_alloc would zero a model-sized body only to have it overwritten),
+ * so a frame is written once, where NNG sends it from. */
+static bool msg_begin(void *ctx, size_t total) {
+    nng_msg **m = ctx;
+    if (nng_msg_alloc(m, 0)) return *m = NULL, false;
+    return nng_msg_reserve(*m, total) == 0;
+}
+
+static bool msg_put(void *ctx, const void *data, size_t n) {
+    nng_msg **m = ctx;
+    return nng_msg_append(*m, data, n) == 0;
+}
+
+static fedc_status encode_msg(fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
+                              const fedc_tensor_entry *tensors, int ntensors, nng_msg **out) {
+    nng_msg *m = NULL;
+    fedc_status st = fedc__wire_encode_into(type, fields, nfields, tensors, ntensors, &(fedc__byte_sink){msg_begin, msg_put, &m});
+    if (st && m) nng_msg_free(m), m = NULL;
+    *out = m;
+    return st;
+}
+
 fedc_status fedc__net_reply(fedc__net *n, const fedc__req *to, fedc__msg_type type, const fedc_metadata_entry *fields,
                             int nfields, const fedc_tensor_entry *tensors, int ntensors, size_t *bytes) {
-    void *frame = NULL;
-    size_t size = 0;
     nng_msg *m = NULL;
     *bytes = 0;
-    fedc_status st = fedc__wire_encode(type, fields, nfields, tensors, ntensors, &frame, &size);
-    int rv = st ? 0 : nng_msg_alloc(&m, 0);
-    if (!rv && m) rv = nng_msg_header_append(m, to->head, to->nhead);
-    if (!rv && m) rv = nng_msg_append(m, frame, size);
-    if (!rv && m) rv = nng_sendmsg(n->s, m, 0); /* takes m; a peer gone away is not an error */
+    fedc_status st = encode_msg(type, fields, nfields, tensors, ntensors, &m);
+    size_t size = m ? nng_msg_len(m) : 0;
+    int rv = st ? 0 : nng_msg_header_append(m, to->head, to->nhead);
+    if (!st && !rv) rv = nng_sendmsg(n->s, m, 0); /* takes m; a peer gone away is not an error */
     else if (m) nng_msg_free(m);
-    fedc_free(frame);
     if (!st && rv) st = nng_fail(rv, "send:", NULL);
     if (!st) *bytes = size;
     return st;
@@ -180,20 +199,24 @@ static fedc_status no_answer(const fedc__net *n) {
                       "over TLS, does --tls-ca verify its certificate?)", n->url, n->timeout_ms);
 }
 
+static void release_msg(void *m) { nng_msg_free(m); }
+
 fedc_status fedc__net_call(fedc__net *n, fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
                            const fedc_tensor_entry *tensors, int ntensors, fedc__msg *reply) {
-    reply->body = NULL;
-    void *frame = NULL, *data = NULL;
-    size_t size = 0;
-    bool timed_out = false;
-    fedc_status st = fedc__wire_encode(type, fields, nfields, tensors, ntensors, &frame, &size);
-    int rv = st ? 0 : nng_send(n->s, frame, size, 0);
-    fedc_free(frame);
+    *reply = (fedc__msg){0};
+    nng_msg *m = NULL;
+    fedc_status st = encode_msg(type, fields, nfields, tensors, ntensors, &m);
+    if (st) return st;
+    int rv = nng_sendmsg(n->s, m, 0); /* takes m when it succeeds */
+    if (rv) nng_msg_free(m);
     if (rv == NNG_ETIMEDOUT) return no_answer(n);
     if (rv) return nng_fail(rv, "client: cannot send to", n->url);
-    if (!st) st = fedc__net_recv(n, &data, &size, &timed_out);
-    if (!st && timed_out) st = no_answer(n);
-    if (!st) st = fedc__wire_decode(data, size, n->max, reply);
-    if (data) nng_free(data, size);
+    rv = nng_recvmsg(n->s, &m, 0);
+    if (rv == NNG_ETIMEDOUT) return no_answer(n);
+    if (rv) return nng_fail(rv, "receive:", NULL);
+    /* read where it lies: the reply keeps the message until it is let go */
+    st = fedc__wire_view(nng_msg_body(m), nng_msg_len(m), n->max, reply);
+    if (st) nng_msg_free(m);
+    else reply->frame = m, reply->release = release_msg;
     return st;
 }

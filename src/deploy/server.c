@@ -95,7 +95,9 @@ typedef struct server {
     int nup;
     held_checkin *held;
     int nheld, maxheld;
-    double bytes_in, bytes_out;
+    int nready;              /* of the held, readies (slot >= 0) */
+    bool recheck;            /* a task was confirmed (or given up): a held check-in may have one now */
+    double bytes_in, bytes_out, requests;
     int refused, duplicates, stragglers, missed; /* requests refused; reports of a slot that had reported (not
                                                     counted again); reports too late to add; clients given up
                                                     for missed heartbeats */
@@ -215,7 +217,7 @@ static int open_slot(const server *s, int64_t client) {
 static void heard_from(server *s, int64_t c) {
     s->heard[c] = fedc_seconds();
     int i = s->collecting ? s->slot_of[c] : -1;
-    if (i >= 0 && s->sent[i] == 1) s->sent[i] = 2, s->unconfirmed--;
+    if (i >= 0 && s->sent[i] == 1) s->sent[i] = 2, s->unconfirmed--, s->recheck = true;
 }
 
 /* A check-in with nothing to give now: held until there is (or the heartbeat
@@ -252,30 +254,49 @@ static bool answer_ready(server *s, const held_checkin *h) {
     return true;
 }
 
-/* Answers the held requests that can be: check-ins that have a task now (or
- * all, "done", when the job is), readies in slot order while grants are free
- * and their slots within reorder_window of the frontier (so that the reports
- * come in the order they are added, and none waits on disk), and any that has
- * waited the heartbeat interval (come back at once). */
-static void answer_held(server *s) {
-    double now = fedc_seconds();
-    for (;;) { /* the lowest slot's ready first */
+/* Answers the held readies in slot order while grants are free and their
+ * slots within reorder_window of the frontier (so that the reports come in
+ * the order they are added, and none waits on disk). */
+static void answer_readies(server *s) {
+    while (s->nready) { /* the lowest slot's ready first */
         int best = -1;
         for (int i = 0; i < s->nheld; i++)
             if (s->held[i].slot >= 0 && (best < 0 || s->held[i].slot < s->held[best].slot)) best = i;
         if (best < 0 || !answer_ready(s, &s->held[best])) break;
         s->held[best] = s->held[--s->nheld];
+        s->nready--;
     }
+}
+
+/* Answers the held requests that can be: readies (above), check-ins that
+ * have a task now (or all, "done", when the job is), and any that has waited
+ * the heartbeat interval (come back at once). */
+static void answer_held(server *s) {
+    double now = fedc_seconds();
+    answer_readies(s);
     int kept = 0;
+    s->recheck = false;
     for (int i = 0; i < s->nheld; i++) {
         held_checkin h = s->held[i];
-        int slot = h.slot >= 0 ? -1 : open_slot(s, h.client);
-        if (s->done && h.slot < 0) send_done(s, &h.from, h.client);
+        bool ready = h.slot >= 0, answered = true;
+        int slot = ready ? -1 : open_slot(s, h.client);
+        if (s->done && !ready) send_done(s, &h.from, h.client);
         else if (slot >= 0) send_task(s, &h.from, slot);
         else if (now - h.since >= s->o->heartbeat) wait_reply(s, &h.from, 0, "nothing yet: check in again");
-        else s->held[kept++] = h;
+        else answered = false;
+        if (!answered) s->held[kept++] = h;
+        else if (ready) s->nready--;
     }
     s->nheld = kept;
+}
+
+/* After a request, what it can have changed, so that a request costs O(1), not
+ * O(held): the readies, when some wait (a report frees a grant and moves the
+ * frontier), and the check-ins, when a task was confirmed (another may go out).
+ * The rest (a held request's interval passing) waits for the timers. */
+static void answer_after_request(server *s) {
+    if (s->nready) answer_readies(s);
+    if (s->recheck) answer_held(s);
 }
 
 /* A request's token and client id, checked; the client is heard from. */
@@ -316,7 +337,7 @@ static bool ready(server *s, const fedc__msg *m) {
     held_checkin h = {s->from, client, mine ? (int)slot : 0, fedc_seconds()};
     if (!mine) return reply(s, FEDC__MSG_REJECT, (fedc_metadata_entry[]){{"reason", "not an open slot of this client's"}}, 1, NULL, 0);
     if (answer_ready(s, &h)) return true;
-    if (s->nheld < s->maxheld) s->held[s->nheld++] = h;
+    if (s->nheld < s->maxheld) s->held[s->nheld++] = h, s->nready++;
     else reply(s, FEDC__MSG_GO, NULL, 0, NULL, 0); /* nowhere to hold it: let it come */
     return true;
 }
@@ -327,19 +348,39 @@ static bool heartbeat(server *s, const fedc__msg *m) {
     return wait_reply(s, &s->from, heartbeat_ms(s), "heartbeat noted");
 }
 
-/* The first element of a float tensor that is NaN or infinite, or -1. Read in
- * aligned chunks: the payload's offsets are the sender's. */
+/* Whether the n elements (of `size` bytes) at p, any alignment, hold a NaN
+ * or an infinity: an all-ones exponent. One branch-free pass, read in place. */
+static bool any_not_finite(const unsigned char *p, int64_t n, size_t size) {
+    unsigned bad = 0;
+    if (size == 4) {
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, p + 4 * i, 4);
+            bad |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t u;
+            memcpy(&u, p + 8 * i, 8);
+            bad |= (u & 0x7ff0000000000000u) == 0x7ff0000000000000u;
+        }
+    }
+    return bad != 0;
+}
+
+/* The first element of a float tensor that is NaN or infinite, or -1: checked
+ * where the report lies, a block at a time, and only a bad block element by
+ * element (for the index the refusal names). */
 static int64_t first_not_finite(const fedc_tensor_entry *e) {
-    size_t size = fedc_dtype_size(e->type.dtype);
     if (e->type.dtype != FEDC_F32 && e->type.dtype != FEDC_F64) return -1;
+    size_t size = fedc_dtype_size(e->type.dtype);
     int64_t n = fedc_type_count(&e->type);
-    double chunk[1024];
-    int64_t per = (int64_t)(sizeof chunk / size);
-    for (int64_t at = 0; at < n; at += per) {
-        int64_t m = n - at < per ? n - at : per;
-        memcpy(chunk, (const char *)e->data + (size_t)at * size, (size_t)m * size);
-        for (int64_t i = 0; i < m; i++)
-            if (!isfinite(size == 4 ? (double)((const float *)chunk)[i] : chunk[i])) return at + i;
+    const unsigned char *p = e->data;
+    for (int64_t at = 0; at < n; at += 4096) {
+        int64_t m = n - at < 4096 ? n - at : 4096;
+        if (!any_not_finite(p + (size_t)at * size, m, size)) continue;
+        for (int64_t i = at; i < at + m; i++)
+            if (any_not_finite(p + (size_t)i * size, 1, size)) return i;
     }
     return -1;
 }
@@ -452,8 +493,8 @@ static bool secagg(server *s, const fedc__msg *m) {
 
 static void handle(server *s, const void *data, size_t size) {
     fedc__msg m;
-    s->bytes_in += (double)size;
-    if (fedc__wire_decode(data, size, s->net.max, &m)) {
+    s->bytes_in += (double)size, s->requests++;
+    if (fedc__wire_view(data, size, s->net.max, &m)) { /* read in place: the request outlives m */
         refuse(s, NULL, "%s", fedc_errmsg());
         return;
     }
@@ -479,7 +520,7 @@ static fedc_status give_up_silent(server *s) {
         fprintf(s->log, "fedc server: round %d: client %lld (slot %d) not heard from for %g s: given up\n", s->round + 1,
                 (long long)s->sampled[i], i, s->o->heartbeat_timeout);
         s->missed++;
-        if (s->sent[i] == 1) s->sent[i] = 2, s->unconfirmed--;
+        if (s->sent[i] == 1) s->sent[i] = 2, s->unconfirmed--, s->recheck = true;
         ungrant(s, i);
         st = fedc__collect_drop(s->collect, i);
     }
@@ -499,7 +540,7 @@ static fedc_status serve(server *s, double until) {
         if (!timed_out) {
             handle(s, nng_msg_body(msg), nng_msg_len(msg));
             nng_msg_free(msg);
-            if (s->nheld && s->collecting) answer_held(s); /* a report in frees a grant; a heard task, a task */
+            if (s->nheld && s->collecting) answer_after_request(s); /* a report in frees a grant; a heard task, a task */
         }
         if (fedc_seconds() - checked < RECV_MS / 1000.0) continue; /* the timers, every 50 ms at most */
         checked = fedc_seconds();
@@ -526,7 +567,7 @@ static fedc_status exchange_io(server *s, int e) {
         for (int j = 0; j < s->ntask && !found; j++) found = !strcmp(s->task[j].name, name);
         if (!found) return fedc_error(FEDC_EINTERNAL, "server: exchange %d broadcasts no \"%s\"", e, name);
     }
-    size_t bytes[4096];
+    size_t bytes[4096], align[4096];
     s->nup = fedc_program_num_inputs(agg);
     for (int i = 0; i < s->nup; i++) {
         upload *u = &s->up[i];
@@ -534,8 +575,9 @@ static fedc_status exchange_io(server *s, int e) {
         u->local = fedc_value_type(agg, fedc_program_input(agg, i));
         u->local.placement = FEDC_LOCAL;
         bytes[i] = u->bytes = fedc_type_bytes(&u->local);
+        align[i] = fedc_dtype_size(u->local.dtype);
     }
-    return fedc__collect_begin(s->collect, e, s->nup, bytes);
+    return fedc__collect_begin(s->collect, e, s->nup, bytes, align);
 }
 
 static fedc_status plan_int(const server *s, const char *key, int64_t *out) {
@@ -733,7 +775,7 @@ static void teardown(server *s) {
 
 typedef struct round_stats {
     int attempt, reported, dropped, skipped, stragglers, missed, spilled, held_peak, refused, duplicates;
-    double bytes_in, bytes_out, t_prepare, t_collect, t_aggregate, t_result, t_checkpoint, t_round;
+    double bytes_in, bytes_out, requests, t_prepare, t_collect, t_aggregate, t_result, t_checkpoint, t_round;
     float train_loss, examples;
     bool abandoned;
 } round_stats;
@@ -857,7 +899,7 @@ static void log_metrics(server *s, const round_stats *rs) {
         if (s->left_out[i]) fprintf(f, "%s%lld", n++ ? ", " : "", (long long)s->sampled[i]);
     fprintf(f, "], ");
     fedc__secure_metrics(s->sec, f);
-    fprintf(f, "\"bytes_in\": %.0f, \"bytes_out\": %.0f, ", rs->bytes_in, rs->bytes_out);
+    fprintf(f, "\"bytes_in\": %.0f, \"bytes_out\": %.0f, \"requests\": %.0f, ", rs->bytes_in, rs->bytes_out, rs->requests);
     if (!rs->abandoned) fprintf(f, "\"train_loss\": %.9g, \"examples\": %.0f, ", rs->train_loss, rs->examples);
     fprintf(f, "\"seconds\": {\"prepare\": %.6f, \"collect\": %.6f, \"aggregate\": %.6f, \"result\": %.6f, "
             "\"checkpoint\": %.6f, \"round\": %.6f}}\n", rs->t_prepare, rs->t_collect, rs->t_aggregate, rs->t_result,
@@ -886,7 +928,7 @@ static fedc_status run_round(server *s, int r) {
     bool abandoned = true;
     for (int attempt = 0; !st && abandoned && attempt < MAX_ATTEMPTS; attempt++) {
         round_stats rs = {.attempt = attempt};
-        double in = s->bytes_in, out = s->bytes_out, t0 = fedc_seconds();
+        double in = s->bytes_in, out = s->bytes_out, requests = s->requests, t0 = fedc_seconds();
         int refused = s->refused, duplicates = s->duplicates, stragglers = s->stragglers, missed = s->missed;
         s->round = r;
         abandoned = false;
@@ -901,6 +943,7 @@ static fedc_status run_round(server *s, int r) {
         rs.t_checkpoint = fedc_seconds() - t;
         rs.t_round = fedc_seconds() - t0;
         rs.bytes_in = s->bytes_in - in, rs.bytes_out = s->bytes_out - out, rs.refused = s->refused - refused;
+        rs.requests = s->requests - requests;
         rs.duplicates = s->duplicates - duplicates;
         rs.stragglers += s->stragglers - stragglers, rs.missed = s->missed - missed;
         rs.abandoned = abandoned;

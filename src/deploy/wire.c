@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "deploy/wire.h"
+#include "io/safetensors_io.h"
 
 static const char MAGIC[4] = {'F', 'D', 'C', 'W'};
 
@@ -29,29 +30,46 @@ static const struct {
 
 const char *fedc__msg_name(int type) { return type > 0 && type < FEDC__MSG_TYPES ? types[type].name : "?"; }
 
+/* The frame's header in front of the payload the safetensors encoder writes. */
+typedef struct framing {
+    fedc__msg_type type;
+    const fedc__byte_sink *out;
+} framing;
+
+static bool frame_begin(void *ctx, size_t n) {
+    framing *w = ctx;
+    unsigned char f[FEDC__WIRE_HEADER];
+    memcpy(f, MAGIC, 4);
+    f[4] = FEDC__WIRE_VERSION & 0xff, f[5] = FEDC__WIRE_VERSION >> 8;
+    f[6] = (unsigned char)(w->type & 0xff), f[7] = (unsigned char)(w->type >> 8);
+    for (int i = 0; i < 8; i++) f[8 + i] = (unsigned char)((uint64_t)n >> (8 * i));
+    return w->out->begin(w->out->ctx, FEDC__WIRE_HEADER + n) && w->out->put(w->out->ctx, f, sizeof f);
+}
+
+static bool frame_put(void *ctx, const void *data, size_t n) {
+    const framing *w = ctx;
+    return w->out->put(w->out->ctx, data, n);
+}
+
+fedc_status fedc__wire_encode_into(fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
+                                   const fedc_tensor_entry *tensors, int ntensors, const fedc__byte_sink *out) {
+    framing w = {type, out};
+    return fedc__safetensors_encode_into(tensors, ntensors, fields, nfields, &(fedc__byte_sink){frame_begin, frame_put, &w});
+}
+
 fedc_status fedc__wire_encode(fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
                               const fedc_tensor_entry *tensors, int ntensors, void **out, size_t *size) {
-    *out = NULL, *size = 0;
-    void *body = NULL;
-    size_t n = 0;
-    fedc_status st = fedc_safetensors_encode(tensors, ntensors, fields, nfields, &body, &n);
-    unsigned char *f = st ? NULL : fedc_malloc(FEDC__WIRE_HEADER + n);
-    if (!st && !f) st = fedc_error(FEDC_ENOMEM, "wire: out of memory for a message of %zu bytes", n);
-    if (!st) {
-        memcpy(f, MAGIC, 4);
-        f[4] = FEDC__WIRE_VERSION & 0xff, f[5] = FEDC__WIRE_VERSION >> 8;
-        f[6] = (unsigned char)(type & 0xff), f[7] = (unsigned char)(type >> 8);
-        for (int i = 0; i < 8; i++) f[8 + i] = (unsigned char)((uint64_t)n >> (8 * i));
-        memcpy(f + FEDC__WIRE_HEADER, body, n);
-        *out = f, *size = FEDC__WIRE_HEADER + n;
-    }
-    fedc_free(body);
+    fedc__memory_sink m = {0};
+    fedc__byte_sink sink = fedc__memory_sink_of(&m);
+    fedc_status st = fedc__wire_encode_into(type, fields, nfields, tensors, ntensors, &sink);
+    if (st) fedc_free(m.data), m.data = NULL, m.size = 0;
+    *out = m.data, *size = m.size;
     return st;
 }
 
-fedc_status fedc__wire_decode(const void *bytes, size_t size, size_t max, fedc__msg *out) {
+static fedc_status decode(const void *bytes, size_t size, size_t max, bool copy, fedc__msg *out) {
     const unsigned char *b = bytes;
-    out->type = 0, out->body = NULL;
+    out->type = 0, out->body = NULL, out->frame = NULL, out->release = NULL;
     if (size < FEDC__WIRE_HEADER)
         return fedc_error(FEDC_EPARSE, "wire: truncated frame: %zu bytes, a header has %d", size, FEDC__WIRE_HEADER);
     if (memcmp(b, MAGIC, 4)) return fedc_error(FEDC_EPARSE, "wire: not a fedc message (no \"FDCW\" magic)");
@@ -70,7 +88,8 @@ fedc_status fedc__wire_decode(const void *bytes, size_t size, size_t max, fedc__
                           types[type].name, (unsigned long long)n, size - FEDC__WIRE_HEADER);
     char what[64];
     snprintf(what, sizeof what, "wire: %s message", types[type].name);
-    fedc_status st = fedc_safetensors_parse(b + FEDC__WIRE_HEADER, (size_t)n, what, &out->body);
+    fedc_status st = copy ? fedc_safetensors_parse(b + FEDC__WIRE_HEADER, (size_t)n, what, &out->body)
+                          : fedc__safetensors_view(b + FEDC__WIRE_HEADER, (size_t)n, what, &out->body);
     for (int i = 0; !st && i < 7 && types[type].fields[i]; i++)
         if (!fedc_safetensors_metadata(out->body, types[type].fields[i]))
             st = fedc_error(FEDC_EPARSE, "%s: no field \"%s\"", what, types[type].fields[i]);
@@ -83,9 +102,18 @@ fedc_status fedc__wire_decode(const void *bytes, size_t size, size_t max, fedc__
     return FEDC_OK;
 }
 
+fedc_status fedc__wire_decode(const void *bytes, size_t size, size_t max, fedc__msg *out) {
+    return decode(bytes, size, max, true, out);
+}
+
+fedc_status fedc__wire_view(const void *bytes, size_t size, size_t max, fedc__msg *out) {
+    return decode(bytes, size, max, false, out);
+}
+
 void fedc__msg_free(fedc__msg *m) {
     fedc_safetensors_destroy(m->body);
-    m->body = NULL;
+    if (m->release) m->release(m->frame);
+    m->body = NULL, m->frame = NULL, m->release = NULL;
 }
 
 const char *fedc__msg_field(const fedc__msg *m, const char *key) { return fedc_safetensors_metadata(m->body, key); }

@@ -17,6 +17,7 @@
 #define FEDC_DEPLOY_WIRE_H
 
 #include "fedc/safetensors.h"
+#include "io/safetensors_io.h"
 
 /* The frame's version; the protocol's (a check-in's "version": the messages
  * and what they mean) is FEDC__PROTOCOL_VERSION. */
@@ -43,6 +44,8 @@ typedef enum fedc__msg_type {
 typedef struct fedc__msg {
     fedc__msg_type type;
     fedc_safetensors *body;
+    void *frame;                  /* what holds the bytes of a message read in place (fedc__wire_view), */
+    void (*release)(void *frame); /* let go by fedc__msg_free; NULL: nothing to let go */
 } fedc__msg;
 
 /* "checkin", "plan", ...; "?" for another number. */
@@ -50,10 +53,17 @@ const char *fedc__msg_name(int type);
 /* The frame of a message, fedc_malloc'd into *out (*size bytes). */
 fedc_status fedc__wire_encode(fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
                               const fedc_tensor_entry *tensors, int ntensors, void **out, size_t *size);
+/* The same frame written to `out` (a transport's message: each tensor copied
+ * once, from the caller's buffer to the message). */
+fedc_status fedc__wire_encode_into(fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
+                                   const fedc_tensor_entry *tensors, int ntensors, const fedc__byte_sink *out);
 /* Decodes a frame of `size` bytes from an untrusted peer, refusing one whose
  * payload is above max bytes. FEDC_EPARSE (or FEDC_EUNSUPPORTED for another
- * version) with a message saying what is wrong. */
+ * version) with a message saying what is wrong. The message holds a copy. */
 fedc_status fedc__wire_decode(const void *bytes, size_t size, size_t max, fedc__msg *out);
+/* The same checks, the message read where it lies: its tensors point into
+ * `bytes`, which must outlive it (or be handed to it as out->frame). */
+fedc_status fedc__wire_view(const void *bytes, size_t size, size_t max, fedc__msg *out);
 void fedc__msg_free(fedc__msg *m);
 /* A field's text (NULL if absent; the decoder checked the type's own fields). */
 const char *fedc__msg_field(const fedc__msg *m, const char *key);

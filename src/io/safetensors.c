@@ -2,6 +2,7 @@
  * JSON header (objects, arrays, strings without escapes beyond \" and \\, and
  * integers: what safetensors headers contain). */
 #include "fedc/safetensors.h"
+#include "io/safetensors_io.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -118,27 +119,43 @@ static fedc_status sync_dir(const char *path) {
     return FEDC_OK;
 }
 
-fedc_status fedc_safetensors_encode(const fedc_tensor_entry *tensors, int n, const fedc_metadata_entry *metadata,
-                                    int nmeta, void **out, size_t *size) {
-    *out = NULL, *size = 0;
+fedc_status fedc__safetensors_encode_into(const fedc_tensor_entry *tensors, int n, const fedc_metadata_entry *metadata,
+                                          int nmeta, const fedc__byte_sink *sink) {
     text h = {0};
     fedc_status st = header(&h, tensors, n, metadata, nmeta);
     size_t bytes = 8 + h.n;
     for (int i = 0; !st && i < n; i++) bytes += fedc_type_bytes(&tensors[i].type);
-    unsigned char *b = st ? NULL : fedc_malloc(bytes);
-    if (!st && !b) st = fedc_error(FEDC_ENOMEM, "safetensors: out of memory for %zu bytes", bytes);
-    if (!st) {
-        for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
-        memcpy(b + 8, h.s, h.n);
-        size_t at = 8 + h.n;
-        for (int i = 0; i < n; i++) {
-            size_t k = fedc_type_bytes(&tensors[i].type);
-            if (k) memcpy(b + at, tensors[i].data, k);
-            at += k;
-        }
-        *out = b, *size = bytes;
-    }
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
+    bool ok = !st && sink->begin(sink->ctx, bytes) && sink->put(sink->ctx, len, 8) && sink->put(sink->ctx, h.s, h.n);
+    for (int i = 0; ok && i < n; i++) ok = sink->put(sink->ctx, tensors[i].data, fedc_type_bytes(&tensors[i].type));
+    if (!st && !ok) st = fedc_error(FEDC_ENOMEM, "safetensors: out of memory for %zu bytes", bytes);
     fedc_free(h.s);
+    return st;
+}
+
+static bool memory_begin(void *ctx, size_t total) {
+    fedc__memory_sink *o = ctx;
+    o->size = total, o->at = 0;
+    return (o->data = fedc_malloc(total ? total : 1)) != NULL;
+}
+
+static bool memory_put(void *ctx, const void *data, size_t n) {
+    fedc__memory_sink *o = ctx;
+    if (n) memcpy(o->data + o->at, data, n);
+    o->at += n;
+    return true;
+}
+
+fedc__byte_sink fedc__memory_sink_of(fedc__memory_sink *m) { return (fedc__byte_sink){memory_begin, memory_put, m}; }
+
+fedc_status fedc_safetensors_encode(const fedc_tensor_entry *tensors, int n, const fedc_metadata_entry *metadata,
+                                    int nmeta, void **out, size_t *size) {
+    fedc__memory_sink o = {0};
+    fedc__byte_sink sink = fedc__memory_sink_of(&o);
+    fedc_status st = fedc__safetensors_encode_into(tensors, n, metadata, nmeta, &sink);
+    if (st) fedc_free(o.data), o.data = NULL, o.size = 0;
+    *out = o.data, *size = o.size;
     return st;
 }
 
@@ -176,12 +193,26 @@ enum { MAX_TENSORS = 4096, MAX_META = 64 };
 struct fedc_safetensors {
     char *path;
     unsigned char *bytes; /* the whole file */
+    bool borrowed;        /* bytes are the caller's (fedc__safetensors_view), not freed here */
     size_t size, data_start;
-    int n, nmeta;
-    fedc_tensor_entry tensors[MAX_TENSORS];
-    char *names[MAX_TENSORS];
+    int n, cap, nmeta;
+    /* grown as the header is read: a message of a few tensors costs a few
+     * entries, not MAX_TENSORS of them zeroed */
+    fedc_tensor_entry *tensors;
+    char **names;
     char *meta_key[MAX_META], *meta_value[MAX_META];
 };
+
+/* Room for one more tensor entry, or false (out of memory). */
+static bool grow(fedc_safetensors *s) {
+    if (s->n < s->cap) return true;
+    int cap = s->cap ? 2 * s->cap : 8;
+    fedc_tensor_entry *t = fedc_realloc(s->tensors, (size_t)cap * sizeof *t);
+    if (t) s->tensors = t;
+    char **names = t ? fedc_realloc(s->names, (size_t)cap * sizeof *names) : NULL;
+    if (names) s->names = names, s->cap = cap;
+    return names != NULL;
+}
 
 typedef struct cursor {
     const char *s, *end, *start, *path;
@@ -299,6 +330,7 @@ static fedc_status tensor(fedc_safetensors *s, cursor *c, char *name) {
         if (!strcmp(s->names[i], name))
             st = fedc_error(FEDC_EPARSE, "%s: tensor \"%s\" appears twice in the header", s->path, name);
     if (!st && s->n == MAX_TENSORS) st = fedc_error(FEDC_EUNSUPPORTED, "%s: more than %d tensors", s->path, MAX_TENSORS);
+    if (!st && !grow(s)) st = fedc_error(FEDC_ENOMEM, "%s: out of memory for tensor \"%s\"", s->path, name);
     if (!st) {
         s->names[s->n] = name;
         s->tensors[s->n] = (fedc_tensor_entry){name, t, s->bytes + s->data_start + off[0]};
@@ -411,14 +443,16 @@ fedc_status fedc_safetensors_read(const char *path, fedc_safetensors **out) {
     return FEDC_OK;
 }
 
-fedc_status fedc_safetensors_parse(const void *bytes, size_t size, const char *what, fedc_safetensors **out) {
+/* bytes parsed: copied when copy, else borrowed (the caller keeps them alive). */
+static fedc_status parse_bytes(const void *bytes, size_t size, const char *what, bool copy, fedc_safetensors **out) {
     *out = NULL;
     fedc_safetensors *s = make(what);
-    if (!s || !(s->bytes = fedc_malloc(size ? size : 1))) {
+    if (s && !copy) s->bytes = (unsigned char *)bytes, s->borrowed = true;
+    if (!s || (copy && !(s->bytes = fedc_malloc(size ? size : 1)))) {
         fedc_safetensors_destroy(s);
         return fedc_error(FEDC_ENOMEM, "%s: out of memory for %zu bytes", what, size);
     }
-    if (size) memcpy(s->bytes, bytes, size);
+    if (copy && size) memcpy(s->bytes, bytes, size);
     s->size = size;
     fedc_status st = parse_all(s);
     if (st) {
@@ -429,11 +463,20 @@ fedc_status fedc_safetensors_parse(const void *bytes, size_t size, const char *w
     return FEDC_OK;
 }
 
+fedc_status fedc_safetensors_parse(const void *bytes, size_t size, const char *what, fedc_safetensors **out) {
+    return parse_bytes(bytes, size, what, true, out);
+}
+
+fedc_status fedc__safetensors_view(const void *bytes, size_t size, const char *what, fedc_safetensors **out) {
+    return parse_bytes(bytes, size, what, false, out);
+}
+
 void fedc_safetensors_destroy(fedc_safetensors *s) {
     if (!s) return;
     for (int i = 0; i < s->n; i++) fedc_free(s->names[i]);
     for (int i = 0; i < s->nmeta; i++) fedc_free(s->meta_key[i]), fedc_free(s->meta_value[i]);
-    fedc_free(s->bytes);
+    fedc_free(s->tensors), fedc_free(s->names);
+    if (!s->borrowed) fedc_free(s->bytes);
     fedc_free(s->path);
     fedc_free(s);
 }
