@@ -36,13 +36,8 @@ addr=tcp://127.0.0.1:$(free_port)
 timeout 120 "$fedc" server --plan "$out/plan" --listen "$addr" --rounds 3 --clients-per-round 3 --out "$out/srv" \
   --token t --report-deadline 60 --linger 1 >"$out/server.log" 2>&1 &
 server=$!
-pids=""
-for c in 0 1 2 3 4 5; do
-  timeout 120 "$fedc" client --connect "$addr" --data "$out/tiny.json" --client $c --token t --timeout 30 \
-    >"$out/client$c.log" 2>&1 &
-  pids="$pids $!"
-done
-for p in $pids; do wait "$p" && ok || bad "a client process failed: $(cat "$out"/client*.log)"; done
+start_clients "$addr" "$out/tiny.json" "$out/client" 0 1 2 3 4 5
+for p in $clients; do wait "$p" && ok || bad "a client process failed: $(cat "$out"/client*.log)"; done
 wait $server && ok || bad "the server failed: $(cat "$out/server.log")"
 same_bits "$out/srv/checkpoint.safetensors" "$out/train/checkpoint.safetensors" && ok \
   || bad "the deployed warm-started run's bits differ from fedc train's"

@@ -87,7 +87,6 @@ typedef struct client {
                                  whose warm start or round begins anew), which the client does */
     int64_t pending_round; /* a round whose report was counted: its new client state is kept as
                               next/client/<leaf> until a later round shows it committed */
-    bool seen;             /* a round's new state was kept: the client is not new */
     int reported;
     double start;       /* when it started: max_seconds count from there */
     fedc__secure_client sec; /* a secure round's state (client_secagg.c) */
@@ -297,8 +296,9 @@ static fedc_status save_state(client *c) {
     for (int i = 0; i < c->nheld; i++)
         if (!strncmp(c->held[i].name, "client/", 7) || !strncmp(c->held[i].name, "next/client/", 12))
             t[n++] = (fedc_tensor_entry){c->held[i].name, c->held[i].type, c->held[i].data};
+    const float *seen = fedc__plan_client_input(c->pc, "meta/seen"); /* 1 once a round's state was kept */
     fedc_status st = fedc__client_state_save(c->o->state_dir, c->id, fedc_plan_hash(c->plan), t, n, c->pending_round,
-                                             c->seen);
+                                             seen && *seen > 0);
     fedc_free(t);
     return st;
 }
@@ -323,7 +323,7 @@ static fedc_status restore_state(client *c) {
         else st = hold(c, e.name, init->type, e.data);
     }
     if (!st) {
-        c->pending_round = k.pending_round, c->seen = k.seen;
+        c->pending_round = k.pending_round;
         if (k.seen) fedc__plan_client_seen(c->pc);
         fprintf(c->log, "fedc client %s: state from %s%s\n", c->id, path,
                 k.pending_round >= 0 ? " (with a counted report of a round not yet known to have committed)" : "");
@@ -350,7 +350,7 @@ static fedc_status settle_state(client *c, const fedc__msg *m) {
         else unhold(c, &c->held[i]);
     }
     c->nheld = kept;
-    if (!st && keep) fedc__plan_client_seen(c->pc), c->seen = true;
+    if (!st && keep) fedc__plan_client_seen(c->pc);
     if (!st && !keep)
         fprintf(c->log, "fedc client %s: round %lld: the report was not added: the client's state stays as it was\n", c->id,
                 (long long)c->pending_round + 1);
