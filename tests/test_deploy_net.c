@@ -170,10 +170,13 @@ static void test_equivalence(void) {
     if (!deploy("eq", 3, 3, false, "report-twice")) return;
     check_same_bits(path("eq.out/checkpoint.safetensors"), path("eq.train/checkpoint.safetensors"), 2);
     CHECK_EQ_INT(count_lines(path("eq.out/metrics.jsonl"), "\"reported\": 3, \"dropped\": 0"), 3);
-    /* each of a round's 3 clients beats once, says ready and reports twice in the round, at least
-     * (the check-in that got its task may have come, and been held, in the round before) */
+    /* Each of a round's 3 clients beats once, says ready and reports before the round can close,
+     * each a call answered before the next is sent. Not counted on: the check-in that got its task
+     * (it may have come, and been held, in the round before) and the repeated report, sent once the
+     * first is acknowledged and so free to reach the server after the round's last report closed it
+     * (CI saw 11 in a round under ASan). */
     long requests = least_field(path("eq.out/metrics.jsonl"), "\"requests\": ");
-    CHECK_MSG(requests >= 12, "a round answered %ld requests; its 3 clients make 12 at least", requests);
+    CHECK_MSG(requests >= 9, "a round answered %ld requests; its 3 clients make 9 at least", requests);
 }
 
 /* FedAdam weighting by dataset size: the server's Adam state (server/opt/...)
