@@ -6,7 +6,9 @@
 # rounds (which the warm start changes: kmeans_init=0 gives other bits); a server killed with
 # SIGKILL during the warm start, and again after it (its state checkpointed, before round 1
 # commits), and started again each time with the same command ends, with its fleet, with the same
-# bits; a server whose --clients-per-round is not the warm start's cohort, --secure-agg with a
+# bits; a client of the warm start's cohort killed holding its task is left out of all four of its
+# exchanges, with the bits of fedc train replaying that; a server whose --clients-per-round is not
+# the warm start's cohort, --secure-agg with a
 # warm start, a damaged warm phase and a plan of format 1 are refused with their messages. Every
 # process runs under timeout. Usage: deploy_warm.sh path/to/fedc. Exits 77 (skipped) without
 # python3, which writes the data and compares the bits.
@@ -80,6 +82,40 @@ grep -q "resumed from $out/restart/checkpoint.safetensors at round 1$" "$out/res
   "$out/restart/metrics.jsonl")" = "[0, 1, 2, 3]" ] && ok || bad "metrics rows: $(cat "$out/restart/metrics.jsonl")"
 same_bits "$out/restart/checkpoint.safetensors" "$out/train/checkpoint.safetensors" && ok \
   || bad "the restarted warm-started run differs from fedc train's"
+
+# a warm-start client killed: client 4 (in the warm start's cohort) holds its task (FEDC_FAULT=slow)
+# and is killed; the server gives it up (its heartbeats stop, or, had it not checked in yet, at the
+# deadline), runs the warm start's four exchanges on the other two and rounds 1 to 3 without it,
+# and ends with the bits of fedc train with client 4's data failing to load in those rounds (its
+# left_out replayed: the warm start is round 0 there too)
+addr=tcp://127.0.0.1:$(free_port)
+timeout 120 "$fedc" server --plan "$out/plan" --listen "$addr" --rounds 3 --clients-per-round 3 --out "$out/drop" \
+  --token t --report-deadline 20 --heartbeat-timeout 2 --linger 1 >"$out/drop.log" 2>&1 &
+server=$!
+start_clients "$addr" "$out/tiny.json" "$out/dclient" 0 1 2 3 5
+# not under timeout, which kill -9 would kill in its place: --max-seconds bounds it
+FEDC_FAULT=slow:60 "$fedc" client --connect "$addr" --data "$out/tiny.json" --client 4 --token t --timeout 30 \
+  --max-seconds 100 >/dev/null 2>&1 &
+pids=$!
+sleep 1.5
+kill -9 $pids
+wait $pids 2>/dev/null
+pids=""
+for p in $clients; do wait "$p" && ok || bad "a client process failed: $(cat "$out"/dclient*.log)"; done
+wait $server && ok || bad "the server failed: $(cat "$out/drop.log")"
+head -1 "$out/drop/metrics.jsonl" | grep -q '^{"round": 0, "selected": 3, "reported": 2, "dropped": 1' && ok \
+  || bad "the warm start's row: $(head -1 "$out/drop/metrics.jsonl")"
+case "$(replay "$out/drop/metrics.jsonl")" in
+  load:0:4*) ok ;;
+  *) bad "client 4 was not left out of the warm start: $(replay "$out/drop/metrics.jsonl")" ;;
+esac
+FEDC_FAULT=$(replay "$out/drop/metrics.jsonl") timeout 120 "$fedc" train --data "$out/tiny.json" $wjob --rounds 3 \
+  --checkpoint-every 3 --eval-every 0 --threads 1 --quiet --out "$out/dtrain" >"$out/dtrain.log" 2>&1 && ok \
+  || bad "fedc train without client 4 failed: $(cat "$out/dtrain.log")"
+same_bits "$out/drop/checkpoint.safetensors" "$out/dtrain/checkpoint.safetensors" && ok \
+  || bad "the run whose warm start lost client 4 differs from fedc train's without it"
+same_bits "$out/drop/checkpoint.safetensors" "$out/train/checkpoint.safetensors" \
+  && bad "losing client 4 changed nothing: the test could not tell it was dropped" || ok
 
 # refused: a cohort other than the warm start's, secure aggregation with it, a damaged warm phase,
 # a cohort above the population, a plan of format 1

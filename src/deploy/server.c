@@ -818,6 +818,10 @@ static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandon
     s->exchange = e;
     fedc_status st = fedc__deployment_run_phase(s->run, e, FEDC_PHASE_SERVER_PREPARE, NULL);
     if (!st) st = exchange_io(s, e);
+    /* a client left out of an earlier exchange is out of the round, as fedc_train's dropped
+     * client is absent from the whole round program: its slot is settled now, not waited for */
+    for (int i = 0; !st && i < s->k; i++)
+        if (s->left_out[i]) st = fedc__collect_drop(s->collect, i);
     if (!st && s->sec) st = fedc__secure_begin(s->sec, s->collect, s->round, e, s->seed, s->sampled, fedc_seconds());
     double t1 = fedc_seconds();
     s->collecting = !st, s->opened = t1;

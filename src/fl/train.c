@@ -53,7 +53,7 @@ static bool is_root(void) { return fedc_mpi_rank() == 0; }
 /* FEDC_FAULT=POINT:ROUND[:CLIENT], for tests: "metrics:R" stops the process as
  * kill -9 would (SIGKILL: no buffer flushed, nothing cleaned up) right after round
  * R's metrics row, before its checkpoint; "load:R:C" makes client C's data fail to
- * load in round R. Several rounds and clients: "load:R:C,C/R:C" (R may be "*":
+ * load in round R (0: the warm start, whose round is UINT32_MAX). Several rounds and clients: "load:R:C,C/R:C" (R may be "*":
  * every round), as a deployed run's left-out clients are replayed. */
 static bool fault_group(const char *g, int round, int64_t client) {
     char *end;
