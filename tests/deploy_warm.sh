@@ -59,7 +59,7 @@ server=$!
 FEDC_FAULT=slow:0.5 timeout 120 "$fedc" fleet --connect "$addr" --data "$out/tiny.json" --clients 6 --token t \
   --timeout 30 >"$out/rfleet.log" 2>&1 &
 pids=$!
-for i in $(seq 1 200); do grep -q "the warm start" "$out/restart.log" 2>/dev/null && break; sleep 0.05; done
+for i in $(seq 1 1200); do grep -q "the warm start" "$out/restart.log" 2>/dev/null && break; sleep 0.05; done
 sleep 1
 kill -9 $server
 wait $server 2>/dev/null
@@ -67,7 +67,7 @@ wait $server 2>/dev/null
   || bad "the server was not killed during the warm start: $(cat "$out/restart/metrics.jsonl")"
 "$fedc" server $sargs --linger 1 >>"$out/restart.log" 2>&1 &
 server=$!
-for i in $(seq 1 1200); do grep -q '"round": 0' "$out/restart/metrics.jsonl" 2>/dev/null && break; sleep 0.01; done
+for i in $(seq 1 6000); do grep -q '"round": 0' "$out/restart/metrics.jsonl" 2>/dev/null && break; sleep 0.01; done
 kill -9 $server
 wait $server 2>/dev/null
 [ -e "$out/restart/checkpoint.safetensors" ] && ! grep -q '"round": 1' "$out/restart/metrics.jsonl" && ok \
