@@ -286,8 +286,9 @@ static fedc_status mask_all_sum_first(sim *m, int summed) {
 }
 
 /* 6 clients, t 3, all mask, the server sums 4: the sum is theirs alone, the 2
- * left out are unmasked as dropped (named so, their mask keys asked for), and
- * one of them asked to reveal refuses, not being a survivor. With t 4 the 4
+ * left out are unmasked as dropped (named so, their mask keys asked for), one
+ * of them asked to reveal refuses, not being a survivor, and a survivor asked
+ * afterwards for a left-out client's self-mask share refuses. With t 4 the 4
  * summed are too few: each summed seed has the 3 shares of the other summed
  * (why the deployment refuses t above N - (S - K)). */
 static void test_server_chooses_u3(void) {
@@ -316,6 +317,10 @@ static void test_server_chooses_u3(void) {
     CHECK_OK(fedc__sa_server_sum(m.s, sum));
     for (int i = 0; i < 4; i++) fedc_secure_sum_add(want, m.words + (size_t)i * L, L);
     CHECK(!memcmp(sum, want, sizeof sum));
+    /* the server holds client 4's masked input and now its mask key: asked next for
+     * the self-mask share of client 4 (named a survivor), a survivor refuses */
+    uint32_t s5[5] = {id_of(0), id_of(1), id_of(2), id_of(3), id_of(4)}, d1[1] = {id_of(5)};
+    CHECK_ERR(ask(&m, s5, 5, d1, 1, 0, NULL), FEDC_EINVAL, "has answered an unmask request this round already");
     sim_free(&m);
     sim_init(&m, 6, 4, L, 0);
     CHECK_OK(run_rounds(&m, 0, 2));

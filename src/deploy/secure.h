@@ -79,9 +79,9 @@ typedef struct fedc__secure_answer {
 void fedc__secure_request(fedc__secure *x, int slot, const fedc__msg *m, fedc__secure_answer *a);
 void fedc__secure_answer_free(fedc__secure_answer *a);
 /* A report of slot's client, checked before the collection takes it: NULL, or
- * why it is refused. Its masked words (values[i]: the aggregation's input i)
- * go to SecAgg as round 2's message when the collection adds the report. */
-const char *fedc__secure_take(fedc__secure *x, int slot, const void *const *values, char *why, size_t size);
+ * why it is refused. Its masked words go to SecAgg as round 2's message when
+ * the collection adds the report (never, if it is left out). */
+const char *fedc__secure_admit(fedc__secure *x, int slot, char *why, size_t size);
 /* The timers: rounds 0, 1 and 3 close when each of their clients has sent, or
  * the heartbeat timeout after they opened (round 0: after its first client's
  * message, so that the clients' start is not counted); round 2 when the collection ends

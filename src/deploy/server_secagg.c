@@ -350,8 +350,7 @@ void fedc__secure_request(fedc__secure *x, int slot, const fedc__msg *m, fedc__s
         fprintf(x->log, "fedc server: round %d: %s\n", x->round + 1, fedc_errmsg());
 }
 
-const char *fedc__secure_take(fedc__secure *x, int slot, const void *const *values, char *why, size_t size) {
-    (void)values; /* SecAgg gets them if the collection adds them (add_masked) */
+const char *fedc__secure_admit(fedc__secure *x, int slot, char *why, size_t size) {
     if (!x || !x->active) return NULL;
     if (x->failed[0]) return snprintf(why, size, "the secure round failed: %s", x->failed), why;
     if (x->stage != 2) return snprintf(why, size, "a report at the secure round's step %d, not 2", x->stage), why;
