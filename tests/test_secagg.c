@@ -2,7 +2,9 @@
  * the secure sum's quantized sum, bit for bit (the C functions' and the round
  * program's); clients that drop after each round are recovered from while t
  * remain, and a round with fewer is refused, saying so; an honest client
- * refuses to reveal both shares of one client; malformed, truncated and forged
+ * refuses to reveal both shares of one client; a server that sums only some of
+ * the masked inputs (over-selection) gets their sum, the others unmasked as
+ * dropped and revealing nothing; malformed, truncated and forged
  * messages are refused, naming what; SecAgg+'s sparse graph gives the same sum. */
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +266,70 @@ static void test_both_shares_refused(void) {
     sim_free(&m);
 }
 
+/* ---------------------------------------------------- the server's U3 -- */
+
+/* Round 2 as over-selection has it: every client masks its input, and the
+ * server takes the first `summed` (U3, its choice); the others' masked inputs
+ * never reach its sum, and those clients reveal nothing (stop 3). */
+static fedc_status mask_all_sum_first(sim *m, int summed) {
+    fedc_status st = FEDC_OK;
+    for (int i = 0; !st && i < m->n; i++) {
+        void *fwd = NULL, *y = NULL;
+        size_t fs = 0, ys = 0;
+        st = fedc__sa_server_message(m->s, m->ids[i], &fwd, &fs);
+        if (!st) st = fedc__sa_client_mask(m->c[i], fwd, fs, m->words + (size_t)i * m->p.length, &y, &ys);
+        if (!st && i < summed) st = fedc__sa_server_receive(m->s, y, ys);
+        if (i >= summed) m->stop[i] = 3;
+        free(fwd), free(y);
+    }
+    return st ? st : fedc__sa_server_close(m->s);
+}
+
+/* 6 clients, t 3, all mask, the server sums 4: the sum is theirs alone, the 2
+ * left out are unmasked as dropped (named so, their mask keys asked for), one
+ * of them asked to reveal refuses, not being a survivor, and a survivor asked
+ * afterwards for a left-out client's self-mask share refuses. With t 4 the 4
+ * summed are too few: each summed seed has the 3 shares of the other summed
+ * (why the deployment refuses t above N - (S - K)). */
+static void test_server_chooses_u3(void) {
+    enum { L = 40 };
+    sim m;
+    sim_init(&m, 6, 3, L, 0);
+    uint32_t sum[L], want[L] = {0};
+    CHECK_OK(run_rounds(&m, 0, 2));
+    CHECK_OK(mask_all_sum_first(&m, 4));
+    const uint32_t *ids;
+    CHECK_EQ_INT(fedc__sa_server_clients(m.s, 3, &ids), 4);
+    void *req = NULL;
+    size_t rs = 0;
+    fedc__sa_msg u;
+    CHECK_OK(fedc__sa_server_message(m.s, 0, &req, &rs));
+    CHECK_OK(fedc__sa_decode_as(req, rs, FEDC__SA_UNMASK, &u));
+    CHECK_EQ_INT(u.count, 4);
+    CHECK_EQ_INT(u.ndropped, 2);
+    CHECK(u.ndropped == 2 && u.dropped[0] == id_of(4) && u.dropped[1] == id_of(5));
+    fedc__sa_msg_free(&u);
+    void *out = NULL;
+    size_t os = 0;
+    CHECK_ERR(fedc__sa_client_unmask(m.c[5], req, rs, &out, &os), FEDC_EINVAL, "does not name it a survivor");
+    free(req), free(out);
+    CHECK_OK(run_rounds(&m, 3, 4));
+    CHECK_OK(fedc__sa_server_sum(m.s, sum));
+    for (int i = 0; i < 4; i++) fedc_secure_sum_add(want, m.words + (size_t)i * L, L);
+    CHECK(!memcmp(sum, want, sizeof sum));
+    /* the server holds client 4's masked input and now its mask key: asked next for
+     * the self-mask share of client 4 (named a survivor), a survivor refuses */
+    uint32_t s5[5] = {id_of(0), id_of(1), id_of(2), id_of(3), id_of(4)}, d1[1] = {id_of(5)};
+    CHECK_ERR(ask(&m, s5, 5, d1, 1, 0, NULL), FEDC_EINVAL, "has answered an unmask request this round already");
+    sim_free(&m);
+    sim_init(&m, 6, 4, L, 0);
+    CHECK_OK(run_rounds(&m, 0, 2));
+    CHECK_OK(mask_all_sum_first(&m, 4));
+    CHECK_OK(run_rounds(&m, 3, 4));
+    CHECK_ERR(fedc__sa_server_sum(m.s, sum), FEDC_EINVAL, "has 3 shares of the 4 needed");
+    sim_free(&m);
+}
+
 /* ------------------------------------------------------- bad messages -- */
 
 /* Every prefix of a valid message is refused as cut off (or too short), and a
@@ -457,6 +523,7 @@ int main(int argc, char **argv) {
         {"clients dropped after each round are recovered", test_drops_at_every_round},
         {"fewer than t clients: refused, saying so", test_too_few_refused},
         {"an honest client never reveals both shares of one client", test_both_shares_refused},
+        {"the server chooses U3: the others' masked inputs are left out", test_server_chooses_u3},
         {"truncated messages refused", test_truncated_messages_refused},
         {"malformed fields refused, named", test_malformed_fields_refused},
         {"forged messages refused", test_forged_messages_refused},

@@ -21,6 +21,8 @@ struct fedc__collect {
     int frontier;            /* every slot before it is settled */
     fedc__collect_stats stats;
     int held;
+    fedc__collect_hook hook; /* told of each report added */
+    void *hook_ctx;
 };
 
 fedc_status fedc__collect_create(fedc__collect **out, fedc_deployment_run *run, int slots, int commit, int window,
@@ -85,10 +87,13 @@ int fedc__collect_frontier(const fedc__collect *c) { return c->frontier; }
 
 fedc__collect_stats fedc__collect_stats_of(const fedc__collect *c) { return c->stats; }
 
+void fedc__collect_on_add(fedc__collect *c, fedc__collect_hook hook, void *ctx) { c->hook = hook, c->hook_ctx = ctx; }
+
 /* Adds the values `in` (or leaves the slot out: NULL) at the frontier. */
 static fedc_status add_values(fedc__collect *c, const void *const *in) {
     double t = fedc_seconds();
-    fedc_status st = fedc__deployment_agg_add(c->run, c->exchange, c->frontier, in);
+    fedc_status st = in && c->hook ? c->hook(c->hook_ctx, c->frontier, in) : FEDC_OK;
+    if (!st) st = fedc__deployment_agg_add(c->run, c->exchange, c->frontier, in);
     c->stats.seconds += fedc_seconds() - t;
     c->frontier++;
     return st;

@@ -45,6 +45,11 @@ fedc__slot_state fedc__collect_state(const fedc__collect *c, int slot);
 /* Slot's report (values[i]: its i-th value, any alignment), which must be OPEN;
  * added now or kept until the slots before it are settled. */
 fedc_status fedc__collect_add(fedc__collect *c, int slot, const void *const *values);
+/* Called with each report as it is added, in slot order (never for one left
+ * out): secure aggregation takes exactly the added reports' masked inputs. A
+ * failure is the add's. NULL: none. */
+typedef fedc_status (*fedc__collect_hook)(void *ctx, int slot, const void *const *values);
+void fedc__collect_on_add(fedc__collect *c, fedc__collect_hook hook, void *ctx);
 /* Gives up an OPEN slot (it will not report). */
 fedc_status fedc__collect_drop(fedc__collect *c, int slot);
 /* The first slot not settled (slots: every one is). */

@@ -15,8 +15,9 @@
  *     1       client polls step 1 -> wait | the keys; sends step 1, its shares -> ack
  *     2       client polls step 2 -> wait | its forwarded shares; works; its report's
  *             i32 tensors hold the masked words y (ready, go, report as before)
- *     3       client polls step 3 -> wait | the unmask request; sends step 3, its
- *             reveal -> ack; the server unmasks the sum
+ *     3       client polls step 3 -> wait | the unmask request (U3: the added
+ *             reports' clients; reject to the others); sends step 3, its reveal
+ *             -> ack; the server unmasks the sum
  *
  * A SECAGG request: token, client, round, exchange, slot, session, step; a
  * tensor "secagg" (u8) holds the client's message, none for a poll. Any answer
@@ -44,15 +45,19 @@ fedc_status fedc__secure_inputs(const fedc_program *agg, int *idx, int *n, uint6
 
 typedef struct fedc__secure fedc__secure;
 
-/* A server's secure aggregation over `slots` clients a round (all added:
- * commit == slots), threshold t (0: half of each neighbourhood and one more),
- * neighbours k (0: every other client). EINVAL naming the option when the plan
- * has nothing to aggregate securely, or the numbers do not fit. */
+/* A server's secure aggregation over `slots` clients a round of which the
+ * first `commit` reports in slot order are added (over-selection when fewer:
+ * U3 is theirs, the others' masked inputs are left out, unmasked as dropped),
+ * threshold t (0: half of each neighbourhood and one more), neighbours k (0:
+ * every other client). EINVAL naming the option when the plan has nothing to
+ * aggregate securely, or the numbers do not fit: t must also be at most the
+ * summed neighbours a summed client is sure to have, which rebuild its seed. */
 fedc_status fedc__secure_create(fedc__secure **out, const fedc_deployment_form *form, int threshold, int neighbours,
                                 int slots, int commit, double heartbeat_timeout, FILE *log);
 void fedc__secure_destroy(fedc__secure *x); /* safe on NULL */
 /* Exchange e of round r begins at `now`, collected by c, its clients in their
- * slots (ids of the population). Not active when e's aggregation has no i32 input. */
+ * slots (ids of the population); c hands it each report it adds (U3). Not
+ * active when e's aggregation has no i32 input. */
 fedc_status fedc__secure_begin(fedc__secure *x, fedc__collect *c, int round, int exchange, uint64_t seed,
                                const int64_t *sampled, double now);
 bool fedc__secure_active(const fedc__secure *x);
@@ -73,9 +78,10 @@ typedef struct fedc__secure_answer {
  * within the open session gives the slot up in the collection. */
 void fedc__secure_request(fedc__secure *x, int slot, const fedc__msg *m, fedc__secure_answer *a);
 void fedc__secure_answer_free(fedc__secure_answer *a);
-/* A report's masked words (values[i]: the aggregation's input i), as round 2's
- * message: NULL, or why it is refused. */
-const char *fedc__secure_take(fedc__secure *x, int slot, const void *const *values, char *why, size_t size);
+/* A report of slot's client, checked before the collection takes it: NULL, or
+ * why it is refused. Its masked words go to SecAgg as round 2's message when
+ * the collection adds the report (never, if it is left out). */
+const char *fedc__secure_admit(fedc__secure *x, int slot, char *why, size_t size);
 /* The timers: rounds 0, 1 and 3 close when each of their clients has sent, or
  * the heartbeat timeout after they opened (round 0: after its first client's
  * message, so that the clients' start is not counted); round 2 when the collection ends

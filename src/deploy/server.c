@@ -415,17 +415,17 @@ static const char *check_uploads(const server *s, const fedc__msg *m, char *why,
 /* The one place a report enters the aggregation, once the protocol has said it
  * is this slot's (token, plan, round, exchange, slot): its tensors checked
  * against what the aggregation takes, then added in slot order (or kept until
- * the slots before it are settled). A secure aggregation's unmasking would go
- * here, between the check and the add. NULL, or why it is refused. */
+ * the slots before it are settled). A secure round checks it between the two
+ * (and sums its masked words when it is added). NULL, or why it is refused. */
 static const char *take_report(server *s, int slot, const fedc__msg *m, char *why, size_t size) {
     if (check_uploads(s, m, why, size)) return why;
+    if (fedc__secure_admit(s->sec, slot, why, size)) return why; /* the masked words go to SecAgg once added */
     const void *values[4096];
     for (int j = 0; j < s->nup; j++) {
         fedc_tensor_entry e;
         fedc_safetensors_find(m->body, s->up[j].name, &e);
         values[j] = e.data;
     }
-    if (fedc__secure_take(s->sec, slot, values, why, size)) return why; /* the masked words, to be unmasked */
     if (fedc__collect_add(s->collect, slot, values)) {
         snprintf(why, size, "the server could not take it: %s", fedc_errmsg());
         return why;

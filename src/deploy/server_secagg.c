@@ -7,7 +7,14 @@
  * Σ y_u mod 2^32; the unmasked sum replaces them before server_result. The
  * order of a sum modulo 2^32 does not change its bits (integer addition is
  * associative and commutative), and the float values still go in slot order,
- * so a round has fedc train's bits over the clients whose reports were added. */
+ * so a round has fedc train's bits over the clients whose reports were added.
+ *
+ * The server chooses U3, the masked inputs it sums: those of the reports the
+ * collection adds, handed to SecAgg as it adds them (its hook), so with
+ * over-selection the first `commit` in slot order. A masked input that came but
+ * is not added never reaches SecAgg: its client is in U2 \ U3, unmasked as a
+ * dropped one (its mask key rebuilt, its pairwise masks taken off the sum), its
+ * self-mask seed never asked for, so its input stays hidden. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +25,7 @@ struct fedc__secure {
     const fedc_deployment_form *form;
     const int64_t *sampled; /* the round's clients, by slot */
     fedc__collect *collect; /* the exchange's: a slot refused in the secure round is given up there */
-    int threshold, neighbours, slots;
+    int threshold, neighbours, slots, commit; /* commit < slots: over-selection */
     double timeout; /* the heartbeat timeout: rounds 0, 1 and 3 last at most that */
     FILE *log;
     /* the exchange */
@@ -36,6 +43,7 @@ struct fedc__secure {
     int cached_stage;
     char field[160], failed[400];
     uint32_t counts[4]; /* |U1|, |U2|, |U3|, reveals */
+    int left_out;       /* masked inputs that came but are not in U3 (over-selected) */
 };
 
 fedc_status fedc__secure_inputs(const fedc_program *agg, int *idx, int *n, uint64_t *length) {
@@ -65,6 +73,33 @@ fedc_status fedc__secure_inputs(const fedc_program *agg, int *idx, int *n, uint6
 /* A client's neighbours when every client of the slots takes part. */
 static int full_neighbourhood(int slots, int k) { return k > 0 && k < slots - 1 ? k : slots - 1; }
 
+/* The least summed neighbours a summed client has when `slots` are selected
+ * and `commit` summed: every one left out may be its neighbour. */
+static int least_summed(int slots, int commit, int k) { return full_neighbourhood(slots, k) - (slots - commit); }
+
+/* With over-selection only the `commit` summed clients (U3) reveal shares, and a
+ * summed client's self-mask seed is rebuilt from the shares its summed
+ * neighbours hold (a client holds none of its own): as few as nb - (slots -
+ * commit) when every client left out is its neighbour. So t must be at most
+ * that, on top of above half of nb; each summed client is then unmasked
+ * whichever reports are added, once they all reveal. */
+static fedc_status over_selection_fits(int threshold, int k, int slots, int commit) {
+    int nb = full_neighbourhood(slots, k), least = least_summed(slots, commit, k);
+    if (commit == slots || threshold <= least) return FEDC_OK;
+    if (least <= nb / 2) { /* no threshold fits: the most clients a round with which one does */
+        int most = slots - 1;
+        while (most > commit && least_summed(most, commit, k) <= full_neighbourhood(most, k) / 2) most--;
+        return fedc_error(FEDC_EINVAL, "server: --secure-agg with over-selection: a round selects %d clients and sums "
+                          "%d, so a summed client may have only %d summed neighbours (of %d) whose shares rebuild its "
+                          "self-mask, not above half of its neighbours as the threshold must be: select at most %d "
+                          "clients a round (a smaller --over-select)", slots, commit, least, nb, most);
+    }
+    return fedc_error(FEDC_EINVAL, "server: --secure-agg %d with over-selection: a round selects %d clients and sums %d, "
+                      "so a summed client may have only %d summed neighbours (of %d) whose shares rebuild its self-mask; "
+                      "the threshold must be at most that and above half of %d (%d to %d)", threshold, slots, commit,
+                      least, nb, nb, nb / 2 + 1, least);
+}
+
 fedc_status fedc__secure_create(fedc__secure **out, const fedc_deployment_form *form, int threshold, int neighbours,
                                 int slots, int commit, double heartbeat_timeout, FILE *log) {
     *out = NULL;
@@ -79,9 +114,6 @@ fedc_status fedc__secure_create(fedc__secure **out, const fedc_deployment_form *
     if (!any)
         return fedc_error(FEDC_EINVAL, "server: --secure-agg needs a plan built with --secure-sum BITS: this plan's "
                           "aggregation sums no u32 words");
-    if (commit != slots)
-        return fedc_error(FEDC_EUNSUPPORTED, "server: --secure-agg with over-selection: every selected client's masked "
-                          "input is in the sum, so all must be added");
     if (neighbours < 0 || neighbours % 2)
         return fedc_error(FEDC_EINVAL, "server: --secure-neighbours %d must be even (a ring's both sides), 0 for all",
                           neighbours);
@@ -94,13 +126,15 @@ fedc_status fedc__secure_create(fedc__secure **out, const fedc_deployment_form *
         return fedc_error(FEDC_EINVAL, "server: --secure-agg %d: with %d clients a round each has %d neighbours, and the "
                           "threshold must be above half of that and at most it (%d to %d)", threshold, slots, nb,
                           nb / 2 + 1, nb);
+    fedc_status st = over_selection_fits(threshold, neighbours, slots, commit);
+    if (st) return st;
     fedc__secure *x = fedc_calloc(1, sizeof *x);
     if (x) x->done = fedc_calloc((size_t)slots, 1);
     if (!x || !x->done) {
         fedc_free(x);
         return fedc_error(FEDC_ENOMEM, "server: out of memory");
     }
-    x->form = form, x->threshold = threshold, x->neighbours = neighbours, x->slots = slots;
+    x->form = form, x->threshold = threshold, x->neighbours = neighbours, x->slots = slots, x->commit = commit;
     x->timeout = heartbeat_timeout, x->log = log;
     *out = x;
     return FEDC_OK;
@@ -118,6 +152,27 @@ void fedc__secure_destroy(fedc__secure *x) {
     fedc_free(x->done), fedc_free(x);
 }
 
+/* The collection's hook: a report it adds, whose masked words go into U3. */
+static fedc_status add_masked(void *ctx, int slot, const void *const *values) {
+    fedc__secure *x = ctx;
+    if (!x->active || x->failed[0]) return FEDC_OK;
+    const fedc_program *agg = fedc_deployment_form_phase(x->form, x->exchange, FEDC_PHASE_AGGREGATION);
+    size_t at = 0;
+    for (int i = 0; i < x->nidx; i++) {
+        fedc_type t = fedc_value_type(agg, fedc_program_input(agg, x->idx[i]));
+        size_t n = (size_t)fedc_type_count(&t);
+        memcpy(x->words + at, values[x->idx[i]], n * sizeof *x->words);
+        at += n;
+    }
+    fedc__sa_msg m = {.type = FEDC__SA_MASKED, .id = (uint32_t)slot + 1, .count = x->p.length, .words = x->words};
+    void *bytes = NULL;
+    size_t nbytes = 0;
+    fedc_status st = fedc__sa_encode(&m, &bytes, &nbytes);
+    if (!st) st = fedc__sa_server_receive(x->sa, bytes, nbytes);
+    fedc_free(bytes);
+    return st;
+}
+
 fedc_status fedc__secure_begin(fedc__secure *x, fedc__collect *c, int round, int exchange, uint64_t seed,
                                const int64_t *sampled, double now) {
     x->sampled = sampled, x->collect = c;
@@ -129,6 +184,7 @@ fedc_status fedc__secure_begin(fedc__secure *x, fedc__collect *c, int round, int
     x->round = round, x->exchange = exchange, x->stage = 0, x->opened = 0, x->session++;
     x->failed[0] = x->field[0] = '\0', x->cached_stage = -1;
     memset(x->counts, 0, sizeof x->counts);
+    x->left_out = 0;
     memset(x->done, 0, (size_t)x->slots);
     if (st || length == 0) return st;
     x->p = (fedc__sa_params){(uint32_t)x->threshold, (uint32_t)length, (uint32_t)x->neighbours,
@@ -136,6 +192,7 @@ fedc_status fedc__secure_begin(fedc__secure *x, fedc__collect *c, int round, int
     st = fedc__sa_server_create(&x->sa, &x->p);
     if (!st && !(x->words = fedc_malloc(length * sizeof *x->words))) st = fedc_error(FEDC_ENOMEM, "server: out of memory");
     if (st) return st;
+    fedc__collect_on_add(c, add_masked, x);
     snprintf(x->field, sizeof x->field, "%u %u %llu %llu %u", x->p.threshold, x->p.neighbours,
              (unsigned long long)x->p.graph_seed, (unsigned long long)x->session, x->p.length);
     x->active = true;
@@ -195,6 +252,11 @@ static fedc_status forge_unmask(void **msg, size_t *size) {
 static void server_message(fedc__secure *x, int slot, int r, fedc__secure_answer *a) {
     const uint32_t *ids;
     uint32_t n = fedc__sa_server_clients(x->sa, r, &ids);
+    if (r == 3 && x->done[slot] == 3 && !fedc__sa_has(ids, n, (uint32_t)slot + 1)) {
+        answer(a, FEDC__MSG_REJECT, "this client's masked input is not in the sum (the round adds the first %d reports "
+               "in slot order): it reveals nothing", x->commit);
+        return;
+    }
     if (!fedc__sa_has(ids, n, (uint32_t)slot + 1)) {
         answer(a, FEDC__MSG_REJECT, "this client is not among those of the secure round's step %d", r);
         return;
@@ -288,25 +350,14 @@ void fedc__secure_request(fedc__secure *x, int slot, const fedc__msg *m, fedc__s
         fprintf(x->log, "fedc server: round %d: %s\n", x->round + 1, fedc_errmsg());
 }
 
-const char *fedc__secure_take(fedc__secure *x, int slot, const void *const *values, char *why, size_t size) {
+const char *fedc__secure_admit(fedc__secure *x, int slot, char *why, size_t size) {
     if (!x || !x->active) return NULL;
     if (x->failed[0]) return snprintf(why, size, "the secure round failed: %s", x->failed), why;
     if (x->stage != 2) return snprintf(why, size, "a report at the secure round's step %d, not 2", x->stage), why;
-    const fedc_program *agg = fedc_deployment_form_phase(x->form, x->exchange, FEDC_PHASE_AGGREGATION);
-    size_t at = 0;
-    for (int i = 0; i < x->nidx; i++) {
-        fedc_type t = fedc_value_type(agg, fedc_program_input(agg, x->idx[i]));
-        size_t n = (size_t)fedc_type_count(&t);
-        memcpy(x->words + at, values[x->idx[i]], n * sizeof *x->words);
-        at += n;
-    }
-    fedc__sa_msg m = {.type = FEDC__SA_MASKED, .id = (uint32_t)slot + 1, .count = x->p.length, .words = x->words};
-    void *bytes = NULL;
-    size_t nbytes = 0;
-    fedc_status st = fedc__sa_encode(&m, &bytes, &nbytes);
-    if (!st) st = fedc__sa_server_receive(x->sa, bytes, nbytes);
-    fedc_free(bytes);
-    if (st) return snprintf(why, size, "%s", fedc_errmsg()), why;
+    const uint32_t *ids;
+    uint32_t n = fedc__sa_server_clients(x->sa, 2, &ids);
+    if (!fedc__sa_has(ids, n, (uint32_t)slot + 1))
+        return snprintf(why, size, "a masked input from slot %d, which did not share its keys in step 1", slot), why;
     x->done[slot] = 3;
     return NULL;
 }
@@ -373,6 +424,10 @@ void fedc__secure_close_masked(fedc__secure *x, double now) {
     const uint32_t *ids;
     x->counts[2] = fedc__sa_server_clients(x->sa, 3, &ids);
     x->stage = 3, x->opened = now;
+    for (int i = 0; i < x->slots; i++) x->left_out += x->done[i] == 3 && !fedc__sa_has(ids, x->counts[2], (uint32_t)i + 1);
+    if (x->left_out)
+        fprintf(x->log, "fedc server: round %d: secure aggregation sums %u masked inputs; %d more came and are left out "
+                "(over-selected): unmasked as dropped, their inputs hidden\n", x->round + 1, x->counts[2], x->left_out);
 }
 
 fedc_status fedc__secure_end(fedc__secure *x, fedc_deployment_run *run) {
@@ -400,8 +455,9 @@ fedc_status fedc__secure_end(fedc__secure *x, fedc_deployment_run *run) {
 void fedc__secure_metrics(const fedc__secure *x, FILE *f) {
     if (!x || !x->active) return;
     fprintf(f, "\"secure_agg\": {\"threshold\": %d, \"neighbours\": %d, \"advertised\": %u, \"shared\": %u, "
-            "\"masked\": %u, \"revealed\": %u, \"unmasked\": %s, \"survivors\": [", x->threshold, x->neighbours,
-            x->counts[0], x->counts[1], x->counts[2], x->counts[3], x->stage == 4 ? "true" : "false");
+            "\"masked\": %u, \"masked_left_out\": %d, \"revealed\": %u, \"unmasked\": %s, \"survivors\": [", x->threshold,
+            x->neighbours, x->counts[0], x->counts[1], x->counts[2], x->left_out, x->counts[3],
+            x->stage == 4 ? "true" : "false");
     const uint32_t *ids;
     uint32_t n = x->stage >= 3 ? fedc__sa_server_clients(x->sa, 3, &ids) : 0;
     for (uint32_t i = 0; i < n; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)x->sampled[ids[i] - 1]);
