@@ -79,9 +79,11 @@ typedef struct server {
 /* The beat interval: seconds between a working client's heartbeats, and the
  * longest the server holds a request of a client it must hear from (a
  * selected client's): --heartbeat, or a quarter of the heartbeat timeout, so
- * that a client misses three beats before it is given up. */
+ * that a client misses three beats before it is given up; 1 ms to an hour, the
+ * range a task's heartbeat_ms may have. */
 static inline double fedc__server_beat(const server *s) {
-    return s->o->heartbeat > 0 ? s->o->heartbeat : s->o->heartbeat_timeout / 4;
+    double beat = s->o->heartbeat > 0 ? s->o->heartbeat : s->o->heartbeat_timeout / 4;
+    return beat < 0.001 ? 0.001 : beat > 3600 ? 3600 : beat;
 }
 static inline int fedc__server_beat_ms(const server *s) { return (int)(fedc__server_beat(s) * 1000); }
 
