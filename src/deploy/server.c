@@ -52,7 +52,7 @@ void fedc_server_defaults(fedc_server_options *o) {
 /* ---------------------------------------------------------- replies -- */
 
 bool fedc__server_reply_to(server *s, const fedc__req *to, fedc__msg_type type, const fedc_metadata_entry *f, int nf,
-                     const fedc_tensor_entry *t, int nt) {
+                           const fedc_tensor_entry *t, int nt) {
     size_t bytes = 0;
     if (fedc__net_reply(&s->net, to, type, f, nf, t, nt, &bytes))
         fprintf(s->log, "fedc server: could not answer a request: %s\n", fedc_errmsg());
@@ -67,7 +67,8 @@ static bool reply(server *s, fedc__msg_type type, const fedc_metadata_entry *f, 
 bool fedc__server_wait(server *s, const fedc__req *to, int ms, const char *why) {
     char retry[32];
     snprintf(retry, sizeof retry, "%d", ms);
-    return fedc__server_reply_to(s, to, FEDC__MSG_WAIT, (fedc_metadata_entry[]){{"retry_ms", retry}, {"reason", why}}, 2, NULL, 0);
+    return fedc__server_reply_to(s, to, FEDC__MSG_WAIT, (fedc_metadata_entry[]){{"retry_ms", retry}, {"reason", why}}, 2,
+                                 NULL, 0);
 }
 
 /* Rejects the request, saying why, and logs it: the client's id when known. */
@@ -126,7 +127,8 @@ bool fedc__server_done(server *s, const fedc__req *to, int64_t client) {
     char rounds[32], added[32];
     snprintf(rounds, sizeof rounds, "%d", s->o->rounds);
     snprintf(added, sizeof added, "%d", (int)s->added_round[client]);
-    return fedc__server_reply_to(s, to, FEDC__MSG_DONE, (fedc_metadata_entry[]){{"rounds", rounds}, {"added", added}}, 2, NULL, 0);
+    return fedc__server_reply_to(s, to, FEDC__MSG_DONE, (fedc_metadata_entry[]){{"rounds", rounds}, {"added", added}}, 2,
+                                 NULL, 0);
 }
 
 /* The slot client has an open task in, or -1; also -1 while reorder_window
