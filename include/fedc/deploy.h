@@ -247,7 +247,8 @@ typedef struct fedc_client_options {
     const char *tls_ca;   /* tls+tcp://: the PEM certificate(s) the server's is verified with */
     const char *tls_server_name; /* the name the server's certificate must have (NULL: the address's host) */
     int64_t client;       /* the client's index in data, as fedc train numbers them */
-    double timeout;       /* seconds to wait for an answer (default 60) */
+    double timeout;       /* seconds to wait for an answer (default 60); the server may hold a request
+                             half of it (a check-in waiting for a task) */
     double max_seconds;   /* the whole job, at most (default 86400) */
     size_t max_message;   /* bytes a message may declare (default 256 MiB) */
     int threads;          /* for client_work (default 1) */
