@@ -30,8 +30,10 @@ static const char server_usage[] =
     "  --min-reports M          reports a round needs by the deadline, else it is run again (default 1)\n"
     "  --over-select F          select ceil(F K) clients, add the first K reports in slot order\n"
     "                           (1 to 100, default 1)\n"
-    "  --heartbeat S            seconds between a working client's heartbeats; the longest a\n"
-    "                           check-in is held for a task (default 1)\n"
+    "  --heartbeat S            seconds between a working client's heartbeats, and the longest a\n"
+    "                           selected client's request is held (default: a quarter of the\n"
+    "                           heartbeat timeout); a waiting client's check-in is held until it has\n"
+    "                           a task, or for half its --timeout\n"
     "  --heartbeat-timeout S    a selected client silent this long is given up (default 30)\n"
     "  --max-held N             check-ins held for a task (default 4096); more are told to come\n"
     "                           back after the heartbeat interval\n"
@@ -56,7 +58,8 @@ static const char client_usage[] =
     "  --tls-ca FILE            for a tls+tcp:// address: the PEM certificate(s) to verify the\n"
     "                           server's with (a self-signed server: its certificate)\n"
     "  --tls-server-name NAME   the name the server's certificate must have (default: the host)\n"
-    "  --timeout S              seconds to wait for an answer (default 60)\n"
+    "  --timeout S              seconds to wait for an answer (default 60); the server holds a\n"
+    "                           check-in half of that at most\n"
     "  --max-seconds S          the whole job at most (default 86400)\n"
     "  --max-message BYTES      the largest message the server may send (default 2^28)\n"
     "  --threads N              threads for each client's work (default 1)\n"
@@ -117,7 +120,7 @@ static bool option(const char *cmd, args *a, bool server, const char *name, cons
         if (!strcmp(name, "--report-deadline")) return cli_real(cmd, name, v, seconds, &a->s.report_deadline);
         if (!strcmp(name, "--over-select"))
             return cli_real(cmd, name, v, (cli_range){1, 100, false, false}, &a->s.over_select);
-        if (!strcmp(name, "--heartbeat")) return cli_real(cmd, name, v, (cli_range){0, 3600, true, false}, &a->s.heartbeat);
+        if (!strcmp(name, "--heartbeat")) return cli_real(cmd, name, v, (cli_range){0, 3600, false, false}, &a->s.heartbeat);
         if (!strcmp(name, "--heartbeat-timeout")) return cli_real(cmd, name, v, seconds, &a->s.heartbeat_timeout);
         if (!strcmp(name, "--max-held")) return cli_uint(cmd, name, v, 0, 1 << 20, &n) && (a->s.max_held = (int)n, true);
         if (!strcmp(name, "--reorder-window"))

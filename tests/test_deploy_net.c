@@ -88,7 +88,9 @@ static bool plan_and_train_as(const char *name, int rounds, int k, bool adam) {
 
 static bool plan_and_train(const char *name, int rounds, int k) { return plan_and_train_as(name, rounds, k, false); }
 
-static void start_server(job *j, pthread_t *t, const char *name, const char *url, int rounds, int k, FILE *log) {
+/* A server of plan `name` on a thread; heartbeat_timeout 0: the default. */
+static void start_server(job *j, pthread_t *t, const char *name, const char *url, int rounds, int k, FILE *log,
+                         double heartbeat_timeout) {
     static char plan[8][600], out[8][700];
     static int next;
     int i = next++ % 8;
@@ -102,6 +104,7 @@ static void start_server(job *j, pthread_t *t, const char *name, const char *url
     j->s.report_deadline = 60;
     j->s.linger = 0.5;
     j->s.log = log;
+    if (heartbeat_timeout > 0) j->s.heartbeat_timeout = heartbeat_timeout;
     pthread_create(t, NULL, server_main, j);
 }
 
@@ -122,28 +125,38 @@ static int count_lines(const char *file, const char *needle) {
     return n;
 }
 
+/* The number after `key` in each of a metrics file's rows, at most max: how
+ * many rows (-1: a row without it). */
+static int field_values(const char *file, const char *key, long *v, int max) {
+    FILE *f = fopen(file, "r");
+    char line[4096];
+    int n = 0;
+    bool all = true;
+    while (f && n < max && fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, key);
+        all &= at != NULL;
+        v[n++] = at ? strtol(at + strlen(key), NULL, 10) : -1;
+    }
+    if (f) fclose(f);
+    return all ? n : -1;
+}
+
 /* The least value of the number after `key` over a metrics file's rows (-1:
  * a row without it, or no row). */
 static long least_field(const char *file, const char *key) {
-    FILE *f = fopen(file, "r");
-    char line[4096];
-    long least = -1;
-    bool rows = false, all = true;
-    while (f && fgets(line, sizeof line, f)) {
-        const char *at = strstr(line, key);
-        long v = at ? strtol(at + strlen(key), NULL, 10) : -1;
-        all &= at != NULL;
-        if (!rows || v < least) least = v;
-        rows = true;
-    }
-    if (f) fclose(f);
-    return all ? least : -1;
+    long v[64], least = -1;
+    int n = field_values(file, key, v, 64);
+    for (int i = 0; i < n; i++)
+        if (i == 0 || v[i] < least) least = v[i];
+    return least;
 }
 
 /* The plan `name` served for `rounds` rounds of k clients to a fleet of all
  * five (FEDC_FAULT `fault` in its environment, NULL: none); false if the set-up
- * or the run fails. */
-static bool deploy(const char *name, int rounds, int k, bool adam, const char *fault) {
+ * or the run fails. With `patient`, the server's heartbeat timeout is 600 s (a
+ * beat every 150 s) and the clients' timeout 240 s (check-ins held 120 s), so
+ * that within the clients' max_seconds (120 s) no request is repeated for time. */
+static bool deploy_as(const char *name, int rounds, int k, bool adam, const char *fault, bool patient) {
     if (!setup() || !plan_and_train_as(name, rounds, k, adam)) {
         CHECK_MSG(false, "cannot set up");
         return false;
@@ -153,8 +166,9 @@ static bool deploy(const char *name, int rounds, int k, bool adam, const char *f
     snprintf(url, sizeof url, "ipc://%s", path(sock));
     job j;
     pthread_t t;
-    start_server(&j, &t, name, url, rounds, k, NULL);
+    start_server(&j, &t, name, url, rounds, k, NULL, patient ? 600 : 0);
     fedc_client_options o = client_options(url, "test-token");
+    if (patient) o.timeout = 240;
     if (fault) setenv("FEDC_FAULT", fault, 1);
     fedc_status st = fedc_fleet_run(&o, CASE_CLIENTS);
     CHECK_MSG(st == FEDC_OK, "fleet: %s", fedc_errmsg());
@@ -162,6 +176,10 @@ static bool deploy(const char *name, int rounds, int k, bool adam, const char *f
     pthread_join(t, NULL);
     CHECK_MSG(j.st == FEDC_OK, "server: %s", j.err);
     return st == FEDC_OK && j.st == FEDC_OK;
+}
+
+static bool deploy(const char *name, int rounds, int k, bool adam, const char *fault) {
+    return deploy_as(name, rounds, k, adam, fault, false);
 }
 
 /* Three rounds of three clients: fedc_train's bits, though every report is
@@ -177,6 +195,31 @@ static void test_equivalence(void) {
      * (CI saw 11 in a round under ASan). */
     long requests = least_field(path("eq.out/metrics.jsonl"), "\"requests\": ");
     CHECK_MSG(requests >= 9, "a round answered %ld requests; its 3 clients make 9 at least", requests);
+}
+
+/* The liveness traffic: a client waiting for the next round (or not selected)
+ * has its check-in held until it has a task, and a working client beats once
+ * the task arrives and then every beat interval, a quarter of the heartbeat
+ * timeout. With the holds and the beat interval above the clients' max_seconds
+ * (deploy_as's `patient`), the protocol leaves no request to time: the plan
+ * once, a check-in per task and one answered done per client, and each task's
+ * heartbeat, ready and report: 1 + (9 + 5) + 9 x 3 = 42 for 3 rounds of 3 of
+ * the 5 clients, however long the rounds take. Each client sleeps 1.5 s before
+ * its work (FEDC_FAULT=slow), longer than the 1 s after which the protocol of
+ * version 4 answered a held check-in and repeated a heartbeat. The rows count
+ * the requests of their rounds (the last clients' check-ins, answered done
+ * after the last row, are not in any), so they sum to 42 at most. */
+static void test_liveness_traffic(void) {
+    if (!deploy_as("quiet", 3, 3, false, "slow:1.5", true)) return;
+    check_same_bits(path("quiet.out/checkpoint.safetensors"), path("quiet.train/checkpoint.safetensors"), 2);
+    long v[8], sum = 0;
+    int rows = field_values(path("quiet.out/metrics.jsonl"), "\"requests\": ", v, 8);
+    CHECK_EQ_INT(rows, 3);
+    for (int i = 0; i < rows; i++) {
+        CHECK_MSG(v[i] >= 9, "round %d answered %ld requests; its 3 clients make 9 at least", i + 1, v[i]);
+        sum += v[i];
+    }
+    CHECK_MSG(sum <= 42, "the rounds answered %ld requests; the protocol makes 42 at most without a repeated one", sum);
 }
 
 /* FedAdam weighting by dataset size: the server's Adam state (server/opt/...)
@@ -271,7 +314,7 @@ static void test_bad_input(void) {
     FILE *log = fopen(path("bad.log"), "w");
     job j;
     pthread_t t;
-    start_server(&j, &t, "bad", url, 1, CASE_CLIENTS, log);
+    start_server(&j, &t, "bad", url, 1, CASE_CLIENTS, log, 0);
     fedc_plan *p = NULL;
     CHECK_OK(fedc_plan_read(path("bad"), &p));
     fedc__net n;
@@ -341,6 +384,7 @@ out:
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {{"equivalence", test_equivalence},
                                       {"equivalence_fedadam", test_equivalence_fedadam},
+                                      {"liveness_traffic", test_liveness_traffic},
                                       {"bad_input", test_bad_input}};
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
     fedc_test_tmpdir_remove();

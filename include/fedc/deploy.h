@@ -219,15 +219,17 @@ typedef struct fedc_server_options {
     /* the round protocol (docs/deployment.md, "The protocol"); after the older fields */
     double over_select;      /* select ceil(over_select x clients_per_round) clients and add the first
                                 clients_per_round reports in slot order (default 1: no over-selection) */
-    double heartbeat;        /* seconds between a working client's heartbeats, and the longest a check-in
-                                is held waiting for a task (default 1) */
+    double heartbeat;        /* seconds between a working client's heartbeats, and the longest the server
+                                holds a request of a client with an open slot (default 0: a quarter of
+                                heartbeat_timeout); other check-ins are held as long as the client allows */
     double heartbeat_timeout; /* a selected client not heard from for this long is given up before the
                                  deadline (default 30; a client never heard from waits for the deadline) */
     int reorder_window;      /* reports ahead of the slot order held in memory (more wait in a file in
                                 out_dir), tasks on their way and clients told to send their reports, at
                                 most (default 16) */
     int max_held;            /* check-ins held waiting for a task (default 4096); more are answered
-                                "wait" with a retry window (the heartbeat interval) */
+                                "wait" with a retry window (the heartbeat interval), and the server lingers
+                                until they are due back */
     /* secure aggregation (docs/deployment.md, "Secure aggregation"): a plan built with --secure-sum */
     bool secure_agg;         /* the clients' u32 words are summed by SecAgg: the server sees only the sum */
     int secure_threshold;    /* t: shares that rebuild a client's secrets (0: half its neighbours, plus one) */
@@ -245,7 +247,8 @@ typedef struct fedc_client_options {
     const char *tls_ca;   /* tls+tcp://: the PEM certificate(s) the server's is verified with */
     const char *tls_server_name; /* the name the server's certificate must have (NULL: the address's host) */
     int64_t client;       /* the client's index in data, as fedc train numbers them */
-    double timeout;       /* seconds to wait for an answer (default 60) */
+    double timeout;       /* seconds to wait for an answer (default 60); the server may hold a request
+                             half of it (a check-in waiting for a task) */
     double max_seconds;   /* the whole job, at most (default 86400) */
     size_t max_message;   /* bytes a message may declare (default 256 MiB) */
     int threads;          /* for client_work (default 1) */

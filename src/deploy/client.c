@@ -79,6 +79,7 @@ typedef struct client {
     const fedc_deployment_form *form; /* the task's program's: the round's, or the warm start's */
     int exchanges;
     char id[32];
+    char hold_ms[16];   /* how long the server may hold its check-ins and readies: half its timeout */
     held *held;
     int nheld, cap;
     int64_t refused_round; /* a round whose report the server refused: left alone */
@@ -184,8 +185,9 @@ static fedc_status call(client *c, fedc__msg_type type, const fedc_metadata_entr
 static fedc_status checkin(client *c, const char *hash, fedc__msg *reply) {
     char version[16];
     snprintf(version, sizeof version, "%d", FEDC__PROTOCOL_VERSION);
-    fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id}, {"version", version}, {"plan_hash", hash}};
-    return call(c, FEDC__MSG_CHECKIN, f, 4, NULL, 0, reply);
+    fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id}, {"version", version},
+                               {"plan_hash", hash}, {"hold_ms", c->hold_ms}};
+    return call(c, FEDC__MSG_CHECKIN, f, 5, NULL, 0, reply);
 }
 
 static fedc_status server_refused(const client *c, const fedc__msg *m) {
@@ -383,15 +385,16 @@ typedef struct task_id {
 
 /* Asks to send the report of the task (ready), waiting for the server's go: true
  * when it may; false when the slot wants no report any more (given up, closed).
- * Bounded: each answer comes within the server's heartbeat interval, and the
- * client's max_seconds bound the whole. */
+ * Bounded: each answer comes within hold_ms (and the server's beat interval),
+ * and the client's max_seconds bound the whole. */
 static fedc_status may_report(client *c, const task_id *task, double start, bool *go) {
     fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id},
-                               {"round", task->round}, {"exchange", task->exchange}, {"slot", task->slot}};
+                               {"round", task->round}, {"exchange", task->exchange}, {"slot", task->slot},
+                               {"hold_ms", c->hold_ms}};
     *go = false;
     while (fedc_seconds() - start < c->o->max_seconds) {
         fedc__msg r;
-        fedc_status st = call(c, FEDC__MSG_READY, f, 5, NULL, 0, &r);
+        fedc_status st = call(c, FEDC__MSG_READY, f, 6, NULL, 0, &r);
         if (st) return st;
         fedc__msg_type type = r.type;
         if (type == FEDC__MSG_REJECT)
@@ -621,6 +624,9 @@ static fedc_status client_init(client *c, const fedc_client_options *o, int64_t 
     snprintf(c->id, sizeof c->id, "%lld", (long long)id);
     if (!o->connect || !o->data || !(o->timeout > 0) || !(o->max_seconds > 0))
         return fedc_error(FEDC_EINVAL, "client: needs an address, data, a timeout and max_seconds above 0");
+    /* half the timeout: the server's answer to a request it held still comes in time when it is busy (an
+     * aggregation, a checkpoint) as the hold ends; an hour at most (the protocol's bound) */
+    snprintf(c->hold_ms, sizeof c->hold_ms, "%d", o->timeout < 7200 ? (int)(o->timeout * 500) : 3600000);
     return fedc__net_dial(&c->net, o->connect, o->max_message, (int)(o->timeout * 1000),
                           &(fedc__tls){.ca = o->tls_ca, .server_name = o->tls_server_name});
 }

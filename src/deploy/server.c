@@ -21,7 +21,7 @@
  * has the simulation's bits whatever order the reports arrive in. A plan's warm
  * start runs once before round 1 of a fresh job, as round 0 on its own form,
  * run and collection (warm.h). Every wait is bounded: a receive waits 50 ms, a
- * held check-in the heartbeat interval, a round until its deadline. */
+ * held request what its client allows (held.h), a round until its deadline. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,84 +29,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "deploy/collect.h"
-#include "deploy/deploy.h"
-#include "deploy/net.h"
-#include "deploy/secure.h"
-#include "deploy/warm.h"
+#include "deploy/held.h"
 #include "fedc/secure_sum.h"
 
-enum { MAX_ATTEMPTS = 3, RECV_MS = 50 };
-
-/* A value each client sends up for an aggregation. */
-typedef struct upload {
-    const char *name;
-    fedc_type local;  /* one client's type */
-    size_t bytes;     /* of one client's value */
-} upload;
-
-/* A request held: a check-in until its client has a task, or a client's
- * "ready" until its report may come (slot >= 0), or the heartbeat interval. */
-typedef struct held_checkin {
-    fedc__req from;
-    int64_t client;
-    int slot;
-    double since;
-} held_checkin;
-
-typedef struct server {
-    const fedc_server_options *o;
-    FILE *log;
-    fedc_plan *plan;
-    const fedc_deployment_form *form;
-    fedc_deployment_run *run;
-    fedc__collect *collect;
-    fedc__net net;
-    fedc__req from;          /* the request being answered */
-    char token[160];
-    int64_t population;
-    uint64_t seed;
-    float population_f;
-    int k, commit, ntensors; /* k slots selected, the first `commit` reports added */
-    void **state;            /* per plan tensor: the server state, bound to the run */
-    int64_t *sampled;        /* the round's clients, by slot */
-    int64_t *next;           /* the next round's */
-    uint8_t *left_out;       /* per slot: not added in some exchange of this round */
-    uint8_t *sent;           /* per slot: 1 its task is sent and its client not heard from since, 2 heard */
-    int unconfirmed;         /* tasks sent and not yet known received: at most reorder_window, so that the
-                                tasks in NNG's send queues are not the cohort's */
-    uint8_t *granted;        /* per slot: 1 told to send its report, which has not come yet */
-    int ngranted;            /* those: at most reorder_window, so that NNG's receive buffers are not the
-                                cohort's reports either */
-    int32_t *slot_of;        /* per client of the population: its slot this round, or -1 */
-    uint8_t *next_round;     /* per client: selected for the next round */
-    double *heard;           /* per client: when it was last heard from (0: never) */
-    int32_t *taken_round;    /* per client: the round and exchange of the last report taken from it, so */
-    int32_t *taken_exchange; /* that an upload repeated after its exchange closed is acknowledged, not counted */
-    int32_t *added_round;    /* per client: the last committed round that added its report (-1: none), told
-                                with its tasks and done, so that a client that keeps state keeps the
-                                state of an added report only */
-    int round, exchange;
-    bool collecting, done;
-    double opened;           /* when the exchange began collecting */
-    fedc_tensor_entry *task; /* the broadcast values a task carries */
-    int ntask;
-    upload *up;
-    int nup;
-    held_checkin *held;
-    int nheld, maxheld;
-    int nready;              /* of the held, readies (slot >= 0) */
-    bool recheck;            /* a task was confirmed (or given up): a held check-in may have one now */
-    double bytes_in, bytes_out, requests;
-    int refused, duplicates, stragglers, missed; /* requests refused; reports of a slot that had reported (not
-                                                    counted again); reports too late to add; clients given up
-                                                    for missed heartbeats */
-    FILE *metrics;
-    fedc__secure *sec;       /* --secure-agg (server_secagg.c), else NULL */
-    fedc__warm *warm;        /* while the warm start runs (warm.h): the round's run, collection and slots */
-    bool resumed;            /* from a checkpoint: the warm start, if any, is done */
-    bool unmasking;          /* the collection is over; the secure round's unmasking goes on */
-} server;
+enum { MAX_ATTEMPTS = 3, RECV_MS = 50, MAX_HOLD_MS = 3600000 };
 
 void fedc_server_defaults(fedc_server_options *o) {
     memset(o, 0, sizeof *o);
@@ -114,7 +40,7 @@ void fedc_server_defaults(fedc_server_options *o) {
     o->report_deadline = 600;
     o->min_reports = 1;
     o->over_select = 1;
-    o->heartbeat = 1;
+    o->heartbeat = 0; /* a quarter of the heartbeat timeout */
     o->heartbeat_timeout = 30;
     o->reorder_window = 16;
     o->max_held = 4096;
@@ -125,8 +51,8 @@ void fedc_server_defaults(fedc_server_options *o) {
 
 /* ---------------------------------------------------------- replies -- */
 
-static bool reply_to(server *s, const fedc__req *to, fedc__msg_type type, const fedc_metadata_entry *f, int nf,
-                     const fedc_tensor_entry *t, int nt) {
+bool fedc__server_reply_to(server *s, const fedc__req *to, fedc__msg_type type, const fedc_metadata_entry *f, int nf,
+                           const fedc_tensor_entry *t, int nt) {
     size_t bytes = 0;
     if (fedc__net_reply(&s->net, to, type, f, nf, t, nt, &bytes))
         fprintf(s->log, "fedc server: could not answer a request: %s\n", fedc_errmsg());
@@ -135,16 +61,15 @@ static bool reply_to(server *s, const fedc__req *to, fedc__msg_type type, const 
 }
 
 static bool reply(server *s, fedc__msg_type type, const fedc_metadata_entry *f, int nf, const fedc_tensor_entry *t, int nt) {
-    return reply_to(s, &s->from, type, f, nf, t, nt);
+    return fedc__server_reply_to(s, &s->from, type, f, nf, t, nt);
 }
 
-static bool wait_reply(server *s, const fedc__req *to, int ms, const char *why) {
+bool fedc__server_wait(server *s, const fedc__req *to, int ms, const char *why) {
     char retry[32];
     snprintf(retry, sizeof retry, "%d", ms);
-    return reply_to(s, to, FEDC__MSG_WAIT, (fedc_metadata_entry[]){{"retry_ms", retry}, {"reason", why}}, 2, NULL, 0);
+    return fedc__server_reply_to(s, to, FEDC__MSG_WAIT, (fedc_metadata_entry[]){{"retry_ms", retry}, {"reason", why}}, 2,
+                                 NULL, 0);
 }
-
-static int heartbeat_ms(const server *s) { return (int)(s->o->heartbeat * 1000); }
 
 /* Rejects the request, saying why, and logs it: the client's id when known. */
 static bool refuse(server *s, const char *client, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -182,12 +107,12 @@ static bool send_plan(server *s) {
     return reply(s, FEDC__MSG_PLAN, (fedc_metadata_entry[]){{"hash", fedc_plan_hash(s->plan)}}, 1, t, n);
 }
 
-static bool send_task(server *s, const fedc__req *to, int slot) {
+bool fedc__server_task(server *s, const fedc__req *to, int slot) {
     char round[32], exchange[32], slot_s[32], hb[32];
     snprintf(round, sizeof round, "%d", s->round);
     snprintf(exchange, sizeof exchange, "%d", s->exchange);
     snprintf(slot_s, sizeof slot_s, "%d", slot);
-    snprintf(hb, sizeof hb, "%d", heartbeat_ms(s));
+    snprintf(hb, sizeof hb, "%d", fedc__server_beat_ms(s));
     s->heard[s->sampled[slot]] = fedc_seconds(); /* its heartbeats are timed from its task */
     if (!s->sent[slot]) s->sent[slot] = 1, s->unconfirmed++;
     char added[32];
@@ -195,19 +120,20 @@ static bool send_task(server *s, const fedc__req *to, int slot) {
     fedc_metadata_entry f[] = {{"round", round}, {"exchange", exchange}, {"slot", slot_s}, {"hash", fedc_plan_hash(s->plan)},
                                {"heartbeat_ms", hb}, {"added", added}, {"program", s->warm ? "warm_start" : "round"},
                                {"secagg", fedc__secure_field(s->sec)}};
-    return reply_to(s, to, FEDC__MSG_TASK, f, s->sec ? 8 : 7, s->task, s->ntask);
+    return fedc__server_reply_to(s, to, FEDC__MSG_TASK, f, s->sec ? 8 : 7, s->task, s->ntask);
 }
 
-static bool send_done(server *s, const fedc__req *to, int64_t client) {
+bool fedc__server_done(server *s, const fedc__req *to, int64_t client) {
     char rounds[32], added[32];
     snprintf(rounds, sizeof rounds, "%d", s->o->rounds);
     snprintf(added, sizeof added, "%d", (int)s->added_round[client]);
-    return reply_to(s, to, FEDC__MSG_DONE, (fedc_metadata_entry[]){{"rounds", rounds}, {"added", added}}, 2, NULL, 0);
+    return fedc__server_reply_to(s, to, FEDC__MSG_DONE, (fedc_metadata_entry[]){{"rounds", rounds}, {"added", added}}, 2,
+                                 NULL, 0);
 }
 
 /* The slot client has an open task in, or -1; also -1 while reorder_window
  * tasks are on their way (the client gets it when one of those is heard from). */
-static int open_slot(const server *s, int64_t client) {
+int fedc__server_open_slot(const server *s, int64_t client) {
     int i = s->collecting ? s->slot_of[client] : -1;
     if (i < 0 || fedc__collect_state(s->collect, i) != FEDC__SLOT_OPEN) return -1;
     return s->sent[i] || s->unconfirmed < s->o->reorder_window ? i : -1;
@@ -220,91 +146,21 @@ static void heard_from(server *s, int64_t c) {
     if (i >= 0 && s->sent[i] == 1) s->sent[i] = 2, s->unconfirmed--, s->recheck = true;
 }
 
-/* A check-in with nothing to give now: held until there is (or the heartbeat
- * interval passes); when max_held are held already, refused with a retry
- * window: come back after the heartbeat interval. */
-static bool hold_or_wait(server *s, int64_t client) {
-    char why[128];
-    if (s->nheld < s->maxheld) {
-        s->held[s->nheld++] = (held_checkin){s->from, client, -1, fedc_seconds()};
-        return true;
-    }
-    snprintf(why, sizeof why, "the server holds %d check-ins already (round %d)", s->maxheld, s->round + 1);
-    return wait_reply(s, &s->from, heartbeat_ms(s), why);
-}
-
-/* A report no longer expected, or come: its grant is free for another. */
-static void ungrant(server *s, int slot) {
-    if (s->granted[slot] == 1) s->granted[slot] = 2, s->ngranted--;
-}
-
-/* Answers a held "ready": go, if the slot is open and a grant is free (true), or
- * reject if the slot is settled. */
-static bool answer_ready(server *s, const held_checkin *h) {
-    fedc__slot_state st = s->collecting ? fedc__collect_state(s->collect, h->slot) : FEDC__SLOT_SKIPPED;
-    if (st != FEDC__SLOT_OPEN) {
-        reply_to(s, &h->from, FEDC__MSG_REJECT, (fedc_metadata_entry[]){{"reason", "that slot wants no report now"}}, 1,
-                 NULL, 0);
-        return true;
-    }
-    int w = s->o->reorder_window; /* within the window after the frontier: kept in memory till added */
-    if (s->ngranted >= w || h->slot >= fedc__collect_frontier(s->collect) + w) return false;
-    s->granted[h->slot] = 1, s->ngranted++;
-    reply_to(s, &h->from, FEDC__MSG_GO, NULL, 0, NULL, 0);
-    return true;
-}
-
-/* Answers the held readies in slot order while grants are free and their
- * slots within reorder_window of the frontier (so that the reports come in
- * the order they are added, and none waits on disk). */
-static void answer_readies(server *s) {
-    while (s->nready) { /* the lowest slot's ready first */
-        int best = -1;
-        for (int i = 0; i < s->nheld; i++)
-            if (s->held[i].slot >= 0 && (best < 0 || s->held[i].slot < s->held[best].slot)) best = i;
-        if (best < 0 || !answer_ready(s, &s->held[best])) break;
-        s->held[best] = s->held[--s->nheld];
-        s->nready--;
-    }
-}
-
-/* Answers the held requests that can be: readies (above), check-ins that
- * have a task now (or all, "done", when the job is), and any that has waited
- * the heartbeat interval (come back at once). */
-static void answer_held(server *s) {
-    double now = fedc_seconds();
-    answer_readies(s);
-    int kept = 0;
-    s->recheck = false;
-    for (int i = 0; i < s->nheld; i++) {
-        held_checkin h = s->held[i];
-        bool ready = h.slot >= 0, answered = true;
-        int slot = ready ? -1 : open_slot(s, h.client);
-        if (s->done && !ready) send_done(s, &h.from, h.client);
-        else if (slot >= 0) send_task(s, &h.from, slot);
-        else if (now - h.since >= s->o->heartbeat) wait_reply(s, &h.from, 0, "nothing yet: check in again");
-        else answered = false;
-        if (!answered) s->held[kept++] = h;
-        else if (ready) s->nready--;
-    }
-    s->nheld = kept;
-}
-
-/* After a request, what it can have changed, so that a request costs O(1), not
- * O(held): the readies, when some wait (a report frees a grant and moves the
- * frontier), and the check-ins, when a task was confirmed (another may go out).
- * The rest (a held request's interval passing) waits for the timers. */
-static void answer_after_request(server *s) {
-    if (s->nready) answer_readies(s);
-    if (s->recheck) answer_held(s);
-}
-
 /* A request's token and client id, checked; the client is heard from. */
 static bool known_client(server *s, const fedc__msg *m, int64_t *client) {
     const char *who = fedc__msg_field(m, "client");
     if (!same_token(fedc__msg_field(m, "token"), s->token)) return !refuse(s, who, "invalid token");
     if (fedc__msg_int(m, "client", 0, s->population - 1, client)) return !refuse(s, who, "%s", fedc_errmsg());
     heard_from(s, *client);
+    return true;
+}
+
+/* How long the client lets the server hold this request ("hold_ms", which it
+ * keeps below its own timeout), in seconds; false, refused, without it. */
+static bool hold_allowed(server *s, const fedc__msg *m, double *hold) {
+    int64_t ms;
+    if (fedc__msg_int(m, "hold_ms", 0, MAX_HOLD_MS, &ms)) return !refuse(s, fedc__msg_field(m, "client"), "%s", fedc_errmsg());
+    *hold = (double)ms / 1000;
     return true;
 }
 
@@ -320,9 +176,13 @@ static bool checkin(server *s, const fedc__msg *m) {
     if (!hash[0]) return send_plan(s);
     if (strcmp(hash, fedc_plan_hash(s->plan)))
         return refuse(s, who, "plan hash %.64s is not this server's plan (%s)", hash, fedc_plan_hash(s->plan));
-    if (s->done) return send_done(s, &s->from, client);
-    int i = open_slot(s, client);
-    return i >= 0 ? send_task(s, &s->from, i) : hold_or_wait(s, client);
+    if (s->done) return fedc__server_done(s, &s->from, client);
+    double hold = 0;
+    if (!hold_allowed(s, m, &hold)) return true;
+    int i = fedc__server_open_slot(s, client);
+    if (i >= 0) return fedc__server_task(s, &s->from, i);
+    fedc__held_checkin(s, client, hold);
+    return true;
 }
 
 /* A client's report is ready: told to send it (go) when a grant is free,
@@ -333,19 +193,18 @@ static bool ready(server *s, const fedc__msg *m) {
     if (fedc__msg_int(m, "round", FEDC__WARM_ROUND, INT32_MAX, &round) || fedc__msg_int(m, "exchange", 0, 1000, &exchange) ||
         fedc__msg_int(m, "slot", 0, s->k - 1, &slot))
         return refuse(s, fedc__msg_field(m, "client"), "%s", fedc_errmsg());
+    double hold = 0;
+    if (!hold_allowed(s, m, &hold)) return true;
     bool mine = s->collecting && round == s->round && exchange == s->exchange && s->sampled[slot] == client;
-    held_checkin h = {s->from, client, mine ? (int)slot : 0, fedc_seconds()};
     if (!mine) return reply(s, FEDC__MSG_REJECT, (fedc_metadata_entry[]){{"reason", "not an open slot of this client's"}}, 1, NULL, 0);
-    if (answer_ready(s, &h)) return true;
-    if (s->nheld < s->maxheld) s->held[s->nheld++] = h, s->nready++;
-    else reply(s, FEDC__MSG_GO, NULL, 0, NULL, 0); /* nowhere to hold it: let it come */
+    fedc__held_ready(s, client, (int)slot, hold);
     return true;
 }
 
 static bool heartbeat(server *s, const fedc__msg *m) {
     int64_t client;
     if (!known_client(s, m, &client)) return true;
-    return wait_reply(s, &s->from, heartbeat_ms(s), "heartbeat noted");
+    return fedc__server_wait(s, &s->from, fedc__server_beat_ms(s), "heartbeat noted");
 }
 
 /* Whether the n elements (of `size` bytes) at p, any alignment, hold a NaN
@@ -454,7 +313,7 @@ static bool report(server *s, const fedc__msg *m) {
                       (long long)exchange, s->round + 1, s->exchange);
     if (s->sampled[slot] != client) return refuse(s, who, "slot %lld of round %d is not this client's", (long long)slot, s->round + 1);
     fedc__slot_state state = fedc__collect_state(s->collect, (int)slot);
-    ungrant(s, (int)slot);
+    fedc__held_ungrant(s, (int)slot);
     if (state == FEDC__SLOT_DROPPED) {
         s->stragglers++;
         return refuse(s, who, "round %d gave slot %lld up (no heartbeat for %g s) before this report came", s->round + 1,
@@ -484,7 +343,7 @@ static bool secagg(server *s, const fedc__msg *m) {
     snprintf(step, sizeof step, "%.4s", fedc__msg_field(m, "step"));
     fedc_tensor_entry t = {"secagg", fedc_type_make(FEDC_U8, 1, (int64_t[]){(int64_t)a.size}), a.bytes};
     if (a.type == FEDC__MSG_REJECT) refuse(s, fedc__msg_field(m, "client"), "%s", a.reason);
-    else if (a.type == FEDC__MSG_WAIT) wait_reply(s, &s->from, a.retry_ms, a.reason);
+    else if (a.type == FEDC__MSG_WAIT) fedc__server_wait(s, &s->from, a.retry_ms, a.reason);
     else if (a.type == FEDC__MSG_ACK) reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "1"}}, 1, NULL, 0);
     else reply(s, a.type, (fedc_metadata_entry[]){{"step", step}}, 1, &t, 1);
     fedc__secure_answer_free(&a);
@@ -521,7 +380,7 @@ static fedc_status give_up_silent(server *s) {
                 (long long)s->sampled[i], i, s->o->heartbeat_timeout);
         s->missed++;
         if (s->sent[i] == 1) s->sent[i] = 2, s->unconfirmed--, s->recheck = true;
-        ungrant(s, i);
+        fedc__held_ungrant(s, i);
         st = fedc__collect_drop(s->collect, i);
     }
     return st;
@@ -540,11 +399,11 @@ static fedc_status serve(server *s, double until) {
         if (!timed_out) {
             handle(s, nng_msg_body(msg), nng_msg_len(msg));
             nng_msg_free(msg);
-            if (s->nheld && s->collecting) answer_after_request(s); /* a report in frees a grant; a heard task, a task */
+            if (s->nheld && s->collecting) fedc__held_after_request(s); /* a report in frees a grant; a heard task, a task */
         }
         if (fedc_seconds() - checked < RECV_MS / 1000.0) continue; /* the timers, every 50 ms at most */
         checked = fedc_seconds();
-        answer_held(s);
+        fedc__held_answer(s);
         if ((st = give_up_silent(s))) return st;
         if ((s->collecting || s->unmasking) && (st = fedc__secure_tick(s->sec, s->collect, checked))) return st;
     }
@@ -787,7 +646,7 @@ static void close_exchange(server *s, round_stats *rs) {
         s->left_out[i] |= st != FEDC__SLOT_ADDED;
     }
     s->collecting = false;
-    answer_held(s); /* the readies of this exchange are told it wants no report now */
+    fedc__held_answer(s); /* the readies of this exchange are told it wants no report now */
     fedc__collect_stats c = fedc__collect_stats_of(s->collect);
     rs->reported = c.added, rs->dropped = c.dropped, rs->skipped = c.skipped;
     rs->stragglers += c.unused, rs->spilled += c.spilled;
@@ -828,7 +687,7 @@ static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandon
     memset(s->sent, 0, (size_t)s->k);
     memset(s->granted, 0, (size_t)s->k);
     s->unconfirmed = s->ngranted = 0;
-    if (!st) answer_held(s); /* the held check-ins of this exchange's clients get their tasks now */
+    if (!st) fedc__held_answer(s); /* the held check-ins of this exchange's clients get their tasks now */
     if (!st) st = serve(s, t1 + s->o->report_deadline);
     for (int i = 0; !st && i < s->k; i++) st = fedc__collect_drop(s->collect, i); /* the deadline: the rest given up */
     double t2 = fedc_seconds();
@@ -984,9 +843,10 @@ static fedc_status warm_start(server *s) {
 
 fedc_status fedc_server_run(const fedc_server_options *o) {
     if (!o->plan || !o->listen || !o->out_dir || o->rounds < 1 || o->min_reports < 1 || !(o->report_deadline > 0) ||
-        !(o->heartbeat > 0) || !(o->heartbeat_timeout > 0) || o->reorder_window < 1 || o->max_held < 0)
+        !(o->heartbeat >= 0) || !(o->heartbeat_timeout > 0) || o->reorder_window < 1 || o->max_held < 0)
         return fedc_error(FEDC_EINVAL, "server: needs a plan, an address, an output directory, rounds >= 1, "
-                          "min_reports >= 1, a deadline, heartbeat and heartbeat timeout above 0 and a reorder window of 1 or more");
+                          "min_reports >= 1, a deadline, a heartbeat timeout above 0, a heartbeat interval of 0 (a "
+                          "quarter of the timeout) or more and a reorder window of 1 or more");
     if (o->heartbeat_timeout <= o->heartbeat)
         return fedc_error(FEDC_EINVAL, "server: the heartbeat timeout (%g s) must be longer than the heartbeat interval "
                           "(%g s), or working clients are given up", o->heartbeat_timeout, o->heartbeat);
@@ -1009,10 +869,11 @@ fedc_status fedc_server_run(const fedc_server_options *o) {
     if (!st) {
         s.done = true;
         fprintf(s.log, "fedc server: done: %d rounds; %s/checkpoint.safetensors\n", o->rounds, o->out_dir);
-        answer_held(&s);
-        /* clients that ask are told the job is over; one told to come back after
-         * the heartbeat interval comes back before the end of it */
-        st = serve(&s, fedc_seconds() + (o->linger > o->heartbeat ? o->linger : o->heartbeat));
+        fedc__held_answer(&s);
+        /* clients that ask are told the job is over, for --linger seconds from
+         * now or from when the last client told to come back (--max-held) is due */
+        double now = fedc_seconds();
+        st = serve(&s, (s.retry_until > now ? s.retry_until : now) + o->linger);
     }
     teardown(&s);
     return st;

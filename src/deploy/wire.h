@@ -21,10 +21,10 @@
 
 /* The frame's version; the protocol's (a check-in's "version": the messages
  * and what they mean) is FEDC__PROTOCOL_VERSION. */
-enum { FEDC__WIRE_VERSION = 1, FEDC__WIRE_HEADER = 16, FEDC__PROTOCOL_VERSION = 4 }; /* 4: warm start tasks */
+enum { FEDC__WIRE_VERSION = 1, FEDC__WIRE_HEADER = 16, FEDC__PROTOCOL_VERSION = 5 }; /* 5: check-ins and readies say how long they may be held (hold_ms) */
 
 typedef enum fedc__msg_type {
-    FEDC__MSG_CHECKIN = 1, /* client: token, client, version, plan_hash ("" when it has no plan) */
+    FEDC__MSG_CHECKIN = 1, /* client: token, client, version, plan_hash ("" when it has no plan), hold_ms */
     FEDC__MSG_PLAN,        /* server: hash; tensors "file/NAME" (u8): the plan's files */
     FEDC__MSG_TASK,        /* server: round, exchange, slot, hash, heartbeat_ms; tensors: the broadcast values */
     FEDC__MSG_WAIT,        /* server: retry_ms (check in again after that), reason */
@@ -33,7 +33,7 @@ typedef enum fedc__msg_type {
     FEDC__MSG_ACK,         /* server: counted (1, or 0 for a report already counted) */
     FEDC__MSG_REJECT,      /* server: reason */
     FEDC__MSG_HEARTBEAT,   /* client, while it works on a task: token, client, round, exchange, slot */
-    FEDC__MSG_READY,       /* client, its report ready: token, client, round, exchange, slot */
+    FEDC__MSG_READY,       /* client, its report ready: token, client, round, exchange, slot, hold_ms */
     FEDC__MSG_GO,          /* server: send the report now */
     FEDC__MSG_SECAGG,      /* client, in a secure round (secure.h): token, client, round, exchange, slot, session,
                               step; tensor "secagg" (u8): its message of that step, none to ask for the server's */

@@ -1,0 +1,100 @@
+/* server.h — the deployment server's state, shared by its files (internal):
+ * server.c runs the rounds and answers requests, held.c holds the requests it
+ * cannot answer yet (check-ins waiting for a task, readies waiting for their
+ * turn). docs/deployment.md, "The protocol". */
+#ifndef FEDC_DEPLOY_SERVER_H
+#define FEDC_DEPLOY_SERVER_H
+
+#include <stdio.h>
+
+#include "deploy/collect.h"
+#include "deploy/deploy.h"
+#include "deploy/net.h"
+#include "deploy/secure.h"
+#include "deploy/warm.h"
+
+/* A value each client sends up for an aggregation. */
+typedef struct upload {
+    const char *name;
+    fedc_type local;  /* one client's type */
+    size_t bytes;     /* of one client's value */
+} upload;
+
+
+typedef struct server {
+    const fedc_server_options *o;
+    FILE *log;
+    fedc_plan *plan;
+    const fedc_deployment_form *form;
+    fedc_deployment_run *run;
+    fedc__collect *collect;
+    fedc__net net;
+    fedc__req from;          /* the request being answered */
+    char token[160];
+    int64_t population;
+    uint64_t seed;
+    float population_f;
+    int k, commit, ntensors; /* k slots selected, the first `commit` reports added */
+    void **state;            /* per plan tensor: the server state, bound to the run */
+    int64_t *sampled;        /* the round's clients, by slot */
+    int64_t *next;           /* the next round's */
+    uint8_t *left_out;       /* per slot: not added in some exchange of this round */
+    uint8_t *sent;           /* per slot: 1 its task is sent and its client not heard from since, 2 heard */
+    int unconfirmed;         /* tasks sent and not yet known received: at most reorder_window, so that the
+                                tasks in NNG's send queues are not the cohort's */
+    uint8_t *granted;        /* per slot: 1 told to send its report, which has not come yet */
+    int ngranted;            /* those: at most reorder_window, so that NNG's receive buffers are not the
+                                cohort's reports either */
+    int32_t *slot_of;        /* per client of the population: its slot this round, or -1 */
+    uint8_t *next_round;     /* per client: selected for the next round */
+    double *heard;           /* per client: when it was last heard from (0: never) */
+    int32_t *taken_round;    /* per client: the round and exchange of the last report taken from it, so */
+    int32_t *taken_exchange; /* that an upload repeated after its exchange closed is acknowledged, not counted */
+    int32_t *added_round;    /* per client: the last committed round that added its report (-1: none), told
+                                with its tasks and done, so that a client that keeps state keeps the
+                                state of an added report only */
+    int round, exchange;
+    bool collecting, done;
+    double opened;           /* when the exchange began collecting */
+    fedc_tensor_entry *task; /* the broadcast values a task carries */
+    int ntask;
+    upload *up;
+    int nup;
+    struct fedc__held *held; /* held.h */
+    int nheld, maxheld;
+    int nready;              /* of the held, readies (slot >= 0) */
+    double retry_until;      /* when the last client told to come back (--max-held) comes back */
+    bool recheck;            /* a task was confirmed (or given up): a held check-in may have one now */
+    double bytes_in, bytes_out, requests;
+    int refused, duplicates, stragglers, missed; /* requests refused; reports of a slot that had reported (not
+                                                    counted again); reports too late to add; clients given up
+                                                    for missed heartbeats */
+    FILE *metrics;
+    fedc__secure *sec;       /* --secure-agg (server_secagg.c), else NULL */
+    fedc__warm *warm;        /* while the warm start runs (warm.h): the round's run, collection and slots */
+    bool resumed;            /* from a checkpoint: the warm start, if any, is done */
+    bool unmasking;          /* the collection is over; the secure round's unmasking goes on */
+} server;
+
+/* The beat interval: seconds between a working client's heartbeats, and the
+ * longest the server holds a request of a client it must hear from (a
+ * selected client's): --heartbeat, or a quarter of the heartbeat timeout, so
+ * that a client misses three beats before it is given up; 1 ms to an hour, the
+ * range a task's heartbeat_ms may have. */
+static inline double fedc__server_beat(const server *s) {
+    double beat = s->o->heartbeat > 0 ? s->o->heartbeat : s->o->heartbeat_timeout / 4;
+    return beat < 0.001 ? 0.001 : beat > 3600 ? 3600 : beat;
+}
+static inline int fedc__server_beat_ms(const server *s) { return (int)(fedc__server_beat(s) * 1000); }
+
+/* Answers (server.c): a message to request `to`; "wait" (come back after ms);
+ * a task of slot; "done". Each returns true (a request is answered). */
+bool fedc__server_reply_to(server *s, const fedc__req *to, fedc__msg_type type, const fedc_metadata_entry *f, int nf,
+                           const fedc_tensor_entry *t, int nt);
+bool fedc__server_wait(server *s, const fedc__req *to, int ms, const char *why);
+bool fedc__server_task(server *s, const fedc__req *to, int slot);
+bool fedc__server_done(server *s, const fedc__req *to, int64_t client);
+/* The slot client has an open task in that may be sent now, or -1. */
+int fedc__server_open_slot(const server *s, int64_t client);
+
+#endif
