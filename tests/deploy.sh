@@ -153,7 +153,7 @@ fault_run() {
 # the deadline, with fedc train's bits for the round without that client
 train_dropping 2 "$out/ktrain"
 fault_run killed 2 60
-sleep 1
+held "$out/killed.slow.log"
 kill -9 $slow
 for p in $pids; do wait "$p" || bad "a client process failed"; done
 wait $server && ok || bad "the server failed: $(cat "$out/killed.log")"

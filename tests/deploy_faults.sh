@@ -44,10 +44,10 @@ pids=""
 for c in 16 17 18 19; do
   # not under timeout, which kill -9 would kill in its place: --max-seconds bounds them
   FEDC_FAULT=slow:60 "$fedc" client --connect "$addr" --data "$out/w20.json" --client $c --token t \
-    --timeout 30 --max-seconds 100 >/dev/null 2>&1 &
+    --timeout 30 --max-seconds 100 >"$out/killed$c.log" 2>&1 &
   pids="$pids $!"
 done
-sleep 1.5
+held "$out/killed16.log" "$out/killed17.log" "$out/killed18.log" "$out/killed19.log"
 kill -9 $pids
 wait $fleet && ok || bad "the fleet failed: $(cat "$out/kfleet.log")"
 wait $slow && ok || bad "the slow client failed: $(cat "$out/kslow.log")"

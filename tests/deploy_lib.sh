@@ -65,6 +65,14 @@ start_clients() {
   done
 }
 
+# held LOG...: waits (60 s at most) until each client log LOG says it holds a task (FEDC_FAULT=slow
+# prints so before it sleeps), so that a kill then lands on a client the server has heard from
+held() {
+  for h_log in "$@"; do
+    for h_i in $(seq 1 600); do grep -q "task held" "$h_log" 2>/dev/null && break; sleep 0.1; done
+  done
+}
+
 # deploy_begin: the test's scratch directory ($out), the server and client processes it starts
 # ($server, $pids), killed and removed at exit, and the checks of expect.sh.
 deploy_begin() {

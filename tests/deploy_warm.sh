@@ -84,8 +84,7 @@ same_bits "$out/restart/checkpoint.safetensors" "$out/train/checkpoint.safetenso
   || bad "the restarted warm-started run differs from fedc train's"
 
 # a warm-start client killed: client 4 (in the warm start's cohort) holds its task (FEDC_FAULT=slow)
-# and is killed; the server gives it up (its heartbeats stop, or, had it not checked in yet, at the
-# deadline), runs the warm start's four exchanges on the other two and rounds 1 to 3 without it,
+# and is killed once it says so; the server gives it up when its heartbeats stop, runs the warm start's four exchanges on the other two and rounds 1 to 3 without it,
 # and ends with the bits of fedc train with client 4's data failing to load in those rounds (its
 # left_out replayed: the warm start is round 0 there too)
 addr=tcp://127.0.0.1:$(free_port)
@@ -95,9 +94,9 @@ server=$!
 start_clients "$addr" "$out/tiny.json" "$out/dclient" 0 1 2 3 5
 # not under timeout, which kill -9 would kill in its place: --max-seconds bounds it
 FEDC_FAULT=slow:60 "$fedc" client --connect "$addr" --data "$out/tiny.json" --client 4 --token t --timeout 30 \
-  --max-seconds 100 >/dev/null 2>&1 &
+  --max-seconds 100 >"$out/dslow.log" 2>&1 &
 pids=$!
-sleep 1.5
+held "$out/dslow.log"
 kill -9 $pids
 wait $pids 2>/dev/null
 pids=""

@@ -442,6 +442,16 @@ static double fault_slow(void) {
     return f && !strncmp(f, "slow:", 5) ? atof(f + 5) : 0;
 }
 
+/* FEDC_FAULT=slow:S: the task held S seconds before its work, said first, so
+ * that a test kills the client only once it holds a task (its first heartbeat
+ * sent, so the server counts it heard from). */
+static void hold_task(client *c, int64_t round, int64_t e) {
+    fprintf(c->log, "fedc client %s: round %lld: exchange %lld's task held %g s (FEDC_FAULT=slow)\n", c->id,
+            (long long)round + 1, (long long)e, fault_slow());
+    fflush(c->log);
+    sleep_ms((int)(fault_slow() * 1000));
+}
+
 static bool fault_report_twice(void) {
     const char *f = getenv("FEDC_FAULT");
     return f && !strcmp(f, "report-twice");
@@ -547,7 +557,7 @@ static fedc_status do_task(client *c, fedc__msg *m) {
     if (!st && !go && c->beat) atomic_store(&c->beat->working, 0);
     if (!st && !go) forget(c, (int)e);
     if (st || !go) return st;
-    if (fault_slow() > 0) sleep_ms((int)(fault_slow() * 1000));
+    if (fault_slow() > 0) hold_task(c, round, e);
     st = work(c, round, (int)e, slot);
     if (c->beat) atomic_store(&c->beat->working, 0);
     if (!st) st = secure_mask(c, (int)e, &go); /* a secure round's masked words: nothing otherwise */
