@@ -188,13 +188,17 @@ static void empty_depth(const fedc__gather_gemm *g) {
 
 int fedc__rows_gemm_level(void) { return level(); }
 
+void fedc__rows_gemm_run(const fedc__gather_gemm *g) {
+    if (level() == 2) rows_gemm(g);
+    else fedc__rows_gemm_avx2(g);
+}
+
 bool fedc__fast_gather_gemm(const fedc__gather_gemm *g) {
-    int on = level();
-    if (!on) return false;
+    if (!level()) return false;
     if (g->rows > 0 && g->cols > 0) {
         if (g->depth <= 0) empty_depth(g);
-        else if (on == 2) rows_gemm(g);
-        else fedc__rows_gemm_avx2(g);
+        else if (g->w_transposed) fedc__rows_gemm_bt(g);
+        else fedc__rows_gemm_run(g);
     }
     return true;
 }
@@ -219,4 +223,6 @@ bool fedc__fast_gather_gemm(const fedc__gather_gemm *g) {
 }
 
 int fedc__rows_gemm_level(void) { return 0; }
+
+void fedc__rows_gemm_run(const fedc__gather_gemm *g) { (void)g; }
 #endif
