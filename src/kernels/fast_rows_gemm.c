@@ -9,8 +9,9 @@
  * from cache and a only costs broadcasts (4 rows x 64 columns for a few rows).
  *
  * The same loop serves convolutions (fast_conv_in_place.c) with a gathered a,
- * whose rows are patches of an image read in place through offset tables, and
- * weight gradients (fast_blas.c) with a transposed a; it can finish with a
+ * whose rows are patches of an image read in place through offset tables,
+ * weight gradients (fast_blas.c) with a transposed a, and input gradients with a
+ * transposed w, a panel at a time (fast_rows_gemm_bt.c); it can finish with a
  * convolution's epilogue (bias, relu) or an SGD step while the block is still in
  * registers.
  *
