@@ -6,6 +6,9 @@
  * fraction of that peak. Each conv pass counts 2*n*oh*ow*kh*kw*c*o FLOPs; a layer
  * runs forward, input grad and filter grad, except the first, whose input grad a
  * real backward pass never needs. Times are the best of several repeats, per pass.
+ * Then the first dense layer's three products at batch 20 ([20, 9216] @ [9216,
+ * 128], its input gradient dy @ W^T and weight gradient x^T @ dy), the same way
+ * (FEDC_ROWS_GEMM=0 sends them all to OpenBLAS).
  *
  *     ./build/bench_kernels            the above
  *     ./build/bench_kernels peak [T]   the machine's sgemm peak: 1 thread, and T threads
@@ -85,6 +88,30 @@ static double layer_time(const fedc__kernels *k, const layer *l, double best[3])
             if (r == 0 || t < best[pass]) best[pass] = t;
         }
     return best[0] + best[1] + best[2];
+}
+
+/* The EMNIST CNN's first dense layer at batch 20: best of REPEATS per product. */
+static int dense_time(void) {
+    enum { B = 20, IN = 9216, OUT = 128 };
+    const fedc__kernels *k = &fedc__kernels_fast;
+    float *x = array(B * IN), *w = array(IN * OUT), *y = array(B * OUT), *dx = array(B * IN), *dw = array(IN * OUT);
+    double best[3] = {0, 0, 0};
+    int ok = x && w && y && dx && dw;
+    for (int r = 0; ok && r < REPEATS; r++)
+        for (int pass = 0; pass < 3; pass++) {
+            double t0 = fedc_seconds();
+            fedc_status st = pass == 0   ? k->matmul(FEDC_F32, 1, B, OUT, IN, 0, 0, x, 0, w, 0, y)
+                             : pass == 1 ? k->matmul(FEDC_F32, 1, B, IN, OUT, 0, 1, y, 0, w, 0, dx)
+                                         : k->matmul(FEDC_F32, 1, IN, OUT, B, 1, 0, x, 0, y, 0, dw);
+            double t = fedc_seconds() - t0;
+            ok = !st;
+            if (r == 0 || t < best[pass]) best[pass] = t;
+        }
+    if (ok)
+        printf("dense layer 1 ([20, 9216] -> 128): fwd %.3f, dx (dy @ W^T) %.3f, dw %.3f ms\n", best[0] * 1e3,
+               best[1] * 1e3, best[2] * 1e3);
+    fedc_free(x), fedc_free(w), fedc_free(y), fedc_free(dx), fedc_free(dw);
+    return ok;
 }
 
 /* ------------------------------------------------------------ the peak -- */
@@ -186,5 +213,6 @@ int main(int argc, char **argv) {
         printf("conv total: %.3f ms, %.1f GFLOP/s, %.0f%% of sgemm peak\n", secs * 1e3,
                flops / secs * 1e-9, 100 * flops / secs * 1e-9 / peak);
     layer_free(&layers[0]), layer_free(&layers[1]);
+    ok = ok && dense_time();
     return ok ? 0 : 1;
 }

@@ -7,7 +7,8 @@
  * dropout and max_pool2d_grad (the reference's; ties, NaN and -0 included); the
  * executor has a dropout's later twins (same key value, rate and type: its
  * derivative) and a max-pool's gradient read what the forward saved, kept alive in
- * the block until the last reader runs, with the bits of the reference kernels.
+ * the block until the last reader runs, with the bits of the reference kernels;
+ * relu's derivative on that gradient runs in one pass (max_pool2d_grad_select_gt).
  */
 #include "core/internal.h"
 #include "harness.h"
@@ -141,6 +142,22 @@ static void fill_ties(float *x, int64_t n) {
     }
 }
 
+/* max_pool2d_grad_select_gt against the gradient (want_dx, the reference's) and
+ * then select_gt: relu's derivative (s = b = 0) and another threshold and b. */
+static void pool_select_case(const fedc__pool_geom *g, const float *x, const float *dy, const uint8_t *arg,
+                             const float *want_dx, int64_t nx) {
+    static const float cuts[][2] = {{0.0f, 0.0f}, {1.0f, -1.5f}};
+    float *got = fedc_malloc((size_t)nx * sizeof *got), *want = fedc_malloc((size_t)nx * sizeof *want);
+    for (int i = 0; got && want && i < FEDC_COUNT_OF(cuts); i++) {
+        memset(got, 0x7f, (size_t)nx * sizeof *got);
+        CHECK_OK(F->max_pool2d_grad_select_gt(FEDC_F32, g, arg, dy, x, &cuts[i][0], &cuts[i][1], got));
+        CHECK_OK(F->select_gt(FEDC_F32, nx, x, &cuts[i][0], want_dx, 1, &cuts[i][1], 0, want));
+        CHECK_MSG(memcmp(got, want, (size_t)nx * sizeof *got) == 0, "max_pool2d_grad_select_gt %lldx%lld, cut %d",
+                  (long long)g->kh, (long long)g->kw, i);
+    }
+    fedc_free(got), fedc_free(want);
+}
+
 static void test_pool_kernels(void) {
     /* n, h, w, c, kh, kw, sh, sw, pad top, pad left, oh, ow: tiles (c over one
      * channel block of 64), overlapping windows, padding, a 1-wide image */
@@ -166,10 +183,24 @@ static void test_pool_kernels(void) {
         CHECK_MSG(memcmp(dx, want_dx, (size_t)nx * sizeof *dx) == 0, "max_pool2d_grad_apply, geometry %d", gi);
         CHECK_OK(F->max_pool2d_grad(FEDC_F32, g, x, dy, dx));
         CHECK_MSG(memcmp(dx, want_dx, (size_t)nx * sizeof *dx) == 0, "max_pool2d_grad, geometry %d", gi);
+        pool_select_case(g, x, dy, arg, want_dx, nx);
     }
     fedc__pool_geom big = {1, 16, 16, 1, 16, 16, 1, 1, 0, 0, 1, 1};
     CHECK_ERR(F->max_pool2d_save(FEDC_F32, &big, x, y, arg), FEDC_EINVAL, "255");
     CHECK_ERR(F->max_pool2d_grad_apply(FEDC_F64, &geoms[0], arg, dy, dx), FEDC_EINVAL, "f32");
+}
+
+/* An executor of p (then destroyed) with x and dy bound, after one run. */
+static fedc_executor *pool_executor(fedc_program *p, bool reference, const float *x, const float *dy) {
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.reference_kernels = reference};
+    CHECK_OK(fedc_executor_create(&ex, p, &o));
+    fedc_program_destroy(p);
+    if (!ex) return NULL;
+    CHECK_OK(fedc_executor_bind(ex, "x", x));
+    CHECK_OK(fedc_executor_bind(ex, "dy", dy));
+    CHECK_OK(fedc_executor_run(ex));
+    return ex;
 }
 
 /* pooled = max_pool2d(x) (3x3, stride 2: overlapping windows) with its gradient
@@ -190,15 +221,7 @@ static fedc_executor *pool_run(bool reference, fedc_value ids[3], const float *x
     ids[2] = fedc_max_pool2d_grad(p, xv, fedc_slice(p, d, DIMS(0, 0, 0, 0), DIMS(2, 3, 3, 5)), 2, 2, 2, 2, pads);
     CHECK_OK(fedc_program_output(p, "dx", ids[1]));
     CHECK_OK(fedc_program_output(p, "dx2", fedc_add(p, ids[2], ids[2])));
-    fedc_executor *ex = NULL;
-    fedc_exec_options o = {.reference_kernels = reference};
-    CHECK_OK(fedc_executor_create(&ex, p, &o));
-    fedc_program_destroy(p);
-    if (!ex) return NULL;
-    CHECK_OK(fedc_executor_bind(ex, "x", x));
-    CHECK_OK(fedc_executor_bind(ex, "dy", dy));
-    CHECK_OK(fedc_executor_run(ex));
-    return ex;
+    return pool_executor(p, reference, x, dy);
 }
 
 static void test_executor_pool(void) {
@@ -222,6 +245,52 @@ static void test_executor_pool(void) {
     }
     fedc_executor_destroy(fast);
     fedc_executor_destroy(ref);
+}
+
+/* relu's derivative on a pool's gradient, as vjp_RELU after vjp_MAX_POOL2D write
+ * it: select(gt(x, 0), max_pool2d_grad(x, dy), 0), with pooled = max_pool2d(x)
+ * saving the argmax; windows that tile x (2x2 on 6x4) and that overlap (3x3,
+ * stride 2, on 7x7). The fast executor runs the gradient inside the select and
+ * gives the reference executor's bits. */
+static fedc_executor *pool_select_run(bool reference, bool tiles, fedc_value ids[2], const float *x, const float *dy) {
+    int64_t side = tiles ? 6 : 7, k = tiles ? 2 : 3, out = 3;
+    fedc_program *p = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    if (!p) return NULL;
+    fedc_value xv = fedc_add(p, fedc_input(p, "x", TY(FEDC_F32, 2, side, tiles ? 4 : 7, 5)), fedc_scalar(p, FEDC_F32, 0));
+    fedc_value d = fedc_input(p, "dy", TY(FEDC_F32, 2, out, tiles ? 2 : 3, 5));
+    const int64_t pads[4] = {0, 0, 0, 0};
+    CHECK_OK(fedc_program_output(p, "y", fedc_max_pool2d(p, xv, k, k, 2, 2, FEDC_PAD_VALID)));
+    ids[0] = fedc_max_pool2d_grad(p, xv, d, k, k, 2, 2, pads);
+    ids[1] = fedc_select(p, fedc_gt(p, xv, fedc_scalar(p, FEDC_F32, 0)), ids[0], fedc_scalar(p, FEDC_F32, 0));
+    CHECK_OK(fedc_program_output(p, "dx", ids[1]));
+    return pool_executor(p, reference, x, dy);
+}
+
+static void test_executor_pool_select(void) {
+    static float x[2 * 7 * 7 * 5], dy[2 * 3 * 3 * 5];
+    for (int tiles = 0; tiles < 2; tiles++) {
+        fill_ties(x, FEDC_COUNT_OF(x));
+        for (int i = 0; i < FEDC_COUNT_OF(dy); i++) dy[i] = uniform();
+        dy[1] = -0.0f;
+        fedc_value ids[2];
+        fedc_executor *fast = pool_select_run(false, tiles, ids, x, dy), *ref = pool_select_run(true, tiles, ids, x, dy);
+        if (fast && ref) {
+            CHECK(fast->plan[ids[1]].product == ids[0] && fast->plan[ids[0]].kind == MEM_NONE);
+            CHECK(ref->plan[ids[1]].product == FEDC_NONE);
+            const char *names[2] = {"y", "dx"};
+            for (int i = 0; i < 2; i++) {
+                const void *a = NULL, *b = NULL;
+                fedc_type ta, tb;
+                CHECK_OK(fedc_executor_output(fast, names[i], &a, &ta));
+                CHECK_OK(fedc_executor_output(ref, names[i], &b, &tb));
+                CHECK_MSG(a && b && memcmp(a, b, fedc_type_bytes(&ta)) == 0, "%s (%s): fused and reference differ",
+                          names[i], tiles ? "tiles" : "overlapping");
+            }
+        }
+        fedc_executor_destroy(fast);
+        fedc_executor_destroy(ref);
+    }
 }
 
 /* softmax_xent_save and softmax_xent_grad_apply give the bits of softmax_xent and
@@ -433,6 +502,7 @@ int main(int argc, char **argv) {
         {"executor_twins", test_executor_twins},
         {"pool_kernels", test_pool_kernels},
         {"executor_pool", test_executor_pool},
+        {"executor_pool_select", test_executor_pool_select},
         {"xent_kernels", test_xent_kernels},
         {"executor_xent", test_executor_xent},
         {"attention_kernels", test_attention_kernels},

@@ -133,14 +133,15 @@ static void test_matmul_errors(void) {
  * initial value plus the products in increasing k, one FMA at a time, then the
  * epilogue: a scalar fmaf loop must give the same bits, for blocks of every shape
  * (rows 1..13 and 25, columns around 16, 32 and 64), depths across the 128-deep
- * slices, both with c fresh and accumulated. Where AVX-512 is missing both return
- * false and leave c alone. */
+ * slices, both with c fresh and accumulated, and w stored as it is read or
+ * transposed (a dense layer's input gradient, in 32-column panels). Where AVX-512
+ * and AVX2 are missing both return false and leave c alone. */
 static void gather_want(const fedc__gather_gemm *g, const float *c0, float *want) {
     for (int64_t r = 0; r < g->rows; r++)
         for (int64_t j = 0; j < g->cols; j++) {
             float v = g->accumulate ? c0[r * g->ldc + j] : 0.0f;
             for (int64_t k = 0; k < g->depth; k++)
-                v = fmaf(g->a[g->row_off[r] + g->k_off[k]], g->w[k * g->ldw + j], v);
+                v = fmaf(g->a[g->row_off[r] + g->k_off[k]], g->w[g->w_transposed ? j * g->ldw + k : k * g->ldw + j], v);
             if (g->bias) v = v + g->bias[j];
             if (g->relu) v = v > 0 ? v : 0;
             if (g->minuend) {
@@ -151,9 +152,10 @@ static void gather_want(const fedc__gather_gemm *g, const float *c0, float *want
         }
 }
 
-static void gather_case(int64_t rows, int64_t cols, int64_t depth, int mode) {
-    int64_t ldw = cols + 3, ldc = cols + 1, span = rows * 7 + depth * 5 + 1;
-    float *a = random_array(FEDC_F32, span, 1, 0), *w = random_array(FEDC_F32, depth * ldw + 1, 1, 0);
+static void gather_case(int64_t rows, int64_t cols, int64_t depth, int mode, bool w_transposed) {
+    int64_t ldw = w_transposed ? depth + 3 : cols + 3, ldc = cols + 1, span = rows * 7 + depth * 5 + 1;
+    float *a = random_array(FEDC_F32, span, 1, 0);
+    float *w = random_array(FEDC_F32, (w_transposed ? cols : depth) * ldw + 1, 1, 0);
     float *bias = random_array(FEDC_F32, cols, 1, 0), *c0 = random_array(FEDC_F32, rows * ldc, 1, 0);
     float *minuend = random_array(FEDC_F32, rows * ldc, 1, 0), scale = 0.1f;
     float *got = alloc_bytes((size_t)(rows * ldc) * sizeof(float)), *want = alloc_bytes((size_t)(rows * ldc) * sizeof(float));
@@ -163,18 +165,18 @@ static void gather_case(int64_t rows, int64_t cols, int64_t depth, int mode) {
     fedc__gather_gemm g = {.rows = rows, .cols = cols, .depth = depth, .a = a, .row_off = row_off, .k_off = k_off,
                           .w = w, .ldw = ldw, .c = got, .ldc = ldc, .accumulate = mode & 1,
                           .bias = mode & 2 ? bias : NULL, .relu = (mode & 4) != 0,
-                          .minuend = mode & 8 ? minuend : NULL, .scale = &scale};
+                          .minuend = mode & 8 ? minuend : NULL, .scale = &scale, .w_transposed = w_transposed};
     memcpy(got, c0, (size_t)(rows * ldc) * sizeof(float));
     memcpy(want, c0, (size_t)(rows * ldc) * sizeof(float));
     char what[120];
-    snprintf(what, sizeof what, "gather_gemm %lldx%lld depth %lld mode %d", (long long)rows, (long long)cols,
-             (long long)depth, mode);
+    snprintf(what, sizeof what, "gather_gemm %lldx%lld depth %lld mode %d%s", (long long)rows, (long long)cols,
+             (long long)depth, mode, w_transposed ? " w transposed" : "");
     if (!fedc__fast_gather_gemm(&g)) {
         check_same_bits(got, c0, (size_t)(rows * ldc) * sizeof(float), what); /* untouched */
     } else {
         gather_want(&g, c0, want);
         CHECK_MSG(memcmp(got, want, (size_t)(rows * ldc) * sizeof(float)) == 0, "%s: not the fmaf loop's bits", what);
-        if (mode == 1) /* the strided forms: dense, row r at a + 7 r; transposed, element k at 5 k */
+        if (mode == 1 && !w_transposed) /* the strided forms: dense, row r at a + 7 r; transposed, element k at 5 k */
             for (int t = 0; t < 2; t++) {
                 for (int64_t r = 0; r < rows; r++) row_off[r] = (int32_t)(t ? r : r * 7);
                 for (int64_t k = 0; k < depth; k++) k_off[k] = (int32_t)(t ? k * 5 : k);
@@ -196,7 +198,36 @@ static void test_gather_gemm(void) {
     for (int i = 0; i < FEDC_COUNT_OF(rows); i++)
         for (int j = 0; j < FEDC_COUNT_OF(cols); j++)
             for (int d = 0; d < FEDC_COUNT_OF(depths); d++)
-                for (int mode = 0; mode < 16; mode++) gather_case(rows[i], cols[j], depths[d], mode);
+                for (int mode = 0; mode < 32; mode++) gather_case(rows[i], cols[j], depths[d], mode & 15, mode > 15);
+}
+
+/* The EMNIST CNN's dense input gradient dy @ W^T ([20, 128] @ [9216, 128]^T)
+ * wherever the rows GEMM runs (AVX-512, AVX2 + FMA): each element is the fmaf
+ * loop over the 128 outputs in order, bit for bit, not a BLAS sum, on 1 thread
+ * and cut in column blocks on 2. FEDC_ROWS_GEMM=0 runs BLAS. */
+static void test_dense_input_grad_bits(void) {
+    int64_t m = 20, n = 9216, k = 128;
+    float *dy = random_array(FEDC_F32, m * k, 1, 0), *w = random_array(FEDC_F32, n * k, 1, 0);
+    float *dx = alloc_poison((size_t)(m * n) * sizeof *dx), *dx2 = alloc_poison((size_t)(m * n) * sizeof *dx2);
+    CHECK_OK(F->matmul(FEDC_F32, 1, m, n, k, 0, 1, dy, 0, w, 0, dx));
+    int64_t wrong = 0;
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t j = 0; j < n; j++) {
+            float v = 0.0f;
+            for (int64_t t = 0; t < k; t++) v = fmaf(dy[r * k + t], w[j * k + t], v);
+            wrong += memcmp(&v, &dx[r * n + j], sizeof v) != 0;
+        }
+    if (fedc__rows_gemm_level() > 0)
+        CHECK_MSG(wrong == 0, "dense dy @ W^T: %lld of %lld not the fmaf loop's bits", (long long)wrong,
+                  (long long)(m * n));
+    fedc_pool *pool;
+    CHECK_OK(fedc_pool_create(&pool, 2));
+    fedc_pool *outer = fedc__kernels_set_pool(pool);
+    CHECK_OK(F->matmul(FEDC_F32, 1, m, n, k, 0, 1, dy, 0, w, 0, dx2));
+    fedc__kernels_set_pool(outer);
+    fedc_pool_destroy(pool);
+    check_same_bits(dx2, dx, (size_t)(m * n) * sizeof *dx, "dense dy @ W^T on 2 threads");
+    fedc_free(dy), fedc_free(w), fedc_free(dx), fedc_free(dx2);
 }
 
 /* ------------------------------------------------------------------ conv -- */
@@ -504,6 +535,7 @@ int main(int argc, char **argv) {
         {"matmul_blocks", test_matmul_blocks},
         {"matmul_errors", test_matmul_errors},
         {"gather_gemm", test_gather_gemm},
+        {"dense_input_grad_bits", test_dense_input_grad_bits},
         {"conv", test_conv},
         {"conv_chunked", test_conv_chunked},
         {"conv_in_place_bits", test_conv_in_place_bits},

@@ -257,6 +257,12 @@ static fedc_status run_MAX_POOL2D_GRAD(const fedc__step *s) {
     return s->k->max_pool2d_grad(s->n->type.dtype, &g, s->in[0], s->in[1], s->out);
 }
 
+fedc_status fedc__step_run_pool_grad_select(const fedc__step *s, const uint8_t *arg, const void *x, const void *gt,
+                                           const void *otherwise) {
+    fedc__pool_geom g = pool_geom(s->n, in_type(s, 0), in_type(s, 1));
+    return s->k->max_pool2d_grad_select_gt(s->n->type.dtype, &g, arg, s->in[1], x, gt, otherwise, s->out);
+}
+
 static fedc_status run_AVG_POOL2D_GRAD(const fedc__step *s) {
     fedc__pool_geom g = pool_geom(s->n, &s->n->type, in_type(s, 0));
     return s->k->avg_pool2d_grad(s->n->type.dtype, &g, s->in[0], s->out);

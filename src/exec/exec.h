@@ -46,6 +46,10 @@ fedc_status fedc__step_run_matmul_bias(const fedc__step *s, const void *bias, vo
 /* Runs a 2-D matmul node s with the kernels' matmul_sub_scaled: s->out = w -
  * scale * (the product), an SGD step on a weight gradient (executor.c, plan_pairs). */
 fedc_status fedc__step_run_matmul_sub_scaled(const fedc__step *s, const void *w, const void *scale);
+/* Runs a max_pool2d_grad node s from its saved argmax inside a select pair
+ * (max_pool2d_grad_select_gt): s->out = x > *gt ? the gradient : *otherwise. */
+fedc_status fedc__step_run_pool_grad_select(const fedc__step *s, const uint8_t *arg, const void *x, const void *gt,
+                                           const void *otherwise);
 
 /* Scratch bytes the node's kernel needs (0 for most ops). */
 size_t fedc__step_scratch(const fedc__kernels *k, const fedc_program *p, const fedc__node *n);

@@ -126,7 +126,7 @@ static fedc_status allocate(fedc_executor *ex) {
             return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     fedc__plan_placement(ex);
     fedc_status st = fedc__plan_epilogues(ex);
-    if (!st) fedc__plan_pairs(ex), fedc__plan_saved(ex);
+    if (!st) fedc__plan_pairs(ex), fedc__plan_saved(ex), fedc__plan_pool_select(ex);
     if (!st) st = fedc__plan_memory(ex);
     if (st) return st;
     ex->block = fedc_malloc(ex->block_bytes);
@@ -312,6 +312,15 @@ static fedc_status run_pair(fedc_executor *ex, fedc_value v) {
     fedc_dtype dt = n->type.dtype;
     int64_t count = fedc_type_count(&n->type);
     void *out = written(ex, v);
+    fedc_value product = ex->plan[v].product;
+    if (n->op == FEDC_OP_SELECT && product != FEDC_NONE) { /* relu's derivative on a pool's gradient */
+        gather_operands(ex, &ex->p->nodes[product]);
+        fedc__step s = {ex->p, product, &ex->p->nodes[product], ex->k, out, ex->operands, ex->scratch, ex->clients,
+                        ex->strides, ex->dropped, NULL};
+        return fedc__step_run_pool_grad_select(&s, ex->block + ex->plan[ex->plan[product].saved].saved_offset,
+                                               value_memory(ex, in->in[0]), value_memory(ex, in->in[1]),
+                                               value_memory(ex, n->in[2]));
+    }
     if (n->op == FEDC_OP_SELECT) {
         int64_t sa = fedc_type_count(&ex->p->nodes[n->in[1]].type) == count;
         int64_t sb = fedc_type_count(&ex->p->nodes[n->in[2]].type) == count;
@@ -319,7 +328,6 @@ static fedc_status run_pair(fedc_executor *ex, fedc_value v) {
                                 value_memory(ex, n->in[1]), sa, value_memory(ex, n->in[2]), sb, out);
     }
     int g = fedc__scalar_of(ex->p, in->in[0], dt) ? 1 : 0;
-    fedc_value product = ex->plan[v].product;
     if (product != FEDC_NONE) {
         gather_operands(ex, &ex->p->nodes[product]);
         fedc__step s = {ex->p, product, &ex->p->nodes[product], ex->k, out, ex->operands, ex->scratch, ex->clients,

@@ -36,7 +36,8 @@ typedef struct value_plan {
     fedc_value fused_into; /* an aggregation computed by this map, or FEDC_NONE */
     fedc_value def;        /* the step that writes it */
     fedc_value pair;       /* the elementwise operand computed in this node's pass (plan_pairs), or FEDC_NONE */
-    fedc_value product;    /* a pair's matmul computed in the same pass (plan_pairs), or FEDC_NONE */
+    fedc_value product;    /* a pair's matmul or max-pool gradient computed in the same pass (plan_pairs,
+                              plan_pool_select), or FEDC_NONE */
     fedc_value saved;      /* the node whose saved bytes it reads (itself: it saves them; plan_saved), or FEDC_NONE */
     size_t saved_offset;   /* a node that saves bytes (fedc__saved_bytes): where, in the block */
 } value_plan;
@@ -105,11 +106,13 @@ bool fedc__scalar_of(const fedc_program *p, fedc_value u, fedc_dtype dt);
 size_t fedc__saved_bytes(const fedc_program *p, fedc_value v);
 
 /* The passes, in order: placement (every value's kind and stride), epilogues,
- * pairs and saved bytes (fusion), then memory (offsets, block and scratch sizes). */
+ * pairs, saved bytes and pool gradients in pairs (fusion), then memory (offsets,
+ * block and scratch sizes). */
 void fedc__plan_placement(fedc_executor *ex);
 fedc_status fedc__plan_epilogues(fedc_executor *ex);
 void fedc__plan_pairs(fedc_executor *ex);
 void fedc__plan_saved(fedc_executor *ex);
+void fedc__plan_pool_select(fedc_executor *ex);
 fedc_status fedc__plan_memory(fedc_executor *ex);
 
 #endif

@@ -228,6 +228,26 @@ static bool can_save(const fedc_executor *ex, fedc_value v) {
            window[0] * window[1] <= 255;
 }
 
+/* A select pair (relu's derivative, select(gt(x, s), a, b)) whose full operand a
+ * is a max-pool gradient reading a saved argmax, read by nothing else, and whose b
+ * is a scalar: the gradient runs inside the select's pass (max_pool2d_grad_select_gt)
+ * and is never stored; its saved argmax lives until the select runs (plan_memory).
+ * Only with kernels that have it. */
+void fedc__plan_pool_select(fedc_executor *ex) {
+    const fedc_program *p = ex->p;
+    for (int v = 0; ex->k->max_pool2d_grad_select_gt && v < p->n; v++) {
+        const fedc__node *n = &p->nodes[v];
+        if (ex->plan[v].pair == FEDC_NONE || n->op != FEDC_OP_SELECT || n->type.dtype != FEDC_F32) continue;
+        fedc_value g = n->in[1], saver = ex->plan[g].saved;
+        bool ok = p->nodes[g].op == FEDC_OP_MAX_POOL2D_GRAD && saver != FEDC_NONE && saver != g && plain(ex, g) &&
+                  sole_reader(p, g) == v && same_type(&p->nodes[g].type, &n->type) &&
+                  fedc__scalar_of(p, n->in[2], FEDC_F32);
+        if (!ok) continue;
+        ex->plan[v].product = g;
+        ex->plan[g].kind = MEM_NONE;
+    }
+}
+
 size_t fedc__saved_bytes(const fedc_program *p, fedc_value v) {
     const fedc__node *n = &p->nodes[v];
     size_t count = (size_t)fedc_type_count(&n->type);

@@ -161,6 +161,11 @@ fedc_status fedc__plan_memory(fedc_executor *ex) {
         last_use[p->n + v] = -1;
     for (int v = 0; v < p->n; v++)
         if (ex->plan[v].saved != FEDC_NONE) last_use[p->n + ex->plan[v].saved] = v;
+    for (int v = 0; v < p->n; v++) /* a gradient run inside a pair reads them when the pair runs */
+        if (ex->plan[v].product != FEDC_NONE && ex->plan[ex->plan[v].product].saved != FEDC_NONE) {
+            int *last = &last_use[p->n + ex->plan[ex->plan[v].product].saved];
+            *last = *last > v ? *last : v;
+        }
     for (int step = 0; step < p->n; step++) {
         /* Values written at this step: the node, or what a map writes. */
         bool map = fedc__op_has_body(p->nodes[step].op); /* writes its result nodes */
@@ -189,8 +194,9 @@ fedc_status fedc__plan_memory(fedc_executor *ex) {
             if (last_use[node->in[i]] == step) release(&pl, node->in[i]);
         for (int v = step; v < (map ? p->n : step + 1); v++)
             if (last_use[v] == step && ex->plan[v].def == step) release(&pl, v);
-        if (ex->plan[step].saved != FEDC_NONE && last_use[p->n + ex->plan[step].saved] == step)
-            release(&pl, p->n + ex->plan[step].saved);
+        fedc_value reads = ex->plan[step].product != FEDC_NONE ? ex->plan[step].product : step;
+        if (ex->plan[reads].saved != FEDC_NONE && last_use[p->n + ex->plan[reads].saved] == step)
+            release(&pl, p->n + ex->plan[reads].saved);
     }
     ex->block_bytes = pl.high;
     fedc_free(last_use);

@@ -55,6 +55,7 @@ typedef struct fedc__gather_gemm {
     bool relu;
     int64_t row_step, k_step; /* a strided a */
     const float *minuend, *scale;
+    bool w_transposed; /* w stored [cols, depth]: element (k, j) at w[j ldw + k] (fast_rows_gemm_bt.c) */
 } fedc__gather_gemm;
 bool fedc__fast_gather_gemm(const fedc__gather_gemm *g);
 /* Which loop fedc__fast_gather_gemm runs here: 2 AVX-512, 1 AVX2 + FMA, 0 none.
@@ -62,6 +63,11 @@ bool fedc__fast_gather_gemm(const fedc__gather_gemm *g);
 int fedc__rows_gemm_level(void);
 /* The loop of fedc__fast_gather_gemm on AVX2 + FMA (a depth above 0). */
 void fedc__rows_gemm_avx2(const fedc__gather_gemm *g);
+/* This machine's loop (level 1 or 2) on g, a depth above 0 and w not transposed. */
+void fedc__rows_gemm_run(const fedc__gather_gemm *g);
+/* g with w transposed (a depth above 0, level 1 or 2): w transposed a panel at a
+ * time, each panel run by fedc__rows_gemm_run (fast_rows_gemm_bt.c). */
+void fedc__rows_gemm_bt(const fedc__gather_gemm *g);
 
 /* sub_scaled's loop on the calling thread alone (for work already cut into blocks). */
 /* fast_transformer.c, for fast_blas.c's matmul_bias: rows [rows, cols] of c (ld

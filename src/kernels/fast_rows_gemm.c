@@ -9,8 +9,9 @@
  * from cache and a only costs broadcasts (4 rows x 64 columns for a few rows).
  *
  * The same loop serves convolutions (fast_conv_in_place.c) with a gathered a,
- * whose rows are patches of an image read in place through offset tables, and
- * weight gradients (fast_blas.c) with a transposed a; it can finish with a
+ * whose rows are patches of an image read in place through offset tables,
+ * weight gradients (fast_blas.c) with a transposed a, and input gradients with a
+ * transposed w, a panel at a time (fast_rows_gemm_bt.c); it can finish with a
  * convolution's epilogue (bias, relu) or an SGD step while the block is still in
  * registers.
  *
@@ -188,13 +189,17 @@ static void empty_depth(const fedc__gather_gemm *g) {
 
 int fedc__rows_gemm_level(void) { return level(); }
 
+void fedc__rows_gemm_run(const fedc__gather_gemm *g) {
+    if (level() == 2) rows_gemm(g);
+    else fedc__rows_gemm_avx2(g);
+}
+
 bool fedc__fast_gather_gemm(const fedc__gather_gemm *g) {
-    int on = level();
-    if (!on) return false;
+    if (!level()) return false;
     if (g->rows > 0 && g->cols > 0) {
         if (g->depth <= 0) empty_depth(g);
-        else if (on == 2) rows_gemm(g);
-        else fedc__rows_gemm_avx2(g);
+        else if (g->w_transposed) fedc__rows_gemm_bt(g);
+        else fedc__rows_gemm_run(g);
     }
     return true;
 }
@@ -219,4 +224,6 @@ bool fedc__fast_gather_gemm(const fedc__gather_gemm *g) {
 }
 
 int fedc__rows_gemm_level(void) { return 0; }
+
+void fedc__rows_gemm_run(const fedc__gather_gemm *g) { (void)g; }
 #endif
