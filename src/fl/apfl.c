@@ -110,8 +110,8 @@ static fedc_status client_update(fedc_round *r, const fedc_program *step, const 
     fedc_tree *w = fedc_tree_input(p, "w", w_like, FEDC_LOCAL), *v = fedc_tree_input(p, "v", w_like, FEDC_LOCAL);
     fedc_tree *alpha = fedc_tree_input(p, "alpha", alpha_like, FEDC_LOCAL);
     fedc_tree *carries = fedc_tree_new(p);
-    const fedc_tree *start[6] = {w, v, alpha, fedc_optimizer_init_tree(o, p, w), fedc_optimizer_init_tree(o, p, v),
-                                 fedc_optimizer_init_tree(o, p, alpha)};
+    const fedc_tree *start[6] = {w, v, alpha};
+    for (int i = 0; i < 3; i++) start[3 + i] = fedc_optimizer_init_tree(o, p, start[i]);
     for (int i = 0; i < 6; i++) fedc_tree_set_tree(p, carries, carried[i], start[i]);
     fedc_tree *res = fedc__fold_batches(p, step, carries, fedc_tree_input(p, NULL, r->data, FEDC_LOCAL));
     st = fedc_tree_output(p, "delta", fedc_tree_sub(p, w, fedc_tree_subtree(p, res, "w")));
