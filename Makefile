@@ -2,7 +2,8 @@
 #
 #   make demo     build, then train a CNN with FedAvg on Fashion-MNIST over 100 clients
 #   make test     build and run the whole suite twice: Release, then Debug with
-#                 AddressSanitizer + UndefinedBehaviorSanitizer; also compile with clang;
+#                 AddressSanitizer + UndefinedBehaviorSanitizer; also compile with clang and
+#                 check that its build writes the same programs as gcc's (test-compilers);
 #                 then fuzz every file reader for ~10 s each (test-fuzz)
 #   make fuzz     fuzz every file reader longer: FUZZ_SECONDS each (docs/fuzzing.md)
 #   make bench    build in Release and run the benchmarks in bench/
@@ -12,7 +13,7 @@ PREFIX ?= /usr/local
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan build-clang test test-release test-asan demo bench install clean
+.PHONY: all deps build build-asan build-clang test test-release test-asan test-compilers demo bench install clean
 
 all: build
 
@@ -40,8 +41,12 @@ test-asan: build-asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
-test: test-release test-asan build-clang test-fuzz
-	@echo "make test: Release and ASan+UBSan suites passed; clang build clean"
+# gcc's and clang's builds write the same programs (plans, their hashes, MLIR)
+test-compilers: build build-clang
+	sh tests/compilers_agree.sh build/fedc build-clang/fedc || { s=$$?; [ $$s = 77 ] && echo "test-compilers: SKIPPED (no python3)"; [ $$s = 77 ]; }
+
+test: test-release test-asan build-clang test-compilers test-fuzz
+	@echo "make test: Release and ASan+UBSan suites passed; clang build clean and agrees with gcc's"
 
 # The demo: FedAvg trains the CNN on Fashion-MNIST (Debian's dataset-fashion-mnist)
 # split over 100 clients by Dirichlet(0.5), 10 clients a round, about two minutes.

@@ -13,21 +13,31 @@
 static fedc_value k(fedc_program *p, fedc_value like, double v) { return fedc_scalar_like(p, like, v); }
 
 /* t = tanh(c (x + a x^3)). */
+/* Every op is built in its own statement: C leaves the order in which a call's
+ * arguments are evaluated unspecified (gcc and clang differ), and the order ops
+ * are built in is the program's text and its hash. */
 static fedc_value gelu_t(fedc_program *p, fedc_value x) {
     fedc_value x3 = fedc_mul(p, x, fedc_square(p, x));
-    return fedc_tanh(p, fedc_mul(p, k(p, x, GELU_C), fedc_add(p, x, fedc_mul(p, k(p, x, GELU_A), x3))));
+    fedc_value c = k(p, x, GELU_C), a = k(p, x, GELU_A);
+    fedc_value inner = fedc_add(p, x, fedc_mul(p, a, x3));
+    return fedc_tanh(p, fedc_mul(p, c, inner));
 }
 
 static fedc_value gelu(fedc_program *p, fedc_value x) {
-    return fedc_mul(p, fedc_mul(p, k(p, x, 0.5), x), fedc_add(p, k(p, x, 1), gelu_t(p, x)));
+    fedc_value half_x = fedc_mul(p, k(p, x, 0.5), x);
+    fedc_value one = k(p, x, 1);
+    return fedc_mul(p, half_x, fedc_add(p, one, gelu_t(p, x)));
 }
 
 /* dy (1/2 (1 + t) + 1/2 x (1 - t^2) c (1 + 3 a x^2)). */
 static fedc_value gelu_grad(fedc_program *p, fedc_value x, fedc_value dy) {
     fedc_value t = gelu_t(p, x), half = k(p, x, 0.5), one = k(p, x, 1);
-    fedc_value poly = fedc_mul(p, k(p, x, GELU_C), fedc_add(p, one, fedc_mul(p, k(p, x, 3 * GELU_A), fedc_square(p, x))));
-    fedc_value second = fedc_mul(p, fedc_mul(p, half, x), fedc_mul(p, fedc_sub(p, one, fedc_square(p, t)), poly));
-    return fedc_mul(p, dy, fedc_add(p, fedc_mul(p, half, fedc_add(p, one, t)), second));
+    fedc_value c = k(p, x, GELU_C), a3 = k(p, x, 3 * GELU_A);
+    fedc_value poly = fedc_mul(p, c, fedc_add(p, one, fedc_mul(p, a3, fedc_square(p, x))));
+    fedc_value half_x = fedc_mul(p, half, x);
+    fedc_value second = fedc_mul(p, half_x, fedc_mul(p, fedc_sub(p, one, fedc_square(p, t)), poly));
+    fedc_value first = fedc_mul(p, half, fedc_add(p, one, t));
+    return fedc_mul(p, dy, fedc_add(p, first, second));
 }
 
 /* xhat = (x - mean) / sqrt(var + eps) over the last axis, and 1 / sqrt(var + eps). */
@@ -45,7 +55,8 @@ static fedc_value layer_norm_grad(fedc_program *p, fedc_value x, fedc_value gamm
     fedc_value rstd, xhat = normalise(p, x, eps, &rstd), g = fedc_mul(p, dy, gamma);
     fedc_value mg = fedc_reduce_mean(p, g, &last, 1, true);
     fedc_value mgx = fedc_reduce_mean(p, fedc_mul(p, g, xhat), &last, 1, true);
-    return fedc_mul(p, rstd, fedc_sub(p, fedc_sub(p, g, mg), fedc_mul(p, xhat, mgx)));
+    fedc_value centred = fedc_sub(p, g, mg);
+    return fedc_mul(p, rstd, fedc_sub(p, centred, fedc_mul(p, xhat, mgx)));
 }
 
 /* [sum over rows of dy xhat; sum over rows of dy] as [2, C]. */
@@ -80,7 +91,8 @@ static attn attention_probs(fedc_program *p, fedc_value qkv, int64_t heads) {
         part[w] = fedc_reshape(p, fedc_slice(p, split, start, limit), 4, (int64_t[]){a.b, a.h, a.t, a.d});
     }
     a.q = part[0], a.k = part[1], a.v = part[2];
-    fedc_value s = fedc_mul(p, fedc_matmul(p, a.q, a.k, false, true), k(p, qkv, 1.0 / sqrt((double)a.d)));
+    fedc_value qk = fedc_matmul(p, a.q, a.k, false, true);
+    fedc_value s = fedc_mul(p, qk, k(p, qkv, 1.0 / sqrt((double)a.d)));
     uint8_t *mask = malloc((size_t)(a.t * a.t) + 1);
     if (!mask) return (attn){0, 0, 0, 0, FEDC_NONE, FEDC_NONE, FEDC_NONE, FEDC_NONE};
     for (int64_t i = 0; i < a.t; i++)
@@ -113,9 +125,12 @@ static fedc_value causal_attention_grad(fedc_program *p, fedc_value qkv, fedc_va
     fedc_value dout = fedc_transpose(p, fedc_reshape(p, dy, 4, (int64_t[]){a.b, a.t, a.h, a.d}), (int[]){0, 2, 1, 3});
     fedc_value dp = fedc_matmul(p, dout, a.v, false, true);
     fedc_value rowdot = fedc_reduce_sum(p, fedc_mul(p, a.probs, dp), &last, 1, true);
-    fedc_value ds = fedc_mul(p, fedc_mul(p, a.probs, fedc_sub(p, dp, rowdot)), k(p, qkv, 1.0 / sqrt((double)a.d)));
-    fedc_value grads[3] = {fedc_matmul(p, ds, a.k, false, false), fedc_matmul(p, ds, a.q, true, false),
-                           fedc_matmul(p, a.probs, dout, true, false)};
+    fedc_value dprobs = fedc_mul(p, a.probs, fedc_sub(p, dp, rowdot));
+    fedc_value ds = fedc_mul(p, dprobs, k(p, qkv, 1.0 / sqrt((double)a.d)));
+    fedc_value grads[3];
+    grads[0] = fedc_matmul(p, ds, a.k, false, false);
+    grads[1] = fedc_matmul(p, ds, a.q, true, false);
+    grads[2] = fedc_matmul(p, a.probs, dout, true, false);
     return pack(p, &a, grads, 3);
 }
 

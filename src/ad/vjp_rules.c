@@ -95,7 +95,8 @@ static fedc_status vjp_LOG(const rule *r) { give(r, 0, fedc_div(r->g, r->ct, X(r
 
 static fedc_status vjp_TANH(const rule *r) { /* ct * (1 - y^2) */
     fedc_program *g = r->g;
-    give(r, 0, fedc_mul(g, r->ct, fedc_sub(g, scalar(r, 1), fedc_square(g, Y(r)))));
+    fedc_value one = scalar(r, 1);
+    give(r, 0, fedc_mul(g, r->ct, fedc_sub(g, one, fedc_square(g, Y(r)))));
     return FEDC_OK;
 }
 
@@ -109,7 +110,8 @@ static fedc_status vjp_SIGMOID(const rule *r) { /* ct * y * (1 - y) */
  * than x leaves x to its other readers only: a conv -> add(bias) -> relu chain
  * then fuses in training too, and its sum needs no memory of its own. */
 static fedc_status vjp_RELU(const rule *r) {
-    give(r, 0, fedc_select(r->g, fedc_gt(r->g, Y(r), zero(r)), r->ct, zero(r)));
+    fedc_value positive = fedc_gt(r->g, Y(r), zero(r));
+    give(r, 0, fedc_select(r->g, positive, r->ct, zero(r)));
     return FEDC_OK;
 }
 
@@ -126,7 +128,8 @@ static fedc_status vjp_SQUARE(const rule *r) {
 static fedc_status vjp_POW(const rule *r) { /* ct * p * x^(p-1) */
     double p = fedc__attr_float(r->n, FEDC_ATTR_EXPONENT, 1);
     fedc_program *g = r->g;
-    fedc_value d = p == 1 ? scalar(r, 1) : fedc_mul(g, scalar(r, p), fedc_pow(g, X(r, 0), p - 1));
+    fedc_value d = scalar(r, p);
+    if (p != 1) d = fedc_mul(g, d, fedc_pow(g, X(r, 0), p - 1));
     give(r, 0, fedc_mul(g, r->ct, d));
     return FEDC_OK;
 }
@@ -159,7 +162,8 @@ static fedc_status vjp_REDUCE_SUM(const rule *r) { give(r, 0, spread(r, keepdims
 
 static fedc_status vjp_REDUCE_MEAN(const rule *r) {
     int64_t reduced = fedc_type_count(xtype(r, 0)) / (fedc_type_count(&r->n->type) ? fedc_type_count(&r->n->type) : 1);
-    give(r, 0, spread(r, fedc_div(r->g, keepdims_ct(r), scalar(r, (double)reduced))));
+    fedc_value keep = keepdims_ct(r);
+    give(r, 0, spread(r, fedc_div(r->g, keep, scalar(r, (double)reduced))));
     return FEDC_OK;
 }
 
@@ -462,7 +466,8 @@ static fedc_status vjp_LAYER_NORM_PARAM_GRAD(const rule *r) {
         double eps = fedc__attr_float(r->n, FEDC_ATTR_EPS, 0);
         int64_t c = r->n->type.dims[1];
         fedc_type vt = fedc_type_make(xtype(r, 0)->dtype, 1, &c);
-        fedc_value xhat = fedc_layer_norm(g, X(r, 0), fedc_full(g, vt, 1.0), fedc_full(g, vt, 0.0), eps);
+        fedc_value ones = fedc_full(g, vt, 1.0), zeros = fedc_full(g, vt, 0.0);
+        fedc_value xhat = fedc_layer_norm(g, X(r, 0), ones, zeros, eps);
         fedc_value c0 = fedc_reshape(g, fedc_slice(g, r->ct, (int64_t[]){0, 0}, (int64_t[]){1, c}), 1, &c);
         fedc_value c1 = fedc_reshape(g, fedc_slice(g, r->ct, (int64_t[]){1, 0}, (int64_t[]){2, c}), 1, &c);
         give(r, 1, fedc_add(g, fedc_mul(g, xhat, c0), c1));

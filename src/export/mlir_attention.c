@@ -186,8 +186,9 @@ fedc_status fedc__lower_causal_attention_grad(const lower *l) {
     agen_begin(l, &a, &ag, "bhij", "pppp", 3, (const char *[]){a.p, dp, dot},
                (const char *[]){a.p_type, a.p_type, a.row_type}, (const char *[]){"b h i j", "b h i j", "b h i"}, "b h i j",
                a.p_type, fedc__mlir_tmp(l->m, ds), 0);
-    emit2(l, "arith.mulf", emit2(l, "arith.mulf", "%in0", emit2(l, "arith.subf", "%in1", "%in2", a.elem, e), a.elem, f),
-          constant(l, a.scale, a.dt, k), a.elem, r);
+    emit2(l, "arith.subf", "%in1", "%in2", a.elem, e);
+    emit2(l, "arith.mulf", "%in0", e, a.elem, f);
+    emit2(l, "arith.mulf", f, constant(l, a.scale, a.dt, k), a.elem, r);
     fedc__mlir_generic_end(l->m, &ag.g, r);
     /* dq, dk, dv, each [b, t, h, d], stacked as [b, t, 3, h, d] */
     char part[3][24], stack[24], next[24], out_type[160], lead[16] = "";

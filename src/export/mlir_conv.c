@@ -66,7 +66,8 @@ static const char *source_of(const lower *l, const char *i, const char *k, int64
     fedc__mlir_tmp(l->m, safe);
     fedc__mlir_printf(l->m, "      %s = arith.select %s, %s, %s : index\n", safe, ge, t, zero);
     idx_const(l, stride, s);
-    idx_cmp(l, "eq", idx_op(l, "remui", safe, s, rem), idx_const(l, 0, z), a);
+    idx_op(l, "remui", safe, s, rem);
+    idx_cmp(l, "eq", rem, idx_const(l, 0, z), a);
     idx_op(l, "divui", safe, s, div);
     idx_cmp(l, "slt", div, idx_const(l, outs, n), lt);
     both(l, both(l, ge, a, rem), lt, ok);
@@ -347,9 +348,11 @@ static const char *window_count(const lower *l, const geom *g, const char *oh, c
     char span[2][24];
     for (int d = 0; d < 2; d++) {
         char s[24], p[24], a[24], start[24], z[24], lo[24], kk[24], e[24], n[24], hi[24];
-        idx_op(l, "subi", idx_op(l, "muli", pos[d], idx_const(l, stride[d], s), a), idx_const(l, pad[d], p), start);
+        idx_op(l, "muli", pos[d], idx_const(l, stride[d], s), a);
+        idx_op(l, "subi", a, idx_const(l, pad[d], p), start);
         idx_op(l, "maxsi", start, idx_const(l, 0, z), lo);
-        idx_op(l, "minsi", idx_op(l, "addi", start, idx_const(l, k[d], kk), e), idx_const(l, size[d], n), hi);
+        idx_op(l, "addi", start, idx_const(l, k[d], kk), e);
+        idx_op(l, "minsi", e, idx_const(l, size[d], n), hi);
         idx_op(l, "subi", hi, lo, span[d]);
     }
     char cnt[24], ci[24];
@@ -455,9 +458,10 @@ static fedc_status first_max(const lower *l, fedc_value x, const geom *g, const 
     fedc__mlir_generic_begin(l->m, &gen);
     fedc__mlir_loop_indices(l, gen.rank, idx);
     tap(l, g, idx, 4, 5, k);
+    image_value(l, &gen, &im, xv);
+    after_image(l, 0, mv);
     fedc__mlir_tmp(l->m, eq);
-    fedc__mlir_printf(l->m, "      %s = arith.cmpf oeq, %s, %s : %s\n", eq, image_value(l, &gen, &im, xv),
-                      after_image(l, 0, mv), elem);
+    fedc__mlir_printf(l->m, "      %s = arith.cmpf oeq, %s, %s : %s\n", eq, xv, mv, elem);
     fedc__mlir_tmp(l->m, lt);
     fedc__mlir_printf(l->m, "      %s = arith.cmpi slt, %s, %%out : i32\n", lt, k);
     both(l, eq, lt, hit);

@@ -277,8 +277,9 @@ fedc_status fedc__lower_lstm(const lower *l) {
     fedc__mlir_generic g;
     char omap[160], ot[160], init[24];
     h_pass(l, &s, &g, 4, (const char *[]){gi, gg, gf, it[1]}, omap, ot, init, cnew); /* c = f c_prev + i g */
-    emit2(l, "arith.addf", emit2(l, "arith.mulf", "%in2", "%in3", s.elem, p), emit2(l, "arith.mulf", "%in0", "%in1", s.elem, q),
-          s.elem, r);
+    emit2(l, "arith.mulf", "%in2", "%in3", s.elem, p);
+    emit2(l, "arith.mulf", "%in0", "%in1", s.elem, q);
+    emit2(l, "arith.addf", p, q, s.elem, r);
     fedc__mlir_generic_end(l->m, &g, r);
     h_pass(l, &s, &g, 2, (const char *[]){go, cnew}, omap, ot, init, hnew); /* h = o tanh(c) */
     emit2(l, "arith.mulf", "%in0", emit1(l, "math.tanh", "%in1", s.elem, p), s.elem, r);
@@ -381,10 +382,12 @@ fedc_status fedc__lower_lstm_tangent(const lower *l) {
     for (int k = 0; k < 4; k++) part(l, &s, dgates, 4 * H, k, dg[k]);
     /* dc = df c_prev + f dc_prev + di g + i dg */
     h_pass(l, &s, &g, 8, (const char *[]){dg[2], cprev, tr[4], dcp, dg[0], tr[3], tr[2], dg[1]}, omap, ot, init, dc);
-    emit2(l, "arith.addf", emit2(l, "arith.mulf", "%in0", "%in1", s.elem, a), emit2(l, "arith.mulf", "%in2", "%in3", s.elem, b),
-          s.elem, c);
-    emit2(l, "arith.addf", emit2(l, "arith.mulf", "%in4", "%in5", s.elem, d), emit2(l, "arith.mulf", "%in6", "%in7", s.elem, e),
-          s.elem, f);
+    emit2(l, "arith.mulf", "%in0", "%in1", s.elem, a);
+    emit2(l, "arith.mulf", "%in2", "%in3", s.elem, b);
+    emit2(l, "arith.addf", a, b, s.elem, c);
+    emit2(l, "arith.mulf", "%in4", "%in5", s.elem, d);
+    emit2(l, "arith.mulf", "%in6", "%in7", s.elem, e);
+    emit2(l, "arith.addf", d, e, s.elem, f);
     fedc__mlir_generic_end(l->m, &g, emit2(l, "arith.addf", c, f, s.elem, a));
     /* dh = do tanh(c) + o (1 - tanh(c)^2) dc */
     h_pass(l, &s, &g, 4, (const char *[]){dg[3], tr[1], tr[5], dc}, omap, ot, init, dh);

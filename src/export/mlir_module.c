@@ -57,9 +57,10 @@ static void whole_copy(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, c
         snprintf(map + n, sizeof map - n, "%sd%d", i ? ", " : "", i);
     }
     fedc__mlir_type_of(m, s, v, type, sizeof type);
+    fedc__mlir_splat(m, s, v, 0, init);
     fedc__mlir_generic g = {.rank = t->rank, .iters = "pppppppp", .nin = 1, .in = {s->name[v]}, .in_type = {type},
                             .in_elem = {elem}, .maps = {map}, .out_map = map, .out_type = type, .out_elem = elem,
-                            .init = fedc__mlir_splat(m, s, v, 0, init), .result_name = fedc__mlir_tmp(m, out)};
+                            .init = init, .result_name = fedc__mlir_tmp(m, out)};
     fedc__mlir_generic_begin(m, &g);
     fedc__mlir_generic_end(m, &g, "%in0");
 }

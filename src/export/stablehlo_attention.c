@@ -114,10 +114,12 @@ static void weights(const shlo *l, sattn *a) {
     fedc__shlo_op(l->m, fedc__mlir_tmp(l->m, m), "stablehlo.select", "", 3, (const char *[]){le, ss, ninf},
                   (const char *[]){bt, a->pt, a->pt}, a->pt);
     rows(a, bc, rt);
-    op1(l, fedc__mlir_tmp(l->m, mxb), "stablehlo.broadcast_in_dim", bc, row_reduce(a, m, true, rt, mx), rt, a->pt);
+    row_reduce(a, m, true, rt, mx);
+    op1(l, fedc__mlir_tmp(l->m, mxb), "stablehlo.broadcast_in_dim", bc, mx, rt, a->pt);
     op2(l, fedc__mlir_tmp(l->m, d), "stablehlo.subtract", "", m, mxb, a->pt, a->pt);
     op1(l, fedc__mlir_tmp(l->m, e), "stablehlo.exponential", "", d, a->pt, a->pt);
-    op1(l, fedc__mlir_tmp(l->m, sb), "stablehlo.broadcast_in_dim", bc, row_reduce(a, e, false, rt, sum), rt, a->pt);
+    row_reduce(a, e, false, rt, sum);
+    op1(l, fedc__mlir_tmp(l->m, sb), "stablehlo.broadcast_in_dim", bc, sum, rt, a->pt);
     op2(l, fedc__mlir_tmp(l->m, a->p), "stablehlo.divide", "", e, sb, a->pt, a->pt);
 }
 
@@ -151,7 +153,8 @@ fedc_status fedc__shlo_causal_attention_grad(const shlo *l) {
     dot(&a, dy, a.bthd, a.v, a.bthd, tb, tb, 3, 3, a.pt, dp); /* dp_ij = dy_i . v_j */
     op2(l, fedc__mlir_tmp(l->m, pdp), "stablehlo.multiply", "", a.p, dp, a.pt, a.pt);
     rows(&a, bc, rt);
-    op1(l, fedc__mlir_tmp(l->m, sb), "stablehlo.broadcast_in_dim", bc, row_reduce(&a, pdp, false, rt, sum), rt, a.pt);
+    row_reduce(&a, pdp, false, rt, sum);
+    op1(l, fedc__mlir_tmp(l->m, sb), "stablehlo.broadcast_in_dim", bc, sum, rt, a.pt);
     op2(l, fedc__mlir_tmp(l->m, diff), "stablehlo.subtract", "", dp, sb, a.pt, a.pt);
     op2(l, fedc__mlir_tmp(l->m, ds0), "stablehlo.multiply", "", a.p, diff, a.pt, a.pt);
     fedc__shlo_splat(l->m, a.dt, 1.0 / sqrt((double)a.d), a.pt, k);

@@ -240,8 +240,9 @@ fedc_status fedc__shlo_lstm(const shlo *l) {
     sigmoid(&s, pre[0], gates[2]), ew(&s, "stablehlo.tanh", pre[1], NULL, H, gates[3]); /* i, g */
     sigmoid(&s, pre[2], gates[4]), sigmoid(&s, pre[3], gates[5]);                     /* f, o */
     /* c = f c_prev + i g; h = o tanh(c) */
-    ew(&s, "stablehlo.add", ew(&s, "stablehlo.multiply", gates[4], c, H, fc), ew(&s, "stablehlo.multiply", gates[2], gates[3], H, ig),
-       H, gates[1]);
+    ew(&s, "stablehlo.multiply", gates[4], c, H, fc);
+    ew(&s, "stablehlo.multiply", gates[2], gates[3], H, ig);
+    ew(&s, "stablehlo.add", fc, ig, H, gates[1]);
     ew(&s, "stablehlo.multiply", gates[5], ew(&s, "stablehlo.tanh", gates[1], NULL, H, th), H, gates[0]);
     char row[24];
     concat(&s, 6, gates, (int64_t[]){H, H, H, H, H, H}, row);
@@ -321,12 +322,15 @@ fedc_status fedc__shlo_lstm_tangent(const shlo *l) {
     ew(&s, "stablehlo.add", x, times_wh(&s, dhp, wh, false, hw), 4 * H, da);
     for (int k = 0; k < 4; k++) { /* dgate = da * slope(gate) */
         char p[24], sl[24];
-        ew(&s, "stablehlo.multiply", part(&s, da, 4 * H, k, p), slope(&s, tr[2 + k], k == 1, sl), H, d[2 + k]);
+        part(&s, da, 4 * H, k, p);
+        ew(&s, "stablehlo.multiply", p, slope(&s, tr[2 + k], k == 1, sl), H, d[2 + k]);
     }
     /* dc = df c_prev + f dc_prev + di g + i dg */
     char a[24], b[24], c[24], e[24], f[24], g[24];
-    ew(&s, "stablehlo.add", ew(&s, "stablehlo.multiply", d[4], cprev, H, a), ew(&s, "stablehlo.multiply", tr[4], dcp, H, b), H, c);
-    ew(&s, "stablehlo.add", ew(&s, "stablehlo.multiply", d[2], tr[3], H, e), ew(&s, "stablehlo.multiply", tr[2], d[3], H, f), H, g);
+    ew(&s, "stablehlo.multiply", d[4], cprev, H, a), ew(&s, "stablehlo.multiply", tr[4], dcp, H, b);
+    ew(&s, "stablehlo.add", a, b, H, c);
+    ew(&s, "stablehlo.multiply", d[2], tr[3], H, e), ew(&s, "stablehlo.multiply", tr[2], d[3], H, f);
+    ew(&s, "stablehlo.add", e, f, H, g);
     ew(&s, "stablehlo.add", c, g, H, d[1]);
     /* dh = do tanh(c) + o (1 - tanh(c)^2) dc */
     char tc[24], sl[24], p[24], q[24], r[24];

@@ -42,7 +42,8 @@ static const char *convert(const rng *r, const char *x, bool from_wide, char *ou
 /* hi and lo 32 bits of the 64-bit product m * x. */
 static void mul_hi_lo(const rng *r, uint32_t m, const char *x, char *hi, char *lo) {
     char a[24], k[24], p[24], s[24], h[24];
-    bin(r, "stablehlo.multiply", convert(r, x, false, a), splat_u(r, m, true, k), true, p);
+    convert(r, x, false, a);
+    bin(r, "stablehlo.multiply", a, splat_u(r, m, true, k), true, p);
     convert(r, bin(r, "stablehlo.shift_right_logical", p, splat_u(r, 32, true, s), true, h), true, hi);
     convert(r, p, true, lo);
 }
@@ -138,7 +139,8 @@ static void block(const rng *r, fedc_value key, const char *blk, char w[4][24]) 
     convert(r, blk, true, w[0]);
     convert(r, bin(r, "stablehlo.shift_right_logical", blk, splat_u(r, 32, true, k32), true, hi), true, w[1]);
     key_word(r, key, 2, w[2]), key_word(r, key, 3, w[3]);
-    philox(r, w, key_word(r, key, 0, k0), key_word(r, key, 1, k1));
+    key_word(r, key, 0, k0), key_word(r, key, 1, k1);
+    philox(r, w, k0, k1);
 }
 
 /* The f32 uniform of every element i: word i % 4 of block i / 4, its top 24

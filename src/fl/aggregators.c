@@ -189,14 +189,15 @@ fedc_value fedc_aggregate_adapt_clip(fedc_program *p, fedc_value norm, fedc_valu
                                      double learning_rate, fedc_value *fraction) {
     fedc_value half = fedc_scalar(p, FEDC_F32, 0.5), zero = fedc_scalar(p, FEDC_F32, 0);
     fedc_value one = fedc_scalar(p, FEDC_F32, 1);
-    fedc_value below = fedc_select(p, fedc_le(p, norm, fedc_broadcast(p, clip)), half, fedc_scalar(p, FEDC_F32, -0.5));
+    fedc_value minus_half = fedc_scalar(p, FEDC_F32, -0.5);
+    fedc_value below = fedc_select(p, fedc_le(p, norm, fedc_broadcast(p, clip)), half, minus_half);
     fedc_value sum = fedc_sum(p, below);
     if (key != FEDC_NONE) /* no noise: none drawn, and no key needed */
         sum = fedc_add(p, sum, fedc_mul(p, count_stddev, fedc_random_normal(p, key, fedc_value_type(p, sum))));
     fedc_value b = fedc_minimum(p, one, fedc_maximum(p, zero, fedc_add(p, fedc_div(p, sum, m), half)));
     if (fraction) *fraction = b;
-    fedc_value step = fedc_mul(p, fedc_scalar(p, FEDC_F32, learning_rate),
-                               fedc_sub(p, b, fedc_scalar(p, FEDC_F32, target_quantile)));
+    fedc_value rate = fedc_scalar(p, FEDC_F32, learning_rate), target = fedc_scalar(p, FEDC_F32, target_quantile);
+    fedc_value step = fedc_mul(p, rate, fedc_sub(p, b, target));
     return fedc_maximum(p, fedc_mul(p, clip, fedc_exp(p, fedc_neg(p, step))), zero);
 }
 
@@ -256,7 +257,8 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
     if (a->zero_norm > 0) {
         fedc_value zeroed;
         update = fedc_aggregate_zero(p, update, norm, fedc_scalar(p, FEDC_F32, a->zero_norm), &zeroed);
-        norm = fedc_select(p, fedc_le(p, norm, fedc_scalar(p, FEDC_F32, a->zero_norm)), norm, fedc_scalar(p, FEDC_F32, 0));
+        fedc_value kept = fedc_le(p, norm, fedc_scalar(p, FEDC_F32, a->zero_norm));
+        norm = fedc_select(p, kept, norm, fedc_scalar(p, FEDC_F32, 0));
         fedc_program_output(p, "aggregator/zeroed", fedc_sum(p, zeroed));
     }
     const fedc_tree *sent = update; /* what each client sends: compressed, then clipped */

@@ -307,11 +307,14 @@ fedc_status fedc__agnostic_round_with(fedc_round *r, const fedc_program *stats) 
     st = fedc__agnostic_train(r, stats, alpha, beta, domain, &out);
     if (st) return st;
     fedc_tree *next = server_step(r, fedc_tree_subtree(p, out, "delta"), beta);
-    if (next) update_domains(p, &s, next, window, fedc_sum(p, loss), fedc_sum(p, num));
+    if (next) {
+        fedc_value loss_sum = fedc_sum(p, loss), num_sum = fedc_sum(p, num);
+        update_domains(p, &s, next, window, loss_sum, num_sum);
+    }
     /* the train loss: each client's mean loss at the server's model, before training */
     fedc_value examples = fedc_reduce_sum(p, num, NULL, -1, false);
-    fedc_value mean = fedc_div(p, fedc_reduce_sum(p, loss, NULL, -1, false),
-                               fedc_maximum(p, examples, fedc_scalar(p, FEDC_F32, 1)));
+    fedc_value total_loss = fedc_reduce_sum(p, loss, NULL, -1, false);
+    fedc_value mean = fedc_div(p, total_loss, fedc_maximum(p, examples, fedc_scalar(p, FEDC_F32, 1)));
     return fedc_round_finish(r, next, NULL, mean, examples);
 }
 

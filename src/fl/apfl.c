@@ -39,8 +39,9 @@ static fedc_tree *interpolate(fedc_program *p, const fedc_tree *alpha, const fed
     for (int i = 0; i < fedc_tree_size(w); i++) {
         const char *name = fedc_tree_name(w, i);
         fedc_value a = fedc_tree_get(p, alpha, name), one = fedc_scalar(p, FEDC_F32, 1);
-        fedc_tree_set(p, out, name, fedc_add(p, fedc_mul(p, a, fedc_tree_get(p, v, name)),
-                                             fedc_mul(p, fedc_sub(p, one, a), fedc_tree_value(w, i))));
+        fedc_value personal = fedc_mul(p, a, fedc_tree_get(p, v, name));
+        fedc_value global = fedc_mul(p, fedc_sub(p, one, a), fedc_tree_value(w, i));
+        fedc_tree_set(p, out, name, fedc_add(p, personal, global));
     }
     return out;
 }
@@ -89,10 +90,10 @@ static fedc_status local_step(const fedc_round *r, const fedc_program *grad, con
     if (!st) st = fedc_optimizer_step_tree(o, p, FEDC_NONE, v, gc, sv, &nv, &nsv);
     if (!st) st = fedc_optimizer_step_tree(o, p, FEDC_NONE, alpha, ig, sa, &na, &nsa);
     fedc_tree *clipped = fedc_tree_new(p);
-    for (int i = 0; !st && i < fedc_tree_size(na); i++)
-        fedc_tree_set(p, clipped, fedc_tree_name(na, i),
-                      fedc_minimum(p, fedc_maximum(p, fedc_tree_value(na, i), fedc_scalar(p, FEDC_F32, 0)),
-                                   fedc_scalar(p, FEDC_F32, 1)));
+    for (int i = 0; !st && i < fedc_tree_size(na); i++) {
+        fedc_value at_least_0 = fedc_maximum(p, fedc_tree_value(na, i), fedc_scalar(p, FEDC_F32, 0));
+        fedc_tree_set(p, clipped, fedc_tree_name(na, i), fedc_minimum(p, at_least_0, fedc_scalar(p, FEDC_F32, 1)));
+    }
     const fedc_tree *next[6] = {nw, nv, clipped, nsw, nsv, nsa};
     for (int i = 0; !st && i < 6; i++) st = fedc_tree_output(p, carried[i], next[i]);
     if (!st) st = fedc__step_outputs(p, &s, fedc_tree_get(p, gs, "loss"), fedc_tree_get(p, gs, "count"));
@@ -109,8 +110,8 @@ static fedc_status client_update(fedc_round *r, const fedc_program *step, const 
     fedc_tree *w = fedc_tree_input(p, "w", w_like, FEDC_LOCAL), *v = fedc_tree_input(p, "v", w_like, FEDC_LOCAL);
     fedc_tree *alpha = fedc_tree_input(p, "alpha", alpha_like, FEDC_LOCAL);
     fedc_tree *carries = fedc_tree_new(p);
-    const fedc_tree *start[6] = {w, v, alpha, fedc_optimizer_init_tree(o, p, w), fedc_optimizer_init_tree(o, p, v),
-                                 fedc_optimizer_init_tree(o, p, alpha)};
+    const fedc_tree *start[6] = {w, v, alpha};
+    for (int i = 0; i < 3; i++) start[3 + i] = fedc_optimizer_init_tree(o, p, start[i]);
     for (int i = 0; i < 6; i++) fedc_tree_set_tree(p, carries, carried[i], start[i]);
     fedc_tree *res = fedc__fold_batches(p, step, carries, fedc_tree_input(p, NULL, r->data, FEDC_LOCAL));
     st = fedc_tree_output(p, "delta", fedc_tree_sub(p, w, fedc_tree_subtree(p, res, "w")));
@@ -124,7 +125,8 @@ fedc_status fedc__apfl_round_with(fedc_round *r, const fedc_program *grad) {
     fedc_program *p = r->p, *step = NULL, *client = NULL;
     fedc_tree *w = fedc_tree_subtree(p, r->server, "params"), *wb = fedc_tree_broadcast(p, w);
     fedc_tree *alpha = fedc_tree_subtree(p, r->client, "alpha"), *kept = fedc_tree_subtree(p, r->client, "params");
-    fedc_value seen = fedc_gt(p, fedc_round_meta(r, "seen"), fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS), 0));
+    fedc_value seen_count = fedc_round_meta(r, "seen");
+    fedc_value seen = fedc_gt(p, seen_count, fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS), 0));
     fedc_tree *v = fedc_tree_new(p); /* a new client's personal model starts as the server's */
     for (int i = 0; i < fedc_tree_size(wb); i++)
         fedc_tree_set(p, v, fedc_tree_name(wb, i), fedc_select(p, seen, fedc_tree_get(p, kept, fedc_tree_name(wb, i)),

@@ -39,7 +39,9 @@ static fedc_value quantize_leaf(fedc_program *p, fedc_value v, fedc_value key, i
     fedc_value scaled = fedc_mul(p, u, steps), below = floor_of(p, scaled);
     fedc_value above = fedc_add(p, below, fedc_cast(p, fedc_gt(p, scaled, below), FEDC_F32));
     fedc_value lo = fedc_div(p, below, steps), hi = fedc_div(p, above, steps);
-    fedc_value threshold = fedc_select(p, fedc_gt(p, above, below), fedc_div(p, fedc_sub(p, u, lo), fedc_sub(p, hi, lo)), zero);
+    fedc_value rounds_up = fedc_gt(p, above, below);
+    fedc_value from_lo = fedc_sub(p, u, lo), width = fedc_sub(p, hi, lo);
+    fedc_value threshold = fedc_select(p, rounds_up, fedc_div(p, from_lo, width), zero);
     fedc_value draw = fedc_random_uniform(p, key, fedc_value_type(p, v));
     fedc_value q = fedc_select(p, fedc_gt(p, draw, threshold), lo, hi);
     return fedc_add(p, lo_v, fedc_mul(p, q, range));

@@ -47,7 +47,8 @@ static fedc_tree *server_update(fedc_round *r, const fedc_tree *delta, double al
     fedc_tree *w = fedc_tree_subtree(p, r->server, "params"), *h = fedc_tree_subtree(p, r->server, "h");
     fedc_value m = fedc_round_meta(r, "population");
     /* h + alpha/m sum_P delta_i */
-    fedc_tree *h_next = fedc_tree_axpy(p, fedc_div(p, fedc_scalar_like(p, m, alpha), m), fedc_tree_sum(p, delta), h);
+    fedc_value alpha_over_m = fedc_div(p, fedc_scalar_like(p, m, alpha), m);
+    fedc_tree *h_next = fedc_tree_axpy(p, alpha_over_m, fedc_tree_sum(p, delta), h);
     fedc_tree *mean_w = fedc_tree_sub(p, w, fedc_tree_mean(p, delta));
     fedc_value k = h_next ? fedc_scalar_like(p, fedc_tree_value(h_next, 0), -1 / alpha) : FEDC_NONE;
     fedc_tree *next = fedc_tree_copy(p, r->server);

@@ -34,9 +34,10 @@ static fedc_value normaliser(fedc_round *r, fedc_value tau) {
     if (!(rho > 0 && rho < 1))
         return fedc_program_fail(p, FEDC_EINVAL, "fednova: client momentum %g must be in [0, 1)", rho);
     fedc_value rho_tau = fedc_exp(p, fedc_mul(p, tau, fedc_scalar_like(p, tau, log(rho))));
-    fedc_value tail = fedc_mul(p, fedc_scalar_like(p, tau, rho / (1 - rho)),
-                               fedc_sub(p, fedc_scalar_like(p, tau, 1), rho_tau));
-    return fedc_div(p, fedc_sub(p, tau, tail), fedc_scalar_like(p, tau, 1 - rho));
+    fedc_value ratio = fedc_scalar_like(p, tau, rho / (1 - rho)), one = fedc_scalar_like(p, tau, 1);
+    fedc_value tail = fedc_mul(p, ratio, fedc_sub(p, one, rho_tau));
+    fedc_value numerator = fedc_sub(p, tau, tail);
+    return fedc_div(p, numerator, fedc_scalar_like(p, tau, 1 - rho));
 }
 
 static fedc_status fednova_round(fedc_round *r) {
@@ -48,7 +49,8 @@ static fedc_status fednova_round(fedc_round *r) {
     fedc_value a = normaliser(r, fedc_cast(p, fedc_tree_get(p, r->data, "steps"), FEDC_F32));
     fedc_value tau_eff = fedc_weighted_mean(p, a, weight);
     /* a client that ran no step has delta 0: scale it by anything finite */
-    fedc_value scale = fedc_div(p, fedc_broadcast(p, tau_eff), fedc_maximum(p, a, fedc_scalar_like(p, a, 1)));
+    fedc_value tau_eff_b = fedc_broadcast(p, tau_eff);
+    fedc_value scale = fedc_div(p, tau_eff_b, fedc_maximum(p, a, fedc_scalar_like(p, a, 1)));
     fedc_tree *update = fedc_tree_scale(p, fedc_tree_subtree(p, out, "delta"), scale);
     fedc_tree *next = fedc_round_server_opt(r, update, weight);
     return fedc_round_finish(r, next, NULL, fedc_tree_get(p, out, "loss"), n);

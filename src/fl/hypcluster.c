@@ -203,8 +203,10 @@ static fedc_value is_cluster(fedc_program *p, fedc_value cluster, int j) {
 fedc_tree *fedc__hypcluster_expectation(fedc_round *r, const fedc_program *grad, fedc_value cluster, int k) {
     fedc_program *p = r->p;
     fedc_tree *start = fedc_tree_broadcast(p, cluster_tree(p, r->server, 0, "params")), *out = NULL;
-    for (int j = 1; j < k; j++)
-        start = tree_select(p, is_cluster(p, cluster, j), fedc_tree_broadcast(p, cluster_tree(p, r->server, j, "params")), start);
+    for (int j = 1; j < k; j++) {
+        fedc_value here = is_cluster(p, cluster, j);
+        start = tree_select(p, here, fedc_tree_broadcast(p, cluster_tree(p, r->server, j, "params")), start);
+    }
     if (fedc_program_status(p) ||
         fedc_round_local_training(r, &(fedc_local_training){.objective = grad, .start = start}, &out))
         return NULL;

@@ -18,7 +18,8 @@
 /* v (f32[]@clients) as a server vector f32[cohort]: client i's value at i. */
 static fedc_value gathered(fedc_program *p, fedc_value v, fedc_value place) {
     fedc_value zero = fedc_scalar(p, FEDC_F32, 0);
-    return fedc_sum(p, fedc_select(p, fedc_gt(p, place, zero), fedc_mul(p, place, v), zero));
+    fedc_value here = fedc_gt(p, place, zero);
+    return fedc_sum(p, fedc_select(p, here, fedc_mul(p, place, v), zero));
 }
 
 /* Client c's (i32[]@server) values of w (@clients), at the server. */
@@ -41,7 +42,8 @@ static fedc_status random_body(fedc_program **out) {
     for (int i = 0; i < 24; i++) half_powers[i] = ldexpf(0.5f, i); /* dropout keeps a bit as 2 */
     fedc_value key = fedc_input(p, "key", fedc_type_make(FEDC_I32, 1, (int64_t[]){4}));
     fedc_value salt = fedc_constant(p, fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), (int32_t[]){0, 0, 0x6b6d, 0});
-    fedc_value bits = fedc_dropout(p, fedc_full(p, fedc_type_make(FEDC_F32, 1, &n), 1), fedc_add(p, key, salt), 0.5);
+    fedc_value ones = fedc_full(p, fedc_type_make(FEDC_F32, 1, &n), 1);
+    fedc_value bits = fedc_dropout(p, ones, fedc_add(p, key, salt), 0.5);
     fedc_value u = fedc_reduce_sum(p, fedc_mul(p, bits, fedc_constant(p, fedc_type_make(FEDC_F32, 1, &n), half_powers)),
                                    NULL, -1, false);
     st = fedc_program_output(p, "u", u);

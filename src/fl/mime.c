@@ -66,7 +66,8 @@ static fedc_status clip_body(const fedc_tree *delta_like, double clip, fedc_prog
     fedc_tree *d = fedc_tree_input(p, "delta", delta_like, FEDC_LOCAL);
     fedc_value norm = fedc_sqrt(p, fedc_tree_sq_norm(p, d));
     if (clip > 0) { /* FedJAX's tree_clip_by_global_norm: scale = min(1, clip / norm) */
-        fedc_value scale = fedc_minimum(p, fedc_scalar(p, FEDC_F32, 1), fedc_div(p, fedc_scalar(p, FEDC_F32, clip), norm));
+        fedc_value one = fedc_scalar(p, FEDC_F32, 1);
+        fedc_value scale = fedc_minimum(p, one, fedc_div(p, fedc_scalar(p, FEDC_F32, clip), norm));
         d = fedc_tree_scale(p, d, scale);
         st = fedc_program_output(p, "clipped_delta_l2_norm", fedc_sqrt(p, fedc_tree_sq_norm(p, d)));
     }

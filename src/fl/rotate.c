@@ -74,8 +74,9 @@ static int64_t padded(int64_t n) {
  * rademacher), f32[d] at the key's placement, broadcast to `like`'s @clients. */
 static fedc_value signs(fedc_program *p, fedc_value key, int k, int64_t d, fedc_value like) {
     fedc_value u = fedc_random_uniform(p, fedc__key_plus(p, key, k + 1), fedc_type_make(FEDC_F32, 1, &d));
-    fedc_value s = fedc_select(p, fedc_lt(p, u, fedc_scalar(p, FEDC_F32, 0.5)), fedc_scalar(p, FEDC_F32, -1),
-                               fedc_scalar(p, FEDC_F32, 1));
+    fedc_value flip = fedc_lt(p, u, fedc_scalar(p, FEDC_F32, 0.5));
+    fedc_value minus_one = fedc_scalar(p, FEDC_F32, -1), one = fedc_scalar(p, FEDC_F32, 1);
+    fedc_value s = fedc_select(p, flip, minus_one, one);
     bool spread = fedc_value_type(p, like).placement == FEDC_CLIENTS && fedc_value_type(p, key).placement == FEDC_SERVER;
     return spread ? fedc_broadcast(p, s) : s;
 }
@@ -97,7 +98,8 @@ static fedc_value unrotate_leaf(fedc_program *p, fedc_value y, fedc_value key, i
         return fedc_program_fail(p, FEDC_ETYPE, "aggregate_unrotate: leaf %d has %lld numbers; its rotation has %lld "
                                  "(the next power of two of its %lld)", k, (long long)fedc_type_count(&t), (long long)d,
                                  (long long)n);
-    fedc_value x = fedc_mul(p, fedc_walsh_hadamard(p, y), signs(p, key, k, d, y));
+    fedc_value x = fedc_walsh_hadamard(p, y);
+    x = fedc_mul(p, x, signs(p, key, k, d, y));
     x = fedc_mul(p, x, fedc_scalar(p, FEDC_F32, 1 / sqrt((double)d)));
     if (d > n) x = fedc_slice(p, x, &zero, &n);
     return fedc_reshape(p, x, like.rank, like.dims);

@@ -51,7 +51,8 @@ static fedc_status scaffold_round(fedc_round *r) {
     fedc_value inverse = fedc_div(p, one, fedc_mul(p, k, fedc_scalar(p, FEDC_F32, r->alg->client_opt.learning_rate)));
     fedc_tree *next_ci = fedc_tree_axpy(p, inverse, delta, fedc_tree_sub(p, c_i, fedc_tree_broadcast(p, c)));
     /* c += sum (c_i+ - c_i) / N */
-    fedc_value n_inv = fedc_div(p, fedc_scalar(p, FEDC_F32, 1), fedc_round_meta(r, "population"));
+    fedc_value population = fedc_round_meta(r, "population");
+    fedc_value n_inv = fedc_div(p, fedc_scalar(p, FEDC_F32, 1), population);
     fedc_tree *next_c = fedc_tree_axpy(p, n_inv, fedc_tree_sum(p, fedc_tree_sub(p, next_ci, c_i)), c);
     fedc_value n = fedc_tree_get(p, out, "examples");
     fedc_tree *next = fedc_round_server_opt(r, delta, fedc_round_weight(r, n));

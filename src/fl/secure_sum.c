@@ -66,9 +66,11 @@ fedc_status fedc_secure_sum_decode(int bits, double bound, const uint32_t *sum, 
 
 static fedc_value encode_leaf(fedc_program *p, fedc_value v, float s, float levels) {
     fedc_value u = fedc_mul(p, v, fedc_scalar(p, FEDC_F32, s)); /* NaN stays NaN through max and min: cast makes 0 */
-    u = fedc_minimum(p, fedc_maximum(p, u, fedc_scalar(p, FEDC_F32, -levels)), fedc_scalar(p, FEDC_F32, levels));
-    fedc_value half = fedc_select(p, fedc_ge(p, u, fedc_scalar(p, FEDC_F32, 0)), fedc_scalar(p, FEDC_F32, 0.5),
-                                  fedc_scalar(p, FEDC_F32, -0.5));
+    u = fedc_maximum(p, u, fedc_scalar(p, FEDC_F32, -levels));
+    u = fedc_minimum(p, u, fedc_scalar(p, FEDC_F32, levels));
+    fedc_value up = fedc_ge(p, u, fedc_scalar(p, FEDC_F32, 0));
+    fedc_value plus_half = fedc_scalar(p, FEDC_F32, 0.5), minus_half = fedc_scalar(p, FEDC_F32, -0.5);
+    fedc_value half = fedc_select(p, up, plus_half, minus_half);
     return fedc_cast(p, fedc_add(p, u, half), FEDC_I32); /* the cast truncates toward zero */
 }
 

@@ -209,11 +209,15 @@ static fedc_value K(step *s, fedc_value like, double v) { return fedc_scalar_lik
  * average (update_moment_per_elem_norm is the same of g**2). */
 static fedc_value ema(step *s, fedc_value g, fedc_value m, double decay) {
     fedc_program *p = s->p;
-    return fedc_add(p, fedc_mul(p, K(s, g, 1 - decay), g), fedc_mul(p, K(s, m, decay), m));
+    fedc_value new_part = fedc_mul(p, K(s, g, 1 - decay), g);
+    return fedc_add(p, new_part, fedc_mul(p, K(s, m, decay), m));
 }
 
 /* jax.lax.rsqrt as 1 / sqrt(x). */
-static fedc_value rsqrt(step *s, fedc_value x) { return fedc_div(s->p, K(s, x, 1), fedc_sqrt(s->p, x)); }
+static fedc_value rsqrt(step *s, fedc_value x) {
+    fedc_value one = K(s, x, 1);
+    return fedc_div(s->p, one, fedc_sqrt(s->p, x));
+}
 
 /* optax.tree.bias_correction: moment / (1 - b^t). t is a value, and fedc_pow takes
  * a constant exponent, so b^t is exp(t * log b); it is made once per dtype, with t
@@ -237,7 +241,8 @@ static fedc_value debias(step *s, fedc_value moment, int which) {
 static fedc_value adaptive_direction(step *s, fedc_value mu, fedc_value nu) {
     fedc_program *p = s->p;
     fedc_value m_hat = debias(s, mu, 0), v_hat = debias(s, nu, 1);
-    return fedc_div(p, m_hat, fedc_add(p, fedc_sqrt(p, v_hat), K(s, nu, s->o->eps)));
+    fedc_value root = fedc_sqrt(p, v_hat);
+    return fedc_div(p, m_hat, fedc_add(p, root, K(s, nu, s->o->eps)));
 }
 
 /* jnp.sign: -1, 0 or 1 (0 at 0, which Yogi's update relies on: a second moment
@@ -246,7 +251,8 @@ static fedc_value sign(step *s, fedc_value x) {
     fedc_program *p = s->p;
     fedc_dtype dt = fedc_value_type(p, x).dtype;
     fedc_value zero = K(s, x, 0);
-    return fedc_sub(p, fedc_cast(p, fedc_gt(p, x, zero), dt), fedc_cast(p, fedc_lt(p, x, zero), dt));
+    fedc_value positive = fedc_cast(p, fedc_gt(p, x, zero), dt);
+    return fedc_sub(p, positive, fedc_cast(p, fedc_lt(p, x, zero), dt));
 }
 
 /* An update function takes a parameter's gradient and state slots and returns the
@@ -291,7 +297,8 @@ static fedc_value update_yogi(step *s, fedc_value g, const fedc_value *in, fedc_
     fedc_program *p = s->p;
     out[0] = ema(s, g, in[0], s->o->b1);
     fedc_value g2 = fedc_square(p, g);
-    fedc_value scaled = fedc_mul(p, fedc_mul(p, K(s, g, 1 - s->o->b2), sign(s, fedc_sub(p, in[1], g2))), g2);
+    fedc_value rate = K(s, g, 1 - s->o->b2);
+    fedc_value scaled = fedc_mul(p, fedc_mul(p, rate, sign(s, fedc_sub(p, in[1], g2))), g2);
     out[1] = fedc_sub(p, in[1], scaled);
     return adaptive_direction(s, out[0], out[1]);
 }

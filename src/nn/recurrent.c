@@ -38,7 +38,8 @@ fedc_value fedc__nn_lstm(fedc_program *p, fedc_value x, fedc_value w, fedc_value
     fedc_value wx = fedc_slice(p, w, (int64_t[]){0, 0}, (int64_t[]){in, 4 * H});
     fedc_value wh = fedc_slice(p, w, (int64_t[]){in, 0}, (int64_t[]){in + H, 4 * H});
     fedc_value flat = fedc_reshape(p, x, 2, (int64_t[]){T * B, in});
-    fedc_value xw = fedc_add(p, fedc_matmul(p, flat, wx, false, false), forget_biased(p, b, H));
+    fedc_value xwx = fedc_matmul(p, flat, wx, false, false);
+    fedc_value xw = fedc_add(p, xwx, forget_biased(p, b, H));
     fedc_value trace = fedc_lstm(p, fedc_reshape(p, xw, 3, (int64_t[]){T, B, 4 * H}), wh);
     return fedc_slice(p, trace, (int64_t[]){0, 0, 0}, (int64_t[]){T, B, H});
 }
