@@ -20,29 +20,21 @@ trap 'rm -rf "$out"' EXIT
 writers "$out/tiny.json" 6
 writers "$out/emnist.json" 6 emnist
 
-# same NAME DATA OPTIONS...: both builds' plans of one job are the same files, byte for byte,
-# and so are both builds' MLIR and StableHLO of its round
+# same NAME DATA OPTIONS...: both builds' plans of one job, with their rounds' MLIR and StableHLO
+# beside them, are the same files, byte for byte
 same() {
   name=$1 data=$2
   shift 2
   for cc in gcc clang; do
     eval fedc=\$${cc}_fedc
-    "$fedc" plan build --data "$data" "$@" --out "$out/$name.$cc" >"$out/$name.$cc.log" 2>&1 \
-      || { bad "$name: $cc's plan build failed: $(cat "$out/$name.$cc.log")"; return; }
-    "$fedc" program export "$out/$name.$cc/round.fedc" --to mlir --clients 3 -o "$out/$name.$cc.mlir" \
-      >>"$out/$name.$cc.log" 2>&1 || { bad "$name: $cc's MLIR export failed: $(cat "$out/$name.$cc.log")"; return; }
-    "$fedc" program export "$out/$name.$cc/round.fedc" --to stablehlo --clients 3 -o "$out/$name.$cc.shlo" \
-      >>"$out/$name.$cc.log" 2>&1 || { bad "$name: $cc's StableHLO export failed: $(cat "$out/$name.$cc.log")"; return; }
+    dir=$out/$name.$cc
+    { "$fedc" plan build --data "$data" "$@" --out "$dir" &&
+      "$fedc" program export "$dir/round.fedc" --to mlir --clients 3 -o "$dir/round.mlir" &&
+      "$fedc" program export "$dir/round.fedc" --to stablehlo --clients 3 -o "$dir/round.shlo"; } \
+      >"$out/$name.$cc.log" 2>&1 || { bad "$name: $cc's build failed: $(cat "$out/$name.$cc.log")"; return; }
   done
-  if ! diff -r "$out/$name.gcc" "$out/$name.clang" >"$out/$name.diff"; then
-    bad "$name: the gcc and clang builds' plans differ: $(head -c 2000 "$out/$name.diff")"
-  elif ! cmp -s "$out/$name.gcc.mlir" "$out/$name.clang.mlir"; then
-    bad "$name: the gcc and clang builds' MLIR differ: $(diff "$out/$name.gcc.mlir" "$out/$name.clang.mlir" | head -20)"
-  elif ! cmp -s "$out/$name.gcc.shlo" "$out/$name.clang.shlo"; then
-    bad "$name: the gcc and clang builds' StableHLO differ: $(diff "$out/$name.gcc.shlo" "$out/$name.clang.shlo" | head -20)"
-  else
-    ok
-  fi
+  diff -r "$out/$name.gcc" "$out/$name.clang" >"$out/$name.diff" && ok \
+    || bad "$name: the gcc and clang builds' programs differ: $(head -c 2000 "$out/$name.diff")"
 }
 
 base="--batch-size 2 --seed 4"
@@ -66,8 +58,8 @@ same secure_sum "$out/tiny.json" --model logistic $base --dp-clip 0.5 --secure-s
 same lstm synthetic:zipf:3:8 --model stackoverflow_lstm --vocab-size 50 $base --steps 1
 same transformer synthetic:zipf:3:8 --model transformer:tiny --vocab-size 50 $base --steps 1 --algorithm mime
 
-# second derivatives: the forward-mode derivative of the gradient goes through the composite forms of gelu, layer_norm and
-# causal attention (src/ad/composite.c)
+# second derivatives: the forward-mode derivative of the gradient goes through the composite
+# forms of gelu, layer_norm and causal attention (src/ad/composite.c)
 cat >"$out/layer.fedc" <<'EOF'
 fedc program
 %0 = input "x" : f32[2,4,6]

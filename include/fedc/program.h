@@ -21,6 +21,15 @@
  * once at the end; fedc_errmsg() then names the op, the operand and the types, e.g.
  *     "matmul: inner dimensions differ: a is f32[32,784], b is f32[785,10]".
  *
+ * The order of the calls is the order of the ops, and so the program's text, its
+ * plan hash and its export. C leaves the order in which a call's arguments are
+ * evaluated unspecified (gcc and clang differ), so give a call at most one argument
+ * that builds an op, as above, and build the others in statements of their own:
+ *     fedc_value one = fedc_scalar_like(p, x, 1);
+ *     fedc_value y = fedc_sub(p, one, fedc_square(p, x));
+ * rather than fedc_sub(p, fedc_scalar_like(p, x, 1), fedc_square(p, x)).
+ * (`make test-compilers` checks that fedc's own programs come out the same from both.)
+ *
  * Conventions of the ops:
  *  - Binary arithmetic and comparisons broadcast as numpy does. Operands must have
  *    the same dtype (no implicit promotion; use fedc_cast). fedc_scalar_like makes a

@@ -13,9 +13,6 @@
 static fedc_value k(fedc_program *p, fedc_value like, double v) { return fedc_scalar_like(p, like, v); }
 
 /* t = tanh(c (x + a x^3)). */
-/* Every op is built in its own statement: C leaves the order in which a call's
- * arguments are evaluated unspecified (gcc and clang differ), and the order ops
- * are built in is the program's text and its hash. */
 static fedc_value gelu_t(fedc_program *p, fedc_value x) {
     fedc_value x3 = fedc_mul(p, x, fedc_square(p, x));
     fedc_value c = k(p, x, GELU_C), a = k(p, x, GELU_A);
