@@ -173,11 +173,11 @@ static int failed(const char *cmd) {
 
 /* A server, a client and a fleet receive and send model-sized messages, each
  * in a buffer of its own (NNG's). glibc would hand each one back to the kernel
- * when it is freed and fault the next in again, a page at a time (a sixth of
- * the server's CPU time with the EMNIST CNN, where every page fault competes
- * with training for the cores; a fleet's 100 clients on 2 cores rounded 1.76x
- * the simulation's time without it, 1.52x with it). Kept in the heap instead:
- * RSS is then the most held at once, which does not grow with the clients. */
+ * when it is freed and fault the next in again, a page at a time, and every
+ * fault competes with training for the cores (docs/benchmarks.md, "A deployed
+ * server under load"). Kept in the heap instead: RSS is then the most the
+ * process held at once. A process setting, so the commands make it, not the
+ * library. */
 static void keep_freed_buffers(void) {
 #ifdef __GLIBC__
     mallopt(M_MMAP_THRESHOLD, 32 << 20); /* glibc's largest */
