@@ -2,13 +2,17 @@
 # bench/deploy_load.sh [FEDC [N...]] — one fedc server on loopback with N concurrent clients (a
 # fleet, every client in every round), FedAvg on a model (MODEL, default logistic; cnn for
 # FedJAX's EMNIST CNN) over generated EMNIST-shaped clients of EXAMPLES examples (default 4) in
-# batches of BATCH (default 2): rounds per second, the
-# server's and the fleet's peak RSS (/usr/bin/time; the fleet trains on TRAINERS clients at once,
-# default the cores), the reports that came ahead of slot order (held in memory at
-# most, spilled to disk), and the deployed rounds' time over fedc train's on the same job (same
-# bits; the simulation runs on THREADS threads, the fleet on one thread per client and TRAINERS
-# seats), the requests the server answered a client task (the metrics rows' "requests" over the
-# rounds' tasks: the liveness traffic is most of them) and the server's CPU seconds (user + system).
+# batches of BATCH (default 2). It prints rounds per second; the server's and the fleet's peak RSS
+# (/usr/bin/time; the fleet trains on TRAINERS clients at once, default the cores); the reports
+# that came ahead of slot order (held in memory at most, spilled to disk); the deployed rounds'
+# time over fedc train's on the same job (same bits; the simulation on THREADS threads, the fleet
+# on one thread per client and TRAINERS seats), and the same over the rounds after the first
+# ("later": neither side's start-up, where the server's first round includes the fleet's loading
+# of its data); the requests the server answered a client task (the metrics rows' "requests"
+# over the rounds' tasks: the liveness traffic is most of them); and the server's CPU seconds.
+# DATA=DIR (a LEAF dataset's train folder, e.g. ../shared/data/femnist-leaf/train) takes the
+# first N writers of its files, in name order, instead: real clients of real sizes (FEMNIST: 142
+# examples a writer on average), so that a task's training is a deployment's; EXAMPLES is unused.
 # docs/benchmarks.md records the figures.
 # FEDC defaults to $FEDC or ./build/fedc, so bench/harness.py (make bench) runs it without arguments.
 set -eu
@@ -24,10 +28,23 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 trainers=${TRAINERS:+--trainers $TRAINERS}
-printf '%-8s %-6s %6s %9s %11s %11s %8s %8s %9s %9s %9s %9s %10s\n' model clients rounds "rounds/s" "server RSS" "fleet RSS" \
-  held spilled "train s" "deploy s" overhead "req/task" "server CPU"
+printf '%-8s %-6s %6s %9s %11s %11s %8s %8s %9s %9s %9s %9s %9s %10s\n' model clients rounds "rounds/s" "server RSS" "fleet RSS" \
+  held spilled "train s" "deploy s" overhead "later" "req/task" "server CPU"
 for n in $sizes; do
-  python3 - "$out/data.json" "$n" "$examples" <<'PY'
+  if [ -n "${DATA:-}" ]; then
+    python3 - "$out/data.json" "$n" "$DATA" <<'PY'
+import glob, gzip, json, os, sys
+n, src = int(sys.argv[2]), sys.argv[3]
+users, data = [], {}
+for f in sorted(glob.glob(os.path.join(src, "*.json*"))):
+    d = json.load((gzip.open if f.endswith(".gz") else open)(f, "rt"))
+    for u in d["users"]:
+        if len(users) < n: users.append(u), data.__setitem__(u, d["user_data"][u])
+if len(users) < n: sys.exit("deploy_load.sh: %s has %d writers, fewer than %d" % (src, len(users), n))
+json.dump({"users": users, "num_samples": [len(data[u]["y"]) for u in users], "user_data": data}, open(sys.argv[1], "w"))
+PY
+  else
+    python3 - "$out/data.json" "$n" "$examples" <<'PY'
 import json, sys
 n, m = int(sys.argv[2]), int(sys.argv[3])
 users = ["c%d" % c for c in range(n)]
@@ -35,13 +52,19 @@ data = {u: {"x": [[((k * 7 + i * 13 + c * 31) % 101) / 100 for k in range(784)] 
             "y": [(i * 11 + c * 3) % 62 for i in range(m)]} for c, u in enumerate(users)}
 json.dump({"users": users, "num_samples": [m] * n, "user_data": data}, open(sys.argv[1], "w"))
 PY
+  fi
   job="--model $model --batch-size $batch --seed 1"
   "$fedc" plan build --data "$out/data.json" $job --out "$out/plan" >/dev/null
   "$fedc" train --data "$out/data.json" $job --rounds "$rounds" --clients-per-round "$n" --eval-every 0 \
     --threads "$threads" --quiet --out "$out/train" >/dev/null
-  # its training time (the metrics' seconds: the rounds and the final evaluation, not the set-up)
-  train=$(python3 -c 'import json, sys
-print(json.loads(open(sys.argv[1]).readlines()[-1])["seconds"])' "$out/train/metrics.jsonl")
+  # its training time (the metrics' seconds: the rounds, not the set-up or the final evaluation),
+  # and the first round's alone, so that the rounds after it compare without either side's start
+  seconds() { python3 -c 'import json, sys
+print(json.loads(open(sys.argv[1]).readlines()[-1])["seconds"])' "$1/metrics.jsonl"; }
+  train=$(seconds "$out/train")
+  "$fedc" train --data "$out/data.json" $job --rounds 1 --clients-per-round "$n" --eval-every 0 \
+    --threads "$threads" --quiet --out "$out/train1" >/dev/null
+  train_later=$(echo "$train - $(seconds "$out/train1")" | bc -l)
   addr=tcp://127.0.0.1:$(port)
   /usr/bin/time -f "%M %U %S" -o "$out/rss" "$fedc" server --plan "$out/plan" --listen "$addr" --rounds "$rounds" \
     --clients-per-round "$n" --out "$out/srv" --token t --linger 1 --report-deadline 600 >"$out/server.log" 2>&1 &
@@ -54,13 +77,14 @@ print(json.loads(open(sys.argv[1]).readlines()[-1])["seconds"])' "$out/train/met
   set -- $(python3 -c 'import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 print(sum(r["seconds"]["round"] for r in rows), max(r["held_peak"] for r in rows), max(r["spilled"] for r in rows),
-      sum(r["requests"] for r in rows) / sum(r["selected"] for r in rows))' \
+      sum(r["requests"] for r in rows) / sum(r["selected"] for r in rows), sum(r["seconds"]["round"] for r in rows[1:]))' \
     "$out/srv/metrics.jsonl")
   deployed=$1
+  later=$([ "$rounds" -gt 1 ] && printf '%.2fx' "$(echo "$5 / $train_later" | bc -l)" || echo -)
   set -- "$@" $(tail -1 "$out/rss")
-  printf '%-8s %-6s %6s %9.2f %8s MB %8s MB %8s %8s %9.2f %9.2f %8.2fx %9.1f %8.2f s\n' "$model" "$n" "$rounds" \
-    "$(echo "$rounds / $deployed" | bc -l)" "$(( $5 / 1024 ))" "$(( $(tail -1 "$out/frss") / 1024 ))" \
+  printf '%-8s %-6s %6s %9.2f %8s MB %8s MB %8s %8s %9.2f %9.2f %8.2fx %9s %9.1f %8.2f s\n' "$model" "$n" "$rounds" \
+    "$(echo "$rounds / $deployed" | bc -l)" "$(( $6 / 1024 ))" "$(( $(tail -1 "$out/frss") / 1024 ))" \
     "$2" "$3" "$train" "$deployed" \
-    "$(echo "$deployed / $train" | bc -l)" "$4" "$(echo "$6 + $7" | bc -l)"
-  rm -rf "$out/srv" "$out/train" "$out/plan"
+    "$(echo "$deployed / $train" | bc -l)" "$later" "$4" "$(echo "$7 + $8" | bc -l)"
+  rm -rf "$out/srv" "$out/train" "$out/train1" "$out/plan"
 done
