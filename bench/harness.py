@@ -16,7 +16,9 @@ What it runs, in this order (every command is printed and logged in out/bench/lo
     with 1 and 2 threads, runs alternating fedc, torch, fedc, torch; one warm-up set, then
     PAIRS sets (default 5); figure: training examples per second over the rounds, evaluation
     excluded (each program's metrics.jsonl); medians. Workload 5 is fedc's 2-thread median over
-    its 1-thread median;
+    its 1-thread median, beside what this machine gives two jobs that share nothing: the
+    1-thread run twice at once as two processes (both runs' examples over the later one's
+    seconds), and sgemm's 2-thread peak over its 1-thread peak;
  2. evaluation, forward only, batches of 500: bench_evaluate (2 threads) against
     bench/peers/evaluate_torch.py (1 and 2 threads), alternating, warm-up + PAIRS sets;
  3. FedJAX's EMNIST-62 benchmark at full scale on synthetic data: bench_emnist_full;
@@ -83,14 +85,33 @@ def last_metrics(out_dir):
         return json.loads(f.read().splitlines()[-1])
 
 
+def fedc_train_cmd(threads, d):
+    return [f"./{BUILD}/fedc", "train", "--data", f"{LEAF}/train", "--test-data", f"{LEAF}/test", "--model", "cnn",
+            "--algorithm", "fedavg", "--rounds", str(TRAIN_ROUNDS), "--clients-per-round", "10", "--batch-size", "20",
+            "--epochs", "1", "--client-lr", "0.1", "--eval-every", "0", "--seed", "0", "--threads", str(threads),
+            "--quiet", "--out", d]
+
+
 def fedc_train(threads, i):
     d = os.path.join(OUT, "runs", f"fedc-t{threads}-{i}")
-    cmd = [f"./{BUILD}/fedc", "train", "--data", f"{LEAF}/train", "--test-data", f"{LEAF}/test", "--model", "cnn",
-           "--algorithm", "fedavg", "--rounds", str(TRAIN_ROUNDS), "--clients-per-round", "10", "--batch-size", "20",
-           "--epochs", "1", "--client-lr", "0.1", "--eval-every", "0", "--seed", "0", "--threads", str(threads),
-           "--quiet", "--out", d]
+    cmd = fedc_train_cmd(threads, d)
     run(cmd, f"train-fedc-t{threads}")
     return last_metrics(d)["examples_per_s"], cmd
+
+
+def fedc_train_pair(i):
+    """Workload 5's ceiling on this machine: the 1-thread job twice at once, as two processes that
+    share nothing; figure: both runs' examples over the later one's seconds (set-up excluded, as
+    in every run's figure), so the machine's work over the time it took, as for 2 threads."""
+    dirs = [os.path.join(OUT, "runs", f"fedc-pair{k}-{i}") for k in (0, 1)]
+    cmds = [fedc_train_cmd(1, d) for d in dirs]
+    print(f"  $ ({' '.join(cmds[0])} & {' '.join(cmds[1])})", flush=True)
+    procs = [subprocess.Popen(c, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT) for c in cmds]
+    if any(p.wait() != 0 for p in procs):
+        sys.exit("bench/run: the two concurrent 1-thread runs of workload 1 failed")
+    rows = [last_metrics(d) for d in dirs]
+    examples = sum(r["examples_per_s"] * r["seconds"] for r in rows)
+    return examples / max(r["seconds"] for r in rows), cmds[0] + ["&"] + cmds[1]
 
 
 def torch_train(threads, i):
@@ -197,7 +218,8 @@ def main():
         components()
 
     train = alternate({"fedc-t2": lambda i: fedc_train(2, i), "torch-t1": lambda i: torch_train(1, i),
-                       "fedc-t1": lambda i: fedc_train(1, i), "torch-t2": lambda i: torch_train(2, i)},
+                       "fedc-t1": lambda i: fedc_train(1, i), "torch-t2": lambda i: torch_train(2, i),
+                       "fedc-pair": fedc_train_pair},
                       "workload 1+5 (FedAvg training)")
     evals = alternate({"fedc-t2": lambda i: fedc_eval(2, i), "torch-t1": lambda i: torch_eval(1, i),
                        "torch-t2": lambda i: torch_eval(2, i)}, "workload 2 (evaluation)")
@@ -224,14 +246,15 @@ def main():
     peer_eval = max(("torch-t1", "torch-t2"), key=lambda k: evals[k]["median"])
     mfu = fedc_train_eps * train_flops * 1e-9 / peak_all
     scaling = train["fedc-t2"]["median"] / train["fedc-t1"]["median"]
+    ceiling = train["fedc-pair"]["median"] / train["fedc-t1"]["median"]
     r_train = fedc_train_eps / train[peer_train]["median"]
     r_eval = evals["fedc-t2"]["median"] / evals[peer_eval]["median"]
 
     rows = [
         ("1. FedAvg training, FEMNIST-LEAF (examples/s)", f"{fedc_train_eps:.0f}",
-         f"{train[peer_train]['median']:.0f} ({peer_train[-2:]})", f"{r_train:.2f}x", ">= 2.5x", yes(r_train >= 2.5)),
+         f"{train[peer_train]['median']:.0f} ({peer_train[-2:]})", f"{r_train:.2f}x", ">= 3x", yes(r_train >= 3)),
         ("1. model-FLOPs utilisation (of all-thread sgemm)",
-         f"{fedc_train_eps * train_flops * 1e-9:.1f} GFLOP/s", "", f"{100 * mfu:.0f}%", ">= 65%", yes(mfu >= 0.65)),
+         f"{fedc_train_eps * train_flops * 1e-9:.1f} GFLOP/s", "", f"{100 * mfu:.0f}%", ">= 70%", yes(mfu >= 0.70)),
         ("2. evaluation, batch 500 (examples/s)", f"{evals['fedc-t2']['median']:.0f}",
          f"{evals[peer_eval]['median']:.0f} ({peer_eval[-2:]})", f"{r_eval:.2f}x", ">= 3x", yes(r_eval >= 3)),
         ("3. EMNIST-62 full scale: s/round", f"{full['seconds_per_round']:.3f}", "", "", "reported", ""),
@@ -244,7 +267,11 @@ def main():
          f"{cohort['seconds_per_round'][1]:.3f} s/round", "", f"{cohort['time_per_client_ratio']:.2f}",
          "linear (<= 1)", yes(cohort['time_per_client_ratio'] <= 1.1)),
         ("5. thread scaling of 1: 2 vs 1 thread (ex/s)", f"{train['fedc-t2']['median']:.0f} vs "
-         f"{train['fedc-t1']['median']:.0f}", "", f"{scaling:.2f}x", ">= 1.8x", yes(scaling >= 1.8)),
+         f"{train['fedc-t1']['median']:.0f}", "", f"{scaling:.2f}x", ">= 1.9x", yes(scaling >= 1.9)),
+        ("5. ... this machine's ceiling: two 1-thread runs at once", f"{train['fedc-pair']['median']:.0f} vs "
+         f"{train['fedc-t1']['median']:.0f}", "", f"{ceiling:.2f}x", "(reported)", ""),
+        (f"5. ... sgemm's: {peak0['threads']} threads' peak over 1 thread's", f"{peak_all:.1f} vs {peak_one:.1f} GFLOP/s", "",
+         f"{peak_all / peak_one:.2f}x", "(reported)", ""),
     ]
     for batch, res in lstm.items():  # ms per step: lower is better, the ratio is the peer's over fedc's
         peer = min(("torch-t1", "torch-t2"), key=lambda k: res[k]["median"])
