@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #ifdef __GLIBC__
-#include <malloc.h>
 #endif
 
 #include "cli.h"
@@ -171,20 +170,6 @@ static int failed(const char *cmd) {
     return CLI_FAILED;
 }
 
-/* A server, a client and a fleet receive and send model-sized messages, each
- * in a buffer of its own (NNG's). glibc would hand each one back to the kernel
- * when it is freed and fault the next in again, a page at a time, and every
- * fault competes with training for the cores (docs/benchmarks.md, "A deployed
- * server under load"). Kept in the heap instead: RSS is then the most the
- * process held at once. A process setting, so the commands make it, not the
- * library. */
-static void keep_freed_buffers(void) {
-#ifdef __GLIBC__
-    mallopt(M_MMAP_THRESHOLD, 32 << 20); /* glibc's largest */
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
-#endif
-}
-
 int fedc_cli_server(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         fputs(server_usage, stdout);
@@ -197,7 +182,6 @@ int fedc_cli_server(int argc, char **argv) {
         fprintf(stderr, "fedc server: needs --plan, --listen, --rounds, --clients-per-round and --out (see fedc server --help)\n");
         return CLI_USAGE;
     }
-    keep_freed_buffers();
     return fedc_server_run(&a.s) ? failed("fedc server") : CLI_OK;
 }
 
@@ -215,7 +199,6 @@ static int run_clients(int argc, char **argv, bool fleet) {
                 fleet ? " and --clients" : ", and no --clients (that is fedc fleet's)", cmd);
         return CLI_USAGE;
     }
-    keep_freed_buffers();
     fedc_status st = fleet ? fedc_fleet_run(&a.c, a.clients) : fedc_client_run(&a.c);
     return st ? failed(cmd) : CLI_OK;
 }
