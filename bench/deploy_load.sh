@@ -28,6 +28,10 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 trainers=${TRAINERS:+--trainers $TRAINERS}
+# seconds RUN_DIR: a fedc train run's seconds (its last metrics row: the rounds, not the set-up or
+# the final evaluation)
+seconds() { python3 -c 'import json, sys
+print(json.loads(open(sys.argv[1]).readlines()[-1])["seconds"])' "$1/metrics.jsonl"; }
 printf '%-8s %-6s %6s %9s %11s %11s %8s %8s %9s %9s %9s %9s %9s %10s\n' model clients rounds "rounds/s" "server RSS" "fleet RSS" \
   held spilled "train s" "deploy s" overhead "later" "req/task" "server CPU"
 for n in $sizes; do
@@ -37,9 +41,12 @@ import glob, gzip, json, os, sys
 n, src = int(sys.argv[2]), sys.argv[3]
 users, data = [], {}
 for f in sorted(glob.glob(os.path.join(src, "*.json*"))):
+    if len(users) == n:
+        break
     d = json.load((gzip.open if f.endswith(".gz") else open)(f, "rt"))
-    for u in d["users"]:
-        if len(users) < n: users.append(u), data.__setitem__(u, d["user_data"][u])
+    for u in d["users"][:n - len(users)]:
+        users.append(u)
+        data[u] = d["user_data"][u]
 if len(users) < n: sys.exit("deploy_load.sh: %s has %d writers, fewer than %d" % (src, len(users), n))
 json.dump({"users": users, "num_samples": [len(data[u]["y"]) for u in users], "user_data": data}, open(sys.argv[1], "w"))
 PY
@@ -57,14 +64,12 @@ PY
   "$fedc" plan build --data "$out/data.json" $job --out "$out/plan" >/dev/null
   "$fedc" train --data "$out/data.json" $job --rounds "$rounds" --clients-per-round "$n" --eval-every 0 \
     --threads "$threads" --quiet --out "$out/train" >/dev/null
-  # its training time (the metrics' seconds: the rounds, not the set-up or the final evaluation),
-  # and the first round's alone, so that the rounds after it compare without either side's start
-  seconds() { python3 -c 'import json, sys
-print(json.loads(open(sys.argv[1]).readlines()[-1])["seconds"])' "$1/metrics.jsonl"; }
   train=$(seconds "$out/train")
-  "$fedc" train --data "$out/data.json" $job --rounds 1 --clients-per-round "$n" --eval-every 0 \
-    --threads "$threads" --quiet --out "$out/train1" >/dev/null
-  train_later=$(echo "$train - $(seconds "$out/train1")" | bc -l)
+  if [ "$rounds" -gt 1 ]; then # the first round alone: the rounds after it compare without either side's start
+    "$fedc" train --data "$out/data.json" $job --rounds 1 --clients-per-round "$n" --eval-every 0 \
+      --threads "$threads" --quiet --out "$out/train1" >/dev/null
+    train_later=$(echo "$train - $(seconds "$out/train1")" | bc -l)
+  fi
   addr=tcp://127.0.0.1:$(port)
   /usr/bin/time -f "%M %U %S" -o "$out/rss" "$fedc" server --plan "$out/plan" --listen "$addr" --rounds "$rounds" \
     --clients-per-round "$n" --out "$out/srv" --token t --linger 1 --report-deadline 600 >"$out/server.log" 2>&1 &
@@ -74,17 +79,20 @@ print(json.loads(open(sys.argv[1]).readlines()[-1])["seconds"])' "$1/metrics.jso
   wait $server
   # the rounds' own time (each row's seconds.round: the server's start and its linger left out),
   # the most reports held in memory and spilled in a round, and the requests a task
-  set -- $(python3 -c 'import json, sys
+  read -r deployed deployed_later held spilled per_task <<EOF
+$(python3 -c 'import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print(sum(r["seconds"]["round"] for r in rows), max(r["held_peak"] for r in rows), max(r["spilled"] for r in rows),
-      sum(r["requests"] for r in rows) / sum(r["selected"] for r in rows), sum(r["seconds"]["round"] for r in rows[1:]))' \
-    "$out/srv/metrics.jsonl")
-  deployed=$1
-  later=$([ "$rounds" -gt 1 ] && printf '%.2fx' "$(echo "$5 / $train_later" | bc -l)" || echo -)
-  set -- "$@" $(tail -1 "$out/rss")
+print(sum(r["seconds"]["round"] for r in rows), sum(r["seconds"]["round"] for r in rows[1:]),
+      max(r["held_peak"] for r in rows), max(r["spilled"] for r in rows),
+      sum(r["requests"] for r in rows) / sum(r["selected"] for r in rows))' "$out/srv/metrics.jsonl")
+EOF
+  read -r server_kb server_user server_sys <<EOF
+$(tail -1 "$out/rss")
+EOF
+  later=$([ "$rounds" -gt 1 ] && printf '%.2fx' "$(echo "$deployed_later / $train_later" | bc -l)" || echo -)
   printf '%-8s %-6s %6s %9.2f %8s MB %8s MB %8s %8s %9.2f %9.2f %8.2fx %9s %9.1f %8.2f s\n' "$model" "$n" "$rounds" \
-    "$(echo "$rounds / $deployed" | bc -l)" "$(( $6 / 1024 ))" "$(( $(tail -1 "$out/frss") / 1024 ))" \
-    "$2" "$3" "$train" "$deployed" \
-    "$(echo "$deployed / $train" | bc -l)" "$later" "$4" "$(echo "$7 + $8" | bc -l)"
+    "$(echo "$rounds / $deployed" | bc -l)" "$(( server_kb / 1024 ))" "$(( $(tail -1 "$out/frss") / 1024 ))" \
+    "$held" "$spilled" "$train" "$deployed" \
+    "$(echo "$deployed / $train" | bc -l)" "$later" "$per_task" "$(echo "$server_user + $server_sys" | bc -l)"
   rm -rf "$out/srv" "$out/train" "$out/train1" "$out/plan"
 done

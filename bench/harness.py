@@ -57,11 +57,16 @@ LSTM_STEPS = 5 if QUICK else 20
 log_index = 0
 
 
-def run(cmd, label):
-    """Runs cmd (a list) from the repository root, logs its output, returns (stdout, seconds)."""
+def log_path(label):
+    """The next numbered log file's path, relative to the repository root."""
     global log_index
     log_index += 1
-    path = os.path.join(OUT, "logs", f"{log_index:03d}-{label}.log")
+    return os.path.join(OUT, "logs", f"{log_index:03d}-{label}.log")
+
+
+def run(cmd, label):
+    """Runs cmd (a list) from the repository root, logs its output, returns (stdout, seconds)."""
+    path = log_path(label)
     print(f"  $ {' '.join(cmd)}", flush=True)
     t0 = time.time()
     p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -106,9 +111,13 @@ def fedc_train_pair(i):
     dirs = [os.path.join(OUT, "runs", f"fedc-pair{k}-{i}") for k in (0, 1)]
     cmds = [fedc_train_cmd(1, d) for d in dirs]
     print(f"  $ ({' '.join(cmds[0])} & {' '.join(cmds[1])})", flush=True)
-    procs = [subprocess.Popen(c, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT) for c in cmds]
-    if any(p.wait() != 0 for p in procs):
-        sys.exit("bench/run: the two concurrent 1-thread runs of workload 1 failed")
+    logs = [open(os.path.join(ROOT, log_path(f"train-fedc-pair{k}")), "w") for k in (0, 1)]
+    procs = [subprocess.Popen(c, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT) for c, f in zip(cmds, logs)]
+    failed = [p.wait() != 0 for p in procs]
+    for f in logs:
+        f.close()
+    if any(failed):
+        sys.exit(f"bench/run: the two concurrent 1-thread runs of workload 1 failed; see {OUT}/logs/")
     rows = [last_metrics(d) for d in dirs]
     examples = sum(r["examples_per_s"] * r["seconds"] for r in rows)
     return examples / max(r["seconds"] for r in rows), cmds[0] + ["&"] + cmds[1]

@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __GLIBC__
-#endif
 
 #include "cli.h"
 #include "fedc/fedc.h"
