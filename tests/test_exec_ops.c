@@ -2,7 +2,8 @@
  * Tests for the executor's ops (fedc/exec.h): every op's dispatch (attributes to
  * kernel arguments) on small values computed here; dropout's mask from its key;
  * and the errors found when binding and at run time (unknown or unbound inputs,
- * unknown outputs, out-of-range gather indices and labels), named by node.
+ * unknown outputs, out-of-range gather indices and labels), named by node; and
+ * how a fold's carries go in and out.
  */
 #include "core/internal.h"
 #include "ir_check.h"
@@ -367,6 +368,76 @@ static void test_dropout(void) {
     fedc_executor_destroy(ex);
 }
 
+/* ----------------------------------------------------------------- folds -- */
+
+/* A fold reads its initial carries where they lie and writes its final carries
+ * straight into its results: the initial values stay as they were, a carry
+ * passed through comes out unchanged, no step (length 0) gives the initial
+ * values, and a second run on the same executor gives the same values. One
+ * initial carry is computed in the executor's memory and dies at the fold, so
+ * the memory plan may give a result its place. */
+static fedc_program *fold_program(void) {
+    enum { N = 4, S = 3 };
+    fedc_program *body = newp(), *p = newp();
+    if (!body || !p) {
+        fedc_program_destroy(body), fedc_program_destroy(p);
+        return NULL;
+    }
+    fedc_value a = fedc_input(body, "a", TY(FEDC_F32, N)), b = fedc_input(body, "b", TY(FEDC_F32, N));
+    fedc_value pass = fedc_input(body, "pass", TY(FEDC_F32, N)), x = fedc_input(body, "x", TY(FEDC_F32, N));
+    fedc_program_output(body, "a", fedc_add(body, a, x));
+    fedc_program_output(body, "b", fedc_mul(body, b, fedc_full(body, TY(FEDC_F32, N), 2.0)));
+    fedc_program_output(body, "pass", pass);
+    fedc_program_output(body, "y", a);
+    fedc_value a0 = fedc_input(p, "a0", TY(FEDC_F32, N)), xs = fedc_input(p, "xs", TY(FEDC_F32, S, N));
+    fedc_value length = fedc_input(p, "length", TY(FEDC_I32));
+    fedc_value init[3] = {a0, fedc_add(p, a0, fedc_full(p, TY(FEDC_F32, N), 1.0)),
+                          fedc_mul(p, a0, fedc_full(p, TY(FEDC_F32, N), 3.0))}, res[4];
+    fedc_fold(p, body, init, 3, &xs, 1, length, res);
+    fedc_program_destroy(body);
+    const char *names[4] = {"a", "b", "pass", "ys"};
+    for (int k = 0; k < 4; k++) fedc_program_output(p, names[k], res[k]);
+    return p;
+}
+
+static void test_fold_carries(void) {
+    enum { N = 4, S = 3 };
+    fedc_program *p = fold_program();
+    CHECK_MSG(p && !fedc_program_status(p), "build: %s", fedc_errmsg());
+    fedc_executor *ex = NULL;
+    if (p) CHECK_OK(fedc_executor_create(&ex, p, NULL));
+    fedc_program_destroy(p);
+    if (!ex) return;
+    float a0[N] = {1, -2, 0.5f, 4}, xs[S][N], keep[N];
+    for (int t = 0; t < S; t++)
+        for (int i = 0; i < N; i++) xs[t][i] = (float)(10 * t + i);
+    memcpy(keep, a0, sizeof keep);
+    int32_t length = 0;
+    CHECK_OK(fedc_executor_bind(ex, "a0", a0));
+    CHECK_OK(fedc_executor_bind(ex, "xs", xs));
+    CHECK_OK(fedc_executor_bind(ex, "length", &length));
+    for (int run = 0; run < 2 * (S + 1); run++) {
+        length = run % (S + 1);
+        CHECK_OK(fedc_executor_run(ex));
+        const float *a = checked_output(ex, "a", FEDC_F32, N), *b = checked_output(ex, "b", FEDC_F32, N);
+        const float *pass = checked_output(ex, "pass", FEDC_F32, N), *ys = checked_output(ex, "ys", FEDC_F32, S * N);
+        if (!a || !b || !pass || !ys) break;
+        for (int i = 0; i < N; i++) {
+            float want_a = a0[i], want_b = a0[i] + 1;
+            for (int t = 0; t < S; t++) {
+                float y = ys[t * N + i];
+                CHECK_MSG(y == (t < length ? want_a : 0.0f), "length %d: ys[%d][%d] = %g", length, t, i, y);
+                if (t < length) want_a += xs[t][i], want_b *= 2;
+            }
+            CHECK_MSG(a[i] == want_a, "length %d: a[%d] = %g, want %g", length, i, a[i], want_a);
+            CHECK_MSG(b[i] == want_b, "length %d: b[%d] = %g, want %g", length, i, b[i], want_b);
+            CHECK_MSG(pass[i] == a0[i] * 3, "length %d: pass[%d] = %g, want %g", length, i, pass[i], a0[i] * 3);
+        }
+        CHECK(memcmp(a0, keep, sizeof keep) == 0);
+    }
+    fedc_executor_destroy(ex);
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"errors_binding", test_errors_binding},
@@ -374,6 +445,7 @@ int main(int argc, char **argv) {
         {"errors_label_range", test_errors_label_range},
         {"dispatch_ops", test_dispatch_ops},
         {"dropout", test_dropout},
+        {"fold_carries", test_fold_carries},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }
