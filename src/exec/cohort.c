@@ -171,6 +171,7 @@ static fedc_status run_client(run_ctx *r, int64_t i, int w, unsigned char *slot)
                                             (const char *)job->args[j] + (size_t)i * job->arg_stride[j]);
         if (st) return st;
     }
+    for (int k = 0; k < c->nresults; k++) fedc__executor_compute_into(ex, k, slot + c->result_offset[k]);
     fedc_status st = fedc_executor_run(ex);
     for (int k = 0; !st && k < c->nresults; k++) {
         const void *data;
@@ -181,7 +182,7 @@ static fedc_status run_client(run_ctx *r, int64_t i, int w, unsigned char *slot)
         if (bad >= 0)
             st = fedc_error(FEDC_ENONFINITE, "result \"%s\" has a non-finite value at element %lld",
                             fedc_program_output_name(c->body, k), (long long)bad);
-        memcpy(slot + c->result_offset[k], data, c->result_bytes[k]);
+        if (data != slot + c->result_offset[k]) memcpy(slot + c->result_offset[k], data, c->result_bytes[k]);
     }
     return st;
 }
