@@ -227,8 +227,8 @@ static const void *value_memory(const fedc_executor *ex, fedc_value v) {
     }
 }
 
-/* Where node v writes its value: its place in the block, or where a fold's step
- * asked for it (compute_into). */
+/* Where node v writes its value: its place in the block, or where the caller
+ * asked for it (fedc__executor_compute_into: a fold's next carry, a map's slot). */
 static void *written(const fedc_executor *ex, fedc_value v) {
     return ex->into[v] ? ex->into[v] : ex->block + ex->plan[v].offset;
 }

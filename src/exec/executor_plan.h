@@ -63,7 +63,7 @@ struct fedc_executor {
     value_plan *plan;
     epilogue *epi; /* per value, or NULL when no chain was found */
     const void **bound;
-    void **into; /* per value: where a fold's step has this output computed (compute_into), or NULL */
+    void **into; /* per value: where the caller has this output computed (fedc__executor_compute_into), or NULL */
     const void **operands;
     size_t *strides;
     node_lists lists;
