@@ -139,16 +139,23 @@ static const command commands[] = {
     {"privacy", fedc_cli_privacy}, {"plan", fedc_cli_plan},
     {"server", fedc_cli_server}, {"client", fedc_cli_client}, {"fleet", fedc_cli_fleet}};
 
-/* OpenBLAS starts its own threads when it is loaded, before main, one per core
- * unless OPENBLAS_NUM_THREADS says otherwise, and each takes a 128 MB buffer at
- * once. fedc never uses them (it calls BLAS from its own threads, one BLAS thread
- * each), and under a memory limit one of them retries its allocation forever and
- * the process cannot exit. So fedc runs itself again with OPENBLAS_NUM_THREADS=1
- * when no thread count is set, before anything else; if that fails it goes on. */
-static void without_blas_threads(char **argv) {
-    if (getenv("OPENBLAS_NUM_THREADS")) return; /* it wins over GOTO_ and OMP_NUM_THREADS */
-    if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) return;
-    execv("/proc/self/exe", argv);
+/* Settings a fedc process needs before the libraries it loads read them, so fedc
+ * runs itself again with them set in its environment, once, before anything
+ * else (if that fails it goes on without them; a value the user set is kept):
+ * - OPENBLAS_NUM_THREADS=1. OpenBLAS starts its own threads when it is loaded,
+ *   one per core, and each takes a 128 MB buffer at once. fedc never uses them
+ *   (it calls BLAS from its own threads, one BLAS thread each), and under a
+ *   memory limit one of them retries its allocation forever and the process
+ *   cannot exit.
+ * - GLIBC_TUNABLES=glibc.malloc.hugetlb=1: malloc asks for 2 MB pages where it
+ *   maps memory. A deployed server and its clients take model-sized messages
+ *   from NNG, whose buffers fedc does not allocate; faulted in 4 KB at a time,
+ *   they cost the server a third of its CPU (docs/benchmarks.md). */
+static void with_process_settings(char **argv) {
+    bool again = false;
+    if (!getenv("OPENBLAS_NUM_THREADS") && setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0) again = true;
+    if (!getenv("GLIBC_TUNABLES") && setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1) == 0) again = true;
+    if (again) execv("/proc/self/exe", argv);
 }
 
 /* Every command frees and allocates buffers of a client's data or a model's size
@@ -157,17 +164,20 @@ static void without_blas_threads(char **argv) {
  * again a page at a time, and a page fault is dear in a virtual machine (a
  * FEMNIST writer's 450 KB took 2 ms to load fresh, 0.04 ms into reused memory),
  * while the training's cores wait (docs/benchmarks.md). Kept in the heap instead:
- * RSS is then the most the process held at once. A process setting, so the
- * program makes it, not the library. */
+ * RSS is then the most the process held at once. One heap for every thread, as
+ * NNG's threads take a message's buffer and another thread frees it: with a heap
+ * a thread, a fleet's received models were faulted in afresh in every round.
+ * Process settings, so the program makes them, not the library. */
 static void keep_freed_buffers(void) {
 #ifdef __GLIBC__
     mallopt(M_MMAP_THRESHOLD, 32 << 20); /* glibc's largest */
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_ARENA_MAX, 1); /* one heap: a buffer one thread frees serves the next any thread takes */
 #endif
 }
 
 int main(int argc, char **argv) {
-    without_blas_threads(argv);
+    with_process_settings(argv);
     keep_freed_buffers();
     if (argc < 2) {
         fputs(usage, stderr);
