@@ -53,6 +53,8 @@ same_bits "$out/srv/checkpoint.safetensors" "$out/train/checkpoint.safetensors" 
 [ "$(grep -c '"selected": 4, "reported": 4, "dropped": 0' "$out/srv/metrics.jsonl")" = 2 ] && ok \
   || bad "metrics.jsonl: $(cat "$out/srv/metrics.jsonl")"
 grep -q "refused client 0: invalid token" "$out/server.log" && ok || bad "the server did not log the bad token"
+grep -q "fedc client 0: ready, plan $(grep -o '^hash sha256 .\{16\}' "$out/plan/plan.txt" | cut -c13-)" "$out/client0.log" \
+  && ok || bad "client 0 did not say it was ready: $(cat "$out/client0.log")"
 expect 0 "accuracy" -- "$fedc" eval --checkpoint "$out/srv/checkpoint.safetensors" --data "$out/tiny.json" --model cnn
 
 # the clients as a fleet, on the heart-disease silos

@@ -740,6 +740,7 @@ fedc_status fedc_client_run(const fedc_client_options *o) {
     if (!st) st = fedc__plan_data_open(plan, o->data, &d);
     if (!st) st = commons_create(&k, o, plan, 1);
     if (!st) st = client_start(&c, plan, d, o->client, &k);
+    if (!st) fprintf(c.log, "fedc client %s: ready, plan %.16s..., server %s\n", c.id, fedc_plan_hash(plan), o->connect);
     if (!st) st = loop(&c);
     if (!st) fprintf(c.log, "fedc client %s: done: %d reports\n", c.id, c.reported);
     client_free(&c);
@@ -793,6 +794,9 @@ fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
     if (!st && !(m = fedc_calloc((size_t)n, sizeof *m))) st = fedc_error(FEDC_ENOMEM, "fleet: out of memory");
     if (!st) st = commons_create(&k, o, plan, n);
     if (!st) st = beater_start(&t, n);
+    if (!st)
+        fprintf(o->log ? o->log : stderr, "fedc fleet: %d clients of %s ready, plan %.16s..., server %s\n", n, o->data,
+                fedc_plan_hash(plan), o->connect);
     for (int i = 0; !st && i < n; i++) {
         m[i].c.o = o, m[i].plan = plan, m[i].d = d, m[i].k = &k, m[i].id = i, m[i].c.beat = &t.beats[i];
         if (pthread_create(&m[i].thread, NULL, member_main, &m[i]) != 0)
