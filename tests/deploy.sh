@@ -9,8 +9,9 @@
 # a client without the token is refused; a client killed
 # mid-round and a straggler are dropped at the deadline (fedc train's bits with that
 # client dropped); a server killed and restarted continues to the bits of an
-# uninterrupted run; over TLS with a self-signed certificate the bits are the same, and a
-# client that does not trust it gets no answer; bad command
+# uninterrupted run (and refuses the checkpoint under a plan built again with another
+# seed); over TLS with a self-signed certificate the bits are the same, and a client that
+# does not trust it gets no answer; bad command
 # lines and a damaged plan exit with their messages. Every process runs under
 # timeout. Usage: deploy.sh path/to/fedc. Exits 77 (skipped) without python3,
 # which writes the data and compares the checkpoints.
@@ -199,6 +200,16 @@ grep -Eq "resumed from $out/restart/checkpoint.safetensors at round [234]$" "$ou
   || bad "the server did not resume: $(cat "$out/restart.log")"
 same_bits "$out/restart/checkpoint.safetensors" "$out/rtrain/checkpoint.safetensors" && ok \
   || bad "the restarted run differs from fedc train's"
+# the same job built again with another seed: the same programs (the plan's hash), other settings;
+# its server refuses the checkpoint rather than go on under them, and leaves it as it was
+"$fedc" plan build --data "$out/tiny.json" --model logistic --batch-size 2 --seed 10 --out "$out/lplan10" >/dev/null \
+  && ok || bad "plan build (seed 10) failed"
+[ "$(grep '^hash' "$out/lplan10/plan.txt")" = "$(grep '^hash' "$out/lplan/plan.txt")" ] && ok \
+  || bad "the seed changed the programs' hash: this check no longer tests the settings"
+cp "$out/restart/checkpoint.safetensors" "$out/restart.kept"
+expect 1 "under other settings" -- timeout 60 "$fedc" server --plan "$out/lplan10" --listen "$addr" --rounds 5 \
+  --clients-per-round 3 --out "$out/restart"
+cmp -s "$out/restart/checkpoint.safetensors" "$out/restart.kept" && ok || bad "the refused checkpoint was changed"
 
 # TLS (tls+tcp://) with a self-signed certificate made here: the fleet verifies the server with it
 # and gets the bits of the uninterrupted run above; a client that trusts another certificate, or

@@ -85,6 +85,16 @@ const char *fedc_plan_setting(const fedc_plan *p, const char *key) {
     return NULL;
 }
 
+void fedc__plan_settings_hash(const fedc_plan *p, char hex[65]) {
+    fedc__sha256 c;
+    fedc__sha256_init(&c);
+    for (int i = 0; i < p->nsettings; i++) {
+        fedc__sha256_add(&c, p->key[i], strlen(p->key[i]) + 1); /* with its NUL: "a" "bc" is not "ab" "c" */
+        fedc__sha256_add(&c, p->setting[i].value, strlen(p->setting[i].value) + 1);
+    }
+    fedc__sha256_hex(&c, hex);
+}
+
 const char *fedc__plan_domains(const fedc_plan *p, size_t *size) {
     if (!p->has_domains) return NULL;
     *size = p->file[p->nfiles - 1].size;
