@@ -8,7 +8,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *dir = fuzz_dir("state");
     fuzz_write("state/client-0.safetensors", data, size);
     fedc__client_state k;
-    if (fedc__client_state_load(dir, "0", "aa11", &k) || !k.file) return 0;
+    if (fedc__client_state_load(dir, "0", "aa11", "cc33", &k) || !k.file) return 0;
     for (int i = 0; i < fedc_safetensors_count(k.file); i++) {
         fedc_tensor_entry e = fedc_safetensors_tensor(k.file, i);
         const unsigned char *b = e.data;

@@ -207,7 +207,7 @@ same_bits "$out/restart/checkpoint.safetensors" "$out/rtrain/checkpoint.safetens
 [ "$(grep '^hash' "$out/lplan10/plan.txt")" = "$(grep '^hash' "$out/lplan/plan.txt")" ] && ok \
   || bad "the seed changed the programs' hash: this check no longer tests the settings"
 cp "$out/restart/checkpoint.safetensors" "$out/restart.kept"
-expect 1 "under other settings" -- timeout 60 "$fedc" server --plan "$out/lplan10" --listen "$addr" --rounds 5 \
+expect 1 "under other settings" -- timeout 60 "$fedc" server --plan "$out/lplan10" --listen "tcp://127.0.0.1:$(free_port)" --rounds 5 \
   --clients-per-round 3 --out "$out/restart"
 cmp -s "$out/restart/checkpoint.safetensors" "$out/restart.kept" && ok || bad "the refused checkpoint was changed"
 

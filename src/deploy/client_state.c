@@ -24,16 +24,16 @@ static fedc_status check_id(const char *id) {
                                      "which may hold only letters, digits, '.', '_' and '-'", id);
 }
 
-fedc_status fedc__client_state_save(const char *dir, const char *id, const char *plan_hash, const fedc_tensor_entry *t,
-                                    int n, int64_t pending_round, bool seen) {
+fedc_status fedc__client_state_save(const char *dir, const char *id, const char *plan_hash, const char *settings_hash,
+                                    const fedc_tensor_entry *t, int n, int64_t pending_round, bool seen) {
     fedc_status st = check_id(id);
     if (!st) st = fedc_make_dirs(dir);
     if (st) return st;
     char path[4200], pending[32];
     snprintf(pending, sizeof pending, "%lld", (long long)pending_round);
-    fedc_metadata_entry meta[] = {{"format", FORMAT}, {"plan_hash", plan_hash}, {"client", id},
-                                  {"pending_round", pending}, {"seen", seen ? "1" : "0"}};
-    return fedc_safetensors_write(fedc__client_state_path(dir, id, path, sizeof path), t, n, meta, 5);
+    fedc_metadata_entry meta[] = {{"format", FORMAT}, {"plan_hash", plan_hash}, {"plan_settings", settings_hash},
+                                  {"client", id}, {"pending_round", pending}, {"seen", seen ? "1" : "0"}};
+    return fedc_safetensors_write(fedc__client_state_path(dir, id, path, sizeof path), t, n, meta, 6);
 }
 
 /* Metadata `key` of the file at path, which must be there. */
@@ -44,7 +44,7 @@ static fedc_status field(const fedc_safetensors *s, const char *path, const char
 
 /* The file's metadata against the plan and client; the pending round read. */
 static fedc_status check_file(const fedc_safetensors *s, const char *path, const char *id, const char *plan_hash,
-                              fedc__client_state *out) {
+                              const char *settings_hash, fedc__client_state *out) {
     const char *format, *hash, *client, *pending, *seen;
     fedc_status st = field(s, path, "format", &format);
     if (!st && strcmp(format, FORMAT))
@@ -53,6 +53,11 @@ static fedc_status check_file(const fedc_safetensors *s, const char *path, const
     if (!st && strcmp(hash, plan_hash))
         st = fedc_error(FEDC_EINVAL, "%s: the state of another plan (%.16s..., the server's is %.16s...): a new job "
                         "starts from client_init, so remove the file or give another --state-dir", path, hash, plan_hash);
+    const char *settings = fedc_safetensors_metadata(s, "plan_settings"); /* absent in files before 2026-12-06 */
+    if (!st && settings && strcmp(settings, settings_hash))
+        st = fedc_error(FEDC_EINVAL, "%s: the state of this plan's programs under other settings (the plan was built "
+                        "again differently, e.g. with another seed): a new job starts from client_init, so remove the "
+                        "file or give another --state-dir", path);
     if (!st) st = field(s, path, "client", &client);
     if (!st && strcmp(client, id))
         st = fedc_error(FEDC_EINVAL, "%s: client \"%.40s\"'s state, not client \"%s\"'s", path, client, id);
@@ -84,7 +89,8 @@ static fedc_status check_names(const fedc_safetensors *s, const char *path, int6
     return FEDC_OK;
 }
 
-fedc_status fedc__client_state_load(const char *dir, const char *id, const char *plan_hash, fedc__client_state *out) {
+fedc_status fedc__client_state_load(const char *dir, const char *id, const char *plan_hash, const char *settings_hash,
+                                    fedc__client_state *out) {
     *out = (fedc__client_state){NULL, -1, false};
     fedc_status st = check_id(id);
     if (st) return st;
@@ -96,7 +102,7 @@ fedc_status fedc__client_state_load(const char *dir, const char *id, const char 
     }
     fedc_safetensors *s = NULL;
     st = fedc_safetensors_read(path, &s);
-    if (!st) st = check_file(s, path, id, plan_hash, out);
+    if (!st) st = check_file(s, path, id, plan_hash, settings_hash, out);
     if (!st) st = check_names(s, path, out->pending_round);
     if (st) fedc_safetensors_destroy(s);
     else out->file = s;

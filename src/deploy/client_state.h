@@ -25,13 +25,17 @@ typedef struct fedc__client_state {
 /* The path of client `id`'s file in dir (buf of 4200 bytes suffices). */
 const char *fedc__client_state_path(const char *dir, const char *id, char *buf, size_t size);
 
-/* Writes the n tensors (client/ and next/client/ names) with the metadata. */
-fedc_status fedc__client_state_save(const char *dir, const char *id, const char *plan_hash, const fedc_tensor_entry *t,
-                                    int n, int64_t pending_round, bool seen);
+/* Writes the n tensors (client/ and next/client/ names) with the metadata: the
+ * job's plan hash (its programs) and settings hash (fedc__plan_settings_hash),
+ * the client, the pending round and whether a round's state was kept. */
+fedc_status fedc__client_state_save(const char *dir, const char *id, const char *plan_hash, const char *settings_hash,
+                                    const fedc_tensor_entry *t, int n, int64_t pending_round, bool seen);
 
-/* Reads client id's file into *out, checked: a file of this plan and client,
- * every tensor named client/<leaf> or next/client/<leaf>. out->file is NULL
- * when there is no file (a client never run with this directory). */
-fedc_status fedc__client_state_load(const char *dir, const char *id, const char *plan_hash, fedc__client_state *out);
+/* Reads client id's file into *out, checked: a file of this plan (its programs'
+ * hash, and its settings' where the file has them) and client, every tensor
+ * named client/<leaf> or next/client/<leaf>. out->file is NULL when there is no
+ * file (a client never run with this directory). */
+fedc_status fedc__client_state_load(const char *dir, const char *id, const char *plan_hash, const char *settings_hash,
+                                    fedc__client_state *out);
 
 #endif
