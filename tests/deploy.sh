@@ -186,8 +186,10 @@ addr=tcp://127.0.0.1:$(free_port)
   --report-deadline 60 --linger 1 >>"$out/restart.log" 2>&1 &
 server=$!
 for i in $(seq 1 100); do [ -s "$out/restart/token" ] && break; sleep 0.05; done
-timeout 120 "$fedc" fleet --connect "$addr" --data "$out/tiny.json" --clients 6 --token-file "$out/restart/token" \
-  --timeout 30 >"$out/rfleet.log" 2>&1 &
+# (each task held 0.3 s, so that rounds 2 to 4 cannot all commit between the poll and the kill on a
+# loaded machine; the hold changes no bits)
+FEDC_FAULT=slow:0.3 timeout 120 "$fedc" fleet --connect "$addr" --data "$out/tiny.json" --clients 6 \
+  --token-file "$out/restart/token" --timeout 30 >"$out/rfleet.log" 2>&1 &
 fleet=$!
 for i in $(seq 1 500); do [ -s "$out/restart/metrics.jsonl" ] && break; sleep 0.01; done
 kill -9 $server
@@ -207,8 +209,8 @@ same_bits "$out/restart/checkpoint.safetensors" "$out/rtrain/checkpoint.safetens
 [ "$(grep '^hash' "$out/lplan10/plan.txt")" = "$(grep '^hash' "$out/lplan/plan.txt")" ] && ok \
   || bad "the seed changed the programs' hash: this check no longer tests the settings"
 cp "$out/restart/checkpoint.safetensors" "$out/restart.kept"
-expect 1 "under other settings" -- timeout 60 "$fedc" server --plan "$out/lplan10" --listen "tcp://127.0.0.1:$(free_port)" --rounds 5 \
-  --clients-per-round 3 --out "$out/restart"
+expect 1 "under other settings" -- timeout 60 "$fedc" server --plan "$out/lplan10" \
+  --listen "tcp://127.0.0.1:$(free_port)" --rounds 5 --clients-per-round 3 --out "$out/restart"
 cmp -s "$out/restart/checkpoint.safetensors" "$out/restart.kept" && ok || bad "the refused checkpoint was changed"
 
 # TLS (tls+tcp://) with a self-signed certificate made here: the fleet verifies the server with it
