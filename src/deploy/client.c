@@ -299,10 +299,8 @@ static fedc_status save_state(client *c) {
         if (!strncmp(c->held[i].name, "client/", 7) || !strncmp(c->held[i].name, "next/client/", 12))
             t[n++] = (fedc_tensor_entry){c->held[i].name, c->held[i].type, c->held[i].data};
     const float *seen = fedc__plan_client_input(c->pc, "meta/seen"); /* 1 once a round's state was kept */
-    char settings[65];
-    fedc__plan_settings_hash(c->plan, settings);
-    fedc_status st = fedc__client_state_save(c->o->state_dir, c->id, fedc_plan_hash(c->plan), settings, t, n,
-                                             c->pending_round, seen && *seen > 0);
+    fedc_status st = fedc__client_state_save(c->o->state_dir, c->id, fedc_plan_hash(c->plan),
+                                             fedc__plan_settings_hash(c->plan), t, n, c->pending_round, seen && *seen > 0);
     fedc_free(t);
     return st;
 }
@@ -312,9 +310,8 @@ static fedc_status save_state(client *c) {
 static fedc_status restore_state(client *c) {
     fedc__client_state k;
     if (!c->o->state_dir || !fedc_plan_client_init(c->plan)) return FEDC_OK;
-    char settings[65];
-    fedc__plan_settings_hash(c->plan, settings);
-    fedc_status st = fedc__client_state_load(c->o->state_dir, c->id, fedc_plan_hash(c->plan), settings, &k);
+    fedc_status st = fedc__client_state_load(c->o->state_dir, c->id, fedc_plan_hash(c->plan),
+                                             fedc__plan_settings_hash(c->plan), &k);
     if (st || !k.file) return st;
     char path[4200], a[64], b[64];
     fedc__client_state_path(c->o->state_dir, c->id, path, sizeof path);

@@ -97,11 +97,11 @@ fedc_status fedc__plan_write(const char *dir, const fedc_program *round, const f
                              const fedc_program *warm, int warm_clients, const char *domains,
                              const fedc__plan_setting *settings, int nsettings, const fedc_tensor_entry *tensors,
                              int ntensors);
-/* SHA-256 of a plan's settings, in the manifest's order. The plan's hash covers
+/* SHA-256 of a plan's settings, in the manifest's order (hex). The plan's hash covers
  * its programs only, so two builds of one job with another seed (or population,
  * ...) share it: a server's checkpoint keeps this one too, so that it is not
  * resumed under other settings. */
-void fedc__plan_settings_hash(const fedc_plan *p, char hex[65]);
+const char *fedc__plan_settings_hash(const fedc_plan *p);
 /* A plan's domains.txt ("client_id,domain" lines: each client's meta/domain,
  * as the job found them), or NULL when it has none. */
 const char *fedc__plan_domains(const fedc_plan *p, size_t *size);

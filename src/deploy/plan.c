@@ -33,6 +33,7 @@ typedef struct tensor_line {
 
 struct fedc_plan {
     char hash[65];
+    char settings_hash[65]; /* fedc__plan_settings_hash */
     fedc_program *round;
     fedc_deployment_form *form;
     owned_file file[MAX_FILES]; /* [0] plan.txt, [1] round.fedc, then the phases, then the warm start's program
@@ -85,15 +86,7 @@ const char *fedc_plan_setting(const fedc_plan *p, const char *key) {
     return NULL;
 }
 
-void fedc__plan_settings_hash(const fedc_plan *p, char hex[65]) {
-    fedc__sha256 c;
-    fedc__sha256_init(&c);
-    for (int i = 0; i < p->nsettings; i++) {
-        fedc__sha256_add(&c, p->key[i], strlen(p->key[i]) + 1); /* with its NUL: "a" "bc" is not "ab" "c" */
-        fedc__sha256_add(&c, p->setting[i].value, strlen(p->setting[i].value) + 1);
-    }
-    fedc__sha256_hex(&c, hex);
-}
+const char *fedc__plan_settings_hash(const fedc_plan *p) { return p->settings_hash; }
 
 const char *fedc__plan_domains(const fedc_plan *p, size_t *size) {
     if (!p->has_domains) return NULL;
@@ -488,6 +481,18 @@ static fedc_status check_warm(reader *r) {
     return st ? st : check_phases(r, p->warm_form, p->warm_exchanges, p->warm_at + 1, "the warm start");
 }
 
+/* SHA-256 of the settings, each key and value with its NUL ("a" "bc" is not
+ * "ab" "c"). */
+static void hash_settings(fedc_plan *p) {
+    fedc__sha256 c;
+    fedc__sha256_init(&c);
+    for (int i = 0; i < p->nsettings; i++) {
+        fedc__sha256_add(&c, p->key[i], strlen(p->key[i]) + 1);
+        fedc__sha256_add(&c, p->setting[i].value, strlen(p->setting[i].value) + 1);
+    }
+    fedc__sha256_hex(&c, p->settings_hash);
+}
+
 /* The programs against the hash and the round's own form. */
 static fedc_status check_programs(reader *r) {
     fedc_plan *p = r->p;
@@ -496,6 +501,7 @@ static fedc_status check_programs(reader *r) {
     if (strcmp(hex, p->hash))
         return fedc_error(FEDC_EPARSE, "%s: the programs hash to %s, but plan.txt says %s (a file was changed, or is "
                           "not this plan's)", r->what, hex, p->hash);
+    hash_settings(p);
     fedc_status st = parse_file(r, &p->file[1], &p->round);
     if (!st) st = fedc_program_deployment_form(p->round, &p->form);
     if (!st) st = check_phases(r, p->form, p->exchanges, 2, "the round");

@@ -510,9 +510,7 @@ static fedc_status resume(server *s, int *first) {
         st = fedc_error(FEDC_EINVAL, "%s is not a checkpoint of this plan (%s): move it away to start afresh", path,
                         fedc_plan_hash(s->plan));
     const char *settings = st ? NULL : fedc_safetensors_metadata(c, "plan_settings"); /* absent before 2026-12-06 */
-    char mine[65];
-    fedc__plan_settings_hash(s->plan, mine);
-    if (settings && strcmp(settings, mine))
+    if (settings && strcmp(settings, fedc__plan_settings_hash(s->plan)))
         st = fedc_error(FEDC_EINVAL, "%s is a checkpoint of this plan's programs under other settings (seed, population, "
                         "batch size, ...: the plan was built again differently): move it away to start afresh", path);
     for (int i = 0; !st && i < s->ntensors; i++) {
@@ -749,10 +747,9 @@ static fedc_status checkpoint(server *s, int next_round) {
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", s->o->out_dir);
     char *added = NULL; /* which round added each client's report: its state, for clients that keep one */
     fedc_status st = fedc_plan_client_init(s->plan) ? fedc__added_encode(s->added_round, s->population, &added) : FEDC_OK;
-    char settings[65];
-    fedc__plan_settings_hash(s->plan, settings);
     fedc_metadata_entry m[] = {{"format", "fedc deployment checkpoint"}, {"next_round", next},
-                               {"plan_hash", fedc_plan_hash(s->plan)}, {"plan_settings", settings}, {"added_rounds", added}};
+                               {"plan_hash", fedc_plan_hash(s->plan)}, {"plan_settings", fedc__plan_settings_hash(s->plan)},
+                               {"added_rounds", added}};
     if (!st) st = fedc_safetensors_write(path, t, s->ntensors, m, added ? 5 : 4);
     fedc_free(t), fedc_free(added);
     return st;
