@@ -7,9 +7,12 @@
 # that came ahead of slot order (held in memory at most, spilled to disk); the deployed rounds'
 # time over fedc train's on the same job (same bits; the simulation on THREADS threads, the fleet
 # on one thread per client and TRAINERS seats), and the same over the rounds after the first
-# ("later": neither side's start-up, where the server's first round includes the fleet's loading
-# of its data); the requests the server answered a client task (the metrics rows' "requests"
-# over the rounds' tasks: the liveness traffic is most of them); and the server's CPU seconds.
+# ("later": neither side's start-up). Both leave out each round's wait for its first client
+# (metrics' seconds.wait, printed as "wait s": in round 1 the fleet's start, its plan fetched and
+# its data read, as fedc train's seconds leave out its reading; about 0 later, when the clients
+# are there); "deploy s" includes it. Then the requests the server answered a client task (the
+# metrics rows' "requests" over the rounds' tasks: the liveness traffic is most of them), and
+# the server's CPU seconds.
 # DATA=DIR (a LEAF dataset's train folder, e.g. ../shared/data/femnist-leaf/train) takes the
 # first N writers of its files, in name order, instead: real clients of real sizes (FEMNIST: 142
 # examples a writer on average), so that a task's training is a deployment's; EXAMPLES is unused.
@@ -32,8 +35,8 @@ trainers=${TRAINERS:+--trainers $TRAINERS}
 # the final evaluation)
 seconds() { python3 -c 'import json, sys
 print(json.loads(open(sys.argv[1]).readlines()[-1])["seconds"])' "$1/metrics.jsonl"; }
-printf '%-8s %-6s %6s %9s %11s %11s %8s %8s %9s %9s %9s %9s %9s %10s\n' model clients rounds "rounds/s" "server RSS" "fleet RSS" \
-  held spilled "train s" "deploy s" overhead "later" "req/task" "server CPU"
+printf '%-8s %-6s %6s %9s %11s %11s %8s %8s %9s %9s %7s %9s %9s %9s %10s\n' model clients rounds "rounds/s" "server RSS" "fleet RSS" \
+  held spilled "train s" "deploy s" "wait s" overhead "later" "req/task" "server CPU"
 for n in $sizes; do
   if [ -n "${DATA:-}" ]; then
     python3 - "$out/data.json" "$n" "$DATA" <<'PY'
@@ -78,11 +81,13 @@ PY
     --token t --timeout 120 $trainers >/dev/null 2>&1
   wait $server
   # the rounds' own time (each row's seconds.round: the server's start and its linger left out),
-  # the most reports held in memory and spilled in a round, and the requests a task
-  read -r deployed deployed_later held spilled per_task <<EOF
+  # their waits for a first client, the same less the waits over the rounds after the first, the
+  # most reports held in memory and spilled in a round, and the requests a task
+  read -r deployed wait deployed_later held spilled per_task <<EOF
 $(python3 -c 'import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print(sum(r["seconds"]["round"] for r in rows), sum(r["seconds"]["round"] for r in rows[1:]),
+s = [r["seconds"] for r in rows]
+print(sum(t["round"] for t in s), sum(t["wait"] for t in s), sum(t["round"] - t["wait"] for t in s[1:]),
       max(r["held_peak"] for r in rows), max(r["spilled"] for r in rows),
       sum(r["requests"] for r in rows) / sum(r["selected"] for r in rows))' "$out/srv/metrics.jsonl")
 EOF
@@ -90,9 +95,9 @@ EOF
 $(tail -1 "$out/rss")
 EOF
   later=$([ "$rounds" -gt 1 ] && printf '%.2fx' "$(echo "$deployed_later / $train_later" | bc -l)" || echo -)
-  printf '%-8s %-6s %6s %9.2f %8s MB %8s MB %8s %8s %9.2f %9.2f %8.2fx %9s %9.1f %8.2f s\n' "$model" "$n" "$rounds" \
+  printf '%-8s %-6s %6s %9.2f %8s MB %8s MB %8s %8s %9.2f %9.2f %7.2f %8.2fx %9s %9.1f %8.2f s\n' "$model" "$n" "$rounds" \
     "$(echo "$rounds / $deployed" | bc -l)" "$(( server_kb / 1024 ))" "$(( $(tail -1 "$out/frss") / 1024 ))" \
-    "$held" "$spilled" "$train" "$deployed" \
-    "$(echo "$deployed / $train" | bc -l)" "$later" "$per_task" "$(echo "$server_user + $server_sys" | bc -l)"
+    "$held" "$spilled" "$train" "$deployed" "$wait" \
+    "$(echo "($deployed - $wait) / $train" | bc -l)" "$later" "$per_task" "$(echo "$server_user + $server_sys" | bc -l)"
   rm -rf "$out/srv" "$out/train" "$out/train1" "$out/plan"
 done

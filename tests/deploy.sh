@@ -2,7 +2,8 @@
 # fedc plan / server / client / fleet as processes on this host (tcp://127.0.0.1
 # only): a deployed FedAvg run on the CNN (with dropout) ends with the bits of
 # fedc train on the same clients, seeds and rounds, with every client a process of
-# its own, and again with the clients as a fleet (on the heart-disease silos when
+# its own (that come a second after the server, which round 1's seconds.wait
+# shows), and again with the clients as a fleet (on the heart-disease silos when
 # ../shared/data has them, plainly and with --secure-sum), and for Mime, FedNova, FedProx, FedSGD, MimeLite, HypCluster
 # (without its warm start: tests/deploy_warm.sh deploys that),
 # SCAFFOLD, FedDyn, DiLoCo and APFL;
@@ -39,6 +40,10 @@ addr=tcp://127.0.0.1:$port
 timeout 120 "$fedc" server --plan "$out/plan" --listen "$addr" --rounds 2 --clients-per-round 4 --out "$out/srv" \
   --token s3cret --report-deadline 60 --linger 1 >"$out/server.log" 2>&1 &
 server=$!
+# the clients come a second after the server listens: round 1 waits that long for its first
+# client (metrics' seconds.wait), round 2 not at all (its clients' check-ins are held)
+for i in $(seq 50); do grep -q listening "$out/server.log" && break; sleep 0.1; done
+sleep 1
 pids=""
 for c in 0 1 2 3 4 5; do
   timeout 120 "$fedc" client --connect "$addr" --data "$out/tiny.json" --client $c --token s3cret --timeout 30 \
@@ -53,6 +58,10 @@ same_bits "$out/srv/checkpoint.safetensors" "$out/train/checkpoint.safetensors" 
   || bad "the deployed CNN run's bits differ from fedc train's"
 [ "$(grep -c '"selected": 4, "reported": 4, "dropped": 0' "$out/srv/metrics.jsonl")" = 2 ] && ok \
   || bad "metrics.jsonl: $(cat "$out/srv/metrics.jsonl")"
+python3 -c 'import json, sys
+w = [json.loads(l)["seconds"]["wait"] for l in open(sys.argv[1])]
+sys.exit(not (w[0] >= 0.8 and w[1] < 0.5))' "$out/srv/metrics.jsonl" && ok \
+  || bad "seconds.wait: not about 1 s in round 1 and about 0 in round 2: $(cat "$out/srv/metrics.jsonl")"
 grep -q "refused client 0: invalid token" "$out/server.log" && ok || bad "the server did not log the bad token"
 grep -q "fedc client 0: ready, plan $(grep -o '^hash sha256 .\{16\}' "$out/plan/plan.txt" | cut -c13-)" "$out/client0.log" \
   && ok || bad "client 0 did not say it was ready: $(cat "$out/client0.log")"

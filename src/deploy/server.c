@@ -114,6 +114,7 @@ bool fedc__server_task(server *s, const fedc__req *to, int slot) {
     snprintf(slot_s, sizeof slot_s, "%d", slot);
     snprintf(hb, sizeof hb, "%d", fedc__server_beat_ms(s));
     s->heard[s->sampled[slot]] = fedc_seconds(); /* its heartbeats are timed from its task */
+    if (s->waited < 0) s->waited = s->heard[s->sampled[slot]] - s->opened;
     if (!s->sent[slot]) s->sent[slot] = 1, s->unconfirmed++;
     char added[32];
     snprintf(added, sizeof added, "%d", (int)s->added_round[s->sampled[slot]]);
@@ -638,7 +639,7 @@ static void teardown(server *s) {
 
 typedef struct round_stats {
     int attempt, reported, dropped, skipped, stragglers, missed, spilled, held_peak, refused, duplicates;
-    double bytes_in, bytes_out, requests, t_prepare, t_collect, t_aggregate, t_result, t_checkpoint, t_round;
+    double bytes_in, bytes_out, requests, t_wait, t_prepare, t_collect, t_aggregate, t_result, t_checkpoint, t_round;
     float train_loss, examples;
     bool abandoned;
 } round_stats;
@@ -769,9 +770,9 @@ static void log_metrics(server *s, const round_stats *rs) {
     fedc__secure_metrics(s->sec, f);
     fprintf(f, "\"bytes_in\": %.0f, \"bytes_out\": %.0f, \"requests\": %.0f, ", rs->bytes_in, rs->bytes_out, rs->requests);
     if (!rs->abandoned) fprintf(f, "\"train_loss\": %.9g, \"examples\": %.0f, ", rs->train_loss, rs->examples);
-    fprintf(f, "\"seconds\": {\"prepare\": %.6f, \"collect\": %.6f, \"aggregate\": %.6f, \"result\": %.6f, "
-            "\"checkpoint\": %.6f, \"round\": %.6f}}\n", rs->t_prepare, rs->t_collect, rs->t_aggregate, rs->t_result,
-            rs->t_checkpoint, rs->t_round);
+    fprintf(f, "\"seconds\": {\"wait\": %.6f, \"prepare\": %.6f, \"collect\": %.6f, \"aggregate\": %.6f, "
+            "\"result\": %.6f, \"checkpoint\": %.6f, \"round\": %.6f}}\n", rs->t_wait, rs->t_prepare, rs->t_collect,
+            rs->t_aggregate, rs->t_result, rs->t_checkpoint, rs->t_round);
     fflush(f);
 }
 
@@ -798,7 +799,7 @@ static fedc_status run_round(server *s, int r) {
         round_stats rs = {.attempt = attempt};
         double in = s->bytes_in, out = s->bytes_out, requests = s->requests, t0 = fedc_seconds();
         int refused = s->refused, duplicates = s->duplicates, stragglers = s->stragglers, missed = s->missed;
-        s->round = r;
+        s->round = r, s->waited = -1;
         abandoned = false;
         st = select_round(s, r);
         for (int e = 0; !st && !abandoned && e < fedc_deployment_form_exchanges(s->form); e++)
@@ -810,6 +811,7 @@ static fedc_status run_round(server *s, int r) {
         if (!st && !abandoned) st = checkpoint(s, r + 1);
         rs.t_checkpoint = fedc_seconds() - t;
         rs.t_round = fedc_seconds() - t0;
+        rs.t_wait = s->waited >= 0 ? s->waited : rs.t_collect; /* no task sent: it waited throughout */
         rs.bytes_in = s->bytes_in - in, rs.bytes_out = s->bytes_out - out, rs.refused = s->refused - refused;
         rs.requests = s->requests - requests;
         rs.duplicates = s->duplicates - duplicates;

@@ -56,6 +56,7 @@ typedef struct server {
     int round, exchange;
     bool collecting, done;
     double opened;           /* when the exchange began collecting */
+    double waited;           /* seconds from the round attempt's opening to its first task (< 0: none yet) */
     fedc_tensor_entry *task; /* the broadcast values a task carries */
     int ntask;
     upload *up;
