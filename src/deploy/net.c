@@ -201,17 +201,28 @@ static fedc_status no_answer(const fedc__net *n) {
 
 static void release_msg(void *m) { nng_msg_free(m); }
 
+/* Sends a request; NNG_ETIMEDOUT and other failures said as the client's. */
+static fedc_status send_request(fedc__net *n, nng_msg *m) {
+    int rv = nng_sendmsg(n->s, m, 0); /* takes m when it succeeds */
+    if (rv) nng_msg_free(m);
+    if (rv == NNG_ETIMEDOUT) return no_answer(n);
+    return rv ? nng_fail(rv, "client: cannot send to", n->url) : FEDC_OK;
+}
+
+fedc_status fedc__net_post(fedc__net *n, fedc__msg_type type, const fedc_metadata_entry *fields, int nfields) {
+    nng_msg *m = NULL;
+    fedc_status st = encode_msg(type, fields, nfields, NULL, 0, &m);
+    return st ? st : send_request(n, m);
+}
+
 fedc_status fedc__net_call(fedc__net *n, fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
                            const fedc_tensor_entry *tensors, int ntensors, fedc__msg *reply) {
     *reply = (fedc__msg){0};
     nng_msg *m = NULL;
     fedc_status st = encode_msg(type, fields, nfields, tensors, ntensors, &m);
+    if (!st) st = send_request(n, m);
     if (st) return st;
-    int rv = nng_sendmsg(n->s, m, 0); /* takes m when it succeeds */
-    if (rv) nng_msg_free(m);
-    if (rv == NNG_ETIMEDOUT) return no_answer(n);
-    if (rv) return nng_fail(rv, "client: cannot send to", n->url);
-    rv = nng_recvmsg(n->s, &m, 0);
+    int rv = nng_recvmsg(n->s, &m, 0);
     if (rv == NNG_ETIMEDOUT) return no_answer(n);
     if (rv) return nng_fail(rv, "receive:", NULL);
     /* read where it lies: the reply keeps the message until it is let go */

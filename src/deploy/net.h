@@ -52,5 +52,8 @@ fedc_status fedc__net_send(fedc__net *n, const void *data, size_t size);
 /* A client's request: sent, and the reply received and decoded. */
 fedc_status fedc__net_call(fedc__net *n, fedc__msg_type type, const fedc_metadata_entry *fields, int nfields,
                            const fedc_tensor_entry *tensors, int ntensors, fedc__msg *reply);
+/* A client's request whose reply no one waits for (a heartbeat): queued to
+ * send, and its reply dropped by NNG when the next request is sent. */
+fedc_status fedc__net_post(fedc__net *n, fedc__msg_type type, const fedc_metadata_entry *fields, int nfields);
 
 #endif
