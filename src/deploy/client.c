@@ -787,6 +787,7 @@ fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
     member *m = NULL;
     beater t = {0};
     commons k = {0};
+    FILE *log = o->log ? o->log : stderr;
     fedc_status st = client_init(&first, o, 0); /* the plan, once, over a connection of its own */
     if (!st) st = fetch_plan(&first, &plan);
     client_free(&first);
@@ -797,7 +798,7 @@ fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
     if (!st) st = commons_create(&k, o, plan, n);
     if (!st) st = beater_start(&t, n);
     if (!st)
-        fprintf(o->log ? o->log : stderr, "fedc fleet: %d clients of %s ready, plan %.16s..., server %s\n", n, o->data,
+        fprintf(log, "fedc fleet: %d clients of %s ready, plan %.16s..., server %s\n", n, o->data,
                 fedc_plan_hash(plan), o->connect);
     for (int i = 0; !st && i < n; i++) {
         m[i].c.o = o, m[i].plan = plan, m[i].d = d, m[i].k = &k, m[i].id = i, m[i].c.beat = &t.beats[i];
@@ -814,8 +815,8 @@ fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
     }
     beater_stop(&t);
     commons_destroy(&k);
-    if (!st) fprintf(o->log ? o->log : stderr, "fedc fleet: done: %d clients, %d reports\n", n, reports);
-    else if (failed > 1) fprintf(o->log ? o->log : stderr, "fedc fleet: %d clients failed\n", failed);
+    if (!st) fprintf(log, "fedc fleet: done: %d clients, %d reports\n", n, reports);
+    else if (failed > 1) fprintf(log, "fedc fleet: %d clients failed\n", failed);
     fedc_free(m);
     fedc__plan_data_destroy(d);
     fedc_plan_destroy(plan);
