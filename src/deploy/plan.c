@@ -501,7 +501,6 @@ static fedc_status check_programs(reader *r) {
     if (strcmp(hex, p->hash))
         return fedc_error(FEDC_EPARSE, "%s: the programs hash to %s, but plan.txt says %s (a file was changed, or is "
                           "not this plan's)", r->what, hex, p->hash);
-    hash_settings(p);
     fedc_status st = parse_file(r, &p->file[1], &p->round);
     if (!st) st = fedc_program_deployment_form(p->round, &p->form);
     if (!st) st = check_phases(r, p->form, p->exchanges, 2, "the round");
@@ -628,6 +627,7 @@ static fedc_status load(const source *s, const char *what, fedc_plan **out) {
     int fetched = st ? 0 : 1;
     if (st) p->nfiles = 0; /* nothing to free */
     if (!st) st = read_manifest(&r);
+    if (!st) hash_settings(p);
     for (; !st && fetched < p->nfiles; fetched++) st = fetch(&r, s, &p->file[fetched], MAX_PROGRAM);
     if (st) p->nfiles = fetched; /* the files with data */
     if (!st) st = check_programs(&r);
