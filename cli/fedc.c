@@ -150,7 +150,7 @@ static const command commands[] = {
  * - GLIBC_TUNABLES=glibc.malloc.hugetlb=1: malloc asks for 2 MB pages where it
  *   maps memory. A deployed server and its clients take model-sized messages
  *   from NNG, whose buffers fedc does not allocate; faulted in 4 KB at a time,
- *   they cost the server a third of its CPU (docs/benchmarks.md). */
+ *   they cost the server a third of its CPU (docs/history/2026-12-06.md). */
 static void with_process_settings(char **argv) {
     bool again = false;
     if (!getenv("OPENBLAS_NUM_THREADS") && setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0) again = true;
@@ -163,7 +163,7 @@ static void with_process_settings(char **argv) {
  * would hand each one back to the kernel when it is freed and fault the next in
  * again a page at a time, and a page fault is dear in a virtual machine (a
  * FEMNIST writer's 450 KB took 2 ms to load fresh, 0.04 ms into reused memory),
- * while the training's cores wait (docs/benchmarks.md). Kept in the heap instead:
+ * while the training's cores wait (docs/history/2026-12-06.md). Kept in the heap instead:
  * RSS is then the most the process held at once. One heap for every thread, as
  * NNG's threads take a message's buffer and another thread frees it: with a heap
  * a thread, a fleet's received models were faulted in afresh in every round.

@@ -61,7 +61,7 @@ static int frame_fits(const frame *f) {
  * second layer of the EMNIST CNN (depth 288) ran no faster in place until the
  * AVX2 loop was trimmed to 22 instructions a k step (fast_rows_gemm_avx2.c):
  * since then it runs in place there too, skipping im2col, OpenBLAS's packing
- * and beta pass, and col2im (docs/benchmarks.md, profiles of workload 1). */
+ * and beta pass, and col2im (docs/history/2026-12-02.md, profiles of workload 1). */
 int fedc__conv_in_place_ok(const fedc__conv_geom *g, fedc_dtype dt, int input_grad) {
     int level = fedc__rows_gemm_level();
     if (!level || dt != FEDC_F32 || g->kh * g->kw * (g->c + g->o) >= INT32_MAX) return 0;
