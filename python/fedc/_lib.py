@@ -15,35 +15,43 @@ from ctypes import (POINTER, Structure, c_bool, c_char_p, c_double, c_float, c_i
 
 from .errors import Error
 
-MAX_RANK = 6
+# The C constants the package uses, by their C names (python/tests/test_abi.py checks
+# every FEDC_* here against the headers).
+FEDC_MAX_RANK = 6
+FEDC_NONE = -1
+FEDC_FEATURE_STRINGS = 1
 VALUE = c_int32  # fedc_value
-NONE = -1        # FEDC_NONE
 
 
 class Type(Structure):
     """struct fedc_type (types.h)."""
+    _c_struct_ = "fedc_type"
     _fields_ = [("dtype", c_int), ("placement", c_int), ("rank", c_int),
-                ("dims", c_int64 * MAX_RANK)]
+                ("dims", c_int64 * FEDC_MAX_RANK)]
 
 
 class ExecOptions(Structure):
     """struct fedc_exec_options (exec.h)."""
+    _c_struct_ = "fedc_exec_options"
     _fields_ = [("reference_kernels", c_bool), ("clients", c_int), ("threads", c_int),
                 ("check_finite", c_bool), ("on_client_failure", c_int),
                 ("client_ids", POINTER(c_char_p)), ("profile", c_bool), ("mpi", c_bool)]
 
 
 class Feature(Structure):
+    _c_struct_ = "fedc_feature"
     _fields_ = [("name", c_char_p), ("kind", c_int), ("type", Type), ("data", c_void_p),
                 ("offsets", POINTER(c_int64))]
 
 
 class ClientData(Structure):
+    _c_struct_ = "fedc_client_data"
     _fields_ = [("id", c_char_p), ("num_examples", c_int64), ("num_features", c_int),
                 ("features", POINTER(Feature))]
 
 
 class Batches(Structure):
+    _c_struct_ = "fedc_batches"
     _fields_ = [("steps", c_int64), ("batch_size", c_int64), ("num_features", c_int),
                 ("features", POINTER(Feature)), ("mask", POINTER(c_float))]
 
@@ -51,6 +59,7 @@ class Batches(Structure):
 
 class Optimizer(Structure):
     """struct fedc_optimizer (nn.h)."""
+    _c_struct_ = "fedc_optimizer"
     _fields_ = [("kind", c_int), ("learning_rate", c_double), ("momentum", c_double),
                 ("nesterov", c_bool), ("b1", c_double), ("b2", c_double), ("eps", c_double),
                 ("initial_accumulator", c_double), ("weight_decay", c_double)]
@@ -58,6 +67,7 @@ class Optimizer(Structure):
 
 class Aggregation(Structure):
     """struct fedc_aggregation (aggregate.h)."""
+    _c_struct_ = "fedc_aggregation"
     _fields_ = [("zero_norm", c_double), ("clip", c_double), ("noise_multiplier", c_double),
                 ("adaptive", c_bool), ("target_quantile", c_double), ("clip_learning_rate", c_double),
                 ("count_stddev", c_double), ("expected_clients", c_double),
@@ -69,6 +79,7 @@ class Aggregation(Structure):
 
 class Algorithm(Structure):
     """struct fedc_algorithm (fl.h)."""
+    _c_struct_ = "fedc_algorithm"
     _fields_ = [("def_", c_void_p), ("client_opt", Optimizer), ("server_opt", Optimizer),
                 ("batch_size", c_int64), ("max_steps", c_int64), ("dropout", c_bool),
                 ("weighting", c_int), ("hparam", c_double * 16), ("hparam_set", c_bool * 16),
@@ -77,6 +88,7 @@ class Algorithm(Structure):
 
 class TrainResult(Structure):
     """struct fedc_train_result (fl.h)."""
+    _c_struct_ = "fedc_train_result"
     _fields_ = [("rounds_run", c_int), ("already_complete", c_bool), ("dropped", c_int64),
                 ("train_loss", c_double), ("test_loss", c_double), ("test_accuracy", c_double),
                 ("accuracy_quantiles", c_double * 3), ("clients_evaluated", c_int64),
@@ -85,12 +97,15 @@ class TrainResult(Structure):
 
 class HparamDef(Structure):
     """struct fedc_hparam_def (fl.h)."""
+    _c_struct_ = "fedc_hparam_def"
     _fields_ = [("name", c_char_p), ("value", c_double), ("min", c_double), ("max", c_double),
                 ("help", c_char_p)]
 
 
 class AlgorithmDefHead(Structure):
     """The first fields of struct fedc_algorithm_def (fl.h): what listing reads."""
+    _c_struct_ = "fedc_algorithm_def"
+    _c_prefix_ = True
     _fields_ = [("name", c_char_p), ("summary", c_char_p), ("hparams", POINTER(HparamDef)),
                 ("nhparams", c_int), ("one_pass", c_bool)]
 
@@ -98,6 +113,7 @@ class AlgorithmDefHead(Structure):
 class ModelOptions(Structure):
     """struct fedc_model_options (nn.h). Passed inside a larger zeroed buffer, so that
     fields a newer library appends read as zeros: their defaults."""
+    _c_struct_ = "fedc_model_options"
     _fields_ = [("num_classes", c_int), ("input_height", c_int), ("input_width", c_int),
                 ("input_channels", c_int), ("input_dim", c_int), ("hidden", c_int),
                 ("layers", c_int), ("width", c_int), ("heads", c_int), ("context", c_int),
@@ -107,12 +123,14 @@ class ModelOptions(Structure):
 
 class ModelOutputs(Structure):
     """struct fedc_model_outputs (nn.h)."""
+    _c_struct_ = "fedc_model_outputs"
     _fields_ = [("loss", VALUE), ("logits", VALUE), ("correct", VALUE), ("count", VALUE),
                 ("example_loss", VALUE), ("example_correct", VALUE), ("example_count", VALUE)]
 
 
 class MlirOptions(Structure):
     """struct fedc_mlir_options (export.h)."""
+    _c_struct_ = "fedc_mlir_options"
     _fields_ = [("clients", c_int), ("func_name", c_char_p), ("shard_clients", c_int),
                 ("entry_main", c_bool), ("ninputs", c_int), ("input_names", POINTER(c_char_p)),
                 ("input_data", POINTER(c_void_p))]
@@ -120,6 +138,7 @@ class MlirOptions(Structure):
 
 class Round(Structure):
     """struct fedc_round (fl.h): what a round builder gets."""
+    _c_struct_ = "fedc_round"
     _fields_ = [("model", c_void_p), ("alg", c_void_p), ("p", c_void_p), ("server", c_void_p),
                 ("client", c_void_p), ("data", c_void_p), ("cohort", c_int)]
 
@@ -134,6 +153,7 @@ CLIENT_INIT_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, POINTER(c
 class AlgorithmDef(Structure):
     """struct fedc_algorithm_def (fl.h), for algorithms written in Python. Registered
     inside a larger zeroed buffer, so that hooks a newer library appends are NULL."""
+    _c_struct_ = "fedc_algorithm_def"
     _fields_ = [("name", c_char_p), ("summary", c_char_p), ("hparams", POINTER(HparamDef)),
                 ("nhparams", c_int), ("one_pass", c_bool), ("server_init", SERVER_INIT_FN),
                 ("client_init", CLIENT_INIT_FN), ("round", ROUND_FN), ("evaluation", ROUND_FN),
@@ -145,6 +165,7 @@ ON_ROUND = ctypes.CFUNCTYPE(c_int, c_void_p, c_int, c_bool, POINTER(TrainResult)
 
 class TrainConfig(Structure):
     """struct fedc_train_config (fl.h); fedc_train_config_size() checks the copy."""
+    _c_struct_ = "fedc_train_config"
     _fields_ = [("data", c_char_p), ("test_data", c_char_p), ("holdout", c_double),
                 ("format", c_int), ("task", c_char_p), ("client_domains", c_char_p),
                 ("partition", c_char_p), ("num_clients", c_int64), ("model", c_char_p),

@@ -20,7 +20,10 @@ from .handle import Handle
 from .types import TypeSpec
 
 PI64 = POINTER(c_int64)
-FORMATS = ("auto", "leaf", "tff", "fedjax", "idx", "csv", "text", "memory")
+# fedc_data_format (data.h) by name, with C's values (python/tests/test_abi.py).
+FORMAT_CODES = {"auto": 0, "leaf": 1, "tff": 2, "fedjax": 3, "idx": 4, "csv": 5, "text": 6, "memory": 7}
+FORMATS = tuple(FORMAT_CODES)
+_FORMAT_NAMES = {v: k for k, v in FORMAT_CODES.items()}
 
 
 _L = _lib.lib
@@ -30,7 +33,7 @@ def _feature_value(f):
     """A copy of one feature: an array, or a list of bytes for a strings feature."""
     spec = TypeSpec.from_c(f.type)
     n = spec.shape[0] if spec.shape else 0
-    if f.kind == 1:  # FEDC_FEATURE_STRINGS
+    if f.kind == _lib.FEDC_FEATURE_STRINGS:
         offs = [f.offsets[i] for i in range(n + 1)]
         return [ctypes.string_at(f.data + offs[i], offs[i + 1] - offs[i]) for i in range(n)]
     out = np.empty(spec.shape, dtype=spec.np_dtype)
@@ -112,7 +115,7 @@ class Dataset(Handle):
 
     @property
     def format(self):
-        return FORMATS[_L.fedc_dataset_format(self._get())]
+        return _FORMAT_NAMES[_L.fedc_dataset_format(self._get())]
 
     def __len__(self):
         return _L.fedc_dataset_num_clients(self._get())
@@ -181,7 +184,7 @@ def open(path, format="auto"):  # noqa: A001 - the module's verb, as fedc_datase
     if format not in FORMATS:
         raise _lib.error(EINVAL, "unknown data format %r (fedc reads %s)" % (format, ", ".join(FORMATS)))
     out = c_void_p()
-    _lib.check(_L.fedc_dataset_open(ctypes.byref(out), str(path).encode(), FORMATS.index(format)))
+    _lib.check(_L.fedc_dataset_open(ctypes.byref(out), str(path).encode(), FORMAT_CODES[format]))
     return Dataset(out)
 
 

@@ -11,7 +11,7 @@ from .errors import EINVAL
 from .function import arg_names, trace
 from .tracing import Value, builder_of, current, lift
 from .tree import flatten, tree_map, unflatten
-from .types import DTYPES, TypeSpec
+from .types import DTYPE_CODES, TypeSpec
 
 _L = _lib.lib
 
@@ -52,7 +52,7 @@ def weighted_mean(x, w):
 def num_clients(dtype="f32"):
     """The cohort's size as a server scalar (f32, f64 or i32)."""
     b = builder_of()
-    return b.check(_L.fedc_num_clients(b._get(), DTYPES.index(TypeSpec(dtype).dtype)))
+    return b.check(_L.fedc_num_clients(b._get(), DTYPE_CODES[TypeSpec(dtype).dtype]))
 
 
 def _body_inputs(vals):
@@ -148,7 +148,7 @@ def fold(fn, init, xs, length=None):
             raise _lib.error(EINVAL, "fold: the body's new carry has structure %r, the initial "
                              "carry %r" % (carry_def[0], c_td))
         if length is None:
-            length = b.check(_L.fedc_scalar(b._get(), DTYPES.index("i32"), float(steps)))
+            length = b.check(_L.fedc_scalar(b._get(), DTYPE_CODES["i32"], float(steps)))
         vlen = lift(b, length)
         cvals += caps
         n = _L.fedc_program_num_outputs(body.ptr)

@@ -89,7 +89,7 @@ class Model(Handle):
         leaves = [_get(params, n, self.name) for n, _ in self.params]
         b = builder_of(x, y, mask, *leaves)
         pv = [lift(b, v).v for v in leaves]
-        key = _lib.NONE if dropout_key is None else lift(b, np.asarray(dropout_key, np.int32)
+        key = _lib.FEDC_NONE if dropout_key is None else lift(b, np.asarray(dropout_key, np.int32)
                                                         if not isinstance(dropout_key, Value)
                                                         else dropout_key).v
         # room for fields a newer library appends to fedc_model_outputs (it writes them all)

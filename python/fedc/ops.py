@@ -11,13 +11,13 @@ import ctypes
 from . import _lib
 from .errors import ESHAPE
 from .tracing import Value, builder_of, lift
-from .types import DTYPES, TypeSpec, dtype_name
+from .types import TypeSpec, dtype_code
 
 _L = _lib.lib
 
 
-def _dt(dtype):
-    return DTYPES.index(dtype_name(dtype))
+# fedc_padding (program.h) by name, with C's values (python/tests/test_abi.py).
+PADDING_CODES = {"VALID": 0, "SAME": 1}
 
 
 def _unary(name):
@@ -180,7 +180,7 @@ def scatter_add(updates, idx, rows):
 
 def one_hot(idx, depth, dtype="f32"):
     b = builder_of(idx)
-    return b.check(_L.fedc_one_hot(b._get(), lift(b, idx).v, int(depth), _dt(dtype)))
+    return b.check(_L.fedc_one_hot(b._get(), lift(b, idx).v, int(depth), dtype_code(dtype)))
 
 
 def _pair(v):
@@ -188,10 +188,9 @@ def _pair(v):
 
 
 def _padding(p):
-    names = ("VALID", "SAME")
-    if p not in names:
+    if p not in PADDING_CODES:
         raise ValueError("padding must be 'VALID' or 'SAME', not %r" % (p,))
-    return names.index(p)
+    return PADDING_CODES[p]
 
 
 def conv2d(x, w, stride=1, padding="VALID"):
@@ -217,7 +216,7 @@ max_pool2d, avg_pool2d = _pool("max_pool2d"), _pool("avg_pool2d")
 
 def softmax_cross_entropy(logits, labels, weight=None):
     b = builder_of(logits, labels)
-    w = _lib.NONE if weight is None else lift(b, weight, logits).v
+    w = _lib.FEDC_NONE if weight is None else lift(b, weight, logits).v
     return b.check(_L.fedc_softmax_cross_entropy(b._get(), lift(b, logits).v, lift(b, labels).v, w))
 
 
@@ -250,7 +249,7 @@ def random_uniform(key, shape, dtype="f32"):
 
 def cast(x, dtype):
     b = builder_of(x)
-    return b.check(_L.fedc_cast(b._get(), lift(b, x).v, _dt(dtype)))
+    return b.check(_L.fedc_cast(b._get(), lift(b, x).v, dtype_code(dtype)))
 
 
 def _ctype(spec):
@@ -338,7 +337,7 @@ def constant(value, dtype=None):
 
 def scalar(value, dtype="f32"):
     b = builder_of()
-    return b.check(_L.fedc_scalar(b._get(), _dt(dtype), float(value)))
+    return b.check(_L.fedc_scalar(b._get(), dtype_code(dtype), float(value)))
 
 
 def full(shape, value, dtype="f32"):

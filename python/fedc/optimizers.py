@@ -92,7 +92,7 @@ class Optimizer:
         if not any(isinstance(x, Value) for x in every) and current() is None:
             return _eager(self.apply, grads, state, params)
         b = builder_of(*every)
-        lr = lift(b, self._lr).v if self._lr is not None else _lib.NONE
+        lr = lift(b, self._lr).v if self._lr is not None else _lib.FEDC_NONE
         new_p, new_s = ctypes.c_void_p(), ctypes.c_void_p()
         _lib.check(_L.fedc_optimizer_step_tree(
             ctypes.byref(self._c), b._get(), lr, ctree.to_c(b, params, "params"),

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _lib
 from .errors import EINVAL, ETYPE
-from .types import DTYPES, NUMPY, TypeSpec, dtype_name
+from .types import DTYPE_CODES, NUMPY, TypeSpec, dtype_name
 
 _state = threading.local()
 
@@ -100,7 +100,7 @@ class Builder:
 
     def check(self, v):
         """`v` as a Value of this builder, or fedc.Error with the op's message."""
-        if v == _lib.NONE:
+        if v == _lib.FEDC_NONE:
             st = _lib.lib.fedc_program_status(self._get())
             raise _lib.error(st or EINVAL)
         return Value(self, v)
@@ -134,7 +134,7 @@ def lift(b, x, like=None):
         if like is not None:
             return b.check(_lib.lib.fedc_scalar_like(b._get(), like.v, float(x)))
         dt = "bool" if isinstance(x, bool) else "i32" if isinstance(x, int) else "f32"
-        return b.check(_lib.lib.fedc_scalar(b._get(), DTYPES.index(dt), float(x)))
+        return b.check(_lib.lib.fedc_scalar(b._get(), DTYPE_CODES[dt], float(x)))
     try:
         arr = np.asarray(x)
     except Exception:

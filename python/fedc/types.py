@@ -9,10 +9,16 @@ import numpy as np
 
 from . import _lib
 
-DTYPES = ("f32", "f64", "i32", "u8", "bool")
+# fedc_dtype and fedc_placement of types.h by name, with C's values (python/tests/test_abi.py
+# holds them equal): a value is never taken from a name's position.
+DTYPE_CODES = {"f32": 0, "f64": 1, "i32": 2, "u8": 3, "bool": 4}
+PLACEMENT_CODES = {"local": 0, "server": 1, "clients": 2}
+DTYPES = tuple(DTYPE_CODES)
+PLACEMENTS = tuple(PLACEMENT_CODES)
+_DTYPE_NAMES = {v: k for k, v in DTYPE_CODES.items()}
+_PLACEMENT_NAMES = {v: k for k, v in PLACEMENT_CODES.items()}
 NUMPY = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64), "i32": np.dtype(np.int32),
          "u8": np.dtype(np.uint8), "bool": np.dtype(np.bool_)}
-PLACEMENTS = ("local", "server", "clients")
 
 
 def dtype_name(dt):
@@ -31,6 +37,11 @@ def dtype_name(dt):
     raise TypeError("fedc has no dtype %r (it has %s)" % (dt, ", ".join(DTYPES)))
 
 
+def dtype_code(dt):
+    """The fedc_dtype of anything dtype_name takes."""
+    return DTYPE_CODES[dtype_name(dt)]
+
+
 class TypeSpec:
     """A value's type: dtype name, shape tuple and placement name."""
 
@@ -41,9 +52,9 @@ class TypeSpec:
         self.shape = tuple(int(d) for d in shape)
         if placement not in PLACEMENTS:
             raise ValueError("placement must be one of %s, not %r" % (PLACEMENTS, placement))
-        if len(self.shape) > _lib.MAX_RANK:
+        if len(self.shape) > _lib.FEDC_MAX_RANK:
             raise ValueError("fedc values have at most %d dimensions, not %d"
-                             % (_lib.MAX_RANK, len(self.shape)))
+                             % (_lib.FEDC_MAX_RANK, len(self.shape)))
         self.placement = placement
 
     def at(self, placement):
@@ -59,8 +70,8 @@ class TypeSpec:
 
     def to_c(self):
         t = _lib.Type()
-        t.dtype = DTYPES.index(self.dtype)
-        t.placement = PLACEMENTS.index(self.placement)
+        t.dtype = DTYPE_CODES[self.dtype]
+        t.placement = PLACEMENT_CODES[self.placement]
         t.rank = len(self.shape)
         for i, d in enumerate(self.shape):
             t.dims[i] = d
@@ -68,8 +79,8 @@ class TypeSpec:
 
     @staticmethod
     def from_c(t):
-        return TypeSpec(DTYPES[t.dtype], tuple(t.dims[i] for i in range(t.rank)),
-                        PLACEMENTS[t.placement])
+        return TypeSpec(_DTYPE_NAMES[t.dtype], tuple(t.dims[i] for i in range(t.rank)),
+                        _PLACEMENT_NAMES[t.placement])
 
     def __eq__(self, other):
         return (isinstance(other, TypeSpec) and self.dtype == other.dtype
