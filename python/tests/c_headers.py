@@ -101,6 +101,9 @@ class Headers:
         for part in _split(toks[i:], ","):
             name, t = self._declarator(part, base)
             if "typedef" in flags:
+                if t[0] == "struct" and t[1].startswith("<anonymous"):
+                    self.structs[name] = self.structs.pop(self.struct_names.pop(t[1]))
+                    t = ("struct", name)
                 self.typedefs[name] = t
                 if t[0] == "struct":
                     self.struct_names.setdefault(name, self.struct_names.get(t[1], name))
@@ -146,9 +149,8 @@ class Headers:
                     if decl:
                         fbase, _, j = self._specifiers(decl, 0)
                         fields += [self._declarator(d, fbase) for d in _split(decl[j:], ",")]
-                if spelling is None:  # anonymous: named by the typedef that follows
-                    spelling = toks[end] if end < len(toks) else "<anonymous>"
-                    tag = spelling
+                if spelling is None:  # anonymous: the typedef that declares it names it
+                    spelling = tag = "<anonymous %d>" % len(self.structs)
                 self.structs[spelling] = fields
                 self.struct_names[tag] = spelling
             i = end

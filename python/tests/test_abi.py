@@ -81,16 +81,17 @@ def c_facts(headers, tmp_path_factory):
     """{("size", spelling): n, ("field", spelling, name): (offset, size), ("const", name): v}
     from a program compiled against the headers."""
     lines = ['#include <stddef.h>', '#include <stdio.h>', '#include "fedc/fedc.h"', "int main(void) {"]
-    for spelling, fields in headers.structs.items():
+    for spelling, fields in _named(headers.structs):
         lines.append('printf("size\\t%s\\t%%zu\\n", sizeof(%s));' % (spelling, spelling))
         for name, _ in fields:
-            lines.append('printf("field\\t%s\\t%s\\t%%zu\\t%%zu\\n", offsetof(%s, %s), sizeof(((%s *)0)->%s));'
-                         % (spelling, name, spelling, name, spelling, name))
+            lines.append('printf("field\\t%s\\t%s\\t%%zu\\t%%zu\\n", offsetof(%s, %s), '
+                         'sizeof(((%s *)0)->%s));' % (spelling, name, spelling, name, spelling, name))
     consts = headers.enum_constants()
     for name in consts:
         lines.append('printf("const\\t%s\\t%%lld\\n", (long long)(%s));' % (name, name))
     for name in sorted(set(_python_constants()) - set(consts)):  # macros, when C has them
-        lines.append('#ifdef %s\nprintf("const\\t%s\\t%%lld\\n", (long long)(%s));\n#endif' % (name, name, name))
+        lines.append('#ifdef %s\nprintf("const\\t%s\\t%%lld\\n", (long long)(%s));\n#endif'
+                     % (name, name, name))
     lines.append("return 0;\n}\n")
     d = tmp_path_factory.mktemp("abi")
     src, exe = str(d / "layout.c"), str(d / "layout")
@@ -105,6 +106,11 @@ def c_facts(headers, tmp_path_factory):
         else:
             facts[(kind, rest[0])] = int(rest[1])
     return facts
+
+
+def _named(structs):
+    """The structs a program can name (not an anonymous member's)."""
+    return [(k, v) for k, v in structs.items() if not k.startswith("<")]
 
 
 def _pyname(t):
@@ -173,7 +179,8 @@ def test_every_structure_matches_its_c_struct(headers, c_facts):
         spelling, c_fields = headers.struct(name)
         prefix = getattr(cls, "_c_prefix_", False)
         py_fields = cls._fields_
-        if [n.rstrip("_") for n, _ in py_fields] != [n for n, _ in c_fields][:len(py_fields) if prefix else None]:
+        c_names = [n for n, _ in c_fields][:len(py_fields) if prefix else None]
+        if [n.rstrip("_") for n, _ in py_fields] != c_names:  # def_ stands for def
             bad.append("%s: fields %s, %s has %s" % (cls.__name__, [n for n, _ in py_fields], spelling,
                                                      [n for n, _ in c_fields]))
             continue
@@ -181,10 +188,10 @@ def test_every_structure_matches_its_c_struct(headers, c_facts):
             why = mismatch(ptype, ctype, headers)
             if why:
                 bad.append("%s.%s: %s" % (cls.__name__, pname, why))
-            field = getattr(cls, pname)
-            if (field.offset, field.size) != c_facts[("field", spelling, cname)]:
-                bad.append("%s.%s: offset %d size %d, C's %s" % (cls.__name__, pname, field.offset, field.size,
-                                                                c_facts[("field", spelling, cname)]))
+            field, c_at = getattr(cls, pname), c_facts[("field", spelling, cname)]
+            if (field.offset, field.size) != c_at:
+                bad.append("%s.%s: offset %d size %d, C's offset %d size %d"
+                           % ((cls.__name__, pname, field.offset, field.size) + c_at))
         if not prefix and ctypes.sizeof(cls) != c_facts[("size", spelling)]:
             bad.append("%s: size %d, sizeof(%s) %d" % (cls.__name__, ctypes.sizeof(cls), spelling,
                                                        c_facts[("size", spelling)]))
@@ -216,7 +223,8 @@ def test_every_function_called_is_declared(headers):
             with open(os.path.join(PACKAGE, fname)) as f:
                 text = f.read()
             called |= {(fname, n) for n in re.findall(r"\.(fedc_\w+)", text)}
-            called |= {(fname, n) for n in re.findall(r"[\"'](fedc_\w+)[\"']", text) if n in headers.functions}
+            called |= {(fname, n) for n in re.findall(r"[\"'](fedc_\w+)[\"']", text)
+                       if n in headers.functions}
     undeclared = sorted("%s calls %s" % c for c in called if c[1] not in _lib._SIGNATURES)
     assert not undeclared, "called without a signature in _lib._SIGNATURES (ctypes would guess int):\n" + \
         "\n".join(undeclared)
@@ -235,7 +243,8 @@ def test_constants_and_enum_mappings_have_c_values(headers, c_facts):
         for key, value in mapping.items():
             cname = spell % key.upper()
             if c_facts.get(("const", cname)) != value:
-                bad.append("%s[%r] = %d, C's %s is %s" % (where, key, value, cname, c_facts.get(("const", cname))))
+                bad.append("%s[%r] = %d, C's %s is %s"
+                           % (where, key, value, cname, c_facts.get(("const", cname))))
         spelled = {spell % k.upper() for k in mapping}
         missing = [c for c in enums[tag] if c not in spelled and not c.endswith("_COUNT")]
         if missing:
@@ -253,4 +262,5 @@ def test_parser_reads_what_the_compiler_sees(headers, c_facts):
     _, fields = headers.struct("fedc_algorithm_def")
     rnd = dict(fields)["round"]
     assert headers.resolve(rnd)[0] == "ptr" and rnd[1][0] == "func"
-    assert len(headers.structs) >= 20 and len([k for k in c_facts if k[0] == "size"]) == len(headers.structs)
+    sizes = [k for k in c_facts if k[0] == "size"]
+    assert len(headers.structs) >= 20 and len(sizes) == len(_named(headers.structs))
