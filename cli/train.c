@@ -37,7 +37,7 @@ static const char train_usage[] =
     "                            test split, as LEAF splits Shakespeare (e.g. 0.1 with the per-role\n"
     "                            text files: each role's last lines are never trained on)\n"
     "  --format NAME             %s (default: detected)\n"
-    "  --task NAME               emnist|fashion|heart|shakespeare|stackoverflow|none (default: from the\n"
+    "  --task NAME               %s (default: from the\n"
     "                            format: LEAF, TFF and FedJAX are emnist, IDX fashion, CSV heart,\n"
     "                            synthetic stackoverflow)\n"
     "  --vocab FILE              stackoverflow: the vocabulary, one word a line, most frequent first\n"
@@ -302,12 +302,17 @@ static bool set(options *o, const option *opt, const char *what, const char *v) 
 
 /* ------------------------------------------------------ the name checks -- */
 
+/* One of fedc_train_tasks()'s "a|b|c"; the message lists them as "a, b or c". */
 static bool check_task(const char *cmd, const char *what, const char *v) {
-    static const char *const tasks[] = {"emnist", "fashion", "heart", "shakespeare", "stackoverflow", "none"};
-    for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++)
-        if (!strcmp(v, tasks[i])) return true;
-    fprintf(stderr, "%s: %s needs emnist, fashion, heart, shakespeare, stackoverflow or none, not '%s'\n", cmd,
-            what, v);
+    const char *tasks = fedc_train_tasks(), *last = strrchr(tasks, '|');
+    char list[256] = "";
+    for (const char *t = tasks; t; t = strchr(t, '|') ? strchr(t, '|') + 1 : NULL) {
+        int n = (int)strcspn(t, "|");
+        if (strlen(v) == (size_t)n && !strncmp(t, v, (size_t)n)) return true;
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%.*s", t == tasks ? "" : last && t == last + 1 ? " or " : ", ", n, t);
+    }
+    fprintf(stderr, "%s: %s needs %s, not '%s'\n", cmd, what, list, v);
     return false;
 }
 
@@ -552,7 +557,8 @@ int fedc_cli_train(int argc, char **argv) {
                 fedc_algorithm_print_hparams(def, stdout);
                 return CLI_OK;
             }
-        printf(train_usage, fedc_data_formats()); /* the readers' names, from src/data/open.c's table */
+        /* the readers' and the tasks' names, from src/data/open.c's and src/fl/task.c's tables */
+        printf(train_usage, fedc_data_formats(), fedc_train_tasks());
         return CLI_OK;
     }
     if (argc > 0 && !strcmp(argv[0], "--algorithms")) {

@@ -350,8 +350,8 @@ typedef struct fedc_train_config {
     double holdout;         /* > 0: hold out this fraction of each client's examples, the last ones, as the
                                test split (fedc_dataset_holdout; instead of test_data) */
     fedc_data_format format;
-    const char *task;       /* "emnist", "fashion", "heart", "shakespeare", "stackoverflow", "none"; NULL: from
-                               the data (synthetic:zipf:... is stackoverflow) */
+    const char *task;       /* "emnist", "fashion", "heart", "shakespeare", "stackoverflow", "none"
+                               (fedc_train_tasks()); NULL: from the data (synthetic:zipf:... is stackoverflow) */
     const char *client_domains; /* "client_id,domain" lines: each client's meta/domain (NULL: EMNIST writer
                                ids' domains, else 0; src/fl/train_domains.c) */
     const char *partition;  /* centralized data: "iid", "dirichlet:ALPHA", "shards:K" */
@@ -413,6 +413,9 @@ FEDC_API size_t fedc_train_config_size(void);
 FEDC_API size_t fedc_train_result_size(void);
 /* Fills a config with the defaults `fedc train --help` documents. */
 FEDC_API void fedc_train_defaults(fedc_train_config *c);
+/* The tasks a config may name, "emnist|fashion|heart|shakespeare|stackoverflow|none"
+ * (src/fl/task.c's table). */
+FEDC_API const char *fedc_train_tasks(void);
 FEDC_API fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result);
 /* Evaluates the model in a checkpoint (any safetensors file holding the model's
  * parameters by name) on every client of c->data (with c's task and model). */

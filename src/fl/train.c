@@ -92,47 +92,16 @@ static int64_t max_examples(const fedc_dataset *ds) {
     return m;
 }
 
-static bool is_transformer(const char *name) { return !strncmp(name, "transformer", 11) && (!name[11] || name[11] == ':'); }
-
-/* The text tasks' models and the vocabulary they predict. */
-static fedc_status text_model_options(const trainer *t, const char *name, fedc_model_options *o) {
-    bool so = !strcmp(t->task, "stackoverflow"), own = !strcmp(name, so ? "stackoverflow_lstm" : "shakespeare_lstm");
-    if (!own && !is_transformer(name))
-        return fedc_error(FEDC_EINVAL, "model \"%s\" does not fit the %s task; use --model %s or transformer[:PRESET]",
-                          name, t->task, so ? "stackoverflow_lstm" : "shakespeare_lstm");
-    o->num_classes = so ? (int)t->stackoverflow.vocab_size + 4 : FEDC_SHAKESPEARE_VOCAB_SIZE;
-    return FEDC_OK;
-}
-
-/* The task's sequences follow the model: Shakespeare's rows (LEAF windows cut or
- * padded) and Stack Overflow's max length become the model's tokens per example. */
-static void follow_model_length(trainer *t) {
-    int64_t length = fedc_model_label_type(t->model, 1).dims[1];
-    t->shakespeare.sequence_length = length;
-    t->stackoverflow.max_length = length;
-}
-
+/* The task's model: fitting it, with the task's options; a sequence task's rows
+ * then follow the model's length (Shakespeare's rows, LEAF windows cut or padded,
+ * and Stack Overflow's max length become the model's tokens per example). */
 fedc_status fedc__train_create_model(trainer *t) {
     fedc_model_options o = {0};
-    if (!strcmp(t->task, "fashion")) o.num_classes = 10;
-    if (!strcmp(t->task, "heart")) o.num_classes = 2, o.input_dim = FEDC_HEART_DISEASE_FEATURES;
-    const char *name = t->c->model;
-    bool text_task = !strcmp(t->task, "shakespeare") || !strcmp(t->task, "stackoverflow");
-    bool text_model = !strcmp(name, "shakespeare_lstm") || !strcmp(name, "stackoverflow_lstm") || is_transformer(name);
-    if (text_task != text_model)
-        return fedc_error(FEDC_EINVAL, "model \"%s\" does not fit the %s task; use --model %s", name, t->task,
-                          text_task ? "shakespeare_lstm, stackoverflow_lstm or transformer[:PRESET]"
-                                    : "logistic, dense or cnn");
-    fedc_status st = text_task ? text_model_options(t, name, &o) : FEDC_OK;
+    const fedc__task *k = t->task_def;
+    fedc_status st = fedc__task_model_options(k, t, t->c->model, &o);
+    if (!st) st = fedc_model_create(&t->model, t->c->model, &o);
     if (st) return st;
-    bool vectors = !strcmp(t->task, "heart"), heart_model = !strcmp(name, "heart");
-    if (!text_task && vectors != heart_model && !(vectors && !strcmp(name, "logistic")))
-        return fedc_error(FEDC_EINVAL, "model \"%s\" does not fit the %s task (%s); use --model %s", name, t->task,
-                          vectors ? "13 features per example" : "28x28 images",
-                          vectors ? "heart or logistic" : "logistic, dense or cnn");
-    st = fedc_model_create(&t->model, name, &o);
-    if (st) return st;
-    if (text_task) follow_model_length(t);
+    if (k->follow_length) k->follow_length(t, fedc_model_label_type(t->model, 1).dims[1]);
     size_t n = (size_t)fedc_model_size(t->model);
     t->params = fedc_malloc(n * sizeof *t->params);
     if (!t->params) return fedc_error(FEDC_ENOMEM, "train: out of memory for %zu parameters", n);

@@ -6,6 +6,7 @@
 #include "fedc/safetensors.h"
 #include "fedc/tasks.h"
 #include "fl/fl.h"
+#include "fl/task.h"
 #include "fl/train_state.h"
 
 /* A cohort's batches, laid out as the round's @clients inputs want them. */
@@ -39,7 +40,8 @@ typedef struct trainer {
     fedc_data_format source_format;
     fedc_dataset *train, *test, *train_central;
     fedc_dataset *holdout_source; /* with --holdout: what train and test split */
-    char task[16];
+    char task[16];          /* its name, as the metrics, plans and checkpoints record it */
+    const fedc__task *task_def; /* src/fl/task.c's row */
     fedc_heart_disease_options heart;
     fedc_shakespeare_options shakespeare;
     fedc_stackoverflow_options stackoverflow;

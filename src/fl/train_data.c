@@ -5,118 +5,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fedc/tasks.h"
 #include "fl/train.h"
-
-/* The language models' output covers the vocabulary and 4 special ids, at most
- * 2^20 classes. */
-enum { MAX_VOCAB = (1 << 20) - 4 };
 
 /* ------------------------------------------------------------- opening -- */
 
-/* IDX: u8 images [n, h, w] -> "x" f32 [n, h, w, 1] / 255 (as torchvision's
- * ToTensor and FedJAX's image datasets scale), "y" unchanged. */
-static fedc_status image_u8_hook(void *ctx, fedc_client_data **client) {
-    (void)ctx;
-    fedc_client_data *in = *client, *out;
-    const fedc_feature *x = fedc_client_feature(in, "x"), *y = fedc_client_feature(in, "y");
-    if (!x || !y || x->kind != FEDC_FEATURE_ARRAY || x->type.dtype != FEDC_U8 || x->type.rank != 3)
-        return fedc_error(FEDC_ETYPE, "client \"%s\": the image task wants \"x\" u8[n,h,w] and \"y\"", in->id);
-    fedc_status st = fedc_client_data_create(&out, in->id, in->num_examples);
-    if (st) return st;
-    fedc_type t = fedc_type_make(FEDC_F32, 4, (int64_t[]){x->type.dims[0], x->type.dims[1], x->type.dims[2], 1});
-    int64_t n = fedc_type_count(&t);
-    float *f = fedc_malloc((size_t)(n ? n : 1) * sizeof *f);
-    if (!f) st = fedc_error(FEDC_ENOMEM, "client \"%s\": out of memory", in->id);
-    for (int64_t i = 0; !st && i < n; i++) f[i] = (float)((const uint8_t *)x->data)[i] / 255.0f;
-    if (!st) st = fedc_client_add_array(out, "x", t, f);
-    if (!st) st = fedc_client_add_array(out, "y", y->type, y->data);
-    fedc_free(f);
-    if (st) {
-        fedc_client_data_destroy(out);
-        return st;
-    }
-    fedc_client_data_destroy(in);
-    *client = out;
-    return FEDC_OK;
-}
-
-static fedc_status resolve_task(trainer *t) {
-    const char *task = t->c->task;
-    if (!task && t->synthetic) task = "stackoverflow";
-    if (!task) {
-        fedc_data_format f = fedc_dataset_format(t->train);
-        if (f == FEDC_FORMAT_MEMORY) f = t->source_format;
-        task = f == FEDC_FORMAT_IDX ? "fashion" : f == FEDC_FORMAT_CSV ? "heart" : "emnist";
-    }
-    snprintf(t->task, sizeof t->task, "%s", task);
-    if (strcmp(task, "emnist") && strcmp(task, "fashion") && strcmp(task, "heart") && strcmp(task, "shakespeare") &&
-        strcmp(task, "stackoverflow") && strcmp(task, "none"))
-        return fedc_error(FEDC_EINVAL, "unknown task \"%s\" (use emnist, fashion, heart, shakespeare, stackoverflow "
-                          "or none)", task);
-    if (t->synthetic && strcmp(task, "stackoverflow"))
-        return fedc_error(FEDC_EINVAL, "synthetic Zipf data are word sequences: use --task stackoverflow, not %s", task);
-    return FEDC_OK;
-}
-
-/* Stack Overflow: words through the vocabulary file (--vocab), or synthetic word
- * ranks, which need none. */
-static fedc_status stackoverflow_options(trainer *t) {
-    const fedc_train_config *c = t->c;
-    if (c->vocab_size < 0 || c->vocab_size > MAX_VOCAB)
-        return fedc_error(FEDC_EINVAL, "train: vocabulary size %lld is outside [0, %d] (0: 10000)",
-                          (long long)c->vocab_size, MAX_VOCAB);
-    t->stackoverflow.vocab_size = c->vocab_size ? c->vocab_size : FEDC_STACKOVERFLOW_VOCAB_SIZE;
-    if (!c->vocab) {
-        if (t->synthetic) return FEDC_OK;
-        return fedc_error(FEDC_EINVAL, "the stackoverflow task needs --vocab FILE: the vocabulary, one word a line, "
-                          "most frequent first (FedJAX's stackoverflow.word_count or TFF's vocabulary)");
-    }
-    fedc_status st = fedc_stackoverflow_vocab_read(&t->so_vocab, c->vocab, t->stackoverflow.vocab_size);
-    if (st) return st;
-    t->stackoverflow.vocab = t->so_vocab;
-    t->stackoverflow.vocab_size = fedc_stackoverflow_vocab_size(t->so_vocab);
-    return FEDC_OK;
-}
-
-/* Heart disease standardises with statistics of the training clients. */
-static fedc_status heart_stats(trainer *t) {
-    int64_t n = fedc_dataset_num_clients(t->train);
-    fedc_client_data **clients = fedc_calloc((size_t)(n ? n : 1), sizeof *clients);
-    if (!clients) return fedc_error(FEDC_ENOMEM, "train: out of memory");
-    fedc_status st = FEDC_OK;
-    for (int64_t i = 0; !st && i < n; i++) st = fedc_dataset_client(t->train, i, &clients[i]);
-    if (!st) st = fedc_heart_disease_stats((const fedc_client_data *const *)clients, n, t->heart_mean, t->heart_std);
-    for (int64_t i = 0; i < n; i++) fedc_client_data_destroy(clients[i]);
-    fedc_free(clients);
-    t->heart.mean = t->heart_mean;
-    t->heart.std = t->heart_std;
-    t->heart.impute_missing = true;
-    return st;
-}
-
+/* The task (src/fl/task.c): --task, or the one the data are of; its hook, with
+ * the options it prepares, preprocesses every client the datasets load. */
 static fedc_status set_hooks(trainer *t) {
-    fedc_client_fn hook = NULL;
-    void *ctx = NULL;
-    fedc_status st = resolve_task(t);
+    fedc_data_format f = fedc_dataset_format(t->train);
+    if (f == FEDC_FORMAT_MEMORY) f = t->source_format;
+    fedc_status st = fedc__task_resolve(t->c->task, f, t->synthetic, &t->task_def);
     if (st) return st;
-    if (!strcmp(t->task, "emnist")) hook = fedc_emnist_hook;
-    else if (!strcmp(t->task, "fashion")) hook = image_u8_hook;
-    else if (!strcmp(t->task, "shakespeare")) { /* LEAF windows become next-character sequences */
-        t->shakespeare.leaf_sequences = true;
-        hook = fedc_shakespeare_hook;
-        ctx = &t->shakespeare;
-    } else if (!strcmp(t->task, "stackoverflow")) {
-        if ((st = stackoverflow_options(t))) return st;
-        hook = fedc_stackoverflow_hook;
-        ctx = &t->stackoverflow;
-    } else if (!strcmp(t->task, "heart")) {
-        if ((st = heart_stats(t))) return st;
-        hook = fedc_heart_disease_hook;
-        ctx = &t->heart;
-    }
-    fedc_dataset_set_preprocess(t->train, hook, ctx);
-    if (t->test) fedc_dataset_set_preprocess(t->test, hook, ctx);
+    snprintf(t->task, sizeof t->task, "%s", t->task_def->name);
+    void *ctx = NULL;
+    if (t->task_def->prepare && (st = t->task_def->prepare(t, &ctx))) return st;
+    fedc_dataset_set_preprocess(t->train, t->task_def->hook, ctx);
+    if (t->test) fedc_dataset_set_preprocess(t->test, t->task_def->hook, ctx);
     return FEDC_OK;
 }
 
@@ -180,9 +84,9 @@ static fedc_status open_synthetic(trainer *t, const char *path, bool test, fedc_
                           "with CLIENTS, EXAMPLES >= 1 and WORDS in [1, %d]; EXAMPLES may be MIN+lognormal(MU,SIGMA))",
                           path, FEDC_TASK_MAX_LENGTH);
     int64_t vocab = t->c->vocab_size > 0 ? t->c->vocab_size : FEDC_STACKOVERFLOW_VOCAB_SIZE;
-    if (vocab > MAX_VOCAB)
+    if (vocab > FEDC__MAX_VOCAB)
         return fedc_error(FEDC_EINVAL, "train: vocabulary size %lld is above %d", (long long)vocab,
-                          MAX_VOCAB);
+                          FEDC__MAX_VOCAB);
     t->synthetic = true;
     t->source_format = FEDC_FORMAT_MEMORY;
     uint64_t seed = t->c->seed + (test ? 1 : 0);
