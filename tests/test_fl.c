@@ -447,6 +447,43 @@ static void test_bad_configurations(void) {
     c = heart_config(dir("bad"));
     c.task = "nonsense";
     CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL, "unknown task");
+    c = heart_config(dir("bad"));
+    c.model = "shakespeare_lstm"; /* a text model says what the heart task does take */
+    CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL, "does not fit the heart task (13 features per example); use --model "
+              "heart or logistic");
+}
+
+/* The task table (src/fl/task.c) on synthetic data, which need no files: its
+ * names, the task data default to, and the messages of a name or model that
+ * does not fit. */
+static void test_task_table(void) {
+    CHECK(!strcmp(fedc_train_tasks(), "emnist|fashion|heart|shakespeare|stackoverflow|none"));
+    fedc_train_config c;
+    fedc_train_defaults(&c);
+    c.data = "synthetic:zipf:3:8";
+    c.out_dir = dir("tasks");
+    c.quiet = true;
+    fedc_train_result r;
+    CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL, /* the default model, cnn, on the default task */
+              "model \"cnn\" does not fit the stackoverflow task (word sequences); use --model stackoverflow_lstm or "
+              "transformer[:PRESET]");
+    c.model = "shakespeare_lstm";
+    CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL, "use --model stackoverflow_lstm or transformer[:PRESET]");
+    c.task = "nonsense";
+    CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL,
+              "unknown task \"nonsense\" (use emnist, fashion, heart, shakespeare, stackoverflow or none)");
+    c.task = "shakespeare";
+    CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL, "synthetic Zipf data are word sequences: use --task stackoverflow, "
+              "not shakespeare");
+    c.task = "stackoverflow";
+    c.model = "transformer:tiny";
+    c.vocab_size = 50;
+    c.rounds = 1;
+    c.clients_per_round = 2;
+    c.steps = 1;
+    c.eval_every = 1;
+    CHECK_OK(fedc_train(&c, &r));
+    CHECK(isfinite(r.train_loss) && r.train_loss > 0);
 }
 
 /* ---------------------------------------------------------- programs -- */
@@ -600,6 +637,7 @@ int main(int argc, char **argv) {
         {"algorithms on fashion-mnist", test_algorithms_on_fashion_mnist},
         {"registered algorithm", test_registered_algorithm},
         {"bad configurations", test_bad_configurations},
+        {"task table", test_task_table},
     };
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
     fedc_test_tmpdir_remove();
