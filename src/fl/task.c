@@ -11,6 +11,7 @@
 
 #define IMAGE_MODELS {"logistic", "dense", "cnn"}
 
+/* name, example, models, formats (whose data default to it), then the rest by name (fl/task.h). */
 static const fedc__task tasks[] = {
     {"emnist", "28x28 images", IMAGE_MODELS, {FEDC_FORMAT_LEAF, FEDC_FORMAT_TFF, FEDC_FORMAT_FEDJAX, FEDC_FORMAT_TEXT},
      .hook = fedc_emnist_hook},
