@@ -5,7 +5,8 @@
 # model are refused with the differences named; a finished run says so; a
 # diverging run stops naming the round and keeps its last checkpoint; the file-size
 # limit (ulimit -f) and a memory limit (ulimit -v) end the run with a message; a
-# client whose data fail is dropped (or, with --strict, stops the run).
+# client whose data fail is dropped (or, with --strict, stops the run); a mistyped
+# fault is said.
 # Usage: cli_resume.sh path/to/fedc. Exits 77 (skipped) without the heart-disease data.
 set -u
 fedc=$1
@@ -164,6 +165,10 @@ grep -q '^1,.*,0,[^,]*,[^,]*$' "$out/drop/metrics.csv" && ok || bad "the CSV cou
 expect 1 "round 2: client \"hungarian\": cannot load its data" -- env FEDC_FAULT=load:2:1 "$fedc" train \
   --data $heart --model heart --clients-per-round 4 --batch-size 16 --threads 1 --quiet --rounds 3 --strict \
   --out "$out/drop-strict"
+# a mistyped fault injects nothing, and says so once
+expect 0 'fedc: FEDC_FAULT="lod:2:1": no fault "lod"' -- env FEDC_FAULT=lod:2:1 "$fedc" train --data $heart \
+  --model heart --clients-per-round 4 --batch-size 16 --threads 1 --quiet --rounds 2 --strict --out "$out/typo"
+[ "$(grep -c 'FEDC_FAULT' "$out/stderr")" = 1 ] && ok || bad "a mistyped fault was not said once"
 # a client whose data hold a NaN (a TFF file written by h5py)
 if /usr/bin/python3 -c 'import h5py, numpy' 2>/dev/null; then
   /usr/bin/python3 - "$out/nan.h5" <<'PY'

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fault.h"
 #include "fedc/fedc.h"
 #include "fl_train_case.h"
 #include "harness.h"
@@ -307,14 +308,14 @@ static void test_divergence_keeps_the_last_checkpoint(void) {
 }
 
 /* The failing-client policy: a client whose data cannot be loaded (simulated
- * with FEDC_FAULT) is dropped from its round and counted; --strict stops there. */
+ * with the load fault, core/fault.h) is dropped from its round and counted; --strict stops there. */
 static void test_failing_client_is_dropped(void) {
     if (!have_heart()) return;
     fedc_train_config c = heart_config(dir("drop"));
     c.rounds = 3;
     fedc_train_result plain, r;
     CHECK_OK(fedc_train(&c, &plain));
-    setenv("FEDC_FAULT", "load:2:1", 1);
+    CHECK_OK(fedc__fault_set("load:2:1"));
     CHECK_OK(fedc_train(&c, &r));
     CHECK_EQ_INT(r.dropped, 1);
     CHECK_EQ_INT(r.rounds_run, 3);
@@ -327,7 +328,7 @@ static void test_failing_client_is_dropped(void) {
     free(m);
     c.strict = true;
     CHECK_ERR(fedc_train(&c, &r), FEDC_EIO, "round 2: client \"hungarian\": cannot load its data");
-    unsetenv("FEDC_FAULT");
+    CHECK_OK(fedc__fault_set(NULL));
 }
 
 /* Every algorithm and server optimizer trains Fashion-MNIST's logistic model past

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fault.h"
 #include "deploy/secure.h"
 
 static void nap(int ms) {
@@ -16,18 +17,12 @@ static void nap(int ms) {
     nanosleep(&t, NULL);
 }
 
-/* Test hooks (docs/deployment.md): FEDC_FAULT=secagg-exit:R ends the client's
+/* Test hooks (core/fault.h): FEDC_FAULT=secagg-exit:R ends the client's
  * process before it sends its message of secure round R (2: its report), as a
  * phone that dies there would; FEDC_FAULT=secagg-garble:R sends round R's
  * message (0, 1 or 3) without its last byte, which the server must refuse. */
-static bool fault(const char *point, int r) {
-    const char *f = getenv("FEDC_FAULT");
-    size_t n = strlen(point);
-    return f && !strncmp(f, point, n) && f[n] == ':' && atoi(f + n + 1) == r;
-}
-
 static void fault_exit(int r) {
-    if (fault("secagg-exit", r)) _exit(3);
+    if (fedc__fault_at(FEDC__FAULT_SECAGG_EXIT, r, -1)) _exit(3);
 }
 
 static void stop(fedc__secure_client *c) {
@@ -59,7 +54,7 @@ static void left_out(fedc__secure_client *c, int step, const fedc__msg *r) {
 static fedc_status send_step(fedc__secure_client *c, int step, void *bytes, size_t size, bool *ok) {
     fedc__msg r;
     fault_exit(step);
-    if (fault("secagg-garble", step) && size) size--;
+    if (fedc__fault_at(FEDC__FAULT_SECAGG_GARBLE, step, -1) && size) size--;
     fedc_status st = request(c, step, bytes, size, &r);
     fedc_free(bytes);
     if (st) return st;

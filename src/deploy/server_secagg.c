@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fault.h"
 #include "deploy/secure.h"
 
 struct fedc__secure {
@@ -226,13 +227,12 @@ void fedc__secure_answer_free(fedc__secure_answer *a) {
     a->bytes = NULL;
 }
 
-/* Test hook (docs/deployment.md): FEDC_FAULT=secagg-forge-unmask makes the
+/* Test hook (core/fault.h): FEDC_FAULT=secagg-forge-unmask makes the
  * server ask for the self-mask seed and the mask key of one survivor at once,
  * as a server that wants its input would; an honest client refuses. */
 static fedc_status forge_unmask(void **msg, size_t *size) {
-    const char *f = getenv("FEDC_FAULT");
     fedc__sa_msg m;
-    if (!f || strcmp(f, "secagg-forge-unmask") || fedc__sa_decode(*msg, *size, &m)) return FEDC_OK;
+    if (!fedc__fault_on(FEDC__FAULT_SECAGG_FORGE_UNMASK) || fedc__sa_decode(*msg, *size, &m)) return FEDC_OK;
     uint32_t *d = fedc_malloc(((size_t)m.ndropped + 1) * sizeof *d);
     fedc_status st = d ? FEDC_OK : fedc_error(FEDC_ENOMEM, "server: out of memory");
     if (!st && m.count) {

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fault.h"
 #include "fedc/secure_sum.h"
 #include "fl/plan_data.h"
 #include "fl/train.h"
@@ -50,34 +51,10 @@ void fedc_train_defaults(fedc_train_config *c) {
 
 static bool is_root(void) { return fedc_mpi_rank() == 0; }
 
-/* FEDC_FAULT=POINT:ROUND[:CLIENT], for tests: "metrics:R" stops the process as
- * kill -9 would (SIGKILL: no buffer flushed, nothing cleaned up) right after round
- * R's metrics row, before its checkpoint; "load:R:C" makes client C's data fail to
- * load in round R (0: the warm start, whose round is UINT32_MAX). Several rounds and clients: "load:R:C,C/R:C" (R may be "*":
- * every round), as a deployed run's left-out clients are replayed. */
-static bool fault_group(const char *g, int round, int64_t client) {
-    char *end;
-    long r = *g == '*' ? round : strtol(g, &end, 10);
-    if (*g == '*') end = (char *)g + 1;
-    if (r != round) return false;
-    if (client < 0) return true;
-    while (*end == ':' || *end == ',') {
-        if (strtoll(end + 1, &end, 10) == client) return true;
-    }
-    return false;
-}
-
-bool fedc__train_fault(const char *point, int round, int64_t client) {
-    const char *f = getenv("FEDC_FAULT");
-    size_t n = strlen(point);
-    if (!f || strncmp(f, point, n) || f[n] != ':') return false;
-    for (const char *g = f + n + 1; g; g = strchr(g, '/') ? strchr(g, '/') + 1 : NULL)
-        if (fault_group(g, round, client)) return true;
-    return false;
-}
-
-static void fault_kill(const char *point, int round) {
-    if (fedc__train_fault(point, round, -1)) raise(SIGKILL);
+/* FEDC_FAULT=metrics:R (core/fault.h): the process stopped as kill -9 would (no
+ * buffer flushed, nothing cleaned up) right after round R's metrics row. */
+static void fault_kill(int round) {
+    if (fedc__fault_at(FEDC__FAULT_METRICS, round, -1)) raise(SIGKILL);
 }
 
 
@@ -602,7 +579,7 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
         bool evaluated = last || (c->eval_every > 0 && (r + 1) % c->eval_every == 0);
         if (evaluated)
             st = evaluate_and_log(t, r, train_loss, eps, fedc_seconds() - start, res);
-        if (!st && is_root()) fault_kill("metrics", r + 1);
+        if (!st && is_root()) fault_kill(r + 1);
         if (!st && c->checkpoint_every > 0 && ((r + 1) % c->checkpoint_every == 0 || last))
             st = fedc_mpi_agree(is_root() ? fedc__train_save_checkpoint(t, r + 1, fedc_seconds() - start, examples_total)
                                           : FEDC_OK);

@@ -114,9 +114,6 @@ fedc_status fedc__train_create_model(trainer *t);
 int64_t fedc__train_max_steps(const trainer *t);
 /* Frees all a trainer holds (not t itself). */
 void fedc__train_destroy(trainer *t);
-/* Test hook (docs/training.md): whether FEDC_FAULT names `point` in `round`
- * (counted from 1, as the metrics count) and, for "load", `client`. */
-bool fedc__train_fault(const char *point, int round, int64_t client);
 /* A cohort's buffers. Only a packed evaluation reads the rows' segments (`packed`);
  * other cohorts leave them NULL, which saves a training cohort 4 bytes a row. */
 fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, int clients, int64_t batch,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fault.h"
 #include "fl/train.h"
 
 /* ------------------------------------------------------------- opening -- */
@@ -156,7 +157,7 @@ static fedc_status fill_one(trainer *t, fedc_dataset *ds, int64_t id, int j, coh
     fedc_client_data *c = NULL;
     fedc_batches *b = NULL;
     fedc_status st = fedc_dataset_client(ds, id, &c);
-    if (!st && shuffle && fedc__train_fault("load", (int)round + 1, id))
+    if (!st && shuffle && fedc__fault_at(FEDC__FAULT_LOAD, (int)round + 1, id))
         st = fedc_error(FEDC_EIO, "client \"%s\": cannot load its data (FEDC_FAULT)", c->id);
     if (!st && shuffle)
         st = fedc_shuffle_repeat_batch(c, batch, t->c->epochs, cb->max_steps, false, t->c->seed, round, (uint32_t)id, &b);
