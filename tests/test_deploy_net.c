@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "deploy_case.h"
+#include "core/fault.h"
 #include "deploy/net.h"
 #include "fedc/deploy.h"
 #include "fedc/safetensors.h"
@@ -152,7 +153,7 @@ static long least_field(const char *file, const char *key) {
 }
 
 /* The plan `name` served for `rounds` rounds of k clients to a fleet of all
- * five (FEDC_FAULT `fault` in its environment, NULL: none); false if the set-up
+ * five (with the faults `fault`, core/fault.h; NULL: none); false if the set-up
  * or the run fails. With `patient`, the server's heartbeat timeout is 600 s (a
  * beat every 150 s) and the clients' timeout 240 s (check-ins held 120 s), so
  * that within the clients' max_seconds (120 s) no request is repeated for time. */
@@ -169,10 +170,10 @@ static bool deploy_as(const char *name, int rounds, int k, bool adam, const char
     start_server(&j, &t, name, url, rounds, k, NULL, patient ? 600 : 0);
     fedc_client_options o = client_options(url, "test-token");
     if (patient) o.timeout = 240;
-    if (fault) setenv("FEDC_FAULT", fault, 1);
+    CHECK_OK(fedc__fault_set(fault));
     fedc_status st = fedc_fleet_run(&o, CASE_CLIENTS);
     CHECK_MSG(st == FEDC_OK, "fleet: %s", fedc_errmsg());
-    unsetenv("FEDC_FAULT");
+    CHECK_OK(fedc__fault_set(NULL));
     pthread_join(t, NULL);
     CHECK_MSG(j.st == FEDC_OK, "server: %s", j.err);
     return st == FEDC_OK && j.st == FEDC_OK;

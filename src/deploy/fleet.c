@@ -1,9 +1,14 @@
-/* What the clients of one process share (fleet.h): seats for client_work with a
- * pool of executors, and one copy of each broadcast value. */
+/* A fleet (fedc/deploy.h): many clients on threads of one process, sharing the
+ * plan and the data (opened once), each with its own connection and buffers;
+ * one thread of the process sends the heartbeats of all its clients that are
+ * working. What they share (fleet.h): seats for client_work with a pool of
+ * executors, and one copy of each broadcast value. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "deploy/client.h"
 #include "deploy/fleet.h"
 
 /* ----------------------------------------------------------- trainers -- */
@@ -222,4 +227,93 @@ fedc_status fedc__shared_take(fedc__shared *s, const char *name, const void *dat
     pthread_mutex_unlock(&s->lock);
     *out = v;
     return FEDC_OK;
+}
+
+/* ------------------------------------------------------------ commons -- */
+
+fedc_status fedc__commons_create(fedc__commons *k, const fedc_client_options *o, const fedc_plan *plan, int clients) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int seats = o->trainers > 0 ? o->trainers : cores > 0 ? (int)cores : 1;
+    memset(k, 0, sizeof *k);
+    fedc_status st = fedc__shared_create(&k->shared);
+    if (seats > clients) seats = clients;
+    if (!st) st = fedc__trainers_create(&k->trainers, fedc_plan_form(plan), seats, o->threads);
+    if (!st && fedc_plan_warm_form(plan)) st = fedc__trainers_create(&k->warm_trainers, fedc_plan_warm_form(plan), seats, o->threads);
+    return st;
+}
+
+void fedc__commons_destroy(fedc__commons *k) {
+    fedc__trainers_destroy(k->trainers);
+    fedc__trainers_destroy(k->warm_trainers);
+    fedc__shared_destroy(k->shared);
+}
+
+/* ------------------------------------------------------------- a fleet -- */
+
+typedef struct member {
+    client c;
+    const fedc_plan *plan;
+    fedc__plan_data *d;
+    const fedc__commons *k;
+    int64_t id;
+    fedc_status st;
+    char err[1024];
+    pthread_t thread;
+    bool started;
+} member;
+
+static void *member_main(void *arg) {
+    member *m = arg;
+    beat *b = m->c.beat;
+    m->st = fedc__client_init(&m->c, m->c.o, m->id);
+    m->c.beat = b;
+    if (!m->st) m->st = fedc__client_start(&m->c, m->plan, m->d, m->id, m->k);
+    if (!m->st) m->st = fedc__client_loop(&m->c);
+    if (m->st) snprintf(m->err, sizeof m->err, "%s", fedc_errmsg());
+    fedc__client_free(&m->c);
+    return NULL;
+}
+
+fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
+    if (n < 1) return fedc_error(FEDC_EINVAL, "fleet: needs 1 client or more, not %d", n);
+    client first;
+    fedc_plan *plan = NULL;
+    fedc__plan_data *d = NULL;
+    member *m = NULL;
+    beater t = {0};
+    fedc__commons k = {0};
+    FILE *log = o->log ? o->log : stderr;
+    fedc_status st = fedc__client_init(&first, o, 0); /* the plan, once, over a connection of its own */
+    if (!st) st = fedc__client_fetch_plan(&first, &plan);
+    fedc__client_free(&first);
+    if (!st) st = fedc__plan_data_open(plan, o->data, &d);
+    if (!st && fedc__plan_data_clients(d) < n)
+        st = fedc_error(FEDC_EINVAL, "fleet: %d clients, but %s has %lld", n, o->data, (long long)fedc__plan_data_clients(d));
+    if (!st && !(m = fedc_calloc((size_t)n, sizeof *m))) st = fedc_error(FEDC_ENOMEM, "fleet: out of memory");
+    if (!st) st = fedc__commons_create(&k, o, plan, n);
+    if (!st) st = fedc__beater_start(&t, n);
+    if (!st)
+        fprintf(log, "fedc fleet: %d clients of %s ready, plan %.16s..., server %s\n", n, o->data,
+                fedc_plan_hash(plan), o->connect);
+    for (int i = 0; !st && i < n; i++) {
+        m[i].c.o = o, m[i].plan = plan, m[i].d = d, m[i].k = &k, m[i].id = i, m[i].c.beat = &t.beats[i];
+        if (pthread_create(&m[i].thread, NULL, member_main, &m[i]) != 0)
+            st = fedc_error(FEDC_EIO, "fleet: cannot start client %d's thread", i);
+        else m[i].started = true;
+    }
+    int failed = 0, reports = 0;
+    for (int i = 0; m && i < n; i++) {
+        if (!m[i].started) continue;
+        pthread_join(m[i].thread, NULL);
+        reports += m[i].c.reported;
+        if (m[i].st && failed++ == 0 && !st) st = fedc_error(m[i].st, "fleet: %s", m[i].err);
+    }
+    fedc__beater_stop(&t);
+    fedc__commons_destroy(&k);
+    if (!st) fprintf(log, "fedc fleet: done: %d clients, %d reports\n", n, reports);
+    else if (failed > 1) fprintf(log, "fedc fleet: %d clients failed\n", failed);
+    fedc_free(m);
+    fedc__plan_data_destroy(d);
+    fedc_plan_destroy(plan);
+    return st;
 }

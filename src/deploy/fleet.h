@@ -46,4 +46,15 @@ fedc_status fedc__shared_take(fedc__shared *s, const char *name, const void *dat
 const void *fedc__shared_data(const fedc__shared_value *v);
 void fedc__shared_release(fedc__shared *s, fedc__shared_value *v); /* safe on NULL */
 
+/* What the process's clients share: the trainers' seats (default: the cores,
+ * at most a seat a client), the warm start's if the plan has one, and one copy
+ * of each broadcast value. */
+typedef struct fedc__commons {
+    fedc__trainers *trainers, *warm_trainers;
+    fedc__shared *shared;
+} fedc__commons;
+
+fedc_status fedc__commons_create(fedc__commons *k, const fedc_client_options *o, const fedc_plan *plan, int clients);
+void fedc__commons_destroy(fedc__commons *k);
+
 #endif

@@ -1,0 +1,171 @@
+/* A deployment client's task (client.h): the task message read (its round or
+ * the warm start, exchange and slot, of the client's plan), what it carries
+ * taken (the last round's state settled, the broadcast values held), its
+ * message let go (what it carried is the process's shared copy now), the
+ * work done on a trainer's seat with the heartbeats going, the report sent
+ * when the server says go; then only the client's state is kept. A secure
+ * round's steps come before the work and around the report (client_secure.c). */
+#include <string.h>
+
+#include "core/fault.h"
+#include "deploy/client.h"
+
+/* A task's fields, checked. */
+typedef struct task {
+    int64_t round, e, slot;
+    task_id id; /* the same as the task wrote them, for the messages about it */
+} task;
+
+/* Which program task m is of (its "program": the round, or the warm start, whose
+ * round is FEDC__WARM_ROUND), as the client's form from now on. */
+static fedc_status task_program(client *c, const fedc__msg *m, int64_t round) {
+    const char *program = fedc__msg_field(m, "program");
+    bool warm = !strcmp(program, "warm_start");
+    if ((!warm && strcmp(program, "round")) || warm != (round == FEDC__WARM_ROUND))
+        return fedc_error(FEDC_EPARSE, "client %s: a task of round %lld for program \"%.40s\" (a task is of the round, or "
+                          "of the warm start in round -1)", c->id, (long long)round, program);
+    if (warm && !fedc_plan_warm_form(c->plan))
+        return fedc_error(FEDC_EPARSE, "client %s: a task of the warm start, but the plan has none", c->id);
+    c->form = warm ? fedc_plan_warm_form(c->plan) : fedc_plan_form(c->plan);
+    c->exchanges = fedc_deployment_form_exchanges(c->form);
+    return FEDC_OK;
+}
+
+static fedc_status read_task(client *c, const fedc__msg *m, task *t) {
+    fedc_status st = fedc__msg_int(m, "round", FEDC__WARM_ROUND, INT32_MAX, &t->round);
+    if (!st) st = task_program(c, m, t->round);
+    if (!st) st = fedc__msg_int(m, "exchange", 0, c->exchanges - 1, &t->e);
+    if (!st) st = fedc__msg_int(m, "slot", 0, INT32_MAX, &t->slot);
+    if (!st && strcmp(fedc__msg_field(m, "hash"), fedc_plan_hash(c->plan)))
+        st = fedc_error(FEDC_EPARSE, "client %s: a task of another plan", c->id);
+    if (st) return st;
+    snprintf(t->id.round, sizeof t->id.round, "%s", fedc__msg_field(m, "round"));
+    snprintf(t->id.exchange, sizeof t->id.exchange, "%s", fedc__msg_field(m, "exchange"));
+    snprintf(t->id.slot, sizeof t->id.slot, "%s", fedc__msg_field(m, "slot"));
+    return FEDC_OK;
+}
+
+/* Whether the task is of a round whose report the server refused: that round
+ * is left alone, unless the task is of an earlier exchange of it (the round
+ * started again: another attempt, or a server restarted). */
+static bool refused(client *c, const task *t) {
+    if (t->round == c->refused_round && t->e < c->refused_exchange) c->refused_round = INT64_MIN;
+    return t->round == c->refused_round;
+}
+
+/* client_work's inputs from the task: each broadcast value, of its type. */
+static fedc_status take_broadcasts(client *c, const fedc__msg *m, const fedc_program *q) {
+    int want = 0;
+    for (int i = 0; i < fedc_program_num_inputs(q); i++) {
+        const char *name = fedc_program_input_name(q, i);
+        if (strncmp(name, "broadcast/", 10)) continue;
+        want++;
+        fedc_tensor_entry e;
+        fedc_type t = fedc_value_type(q, fedc_program_input(q, i));
+        char a[64], b[64];
+        if (fedc_safetensors_find(m->body, name, &e))
+            return fedc_error(FEDC_EPARSE, "client %s: the task has no \"%s\"", c->id, name);
+        if (e.type.dtype != t.dtype || !fedc_type_same_shape(&e.type, &t))
+            return fedc_error(FEDC_EPARSE, "client %s: the task's \"%s\" is %s; client_work takes %s", c->id, name,
+                              fedc_type_str(&e.type, a, sizeof a), fedc_type_str(&t, b, sizeof b));
+        fedc_status st = fedc__client_hold_shared(c, name, t, e.data);
+        if (st) return st;
+    }
+    if (fedc_safetensors_count(m->body) != want)
+        return fedc_error(FEDC_EPARSE, "client %s: the task holds %d tensors; client_work takes %d broadcast values", c->id,
+                          fedc_safetensors_count(m->body), want);
+    return FEDC_OK;
+}
+
+/* What task m carries, taken: the last counted round's state settled once a
+ * later round's task shows it over, the broadcast values held, and the
+ * client's place in the cohort. */
+static fedc_status take_task(client *c, const fedc__msg *m, const task *t) {
+    fedc_status st = FEDC_OK;
+    if (c->pending_round >= 0 && t->round > c->pending_round) st = fedc__client_settle_state(c, m);
+    if (!st) st = take_broadcasts(c, m, fedc_deployment_form_phase(c->form, (int)t->e, FEDC_PHASE_CLIENT_WORK));
+    float index = (float)t->slot; /* meta/index, the client's place in the cohort (a warm start's reads it) */
+    if (!st) st = fedc__client_hold(c, "meta/index", fedc_type_scalar(FEDC_F32), &index);
+    return st;
+}
+
+/* A client's work on a seat (fleet.h): its batches loaded, every input bound
+ * (the executor ran another client's work before), the phase run, and its
+ * outputs kept; the new state waits for the round to commit. */
+typedef struct job {
+    client *c;
+    int64_t round;
+    int e;
+} job;
+
+static fedc_status run_job(void *arg, fedc_executor *ex) {
+    job *j = arg;
+    client *c = j->c;
+    const fedc_program *q = fedc_deployment_form_phase(c->form, j->e, FEDC_PHASE_CLIENT_WORK);
+    fedc_status st = fedc__plan_client_load(c->pc, (uint32_t)j->round, ex, q);
+    for (int i = 0; !st && i < fedc_program_num_inputs(q); i++) {
+        const char *name = fedc_program_input_name(q, i);
+        held *h = fedc__client_find(c, name);
+        if (h) st = fedc_executor_bind(ex, name, h->data);
+        else if (!fedc__plan_client_input(c->pc, name))
+            st = fedc_error(FEDC_EINTERNAL, "client %s: client_work reads \"%s\", which the client does not hold", c->id, name);
+    }
+    if (!st) st = fedc_executor_run(ex);
+    for (int i = 0; !st && i < fedc_program_num_outputs(q); i++) {
+        const char *name = fedc_program_output_name(q, i);
+        const void *y;
+        fedc_type t;
+        char next[600];
+        snprintf(next, sizeof next, "next/%s", name);
+        st = fedc_executor_output(ex, name, &y, &t);
+        if (!st) st = fedc__client_hold(c, strncmp(name, "client/", 7) ? name : next, t, y);
+    }
+    return st;
+}
+
+/* Runs exchange e's client_work for `round` (its broadcasts held) on a seat of
+ * the process's trainers, and keeps its outputs. */
+static fedc_status work(client *c, int64_t round, int e, int64_t slot) {
+    job j = {c, round, e};
+    return fedc__trainers_run(round == FEDC__WARM_ROUND ? c->warm_trainers : c->trainers, round, e, slot, run_job, &j);
+}
+
+/* Test hook (core/fault.h): FEDC_FAULT=slow:S holds each task S seconds before
+ * its work (a straggler, or one to kill mid-round), said first, so that a test
+ * kills the client only once it holds a task (its first heartbeat sent, so the
+ * server counts it heard from). */
+static void fault_slow(client *c, const task *t) {
+    double s = fedc__fault_seconds(FEDC__FAULT_SLOW);
+    if (!(s > 0)) return;
+    fprintf(c->log, "fedc client %s: round %lld: exchange %lld's task held %g s (FEDC_FAULT=slow)\n", c->id,
+            (long long)t->round + 1, (long long)t->e, s);
+    fflush(c->log);
+    fedc__client_sleep_ms((int)(s * 1000));
+}
+
+fedc_status fedc__client_task(client *c, fedc__msg *m) {
+    task t;
+    fedc_status st = read_task(c, m, &t);
+    if (st) return st;
+    if (refused(c, &t)) {
+        fedc__client_sleep_ms(200); /* the server refused this round's report; the next round may do */
+        return FEDC_OK;
+    }
+    if ((st = take_task(c, m, &t))) return st;
+    int e = (int)t.e;
+    bool go = false;
+    fedc__client_beat_start(c, m);
+    st = fedc__client_secure_share(c, m, e, &go); /* a secure round's first steps: nothing otherwise */
+    fedc__msg_free(m);
+    if (st) return st;
+    if (go) {
+        fault_slow(c, &t);
+        st = work(c, t.round, e, t.slot);
+    }
+    fedc__client_beat_stop(c);
+    if (!st && go) st = fedc__client_secure_mask(c, e, &go); /* a secure round's masked words: nothing otherwise */
+    if (!st && go) st = fedc__client_report(c, &t.id, t.round, e, &go); /* not wanted: the next check-in says */
+    if (!st && go) st = fedc__secure_client_unmask(&c->sec); /* a secure round's last step: nothing otherwise */
+    if (!st) fedc__client_forget(c, e);
+    return st;
+}
