@@ -38,8 +38,8 @@ void fedc__client_sleep_ms(int ms) {
 }
 
 /* A request and its answer, the connection held meanwhile. */
-fedc_status fedc__client_call(client *c, fedc__msg_type type, const fedc_metadata_entry *f, int nf, const fedc_tensor_entry *t,
-                        int nt, fedc__msg *reply) {
+fedc_status fedc__client_call(client *c, fedc__msg_type type, const fedc_metadata_entry *f, int nf,
+                              const fedc_tensor_entry *t, int nt, fedc__msg *reply) {
     if (c->beat) pthread_mutex_lock(&c->beat->lock);
     fedc_status st = fedc__net_call(&c->net, type, f, nf, t, nt, reply);
     if (c->beat) pthread_mutex_unlock(&c->beat->lock);

@@ -1,7 +1,9 @@
 /* server.h — the deployment server's state, shared by its files (internal):
- * server.c runs the rounds and answers requests, held.c holds the requests it
- * cannot answer yet (check-ins waiting for a task, readies waiting for their
- * turn). docs/deployment.md, "The protocol". */
+ * server.c runs the rounds, server_setup.c sets the server up from its plan
+ * (and a checkpoint), server_requests.c answers requests, held.c holds the
+ * requests it cannot answer yet (check-ins waiting for a task, readies waiting
+ * for their turn), server_secagg.c runs secure aggregation's side of a round.
+ * docs/deployment.md, "The protocol". */
 #ifndef FEDC_DEPLOY_SERVER_H
 #define FEDC_DEPLOY_SERVER_H
 
@@ -77,6 +79,9 @@ typedef struct server {
     bool unmasking;          /* the collection is over; the secure round's unmasking goes on */
 } server;
 
+/* How long a receive waits for a request: the server's timers run between. */
+enum { FEDC__SERVER_RECV_MS = 50 };
+
 /* The beat interval: seconds between a working client's heartbeats, and the
  * longest the server holds a request of a client it must hear from (a
  * selected client's): --heartbeat, or a quarter of the heartbeat timeout, so
@@ -88,7 +93,7 @@ static inline double fedc__server_beat(const server *s) {
 }
 static inline int fedc__server_beat_ms(const server *s) { return (int)(fedc__server_beat(s) * 1000); }
 
-/* Answers (server.c): a message to request `to`; "wait" (come back after ms);
+/* Answers (server_requests.c): a message to request `to`; "wait" (come back after ms);
  * a task of slot; "done". Each returns true (a request is answered). */
 bool fedc__server_reply_to(server *s, const fedc__req *to, fedc__msg_type type, const fedc_metadata_entry *f, int nf,
                            const fedc_tensor_entry *t, int nt);
@@ -97,5 +102,21 @@ bool fedc__server_task(server *s, const fedc__req *to, int slot);
 bool fedc__server_done(server *s, const fedc__req *to, int64_t client);
 /* The slot client has an open task in that may be sent now, or -1. */
 int fedc__server_open_slot(const server *s, int64_t client);
+
+/* Answers requests until `until` (fedc_seconds), or, while collecting, until
+ * every slot is settled (server_requests.c). */
+fedc_status fedc__server_serve(server *s, double until);
+
+/* server_setup.c: the server of s->o set up (its plan read, its state bound,
+ * its token, its collection); everything it holds freed; a checkpoint of the
+ * plan in out_dir read back (*first: the round to run next, 0 without one);
+ * exchange e's task values and the values its reports hold; the name a
+ * checkpoint keeps a plan tensor by (the model's parameters by their own
+ * names, as fedc train's checkpoints, the rest as server/<leaf>). */
+fedc_status fedc__server_setup(server *s);
+void fedc__server_teardown(server *s);
+fedc_status fedc__server_resume(server *s, int *first);
+fedc_status fedc__server_exchange_io(server *s, int e);
+const char *fedc__server_saved_name(const char *name);
 
 #endif
