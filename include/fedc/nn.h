@@ -84,9 +84,6 @@ FEDC_API fedc_type fedc_model_input_type(const fedc_model *m, int64_t batch);
  * models (a next token per position). The mask stays f32[batch], per example. */
 FEDC_API fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch);
 FEDC_API int fedc_model_num_classes(const fedc_model *m);
-/* The type of one batch of labels: i32[batch], or i32[batch, length] for the
- * language models. */
-FEDC_API fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch);
 
 /* Fills `params` (fedc_model_size floats) with the initialisers FedJAX's Haiku models
  * use (documented per model in docs/models.md), from the counter RNG keyed by seed. */
