@@ -87,6 +87,37 @@ static void test_header_short(void) {
                 "the end of a string");
 }
 
+/* The data must be exactly the tensors' bytes. A header length one byte short
+ * of a space-padded header still parses, and every tensor was read one byte
+ * off (here the padding's space, then 1..7); a hole, an overlap or bytes past
+ * the last tensor are as wrong. */
+static void test_data_extent(void) {
+    const char *padded = "{\"a\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[0,8]}}   ";
+    check_fails(raw_file("one_short.safetensors", strlen(padded) - 1, padded, strlen(padded), eight, 8), FEDC_EPARSE,
+                "the tensors' data is 8 bytes but 9 follow");
+    check_fails(with_header("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
+                            "\"b\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[5,8]}}",
+                            eight, 8),
+                FEDC_EPARSE, "tensor \"b\" starts at data byte 5 where the one before ends at 4");
+    check_fails(with_header("{\"b\":{\"dtype\":\"U8\",\"shape\":[5],\"data_offsets\":[3,8]},"
+                            "\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}",
+                            eight, 8),
+                FEDC_EPARSE, "tensor \"b\" starts at data byte 3 where the one before ends at 4");
+    check_fails(with_header("{\"a\":{\"dtype\":\"U8\",\"shape\":[7],\"data_offsets\":[0,7]}}", eight, 8),
+                FEDC_EPARSE, "the tensors' data is 7 bytes but 8 follow");
+    /* Out of header order, and an empty tensor between two others, is still exact. */
+    const char *path = with_header("{\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4,8]},"
+                                   "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]},"
+                                   "\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}",
+                                   eight, 8);
+    fedc_safetensors *s = NULL;
+    CHECK_OK(fedc_safetensors_read(path, &s));
+    if (!s) return;
+    CHECK_EQ_INT(fedc_safetensors_count(s), 3);
+    CHECK_EQ_INT(((const unsigned char *)fedc_safetensors_tensor(s, 0).data)[0], 5);
+    fedc_safetensors_destroy(s);
+}
+
 /* Dims whose product overflows int64 (fedc_type_count's signed overflow), a
  * negative dim, and offsets whose difference or end overflows. */
 static void test_shape_and_offset_overflow(void) {
@@ -273,6 +304,7 @@ int main(int argc, char **argv) {
         {"valid_hand_made", test_valid_hand_made},
         {"metadata_value_not_a_string", test_metadata_value_not_a_string},
         {"header_short", test_header_short},
+        {"data_extent", test_data_extent},
         {"shape_and_offset_overflow", test_shape_and_offset_overflow},
         {"duplicates_nul_and_trailing", test_duplicates_nul_and_trailing},
         {"mutated_checkpoints", test_mutated_checkpoints},

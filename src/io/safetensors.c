@@ -408,6 +408,41 @@ static fedc_status slurp(fedc_safetensors *s, const char *path) {
     return st;
 }
 
+typedef struct extent {
+    size_t start, end;
+    int tensor;
+} extent;
+
+static int by_start(const void *a, const void *b) {
+    const extent *x = a, *y = b;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+/* The format requires the data to be exactly the tensors' bytes, end to end:
+ * no hole, no overlap, nothing after. Without this a header length one byte short
+ * (a space-padded header still parses) would read every tensor one byte off. */
+static fedc_status check_data_extent(const fedc_safetensors *s) {
+    extent *e = fedc_malloc((size_t)(s->n ? s->n : 1) * sizeof *e);
+    if (!e) return fedc_error(FEDC_ENOMEM, "%s: out of memory", s->path);
+    for (int i = 0; i < s->n; i++) {
+        size_t start = (size_t)((const unsigned char *)s->tensors[i].data - (s->bytes + s->data_start));
+        e[i] = (extent){start, start + fedc_type_bytes(&s->tensors[i].type), i};
+    }
+    qsort(e, (size_t)s->n, sizeof *e, by_start);
+    fedc_status st = FEDC_OK;
+    size_t at = 0;
+    for (int i = 0; !st && i < s->n; at = e[i++].end)
+        if (e[i].start != at)
+            st = fedc_error(FEDC_EPARSE, "%s: tensor \"%s\" starts at data byte %zu where the one before ends at %zu: "
+                            "the data has a hole or an overlap", s->path, s->names[e[i].tensor], e[i].start, at);
+    if (!st && at != s->size - s->data_start)
+        st = fedc_error(FEDC_EPARSE, "%s: the tensors' data is %zu bytes but %zu follow the %zu-byte header", s->path,
+                        at, s->size - s->data_start, s->data_start - 8);
+    fedc_free(e);
+    return st;
+}
+
 /* s->bytes and s->size hold the file: its header checked and parsed. */
 static fedc_status parse_all(fedc_safetensors *s) {
     uint64_t len = 0;
@@ -416,7 +451,8 @@ static fedc_status parse_all(fedc_safetensors *s) {
         return fedc_error(FEDC_EPARSE, "%s: not a safetensors file (a header of %llu bytes in %zu)", s->path,
                           (unsigned long long)len, s->size);
     s->data_start = 8 + (size_t)len;
-    return parse_header(s, (size_t)len);
+    fedc_status st = parse_header(s, (size_t)len);
+    return st ? st : check_data_extent(s);
 }
 
 static fedc_safetensors *make(const char *path) {
