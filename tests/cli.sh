@@ -223,6 +223,18 @@ expect 0 "done: 2 rounds" -- "$fedc" train --data synthetic:zipf:3:8:12 --test-d
   --model stackoverflow_lstm --vocab-size 50 $text --out "$out/so"
 grep -q '"round": 2, "train_loss": [0-9.]*, "test_loss": [0-9.]*, "test_accuracy": 0\.[0-9]*[1-9]' \
   "$out/so/metrics.jsonl" && ok || bad "synthetic stackoverflow: no test accuracy for round 2"
+# --eval-every 0: still a row every round (the training curve), the test figures
+# null but at the last round, which is always evaluated
+expect 0 "done: 3 rounds" -- "$fedc" train --data synthetic:zipf:3:8:12 --test-data synthetic:zipf:2:4 \
+  --model stackoverflow_lstm --vocab-size 50 --rounds 3 --clients-per-round 2 --batch-size 2 --steps 2 \
+  --eval-every 0 --threads 2 --quiet --out "$out/so-curve"
+rows=$out/so-curve/metrics.jsonl
+[ "$(grep -o '"round": [0-9]*' "$rows" | tr -d '"round: ' | tr '\n' ' ')" = '1 2 3 ' ] \
+  && [ "$(grep -c '"train_loss": [0-9.]*, "test_loss": null, .*"evaluated": false, ' "$rows")" = 2 ] \
+  && grep -q '^{"round": 3, "train_loss": [0-9.]*, "test_loss": [0-9.]*, .*"evaluated": true, ' "$rows" \
+  && [ "$(grep -c '^[12],[0-9.]*,,,,,,0,' "$out/so-curve/metrics.csv")" = 2 ] \
+  && grep -q '^3,[0-9.]*,[0-9.]*,[0-9.]*,' "$out/so-curve/metrics.csv" && ok \
+  || bad "--eval-every 0: not a row per round with the test figures at the last: $(cat "$rows")"
 expect 1 "bad synthetic data" -- "$fedc" train --data synthetic:zipf:3 --quiet
 expect 0 "done: 2 rounds" -- "$fedc" train --data 'synthetic:zipf:4:2+lognormal(1,0.5):6' --model stackoverflow_lstm \
   --vocab-size 50 $text --out "$out/so-lognormal"
@@ -434,7 +446,10 @@ expect 2 "$out/bool.ini:3: quiet needs yes/no, true/false, on/off or 1/0, not 'm
 expect 0 "done: 4 rounds" -- "$fedc" train $heart --rounds 4 --checkpoint-every 2 --quiet --out "$out/res"
 printf 'rounds = 6\nresume = yes\ncheckpoint-every = 2\n' >"$out/resume.ini"
 expect 0 "done: 2 rounds" -- "$fedc" train $heart --config "$out/resume.ini" --quiet --out "$out/res"
-[ "$(grep -o '"round": [0-9]*' "$out/res/metrics.jsonl" | tr '\n' ' ')" = '"round": 4 "round": 6 ' ] && ok \
+# (a row per round; round 4, the first run's last, was evaluated, as a fresh run's is not)
+[ "$(grep -o '"round": [0-9]*' "$out/res/metrics.jsonl" | tr -d '"round: ' | tr '\n' ' ')" = '1 2 3 4 5 6 ' ] \
+  && [ "$(grep -o '"evaluated": [a-z]*' "$out/res/metrics.jsonl" | sed 's/.* //' | tr '\n' ' ')" = \
+       'false false false true false true ' ] && ok \
   || bad "resume = yes did not continue the metrics of rounds 1-4"
 printf 'rounds = 6\nresume = no\n' >"$out/resume.ini"
 expect 0 "done: 6 rounds" -- "$fedc" train $heart --config "$out/resume.ini" --quiet --out "$out/res2"

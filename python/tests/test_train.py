@@ -40,11 +40,15 @@ def test_train_reports_every_round(femnist, tmp_path):
     assert reports[-1]["train_loss"] == r["train_loss"]
     assert reports[-1]["test_accuracy"] == r["test_accuracy"]
     assert reports[-1]["train_loss"] < reports[0]["train_loss"]  # it learns
-    rows = r["metrics"]
-    assert [row["round"] for row in rows] == [2, 4]
-    for row, rep in zip(rows, (reports[1], reports[3])):
+    rows = r["metrics"]  # a row per round, the test figures where evaluated
+    assert [row["round"] for row in rows] == [1, 2, 3, 4]
+    assert [row["evaluated"] for row in rows] == [False, True, False, True]
+    for row, rep in zip(rows, reports):
         assert row["train_loss"] == pytest.approx(rep["train_loss"], rel=1e-5)
-        assert row["test_accuracy"] == pytest.approx(rep["test_accuracy"], rel=1e-5)
+        if row["evaluated"]:
+            assert row["test_accuracy"] == pytest.approx(rep["test_accuracy"], rel=1e-5)
+        else:
+            assert row["test_loss"] is None and row["test_accuracy"] is None
     assert os.path.exists(tmp_path / "metrics.csv")
 
 

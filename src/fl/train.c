@@ -579,6 +579,10 @@ static fedc_status loop(trainer *t, fedc_train_result *res) {
         bool evaluated = last || (c->eval_every > 0 && (r + 1) % c->eval_every == 0);
         if (evaluated)
             st = evaluate_and_log(t, r, train_loss, eps, fedc_seconds() - start, res);
+        else /* a row every round: the training curve, its test figures null */
+            st = fedc_mpi_agree(is_root() ? fedc__train_log_metrics(t, r + 1, train_loss, NULL, eps,
+                                                                    fedc_seconds() - start)
+                                          : FEDC_OK);
         if (!st && is_root()) fault_kill(r + 1);
         if (!st && c->checkpoint_every > 0 && ((r + 1) % c->checkpoint_every == 0 || last))
             st = fedc_mpi_agree(is_root() ? fedc__train_save_checkpoint(t, r + 1, fedc_seconds() - start, examples_total)

@@ -82,10 +82,10 @@ typedef struct trainer {
     double seconds_before, examples_before;
     int64_t dropped;
     FILE *jsonl, *csv;
-    bool have_last;         /* last: the metrics' last row (a resumed run reads it back) */
-    double last_train_loss;
+    bool have_last;         /* last: the last evaluation's row (a resumed run reads it back) */
+    double last_train_loss; /* the metrics' last row's */
     eval_result last;
-    double *curve;          /* per evaluated round: round, train_loss, test_loss, test_accuracy */
+    double *curve;          /* per round: round, train_loss, test_loss, test_accuracy (NaN if not evaluated) */
     double *client_accuracy; /* per evaluated client, for the quantiles */
     int ncurve, cap_curve;
     train_privacy privacy;
@@ -135,9 +135,10 @@ void fedc__train_client_key(const trainer *t, uint32_t round, int64_t id, int32_
 fedc_status fedc__train_fill_packed(fedc_dataset *ds, const int64_t *clients, int n, cohort_buffers *cb, int j);
 /* Metrics, curves and checkpoints (src/fl/train_io.c). */
 fedc_status fedc__train_open_metrics(trainer *t);
+/* A round's row of the metrics, and of the curve; e NULL: the round was not evaluated. */
 fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, const eval_result *e,
                                     double examples_per_s, double seconds);
-/* Appends one row to the curve (for curves.svg). */
+/* Appends one row to the curve (for curves.svg); e NULL as above. */
 fedc_status fedc__train_add_curve(trainer *t, int round, double train_loss, const eval_result *e);
 fedc_status fedc__train_write_curves(const trainer *t);
 const char *fedc__train_csv_header(void);

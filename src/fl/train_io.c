@@ -1,7 +1,8 @@
 /* What a training job writes: metrics (one JSON object and one CSV row per
- * evaluated round), the learning curves as an SVG plot, and checkpoints (the model
- * and the server optimizer's state in one safetensors file, with the round and
- * the run's settings as metadata). */
+ * round, the test figures null where the round was not evaluated), the learning
+ * curves as an SVG plot, and checkpoints (the model and the server optimizer's
+ * state in one safetensors file, with the round and the run's settings as
+ * metadata). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -48,6 +49,9 @@ static const char *num(char *buf, double v, const char *nonfinite) {
     return buf;
 }
 
+/* The test figures of a round that was not evaluated: null in the rows, gaps in the curves. */
+static const eval_result not_evaluated = {NAN, NAN, {NAN, NAN, NAN}, 0};
+
 fedc_status fedc__train_add_curve(trainer *t, int round, double train_loss, const eval_result *e) {
     if (t->ncurve == t->cap_curve) {
         int cap = t->cap_curve ? 2 * t->cap_curve : 64;
@@ -56,16 +60,19 @@ fedc_status fedc__train_add_curve(trainer *t, int round, double train_loss, cons
         t->curve = c;
         t->cap_curve = cap;
     }
+    const eval_result *test = e ? e : &not_evaluated;
     double *row = t->curve + 4 * t->ncurve++;
-    row[0] = round, row[1] = train_loss, row[2] = e->loss, row[3] = e->accuracy;
-    t->have_last = true, t->last_train_loss = train_loss, t->last = *e;
+    row[0] = round, row[1] = train_loss, row[2] = test->loss, row[3] = test->accuracy;
+    t->last_train_loss = train_loss;
+    if (e) t->have_last = true, t->last = *e; /* the last evaluation's */
     return FEDC_OK;
 }
 
 fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, const eval_result *e,
                                     double examples_per_s, double seconds) {
-    const double v[8] = {train_loss, e->loss, e->accuracy, e->quantiles[0], e->quantiles[1], e->quantiles[2],
-                         examples_per_s, seconds};
+    const eval_result *test = e ? e : &not_evaluated;
+    const double v[8] = {train_loss,         test->loss,         test->accuracy, test->quantiles[0],
+                         test->quantiles[1], test->quantiles[2], examples_per_s, seconds};
     char b[8][32];
     const char *j[8], *c[8];
     for (int i = 0; i < 8; i++) j[i] = num(b[i], v[i], "null"), c[i] = isfinite(v[i]) ? b[i] : "";
@@ -75,8 +82,9 @@ fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, co
     fprintf(t->jsonl,
             "{\"round\": %d, \"train_loss\": %s, \"test_loss\": %s, \"test_accuracy\": %s, "
             "\"client_accuracy_p10\": %s, \"client_accuracy_p50\": %s, \"client_accuracy_p90\": %s, "
-            "\"dropped\": %lld, \"examples_per_s\": %s, \"seconds\": %s%s}\n",
-            round, j[0], j[1], j[2], j[3], j[4], j[5], (long long)t->dropped, j[6], j[7], privacy);
+            "\"evaluated\": %s, \"dropped\": %lld, \"examples_per_s\": %s, \"seconds\": %s%s}\n",
+            round, j[0], j[1], j[2], j[3], j[4], j[5], e ? "true" : "false", (long long)t->dropped, j[6], j[7],
+            privacy);
     fprintf(t->csv, "%d,%s,%s,%s,%s,%s,%s,%lld,%s,%s\n", round, c[0], c[1], c[2], c[3], c[4], c[5],
             (long long)t->dropped, c[6], c[7]);
     bool bad = fflush(t->jsonl) != 0 || fflush(t->csv) != 0 || ferror(t->jsonl) || ferror(t->csv);

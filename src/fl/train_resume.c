@@ -324,12 +324,13 @@ static fedc_status keep_rows(trainer *t, const char *buf, size_t at, size_t n, b
         long r = round_of(buf + at, json);
         if (r < 1 || r > t->first_round) break;
         if (json) {
-            const char *l = buf + at;
+            const char *l = buf + at, *no = strstr(l, "\"evaluated\": false");
             eval_result e = {field(l, "test_loss"), field(l, "test_accuracy"),
                              {field(l, "client_accuracy_p10"), field(l, "client_accuracy_p50"),
                               field(l, "client_accuracy_p90")},
                              0 /* not in the rows: the curve needs none */};
-            fedc_status st = fedc__train_add_curve(t, (int)r, field(l, "train_loss"), &e);
+            bool evaluated = !(no && no < nl); /* an older fedc's rows, without the field, all were */
+            fedc_status st = fedc__train_add_curve(t, (int)r, field(l, "train_loss"), evaluated ? &e : NULL);
             if (st) return st;
         }
         at = (size_t)(nl - buf) + 1;
