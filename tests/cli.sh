@@ -451,6 +451,13 @@ expect 0 "done: 2 rounds" -- "$fedc" train $heart --config "$out/resume.ini" --q
   && [ "$(grep -o '"evaluated": [a-z]*' "$out/res/metrics.jsonl" | sed 's/.* //' | tr '\n' ' ')" = \
        'false false false true false true ' ] && ok \
   || bad "resume = yes did not continue the metrics of rounds 1-4"
+# A resume that changes the model is refused, with the same status and message,
+# whether the run is complete (--rounds 6, the rounds it has done) or not (8).
+for rounds in 6 8; do
+  expect 1 "$out/res/checkpoint.safetensors: this run differs from the checkpoint's in what changes the result: \
+--client-lr 0.5 (the checkpoint's: 0.1); resume with" -- "$fedc" train $heart --rounds $rounds --client-lr 0.5 \
+    --checkpoint-every 2 --quiet --out "$out/res" --resume
+done
 printf 'rounds = 6\nresume = no\n' >"$out/resume.ini"
 expect 0 "done: 6 rounds" -- "$fedc" train $heart --config "$out/resume.ini" --quiet --out "$out/res2"
 
