@@ -82,6 +82,7 @@
 #include "fedc/export.h"
 #include "fedc/privacy.h"
 #include "fedc/secure_sum.h"
+#include "fedc/form.h"
 #include "fedc/deploy.h"
 
 #define FEDC_VERSION "0.1.0"

@@ -17,7 +17,7 @@
 #include "deploy/net.h"
 #include "deploy/secure.h"
 #include "deploy/warm.h"
-#include "fl/plan_data.h"
+#include "deploy/plan_data.h"
 
 /* A value the client holds by name during a round: a broadcast value or what
  * one of its phases computed (read by a later exchange or sent up). */

@@ -14,7 +14,7 @@
 
 #include "deploy/collect.h"
 #include "deploy/deploy.h"
-#include "fl/plan_data.h" /* fedc__warm_start_cohort: fedc train's warm cohort */
+#include "fl/train.h" /* fedc__warm_start_cohort: fedc train's warm cohort */
 
 enum { FEDC__WARM_ROUND = -1 }; /* a warm task's round, on the wire */
 

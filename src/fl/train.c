@@ -24,7 +24,6 @@
 
 #include "core/fault.h"
 #include "fedc/secure_sum.h"
-#include "fl/plan_data.h"
 #include "fl/train.h"
 
 size_t fedc_train_config_size(void) { return sizeof(fedc_train_config); }

@@ -201,4 +201,9 @@ fedc_status fedc__train_state_resume(trainer *t, int next_round);
  * tensor's name in *what, the element in *at); false if all are finite. */
 bool fedc__train_nonfinite(const trainer *t, char *what, size_t size, int64_t *at);
 
+/* The clients of an algorithm's warm start (src/fl/train.c: fedc train's, and a
+ * deployed server's, src/deploy/warm.c): k of n, drawn from a stream of `seed`'s
+ * own, in out[0..k). */
+fedc_status fedc__warm_start_cohort(int64_t n, int64_t k, uint64_t seed, int64_t *out);
+
 #endif

@@ -5,7 +5,7 @@
  * map's body is inlined, so the program is one client's computation. */
 #include <string.h>
 
-#include "deploy/deploy.h"
+#include "ir/form.h"
 
 typedef struct extraction {
     const fedc__cut *c;

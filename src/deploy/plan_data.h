@@ -1,10 +1,10 @@
 /* plan_data.h — a deployed client's batches, loaded as fedc train loads them
- * (src/fl/train_plan.c; internal). One fedc__plan_data holds a dataset opened
+ * (src/deploy/plan_data.c; internal). One fedc__plan_data holds a dataset opened
  * with a plan's settings (task, partition, holdout, ...); each client of it (a
  * fleet has many, on their own threads) has its own buffers and loads its
  * batches for a round under the data's lock. */
-#ifndef FEDC_FL_PLAN_DATA_H
-#define FEDC_FL_PLAN_DATA_H
+#ifndef FEDC_DEPLOY_PLAN_DATA_H
+#define FEDC_DEPLOY_PLAN_DATA_H
 
 #include "fedc/deploy.h"
 
@@ -32,9 +32,5 @@ void fedc__plan_client_seen(fedc__plan_client *c);
  * start's, as fedc train loads them) and binds those of x, y,
  * mask, steps, key, meta/num_examples, meta/seen and meta/domain that q reads to ex. */
 fedc_status fedc__plan_client_load(fedc__plan_client *c, uint32_t round, fedc_executor *ex, const fedc_program *q);
-
-/* The clients of an algorithm's warm start (src/fl/train.c: fedc train's, and a
- * deployed server's): k of n, drawn from a stream of `seed`'s own, in out[0..k). */
-fedc_status fedc__warm_start_cohort(int64_t n, int64_t k, uint64_t seed, int64_t *out);
 
 #endif

@@ -1,5 +1,5 @@
 /* The deployment form (fedc/deploy.h): which phase of which exchange computes
- * each value of a round program, then one program per phase (phase.c).
+ * each value of a round program, then one program per phase (form_phase.c).
  *
  * The cut follows the data. A value's stage counts the aggregations on its
  * longest path from the inputs: a server value of stage k is known once exchange
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deploy/deploy.h"
+#include "ir/form.h"
 
 static const char *const phase_names[FEDC_PHASE_COUNT] = {"server_prepare", "server_to_client_broadcast",
                                                           "client_work", "client_to_server_aggregation",
