@@ -3,6 +3,7 @@
 #ifndef FEDC_CORE_INTERNAL_H
 #define FEDC_CORE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,5 +23,12 @@ uint64_t fedc__alloc_fail_after(uint64_t n);
 
 /* A list of n program values (fedc_value is int32_t, fedc/program.h). */
 static inline int32_t *fedc__values(int n) { return (int32_t *)fedc__list(n, sizeof(int32_t)); }
+
+/* What every thread of a pool does first, and the thread that creates a pool
+ * (src/core/pool.c): `start` returns false when the thread cannot run the pool's
+ * work, and the pool then fails with error()'s status and message. Set once,
+ * before main, by the kernels (src/kernels/fast_blas.c reserves OpenBLAS's
+ * per-thread buffer); unset, a thread starts with nothing. */
+void fedc__pool_on_thread_start(bool (*start)(void), fedc_status (*error)(void));
 
 #endif

@@ -9,9 +9,8 @@
  * per run costs as much as the run. After that an idle pool costs no CPU. One
  * fedc_pool_run at a time per pool: a task must not call fedc_pool_run on its
  * own pool, and two threads must not run the same pool concurrently. */
-#include "fedc/core.h"
+#include "core/internal.h"
 
-#include <cblas.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,7 +33,7 @@ typedef struct pool_worker {
     pthread_t thread;
     fedc_pool *pool;
     int id; /* 1..nthreads-1; the caller of fedc_pool_run is worker 0 */
-    bool reserved; /* its BLAS buffer (reserve_blas) */
+    bool started; /* its start (start_thread) went well */
 } pool_worker;
 
 struct fedc_pool {
@@ -87,48 +86,25 @@ static bool spin_until(bool (*ready)(fedc_pool *, uint64_t), fedc_pool *p, uint6
     }
 }
 
-/* OpenBLAS gives every thread that calls it a buffer of about 128 MB of address
- * space, taken at the thread's first call and kept; when that allocation fails it
- * retries forever, so a thread of a run under a memory limit (ulimit -v) would hang
- * there, silently. Every thread of a pool, and the thread that creates it, takes
- * its buffer first, when it starts: one at a time, each after checking that
- * enough address space is free (BLAS_PROBE: the buffer, 128 MB in Debian's x86-64 builds, and a margin),
- * with a product large enough to go through the buffer. Once a thread holds its
- * buffer, OpenBLAS allocates nothing more for it. */
-enum { BLAS_PROBE = 136 << 20, BLAS_N = 128 };
-static pthread_mutex_t reserve_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Thread_local bool blas_reserved;
+/* What every thread of a pool, and the thread that creates it, does first
+ * (fedc__pool_on_thread_start): the kernels reserve their BLAS's per-thread
+ * buffer there (src/kernels/fast_blas.c), which the core does not know of. */
+static bool (*thread_start)(void);
+static fedc_status (*thread_start_error)(void);
 
-static bool reserve_blas(void) {
-    if (blas_reserved) return true;
-    pthread_mutex_lock(&reserve_mu);
-    void *probe = malloc(BLAS_PROBE); /* not fedc_malloc: no failure injection here */
-    /* the pointer escapes, or the compiler may drop a malloc whose memory is never used (clang does) */
-    __asm__ volatile("" : : "g"(probe) : "memory");
-    float *m = probe ? malloc(3 * BLAS_N * BLAS_N * sizeof *m) : NULL;
-    free(probe);
-    if (m) {
-        memset(m, 0, 3 * BLAS_N * BLAS_N * sizeof *m);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BLAS_N, BLAS_N, BLAS_N, 1.0f, m, BLAS_N,
-                    m + BLAS_N * BLAS_N, BLAS_N, 0.0f, m + 2 * BLAS_N * BLAS_N, BLAS_N);
-        blas_reserved = true;
-    }
-    free(m);
-    pthread_mutex_unlock(&reserve_mu);
-    return blas_reserved;
+void fedc__pool_on_thread_start(bool (*start)(void), fedc_status (*error)(void)) {
+    thread_start = start;
+    thread_start_error = error;
 }
 
-static fedc_status reserve_error(void) {
-    return fedc_error(FEDC_ENOMEM, "out of memory: a thread cannot reserve the %d MB of address space that OpenBLAS's "
-                      "buffer needs (fewer --threads, or a higher memory limit: ulimit -v)", BLAS_PROBE >> 20);
-}
+static bool start_thread(void) { return !thread_start || thread_start(); }
 
 static void nothing(void *ctx, int64_t i, int worker) { (void)ctx, (void)i, (void)worker; }
 
 static void *worker_main(void *arg) {
     pool_worker *w = arg;
     fedc_pool *p = w->pool;
-    w->reserved = reserve_blas();
+    w->started = start_thread();
     /* Generation 0 means "no job yet". Not p->generation: this thread may
      * first run after create has returned and a job has been published. */
     uint64_t seen = 0;
@@ -234,11 +210,11 @@ fedc_status fedc_pool_create(fedc_pool **out, int nthreads) {
     atomic_init(&p->generation, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->shutdown, 0);
-    st = reserve_blas() ? start_workers(p) : reserve_error();
-    /* a first job, which every worker runs after its reservation */
+    st = start_thread() ? start_workers(p) : thread_start_error();
+    /* a first job, which every worker runs after its start */
     if (!st) fedc_pool_run(p, nthreads, nothing, NULL);
     for (int i = 0; !st && i < nthreads - 1; i++)
-        if (!p->workers[i].reserved) st = reserve_error();
+        if (!p->workers[i].started) st = thread_start_error();
     if (st) {
         pool_teardown(p);
         return st;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/internal.h"
 #include "kernels/fast.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -68,6 +69,46 @@ __attribute__((constructor)) static void choose_core(void) {
     gotoblas_dynamic_init();
     unsetenv("OPENBLAS_CORETYPE");
 }
+
+/* OpenBLAS gives every thread that calls it a buffer of about 128 MB of address
+ * space, taken at the thread's first call and kept; when that allocation fails it
+ * retries forever, so a thread of a run under a memory limit (ulimit -v) would hang
+ * there, silently. Every thread of a pool, and the thread that creates it, takes
+ * its buffer first, when it starts (fedc__pool_on_thread_start): one at a time,
+ * each after checking that enough address space is free (BLAS_PROBE: the buffer,
+ * 128 MB in Debian's x86-64 builds, and a margin), with a product large enough
+ * to go through the buffer. Once a thread holds its buffer, OpenBLAS allocates
+ * nothing more for it. */
+enum { BLAS_PROBE = 136 << 20, BLAS_N = 128 };
+static pthread_mutex_t reserve_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local bool blas_reserved;
+
+static bool reserve_blas(void) {
+    if (blas_reserved) return true;
+    pthread_mutex_lock(&reserve_mu);
+    void *probe = malloc(BLAS_PROBE); /* not fedc_malloc: no failure injection here */
+    /* the pointer escapes, or the compiler may drop a malloc whose memory is never used (clang does) */
+    __asm__ volatile("" : : "g"(probe) : "memory");
+    float *m = probe ? malloc(3 * BLAS_N * BLAS_N * sizeof *m) : NULL;
+    free(probe);
+    if (m) {
+        memset(m, 0, 3 * BLAS_N * BLAS_N * sizeof *m);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BLAS_N, BLAS_N, BLAS_N, 1.0f, m, BLAS_N,
+                    m + BLAS_N * BLAS_N, BLAS_N, 0.0f, m + 2 * BLAS_N * BLAS_N, BLAS_N);
+        blas_reserved = true;
+    }
+    free(m);
+    pthread_mutex_unlock(&reserve_mu);
+    return blas_reserved;
+}
+
+static fedc_status reserve_error(void) {
+    return fedc_error(FEDC_ENOMEM, "out of memory: a thread cannot reserve the %d MB of address space that OpenBLAS's "
+                      "buffer needs (fewer --threads, or a higher memory limit: ulimit -v)", BLAS_PROBE >> 20);
+}
+
+/* Before main, as choose_core: every pool made after it reserves the buffers. */
+__attribute__((constructor)) static void reserve_in_pools(void) { fedc__pool_on_thread_start(reserve_blas, reserve_error); }
 
 static void init_blas(void) { openblas_set_num_threads(1); }
 
