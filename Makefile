@@ -7,7 +7,7 @@
 #                 then fuzz every file reader for ~10 s each (test-fuzz)
 #   make fuzz     fuzz every file reader longer: FUZZ_SECONDS each (docs/fuzzing.md)
 #   make bench    build in Release and run the benchmarks in bench/
-#   make install  install headers, libraries, fedc.pc and the fedc binary (PREFIX=/usr/local)
+#   make install  install headers, libraries, their .pc files and the fedc binary (PREFIX=/usr/local)
 
 PREFIX ?= /usr/local
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)

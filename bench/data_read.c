@@ -31,6 +31,7 @@
 #include <zlib.h>
 
 #include "common/bench.h"
+#include "fedc/formats.h"
 #include "fedc/tasks.h"
 
 #define DIM 60
@@ -297,6 +298,7 @@ static void report(const source *s, int repeats) {
 }
 
 int main(int argc, char **argv) {
+    fedc_formats_register();
     int repeats = argc > 1 ? atoi(argv[1]) : 3;
     nclients = argc > 2 ? atoll(argv[2]) : 1000;
     if (repeats < 1 || repeats > 16 || nclients < 1) {

@@ -179,6 +179,9 @@ static void keep_freed_buffers(void) {
 int main(int argc, char **argv) {
     with_process_settings(argv);
     keep_freed_buffers();
+#ifdef FEDC_HAVE_FORMATS
+    fedc_formats_register(); /* the TFF and FedJAX readers (libfedc_formats) */
+#endif
     if (argc < 2) {
         fputs(usage, stderr);
         return CLI_USAGE;

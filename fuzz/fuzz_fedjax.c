@@ -1,4 +1,5 @@
 /* The FedJAX SQLite reader: the input is the database file. */
+#include "formats/formats.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

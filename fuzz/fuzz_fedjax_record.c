@@ -2,7 +2,7 @@
  * SQLite around them: a 16-bit little-endian num_examples, then the blob. */
 #include "fuzz.h"
 
-#include "data/fedjax_records.h"
+#include "formats/fedjax_records.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;

@@ -6,6 +6,7 @@
  * huge ones (chunked and never written: only the fill value is there), names with
  * '/' (nested groups) and the values themselves. The metadata stays well formed,
  * so what is fuzzed is fedc's reader, not libhdf5's parser (fuzz_tff_raw). */
+#include "formats/formats.h"
 #include "fuzz.h"
 
 #include <hdf5.h>

@@ -3,6 +3,7 @@
  * or crashes on some of it by itself, so this harness finds libhdf5's bugs as
  * well as fedc's and is not in the default set of fuzz/run (docs/fuzzing.md):
  * run it by name. fuzz_tff covers fedc's reader on well-formed files. */
+#include "formats/formats.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

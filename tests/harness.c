@@ -5,6 +5,8 @@
 #include <ftw.h>
 #include <unistd.h>
 
+#include "fedc/formats.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,9 @@ void fedc_test_skip(const char *fmt, ...) {
 }
 
 int fedc_test_main(int argc, char **argv, const fedc_test *tests, int count) {
+#ifdef FEDC_HAVE_FORMATS
+    fedc_formats_register(); /* the TFF and FedJAX readers, as the CLI has them */
+#endif
     const char *filter = argc > 1 ? argv[1] : NULL;
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < count; i++) {

@@ -2,7 +2,10 @@
 # The modules of src/ depend one way (DESIGN.md §1, §8): a file may include its
 # own module's headers and those of the modules of lower layers, never a module
 # of its own layer or above. The layers are written once, here; an include that
-# goes up (or sideways) fails with the file, the line and the two modules.
+# goes up (or sideways) fails with the file, the line and the two modules. And
+# each outside library's headers are included only by the modules that may know
+# it (only kernels/ knows BLAS, only deploy/ NNG and libsodium, ...), so that the
+# core library links none of the optional parts' libraries.
 #   sh tests/module_deps.sh [SOURCE_DIR]
 set -eu
 src=${1:-.}/src
@@ -11,7 +14,7 @@ src=${1:-.}/src
 # Lowest first; the modules of one line are independent of each other.
 layers='core
 kernels io data privacy ir
-ad exec export
+ad exec export formats
 nn
 fl
 deploy'
@@ -20,6 +23,10 @@ owners='api:core core:core types:core
 program:ir tree:ir form:ir
 npy:io safetensors:io data:data tasks:data formats:data privacy:privacy
 ad:ad exec:exec export:export nn:nn aggregate:fl fl:fl secure_sum:fl deploy:deploy'
+
+# An outside library's header: the modules that may include it.
+libraries='cblas.h:kernels mpi.h:exec zlib.h:data,fl,formats
+hdf5.h:formats sqlite3.h:formats msgpack.h:formats nng:deploy sodium.h:deploy'
 
 layer_of() { echo "$layers" | awk -v m="$1" '{ for (i = 1; i <= NF; i++) if ($i == m) print NR }'; }
 
@@ -59,11 +66,18 @@ for dir in "$src"/*/; do
         status=1
       fi
     done <"$tmp"
+    for lib in $libraries; do
+      header=${lib%%:*}
+      case ",${lib#*:}," in *",$mod,"*) continue ;; esac
+      grep -n "^[[:space:]]*#[[:space:]]*include[[:space:]]*<$header" "$f" | while IFS=: read -r line rest; do
+        echo "src/$mod/$(basename "$f"):$line: $mod includes <$header>, which only ${lib#*:} may know"
+      done | grep . && status=1
+    done
   done
 done
 if [ "$checked" -lt 100 ]; then
   echo "module_deps: only $checked includes read: the check read nothing useful"
   status=1
 fi
-[ $status = 0 ] && echo "module_deps: $checked includes, each of the module itself or one below it"
+[ $status = 0 ] && echo "module_deps: $checked includes, each of the module itself or one below it; outside libraries only where allowed"
 exit $status

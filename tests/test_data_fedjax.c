@@ -19,7 +19,8 @@
 #include <zlib.h>
 
 #include "data/dataset.h"
-#include "data/fedjax_records.h"
+#include "formats/formats.h"
+#include "formats/fedjax_records.h"
 
 static const char *tmpdir; /* fedc_test_tmpdir */
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "data/dataset.h"
+#include "formats/formats.h"
 #include "core/internal.h"
 #include "harness.h"
 

@@ -16,4 +16,10 @@
 #define FEDC_API
 #endif
 
+/* FEDC_INTERNAL_API marks the few internals that fedc's own optional libraries
+ * (libfedc_formats, libfedc_deploy) call in libfedc.so: exported, so that they link, but
+ * declared only in src/ headers, never in include/fedc, so no user program sees
+ * them. tests/exports.sh counts them with the API. */
+#define FEDC_INTERNAL_API FEDC_API
+
 #endif

@@ -73,6 +73,7 @@
 #include "fedc/ad.h"
 #include "fedc/exec.h"
 #include "fedc/data.h"
+#include "fedc/formats.h"
 #include "fedc/tasks.h"
 #include "fedc/tree.h"
 #include "fedc/nn.h"

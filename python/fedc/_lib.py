@@ -3,7 +3,8 @@
 The library is looked for, in order, at $FEDC_LIBRARY, next to this package in a
 source tree (../../build/libfedc.so, so PYTHONPATH=python works from a build), in
 the lib directory that `make install` put the package under, in the lib
-directories of sys.prefix, /usr/local and /usr, and by the system loader. ctypes.CDLL releases the GIL around every call, so C runs
+directories of sys.prefix, /usr/local and /usr, and by the system loader; libfedc_formats.so
+(the TFF and FedJAX readers) is loaded from beside it when it is there. ctypes.CDLL releases the GIL around every call, so C runs
 while other Python threads go on.
 """
 
@@ -209,6 +210,28 @@ def _load():
 
 
 lib, path = _load()
+
+
+def _load_formats():
+    """libfedc_formats.so beside libfedc.so, when the build has it (FEDC_FORMATS):
+    its TFF and FedJAX readers, registered into libfedc's table; None without it
+    (opening such data then says which library is missing)."""
+    here = os.path.dirname(path) if os.sep in path else ""
+    for name in ([os.path.join(here, "libfedc_formats.so")] if here else []) + ["libfedc_formats.so.0"]:
+        if os.sep in name and not os.path.exists(name):
+            continue
+        try:
+            formats = ctypes.CDLL(name)
+        except OSError:
+            continue
+        formats.fedc_formats_register.restype = None
+        formats.fedc_formats_register.argtypes = []
+        formats.fedc_formats_register()
+        return formats
+    return None
+
+
+formats = _load_formats()
 
 P = c_void_p       # fedc_program *, fedc_executor *: opaque handles
 V = VALUE

@@ -29,18 +29,22 @@ struct fedc_dataset {
 };
 
 /* A new empty dataset for a reader (takes `impl`; on failure calls ops->destroy). */
-fedc_status fedc__dataset_create(fedc_dataset **out, const fedc__dataset_ops *ops, fedc_data_format format,
+FEDC_INTERNAL_API fedc_status fedc__dataset_create(fedc_dataset **out, const fedc__dataset_ops *ops, fedc_data_format format,
                                  const char *path, void *impl);
 /* Appends a client to the index. */
-fedc_status fedc__dataset_add_client(fedc_dataset *ds, const char *id, int64_t examples);
+FEDC_INTERNAL_API fedc_status fedc__dataset_add_client(fedc_dataset *ds, const char *id, int64_t examples);
 
-/* Readers (src/data/read_*.c); each opens `path` as its format. */
+/* Readers (src/data/read_*.c); each opens `path` as its format. Those of formats
+ * that need libraries of their own are libfedc_formats's (src/formats/formats.h). */
 fedc_status fedc__open_leaf(fedc_dataset **out, const char *path);
-fedc_status fedc__open_tff(fedc_dataset **out, const char *path);
-fedc_status fedc__open_fedjax(fedc_dataset **out, const char *path);
 fedc_status fedc__open_idx(fedc_dataset **out, const char *path);
 fedc_status fedc__open_csv(fedc_dataset **out, const char *path);
 fedc_status fedc__open_text(fedc_dataset **out, const char *path);
+
+/* Gives the table's row of `format` (src/data/open.c) its reader: how
+ * libfedc_formats adds the formats whose rows have none in libfedc. */
+FEDC_INTERNAL_API void fedc__data_set_reader(fedc_data_format format,
+                                             fedc_status (*open)(fedc_dataset **out, const char *path));
 
 /* Files (src/data/files.c). fedc__path_join: "dir/name" (fedc_malloc'd, NULL on out
  * of memory). fedc__read_file: the whole file, NUL-terminated. fedc__dir_files: the
@@ -60,6 +64,6 @@ void fedc__permutation(int64_t *perm, int64_t n, fedc_rng_stream s, uint64_t tag
 fedc_status fedc__client_rows(const fedc_client_data *c, int64_t begin, int64_t end, fedc_client_data **out);
 
 /* strdup through fedc_malloc (NULL on out of memory). */
-char *fedc__strdup(const char *s);
+FEDC_INTERNAL_API char *fedc__strdup(const char *s);
 
 #endif

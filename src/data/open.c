@@ -1,7 +1,10 @@
 /* Opening a dataset: the table of readers, which drives format names, detection
  * from a path, the dispatch to the readers, and the list the CLI's help shows.
  * A new format is one row here, its reader (src/data/read_<name>.c, declared in
- * data/dataset.h) and its value in fedc_data_format (fedc/data.h). */
+ * data/dataset.h) and its value in fedc_data_format (fedc/data.h). The rows of
+ * formats whose readers need libraries of their own (HDF5, SQLite) name a library
+ * and have no reader until that library gives it (fedc__data_set_reader), so
+ * that libfedc needs none of those libraries. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,22 +18,37 @@ typedef struct reader {
     const char *name_contains[3]; /* ... or its name holds one of these */
     bool directory;               /* tried in table order on a directory */
     fedc_status (*open)(fedc_dataset **out, const char *path);
+    const char *library;          /* the reader's, when it is not libfedc's (NULL until it registers) */
 } reader;
 
-static const reader readers[] = {
-    {FEDC_FORMAT_LEAF, "leaf", {".json", ".json.gz"}, {NULL}, true, fedc__open_leaf},
-    {FEDC_FORMAT_TFF, "tff", {".h5", ".hdf5"}, {NULL}, false, fedc__open_tff},
-    {FEDC_FORMAT_FEDJAX, "fedjax", {".sqlite", ".db"}, {NULL}, false, fedc__open_fedjax},
-    {FEDC_FORMAT_IDX, "idx", {NULL}, {"idx", "ubyte"}, false, fedc__open_idx},
-    {FEDC_FORMAT_CSV, "csv", {NULL}, {NULL}, true, fedc__open_csv},
-    {FEDC_FORMAT_TEXT, "text", {NULL}, {NULL}, true, fedc__open_text},
+/* Not const: the optional libraries fill in their rows' readers. */
+static reader readers[] = {
+    {FEDC_FORMAT_LEAF, "leaf", {".json", ".json.gz"}, {NULL}, true, fedc__open_leaf, NULL},
+    {FEDC_FORMAT_TFF, "tff", {".h5", ".hdf5"}, {NULL}, false, NULL, "libfedc_formats"},
+    {FEDC_FORMAT_FEDJAX, "fedjax", {".sqlite", ".db"}, {NULL}, false, NULL, "libfedc_formats"},
+    {FEDC_FORMAT_IDX, "idx", {NULL}, {"idx", "ubyte"}, false, fedc__open_idx, NULL},
+    {FEDC_FORMAT_CSV, "csv", {NULL}, {NULL}, true, fedc__open_csv, NULL},
+    {FEDC_FORMAT_TEXT, "text", {NULL}, {NULL}, true, fedc__open_text, NULL},
 };
 enum { NREADERS = (int)(sizeof readers / sizeof *readers) };
 
-static const reader *reader_of(fedc_data_format f) {
+static reader *reader_of(fedc_data_format f) {
     for (int i = 0; i < NREADERS; i++)
         if (readers[i].format == f) return &readers[i];
     return NULL;
+}
+
+void fedc__data_set_reader(fedc_data_format format, fedc_status (*open)(fedc_dataset **out, const char *path)) {
+    reader *r = reader_of(format);
+    if (r) r->open = open;
+}
+
+/* Opens path with r's reader, or says which library has it. */
+static fedc_status open_with(const reader *r, fedc_dataset **out, const char *path) {
+    if (r->open) return r->open(out, path);
+    return fedc_error(FEDC_EUNSUPPORTED, "%s: the %s reader is in %s, which this program lacks: this fedc was built "
+                      "without it (cmake -DFEDC_FORMATS=ON builds it), or the program did not call "
+                      "fedc_formats_register() (fedc/formats.h)", path, r->name, r->library);
 }
 
 const char *fedc_data_format_name(fedc_data_format f) {
@@ -111,7 +129,7 @@ static const reader *detect_file(const char *path) {
 /* A directory: each directory reader in turn, until one finds its files. */
 static fedc_status open_directory(fedc_dataset **out, const char *path) {
     for (int i = 0; i < NREADERS; i++) {
-        if (!readers[i].directory) continue;
+        if (!readers[i].directory || !readers[i].open) continue;
         fedc_status st = readers[i].open(out, path);
         if (st != FEDC_ENOTFOUND) return st;
     }
@@ -126,9 +144,9 @@ fedc_status fedc_dataset_open(fedc_dataset **out, const char *path, fedc_data_fo
         if (stat(path, &st) != 0) return fedc_error(FEDC_EIO, "%s: no such file or directory", path);
         if (!S_ISREG(st.st_mode)) return open_directory(out, path);
         const reader *r = detect_file(path);
-        return r ? r->open(out, path) : FEDC_EUNSUPPORTED;
+        return r ? open_with(r, out, path) : FEDC_EUNSUPPORTED;
     }
     const reader *r = reader_of(format);
     if (!r) return fedc_error(FEDC_EINVAL, "%s: cannot open a dataset of format %s", path, fedc_data_format_name(format));
-    return r->open(out, path);
+    return open_with(r, out, path);
 }

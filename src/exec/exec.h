@@ -114,11 +114,11 @@ typedef struct fedc__agg {
 } fedc__agg;
 
 /* Begins an aggregation of node n over a cohort of `clients`, into `out`. */
-void fedc__agg_begin(fedc__agg *a, const fedc__node *n, int64_t clients, void *out);
+FEDC_INTERNAL_API void fedc__agg_begin(fedc__agg *a, const fedc__node *n, int64_t clients, void *out);
 /* Adds client i's value x (and its weight w, for weighted_mean); x NULL: client i
  * is left out. Clients come in increasing order, every client of a leaf, and the
  * leaves whole (a process may skip whole leaves: another rank sums them). */
-fedc_status fedc__agg_add(fedc__agg *a, int64_t i, const void *x, const void *w);
+FEDC_INTERNAL_API fedc_status fedc__agg_add(fedc__agg *a, int64_t i, const void *x, const void *w);
 /* Closes the open leaf: after it, the stack holds every block summed here. */
 fedc_status fedc__agg_close(fedc__agg *a);
 /* Adds a block summed elsewhere (another rank), after the blocks before it; a
@@ -129,7 +129,7 @@ void *fedc__agg_buffer(fedc__agg *a);
 /* Gives a partial sum's buffer back (never `out`). */
 void fedc__agg_release(fedc__agg *a, void *data);
 /* Combines the blocks into `out` (and divides, for the means). */
-fedc_status fedc__agg_end(fedc__agg *a);
-void fedc__agg_free(fedc__agg *a);
+FEDC_INTERNAL_API fedc_status fedc__agg_end(fedc__agg *a);
+FEDC_INTERNAL_API void fedc__agg_free(fedc__agg *a);
 
 #endif

@@ -97,7 +97,7 @@ typedef struct trainer {
     double sampling_q, expected_clients; /* the rate of each client's sampling and the mean cohort */
 } trainer;
 
-fedc_status fedc__train_open_data(trainer *t);
+FEDC_INTERNAL_API fedc_status fedc__train_open_data(trainer *t);
 /* The aggregators (src/fl/train_privacy.c): checked and completed (the expected
  * clients k) before the programs are built; the noise key bound to the round;
  * drawn before and read after each round (r counted from 0); the metrics' fields
@@ -108,22 +108,22 @@ void fedc__train_privacy_before_round(trainer *t, int r);
 fedc_status fedc__train_privacy_after_round(trainer *t);
 fedc_status fedc__train_privacy_json(const trainer *t, int rounds, char *buf, size_t size);
 /* The model of t->c (t->model, and t->params initialised from the seed). */
-fedc_status fedc__train_create_model(trainer *t);
+FEDC_INTERNAL_API fedc_status fedc__train_create_model(trainer *t);
 /* The batches per client the round program is padded to: --steps, or the
  * epochs' batches of the largest client. */
-int64_t fedc__train_max_steps(const trainer *t);
+FEDC_INTERNAL_API int64_t fedc__train_max_steps(const trainer *t);
 /* Frees all a trainer holds (not t itself). */
-void fedc__train_destroy(trainer *t);
+FEDC_INTERNAL_API void fedc__train_destroy(trainer *t);
 /* A cohort's buffers. Only a packed evaluation reads the rows' segments (`packed`);
  * other cohorts leave them NULL, which saves a training cohort 4 bytes a row. */
-fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, int clients, int64_t batch,
-                                      int64_t max_steps, bool packed);
-void fedc__cohort_buffers_free(cohort_buffers *cb);
+FEDC_INTERNAL_API fedc_status fedc__cohort_buffers_init(cohort_buffers *cb, const fedc_model *m, int clients,
+                                                        int64_t batch, int64_t max_steps, bool packed);
+FEDC_INTERNAL_API void fedc__cohort_buffers_free(cohort_buffers *cb);
 fedc_status fedc__cohort_buffers_bind(const cohort_buffers *cb, fedc_executor *ex, bool with_key);
 /* Loads clients[0..k) of ds into cb (shuffled and repeated for training, in order
  * for evaluation). */
-fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *clients, int k, cohort_buffers *cb,
-                             bool shuffle, uint32_t round);
+FEDC_INTERNAL_API fedc_status fedc__train_fill(trainer *t, fedc_dataset *ds, const int64_t *clients, int k,
+                                               cohort_buffers *cb, bool shuffle, uint32_t round);
 
 /* The i32[4] data key of training client `id` in `round` (counted from 0): its
  * dropout stream (seed, round, id), step 0. */
@@ -185,10 +185,11 @@ fedc_status fedc__train_state_bind_eval(trainer *t, fedc_executor *ex, const fed
 fedc_status fedc__train_state_before_eval(trainer *t, int r, const int64_t *test_clients, int ek);
 /* Every training client's domain into t->client_domain, and t->meta_domain
  * allocated (src/fl/train_domains.c). */
-fedc_status fedc__train_client_domains(trainer *t);
+FEDC_INTERNAL_API fedc_status fedc__train_client_domains(trainer *t);
 /* The same from "client_id,domain" lines in memory (a plan's domains.txt, named
  * `what`); a client of the data without a line is in domain -1. */
-fedc_status fedc__train_client_domains_text(trainer *t, const char *text, size_t size, const char *what);
+FEDC_INTERNAL_API fedc_status fedc__train_client_domains_text(trainer *t, const char *text, size_t size,
+                                                              const char *what);
 fedc_status fedc__train_state_before_round(trainer *t, int r);
 fedc_status fedc__train_state_after_round(trainer *t, int r);
 int fedc__train_state_entries(const trainer *t, fedc_tensor_entry *e); /* t->server.n entries */
@@ -204,6 +205,6 @@ bool fedc__train_nonfinite(const trainer *t, char *what, size_t size, int64_t *a
 /* The clients of an algorithm's warm start (src/fl/train.c: fedc train's, and a
  * deployed server's, src/deploy/warm.c): k of n, drawn from a stream of `seed`'s
  * own, in out[0..k). */
-fedc_status fedc__warm_start_cohort(int64_t n, int64_t k, uint64_t seed, int64_t *out);
+FEDC_INTERNAL_API fedc_status fedc__warm_start_cohort(int64_t n, int64_t k, uint64_t seed, int64_t *out);
 
 #endif

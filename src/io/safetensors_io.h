@@ -18,17 +18,19 @@ typedef struct fedc__byte_sink {
 
 /* fedc_safetensors_encode's bytes, written to `sink`: each tensor's bytes
  * copied once, from the caller's buffer to the sink's. */
-fedc_status fedc__safetensors_encode_into(const fedc_tensor_entry *tensors, int n, const fedc_metadata_entry *metadata,
-                                          int nmeta, const fedc__byte_sink *sink);
+FEDC_INTERNAL_API fedc_status fedc__safetensors_encode_into(const fedc_tensor_entry *tensors, int n,
+                                                            const fedc_metadata_entry *metadata, int nmeta,
+                                                            const fedc__byte_sink *sink);
 /* A sink into a fedc_malloc'd buffer (data, size bytes; the caller frees it). */
 typedef struct fedc__memory_sink {
     unsigned char *data;
     size_t size, at;
 } fedc__memory_sink;
-fedc__byte_sink fedc__memory_sink_of(fedc__memory_sink *m);
+FEDC_INTERNAL_API fedc__byte_sink fedc__memory_sink_of(fedc__memory_sink *m);
 
 /* fedc_safetensors_parse's checks and result without the copy: the tensors
  * point into `bytes`, which must outlive the result. */
-fedc_status fedc__safetensors_view(const void *bytes, size_t size, const char *what, fedc_safetensors **out);
+FEDC_INTERNAL_API fedc_status fedc__safetensors_view(const void *bytes, size_t size, const char *what,
+                                                     fedc_safetensors **out);
 
 #endif

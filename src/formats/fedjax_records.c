@@ -24,7 +24,7 @@
  * FedJAX runs on.
  */
 #define ZLIB_CONST
-#include "data/fedjax_records.h"
+#include "formats/fedjax_records.h"
 
 #include <limits.h>
 #include <msgpack.h>

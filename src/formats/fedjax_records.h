@@ -1,8 +1,8 @@
 /* fedjax_records.h — decoding one FedJAX client record (internal): the `data` blob
  * of a row of federated_data, zlib-compressed msgpack of a map from feature names
  * to numpy arrays, into a fedc_client_data. Used by read_fedjax.c. */
-#ifndef FEDC_DATA_FEDJAX_RECORDS_H
-#define FEDC_DATA_FEDJAX_RECORDS_H
+#ifndef FEDC_FORMATS_FEDJAX_RECORDS_H
+#define FEDC_FORMATS_FEDJAX_RECORDS_H
 
 #include <stddef.h>
 

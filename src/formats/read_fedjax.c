@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "data/dataset.h"
-#include "data/fedjax_records.h"
+#include "formats/fedjax_records.h"
 
 #define INDEX_SQL "SELECT client_id, num_examples FROM federated_data ORDER BY rowid"
 #define LOAD_SQL "SELECT data FROM federated_data WHERE client_id = ?1"
