@@ -49,16 +49,16 @@ typedef enum fedc__fault_id {
 /* Replaces the faults on with those `spec` names (FEDC_FAULT's syntax; NULL or
  * "": none), from then on instead of the environment's. A malformed spec turns
  * every fault off and returns FEDC_EINVAL with a message naming what is wrong. */
-fedc_status fedc__fault_set(const char *spec);
+FEDC_INTERNAL_API fedc_status fedc__fault_set(const char *spec);
 
 /* Whether fault `id` is on (whatever its argument). */
-bool fedc__fault_on(fedc__fault_id id);
+FEDC_INTERNAL_API bool fedc__fault_on(fedc__fault_id id);
 
 /* Whether fault `id` is on at `round`: a round fault's round is `round`; a
  * rounds fault names `round` and, when client >= 0, `client` in it. */
-bool fedc__fault_at(fedc__fault_id id, int64_t round, int64_t client);
+FEDC_INTERNAL_API bool fedc__fault_at(fedc__fault_id id, int64_t round, int64_t client);
 
 /* A seconds fault's seconds; 0 when it is off. */
-double fedc__fault_seconds(fedc__fault_id id);
+FEDC_INTERNAL_API double fedc__fault_seconds(fedc__fault_id id);
 
 #endif
