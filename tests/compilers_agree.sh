@@ -59,7 +59,7 @@ same lstm synthetic:zipf:3:8 --model stackoverflow_lstm --vocab-size 50 $base --
 same transformer synthetic:zipf:3:8 --model transformer:tiny --vocab-size 50 $base --steps 1 --algorithm mime
 
 # second derivatives: the forward-mode derivative of the gradient goes through the composite
-# forms of gelu, layer_norm and causal attention (src/ad/composite.c)
+# forms of gelu, layer_norm and causal attention (src/ir/decompose.c)
 cat >"$out/layer.fedc" <<'EOF'
 fedc program
 %0 = input "x" : f32[2,4,6]

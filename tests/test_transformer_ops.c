@@ -1,7 +1,7 @@
 /* The transformer layers' ops: gelu, layer_norm, causal_attention and their
  * backward ops. Gradients (first and, through the backward ops, second order)
  * and forward-mode products against central finite differences in f64; the
- * fused ops against their composite forms (ad/composite.c, written with other
+ * fused ops against their composite forms (ir/decompose.c, written with other
  * ops); the fast kernels against the reference ones in f32 on odd shapes; the
  * text format; and the type rules' errors. */
 #include <stdlib.h>

@@ -425,7 +425,7 @@ static fedc_status vjp_FOLD(const rule *r) { return fedc__vjp_FOLD(r); }
 
 /* The fused ops' derivatives are the fused backward ops. The backward ops' own
  * derivatives (second order, and forward mode, which transposes the vjp) use a
- * closed form where it is short and the composite form (ad/composite.c)
+ * closed form where it is short and the composite form (ir/decompose.c)
  * elsewhere. */
 static fedc_status vjp_GELU(const rule *r) { give(r, 0, fedc_gelu_grad(r->g, X(r, 0), r->ct)); return FEDC_OK; }
 

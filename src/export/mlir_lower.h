@@ -127,7 +127,7 @@ void fedc__mlir_annotate_result(const lower *l, const char *x, const char *resul
  * with whether it lies inside. */
 const char *fedc__mlir_place_index(const lower *l, const char *i, int64_t lo, int64_t n, char *ok, char *out);
 
-/* The lowerings of mlir_nn.c: softmax family, indexing, GELU, matmul. */
+/* The lowerings of mlir_nn.c: softmax family, indexing, matmul. */
 fedc_status fedc__lower_log_softmax(const lower *l);
 fedc_status fedc__lower_softmax_xent(const lower *l);
 fedc_status fedc__lower_softmax_xent_grad(const lower *l);
@@ -135,8 +135,6 @@ fedc_status fedc__lower_gather(const lower *l);
 fedc_status fedc__lower_scatter_add(const lower *l);
 fedc_status fedc__lower_one_hot(const lower *l);
 fedc_status fedc__lower_argmax(const lower *l);
-fedc_status fedc__lower_gelu(const lower *l);
-fedc_status fedc__lower_gelu_grad(const lower *l);
 fedc_status fedc__lower_matmul(const lower *l);
 /* Of mlir_conv.c: convolutions and pools. */
 fedc_status fedc__lower_conv2d(const lower *l);
@@ -146,13 +144,6 @@ fedc_status fedc__lower_max_pool2d(const lower *l);
 fedc_status fedc__lower_max_pool2d_grad(const lower *l);
 fedc_status fedc__lower_avg_pool2d(const lower *l);
 fedc_status fedc__lower_avg_pool2d_grad(const lower *l);
-/* Of mlir_norm.c: layer norm and its gradients. */
-fedc_status fedc__lower_layer_norm(const lower *l);
-fedc_status fedc__lower_layer_norm_grad(const lower *l);
-fedc_status fedc__lower_layer_norm_param_grad(const lower *l);
-/* Of mlir_attention.c: causal attention and its gradient. */
-fedc_status fedc__lower_causal_attention(const lower *l);
-fedc_status fedc__lower_causal_attention_grad(const lower *l);
 /* Of mlir_random.c: dropout and the random ops with fedc's Philox stream. */
 fedc_status fedc__lower_dropout(const lower *l);
 fedc_status fedc__lower_random_uniform(const lower *l);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "export/mlir.h"
+#include "ir/decompose.h"
 
 static bool federated(const fedc_program *p) {
     for (int v = 0; v < p->n; v++)
@@ -248,15 +249,15 @@ fedc_status fedc__mlir_check_options(const fedc_program *p, const fedc_mlir_opti
     return FEDC_OK;
 }
 
-fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options *options, char **out) {
-    *out = NULL;
-    fedc_mlir_options defaults = {0};
-    const fedc_mlir_options *o = options ? options : &defaults;
-    fedc_status st = fedc__mlir_check_options(p, o, "mlir");
-    if (st) return st;
-    if (o->shard_clients && o->entry_main)
-        return fedc_error(FEDC_EUNSUPPORTED, "export to mlir: a sharded module has no @main: LLVM 19 cannot run the mesh "
-                          "dialect's collectives on one host (export without sharding to run it)");
+fedc_status fedc__export_begin(const fedc_program *p, const fedc_mlir_options *o, const char *target,
+                               fedc_program **lowered) {
+    *lowered = NULL;
+    fedc_status st = fedc__mlir_check_options(p, o, target);
+    return st ? st : fedc__decompose(p, lowered);
+}
+
+/* The module of the decomposed program p. */
+static fedc_status to_mlir(const fedc_program *p, const fedc_mlir_options *o, char **out) {
     const char *fname = o->func_name ? o->func_name : "program";
     fedc__mlir m = {.clients = o->clients ? o->clients : 1};
     fedc__mlir_scope s;
@@ -264,8 +265,22 @@ fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options 
     bool sharded = o->shard_clients > 0;
     fedc__mlir_printf(&m, "module {\n");
     if (sharded) fedc__mlir_printf(&m, "  mesh.mesh @clients_mesh(shape = %d)\n", o->shard_clients);
-    st = function(&m, &s, fname, sharded);
+    fedc_status st = function(&m, &s, fname, sharded);
     if (!st && o->entry_main) st = entry_main(&m, &s, o, fname);
     fedc__mlir_printf(&m, "}\n");
     return fedc__mlir_finish(&m, &s, st, out);
+}
+
+fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options *options, char **out) {
+    *out = NULL;
+    fedc_mlir_options defaults = {0};
+    const fedc_mlir_options *o = options ? options : &defaults;
+    if (o->shard_clients && o->entry_main)
+        return fedc_error(FEDC_EUNSUPPORTED, "export to mlir: a sharded module has no @main: LLVM 19 cannot run the mesh "
+                          "dialect's collectives on one host (export without sharding to run it)");
+    fedc_program *lowered;
+    fedc_status st = fedc__export_begin(p, o, "mlir", &lowered);
+    if (!st) st = to_mlir(lowered, o, out);
+    fedc_program_destroy(lowered);
+    return st;
 }

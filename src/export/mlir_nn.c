@@ -1,6 +1,6 @@
 /* The lowerings of the network ops: log_softmax and softmax cross-entropy (with
- * its gradient) over fedc's row log-sum-exp, gather, one_hot, argmax, GELU in
- * fedc's tanh form, and matmul. */
+ * its gradient) over fedc's row log-sum-exp, gather, one_hot, argmax and
+ * matmul. */
 #include <string.h>
 
 #include "export/mlir_lower.h"
@@ -236,53 +236,6 @@ fedc_status fedc__lower_argmax(const lower *l) {
     fedc__mlir_generic_end(l->m, &g, r);
     return l->m->st;
 }
-
-/* -------------------------------------------------------------- gelu -- */
-
-/* t = tanh(c (x + a x^3)), fedc's tanh form of GELU (c = sqrt(2 / pi), a = 0.044715). */
-static const char *gelu_t(const lower *l, const char *x, const char *elem, fedc_dtype dt, char *t) {
-    char a[24], c[24], x2[24], x3[24], ax3[24], s[24], cs[24];
-    constant(l, 0.044715, dt, a), constant(l, 0.7978845608028654, dt, c);
-    emit2(l, "arith.mulf", x, x, elem, x2);
-    emit2(l, "arith.mulf", x2, x, elem, x3);
-    emit2(l, "arith.mulf", a, x3, elem, ax3);
-    emit2(l, "arith.addf", x, ax3, elem, s);
-    emit2(l, "arith.mulf", c, s, elem, cs);
-    return emit1(l, "math.tanh", cs, elem, t);
-}
-
-static void body_gelu(const lower *l, char *result) {
-    fedc_dtype dt = type_of(l, l->v)->dtype;
-    const char *elem = fedc__mlir_elem(dt);
-    char t[24], half[24], one[24], u[24], hx[24];
-    gelu_t(l, "%in0", elem, dt, t);
-    constant(l, 0.5, dt, half), constant(l, 1, dt, one);
-    emit2(l, "arith.addf", one, t, elem, u);
-    emit2(l, "arith.mulf", half, "%in0", elem, hx);
-    emit2(l, "arith.mulf", hx, u, elem, result);
-}
-
-/* dx = dy (1/2 (1 + t) + 1/2 x (1 - t^2) c (1 + 3 a x^2)). */
-static void body_gelu_grad(const lower *l, char *result) {
-    fedc_dtype dt = type_of(l, l->v)->dtype;
-    const char *elem = fedc__mlir_elem(dt);
-    char t[24], half[24], one[24], c[24], a3[24], p[24], q[24], t2[24], w[24], x2[24], e[24], f[24], g[24], h[24];
-    gelu_t(l, "%in0", elem, dt, t);
-    constant(l, 0.5, dt, half), constant(l, 1, dt, one), constant(l, 0.7978845608028654, dt, c);
-    constant(l, 3 * 0.044715, dt, a3);
-    emit2(l, "arith.mulf", half, emit2(l, "arith.addf", one, t, elem, p), elem, q); /* 1/2 (1 + t) */
-    emit2(l, "arith.subf", one, emit2(l, "arith.mulf", t, t, elem, t2), elem, w);   /* 1 - t^2 */
-    emit2(l, "arith.mulf", "%in0", "%in0", elem, x2);
-    emit2(l, "arith.addf", one, emit2(l, "arith.mulf", a3, x2, elem, e), elem, f); /* 1 + 3 a x^2 */
-    emit2(l, "arith.mulf", emit2(l, "arith.mulf", half, "%in0", elem, g), w, elem, h);
-    emit2(l, "arith.mulf", h, c, elem, g);
-    emit2(l, "arith.mulf", g, f, elem, h);
-    emit2(l, "arith.addf", q, h, elem, g);
-    emit2(l, "arith.mulf", "%in1", g, elem, result);
-}
-
-fedc_status fedc__lower_gelu(const lower *l) { return fedc__mlir_elementwise(l, body_gelu); }
-fedc_status fedc__lower_gelu_grad(const lower *l) { return fedc__mlir_elementwise(l, body_gelu_grad); }
 
 /* y[c?, r, w...] = sum over i... with idx[c?, i...] = r of updates[c?, i..., w...]:
  * loops r, w... then the index positions i... as reductions, in their order. */

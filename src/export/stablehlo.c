@@ -71,15 +71,8 @@ static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fnam
     return m->st;
 }
 
-fedc_status fedc_program_to_stablehlo(const fedc_program *p, const fedc_mlir_options *options, char **out) {
-    *out = NULL;
-    fedc_mlir_options defaults = {0};
-    const fedc_mlir_options *o = options ? options : &defaults;
-    fedc_status st = fedc__mlir_check_options(p, o, "stablehlo");
-    if (st) return st;
-    if (o->entry_main)
-        return fedc_error(FEDC_EUNSUPPORTED, "export to stablehlo: no @main with inputs: a StableHLO module is run by "
-                          "XLA or IREE, which take its inputs (export --to mlir to run it here)");
+/* The module of the decomposed program p. */
+static fedc_status to_stablehlo(const fedc_program *p, const fedc_mlir_options *o, char **out) {
     fedc__mlir m = {.clients = o->clients ? o->clients : 1, .target = "stablehlo"};
     fedc__mlir_scope s;
     if (fedc__mlir_scope_init(&s, p, false, 0)) return FEDC_ENOMEM;
@@ -87,7 +80,21 @@ fedc_status fedc_program_to_stablehlo(const fedc_program *p, const fedc_mlir_opt
         fedc__mlir_printf(&m, "module @fedc attributes {mhlo.num_partitions = %d : i32, mhlo.num_replicas = 1 : i32} {\n",
                           o->shard_clients);
     else fedc__mlir_printf(&m, "module @fedc {\n");
-    st = function(&m, &s, o->func_name ? o->func_name : "main", o->shard_clients);
+    fedc_status st = function(&m, &s, o->func_name ? o->func_name : "main", o->shard_clients);
     fedc__mlir_printf(&m, "}\n");
     return fedc__mlir_finish(&m, &s, st, out);
+}
+
+fedc_status fedc_program_to_stablehlo(const fedc_program *p, const fedc_mlir_options *options, char **out) {
+    *out = NULL;
+    fedc_mlir_options defaults = {0};
+    const fedc_mlir_options *o = options ? options : &defaults;
+    fedc_program *lowered;
+    fedc_status st = fedc__export_begin(p, o, "stablehlo", &lowered);
+    if (!st && o->entry_main)
+        st = fedc_error(FEDC_EUNSUPPORTED, "export to stablehlo: no @main with inputs: a StableHLO module is run by "
+                        "XLA or IREE, which take its inputs (export --to mlir to run it here)");
+    if (!st) st = to_stablehlo(lowered, o, out);
+    fedc_program_destroy(lowered);
+    return st;
 }

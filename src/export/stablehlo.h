@@ -56,7 +56,7 @@ static inline void op2(const shlo *l, const char *result, const char *op, const 
     fedc__shlo_op(l->m, result, op, attrs, 2, (const char *[]){a, b}, (const char *[]){t, t}, out_type);
 }
 
-/* The lowerings of stablehlo_nn.c: convolutions, pools, GELU and their gradients. */
+/* The lowerings of stablehlo_nn.c: convolutions, pools and their gradients. */
 fedc_status fedc__shlo_conv2d(const shlo *l);
 fedc_status fedc__shlo_conv2d_input_grad(const shlo *l);
 fedc_status fedc__shlo_conv2d_filter_grad(const shlo *l);
@@ -64,19 +64,10 @@ fedc_status fedc__shlo_max_pool2d(const shlo *l);
 fedc_status fedc__shlo_max_pool2d_grad(const shlo *l);
 fedc_status fedc__shlo_avg_pool2d(const shlo *l);
 fedc_status fedc__shlo_avg_pool2d_grad(const shlo *l);
-fedc_status fedc__shlo_gelu(const shlo *l);
-fedc_status fedc__shlo_gelu_grad(const shlo *l);
-/* Of stablehlo_norm.c: layer norm and its gradients. */
-fedc_status fedc__shlo_layer_norm(const shlo *l);
-fedc_status fedc__shlo_layer_norm_grad(const shlo *l);
-fedc_status fedc__shlo_layer_norm_param_grad(const shlo *l);
 /* Of stablehlo_index.c: argmax, gather, scatter_add. */
 fedc_status fedc__shlo_argmax(const shlo *l);
 fedc_status fedc__shlo_gather(const shlo *l);
 fedc_status fedc__shlo_scatter_add(const shlo *l);
-/* Of stablehlo_attention.c: causal attention and its gradient. */
-fedc_status fedc__shlo_causal_attention(const shlo *l);
-fedc_status fedc__shlo_causal_attention_grad(const shlo *l);
 /* Of stablehlo_random.c: dropout and the random ops with fedc's Philox stream. */
 fedc_status fedc__shlo_dropout(const shlo *l);
 fedc_status fedc__shlo_random_uniform(const shlo *l);

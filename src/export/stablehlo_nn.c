@@ -6,8 +6,7 @@
  *    filters [C, KH, KW, I, O] as [KH, KW, I, C*O] with feature_group_count C;
  *  - pools are stablehlo.reduce_window (max pads with -inf, so a padded
  *    position is never the maximum; average divides by the window's positions
- *    inside the image, a reduce_window of ones);
- *  - GELU and its gradient are fedc's tanh form. */
+ *    inside the image, a reduce_window of ones). */
 #include <math.h>
 #include <string.h>
 
@@ -295,60 +294,5 @@ fedc_status fedc__shlo_avg_pool2d_grad(const shlo *l) {
     fedc__shlo_op(l->m, fedc__mlir_tmp(l->m, padded), "stablehlo.pad", attr, 2, (const char *[]){q, z},
                   (const char *[]){dyt, st}, pt);
     reduce_window_of(l, padded, pt, vt, 0, false, win, one, none, out_name(l));
-    return l->m->st;
-}
-
-/* ---------------------------------------------------------------- gelu -- */
-
-/* t = tanh(c (x + a x^3)) (c = sqrt(2 / pi), a = 0.044715), and x^2 into x2. */
-static const char *gelu_t(const shlo *l, const char *x, const char *t, char *x2, char *th) {
-    fedc_dtype dt = type_of(l, l->v)->dtype;
-    char a[24], c[24], x3[24], ax3[24], s[24], cs[24];
-    fedc__shlo_splat(l->m, dt, 0.044715, t, a), fedc__shlo_splat(l->m, dt, 0.7978845608028654, t, c);
-    op2(l, fedc__mlir_tmp(l->m, x2), "stablehlo.multiply", "", x, x, t, t);
-    op2(l, fedc__mlir_tmp(l->m, x3), "stablehlo.multiply", "", x2, x, t, t);
-    op2(l, fedc__mlir_tmp(l->m, ax3), "stablehlo.multiply", "", a, x3, t, t);
-    op2(l, fedc__mlir_tmp(l->m, s), "stablehlo.add", "", x, ax3, t, t);
-    op2(l, fedc__mlir_tmp(l->m, cs), "stablehlo.multiply", "", c, s, t, t);
-    op1(l, fedc__mlir_tmp(l->m, th), "stablehlo.tanh", "", cs, t, t);
-    return th;
-}
-
-/* gelu(x) = 1/2 x (1 + t), fedc's tanh form. */
-fedc_status fedc__shlo_gelu(const shlo *l) {
-    const char *x = name(l, l->n->in[0]);
-    fedc_dtype dt = type_of(l, l->v)->dtype;
-    char t[160], half[24], one[24], x2[24], th[24], u[24], hx[24];
-    type_str(l, l->v, t);
-    gelu_t(l, x, t, x2, th);
-    fedc__shlo_splat(l->m, dt, 0.5, t, half), fedc__shlo_splat(l->m, dt, 1, t, one);
-    op2(l, fedc__mlir_tmp(l->m, u), "stablehlo.add", "", one, th, t, t);
-    op2(l, fedc__mlir_tmp(l->m, hx), "stablehlo.multiply", "", half, x, t, t);
-    op2(l, out_name(l), "stablehlo.multiply", "", hx, u, t, t);
-    return l->m->st;
-}
-
-/* dx = dy (1/2 (1 + t) + 1/2 x (1 - t^2) c (1 + 3 a x^2)). */
-fedc_status fedc__shlo_gelu_grad(const shlo *l) {
-    const char *x = name(l, l->n->in[0]), *dy = name(l, l->n->in[1]);
-    fedc_dtype dt = type_of(l, l->v)->dtype;
-    char t[160], c[24], half[24], one[24], a3[24], x2[24], th[24], u[24], h1[24], t2[24], omt[24], hx[24], p[24], q[24],
-        ax2[24], r[24], w[24], sum[24];
-    type_str(l, l->v, t);
-    gelu_t(l, x, t, x2, th);
-    fedc__shlo_splat(l->m, dt, 0.7978845608028654, t, c), fedc__shlo_splat(l->m, dt, 0.5, t, half);
-    fedc__shlo_splat(l->m, dt, 1, t, one), fedc__shlo_splat(l->m, dt, 3 * 0.044715, t, a3);
-    op2(l, fedc__mlir_tmp(l->m, u), "stablehlo.add", "", one, th, t, t);
-    op2(l, fedc__mlir_tmp(l->m, h1), "stablehlo.multiply", "", half, u, t, t);   /* 1/2 (1 + t) */
-    op2(l, fedc__mlir_tmp(l->m, t2), "stablehlo.multiply", "", th, th, t, t);
-    op2(l, fedc__mlir_tmp(l->m, omt), "stablehlo.subtract", "", one, t2, t, t);  /* 1 - t^2 */
-    op2(l, fedc__mlir_tmp(l->m, hx), "stablehlo.multiply", "", half, x, t, t);
-    op2(l, fedc__mlir_tmp(l->m, p), "stablehlo.multiply", "", hx, omt, t, t);
-    op2(l, fedc__mlir_tmp(l->m, q), "stablehlo.multiply", "", p, c, t, t);
-    op2(l, fedc__mlir_tmp(l->m, ax2), "stablehlo.multiply", "", a3, x2, t, t);
-    op2(l, fedc__mlir_tmp(l->m, r), "stablehlo.add", "", one, ax2, t, t);        /* 1 + 3 a x^2 */
-    op2(l, fedc__mlir_tmp(l->m, w), "stablehlo.multiply", "", q, r, t, t);
-    op2(l, fedc__mlir_tmp(l->m, sum), "stablehlo.add", "", h1, w, t, t);
-    op2(l, out_name(l), "stablehlo.multiply", "", dy, sum, t, t);
     return l->m->st;
 }

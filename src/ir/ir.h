@@ -121,6 +121,13 @@ fedc_status fedc__program_inline_map(fedc_program *dst, const fedc_program *src,
 fedc_value fedc__program_copy_node(fedc_program *dst, const fedc_program *src, const fedc__node *n,
                                    const fedc_value *map);
 
+/* *out = a copy of src in which every node whose op `replaces` accepts is
+ * replaced by what `replace` emits from its operands (dst values), in src's
+ * bodies too; without `replaces`, fedc_program_clone. */
+typedef fedc_value (*fedc__replace_fn)(fedc_program *dst, const fedc__node *n, const fedc_value *args);
+fedc_status fedc__program_rewrite(const fedc_program *src, bool (*replaces)(fedc__op), fedc__replace_fn replace,
+                                  fedc_program **out);
+
 /* Takes ownership of `body` as one of p's bodies; returns its index, or -1 (and
  * destroys it) on failure. */
 int fedc__program_add_body(fedc_program *p, fedc_program *body);

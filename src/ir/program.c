@@ -359,7 +359,21 @@ fedc_status fedc_program_inline(fedc_program *dst, const fedc_program *src, cons
     return st;
 }
 
-fedc_status fedc_program_clone(const fedc_program *src, fedc_program **out) {
+/* What replaces node n: replace() applied to its operands read through map. */
+static fedc_value replace_node(fedc_program *dst, const fedc__node *n, const fedc_value *map, fedc__replace_fn replace) {
+    fedc_value small[16], *in = fedc__values_scratch(small, 16, n->nin);
+    if (!in) {
+        fedc_error(FEDC_ENOMEM, "program: out of memory for %d operands", n->nin);
+        return fedc__program_fail(dst, FEDC_ENOMEM);
+    }
+    for (int i = 0; i < n->nin; i++) in[i] = map[n->in[i]];
+    fedc_value v = replace(dst, n, in);
+    fedc__values_release(in, small);
+    return v;
+}
+
+fedc_status fedc__program_rewrite(const fedc_program *src, bool (*replaces)(fedc__op), fedc__replace_fn replace,
+                                  fedc_program **out) {
     *out = NULL;
     fedc_program *p;
     fedc_status st = fedc_program_create(&p);
@@ -371,18 +385,30 @@ fedc_status fedc_program_clone(const fedc_program *src, fedc_program **out) {
     }
     for (int v = 0; v < src->n; v++) {
         const fedc__node *n = &src->nodes[v];
-        map[v] = n->op == FEDC_OP_INPUT ? fedc_input(p, n->name, n->type) : fedc__program_copy_node(p, src, n, map);
+        if (n->op == FEDC_OP_INPUT) map[v] = fedc_input(p, n->name, n->type);
+        else if (replaces && replaces(n->op)) map[v] = replace_node(p, n, map, replace);
+        else map[v] = fedc__program_copy_node(p, src, n, map);
     }
     st = fedc_program_status(p);
     for (int i = 0; !st && i < src->noutputs; i++)
         st = fedc_program_output(p, src->outputs[i].name, map[src->outputs[i].value]);
     fedc_free(map);
+    /* the bodies were cloned whole by their map and fold nodes: rewrite them too */
+    for (int b = 0; !st && replaces && b < p->nbodies; b++) {
+        fedc_program *body;
+        st = fedc__program_rewrite(p->bodies[b], replaces, replace, &body);
+        if (!st) fedc_program_destroy(p->bodies[b]), p->bodies[b] = body;
+    }
     if (st) {
         fedc_program_destroy(p);
         return st;
     }
     *out = p;
     return FEDC_OK;
+}
+
+fedc_status fedc_program_clone(const fedc_program *src, fedc_program **out) {
+    return fedc__program_rewrite(src, NULL, NULL, out);
 }
 
 fedc_status fedc_program_dce(fedc_program *p) {
