@@ -7,25 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "export/mlir.h"
+#include "export/lower.h"
 
-/* One node being lowered. */
-typedef struct lower {
-    fedc__mlir *m;
-    fedc__mlir_scope *s;
-    fedc_value v;
-    const fedc__node *n;
-} lower;
-
-typedef fedc_status (*lower_fn)(const lower *l);
-
-static inline const fedc_type *type_of(const lower *l, fedc_value u) { return &l->s->p->nodes[u].type; }
 static inline bool clients(const lower *l, fedc_value u) { return fedc__mlir_has_clients(l->s, u); }
-static inline const char *name(const lower *l, fedc_value u) { return l->s->name[u]; }
 static inline bool is_float(const lower *l, fedc_value u) { return fedc_dtype_is_float(type_of(l, u)->dtype); }
-static inline fedc_status unsupported(const lower *l, const char *why) {
-    return fedc__mlir_fail(l->m, l->s, l->v, FEDC_EUNSUPPORTED, "%s", why);
-}
 
 /* Appends "d<k>" (k counted from the clients loop) or "0" to a map's results. */
 static inline void add_expr(char *buf, size_t size, const char *expr) {

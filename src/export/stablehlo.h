@@ -6,15 +6,7 @@
 #ifndef FEDC_EXPORT_STABLEHLO_H
 #define FEDC_EXPORT_STABLEHLO_H
 
-#include "export/mlir.h"
-
-/* One node being lowered. */
-typedef struct shlo {
-    fedc__mlir *m;
-    fedc__mlir_scope *s;
-    fedc_value v;
-    const fedc__node *n;
-} shlo;
+#include "export/lower.h"
 
 /* `result = "name"(ins...) {attrs} : (types...) -> out_type`; attrs without
  * braces, "" for none. */
@@ -28,16 +20,11 @@ const char *fedc__shlo_splat(fedc__mlir *m, fedc_dtype dt, double value, const c
  * type. */
 #include <stdio.h>
 
-static inline const fedc_type *type_of(const shlo *l, fedc_value u) { return &l->s->p->nodes[u].type; }
-static inline int lead(const shlo *l, fedc_value u) { return fedc__mlir_has_clients(l->s, u) ? 1 : 0; }
-static inline const char *name(const shlo *l, fedc_value u) { return l->s->name[u]; }
-static inline const char *type_str(const shlo *l, fedc_value u, char *buf) {
+static inline int lead(const lower *l, fedc_value u) { return fedc__mlir_has_clients(l->s, u) ? 1 : 0; }
+static inline const char *type_str(const lower *l, fedc_value u, char *buf) {
     return fedc__mlir_type_of(l->m, l->s, u, buf, 160);
 }
-static inline char *out_name(const shlo *l) { return l->s->name[l->v]; }
-static inline fedc_status unsupported(const shlo *l, const char *why) {
-    return fedc__mlir_fail(l->m, l->s, l->v, FEDC_EUNSUPPORTED, "%s", why);
-}
+static inline char *out_name(const lower *l) { return l->s->name[l->v]; }
 
 /* "array<i64: a, b>" of n values into buf (of 160). */
 static inline const char *i64s(const int64_t *v, int n, char *buf) {
@@ -47,37 +34,37 @@ static inline const char *i64s(const int64_t *v, int n, char *buf) {
     return buf;
 }
 
-static inline void op1(const shlo *l, const char *result, const char *op, const char *attrs, const char *x, const char *xt,
+static inline void op1(const lower *l, const char *result, const char *op, const char *attrs, const char *x, const char *xt,
                 const char *out_type) {
     fedc__shlo_op(l->m, result, op, attrs, 1, (const char *[]){x}, (const char *[]){xt}, out_type);
 }
-static inline void op2(const shlo *l, const char *result, const char *op, const char *attrs, const char *a, const char *b,
+static inline void op2(const lower *l, const char *result, const char *op, const char *attrs, const char *a, const char *b,
                 const char *t, const char *out_type) {
     fedc__shlo_op(l->m, result, op, attrs, 2, (const char *[]){a, b}, (const char *[]){t, t}, out_type);
 }
 
 /* The lowerings of stablehlo_nn.c: convolutions, pools and their gradients. */
-fedc_status fedc__shlo_conv2d(const shlo *l);
-fedc_status fedc__shlo_conv2d_input_grad(const shlo *l);
-fedc_status fedc__shlo_conv2d_filter_grad(const shlo *l);
-fedc_status fedc__shlo_max_pool2d(const shlo *l);
-fedc_status fedc__shlo_max_pool2d_grad(const shlo *l);
-fedc_status fedc__shlo_avg_pool2d(const shlo *l);
-fedc_status fedc__shlo_avg_pool2d_grad(const shlo *l);
+fedc_status fedc__shlo_conv2d(const lower *l);
+fedc_status fedc__shlo_conv2d_input_grad(const lower *l);
+fedc_status fedc__shlo_conv2d_filter_grad(const lower *l);
+fedc_status fedc__shlo_max_pool2d(const lower *l);
+fedc_status fedc__shlo_max_pool2d_grad(const lower *l);
+fedc_status fedc__shlo_avg_pool2d(const lower *l);
+fedc_status fedc__shlo_avg_pool2d_grad(const lower *l);
 /* Of stablehlo_index.c: argmax, gather, scatter_add. */
-fedc_status fedc__shlo_argmax(const shlo *l);
-fedc_status fedc__shlo_gather(const shlo *l);
-fedc_status fedc__shlo_scatter_add(const shlo *l);
+fedc_status fedc__shlo_argmax(const lower *l);
+fedc_status fedc__shlo_gather(const lower *l);
+fedc_status fedc__shlo_scatter_add(const lower *l);
 /* Of stablehlo_random.c: dropout and the random ops with fedc's Philox stream. */
-fedc_status fedc__shlo_dropout(const shlo *l);
-fedc_status fedc__shlo_random_uniform(const shlo *l);
-fedc_status fedc__shlo_random_normal(const shlo *l);
+fedc_status fedc__shlo_dropout(const lower *l);
+fedc_status fedc__shlo_random_uniform(const lower *l);
+fedc_status fedc__shlo_random_normal(const lower *l);
 /* Of stablehlo_lstm.c: the fused LSTM, its gradient and its tangent. */
-fedc_status fedc__shlo_lstm(const shlo *l);
-fedc_status fedc__shlo_lstm_grad(const shlo *l);
-fedc_status fedc__shlo_lstm_tangent(const shlo *l);
+fedc_status fedc__shlo_lstm(const lower *l);
+fedc_status fedc__shlo_lstm_grad(const lower *l);
+fedc_status fedc__shlo_lstm_tangent(const lower *l);
 /* Of stablehlo_fold.c: fold as stablehlo.while. */
-fedc_status fedc__shlo_fold(const shlo *l);
+fedc_status fedc__shlo_fold(const lower *l);
 
 /* Lowers every node of scope s (stablehlo_ops.c); an op without a lowering
  * fails naming it. */

@@ -21,7 +21,7 @@ typedef struct sfold {
 static const fedc_type *body_type(const sfold *f, fedc_value v) { return &f->body->nodes[v].type; }
 
 /* The type of stacked output j, [clients?, steps, ...y]; into buf (of 160). */
-static const char *stacked(const shlo *l, const sfold *f, int j, char *buf) {
+static const char *stacked(const lower *l, const sfold *f, int j, char *buf) {
     fedc_type t = *body_type(f, f->body->outputs[f->k + j].value);
     memmove(t.dims + 1, t.dims, sizeof t.dims - sizeof t.dims[0]);
     t.dims[0] = f->steps, t.rank++;
@@ -30,7 +30,7 @@ static const char *stacked(const shlo *l, const sfold *f, int j, char *buf) {
 
 /* (s == row) along dim f->c of a tensor of type `type` (rank dims), and'ed with
  * the running flag when `running`: an i1 tensor, its type into bt. */
-static const char *at_row(const shlo *l, const sfold *f, const fedc_type *t, bool running, char *bt, char *out) {
+static const char *at_row(const lower *l, const sfold *f, const fedc_type *t, bool running, char *bt, char *out) {
     fedc_type it = *t, b = *t;
     it.dtype = FEDC_I32, b.dtype = FEDC_BOOL;
     char its[160], io[24], rb[24], eq[24], fb[24], attr[200];
@@ -50,7 +50,7 @@ static const char *at_row(const shlo *l, const sfold *f, const fedc_type *t, boo
 }
 
 /* x_t = sum over the steps of (s == row ? xs : 0): this step's row of xs. */
-static void read_row(const shlo *l, const sfold *f, const char *xs, const fedc_type *seq, const char *out_t, char *out) {
+static void read_row(const lower *l, const sfold *f, const char *xs, const fedc_type *seq, const char *out_t, char *out) {
     char xt[160], bt[160], eq[24], z[24], sel[24], init[24], a[24], b[24], r[24], st[64];
     fedc__mlir_tensor(l->m, seq, f->c, xt, sizeof xt);
     at_row(l, f, seq, false, bt, eq);
@@ -67,7 +67,7 @@ static void read_row(const shlo *l, const sfold *f, const char *xs, const fedc_t
 }
 
 /* The step's row and flag from t and the lengths. */
-static void row_and_flag(const shlo *l, sfold *f, const char *t, const char *len) {
+static void row_and_flag(const lower *l, sfold *f, const char *t, const char *len) {
     char tb[24], one[24], lm[24], r[24], z[24], attr[200], ft[160];
     snprintf(attr, sizeof attr, "broadcast_dimensions = array<i64>");
     op1(l, fedc__mlir_tmp(l->m, tb), "stablehlo.broadcast_in_dim", attr, t, "tensor<i32>", f->row_t);
@@ -89,7 +89,7 @@ static void row_and_flag(const shlo *l, sfold *f, const char *t, const char *len
 }
 
 /* The while's types: t, then the carries, then the stacked outputs. */
-static void print_types(const shlo *l, const sfold *f) {
+static void print_types(const lower *l, const sfold *f) {
     char t[160];
     fedc__mlir_printf(l->m, "tensor<i32>");
     for (int i = 0; i < f->k; i++) fedc__mlir_printf(l->m, ", %s", type_str(l, l->n->in[i], t));
@@ -97,7 +97,7 @@ static void print_types(const shlo *l, const sfold *f) {
 }
 
 /* The loop body: the step on block arguments %w<id>_0 (t), _1.. (carries, then ys). */
-static fedc_status step(const shlo *l, sfold *f, int id) {
+static fedc_status step(const lower *l, sfold *f, int id) {
     char t[24], len_name[40];
     snprintf(t, sizeof t, "%%w%d_0", id);
     snprintf(len_name, sizeof len_name, "%s", name(l, l->n->in[l->n->nin - 1]));
@@ -163,7 +163,7 @@ static fedc_status step(const shlo *l, sfold *f, int id) {
     return st ? st : l->m->st;
 }
 
-fedc_status fedc__shlo_fold(const shlo *l) {
+fedc_status fedc__shlo_fold(const lower *l) {
     sfold f = {.body = fedc__body(l->s->p, l->n), .k = (int)fedc__attr_int(l->n, FEDC_ATTR_CARRIES, 0)};
     f.m = l->n->nin - f.k - 1, f.y = f.body->noutputs - f.k;
     f.c = lead(l, l->n->in[l->n->nin - 1]);

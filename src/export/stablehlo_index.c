@@ -18,7 +18,7 @@ static const char *run(int first, int n, char *buf) {
     return buf;
 }
 
-fedc_status fedc__shlo_argmax(const shlo *l) {
+fedc_status fedc__shlo_argmax(const lower *l) {
     fedc_value x = l->n->in[0];
     const fedc_type *t = type_of(l, x);
     int c = lead(l, x), ax = fedc__axis(fedc__attr_int(l->n, FEDC_ATTR_AXIS, 0), t->rank) + c;
@@ -63,7 +63,7 @@ fedc_status fedc__shlo_argmax(const shlo *l) {
 }
 
 /* The indices with a trailing dim of 1 (StableHLO's index vector), into out. */
-static const char *index_vector(const shlo *l, fedc_value ix, char *type, char *out) {
+static const char *index_vector(const lower *l, fedc_value ix, char *type, char *out) {
     fedc_type t = *type_of(l, ix);
     t.dims[t.rank++] = 1;
     char it[160];
@@ -73,7 +73,7 @@ static const char *index_vector(const shlo *l, fedc_value ix, char *type, char *
 }
 
 /* y[c?, i..., w...] = table[c?, idx[c?, i...], w...]. */
-fedc_status fedc__shlo_gather(const shlo *l) {
+fedc_status fedc__shlo_gather(const lower *l) {
     fedc_value table = l->n->in[0], ix = l->n->in[1];
     const fedc_type *tt = type_of(l, table);
     int c = lead(l, table), ni = type_of(l, ix)->rank, nw = tt->rank - 1;
@@ -94,7 +94,7 @@ fedc_status fedc__shlo_gather(const shlo *l) {
 }
 
 /* out[c?, n, w...] = sum over i of up[c?, i..., w...] where idx[c?, i...] = n. */
-fedc_status fedc__shlo_scatter_add(const shlo *l) {
+fedc_status fedc__shlo_scatter_add(const lower *l) {
     fedc_value up = l->n->in[0], ix = l->n->in[1];
     const fedc_type *y = type_of(l, l->v);
     int c = lead(l, up), ni = type_of(l, ix)->rank, nw = y->rank - 1;

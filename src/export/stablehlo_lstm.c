@@ -18,14 +18,14 @@
 #include "export/stablehlo.h"
 
 typedef struct slstm {
-    const shlo *l;
+    const lower *l;
     int64_t T, B, H;
     int c; /* 1 with the clients axis (dim 0) */
     fedc_dtype dt;
     char zero[24]; /* the i32 scalar 0 of the loop body, for the start indices */
 } slstm;
 
-static void slstm_init(const shlo *l, fedc_value seq, fedc_value wh, slstm *s) {
+static void slstm_init(const lower *l, fedc_value seq, fedc_value wh, slstm *s) {
     const fedc_type *t = type_of(l, seq);
     *s = (slstm){.l = l, .T = t->dims[0], .B = t->dims[1], .H = type_of(l, wh)->dims[0], .c = lead(l, l->v),
                  .dt = t->dtype};
@@ -220,7 +220,7 @@ static void loop_end(const slstm *s, int id, int n, char values[][24], const cha
 
 /* ----------------------------------------------------------- the forward -- */
 
-fedc_status fedc__shlo_lstm(const shlo *l) {
+fedc_status fedc__shlo_lstm(const lower *l) {
     fedc_value xw = l->n->in[0], wh = l->n->in[1];
     slstm s;
     slstm_init(l, xw, wh, &s);
@@ -255,7 +255,7 @@ fedc_status fedc__shlo_lstm(const shlo *l) {
 
 /* ---------------------------------------------------------- the backward -- */
 
-fedc_status fedc__shlo_lstm_grad(const shlo *l) {
+fedc_status fedc__shlo_lstm_grad(const lower *l) {
     fedc_value trace = l->n->in[0], dtrace = l->n->in[1], wh = l->n->in[2];
     slstm s;
     slstm_init(l, trace, wh, &s);
@@ -300,7 +300,7 @@ fedc_status fedc__shlo_lstm_grad(const shlo *l) {
 
 /* ----------------------------------------------------------- the tangent -- */
 
-fedc_status fedc__shlo_lstm_tangent(const shlo *l) {
+fedc_status fedc__shlo_lstm_tangent(const lower *l) {
     fedc_value trace = l->n->in[0], dxw = l->n->in[1], wh = l->n->in[2];
     slstm s;
     slstm_init(l, trace, wh, &s);

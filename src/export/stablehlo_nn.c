@@ -16,14 +16,14 @@ typedef struct conv_geom {
     int64_t sh, sw, pt, pb, pl, pr;
 } conv_geom;
 
-static conv_geom conv_geometry(const shlo *l) {
+static conv_geom conv_geometry(const lower *l) {
     int count;
     const int64_t *s = fedc__attr_ints(l->n, FEDC_ATTR_STRIDES, &count), *p = fedc__attr_ints(l->n, FEDC_ATTR_PADS, &count);
     return (conv_geom){s[0], s[1], p[0], p[1], p[2], p[3]};
 }
 
 /* "x = stablehlo.transpose(in)" then "reshape to `to`", the dims of `perm`. */
-static const char *regroup(const shlo *l, const char *in, const char *in_t, const int64_t *perm, const fedc_type *mid,
+static const char *regroup(const lower *l, const char *in, const char *in_t, const int64_t *perm, const fedc_type *mid,
                            const char *to, char *out) {
     char attr[200], list[160], mt[160], t[24];
     fedc__mlir_tensor(l->m, mid, false, mt, sizeof mt);
@@ -41,7 +41,7 @@ typedef struct conv_attrs {
     int64_t pads[4];             /* [top, bottom, left, right] (negative crops) */
 } conv_attrs;
 
-static void convolve(const shlo *l, const conv_attrs *a, const char *x, const char *xt, const char *w, const char *wt,
+static void convolve(const lower *l, const conv_attrs *a, const char *x, const char *xt, const char *w, const char *wt,
                      const char *out_t, const char *result) {
     char attr[700];
     snprintf(attr, sizeof attr, "batch_group_count = %lld : i64, dimension_numbers = #stablehlo.conv<%s>, "
@@ -54,7 +54,7 @@ static void convolve(const shlo *l, const conv_attrs *a, const char *x, const ch
     fedc__shlo_op(l->m, result, "stablehlo.convolution", attr, 2, (const char *[]){x, w}, (const char *[]){xt, wt}, out_t);
 }
 
-static void convolution(const shlo *l, const char *x, const char *xt, const char *w, const char *wt, int64_t groups,
+static void convolution(const lower *l, const char *x, const char *xt, const char *w, const char *wt, int64_t groups,
                         const char *out_t, const char *result) {
     conv_geom g = conv_geometry(l);
     conv_attrs a = {"[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]", groups, 1, {1, 1}, {1, 1}, {g.sh, g.sw},
@@ -70,7 +70,7 @@ typedef struct grouping {
     fedc_type m, g;
 } grouping;
 
-static fedc_status grouped(const shlo *l, const conv_attrs *a, fedc_value x, const grouping *gx, fedc_value w, const char *wname,
+static fedc_status grouped(const lower *l, const conv_attrs *a, fedc_value x, const grouping *gx, fedc_value w, const char *wname,
                            const grouping *gw, const fedc_type *yg, const fedc_type *ym) {
     static const int64_t back[5] = {3, 0, 1, 2, 4};
     char xt[160], wt[160], vt[160], xgt[160], wgt[160], ygt[160], ymt[160], xs[24], ws[24], y[24], yr[24], attr[200],
@@ -89,7 +89,7 @@ static fedc_status grouped(const shlo *l, const conv_attrs *a, fedc_value x, con
 
 static const int64_t TO_GROUPS[5] = {1, 2, 3, 0, 4}; /* [C, A, B, D, E] -> [A, B, D, C, E] */
 
-fedc_status fedc__shlo_conv2d(const shlo *l) {
+fedc_status fedc__shlo_conv2d(const lower *l) {
     fedc_value x = l->n->in[0], w = l->n->in[1];
     char xt[160], wt[160], vt[160];
     type_str(l, x, xt), type_str(l, w, wt), type_str(l, l->v, vt);
@@ -116,7 +116,7 @@ fedc_status fedc__shlo_conv2d(const shlo *l) {
  * that dx has x's size, convolved with the filter reversed in space and read
  * with its in and out features swapped; per client (in a map), the clients are
  * feature groups as for conv2d. */
-fedc_status fedc__shlo_conv2d_input_grad(const shlo *l) {
+fedc_status fedc__shlo_conv2d_input_grad(const lower *l) {
     fedc_value dy = l->n->in[0], w = l->n->in[1];
     const fedc_type *dyi = type_of(l, dy), *wi = type_of(l, w), *xi = type_of(l, l->v);
     conv_geom g = conv_geometry(l);
@@ -152,7 +152,7 @@ fedc_status fedc__shlo_conv2d_input_grad(const shlo *l) {
  * dy[n, oh, ow, o]: a convolution of x (its batch the features, its features
  * the batch) by dy dilated by the strides; per client, the clients are batch
  * groups (batch_group_count), as JAX batches a filter gradient. */
-fedc_status fedc__shlo_conv2d_filter_grad(const shlo *l) {
+fedc_status fedc__shlo_conv2d_filter_grad(const lower *l) {
     fedc_value x = l->n->in[0], dy = l->n->in[1];
     const fedc_type *xi = type_of(l, x), *dyi = type_of(l, dy), *wi = type_of(l, l->v);
     conv_geom g = conv_geometry(l);
@@ -182,7 +182,7 @@ fedc_status fedc__shlo_conv2d_filter_grad(const shlo *l) {
 /* result = reduce_window(x) (of type out_t) of window win, strides and pads
  * [top, bottom, left, right] (a dim of 1 for the clients axis and the batch and
  * channel dims), summing or taking the maximum, from `init`. */
-static void reduce_window_of(const shlo *l, const char *x, const char *xt, const char *out_t, double init, bool max,
+static void reduce_window_of(const lower *l, const char *x, const char *xt, const char *out_t, double init, bool max,
                              const int64_t *win, const int64_t *step, const int64_t *pads, const char *result) {
     int c = lead(l, l->v);
     fedc_dtype dt = type_of(l, l->v)->dtype;
@@ -202,7 +202,7 @@ static void reduce_window_of(const shlo *l, const char *x, const char *xt, const
 }
 
 /* The node's pooling window, strides and pads into win[2], step[2], pads[4]. */
-static void pool_attrs(const shlo *l, int64_t *win, int64_t *step, int64_t *pads) {
+static void pool_attrs(const lower *l, int64_t *win, int64_t *step, int64_t *pads) {
     int count;
     const int64_t *w = fedc__attr_ints(l->n, FEDC_ATTR_WINDOW, &count);
     conv_geom g = conv_geometry(l);
@@ -210,14 +210,14 @@ static void pool_attrs(const shlo *l, int64_t *win, int64_t *step, int64_t *pads
     pads[0] = g.pt, pads[1] = g.pb, pads[2] = g.pl, pads[3] = g.pr;
 }
 
-static void reduce_window(const shlo *l, const char *x, const char *xt, double init, bool max, const char *result) {
+static void reduce_window(const lower *l, const char *x, const char *xt, double init, bool max, const char *result) {
     int64_t win[2], step[2], pads[4];
     char vt[160];
     pool_attrs(l, win, step, pads);
     reduce_window_of(l, x, xt, type_str(l, l->v, vt), init, max, win, step, pads, result);
 }
 
-fedc_status fedc__shlo_max_pool2d(const shlo *l) {
+fedc_status fedc__shlo_max_pool2d(const lower *l) {
     char xt[160];
     reduce_window(l, name(l, l->n->in[0]), type_str(l, l->n->in[0], xt), -INFINITY, true, out_name(l));
     return l->m->st;
@@ -225,7 +225,7 @@ fedc_status fedc__shlo_max_pool2d(const shlo *l) {
 
 /* dx: each window's dy goes to the first maximum of its window of x in
  * row-major order (select GE keeps the earlier of two equal), summed. */
-fedc_status fedc__shlo_max_pool2d_grad(const shlo *l) {
+fedc_status fedc__shlo_max_pool2d_grad(const lower *l) {
     fedc_value x = l->n->in[0], dy = l->n->in[1];
     int count, c = lead(l, l->v);
     const int64_t *w = fedc__attr_ints(l->n, FEDC_ATTR_WINDOW, &count);
@@ -253,7 +253,7 @@ fedc_status fedc__shlo_max_pool2d_grad(const shlo *l) {
     return l->m->st;
 }
 
-fedc_status fedc__shlo_avg_pool2d(const shlo *l) {
+fedc_status fedc__shlo_avg_pool2d(const lower *l) {
     char xt[160], vt[160], ones[24], sum[24], count[24];
     type_str(l, l->n->in[0], xt), type_str(l, l->v, vt);
     reduce_window(l, name(l, l->n->in[0]), xt, 0, false, fedc__mlir_tmp(l->m, sum));
@@ -266,7 +266,7 @@ fedc_status fedc__shlo_avg_pool2d(const shlo *l) {
 /* dx[i] = the sum, over the windows holding i, of dy / (the window's positions
  * inside the image): dy / count, dilated by the strides and padded so that a
  * stride-1 sum over the window gives x's size. */
-fedc_status fedc__shlo_avg_pool2d_grad(const shlo *l) {
+fedc_status fedc__shlo_avg_pool2d_grad(const lower *l) {
     fedc_value dy = l->n->in[0];
     const fedc_type *dyi = type_of(l, dy), *xi = type_of(l, l->v);
     int c = lead(l, l->v);

@@ -14,7 +14,7 @@
 /* Operand u spread to v's shape as numpy broadcasts (dims right-aligned, the
  * clients axis first): itself when its type is v's, else a broadcast_in_dim of
  * it to `to` (v's type with u's dtype). */
-static const char *spread(const shlo *l, fedc_value u, char *to, char *out) {
+static const char *spread(const lower *l, fedc_value u, char *to, char *out) {
     const fedc_type *t = type_of(l, u), *o = type_of(l, l->v);
     fedc_type want = *o;
     want.dtype = t->dtype;
@@ -53,7 +53,7 @@ static const char *compare_attrs(const char *dir, fedc_dtype dt, char *buf) {
     return buf;
 }
 
-static fedc_status lower_binary(const shlo *l) {
+static fedc_status lower_binary(const lower *l) {
     static const char *const dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
     char ta[160], tb[160], a[24], b[24], out[160], attrs[160];
     const char *x = spread(l, l->n->in[0], ta, a), *y = spread(l, l->n->in[1], tb, b);
@@ -65,7 +65,7 @@ static fedc_status lower_binary(const shlo *l) {
     return l->m->st;
 }
 
-static fedc_status lower_select(const shlo *l) {
+static fedc_status lower_select(const lower *l) {
     char t[3][160], n[3][24], out[160];
     const char *in[3], *types[3];
     for (int i = 0; i < 3; i++) in[i] = spread(l, l->n->in[i], t[i], n[i]), types[i] = t[i];
@@ -73,7 +73,7 @@ static fedc_status lower_select(const shlo *l) {
     return l->m->st;
 }
 
-static fedc_status lower_unary(const shlo *l) {
+static fedc_status lower_unary(const lower *l) {
     char t[160], zero[24], gt[24], bt[160], attrs[160];
     const char *x = name(l, l->n->in[0]);
     fedc_dtype dt = type_of(l, l->v)->dtype;
@@ -108,7 +108,7 @@ static fedc_status lower_unary(const shlo *l) {
 
 /* A cast to bool is != 0; others are stablehlo.convert (whose float-to-integer
  * overflow is the backend's, where fedc saturates: docs/export.md). */
-static fedc_status lower_cast(const shlo *l) {
+static fedc_status lower_cast(const lower *l) {
     char in_t[160], out_t[160], zero[24], attrs[160];
     fedc_dtype from = type_of(l, l->n->in[0])->dtype;
     type_str(l, l->n->in[0], in_t), type_str(l, l->v, out_t);
@@ -125,7 +125,7 @@ static fedc_status lower_cast(const shlo *l) {
 
 /* A constant's exact bytes (bools as i8, then != 0); a @clients constant is
  * one copy every client reads (broadcast along the clients axis). */
-static fedc_status lower_constant(const shlo *l) {
+static fedc_status lower_constant(const lower *l) {
     const fedc_type *t = type_of(l, l->v);
     fedc_type bytes = *t;
     if (t->dtype == FEDC_BOOL) bytes.dtype = FEDC_U8;
@@ -160,7 +160,7 @@ static fedc_status lower_constant(const shlo *l) {
     return l->m->st;
 }
 
-static fedc_status lower_iota(const shlo *l) {
+static fedc_status lower_iota(const lower *l) {
     char t[160], attr[64];
     snprintf(attr, sizeof attr, "iota_dimension = %lld : i64",
              (long long)(fedc__attr_int(l->n, FEDC_ATTR_AXIS, 0) + lead(l, l->v)));
@@ -168,7 +168,7 @@ static fedc_status lower_iota(const shlo *l) {
     return l->m->st;
 }
 
-static fedc_status lower_num_clients(const shlo *l) {
+static fedc_status lower_num_clients(const lower *l) {
     char t[160];
     fedc__shlo_splat(l->m, type_of(l, l->v)->dtype, l->m->clients, type_str(l, l->v, t), out_name(l));
     return l->m->st;
@@ -178,7 +178,7 @@ static fedc_status lower_num_clients(const shlo *l) {
 
 /* result = reduce(x) over the dims set in `dims` (a sum, or a max), of type
  * out_type; its region adds (or takes the maximum of) two scalars. */
-static void reduce(const shlo *l, const char *x, const char *xt, fedc_dtype dt, unsigned dims, int rank, bool max,
+static void reduce(const lower *l, const char *x, const char *xt, fedc_dtype dt, unsigned dims, int rank, bool max,
                    const char *out_type, const char *result) {
     char init[24], st[64], attr[200], list[160];
     const char *elem = fedc__mlir_elem(dt);
@@ -199,14 +199,14 @@ static void reduce(const shlo *l, const char *x, const char *xt, fedc_dtype dt, 
 }
 
 /* v = x * k, k a scalar: a mean's division (fedc multiplies by the inverse). */
-static void scale(const shlo *l, const char *x, double k, const char *result) {
+static void scale(const lower *l, const char *x, double k, const char *result) {
     char t[160], c[24];
     type_str(l, l->v, t);
     fedc__shlo_splat(l->m, type_of(l, l->v)->dtype, k, t, c);
     op2(l, result, "stablehlo.multiply", "", x, c, t, t);
 }
 
-static fedc_status lower_reduce(const shlo *l) {
+static fedc_status lower_reduce(const lower *l) {
     fedc_value x = l->n->in[0];
     const fedc_type *t = type_of(l, x);
     int count, c = lead(l, x);
@@ -235,7 +235,7 @@ static fedc_status lower_reduce(const shlo *l) {
 }
 
 /* sum and mean over the clients axis (dim 0). */
-static fedc_status lower_sum(const shlo *l) {
+static fedc_status lower_sum(const lower *l) {
     char xt[160], vt[160], r[24];
     bool mean = l->n->op == FEDC_OP_MEAN;
     const char *summed = mean ? fedc__mlir_tmp(l->m, r) : out_name(l);
@@ -246,7 +246,7 @@ static fedc_status lower_sum(const shlo *l) {
 }
 
 /* weighted_mean(x, w) = sum_i w_i x_i * (1 / sum_i w_i), as fedc aggregates. */
-static fedc_status lower_weighted_mean(const shlo *l) {
+static fedc_status lower_weighted_mean(const lower *l) {
     fedc_value x = l->n->in[0], w = l->n->in[1];
     fedc_dtype dt = type_of(l, x)->dtype;
     int rank = type_of(l, x)->rank;
@@ -269,7 +269,7 @@ static fedc_status lower_weighted_mean(const shlo *l) {
 
 /* --------------------------------------------------------------- shapes -- */
 
-static fedc_status lower_broadcast(const shlo *l) { /* the server value, read by every client */
+static fedc_status lower_broadcast(const lower *l) { /* the server value, read by every client */
     int64_t map[FEDC_MAX_RANK];
     int rank = type_of(l, l->v)->rank;
     for (int i = 0; i < rank; i++) map[i] = i + 1;
@@ -280,7 +280,7 @@ static fedc_status lower_broadcast(const shlo *l) { /* the server value, read by
     return l->m->st;
 }
 
-static fedc_status lower_broadcast_to(const shlo *l) {
+static fedc_status lower_broadcast_to(const lower *l) {
     char t[160], n[24], vt[160];
     const char *x = spread(l, l->n->in[0], t, n);
     if (x == name(l, l->n->in[0])) op1(l, out_name(l), "stablehlo.reshape", "", x, t, type_str(l, l->v, vt));
@@ -288,13 +288,13 @@ static fedc_status lower_broadcast_to(const shlo *l) {
     return l->m->st;
 }
 
-static fedc_status lower_reshape(const shlo *l) {
+static fedc_status lower_reshape(const lower *l) {
     char xt[160], vt[160];
     op1(l, out_name(l), "stablehlo.reshape", "", name(l, l->n->in[0]), type_str(l, l->n->in[0], xt), type_str(l, l->v, vt));
     return l->m->st;
 }
 
-static fedc_status lower_transpose(const shlo *l) {
+static fedc_status lower_transpose(const lower *l) {
     int count, c = lead(l, l->v);
     const int64_t *perm = fedc__attr_ints(l->n, FEDC_ATTR_PERM, &count);
     int64_t p[FEDC_MAX_RANK + 1];
@@ -307,7 +307,7 @@ static fedc_status lower_transpose(const shlo *l) {
     return l->m->st;
 }
 
-static fedc_status lower_slice(const shlo *l) {
+static fedc_status lower_slice(const lower *l) {
     const fedc_type *x = type_of(l, l->n->in[0]);
     int ns, nl, c = lead(l, l->v);
     const int64_t *start = fedc__attr_ints(l->n, FEDC_ATTR_START, &ns), *size = fedc__attr_ints(l->n, FEDC_ATTR_SHAPE, &nl);
@@ -321,7 +321,7 @@ static fedc_status lower_slice(const shlo *l) {
     return l->m->st;
 }
 
-static fedc_status lower_concat(const shlo *l) {
+static fedc_status lower_concat(const lower *l) {
     int n = l->n->nin, ax = fedc__axis(fedc__attr_int(l->n, FEDC_ATTR_AXIS, 0), type_of(l, l->v)->rank) + lead(l, l->v);
     char (*types)[160] = fedc__list(n, sizeof *types), vt[160], attr[64];
     const char **ins = fedc__list(n, sizeof *ins), **tys = fedc__list(n, sizeof *tys);
@@ -336,7 +336,7 @@ static fedc_status lower_concat(const shlo *l) {
     return l->m->st;
 }
 
-static fedc_status lower_pad(const shlo *l) {
+static fedc_status lower_pad(const lower *l) {
     const fedc_type *x = type_of(l, l->n->in[0]), *y = type_of(l, l->v);
     int count, c = lead(l, l->v);
     const int64_t *lo = fedc__attr_ints(l->n, FEDC_ATTR_LO, &count);
@@ -366,7 +366,7 @@ static const char *dims_list(const int64_t *v, int n, char *buf) {
  * leading dims of two operands of one rank are batch dims; a contracts its last
  * dim (its first of the two, transposed), b its first of the two (its last). The
  * result is batch dims, then a's free dims, then b's: fedc's layout. */
-static fedc_status lower_matmul(const shlo *l) {
+static fedc_status lower_matmul(const lower *l) {
     fedc_value a = l->n->in[0], b = l->n->in[1];
     int ra = type_of(l, a)->rank, rb = type_of(l, b)->rank, ca = lead(l, a), cb = lead(l, b);
     bool ta = fedc__attr_int(l->n, FEDC_ATTR_TRANSPOSE_A, 0) != 0, tb = fedc__attr_int(l->n, FEDC_ATTR_TRANSPOSE_B, 0) != 0;
@@ -387,7 +387,7 @@ static fedc_status lower_matmul(const shlo *l) {
 
 /* (j == k[...]) over shape y (with the clients axis when c), as i1, into eq:
  * an iota along the last dim compared with the indices k spread along it. */
-static const char *hot(const shlo *l, const char *k, const char *kt, const fedc_type *y, int c, char *bts, char *eq) {
+static const char *hot(const lower *l, const char *k, const char *kt, const fedc_type *y, int c, char *bts, char *eq) {
     fedc_type it = *y, bt = *y;
     it.dtype = FEDC_I32, bt.dtype = FEDC_BOOL;
     char its[160], io[24], ks[24], attr[200], dims[160];
@@ -402,7 +402,7 @@ static const char *hot(const shlo *l, const char *k, const char *kt, const fedc_
     return eq;
 }
 
-static fedc_status lower_one_hot(const shlo *l) {
+static fedc_status lower_one_hot(const lower *l) {
     char kt[160], bts[160], vt[160], eq[24];
     hot(l, name(l, l->n->in[0]), type_str(l, l->n->in[0], kt), type_of(l, l->v), lead(l, l->v), bts, eq);
     op1(l, out_name(l), "stablehlo.convert", "", eq, bts, type_str(l, l->v, vt));
@@ -411,7 +411,7 @@ static fedc_status lower_one_hot(const shlo *l) {
 
 /* The rows of x (its last dim dropped): their type into rt, and "broadcast the
  * rows back along the last dim" into attr (of 200). */
-static void rows_of(const shlo *l, fedc_value x, char *rt, char *attr) {
+static void rows_of(const lower *l, fedc_value x, char *rt, char *attr) {
     fedc_type rows = *type_of(l, x);
     rows.rank--;
     int c = lead(l, x);
@@ -424,7 +424,7 @@ static void rows_of(const shlo *l, fedc_value x, char *rt, char *attr) {
 
 /* lse[r] = m[r] + log(sum_c exp(x[r, c] - m[r])), m the row's max: fedc's
  * row_logsumexp; lse spread back to x's shape into lse_b. */
-static void row_logsumexp(const shlo *l, fedc_value x, char *lse, char *lse_b) {
+static void row_logsumexp(const lower *l, fedc_value x, char *lse, char *lse_b) {
     const fedc_type *t = type_of(l, x);
     int c = lead(l, x), rank = t->rank + c;
     char xt[160], rt[160], attr[200], mx[24], mxs[24], d[24], e[24], s[24], lg[24];
@@ -440,7 +440,7 @@ static void row_logsumexp(const shlo *l, fedc_value x, char *lse, char *lse_b) {
     op1(l, fedc__mlir_tmp(l->m, lse_b), "stablehlo.broadcast_in_dim", attr, lse, rt, xt);
 }
 
-static fedc_status lower_log_softmax(const shlo *l) {
+static fedc_status lower_log_softmax(const lower *l) {
     char lse[24], lse_b[24], vt[160];
     row_logsumexp(l, l->n->in[0], lse, lse_b);
     op2(l, out_name(l), "stablehlo.subtract", "", name(l, l->n->in[0]), lse_b, type_str(l, l->v, vt), vt);
@@ -449,7 +449,7 @@ static fedc_status lower_log_softmax(const shlo *l) {
 
 /* loss[r] = w[r] * (lse[r] - x[r, label[r]]), the label's logit picked by a
  * one-hot sum (a label out of range picks 0, where fedc fails: docs/export.md). */
-static fedc_status lower_softmax_xent(const shlo *l) {
+static fedc_status lower_softmax_xent(const lower *l) {
     fedc_value x = l->n->in[0];
     const fedc_type *t = type_of(l, x);
     int c = lead(l, x), rank = t->rank + c;
@@ -471,7 +471,7 @@ static fedc_status lower_softmax_xent(const shlo *l) {
 }
 
 /* dlogits[r, c] = scale[r] * (exp(x[r, c] - lse[r]) - [c == label[r]]). */
-static fedc_status lower_softmax_xent_grad(const shlo *l) {
+static fedc_status lower_softmax_xent_grad(const lower *l) {
     fedc_value x = l->n->in[0];
     int c = lead(l, x);
     char lse[24], lse_b[24], xt[160], rt[160], kt[160], bts[160], attr[200], eq[24], oh[24], d[24], p[24], q[24],
@@ -492,7 +492,7 @@ static fedc_status lower_softmax_xent_grad(const shlo *l) {
 
 /* ---------------------------------------------------------------- bodies -- */
 
-static fedc_status lower_map(const shlo *l) {
+static fedc_status lower_map(const lower *l) {
     const fedc_program *body = fedc__body(l->s->p, l->n);
     fedc__mlir_scope b;
     if (fedc__mlir_scope_init(&b, body, true, l->m->tmp++)) return l->m->st = FEDC_ENOMEM;
@@ -509,11 +509,10 @@ static fedc_status lower_map(const shlo *l) {
     return st;
 }
 
-static fedc_status lower_nothing(const shlo *l) { (void)l; return FEDC_OK; } /* inputs, and results (named by map) */
+static fedc_status lower_nothing(const lower *l) { (void)l; return FEDC_OK; } /* inputs, and results (named by map) */
 
 /* ------------------------------------------------------------- dispatch -- */
 
-typedef fedc_status (*shlo_fn)(const shlo *l);
 
 #define shlo_INPUT lower_nothing
 #define shlo_RESULT lower_nothing
@@ -589,7 +588,7 @@ typedef fedc_status (*shlo_fn)(const shlo *l);
 #define shlo_CAUSAL_ATTENTION NULL
 #define shlo_CAUSAL_ATTENTION_GRAD NULL
 
-static const shlo_fn lowerings[FEDC_OP_COUNT] = {
+static const lower_fn lowerings[FEDC_OP_COUNT] = {
 #define FEDC_OP(id, name, min_in, max_in) [FEDC_OP_##id] = shlo_##id,
 #include "ir/ops.def"
 #undef FEDC_OP
@@ -603,8 +602,8 @@ bool fedc_stablehlo_lowers(const char *op_name) {
 
 fedc_status fedc__shlo_lower_scope(fedc__mlir *m, fedc__mlir_scope *s) {
     for (fedc_value v = 0; !m->st && v < s->p->n; v++) {
-        shlo l = {m, s, v, &s->p->nodes[v]};
-        shlo_fn f = lowerings[l.n->op];
+        lower l = {m, s, v, &s->p->nodes[v]};
+        lower_fn f = lowerings[l.n->op];
         if (f) f(&l);
         else fedc__mlir_fail(m, s, v, FEDC_EUNSUPPORTED, "%s has no lowering to StableHLO yet", fedc__ops[l.n->op].name);
     }

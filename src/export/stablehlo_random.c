@@ -15,7 +15,7 @@
 #include "export/stablehlo.h"
 
 typedef struct rng {
-    const shlo *l;
+    const lower *l;
     char u32[160], u64[160]; /* x's shape in ui32 and ui64 */
 } rng;
 
@@ -87,7 +87,7 @@ static const char *flat_index(const rng *r, const fedc_type *t, int c, char *out
 
 /* Word w of the key, as ui32 spread over x's shape. */
 static const char *key_word(const rng *r, fedc_value key, int w, char *out) {
-    const shlo *l = r->l;
+    const lower *l = r->l;
     int c = lead(l, key);
     char kt[160], st[64], wt[64], bt[64], s[24], q[24], b[24], attr[600], lo[160], hi[160], one[160];
     int64_t start[2] = {0, w}, limit[2] = {l->m->clients, w + 1}, step[2] = {1, 1};
@@ -107,7 +107,7 @@ static const char *key_word(const rng *r, fedc_value key, int w, char *out) {
 
 /* out = (wi == k) ? a : b, wi the word index (ui64). */
 static const char *pick(const rng *r, const char *wi, uint64_t k, const char *a, const char *b, char *out) {
-    const shlo *l = r->l;
+    const lower *l = r->l;
     fedc_type bt = *type_of(l, l->v);
     bt.dtype = FEDC_BOOL;
     char bts[160], kk[24], eq[24];
@@ -123,7 +123,7 @@ static const char *pick(const rng *r, const char *wi, uint64_t k, const char *a,
 }
 
 /* The types of the result's shape in ui32 and ui64. */
-static void rng_init(const shlo *l, rng *r) {
+static void rng_init(const lower *l, rng *r) {
     fedc_type u = *type_of(l, l->v);
     u.dtype = FEDC_I32; /* the shape; the element types are written below */
     char shape[160];
@@ -146,7 +146,7 @@ static void block(const rng *r, fedc_value key, const char *blk, char w[4][24]) 
 /* The f32 uniform of every element i: word i % 4 of block i / 4, its top 24
  * bits times 2^-24 (exact); an f32 tensor named out, its type into ft. */
 static const char *uniform_f32(const rng *r, fedc_value key, const char *i, char *ft, const char *out) {
-    const shlo *l = r->l;
+    const lower *l = r->l;
     char two[24], three[24], blk[24], wi[24], w[4][24], s1[24], s2[24], word[24], e8[24], top[24], uf[24], sc[24];
     bin(r, "stablehlo.shift_right_logical", i, splat_u(r, 2, true, two), true, blk);
     bin(r, "stablehlo.and", i, splat_u(r, 3, true, three), true, wi);
@@ -177,13 +177,13 @@ static const char *uniform_f64_of(const rng *r, const char *a, const char *b, co
 }
 
 /* The result's shape in f64, into dt (of 160). */
-static const char *f64_type(const shlo *l, char *dt) {
+static const char *f64_type(const lower *l, char *dt) {
     fedc_type d = *type_of(l, l->v);
     d.dtype = FEDC_F64;
     return fedc__mlir_tensor(l->m, &d, lead(l, l->v), dt, 160);
 }
 
-fedc_status fedc__shlo_random_uniform(const shlo *l) {
+fedc_status fedc__shlo_random_uniform(const lower *l) {
     fedc_value key = l->n->in[0];
     const fedc_type *t = type_of(l, l->v);
     rng r;
@@ -203,7 +203,7 @@ fedc_status fedc__shlo_random_uniform(const shlo *l) {
     return l->m->st;
 }
 
-fedc_status fedc__shlo_random_normal(const shlo *l) {
+fedc_status fedc__shlo_random_normal(const lower *l) {
     fedc_value key = l->n->in[0];
     const fedc_type *t = type_of(l, l->v);
     rng r;
@@ -232,7 +232,7 @@ fedc_status fedc__shlo_random_normal(const shlo *l) {
     return l->m->st;
 }
 
-fedc_status fedc__shlo_dropout(const shlo *l) {
+fedc_status fedc__shlo_dropout(const lower *l) {
     fedc_value x = l->n->in[0], key = l->n->in[1];
     const fedc_type *t = type_of(l, x);
     int c = lead(l, l->v);

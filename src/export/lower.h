@@ -1,0 +1,27 @@
+/* lower.h — the lowering of one node, for either target (internal): its
+ * context, and the helpers both targets' lowerings use. A target's lowerings
+ * differ only in their spelling (mlir_lower.h: linalg, arith, math; stablehlo.h:
+ * StableHLO ops), and the composite ops are decomposed before either runs
+ * (ir/decompose.h). */
+#ifndef FEDC_EXPORT_LOWER_H
+#define FEDC_EXPORT_LOWER_H
+
+#include "export/mlir.h"
+
+/* One node being lowered. */
+typedef struct lower {
+    fedc__mlir *m;
+    fedc__mlir_scope *s;
+    fedc_value v;
+    const fedc__node *n;
+} lower;
+
+typedef fedc_status (*lower_fn)(const lower *l);
+
+static inline const fedc_type *type_of(const lower *l, fedc_value u) { return &l->s->p->nodes[u].type; }
+static inline const char *name(const lower *l, fedc_value u) { return l->s->name[u]; }
+static inline fedc_status unsupported(const lower *l, const char *why) {
+    return fedc__mlir_fail(l->m, l->s, l->v, FEDC_EUNSUPPORTED, "%s", why);
+}
+
+#endif
