@@ -1,12 +1,13 @@
 /* lower.h — the lowering of one node, for either target (internal): its
  * context, and the helpers both targets' lowerings use. A target's lowerings
  * differ only in their spelling (mlir_lower.h: linalg, arith, math; stablehlo.h:
- * StableHLO ops), and the composite ops are decomposed before either runs
- * (ir/decompose.h). */
+ * StableHLO ops), which one table names (lowerings.def); the composite ops are
+ * decomposed before either runs (ir/decompose.h). */
 #ifndef FEDC_EXPORT_LOWER_H
 #define FEDC_EXPORT_LOWER_H
 
 #include "export/mlir.h"
+#include "ir/decompose.h"
 
 /* One node being lowered. */
 typedef struct lower {
@@ -17,6 +18,13 @@ typedef struct lower {
 } lower;
 
 typedef fedc_status (*lower_fn)(const lower *l);
+
+/* The export targets, the columns of the op table (lowerings.def). */
+typedef enum fedc__export_target { FEDC__TO_MLIR, FEDC__TO_STABLEHLO, FEDC__EXPORT_TARGETS } fedc__export_target;
+
+/* Op's lowering in target (lowerings.c); NULL for an op with none (a composite
+ * op, decomposed before lowering). */
+lower_fn fedc__lowering(fedc__export_target target, fedc__op op);
 
 static inline const fedc_type *type_of(const lower *l, fedc_value u) { return &l->s->p->nodes[u].type; }
 static inline const char *name(const lower *l, fedc_value u) { return l->s->name[u]; }

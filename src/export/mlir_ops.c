@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "export/mlir_lower.h"
-#include "ir/decompose.h"
 
 /* ---------------------------------------------------------- elementwise -- */
 
@@ -154,20 +153,20 @@ static void body_cast(const lower *l, char *result) {
     }
 }
 
-static fedc_status lower_binary(const lower *l) { return fedc__mlir_elementwise(l, body_binary); }
-static fedc_status lower_unary(const lower *l) {
+fedc_status fedc__lower_binary(const lower *l) { return fedc__mlir_elementwise(l, body_binary); }
+fedc_status fedc__lower_unary(const lower *l) {
     if (l->n->op != FEDC_OP_NEG && !is_float(l, l->v)) return unsupported(l, "an integer operand");
     return fedc__mlir_elementwise(l, body_unary);
 }
-static fedc_status lower_select(const lower *l) { return fedc__mlir_elementwise(l, body_select); }
-static fedc_status lower_cast(const lower *l) { return fedc__mlir_elementwise(l, body_cast); }
-static fedc_status lower_broadcast_to(const lower *l) { return fedc__mlir_elementwise(l, body_identity); }
+fedc_status fedc__lower_select(const lower *l) { return fedc__mlir_elementwise(l, body_select); }
+fedc_status fedc__lower_cast(const lower *l) { return fedc__mlir_elementwise(l, body_cast); }
+fedc_status fedc__lower_broadcast_to(const lower *l) { return fedc__mlir_elementwise(l, body_identity); }
 
 /* ------------------------------------------------------------ sources -- */
 
 /* The constant's bytes, exactly (dense<"0x..."> is little-endian raw data); a
  * @clients constant is one copy that every client reads, spread along the axis. */
-static fedc_status lower_constant(const lower *l) {
+fedc_status fedc__lower_constant(const lower *l) {
     const fedc_type *t = type_of(l, l->v);
     bool c = clients(l, l->v), flags = t->dtype == FEDC_BOOL;
     fedc_type bytes = *t;
@@ -220,9 +219,9 @@ static void body_iota(const lower *l, char *result) {
     fedc__mlir_printf(l->m, "      %s = arith.sitofp %s : i32 to %s\n", result, k, fedc__mlir_elem(dt));
 }
 
-static fedc_status lower_iota(const lower *l) { return fedc__mlir_elementwise(l, body_iota); }
+fedc_status fedc__lower_iota(const lower *l) { return fedc__mlir_elementwise(l, body_iota); }
 
-static fedc_status lower_num_clients(const lower *l) {
+fedc_status fedc__lower_num_clients(const lower *l) {
     char type[160], lit[32], nm[24];
     fedc_dtype dt = type_of(l, l->v)->dtype;
     if (dt == FEDC_I32) snprintf(lit, sizeof lit, "%d", l->m->clients);
@@ -234,7 +233,7 @@ static fedc_status lower_num_clients(const lower *l) {
 
 /* ---------------------------------------------------------- reductions -- */
 
-static fedc_status lower_reduce(const lower *l) {
+fedc_status fedc__lower_reduce(const lower *l) {
     fedc_value x = l->n->in[0];
     const fedc_type *t = type_of(l, x);
     int count, lead = clients(l, x) ? 1 : 0;
@@ -262,7 +261,7 @@ static const char *whole(const lower *l, const char *sum, const char *type, char
 }
 
 /* sum and mean over the clients axis (axis 0 of the clients tensor). */
-static fedc_status lower_sum(const lower *l) {
+fedc_status fedc__lower_sum(const lower *l) {
     char type[160], sum[24], all[24];
     fedc__mlir_type_of(l->m, l->s, l->v, type, sizeof type);
     bool mean = l->n->op == FEDC_OP_MEAN;
@@ -272,7 +271,7 @@ static fedc_status lower_sum(const lower *l) {
 }
 
 /* weighted_mean(x, w) = sum_i w_i x_i * (1 / sum_i w_i), as fedc aggregates it. */
-static fedc_status lower_weighted_mean(const lower *l) {
+fedc_status fedc__lower_weighted_mean(const lower *l) {
     fedc_value x = l->n->in[0], w = l->n->in[1];
     const fedc_type *t = type_of(l, x);
     int loops = t->rank + 1;
@@ -319,7 +318,7 @@ static fedc_status lower_weighted_mean(const lower *l) {
 
 /* ------------------------------------------------------------- shapes -- */
 
-static fedc_status lower_transpose(const lower *l) {
+fedc_status fedc__lower_transpose(const lower *l) {
     int count;
     const int64_t *perm = fedc__attr_ints(l->n, FEDC_ATTR_PERM, &count);
     int lead = clients(l, l->v) ? 1 : 0, inverse[FEDC_MAX_RANK];
@@ -331,7 +330,7 @@ static fedc_status lower_transpose(const lower *l) {
 }
 
 /* broadcast: the server value, read by every client. */
-static fedc_status lower_broadcast(const lower *l) {
+fedc_status fedc__lower_broadcast(const lower *l) {
     char in_map[160] = {0};
     for (int i = 0; i < type_of(l, l->v)->rank; i++) add_loop(in_map, sizeof in_map, i + 1);
     return fedc__mlir_copy_through(l, in_map);
@@ -400,7 +399,7 @@ static fedc_status lower_reshape_sharded(const lower *l) {
 }
 
 /* tensor.reshape with the shape as a constant (the clients axis kept in front). */
-static fedc_status lower_reshape(const lower *l) {
+fedc_status fedc__lower_reshape(const lower *l) {
     if (l->m->hoisted) return lower_reshape_sharded(l);
     const fedc_type *t = type_of(l, l->v);
     bool c = clients(l, l->v);
@@ -430,7 +429,7 @@ static void place(const lower *l, fedc_value x, const char *into, const int64_t 
     fedc__mlir_place(l, &a, result);
 }
 
-static fedc_status lower_slice(const lower *l) {
+fedc_status fedc__lower_slice(const lower *l) {
     const fedc_type *x = type_of(l, l->n->in[0]);
     bool c = clients(l, l->v);
     int ns, nl;
@@ -469,7 +468,7 @@ static void insert(const lower *l, fedc_value x, const char *into, const int64_t
                       fedc__mlir_type_of(l->m, l->s, l->v, out_type, sizeof out_type));
 }
 
-static fedc_status lower_concat(const lower *l) {
+fedc_status fedc__lower_concat(const lower *l) {
     int ax = fedc__axis(fedc__attr_int(l->n, FEDC_ATTR_AXIS, 0), type_of(l, l->v)->rank);
     int64_t offsets[FEDC_MAX_RANK] = {0};
     char acc[24], next[24];
@@ -484,7 +483,7 @@ static fedc_status lower_concat(const lower *l) {
     return l->m->st;
 }
 
-static fedc_status lower_pad(const lower *l) {
+fedc_status fedc__lower_pad(const lower *l) {
     int count;
     const int64_t *lo = fedc__attr_ints(l->n, FEDC_ATTR_LO, &count);
     char zeros[24];
@@ -496,98 +495,10 @@ static fedc_status lower_pad(const lower *l) {
 
 /* ------------------------------------------------------- names only -- */
 
-static fedc_status lower_result(const lower *l) { (void)l; return FEDC_OK; } /* named by its map */
-static fedc_status lower_input(const lower *l) { (void)l; return FEDC_OK; } /* named as an argument */
+fedc_status fedc__lower_result(const lower *l) { (void)l; return FEDC_OK; } /* named by its map */
+fedc_status fedc__lower_input(const lower *l) { (void)l; return FEDC_OK; } /* named as an argument */
 
 /* ------------------------------------------------------------- dispatch -- */
-
-#define lower_ADD lower_binary
-#define lower_SUB lower_binary
-#define lower_MUL lower_binary
-#define lower_DIV lower_binary
-#define lower_MAXIMUM lower_binary
-#define lower_MINIMUM lower_binary
-#define lower_EQ lower_binary
-#define lower_NE lower_binary
-#define lower_LT lower_binary
-#define lower_LE lower_binary
-#define lower_GT lower_binary
-#define lower_GE lower_binary
-#define lower_NEG lower_unary
-#define lower_EXP lower_unary
-#define lower_LOG lower_unary
-#define lower_TANH lower_unary
-#define lower_SIGMOID lower_unary
-#define lower_RELU lower_unary
-#define lower_SQRT lower_unary
-#define lower_SQUARE lower_unary
-#define lower_POW lower_unary
-#define lower_SELECT lower_select
-#define lower_CAST lower_cast
-#define lower_BROADCAST_TO lower_broadcast_to
-#define lower_INPUT lower_input
-#define lower_CONSTANT lower_constant
-#define lower_IOTA lower_iota
-#define lower_NUM_CLIENTS lower_num_clients
-#define lower_REDUCE_SUM lower_reduce
-#define lower_REDUCE_MEAN lower_reduce
-#define lower_REDUCE_MAX lower_reduce
-#define lower_SUM lower_sum
-#define lower_MEAN lower_sum
-#define lower_WEIGHTED_MEAN lower_weighted_mean
-#define lower_BROADCAST lower_broadcast
-#define lower_TRANSPOSE lower_transpose
-#define lower_RESHAPE lower_reshape
-#define lower_SLICE lower_slice
-#define lower_CONCAT lower_concat
-#define lower_PAD lower_pad
-#define lower_MATMUL fedc__lower_matmul
-#define lower_MAP fedc__lower_map
-#define lower_LSTM_TANGENT fedc__lower_lstm_tangent
-#define lower_LSTM_GRAD fedc__lower_lstm_grad
-#define lower_LSTM fedc__lower_lstm
-#define lower_DROPOUT fedc__lower_dropout
-#define lower_SCATTER_ADD fedc__lower_scatter_add
-#define lower_AVG_POOL2D_GRAD fedc__lower_avg_pool2d_grad
-#define lower_AVG_POOL2D fedc__lower_avg_pool2d
-#define lower_MAX_POOL2D_GRAD fedc__lower_max_pool2d_grad
-#define lower_MAX_POOL2D fedc__lower_max_pool2d
-#define lower_CONV2D_FILTER_GRAD fedc__lower_conv2d_filter_grad
-#define lower_CONV2D_INPUT_GRAD fedc__lower_conv2d_input_grad
-#define lower_CONV2D fedc__lower_conv2d
-#define lower_FOLD fedc__lower_fold
-#define lower_RESULT lower_result
-#define lower_ARGMAX fedc__lower_argmax
-#define lower_ONE_HOT fedc__lower_one_hot
-#define lower_GATHER fedc__lower_gather
-#define lower_SOFTMAX_XENT_GRAD fedc__lower_softmax_xent_grad
-#define lower_SOFTMAX_XENT fedc__lower_softmax_xent
-#define lower_LOG_SOFTMAX fedc__lower_log_softmax
-/* fedc's counter stream, bit for bit (random_normal's log and cos are libm's
- * under the runner: mlir_random.c). */
-#define lower_RANDOM_NORMAL fedc__lower_random_normal
-#define lower_RANDOM_UNIFORM fedc__lower_random_uniform
-
-/* The composite ops are decomposed before lowering (ir/decompose.h): no row. */
-#define lower_GELU NULL
-#define lower_GELU_GRAD NULL
-#define lower_LAYER_NORM NULL
-#define lower_LAYER_NORM_GRAD NULL
-#define lower_LAYER_NORM_PARAM_GRAD NULL
-#define lower_CAUSAL_ATTENTION NULL
-#define lower_CAUSAL_ATTENTION_GRAD NULL
-
-static const lower_fn lowerings[FEDC_OP_COUNT] = {
-#define FEDC_OP(id, name, min_in, max_in) [FEDC_OP_##id] = lower_##id,
-#include "ir/ops.def"
-#undef FEDC_OP
-};
-
-bool fedc_mlir_lowers(const char *op_name) {
-    for (int op = 0; op < FEDC_OP_COUNT; op++)
-        if (strcmp(fedc__ops[op].name, op_name) == 0) return lowerings[op] != NULL || fedc__op_is_composite((fedc__op)op);
-    return false;
-}
 
 /* Sharded, a server value of rank 1 or more that a node computed is annotated
  * whole on every device for its users (fedc__mlir_replicated_use). A rank-0 one
@@ -610,7 +521,7 @@ fedc_status fedc__mlir_lower_scope(fedc__mlir *m, fedc__mlir_scope *s) {
     for (fedc_value v = 0; !m->st && v < s->p->n; v++) {
         if (!live[v]) continue;
         lower l = {m, s, v, &s->p->nodes[v]};
-        lower_fn f = lowerings[l.n->op];
+        lower_fn f = fedc__lowering(FEDC__TO_MLIR, l.n->op);
         if (f) f(&l);
         else fedc__mlir_fail(m, s, v, FEDC_EUNSUPPORTED, "%s has no lowering to MLIR yet", fedc__ops[l.n->op].name);
         if (l.n->op != FEDC_OP_INPUT && !fedc__op_has_body(l.n->op)) annotate_server_value(&l); /* results name them */

@@ -43,7 +43,34 @@ static inline void op2(const lower *l, const char *result, const char *op, const
     fedc__shlo_op(l->m, result, op, attrs, 2, (const char *[]){a, b}, (const char *[]){t, t}, out_type);
 }
 
-/* The lowerings of stablehlo_nn.c: convolutions, pools and their gradients. */
+/* The lowerings of stablehlo_ops.c: elementwise ops, constants, reductions,
+ * the federated ops, the shape ops, matmul, one_hot and the softmax family;
+ * nothing writes nothing (an input, and a result, named by its map). */
+fedc_status fedc__shlo_nothing(const lower *l);
+fedc_status fedc__shlo_constant(const lower *l);
+fedc_status fedc__shlo_iota(const lower *l);
+fedc_status fedc__shlo_binary(const lower *l);
+fedc_status fedc__shlo_unary(const lower *l);
+fedc_status fedc__shlo_select(const lower *l);
+fedc_status fedc__shlo_cast(const lower *l);
+fedc_status fedc__shlo_reduce(const lower *l);
+fedc_status fedc__shlo_broadcast(const lower *l);
+fedc_status fedc__shlo_sum(const lower *l);
+fedc_status fedc__shlo_weighted_mean(const lower *l);
+fedc_status fedc__shlo_num_clients(const lower *l);
+fedc_status fedc__shlo_map(const lower *l);
+fedc_status fedc__shlo_reshape(const lower *l);
+fedc_status fedc__shlo_broadcast_to(const lower *l);
+fedc_status fedc__shlo_transpose(const lower *l);
+fedc_status fedc__shlo_slice(const lower *l);
+fedc_status fedc__shlo_concat(const lower *l);
+fedc_status fedc__shlo_pad(const lower *l);
+fedc_status fedc__shlo_matmul(const lower *l);
+fedc_status fedc__shlo_one_hot(const lower *l);
+fedc_status fedc__shlo_log_softmax(const lower *l);
+fedc_status fedc__shlo_softmax_xent(const lower *l);
+fedc_status fedc__shlo_softmax_xent_grad(const lower *l);
+/* Of stablehlo_nn.c: convolutions, pools and their gradients. */
 fedc_status fedc__shlo_conv2d(const lower *l);
 fedc_status fedc__shlo_conv2d_input_grad(const lower *l);
 fedc_status fedc__shlo_conv2d_filter_grad(const lower *l);

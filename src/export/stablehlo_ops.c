@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "export/stablehlo.h"
-#include "ir/decompose.h"
 
 /* Operand u spread to v's shape as numpy broadcasts (dims right-aligned, the
  * clients axis first): itself when its type is v's, else a broadcast_in_dim of
@@ -53,7 +52,7 @@ static const char *compare_attrs(const char *dir, fedc_dtype dt, char *buf) {
     return buf;
 }
 
-static fedc_status lower_binary(const lower *l) {
+fedc_status fedc__shlo_binary(const lower *l) {
     static const char *const dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
     char ta[160], tb[160], a[24], b[24], out[160], attrs[160];
     const char *x = spread(l, l->n->in[0], ta, a), *y = spread(l, l->n->in[1], tb, b);
@@ -65,7 +64,7 @@ static fedc_status lower_binary(const lower *l) {
     return l->m->st;
 }
 
-static fedc_status lower_select(const lower *l) {
+fedc_status fedc__shlo_select(const lower *l) {
     char t[3][160], n[3][24], out[160];
     const char *in[3], *types[3];
     for (int i = 0; i < 3; i++) in[i] = spread(l, l->n->in[i], t[i], n[i]), types[i] = t[i];
@@ -73,7 +72,7 @@ static fedc_status lower_select(const lower *l) {
     return l->m->st;
 }
 
-static fedc_status lower_unary(const lower *l) {
+fedc_status fedc__shlo_unary(const lower *l) {
     char t[160], zero[24], gt[24], bt[160], attrs[160];
     const char *x = name(l, l->n->in[0]);
     fedc_dtype dt = type_of(l, l->v)->dtype;
@@ -108,7 +107,7 @@ static fedc_status lower_unary(const lower *l) {
 
 /* A cast to bool is != 0; others are stablehlo.convert (whose float-to-integer
  * overflow is the backend's, where fedc saturates: docs/export.md). */
-static fedc_status lower_cast(const lower *l) {
+fedc_status fedc__shlo_cast(const lower *l) {
     char in_t[160], out_t[160], zero[24], attrs[160];
     fedc_dtype from = type_of(l, l->n->in[0])->dtype;
     type_str(l, l->n->in[0], in_t), type_str(l, l->v, out_t);
@@ -125,7 +124,7 @@ static fedc_status lower_cast(const lower *l) {
 
 /* A constant's exact bytes (bools as i8, then != 0); a @clients constant is
  * one copy every client reads (broadcast along the clients axis). */
-static fedc_status lower_constant(const lower *l) {
+fedc_status fedc__shlo_constant(const lower *l) {
     const fedc_type *t = type_of(l, l->v);
     fedc_type bytes = *t;
     if (t->dtype == FEDC_BOOL) bytes.dtype = FEDC_U8;
@@ -160,7 +159,7 @@ static fedc_status lower_constant(const lower *l) {
     return l->m->st;
 }
 
-static fedc_status lower_iota(const lower *l) {
+fedc_status fedc__shlo_iota(const lower *l) {
     char t[160], attr[64];
     snprintf(attr, sizeof attr, "iota_dimension = %lld : i64",
              (long long)(fedc__attr_int(l->n, FEDC_ATTR_AXIS, 0) + lead(l, l->v)));
@@ -168,7 +167,7 @@ static fedc_status lower_iota(const lower *l) {
     return l->m->st;
 }
 
-static fedc_status lower_num_clients(const lower *l) {
+fedc_status fedc__shlo_num_clients(const lower *l) {
     char t[160];
     fedc__shlo_splat(l->m, type_of(l, l->v)->dtype, l->m->clients, type_str(l, l->v, t), out_name(l));
     return l->m->st;
@@ -206,7 +205,7 @@ static void scale(const lower *l, const char *x, double k, const char *result) {
     op2(l, result, "stablehlo.multiply", "", x, c, t, t);
 }
 
-static fedc_status lower_reduce(const lower *l) {
+fedc_status fedc__shlo_reduce(const lower *l) {
     fedc_value x = l->n->in[0];
     const fedc_type *t = type_of(l, x);
     int count, c = lead(l, x);
@@ -235,7 +234,7 @@ static fedc_status lower_reduce(const lower *l) {
 }
 
 /* sum and mean over the clients axis (dim 0). */
-static fedc_status lower_sum(const lower *l) {
+fedc_status fedc__shlo_sum(const lower *l) {
     char xt[160], vt[160], r[24];
     bool mean = l->n->op == FEDC_OP_MEAN;
     const char *summed = mean ? fedc__mlir_tmp(l->m, r) : out_name(l);
@@ -246,7 +245,7 @@ static fedc_status lower_sum(const lower *l) {
 }
 
 /* weighted_mean(x, w) = sum_i w_i x_i * (1 / sum_i w_i), as fedc aggregates. */
-static fedc_status lower_weighted_mean(const lower *l) {
+fedc_status fedc__shlo_weighted_mean(const lower *l) {
     fedc_value x = l->n->in[0], w = l->n->in[1];
     fedc_dtype dt = type_of(l, x)->dtype;
     int rank = type_of(l, x)->rank;
@@ -269,7 +268,7 @@ static fedc_status lower_weighted_mean(const lower *l) {
 
 /* --------------------------------------------------------------- shapes -- */
 
-static fedc_status lower_broadcast(const lower *l) { /* the server value, read by every client */
+fedc_status fedc__shlo_broadcast(const lower *l) { /* the server value, read by every client */
     int64_t map[FEDC_MAX_RANK];
     int rank = type_of(l, l->v)->rank;
     for (int i = 0; i < rank; i++) map[i] = i + 1;
@@ -280,7 +279,7 @@ static fedc_status lower_broadcast(const lower *l) { /* the server value, read b
     return l->m->st;
 }
 
-static fedc_status lower_broadcast_to(const lower *l) {
+fedc_status fedc__shlo_broadcast_to(const lower *l) {
     char t[160], n[24], vt[160];
     const char *x = spread(l, l->n->in[0], t, n);
     if (x == name(l, l->n->in[0])) op1(l, out_name(l), "stablehlo.reshape", "", x, t, type_str(l, l->v, vt));
@@ -288,13 +287,13 @@ static fedc_status lower_broadcast_to(const lower *l) {
     return l->m->st;
 }
 
-static fedc_status lower_reshape(const lower *l) {
+fedc_status fedc__shlo_reshape(const lower *l) {
     char xt[160], vt[160];
     op1(l, out_name(l), "stablehlo.reshape", "", name(l, l->n->in[0]), type_str(l, l->n->in[0], xt), type_str(l, l->v, vt));
     return l->m->st;
 }
 
-static fedc_status lower_transpose(const lower *l) {
+fedc_status fedc__shlo_transpose(const lower *l) {
     int count, c = lead(l, l->v);
     const int64_t *perm = fedc__attr_ints(l->n, FEDC_ATTR_PERM, &count);
     int64_t p[FEDC_MAX_RANK + 1];
@@ -307,7 +306,7 @@ static fedc_status lower_transpose(const lower *l) {
     return l->m->st;
 }
 
-static fedc_status lower_slice(const lower *l) {
+fedc_status fedc__shlo_slice(const lower *l) {
     const fedc_type *x = type_of(l, l->n->in[0]);
     int ns, nl, c = lead(l, l->v);
     const int64_t *start = fedc__attr_ints(l->n, FEDC_ATTR_START, &ns), *size = fedc__attr_ints(l->n, FEDC_ATTR_SHAPE, &nl);
@@ -321,7 +320,7 @@ static fedc_status lower_slice(const lower *l) {
     return l->m->st;
 }
 
-static fedc_status lower_concat(const lower *l) {
+fedc_status fedc__shlo_concat(const lower *l) {
     int n = l->n->nin, ax = fedc__axis(fedc__attr_int(l->n, FEDC_ATTR_AXIS, 0), type_of(l, l->v)->rank) + lead(l, l->v);
     char (*types)[160] = fedc__list(n, sizeof *types), vt[160], attr[64];
     const char **ins = fedc__list(n, sizeof *ins), **tys = fedc__list(n, sizeof *tys);
@@ -336,7 +335,7 @@ static fedc_status lower_concat(const lower *l) {
     return l->m->st;
 }
 
-static fedc_status lower_pad(const lower *l) {
+fedc_status fedc__shlo_pad(const lower *l) {
     const fedc_type *x = type_of(l, l->n->in[0]), *y = type_of(l, l->v);
     int count, c = lead(l, l->v);
     const int64_t *lo = fedc__attr_ints(l->n, FEDC_ATTR_LO, &count);
@@ -366,7 +365,7 @@ static const char *dims_list(const int64_t *v, int n, char *buf) {
  * leading dims of two operands of one rank are batch dims; a contracts its last
  * dim (its first of the two, transposed), b its first of the two (its last). The
  * result is batch dims, then a's free dims, then b's: fedc's layout. */
-static fedc_status lower_matmul(const lower *l) {
+fedc_status fedc__shlo_matmul(const lower *l) {
     fedc_value a = l->n->in[0], b = l->n->in[1];
     int ra = type_of(l, a)->rank, rb = type_of(l, b)->rank, ca = lead(l, a), cb = lead(l, b);
     bool ta = fedc__attr_int(l->n, FEDC_ATTR_TRANSPOSE_A, 0) != 0, tb = fedc__attr_int(l->n, FEDC_ATTR_TRANSPOSE_B, 0) != 0;
@@ -402,7 +401,7 @@ static const char *hot(const lower *l, const char *k, const char *kt, const fedc
     return eq;
 }
 
-static fedc_status lower_one_hot(const lower *l) {
+fedc_status fedc__shlo_one_hot(const lower *l) {
     char kt[160], bts[160], vt[160], eq[24];
     hot(l, name(l, l->n->in[0]), type_str(l, l->n->in[0], kt), type_of(l, l->v), lead(l, l->v), bts, eq);
     op1(l, out_name(l), "stablehlo.convert", "", eq, bts, type_str(l, l->v, vt));
@@ -440,7 +439,7 @@ static void row_logsumexp(const lower *l, fedc_value x, char *lse, char *lse_b) 
     op1(l, fedc__mlir_tmp(l->m, lse_b), "stablehlo.broadcast_in_dim", attr, lse, rt, xt);
 }
 
-static fedc_status lower_log_softmax(const lower *l) {
+fedc_status fedc__shlo_log_softmax(const lower *l) {
     char lse[24], lse_b[24], vt[160];
     row_logsumexp(l, l->n->in[0], lse, lse_b);
     op2(l, out_name(l), "stablehlo.subtract", "", name(l, l->n->in[0]), lse_b, type_str(l, l->v, vt), vt);
@@ -449,7 +448,7 @@ static fedc_status lower_log_softmax(const lower *l) {
 
 /* loss[r] = w[r] * (lse[r] - x[r, label[r]]), the label's logit picked by a
  * one-hot sum (a label out of range picks 0, where fedc fails: docs/export.md). */
-static fedc_status lower_softmax_xent(const lower *l) {
+fedc_status fedc__shlo_softmax_xent(const lower *l) {
     fedc_value x = l->n->in[0];
     const fedc_type *t = type_of(l, x);
     int c = lead(l, x), rank = t->rank + c;
@@ -471,7 +470,7 @@ static fedc_status lower_softmax_xent(const lower *l) {
 }
 
 /* dlogits[r, c] = scale[r] * (exp(x[r, c] - lse[r]) - [c == label[r]]). */
-static fedc_status lower_softmax_xent_grad(const lower *l) {
+fedc_status fedc__shlo_softmax_xent_grad(const lower *l) {
     fedc_value x = l->n->in[0];
     int c = lead(l, x);
     char lse[24], lse_b[24], xt[160], rt[160], kt[160], bts[160], attr[200], eq[24], oh[24], d[24], p[24], q[24],
@@ -492,7 +491,7 @@ static fedc_status lower_softmax_xent_grad(const lower *l) {
 
 /* ---------------------------------------------------------------- bodies -- */
 
-static fedc_status lower_map(const lower *l) {
+fedc_status fedc__shlo_map(const lower *l) {
     const fedc_program *body = fedc__body(l->s->p, l->n);
     fedc__mlir_scope b;
     if (fedc__mlir_scope_init(&b, body, true, l->m->tmp++)) return l->m->st = FEDC_ENOMEM;
@@ -509,101 +508,14 @@ static fedc_status lower_map(const lower *l) {
     return st;
 }
 
-static fedc_status lower_nothing(const lower *l) { (void)l; return FEDC_OK; } /* inputs, and results (named by map) */
+fedc_status fedc__shlo_nothing(const lower *l) { (void)l; return FEDC_OK; } /* inputs, and results (named by map) */
 
 /* ------------------------------------------------------------- dispatch -- */
-
-
-#define shlo_INPUT lower_nothing
-#define shlo_RESULT lower_nothing
-#define shlo_CONSTANT lower_constant
-#define shlo_IOTA lower_iota
-#define shlo_ADD lower_binary
-#define shlo_SUB lower_binary
-#define shlo_MUL lower_binary
-#define shlo_DIV lower_binary
-#define shlo_MAXIMUM lower_binary
-#define shlo_MINIMUM lower_binary
-#define shlo_EQ lower_binary
-#define shlo_NE lower_binary
-#define shlo_LT lower_binary
-#define shlo_LE lower_binary
-#define shlo_GT lower_binary
-#define shlo_GE lower_binary
-#define shlo_NEG lower_unary
-#define shlo_EXP lower_unary
-#define shlo_LOG lower_unary
-#define shlo_TANH lower_unary
-#define shlo_SIGMOID lower_unary
-#define shlo_RELU lower_unary
-#define shlo_SQRT lower_unary
-#define shlo_SQUARE lower_unary
-#define shlo_POW lower_unary
-#define shlo_SELECT lower_select
-#define shlo_CAST lower_cast
-#define shlo_REDUCE_SUM lower_reduce
-#define shlo_REDUCE_MEAN lower_reduce
-#define shlo_REDUCE_MAX lower_reduce
-#define shlo_RESHAPE lower_reshape
-#define shlo_BROADCAST_TO lower_broadcast_to
-#define shlo_TRANSPOSE lower_transpose
-#define shlo_SLICE lower_slice
-#define shlo_CONCAT lower_concat
-#define shlo_PAD lower_pad
-#define shlo_MATMUL lower_matmul
-#define shlo_ONE_HOT lower_one_hot
-#define shlo_LOG_SOFTMAX lower_log_softmax
-#define shlo_BROADCAST lower_broadcast
-#define shlo_SUM lower_sum
-#define shlo_MEAN lower_sum
-#define shlo_WEIGHTED_MEAN lower_weighted_mean
-#define shlo_MAP lower_map
-#define shlo_SCATTER_ADD fedc__shlo_scatter_add
-#define shlo_GATHER fedc__shlo_gather
-#define shlo_ARGMAX fedc__shlo_argmax
-#define shlo_DROPOUT fedc__shlo_dropout
-#define shlo_AVG_POOL2D_GRAD fedc__shlo_avg_pool2d_grad
-#define shlo_MAX_POOL2D_GRAD fedc__shlo_max_pool2d_grad
-#define shlo_CONV2D_FILTER_GRAD fedc__shlo_conv2d_filter_grad
-#define shlo_CONV2D_INPUT_GRAD fedc__shlo_conv2d_input_grad
-#define shlo_FOLD fedc__shlo_fold
-#define shlo_AVG_POOL2D fedc__shlo_avg_pool2d
-#define shlo_MAX_POOL2D fedc__shlo_max_pool2d
-#define shlo_CONV2D fedc__shlo_conv2d
-#define shlo_NUM_CLIENTS lower_num_clients
-#define shlo_SOFTMAX_XENT lower_softmax_xent
-#define shlo_LSTM fedc__shlo_lstm
-#define shlo_LSTM_GRAD fedc__shlo_lstm_grad
-#define shlo_LSTM_TANGENT fedc__shlo_lstm_tangent
-#define shlo_SOFTMAX_XENT_GRAD lower_softmax_xent_grad
-#define shlo_RANDOM_NORMAL fedc__shlo_random_normal
-#define shlo_RANDOM_UNIFORM fedc__shlo_random_uniform
-
-/* The composite ops are decomposed before lowering (ir/decompose.h): no row. */
-#define shlo_GELU NULL
-#define shlo_GELU_GRAD NULL
-#define shlo_LAYER_NORM NULL
-#define shlo_LAYER_NORM_GRAD NULL
-#define shlo_LAYER_NORM_PARAM_GRAD NULL
-#define shlo_CAUSAL_ATTENTION NULL
-#define shlo_CAUSAL_ATTENTION_GRAD NULL
-
-static const lower_fn lowerings[FEDC_OP_COUNT] = {
-#define FEDC_OP(id, name, min_in, max_in) [FEDC_OP_##id] = shlo_##id,
-#include "ir/ops.def"
-#undef FEDC_OP
-};
-
-bool fedc_stablehlo_lowers(const char *op_name) {
-    for (int op = 0; op < FEDC_OP_COUNT; op++)
-        if (strcmp(fedc__ops[op].name, op_name) == 0) return lowerings[op] != NULL || fedc__op_is_composite((fedc__op)op);
-    return false;
-}
 
 fedc_status fedc__shlo_lower_scope(fedc__mlir *m, fedc__mlir_scope *s) {
     for (fedc_value v = 0; !m->st && v < s->p->n; v++) {
         lower l = {m, s, v, &s->p->nodes[v]};
-        lower_fn f = lowerings[l.n->op];
+        lower_fn f = fedc__lowering(FEDC__TO_STABLEHLO, l.n->op);
         if (f) f(&l);
         else fedc__mlir_fail(m, s, v, FEDC_EUNSUPPORTED, "%s has no lowering to StableHLO yet", fedc__ops[l.n->op].name);
     }
