@@ -1,7 +1,7 @@
 /* fedc's counter-based randomness, reproduced bit for bit (src/core/rng.c): a
  * key [k0, k1, c2, c3] names a stream whose block b is Philox4x32-10
- * (Random123's rounds) on the counter [b lo, b hi, c2, c3] and key [k0, k1]; the
- * ten rounds are written out in the loop body with 64-bit products. Element i
+ * (Random123's rounds, philox.c) on the counter [b lo, b hi, c2, c3] and key
+ * [k0, k1]; the ten rounds are written out in the loop body with 64-bit products. Element i
  * (row-major, per client) of
  *  - dropout: x[i] kept when the f32 uniform i is >= rate, scaled by
  *    1 / (1 - rate) in double, as the reference kernel does;
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "export/mlir_lower.h"
+#include "export/philox.h"
 
 /* An i32 constant is written as the signed value of its 32 bits (MLIR's syntax). */
 static const char *int_const(const lower *l, uint64_t v, const char *type, char *out) {
@@ -25,38 +26,27 @@ static const char *int_const(const lower *l, uint64_t v, const char *type, char 
     return out;
 }
 
-/* hi and lo 32 bits of the 64-bit product m * x (both u32). */
-static void mul_hi_lo(const lower *l, uint32_t m, const char *x, char *hi, char *lo) {
-    char a[24], b[24], p[24], s[24], h[24];
-    fedc__mlir_tmp(l->m, a);
-    fedc__mlir_printf(l->m, "      %s = arith.extui %s : i32 to i64\n", a, x);
-    emit2(l, "arith.muli", a, int_const(l, m, "i64", b), "i64", p);
-    emit2(l, "arith.shrui", p, int_const(l, 32, "i64", s), "i64", h);
-    fedc__mlir_tmp(l->m, hi);
-    fedc__mlir_printf(l->m, "      %s = arith.trunci %s : i64 to i32\n", hi, h);
-    fedc__mlir_tmp(l->m, lo);
-    fedc__mlir_printf(l->m, "      %s = arith.trunci %s : i64 to i32\n", lo, p);
-}
+/* The word operations of Philox (philox.h) as arith ops on i32 and i64 scalars
+ * in the body. */
+typedef struct body_words {
+    fedc__words words;
+    const lower *l;
+} body_words;
 
-/* Philox4x32-10 on counter c (four i32 names, updated in place) and key k0, k1. */
-static void philox(const lower *l, char c[4][24], const char *k0, const char *k1) {
-    char key0[24], key1[24], w0[24], w1[24];
-    snprintf(key0, sizeof key0, "%s", k0), snprintf(key1, sizeof key1, "%s", k1);
-    int_const(l, 0x9E3779B9u, "i32", w0), int_const(l, 0xBB67AE85u, "i32", w1);
-    for (int r = 0; r < 10; r++) {
-        if (r > 0) { /* Random123 bumps the key between rounds */
-            char n0[24], n1[24];
-            emit2(l, "arith.addi", key0, w0, "i32", n0), emit2(l, "arith.addi", key1, w1, "i32", n1);
-            snprintf(key0, sizeof key0, "%s", n0), snprintf(key1, sizeof key1, "%s", n1);
-        }
-        char hi0[24], lo0[24], hi1[24], lo1[24], a[24], y0[24], b[24], y2[24];
-        mul_hi_lo(l, 0xD2511F53u, c[0], hi0, lo0);
-        mul_hi_lo(l, 0xCD9E8D57u, c[2], hi1, lo1);
-        emit2(l, "arith.xori", emit2(l, "arith.xori", hi1, c[1], "i32", a), key0, "i32", y0);
-        emit2(l, "arith.xori", emit2(l, "arith.xori", hi0, c[3], "i32", b), key1, "i32", y2);
-        snprintf(c[0], 24, "%s", y0), snprintf(c[1], 24, "%s", lo1);
-        snprintf(c[2], 24, "%s", y2), snprintf(c[3], 24, "%s", lo0);
-    }
+static const char *word_constant(const fedc__words *w, uint64_t v, bool wide, char *out) {
+    return int_const(((const body_words *)w)->l, v, wide ? "i64" : "i32", out);
+}
+static const char *word_binary(const fedc__words *w, fedc__word_op op, const char *a, const char *b, bool wide, char *out) {
+    static const char *const spelled[] = {[FEDC__WORD_ADD] = "arith.addi", [FEDC__WORD_MUL] = "arith.muli",
+                                          [FEDC__WORD_XOR] = "arith.xori", [FEDC__WORD_SHR] = "arith.shrui"};
+    return emit2(((const body_words *)w)->l, spelled[op], a, b, wide ? "i64" : "i32", out);
+}
+static const char *word_convert(const fedc__words *w, const char *x, bool from_wide, char *out) {
+    const lower *l = ((const body_words *)w)->l;
+    fedc__mlir_tmp(l->m, out);
+    if (from_wide) fedc__mlir_printf(l->m, "      %s = arith.trunci %s : i64 to i32\n", out, x);
+    else fedc__mlir_printf(l->m, "      %s = arith.extui %s : i32 to i64\n", out, x);
+    return out;
 }
 
 /* The flat position of the element within one client's x, as an i64. */
@@ -95,7 +85,8 @@ static void block(const lower *l, const stream *st, const char *blk, char w[4][2
     fedc__mlir_tmp(l->m, w[1]);
     fedc__mlir_printf(l->m, "      %s = arith.trunci %s : i64 to i32\n", w[1], hi);
     snprintf(w[0], 24, "%s", lo), snprintf(w[2], 24, "%s", st->key[2]), snprintf(w[3], 24, "%s", st->key[3]);
-    philox(l, w, st->key[0], st->key[1]);
+    body_words words = {{word_constant, word_binary, word_convert}, l};
+    fedc__philox(&words.words, w, st->key[0], st->key[1]);
 }
 
 /* out = (wi == k) ? a : b, wi an i64. */

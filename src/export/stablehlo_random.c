@@ -2,7 +2,7 @@
  * mlir_random.c writes them element by element, here on whole tensors of the
  * result's shape: block b of the stream named by the key [k0, k1, c2, c3] is
  * Philox4x32-10 on the counter [b lo, b hi, c2, c3] and key [k0, k1] (its ten
- * rounds written out, the products in ui64). Element i (row-major, per client):
+ * rounds written out by philox.c, the products in ui64). Element i (row-major, per client):
  *  - dropout keeps x[i] when the f32 uniform i (word i % 4 of block i / 4, its
  *    top 24 bits times 2^-24) is >= rate, scaling by 1 / (1 - rate) in double;
  *  - random_uniform is that uniform (f64: words 2 (i % 2), 2 (i % 2) + 1 of
@@ -12,9 +12,11 @@
  *    of log and cosine (fedc's are libm's). */
 #include <string.h>
 
+#include "export/philox.h"
 #include "export/stablehlo.h"
 
 typedef struct rng {
+    fedc__words words; /* Philox's word operations (philox.h), on ui32/ui64 tensors of x's shape */
     const lower *l;
     char u32[160], u64[160]; /* x's shape in ui32 and ui64 */
 } rng;
@@ -39,34 +41,17 @@ static const char *convert(const rng *r, const char *x, bool from_wide, char *ou
     return out;
 }
 
-/* hi and lo 32 bits of the 64-bit product m * x. */
-static void mul_hi_lo(const rng *r, uint32_t m, const char *x, char *hi, char *lo) {
-    char a[24], k[24], p[24], s[24], h[24];
-    convert(r, x, false, a);
-    bin(r, "stablehlo.multiply", a, splat_u(r, m, true, k), true, p);
-    convert(r, bin(r, "stablehlo.shift_right_logical", p, splat_u(r, 32, true, s), true, h), true, hi);
-    convert(r, p, true, lo);
+static const char *word_constant(const fedc__words *w, uint64_t v, bool wide, char *out) {
+    return splat_u((const rng *)w, v, wide, out);
 }
-
-/* Philox4x32-10 on counter c (updated in place) and key k0, k1 (ui32 tensors). */
-static void philox(const rng *r, char c[4][24], const char *k0, const char *k1) {
-    char key0[24], key1[24], w0[24], w1[24];
-    snprintf(key0, sizeof key0, "%s", k0), snprintf(key1, sizeof key1, "%s", k1);
-    splat_u(r, 0x9E3779B9u, false, w0), splat_u(r, 0xBB67AE85u, false, w1);
-    for (int round = 0; round < 10; round++) {
-        if (round > 0) { /* Random123 bumps the key between rounds */
-            char n0[24], n1[24];
-            bin(r, "stablehlo.add", key0, w0, false, n0), bin(r, "stablehlo.add", key1, w1, false, n1);
-            snprintf(key0, sizeof key0, "%s", n0), snprintf(key1, sizeof key1, "%s", n1);
-        }
-        char hi0[24], lo0[24], hi1[24], lo1[24], a[24], y0[24], b[24], y2[24];
-        mul_hi_lo(r, 0xD2511F53u, c[0], hi0, lo0);
-        mul_hi_lo(r, 0xCD9E8D57u, c[2], hi1, lo1);
-        bin(r, "stablehlo.xor", bin(r, "stablehlo.xor", hi1, c[1], false, a), key0, false, y0);
-        bin(r, "stablehlo.xor", bin(r, "stablehlo.xor", hi0, c[3], false, b), key1, false, y2);
-        snprintf(c[0], 24, "%s", y0), snprintf(c[1], 24, "%s", lo1);
-        snprintf(c[2], 24, "%s", y2), snprintf(c[3], 24, "%s", lo0);
-    }
+static const char *word_binary(const fedc__words *w, fedc__word_op op, const char *a, const char *b, bool wide, char *out) {
+    static const char *const spelled[] = {[FEDC__WORD_ADD] = "stablehlo.add", [FEDC__WORD_MUL] = "stablehlo.multiply",
+                                          [FEDC__WORD_XOR] = "stablehlo.xor",
+                                          [FEDC__WORD_SHR] = "stablehlo.shift_right_logical"};
+    return bin((const rng *)w, spelled[op], a, b, wide, out);
+}
+static const char *word_convert(const fedc__words *w, const char *x, bool from_wide, char *out) {
+    return convert((const rng *)w, x, from_wide, out);
 }
 
 /* Every element's flat position within its client's x, in ui64. */
@@ -127,7 +112,7 @@ static void rng_init(const lower *l, rng *r) {
     fedc_type u = *type_of(l, l->v);
     u.dtype = FEDC_I32; /* the shape; the element types are written below */
     char shape[160];
-    *r = (rng){.l = l};
+    *r = (rng){.words = {word_constant, word_binary, word_convert}, .l = l};
     fedc__mlir_tensor(l->m, &u, lead(l, l->v), shape, sizeof shape);
     shape[strlen(shape) - 4] = 0; /* drop "i32>" */
     snprintf(r->u32, sizeof r->u32, "%.150sui32>", shape), snprintf(r->u64, sizeof r->u64, "%.150sui64>", shape);
@@ -140,7 +125,7 @@ static void block(const rng *r, fedc_value key, const char *blk, char w[4][24]) 
     convert(r, bin(r, "stablehlo.shift_right_logical", blk, splat_u(r, 32, true, k32), true, hi), true, w[1]);
     key_word(r, key, 2, w[2]), key_word(r, key, 3, w[3]);
     key_word(r, key, 0, k0), key_word(r, key, 1, k1);
-    philox(r, w, k0, k1);
+    fedc__philox(&r->words, w, k0, k1);
 }
 
 /* The f32 uniform of every element i: word i % 4 of block i / 4, its top 24
