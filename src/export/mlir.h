@@ -78,6 +78,11 @@ const char *fedc__mlir_tensor(const fedc__mlir *m, const fedc_type *t, bool clie
 bool fedc__mlir_has_clients(const fedc__mlir_scope *s, fedc_value v);
 const char *fedc__mlir_type_of(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, char *buf, size_t size);
 
+/* The tensor type of a fold's stacked output: body output `output` with the
+ * steps axis in front, [clients?, steps, ...]; into buf (of 160). */
+const char *fedc__mlir_stacked_type(const fedc__mlir *m, const fedc_program *body, int output, int64_t steps, bool clients,
+                                    char *buf);
+
 /* A scalar literal of dtype dt (floats exactly, as their bits in hex). */
 const char *fedc__mlir_literal(fedc_dtype dt, double value, char *buf, size_t size);
 

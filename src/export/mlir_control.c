@@ -89,10 +89,7 @@ static const fedc_type *body_type(const fold *f, fedc_value v) { return &f->body
 
 /* The type of stacked output j: [clients?, steps, ...y]. */
 static const char *stacked_type(const lower *l, const fold *f, int j, char *buf) {
-    fedc_type t = *body_type(f, f->body->outputs[f->k + j].value);
-    memmove(t.dims + 1, t.dims, sizeof t.dims - sizeof t.dims[0]);
-    t.dims[0] = f->steps, t.rank++;
-    return fedc__mlir_tensor(l->m, &t, f->batched, buf, 160);
+    return fedc__mlir_stacked_type(l->m, f->body, f->k + j, f->steps, f->batched, buf);
 }
 
 /* `name = arith.constant dense<0> : tensor of t` (zero in t's dtype). */

@@ -85,6 +85,14 @@ const char *fedc__mlir_type_of(const fedc__mlir *m, const fedc__mlir_scope *s, f
     return fedc__mlir_tensor(m, &s->p->nodes[v].type, fedc__mlir_has_clients(s, v), buf, size);
 }
 
+const char *fedc__mlir_stacked_type(const fedc__mlir *m, const fedc_program *body, int output, int64_t steps, bool clients,
+                                    char *buf) {
+    fedc_type t = body->nodes[body->outputs[output].value].type;
+    memmove(t.dims + 1, t.dims, sizeof t.dims - sizeof t.dims[0]);
+    t.dims[0] = steps, t.rank++;
+    return fedc__mlir_tensor(m, &t, clients, buf, 160);
+}
+
 /* A scalar literal of dtype dt in MLIR's syntax (floats exactly, in hex). */
 const char *fedc__mlir_literal(fedc_dtype dt, double value, char *buf, size_t size) {
     if (dt == FEDC_F32) {

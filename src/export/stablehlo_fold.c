@@ -22,10 +22,7 @@ static const fedc_type *body_type(const sfold *f, fedc_value v) { return &f->bod
 
 /* The type of stacked output j, [clients?, steps, ...y]; into buf (of 160). */
 static const char *stacked(const lower *l, const sfold *f, int j, char *buf) {
-    fedc_type t = *body_type(f, f->body->outputs[f->k + j].value);
-    memmove(t.dims + 1, t.dims, sizeof t.dims - sizeof t.dims[0]);
-    t.dims[0] = f->steps, t.rank++;
-    return fedc__mlir_tensor(l->m, &t, f->c, buf, 160);
+    return fedc__mlir_stacked_type(l->m, f->body, f->k + j, f->steps, f->c, buf);
 }
 
 /* (s == row) along dim f->c of a tensor of type `type` (rank dims), and'ed with
