@@ -26,6 +26,17 @@ typedef enum fedc__export_target { FEDC__TO_MLIR, FEDC__TO_STABLEHLO, FEDC__EXPO
  * op, decomposed before lowering). */
 lower_fn fedc__lowering(fedc__export_target target, fedc__op op);
 
+/* Every spelling the table names, declared from its row: a new op's lowering
+ * needs no declaration of its own, and a definition whose signature differs
+ * does not compile. (COMPOSITE rows name none: the name below is never defined.) */
+#define COMPOSITE fedc__composite_row
+#define FEDC_LOWERING(id, mlir, stablehlo) \
+    fedc_status mlir(const lower *l);      \
+    fedc_status stablehlo(const lower *l);
+#include "export/lowerings.def"
+#undef FEDC_LOWERING
+#undef COMPOSITE
+
 static inline const fedc_type *type_of(const lower *l, fedc_value u) { return &l->s->p->nodes[u].type; }
 static inline const char *name(const lower *l, fedc_value u) { return l->s->name[u]; }
 static inline fedc_status unsupported(const lower *l, const char *why) {

@@ -112,55 +112,8 @@ void fedc__mlir_annotate_result(const lower *l, const char *x, const char *resul
  * with whether it lies inside. */
 const char *fedc__mlir_place_index(const lower *l, const char *i, int64_t lo, int64_t n, char *ok, char *out);
 
-/* The lowerings of mlir_ops.c: elementwise ops, constants, reductions, the
- * federated ops and the shape ops; input and result have nothing to write
- * (named as an argument, and by their map). */
-fedc_status fedc__lower_input(const lower *l);
-fedc_status fedc__lower_result(const lower *l);
-fedc_status fedc__lower_constant(const lower *l);
-fedc_status fedc__lower_iota(const lower *l);
-fedc_status fedc__lower_binary(const lower *l);
-fedc_status fedc__lower_unary(const lower *l);
-fedc_status fedc__lower_select(const lower *l);
-fedc_status fedc__lower_cast(const lower *l);
-fedc_status fedc__lower_reduce(const lower *l);
-fedc_status fedc__lower_broadcast(const lower *l);
-fedc_status fedc__lower_sum(const lower *l);
-fedc_status fedc__lower_weighted_mean(const lower *l);
-fedc_status fedc__lower_num_clients(const lower *l);
-fedc_status fedc__lower_reshape(const lower *l);
-fedc_status fedc__lower_broadcast_to(const lower *l);
-fedc_status fedc__lower_transpose(const lower *l);
-fedc_status fedc__lower_slice(const lower *l);
-fedc_status fedc__lower_concat(const lower *l);
-fedc_status fedc__lower_pad(const lower *l);
-/* Of mlir_nn.c: softmax family, indexing, matmul. */
-fedc_status fedc__lower_log_softmax(const lower *l);
-fedc_status fedc__lower_softmax_xent(const lower *l);
-fedc_status fedc__lower_softmax_xent_grad(const lower *l);
-fedc_status fedc__lower_gather(const lower *l);
-fedc_status fedc__lower_scatter_add(const lower *l);
-fedc_status fedc__lower_one_hot(const lower *l);
-fedc_status fedc__lower_argmax(const lower *l);
-fedc_status fedc__lower_matmul(const lower *l);
-/* Of mlir_conv.c: convolutions and pools. */
-fedc_status fedc__lower_conv2d(const lower *l);
-fedc_status fedc__lower_conv2d_input_grad(const lower *l);
-fedc_status fedc__lower_conv2d_filter_grad(const lower *l);
-fedc_status fedc__lower_max_pool2d(const lower *l);
-fedc_status fedc__lower_max_pool2d_grad(const lower *l);
-fedc_status fedc__lower_avg_pool2d(const lower *l);
-fedc_status fedc__lower_avg_pool2d_grad(const lower *l);
-/* Of mlir_random.c: dropout and the random ops with fedc's Philox stream. */
-fedc_status fedc__lower_dropout(const lower *l);
-fedc_status fedc__lower_random_uniform(const lower *l);
-fedc_status fedc__lower_random_normal(const lower *l);
-/* Of mlir_lstm.c: the fused LSTM, its gradient and its tangent. */
-fedc_status fedc__lower_lstm(const lower *l);
-fedc_status fedc__lower_lstm_grad(const lower *l);
-fedc_status fedc__lower_lstm_tangent(const lower *l);
-/* Of mlir_control.c: map and fold. */
-fedc_status fedc__lower_map(const lower *l);
-fedc_status fedc__lower_fold(const lower *l);
+/* The lowerings themselves (mlir_ops.c, mlir_nn.c, mlir_conv.c, mlir_random.c,
+ * mlir_lstm.c, mlir_control.c) are declared from their rows in lowerings.def
+ * (lower.h). */
 
 #endif

@@ -43,55 +43,9 @@ static inline void op2(const lower *l, const char *result, const char *op, const
     fedc__shlo_op(l->m, result, op, attrs, 2, (const char *[]){a, b}, (const char *[]){t, t}, out_type);
 }
 
-/* The lowerings of stablehlo_ops.c: elementwise ops, constants, reductions,
- * the federated ops, the shape ops, matmul, one_hot and the softmax family;
- * nothing writes nothing (an input, and a result, named by its map). */
-fedc_status fedc__shlo_nothing(const lower *l);
-fedc_status fedc__shlo_constant(const lower *l);
-fedc_status fedc__shlo_iota(const lower *l);
-fedc_status fedc__shlo_binary(const lower *l);
-fedc_status fedc__shlo_unary(const lower *l);
-fedc_status fedc__shlo_select(const lower *l);
-fedc_status fedc__shlo_cast(const lower *l);
-fedc_status fedc__shlo_reduce(const lower *l);
-fedc_status fedc__shlo_broadcast(const lower *l);
-fedc_status fedc__shlo_sum(const lower *l);
-fedc_status fedc__shlo_weighted_mean(const lower *l);
-fedc_status fedc__shlo_num_clients(const lower *l);
-fedc_status fedc__shlo_map(const lower *l);
-fedc_status fedc__shlo_reshape(const lower *l);
-fedc_status fedc__shlo_broadcast_to(const lower *l);
-fedc_status fedc__shlo_transpose(const lower *l);
-fedc_status fedc__shlo_slice(const lower *l);
-fedc_status fedc__shlo_concat(const lower *l);
-fedc_status fedc__shlo_pad(const lower *l);
-fedc_status fedc__shlo_matmul(const lower *l);
-fedc_status fedc__shlo_one_hot(const lower *l);
-fedc_status fedc__shlo_log_softmax(const lower *l);
-fedc_status fedc__shlo_softmax_xent(const lower *l);
-fedc_status fedc__shlo_softmax_xent_grad(const lower *l);
-/* Of stablehlo_nn.c: convolutions, pools and their gradients. */
-fedc_status fedc__shlo_conv2d(const lower *l);
-fedc_status fedc__shlo_conv2d_input_grad(const lower *l);
-fedc_status fedc__shlo_conv2d_filter_grad(const lower *l);
-fedc_status fedc__shlo_max_pool2d(const lower *l);
-fedc_status fedc__shlo_max_pool2d_grad(const lower *l);
-fedc_status fedc__shlo_avg_pool2d(const lower *l);
-fedc_status fedc__shlo_avg_pool2d_grad(const lower *l);
-/* Of stablehlo_index.c: argmax, gather, scatter_add. */
-fedc_status fedc__shlo_argmax(const lower *l);
-fedc_status fedc__shlo_gather(const lower *l);
-fedc_status fedc__shlo_scatter_add(const lower *l);
-/* Of stablehlo_random.c: dropout and the random ops with fedc's Philox stream. */
-fedc_status fedc__shlo_dropout(const lower *l);
-fedc_status fedc__shlo_random_uniform(const lower *l);
-fedc_status fedc__shlo_random_normal(const lower *l);
-/* Of stablehlo_lstm.c: the fused LSTM, its gradient and its tangent. */
-fedc_status fedc__shlo_lstm(const lower *l);
-fedc_status fedc__shlo_lstm_grad(const lower *l);
-fedc_status fedc__shlo_lstm_tangent(const lower *l);
-/* Of stablehlo_fold.c: fold as stablehlo.while. */
-fedc_status fedc__shlo_fold(const lower *l);
+/* The lowerings themselves (stablehlo_ops.c, stablehlo_nn.c, stablehlo_index.c,
+ * stablehlo_random.c, stablehlo_lstm.c, stablehlo_fold.c) are declared from
+ * their rows in lowerings.def (lower.h). */
 
 /* Lowers every node of scope s (stablehlo_ops.c); an op without a lowering
  * fails naming it. */
