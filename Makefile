@@ -4,7 +4,9 @@
 #   make test     build and run the whole suite twice: Release, then Debug with
 #                 AddressSanitizer + UndefinedBehaviorSanitizer; also compile with clang and
 #                 check that its build writes the same programs as gcc's (test-compilers);
-#                 then fuzz every file reader for ~10 s each (test-fuzz)
+#                 then fuzz every file reader for ~10 s each (test-fuzz), then the peer tests
+#   make test-peers  install the peers (scripts/install-peers: JAX, XLA, IREE, FedJAX, DrJAX
+#                 in .peers/) and run the peer tests, ctest's peers_* (docs/export.md)
 #   make fuzz     fuzz every file reader longer: FUZZ_SECONDS each (docs/fuzzing.md)
 #   make bench    build in Release and run the benchmarks in bench/
 #   make install  install headers, libraries, their .pc files and the fedc binary (PREFIX=/usr/local)
@@ -13,7 +15,7 @@ PREFIX ?= /usr/local
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan build-clang test test-release test-asan test-compilers demo bench install clean
+.PHONY: all deps build build-asan build-clang test test-release test-asan test-compilers test-peers demo bench install clean
 
 all: build
 
@@ -34,19 +36,26 @@ build-clang: deps
 	CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build build-clang -j $(JOBS)
 
+# The peer tests (peers_*) run once, in test-peers, after installing the peers.
 test-release: build
-	cd build && ctest --output-on-failure -j $(JOBS)
+	cd build && ctest --output-on-failure -j $(JOBS) -E '^peers_'
 
 test-asan: build-asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS)
+	  ctest --output-on-failure -j $(JOBS) -E '^peers_'
 
 # gcc's and clang's builds write the same programs (plans, their hashes, MLIR)
 test-compilers: build build-clang
 	sh tests/compilers_agree.sh build/fedc build-clang/fedc || { s=$$?; [ $$s = 77 ] && echo "test-compilers: SKIPPED (no python3)"; [ $$s = 77 ]; }
 
-test: test-release test-asan build-clang test-compilers test-fuzz
-	@echo "make test: Release and ASan+UBSan suites passed; clang build clean and agrees with gcc's"
+test: test-release test-asan build-clang test-compilers test-fuzz test-peers
+	@echo "make test: Release and ASan+UBSan suites passed; clang build clean and agrees with gcc's; peer tests run"
+
+# The peers, from the Python Package Index (scripts/install-peers). Where pip cannot reach
+# it, install-peers says so and the peers_* tests report a skip, not a pass.
+test-peers: build
+	./scripts/install-peers || echo "test-peers: the peers are not installed; the peers_* tests will skip"
+	cd build && ctest --output-on-failure -R '^peers_'
 
 # The demo: FedAvg trains the CNN on Fashion-MNIST (Debian's dataset-fashion-mnist)
 # split over 100 clients by Dirichlet(0.5), 10 clients a round, about two minutes.
