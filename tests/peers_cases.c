@@ -1,0 +1,91 @@
+/* peers_cases DIR: writes every program of export_cases.c (the cases every export
+ * target takes) for the peer tests (tests/peers_xla.py, tests/peers_iree.py) to
+ * compile and run on XLA and IREE: DIR/NN/ holds
+ *   case.txt      the case's name and cohort size ("name=...", "clients=N")
+ *   program.fedc  the program as text (fedc_program_print), for `fedc program export`
+ *   in_K.npy      its K-th input, the random data test_export_mlir feeds it
+ *   out_K.npy     its K-th output as fedc's executor (fast kernels) computes it
+ * A @clients value is one array whose leading axis is the cohort, as the export lays it out. */
+#include <errno.h>
+#include <sys/stat.h>
+
+#include "export_cases.h"
+#include "fedc/npy.h"
+
+/* t as an array: a @clients value gets the cohort as its leading axis. */
+static fedc_type as_array(fedc_type t, int clients) {
+    if (t.placement == FEDC_CLIENTS) {
+        memmove(t.dims + 1, t.dims, (size_t)t.rank * sizeof t.dims[0]);
+        t.dims[0] = clients;
+        t.rank++;
+    }
+    t.placement = FEDC_LOCAL;
+    return t;
+}
+
+static int write_npy(const char *dir, const char *kind, int k, fedc_type t, int clients, const void *data) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s_%d.npy", dir, kind, k);
+    fedc_type a = as_array(t, clients);
+    if (fedc_npy_write(path, &a, data) == FEDC_OK) return 0;
+    fprintf(stderr, "peers_cases: %s: %s\n", path, fedc_errmsg());
+    return 1;
+}
+
+static int write_case(const char *dir, const export_case *c) {
+    fedc_program *p = c->make();
+    if (!p || fedc_program_status(p)) {
+        fprintf(stderr, "peers_cases: %s: build: %s\n", c->name, fedc_errmsg());
+        fedc_program_destroy(p);
+        return 1;
+    }
+    int bad = 0;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/case.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (f) fprintf(f, "name=%s\nclients=%d\n", c->name, c->clients), bad |= fclose(f) != 0;
+    snprintf(path, sizeof path, "%s/program.fedc", dir);
+    FILE *g = fopen(path, "w");
+    if (g) bad |= fedc_program_print(p, g) != FEDC_OK, bad |= fclose(g) != 0;
+    if (!f || !g) bad = 1, fprintf(stderr, "peers_cases: %s: %s\n", path, strerror(errno));
+
+    inputs in = {0};
+    make_inputs(p, c, &in);
+    for (int i = 0; i < in.n; i++)
+        bad |= write_npy(dir, "in", i, fedc_value_type(p, fedc_program_input(p, i)), c->clients, in.data[i]);
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.clients = c->clients};
+    fedc_status s = fedc_executor_create(&ex, p, &o);
+    for (int i = 0; !s && i < in.n; i++) s = fedc_executor_bind(ex, in.names[i], in.data[i]);
+    if (!s) s = fedc_executor_run(ex);
+    for (int k = 0; !s && k < fedc_program_num_outputs(p); k++) {
+        const void *y = NULL;
+        fedc_type t;
+        s = fedc_executor_output(ex, fedc_program_output_name(p, k), &y, &t);
+        if (!s) bad |= write_npy(dir, "out", k, t, c->clients, y);
+    }
+    if (s) bad = 1, fprintf(stderr, "peers_cases: %s: run: %s\n", c->name, fedc_errmsg());
+    fedc_executor_destroy(ex);
+    free_inputs(&in);
+    fedc_program_destroy(p);
+    return bad;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: peers_cases DIR\n");
+        return 2;
+    }
+    int bad = 0;
+    for (int i = 0; i < EXPORT_NCASES; i++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/%02d", argv[1], i);
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "peers_cases: %s: %s\n", dir, strerror(errno));
+            return 1;
+        }
+        bad |= write_case(dir, &EXPORT_CASES[i]);
+    }
+    printf("peers_cases: wrote %d cases to %s\n", EXPORT_NCASES, argv[1]);
+    return bad;
+}
