@@ -1,7 +1,8 @@
 /* peers_cases DIR: writes every program of export_cases.c (the cases every export
  * target takes) for the peer tests (tests/peers_xla.py, tests/peers_iree.py) to
  * compile and run on XLA and IREE: DIR/NN/ holds
- *   case.txt      the case's name and cohort size ("name=...", "clients=N")
+ *   case.txt      the case's name, cohort size and which outputs are normal variates
+ *                 ("name=...", "clients=N", "normal=K ...")
  *   program.fedc  the program as text (fedc_program_print), for `fedc program export`
  *   in_K.npy      its K-th input, the random data test_export_mlir feeds it
  *   out_K.npy     its K-th output as fedc's executor (fast kernels) computes it
@@ -21,6 +22,27 @@ static fedc_type as_array(fedc_type t, int clients) {
     }
     t.placement = FEDC_LOCAL;
     return t;
+}
+
+/* Per node of p: whether its value is computed from a random_normal (through a
+ * map's or fold's body: from the body's output that a result reads, or from the
+ * node's operands). Its variates are Box-Muller over log and cosine, which a backend
+ * rounds its own way (docs/export.md), where every other draw must be fedc's bits. */
+static bool *from_normal(const fedc_program *p) {
+    bool *f = calloc((size_t)p->n + 1, 1);
+    for (int v = 0; f && v < p->n; v++) {
+        const fedc__node *n = &p->nodes[v];
+        f[v] = n->op == FEDC_OP_RANDOM_NORMAL;
+        for (int k = 0; k < n->nin; k++) f[v] |= f[n->in[k]];
+        const fedc__node *m = n->op == FEDC_OP_RESULT ? &p->nodes[n->in[0]] : NULL;
+        if (m && fedc__op_has_body(m->op)) {
+            const fedc_program *body = fedc__body(p, m);
+            bool *b = from_normal(body);
+            f[v] |= b && b[body->outputs[fedc__attr_int(n, FEDC_ATTR_INDEX, 0)].value];
+            free(b);
+        }
+    }
+    return f;
 }
 
 static int write_npy(const char *dir, const char *kind, int k, fedc_type t, int clients, const void *data) {
@@ -43,7 +65,15 @@ static int write_case(const char *dir, const export_case *c) {
     char path[1024];
     snprintf(path, sizeof path, "%s/case.txt", dir);
     FILE *f = fopen(path, "w");
-    if (f) fprintf(f, "name=%s\nclients=%d\n", c->name, c->clients), bad |= fclose(f) != 0;
+    bool *normal = from_normal(p);
+    if (f) {
+        fprintf(f, "name=%s\nclients=%d\nnormal=", c->name, c->clients);
+        for (int k = 0; normal && k < fedc_program_num_outputs(p); k++)
+            if (normal[fedc_program_output_value(p, k)]) fprintf(f, " %d", k);
+        fputc('\n', f);
+        bad |= fclose(f) != 0;
+    }
+    free(normal);
     snprintf(path, sizeof path, "%s/program.fedc", dir);
     FILE *g = fopen(path, "w");
     if (g) bad |= fedc_program_print(p, g) != FEDC_OK, bad |= fclose(g) != 0;

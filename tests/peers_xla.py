@@ -39,7 +39,7 @@ def main(fedc, directory):
         try:
             results.append((case,) + peers_compare.compare(case, run_on_xla(client, device, case)))
         except Exception as e:  # a module XLA rejects is a failure of that case
-            results.append((case, ["XLA: %s" % str(e).strip()[:2000]], 0.0))
+            results.append((case, ["XLA: %s" % str(e).strip()[:2000]], 0.0, 0))
     return peers_compare.report("peers_xla", results)
 
 

@@ -105,15 +105,45 @@ fedc_status fedc__shlo_unary(const lower *l) {
     return l->m->st;
 }
 
-/* A cast to bool is != 0; others are stablehlo.convert (whose float-to-integer
- * overflow is the backend's, where fedc saturates: docs/export.md). */
+/* float to i32 or u8 as fedc casts: clamped into range, NaN to 0, then converted,
+ * and at or past 2^31 the largest i32 (2^31 - 1 is no f32: the clamp's top, the
+ * largest f32 below 2^31, would convert to 2147483520). StableHLO's convert leaves
+ * overflow to the backend: XLA saturates, IREE does not. */
+static void saturating_convert(const lower *l, const char *x, fedc_dtype from, const char *in_t, const char *out_t) {
+    fedc_dtype to = type_of(l, l->v)->dtype;
+    double lo = to == FEDC_I32 ? -2147483648.0 : 0, hi = to == FEDC_I32 ? (from == FEDC_F32 ? 2147483520.0 : 2147483647.0) : 255;
+    char bt[160], k[24], c[24], nan[24], clean[24], e[24], big[24], imax[24], attrs[160];
+    fedc_type b = *type_of(l, l->v);
+    b.dtype = FEDC_BOOL;
+    fedc__mlir_tensor(l->m, &b, lead(l, l->v), bt, sizeof bt);
+    op2(l, fedc__mlir_tmp(l->m, c), "stablehlo.maximum", "", x, fedc__shlo_splat(l->m, from, lo, in_t, k), in_t, in_t);
+    op2(l, fedc__mlir_tmp(l->m, clean), "stablehlo.minimum", "", c, fedc__shlo_splat(l->m, from, hi, in_t, k), in_t, in_t);
+    op2(l, fedc__mlir_tmp(l->m, nan), "stablehlo.compare", compare_attrs("NE", from, attrs), x, x, in_t, bt);
+    fedc__shlo_op(l->m, fedc__mlir_tmp(l->m, c), "stablehlo.select", "", 3,
+                  (const char *[]){nan, fedc__shlo_splat(l->m, from, 0, in_t, k), clean}, (const char *[]){bt, in_t, in_t}, in_t);
+    if (to != FEDC_I32) { /* u8: [0, 255] holds every clamped value */
+        op1(l, out_name(l), "stablehlo.convert", "", c, in_t, out_t);
+        return;
+    }
+    op1(l, fedc__mlir_tmp(l->m, e), "stablehlo.convert", "", c, in_t, out_t);
+    op2(l, fedc__mlir_tmp(l->m, big), "stablehlo.compare", compare_attrs("GE", from, attrs), x,
+        fedc__shlo_splat(l->m, from, 2147483648.0, in_t, k), in_t, bt);
+    fedc__shlo_op(l->m, out_name(l), "stablehlo.select", "", 3,
+                  (const char *[]){big, fedc__shlo_splat(l->m, FEDC_I32, 2147483647.0, out_t, imax), e},
+                  (const char *[]){bt, out_t, out_t}, out_t);
+}
+
+/* A cast to bool is != 0, from a float to an integer saturating; others are
+ * stablehlo.convert. */
 fedc_status fedc__shlo_cast(const lower *l) {
     char in_t[160], out_t[160], zero[24], attrs[160];
-    fedc_dtype from = type_of(l, l->n->in[0])->dtype;
+    fedc_dtype from = type_of(l, l->n->in[0])->dtype, to = type_of(l, l->v)->dtype;
     type_str(l, l->n->in[0], in_t), type_str(l, l->v, out_t);
-    if (type_of(l, l->v)->dtype == FEDC_BOOL && from != FEDC_BOOL) {
+    if (to == FEDC_BOOL && from != FEDC_BOOL) {
         fedc__shlo_splat(l->m, from, 0, in_t, zero);
         op2(l, out_name(l), "stablehlo.compare", compare_attrs("NE", from, attrs), name(l, l->n->in[0]), zero, in_t, out_t);
+    } else if (fedc_dtype_is_float(from) && !fedc_dtype_is_float(to)) {
+        saturating_convert(l, name(l, l->n->in[0]), from, in_t, out_t);
     } else {
         op1(l, out_name(l), "stablehlo.convert", "", name(l, l->n->in[0]), in_t, out_t);
     }
