@@ -6,6 +6,8 @@
  *   program.fedc  the program as text (fedc_program_print), for `fedc program export`
  *   in_K.npy      its K-th input, the random data test_export_mlir feeds it
  *   out_K.npy     its K-th output as fedc's executor (fast kernels) computes it
+ * for every case of export_cases.c (00, 01, ...), then for a round of each built-in
+ * algorithm (fedc_algorithm_at) on a small MLP (rounds: their own numbering after).
  * A @clients value is one array whose leading axis is the cohort, as the export lays it out. */
 #include <errno.h>
 #include <sys/stat.h>
@@ -101,21 +103,45 @@ static int write_case(const char *dir, const export_case *c) {
     return bad;
 }
 
+/* A round of algorithm `def` (its default hyperparameters, client SGD, server
+ * SGD at 1) on a 784-16-10 MLP, 3 clients of 2 batches of 2. DiLoCo's replicas
+ * keep their optimizer's state, so its clients run Adam. */
+static const fedc_algorithm_def *round_def;
+static fedc_program *algorithm_round(void) {
+    fedc_model *m = NULL;
+    fedc_program *round = NULL;
+    fedc_model_options mo = {.hidden = 16, .num_classes = 10};
+    bool diloco = strcmp(round_def->name, "diloco") == 0;
+    fedc_algorithm a = {.def = round_def, .client_opt = fedc_optimizer_defaults(diloco ? FEDC_OPT_ADAM : FEDC_OPT_SGD, 0.1),
+                        .server_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0), .batch_size = 2, .max_steps = 2};
+    if (fedc_model_create(&m, "dense", &mo) == FEDC_OK) fedc_algorithm_round(m, &a, &round);
+    fedc_model_destroy(m);
+    return round;
+}
+
+static int write_in(const char *root, const char *kind, int i, const export_case *c) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s%02d", root, kind, i);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "peers_cases: %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    return write_case(dir, c);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: peers_cases DIR\n");
         return 2;
     }
-    int bad = 0;
-    for (int i = 0; i < EXPORT_NCASES; i++) {
-        char dir[512];
-        snprintf(dir, sizeof dir, "%s/%02d", argv[1], i);
-        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-            fprintf(stderr, "peers_cases: %s: %s\n", dir, strerror(errno));
-            return 1;
-        }
-        bad |= write_case(dir, &EXPORT_CASES[i]);
+    int bad = 0, n = fedc_algorithm_count();
+    for (int i = 0; i < EXPORT_NCASES; i++) bad |= write_in(argv[1], "", i, &EXPORT_CASES[i]);
+    for (int i = 0; i < n; i++) {
+        char name[128];
+        round_def = fedc_algorithm_at(i);
+        snprintf(name, sizeof name, "%s round of an MLP", round_def->name);
+        bad |= write_in(argv[1], "r", i, &(export_case){name, algorithm_round, 3, 0.01, 0.1, 3});
     }
-    printf("peers_cases: wrote %d cases to %s\n", EXPORT_NCASES, argv[1]);
+    printf("peers_cases: wrote %d cases and %d algorithms' rounds to %s\n", EXPORT_NCASES, n, argv[1]);
     return bad;
 }

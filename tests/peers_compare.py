@@ -48,7 +48,7 @@ class Case:
 
 
 def cases(fedc, directory):
-    return [Case(fedc, d) for d in sorted(glob.glob(os.path.join(directory, "[0-9]*")))]
+    return [Case(fedc, d) for d in sorted(glob.glob(os.path.join(directory, "[0-9r]*")))]
 
 
 def compare(case, got):
