@@ -1,13 +1,13 @@
 /* peers_cases DIR: writes every program of export_cases.c (the cases every export
  * target takes) for the peer tests (tests/peers_xla.py, tests/peers_iree.py) to
- * compile and run on XLA and IREE: DIR/NN/ holds
+ * compile and run on XLA and IREE: DIR/NN/ (DIR/rNN/ for the rounds below) holds
  *   case.txt      the case's name, cohort size and which outputs are normal variates
  *                 ("name=...", "clients=N", "normal=K ...")
  *   program.fedc  the program as text (fedc_program_print), for `fedc program export`
  *   in_K.npy      its K-th input, the random data test_export_mlir feeds it
  *   out_K.npy     its K-th output as fedc's executor (fast kernels) computes it
  * for every case of export_cases.c (00, 01, ...), then for a round of each built-in
- * algorithm (fedc_algorithm_at) on a small MLP (rounds: their own numbering after).
+ * algorithm (fedc_algorithm_at) on a small MLP (r00, r01, ...).
  * A @clients value is one array whose leading axis is the cohort, as the export lays it out. */
 #include <errno.h>
 #include <sys/stat.h>
@@ -50,6 +50,10 @@ static bool *from_normal(const fedc_program *p) {
 static int write_npy(const char *dir, const char *kind, int k, fedc_type t, int clients, const void *data) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s_%d.npy", dir, kind, k);
+    if (t.placement == FEDC_CLIENTS && t.rank == FEDC_MAX_RANK) {
+        fprintf(stderr, "peers_cases: %s: a @clients value of rank %d has no room for the cohort's axis\n", path, t.rank);
+        return 1;
+    }
     fedc_type a = as_array(t, clients);
     if (fedc_npy_write(path, &a, data) == FEDC_OK) return 0;
     fprintf(stderr, "peers_cases: %s: %s\n", path, fedc_errmsg());
@@ -73,13 +77,13 @@ static int write_case(const char *dir, const export_case *c) {
         for (int k = 0; normal && k < fedc_program_num_outputs(p); k++)
             if (normal[fedc_program_output_value(p, k)]) fprintf(f, " %d", k);
         fputc('\n', f);
-        bad |= fclose(f) != 0;
     }
     free(normal);
+    if (!f || fclose(f) != 0) bad = 1, fprintf(stderr, "peers_cases: %s: %s\n", path, strerror(errno));
     snprintf(path, sizeof path, "%s/program.fedc", dir);
     FILE *g = fopen(path, "w");
-    if (g) bad |= fedc_program_print(p, g) != FEDC_OK, bad |= fclose(g) != 0;
-    if (!f || !g) bad = 1, fprintf(stderr, "peers_cases: %s: %s\n", path, strerror(errno));
+    if (g) bad |= fedc_program_print(p, g) != FEDC_OK;
+    if (!g || fclose(g) != 0) bad = 1, fprintf(stderr, "peers_cases: %s: %s\n", path, strerror(errno));
 
     inputs in = {0};
     make_inputs(p, c, &in);
@@ -119,7 +123,7 @@ static fedc_program *algorithm_round(void) {
     return round;
 }
 
-static int write_in(const char *root, const char *kind, int i, const export_case *c) {
+static int write_case_in(const char *root, const char *kind, int i, const export_case *c) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/%s%02d", root, kind, i);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
@@ -135,12 +139,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     int bad = 0, n = fedc_algorithm_count();
-    for (int i = 0; i < EXPORT_NCASES; i++) bad |= write_in(argv[1], "", i, &EXPORT_CASES[i]);
+    for (int i = 0; i < EXPORT_NCASES; i++) bad |= write_case_in(argv[1], "", i, &EXPORT_CASES[i]);
     for (int i = 0; i < n; i++) {
         char name[128];
         round_def = fedc_algorithm_at(i);
         snprintf(name, sizeof name, "%s round of an MLP", round_def->name);
-        bad |= write_in(argv[1], "r", i, &(export_case){name, algorithm_round, 3, 0.01, 0.1, 3});
+        bad |= write_case_in(argv[1], "r", i, &(export_case){name, algorithm_round, 3, 0.01, 0.1, 3});
     }
     printf("peers_cases: wrote %d cases and %d algorithms' rounds to %s\n", EXPORT_NCASES, n, argv[1]);
     return bad;
