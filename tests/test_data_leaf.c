@@ -7,6 +7,7 @@
  * a fresh mkdtemp directory, removed at the end.
  */
 #include "core/internal.h"
+#include "data_fixtures.h"
 #include "harness.h"
 
 #include <dirent.h>
@@ -49,19 +50,6 @@ static void write_text(const char *name, const char *text) { write_bytes(name, t
 
 static void make_dir(const char *name) { CHECK(mkdir(fedc_test_tmp(name), 0700) == 0); }
 
-/* The real data, or NULL (with a note) when ../shared/data is absent. */
-static const char *data(const char *relative) {
-    char rel[256];
-    snprintf(rel, sizeof rel, "../shared/data/%s", relative);
-    const char *path = fedc_test_path(rel);
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        fedc_test_skip("%s is absent: these checks are not run", path);
-        return NULL;
-    }
-    return path;
-}
-
 static double seconds(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -94,64 +82,83 @@ static int64_t check_femnist_clients(fedc_dataset *ds) {
     return total;
 }
 
-static void test_femnist_train(void) {
-    const char *path = data("femnist-leaf/train");
-    if (!path) return;
+/* What a FEMNIST set must hold: the real one's numbers (computed with Python's
+ * json module) or what data_fixtures.c wrote. */
+typedef struct femnist_want {
+    int64_t clients, examples;
+    const char *first_id;
+    int64_t first_examples;
+    double first_x_sum;
+    const int32_t *first_y;
+    int first_y_count;
+} femnist_want;
+
+static void check_femnist(const char *path, femnist_want w) {
     fedc_dataset *ds;
     double t0 = seconds();
     CHECK_OK(fedc__open_leaf(&ds, path));
     double t1 = seconds();
     if (!ds) return;
-    fprintf(stderr, "    opened FEMNIST train (11 files) in %.3f s\n", t1 - t0);
+    fprintf(stderr, "    opened %s in %.3f s\n", path, t1 - t0);
     CHECK_EQ_INT(fedc_dataset_format(ds), FEDC_FORMAT_LEAF);
-    CHECK_EQ_INT(fedc_dataset_num_clients(ds), 56);
-    CHECK_EQ_INT(fedc_dataset_total_examples(ds), 7935);
-    CHECK(strcmp(fedc_dataset_client_id(ds, 0), "f3313_11") == 0);
-    CHECK_EQ_INT(fedc_dataset_client_examples(ds, 0), 155);
-    CHECK_EQ_INT(check_femnist_clients(ds), 7935);
-
-    /* Client 0 against values Python's json module reads. */
+    CHECK_EQ_INT(fedc_dataset_num_clients(ds), w.clients);
+    CHECK_EQ_INT(fedc_dataset_total_examples(ds), w.examples);
+    CHECK_EQ_INT(check_femnist_clients(ds), w.examples);
+    if (!w.first_id) {
+        fedc_dataset_destroy(ds);
+        return;
+    }
+    CHECK(strcmp(fedc_dataset_client_id(ds, 0), w.first_id) == 0);
+    CHECK_EQ_INT(fedc_dataset_client_examples(ds, 0), w.first_examples);
     fedc_client_data *c;
     CHECK_OK(fedc_dataset_client(ds, 0, &c));
-    if (c) {
+    if (c && c->num_examples == w.first_examples) {
         const float *x = fedc_client_feature(c, "x")->data;
         const int32_t *y = fedc_client_feature(c, "y")->data;
         double sum = 0;
-        for (int64_t k = 0; k < 155 * 784; k++) sum += x[k];
-        CHECK_NEAR(sum, 116254.65098039222, 1e-6);
-        static const int32_t first[] = {55, 55, 48, 54, 38, 42, 59, 38};
-        CHECK(memcmp(y, first, sizeof first) == 0);
-        fedc_client_data_destroy(c);
+        for (int64_t k = 0; k < w.first_examples * 784; k++) sum += x[k];
+        CHECK_NEAR(sum, w.first_x_sum, 1e-6);
+        for (int k = 0; k < w.first_y_count; k++) CHECK_EQ_INT(y[k], w.first_y[k]);
     }
+    fedc_client_data_destroy(c);
     fedc_dataset_destroy(ds);
+}
+
+static femnist_want femnist_fixture(const char *set) {
+    static fedc_test_fixture_facts f[2];
+    fedc_test_fixture_facts *m = &f[strstr(set, "test") != NULL];
+    *m = fedc_test_fixture_facts_of(set);
+    return (femnist_want){m->clients, m->examples, m->first_id, m->first_examples, m->first_x_sum, m->first_y, 4};
+}
+
+static void test_femnist_train(void) {
+    check_femnist(fedc_test_fixture("femnist-leaf/train"), femnist_fixture("femnist-leaf/train"));
+    const char *real = fedc_test_real_data("femnist-leaf/train");
+    static const int32_t first[] = {55, 55, 48, 54, 38, 42, 59, 38};
+    if (real) check_femnist(real, (femnist_want){56, 7935, "f3313_11", 155, 116254.65098039222, first, 8});
 }
 
 static void test_femnist_test(void) {
-    const char *path = data("femnist-leaf/test");
-    if (!path) return;
-    fedc_dataset *ds;
-    CHECK_OK(fedc__open_leaf(&ds, path));
-    if (!ds) return;
-    CHECK_EQ_INT(fedc_dataset_num_clients(ds), 56);
-    CHECK_EQ_INT(fedc_dataset_total_examples(ds), 909);
-    CHECK_EQ_INT(check_femnist_clients(ds), 909);
-    fedc_dataset_destroy(ds);
+    check_femnist(fedc_test_fixture("femnist-leaf/test"), femnist_fixture("femnist-leaf/test"));
+    const char *real = fedc_test_real_data("femnist-leaf/test");
+    if (real) check_femnist(real, (femnist_want){56, 909, NULL, 0, 0, NULL, 0});
 }
 
-static void test_shakespeare_train(void) {
-    const char *path = data("shakespeare-leaf/train");
-    if (!path) return;
+/* Shakespeare's LEAF windows: 80 characters of x, one of y; the first client's
+ * id and first window with its next character; client `which`'s examples. */
+static void check_shakespeare(const char *path, int64_t clients, int64_t examples, const char *first_id,
+                              int64_t which, int64_t which_examples, const char *first_x, char first_y) {
     fedc_dataset *ds;
     CHECK_OK(fedc__open_leaf(&ds, path));
     if (!ds) return;
-    CHECK_EQ_INT(fedc_dataset_num_clients(ds), 10);
-    CHECK_EQ_INT(fedc_dataset_total_examples(ds), 41990);
-    CHECK(strcmp(fedc_dataset_client_id(ds, 0), "THE_TRAGEDY_OF_KING_LEAR_PHILOSTRATE") == 0);
-    CHECK_EQ_INT(fedc_dataset_client_examples(ds, 9), 13790);
+    CHECK_EQ_INT(fedc_dataset_num_clients(ds), clients);
+    CHECK_EQ_INT(fedc_dataset_total_examples(ds), examples);
+    CHECK(strcmp(fedc_dataset_client_id(ds, 0), first_id) == 0);
+    CHECK_EQ_INT(fedc_dataset_client_examples(ds, which), which_examples);
     for (int64_t i = 0; i < fedc_dataset_num_clients(ds); i++) {
         fedc_client_data *c;
         CHECK_OK(fedc_dataset_client(ds, i, &c));
-        if (!c) return;
+        if (!c) break;
         const fedc_feature *x = fedc_client_feature(c, "x"), *y = fedc_client_feature(c, "y");
         CHECK(x && y && x->kind == FEDC_FEATURE_STRINGS && y->kind == FEDC_FEATURE_STRINGS);
         int bad = 0;
@@ -159,20 +166,43 @@ static void test_shakespeare_train(void) {
             bad += x->offsets[k + 1] - x->offsets[k] != 80 || y->offsets[k + 1] - y->offsets[k] != 1;
         CHECK_EQ_INT(bad, 0);
         if (i == 0 && x && y) {
-            const char *want = "Here, mighty Theseus. There is a brief how many sports are ripe; Make choice of ";
-            CHECK(memcmp(x->data, want, 80) == 0);
-            CHECK(((const char *)y->data)[0] == 'w');
+            CHECK(memcmp(x->data, first_x, 80) == 0);
+            CHECK(((const char *)y->data)[0] == first_y);
         }
         fedc_client_data_destroy(c);
     }
     fedc_dataset_destroy(ds);
 }
 
+static void test_shakespeare_train(void) {
+    const char *set = "shakespeare-leaf/train";
+    fedc_test_fixture_facts f = fedc_test_fixture_facts_of(set);
+    check_shakespeare(fedc_test_fixture(set), f.clients, f.examples, f.first_id, 0, f.first_examples, f.first_x,
+                      f.first_next);
+    const char *real = fedc_test_real_data(set);
+    if (real)
+        check_shakespeare(real, 10, 41990, "THE_TRAGEDY_OF_KING_LEAR_PHILOSTRATE", 9, 13790,
+                          "Here, mighty Theseus. There is a brief how many sports are ripe; Make choice of ", 'w');
+}
+
+/* One file of a directory: the clients in the order of its "users". */
 static void test_single_file(void) {
-    const char *path = data("femnist-leaf/train/all_data_0_niid_05_keep_0_train_9.json.gz");
-    if (!path) return;
+    const char *set = "femnist-leaf/train";
+    fedc_test_fixture_facts f = fedc_test_fixture_facts_of(set);
+    char one[1200];
+    snprintf(one, sizeof one, "%s/all_data_0_niid_05_keep_0_train_9.json.gz", fedc_test_fixture(set));
     fedc_dataset *ds;
-    CHECK_OK(fedc__open_leaf(&ds, path));
+    CHECK_OK(fedc__open_leaf(&ds, one));
+    if (ds) {
+        CHECK_EQ_INT(fedc_dataset_num_clients(ds), 4); /* data_fixtures.c: 4 writers a file */
+        CHECK(strcmp(fedc_dataset_client_id(ds, 0), f.first_id) == 0);
+        CHECK_EQ_INT(fedc_dataset_client_examples(ds, 0), f.first_examples);
+        CHECK(fedc_dataset_total_examples(ds) < f.examples);
+        fedc_dataset_destroy(ds);
+    }
+    const char *real = fedc_test_real_data("femnist-leaf/train/all_data_0_niid_05_keep_0_train_9.json.gz");
+    if (!real) return;
+    CHECK_OK(fedc__open_leaf(&ds, real));
     if (!ds) return;
     static const char *ids[] = {"f3313_11", "f3137_47", "f3135_37", "f3220_48", "f3579_30"};
     static const int64_t counts[] = {155, 162, 164, 161, 137};
@@ -185,17 +215,29 @@ static void test_single_file(void) {
     fedc_dataset_destroy(ds);
 }
 
-static void test_find(void) {
-    const char *path = data("femnist-leaf/train");
-    if (!path) return;
+static void check_find(const char *path, const char *id, int64_t at) {
     fedc_dataset *ds;
     CHECK_OK(fedc__open_leaf(&ds, path));
     if (!ds) return;
     int64_t i = -1;
-    CHECK_OK(fedc_dataset_find(ds, "f3137_47", &i));
-    CHECK_EQ_INT(i, 1);
+    CHECK_OK(fedc_dataset_find(ds, id, &i));
+    CHECK_EQ_INT(i, at);
     CHECK_ERR(fedc_dataset_find(ds, "nobody", &i), FEDC_ENOTFOUND, "\"nobody\"");
     fedc_dataset_destroy(ds);
+}
+
+static void test_find(void) {
+    const char *small = fedc_test_fixture("femnist-leaf/train");
+    fedc_dataset *ds;
+    CHECK_OK(fedc__open_leaf(&ds, small));
+    if (ds) {
+        char id[64];
+        snprintf(id, sizeof id, "%s", fedc_dataset_client_id(ds, 5));
+        fedc_dataset_destroy(ds);
+        check_find(small, id, 5);
+    }
+    const char *real = fedc_test_real_data("femnist-leaf/train");
+    if (real) check_find(real, "f3137_47", 1);
 }
 
 /* ------------------------------------------------------- small files -- */
