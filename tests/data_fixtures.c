@@ -131,8 +131,8 @@ static int write_heart(const char *dir, fedc_test_fixture_facts *facts) {
         if (!out_open(&o, path, false)) return -1;
         bool dec = h == 0;
         for (int i = 0; i < H->rows; i++) {
-            bool sick = chance(&r, H->sick);
-            int label = sick ? 1 + below(&r, 4) : 0;
+            bool ill = chance(&r, H->sick), sick = ill != chance(&r, 0.15); /* risk factors, mostly of the label's kind */
+            int label = ill ? 1 + below(&r, 4) : 0;
             double f[13] = {
                 (double)(38 + below(&r, 30) + (sick ? 6 : 0)),            /* age */
                 chance(&r, sick ? 0.9 : 0.6),                            /* sex */
@@ -153,7 +153,7 @@ static int write_heart(const char *dir, fedc_test_fixture_facts *facts) {
                 put_field(&o, dec, missing, f[k], false);
             }
             put(&o, "%d\n", label);
-            facts->examples++, facts->sick += sick, age_sum += f[0];
+            facts->examples++, facts->sick += ill, age_sum += f[0];
         }
         if (out_close(&o, path)) return -1;
     }
@@ -422,11 +422,17 @@ const char *fedc_test_real_data(const char *set) {
 }
 
 const char *fedc_test_data(const char *set) {
-    static char rel[SETS][512];
+    static char real[SETS][1100];
     int i = find_set(set);
     if (i < 0) return NULL;
-    snprintf(rel[i], sizeof rel[i], "../shared/data/%s", set);
+    char rel[512];
+    snprintf(rel, sizeof rel, "../shared/data/%s", set);
+    snprintf(real[i], sizeof real[i], "%s", fedc_test_path(rel));
     struct stat sb;
-    if (stat(fedc_test_path(rel[i]), &sb) == 0) return rel[i];
-    return fedc_test_fixture(set);
+    return stat(real[i], &sb) == 0 ? real[i] : fedc_test_fixture(set);
+}
+
+bool fedc_test_data_is_real(const char *set) {
+    const char *path = fedc_test_data(set);
+    return path && !strstr(path, "/fedc-data-");
 }

@@ -31,9 +31,12 @@ const char *fedc_test_real_data(const char *set);
 const char *fedc_test_fixture(const char *set);
 
 /* The real set where it is present, else the small one: for tests whose checks
- * hold on both (a loss that falls, two runs alike). A real set's path is the
- * relative "../shared/data/<set>" the tests have always given. */
+ * hold on both (a loss that falls, two runs alike). */
 const char *fedc_test_data(const char *set);
+
+/* Whether fedc_test_data(set) is the real set: for the few checks whose numbers
+ * are the real data's (a count, the learning rate at which a run overflows). */
+bool fedc_test_data_is_real(const char *set);
 
 /* Writes the small set `set` as root/<set>; 0 on success, -1 with a message. */
 int fedc_test_write_fixture(const char *root, const char *set);

@@ -1,6 +1,7 @@
 /* Training jobs for an algorithm's tests: a short fedc_train run on the heart-disease
- * silos, Fashion-MNIST or FEMNIST (SKIP when absent), and whether two runs'
- * checkpoints hold the same tensors bit for bit (a resumed run against an
+ * silos or FEMNIST (the real sets of ../shared/data where present, else the small
+ * ones of data_fixtures.h) or Fashion-MNIST (SKIP when absent), and whether two
+ * runs' checkpoints hold the same tensors bit for bit (a resumed run against an
  * uninterrupted one). */
 #ifndef FEDC_TEST_FL_TRAIN_CASE_H
 #define FEDC_TEST_FL_TRAIN_CASE_H
@@ -8,15 +9,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "data_fixtures.h"
 #include "fedc/fedc.h"
 #include "harness.h"
 
-#define HEART_DATA "../shared/data/heart-disease-uci"
+#define HEART_DATA fedc_test_data("heart-disease-uci")
 #define FASHION_DATA "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
 
-/* Whether `path` exists; if not, the current test is skipped, naming it. */
+/* Whether `path` exists; if not, the current test is skipped, naming it (NULL: a
+ * small set could not be written, a failure). */
 static inline bool have_data(const char *path) {
     struct stat s;
+    CHECK_MSG(path != NULL, "a small data set could not be written");
+    if (!path) return false;
     if (stat(path, &s) == 0) return true;
     fedc_test_skip("%s is absent", path);
     return false;
@@ -62,13 +67,14 @@ static inline fedc_train_config fashion_job(const fedc_algorithm_def *def, const
 }
 
 /* FEMNIST-LEAF's training writers, tested on their test splits, with the logistic
- * model and 10 clients a round; false (the test skipped, naming it) if absent.
- * The paths are kept in the caller's train and test buffers. */
+ * model and 10 clients a round; false if the sets are not there. The paths are
+ * kept in the caller's train and test buffers. */
 static inline bool femnist_job(const fedc_algorithm_def *def, const char *out, char train[512], char test[512],
                                fedc_train_config *c) {
-    snprintf(train, 512, "%s", fedc_test_path("../shared/data/femnist-leaf/train"));
-    snprintf(test, 512, "%s", fedc_test_path("../shared/data/femnist-leaf/test"));
-    if (!have_data(train) || !have_data(test)) return false;
+    const char *tr = fedc_test_data("femnist-leaf/train"), *te = fedc_test_data("femnist-leaf/test");
+    if (!have_data(tr) || !have_data(te)) return false;
+    snprintf(train, 512, "%s", tr);
+    snprintf(test, 512, "%s", te);
     fedc_train_defaults(c);
     c->data = train, c->test_data = test;
     c->model = "logistic";
