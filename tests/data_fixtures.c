@@ -151,10 +151,12 @@ static int write_heart(const char *dir, fedc_test_fixture_facts *facts) {
             for (int k = 0; k < 13; k++) {
                 bool missing = (k >= 10 && chance(&r, H->missing)) || (k == 3 && h > 0 && chance(&r, 0.05));
                 put_field(&o, dec, missing, f[k], false);
+                facts->missing += missing;
             }
             put(&o, "%d\n", label);
             facts->examples++, facts->sick += ill, age_sum += f[0];
         }
+        facts->counts[h] = H->rows;
         if (out_close(&o, path)) return -1;
     }
     facts->clients = 4;
@@ -231,7 +233,7 @@ static int write_femnist(const char *dir, bool train, fedc_test_fixture_facts *f
                 facts->first_id = first_id, facts->first_examples = counts[w];
                 for (int k = 0; k < 4; k++) facts->first_y[k] = labels[k];
             }
-            facts->clients++, facts->examples += counts[w];
+            facts->counts[facts->clients++] = counts[w], facts->examples += counts[w];
         }
         put(&o, "}}\n");
         if (out_close(&o, path)) return -1;
@@ -247,9 +249,9 @@ static int write_femnist(const char *dir, bool train, fedc_test_fixture_facts *f
  * first 90% of them for training and the rest, after the 79 windows that
  * straddle the seam (dropped, but counted in the test file's "num_samples"), for
  * testing; the raw files hold the lines, some indented and some blank. */
-static const char *const roles[] = {"THE_TRAGEDY_OF_KING_LEAR_PHILOSTRATE", "THE_TRAGEDY_OF_KING_LEAR_KENT",
-                                    "MUCH_ADO_ABOUT_NOTHING_BEATRICE", "MUCH_ADO_ABOUT_NOTHING_BENEDICK",
-                                    "THE_TEMPEST_ARIEL"};
+static const char *const roles[] = {"MUCH_ADO_ABOUT_NOTHING_BEATRICE", "MUCH_ADO_ABOUT_NOTHING_BENEDICK",
+                                    "THE_TEMPEST_ARIEL", "THE_TRAGEDY_OF_KING_LEAR_KENT",
+                                    "THE_TRAGEDY_OF_KING_LEAR_PHILOSTRATE"}; /* sorted, as files are read */
 #define ROLES 5
 static const char *const words[] = {"thou", "art", "my", "lord", "good", "sweet", "what", "is", "the", "night",
                                     "and", "I", "will", "not", "love", "her", "with", "so", "a", "heart",
@@ -282,12 +284,10 @@ static int write_shakespeare_raw(const char *dir, fedc_test_fixture_facts *facts
         if (!out_open(&o, path, false)) return -1;
         for (int k = 0; k < n; k++) put(&o, "%s%s\n%s", k % 5 == 3 ? "    " : "", lines[k], k % 7 == 6 ? "\n" : "");
         if (out_close(&o, path)) return -1;
-        facts->clients++, facts->examples += n;
+        facts->counts[facts->clients++] = n, facts->examples += n;
     }
     facts->counted = facts->examples;
-    facts->first_id = "MUCH_ADO_ABOUT_NOTHING_BEATRICE"; /* the files' order */
-    char lines[96][96];
-    facts->first_examples = role_lines(2, lines, 96);
+    facts->first_id = roles[0], facts->first_examples = facts->counts[0];
     return 0;
 }
 
@@ -326,7 +326,7 @@ static int write_shakespeare_leaf(const char *dir, bool train, fedc_test_fixture
             put_json_string(&o, t + k + 80, 1);
         }
         put(&o, "]}");
-        facts->clients++, facts->examples += count[i], facts->counted += listed[i];
+        facts->counts[facts->clients++] = count[i], facts->examples += count[i], facts->counted += listed[i];
     }
     put(&o, "}}\n");
     memcpy(first_x, texts[0] + begin[0], 80);

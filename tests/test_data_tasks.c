@@ -6,10 +6,12 @@
  * Overflow's vocabulary files, OOV, truncation and padding (FedJAX's test cases);
  * CIFAR-100's normalisation bit for bit, crops and flips checked pixel by pixel
  * and reproducible per seed; heart disease's labels and standardisation. Then the
- * hooks on the real ../shared/data files where they are present (FEMNIST and
- * Shakespeare from LEAF, Shakespeare's raw text, heart disease from CSV).
+ * hooks on the data sets' files (FEMNIST and Shakespeare from LEAF, Shakespeare's
+ * raw text, heart disease from CSV): the small ones of data_fixtures.h, and the
+ * real ones of ../shared/data where they are present.
  */
 #include "core/internal.h"
+#include "data_fixtures.h"
 #include "harness.h"
 
 #include <stdlib.h>
@@ -47,11 +49,6 @@ static void check_ints(const int32_t *got, const int32_t *want, int64_t n, const
             fedc_test_fail(__FILE__, __LINE__, "%s[%lld] = %d, expected %d", what, (long long)i, got[i], want[i]);
             return;
         }
-}
-
-static bool exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
 }
 
 /* ------------------------------------------------------------------ EMNIST -- */
@@ -778,18 +775,10 @@ static void test_alloc_failures(void) {
 
 /* ------------------------------------------------------------- real data -- */
 
-static const char *shared(const char *relative) {
-    static char buf[512];
-    snprintf(buf, sizeof buf, "%s", fedc_test_path(relative));
-    return buf;
-}
+/* Each check runs on the small set of data_fixtures.h, with the numbers it wrote,
+ * and on the real set where ../shared/data has it, with the real numbers. */
 
-static void test_real_femnist(void) {
-    const char *path = shared("../shared/data/femnist-leaf/train");
-    if (!exists(path)) {
-        fedc_test_skip("%s is absent", path);
-        return;
-    }
+static void check_femnist(const char *path, int64_t examples) {
     fedc_dataset *ds = NULL;
     CHECK_OK(fedc_dataset_open(&ds, path, FEDC_FORMAT_AUTO));
     if (!ds) return;
@@ -809,21 +798,23 @@ static void test_real_femnist(void) {
         total += c->num_examples;
         fedc_client_data_destroy(c);
     }
-    CHECK_EQ_INT(total, 7935);
+    CHECK_EQ_INT(total, examples);
     /* LEAF stores white backgrounds as 1; after 1 - x most pixels are dark. */
     CHECK_MSG(dark > count / 2, "%lld of %lld pixels below 0.5", (long long)dark, (long long)count);
     fedc_dataset_destroy(ds);
 }
 
+static void test_real_femnist(void) {
+    const char *set = "femnist-leaf/train";
+    check_femnist(fedc_test_fixture(set), fedc_test_fixture_facts_of(set).examples);
+    const char *real = fedc_test_real_data(set);
+    if (real) check_femnist(real, 7935);
+}
+
 /* LEAF's test file counts the 79 windows its split dropped at each role's
  * train/test seam in "num_samples"; the reader accepts exactly that, and the
  * windows become next-character sequences. */
-static void test_real_shakespeare_test_split(void) {
-    const char *path = shared("../shared/data/shakespeare-leaf/test");
-    if (!exists(path)) {
-        fedc_test_skip("%s is absent", path);
-        return;
-    }
+static void check_shakespeare_test_split(const char *path, int64_t examples) {
     fedc_dataset *ds = NULL;
     CHECK_OK(fedc_dataset_open(&ds, path, FEDC_FORMAT_AUTO));
     if (!ds) return;
@@ -840,16 +831,20 @@ static void test_real_shakespeare_test_split(void) {
         total += c->num_examples;
         fedc_client_data_destroy(c);
     }
-    CHECK_EQ_INT(total, 3881); /* "num_samples" adds up to 4,671 = 3,881 + 10 * 79 */
+    CHECK_EQ_INT(total, examples);
     fedc_dataset_destroy(ds);
 }
 
-static void test_real_shakespeare(void) {
-    const char *path = shared("../shared/data/shakespeare-leaf/train");
-    if (!exists(path)) {
-        fedc_test_skip("%s is absent", path);
-        return;
-    }
+static void test_real_shakespeare_test_split(void) {
+    const char *set = "shakespeare-leaf/test";
+    fedc_test_fixture_facts f = fedc_test_fixture_facts_of(set);
+    CHECK_EQ_INT(f.counted, f.examples + f.clients * 79);
+    check_shakespeare_test_split(fedc_test_fixture(set), f.examples);
+    const char *real = fedc_test_real_data(set);
+    if (real) check_shakespeare_test_split(real, 3881); /* "num_samples" adds up to 4,671 = 3,881 + 10 * 79 */
+}
+
+static void check_shakespeare(const char *path, int64_t examples) {
     fedc_dataset *ds = NULL;
     CHECK_OK(fedc_dataset_open(&ds, path, FEDC_FORMAT_AUTO));
     if (!ds) return;
@@ -872,23 +867,26 @@ static void test_real_shakespeare(void) {
         total += c->num_examples;
         fedc_client_data_destroy(c);
     }
-    CHECK_EQ_INT(total, 41990);
+    CHECK_EQ_INT(total, examples);
     CHECK_MSG(oov * 1000 < total * 80, "%lld OOV ids", (long long)oov); /* the vocabulary covers the text */
     fedc_dataset_destroy(ds);
 }
 
+static void test_real_shakespeare(void) {
+    const char *set = "shakespeare-leaf/train";
+    check_shakespeare(fedc_test_fixture(set), fedc_test_fixture_facts_of(set).examples);
+    const char *real = fedc_test_real_data(set);
+    if (real) check_shakespeare(real, 41990);
+}
+
 /* The raw text of one role through the text reader ("text" lines) and FedJAX's
  * snippets preprocessing: rows = ceil((sum(len + 2) - 1) / 80). */
-static void test_real_shakespeare_raw(void) {
-    const char *path = shared("../shared/data/shakespeare-leaf/raw_data/by_play_and_character");
-    if (!exists(path)) {
-        fedc_test_skip("%s is absent", path);
-        return;
-    }
+static void check_shakespeare_raw(const char *path) {
     fedc_dataset *ds = NULL;
     CHECK_OK(fedc_dataset_open(&ds, path, FEDC_FORMAT_TEXT));
     if (!ds) return;
-    for (int64_t i = 0; i < fedc_dataset_num_clients(ds) && i < 40; i += 13) {
+    int64_t step = fedc_dataset_num_clients(ds) > 40 ? 13 : 1;
+    for (int64_t i = 0; i < fedc_dataset_num_clients(ds) && i < 40; i += step) {
         fedc_client_data *raw = NULL, *out = NULL;
         CHECK_OK(fedc_dataset_client(ds, i, &raw));
         const fedc_feature *text = raw ? fedc_client_feature(raw, "text") : NULL;
@@ -908,12 +906,14 @@ static void test_real_shakespeare_raw(void) {
     fedc_dataset_destroy(ds);
 }
 
-static void test_real_heart_disease(void) {
-    const char *path = shared("../shared/data/heart-disease-uci");
-    if (!exists(path)) {
-        fedc_test_skip("%s is absent", path);
-        return;
-    }
+static void test_real_shakespeare_raw(void) {
+    const char *set = "shakespeare-leaf/raw_data/by_play_and_character";
+    check_shakespeare_raw(fedc_test_fixture(set));
+    const char *real = fedc_test_real_data(set);
+    if (real) check_shakespeare_raw(real);
+}
+
+static void check_heart_disease(const char *path, double mean_age, int64_t examples, int64_t sick_want) {
     fedc_dataset *ds = NULL;
     CHECK_OK(fedc_dataset_open(&ds, path, FEDC_FORMAT_CSV));
     if (!ds) return;
@@ -923,7 +923,7 @@ static void test_real_heart_disease(void) {
     for (int64_t i = 0; i < n && i < 4; i++) CHECK_OK(fedc_dataset_client(ds, i, &cs[i]));
     float mean[13], std[13];
     CHECK_OK(fedc_heart_disease_stats((const fedc_client_data *const *)cs, 4, mean, std));
-    CHECK_NEAR(mean[0], 53.51, 0.001); /* age: 53.51 over the 920 patients */
+    CHECK_NEAR(mean[0], mean_age, 0.001);
     fedc_heart_disease_options o = {mean, std, true};
     for (int i = 0; i < 4 && cs[i]; i++) {
         CHECK_OK(fedc_heart_disease_hook(&o, &cs[i]));
@@ -932,9 +932,17 @@ static void test_real_heart_disease(void) {
         rows += cs[i]->num_examples;
         fedc_client_data_destroy(cs[i]);
     }
-    CHECK_EQ_INT(rows, 920);
-    CHECK_EQ_INT(sick, 509); /* UCI: 411 of 920 have no disease */
+    CHECK_EQ_INT(rows, examples);
+    CHECK_EQ_INT(sick, sick_want);
     fedc_dataset_destroy(ds);
+}
+
+static void test_real_heart_disease(void) {
+    const char *set = "heart-disease-uci";
+    fedc_test_fixture_facts f = fedc_test_fixture_facts_of(set);
+    check_heart_disease(fedc_test_fixture(set), f.mean_age, f.examples, f.sick);
+    const char *real = fedc_test_real_data(set);
+    if (real) check_heart_disease(real, 53.51, 920, 509); /* age: 53.51 over the 920 patients; UCI: 411 of 920 have no disease */
 }
 
 int main(int argc, char **argv) {
