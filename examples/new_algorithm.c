@@ -7,8 +7,12 @@
  *     ./example_new_algorithm --check   and exit non-zero unless alpha = 1 gives
  *                                       FedAvg's result exactly (run by the tests;
  *                                       77, skipped, without the data)
+ *
+ * The silos are $FEDC_DATA/heart-disease-uci, FEDC_DATA being ../shared/data
+ * unless set (the tests set it to a directory with the real silos or small ones).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -32,10 +36,12 @@ static fedc_status damped_round(fedc_round *r) {
 static const fedc_algorithm_def damped = {.name = "damped", .summary = "FedAvg with a server step alpha",
                                           .hparams = hparams, .nhparams = 1, .round = damped_round};
 
+static char data[4096] = "../shared/data/heart-disease-uci";
+
 static double train(const char *algorithm, const char *set) {
     fedc_train_config c;
     fedc_train_defaults(&c);
-    c.data = "../shared/data/heart-disease-uci", c.model = "heart", c.rounds = 5, c.clients_per_round = 4;
+    c.data = data, c.model = "heart", c.rounds = 5, c.clients_per_round = 4;
     c.algorithm.def = fedc_algorithm_find(algorithm), c.out_dir = "/tmp/fedc-example-new-algorithm", c.quiet = true;
     fedc_train_result r;
     if (!c.algorithm.def || (set && fedc_algorithm_set_text(&c.algorithm, set)) || fedc_train(&c, &r)) {
@@ -47,7 +53,8 @@ static double train(const char *algorithm, const char *set) {
 }
 
 int main(int argc, char **argv) {
-    if (access("../shared/data/heart-disease-uci", R_OK)) return fprintf(stderr, "no heart-disease data: skipped\n"), 77;
+    if (getenv("FEDC_DATA")) snprintf(data, sizeof data, "%s/heart-disease-uci", getenv("FEDC_DATA"));
+    if (access(data, R_OK)) return fprintf(stderr, "no heart-disease data at %s: skipped\n", data), 77;
     if (fedc_algorithm_register(&damped)) return fprintf(stderr, "new_algorithm: %s\n", fedc_errmsg()), 1;
     double fedavg = train("fedavg", NULL), same = train("damped", "alpha=1"), half = train("damped", "alpha=0.5");
     if (fedavg < 0 || same < 0 || half < 0) return 1;

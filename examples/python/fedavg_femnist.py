@@ -26,7 +26,8 @@ import numpy as np
 import fedc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "..", "..", "..", "shared", "data", "femnist-leaf")
+# FEDC_DATA: a directory laid out as ../shared/data (the tests set it), else ../shared/data
+DATA = os.path.join(os.environ.get("FEDC_DATA") or os.path.join(HERE, "..", "..", "..", "shared", "data"), "femnist-leaf")
 BATCH, CLIENTS_PER_ROUND, CLIENT_LR, SERVER_LR = 20, 10, 0.1, 1.0
 
 

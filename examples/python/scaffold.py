@@ -29,7 +29,8 @@ import numpy as np
 import fedc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "..", "..", "..", "shared", "data", "femnist-leaf", "train")
+# FEDC_DATA: a directory laid out as ../shared/data (the tests set it), else ../shared/data
+DATA = os.path.join(os.environ.get("FEDC_DATA") or os.path.join(HERE, "..", "..", "..", "shared", "data"), "femnist-leaf", "train")
 
 
 def add(a, b):
