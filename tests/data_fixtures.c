@@ -168,12 +168,12 @@ static int write_heart(const char *dir, fedc_test_fixture_facts *facts) {
 
 /* ------------------------------------------------------------- FEMNIST -- */
 
-/* Twelve writers in three files (LEAF's names), each with a few of the 62
- * classes (non-IID as LEAF's writers), split 90/10 as LEAF's are; writers of
+/* 55 writers in eleven files (LEAF's names), each with the digits and a few of
+ * the 52 letters (non-IID as LEAF's writers), split 90/10 as LEAF's are; writers of
  * both of FedJAX's domains (2100-2599 and the others). A class is a fixed set of
  * dark strokes on a white (1.0) page; each image redraws a few pixels. */
-#define FEMNIST_FILES 3
-#define FEMNIST_WRITERS 4 /* per file */
+#define FEMNIST_FILES 11
+#define FEMNIST_WRITERS 5 /* per file */
 
 static bool stroke(int label, int pixel) {
     rng r = {0x9E3779B97F4A7C15ull ^ ((uint64_t)(label + 1) * 784 + (uint64_t)pixel) * 0xBF58476D1CE4E5B9ull};
@@ -207,7 +207,7 @@ static int write_femnist(const char *dir, bool train, fedc_test_fixture_facts *f
             int writer = f * FEMNIST_WRITERS + w;
             snprintf(ids[w], sizeof ids[w], "f%04d_%02d", writer % 2 ? 2100 + 37 * writer : 3100 + 41 * writer,
                      writer % 50);
-            counts[w] = train ? 12 + writer % 7 : 2 + writer % 2;
+            counts[w] = train ? 8 + writer % 5 : 1 + writer % 2;
         }
         put(&o, "{\"users\": [");
         for (int w = 0; w < FEMNIST_WRITERS; w++) put(&o, "%s\"%s\"", w ? ", " : "", ids[w]);
@@ -219,7 +219,8 @@ static int write_femnist(const char *dir, bool train, fedc_test_fixture_facts *f
             rng r = {(uint64_t)(writer + 1) * 0x2545F4914F6CDD1Dull + (train ? 0 : 7)};
             bool first = f == 0 && w == 0;
             int32_t labels[64];
-            for (int k = 0; k < counts[w]; k++) labels[k] = (writer * 5 + below(&r, 6) * 11) % 62;
+            for (int k = 0; k < counts[w]; k++) /* digits for most, as LEAF's writers, else the writer's letters */
+                labels[k] = chance(&r, 0.6) ? below(&r, 10) : 10 + (writer * 5 + below(&r, 6) * 11) % 52;
             put(&o, "%s\"%s\": {\"x\": [", w ? ", " : "", ids[w]);
             for (int k = 0; k < counts[w]; k++) {
                 if (k) put(&o, ", ");
@@ -231,7 +232,7 @@ static int write_femnist(const char *dir, bool train, fedc_test_fixture_facts *f
             if (first) {
                 memcpy(first_id, ids[w], sizeof first_id);
                 facts->first_id = first_id, facts->first_examples = counts[w];
-                for (int k = 0; k < 4; k++) facts->first_y[k] = labels[k];
+                for (int k = 0; k < 4 && k < counts[w]; k++) facts->first_y[k] = labels[k];
             }
             facts->counts[facts->clients++] = counts[w], facts->examples += counts[w];
         }

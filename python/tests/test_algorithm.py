@@ -9,7 +9,9 @@ import pytest
 import fedc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FEMNIST = os.path.join(HERE, "..", "..", "..", "shared", "data", "femnist-leaf", "train")
+# FEDC_DATA: laid out as ../shared/data (ctest sets it: real sets or small ones), else ../shared/data
+FEMNIST = os.path.join(os.environ.get("FEDC_DATA") or os.path.join(HERE, "..", "..", "..", "shared", "data"),
+                       "femnist-leaf", "train")
 OPTS = dict(task="emnist", model="logistic", rounds=4, clients_per_round=4, eval_every=2,
             eval_clients=5, seed=1, threads=2)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
@@ -29,7 +31,7 @@ def py_wrong_shape(r):
 @pytest.fixture
 def femnist():
     if not glob.glob(os.path.join(FEMNIST, "*.json.gz")):
-        pytest.skip("no ../shared/data/femnist-leaf")
+        pytest.skip("no FEMNIST at %s" % FEMNIST)
     return FEMNIST
 
 

@@ -11,7 +11,9 @@ import pytest
 import fedc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FEMNIST = os.path.join(HERE, "..", "..", "..", "shared", "data", "femnist-leaf", "train")
+# FEDC_DATA: laid out as ../shared/data (ctest sets it: real sets or small ones), else ../shared/data
+FEMNIST = os.path.join(os.environ.get("FEDC_DATA") or os.path.join(HERE, "..", "..", "..", "shared", "data"),
+                       "femnist-leaf", "train")
 
 
 def leaf_users():
@@ -28,7 +30,7 @@ def leaf_users():
 @pytest.fixture(scope="module")
 def femnist():
     if not glob.glob(os.path.join(FEMNIST, "*.json.gz")):
-        pytest.skip("no ../shared/data/femnist-leaf")
+        pytest.skip("no FEMNIST at %s" % FEMNIST)
     with fedc.data.open(FEMNIST) as ds:
         yield ds
 

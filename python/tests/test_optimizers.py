@@ -11,7 +11,9 @@ import pytest
 import fedc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FEMNIST = os.path.join(HERE, "..", "..", "..", "shared", "data", "femnist-leaf", "train")
+# FEDC_DATA: laid out as ../shared/data (ctest sets it: real sets or small ones), else ../shared/data
+FEMNIST = os.path.join(os.environ.get("FEDC_DATA") or os.path.join(HERE, "..", "..", "..", "shared", "data"),
+                       "femnist-leaf", "train")
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
 import scaffold  # noqa: E402  local_training, same_run_end
 
@@ -46,7 +48,7 @@ PAIRS = [("sgd", "adam"), ("momentum", "yogi"), ("nesterov", "adagrad"), ("adam"
 @pytest.mark.parametrize("client,server", PAIRS)
 def test_python_optimizers_train_as_the_library_s(client, server, tmp_path):
     if not glob.glob(os.path.join(FEMNIST, "*.json.gz")):
-        pytest.skip("no ../shared/data/femnist-leaf")
+        pytest.skip("no FEMNIST at %s" % FEMNIST)
     opts = dict(task="emnist", model="logistic", rounds=2, clients_per_round=4, eval_every=2,
                 eval_clients=5, seed=5, threads=2, client_lr=0.02, server_lr=0.05,
                 checkpoint_every=2)

@@ -13,7 +13,9 @@ import pytest
 import fedc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FEMNIST = os.path.join(HERE, "..", "..", "..", "shared", "data", "femnist-leaf", "train")
+# FEDC_DATA: laid out as ../shared/data (ctest sets it: real sets or small ones), else ../shared/data
+FEMNIST = os.path.join(os.environ.get("FEDC_DATA") or os.path.join(HERE, "..", "..", "..", "shared", "data"),
+                       "femnist-leaf", "train")
 OPTS = dict(task="emnist", model="logistic", rounds=4, clients_per_round=5, eval_every=2,
             eval_clients=10, seed=3, threads=2, client_lr=0.05, checkpoint_every=2)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
@@ -25,7 +27,7 @@ sub = scaffold.sub
 @pytest.fixture
 def femnist():
     if not glob.glob(os.path.join(FEMNIST, "*.json.gz")):
-        pytest.skip("no ../shared/data/femnist-leaf")
+        pytest.skip("no FEMNIST at %s" % FEMNIST)
     return FEMNIST
 
 
