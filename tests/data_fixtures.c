@@ -407,8 +407,8 @@ const char *fedc_test_fixture(const char *set) {
 
 fedc_test_fixture_facts fedc_test_fixture_facts_of(const char *set) {
     int i = find_set(set);
-    if (i < 0 || !fedc_test_fixture(set)) return (fedc_test_fixture_facts){0};
-    return facts[i];
+    if (i < 0 || (!facts[i].clients && !fedc_test_fixture(set))) return (fedc_test_fixture_facts){0};
+    return facts[i]; /* the same for every writing: the sets are drawn from fixed seeds */
 }
 
 const char *fedc_test_real_data(const char *set) {
