@@ -98,6 +98,13 @@ static void put_json_string(out *o, const char *s, size_t n) {
     put(o, "%s", buf);
 }
 
+/* A client of `n` examples counted (its count kept for the first 16). */
+static void add_client(fedc_test_fixture_facts *facts, int64_t n) {
+    int slots = (int)(sizeof facts->counts / sizeof facts->counts[0]);
+    if (facts->clients < slots) facts->counts[facts->clients] = n;
+    facts->clients++, facts->examples += n;
+}
+
 /* ------------------------------------------------------- heart disease -- */
 
 /* Four hospitals as UCI's (their rows about a sixth of the real ones, their share
@@ -156,7 +163,7 @@ static int write_heart(const char *dir, fedc_test_fixture_facts *facts) {
             put(&o, "%d\n", label);
             facts->examples++, facts->sick += ill, age_sum += f[0];
         }
-        facts->counts[h] = H->rows;
+        facts->counts[h] = H->rows; /* 4 of the 16 */
         if (out_close(&o, path)) return -1;
     }
     facts->clients = 4;
@@ -195,7 +202,8 @@ static void put_image(out *o, rng *r, int label, double *sum) {
 }
 
 static int write_femnist(const char *dir, bool train, fedc_test_fixture_facts *facts) {
-    static char first_id[32];
+    static char first_ids[2][32]; /* train, test */
+    char *first_id = first_ids[train];
     for (int f = 0; f < FEMNIST_FILES; f++) {
         char path[1100];
         snprintf(path, sizeof path, "%s/all_data_%d_niid_05_keep_0_%s_9.json.gz", dir, f, train ? "train" : "test");
@@ -230,11 +238,11 @@ static int write_femnist(const char *dir, bool train, fedc_test_fixture_facts *f
             for (int k = 0; k < counts[w]; k++) put(&o, "%s%d", k ? ", " : "", labels[k]);
             put(&o, "]}");
             if (first) {
-                memcpy(first_id, ids[w], sizeof first_id);
+                memcpy(first_id, ids[w], sizeof first_ids[0]);
                 facts->first_id = first_id, facts->first_examples = counts[w];
                 for (int k = 0; k < 4 && k < counts[w]; k++) facts->first_y[k] = labels[k];
             }
-            facts->counts[facts->clients++] = counts[w], facts->examples += counts[w];
+            add_client(facts, counts[w]);
         }
         put(&o, "}}\n");
         if (out_close(&o, path)) return -1;
@@ -285,7 +293,7 @@ static int write_shakespeare_raw(const char *dir, fedc_test_fixture_facts *facts
         if (!out_open(&o, path, false)) return -1;
         for (int k = 0; k < n; k++) put(&o, "%s%s\n%s", k % 5 == 3 ? "    " : "", lines[k], k % 7 == 6 ? "\n" : "");
         if (out_close(&o, path)) return -1;
-        facts->counts[facts->clients++] = n, facts->examples += n;
+        add_client(facts, n);
     }
     facts->counted = facts->examples;
     facts->first_id = roles[0], facts->first_examples = facts->counts[0];
@@ -293,7 +301,8 @@ static int write_shakespeare_raw(const char *dir, fedc_test_fixture_facts *facts
 }
 
 static int write_shakespeare_leaf(const char *dir, bool train, fedc_test_fixture_facts *facts) {
-    static char first_x[81];
+    static char first_xs[2][81]; /* train, test */
+    char *first_x = first_xs[train];
     char path[1100];
     snprintf(path, sizeof path, "%s/all_data_niid_023_keep_64_%s_9.json.gz", dir, train ? "train" : "test");
     out o;
@@ -327,7 +336,8 @@ static int write_shakespeare_leaf(const char *dir, bool train, fedc_test_fixture
             put_json_string(&o, t + k + 80, 1);
         }
         put(&o, "]}");
-        facts->counts[facts->clients++] = count[i], facts->examples += count[i], facts->counted += listed[i];
+        add_client(facts, count[i]);
+        facts->counted += listed[i];
     }
     put(&o, "}}\n");
     memcpy(first_x, texts[0] + begin[0], 80);

@@ -56,7 +56,7 @@ typedef struct fedc_test_fixture_facts {
     int32_t first_y[4];     /* FEMNIST: its first labels */
     const char *first_x;    /* Shakespeare LEAF: its first 80 characters... */
     char first_next;        /* ...and the character after them */
-    int64_t counts[16];     /* each client's examples, in the set's order */
+    int64_t counts[16];     /* the first 16 clients' examples, in the set's order */
     int64_t missing;        /* heart disease: fields written as "?" */
     int64_t sick;           /* heart disease: rows with a label above 0 */
     double mean_age;        /* heart disease: column 1's mean over every row */
