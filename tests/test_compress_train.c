@@ -10,7 +10,8 @@
  *    that averages itself refuses it;
  *  - FEMNIST: 8-bit compression, plain and rotated, ends within 3 points of the
  *    uncompressed test accuracy after 10 rounds, and at 1 bit the rotation brings
- *    the test loss nearer the uncompressed one (SKIP when the data is absent). */
+ *    the test loss nearer the uncompressed one (the real writers of ../shared/data,
+ *    else the small set of data_fixtures.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
