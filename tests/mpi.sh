@@ -9,7 +9,7 @@
 set -eu
 fedc=$1
 mpirun=${2:-mpirun}
-heart=../shared/data/heart-disease-uci
+heart=${FEDC_DATA:-../shared/data}/heart-disease-uci
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # As root (CI) mpirun refuses to start without these.
