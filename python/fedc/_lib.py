@@ -212,6 +212,12 @@ def _load():
 lib, path = _load()
 
 
+# name: (restype, argtypes), as _SIGNATURES below, of what is called in libfedc_formats.so.
+_FORMATS_SIGNATURES = {
+    "fedc_formats_register": (None, []),  # formats.h
+}
+
+
 def _load_formats():
     """libfedc_formats.so beside libfedc.so, when the build has it (FEDC_FORMATS):
     its TFF and FedJAX readers, registered into libfedc's table; None without it
@@ -224,8 +230,8 @@ def _load_formats():
             formats = ctypes.CDLL(name)
         except OSError:
             continue
-        formats.fedc_formats_register.restype = None
-        formats.fedc_formats_register.argtypes = []
+        for name, (restype, argtypes) in _FORMATS_SIGNATURES.items():
+            getattr(formats, name).restype, getattr(formats, name).argtypes = restype, argtypes
         formats.fedc_formats_register()
         return formats
     return None
