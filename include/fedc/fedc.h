@@ -84,6 +84,7 @@
 #include "fedc/privacy.h"
 #include "fedc/secure_sum.h"
 #include "fedc/form.h"
+#include "fedc/robust.h"
 #include "fedc/deploy.h"
 
 #define FEDC_VERSION "0.1.0"

@@ -1,0 +1,91 @@
+/*
+ * fedc/robust.h — Byzantine-robust aggregators over a cohort's update vectors
+ * (docs/privacy.md, "Byzantine-robust aggregation").
+ *
+ * Each takes the n clients' updates as n flat f32 vectors of d numbers (x[i]:
+ * client i's, in client-index order) and writes one aggregate of d numbers:
+ *
+ *     median         coordinate-wise median (even n: the mean of the middle two)
+ *     trimmed_mean   coordinate-wise: cut floor(beta n) values from each end, mean the rest
+ *     krum           the update whose score (the sum of squared distances to its n - f - 2
+ *                    nearest others) is least (Blanchard et al. 2017)
+ *     multikrum      the weighted mean of the m updates of least score
+ *     bulyan         Krum, repeated on the rest, selects theta = n - 2f updates; each
+ *                    coordinate is the mean of the beta = theta - 2f selected values nearest
+ *                    their median (El Mhamdi et al. 2018)
+ *     geomed         the weighted geometric median by smoothed Weiszfeld (RFA, Pillutla et
+ *                    al. 2019, Algorithm 2)
+ *     cclip          centered clipping (Karimireddy et al. 2021): v += mean_i clip_tau(x_i - v),
+ *                    `iterations` times from a centre the caller gives (a round: the
+ *                    previous round's aggregate)
+ *
+ * Results depend on the updates and the settings only: every sum runs in client
+ * order (or coordinate order) in double, every sort breaks ties by client index,
+ * and a pool splits work only into pieces each computed whole by one worker, so
+ * the bits are the same for any number of threads and for any order in which the
+ * pieces run. NaN sorts above +Inf.
+ *
+ * Flower's FedMedian, FedTrimmedAvg, Krum, MultiKrum and Bulyan
+ * (flwr/server/strategy/aggregate.py) agree with these; where fedc differs (it
+ * refuses n <= 2f + 2 for Krum where Flower clamps n - f - 2 to 1; ties) the doc says.
+ */
+#ifndef FEDC_ROBUST_H
+#define FEDC_ROBUST_H
+
+#include "fedc/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fedc_robust_kind {
+    FEDC_ROBUST_MEAN = 0, /* the weighted mean: no robust aggregator */
+    FEDC_ROBUST_MEDIAN,
+    FEDC_ROBUST_TRIMMED_MEAN,
+    FEDC_ROBUST_KRUM,
+    FEDC_ROBUST_MULTIKRUM,
+    FEDC_ROBUST_BULYAN,
+    FEDC_ROBUST_GEOMED,
+    FEDC_ROBUST_CCLIP,
+} fedc_robust_kind;
+
+/* A robust aggregator and its settings; fedc_robust_defaults gives each kind's. */
+typedef struct fedc_robust {
+    fedc_robust_kind kind;
+    double beta;     /* trimmed_mean: the fraction cut from each end, in [0, 0.5) (0.1) */
+    int f;           /* krum, multikrum, bulyan: the Byzantine clients tolerated, >= 0 (1) */
+    int m;           /* multikrum: the updates kept, 1 to n; 0: n - f */
+    double nu;       /* geomed: the smoothing nu > 0 of Weiszfeld's weights (1e-6) */
+    int iterations;  /* geomed: at most this many Weiszfeld steps (3); cclip: clipping steps (1) */
+    double tolerance; /* geomed: stop once the objective changes by less than this fraction (1e-6) */
+    double tau;      /* cclip: the clipping radius > 0 (1) */
+} fedc_robust;
+
+FEDC_API fedc_robust fedc_robust_defaults(fedc_robust_kind kind);
+FEDC_API const char *fedc_robust_name(fedc_robust_kind kind);
+/* Parses an --aggregator spec: "mean", "median", "trimmed_mean:beta=B", "krum:f=F",
+ * "multikrum:f=F,m=M", "bulyan:f=F", "geomed:nu=V,iterations=R,tolerance=T",
+ * "cclip:tau=T,iterations=L"; unset settings are the kind's defaults. EINVAL naming
+ * the bad part and what would do; *out unchanged then. */
+FEDC_API fedc_status fedc_robust_parse(const char *spec, fedc_robust *out);
+/* Whether r can aggregate n updates: EINVAL with the numbers when not (Krum and
+ * Multi-Krum need n > 2f + 2, Bulyan n >= 4f + 3, Multi-Krum m <= n, every kind
+ * n >= 1); n = 0: the settings alone. */
+FEDC_API fedc_status fedc_robust_check(const fedc_robust *r, int n);
+
+/* The aggregate of x[0..n) (each d floats) into out (d floats). w: the clients'
+ * weights (>= 0, n of them; NULL: all 1), used by multikrum's mean of the kept
+ * updates and geomed's (as Flower and RFA weight them) and by mean; the others are
+ * unweighted. center: cclip's starting point (d floats; NULL: zeros). kept (NULL,
+ * or room for n): the clients a selecting aggregator kept (krum, multikrum,
+ * bulyan), in increasing index, and *nkept their count (0 for the others). pool:
+ * NULL or a thread pool to share the work (same bits either way). */
+FEDC_API fedc_status fedc_robust_aggregate(const fedc_robust *r, const float *const *x, int n, int64_t d,
+                                           const double *w, const float *center, float *out, int *kept,
+                                           int *nkept, fedc_pool *pool);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,369 @@
+/* Byzantine-robust aggregators (fedc/robust.h, src/fl/robust*.c): Flower's test
+ * values (the flwr/server/strategy tests) and a Bulyan case with f = 1, n = 7 that
+ * Flower's aggregate_bulyan gives and the hand computation below agrees with;
+ * hand-computed geometric median and centered clipping steps; the refusals, with
+ * their numbers; the same result for the clients in any order and on any number
+ * of threads; the spec parser. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fedc/fedc.h"
+#include "fedc/robust.h"
+#include "harness.h"
+
+enum { D4 = 4, MAXN = 64 };
+
+/* n updates of d numbers each, x[i][k] = v[i] (a constant vector per client). */
+typedef struct cohort {
+    int n;
+    int64_t d;
+    float *data;
+    const float *rows[MAXN];
+} cohort;
+
+static cohort make(int n, int64_t d) {
+    cohort c = {.n = n, .d = d, .data = calloc((size_t)n * (size_t)d, sizeof(float))};
+    for (int i = 0; i < n; i++) c.rows[i] = c.data + (size_t)i * (size_t)d;
+    return c;
+}
+
+static cohort constant(int n, const double *v) {
+    cohort c = make(n, D4);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < D4; k++) c.data[i * D4 + k] = (float)v[i];
+    return c;
+}
+
+/* 2-D points, one a client. */
+static cohort points(int n, const double (*p)[2]) {
+    cohort c = make(n, 2);
+    for (int i = 0; i < n; i++) c.data[2 * i] = (float)p[i][0], c.data[2 * i + 1] = (float)p[i][1];
+    return c;
+}
+
+static fedc_robust spec(const char *s) {
+    fedc_robust r = {0};
+    CHECK_OK(fedc_robust_parse(s, &r));
+    return r;
+}
+
+/* Aggregates c by `s` into out (c.d floats); kept and *nkept as the API gives them. */
+static fedc_status run(const char *s, const cohort *c, const double *w, float *out, int *kept, int *nkept) {
+    fedc_robust r = spec(s);
+    return fedc_robust_aggregate(&r, c->rows, c->n, c->d, w, NULL, out, kept, nkept, NULL);
+}
+
+static void check_all(const float *out, int64_t d, float want) {
+    for (int64_t k = 0; k < d; k++) CHECK_MSG(out[k] == want, "coordinate %lld: %.9g, want %.9g", (long long)k, out[k], want);
+}
+
+/* ------------------------------------------------------- Flower's values -- */
+
+/* fedmedian_test.py: 0.2, 1.0, 0.5 → 0.5. */
+static void test_flower_median(void) {
+    cohort c = constant(3, (double[]){0.2, 1.0, 0.5});
+    float out[D4];
+    CHECK_OK(run("median", &c, NULL, out, NULL, NULL));
+    check_all(out, D4, 0.5f);
+    free(c.data);
+}
+
+/* The issue's 0.5/1/2/100 with beta 0.25 (cut 1 from each end) → 1.5, and
+ * fedtrimmedavg_test.py's four vectors → 0.5 in every coordinate. */
+static void test_flower_trimmed_mean(void) {
+    cohort c = constant(4, (double[]){0.5, 1, 2, 100});
+    float out[D4];
+    CHECK_OK(run("trimmed_mean:beta=0.25", &c, NULL, out, NULL, NULL));
+    check_all(out, D4, 1.5f);
+    free(c.data);
+    const float rows[4][4] = {{0.5f, 0.5f, 0.5f, 0.5f}, {1.0f, 0.2f, 0.5f, 1.0f}, {0.2f, 0.5f, 1.0f, 0.2f}, {0.5f, 1.0f, 0.2f, 0.5f}};
+    const float *x[4] = {rows[0], rows[1], rows[2], rows[3]};
+    fedc_robust r = spec("trimmed_mean:beta=0.25");
+    double w[4] = {1, 5, 2, 9}; /* Flower's example counts: a trimmed mean ignores them */
+    CHECK_OK(fedc_robust_aggregate(&r, x, 4, 4, w, NULL, out, NULL, NULL, NULL));
+    check_all(out, D4, 0.5f);
+}
+
+/* krum_test.py: 0.2, 0.7, 1.0 → 0.7. Flower runs it with f = 1, which with 3
+ * clients leaves no client to outvote (n − f − 2 = 0, which Flower clamps to 1):
+ * fedc refuses it, and f = 0 is Flower's computation (one nearest each). Clients
+ * 1 and 2 tie (each one's nearest is the other): the lower index wins, as
+ * Flower's argmin has it. */
+static void test_flower_krum(void) {
+    cohort c = constant(3, (double[]){0.2, 0.7, 1.0});
+    float out[D4];
+    int kept[3], nkept = -1;
+    CHECK_OK(run("krum:f=0", &c, NULL, out, kept, &nkept));
+    check_all(out, D4, 0.7f);
+    CHECK_EQ_INT(nkept, 1);
+    CHECK_EQ_INT(kept[0], 1);
+    fedc_robust r = spec("krum:f=1");
+    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 3, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
+              "krum with f = 1 needs more than 2f + 2 = 4 clients; the round has 3");
+    free(c.data);
+}
+
+/* multikrum_test.py: 0.2, 0.5, 1.0, keep 2 → 0.35 (the mean of the first two; as
+ * for Krum, f = 0 is Flower's f = 1 on three clients). */
+static void test_flower_multikrum(void) {
+    cohort c = constant(3, (double[]){0.2, 0.5, 1.0});
+    float out[D4];
+    int kept[3], nkept = -1;
+    double w[3] = {5, 5, 5};
+    CHECK_OK(run("multikrum:f=0,m=2", &c, w, out, kept, &nkept));
+    check_all(out, D4, 0.35f);
+    CHECK_EQ_INT(nkept, 2);
+    CHECK(kept[0] == 0 && kept[1] == 1);
+    fedc_robust r = spec("multikrum:f=1,m=2");
+    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 3, D4, w, NULL, out, NULL, NULL, NULL), FEDC_EINVAL, "2f + 2 = 4");
+    free(c.data);
+}
+
+/* bulyan_test.py: f = 0 on six clients keeps them all: the plain mean. */
+static void test_flower_bulyan(void) {
+    cohort c = constant(6, (double[]){0.2, 0.5, 0.7, 12.0, 0.1, 0.1});
+    float out[D4];
+    int kept[6], nkept = -1;
+    CHECK_OK(run("bulyan:f=0", &c, NULL, out, kept, &nkept));
+    double sum = 0;
+    for (int i = 0; i < 6; i++) sum += c.data[i * D4];
+    for (int k = 0; k < D4; k++) CHECK_NEAR(out[k], sum / 6, 1e-6);
+    CHECK_EQ_INT(nkept, 6);
+    free(c.data);
+}
+
+/* Seven clients, two of them far off; f = 1. Krum (4 nearest each) picks client
+ * 0; Multi-Krum keeps 0, 1 and 3; Bulyan selects θ = 5 by repeated Krum (the
+ * honest five), and each coordinate is the mean of the β = 3 selected values
+ * nearest their median: (1.0 + 0.95 + 1.1) / 3 and (2.0 + 2.05 + 1.9) / 3. Flower's
+ * aggregate_bulyan gives 1.0166668 and 1.9833335 (float32). */
+static const double seven[7][2] = {{1.0, 2.0}, {1.1, 1.9}, {0.7, 2.4}, {1.3, 2.05}, {0.95, 1.5}, {10.0, -10.0}, {1.05, 30.0}};
+
+static void test_seven_clients_f1(void) {
+    cohort c = points(7, seven);
+    float out[2];
+    int kept[7], nkept = -1;
+    CHECK_OK(run("krum:f=1", &c, NULL, out, kept, &nkept));
+    CHECK(out[0] == 1.0f && out[1] == 2.0f && nkept == 1 && kept[0] == 0);
+    CHECK_OK(run("multikrum:f=1,m=3", &c, NULL, out, kept, &nkept));
+    CHECK(nkept == 3 && kept[0] == 0 && kept[1] == 1 && kept[2] == 3);
+    CHECK_NEAR(out[0], ((double)1.0f + 1.1f + 1.3f) / 3, 1e-7);
+    CHECK_NEAR(out[1], ((double)2.0f + 1.9f + 2.05f) / 3, 1e-7);
+    CHECK_OK(run("bulyan:f=1", &c, NULL, out, kept, &nkept));
+    CHECK_EQ_INT(nkept, 5);
+    for (int i = 0; i < 5 && nkept == 5; i++) CHECK_EQ_INT(kept[i], i);
+    CHECK(out[0] == (float)(((double)1.0f + 0.95f + 1.1f) / 3));
+    CHECK(out[1] == (float)(((double)2.0f + 2.05f + 1.9f) / 3));
+    CHECK_NEAR(out[0], 1.0166668, 2e-7); /* Flower's */
+    CHECK_NEAR(out[1], 1.9833335, 2e-7);
+    /* the mean is where the two attackers put it: (10 + 1.05 + ...) / 7 */
+    CHECK_OK(run("mean", &c, NULL, out, NULL, NULL));
+    CHECK(out[0] > 2.2f && out[1] > 4.0f);
+    fedc_robust r = spec("bulyan:f=1");
+    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 6, 2, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
+              "bulyan with f = 1 needs at least 4f + 3 = 7 clients; the round has 6");
+    free(c.data);
+}
+
+/* ------------------------------------------------------- hand-computed -- */
+
+/* An even count's median is the mean of the middle two; a trimmed mean with
+ * beta 0.1 of ten cuts one from each end. */
+static void test_median_even_and_trimmed_ten(void) {
+    cohort c = constant(4, (double[]){3, -1, 10, 2});
+    float out[D4];
+    CHECK_OK(run("median", &c, NULL, out, NULL, NULL));
+    check_all(out, D4, 2.5f);
+    free(c.data);
+    c = constant(10, (double[]){-50, 1, 2, 3, 4, 5, 6, 7, 8, 1e6});
+    CHECK_OK(run("trimmed_mean:beta=0.1", &c, NULL, out, NULL, NULL));
+    check_all(out, D4, 4.5f);
+    CHECK_OK(run("trimmed_mean:beta=0.19", &c, NULL, out, NULL, NULL)); /* floor(1.9) = 1 */
+    check_all(out, D4, 4.5f);
+    CHECK_OK(run("trimmed_mean:beta=0.2", &c, NULL, out, NULL, NULL)); /* 2 from each end: 2..7 */
+    check_all(out, D4, 4.5f);
+    CHECK_OK(run("trimmed_mean:beta=0", &c, NULL, out, NULL, NULL));
+    check_all(out, D4, (float)((-50 + 36 + 1e6) / 10));
+    free(c.data);
+}
+
+/* Geometric median of 0, 1, 10 (1-D): its first Weiszfeld step from the mean
+ * 11/3 is Σ (x/d) / Σ (1/d) with d the distances; many steps reach the median,
+ * 1. Weights 1, 1, 5 put it at 10 (5 > 1 + 1). */
+static void test_geomed(void) {
+    cohort c = constant(3, (double[]){0, 1, 10});
+    fedc_robust r = spec("geomed:iterations=1,tolerance=0");
+    float out[D4];
+    CHECK_OK(fedc_robust_aggregate(&r, c.rows, 3, D4, NULL, NULL, out, NULL, NULL, NULL));
+    double v = 11.0 / 3, d0 = v * 2, d1 = (v - 1) * 2, d2 = (10 - v) * 2; /* 4 coordinates: ‖·‖ = 2 |·| */
+    double step = (0 / d0 + 1 / d1 + 10 / d2) / (1 / d0 + 1 / d1 + 1 / d2);
+    for (int k = 0; k < D4; k++) CHECK_NEAR(out[k], step, 1e-6);
+    r = spec("geomed:iterations=500,tolerance=0");
+    CHECK_OK(fedc_robust_aggregate(&r, c.rows, 3, D4, NULL, NULL, out, NULL, NULL, NULL));
+    for (int k = 0; k < D4; k++) CHECK_NEAR(out[k], 1, 1e-4);
+    CHECK_OK(fedc_robust_aggregate(&r, c.rows, 3, D4, (double[]){1, 1, 5}, NULL, out, NULL, NULL, NULL));
+    for (int k = 0; k < D4; k++) CHECK_NEAR(out[k], 10, 1e-4);
+    /* the default stops early: the honest cluster of `seven` holds it */
+    cohort p = points(7, seven);
+    CHECK_OK(run("geomed", &p, NULL, out, NULL, NULL));
+    CHECK(fabs(out[0] - 1.0) < 0.3 && fabs(out[1] - 2.0) < 0.6);
+    free(c.data), free(p.data);
+}
+
+/* Centered clipping from 0 with tau 1: (3, 4) (distance 5) is clipped to
+ * (0.6, 0.8), (0.3, 0.4) (0.5) is kept: one step gives their mean (0.45, 0.6).
+ * From the centre (1, 1) with two steps, each step by the formula. */
+static void test_cclip(void) {
+    cohort c = points(2, (const double[][2]){{3, 4}, {0.3, 0.4}});
+    fedc_robust r = spec("cclip:tau=1");
+    float out[2];
+    CHECK_OK(fedc_robust_aggregate(&r, c.rows, 2, 2, NULL, NULL, out, NULL, NULL, NULL));
+    CHECK_NEAR(out[0], 0.45, 1e-7);
+    CHECK_NEAR(out[1], 0.6, 1e-7);
+    r = spec("cclip:tau=0.5,iterations=2");
+    float center[2] = {1, 1};
+    CHECK_OK(fedc_robust_aggregate(&r, c.rows, 2, 2, NULL, center, out, NULL, NULL, NULL));
+    double v[2] = {1, 1};
+    for (int it = 0; it < 2; it++) {
+        double step[2] = {0, 0};
+        for (int i = 0; i < 2; i++) {
+            double dx = c.data[2 * i] - v[0], dy = c.data[2 * i + 1] - v[1], dist = sqrt(dx * dx + dy * dy);
+            double s = dist > 0.5 ? 0.5 / dist : 1;
+            step[0] += s * dx / 2, step[1] += s * dy / 2;
+        }
+        v[0] += step[0], v[1] += step[1];
+    }
+    CHECK_NEAR(out[0], v[0], 1e-6);
+    CHECK_NEAR(out[1], v[1], 1e-6);
+    free(c.data);
+}
+
+/* ------------------------------------------------------ invalid settings -- */
+
+static void test_spec_errors(void) {
+    fedc_robust r = fedc_robust_defaults(FEDC_ROBUST_MEDIAN);
+    CHECK_ERR(fedc_robust_parse("medain", &r), FEDC_EINVAL, "unknown aggregator 'medain'");
+    CHECK_EQ_INT(r.kind, FEDC_ROBUST_MEDIAN); /* unchanged */
+    CHECK_ERR(fedc_robust_parse("median:f=1", &r), FEDC_EINVAL, "median takes no settings");
+    CHECK_ERR(fedc_robust_parse("krum:g=1", &r), FEDC_EINVAL, "no setting 'g' (it takes f=F)");
+    CHECK_ERR(fedc_robust_parse("krum:f=x", &r), FEDC_EINVAL, "f needs an integer, not 'x'");
+    CHECK_ERR(fedc_robust_parse("krum:f", &r), FEDC_EINVAL, "not name=value");
+    CHECK_ERR(fedc_robust_parse("krum:f=-1", &r), FEDC_EINVAL, "f -1");
+    CHECK_ERR(fedc_robust_parse("trimmed_mean:beta=0.5", &r), FEDC_EINVAL, "beta 0.5 must be in [0, 0.5)");
+    CHECK_ERR(fedc_robust_parse("cclip:tau=0", &r), FEDC_EINVAL, "tau 0 must be > 0");
+    CHECK_ERR(fedc_robust_parse("geomed:nu=0", &r), FEDC_EINVAL, "nu 0 must be > 0");
+    CHECK_ERR(fedc_robust_parse("multikrum:m=-2", &r), FEDC_EINVAL, "m -2");
+    r = spec("multikrum:f=2,m=5");
+    CHECK(r.kind == FEDC_ROBUST_MULTIKRUM && r.f == 2 && r.m == 5);
+    r = spec("cclip:tau=2.5,iterations=3");
+    CHECK(r.kind == FEDC_ROBUST_CCLIP && r.tau == 2.5 && r.iterations == 3);
+    r = spec("trimmed_mean");
+    CHECK(r.kind == FEDC_ROBUST_TRIMMED_MEAN && r.beta == 0.1);
+    CHECK_EQ_INT(spec("geomed").iterations, 3);
+    CHECK(!strcmp(fedc_robust_name(FEDC_ROBUST_BULYAN), "bulyan"));
+}
+
+static void test_cohort_errors(void) {
+    cohort c = constant(5, (double[]){1, 2, 3, 4, 5});
+    float out[D4];
+    fedc_robust r = spec("multikrum:f=1,m=6");
+    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 5, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
+              "multikrum: m = 6 exceeds the round's 5 clients");
+    r = spec("krum:f=2");
+    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 5, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
+              "more than 2f + 2 = 6 clients; the round has 5");
+    r = spec("median");
+    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 0, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
+              "no clients");
+    r = spec("geomed");
+    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 5, D4, (double[]){1, 1, -1, 1, 1}, NULL, out, NULL, NULL, NULL),
+              FEDC_EINVAL, "client 2's weight -1");
+    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 5, D4, (double[]){0, 0, 0, 0, 0}, NULL, out, NULL, NULL, NULL),
+              FEDC_EINVAL, "sum to 0");
+    free(c.data);
+}
+
+/* ------------------------------------------------------------ invariance -- */
+
+static const char *const every[] = {"mean", "median", "trimmed_mean:beta=0.2", "krum:f=2", "multikrum:f=2,m=4",
+                                    "bulyan:f=3", "geomed", "cclip:tau=0.5,iterations=2"};
+
+/* n clients of d random numbers: honest in [-1, 1], the last two shifted by 5 and
+ * 9 (apart from each other too, so neither is the other's alibi). */
+static cohort random_cohort(int n, int64_t d, uint64_t seed) {
+    fedc_test_seed(seed);
+    cohort c = make(n, d);
+    for (int i = 0; i < n; i++)
+        for (int64_t k = 0; k < d; k++) c.data[(size_t)i * d + k] = (float)fedc_test_uniform(-1, 1) + (i == n - 2 ? 5.0f : i == n - 1 ? 9.0f : 0);
+    return c;
+}
+
+/* The clients reversed: the coordinate-wise and selecting aggregators give the
+ * same bits (their sums follow sorted values, not client order) and the kept
+ * clients mapped; the sums over clients in order (mean, geomed, cclip) agree to
+ * rounding. Only ties depend on the order (they go to the lower index); Bulyan
+ * with f <= 2 meets one by construction: its last Krum scores the 2f + 1 left by
+ * max(1, f - 1) = 1 nearest, and two mutual nearest clients score the same. So
+ * f = 3 here, on 15 clients. */
+static void test_permutation(void) {
+    enum { N = 15, D = 300 };
+    cohort c = random_cohort(N, D, 11);
+    const float *rev[N];
+    double w[N], wrev[N];
+    for (int i = 0; i < N; i++) rev[i] = c.rows[N - 1 - i], w[i] = 1 + i % 3, wrev[N - 1 - i] = w[i];
+    for (int a = 0; a < FEDC_COUNT_OF(every); a++) {
+        fedc_robust r = spec(every[a]);
+        float x[D], y[D];
+        int kx[N], ky[N], nx = 0, ny = 0;
+        CHECK_OK(fedc_robust_aggregate(&r, c.rows, N, D, w, NULL, x, kx, &nx, NULL));
+        CHECK_OK(fedc_robust_aggregate(&r, rev, N, D, wrev, NULL, y, ky, &ny, NULL));
+        bool exact = r.kind != FEDC_ROBUST_MEAN && r.kind != FEDC_ROBUST_GEOMED && r.kind != FEDC_ROBUST_CCLIP &&
+                     r.kind != FEDC_ROBUST_MULTIKRUM;
+        for (int k = 0; k < D; k++)
+            if (exact) CHECK_MSG(x[k] == y[k], "%s: coordinate %d: %.9g vs %.9g", every[a], k, x[k], y[k]);
+            else CHECK_NEAR(x[k], y[k], 1e-5);
+        CHECK_EQ_INT(nx, ny);
+        for (int i = 0; i < nx && nx == ny; i++) CHECK_EQ_INT(kx[i], N - 1 - ky[nx - 1 - i]);
+        for (int i = 0; i < nx; i++) CHECK_MSG(kx[i] < N - 2, "%s kept attacker %d", every[a], kx[i]);
+    }
+    free(c.data);
+}
+
+/* Three threads give the bits of one, for d over several blocks. */
+static void test_threads(void) {
+    enum { N = 15, D = 10000 };
+    cohort c = random_cohort(N, D, 5);
+    fedc_pool *pool = NULL;
+    CHECK_OK(fedc_pool_create(&pool, 3));
+    float *x = malloc(D * sizeof *x), *y = malloc(D * sizeof *y);
+    for (int a = 0; a < FEDC_COUNT_OF(every); a++) {
+        fedc_robust r = spec(every[a]);
+        int kx[N], ky[N], nx = 0, ny = 0;
+        CHECK_OK(fedc_robust_aggregate(&r, c.rows, N, D, NULL, NULL, x, kx, &nx, NULL));
+        CHECK_OK(fedc_robust_aggregate(&r, c.rows, N, D, NULL, NULL, y, ky, &ny, pool));
+        CHECK_MSG(!memcmp(x, y, D * sizeof *x), "%s: 1 and 3 threads differ", every[a]);
+        CHECK(nx == ny && !memcmp(kx, ky, (size_t)nx * sizeof *kx));
+    }
+    free(x), free(y), free(c.data);
+    fedc_pool_destroy(pool);
+}
+
+int main(int argc, char **argv) {
+    static const fedc_test tests[] = {
+        {"flower_median", test_flower_median},
+        {"flower_trimmed_mean", test_flower_trimmed_mean},
+        {"flower_krum", test_flower_krum},
+        {"flower_multikrum", test_flower_multikrum},
+        {"flower_bulyan", test_flower_bulyan},
+        {"seven_clients_f1", test_seven_clients_f1},
+        {"median_even_and_trimmed_ten", test_median_even_and_trimmed_ten},
+        {"geomed", test_geomed},
+        {"cclip", test_cclip},
+        {"spec_errors", test_spec_errors},
+        {"cohort_errors", test_cohort_errors},
+        {"permutation", test_permutation},
+        {"threads", test_threads},
+    };
+    return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+}
