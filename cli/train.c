@@ -90,6 +90,10 @@ static const char train_usage[] =
     "                            levels a tensor (BITS 1 to 24; FedJAX's uniform stochastic\n"
     "                            quantization), after a structured Walsh-Hadamard rotation with\n"
     "                            rotate; with --dp-clip, before the clip (default off)\n"
+    "  --aggregator SPEC         a Byzantine-robust aggregate of the client updates in place of the\n"
+    "                            weighted mean: median, trimmed_mean:beta=B, krum:f=F,\n"
+    "                            multikrum:f=F,m=M, bulyan:f=F, geomed[:nu=V,iterations=R],\n"
+    "                            cclip:tau=T[,iterations=L] (docs/privacy.md; default mean)\n"
     "  --sampling HOW            fixed: exactly --clients-per-round clients a round (the default);\n"
     "                            poisson[:Q]: each client joins with probability Q (default:\n"
     "                            clients-per-round / clients), the sampling DP's accounting assumes\n"
@@ -147,6 +151,7 @@ typedef struct options {
     const char *dp_adaptive; /* --dp-adaptive [SPEC] (SPEC "on" when none is given) */
     const char *sampling;    /* --sampling fixed|poisson[:Q] */
     const char *compress;    /* --compress uniform:BITS[,rotate]|off */
+    const char *aggregator;  /* --aggregator mean|median|trimmed_mean:beta=B|krum:f=F|... */
     const char *sets[32];   /* --set NAME=VALUE, in order, applied once the algorithm is known */
     int nsets;
     double prox_mu;         /* --prox-mu: --set mu=X */
@@ -184,6 +189,7 @@ static bool check_algorithm(const char *cmd, const char *what, const char *v);
 static bool check_optimizer(const char *cmd, const char *what, const char *v);
 static bool check_weighting(const char *cmd, const char *what, const char *v);
 static bool check_compress(const char *cmd, const char *what, const char *v);
+static bool check_aggregator(const char *cmd, const char *what, const char *v);
 
 /* OPT(name, kind, commands, field), then the integers' [lo, hi] or the reals' range, or the check. */
 #define OPT(n, k, cmds, field) .name = n, .kind = k, .commands = cmds, .at = offsetof(options, field)
@@ -222,6 +228,7 @@ static const option table[] = {
     {OPT("dp-delta", REAL, TRAIN, c.dp_delta), .range = {0, 1, true, true}},
     {OPT("sampling", STR, TRAIN, sampling)},
     {OPT("compress", STR, TRAIN, compress), .check = check_compress},
+    {OPT("aggregator", STR, TRAIN, aggregator), .check = check_aggregator},
     {OPT("secure-sum", I32, TRAIN, c.algorithm.aggregation.secure_sum_bits), INTS(2, 24)},
     {OPT("secure-bound", REAL, TRAIN, c.algorithm.aggregation.secure_sum_bound), .range = {0, FLT_MAX, true, false}},
     {OPT("seed", U64, BOTH, c.seed), INTS(0, UINT64_MAX)},
@@ -363,6 +370,13 @@ static bool check_compress(const char *cmd, const char *what, const char *v) {
     return false;
 }
 
+static bool check_aggregator(const char *cmd, const char *what, const char *v) {
+    fedc_robust r;
+    if (!fedc_robust_parse(v, &r)) return true;
+    fprintf(stderr, "%s: %s: %s\n", cmd, what, fedc_errmsg());
+    return false;
+}
+
 static bool check_optimizer(const char *cmd, const char *what, const char *v) {
     fedc_optimizer opt;
     if (!fedc_optimizer_parse(v, 1, &opt)) return true;
@@ -441,6 +455,10 @@ static int finish_aggregation(options *o) {
         return usage_error(o, "--dp-adaptive: %s", fedc_errmsg());
     if (o->compress && fedc_aggregation_parse_compress(o->compress, a))
         return usage_error(o, "--compress: %s", fedc_errmsg());
+    if (o->aggregator && fedc_robust_parse(o->aggregator, &a->robust))
+        return usage_error(o, "--aggregator: %s", fedc_errmsg());
+    if (!o->c.poisson && fedc_robust_check(&a->robust, o->c.clients_per_round)) /* a fixed cohort: check it now */
+        return usage_error(o, "--aggregator: %s", fedc_errmsg());
     if (a->noise_multiplier > 0 && a->clip == 0)
         return usage_error(o, "%s", "--dp-noise needs --dp-clip C or --dp-adaptive (the noise's stddev is Z x C)");
     if (o->c.dp_delta > 0 && a->noise_multiplier == 0)

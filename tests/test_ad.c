@@ -417,6 +417,7 @@ static const struct {
     {FEDC_OP_LSTM_TANGENT, "tests/test_lstm.c (finite differences)"},
     {FEDC_OP_RANDOM_NORMAL, "a source (noise from the key): nothing to differentiate"},
     {FEDC_OP_RANDOM_UNIFORM, "a source (draws from the key): nothing to differentiate"},
+    {FEDC_OP_ROBUST_AGGREGATE, "a selection over the cohort: grad refuses it (tests/test_robust_aggregation.c)"},
 };
 
 static const char *not_here(fedc__op op) {

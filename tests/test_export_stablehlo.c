@@ -9,7 +9,7 @@
 
 /* Ops that have no StableHLO lowering yet (the export fails naming them),
  * NULL-ended; an op leaves the list when it lowers and a case exports it. */
-static const char *const NOT_IN_STABLEHLO[] = {NULL};
+static const char *const NOT_IN_STABLEHLO[] = {"robust_aggregate", NULL}; /* a server-side sort and selection */
 
 
 /* Forward programs of ops whose cases above hold their gradients too (which

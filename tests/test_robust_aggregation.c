@@ -1,4 +1,4 @@
-/* Byzantine-robust aggregators (fedc/robust.h, src/fl/robust*.c): Flower's test
+/* Byzantine-robust aggregators (fedc/robust.h, src/kernels/robust*.c): Flower's test
  * values (the flwr/server/strategy tests) and a Bulyan case with f = 1, n = 7 that
  * Flower's aggregate_bulyan gives and the hand computation below agrees with;
  * hand-computed geometric median and centered clipping steps; the refusals, with
@@ -51,7 +51,7 @@ static fedc_robust spec(const char *s) {
 /* Aggregates c by `s` into out (c.d floats); kept and *nkept as the API gives them. */
 static fedc_status run(const char *s, const cohort *c, const double *w, float *out, int *kept, int *nkept) {
     fedc_robust r = spec(s);
-    return fedc_robust_aggregate(&r, c->rows, c->n, c->d, w, NULL, out, kept, nkept, NULL);
+    return fedc_robust_aggregate_vectors(&r, c->rows, c->n, c->d, w, NULL, out, kept, nkept, NULL);
 }
 
 static void check_all(const float *out, int64_t d, float want) {
@@ -81,7 +81,7 @@ static void test_flower_trimmed_mean(void) {
     const float *x[4] = {rows[0], rows[1], rows[2], rows[3]};
     fedc_robust r = spec("trimmed_mean:beta=0.25");
     double w[4] = {1, 5, 2, 9}; /* Flower's example counts: a trimmed mean ignores them */
-    CHECK_OK(fedc_robust_aggregate(&r, x, 4, 4, w, NULL, out, NULL, NULL, NULL));
+    CHECK_OK(fedc_robust_aggregate_vectors(&r, x, 4, 4, w, NULL, out, NULL, NULL, NULL));
     check_all(out, D4, 0.5f);
 }
 
@@ -99,7 +99,7 @@ static void test_flower_krum(void) {
     CHECK_EQ_INT(nkept, 1);
     CHECK_EQ_INT(kept[0], 1);
     fedc_robust r = spec("krum:f=1");
-    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 3, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
+    CHECK_ERR(fedc_robust_aggregate_vectors(&r, c.rows, 3, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
               "krum with f = 1 needs more than 2f + 2 = 4 clients; the round has 3");
     free(c.data);
 }
@@ -116,7 +116,7 @@ static void test_flower_multikrum(void) {
     CHECK_EQ_INT(nkept, 2);
     CHECK(kept[0] == 0 && kept[1] == 1);
     fedc_robust r = spec("multikrum:f=1,m=2");
-    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 3, D4, w, NULL, out, NULL, NULL, NULL), FEDC_EINVAL, "2f + 2 = 4");
+    CHECK_ERR(fedc_robust_aggregate_vectors(&r, c.rows, 3, D4, w, NULL, out, NULL, NULL, NULL), FEDC_EINVAL, "2f + 2 = 4");
     free(c.data);
 }
 
@@ -161,7 +161,7 @@ static void test_seven_clients_f1(void) {
     CHECK_OK(run("mean", &c, NULL, out, NULL, NULL));
     CHECK(out[0] > 2.2f && out[1] > 4.0f);
     fedc_robust r = spec("bulyan:f=1");
-    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 6, 2, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
+    CHECK_ERR(fedc_robust_aggregate_vectors(&r, c.rows, 6, 2, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
               "bulyan with f = 1 needs at least 4f + 3 = 7 clients; the round has 6");
     free(c.data);
 }
@@ -195,14 +195,14 @@ static void test_geomed(void) {
     cohort c = constant(3, (double[]){0, 1, 10});
     fedc_robust r = spec("geomed:iterations=1,tolerance=0");
     float out[D4];
-    CHECK_OK(fedc_robust_aggregate(&r, c.rows, 3, D4, NULL, NULL, out, NULL, NULL, NULL));
+    CHECK_OK(fedc_robust_aggregate_vectors(&r, c.rows, 3, D4, NULL, NULL, out, NULL, NULL, NULL));
     double v = 11.0 / 3, d0 = v * 2, d1 = (v - 1) * 2, d2 = (10 - v) * 2; /* 4 coordinates: ‖·‖ = 2 |·| */
     double step = (0 / d0 + 1 / d1 + 10 / d2) / (1 / d0 + 1 / d1 + 1 / d2);
     for (int k = 0; k < D4; k++) CHECK_NEAR(out[k], step, 1e-6);
     r = spec("geomed:iterations=500,tolerance=0");
-    CHECK_OK(fedc_robust_aggregate(&r, c.rows, 3, D4, NULL, NULL, out, NULL, NULL, NULL));
+    CHECK_OK(fedc_robust_aggregate_vectors(&r, c.rows, 3, D4, NULL, NULL, out, NULL, NULL, NULL));
     for (int k = 0; k < D4; k++) CHECK_NEAR(out[k], 1, 1e-4);
-    CHECK_OK(fedc_robust_aggregate(&r, c.rows, 3, D4, (double[]){1, 1, 5}, NULL, out, NULL, NULL, NULL));
+    CHECK_OK(fedc_robust_aggregate_vectors(&r, c.rows, 3, D4, (double[]){1, 1, 5}, NULL, out, NULL, NULL, NULL));
     for (int k = 0; k < D4; k++) CHECK_NEAR(out[k], 10, 1e-4);
     /* the default stops early: the honest cluster of `seven` holds it */
     cohort p = points(7, seven);
@@ -218,12 +218,12 @@ static void test_cclip(void) {
     cohort c = points(2, (const double[][2]){{3, 4}, {0.3, 0.4}});
     fedc_robust r = spec("cclip:tau=1");
     float out[2];
-    CHECK_OK(fedc_robust_aggregate(&r, c.rows, 2, 2, NULL, NULL, out, NULL, NULL, NULL));
+    CHECK_OK(fedc_robust_aggregate_vectors(&r, c.rows, 2, 2, NULL, NULL, out, NULL, NULL, NULL));
     CHECK_NEAR(out[0], 0.45, 1e-7);
     CHECK_NEAR(out[1], 0.6, 1e-7);
     r = spec("cclip:tau=0.5,iterations=2");
     float center[2] = {1, 1};
-    CHECK_OK(fedc_robust_aggregate(&r, c.rows, 2, 2, NULL, center, out, NULL, NULL, NULL));
+    CHECK_OK(fedc_robust_aggregate_vectors(&r, c.rows, 2, 2, NULL, center, out, NULL, NULL, NULL));
     double v[2] = {1, 1};
     for (int it = 0; it < 2; it++) {
         double step[2] = {0, 0};
@@ -262,24 +262,36 @@ static void test_spec_errors(void) {
     CHECK(r.kind == FEDC_ROBUST_TRIMMED_MEAN && r.beta == 0.1);
     CHECK_EQ_INT(spec("geomed").iterations, 3);
     CHECK(!strcmp(fedc_robust_name(FEDC_ROBUST_BULYAN), "bulyan"));
+    /* format gives a spec that parses back to the same settings */
+    const char *specs[] = {"mean", "median", "trimmed_mean:beta=0.1", "krum:f=2", "multikrum:f=2,m=5", "bulyan:f=1",
+                           "geomed:nu=1e-06,iterations=3,tolerance=1e-06", "cclip:tau=0.3,iterations=2"};
+    for (int i = 0; i < FEDC_COUNT_OF(specs); i++) {
+        char text[160];
+        fedc_robust a = spec(specs[i]), b = {0};
+        fedc_robust_format(&a, text, sizeof text);
+        CHECK_MSG(!strcmp(text, specs[i]), "format gives '%s' for '%s'", text, specs[i]);
+        CHECK_OK(fedc_robust_parse(text, &b));
+        CHECK(a.kind == b.kind && a.beta == b.beta && a.f == b.f && a.m == b.m && a.nu == b.nu &&
+              a.iterations == b.iterations && a.tolerance == b.tolerance && a.tau == b.tau);
+    }
 }
 
 static void test_cohort_errors(void) {
     cohort c = constant(5, (double[]){1, 2, 3, 4, 5});
     float out[D4];
     fedc_robust r = spec("multikrum:f=1,m=6");
-    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 5, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
+    CHECK_ERR(fedc_robust_aggregate_vectors(&r, c.rows, 5, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
               "multikrum: m = 6 exceeds the round's 5 clients");
     r = spec("krum:f=2");
-    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 5, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
+    CHECK_ERR(fedc_robust_aggregate_vectors(&r, c.rows, 5, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
               "more than 2f + 2 = 6 clients; the round has 5");
     r = spec("median");
-    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 0, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
+    CHECK_ERR(fedc_robust_aggregate_vectors(&r, c.rows, 0, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
               "no clients");
     r = spec("geomed");
-    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 5, D4, (double[]){1, 1, -1, 1, 1}, NULL, out, NULL, NULL, NULL),
+    CHECK_ERR(fedc_robust_aggregate_vectors(&r, c.rows, 5, D4, (double[]){1, 1, -1, 1, 1}, NULL, out, NULL, NULL, NULL),
               FEDC_EINVAL, "client 2's weight -1");
-    CHECK_ERR(fedc_robust_aggregate(&r, c.rows, 5, D4, (double[]){0, 0, 0, 0, 0}, NULL, out, NULL, NULL, NULL),
+    CHECK_ERR(fedc_robust_aggregate_vectors(&r, c.rows, 5, D4, (double[]){0, 0, 0, 0, 0}, NULL, out, NULL, NULL, NULL),
               FEDC_EINVAL, "sum to 0");
     free(c.data);
 }
@@ -316,8 +328,8 @@ static void test_permutation(void) {
         fedc_robust r = spec(every[a]);
         float x[D], y[D];
         int kx[N], ky[N], nx = 0, ny = 0;
-        CHECK_OK(fedc_robust_aggregate(&r, c.rows, N, D, w, NULL, x, kx, &nx, NULL));
-        CHECK_OK(fedc_robust_aggregate(&r, rev, N, D, wrev, NULL, y, ky, &ny, NULL));
+        CHECK_OK(fedc_robust_aggregate_vectors(&r, c.rows, N, D, w, NULL, x, kx, &nx, NULL));
+        CHECK_OK(fedc_robust_aggregate_vectors(&r, rev, N, D, wrev, NULL, y, ky, &ny, NULL));
         bool exact = r.kind != FEDC_ROBUST_MEAN && r.kind != FEDC_ROBUST_GEOMED && r.kind != FEDC_ROBUST_CCLIP &&
                      r.kind != FEDC_ROBUST_MULTIKRUM;
         for (int k = 0; k < D; k++)
@@ -340,13 +352,137 @@ static void test_threads(void) {
     for (int a = 0; a < FEDC_COUNT_OF(every); a++) {
         fedc_robust r = spec(every[a]);
         int kx[N], ky[N], nx = 0, ny = 0;
-        CHECK_OK(fedc_robust_aggregate(&r, c.rows, N, D, NULL, NULL, x, kx, &nx, NULL));
-        CHECK_OK(fedc_robust_aggregate(&r, c.rows, N, D, NULL, NULL, y, ky, &ny, pool));
+        CHECK_OK(fedc_robust_aggregate_vectors(&r, c.rows, N, D, NULL, NULL, x, kx, &nx, NULL));
+        CHECK_OK(fedc_robust_aggregate_vectors(&r, c.rows, N, D, NULL, NULL, y, ky, &ny, pool));
         CHECK_MSG(!memcmp(x, y, D * sizeof *x), "%s: 1 and 3 threads differ", every[a]);
         CHECK(nx == ny && !memcmp(kx, ky, (size_t)nx * sizeof *kx));
     }
     free(x), free(y), free(c.data);
     fedc_pool_destroy(pool);
+}
+
+/* ------------------------------------------------------ the program op -- */
+
+static fedc_type placed(fedc_type t, fedc_placement pl) {
+    t.placement = pl;
+    return t;
+}
+
+/* robust_aggregate(2 x, w) with x_i computed by a map body (the cohort runner's
+ * streamed path) and without one (a materialised @clients value): the executor
+ * gives fedc_robust_aggregate_vectors' bits, on 1 and 3 threads; an absent client
+ * is left out. */
+static void test_program_op(void) {
+    enum { N = 15, D = 5000 };
+    cohort c = random_cohort(N, D, 21);
+    float w[N];
+    double wd[N];
+    for (int i = 0; i < N; i++) w[i] = (float)(1 + i % 4), wd[i] = w[i];
+    for (int a = 0; a < FEDC_COUNT_OF(every); a++) {
+        fedc_robust r = spec(every[a]);
+        for (int mapped = 0; mapped < 2; mapped++) {
+            fedc_program *p, *body;
+            CHECK_OK(fedc_program_create(&p));
+            fedc_type vec = fedc_type_make(FEDC_F32, 1, (int64_t[]){D});
+            fedc_value x = fedc_input(p, "x", placed(vec, FEDC_CLIENTS));
+            fedc_value wv = fedc_input(p, "w", placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS));
+            if (mapped) { /* the body doubles each client's x */
+                CHECK_OK(fedc_program_create(&body));
+                fedc_value bx = fedc_input(body, "x", vec);
+                fedc_program_output(body, "y", fedc_add(body, bx, bx));
+                fedc_value doubled = FEDC_NONE;
+                CHECK_OK(fedc_map(p, body, &x, 1, &doubled));
+                x = doubled;
+                fedc_program_destroy(body);
+            } else {
+                x = fedc_add(p, x, x);
+            }
+            fedc_program_output(p, "agg", fedc_robust_aggregate(p, x, wv, &r));
+            CHECK_OK(fedc_program_status(p));
+            float *twice = malloc((size_t)N * D * sizeof *twice), want[D];
+            const float *rows[N];
+            for (int i = 0; i < N; i++) rows[i] = twice + (size_t)i * D;
+            for (size_t k = 0; k < (size_t)N * D; k++) twice[k] = c.data[k] + c.data[k];
+            CHECK_OK(fedc_robust_aggregate_vectors(&r, rows, N, D, wd, NULL, want, NULL, NULL, NULL));
+            for (int threads = 1; threads <= 3; threads += 2) {
+                fedc_executor *ex = NULL;
+                fedc_exec_options o = {.clients = N, .threads = threads};
+                CHECK_OK(fedc_executor_create(&ex, p, &o));
+                const float *got = NULL;
+                CHECK_OK(fedc_executor_bind(ex, "x", c.data));
+                CHECK_OK(fedc_executor_bind(ex, "w", w));
+                CHECK_OK(fedc_executor_run(ex));
+                CHECK_OK(fedc_executor_output(ex, "agg", (const void **)&got, NULL));
+                CHECK_MSG(got && !memcmp(got, want, sizeof want), "%s (%s, %d threads): not the C function's bits",
+                          every[a], mapped ? "map" : "materialised", threads);
+                fedc_executor_destroy(ex);
+            }
+            /* client 3 absent: the aggregate of the other 14 */
+            uint8_t absent[N] = {[3] = 1};
+            const float *rest[N - 1];
+            double wrest[N - 1];
+            for (int i = 0, j = 0; i < N; i++)
+                if (i != 3) rest[j] = rows[i], wrest[j++] = wd[i];
+            bool fits = r.kind != FEDC_ROBUST_BULYAN; /* 14 < 4f + 3 = 15: refused, when run as alone */
+            if (fits) CHECK_OK(fedc_robust_aggregate_vectors(&r, rest, N - 1, D, wrest, NULL, want, NULL, NULL, NULL));
+            fedc_executor *ex = NULL;
+            fedc_exec_options o = {.clients = N, .threads = 2};
+            const float *got = NULL;
+            CHECK_OK(fedc_executor_create(&ex, p, &o));
+            CHECK_OK(fedc_executor_set_absent(ex, absent));
+            CHECK_OK(fedc_executor_bind(ex, "x", c.data));
+            CHECK_OK(fedc_executor_bind(ex, "w", w));
+            if (fits) {
+                CHECK_OK(fedc_executor_run(ex));
+                CHECK_OK(fedc_executor_output(ex, "agg", (const void **)&got, NULL));
+                CHECK_MSG(got && !memcmp(got, want, sizeof want), "%s (%s): client 3 absent", every[a],
+                          mapped ? "map" : "materialised");
+            } else {
+                CHECK_ERR(fedc_executor_run(ex), FEDC_EINVAL, "4f + 3 = 15 clients; the round has 14");
+            }
+            fedc_executor_destroy(ex);
+            free(twice);
+            fedc_program_destroy(p);
+        }
+    }
+    free(c.data);
+}
+
+/* The op refuses a bad input type and a bad setting when built, and a cohort the
+ * aggregator cannot take when run. */
+static void test_program_op_errors(void) {
+    fedc_program *p;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_type vec = fedc_type_make(FEDC_F32, 1, (int64_t[]){3});
+    fedc_value x = fedc_input(p, "x", placed(vec, FEDC_CLIENTS));
+    fedc_value w = fedc_input(p, "w", placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS));
+    fedc_robust r = spec("krum:f=1");
+    fedc_program_output(p, "agg", fedc_robust_aggregate(p, x, w, &r));
+    CHECK_OK(fedc_program_status(p));
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.clients = 4, .threads = 1};
+    CHECK_OK(fedc_executor_create(&ex, p, &o));
+    float xs[12] = {0}, ws[4] = {1, 1, 1, 1};
+    CHECK_OK(fedc_executor_bind(ex, "x", xs));
+    CHECK_OK(fedc_executor_bind(ex, "w", ws));
+    CHECK_ERR(fedc_executor_run(ex), FEDC_EINVAL, "krum with f = 1 needs more than 2f + 2 = 4 clients; the round has 4");
+    fedc_executor_destroy(ex);
+    fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_robust_aggregate(p, x, w, &r), (int[]){0}, 1, false));
+    fedc_program *g = NULL;
+    CHECK_ERR(fedc_grad(p, "loss", (const char *[]){"x"}, 1, &g), FEDC_EUNSUPPORTED,
+              "robust_aggregate has no derivative rule");
+    fedc_program_destroy(g);
+    r.f = -1;
+    fedc_robust_aggregate(p, x, w, &r);
+    CHECK_ERR(fedc_program_status(p), FEDC_EINVAL, "f -1");
+    fedc_program_destroy(p);
+    CHECK_OK(fedc_program_create(&p));
+    x = fedc_input(p, "x", vec); /* not @clients */
+    w = fedc_input(p, "w", placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS));
+    r = spec("median");
+    fedc_robust_aggregate(p, x, w, &r);
+    CHECK_ERR(fedc_program_status(p), FEDC_ETYPE, "f32[d]@clients");
+    fedc_program_destroy(p);
 }
 
 int main(int argc, char **argv) {
@@ -364,6 +500,8 @@ int main(int argc, char **argv) {
         {"cohort_errors", test_cohort_errors},
         {"permutation", test_permutation},
         {"threads", test_threads},
+        {"program_op", test_program_op},
+        {"program_op_errors", test_program_op_errors},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

@@ -26,6 +26,7 @@
 #ifndef FEDC_AGGREGATE_H
 #define FEDC_AGGREGATE_H
 
+#include "fedc/robust.h"
 #include "fedc/tree.h"
 
 #ifdef __cplusplus
@@ -63,6 +64,10 @@ typedef struct fedc_aggregation {
      * 0: off. */
     int secure_sum_bits;
     double secure_sum_bound; /* > 0; 0: the clip (a fixed --dp-clip) */
+    /* A Byzantine-robust aggregator (fedc/robust.h; --aggregator) in place of the
+     * weighted mean, over each client's whole update flattened (src/fl/robust_round.c);
+     * after zeroing, and not with a clip, a secure sum or compression. Zero: the mean. */
+    fedc_robust robust;
 } fedc_aggregation;
 
 /* TFF's adaptive defaults: γ 0.5, η 0.2, initial clip 0.1, σ_b = 0.05 m. */
@@ -106,6 +111,9 @@ FEDC_API fedc_status fedc_aggregation_noise(const fedc_aggregation *a, double m,
 #define FEDC_AGGREGATE_KEY "aggregator/key"
 #define FEDC_AGGREGATE_CLIP "aggregator/clip"
 #define FEDC_AGGREGATE_DONE "aggregator/clients"
+/* Centered clipping's centre, the previous round's aggregate (f32[D]@server server
+ * state, D the model's numbers; zeros at the start). */
+#define FEDC_ROBUST_CENTER "aggregator/center"
 
 /* t (f32 leaves, @clients) quantized client by client and leaf by leaf to `levels`
  * levels between the leaf's min and max, by FedJAX's uniform stochastic

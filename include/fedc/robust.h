@@ -33,6 +33,7 @@
 #define FEDC_ROBUST_H
 
 #include "fedc/core.h"
+#include "fedc/program.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,6 +69,10 @@ FEDC_API const char *fedc_robust_name(fedc_robust_kind kind);
  * "cclip:tau=T,iterations=L"; unset settings are the kind's defaults. EINVAL naming
  * the bad part and what would do; *out unchanged then. */
 FEDC_API fedc_status fedc_robust_parse(const char *spec, fedc_robust *out);
+/* r as a spec fedc_robust_parse reads back to the same settings (the kind's
+ * settings only, each number in the fewest digits that give its bits): "mean",
+ * "krum:f=2", "trimmed_mean:beta=0.1". Writes at most size bytes, NUL-ended. */
+FEDC_API void fedc_robust_format(const fedc_robust *r, char *buf, size_t size);
 /* Whether r can aggregate n updates: EINVAL with the numbers when not (Krum and
  * Multi-Krum need n > 2f + 2, Bulyan n >= 4f + 3, Multi-Krum m <= n, every kind
  * n >= 1); n = 0: the settings alone. */
@@ -80,9 +85,16 @@ FEDC_API fedc_status fedc_robust_check(const fedc_robust *r, int n);
  * or room for n): the clients a selecting aggregator kept (krum, multikrum,
  * bulyan), in increasing index, and *nkept their count (0 for the others). pool:
  * NULL or a thread pool to share the work (same bits either way). */
-FEDC_API fedc_status fedc_robust_aggregate(const fedc_robust *r, const float *const *x, int n, int64_t d,
+FEDC_API fedc_status fedc_robust_aggregate_vectors(const fedc_robust *r, const float *const *x, int n, int64_t d,
                                            const double *w, const float *center, float *out, int *kept,
                                            int *nkept, fedc_pool *pool);
+
+/* The robust_aggregate op: x f32[d]@clients (each client's update, flat), w
+ * f32[]@clients (its weight) to f32[d]@server by r, which the executor runs over
+ * the cohort's values kept together (fedc_robust_aggregate_vectors on them, in
+ * client order; clients dropped in a run are left out). Not differentiable;
+ * r's settings are checked when the op is built, the cohort's size when it runs. */
+FEDC_API fedc_value fedc_robust_aggregate(fedc_program *p, fedc_value x, fedc_value w, const fedc_robust *r);
 
 #ifdef __cplusplus
 }

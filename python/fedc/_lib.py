@@ -66,6 +66,13 @@ class Optimizer(Structure):
                 ("initial_accumulator", c_double), ("weight_decay", c_double)]
 
 
+class Robust(Structure):
+    """struct fedc_robust (robust.h)."""
+    _c_struct_ = "fedc_robust"
+    _fields_ = [("kind", c_int), ("beta", c_double), ("f", c_int), ("m", c_int), ("nu", c_double),
+                ("iterations", c_int), ("tolerance", c_double), ("tau", c_double)]
+
+
 class Aggregation(Structure):
     """struct fedc_aggregation (aggregate.h)."""
     _c_struct_ = "fedc_aggregation"
@@ -75,7 +82,9 @@ class Aggregation(Structure):
                 # compression (src/fl/compress.c): --compress uniform:BITS[,rotate]
                 ("compress_bits", c_int), ("compress_rotate", c_bool),
                 # secure sum (fedc/secure_sum.h): --secure-sum BITS [--secure-bound B]
-                ("secure_sum_bits", c_int), ("secure_sum_bound", c_double)]
+                ("secure_sum_bits", c_int), ("secure_sum_bound", c_double),
+                # a Byzantine-robust aggregator (fedc/robust.h): --aggregator SPEC
+                ("robust", Robust)]
 
 
 class Algorithm(Structure):

@@ -420,6 +420,10 @@ static fedc_status vjp_NUM_CLIENTS(const rule *r) { return fedc__vjp_NUM_CLIENTS
 static fedc_status vjp_RESULT(const rule *r) { return fedc__vjp_RESULT(r); }
 static fedc_status vjp_MAP(const rule *r) { return fedc__vjp_MAP(r); }
 static fedc_status vjp_FOLD(const rule *r) { return fedc__vjp_FOLD(r); }
+static fedc_status vjp_ROBUST_AGGREGATE(const rule *r) {
+    (void)r; /* a selection and a sort: no derivative a round would use */
+    return fedc_error(FEDC_EUNSUPPORTED, "grad: robust_aggregate has no derivative rule");
+}
 
 /* --------------------------------------------------- transformer layers -- */
 

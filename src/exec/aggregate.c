@@ -47,6 +47,8 @@ void fedc__agg_begin(fedc__agg *a, const fedc__node *n, int64_t clients, void *o
     a->clients = clients;
     a->open = false;
     a->depth = 0;
+    fedc__agg_robust_free(a);
+    if (n->op == FEDC_OP_ROBUST_AGGREGATE) a->robust_settings = fedc__robust_of(n);
 }
 
 void fedc__agg_free(fedc__agg *a) {
@@ -55,6 +57,7 @@ void fedc__agg_free(fedc__agg *a) {
     for (int k = 0; k < a->nspare; k++) fedc_free(a->spare[k]);
     a->depth = a->nspare = 0;
     a->open = false;
+    fedc__agg_robust_free(a);
 }
 
 void *fedc__agg_buffer(fedc__agg *a) {
@@ -118,6 +121,10 @@ static void merge(fedc__agg *a, fedc__partial *left, fedc__partial *right) {
 }
 
 fedc_status fedc__agg_push(fedc__agg *a, fedc__partial p) {
+    if (a->op == FEDC_OP_ROBUST_AGGREGATE) {
+        fedc__agg_release(a, p.data);
+        return fedc__agg_robust_end(a); /* refused, with the reason */
+    }
     while (a->depth > 0 && siblings(&a->stack[a->depth - 1], &p)) {
         fedc__partial left = a->stack[--a->depth];
         merge(a, &left, &p);
@@ -137,7 +144,7 @@ static fedc_status incomplete(const fedc__agg *a, int64_t i) {
 }
 
 fedc_status fedc__agg_close(fedc__agg *a) {
-    if (!a->open) return FEDC_OK;
+    if (!a->open || a->op == FEDC_OP_ROBUST_AGGREGATE) return FEDC_OK;
     a->open = false;
     if (a->next != fedc__agg_leaf_start(a->clients, (int)a->leaf.first + 1)) {
         fedc__agg_release(a, a->leaf.data);
@@ -159,6 +166,7 @@ static fedc_status open_leaf(fedc__agg *a, int64_t i) {
 }
 
 fedc_status fedc__agg_add(fedc__agg *a, int64_t i, const void *x, const void *w) {
+    if (a->op == FEDC_OP_ROBUST_AGGREGATE) return fedc__agg_robust_add(a, i, x, w);
     if (!a->open || i != a->next || i >= fedc__agg_leaf_start(a->clients, (int)a->leaf.first + 1)) {
         fedc_status st = open_leaf(a, i);
         if (st) return st;
@@ -183,6 +191,7 @@ fedc_status fedc__agg_add(fedc__agg *a, int64_t i, const void *x, const void *w)
 }
 
 fedc_status fedc__agg_end(fedc__agg *a) {
+    if (a->op == FEDC_OP_ROBUST_AGGREGATE) return fedc__agg_robust_end(a);
     fedc_status st = fedc__agg_close(a);
     if (st) return st;
     int clients = 0;

@@ -388,6 +388,7 @@ static fedc_status aggregate(const fedc__step *s) {
 static fedc_status run_SUM(const fedc__step *s) { return aggregate(s); }
 static fedc_status run_MEAN(const fedc__step *s) { return aggregate(s); }
 static fedc_status run_WEIGHTED_MEAN(const fedc__step *s) { return aggregate(s); }
+static fedc_status run_ROBUST_AGGREGATE(const fedc__step *s) { return aggregate(s); }
 
 static fedc_status run_NUM_CLIENTS(const fedc__step *s) {
     switch (s->n->type.dtype) {

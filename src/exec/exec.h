@@ -111,6 +111,8 @@ typedef struct fedc__agg {
     int depth;
     void *spare[FEDC__AGG_MAX_DEPTH + 2]; /* buffers for partial sums, kept for the next run */
     int nspare;
+    fedc_robust robust_settings;       /* robust_aggregate: its aggregator */
+    struct fedc__robust_rows *robust; /* and every client's value, kept (aggregate_robust.c) */
 } fedc__agg;
 
 /* Begins an aggregation of node n over a cohort of `clients`, into `out`. */
@@ -131,5 +133,11 @@ void fedc__agg_release(fedc__agg *a, void *data);
 /* Combines the blocks into `out` (and divides, for the means). */
 FEDC_INTERNAL_API fedc_status fedc__agg_end(fedc__agg *a);
 FEDC_INTERNAL_API void fedc__agg_free(fedc__agg *a);
+
+/* robust_aggregate's side of the above (src/exec/aggregate_robust.c): the values
+ * are kept, not summed, and aggregated by the node's robust aggregator at the end. */
+fedc_status fedc__agg_robust_add(fedc__agg *a, int64_t i, const void *x, const void *w);
+fedc_status fedc__agg_robust_end(fedc__agg *a);
+void fedc__agg_robust_free(fedc__agg *a);
 
 #endif

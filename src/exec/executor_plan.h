@@ -90,7 +90,7 @@ struct fedc_executor {
 /* ------------------------------------------------------------ planning -- */
 
 static inline bool fedc__is_aggregation(fedc__op op) {
-    return op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN;
+    return op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN || op == FEDC_OP_ROBUST_AGGREGATE;
 }
 static inline size_t fedc__round_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
 

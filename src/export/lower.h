@@ -28,14 +28,17 @@ lower_fn fedc__lowering(fedc__export_target target, fedc__op op);
 
 /* Every spelling the table names, declared from its row: a new op's lowering
  * needs no declaration of its own, and a definition whose signature differs
- * does not compile. (COMPOSITE rows name none: the name below is never defined.) */
+ * does not compile. (COMPOSITE and NONE name none: the names below are never
+ * defined.) */
 #define COMPOSITE fedc__composite_row
+#define NONE fedc__no_lowering
 #define FEDC_LOWERING(id, mlir, stablehlo) \
     fedc_status mlir(const lower *l);      \
     fedc_status stablehlo(const lower *l);
 #include "export/lowerings.def"
 #undef FEDC_LOWERING
 #undef COMPOSITE
+#undef NONE
 
 static inline const fedc_type *type_of(const lower *l, fedc_value u) { return &l->s->p->nodes[u].type; }
 static inline const char *name(const lower *l, fedc_value u) { return l->s->name[u]; }

@@ -7,6 +7,7 @@
 #include "export/stablehlo.h"
 
 #define COMPOSITE NULL
+#define NONE NULL
 
 /* Each row stands at its op's place: a row missing or out of ops.def's order
  * fails to compile. */

@@ -33,7 +33,8 @@ fedc_aggregation fedc_aggregation_adaptive_defaults(double noise_multiplier) {
 }
 
 bool fedc_aggregation_active(const fedc_aggregation *a) {
-    return a->zero_norm > 0 || a->clip > 0 || a->secure_sum_bits != 0 || a->compress_bits > 0;
+    return a->zero_norm > 0 || a->clip > 0 || a->secure_sum_bits != 0 || a->compress_bits > 0 ||
+           a->robust.kind != FEDC_ROBUST_MEAN;
 }
 
 fedc_status fedc_aggregation_noise(const fedc_aggregation *a, double m, double *update_multiplier,
@@ -122,6 +123,20 @@ static fedc_tree *secure_mean(fedc_round *r, const fedc_aggregation *a, const fe
 
 /* --------------------------------------------------------------- checks -- */
 
+/* A robust aggregator needs each client's update as sent: not a sum (DP's,
+ * secure sum's), not a quantization its distances would measure. */
+static fedc_status check_robust(const fedc_aggregation *a) {
+    if (a->robust.kind == FEDC_ROBUST_MEAN) return FEDC_OK;
+    fedc_status st = fedc_robust_check(&a->robust, 0);
+    if (st) return fedc_error(st, "aggregation: %s", fedc_errmsg());
+    const char *with = a->clip > 0 ? "a DP clip (--dp-clip)" : a->secure_sum_bits ? "a secure sum (--secure-sum)"
+                       : a->compress_bits > 0 ? "compression (--compress)" : NULL;
+    if (with)
+        return fedc_error(FEDC_EINVAL, "aggregation: the robust aggregator %s needs each client's update as it is, so "
+                          "it does not combine with %s", fedc_robust_name(a->robust.kind), with);
+    return FEDC_OK;
+}
+
 fedc_status fedc_aggregation_check(const fedc_aggregation *a) {
     if (!(in(a->zero_norm, 0, INFINITY) && isfinite(a->zero_norm)))
         return fedc_error(FEDC_EINVAL, "aggregation: the zeroing norm %g must be finite and > 0 (0: off)", a->zero_norm);
@@ -143,7 +158,8 @@ fedc_status fedc_aggregation_check(const fedc_aggregation *a) {
     if (!(in(a->expected_clients, 0, INFINITY) && isfinite(a->expected_clients)))
         return fedc_error(FEDC_EINVAL, "aggregation: the expected clients %g must be finite and > 0 (0: the cohort's "
                           "size)", a->expected_clients);
-    fedc_status st = check_secure_sum(a);
+    fedc_status st = check_robust(a);
+    if (!st) st = check_secure_sum(a);
     double zu, sb;
     if (!st && a->expected_clients > 0) st = fedc_aggregation_noise(a, a->expected_clients, &zu, &sb);
     return st ? st : fedc__compress_check(a);
@@ -244,6 +260,11 @@ static fedc_tree *dp_mean(fedc_round *r, const fedc_aggregation *a, const fedc_t
     return fedc_program_status(p) ? NULL : mean;
 }
 
+/* FEDC_AGGREGATE_DONE: the clients aggregated. */
+static void output_done(fedc_program *p) {
+    fedc_program_output(p, FEDC_AGGREGATE_DONE, fedc_sum(p, fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS), 1)));
+}
+
 fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_value weight) {
     fedc_program *p = r->p;
     const fedc_aggregation *a = &r->alg->aggregation;
@@ -261,13 +282,17 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
         norm = fedc_select(p, kept, norm, fedc_scalar(p, FEDC_F32, 0));
         fedc_program_output(p, "aggregator/zeroed", fedc_sum(p, zeroed));
     }
+    if (a->robust.kind != FEDC_ROBUST_MEAN) {
+        output_done(p);
+        return fedc__robust_round(r, update, weight);
+    }
     const fedc_tree *sent = update; /* what each client sends: compressed, then clipped */
     fedc_value key = a->compress_rotate ? noise_key(r) : FEDC_NONE;
     if (a->compress_bits > 0) {
         sent = fedc__compress_update(r, update, key);
         if (sent && a->clip > 0) norm = fedc_aggregate_norm(p, sent); /* the clip bounds the quantized update */
     }
-    fedc_program_output(p, FEDC_AGGREGATE_DONE, fedc_sum(p, fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS), 1)));
+    output_done(p);
     if (!sent) return NULL;
     fedc_tree *mean = a->clip > 0            ? dp_mean(r, a, sent, norm)
                       : a->secure_sum_bits ? secure_mean(r, a, sent, weight)

@@ -210,6 +210,7 @@ fedc_status fedc_algorithm_server_init(const fedc_model *m, const fedc_algorithm
                            fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_SERVER), a->aggregation.clip));
     if (!st && !fedc_tree_has(state, "params"))
         st = fedc_error(FEDC_EINVAL, "%s: the server state has no \"params\" (the model)", def->name);
+    if (!st) st = fedc__robust_server_state(p, &a->aggregation, state); /* cclip's centre */
     if (!st) st = fedc_tree_output(p, "server", state);
     return fedc__fl_done(p, st, out);
 }

@@ -58,6 +58,10 @@ fedc_value fedc__key_plus(fedc_program *p, fedc_value key, int32_t k);
  * server_key) and quantized; the aggregate rotated back and the bits a client sent
  * output as aggregator/bits. */
 fedc_status fedc__compress_check(const fedc_aggregation *a);
+/* A robust aggregator's aggregate of update (src/fl/robust_round.c), and its
+ * server state (cclip's centre) added to a state whose "params" are the model. */
+fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value weight);
+fedc_status fedc__robust_server_state(fedc_program *p, const fedc_aggregation *a, fedc_tree *state);
 fedc_tree *fedc__compress_update(fedc_round *r, const fedc_tree *update, fedc_value server_key);
 fedc_tree *fedc__compress_finish(fedc_round *r, fedc_tree *mean, const fedc_tree *update, fedc_value server_key);
 

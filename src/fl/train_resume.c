@@ -86,6 +86,10 @@ static int aggregation_settings(const fedc_train_config *c, const fedc_algorithm
     if (n > 0) out[n - 1].unrecorded = "0";
     setting(out, &n, max, "--secure-bound", false, "%s", exact(a->secure_sum_bound, x[0]));
     if (n > 0) out[n - 1].unrecorded = "0";
+    char robust[160];
+    fedc_robust_format(&a->robust, robust, sizeof robust);
+    setting(out, &n, max, "--aggregator", false, "%s", robust); /* a checkpoint before it: the mean */
+    if (n > 0) out[n - 1].unrecorded = "mean";
     return n;
 }
 

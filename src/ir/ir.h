@@ -7,6 +7,7 @@
 
 #include "core/internal.h"
 #include "fedc/program.h"
+#include "fedc/robust.h"
 
 /* The most operands a map or fold takes (ops.def): a round of a large model passes
  * one per parameter tensor and optimizer slot, several hundred. Code that handles
@@ -102,6 +103,8 @@ static inline const fedc__node *fedc__node_at(const fedc_program *p, fedc_value 
  * Records the error in the program (sticky) and returns FEDC_NONE on failure. */
 fedc_value fedc__emit(fedc_program *p, fedc__op op, const fedc_value *in, int nin,
                       const fedc__attr *attrs, int nattr, const fedc_type *type);
+/* A robust_aggregate node's aggregator and settings (fedc_robust_aggregate). */
+fedc_robust fedc__robust_of(const fedc__node *n);
 
 /* Records `status` with the current fedc_errmsg() in the program if it has no error
  * yet; returns FEDC_NONE, for builders' error paths. */

@@ -89,7 +89,7 @@ int fedc__program_add_body(fedc_program *p, fedc_program *body) {
 
 bool fedc__op_is_federated(fedc__op op) {
     return op == FEDC_OP_BROADCAST || op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN ||
-           op == FEDC_OP_MAP || op == FEDC_OP_NUM_CLIENTS;
+           op == FEDC_OP_MAP || op == FEDC_OP_NUM_CLIENTS || op == FEDC_OP_ROBUST_AGGREGATE;
 }
 
 static fedc_status grow_nodes(fedc_program *p) {

@@ -16,7 +16,7 @@
  * over the clients in index order, so threads do not change the bits. */
 #include <math.h>
 
-#include "fl/robust.h"
+#include "kernels/robust.h"
 
 typedef struct iterate_job {
     const fedc__robust_set *s;

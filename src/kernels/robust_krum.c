@@ -15,7 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "fl/robust.h"
+#include "kernels/robust.h"
 
 typedef struct distance_job {
     const fedc__robust_set *s;

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "fl/robust.h"
+#include "kernels/robust.h"
 
 typedef struct entry {
     double v;   /* the value; for NEAREST, its distance to the median first */

@@ -1,7 +1,8 @@
 /* Internal pieces of the robust aggregators (fedc/robust.h): the cohort they
- * read, and the families that src/fl/robust.c dispatches to. */
-#ifndef FEDC_FL_ROBUST_H
-#define FEDC_FL_ROBUST_H
+ * read, and the families that src/kernels/robust.c dispatches to (kernels: the
+ * executor runs them for the robust_aggregate op, and the kernels sit below it). */
+#ifndef FEDC_KERNELS_ROBUST_H
+#define FEDC_KERNELS_ROBUST_H
 
 #include <stdbool.h>
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fl/robust.h"
+#include "kernels/robust.h"
 
 static const char *const names[] = {"mean", "median", "trimmed_mean", "krum", "multikrum", "bulyan", "geomed", "cclip"};
 
@@ -104,6 +104,33 @@ fedc_status fedc_robust_parse(const char *spec, fedc_robust *out) {
     return FEDC_OK;
 }
 
+/* v in the fewest digits that read back as v. */
+static const char *shortest(double v, char *buf, size_t size) {
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, size, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return buf;
+}
+
+void fedc_robust_format(const fedc_robust *r, char *buf, size_t size) {
+    char a[32], b[32];
+    const char *name = fedc_robust_name(r->kind);
+    switch (r->kind) {
+    case FEDC_ROBUST_TRIMMED_MEAN: snprintf(buf, size, "%s:beta=%s", name, shortest(r->beta, a, sizeof a)); break;
+    case FEDC_ROBUST_KRUM: case FEDC_ROBUST_BULYAN: snprintf(buf, size, "%s:f=%d", name, r->f); break;
+    case FEDC_ROBUST_MULTIKRUM: snprintf(buf, size, "%s:f=%d,m=%d", name, r->f, r->m); break;
+    case FEDC_ROBUST_GEOMED:
+        snprintf(buf, size, "%s:nu=%s,iterations=%d,tolerance=%s", name, shortest(r->nu, a, sizeof a), r->iterations,
+                 shortest(r->tolerance, b, sizeof b));
+        break;
+    case FEDC_ROBUST_CCLIP:
+        snprintf(buf, size, "%s:tau=%s,iterations=%d", name, shortest(r->tau, a, sizeof a), r->iterations);
+        break;
+    default: snprintf(buf, size, "%s", name);
+    }
+}
+
 /* ----------------------------------------------------------- the checks -- */
 
 static fedc_status check_settings(const fedc_robust *r) {
@@ -182,7 +209,7 @@ static fedc_status run(const fedc_robust *r, const fedc__robust_set *s, const fl
     return fedc_error(FEDC_EINVAL, "robust aggregation: no aggregator of kind %d", (int)r->kind);
 }
 
-fedc_status fedc_robust_aggregate(const fedc_robust *r, const float *const *x, int n, int64_t d, const double *w,
+fedc_status fedc_robust_aggregate_vectors(const fedc_robust *r, const float *const *x, int n, int64_t d, const double *w,
                                   const float *center, float *out, int *kept, int *nkept, fedc_pool *pool) {
     fedc_status st = fedc_robust_check(r, n < 1 ? -1 : n);
     if (!st) st = check_weights(w, n);

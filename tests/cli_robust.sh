@@ -1,0 +1,63 @@
+#!/bin/sh
+# fedc train --aggregator (docs/privacy.md, "Byzantine-robust aggregation") on
+# synthetic data that every clone has: each aggregator runs and changes the model
+# from the mean's, the same bits on 1 and 2 threads, centered clipping keeps its
+# centre in the checkpoint, and bad specs, cohorts too small and combinations
+# that cannot work are refused with the numbers.
+# Usage: cli_robust.sh path/to/fedc
+set -u
+fedc=$1
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/expect.sh"
+
+data="--data synthetic:zipf:8:8:12 --model stackoverflow_lstm --vocab-size 50"
+run="--rounds 2 --clients-per-round 7 --batch-size 2 --steps 2 --eval-every 0 --checkpoint-every 2 --quiet"
+
+# tensors DIR: the checkpoint's tensor bytes (after its header, whose metadata has
+# the run's seconds), or a line saying it is missing
+tensors() {
+  f=$1/checkpoint.safetensors
+  [ -s "$f" ] || { echo "no checkpoint in $1"; return; }
+  n=$(od -An -t u8 -N8 "$f" | tr -d ' ')
+  tail -c +$((n + 9)) "$f"
+}
+# same A B: A's and B's models are the same bits
+same() { tensors "$1" >"$out/a.bin"; tensors "$2" >"$out/b.bin"; cmp -s "$out/a.bin" "$out/b.bin"; }
+
+expect 0 "done: 2 rounds" -- "$fedc" train $data $run --threads 2 --out "$out/mean"
+for agg in median trimmed_mean:beta=0.2 krum:f=2 multikrum:f=1,m=4 bulyan:f=1 geomed cclip:tau=0.05; do
+  dir="$out/$(echo "$agg" | tr ':,=' '___')"
+  expect 0 "done: 2 rounds" -- "$fedc" train $data $run --threads 2 --aggregator "$agg" --out "$dir"
+  [ -s "$dir/checkpoint.safetensors" ] && ! same "$out/mean" "$dir" && ok \
+    || bad "--aggregator $agg: no checkpoint, or the same model as the mean's"
+done
+# the same bits whatever the threads
+expect 0 "done: 2 rounds" -- "$fedc" train $data $run --threads 1 --aggregator geomed --out "$out/geomed1"
+same "$out/geomed1" "$out/geomed" && ok \
+  || bad "--aggregator geomed: 1 and 2 threads differ"
+expect 0 "done: 2 rounds" -- "$fedc" train $data $run --threads 1 --aggregator bulyan:f=1 --out "$out/bulyan1"
+same "$out/bulyan1" "$out/bulyan_f_1" && ok \
+  || bad "--aggregator bulyan:f=1: 1 and 2 threads differ"
+# cclip's centre is server state, checkpointed by name
+grep -q "aggregator/center" "$out/cclip_tau_0.05/checkpoint.safetensors" && ok || bad "cclip: no centre in the checkpoint"
+
+# a resume continues cclip from its checkpointed centre: 1 + 1 rounds are 2 rounds' bits;
+# it refuses another aggregator than the checkpoint's
+one=$(echo "$run" | sed 's/--rounds 2/--rounds 1/')
+expect 0 "done: 1 rounds" -- "$fedc" train $data $one --threads 2 --aggregator cclip:tau=0.05 --out "$out/resumed"
+expect 0 "done: 1 rounds" -- "$fedc" train $data $run --threads 2 --aggregator cclip:tau=0.05 --resume --out "$out/resumed"
+same "$out/resumed" "$out/cclip_tau_0.05" && ok || bad "cclip: resumed after round 1, not the 2 rounds' bits"
+expect 1 "--aggregator median (the checkpoint's: cclip:tau=0.05,iterations=1)" -- \
+  "$fedc" train $data $run --aggregator median --resume --out "$out/resumed"
+
+expect 2 "unknown aggregator 'medain'" -- "$fedc" train $data $run --aggregator medain
+expect 2 "krum has no setting 'beta' (it takes f=F)" -- "$fedc" train $data $run --aggregator krum:beta=0.1
+expect 2 "bulyan with f = 2 needs at least 4f + 3 = 11 clients; the round has 7" -- \
+  "$fedc" train $data $run --aggregator bulyan:f=2
+expect 2 "krum with f = 3 needs more than 2f + 2 = 8 clients; the round has 7" -- \
+  "$fedc" train $data $run --aggregator krum:f=3
+expect 2 "does not combine with a DP clip" -- "$fedc" train $data $run --aggregator median --dp-clip 1
+
+echo "cli_robust: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
