@@ -39,6 +39,9 @@ same "$out/geomed1" "$out/geomed" && ok \
 expect 0 "done: 2 rounds" -- "$fedc" train $data $run --threads 1 --aggregator bulyan:f=1 --out "$out/bulyan1"
 same "$out/bulyan1" "$out/bulyan_f_1" && ok \
   || bad "--aggregator bulyan:f=1: 1 and 2 threads differ"
+# the same bits with a memory budget of 1 MiB (the 7 updates of the LSTM are more)
+expect 0 "done: 2 rounds" -- "$fedc" train $data $run --threads 2 --aggregator multikrum:f=1,m=4,memory=1 --out "$out/budget"
+same "$out/budget" "$out/multikrum_f_1_m_4" && ok || bad "--aggregator multikrum with memory=1: other bits"
 # cclip's centre is server state, checkpointed by name
 grep -q "aggregator/center" "$out/cclip_tau_0.05/checkpoint.safetensors" && ok || bad "cclip: no centre in the checkpoint"
 

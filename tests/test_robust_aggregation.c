@@ -5,6 +5,7 @@
  * their numbers; the same result for the clients in any order and on any number
  * of threads; the spec parser. */
 #include <math.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -368,12 +369,37 @@ static fedc_type placed(fedc_type t, fedc_placement pl) {
     return t;
 }
 
+/* agg = robust_aggregate(2 x, w) for x f32[d]@clients, w f32[]@clients: 2 x by a
+ * map body (mapped) or by an op on the materialised @clients value. */
+static fedc_program *op_program(int mapped, int64_t d, const fedc_robust *r) {
+    fedc_program *p, *body;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_type vec = fedc_type_make(FEDC_F32, 1, (int64_t[]){d});
+    fedc_value x = fedc_input(p, "x", placed(vec, FEDC_CLIENTS));
+    fedc_value wv = fedc_input(p, "w", placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS));
+    if (mapped) { /* the body doubles each client's x */
+        CHECK_OK(fedc_program_create(&body));
+        fedc_value bx = fedc_input(body, "x", vec);
+        fedc_program_output(body, "y", fedc_add(body, bx, bx));
+        fedc_value doubled = FEDC_NONE;
+        CHECK_OK(fedc_map(p, body, &x, 1, &doubled));
+        x = doubled;
+        fedc_program_destroy(body);
+    } else {
+        x = fedc_add(p, x, x);
+    }
+    fedc_program_output(p, "agg", fedc_robust_aggregate(p, x, wv, r));
+    CHECK_OK(fedc_program_status(p));
+    return p;
+}
+
 /* robust_aggregate(2 x, w) with x_i computed by a map body (the cohort runner's
  * streamed path) and without one (a materialised @clients value): the executor
- * gives fedc_robust_aggregate_vectors' bits, on 1 and 3 threads; an absent client
- * is left out. */
+ * gives fedc_robust_aggregate_vectors' bits, on 1 thread with every update in
+ * memory and on 3 with all but 2 spilled to the file; an absent client (with the
+ * last budget) is left out. */
 static void test_program_op(void) {
-    enum { N = 15, D = 5000 };
+    enum { N = 15, D = 100000 }; /* 400 kB a client: a 1 MiB budget holds 2, the file the rest */
     cohort c = random_cohort(N, D, 21);
     float w[N];
     double wd[N];
@@ -381,30 +407,20 @@ static void test_program_op(void) {
     for (int a = 0; a < FEDC_COUNT_OF(every); a++) {
         fedc_robust r = spec(every[a]);
         for (int mapped = 0; mapped < 2; mapped++) {
-            fedc_program *p, *body;
-            CHECK_OK(fedc_program_create(&p));
-            fedc_type vec = fedc_type_make(FEDC_F32, 1, (int64_t[]){D});
-            fedc_value x = fedc_input(p, "x", placed(vec, FEDC_CLIENTS));
-            fedc_value wv = fedc_input(p, "w", placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS));
-            if (mapped) { /* the body doubles each client's x */
-                CHECK_OK(fedc_program_create(&body));
-                fedc_value bx = fedc_input(body, "x", vec);
-                fedc_program_output(body, "y", fedc_add(body, bx, bx));
-                fedc_value doubled = FEDC_NONE;
-                CHECK_OK(fedc_map(p, body, &x, 1, &doubled));
-                x = doubled;
-                fedc_program_destroy(body);
-            } else {
-                x = fedc_add(p, x, x);
-            }
-            fedc_program_output(p, "agg", fedc_robust_aggregate(p, x, wv, &r));
-            CHECK_OK(fedc_program_status(p));
-            float *twice = malloc((size_t)N * D * sizeof *twice), want[D];
+            fedc_program *p = op_program(mapped, D, &r);
+            float *twice = malloc((size_t)N * D * sizeof *twice), *want = malloc(D * sizeof *want);
             const float *rows[N];
             for (int i = 0; i < N; i++) rows[i] = twice + (size_t)i * D;
             for (size_t k = 0; k < (size_t)N * D; k++) twice[k] = c.data[k] + c.data[k];
             CHECK_OK(fedc_robust_aggregate_vectors(&r, rows, N, D, wd, NULL, want, NULL, NULL, NULL));
             for (int threads = 1; threads <= 3; threads += 2) {
+                /* with 3 threads, the values beyond a budget of 1 MiB spill to a file */
+                fedc_robust budgeted = r;
+                budgeted.memory_mb = threads == 3;
+                if (threads == 3) {
+                    fedc_program_destroy(p);
+                    p = op_program(mapped, D, &budgeted);
+                }
                 fedc_executor *ex = NULL;
                 fedc_exec_options o = {.clients = N, .threads = threads};
                 CHECK_OK(fedc_executor_create(&ex, p, &o));
@@ -413,8 +429,8 @@ static void test_program_op(void) {
                 CHECK_OK(fedc_executor_bind(ex, "w", w));
                 CHECK_OK(fedc_executor_run(ex));
                 CHECK_OK(fedc_executor_output(ex, "agg", (const void **)&got, NULL));
-                CHECK_MSG(got && !memcmp(got, want, sizeof want), "%s (%s, %d threads): not the C function's bits",
-                          every[a], mapped ? "map" : "materialised", threads);
+                CHECK_MSG(got && !memcmp(got, want, D * sizeof *want), "%s (%s, %d threads, memory %d MiB): not the "
+                          "C function's bits", every[a], mapped ? "map" : "materialised", threads, budgeted.memory_mb);
                 fedc_executor_destroy(ex);
             }
             /* client 3 absent: the aggregate of the other 14 */
@@ -435,17 +451,71 @@ static void test_program_op(void) {
             if (fits) {
                 CHECK_OK(fedc_executor_run(ex));
                 CHECK_OK(fedc_executor_output(ex, "agg", (const void **)&got, NULL));
-                CHECK_MSG(got && !memcmp(got, want, sizeof want), "%s (%s): client 3 absent", every[a],
+                CHECK_MSG(got && !memcmp(got, want, D * sizeof *want), "%s (%s): client 3 absent", every[a],
                           mapped ? "map" : "materialised");
             } else {
                 CHECK_ERR(fedc_executor_run(ex), FEDC_EINVAL, "4f + 3 = 15 clients; the round has 14");
             }
             fedc_executor_destroy(ex);
-            free(twice);
+            free(twice), free(want);
             fedc_program_destroy(p);
         }
     }
     free(c.data);
+}
+
+static long peak_kb(void) {
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) ? 0 : u.ru_maxrss;
+}
+
+/* A cohort of 1000 clients whose updates (100 MB together) a budget of 8 MiB
+ * keeps mostly in the file: the process's peak memory grows by far less than
+ * the updates, and the median is the bits of a run that holds them all. Each
+ * client's update, s_i (base + 1), is made by its map body from its s_i. */
+static void test_thousand_clients_bounded(void) {
+    enum { N = 1000, D = 25000 };
+    float *base = malloc(D * sizeof *base), s_i[N], w[N], *got = malloc(D * sizeof *got);
+    fedc_test_seed(3);
+    for (int k = 0; k < D; k++) base[k] = (float)fedc_test_uniform(-1, 1);
+    for (int i = 0; i < N; i++) s_i[i] = (float)fedc_test_uniform(-2, 2), w[i] = 1;
+    for (int budget = 8; budget >= 0; budget -= 8) { /* 8 MiB, then none: all in memory */
+        fedc_program *p, *body;
+        CHECK_OK(fedc_program_create(&p));
+        CHECK_OK(fedc_program_create(&body));
+        fedc_type vec = fedc_type_make(FEDC_F32, 1, (int64_t[]){D}), one = fedc_type_scalar(FEDC_F32);
+        fedc_value bb = fedc_input(body, "base", vec), bs = fedc_input(body, "s", one);
+        fedc_program_output(body, "y", fedc_mul(body, fedc_add(body, bb, fedc_scalar(body, FEDC_F32, 1)), bs));
+        fedc_value wv = fedc_input(p, "w", placed(one, FEDC_CLIENTS)); /* before the map: its result streams */
+        fedc_value args[2] = {fedc_broadcast(p, fedc_input(p, "base", placed(vec, FEDC_SERVER))),
+                              fedc_input(p, "s", placed(one, FEDC_CLIENTS))}, y = FEDC_NONE;
+        CHECK_OK(fedc_map(p, body, args, 2, &y));
+        fedc_program_destroy(body);
+        fedc_robust r = spec("median");
+        r.memory_mb = budget;
+        fedc_program_output(p, "agg", fedc_robust_aggregate(p, y, wv, &r));
+        fedc_executor *ex = NULL;
+        fedc_exec_options o = {.clients = N, .threads = 2};
+        CHECK_OK(fedc_executor_create(&ex, p, &o));
+        CHECK_OK(fedc_executor_bind(ex, "base", base));
+        CHECK_OK(fedc_executor_bind(ex, "s", s_i));
+        CHECK_OK(fedc_executor_bind(ex, "w", w));
+        long before = peak_kb();
+        CHECK_OK(fedc_executor_run(ex));
+        long grew_mb = (peak_kb() - before) / 1024;
+        const float *agg = NULL;
+        CHECK_OK(fedc_executor_output(ex, "agg", (const void **)&agg, NULL));
+        if (budget) {
+            CHECK_MSG(grew_mb < 60, "1000 updates of 100 kB with 8 MiB of memory: the peak grew by %ld MB", grew_mb);
+            if (agg) memcpy(got, agg, D * sizeof *got);
+        } else {
+            CHECK_MSG(grew_mb >= 60, "all 1000 updates held: the peak grew by only %ld MB (is the check blind?)", grew_mb);
+            CHECK_MSG(agg && !memcmp(agg, got, D * sizeof *got), "the median with 8 MiB is not the in-memory one's bits");
+        }
+        fedc_executor_destroy(ex);
+        fedc_program_destroy(p);
+    }
+    free(base), free(got);
 }
 
 /* The op refuses a bad input type and a bad setting when built, and a cohort the
@@ -487,6 +557,7 @@ static void test_program_op_errors(void) {
 
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
+        {"thousand_clients_bounded", test_thousand_clients_bounded}, /* first: the peak memory before it is low */
         {"flower_median", test_flower_median},
         {"flower_trimmed_mean", test_flower_trimmed_mean},
         {"flower_krum", test_flower_krum},

@@ -60,17 +60,23 @@ typedef struct fedc_robust {
     int iterations;  /* geomed: at most this many Weiszfeld steps (3); cclip: clipping steps (1) */
     double tolerance; /* geomed: stop once the objective changes by less than this fraction (1e-6) */
     double tau;      /* cclip: the clipping radius > 0 (1) */
+    /* In a round (the robust_aggregate op): the MiB of the cohort's updates kept in
+     * memory; the rest wait in a temporary file, read back a block at a time. 0: no
+     * limit. The result is the same bits whatever it is. (0) */
+    int memory_mb;
 } fedc_robust;
 
 FEDC_API fedc_robust fedc_robust_defaults(fedc_robust_kind kind);
 FEDC_API const char *fedc_robust_name(fedc_robust_kind kind);
 /* Parses an --aggregator spec: "mean", "median", "trimmed_mean:beta=B", "krum:f=F",
  * "multikrum:f=F,m=M", "bulyan:f=F", "geomed:nu=V,iterations=R,tolerance=T",
- * "cclip:tau=T,iterations=L"; unset settings are the kind's defaults. EINVAL naming
+ * "cclip:tau=T,iterations=L"; any but mean also takes memory=MB (a round's budget);
+ * unset settings are the kind's defaults. EINVAL naming
  * the bad part and what would do; *out unchanged then. */
 FEDC_API fedc_status fedc_robust_parse(const char *spec, fedc_robust *out);
 /* r as a spec fedc_robust_parse reads back to the same settings (the kind's
- * settings only, each number in the fewest digits that give its bits): "mean",
+ * settings only, each number in the fewest digits that give its bits; not the
+ * memory budget, which changes no bit): "mean",
  * "krum:f=2", "trimmed_mean:beta=0.1". Writes at most size bytes, NUL-ended. */
 FEDC_API void fedc_robust_format(const fedc_robust *r, char *buf, size_t size);
 /* Whether r can aggregate n updates: EINVAL with the numbers when not (Krum and

@@ -70,7 +70,7 @@ class Robust(Structure):
     """struct fedc_robust (robust.h)."""
     _c_struct_ = "fedc_robust"
     _fields_ = [("kind", c_int), ("beta", c_double), ("f", c_int), ("m", c_int), ("nu", c_double),
-                ("iterations", c_int), ("tolerance", c_double), ("tau", c_double)]
+                ("iterations", c_int), ("tolerance", c_double), ("tau", c_double), ("memory_mb", c_int)]
 
 
 class Aggregation(Structure):

@@ -1,63 +1,111 @@
 /* robust_aggregate's accumulator: where sum, mean and weighted_mean add each
  * client's value into a partial sum as it comes (aggregate.c), a robust
  * aggregator (fedc/robust.h) needs every client's value at once. So each value
- * is copied as it comes, in its client's place, and the node's aggregator runs at
+ * is kept as it comes, in its client's place, and the node's aggregator runs at
  * the end over the clients that reported, in client order: the result depends on
  * the values alone, not on the threads that computed them or their order.
  *
- * The values are held in memory: a cohort's updates, n x d floats. Over MPI, a
- * rank's clients would have to come to rank 0 whole; that is not done: a partial
- * sum pushed here, or an end with clients that never came, is refused. */
+ * A budgeted store, as the deployment's reorder window is (src/deploy/collect.h):
+ * values are held in memory up to the aggregator's memory_mb, and the rest wait
+ * in a temporary file (removed when closed), client i's at offset i x its bytes.
+ * The aggregators read every update a block of coordinates at a time, from
+ * memory or from the file, and carry their sums across blocks in coordinate
+ * order (src/kernels/robust_rows.c): the bits are the same whatever the budget.
+ * Memory is then the budget plus a block of every client's coordinates per
+ * worker (and Krum's n x n distances), whatever the model's size.
+ *
+ * Over MPI, a rank's clients would have to come to rank 0 whole; that is not
+ * done: a partial sum pushed here, or an end with clients that never came, is
+ * refused. */
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exec/exec.h"
+#include "kernels/robust.h"
 
 typedef struct fedc__robust_rows {
     int64_t clients;
-    int64_t seen;   /* the clients added, values or holes */
-    float **rows;   /* per client: its value, or NULL (left out, or not yet) */
-    double *weight; /* per client */
+    int64_t seen;    /* the clients added, values or holes */
+    float **rows;    /* per client: its value in memory, or NULL */
+    uint8_t *filed;  /* per client: its value is in the file */
+    double *weight;  /* per client */
+    int *client;     /* at the end: the reported clients, in order */
+    size_t held;     /* bytes of values in memory */
+    FILE *spill;     /* the file, once a value did not fit */
+    size_t bytes;    /* of one value */
 } fedc__robust_rows;
 
 void fedc__agg_robust_free(fedc__agg *a) {
     fedc__robust_rows *k = a->robust;
     if (!k) return;
     for (int64_t i = 0; k->rows && i < k->clients; i++) fedc_free(k->rows[i]);
-    fedc_free(k->rows), fedc_free(k->weight), fedc_free(k);
+    if (k->spill) fclose(k->spill);
+    fedc_free(k->rows), fedc_free(k->filed), fedc_free(k->weight), fedc_free(k->client), fedc_free(k);
     a->robust = NULL;
 }
 
-/* The rows, made at the first value (or at the end, when none came). */
-static fedc_status rows(fedc__agg *a) {
+/* The store, made at the first value (or at the end, when none came). */
+static fedc_status store(fedc__agg *a) {
     if (a->robust) return FEDC_OK;
     fedc__robust_rows *k = a->robust = fedc_calloc(1, sizeof *k);
+    size_t n = (size_t)(a->clients ? a->clients : 1);
     if (k) {
-        k->clients = a->clients;
-        k->rows = fedc_calloc((size_t)(a->clients ? a->clients : 1), sizeof *k->rows);
-        k->weight = fedc_calloc((size_t)(a->clients ? a->clients : 1), sizeof *k->weight);
+        k->clients = a->clients, k->bytes = a->bytes;
+        k->rows = fedc_calloc(n, sizeof *k->rows);
+        k->filed = fedc_calloc(n, sizeof *k->filed);
+        k->weight = fedc_calloc(n, sizeof *k->weight);
+        k->client = fedc_calloc(n, sizeof *k->client);
     }
-    if (k && k->rows && k->weight) return FEDC_OK;
+    if (k && k->rows && k->filed && k->weight && k->client) return FEDC_OK;
     fedc__agg_robust_free(a);
     return fedc_error(FEDC_ENOMEM, "robust_aggregate: no memory for %lld clients", (long long)a->clients);
 }
 
+/* Client i's value x into the file. */
+static fedc_status spill(fedc__robust_rows *k, int64_t i, const void *x) {
+    if (!k->spill && !(k->spill = tmpfile()))
+        return fedc_error(FEDC_EIO, "robust_aggregate: cannot make a temporary file for the updates beyond the memory "
+                          "budget (TMPDIR?)");
+    off_t at = (off_t)i * (off_t)k->bytes;
+    if (pwrite(fileno(k->spill), x, k->bytes, at) != (ssize_t)k->bytes)
+        return fedc_error(FEDC_EIO, "robust_aggregate: cannot write client %lld's update to the temporary file (disk "
+                          "full?)", (long long)i);
+    k->filed[i] = 1;
+    return FEDC_OK;
+}
+
 fedc_status fedc__agg_robust_add(fedc__agg *a, int64_t i, const void *x, const void *w) {
-    fedc_status st = rows(a);
+    fedc_status st = store(a);
     if (st) return st;
     fedc__robust_rows *k = a->robust;
     if (i < 0 || i >= k->clients)
         return fedc_error(FEDC_EINTERNAL, "robust_aggregate: client %lld of %lld", (long long)i, (long long)k->clients);
     k->seen++;
     if (!x) return FEDC_OK; /* left out */
-    if (!k->rows[i] && !(k->rows[i] = fedc_malloc(a->bytes ? a->bytes : 1)))
-        return fedc_error(FEDC_ENOMEM, "robust_aggregate: no memory for client %lld's %zu bytes", (long long)i, a->bytes);
-    memcpy(k->rows[i], x, a->bytes);
     k->weight[i] = *(const float *)w;
+    size_t budget = (size_t)a->robust_settings.memory_mb << 20;
+    if (!k->rows[i] && budget && k->held + k->bytes > budget) return spill(k, i, x);
+    if (!k->rows[i] && !(k->rows[i] = fedc_malloc(k->bytes ? k->bytes : 1)))
+        return fedc_error(FEDC_ENOMEM, "robust_aggregate: no memory for client %lld's %zu bytes", (long long)i, k->bytes);
+    k->held += k->bytes;
+    memcpy(k->rows[i], x, k->bytes);
+    return FEDC_OK;
+}
+
+/* Reads coordinates [lo, lo + count) of the reported client j (fedc__robust_set's read). */
+static fedc_status read_back(void *ctx, int j, int64_t lo, int64_t count, float *to) {
+    const fedc__robust_rows *k = ctx;
+    off_t at = (off_t)k->client[j] * (off_t)k->bytes + (off_t)lo * (off_t)sizeof(float);
+    size_t want = (size_t)count * sizeof(float);
+    if (pread(fileno(k->spill), to, want, at) != (ssize_t)want)
+        return fedc_error(FEDC_EIO, "robust_aggregate: cannot read client %d's update back from the temporary file",
+                          k->client[j]);
     return FEDC_OK;
 }
 
 fedc_status fedc__agg_robust_end(fedc__agg *a) {
-    fedc_status st = rows(a);
+    fedc_status st = store(a);
     if (st) return st;
     fedc__robust_rows *k = a->robust;
     if (k->seen != k->clients) { /* another rank ran the rest: the values are not all here */
@@ -67,14 +115,14 @@ fedc_status fedc__agg_robust_end(fedc__agg *a) {
     }
     int n = 0;
     for (int64_t i = 0; i < k->clients; i++) { /* the reported clients, packed in client order */
+        if (!k->rows[i] && !k->filed[i]) continue;
         float *row = k->rows[i];
-        double w = k->weight[i];
-        if (!row) continue;
         k->rows[i] = NULL;
-        k->rows[n] = row, k->weight[n++] = w;
+        k->rows[n] = row, k->weight[n] = k->weight[i], k->client[n++] = (int)i;
     }
-    st = fedc_robust_aggregate_vectors(&a->robust_settings, (const float *const *)k->rows, n, a->count, k->weight, NULL,
-                                                   a->out, NULL, NULL, NULL);
+    fedc__robust_set s = {.x = (const float *const *)k->rows, .read = read_back, .read_ctx = k, .n = n,
+                          .d = a->count, .w = k->weight};
+    st = fedc__robust_aggregate_set(&a->robust_settings, &s, NULL, a->out, NULL, NULL);
     fedc__agg_robust_free(a);
     return st; /* its message names the aggregator */
 }

@@ -42,6 +42,7 @@ static const char *settings_of(fedc_robust_kind k) {
 
 static bool takes(fedc_robust_kind k, const char *setting) {
     const char *s = settings_of(k);
+    if (s && !strcmp(setting, "memory")) return true; /* every robust kind's */
     size_t n = strlen(setting);
     for (; s && *s; s += strcspn(s, ",") + (s[strcspn(s, ",")] == ',')) {
         s += *s == ' ';
@@ -62,7 +63,7 @@ static fedc_status parse_item(const char *item, size_t len, fedc_robust *r) {
     if (!takes(r->kind, name))
         return fedc_error(FEDC_EINVAL, "aggregator %s has no setting '%s' (it takes %s)", fedc_robust_name(r->kind), name,
                           settings_of(r->kind));
-    bool integer = !strcmp(name, "f") || !strcmp(name, "m") || !strcmp(name, "iterations");
+    bool integer = !strcmp(name, "f") || !strcmp(name, "m") || !strcmp(name, "iterations") || !strcmp(name, "memory");
     double v = integer ? (double)strtol(num, &end, 10) : strtod(num, &end);
     if (*end || !isfinite(v) || (integer && fabs(v) > 1e9))
         return fedc_error(FEDC_EINVAL, "aggregator %s: %s needs %s, not '%s'", fedc_robust_name(r->kind), name,
@@ -72,6 +73,7 @@ static fedc_status parse_item(const char *item, size_t len, fedc_robust *r) {
     else if (!strcmp(name, "m")) r->m = (int)v;
     else if (!strcmp(name, "nu")) r->nu = v;
     else if (!strcmp(name, "iterations")) r->iterations = (int)v;
+    else if (!strcmp(name, "memory")) r->memory_mb = (int)v;
     else if (!strcmp(name, "tolerance")) r->tolerance = v;
     else r->tau = v;
     return FEDC_OK;
@@ -137,6 +139,8 @@ static fedc_status check_settings(const fedc_robust *r) {
     const char *name = fedc_robust_name(r->kind);
     if (r->kind < FEDC_ROBUST_MEAN || r->kind > FEDC_ROBUST_CCLIP)
         return fedc_error(FEDC_EINVAL, "robust aggregation: no aggregator of kind %d", (int)r->kind);
+    if (r->memory_mb < 0)
+        return fedc_error(FEDC_EINVAL, "%s: memory %d MiB must be >= 0 (0: no limit)", name, r->memory_mb);
     if (r->kind == FEDC_ROBUST_TRIMMED_MEAN && !(r->beta >= 0 && r->beta < 0.5))
         return fedc_error(FEDC_EINVAL, "trimmed_mean: beta %g must be in [0, 0.5): it cuts floor(beta n) from each end",
                           r->beta);
@@ -196,7 +200,7 @@ static fedc_status run(const fedc_robust *r, const fedc__robust_set *s, const fl
         int keep = r->kind == FEDC_ROBUST_KRUM ? 1 : r->m ? r->m : n - f;
         fedc_status st = fedc__robust_krum(s, f, keep, sel);
         *nsel = keep;
-        return st ? st : fedc__robust_mean(s, sel, keep, out); /* Krum: the one update, as it is */
+        return st ? st : fedc__robust_mean(s, sel, keep, out);
     }
     case FEDC_ROBUST_BULYAN: {
         fedc_status st = fedc__robust_bulyan_select(s, f, sel);
@@ -209,18 +213,26 @@ static fedc_status run(const fedc_robust *r, const fedc__robust_set *s, const fl
     return fedc_error(FEDC_EINVAL, "robust aggregation: no aggregator of kind %d", (int)r->kind);
 }
 
-fedc_status fedc_robust_aggregate_vectors(const fedc_robust *r, const float *const *x, int n, int64_t d, const double *w,
-                                  const float *center, float *out, int *kept, int *nkept, fedc_pool *pool) {
+fedc_status fedc__robust_aggregate_set(const fedc_robust *r, const fedc__robust_set *set, const float *center,
+                                      float *out, int *kept, int *nkept) {
+    int n = set->n;
     fedc_status st = fedc_robust_check(r, n < 1 ? -1 : n);
-    if (!st) st = check_weights(w, n);
-    if (!st && d < 0) st = fedc_error(FEDC_EINVAL, "robust aggregation: %lld coordinates", (long long)d);
+    if (!st) st = check_weights(set->w, n);
+    if (!st && set->d < 0) st = fedc_error(FEDC_EINVAL, "robust aggregation: %lld coordinates", (long long)set->d);
     if (st) return st;
     int *sel = fedc_malloc((size_t)n * sizeof *sel), nsel = 0;
     if (!sel) return fedc_error(FEDC_ENOMEM, "robust aggregation: no memory for %d clients", n);
-    fedc__robust_set s = {.x = x, .n = n, .d = d, .w = r->kind == FEDC_ROBUST_KRUM ? NULL : w, .pool = pool};
+    fedc__robust_set s = *set;
+    if (r->kind == FEDC_ROBUST_KRUM) s.w = NULL; /* the one update, as it is */
     st = run(r, &s, center, out, sel, &nsel);
     if (!st && kept) memcpy(kept, sel, (size_t)nsel * sizeof *sel);
     if (nkept) *nkept = st ? 0 : nsel;
     fedc_free(sel);
     return st;
+}
+
+fedc_status fedc_robust_aggregate_vectors(const fedc_robust *r, const float *const *x, int n, int64_t d, const double *w,
+                                          const float *center, float *out, int *kept, int *nkept, fedc_pool *pool) {
+    fedc__robust_set s = {.x = x, .n = n, .d = d, .w = w, .pool = pool};
+    return fedc__robust_aggregate_set(r, &s, center, out, kept, nkept);
 }

@@ -4,18 +4,30 @@
 #ifndef FEDC_KERNELS_ROBUST_H
 #define FEDC_KERNELS_ROBUST_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "fedc/robust.h"
 
-/* The cohort: n updates of d floats, their weights (NULL: all 1), a pool (or NULL). */
+/* The cohort: n updates of d floats, their weights (NULL: all 1), a pool (or NULL).
+ * An update is in memory (x[i]) or, where x[i] is NULL, read a block at a time by
+ * `read` (a store that spilled it to a file): every kernel reads the updates
+ * through fedc__robust_fetch, a block of coordinates at a time, and keeps its
+ * running sums across blocks in coordinate order, so the bits are the same
+ * wherever the updates are. */
 typedef struct fedc__robust_set {
     const float *const *x;
+    fedc_status (*read)(void *ctx, int client, int64_t lo, int64_t count, float *to);
+    void *read_ctx;
     int n;
     int64_t d;
     const double *w;
     fedc_pool *pool;
 } fedc__robust_set;
+
+/* fedc_robust_aggregate_vectors over s (whose updates may be read, not in memory). */
+fedc_status fedc__robust_aggregate_set(const fedc_robust *r, const fedc__robust_set *s, const float *center,
+                                      float *out, int *kept, int *nkept);
 
 /* What a coordinate-wise aggregator takes of each coordinate's sorted values. */
 typedef enum fedc__coordinate_rule {
@@ -43,6 +55,27 @@ int fedc__robust_order(double a, int client_a, double b, int client_b);
 void fedc__robust_block(const fedc__robust_set *s, int64_t block, int64_t *lo, int64_t *hi);
 /* Runs task over s's blocks of coordinates. */
 void fedc__robust_blocks(const fedc__robust_set *s, fedc_pool_task task, void *ctx);
+/* rows[i] = client sel[i]'s coordinates [lo, hi) (sel NULL: client i, for i < count):
+ * in memory where it is, else read into scratch + i x FEDC__ROBUST_BLOCK. */
+fedc_status fedc__robust_fetch(const fedc__robust_set *s, const int *sel, int count, int64_t lo, int64_t hi,
+                               float *scratch, const float **rows);
+/* Room for `copies` fetches of `count` clients: the row pointers, and the
+ * scratch (NULL when every update is in memory). fedc_free(*rows) frees both. */
+fedc_status fedc__robust_room(const fedc__robust_set *s, int count, int copies, const float ***rows, float **scratch);
+/* The first failure of a pool's tasks, with its message (fedc_errmsg is the
+ * worker thread's own). */
+typedef struct fedc__robust_failure {
+    _Atomic int set;
+    fedc_status status;
+    char msg[512];
+} fedc__robust_failure;
+void fedc__robust_fail(fedc__robust_failure *f, fedc_status st);
+fedc_status fedc__robust_failed(fedc__robust_failure *f); /* FEDC_OK, or the failure again */
+/* This worker's part of room (fedc__robust_room's, `count` clients a copy) with
+ * the block [lo, hi) fetched into it; NULL, with the failure recorded, if a read
+ * fails. */
+const float **fedc__robust_fetch_worker(const fedc__robust_set *s, const int *sel, int count, const float **rows,
+                                        float *scratch, int worker, int64_t lo, int64_t hi, fedc__robust_failure *f);
 /* The pool's worker count (1 without a pool). */
 int fedc__robust_workers(const fedc__robust_set *s);
 /* Coordinates a block of coordinate-wise work covers: fixed, so the pieces (and

@@ -38,14 +38,17 @@ typedef struct coordinate_job {
     const int *sel;
     int count, k;
     fedc__coordinate_rule rule;
-    entry *scratch; /* count entries per worker */
+    entry *entries;      /* count per worker */
+    const float **rows;  /* count per worker */
+    float *scratch;      /* count blocks per worker, when some update is not in memory */
+    fedc__robust_failure failed;
     float *out;
 } coordinate_job;
 
-static float one_coordinate(const coordinate_job *job, entry *e, int64_t j) {
+static float one_coordinate(const coordinate_job *job, entry *e, const float **rows, int64_t j) {
     int n = job->count, k = job->k;
     for (int i = 0; i < n; i++) {
-        float x = job->s->x[job->sel[i]][j];
+        float x = rows[i][j];
         e[i] = (entry){.v = x, .x = x, .client = job->sel[i]};
     }
     qsort(e, (size_t)n, sizeof *e, entry_cmp);
@@ -62,32 +65,26 @@ static float one_coordinate(const coordinate_job *job, entry *e, int64_t j) {
 }
 
 static void coordinate_block(void *ctx, int64_t block, int worker) {
-    const coordinate_job *job = ctx;
-    entry *e = job->scratch + (size_t)worker * (size_t)job->count;
+    coordinate_job *job = ctx;
+    entry *e = job->entries + (size_t)worker * (size_t)job->count;
     int64_t lo, hi;
     fedc__robust_block(job->s, block, &lo, &hi);
-    for (int64_t j = lo; j < hi; j++) job->out[j] = one_coordinate(job, e, j);
-}
-
-int fedc__robust_workers(const fedc__robust_set *s) { return s->pool ? fedc_pool_threads(s->pool) : 1; }
-
-void fedc__robust_block(const fedc__robust_set *s, int64_t block, int64_t *lo, int64_t *hi) {
-    *lo = block * FEDC__ROBUST_BLOCK;
-    *hi = *lo + FEDC__ROBUST_BLOCK < s->d ? *lo + FEDC__ROBUST_BLOCK : s->d;
-}
-
-void fedc__robust_blocks(const fedc__robust_set *s, fedc_pool_task task, void *ctx) {
-    fedc_pool_run(s->pool, (s->d + FEDC__ROBUST_BLOCK - 1) / FEDC__ROBUST_BLOCK, task, ctx);
+    const float **rows = fedc__robust_fetch_worker(job->s, job->sel, job->count, job->rows, job->scratch, worker, lo, hi,
+                                                   &job->failed);
+    for (int64_t j = lo; rows && j < hi; j++) job->out[j] = one_coordinate(job, e, rows, j - lo);
 }
 
 fedc_status fedc__robust_coordinate(const fedc__robust_set *s, const int *sel, int count, fedc__coordinate_rule rule,
                                     int k, float *out) {
     coordinate_job job = {.s = s, .sel = sel, .count = count, .k = k, .rule = rule, .out = out};
-    job.scratch = fedc_malloc((size_t)fedc__robust_workers(s) * (size_t)count * sizeof *job.scratch);
-    if (!job.scratch) return fedc_error(FEDC_ENOMEM, "robust aggregation: no memory for %d clients' values", count);
-    fedc__robust_blocks(s, coordinate_block, &job);
-    fedc_free(job.scratch);
-    return FEDC_OK;
+    int workers = fedc__robust_workers(s);
+    fedc_status st = fedc__robust_room(s, count, workers, &job.rows, &job.scratch);
+    if (st) return st;
+    job.entries = fedc_malloc((size_t)workers * (size_t)count * sizeof *job.entries);
+    if (!job.entries) st = fedc_error(FEDC_ENOMEM, "robust aggregation: no memory for %d clients' values", count);
+    if (!st) fedc__robust_blocks(s, coordinate_block, &job);
+    fedc_free(job.entries), fedc_free(job.rows), fedc_free(job.scratch);
+    return st ? st : fedc__robust_failed(&job.failed);
 }
 
 /* ------------------------------------------------------------------ mean -- */
@@ -97,20 +94,21 @@ typedef struct mean_job {
     const int *sel;
     int count;
     double total;
+    const float **rows;
+    float *scratch;
+    fedc__robust_failure failed;
     float *out;
 } mean_job;
 
 static void mean_block(void *ctx, int64_t block, int worker) {
-    (void)worker;
-    const mean_job *job = ctx;
+    mean_job *job = ctx;
     int64_t lo, hi;
     fedc__robust_block(job->s, block, &lo, &hi);
-    for (int64_t j = lo; j < hi; j++) {
+    const float **rows = fedc__robust_fetch_worker(job->s, job->sel, job->count, job->rows, job->scratch, worker, lo, hi,
+                                                   &job->failed);
+    for (int64_t j = lo; rows && j < hi; j++) {
         double sum = 0;
-        for (int i = 0; i < job->count; i++) {
-            int c = job->sel[i];
-            sum += (job->s->w ? job->s->w[c] : 1.0) * job->s->x[c][j];
-        }
+        for (int i = 0; i < job->count; i++) sum += (job->s->w ? job->s->w[job->sel[i]] : 1.0) * rows[i][j - lo];
         job->out[j] = (float)(sum / job->total);
     }
 }
@@ -121,6 +119,9 @@ fedc_status fedc__robust_mean(const fedc__robust_set *s, const int *sel, int cou
     if (!(job.total > 0))
         return fedc_error(FEDC_EINVAL, "robust aggregation: the %d clients to average have total weight %g; it must be "
                           "> 0", count, job.total);
+    fedc_status st = fedc__robust_room(s, count, fedc__robust_workers(s), &job.rows, &job.scratch);
+    if (st) return st;
     fedc__robust_blocks(s, mean_block, &job);
-    return FEDC_OK;
+    fedc_free(job.rows), fedc_free(job.scratch);
+    return fedc__robust_failed(&job.failed);
 }

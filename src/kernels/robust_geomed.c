@@ -21,53 +21,78 @@
 typedef struct iterate_job {
     const fedc__robust_set *s;
     double *v;       /* the iterate, d numbers */
-    double *dist;    /* per client: ‖x_i − v‖ */
+    double *dist;    /* per client: ‖x_i − v‖ (while summed: its square so far) */
     const double *c; /* per client: its coefficient in the step */
     double scale;    /* the step's divisor */
     bool relative;   /* cclip: v += Σ c_i (x_i − v) / scale; geomed: v = Σ c_i x_i / scale */
+    const float **rows; /* n per worker */
+    float *scratch;     /* n blocks per worker, when some update is not in memory */
+    int64_t lo, len;    /* the block the distances are summing */
+    fedc__robust_failure failed;
 } iterate_job;
 
-static void distance_one(void *ctx, int64_t client, int worker) {
+/* Client i's squared distance carried on over the block [lo, lo + len). */
+static void distance_part(void *ctx, int64_t client, int worker) {
     (void)worker;
-    const iterate_job *job = ctx;
-    const float *x = job->s->x[client];
-    double sum = 0;
-    for (int64_t k = 0; k < job->s->d; k++) {
-        double t = x[k] - job->v[k];
+    iterate_job *job = ctx;
+    const float *x = job->rows[client];
+    double sum = job->dist[client];
+    for (int64_t k = 0; k < job->len; k++) {
+        double t = x[k] - job->v[job->lo + k];
         sum += t * t;
     }
-    job->dist[client] = sqrt(sum);
+    job->dist[client] = sum;
+}
+
+static fedc_status distances(iterate_job *job) {
+    const fedc__robust_set *s = job->s;
+    for (int i = 0; i < s->n; i++) job->dist[i] = 0;
+    for (job->lo = 0; job->lo < s->d; job->lo += FEDC__ROBUST_BLOCK) {
+        int64_t hi = job->lo + FEDC__ROBUST_BLOCK < s->d ? job->lo + FEDC__ROBUST_BLOCK : s->d;
+        fedc_status st = fedc__robust_fetch(s, NULL, s->n, job->lo, hi, job->scratch, job->rows);
+        if (st) return st;
+        job->len = hi - job->lo;
+        fedc_pool_run(s->pool, s->n, distance_part, job);
+    }
+    for (int i = 0; i < s->n; i++) job->dist[i] = sqrt(job->dist[i]);
+    return FEDC_OK;
 }
 
 static void step_block(void *ctx, int64_t block, int worker) {
-    (void)worker;
-    const iterate_job *job = ctx;
+    iterate_job *job = ctx;
     int64_t lo, hi;
     fedc__robust_block(job->s, block, &lo, &hi);
-    for (int64_t k = lo; k < hi; k++) {
+    const float **x = fedc__robust_fetch_worker(job->s, NULL, job->s->n, job->rows, job->scratch, worker, lo, hi,
+                                                &job->failed);
+    for (int64_t k = lo; x && k < hi; k++) {
         double sum = 0, v = job->v[k];
         for (int i = 0; i < job->s->n; i++)
-            if (job->c[i] != 0) sum += job->c[i] * (job->relative ? job->s->x[i][k] - v : job->s->x[i][k]);
+            if (job->c[i] != 0) sum += job->c[i] * (job->relative ? x[i][k - lo] - v : x[i][k - lo]);
         job->v[k] = job->relative ? v + sum / job->scale : sum / job->scale;
     }
 }
 
-static void distances(iterate_job *job) { fedc_pool_run(job->s->pool, job->s->n, distance_one, job); }
-static void step(iterate_job *job) { fedc__robust_blocks(job->s, step_block, job); }
+static fedc_status step(iterate_job *job) {
+    fedc__robust_blocks(job->s, step_block, job);
+    return fedc__robust_failed(&job->failed);
+}
 
-/* v, the distances and the coefficients: d + 2n doubles. */
+/* v, the distances and the coefficients (d + 2n doubles), and room to read. */
 static fedc_status iterate_begin(iterate_job *job, const fedc__robust_set *s, const char *who) {
     *job = (iterate_job){.s = s};
     job->v = fedc_malloc(((size_t)s->d + 2 * (size_t)s->n) * sizeof *job->v);
     if (!job->v) return fedc_error(FEDC_ENOMEM, "%s: no memory for %lld numbers", who, (long long)s->d);
     job->dist = job->v + s->d;
     job->c = job->dist + s->n;
-    return FEDC_OK;
+    fedc_status st = fedc__robust_room(s, s->n, fedc__robust_workers(s), &job->rows, &job->scratch);
+    if (st) fedc_free(job->v);
+    return st;
 }
 
-static void iterate_end(iterate_job *job, float *out) {
-    for (int64_t k = 0; k < job->s->d; k++) out[k] = (float)job->v[k];
-    fedc_free(job->v);
+static fedc_status iterate_end(iterate_job *job, fedc_status st, float *out) {
+    for (int64_t k = 0; !st && k < job->s->d; k++) out[k] = (float)job->v[k];
+    fedc_free(job->v), fedc_free(job->rows), fedc_free(job->scratch);
+    return st;
 }
 
 static double objective(const iterate_job *job, const double *alpha) {
@@ -81,33 +106,29 @@ fedc_status fedc__robust_geomed(const fedc__robust_set *s, const fedc_robust *r,
     fedc_status st = iterate_begin(&job, s, "geomed");
     if (st) return st;
     double total = 0, *alpha = (double *)job.c, *beta = fedc_malloc((size_t)s->n * sizeof *beta);
-    if (!beta) return fedc_free(job.v), fedc_error(FEDC_ENOMEM, "geomed: no memory");
     for (int i = 0; i < s->n; i++) total += s->w ? s->w[i] : 1.0;
-    if (!(total > 0)) {
-        fedc_free(job.v), fedc_free(beta);
-        return fedc_error(FEDC_EINVAL, "geomed: the clients' weights sum to %g; it must be > 0", total);
-    }
-    for (int i = 0; i < s->n; i++) alpha[i] = (s->w ? s->w[i] : 1.0) / total;
-    for (int64_t k = 0; k < s->d; k++) job.v[k] = 0;
+    if (!beta) st = fedc_error(FEDC_ENOMEM, "geomed: no memory");
+    else if (!(total > 0)) st = fedc_error(FEDC_EINVAL, "geomed: the clients' weights sum to %g; it must be > 0", total);
+    for (int i = 0; !st && i < s->n; i++) alpha[i] = (s->w ? s->w[i] : 1.0) / total;
+    for (int64_t k = 0; !st && k < s->d; k++) job.v[k] = 0;
     job.scale = 1; /* v⁰: the weighted mean */
-    step(&job);
-    distances(&job);
-    double g = objective(&job, alpha);
-    for (int it = 0; it < r->iterations; it++) {
+    if (!st) st = step(&job);
+    if (!st) st = distances(&job);
+    double g = st ? 0 : objective(&job, alpha);
+    for (int it = 0; !st && it < r->iterations; it++) {
         double sum = 0;
         for (int i = 0; i < s->n; i++) sum += beta[i] = alpha[i] / fmax(r->nu, job.dist[i]);
         job.c = beta, job.scale = sum;
-        step(&job);
+        st = step(&job);
         job.c = alpha;
-        distances(&job);
-        double next = objective(&job, alpha);
+        if (!st) st = distances(&job);
+        double next = st ? g : objective(&job, alpha);
         bool done = fabs(g - next) <= r->tolerance * next;
         g = next;
         if (done) break;
     }
-    iterate_end(&job, out);
     fedc_free(beta);
-    return FEDC_OK;
+    return iterate_end(&job, st, out);
 }
 
 fedc_status fedc__robust_cclip(const fedc__robust_set *s, const fedc_robust *r, const float *center, float *out) {
@@ -117,14 +138,13 @@ fedc_status fedc__robust_cclip(const fedc__robust_set *s, const fedc_robust *r, 
     double *c = (double *)job.c;
     for (int64_t k = 0; k < s->d; k++) job.v[k] = center ? center[k] : 0;
     job.relative = true, job.scale = s->n;
-    for (int it = 0; it < r->iterations; it++) {
-        distances(&job);
-        for (int i = 0; i < s->n; i++) {
+    for (int it = 0; !st && it < r->iterations; it++) {
+        st = distances(&job);
+        for (int i = 0; !st && i < s->n; i++) {
             double dist = job.dist[i];
             c[i] = !isfinite(dist) ? 0 : dist > r->tau ? r->tau / dist : 1;
         }
-        step(&job);
+        if (!st) st = step(&job);
     }
-    iterate_end(&job, out);
-    return FEDC_OK;
+    return iterate_end(&job, st, out);
 }

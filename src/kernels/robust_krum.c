@@ -19,23 +19,26 @@
 
 typedef struct distance_job {
     const fedc__robust_set *s;
-    double *d; /* n x n */
+    const float **rows; /* the block's rows, every client's */
+    int64_t len;        /* the block's coordinates */
+    double *d;          /* n x n, row i's j > i summed so far */
 } distance_job;
 
+/* Row i's D_ij, j > i, carried on over the block: the same running sums, term
+ * for term, as over all coordinates at once. */
 static void distance_row(void *ctx, int64_t row, int worker) {
     (void)worker;
     const distance_job *job = ctx;
     int n = job->s->n, i = (int)row;
-    const float *xi = job->s->x[i];
-    job->d[(size_t)i * n + i] = 0;
+    const float *xi = job->rows[i];
     for (int j = i + 1; j < n; j++) {
-        const float *xj = job->s->x[j];
-        double sum = 0;
-        for (int64_t k = 0; k < job->s->d; k++) {
+        const float *xj = job->rows[j];
+        double sum = job->d[(size_t)i * n + j];
+        for (int64_t k = 0; k < job->len; k++) {
             double t = (double)xi[k] - xj[k];
             sum += t * t;
         }
-        job->d[(size_t)i * n + j] = job->d[(size_t)j * n + i] = sum;
+        job->d[(size_t)i * n + j] = sum;
     }
 }
 
@@ -64,17 +67,30 @@ static void scores(const double *d, int n, const int *live, int count, int c, ra
     }
 }
 
-/* The n x n squared distances, and scratch for the scores. */
+/* The n x n squared distances, a block of coordinates at a time, and scratch
+ * for the scores. */
 static fedc_status distances(const fedc__robust_set *s, double **d, ranked **tmp) {
     int n = s->n;
-    *d = fedc_malloc((size_t)n * (size_t)n * sizeof **d);
+    distance_job job = {.s = s};
+    float *scratch = NULL;
+    *d = fedc_calloc((size_t)n * (size_t)n, sizeof **d);
     *tmp = fedc_malloc(2 * (size_t)n * sizeof **tmp);
-    if (!*d || !*tmp) {
-        fedc_free(*d), fedc_free(*tmp);
-        return fedc_error(FEDC_ENOMEM, "krum: no memory for the %d x %d distances", n, n);
+    fedc_status st = *d && *tmp ? fedc__robust_room(s, n, 1, &job.rows, &scratch)
+                                : fedc_error(FEDC_ENOMEM, "krum: no memory for the %d x %d distances", n, n);
+    job.d = *d;
+    for (int64_t lo = 0; !st && lo < s->d; lo += FEDC__ROBUST_BLOCK) {
+        int64_t hi = lo + FEDC__ROBUST_BLOCK < s->d ? lo + FEDC__ROBUST_BLOCK : s->d;
+        st = fedc__robust_fetch(s, NULL, n, lo, hi, scratch, job.rows);
+        job.len = hi - lo;
+        if (!st) fedc_pool_run(s->pool, n, distance_row, &job);
     }
-    distance_job job = {.s = s, .d = *d};
-    fedc_pool_run(s->pool, n, distance_row, &job);
+    fedc_free(job.rows), fedc_free(scratch);
+    if (st) {
+        fedc_free(*d), fedc_free(*tmp);
+        return st;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) job.d[(size_t)j * n + i] = job.d[(size_t)i * n + j];
     return FEDC_OK;
 }
 
