@@ -94,6 +94,9 @@ static const char train_usage[] =
     "                            weighted mean: median, trimmed_mean:beta=B, krum:f=F,\n"
     "                            multikrum:f=F,m=M, bulyan:f=F, geomed[:nu=V,iterations=R],\n"
     "                            cclip:tau=T[,iterations=L] (docs/privacy.md; default mean)\n"
+    "  --attack SPEC             for evaluation: the --attackers FRAC of the clients (a seeded draw\n"
+    "                            by client) send sign_flip, scale:s=S, gaussian:sigma=S, alie:z=Z\n"
+    "                            or ipm:eps=E in place of their update (docs/privacy.md)\n"
     "  --sampling HOW            fixed: exactly --clients-per-round clients a round (the default);\n"
     "                            poisson[:Q]: each client joins with probability Q (default:\n"
     "                            clients-per-round / clients), the sampling DP's accounting assumes\n"
@@ -152,6 +155,7 @@ typedef struct options {
     const char *sampling;    /* --sampling fixed|poisson[:Q] */
     const char *compress;    /* --compress uniform:BITS[,rotate]|off */
     const char *aggregator;  /* --aggregator mean|median|trimmed_mean:beta=B|krum:f=F|... */
+    const char *attack;      /* --attack sign_flip|scale:s=S|gaussian:sigma=S|alie:z=Z|ipm:eps=E|none */
     const char *sets[32];   /* --set NAME=VALUE, in order, applied once the algorithm is known */
     int nsets;
     double prox_mu;         /* --prox-mu: --set mu=X */
@@ -229,6 +233,8 @@ static const option table[] = {
     {OPT("sampling", STR, TRAIN, sampling)},
     {OPT("compress", STR, TRAIN, compress), .check = check_compress},
     {OPT("aggregator", STR, TRAIN, aggregator), .check = check_aggregator},
+    {OPT("attack", STR, TRAIN, attack)},
+    {OPT("attackers", REAL, TRAIN, c.algorithm.aggregation.attack.fraction), .range = {0, 1, false, false}},
     {OPT("secure-sum", I32, TRAIN, c.algorithm.aggregation.secure_sum_bits), INTS(2, 24)},
     {OPT("secure-bound", REAL, TRAIN, c.algorithm.aggregation.secure_sum_bound), .range = {0, FLT_MAX, true, false}},
     {OPT("seed", U64, BOTH, c.seed), INTS(0, UINT64_MAX)},
@@ -457,6 +463,10 @@ static int finish_aggregation(options *o) {
         return usage_error(o, "--compress: %s", fedc_errmsg());
     if (o->aggregator && fedc_robust_parse(o->aggregator, &a->robust))
         return usage_error(o, "--aggregator: %s", fedc_errmsg());
+    if (o->attack && fedc_attack_parse(o->attack, &a->attack)) return usage_error(o, "--attack: %s", fedc_errmsg());
+    if ((a->attack.kind != FEDC_ATTACK_NONE) != (a->attack.fraction > 0))
+        return usage_error(o, "%s", "--attack and --attackers FRAC (> 0) go together: the attack, and the fraction of "
+                           "the clients that make it");
     if (!o->c.poisson && fedc_robust_check(&a->robust, o->c.clients_per_round)) /* a fixed cohort: check it now */
         return usage_error(o, "--aggregator: %s", fedc_errmsg());
     if (a->noise_multiplier > 0 && a->clip == 0)

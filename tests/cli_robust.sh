@@ -54,6 +54,21 @@ same "$out/resumed" "$out/cclip_tau_0.05" && ok || bad "cclip: resumed after rou
 expect 1 "--aggregator median (the checkpoint's: cclip:tau=0.05,iterations=1)" -- \
   "$fedc" train $data $run --aggregator median --resume --out "$out/resumed"
 
+# an attack: 30% of the clients send -20 times their update. It moves the mean's model
+# (its test loss rises by over 1) while the median's stays within 0.5 of the clean run's.
+ev="--eval-every 2 --test-data synthetic:zipf:2:4"
+loss() { sed -n 's/.*"round": 2, "train_loss": [0-9.]*, "test_loss": \([0-9.]*\).*/\1/p' "$1/metrics.jsonl"; }
+expect 0 "done: 2 rounds" -- "$fedc" train $data $run $ev --threads 2 --out "$out/clean"
+expect 0 "done: 2 rounds" -- "$fedc" train $data $run $ev --threads 2 --attack scale:s=-20 --attackers 0.3 \
+  --out "$out/attacked"
+expect 0 "done: 2 rounds" -- "$fedc" train $data $run $ev --threads 2 --attack scale:s=-20 --attackers 0.3 \
+  --aggregator median --out "$out/defended"
+clean=$(loss "$out/clean") attacked=$(loss "$out/attacked") defended=$(loss "$out/defended")
+awk -v c="$clean" -v a="$attacked" -v d="$defended" 'BEGIN { exit !(c > 0 && a > c + 1 && d < c + 0.5) }' && ok \
+  || bad "test loss clean $clean, attacked mean $attacked, attacked median $defended"
+expect 2 "unknown attack 'signflip'" -- "$fedc" train $data $run --attack signflip --attackers 0.1
+expect 2 "--attack and --attackers FRAC (> 0) go together" -- "$fedc" train $data $run --attack sign_flip
+
 expect 2 "unknown aggregator 'medain'" -- "$fedc" train $data $run --aggregator medain
 expect 2 "krum has no setting 'beta' (it takes f=F)" -- "$fedc" train $data $run --aggregator krum:beta=0.1
 expect 2 "bulyan with f = 2 needs at least 4f + 3 = 11 clients; the round has 7" -- \

@@ -26,6 +26,7 @@
 #ifndef FEDC_AGGREGATE_H
 #define FEDC_AGGREGATE_H
 
+#include "fedc/attack.h"
 #include "fedc/robust.h"
 #include "fedc/tree.h"
 
@@ -68,6 +69,9 @@ typedef struct fedc_aggregation {
      * weighted mean, over each client's whole update flattened (src/fl/robust_round.c);
      * after zeroing, and not with a clip, a secure sum or compression. Zero: the mean. */
     fedc_robust robust;
+    /* Byzantine clients, for evaluation (fedc/attack.h; --attack, --attackers): the
+     * cohort's malicious clients (input meta/malicious) send the attack's update. */
+    fedc_attack attack;
 } fedc_aggregation;
 
 /* TFF's adaptive defaults: γ 0.5, η 0.2, initial clip 0.1, σ_b = 0.05 m. */

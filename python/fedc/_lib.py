@@ -73,6 +73,12 @@ class Robust(Structure):
                 ("iterations", c_int), ("tolerance", c_double), ("tau", c_double), ("memory_mb", c_int)]
 
 
+class Attack(Structure):
+    """struct fedc_attack (attack.h)."""
+    _c_struct_ = "fedc_attack"
+    _fields_ = [("kind", c_int), ("value", c_double), ("fraction", c_double)]
+
+
 class Aggregation(Structure):
     """struct fedc_aggregation (aggregate.h)."""
     _c_struct_ = "fedc_aggregation"
@@ -84,7 +90,9 @@ class Aggregation(Structure):
                 # secure sum (fedc/secure_sum.h): --secure-sum BITS [--secure-bound B]
                 ("secure_sum_bits", c_int), ("secure_sum_bound", c_double),
                 # a Byzantine-robust aggregator (fedc/robust.h): --aggregator SPEC
-                ("robust", Robust)]
+                ("robust", Robust),
+                # Byzantine clients for evaluation (fedc/attack.h): --attack SPEC --attackers FRAC
+                ("attack", Attack)]
 
 
 class Algorithm(Structure):

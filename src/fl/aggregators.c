@@ -34,7 +34,7 @@ fedc_aggregation fedc_aggregation_adaptive_defaults(double noise_multiplier) {
 
 bool fedc_aggregation_active(const fedc_aggregation *a) {
     return a->zero_norm > 0 || a->clip > 0 || a->secure_sum_bits != 0 || a->compress_bits > 0 ||
-           a->robust.kind != FEDC_ROBUST_MEAN;
+           a->robust.kind != FEDC_ROBUST_MEAN || a->attack.kind != FEDC_ATTACK_NONE;
 }
 
 fedc_status fedc_aggregation_noise(const fedc_aggregation *a, double m, double *update_multiplier,
@@ -158,6 +158,8 @@ fedc_status fedc_aggregation_check(const fedc_aggregation *a) {
     if (!(in(a->expected_clients, 0, INFINITY) && isfinite(a->expected_clients)))
         return fedc_error(FEDC_EINVAL, "aggregation: the expected clients %g must be finite and > 0 (0: the cohort's "
                           "size)", a->expected_clients);
+    if (!(a->attack.fraction >= 0 && a->attack.fraction <= 1))
+        return fedc_error(FEDC_EINVAL, "aggregation: the attackers' fraction %g must be in [0, 1]", a->attack.fraction);
     fedc_status st = check_robust(a);
     if (!st) st = check_secure_sum(a);
     double zu, sb;
@@ -273,6 +275,12 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
     if (fedc_program_find_output(p, FEDC_AGGREGATE_DONE) != FEDC_NONE)
         return fedc_program_fail(p, FEDC_EINVAL, "%s: the round aggregates twice with --dp-clip, --robust-zero or --compress; "
                                  "each round may call fedc_round_aggregate once", fedc_algorithm_name(r->alg)), NULL;
+    if (a->attack.kind != FEDC_ATTACK_NONE) { /* the malicious clients send their attack instead */
+        fedc_value bad = fedc_program_find_input(p, FEDC_ATTACK_MALICIOUS);
+        if (bad == FEDC_NONE) bad = fedc_input(p, FEDC_ATTACK_MALICIOUS, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS));
+        update = fedc_attack_update(p, &a->attack, update, bad, fedc__round_client_key(r));
+        if (!update) return NULL;
+    }
     bool clip_raw = a->clip > 0 && a->compress_bits == 0; /* else the clip takes the quantized update's norm */
     fedc_value norm = a->zero_norm > 0 || clip_raw ? fedc_aggregate_norm(p, update) : FEDC_NONE;
     if (a->zero_norm > 0) {

@@ -110,7 +110,7 @@ static fedc_value salted(fedc_program *p, fedc_value key) { return fedc__key_plu
 
 /* Each client's data key: r->data's, or the program's "key" input (a round built
  * by hand, without r->data). */
-static fedc_value client_key(fedc_round *r) {
+fedc_value fedc__round_client_key(fedc_round *r) {
     if (r->data && fedc_tree_has(r->data, "key")) return fedc_tree_get(r->p, r->data, "key");
     fedc_value v = fedc_program_find_input(r->p, "key");
     fedc_type t = fedc__placed(fedc_type_make(FEDC_I32, 1, (int64_t[]){4}), FEDC_CLIENTS);
@@ -122,7 +122,7 @@ fedc_tree *fedc__compress_update(fedc_round *r, const fedc_tree *update, fedc_va
     const fedc_aggregation *a = &r->alg->aggregation;
     const fedc_tree *t = update;
     if (a->compress_rotate) t = fedc_aggregate_rotate(p, update, salted(p, server_key));
-    return t ? fedc_aggregate_quantize(p, t, salted(p, client_key(r)), 1 << a->compress_bits) : NULL;
+    return t ? fedc_aggregate_quantize(p, t, salted(p, fedc__round_client_key(r)), 1 << a->compress_bits) : NULL;
 }
 
 fedc_tree *fedc__compress_finish(fedc_round *r, fedc_tree *mean, const fedc_tree *update, fedc_value server_key) {

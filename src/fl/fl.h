@@ -63,6 +63,8 @@ fedc_status fedc__compress_check(const fedc_aggregation *a);
 fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value weight);
 fedc_status fedc__robust_server_state(fedc_program *p, const fedc_aggregation *a, fedc_tree *state);
 fedc_tree *fedc__compress_update(fedc_round *r, const fedc_tree *update, fedc_value server_key);
+/* Each client's data key (i32[4]@clients): r->data's, or the program's "key" input. */
+fedc_value fedc__round_client_key(fedc_round *r);
 fedc_tree *fedc__compress_finish(fedc_round *r, fedc_tree *mean, const fedc_tree *update, fedc_value server_key);
 
 /* FedAvg's server half on local training's results `out` (delta/, examples,

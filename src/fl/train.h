@@ -59,6 +59,7 @@ typedef struct trainer {
     float meta_population;  /* meta/population: the training data's clients */
     float *meta_seen;       /* meta/seen: whether each of the cohort's clients had a stored state */
     float *meta_index;      /* meta/index: 0, 1, ..., the cohort's places */
+    float *meta_malicious;  /* meta/malicious: 1 for the cohort's malicious clients (--attack) */
     float *meta_domain;     /* meta/domain: the cohort's domains (when the round reads them) */
     float *client_domain;   /* every training client's domain (src/fl/train_domains.c) */
     /* An algorithm's evaluation that reads the client state (APFL's personal models):

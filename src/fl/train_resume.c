@@ -90,6 +90,10 @@ static int aggregation_settings(const fedc_train_config *c, const fedc_algorithm
     fedc_robust_format(&a->robust, robust, sizeof robust);
     setting(out, &n, max, "--aggregator", false, "%s", robust); /* a checkpoint before it: the mean */
     if (n > 0) out[n - 1].unrecorded = "mean";
+    setting(out, &n, max, "--attack", false, "%s:%s", fedc_attack_name(a->attack.kind), exact(a->attack.value, x[0]));
+    if (n > 0) out[n - 1].unrecorded = "none:0";
+    setting(out, &n, max, "--attackers", false, "%s", exact(a->attack.fraction, x[1]));
+    if (n > 0) out[n - 1].unrecorded = "0";
     return n;
 }
 

@@ -192,7 +192,8 @@ fedc_status fedc__train_state_create(trainer *t, int k) {
     if (!st) st = create_clients(t, k);
     if (!st && (!(t->meta_examples = fedc_calloc((size_t)k, sizeof *t->meta_examples)) ||
                 !(t->meta_seen = fedc_calloc((size_t)k, sizeof *t->meta_seen)) ||
-                !(t->meta_index = fedc_calloc((size_t)k, sizeof *t->meta_index))))
+                !(t->meta_index = fedc_calloc((size_t)k, sizeof *t->meta_index)) ||
+                !(t->meta_malicious = fedc_calloc((size_t)k, sizeof *t->meta_malicious))))
         st = fedc_error(FEDC_ENOMEM, "train: out of memory");
     for (int i = 0; !st && i < k; i++) t->meta_index[i] = (float)i;
     return st;
@@ -213,10 +214,11 @@ void fedc__train_state_free(trainer *t) {
     fedc_free(t->meta_examples);
     fedc_free(t->meta_seen);
     fedc_free(t->meta_index);
+    fedc_free(t->meta_malicious);
     fedc_free(t->meta_domain);
     fedc_free(t->client_domain);
     t->client_default = t->records = NULL;
-    t->meta_examples = t->meta_seen = t->meta_index = t->meta_domain = t->client_domain = NULL;
+    t->meta_examples = t->meta_seen = t->meta_index = t->meta_malicious = t->meta_domain = t->client_domain = NULL;
 }
 
 static fedc_status bind_set(fedc_executor *ex, const char *prefix, const state_set *s) {
@@ -237,7 +239,7 @@ fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex, const fedc_pro
         const char *name;
         void *data;
     } meta[] = {{"meta/num_examples", t->meta_examples}, {"meta/population", &t->meta_population},
-                {"meta/seen", t->meta_seen}, {"meta/index", t->meta_index}};
+                {"meta/seen", t->meta_seen}, {"meta/index", t->meta_index}, {FEDC_ATTACK_MALICIOUS, t->meta_malicious}};
     for (size_t i = 0; !st && i < sizeof meta / sizeof meta[0]; i++)
         if (fedc_program_find_input(round, meta[i].name) != FEDC_NONE) st = fedc_executor_bind(ex, meta[i].name, meta[i].data);
     if (!st && fedc_program_find_input(round, "meta/domain") != FEDC_NONE && !t->client_domain)
@@ -288,6 +290,8 @@ static fedc_status read_records(trainer *t, int r, int k, const int64_t *ids, vo
 fedc_status fedc__train_state_before_round(trainer *t, int r) {
     int k = t->k;
     for (int i = 0; i < k; i++) t->meta_examples[i] = (float)fedc_dataset_client_examples(t->train, t->sampled[i]);
+    for (int i = 0; i < k; i++) /* the population's malicious clients, by id (fedc/attack.h) */
+        t->meta_malicious[i] = fedc_attack_malicious(&t->alg.aggregation.attack, t->c->seed, t->sampled[i]);
     for (int i = 0; t->meta_domain && i < k; i++) t->meta_domain[i] = t->client_domain[t->sampled[i]];
     return t->client.n ? read_records(t, r, k, t->sampled, t->records, &t->client, t->meta_seen) : FEDC_OK;
 }
