@@ -63,6 +63,7 @@ expect 0 "done: 2 rounds" -- "$fedc" train $data $run $ev --threads 2 --attack s
   --out "$out/attacked"
 expect 0 "done: 2 rounds" -- "$fedc" train $data $run $ev --threads 2 --attack scale:s=-20 --attackers 0.3 \
   --aggregator median --out "$out/defended"
+grep -q '"round": 2, .*"attackers": [1-9]' "$out/attacked/metrics.jsonl" && ok || bad "metrics: no attackers counted"
 clean=$(loss "$out/clean") attacked=$(loss "$out/attacked") defended=$(loss "$out/defended")
 awk -v c="$clean" -v a="$attacked" -v d="$defended" 'BEGIN { exit !(c > 0 && a > c + 1 && d < c + 0.5) }' && ok \
   || bad "test loss clean $clean, attacked mean $attacked, attacked median $defended"

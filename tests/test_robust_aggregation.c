@@ -413,7 +413,8 @@ static void test_program_op(void) {
             const float *rows[N];
             for (int i = 0; i < N; i++) rows[i] = twice + (size_t)i * D;
             for (size_t k = 0; k < (size_t)N * D; k++) twice[k] = c.data[k] + c.data[k];
-            CHECK_OK(fedc_robust_aggregate_vectors(&r, rows, N, D, wd, NULL, want, NULL, NULL, NULL));
+            int kept[N], nkept = 0;
+            CHECK_OK(fedc_robust_aggregate_vectors(&r, rows, N, D, wd, NULL, want, kept, &nkept, NULL));
             for (int threads = 1; threads <= 3; threads += 2) {
                 /* with 3 threads, the values beyond a budget of 1 MiB spill to a file */
                 fedc_robust budgeted = r;
@@ -432,6 +433,9 @@ static void test_program_op(void) {
                 CHECK_OK(fedc_executor_output(ex, "agg", (const void **)&got, NULL));
                 CHECK_MSG(got && !memcmp(got, want, D * sizeof *want), "%s (%s, %d threads, memory %d MiB): not the "
                           "C function's bits", every[a], mapped ? "map" : "materialised", threads, budgeted.memory_mb);
+                int ekept[N], enkept = fedc_executor_robust_kept(ex, ekept, N); /* Krum's choice, as the C function's */
+                CHECK_MSG(enkept == nkept && !memcmp(ekept, kept, (size_t)nkept * sizeof *kept), "%s: kept %d clients, "
+                          "the C function %d", every[a], enkept, nkept);
                 fedc_executor_destroy(ex);
             }
             /* client 3 absent: the aggregate of the other 14 */

@@ -100,6 +100,11 @@ FEDC_API fedc_status fedc_executor_output(const fedc_executor *ex, const char *n
  * among them. */
 FEDC_API int fedc_executor_dropped(const fedc_executor *ex, int *clients, int max);
 
+/* The clients (cohort places, in order) that the program's first robust_aggregate
+ * (fedc/robust.h) kept in the last run, where its aggregator selects (Krum,
+ * Multi-Krum, Bulyan): writes up to `max` and returns how many; 0 for the others. */
+FEDC_API int fedc_executor_robust_kept(const fedc_executor *ex, int *clients, int max);
+
 /* Marks clients as absent from the next runs (absent[i] != 0; NULL: none), for a
  * cohort smaller than the executor's slots (Poisson sampling): an absent client's
  * map bodies and per-client ops do not run, its @clients values are zeros, and

@@ -58,6 +58,8 @@ void fedc__agg_free(fedc__agg *a) {
     a->depth = a->nspare = 0;
     a->open = false;
     fedc__agg_robust_free(a);
+    fedc_free(a->robust_kept);
+    a->robust_kept = NULL, a->robust_nkept = 0;
 }
 
 void *fedc__agg_buffer(fedc__agg *a) {

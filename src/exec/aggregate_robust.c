@@ -105,6 +105,7 @@ static fedc_status read_back(void *ctx, int j, int64_t lo, int64_t count, float 
 }
 
 fedc_status fedc__agg_robust_end(fedc__agg *a) {
+    a->robust_nkept = 0;
     fedc_status st = store(a);
     if (st) return st;
     fedc__robust_rows *k = a->robust;
@@ -122,7 +123,10 @@ fedc_status fedc__agg_robust_end(fedc__agg *a) {
     }
     fedc__robust_set s = {.x = (const float *const *)k->rows, .read = read_back, .read_ctx = k, .n = n,
                           .d = a->count, .w = k->weight};
-    st = fedc__robust_aggregate_set(&a->robust_settings, &s, NULL, a->out, NULL, NULL);
+    if (!a->robust_kept && !(a->robust_kept = fedc_malloc((size_t)(k->clients ? k->clients : 1) * sizeof *a->robust_kept)))
+        st = fedc_error(FEDC_ENOMEM, "robust_aggregate: no memory for %lld clients", (long long)k->clients);
+    if (!st) st = fedc__robust_aggregate_set(&a->robust_settings, &s, NULL, a->out, a->robust_kept, &a->robust_nkept);
+    for (int j = 0; !st && j < a->robust_nkept; j++) a->robust_kept[j] = k->client[a->robust_kept[j]]; /* cohort places */
     fedc__agg_robust_free(a);
     return st; /* its message names the aggregator */
 }

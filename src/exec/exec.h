@@ -113,6 +113,8 @@ typedef struct fedc__agg {
     int nspare;
     fedc_robust robust_settings;       /* robust_aggregate: its aggregator */
     struct fedc__robust_rows *robust; /* and every client's value, kept (aggregate_robust.c) */
+    int *robust_kept;                 /* the clients its last run's Krum, Multi-Krum or Bulyan kept */
+    int robust_nkept;
 } fedc__agg;
 
 /* Begins an aggregation of node n over a cohort of `clients`, into `out`. */

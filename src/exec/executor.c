@@ -638,6 +638,16 @@ fedc_status fedc_executor_profile(const fedc_executor *ex, FILE *out) {
     return FEDC_OK;
 }
 
+int fedc_executor_robust_kept(const fedc_executor *ex, int *clients, int max) {
+    for (int v = 0; ex->aggs && v < ex->p->n; v++) {
+        const fedc__agg *a = ex->aggs[v];
+        if (!a || ex->p->nodes[v].op != FEDC_OP_ROBUST_AGGREGATE) continue;
+        for (int i = 0; i < a->robust_nkept && i < max; i++) clients[i] = a->robust_kept[i];
+        return a->robust_nkept;
+    }
+    return 0;
+}
+
 int fedc_executor_dropped(const fedc_executor *ex, int *clients, int max) {
     int count = 0;
     for (int i = 0; i < ex->clients; i++)

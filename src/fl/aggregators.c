@@ -279,6 +279,7 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
         fedc_value bad = fedc_program_find_input(p, FEDC_ATTACK_MALICIOUS);
         if (bad == FEDC_NONE) bad = fedc_input(p, FEDC_ATTACK_MALICIOUS, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS));
         update = fedc_attack_update(p, &a->attack, update, bad, fedc__round_client_key(r));
+        fedc_program_output(p, "aggregator/attackers", fedc_sum(p, bad)); /* the cohort's malicious clients */
         if (!update) return NULL;
     }
     bool clip_raw = a->clip > 0 && a->compress_bits == 0; /* else the clip takes the quantized update's norm */

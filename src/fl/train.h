@@ -31,6 +31,7 @@ typedef struct train_privacy {
     int32_t key[4];          /* FEDC_AGGREGATE_KEY: this round's server noise stream */
     double clip, noise_stddev, zeroed, fraction; /* the last round's aggregator outputs (NAN: none) */
     double bits;             /* with compression: the bits a client sends a round (NAN: none) */
+    double attackers;        /* with --attack: the last round's malicious clients (NAN: none) */
     double q, delta;         /* the accountant's sampling rate and δ */
     double z_update, z_count; /* the noise multipliers of the update and of the unclipped count (0: none) */
 } train_privacy;

@@ -18,7 +18,7 @@
 fedc_status fedc__train_privacy_setup(trainer *t) {
     fedc_aggregation *a = &t->alg.aggregation;
     train_privacy *p = &t->privacy;
-    p->clip = p->noise_stddev = p->zeroed = p->fraction = p->bits = NAN;
+    p->clip = p->noise_stddev = p->zeroed = p->fraction = p->bits = p->attackers = NAN;
     if (!fedc_aggregation_active(a)) return FEDC_OK;
     if (a->clip > 0 && a->expected_clients == 0) a->expected_clients = t->expected_clients; /* TFF's m */
     fedc_status st = fedc_aggregation_check(a);
@@ -66,6 +66,7 @@ fedc_status fedc__train_privacy_after_round(trainer *t) {
     if (!st) st = read_output(t, "aggregator/zeroed", &p->zeroed);
     if (!st) st = read_output(t, "aggregator/unclipped_fraction", &p->fraction);
     if (!st) st = read_output(t, "aggregator/bits", &p->bits);
+    if (!st) st = read_output(t, "aggregator/attackers", &p->attackers);
     return st;
 }
 
@@ -99,6 +100,7 @@ fedc_status fedc__train_privacy_json(const trainer *t, int rounds, char *buf, si
     member(buf, size, &used, "dp_noise_stddev", p->noise_stddev);
     member(buf, size, &used, "dp_unclipped_fraction", p->fraction);
     member(buf, size, &used, "zeroed", p->zeroed);
+    member(buf, size, &used, "attackers", p->attackers); /* the last round's malicious clients (--attack) */
     member(buf, size, &used, "compress_bits", p->bits);          /* a client's, this round */
     member(buf, size, &used, "compress_num_bits", p->bits * rounds); /* FedJAX's num_bits: over the rounds */
     if (p->z_update > 0) {
