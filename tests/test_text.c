@@ -172,6 +172,13 @@ static void build_placed_ops(fedc_program *p) {
     fedc_value cv = fedc_input(p, "client_x", c);
     int ax[] = {1};
     fedc_program_output(p, "client_out", fedc_reduce_sum(p, cv, ax, 1, false));
+    fedc_type u = T(FEDC_F32, 4), w = fedc_type_scalar(FEDC_F32); /* a robust aggregate and its settings */
+    u.placement = w.placement = FEDC_CLIENTS;
+    fedc_value uv = fedc_input(p, "client_u", u), wv = fedc_input(p, "client_w", w);
+    fedc_robust geomed = fedc_robust_defaults(FEDC_ROBUST_GEOMED), trimmed = fedc_robust_defaults(FEDC_ROBUST_TRIMMED_MEAN);
+    geomed.memory_mb = 3, trimmed.beta = 0.25;
+    fedc_program_output(p, "robust_geomed", fedc_robust_aggregate(p, uv, wv, &geomed));
+    fedc_program_output(p, "robust_trimmed", fedc_robust_aggregate(p, uv, wv, &trimmed));
 }
 
 /* A fold outside any map, on local values, stepping backwards (reverse=1). */
