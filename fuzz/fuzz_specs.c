@@ -1,0 +1,49 @@
+/* The option specs parsed this way: --aggregator (fedc_robust_parse), --attack
+ * (fedc_attack_parse) and FEDC_FAULT (fedc__fault_set). The input is split at
+ * its first two newlines into the three specs. Each parser returns a status,
+ * never a crash; an aggregator spec it accepts prints (fedc_robust_format) as a
+ * spec that parses back to the same settings and prints the same again, as the
+ * header promises, or the harness aborts (a finding). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fault.h"
+#include "fedc/attack.h"
+#include "fedc/robust.h"
+#include "fuzz.h"
+
+/* The next spec of [*at, end): up to a newline, NUL-ended in a fresh buffer. */
+static char *next_spec(const uint8_t **at, const uint8_t *end) {
+    const uint8_t *nl = memchr(*at, '\n', (size_t)(end - *at));
+    size_t len = (size_t)((nl ? nl : end) - *at);
+    char *s = malloc(len + 1);
+    if (!s) abort();
+    memcpy(s, *at, len);
+    s[len] = '\0';
+    *at = nl ? nl + 1 : end;
+    return s;
+}
+
+static void aggregator(const char *spec) {
+    fedc_robust r = fedc_robust_defaults(FEDC_ROBUST_MEAN), back = r;
+    if (fedc_robust_parse(spec, &r)) return;
+    (void)fedc_robust_check(&r, 7);
+    char once[256], twice[256];
+    fedc_robust_format(&r, once, sizeof once);
+    if (fedc_robust_parse(once, &back)) abort(); /* printed, it must parse */
+    fedc_robust_format(&back, twice, sizeof twice);
+    if (strcmp(once, twice) != 0) abort();
+    fuzz_sink += (unsigned)strlen(once);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    const uint8_t *at = data, *end = data + size;
+    char *robust = next_spec(&at, end), *attack = next_spec(&at, end), *fault = next_spec(&at, end);
+    aggregator(robust);
+    fedc_attack a = {0};
+    if (!fedc_attack_parse(attack, &a)) fuzz_sink += (unsigned)a.kind;
+    if (!fedc__fault_set(fault)) fuzz_sink += (unsigned)fedc__fault_on(FEDC__FAULT_LOAD);
+    (void)fedc__fault_set(NULL);
+    free(robust), free(attack), free(fault);
+    return 0;
+}
