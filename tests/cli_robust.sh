@@ -42,6 +42,14 @@ same "$out/bulyan1" "$out/bulyan_f_1" && ok \
 # the same bits with a memory budget of 1 MiB (the 7 updates of the LSTM are more)
 expect 0 "done: 2 rounds" -- "$fedc" train $data $run --threads 2 --aggregator multikrum:f=1,m=4,memory=1 --out "$out/budget"
 same "$out/budget" "$out/multikrum_f_1_m_4" && ok || bad "--aggregator multikrum with memory=1: other bits"
+# metrics.jsonl names the clients a selecting aggregator kept, each round: Multi-Krum's
+# m = 4 and Krum's one of the 7, distinct population indices; the median keeps no list
+kept() { sed -n "s/.*\"round\": $2,.*\"kept\": \[\([0-9, ]*\)\].*/\1/p" "$1/metrics.jsonl" | tr ',' '\n' | tr -d ' ' | sort -un | grep -c .; }
+[ "$(kept "$out/multikrum_f_1_m_4" 1)" = 4 ] && [ "$(kept "$out/multikrum_f_1_m_4" 2)" = 4 ] && ok \
+  || bad "multikrum:f=1,m=4: metrics.jsonl does not name 4 kept clients in each round"
+[ "$(kept "$out/krum_f_2" 2)" = 1 ] && ok || bad "krum:f=2: metrics.jsonl does not name 1 kept client"
+[ "$(kept "$out/bulyan_f_1" 1)" = 5 ] && ok || bad "bulyan:f=1: metrics.jsonl does not name n - 2f = 5 kept clients"
+! grep -q '"kept"' "$out/median/metrics.jsonl" && ok || bad "median: metrics.jsonl names kept clients"
 # cclip's centre is server state, checkpointed by name
 grep -q "aggregator/center" "$out/cclip_tau_0.05/checkpoint.safetensors" && ok || bad "cclip: no centre in the checkpoint"
 

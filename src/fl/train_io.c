@@ -68,6 +68,25 @@ fedc_status fedc__train_add_curve(trainer *t, int round, double train_loss, cons
     return FEDC_OK;
 }
 
+/* The clients a selecting aggregator (Krum, Multi-Krum, Bulyan: --aggregator)
+ * kept in the round just run, as the member `, "kept": [i, ...]` (population
+ * indices, increasing cohort order) in buf; "" for the other aggregators and for a
+ * round that ran no client. */
+static fedc_status kept_member(const trainer *t, char *buf, size_t size) {
+    fedc_robust_kind kind = t->alg.aggregation.robust.kind;
+    buf[0] = 0;
+    if (kind != FEDC_ROBUST_KRUM && kind != FEDC_ROBUST_MULTIKRUM && kind != FEDC_ROBUST_BULYAN) return FEDC_OK;
+    int *kept = fedc_malloc((size_t)(t->k > 0 ? t->k : 1) * sizeof *kept);
+    if (!kept) return fedc_error(FEDC_ENOMEM, "train: out of memory for the kept clients");
+    int n = t->present > 0 ? fedc_executor_robust_kept(t->round_ex, kept, t->k) : 0;
+    size_t used = (size_t)snprintf(buf, size, ", \"kept\": [");
+    for (int i = 0; i < n && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)t->sampled[kept[i]]);
+    if (used < size) used += (size_t)snprintf(buf + used, size - used, "]");
+    fedc_free(kept);
+    return used < size ? FEDC_OK : fedc_error(FEDC_EINVAL, "train: %d kept clients do not fit a metrics row", n);
+}
+
 fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, const eval_result *e,
                                     double examples_per_s, double seconds) {
     const eval_result *test = e ? e : &not_evaluated;
@@ -79,12 +98,14 @@ fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, co
     char privacy[512];
     fedc_status st = fedc__train_privacy_json(t, round, privacy, sizeof privacy);
     if (st) return st;
+    char kept[8192];
+    if ((st = kept_member(t, kept, sizeof kept))) return st;
     fprintf(t->jsonl,
             "{\"round\": %d, \"train_loss\": %s, \"test_loss\": %s, \"test_accuracy\": %s, "
             "\"client_accuracy_p10\": %s, \"client_accuracy_p50\": %s, \"client_accuracy_p90\": %s, "
-            "\"evaluated\": %s, \"dropped\": %lld, \"examples_per_s\": %s, \"seconds\": %s%s}\n",
+            "\"evaluated\": %s, \"dropped\": %lld, \"examples_per_s\": %s, \"seconds\": %s%s%s}\n",
             round, j[0], j[1], j[2], j[3], j[4], j[5], e ? "true" : "false", (long long)t->dropped, j[6], j[7],
-            privacy);
+            privacy, kept);
     fprintf(t->csv, "%d,%s,%s,%s,%s,%s,%s,%lld,%s,%s\n", round, c[0], c[1], c[2], c[3], c[4], c[5],
             (long long)t->dropped, c[6], c[7]);
     bool bad = fflush(t->jsonl) != 0 || fflush(t->csv) != 0 || ferror(t->jsonl) || ferror(t->csv);
