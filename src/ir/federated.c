@@ -13,30 +13,6 @@ fedc_value fedc_weighted_mean(fedc_program *p, fedc_value x, fedc_value w) {
     return fedc__emit(p, FEDC_OP_WEIGHTED_MEAN, in, 2, NULL, 0, NULL);
 }
 
-fedc_value fedc_robust_aggregate(fedc_program *p, fedc_value x, fedc_value w, const fedc_robust *r) {
-    fedc_value in[2] = {x, w};
-    int64_t ints[5] = {r->kind, r->f, r->m, r->iterations, r->memory_mb};
-    fedc__attr a[4] = {fedc__attr_make_ints(FEDC_ATTR_ROBUST, 5, ints)};
-    int n = 1; /* the settings the kind reads (an op holds at most four attributes) */
-    if (r->kind == FEDC_ROBUST_TRIMMED_MEAN) a[n++] = fedc__attr_make_float(FEDC_ATTR_BETA, r->beta);
-    if (r->kind == FEDC_ROBUST_GEOMED) a[n++] = fedc__attr_make_float(FEDC_ATTR_NU, r->nu);
-    if (r->kind == FEDC_ROBUST_GEOMED) a[n++] = fedc__attr_make_float(FEDC_ATTR_TOLERANCE, r->tolerance);
-    if (r->kind == FEDC_ROBUST_CCLIP) a[n++] = fedc__attr_make_float(FEDC_ATTR_TAU, r->tau);
-    return fedc__emit(p, FEDC_OP_ROBUST_AGGREGATE, in, 2, a, n, NULL);
-}
-
-fedc_robust fedc__robust_of(const fedc__node *n) {
-    int count = 0;
-    const int64_t *v = fedc__attr_ints(n, FEDC_ATTR_ROBUST, &count);
-    fedc_robust r = fedc_robust_defaults(count == 5 ? (fedc_robust_kind)v[0] : FEDC_ROBUST_MEAN);
-    if (count == 5) r.f = (int)v[1], r.m = (int)v[2], r.iterations = (int)v[3], r.memory_mb = (int)v[4];
-    r.beta = fedc__attr_float(n, FEDC_ATTR_BETA, r.beta);
-    r.nu = fedc__attr_float(n, FEDC_ATTR_NU, r.nu);
-    r.tolerance = fedc__attr_float(n, FEDC_ATTR_TOLERANCE, r.tolerance);
-    r.tau = fedc__attr_float(n, FEDC_ATTR_TAU, r.tau);
-    return r;
-}
-
 fedc_value fedc_num_clients(fedc_program *p, fedc_dtype dt) {
     fedc__attr a = fedc__attr_make_int(FEDC_ATTR_DTYPE, dt);
     return fedc__emit(p, FEDC_OP_NUM_CLIENTS, NULL, 0, &a, 1, NULL);

@@ -695,22 +695,6 @@ fedc_status fedc__infer_WEIGHTED_MEAN(const rule_ctx *c, fedc_type *out) {
     return FEDC_OK;
 }
 
-/* robust_aggregate: f32[d]@clients and its f32[]@clients weights to f32[d]@server,
- * with settings an aggregator can take (fedc_robust_check). */
-fedc_status fedc__infer_ROBUST_AGGREGATE(const rule_ctx *c, fedc_type *out) {
-    const fedc_type *x = operand(c, 0), *w = operand(c, 1);
-    if (x->placement != FEDC_CLIENTS || x->dtype != FEDC_F32 || x->rank != 1)
-        return fail(c, FEDC_ETYPE, "operand is %s; robust_aggregate takes one f32 vector per client (f32[d]@clients)",
-                    TYPESTR(x));
-    if (w->placement != FEDC_CLIENTS || w->rank != 0 || w->dtype != FEDC_F32)
-        return fail(c, FEDC_ETYPE, "the weight is %s; it must be one f32 scalar per client (f32[]@clients)", TYPESTR(w));
-    fedc_robust r = fedc__robust_of(c->n);
-    if (fedc_robust_check(&r, 0)) return fail(c, FEDC_EINVAL, "%s", fedc_errmsg());
-    *out = *x;
-    out->placement = FEDC_SERVER;
-    return FEDC_OK;
-}
-
 static fedc_status body_of(const rule_ctx *c, const fedc_program **body) {
     int64_t index = fedc__attr_int(c->n, FEDC_ATTR_BODY, -1);
     if (index < 0 || index >= c->p->nbodies)
