@@ -116,20 +116,32 @@ static void saturating_convert(const lower *l, const char *x, fedc_dtype from, c
     fedc_type b = *type_of(l, l->v);
     b.dtype = FEDC_BOOL;
     fedc__mlir_tensor(l->m, &b, lead(l, l->v), bt, sizeof bt);
-    op2(l, fedc__mlir_tmp(l->m, c), "stablehlo.maximum", "", x, fedc__shlo_splat(l->m, from, lo, in_t, k), in_t, in_t);
-    op2(l, fedc__mlir_tmp(l->m, clean), "stablehlo.minimum", "", c, fedc__shlo_splat(l->m, from, hi, in_t, k), in_t, in_t);
-    op2(l, fedc__mlir_tmp(l->m, nan), "stablehlo.compare", compare_attrs("NE", from, attrs), x, x, in_t, bt);
-    fedc__shlo_op(l->m, fedc__mlir_tmp(l->m, c), "stablehlo.select", "", 3,
-                  (const char *[]){nan, fedc__shlo_splat(l->m, from, 0, in_t, k), clean}, (const char *[]){bt, in_t, in_t}, in_t);
+    /* Each call that writes or names a value is a statement of its own: the order
+     * of a call's arguments is the compiler's, and so would be the names
+     * (tests/compilers_agree.sh). */
+    fedc__shlo_splat(l->m, from, lo, in_t, k);
+    fedc__mlir_tmp(l->m, c);
+    op2(l, c, "stablehlo.maximum", "", x, k, in_t, in_t);
+    fedc__shlo_splat(l->m, from, hi, in_t, k);
+    fedc__mlir_tmp(l->m, clean);
+    op2(l, clean, "stablehlo.minimum", "", c, k, in_t, in_t);
+    fedc__mlir_tmp(l->m, nan);
+    op2(l, nan, "stablehlo.compare", compare_attrs("NE", from, attrs), x, x, in_t, bt);
+    fedc__shlo_splat(l->m, from, 0, in_t, k);
+    fedc__mlir_tmp(l->m, c);
+    fedc__shlo_op(l->m, c, "stablehlo.select", "", 3, (const char *[]){nan, k, clean}, (const char *[]){bt, in_t, in_t},
+                  in_t);
     if (to != FEDC_I32) { /* u8: [0, 255] holds every clamped value */
         op1(l, out_name(l), "stablehlo.convert", "", c, in_t, out_t);
         return;
     }
-    op1(l, fedc__mlir_tmp(l->m, e), "stablehlo.convert", "", c, in_t, out_t);
-    op2(l, fedc__mlir_tmp(l->m, big), "stablehlo.compare", compare_attrs("GE", from, attrs), x,
-        fedc__shlo_splat(l->m, from, 2147483648.0, in_t, k), in_t, bt);
-    fedc__shlo_op(l->m, out_name(l), "stablehlo.select", "", 3,
-                  (const char *[]){big, fedc__shlo_splat(l->m, FEDC_I32, 2147483647.0, out_t, imax), e},
+    fedc__mlir_tmp(l->m, e);
+    op1(l, e, "stablehlo.convert", "", c, in_t, out_t);
+    fedc__shlo_splat(l->m, from, 2147483648.0, in_t, k);
+    fedc__mlir_tmp(l->m, big);
+    op2(l, big, "stablehlo.compare", compare_attrs("GE", from, attrs), x, k, in_t, bt);
+    fedc__shlo_splat(l->m, FEDC_I32, 2147483647.0, out_t, imax);
+    fedc__shlo_op(l->m, out_name(l), "stablehlo.select", "", 3, (const char *[]){big, imax, e},
                   (const char *[]){bt, out_t, out_t}, out_t);
 }
 
