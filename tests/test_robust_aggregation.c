@@ -249,7 +249,7 @@ static void test_spec_errors(void) {
     CHECK_EQ_INT(r.kind, FEDC_ROBUST_MEDIAN); /* unchanged */
     CHECK_ERR(fedc_robust_parse("median:f=1", &r), FEDC_EINVAL, "median takes no settings");
     CHECK_ERR(fedc_robust_parse("krum:g=1", &r), FEDC_EINVAL, "no setting 'g' (it takes f=F)");
-    CHECK_ERR(fedc_robust_parse("krum:f=x", &r), FEDC_EINVAL, "f needs an integer, not 'x'");
+    CHECK_ERR(fedc_robust_parse("krum:f=x", &r), FEDC_EINVAL, "f needs an integer of at most 1e9 in size, not 'x'");
     CHECK_ERR(fedc_robust_parse("krum:f", &r), FEDC_EINVAL, "not name=value");
     CHECK_ERR(fedc_robust_parse("krum:f=-1", &r), FEDC_EINVAL, "f -1");
     CHECK_ERR(fedc_robust_parse("trimmed_mean:beta=0.5", &r), FEDC_EINVAL, "beta 0.5 must be in [0, 0.5)");
@@ -287,6 +287,9 @@ static void test_cohort_errors(void) {
     r = spec("krum:f=2");
     CHECK_ERR(fedc_robust_aggregate_vectors(&r, c.rows, 5, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
               "more than 2f + 2 = 6 clients; the round has 5");
+    r = spec("bulyan:f=868200169"); /* 4f + 3 past INT_MAX: an error, not an overflow (a fuzz finding) */
+    CHECK_ERR(fedc_robust_check(&r, 5), FEDC_EINVAL, "4f + 3 = 3472800679 clients; the round has 5");
+    CHECK_ERR(fedc_robust_parse("krum:f=2147483647", &r), FEDC_EINVAL, "f needs an integer of at most 1e9 in size");
     r = spec("median");
     CHECK_ERR(fedc_robust_aggregate_vectors(&r, c.rows, 0, D4, NULL, NULL, out, NULL, NULL, NULL), FEDC_EINVAL,
               "no clients");

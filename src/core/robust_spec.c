@@ -68,7 +68,7 @@ static fedc_status parse_item(const char *item, size_t len, fedc_robust *r) {
     double v = integer ? (double)strtol(num, &end, 10) : strtod(num, &end);
     if (*end || !isfinite(v) || (integer && fabs(v) > 1e9))
         return fedc_error(FEDC_EINVAL, "aggregator %s: %s needs %s, not '%s'", fedc_robust_name(r->kind), name,
-                          integer ? "an integer" : "a number", num);
+                          integer ? "an integer of at most 1e9 in size" : "a finite number", num);
     if (!strcmp(name, "beta")) r->beta = v;
     else if (!strcmp(name, "f")) r->f = (int)v;
     else if (!strcmp(name, "m")) r->m = (int)v;
@@ -162,15 +162,15 @@ fedc_status fedc_robust_check(const fedc_robust *r, int n) {
     if (st || n == 0) return st;
     const char *name = fedc_robust_name(r->kind);
     if (n < 1) return fedc_error(FEDC_EINVAL, "%s: no clients to aggregate (%d)", name, n);
-    int f = r->f;
+    /* 64-bit: f comes from the user and 4f + 3 must not wrap. */
+    long long f = r->f;
     if ((r->kind == FEDC_ROBUST_KRUM || r->kind == FEDC_ROBUST_MULTIKRUM) && n <= 2 * f + 2)
-        return fedc_error(FEDC_EINVAL, "%s with f = %d needs more than 2f + 2 = %d clients; the round has %d", name, f,
-                          2 * f + 2, n);
+        return fedc_error(FEDC_EINVAL, "%s with f = %lld needs more than 2f + 2 = %lld clients; the round has %d", name,
+                          f, 2 * f + 2, n);
     if (r->kind == FEDC_ROBUST_BULYAN && n < 4 * f + 3)
-        return fedc_error(FEDC_EINVAL, "bulyan with f = %d needs at least 4f + 3 = %d clients; the round has %d", f,
-                          4 * f + 3, n);
-    int keep = r->m ? r->m : n - f;
-    if (r->kind == FEDC_ROBUST_MULTIKRUM && keep > n)
-        return fedc_error(FEDC_EINVAL, "multikrum: m = %d exceeds the round's %d clients", keep, n);
+        return fedc_error(FEDC_EINVAL, "bulyan with f = %lld needs at least 4f + 3 = %lld clients; the round has %d",
+                          f, 4 * f + 3, n);
+    if (r->kind == FEDC_ROBUST_MULTIKRUM && r->m > n)
+        return fedc_error(FEDC_EINVAL, "multikrum: m = %d exceeds the round's %d clients", r->m, n);
     return FEDC_OK;
 }
