@@ -8,7 +8,7 @@
  *   fedc program export FILE --to mlir|stablehlo [-o OUT] [--clients N] [--entry-main --input ...]
  *                                write it as an MLIR module, or as StableHLO (docs/export.md)
  *   fedc program run FILE --input NAME=PATH.npy ... [--out DIR] [--clients N]
- *                    [--threads N] [--reference]
+ *                    [--threads N] [--device NAME | --reference]
  *                                run it on .npy inputs, write each output to DIR/NAME.npy
  *   fedc program split FILE [--out DIR]
  *                                cut it into its deployment form (cli/program_split.c)
@@ -48,7 +48,7 @@ static const char jvp_usage[] =
     "  tangent_OUTPUT per float output (any number of INPUTs; --wrt may be repeated)\n";
 static const char run_usage[] =
     "usage: fedc program run FILE --input NAME=PATH.npy ... [--out DIR] [--clients N]\n"
-    "                        [--threads N] [--reference]\n"
+    "                        [--threads N] [--device NAME | --reference]\n"
     "  run the program: every input is read from a .npy file (a @clients input holds\n"
     "  [clients, ...] of its type), and every output is written to DIR/NAME.npy\n"
     "  --out DIR      where the outputs go (default ., created if missing)\n"
@@ -56,7 +56,10 @@ static const char run_usage[] =
     "                 the @clients inputs)\n"
     "  --threads N    worker threads that run the clients, 0 to 256 (default 0: the\n"
     "                 calling thread)\n"
-    "  --reference    use the plain-C reference kernels\n";
+    "  --device NAME  the compute device that runs the kernels: cpu (the fast\n"
+    "                 kernels, the default) or cpu-reference (the plain-C reference\n"
+    "                 kernels, the oracle)\n"
+    "  --reference    the same as --device cpu-reference\n";
 static const char export_usage[] =
     "usage: fedc program export FILE --to mlir|stablehlo [-o OUT] [--clients N] [--shard clients=D]\n"
     "                           [--entry-main --input NAME=PATH.npy ...]\n"
@@ -240,7 +243,7 @@ typedef struct run_args {
     int ninputs;
     int clients; /* 0: the leading dimension of the first @clients input */
     int threads;
-    bool reference;
+    const char *device; /* NULL: the default */
 } run_args;
 
 static bool parse_count(const char *flag, const char *text, int min, int max, int *out) {
@@ -248,6 +251,19 @@ static bool parse_count(const char *flag, const char *text, int min, int max, in
     if (!cli_uint(RUN, flag, text, (uint64_t)min, (uint64_t)max, &v)) return false;
     *out = (int)v;
     return true;
+}
+
+/* --device NAME: one of the library's devices (fedc_device_name). */
+static bool set_device(run_args *a, const char *name) {
+    for (int i = 0; fedc_device_name(i); i++)
+        if (strcmp(fedc_device_name(i), name) == 0) {
+            a->device = name;
+            return true;
+        }
+    fprintf(stderr, RUN ": --device: no device '%s'; the devices are", name);
+    for (int i = 0; fedc_device_name(i); i++) fprintf(stderr, "%s %s", i ? "," : "", fedc_device_name(i));
+    fputc('\n', stderr);
+    return false;
 }
 
 /* Splits "NAME=PATH" in place at its first '='. */
@@ -285,12 +301,10 @@ static bool lacks_value(const char *cmd, const char *const *flags, const char *a
 /* Takes the option at argv[*i] (and its value); false on a usage error. */
 static bool run_option(run_args *a, int argc, char **argv, int *i) {
     const char *arg = argv[*i];
-    static const char *const with_value[] = {"--input", "--out", "--clients", "--threads", NULL};
+    static const char *const with_value[] = {"--input", "--out", "--clients", "--threads", "--device", NULL};
     if (lacks_value(RUN, with_value, arg, *i + 1 >= argc)) return false;
-    if (strcmp(arg, "--reference") == 0) {
-        a->reference = true;
-        return true;
-    }
+    if (strcmp(arg, "--reference") == 0) return set_device(a, "cpu-reference");
+    if (strcmp(arg, "--device") == 0) return set_device(a, argv[++*i]);
     if (strcmp(arg, "--input") == 0) return add_input(a, argv[++*i]);
     if (strcmp(arg, "--out") == 0) return set_out_dir(a, argv[++*i]);
     if (strcmp(arg, "--clients") == 0) return parse_count(arg, argv[++*i], 1, MAX_CLIENTS, &a->clients);
@@ -407,7 +421,7 @@ static bool load_inputs(const fedc_program *p, run_args *a) {
 
 /* Creates the executor, binds the inputs and runs the program once. */
 static fedc_executor *run_executor(const fedc_program *p, const run_args *a) {
-    fedc_exec_options o = {.reference_kernels = a->reference, .clients = a->clients, .threads = a->threads};
+    fedc_exec_options o = {.device = a->device, .clients = a->clients, .threads = a->threads};
     fedc_executor *ex = NULL;
     fedc_status st = fedc_executor_create(&ex, p, &o);
     for (int i = 0; !st && i < a->ninputs; i++) st = fedc_executor_bind(ex, a->inputs[i].name, a->inputs[i].data);

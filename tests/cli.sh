@@ -60,6 +60,10 @@ expect 0 "loss: f32[] = 0.54548" -- "$@" --input b="$out/b.npy" --out "$out/run/
 [ "$(wc -c <"$out/run/deep/loss.npy")" -eq 132 ] && ok || bad "run did not write a 132-byte loss.npy"
 expect 0 "-> $out/run/deep/loss.npy" -- "$@" --input b="$out/b.npy" --out "$out/run/deep"
 expect 0 "loss: f32[] = 0.54548" -- "$@" --input b="$out/b.npy" --out "$out/run" --reference --threads 2
+expect 0 "loss: f32[] = 0.54548" -- "$@" --input b="$out/b.npy" --out "$out/run" --device cpu-reference
+expect 0 "loss: f32[] = 0.54548" -- "$@" --input b="$out/b.npy" --out "$out/run" --device cpu --threads 2
+expect 2 "--device: no device 'gpu'; the devices are cpu, cpu-reference" -- "$@" --input b="$out/b.npy" --device gpu
+expect 2 "--device needs a value" -- "$@" --input b="$out/b.npy" --device
 (cd "$out" && "$fedc" program run "$OLDPWD/$data/logistic.fedc" --input x=x.npy --input labels=labels.npy \
   --input w=w.npy --input b=b.npy >/dev/null) && [ -f "$out/loss.npy" ] && ok || bad "run did not default to ."
 expect 1 'input "b" (f32[2]) is missing: give it with --input b=PATH.npy' -- "$@"

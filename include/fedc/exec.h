@@ -46,7 +46,8 @@ typedef enum fedc_client_failure {
 } fedc_client_failure;
 
 typedef struct fedc_exec_options {
-    /* Run the plain-C reference kernels (the oracle) instead of the fast ones. */
+    /* Deprecated: the same as device = "cpu-reference" (the plain-C reference
+     * kernels, the oracle); set device instead. */
     bool reference_kernels;
     /* Number of clients in the cohort: the leading extent of every @clients value.
      * Needed by programs with federated values; ignored by others. */
@@ -73,7 +74,16 @@ typedef struct fedc_exec_options {
      * times, with the same server inputs; a @clients input that only maps read
      * needs values only for the rank's clients. */
     bool mpi;
+    /* The compute device that runs the kernels, by name (fedc_device_name lists
+     * them): "cpu", the fast kernels (NULL: the default), or "cpu-reference", the
+     * plain-C reference kernels that the fast ones are tested against (they
+     * accumulate in double and fuse nothing). The executor refuses an unknown name,
+     * and a program with a node the device cannot run, naming it. */
+    const char *device;
 } fedc_exec_options;
+
+/* The name of compute device i (0 is the default), or NULL past the last. */
+FEDC_API const char *fedc_device_name(int i);
 
 /* Verifies `program` and plans it. The executor keeps its own copy of the program.
  * `options` may be NULL for the defaults. */

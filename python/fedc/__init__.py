@@ -16,6 +16,7 @@ from . import _lib
 from .errors import (EINTERNAL, EINVAL, EIO, ENOMEM, ENONFINITE, ENOTFOUND, EPARSE, ERANGE,
                      ESHAPE, ETYPE, EUNSUPPORTED, Error)
 from .program import Program, parse
+from .executor import devices
 from .types import TypeSpec, bool_, clients, f32, f64, i32, server, u8
 
 __version__ = "0.1.0"

@@ -36,7 +36,8 @@ class ExecOptions(Structure):
     _c_struct_ = "fedc_exec_options"
     _fields_ = [("reference_kernels", c_bool), ("clients", c_int), ("threads", c_int),
                 ("check_finite", c_bool), ("on_client_failure", c_int),
-                ("client_ids", POINTER(c_char_p)), ("profile", c_bool), ("mpi", c_bool)]
+                ("client_ids", POINTER(c_char_p)), ("profile", c_bool), ("mpi", c_bool),
+                ("device", c_char_p)]
 
 
 class Feature(Structure):
@@ -344,6 +345,7 @@ _SIGNATURES = {
     "fedc_vjp": (c_int, [P, POINTER(c_char_p), c_int, POINTER(P)]),
     "fedc_jvp": (c_int, [P, POINTER(c_char_p), c_int, POINTER(P)]),
     # exec.h
+    "fedc_device_name": (c_char_p, [c_int]),
     "fedc_executor_create": (c_int, [POINTER(P), P, POINTER(ExecOptions)]),
     "fedc_executor_destroy": (None, [P]),
     "fedc_executor_bind": (c_int, [P, c_char_p, c_void_p]),

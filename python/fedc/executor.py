@@ -43,18 +43,29 @@ def as_input(name, x, spec, clients):
     return x
 
 
+def devices():
+    """The names of the compute devices a program can run on (device=), the default first."""
+    names = []
+    while True:
+        name = _lib.lib.fedc_device_name(len(names))
+        if name is None:
+            return names
+        names.append(name.decode())
+
+
 class Executor(Handle):
     """One planned executor of a program for one cohort size."""
 
     _destroy = "fedc_executor_destroy"
 
     def __init__(self, program_ptr, clients=0, threads=0, reference_kernels=False,
-                 check_finite=False):
+                 check_finite=False, device=None):
         opts = _lib.ExecOptions()
         opts.clients = clients
         opts.threads = threads
-        opts.reference_kernels = reference_kernels
+        opts.reference_kernels = reference_kernels  # deprecated: device="cpu-reference"
         opts.check_finite = check_finite
+        opts.device = device.encode() if device is not None else None
         ptr = ctypes.c_void_p()
         _lib.check(_lib.lib.fedc_executor_create(ctypes.byref(ptr), program_ptr,
                                                  ctypes.byref(opts)))

@@ -142,6 +142,22 @@ def test_federated_program_takes_the_cohort_from_its_inputs():
             p.run(x=x, y=np.zeros((3, 2), np.float32), clients=4)
 
 
+def test_devices_choose_the_kernels():
+    assert fedc.devices()[:2] == ["cpu", "cpu-reference"]
+    with fedc.parse(FEDERATED) as p:
+        x = np.array([0.3, -1.7], np.float32)
+        y = (np.arange(10, dtype=np.float32).reshape(5, 2) / 7) ** 3
+        ref = p.run(x=x, y=y, reference_kernels=True)
+        fast = p.run(x=x, y=y)
+        for name in ("loss", "per_client"):  # the same bits as the older spelling
+            assert p.run(x=x, y=y, device="cpu-reference")[name].tobytes() == ref[name].tobytes()
+            assert p.run(x=x, y=y, device="cpu", threads=2)[name].tobytes() == fast[name].tobytes()
+        with pytest.raises(fedc.Error) as e:
+            p.run(x=x, y=y, device="gpu")
+        assert e.value.status == fedc.EINVAL
+        assert 'no device "gpu"; the devices are cpu, cpu-reference' in e.value.message
+
+
 def test_run_time_errors_raise():
     text = """fedc program
 %0 = input "t" : f32[3,2]

@@ -121,7 +121,7 @@ static fedc_status prepare_phase(fedc_deployment_run *r, phase_run *ph, fedc_pha
     }
     if (kind == FEDC_PHASE_AGGREGATION) return aggregated_inputs(r, ph);
     if (nout == 0 || (r->server && (kind == FEDC_PHASE_BROADCAST || kind == FEDC_PHASE_CLIENT_WORK))) return FEDC_OK;
-    fedc_exec_options eo = {.reference_kernels = o->reference_kernels, .threads = o->threads, .clients = r->clients};
+    fedc_exec_options eo = {.reference_kernels = o->reference_kernels, .device = o->device, .threads = o->threads, .clients = r->clients};
     return fedc_executor_create(&ph->ex, q, &eo);
 }
 

@@ -112,8 +112,8 @@ fedc_status fedc__cohort_create(fedc__cohort **out, const fedc_program *body, in
     fedc_status st = c->exec ? layout(c) : fedc_error(FEDC_ENOMEM, "map: out of memory");
     /* threads beyond one per worker go to the clients' kernels (same bits) */
     int spare = options && options->threads > workers ? options->threads / workers : 0;
-    fedc_exec_options body_options = {.reference_kernels = options && options->reference_kernels,
-                                      .threads = spare, .profile = options && options->profile};
+    fedc_exec_options body_options = {.device = options ? options->device : NULL, .threads = spare,
+                                      .profile = options && options->profile};
     for (int w = 0; !st && w < workers; w++) st = fedc_executor_create(&c->exec[w], body, &body_options);
     if (!st) {
         if (pthread_mutex_init(&c->lock, NULL)) st = fedc_error(FEDC_ENOMEM, "map: cannot create a mutex");

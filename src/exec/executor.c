@@ -21,10 +21,10 @@ static bool federated(const fedc_program *p) {
 static fedc_status create_fold(fedc_executor *ex, fedc_value v) {
     const fedc__node *n = &ex->p->nodes[v];
     const fedc_program *body = fedc__body(ex->p, n);
-    fedc_exec_options o = {.reference_kernels = ex->opt.reference_kernels, .profile = ex->opt.profile};
+    fedc_exec_options o = {.device = ex->device->name, .profile = ex->opt.profile};
     size_t bytes = 0;
     for (int i = 0; i < fedc__attr_int(n, FEDC_ATTR_CARRIES, 0); i++) bytes += fedc__round_up(fedc_type_bytes(&ex->p->nodes[n->in[i]].type));
-    ex->carries[v] = fedc_malloc(2 * bytes + 1); /* two halves: read one, write the other */
+    ex->carries[v] = ex->device->buffers->alloc(2 * bytes + 1); /* two halves: read one, write the other */
     if (!ex->carries[v]) return fedc_error(FEDC_ENOMEM, "executor: out of memory for a fold's carries");
     return fedc_executor_create(&ex->folds[v], body, &o);
 }
@@ -129,8 +129,8 @@ static fedc_status allocate(fedc_executor *ex) {
     if (!st) fedc__plan_pairs(ex), fedc__plan_saved(ex), fedc__plan_pool_select(ex);
     if (!st) st = fedc__plan_memory(ex);
     if (st) return st;
-    ex->block = fedc_malloc(ex->block_bytes);
-    ex->scratch = ex->scratch_bytes ? fedc_malloc(ex->scratch_bytes) : NULL;
+    ex->block = ex->device->buffers->alloc(ex->block_bytes);
+    ex->scratch = ex->scratch_bytes ? ex->device->buffers->alloc(ex->scratch_bytes) : NULL;
     if (!ex->block || (ex->scratch_bytes && !ex->scratch))
         return fedc_error(FEDC_ENOMEM, "executor: cannot allocate %zu bytes of buffers and %zu of scratch",
                           ex->block_bytes, ex->scratch_bytes);
@@ -151,15 +151,22 @@ fedc_status fedc_executor_create(fedc_executor **out, const fedc_program *progra
     *out = NULL;
     fedc_exec_options defaults = {0};
     const fedc_exec_options *o = options ? options : &defaults;
+    const fedc__device *device = NULL;
     fedc_status st = fedc_program_verify(program);
     if (!st) st = check_options(program, o);
+    if (!st) st = fedc__device_of(o, &device);
+    if (!st) st = fedc__device_check(device, program);
+    if (!st) st = device->init(device);
     if (st) return st;
-    fedc__kernels_init();
     fedc_executor *ex = fedc_calloc(1, sizeof *ex);
     if (!ex) return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     ex->opt = *o;
+    /* from here on the device alone says which kernels run (maps' and folds'
+     * bodies get its name) */
+    ex->opt.device = device->name, ex->opt.reference_kernels = false;
+    ex->device = device;
+    ex->k = device->kernels;
     ex->clients = federated(program) ? o->clients : 0;
-    ex->k = o->reference_kernels ? &fedc__kernels_ref : &fedc__kernels_fast;
     st = fedc_program_clone(program, &ex->p);
     if (!st) st = allocate(ex);
     if (st) {
@@ -174,7 +181,7 @@ void fedc_executor_destroy(fedc_executor *ex) {
     if (!ex) return;
     for (int v = 0; ex->cohorts && v < ex->p->n; v++) fedc__cohort_destroy(ex->cohorts[v]);
     for (int v = 0; ex->folds && v < ex->p->n; v++) fedc_executor_destroy(ex->folds[v]);
-    for (int v = 0; ex->carries && v < ex->p->n; v++) fedc_free(ex->carries[v]);
+    for (int v = 0; ex->carries && v < ex->p->n; v++) ex->device->buffers->free(ex->carries[v]);
     fedc_free(ex->folds);
     fedc_free(ex->carries);
     fedc_free(ex->op_seconds);
@@ -199,8 +206,8 @@ void fedc_executor_destroy(fedc_executor *ex) {
     fedc_free(ex->absent);
     fedc_free(ex->local);
     fedc_free(ex->work_copy);
-    fedc_free(ex->block);
-    fedc_free(ex->scratch);
+    ex->device->buffers->free(ex->block);
+    ex->device->buffers->free(ex->scratch);
     fedc_free(ex);
 }
 
@@ -379,7 +386,8 @@ fedc_status fedc_executor_run(fedc_executor *ex) {
     fedc_status st = FEDC_OK;
     for (int v = 0; !st && v < p->n; v++) st = run_node(ex, v);
     if (ex->kernel_pool) fedc__kernels_set_pool(outer);
-    return st;
+    fedc_status synced = ex->device->synchronize(ex->device);
+    return st ? st : synced;
 }
 
 /* ------------------------------------------------------------ results -- */

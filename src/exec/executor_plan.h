@@ -13,6 +13,7 @@
 #define FEDC_EXEC_EXECUTOR_PLAN_H
 
 #include "exec/cohort.h"
+#include "exec/device.h"
 
 #define ALIGN 64
 
@@ -57,7 +58,8 @@ typedef struct node_lists {
 
 struct fedc_executor {
     fedc_program *p; /* our own copy */
-    const fedc__kernels *k;
+    const fedc__device *device; /* runs its kernels, and allocates the block, scratch and carries */
+    const fedc__kernels *k;     /* the device's */
     fedc_exec_options opt;
     int clients;
     value_plan *plan;
