@@ -28,7 +28,7 @@ extern "C" {
  * are bitwise those of fedc_executor_run on the round. The interface is the
  * executor's: bind the round's inputs (a @clients one holds clients x its type),
  * run, read the round's outputs (a @clients one likewise). options.clients is the
- * cohort (needed); reference_kernels and threads are passed on; clients are never
+ * cohort (needed); device (or reference_kernels) and threads are passed on; clients are never
  * dropped (a client's failure fails the run, naming it). */
 typedef struct fedc_deployment_run fedc_deployment_run;
 FEDC_API fedc_status fedc_deployment_run_create(fedc_deployment_run **out, const fedc_deployment_form *f,

@@ -8,6 +8,8 @@
  *   fedc__kernels_ref   plain C loops written for clarity: the oracle;
  *   fedc__kernels_fast  BLAS GEMM, im2col convolution, vectorisable loops; an entry
  *                      that has no faster version points at the reference one.
+ * The executor runs one of them as its device's table (src/exec/device.h: "cpu" is
+ * the fast one, "cpu-reference" the reference one).
  * tests/test_kernels_ref.c checks the reference against known values and checks
  * both tables against kernels.def; tests/test_kernels_fast.c compares the two on
  * odd shapes.
