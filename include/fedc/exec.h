@@ -16,6 +16,9 @@
  *     fedc_executor_output(ex, "y", (const void **)&y, NULL);
  *     fedc_executor_destroy(ex);
  *
+ * The kernels run on a compute device, by name (options.device; docs/devices.md):
+ * "cpu", the fast kernels (the default), or "cpu-reference", the plain-C oracle.
+ *
  * Parallelism comes first from running many clients at once (options.threads).
  * Each kernel runs on the thread that runs its step, with BLAS pinned to one
  * thread, except that threads no client uses are lent to the fast kernels: all of
