@@ -44,8 +44,9 @@ static inline void op2(const lower *l, const char *result, const char *op, const
 }
 
 /* The lowerings themselves (stablehlo_ops.c, stablehlo_nn.c, stablehlo_index.c,
- * stablehlo_random.c, stablehlo_lstm.c, stablehlo_fold.c) are declared from
- * their rows in lowerings.def (lower.h). */
+ * stablehlo_random.c; lstm.c and control.c for both targets, in
+ * stablehlo_lstm.c's and stablehlo_fold.c's spelling) are declared from their
+ * rows in lowerings.def (lower.h). */
 
 /* Lowers every node of scope s (stablehlo_ops.c); an op without a lowering
  * fails naming it. */
