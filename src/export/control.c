@@ -99,7 +99,7 @@ static fedc_status fold_step(const lower *l, fedc__fold_loop *f, char (*iter)[24
             sp->write(l, f, j, b.name[f->body->outputs[f->k + j].value], iter[f->k + j], next[f->k + j]);
     if (f->unrolled)
         for (int i = 0; next && i < f->k + f->y; i++) snprintf(iter[i], 24, "%s", next[i]);
-    else if (next) sp->end(l, f, next);
+    else if (next) sp->loop_end(l, f, f->k + f->y, next, f->types);
     fedc_free(next);
     fedc__mlir_scope_free(&b);
     return st ? st : next ? l->m->st : (l->m->st = FEDC_ENOMEM);
@@ -138,6 +138,26 @@ static fedc_status fold_unrolled(const lower *l, fedc__fold_loop *f, char (*iter
     return l->m->st;
 }
 
+/* The loop over the steps, from the carries and zeros of the stacked outputs;
+ * f->types and f->type_buf (which the caller frees) its carried values' types. */
+static void fold_begin(const lower *l, fedc__fold_loop *f, char (*iter)[24]) {
+    int n = f->k + f->y;
+    char (*zeros)[24] = fedc__list(f->y + 1, sizeof *zeros), (*type)[160] = fedc__list(n + 1, sizeof *type);
+    const char **inits = fedc__list(n + 1, sizeof *inits), **types = fedc__list(n + 1, sizeof *types);
+    f->types = types;
+    if (zeros && type && inits && types) {
+        for (int j = 0; j < f->y; j++) f->spell->zeros(l, f, j, zeros[j]);
+        for (int i = 0; i < n; i++) {
+            if (i < f->k) fedc__mlir_type_of(l->m, l->s, l->n->in[i], type[i], 160);
+            else fedc__mlir_stacked_type(l->m, f->body, i, f->steps, f->c, type[i]);
+            types[i] = type[i], inits[i] = i < f->k ? name(l, l->n->in[i]) : zeros[i - f->k];
+        }
+        f->spell->loop_begin(l, f, n, inits, types, iter);
+    } else l->m->st = FEDC_ENOMEM;
+    fedc_free(zeros), fedc_free(inits);
+    f->type_buf = type;
+}
+
 fedc_status fedc__lower_fold(const lower *l) {
     fedc__fold_loop f = {.body = fedc__body(l->s->p, l->n), .k = (int)fedc__attr_int(l->n, FEDC_ATTR_CARRIES, 0),
                     .spell = l->spell->fold};
@@ -158,9 +178,9 @@ fedc_status fedc__lower_fold(const lower *l) {
         fedc_free(iter);
         return l->m->st;
     }
-    f.spell->begin(l, &f, iter);
+    fold_begin(l, &f, iter);
     fedc_status st = l->m->st ? l->m->st : fold_step(l, &f, iter);
     if (!st) name_results(l, fold_output, &f);
-    fedc_free(iter);
+    fedc_free(iter), fedc_free(f.type_buf), fedc_free(f.types);
     return l->m->st;
 }

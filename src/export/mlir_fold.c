@@ -144,50 +144,19 @@ static void write_step(const lower *l, const fedc__fold_loop *f, int j, const ch
     write_row(l, f, j, f->flag, f->row, value, old, out);
 }
 
-/* %r:n = scf.for %t = 0 to steps iter_args(carries, zeros) { %ti = i32 of %t */
-static void begin(const lower *l, fedc__fold_loop *f, char (*iter)[24]) {
-    char c0[24], c1[24], cs[24], type[160], (*zeros_)[24] = fedc__list(f->y + 1, sizeof *zeros_);
-    if (!zeros_) {
-        l->m->st = FEDC_ENOMEM;
-        return;
-    }
-    for (int j = 0; j < f->y; j++) zeros(l, f, j, zeros_[j]);
-    fedc__mlir_tmp(l->m, c0), fedc__mlir_tmp(l->m, c1), fedc__mlir_tmp(l->m, cs);
-    fedc__mlir_printf(l->m, "    %s = arith.constant 0 : index\n    %s = arith.constant 1 : index\n"
-                      "    %s = arith.constant %lld : index\n", c0, c1, cs, (long long)f->steps);
-    fedc__mlir_tmp(l->m, f->result);
-    fedc__mlir_tmp(l->m, f->t), fedc__mlir_tmp(l->m, f->ti);
-    fedc__mlir_printf(l->m, "    %s:%d = scf.for %s = %s to %s step %s iter_args(", f->result, f->k + f->y, f->t, c0, cs, c1);
-    for (int i = 0; i < f->k + f->y; i++) {
-        fedc__mlir_tmp(l->m, iter[i]);
-        fedc__mlir_printf(l->m, "%s%s = %s", i ? ", " : "", iter[i], i < f->k ? name(l, l->n->in[i]) : zeros_[i - f->k]);
-    }
-    fedc__mlir_printf(l->m, ") -> (");
-    for (int i = 0; i < f->k + f->y; i++) {
-        if (i < f->k) fedc__mlir_type_of(l->m, l->s, l->n->in[i], type, sizeof type);
-        else stacked_type(l, f, i - f->k, type);
-        fedc__mlir_printf(l->m, "%s%s", i ? ", " : "", type);
-    }
-    fedc__mlir_printf(l->m, ") {\n      %s = arith.index_cast %s : index to i32\n", f->ti, f->t);
-    fedc_free(zeros_);
+static void loop_begin(const lower *l, fedc__fold_loop *f, int n, const char *const *inits, const char *const *types,
+                       char (*iter)[24]) {
+    fedc__mlir_for_begin(l->m, f->steps, n, inits, types, f->result, f->t, f->ti, iter);
 }
 
-static void end(const lower *l, const fedc__fold_loop *f, char (*next)[24]) {
-    fedc__mlir_printf(l->m, "      scf.yield");
-    for (int i = 0; i < f->k + f->y; i++) fedc__mlir_printf(l->m, "%s %s", i ? "," : "", next[i]);
-    fedc__mlir_printf(l->m, " : ");
-    for (int i = 0; i < f->k + f->y; i++) {
-        char type[160];
-        if (i < f->k) fedc__mlir_tensor(l->m, fedc__fold_body_type(f, f->body->outputs[i].value), f->c, type, sizeof type);
-        else stacked_type(l, f, i - f->k, type);
-        fedc__mlir_printf(l->m, "%s%s", i ? ", " : "", type);
-    }
-    fedc__mlir_printf(l->m, "\n    }\n");
+static void loop_end(const lower *l, const fedc__fold_loop *f, int n, char (*next)[24], const char *const *types) {
+    (void)f;
+    fedc__mlir_for_end(l->m, n, next, types);
 }
 
 static void result(const fedc__fold_loop *f, int k, char *name, size_t size) { snprintf(name, size, "%s#%d", f->result, k); }
 
 const fedc__fold_spelling fedc__mlir_fold_spelling = {
-    .begin = begin, .zeros = zeros, .row_and_flag = row_and_flag, .read_row = read_row, .keep = keep_step,
-    .write = write_step, .end = end, .result = result,
+    .loop_begin = loop_begin, .zeros = zeros, .row_and_flag = row_and_flag, .read_row = read_row, .keep = keep_step,
+    .write = write_step, .loop_end = loop_end, .result = result,
 };

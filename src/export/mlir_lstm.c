@@ -149,28 +149,16 @@ static const char *previous_c(fedc__lstm *s, const char *trace, const char *trac
     return out;
 }
 
-/* %R:n = scf.for %i = 0 to T iter_args(...); down, the step is T - 1 - %i. */
+/* The scf.for over the steps; down, the step is T - 1 - %i. */
 static void loop_begin(fedc__lstm *s, int n, const char *const *inits, const char *const *types, char iter[][24], char *t,
                        bool down) {
     fedc__mlir *m = s->l->m;
-    char c0[24], c1[24], cT[24], i[24];
-    fedc__mlir_tmp(m, c0), fedc__mlir_tmp(m, c1), fedc__mlir_tmp(m, cT);
-    fedc__mlir_printf(m, "    %s = arith.constant 0 : index\n    %s = arith.constant 1 : index\n    %s = arith.constant %lld : index\n",
-                      c0, c1, cT, (long long)s->T);
-    fedc__mlir_tmp(m, s->result), fedc__mlir_tmp(m, i);
-    fedc__mlir_printf(m, "    %s:%d = scf.for %s = %s to %s step %s iter_args(", s->result, n, i, c0, cT, c1);
-    for (int k = 0; k < n; k++) {
-        fedc__mlir_tmp(m, iter[k]);
-        fedc__mlir_printf(m, "%s%s = %s", k ? ", " : "", iter[k], inits[k]);
-    }
-    fedc__mlir_printf(m, ") -> (");
-    for (int k = 0; k < n; k++) fedc__mlir_printf(m, "%s%s", k ? ", " : "", types[k]);
-    fedc__mlir_printf(m, ") {\n");
+    char i[24], last[24];
+    fedc__mlir_for_begin(m, s->T, n, inits, types, s->result, i, NULL, iter);
     if (!down) {
         snprintf(t, 24, "%s", i);
         return;
     }
-    char last[24];
     fedc__mlir_tmp(m, last);
     fedc__mlir_printf(m, "      %s = arith.constant %lld : index\n", last, (long long)(s->T - 1));
     fedc__mlir_tmp(m, t);
@@ -178,12 +166,7 @@ static void loop_begin(fedc__lstm *s, int n, const char *const *inits, const cha
 }
 
 static void loop_end(fedc__lstm *s, int n, char values[][24], const char *const *types) {
-    fedc__mlir *m = s->l->m;
-    fedc__mlir_printf(m, "      scf.yield");
-    for (int k = 0; k < n; k++) fedc__mlir_printf(m, "%s %s", k ? "," : "", values[k]);
-    fedc__mlir_printf(m, " : ");
-    for (int k = 0; k < n; k++) fedc__mlir_printf(m, "%s%s", k ? ", " : "", types[k]);
-    fedc__mlir_printf(m, "\n    }\n");
+    fedc__mlir_for_end(s->l->m, n, values, types);
 }
 
 static void loop_result(const fedc__lstm *s, int k, char *name, size_t size) { snprintf(name, size, "%s#%d", s->result, k); }

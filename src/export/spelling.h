@@ -88,14 +88,18 @@ typedef struct fedc__fold_loop {
     bool *needed;      /* the body outputs a wanted result needs, now or at a later step */
     bool *wanted;      /* the fold's results that its scope needs (the last step's outputs) */
     bool *body_live;   /* the body's values this step's outputs need */
+    const char **types; /* in a loop: the carried values' types (text in type_buf) */
+    char (*type_buf)[160];
 } fedc__fold_loop;
 
 static inline const fedc_type *fedc__fold_body_type(const fedc__fold_loop *f, fedc_value v) { return &f->body->nodes[v].type; }
 
 struct fedc__fold_spelling {
-    /* The loop's head: the stacked outputs' zeros, and the carried values'
-     * names inside the body into iter (the carries, then the stacked outputs). */
-    void (*begin)(const lower *l, fedc__fold_loop *f, char (*iter)[24]);
+    /* The loop over the steps carrying n values from inits (of types): the
+     * carries, then the stacked outputs. Names f->result, f->t (and f->ti) and
+     * the carried values inside the body, iter. */
+    void (*loop_begin)(const lower *l, fedc__fold_loop *f, int n, const char *const *inits, const char *const *types,
+                       char (*iter)[24]);
     /* Zeros of stacked output j, into out (unrolled: the first step's). */
     void (*zeros)(const lower *l, const fedc__fold_loop *f, int j, char *out);
     /* f->flag and f->row, those asked for, from the step and the lengths. */
@@ -106,8 +110,8 @@ struct fedc__fold_spelling {
      * j with this step's row replaced by value while running. */
     void (*keep)(const lower *l, const fedc__fold_loop *f, int i, const char *value, const char *old, char *out);
     void (*write)(const lower *l, const fedc__fold_loop *f, int j, const char *value, const char *old, char *out);
-    /* The loop's yield of next (carries, then stacked outputs), and its end. */
-    void (*end)(const lower *l, const fedc__fold_loop *f, char (*next)[24]);
+    /* The loop's yield of the n values next, and its end. */
+    void (*loop_end)(const lower *l, const fedc__fold_loop *f, int n, char (*next)[24], const char *const *types);
     /* The name of the loop's result k. */
     void (*result)(const fedc__fold_loop *f, int k, char *name, size_t size);
 };

@@ -15,6 +15,15 @@ void fedc__shlo_op(fedc__mlir *m, const char *result, const char *name, const ch
 /* A splat constant of value in dtype dt and tensor type `type`, into name (of 24). */
 const char *fedc__shlo_splat(fedc__mlir *m, fedc_dtype dt, double value, const char *type, char *name);
 
+/* A stablehlo.while over the steps 0 .. steps - 1 carrying the step t and n
+ * values from inits (of types): the head, and the condition t < steps. The
+ * body's block arguments are %w<id>_0 (t) and %w<id>_<1 + i> (value i); returns
+ * id, and names the loop `result` (of 24): its result 1 + i is value i.
+ * fedc__shlo_while_end returns t + 1 and values and ends the loop. */
+int fedc__shlo_while_begin(fedc__mlir *m, int64_t steps, int n, const char *const *inits, const char *const *types,
+                           char *result);
+void fedc__shlo_while_end(fedc__mlir *m, int id, int n, char (*values)[24], const char *const *types);
+
 /* What every lowering uses: v's operands' types, names and clients axis (dim
  * 0 when there), "array<i64: ...>" lists, and ops of one and two operands of one
  * type. */

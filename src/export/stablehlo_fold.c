@@ -75,14 +75,6 @@ static void row_and_flag(const lower *l, fedc__fold_loop *f, bool want_flag, boo
                   (const char *[]){ft, f->len_type, f->len_type}, f->len_type);
 }
 
-/* The while's types: t, then the carries, then the stacked outputs. */
-static void print_types(const lower *l, const fedc__fold_loop *f) {
-    char t[160];
-    fedc__mlir_printf(l->m, "tensor<i32>");
-    for (int i = 0; i < f->k; i++) fedc__mlir_printf(l->m, ", %s", type_str(l, l->n->in[i], t));
-    for (int j = 0; j < f->y; j++) fedc__mlir_printf(l->m, ", %s", stacked(l, f, j, t));
-}
-
 static void read_row_of(const lower *l, const fedc__fold_loop *f, int i, char *out) {
     fedc_type seq = *type_of(l, l->n->in[f->k + i]);
     seq.placement = FEDC_LOCAL;
@@ -139,63 +131,20 @@ static void zeros(const lower *l, const fedc__fold_loop *f, int j, char *out) {
     fedc__shlo_splat(l->m, fedc__fold_body_type(f, f->body->outputs[f->k + j].value)->dtype, 0, stacked(l, f, j, type), out);
 }
 
-/* The while's head and its condition t < steps; the body's block arguments
- * are %w<id>_0 (t), _1.. (the carries, then the stacked outputs). */
-static void begin(const lower *l, fedc__fold_loop *f, char (*iter)[24]) {
-    int id = f->id = l->m->tmp++, n = 1 + f->k + f->y;
-    char t0[24], (*zeros_)[24] = fedc__list(f->y + 1, sizeof *zeros_), type[160];
-    if (!zeros_) {
-        l->m->st = FEDC_ENOMEM;
-        return;
-    }
-    fedc__shlo_splat(l->m, FEDC_I32, 0, "tensor<i32>", t0);
-    for (int j = 0; j < f->y; j++) zeros(l, f, j, zeros_[j]);
-    fedc__mlir_tmp(l->m, f->result);
-    fedc__mlir_printf(l->m, "    %s:%d = \"stablehlo.while\"(%s", f->result, n, t0);
-    for (int i = 0; i < f->k; i++) fedc__mlir_printf(l->m, ", %s", name(l, l->n->in[i]));
-    for (int j = 0; j < f->y; j++) fedc__mlir_printf(l->m, ", %s", zeros_[j]);
-    fedc__mlir_printf(l->m, ") ({\n    ^bb0(");
-    for (int pass = 0; pass < 2; pass++) { /* the condition's region, then the body's: the same block arguments */
-        for (int i = 0; i < n; i++) {
-            if (i == 0) fedc__mlir_printf(l->m, "%%w%d_0: tensor<i32>", id);
-            else if (i <= f->k) fedc__mlir_printf(l->m, ", %%w%d_%d: %s", id, i, type_str(l, l->n->in[i - 1], type));
-            else fedc__mlir_printf(l->m, ", %%w%d_%d: %s", id, i, stacked(l, f, i - 1 - f->k, type));
-        }
-        fedc__mlir_printf(l->m, "):\n");
-        if (pass == 1) break;
-        char k[24], lt[24];
-        fedc__shlo_splat(l->m, FEDC_I32, (double)f->steps, "tensor<i32>", k);
-        fedc__mlir_tmp(l->m, lt);
-        fedc__mlir_printf(l->m, "    %s = \"stablehlo.compare\"(%%w%d_0, %s) {comparison_direction = "
-                          "#stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : "
-                          "(tensor<i32>, tensor<i32>) -> tensor<i1>\n    \"stablehlo.return\"(%s) : (tensor<i1>) -> ()\n"
-                          "    }, {\n    ^bb0(", lt, id, k, lt);
-    }
-    snprintf(f->t, sizeof f->t, "%%w%d_0", id);
-    for (int i = 0; i < f->k + f->y; i++) snprintf(iter[i], 24, "%%w%d_%d", id, 1 + i);
-    fedc_free(zeros_);
+static void loop_begin(const lower *l, fedc__fold_loop *f, int n, const char *const *inits, const char *const *types,
+                       char (*iter)[24]) {
+    f->id = fedc__shlo_while_begin(l->m, f->steps, n, inits, types, f->result);
+    snprintf(f->t, sizeof f->t, "%%w%d_0", f->id);
+    for (int i = 0; i < n; i++) snprintf(iter[i], 24, "%%w%d_%d", f->id, 1 + i);
 }
 
-/* The body's return of t + 1 and next, and the while's types. */
-static void end(const lower *l, const fedc__fold_loop *f, char (*next)[24]) {
-    char one[24], t1[24];
-    fedc__shlo_splat(l->m, FEDC_I32, 1, "tensor<i32>", one);
-    op2(l, fedc__mlir_tmp(l->m, t1), "stablehlo.add", "", f->t, one, "tensor<i32>", "tensor<i32>");
-    fedc__mlir_printf(l->m, "    \"stablehlo.return\"(%s", t1);
-    for (int i = 0; i < f->k + f->y; i++) fedc__mlir_printf(l->m, ", %s", next[i]);
-    fedc__mlir_printf(l->m, ") : (");
-    print_types(l, f);
-    fedc__mlir_printf(l->m, ") -> ()\n    }) : (");
-    print_types(l, f);
-    fedc__mlir_printf(l->m, ") -> (");
-    print_types(l, f);
-    fedc__mlir_printf(l->m, ")\n");
+static void loop_end(const lower *l, const fedc__fold_loop *f, int n, char (*next)[24], const char *const *types) {
+    fedc__shlo_while_end(l->m, f->id, n, next, types);
 }
 
-/* Result k: the while's result 1 + k (its first is t). */
 static void result(const fedc__fold_loop *f, int k, char *name, size_t size) { snprintf(name, size, "%.23s#%d", f->result, 1 + k); }
 
 const fedc__fold_spelling fedc__shlo_fold_spelling = {
-    .begin = begin, .zeros = zeros, .row_and_flag = row_and_flag, .read_row = read_row_of, .keep = keep_step,
-    .write = write_step, .end = end, .result = result,
+    .loop_begin = loop_begin, .zeros = zeros, .row_and_flag = row_and_flag, .read_row = read_row_of, .keep = keep_step,
+    .write = write_step, .loop_end = loop_end, .result = result,
 };

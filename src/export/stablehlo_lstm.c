@@ -120,31 +120,11 @@ static const char *previous_c(fedc__lstm *s, const char *trace, const char *trac
     return out;
 }
 
-/* The while's head: t from 0, the n state values starting at inits, the
- * condition t < T; then the body's block, whose arguments are %w<id>_0 (t) and
- * %w<id>_1.. (the state). The body's step is t, or T - 1 - t when down. */
+/* The while over the steps; the body's step is t, or T - 1 - t when down. */
 static void loop_begin(fedc__lstm *s, int n, const char *const *inits, const char *const *types, char iter[][24], char *t,
                        bool down) {
     fedc__mlir *m = s->l->m;
-    int id = s->id = m->tmp++;
-    char t0[24], k[24], lt[24];
-    fedc__shlo_splat(m, FEDC_I32, 0, "tensor<i32>", t0);
-    fedc__mlir_tmp(m, s->result);
-    fedc__mlir_printf(m, "    %s:%d = \"stablehlo.while\"(%s", s->result, n + 1, t0);
-    for (int i = 0; i < n; i++) fedc__mlir_printf(m, ", %s", inits[i]);
-    fedc__mlir_printf(m, ") ({\n");
-    for (int pass = 0; pass < 2; pass++) { /* the condition's region, then the body's: the same block arguments */
-        fedc__mlir_printf(m, "    ^bb0(%%w%d_0: tensor<i32>", id);
-        for (int i = 0; i < n; i++) fedc__mlir_printf(m, ", %%w%d_%d: %s", id, i + 1, types[i]);
-        fedc__mlir_printf(m, "):\n");
-        if (pass == 1) break;
-        fedc__shlo_splat(m, FEDC_I32, (double)s->T, "tensor<i32>", k);
-        fedc__mlir_tmp(m, lt);
-        fedc__mlir_printf(m, "    %s = \"stablehlo.compare\"(%%w%d_0, %s) {comparison_direction = "
-                          "#stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : "
-                          "(tensor<i32>, tensor<i32>) -> tensor<i1>\n    \"stablehlo.return\"(%s) : (tensor<i1>) -> ()\n"
-                          "    }, {\n", lt, id, k, lt);
-    }
+    int id = s->id = fedc__shlo_while_begin(m, s->T, n, inits, types, s->result);
     for (int i = 0; i < n; i++) snprintf(iter[i], 24, "%%w%d_%d", id, i + 1);
     fedc__shlo_splat(m, FEDC_I32, 0, "tensor<i32>", s->zero);
     snprintf(t, 24, "%%w%d_0", id);
@@ -156,20 +136,8 @@ static void loop_begin(fedc__lstm *s, int n, const char *const *inits, const cha
     }
 }
 
-/* The body's return of t + 1 and the new state, and the while's types. */
 static void loop_end(fedc__lstm *s, int n, char values[][24], const char *const *types) {
-    fedc__mlir *m = s->l->m;
-    char one[24], t1[24], t[24];
-    snprintf(t, sizeof t, "%%w%d_0", s->id);
-    fedc__shlo_splat(m, FEDC_I32, 1, "tensor<i32>", one);
-    op2(s->l, fedc__mlir_tmp(m, t1), "stablehlo.add", "", t, one, "tensor<i32>", "tensor<i32>");
-    fedc__mlir_printf(m, "    \"stablehlo.return\"(%s", t1);
-    for (int i = 0; i < n; i++) fedc__mlir_printf(m, ", %s", values[i]);
-    for (int pass = 0; pass < 3; pass++) { /* the return's operand types, the while's operands' and results' */
-        fedc__mlir_printf(m, pass == 0 ? ") : (tensor<i32>" : pass == 1 ? ") -> ()\n    }) : (tensor<i32>" : ") -> (tensor<i32>");
-        for (int i = 0; i < n; i++) fedc__mlir_printf(m, ", %s", types[i]);
-    }
-    fedc__mlir_printf(m, ")\n");
+    fedc__shlo_while_end(s->l->m, s->id, n, values, types);
 }
 
 /* Result k of the loop: the while's k + 1 (its first is t). */
