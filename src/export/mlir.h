@@ -129,11 +129,12 @@ void fedc__mlir_for_end(fedc__mlir *m, int n, char (*values)[24], const char *co
  * federated one has a cohort size, the sharding divides it, the function's name
  * is an identifier; `target` names the export in the error. */
 fedc_status fedc__mlir_check_options(const fedc_program *p, const fedc_mlir_options *o, const char *target);
-/* Those checks, then *lowered = what both targets lower: p with its composite
- * ops written out in elementary ones (ir/decompose.h), so that a target spells
- * only the elementary ops. The caller destroys *lowered. */
-fedc_status fedc__export_begin(const fedc_program *p, const fedc_mlir_options *o, const char *target,
-                               fedc_program **lowered);
+/* An export to target: those checks, then `write` of what both targets lower,
+ * p with its composite ops written out in elementary ones (ir/decompose.h), so
+ * that a target spells only the elementary ops. */
+typedef fedc_status (*fedc__export_write)(const fedc_program *lowered, const fedc_mlir_options *o, char **out);
+fedc_status fedc__export(const fedc_program *p, const fedc_mlir_options *o, const char *target, fedc__export_write write,
+                         char **out);
 
 /* Lowers every node of scope s in order (mlir_ops.c). */
 fedc_status fedc__mlir_lower_scope(fedc__mlir *m, fedc__mlir_scope *s);

@@ -112,6 +112,9 @@ static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fnam
 
 /* The module of the decomposed program p. */
 static fedc_status to_stablehlo(const fedc_program *p, const fedc_mlir_options *o, char **out) {
+    if (o->entry_main) /* refused after the program's checks, as their errors come first */
+        return fedc_error(FEDC_EUNSUPPORTED, "export to stablehlo: no @main with inputs: a StableHLO module is run by "
+                          "XLA or IREE, which take its inputs (export --to mlir to run it here)");
     fedc__mlir m = {.clients = o->clients ? o->clients : 1, .target = "stablehlo"};
     fedc__mlir_scope s;
     if (fedc__mlir_scope_init(&s, p, false, 0)) return FEDC_ENOMEM;
@@ -128,12 +131,5 @@ fedc_status fedc_program_to_stablehlo(const fedc_program *p, const fedc_mlir_opt
     *out = NULL;
     fedc_mlir_options defaults = {0};
     const fedc_mlir_options *o = options ? options : &defaults;
-    fedc_program *lowered;
-    fedc_status st = fedc__export_begin(p, o, "stablehlo", &lowered);
-    if (!st && o->entry_main)
-        st = fedc_error(FEDC_EUNSUPPORTED, "export to stablehlo: no @main with inputs: a StableHLO module is run by "
-                        "XLA or IREE, which take its inputs (export --to mlir to run it here)");
-    if (!st) st = to_stablehlo(lowered, o, out);
-    fedc_program_destroy(lowered);
-    return st;
+    return fedc__export(p, o, "stablehlo", to_stablehlo, out);
 }
