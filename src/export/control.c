@@ -159,8 +159,8 @@ static void fold_begin(const lower *l, fedc__fold_loop *f, char (*iter)[24]) {
 }
 
 fedc_status fedc__lower_fold(const lower *l) {
-    fedc__fold_loop f = {.body = fedc__body(l->s->p, l->n), .k = (int)fedc__attr_int(l->n, FEDC_ATTR_CARRIES, 0),
-                    .spell = l->spell->fold};
+    fedc__fold_loop f = {.spell = l->spell->fold, .body = fedc__body(l->s->p, l->n),
+                         .k = (int)fedc__attr_int(l->n, FEDC_ATTR_CARRIES, 0)};
     f.m = l->n->nin - f.k - 1, f.y = f.body->noutputs - f.k;
     fedc_value lengths = l->n->in[l->n->nin - 1];
     f.c = fedc__mlir_has_clients(l->s, lengths);

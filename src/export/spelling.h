@@ -88,8 +88,8 @@ typedef struct fedc__fold_loop {
     bool *needed;      /* the body outputs a wanted result needs, now or at a later step */
     bool *wanted;      /* the fold's results that its scope needs (the last step's outputs) */
     bool *body_live;   /* the body's values this step's outputs need */
-    const char **types; /* in a loop: the carried values' types (text in type_buf) */
-    char (*type_buf)[160];
+    const char **types;    /* in a loop: the carried values' types, */
+    char (*type_buf)[160]; /* whose text this holds */
 } fedc__fold_loop;
 
 static inline const fedc_type *fedc__fold_body_type(const fedc__fold_loop *f, fedc_value v) { return &f->body->nodes[v].type; }
