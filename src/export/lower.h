@@ -9,12 +9,16 @@
 #include "export/mlir.h"
 #include "ir/decompose.h"
 
+/* A target's spelling of the algorithms both targets share (spelling.h). */
+typedef struct fedc__spelling fedc__spelling;
+
 /* One node being lowered. */
 typedef struct lower {
     fedc__mlir *m;
     fedc__mlir_scope *s;
     fedc_value v;
     const fedc__node *n;
+    const fedc__spelling *spell; /* the target's */
 } lower;
 
 typedef fedc_status (*lower_fn)(const lower *l);

@@ -117,15 +117,24 @@ typedef struct fedc__mlir_generic {
 void fedc__mlir_generic_begin(fedc__mlir *m, const fedc__mlir_generic *g);
 void fedc__mlir_generic_end(fedc__mlir *m, const fedc__mlir_generic *g, const char *result);
 
+/* An scf.for over the steps 0 .. steps - 1 carrying n values from inits (of
+ * types): the head. Names (of 24 each) the loop `result` (its result i is value
+ * i), the step t (an index; with ti, also as an i32) and the carried values in
+ * the body, iter. fedc__mlir_for_end yields values and ends the loop. */
+void fedc__mlir_for_begin(fedc__mlir *m, int64_t steps, int n, const char *const *inits, const char *const *types,
+                          char *result, char *t, char *ti, char (*iter)[24]);
+void fedc__mlir_for_end(fedc__mlir *m, int n, char (*values)[24], const char *const *types);
+
 /* The checks both targets make (mlir_module.c): the program verifies, a
  * federated one has a cohort size, the sharding divides it, the function's name
  * is an identifier; `target` names the export in the error. */
 fedc_status fedc__mlir_check_options(const fedc_program *p, const fedc_mlir_options *o, const char *target);
-/* Those checks, then *lowered = what both targets lower: p with its composite
- * ops written out in elementary ones (ir/decompose.h), so that a target spells
- * only the elementary ops. The caller destroys *lowered. */
-fedc_status fedc__export_begin(const fedc_program *p, const fedc_mlir_options *o, const char *target,
-                               fedc_program **lowered);
+/* An export to target: those checks, then `write` of what both targets lower,
+ * p with its composite ops written out in elementary ones (ir/decompose.h), so
+ * that a target spells only the elementary ops. */
+typedef fedc_status (*fedc__export_write)(const fedc_program *lowered, const fedc_mlir_options *o, char **out);
+fedc_status fedc__export(const fedc_program *p, const fedc_mlir_options *o, const char *target, fedc__export_write write,
+                         char **out);
 
 /* Lowers every node of scope s in order (mlir_ops.c). */
 fedc_status fedc__mlir_lower_scope(fedc__mlir *m, fedc__mlir_scope *s);

@@ -218,23 +218,30 @@ static void multiply_add(const lower *l, const fedc__mlir_generic *g, const imag
     fedc__mlir_generic_end(l->m, g, r);
 }
 
+/* v = the sum over the last 3 loops of the image times `other`, read at loops
+ * (4, 5, 6, 3) after the clients loop (and through it when other_clients):
+ * conv2d's w[kh, kw, ci, co] and its filter gradient's dy[n, oh, ow, co]. */
+static fedc_status image_times(const lower *l, image *im, fedc_value other, bool other_clients) {
+    char type[160], map[160], iters[16], out_map[160], out_type[160], init[24];
+    fedc__mlir_generic gen;
+    int b = im->g->batched;
+    image_copy(l, im);
+    conv_generic(l, &gen, type_of(l, l->v), 3, iters, out_map, out_type, init, 0, name(l, l->v));
+    image_operand(l, &gen, im);
+    snprintf(map, sizeof map, "%sd%d, d%d, d%d, d%d", other_clients ? "d0, " : "", b + 4, b + 5, b + 6, b + 3);
+    add_input(&gen, name(l, other), fedc__mlir_type_of(l->m, l->s, other, type, sizeof type), gen.out_elem, map);
+    fedc__mlir_generic_begin(l->m, &gen);
+    multiply_add(l, &gen, im);
+    return l->m->st;
+}
+
 /* y[n, oh, ow, co] = sum_{kh, kw, ci} xpad[n, oh sh + kh, ow sw + kw, ci] w[kh, kw, ci, co]. */
 fedc_status fedc__lower_conv2d(const lower *l) {
     fedc_value x = l->n->in[0], w = l->n->in[1];
     const fedc_type *wt = type_of(l, w);
     geom g = geometry(l, type_of(l, x), wt->dims[0], wt->dims[1], type_of(l, l->v));
-    char wtype[160], wmap[160], iters[16], out_map[160], out_type[160], init[24];
-    fedc__mlir_generic gen;
-    image im = {.x = x, .g = &g, .fill = 0, .n = 0, .oh = 1, .ow = 2, .kh = 4, .kw = 5, .ch = 6};
-    image_copy(l, &im);
-    conv_generic(l, &gen, type_of(l, l->v), 3, iters, out_map, out_type, init, 0, name(l, l->v)); /* n oh ow co | kh kw ci */
-    image_operand(l, &gen, &im);
-    snprintf(wmap, sizeof wmap, "%sd%d, d%d, d%d, d%d", clients(l, w) ? "d0, " : "", g.batched + 4, g.batched + 5,
-             g.batched + 6, g.batched + 3);
-    add_input(&gen, name(l, w), fedc__mlir_type_of(l->m, l->s, w, wtype, sizeof wtype), gen.out_elem, wmap);
-    fedc__mlir_generic_begin(l->m, &gen);
-    multiply_add(l, &gen, &im);
-    return l->m->st;
+    image im = {.x = x, .g = &g, .fill = 0, .n = 0, .oh = 1, .ow = 2, .kh = 4, .kw = 5, .ch = 6}; /* n oh ow co | kh kw ci */
+    return image_times(l, &im, w, clients(l, w));
 }
 
 /* dw[kh, kw, ci, co] = sum_{n, oh, ow} xpad[n, oh sh + kh, ow sw + kw, ci] dy[n, oh, ow, co]. */
@@ -242,18 +249,8 @@ fedc_status fedc__lower_conv2d_filter_grad(const lower *l) {
     fedc_value x = l->n->in[0], dy = l->n->in[1];
     const fedc_type *t = type_of(l, l->v);
     geom g = geometry(l, type_of(l, x), t->dims[0], t->dims[1], type_of(l, dy));
-    char dyt[160], dymap[160], iters[16], out_map[160], out_type[160], init[24];
-    fedc__mlir_generic gen;
-    image im = {.x = x, .g = &g, .fill = 0, .n = 4, .oh = 5, .ow = 6, .kh = 0, .kw = 1, .ch = 2};
-    image_copy(l, &im);
-    conv_generic(l, &gen, type_of(l, l->v), 3, iters, out_map, out_type, init, 0, name(l, l->v)); /* kh kw ci co | n oh ow */
-    image_operand(l, &gen, &im);
-    snprintf(dymap, sizeof dymap, "%sd%d, d%d, d%d, d%d", g.batched ? "d0, " : "", g.batched + 4, g.batched + 5,
-             g.batched + 6, g.batched + 3);
-    add_input(&gen, name(l, dy), fedc__mlir_type_of(l->m, l->s, dy, dyt, sizeof dyt), gen.out_elem, dymap);
-    fedc__mlir_generic_begin(l->m, &gen);
-    multiply_add(l, &gen, &im);
-    return l->m->st;
+    image im = {.x = x, .g = &g, .fill = 0, .n = 4, .oh = 5, .ow = 6, .kh = 0, .kw = 1, .ch = 2}; /* kh kw ci co | n oh ow */
+    return image_times(l, &im, dy, g.batched);
 }
 
 /* Reads y[c?, n, oh, ow, ch] where `ok`, else 0 (of dtype elem), in the body. */

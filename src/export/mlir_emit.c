@@ -265,3 +265,30 @@ fedc_status fedc__mlir_finish(fedc__mlir *m, fedc__mlir_scope *s, fedc_status st
     *out = m->buf;
     return FEDC_OK;
 }
+
+void fedc__mlir_for_begin(fedc__mlir *m, int64_t steps, int n, const char *const *inits, const char *const *types,
+                          char *result, char *t, char *ti, char (*iter)[24]) {
+    char c0[24], c1[24], cs[24];
+    fedc__mlir_tmp(m, c0), fedc__mlir_tmp(m, c1), fedc__mlir_tmp(m, cs);
+    fedc__mlir_printf(m, "    %s = arith.constant 0 : index\n    %s = arith.constant 1 : index\n"
+                      "    %s = arith.constant %lld : index\n", c0, c1, cs, (long long)steps);
+    fedc__mlir_tmp(m, result), fedc__mlir_tmp(m, t);
+    if (ti) fedc__mlir_tmp(m, ti);
+    fedc__mlir_printf(m, "    %s:%d = scf.for %s = %s to %s step %s iter_args(", result, n, t, c0, cs, c1);
+    for (int i = 0; i < n; i++) {
+        fedc__mlir_tmp(m, iter[i]);
+        fedc__mlir_printf(m, "%s%s = %s", i ? ", " : "", iter[i], inits[i]);
+    }
+    fedc__mlir_printf(m, ") -> (");
+    for (int i = 0; i < n; i++) fedc__mlir_printf(m, "%s%s", i ? ", " : "", types[i]);
+    fedc__mlir_printf(m, ") {\n");
+    if (ti) fedc__mlir_printf(m, "      %s = arith.index_cast %s : index to i32\n", ti, t);
+}
+
+void fedc__mlir_for_end(fedc__mlir *m, int n, char (*values)[24], const char *const *types) {
+    fedc__mlir_printf(m, "      scf.yield");
+    for (int i = 0; i < n; i++) fedc__mlir_printf(m, "%s %s", i ? "," : "", values[i]);
+    fedc__mlir_printf(m, " : ");
+    for (int i = 0; i < n; i++) fedc__mlir_printf(m, "%s%s", i ? ", " : "", types[i]);
+    fedc__mlir_printf(m, "\n    }\n");
+}

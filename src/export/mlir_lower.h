@@ -112,8 +112,8 @@ void fedc__mlir_annotate_result(const lower *l, const char *x, const char *resul
  * with whether it lies inside. */
 const char *fedc__mlir_place_index(const lower *l, const char *i, int64_t lo, int64_t n, char *ok, char *out);
 
-/* The lowerings themselves (mlir_ops.c, mlir_nn.c, mlir_conv.c, mlir_random.c,
- * mlir_lstm.c, mlir_control.c) are declared from their rows in lowerings.def
- * (lower.h). */
+/* The lowerings themselves (mlir_ops.c, mlir_nn.c, mlir_conv.c, mlir_random.c;
+ * lstm.c and control.c for both targets, in mlir_lstm.c's and mlir_fold.c's
+ * spelling) are declared from their rows in lowerings.def (lower.h). */
 
 #endif

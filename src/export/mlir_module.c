@@ -249,11 +249,14 @@ fedc_status fedc__mlir_check_options(const fedc_program *p, const fedc_mlir_opti
     return FEDC_OK;
 }
 
-fedc_status fedc__export_begin(const fedc_program *p, const fedc_mlir_options *o, const char *target,
-                               fedc_program **lowered) {
-    *lowered = NULL;
+fedc_status fedc__export(const fedc_program *p, const fedc_mlir_options *o, const char *target, fedc__export_write write,
+                         char **out) {
+    fedc_program *lowered = NULL;
     fedc_status st = fedc__mlir_check_options(p, o, target);
-    return st ? st : fedc__decompose(p, lowered);
+    if (!st) st = fedc__decompose(p, &lowered);
+    if (!st) st = write(lowered, o, out);
+    fedc_program_destroy(lowered);
+    return st;
 }
 
 /* The module of the decomposed program p. */
@@ -278,9 +281,5 @@ fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options 
     if (o->shard_clients && o->entry_main)
         return fedc_error(FEDC_EUNSUPPORTED, "export to mlir: a sharded module has no @main: LLVM 19 cannot run the mesh "
                           "dialect's collectives on one host (export without sharding to run it)");
-    fedc_program *lowered;
-    fedc_status st = fedc__export_begin(p, o, "mlir", &lowered);
-    if (!st) st = to_mlir(lowered, o, out);
-    fedc_program_destroy(lowered);
-    return st;
+    return fedc__export(p, o, "mlir", to_mlir, out);
 }

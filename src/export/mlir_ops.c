@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "export/mlir_lower.h"
+#include "export/spelling.h"
 
 /* ---------------------------------------------------------- elementwise -- */
 
@@ -520,7 +521,7 @@ fedc_status fedc__mlir_lower_scope(fedc__mlir *m, fedc__mlir_scope *s) {
     s->live = live;
     for (fedc_value v = 0; !m->st && v < s->p->n; v++) {
         if (!live[v]) continue;
-        lower l = {m, s, v, &s->p->nodes[v]};
+        lower l = {m, s, v, &s->p->nodes[v], &fedc__mlir_spelling};
         lower_fn f = fedc__lowering(FEDC__TO_MLIR, l.n->op);
         if (f) f(&l);
         else fedc__mlir_fail(m, s, v, FEDC_EUNSUPPORTED, "%s has no lowering to MLIR yet", fedc__ops[l.n->op].name);
@@ -530,3 +531,5 @@ fedc_status fedc__mlir_lower_scope(fedc__mlir *m, fedc__mlir_scope *s) {
     fedc_free(live);
     return m->st;
 }
+
+const fedc__spelling fedc__mlir_spelling = {fedc__mlir_lower_scope, &fedc__mlir_lstm_spelling, &fedc__mlir_fold_spelling};

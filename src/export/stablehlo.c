@@ -27,6 +27,45 @@ const char *fedc__shlo_splat(fedc__mlir *m, fedc_dtype dt, double value, const c
     return name;
 }
 
+int fedc__shlo_while_begin(fedc__mlir *m, int64_t steps, int n, const char *const *inits, const char *const *types,
+                           char *result) {
+    int id = m->tmp++;
+    char t0[24], k[24], lt[24];
+    fedc__shlo_splat(m, FEDC_I32, 0, "tensor<i32>", t0);
+    fedc__mlir_tmp(m, result);
+    fedc__mlir_printf(m, "    %s:%d = \"stablehlo.while\"(%s", result, n + 1, t0);
+    for (int i = 0; i < n; i++) fedc__mlir_printf(m, ", %s", inits[i]);
+    fedc__mlir_printf(m, ") ({\n");
+    for (int pass = 0; pass < 2; pass++) { /* the condition's region, then the body's: the same block arguments */
+        fedc__mlir_printf(m, "    ^bb0(%%w%d_0: tensor<i32>", id);
+        for (int i = 0; i < n; i++) fedc__mlir_printf(m, ", %%w%d_%d: %s", id, i + 1, types[i]);
+        fedc__mlir_printf(m, "):\n");
+        if (pass == 1) break;
+        fedc__shlo_splat(m, FEDC_I32, (double)steps, "tensor<i32>", k);
+        fedc__mlir_tmp(m, lt);
+        fedc__mlir_printf(m, "    %s = \"stablehlo.compare\"(%%w%d_0, %s) {comparison_direction = "
+                          "#stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : "
+                          "(tensor<i32>, tensor<i32>) -> tensor<i1>\n    \"stablehlo.return\"(%s) : (tensor<i1>) -> ()\n"
+                          "    }, {\n", lt, id, k, lt);
+    }
+    return id;
+}
+
+void fedc__shlo_while_end(fedc__mlir *m, int id, int n, char (*values)[24], const char *const *types) {
+    char t[24], one[24], t1[24];
+    snprintf(t, sizeof t, "%%w%d_0", id);
+    fedc__shlo_splat(m, FEDC_I32, 1, "tensor<i32>", one);
+    fedc__shlo_op(m, fedc__mlir_tmp(m, t1), "stablehlo.add", "", 2, (const char *[]){t, one},
+                  (const char *[]){"tensor<i32>", "tensor<i32>"}, "tensor<i32>");
+    fedc__mlir_printf(m, "    \"stablehlo.return\"(%s", t1);
+    for (int i = 0; i < n; i++) fedc__mlir_printf(m, ", %s", values[i]);
+    for (int pass = 0; pass < 3; pass++) { /* the return's operand types, the while's operands' and results' */
+        fedc__mlir_printf(m, pass == 0 ? ") : (tensor<i32>" : pass == 1 ? ") -> ()\n    }) : (tensor<i32>" : ") -> (tensor<i32>");
+        for (int i = 0; i < n; i++) fedc__mlir_printf(m, ", %s", types[i]);
+    }
+    fedc__mlir_printf(m, ")\n");
+}
+
 /* The HLO sharding of value v: its clients axis (dim 0) tiled over the devices,
  * every other dim whole; a value without the axis replicated. */
 static void sharding(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, int devices) {
@@ -73,6 +112,9 @@ static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fnam
 
 /* The module of the decomposed program p. */
 static fedc_status to_stablehlo(const fedc_program *p, const fedc_mlir_options *o, char **out) {
+    if (o->entry_main) /* refused after the program's checks, as their errors come first */
+        return fedc_error(FEDC_EUNSUPPORTED, "export to stablehlo: no @main with inputs: a StableHLO module is run by "
+                          "XLA or IREE, which take its inputs (export --to mlir to run it here)");
     fedc__mlir m = {.clients = o->clients ? o->clients : 1, .target = "stablehlo"};
     fedc__mlir_scope s;
     if (fedc__mlir_scope_init(&s, p, false, 0)) return FEDC_ENOMEM;
@@ -89,12 +131,5 @@ fedc_status fedc_program_to_stablehlo(const fedc_program *p, const fedc_mlir_opt
     *out = NULL;
     fedc_mlir_options defaults = {0};
     const fedc_mlir_options *o = options ? options : &defaults;
-    fedc_program *lowered;
-    fedc_status st = fedc__export_begin(p, o, "stablehlo", &lowered);
-    if (!st && o->entry_main)
-        st = fedc_error(FEDC_EUNSUPPORTED, "export to stablehlo: no @main with inputs: a StableHLO module is run by "
-                        "XLA or IREE, which take its inputs (export --to mlir to run it here)");
-    if (!st) st = to_stablehlo(lowered, o, out);
-    fedc_program_destroy(lowered);
-    return st;
+    return fedc__export(p, o, "stablehlo", to_stablehlo, out);
 }

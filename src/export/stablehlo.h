@@ -15,6 +15,15 @@ void fedc__shlo_op(fedc__mlir *m, const char *result, const char *name, const ch
 /* A splat constant of value in dtype dt and tensor type `type`, into name (of 24). */
 const char *fedc__shlo_splat(fedc__mlir *m, fedc_dtype dt, double value, const char *type, char *name);
 
+/* A stablehlo.while over the steps 0 .. steps - 1 carrying the step t and n
+ * values from inits (of types): the head, and the condition t < steps. The
+ * body's block arguments are %w<id>_0 (t) and %w<id>_<1 + i> (value i); returns
+ * id, and names the loop `result` (of 24): its result 1 + i is value i.
+ * fedc__shlo_while_end returns t + 1 and values and ends the loop. */
+int fedc__shlo_while_begin(fedc__mlir *m, int64_t steps, int n, const char *const *inits, const char *const *types,
+                           char *result);
+void fedc__shlo_while_end(fedc__mlir *m, int id, int n, char (*values)[24], const char *const *types);
+
 /* What every lowering uses: v's operands' types, names and clients axis (dim
  * 0 when there), "array<i64: ...>" lists, and ops of one and two operands of one
  * type. */
@@ -44,8 +53,9 @@ static inline void op2(const lower *l, const char *result, const char *op, const
 }
 
 /* The lowerings themselves (stablehlo_ops.c, stablehlo_nn.c, stablehlo_index.c,
- * stablehlo_random.c, stablehlo_lstm.c, stablehlo_fold.c) are declared from
- * their rows in lowerings.def (lower.h). */
+ * stablehlo_random.c; lstm.c and control.c for both targets, in
+ * stablehlo_lstm.c's and stablehlo_fold.c's spelling) are declared from their
+ * rows in lowerings.def (lower.h). */
 
 /* Lowers every node of scope s (stablehlo_ops.c); an op without a lowering
  * fails naming it. */

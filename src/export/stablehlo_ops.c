@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "export/stablehlo.h"
+#include "export/spelling.h"
 
 /* Operand u spread to v's shape as numpy broadcasts (dims right-aligned, the
  * clients axis first): itself when its type is v's, else a broadcast_in_dim of
@@ -531,35 +532,18 @@ fedc_status fedc__shlo_softmax_xent_grad(const lower *l) {
     return l->m->st;
 }
 
-/* ---------------------------------------------------------------- bodies -- */
-
-fedc_status fedc__shlo_map(const lower *l) {
-    const fedc_program *body = fedc__body(l->s->p, l->n);
-    fedc__mlir_scope b;
-    if (fedc__mlir_scope_init(&b, body, true, l->m->tmp++)) return l->m->st = FEDC_ENOMEM;
-    for (int i = 0; i < body->n; i++) snprintf(b.name[i], sizeof b.name[i], "%%s%d_%d", b.id, i);
-    for (int i = 0; i < fedc_program_num_inputs(body); i++)
-        snprintf(b.name[fedc_program_input(body, i)], sizeof b.name[0], "%s", name(l, l->n->in[i]));
-    fedc_status st = fedc__shlo_lower_scope(l->m, &b);
-    for (fedc_value u = l->v + 1; !st && u < l->s->p->n; u++) { /* results take the body's outputs' names */
-        const fedc__node *r = &l->s->p->nodes[u];
-        if (r->op == FEDC_OP_RESULT && r->in[0] == l->v)
-            snprintf(l->s->name[u], sizeof l->s->name[u], "%s", b.name[body->outputs[fedc__attr_int(r, FEDC_ATTR_INDEX, 0)].value]);
-    }
-    fedc__mlir_scope_free(&b);
-    return st;
-}
-
 fedc_status fedc__shlo_nothing(const lower *l) { (void)l; return FEDC_OK; } /* inputs, and results (named by map) */
 
 /* ------------------------------------------------------------- dispatch -- */
 
 fedc_status fedc__shlo_lower_scope(fedc__mlir *m, fedc__mlir_scope *s) {
     for (fedc_value v = 0; !m->st && v < s->p->n; v++) {
-        lower l = {m, s, v, &s->p->nodes[v]};
+        lower l = {m, s, v, &s->p->nodes[v], &fedc__shlo_spelling};
         lower_fn f = fedc__lowering(FEDC__TO_STABLEHLO, l.n->op);
         if (f) f(&l);
         else fedc__mlir_fail(m, s, v, FEDC_EUNSUPPORTED, "%s has no lowering to StableHLO yet", fedc__ops[l.n->op].name);
     }
     return m->st;
 }
+
+const fedc__spelling fedc__shlo_spelling = {fedc__shlo_lower_scope, &fedc__shlo_lstm_spelling, &fedc__shlo_fold_spelling};
