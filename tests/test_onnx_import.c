@@ -1,7 +1,7 @@
 /* fedc_program_from_onnx (src/formats/onnx_*.c) on ONNX models this test writes
  * itself through protobuf-c (tests/onnx_write.c): an MLP, with the shape
- * arithmetic PyTorch's exporter writes around a Reshape, and a small CNN, with
- * each of the padding paths of convolution and pooling. fedc's outputs on fixed
+ * arithmetic PyTorch's exporter writes around a Reshape, a small CNN, with each
+ * of the padding paths of convolution and pooling, and an LSTM. fedc's outputs on fixed
  * inputs must equal a reference computed here by plain loops in ONNX's own NCHW
  * terms; unsupported ops, wrong opsets and damaged files must be refused with
  * errors that say what and where (and, under ASan, without a crash or a leak).
@@ -184,6 +184,60 @@ static void cnn_reference(const cnn *m, double *logits) {
         }
 }
 
+/* ------------------------------------------------------------ the LSTM -- */
+
+enum { LT = 4, LB = 2, LI = 3, LH = 5 };
+
+typedef struct lstm {
+    float x[LT * LB * LI], w[4 * LH * LI], r[4 * LH * LH], b[8 * LH];
+} lstm;
+
+static void lstm_init(lstm *m) {
+    fedc_test_seed(31);
+    fill(m->x, LT * LB * LI), fill(m->w, 4 * LH * LI), fill(m->r, 4 * LH * LH), fill(m->b, 8 * LH);
+}
+
+/* x [T, B, I] -> LSTM (hidden 5, W R B in ONNX's gate order i, o, f, c) -> Y
+ * [T, 1, B, H] squeezed to [T, B, H]; and Y_h [1, B, H]. */
+static void lstm_write(onnx_writer *w, const void *model) {
+    const lstm *m = model;
+    ow_init(w);
+    ow_input(w, "x", ELEM_FLOAT, 3, (int64_t[]){LT, LB, LI});
+    ow_init_f32(w, "W", 3, (int64_t[]){1, 4 * LH, LI}, m->w);
+    ow_init_f32(w, "R", 3, (int64_t[]){1, 4 * LH, LH}, m->r);
+    ow_init_f32(w, "B", 2, (int64_t[]){1, 8 * LH}, m->b);
+    ow_init_i64(w, "axis1", 1, (int64_t[]){1}, (int64_t[]){1});
+    ow_node(w, "LSTM", "/lstm/LSTM", "x,W,R,B", "Y,Y_h", 1, ow_int(w, "hidden_size", LH));
+    ow_node(w, "Squeeze", "/lstm/Squeeze", "Y,axis1", "ys", 0);
+    ow_output(w, "ys");
+    ow_output(w, "Y_h");
+}
+
+static double sigmoid(double v) { return 1 / (1 + exp(-v)); }
+
+/* ONNX's LSTM equations, step by step: gate block k (i, o, f, c) of row j is
+ * x W[k H + j]^T + h R[k H + j]^T + Wb + Rb. ys [T, B, H]. */
+static void lstm_reference(const lstm *m, double *ys) {
+    double h[LB][LH] = {{0}}, c[LB][LH] = {{0}};
+    for (int t = 0; t < LT; t++)
+        for (int b = 0; b < LB; b++) {
+            double a[4][LH];
+            for (int k = 0; k < 4; k++)
+                for (int j = 0; j < LH; j++) {
+                    int row = k * LH + j;
+                    double s = (double)m->b[row] + m->b[4 * LH + row];
+                    for (int i = 0; i < LI; i++) s += (double)m->x[(t * LB + b) * LI + i] * m->w[row * LI + i];
+                    for (int i = 0; i < LH; i++) s += h[b][i] * m->r[row * LH + i];
+                    a[k][j] = s;
+                }
+            for (int j = 0; j < LH; j++) {
+                c[b][j] = sigmoid(a[2][j]) * c[b][j] + sigmoid(a[0][j]) * tanh(a[3][j]);
+                h[b][j] = sigmoid(a[1][j]) * tanh(c[b][j]);
+                ys[(t * LB + b) * LH + j] = h[b][j];
+            }
+        }
+}
+
 /* ------------------------------------------------------------ running -- */
 
 static fedc_onnx_model *import_bytes(const uint8_t *bytes, size_t size, int64_t batch, bool frozen) {
@@ -300,6 +354,29 @@ static void test_cnn(void) {
         float got[CN * CK];
         run(im, m.x, "logits", got, CN * CK);
         check_close(got, want, CN * CK, "logits");
+    }
+    fedc_onnx_model_destroy(im);
+    free(bytes);
+}
+
+/* The LSTM's outputs equal ONNX's equations; its weights are the file's three
+ * parameters as they are (the program reorders the gates). */
+static void test_lstm(void) {
+    lstm m;
+    size_t size;
+    lstm_init(&m);
+    uint8_t *bytes = packed(lstm_write, &m, &size);
+    double want[LT * LB * LH];
+    lstm_reference(&m, want);
+    fedc_onnx_model *im = import_bytes(bytes, size, 0, false);
+    if (im) {
+        CHECK_EQ_INT(im->num_params, 3);
+        CHECK_EQ_INT(count_ops(im->program, "lstm"), 1);
+        float got[LT * LB * LH];
+        run(im, m.x, "ys", got, LT * LB * LH);
+        check_close(got, want, LT * LB * LH, "ys");
+        run(im, m.x, "Y_h", got, LB * LH);
+        check_close(got, want + (LT - 1) * LB * LH, LB * LH, "Y_h");
     }
     fedc_onnx_model_destroy(im);
     free(bytes);
@@ -473,7 +550,7 @@ int main(int argc, char **argv) {
     const char *dir = getenv("FEDC_ONNX_WRITE_DIR");
     if (dir && *dir) return write_files(dir);
     static const fedc_test tests[] = {
-        {"mlp", test_mlp}, {"cnn", test_cnn}, {"refusals", test_refusals}, {"damaged", test_damaged},
+        {"mlp", test_mlp}, {"cnn", test_cnn}, {"lstm", test_lstm}, {"refusals", test_refusals}, {"damaged", test_damaged},
         {"deep_nesting", test_deep_nesting},
     };
     fedc_test_tmpdir("onnx_import");

@@ -21,6 +21,9 @@
  * attribute of a node of a graph ...); far more is an attack on the stack. */
 #define MAX_DEPTH 32
 #define MAX_FILE_BYTES ((size_t)2 << 30)
+/* A graph input's dimension: far beyond any model, far below int64's overflow in
+ * the window arithmetic of the translators. */
+#define MAX_DIM ((int64_t)1 << 40)
 
 /* ------------------------------------------------ the nesting bound -- */
 
@@ -76,7 +79,8 @@ static fedc_status add_input(onnx_import *im, const Onnx__ValueInfoProto *vi, in
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
         dims[i] = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? d->dim_value : batch;
-        if (dims[i] < 0) return fedc__onnx_fail(im, FEDC_EINVAL, "graph input '%s' has dimension %lld", name, (long long)dims[i]);
+        if (dims[i] < 0 || dims[i] > MAX_DIM)
+            return fedc__onnx_fail(im, FEDC_EINVAL, "graph input '%s' has dimension %lld", name, (long long)dims[i]);
     }
     onnx_entry *e = fedc__onnx_define(im, name);
     if (!e) return FEDC_ENOMEM;
@@ -135,7 +139,7 @@ static fedc_status add_output(onnx_import *im, const Onnx__ValueInfoProto *vi) {
 /* ------------------------------------------------------------ the nodes -- */
 
 static onnx_op_fn op_of(const char *op_type) {
-    const onnx_op_entry *tables[] = {fedc__onnx_ops_basic, fedc__onnx_ops_shape, fedc__onnx_ops_nn};
+    const onnx_op_entry *tables[] = {fedc__onnx_ops_basic, fedc__onnx_ops_shape, fedc__onnx_ops_nn, fedc__onnx_ops_rnn};
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const onnx_op_entry *e = tables[t]; e->op_type; e++)
             if (!strcmp(e->op_type, op_type)) return e->fn;

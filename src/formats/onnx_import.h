@@ -56,8 +56,9 @@ typedef struct onnx_op_entry {
 } onnx_op_entry;
 /* The translators, each table ended by {NULL, NULL}: onnx_ops.c (arithmetic,
  * products, activations), onnx_ops_shape.c (shapes, indexing, constants),
- * onnx_ops_nn.c (convolution, pooling, normalisation, softmax). */
-extern const onnx_op_entry fedc__onnx_ops_basic[], fedc__onnx_ops_shape[], fedc__onnx_ops_nn[];
+ * onnx_ops_nn.c (convolution, pooling, normalisation, softmax), onnx_ops_rnn.c
+ * (LSTM). */
+extern const onnx_op_entry fedc__onnx_ops_basic[], fedc__onnx_ops_shape[], fedc__onnx_ops_nn[], fedc__onnx_ops_rnn[];
 
 /* An error naming the file, the node, its op and the opset, then fmt. */
 fedc_status fedc__onnx_fail(onnx_import *im, fedc_status status, const char *fmt, ...)
@@ -98,6 +99,9 @@ fedc_status fedc__onnx_const_of_tensor(const Onnx__TensorProto *t, const char *w
 /* Node input k, which must be known at import (a shape, axes, pads...). */
 const onnx_const *fedc__onnx_const_in(onnx_import *im, int k, const char *what);
 fedc_dtype fedc__onnx_fedc_dtype(int onnx_dtype, bool *ok);
+/* A constant's value as an integer, truncated; NaN as 0 and beyond +-2^62 clamped
+ * (a hostile file's float "shape" must not make an undefined conversion). */
+int64_t fedc__onnx_i64(double v);
 
 /* --------------------------------------------------------- attributes -- */
 

@@ -44,7 +44,9 @@ static fedc_status window_of(onnx_import *im, onnx_entry *x, const int64_t k[2],
     if (!st) st = pair_attr(im, "dilations", 1, d);
     if (st) return st;
     if (d[0] != 1 || d[1] != 1) return fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "dilations %lld, %lld (fedc's windows are dense)", (long long)d[0], (long long)d[1]);
-    if (w->s[0] < 1 || w->s[1] < 1 || w->k[0] < 1 || w->k[1] < 1) return fedc__onnx_fail(im, FEDC_EINVAL, "a stride or kernel below 1");
+    for (int i = 0; i < 2; i++)
+        if (w->s[i] < 1 || w->k[i] < 1 || w->s[i] > INT32_MAX || w->k[i] > INT32_MAX)
+            return fedc__onnx_fail(im, FEDC_EINVAL, "stride %lld, kernel %lld", (long long)w->s[i], (long long)w->k[i]);
     char buf[32];
     const char *mode = fedc__onnx_attr_string(im, "auto_pad", "NOTSET", buf, sizeof buf);
     if (!strcmp(mode, "SAME_UPPER") || !strcmp(mode, "SAME_LOWER")) {
@@ -254,7 +256,7 @@ static fedc_status reduce(onnx_import *im, reduce_fn f) {
         if (!c) return fedc__onnx_error(im);
         if (c->count > FEDC_MAX_RANK) return fedc__onnx_fail(im, FEDC_EINVAL, "%lld axes", (long long)c->count);
         n = (int)c->count;
-        for (int i = 0; i < n; i++) given[i] = (int64_t)c->data[i];
+        for (int i = 0; i < n; i++) given[i] = fedc__onnx_i64(c->data[i]);
     } else if ((n = fedc__onnx_attr_ints(im, "axes", given, FEDC_MAX_RANK)) == -2) {
         return fedc__onnx_error(im);
     }

@@ -19,8 +19,9 @@ static onnx_const *const_reshaped(const onnx_const *c, int dtype, int rank, cons
 static fedc_status reshape_to(onnx_import *im, onnx_entry *x, int rank, const int64_t *dims) {
     int64_t count = 1, in[FEDC_MAX_RANK], have = 1;
     int r = fedc__onnx_dims(im, x, in);
-    for (int i = 0; i < r; i++) have *= in[i];
-    for (int i = 0; i < rank; i++) count *= dims[i];
+    for (int i = 0; i < r; i++) have *= in[i]; /* a value's count fits */
+    for (int i = 0; i < rank; i++)
+        if (__builtin_mul_overflow(count, dims[i], &count)) return fedc__onnx_fail(im, FEDC_ESHAPE, "a shape of more than 2^63 elements");
     if (count != have) return fedc__onnx_fail(im, FEDC_ESHAPE, "%lld elements cannot take a shape of %lld", (long long)have, (long long)count);
     if (x->k) return fedc__onnx_set_const(im, 0, const_reshaped(x->k, x->k->dtype, rank, dims));
     return fedc__onnx_set(im, 0, fedc_reshape(im->p, fedc__onnx_value(im, x, FEDC_NONE), rank, dims));
@@ -38,14 +39,14 @@ static fedc_status op_reshape(onnx_import *im) {
     for (int i = 0; i < r; i++) have *= in[i];
     bool allowzero = fedc__onnx_attr_int(im, "allowzero", 0) != 0;
     for (int i = 0; i < rank; i++) {
-        dims[i] = (int64_t)shape->data[i];
+        dims[i] = fedc__onnx_i64(shape->data[i]);
         if (dims[i] == 0 && !allowzero) {
             if (i >= r) return fedc__onnx_fail(im, FEDC_ESHAPE, "shape[%d] = 0 copies an axis the input does not have", i);
             dims[i] = in[i];
         }
         if (dims[i] == -1 && infer < 0) infer = i;
-        else if (dims[i] < 0) return fedc__onnx_fail(im, FEDC_ESHAPE, "shape[%d] = %lld", i, (long long)dims[i]);
-        else known *= dims[i];
+        else if (dims[i] < 0 || __builtin_mul_overflow(known, dims[i], &known))
+            return fedc__onnx_fail(im, FEDC_ESHAPE, "shape[%d] = %lld", i, (long long)dims[i]);
     }
     if (infer >= 0) {
         if (known == 0 || have % known) return fedc__onnx_fail(im, FEDC_ESHAPE, "no size for the -1 of the shape");
@@ -106,7 +107,7 @@ static int axes_of(onnx_import *im, int64_t *axes) {
     if (!fedc__onnx_has_in(im, 1)) return fedc__onnx_attr_ints(im, "axes", axes, FEDC_MAX_RANK);
     const onnx_const *c = fedc__onnx_const_in(im, 1, "axes");
     if (!c || c->count > FEDC_MAX_RANK) return c ? (fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "too many axes"), -2) : -2;
-    for (int64_t i = 0; i < c->count; i++) axes[i] = (int64_t)c->data[i];
+    for (int64_t i = 0; i < c->count; i++) axes[i] = fedc__onnx_i64(c->data[i]);
     return (int)c->count;
 }
 
@@ -173,7 +174,7 @@ static fedc_status op_constant_of_shape(onnx_import *im) {
     if (!shape) return fedc__onnx_error(im);
     if (shape->rank != 1 || shape->count > FEDC_MAX_RANK) return fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "a shape of %lld values", (long long)shape->count);
     int64_t dims[FEDC_MAX_RANK];
-    for (int i = 0; i < shape->count; i++) dims[i] = (int64_t)shape->data[i];
+    for (int i = 0; i < shape->count; i++) dims[i] = fedc__onnx_i64(shape->data[i]);
     onnx_const *value = NULL;
     const Onnx__AttributeProto *a = fedc__onnx_attr(im, "value");
     fedc_status st = a && a->t ? fedc__onnx_const_of_tensor(a->t, im->what, &value) : FEDC_OK;
@@ -200,7 +201,7 @@ static fedc_status op_cast(onnx_import *im) {
         onnx_const *y = const_reshaped(x->k, to, x->k->rank, x->k->dims);
         bool integer = to != ONNX_FLOAT && to != ONNX_DOUBLE;
         for (int64_t i = 0; y && i < y->count; i++)
-            y->data[i] = to == ONNX_BOOL ? y->data[i] != 0 : integer ? (double)(int64_t)y->data[i] : y->data[i];
+            y->data[i] = to == ONNX_BOOL ? y->data[i] != 0 : integer ? (double)fedc__onnx_i64(y->data[i]) : y->data[i];
         return fedc__onnx_set_const(im, 0, y);
     }
     fedc_value v = fedc__onnx_value(im, x, FEDC_NONE);
@@ -271,7 +272,7 @@ static fedc_status op_gather(onnx_import *im) {
     if (x->k && ie->k && r == 1) { /* shape arithmetic: elements of a 1-D constant */
         onnx_const *y = fedc__onnx_const_new(x->k->dtype, ie->k->rank, ie->k->dims);
         for (int64_t i = 0; y && i < y->count; i++) {
-            int64_t k = (int64_t)ie->k->data[i];
+            int64_t k = fedc__onnx_i64(ie->k->data[i]);
             if (k < 0) k += in[0];
             if (k < 0 || k >= in[0]) {
                 fedc__onnx_const_free(y);
@@ -312,9 +313,9 @@ static fedc_status op_slice(onnx_import *im) {
         return fedc__onnx_fail(im, FEDC_EINVAL, "starts, ends, axes and steps differ in length");
     for (int64_t i = 0; i < starts->count; i++) {
         int a;
-        if (fedc__onnx_axis(im, axes ? (int64_t)axes->data[i] : i, r, &a)) return fedc__onnx_error(im);
+        if (fedc__onnx_axis(im, axes ? fedc__onnx_i64(axes->data[i]) : i, r, &a)) return fedc__onnx_error(im);
         if (steps && steps->data[i] != 1) return fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "step %.0f (fedc slices with step 1)", steps->data[i]);
-        double s = starts->data[i], e = ends->data[i], d = (double)in[a];
+        double s = (double)fedc__onnx_i64(starts->data[i]), e = (double)fedc__onnx_i64(ends->data[i]), d = (double)in[a];
         s = s < 0 ? s + d : s, e = e < 0 ? e + d : e;
         lo[a] = (int64_t)(s < 0 ? 0 : s > d ? d : s);
         hi[a] = (int64_t)(e < (double)lo[a] ? (double)lo[a] : e > d ? d : e);

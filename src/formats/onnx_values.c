@@ -94,6 +94,11 @@ fedc_dtype fedc__onnx_fedc_dtype(int onnx_dtype, bool *ok) {
     }
 }
 
+int64_t fedc__onnx_i64(double v) {
+    const double limit = 4611686018427387904.0; /* 2^62 */
+    return v != v ? 0 : v > limit ? (int64_t)limit : v < -limit ? -(int64_t)limit : (int64_t)v;
+}
+
 static fedc_value materialise(onnx_import *im, const onnx_const *c, fedc_dtype dt) {
     fedc_type t = fedc_type_make(dt, c->rank, c->dims);
     void *buf = fedc_malloc(c->count ? fedc_type_bytes(&t) : 1);
@@ -195,7 +200,7 @@ onnx_const *fedc__onnx_const_new(int dtype, int rank, const int64_t *dims) {
         return fedc_error(FEDC_ENOMEM, "out of memory"), NULL;
     }
     *c = (onnx_const){.dtype = dtype, .rank = rank, .count = count, .data = data};
-    memcpy(c->dims, dims, (size_t)rank * sizeof *dims);
+    if (rank) memcpy(c->dims, dims, (size_t)rank * sizeof *dims);
     return c;
 }
 
@@ -280,7 +285,7 @@ int fedc__onnx_attr_ints(onnx_import *im, const char *name, int64_t *out, int ma
     const Onnx__AttributeProto *a = fedc__onnx_attr(im, name);
     if (!a) return -1;
     if (a->n_ints > (size_t)max) return fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "%s has %zu values (at most %d)", name, a->n_ints, max), -2;
-    memcpy(out, a->ints, a->n_ints * sizeof *out);
+    if (a->n_ints) memcpy(out, a->ints, a->n_ints * sizeof *out);
     return (int)a->n_ints;
 }
 
@@ -288,7 +293,7 @@ const char *fedc__onnx_attr_string(const onnx_import *im, const char *name, cons
     const Onnx__AttributeProto *a = fedc__onnx_attr(im, name);
     if (!a || !a->has_s) return dflt;
     size_t n = a->s.len < size - 1 ? a->s.len : size - 1;
-    memcpy(buf, a->s.data, n);
+    if (n) memcpy(buf, a->s.data, n);
     buf[n] = '\0';
     return buf;
 }
