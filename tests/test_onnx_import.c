@@ -238,6 +238,93 @@ static void lstm_reference(const lstm *m, double *ys) {
         }
 }
 
+/* ------------------------------------------------- a transformer's ops -- */
+
+enum { BB = 2, BT = 3, BD = 4 };
+
+typedef struct block {
+    float x[BB * BT * BD], wq[BD * BD], bq[BD], gamma[BD], beta[BD];
+} block;
+
+static void block_init(block *m) {
+    fedc_test_seed(41);
+    fill(m->x, BB * BT * BD), fill(m->wq, BD * BD), fill(m->bq, BD), fill(m->gamma, BD), fill(m->beta, BD);
+}
+
+static void scalar_const(onnx_writer *w, const char *name, float v) {
+    ow_init_f32(w, name, 0, NULL, &v); /* a float initializer: a parameter, materialised as an input */
+}
+
+/* x [2, 3, 4] -> MatMul + bias -> LayerNormalization -> exact GELU as PyTorch
+ * exports it (Div, Erf, Add, Mul, Mul) -> RMS normalisation (Pow, ReduceMean,
+ * Add, Sqrt, Div) -> minus the pre-norm value (Sub) -> Transpose [0, 2, 1] ->
+ * Slice 1:3 of the last axis -> Gather rows {1, 0, 3} of axis 1 -> Softmax
+ * over axis 1. */
+static void block_write(onnx_writer *w, const void *model) {
+    const block *m = model;
+    ow_init(w);
+    ow_input(w, "x", ELEM_FLOAT, 3, (int64_t[]){BB, BT, BD});
+    ow_init_f32(w, "q.weight", 2, (int64_t[]){BD, BD}, m->wq);
+    ow_init_f32(w, "q.bias", 1, (int64_t[]){BD}, m->bq);
+    ow_init_f32(w, "ln.weight", 1, (int64_t[]){BD}, m->gamma);
+    ow_init_f32(w, "ln.bias", 1, (int64_t[]){BD}, m->beta);
+    scalar_const(w, "sqrt2", 1.41421356f), scalar_const(w, "one", 1), scalar_const(w, "half", 0.5f);
+    scalar_const(w, "eps", 1e-6f);
+    ow_init_i64(w, "two", 0, NULL, (int64_t[]){2});
+    ow_init_i64(w, "starts", 1, (int64_t[]){1}, (int64_t[]){1});
+    ow_init_i64(w, "ends", 1, (int64_t[]){1}, (int64_t[]){3});
+    ow_init_i64(w, "axes", 1, (int64_t[]){1}, (int64_t[]){2});
+    ow_init_i64(w, "rows", 1, (int64_t[]){3}, (int64_t[]){1, 0, -1});
+    ow_node(w, "MatMul", "mm", "x,q.weight", "m", 0);
+    ow_node(w, "Add", "bias", "m,q.bias", "a", 0);
+    ow_node(w, "LayerNormalization", "ln", "a,ln.weight,ln.bias", "l", 2, ow_int(w, "axis", -1), ow_float(w, "epsilon", 1e-5f));
+    ow_node(w, "Div", "gelu_div", "l,sqrt2", "d", 0);
+    ow_node(w, "Erf", "gelu_erf", "d", "e", 0);
+    ow_node(w, "Add", "gelu_add", "e,one", "e1", 0);
+    ow_node(w, "Mul", "gelu_mul", "l,e1", "g0", 0);
+    ow_node(w, "Mul", "gelu_half", "g0,half", "g", 0);
+    ow_node(w, "Pow", "rms_pow", "g,two", "sq", 0);
+    ow_node(w, "ReduceMean", "rms_mean", "sq", "ms", 2, ow_ints(w, "axes", 1, (int64_t[]){2}), ow_int(w, "keepdims", 1));
+    ow_node(w, "Add", "rms_eps", "ms,eps", "mse", 0);
+    ow_node(w, "Sqrt", "rms_sqrt", "mse", "rms", 0);
+    ow_node(w, "Div", "rms_div", "g,rms", "gn", 0);
+    ow_node(w, "Sub", "residual", "gn,a", "sd", 0);
+    ow_node(w, "Transpose", "tr", "sd", "st", 1, ow_ints(w, "perm", 3, (int64_t[]){0, 2, 1}));
+    ow_node(w, "Slice", "sl", "st,starts,ends,axes", "sl", 0);
+    ow_node(w, "Gather", "ga", "sl,rows", "ga", 1, ow_int(w, "axis", 1));
+    ow_node(w, "Softmax", "sm", "ga", "out", 1, ow_int(w, "axis", 1));
+    ow_output(w, "out");
+}
+
+/* out [2, 3, 2] by the definitions, with C's erf. */
+static void block_reference(const block *m, double *out) {
+    static const int rows[3] = {1, 0, 3};
+    for (int b = 0; b < BB; b++) {
+        double sd[BT][BD];
+        for (int t = 0; t < BT; t++) {
+            double a[BD], l[BD], g[BD], mean = 0, var = 0, ms = 0;
+            for (int j = 0; j < BD; j++) {
+                a[j] = m->bq[j];
+                for (int i = 0; i < BD; i++) a[j] += (double)m->x[(b * BT + t) * BD + i] * m->wq[i * BD + j];
+                mean += a[j] / BD;
+            }
+            for (int j = 0; j < BD; j++) var += (a[j] - mean) * (a[j] - mean) / BD;
+            for (int j = 0; j < BD; j++) {
+                l[j] = (a[j] - mean) / sqrt(var + 1e-5f) * m->gamma[j] + m->beta[j];
+                g[j] = l[j] * 0.5 * (1 + erf(l[j] / 1.41421356f));
+                ms += g[j] * g[j] / BD;
+            }
+            for (int j = 0; j < BD; j++) sd[t][j] = g[j] / sqrt(ms + 1e-6f) - a[j];
+        }
+        /* st[b][j][t] = sd[t][j]; sl keeps t in 1..2; ga[b][r][k] = st[b][rows[r]][1 + k] */
+        for (int k = 0; k < 2; k++) {
+            double sum = 0;
+            for (int r = 0; r < 3; r++) sum += exp(sd[1 + k][rows[r]]);
+            for (int r = 0; r < 3; r++) out[(b * 3 + r) * 2 + k] = exp(sd[1 + k][rows[r]]) / sum;
+        }
+    }
+}
+
 /* ------------------------------------------------------------ running -- */
 
 static fedc_onnx_model *import_bytes(const uint8_t *bytes, size_t size, int64_t batch, bool frozen) {
@@ -377,6 +464,28 @@ static void test_lstm(void) {
         check_close(got, want, LT * LB * LH, "ys");
         run(im, m.x, "Y_h", got, LB * LH);
         check_close(got, want + (LT - 1) * LB * LH, LB * LH, "Y_h");
+    }
+    fedc_onnx_model_destroy(im);
+    free(bytes);
+}
+
+/* MatMul, LayerNormalization, the exact GELU through Erf, Pow, ReduceMean, Sqrt,
+ * Sub, Transpose, Slice, Gather on an inner axis with a negative index, Softmax
+ * over an inner axis: fedc's outputs equal the definitions' (Erf's
+ * approximation within the tolerance). */
+static void test_block(void) {
+    block m;
+    size_t size;
+    block_init(&m);
+    uint8_t *bytes = packed(block_write, &m, &size);
+    double want[BB * 3 * 2];
+    block_reference(&m, want);
+    fedc_onnx_model *im = import_bytes(bytes, size, 0, false);
+    if (im) {
+        CHECK_EQ_INT(im->num_params, 8);
+        float got[BB * 3 * 2];
+        run(im, m.x, "out", got, BB * 3 * 2);
+        check_close(got, want, BB * 3 * 2, "out");
     }
     fedc_onnx_model_destroy(im);
     free(bytes);
@@ -550,7 +659,8 @@ int main(int argc, char **argv) {
     const char *dir = getenv("FEDC_ONNX_WRITE_DIR");
     if (dir && *dir) return write_files(dir);
     static const fedc_test tests[] = {
-        {"mlp", test_mlp}, {"cnn", test_cnn}, {"lstm", test_lstm}, {"refusals", test_refusals}, {"damaged", test_damaged},
+        {"mlp", test_mlp}, {"cnn", test_cnn}, {"lstm", test_lstm}, {"block", test_block},
+        {"refusals", test_refusals}, {"damaged", test_damaged},
         {"deep_nesting", test_deep_nesting},
     };
     fedc_test_tmpdir("onnx_import");
