@@ -40,7 +40,8 @@ static void mlp_init(mlp *m) {
 }
 
 /* x [batch, 4] -> Linear(4, 8) -> ReLU -> reshape to Shape(h)[0] x -1 (the
- * exporter's Shape/Gather/Unsqueeze/Concat) -> Dropout -> Linear(8, 3) -> Softmax. */
+ * exporter's Shape/Gather/Unsqueeze/Concat/Identity) -> Dropout -> Linear(8, 3)
+ * -> Softmax. */
 static void mlp_write(onnx_writer *w, const mlp *m) {
     ow_init(w);
     ow_input(w, "x", ELEM_FLOAT, 2, (int64_t[]){-1, MI});
@@ -56,7 +57,8 @@ static void mlp_write(onnx_writer *w, const mlp *m) {
     ow_node(w, "Gather", "/Gather", "s,zero", "b", 1, ow_int(w, "axis", 0));
     ow_node(w, "Unsqueeze", "/Unsqueeze", "b,axes0", "bu", 0);
     ow_node(w, "Constant", "/Constant_1", "", "minus1", 1, ow_tensor_i64(w, "value", 1, (int64_t[]){1}, (int64_t[]){-1}));
-    ow_node(w, "Concat", "/Concat", "bu,minus1", "shape", 1, ow_int(w, "axis", 0));
+    ow_node(w, "Concat", "/Concat", "bu,minus1", "shape0", 1, ow_int(w, "axis", 0));
+    ow_node(w, "Identity", "/Identity", "shape0", "shape", 0);
     ow_node(w, "Reshape", "/Reshape", "h2,shape", "h3", 0);
     ow_node(w, "Dropout", "/Dropout", "h3", "h4", 0);
     ow_node(w, "Gemm", "/fc2/Gemm", "h4,fc2.weight,fc2.bias", "logits", 1, ow_int(w, "transB", 1));

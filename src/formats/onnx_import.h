@@ -94,6 +94,8 @@ fedc_status fedc__onnx_set_const(onnx_import *im, int k, onnx_const *c);
 
 onnx_const *fedc__onnx_const_new(int dtype, int rank, const int64_t *dims); /* zeros; NULL: error set */
 void fedc__onnx_const_free(onnx_const *c);
+/* A copy of c's values as `dtype` with other dims (of the same count). */
+onnx_const *fedc__onnx_const_reshaped(const onnx_const *c, int dtype, int rank, const int64_t *dims);
 /* A TensorProto's values (raw_data or the typed fields; dims checked). */
 fedc_status fedc__onnx_const_of_tensor(const Onnx__TensorProto *t, const char *what, onnx_const **out);
 /* Node input k, which must be known at import (a shape, axes, pads...). */

@@ -5,7 +5,6 @@
  * Arithmetic on two constants (shape arithmetic: sizes, indices) is computed at
  * import instead, with numpy's broadcasting, as ONNX defines it. */
 #include <math.h>
-#include <string.h>
 
 #include "formats/onnx_import.h"
 
@@ -55,7 +54,12 @@ static fedc_status op_neg(onnx_import *im) { return unary(im, fedc_neg); }
 static fedc_status op_exp(onnx_import *im) { return unary(im, fedc_exp); }
 static fedc_status op_log(onnx_import *im) { return unary(im, fedc_log); }
 static fedc_status op_erf(onnx_import *im) { return unary(im, erf_approx); }
-static fedc_status op_identity(onnx_import *im) { return unary(im, identity); }
+/* Identity keeps a constant a constant (shape arithmetic may pass through it). */
+static fedc_status op_identity(onnx_import *im) {
+    onnx_entry *x = fedc__onnx_in(im, 0);
+    if (!x || !x->k) return x ? unary(im, identity) : fedc__onnx_error(im);
+    return fedc__onnx_set_const(im, 0, fedc__onnx_const_reshaped(x->k, x->k->dtype, x->k->rank, x->k->dims));
+}
 
 /* Dropout at inference is the identity (its mask output, if read, is refused). */
 static fedc_status op_dropout(onnx_import *im) {

@@ -8,13 +8,6 @@
 
 #include "formats/onnx_import.h"
 
-/* A copy of c's values with other dims (the same count). */
-static onnx_const *const_reshaped(const onnx_const *c, int dtype, int rank, const int64_t *dims) {
-    onnx_const *y = fedc__onnx_const_new(dtype, rank, dims);
-    if (y && y->count == c->count) memcpy(y->data, c->data, (size_t)c->count * sizeof *y->data);
-    return y;
-}
-
 /* x (constant or not) given `rank` and `dims` as its new shape. */
 static fedc_status reshape_to(onnx_import *im, onnx_entry *x, int rank, const int64_t *dims) {
     int64_t count = 1, in[FEDC_MAX_RANK], have = 1;
@@ -23,7 +16,7 @@ static fedc_status reshape_to(onnx_import *im, onnx_entry *x, int rank, const in
     for (int i = 0; i < rank; i++)
         if (__builtin_mul_overflow(count, dims[i], &count)) return fedc__onnx_fail(im, FEDC_ESHAPE, "a shape of more than 2^63 elements");
     if (count != have) return fedc__onnx_fail(im, FEDC_ESHAPE, "%lld elements cannot take a shape of %lld", (long long)have, (long long)count);
-    if (x->k) return fedc__onnx_set_const(im, 0, const_reshaped(x->k, x->k->dtype, rank, dims));
+    if (x->k) return fedc__onnx_set_const(im, 0, fedc__onnx_const_reshaped(x->k, x->k->dtype, rank, dims));
     return fedc__onnx_set(im, 0, fedc_reshape(im->p, fedc__onnx_value(im, x, FEDC_NONE), rank, dims));
 }
 
@@ -198,7 +191,7 @@ static fedc_status op_cast(onnx_import *im) {
     fedc_dtype dt = fedc__onnx_fedc_dtype(to, &ok);
     if (!ok) return fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "a cast to ONNX data type %d", to);
     if (x->k) {
-        onnx_const *y = const_reshaped(x->k, to, x->k->rank, x->k->dims);
+        onnx_const *y = fedc__onnx_const_reshaped(x->k, to, x->k->rank, x->k->dims);
         bool integer = to != ONNX_FLOAT && to != ONNX_DOUBLE;
         for (int64_t i = 0; y && i < y->count; i++)
             y->data[i] = to == ONNX_BOOL ? y->data[i] != 0 : integer ? (double)fedc__onnx_i64(y->data[i]) : y->data[i];
@@ -242,7 +235,7 @@ static fedc_status op_concat(onnx_import *im) {
 /* A constant index tensor as fedc's i32 indices into an axis of size `size`
  * (negative indices counted from the end, as ONNX allows). */
 static fedc_value index_constant(onnx_import *im, const onnx_const *idx, int64_t size) {
-    onnx_const *fixed = const_reshaped(idx, ONNX_INT32, idx->rank, idx->dims);
+    onnx_const *fixed = fedc__onnx_const_reshaped(idx, ONNX_INT32, idx->rank, idx->dims);
     if (!fixed) return fedc__onnx_fail(im, FEDC_ENOMEM, "out of memory"), FEDC_NONE;
     for (int64_t i = 0; i < fixed->count; i++) {
         double k = fixed->data[i] < 0 ? fixed->data[i] + (double)size : fixed->data[i];

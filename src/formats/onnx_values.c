@@ -204,6 +204,12 @@ onnx_const *fedc__onnx_const_new(int dtype, int rank, const int64_t *dims) {
     return c;
 }
 
+onnx_const *fedc__onnx_const_reshaped(const onnx_const *c, int dtype, int rank, const int64_t *dims) {
+    onnx_const *y = fedc__onnx_const_new(dtype, rank, dims);
+    if (y && y->count == c->count) memcpy(y->data, c->data, (size_t)c->count * sizeof *y->data);
+    return y;
+}
+
 void fedc__onnx_const_free(onnx_const *c) {
     if (!c) return;
     fedc_free(c->data);
