@@ -42,6 +42,9 @@ int fedc_cli_privacy(int argc, char **argv);
  * arguments after "split". */
 extern const char cli_split_usage[];
 int cli_program_split(int argc, char **argv);
+/* fedc program import (cli/program_import.c): an ONNX model as a program. */
+extern const char cli_import_usage[];
+int cli_program_import(int argc, char **argv);
 
 /* A program read from a text file (or - for stdin), or NULL having said why
  * ("CMD: PATH: line:col: ..."); fedc_program_destroy it (cli/program.c). */
@@ -80,6 +83,9 @@ bool cli_bool(const char *cmd, const char *what, const char *text, bool *out);
  * NUL-terminated string (free it), or prints why not ("CMD: PATH: ...": cannot
  * open, a directory, too large, holds a NUL byte) and returns NULL. */
 char *cli_read_text(const char *cmd, const char *path, size_t max);
+/* Writes `text` to `path` (NULL or "-": standard output) whole, or removes what it
+ * wrote and says why ("CMD: PATH: cannot write: ..."); false then. */
+bool cli_write_text(const char *cmd, const char *path, const char *text);
 
 /* ---------------------------------------------------------- cli/config.c -- */
 

@@ -42,6 +42,8 @@ static const char usage[] =
     "                                run it on .npy inputs and write .npy outputs\n"
     "  program export FILE --to mlir [options]\n"
     "                                write it as an MLIR module (docs/export.md)\n"
+    "  program import MODEL.onnx --out FILE [--params FILE.safetensors]\n"
+    "                                an ONNX model as a program (docs/onnx.md)\n"
     "  plan build --data PATH --out PLAN [train options]\n"
     "                                a deployment plan of a training job (docs/deployment.md)\n"
     "  plan check PLAN               verify a plan as a server or client does\n"

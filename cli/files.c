@@ -1,6 +1,6 @@
 /* Reading the text files the commands take (programs, config files): whole, with
  * a size limit, refusing directories and NUL bytes, so /dev/zero or a binary file
- * given by mistake fails at once with a message. */
+ * given by mistake fails at once with a message; and writing the ones they make. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,4 +52,16 @@ char *cli_read_text(const char *cmd, const char *path, size_t max) {
     else fprintf(stderr, "cannot be read: %s\n", err == READ_NO_MEMORY ? "out of memory" : strerror(err));
     free(text);
     return NULL;
+}
+
+bool cli_write_text(const char *cmd, const char *path, const char *text) {
+    if (!path || !strcmp(path, "-")) return fputs(text, stdout) >= 0;
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fputs(text, f) >= 0;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok) {
+        fprintf(stderr, "%s: %s: cannot write: %s\n", cmd, path, strerror(errno));
+        remove(path);
+    }
+    return ok;
 }

@@ -12,6 +12,8 @@
  *                                run it on .npy inputs, write each output to DIR/NAME.npy
  *   fedc program split FILE [--out DIR]
  *                                cut it into its deployment form (cli/program_split.c)
+ *   fedc program import MODEL.onnx --out FILE [--params FILE.safetensors] [--batch N]
+ *                                an ONNX model as a program (cli/program_import.c)
  *
  * FILE may be "-" for standard input. Errors go to stderr with the file name and,
  * for parse errors, the line and column; the exit status is 1 for bad input (a
@@ -584,17 +586,7 @@ static int parse_export_args(int argc, char **argv, export_args *e) {
 }
 
 /* Writes the module to OUT (whole, or not at all) or standard output. */
-static bool write_text(const char *out, const char *text) {
-    if (!out) return fputs(text, stdout) >= 0;
-    FILE *f = fopen(out, "wb");
-    bool ok = f && fputs(text, f) >= 0;
-    if (f && fclose(f) != 0) ok = false;
-    if (!ok) {
-        fprintf(stderr, EXPORT ": %s: cannot write: %s\n", out, strerror(errno));
-        remove(out);
-    }
-    return ok;
-}
+static bool write_text(const char *out, const char *text) { return cli_write_text(EXPORT, out, text); }
 
 static int export_program(const fedc_program *p, export_args *e) {
     if (e->entry_main && (!inputs_match(p, &e->run) || !load_inputs(p, &e->run))) return CLI_FAILED;
@@ -639,7 +631,8 @@ typedef struct subcommand {
 static const subcommand subcommands[] = {{"check", check_usage, cmd_check}, {"print", print_usage, cmd_print},
                                          {"grad", grad_usage, cmd_grad},    {"jvp", jvp_usage, cmd_jvp},
                                          {"run", run_usage, cmd_run},       {"export", export_usage, cmd_export},
-                                         {"split", cli_split_usage, cli_program_split}};
+                                         {"split", cli_split_usage, cli_program_split},
+                                         {"import", cli_import_usage, cli_program_import}};
 enum { NSUB = sizeof subcommands / sizeof *subcommands };
 
 int fedc_cli_program(int argc, char **argv) {
@@ -655,8 +648,8 @@ int fedc_cli_program(int argc, char **argv) {
         printf("%s\n%s", subcommands[i].usage, file_note);
         return CLI_OK;
     }
-    if (argc == 0) fprintf(stderr, "fedc program: needs a subcommand: check, print, grad, jvp, run, export or split");
-    else fprintf(stderr, "fedc program: unknown subcommand '%s' (check, print, grad, jvp, run, export or split)", argv[0]);
+    if (argc == 0) fprintf(stderr, "fedc program: needs a subcommand: check, print, grad, jvp, run, export, split or import");
+    else fprintf(stderr, "fedc program: unknown subcommand '%s' (check, print, grad, jvp, run, export, split or import)", argv[0]);
     fputs("; see fedc program --help\n", stderr);
     return CLI_USAGE;
 }

@@ -26,7 +26,7 @@ ad:ad exec:exec export:export nn:nn aggregate:fl fl:fl secure_sum:fl deploy:depl
 
 # An outside library's header: the modules that may include it.
 libraries='cblas.h:kernels mpi.h:exec zlib.h:data,fl,formats
-hdf5.h:formats sqlite3.h:formats msgpack.h:formats nng:deploy sodium.h:deploy'
+hdf5.h:formats sqlite3.h:formats msgpack.h:formats protobuf-c:formats nng:deploy sodium.h:deploy'
 
 layer_of() { echo "$layers" | awk -v m="$1" '{ for (i = 1; i <= NF; i++) if ($i == m) print NR }'; }
 

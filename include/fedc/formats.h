@@ -1,6 +1,7 @@
 /*
  * fedc/formats.h — libfedc_formats: the readers of TensorFlow Federated's HDF5
- * files (FEDC_FORMAT_TFF) and FedJAX's SQLite files (FEDC_FORMAT_FEDJAX).
+ * files (FEDC_FORMAT_TFF) and FedJAX's SQLite files (FEDC_FORMAT_FEDJAX), and
+ * the importer of ONNX models (fedc_program_from_onnx, docs/onnx.md).
  *
  * They need HDF5, SQLite, msgpack and zlib, so they are a library of their own,
  * built with FEDC_FORMATS=ON (the default): libfedc alone opens LEAF, IDX, CSV
@@ -14,6 +15,9 @@
 #define FEDC_FORMATS_H
 
 #include "fedc/data.h"
+#include "fedc/program.h"
+#include "fedc/safetensors.h"
+#include "fedc/tree.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,6 +27,41 @@ extern "C" {
  * any dataset is opened (it is not synchronised with fedc_dataset_open); calling
  * it again changes nothing. */
 FEDC_API void fedc_formats_register(void);
+
+/* ------------------------------------------------------------------ ONNX -- */
+
+/* An ONNX model (a forward graph of opsets 13 to 18, as torch.onnx.export writes
+ * it) as a fedc program. Its inputs are the graph's inputs, by their ONNX names,
+ * then one input "params/<initializer name>" per float initializer (the model's
+ * parameters, in their ONNX shapes and layouts: PyTorch's state_dict names and
+ * shapes); its outputs are the graph's outputs, by name. Integer initializers,
+ * Constant nodes and the shape arithmetic on them (Shape, Gather, Unsqueeze,
+ * Concat, ...) are computed at import. A symbolic dimension of a graph input (a
+ * dim_param such as "batch") takes options.batch. NCHW images stay NCHW at the
+ * program's inputs and outputs; the convolutions and pools run on fedc's NHWC ops
+ * with transposes around them (docs/onnx.md lists the ops). */
+typedef struct fedc_onnx_options {
+    int64_t batch; /* every symbolic dimension of the graph's inputs; 0: 1 */
+    bool frozen;   /* the initializers as constants of the program, not inputs */
+} fedc_onnx_options;
+
+typedef struct fedc_onnx_model {
+    fedc_program *program;
+    fedc_tree *params;               /* the "params/..." inputs, by initializer name (empty when frozen) */
+    int num_params;
+    fedc_tensor_entry *param_values; /* their names (without "params/"), types and data, in the tree's order */
+    int64_t opset;                   /* of the default domain */
+} fedc_onnx_model;
+
+/* Imports the ONNX file at `path` (NULL options: the defaults). An op fedc does
+ * not import is refused with FEDC_EUNSUPPORTED naming the op, the node and the
+ * opset; a file that is not a well-formed ONNX model gets FEDC_EPARSE (or
+ * FEDC_EINVAL) naming the file and what is wrong, never a crash. */
+FEDC_API fedc_status fedc_program_from_onnx(const char *path, const fedc_onnx_options *options, fedc_onnx_model **out);
+/* The same from bytes in memory; `what` names them in errors, as a path would. */
+FEDC_API fedc_status fedc_program_from_onnx_bytes(const void *bytes, size_t size, const char *what,
+                                                  const fedc_onnx_options *options, fedc_onnx_model **out);
+FEDC_API void fedc_onnx_model_destroy(fedc_onnx_model *m); /* safe on NULL */
 
 #ifdef __cplusplus
 }

@@ -230,9 +230,27 @@ def _load():
 lib, path = _load()
 
 
+class TensorEntry(Structure):
+    _c_struct_ = "fedc_tensor_entry"
+    _fields_ = [("name", c_char_p), ("type", Type), ("data", c_void_p)]
+
+
+class OnnxOptions(Structure):
+    _c_struct_ = "fedc_onnx_options"
+    _fields_ = [("batch", c_int64), ("frozen", c_bool)]
+
+
+class OnnxModel(Structure):
+    _c_struct_ = "fedc_onnx_model"
+    _fields_ = [("program", c_void_p), ("params", c_void_p), ("num_params", c_int),
+                ("param_values", POINTER(TensorEntry)), ("opset", c_int64)]
+
+
 # name: (restype, argtypes), as _SIGNATURES below, of what is called in libfedc_formats.so.
 _FORMATS_SIGNATURES = {
     "fedc_formats_register": (None, []),  # formats.h
+    "fedc_program_from_onnx": (c_int, [c_char_p, POINTER(OnnxOptions), POINTER(POINTER(OnnxModel))]),
+    "fedc_onnx_model_destroy": (None, [POINTER(OnnxModel)]),
 }
 
 
