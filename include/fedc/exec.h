@@ -73,6 +73,14 @@ typedef struct fedc_exec_options {
      * times, with the same server inputs; a @clients input that only maps read
      * needs values only for the rank's clients. */
     bool mpi;
+    /* The hierarchy (fedc/program.h, broadcast_down and the *_up aggregations):
+     * the number of groups and each group's number of clients (`groups` entries
+     * of 1 or more summing to `clients`; borrowed, read at create). Group g's
+     * clients are the cohort places after the first g groups': a job that maps
+     * clients to groups orders its cohort by group. 0 groups: one group of every
+     * client (the flat program is the one-group case). Not with `mpi` yet. */
+    int groups;
+    const int *group_sizes;
 } fedc_exec_options;
 
 /* Verifies `program` and plans it. The executor keeps its own copy of the program.

@@ -161,6 +161,7 @@ fedc_status fedc_executor_create(fedc_executor **out, const fedc_program *progra
     ex->clients = federated(program) ? o->clients : 0;
     ex->k = o->reference_kernels ? &fedc__kernels_ref : &fedc__kernels_fast;
     st = fedc_program_clone(program, &ex->p);
+    if (!st) st = fedc__hier_create(ex);
     if (!st) st = allocate(ex);
     if (st) {
         fedc_executor_destroy(ex);
@@ -186,6 +187,7 @@ void fedc_executor_destroy(fedc_executor *ex) {
     }
     fedc_free(ex->aggs);
     fedc_pool_destroy(ex->kernel_pool);
+    fedc__hier_destroy(ex);
     fedc_program_destroy(ex->p);
     fedc_free(ex->plan);
     fedc_free(ex->epi);
@@ -359,6 +361,7 @@ static fedc_status run_node_timed(fedc_executor *ex, fedc_value v) {
     gather_operands(ex, n);
     fedc__step s = {ex->p, v, n, ex->k, written(ex, v), ex->operands, ex->scratch, ex->clients, ex->strides,
                     ex->dropped, ex->aggs[v]};
+    if (fedc__hier_runs(n)) return fedc__hier_run(ex, &s); /* a level's primitive, or @groups values */
     if (n->op == FEDC_OP_BROADCAST || n->op == FEDC_OP_CONSTANT) {
         run_stored_uniform(ex, &s);
         return FEDC_OK;
@@ -452,6 +455,12 @@ static fedc_status run_map(fedc_executor *ex, fedc_value m) {
     fedc__map_job job = {ex->clients, ex->nlocal, ex->local, n->nin, args, arg_stride, dest, naggs, aggs, agg_nodes,
                          agg_out, x_src, w_src, ex->opt.check_finite, ex->opt.on_client_failure == FEDC_DROP_CLIENT,
                          ex->dropped, ex->opt.client_ids, ex->absent, ex->work};
+    if (n->type.placement == FEDC_GROUPS) { /* a map at the groups: every group here, in group places */
+        fedc__hier_map_job(ex, &job);
+        fedc_status st = fedc__cohort_run(ex->cohorts[m], b, &job);
+        if (!st) copy_duplicate_results(ex, m, dest);
+        return st;
+    }
     fedc_status st = b->agree(b, fedc__cohort_run(ex->cohorts[m], b, &job));
     /* join the ranks' blocks: stored results, who was dropped, the aggregations */
     for (int k = 0; !st && k < l->width; k++)

@@ -83,6 +83,11 @@ struct fedc_executor {
     uint8_t *dropped;       /* per client, this run */
     uint8_t *absent;        /* per client: not in the cohort (fedc_executor_set_absent) */
     fedc__agg **aggs;       /* per value: the accumulator of an aggregation node */
+    int groups;             /* the hierarchy (hierarchy.c): 1 when the options give no groups */
+    int *group_start;       /* groups + 1: group g's clients are [group_start[g], group_start[g + 1]) */
+    int *group_local;       /* 0, 1, ..., groups - 1: the places a map at the groups runs */
+    uint8_t *group_none;    /* groups zeros: no group is dropped or absent */
+    struct fedc__agg *level_agg; /* the accumulator of the aggregation up a level that runs */
     double *op_seconds;     /* with options.profile: per op kind, over all runs */
     int64_t *op_calls;
 };
@@ -104,6 +109,15 @@ bool fedc__scalar_of(const fedc_program *p, fedc_value u, fedc_dtype dt);
  * value, a softmax cross-entropy's two floats per row, or an attention's weights
  * (a float per head, query and key). */
 size_t fedc__saved_bytes(const fedc_program *p, fedc_value v);
+
+/* The hierarchy (hierarchy.c): reads the groups from the options (at create),
+ * frees them; runs a node of the hierarchy (a primitive of a level, or an array op
+ * on @groups values: true in fedc__hier_runs) and prepares a map at the groups. */
+fedc_status fedc__hier_create(fedc_executor *ex);
+void fedc__hier_destroy(fedc_executor *ex);
+bool fedc__hier_runs(const fedc__node *n);
+fedc_status fedc__hier_run(fedc_executor *ex, fedc__step *s);
+void fedc__hier_map_job(const fedc_executor *ex, fedc__map_job *job);
 
 /* The passes, in order: placement (every value's kind and stride), epilogues,
  * pairs, saved bytes and pool gradients in pairs (fusion), then memory (offsets,

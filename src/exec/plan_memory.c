@@ -58,7 +58,7 @@ void fedc__plan_placement(fedc_executor *ex) {
         vp->fused_into = FEDC_NONE;
         vp->pair = vp->product = vp->saved = FEDC_NONE;
         vp->def = v;
-        vp->stride = n->type.placement == FEDC_CLIENTS ? bytes : 0;
+        vp->stride = n->type.placement == FEDC_CLIENTS || n->type.placement == FEDC_GROUPS ? bytes : 0;
         if (n->op == FEDC_OP_INPUT) vp->kind = MEM_BOUND;
         else if (n->op == FEDC_OP_CONSTANT && !(vp->stride && fedc__is_output(p, v))) vp->kind = MEM_CONSTANT, vp->stride = 0;
         else if (fedc__op_has_body(n->op)) vp->kind = MEM_NONE;
@@ -143,6 +143,7 @@ static void compute_last_use(const fedc_executor *ex, int *last_use) {
 size_t fedc__value_bytes(const fedc_executor *ex, fedc_value v) {
     const fedc_type *t = &ex->p->nodes[v].type;
     size_t bytes = fedc_type_bytes(t);
+    if (t->placement == FEDC_GROUPS) return bytes * (size_t)ex->groups;
     return t->placement == FEDC_CLIENTS ? bytes * (size_t)ex->clients : bytes;
 }
 

@@ -1,0 +1,409 @@
+/* The placement hierarchy server ⊃ groups ⊃ clients (issue 36): the type rules
+ * and their messages, the text format, known answers of every primitive per
+ * level, a map at the groups, bits that do not depend on the threads, the
+ * one-group program against the flat one (values and derivatives, bit for bit),
+ * and reverse and forward derivatives against known answers and finite
+ * differences. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fedc/ad.h"
+#include "fedc/exec.h"
+#include "harness.h"
+#include "ir/ir.h"
+
+static fedc_type typed(fedc_dtype dt, fedc_placement pl, int rank, const int64_t *dims) {
+    fedc_type t = fedc_type_make(dt, rank, dims);
+    t.placement = pl;
+    return t;
+}
+
+#define VEC(dt, pl, n) typed(dt, pl, 1, (int64_t[]){n})
+#define SCALAR(dt, pl) typed(dt, pl, 0, NULL)
+
+/* One run of p: inputs by name, then `nout` outputs copied to outs (bytes each
+ * at most cap). Returns the status of create/run. */
+typedef struct run_spec {
+    int clients, groups, threads;
+    const int *sizes;
+    int nin;
+    const char *const *names;
+    const void *const *data;
+} run_spec;
+
+static fedc_status run(const fedc_program *p, const run_spec *r, int nout, const char *const *outs, void *const *to,
+                       size_t cap) {
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.clients = r->clients, .groups = r->groups, .group_sizes = r->sizes, .threads = r->threads};
+    fedc_status st = fedc_executor_create(&ex, p, &o);
+    for (int i = 0; !st && i < r->nin; i++) st = fedc_executor_bind(ex, r->names[i], r->data[i]);
+    if (!st) st = fedc_executor_run(ex);
+    for (int k = 0; !st && k < nout; k++) {
+        const void *y;
+        fedc_type t;
+        st = fedc_executor_output(ex, outs[k], &y, &t);
+        if (st) break;
+        size_t n = fedc_type_bytes(&t);
+        if (t.placement == FEDC_CLIENTS) n *= (size_t)r->clients;
+        if (t.placement == FEDC_GROUPS) n *= (size_t)(r->groups ? r->groups : 1);
+        memcpy(to[k], y, n < cap ? n : cap);
+    }
+    fedc_executor_destroy(ex);
+    return st;
+}
+
+/* ------------------------------------------------------------ type rules -- */
+
+static void test_levels_are_typed(void) {
+    fedc_program *p;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value s = fedc_input(p, "s", VEC(FEDC_F32, FEDC_SERVER, 3));
+    fedc_value c = fedc_input(p, "c", VEC(FEDC_F32, FEDC_CLIENTS, 3));
+    fedc_value g = fedc_broadcast_down(p, s);
+    CHECK_EQ_INT(fedc_value_type(p, g).placement, FEDC_GROUPS);
+    CHECK_EQ_INT(fedc_value_type(p, fedc_broadcast_down(p, g)).placement, FEDC_CLIENTS);
+    CHECK_EQ_INT(fedc_value_type(p, fedc_sum_up(p, c)).placement, FEDC_GROUPS);
+    CHECK_EQ_INT(fedc_value_type(p, fedc_mean_up(p, fedc_sum_up(p, c))).placement, FEDC_SERVER);
+    CHECK_EQ_INT(fedc_value_type(p, fedc_group_size(p, FEDC_F32)).placement, FEDC_GROUPS);
+    CHECK_EQ_INT(fedc_value_type(p, fedc_num_groups(p, FEDC_I32)).placement, FEDC_SERVER);
+    CHECK_EQ_INT(fedc_value_type(p, fedc_mul(p, g, g)).placement, FEDC_GROUPS);
+    CHECK_OK(fedc_program_status(p));
+    CHECK_OK(fedc_program_verify(p));
+    CHECK_EQ_INT(fedc_placement_up(FEDC_CLIENTS), FEDC_GROUPS);
+    CHECK_EQ_INT(fedc_placement_down(FEDC_GROUPS), FEDC_CLIENTS);
+    CHECK_EQ_INT(fedc_placement_up(FEDC_SERVER), FEDC_LOCAL);
+    fedc_add(p, g, c); /* two levels never meet in one op */
+    CHECK_ERR(fedc_program_status(p), FEDC_ETYPE, "f32[3]@groups");
+    fedc_program_destroy(p);
+
+    struct { const char *why; } cases[] = {{"broadcast_down of @clients"}, {"sum_up of @server"},
+                                           {"weighted_mean_up weight"}, {"map across levels"}};
+    for (int k = 0; k < FEDC_COUNT_OF(cases); k++) {
+        CHECK_OK(fedc_program_create(&p));
+        s = fedc_input(p, "s", VEC(FEDC_F32, FEDC_SERVER, 3));
+        c = fedc_input(p, "c", VEC(FEDC_F32, FEDC_CLIENTS, 3));
+        fedc_value gw = fedc_input(p, "gw", SCALAR(FEDC_F32, FEDC_GROUPS));
+        if (k == 0) {
+            fedc_broadcast_down(p, c);
+            CHECK_ERR(fedc_program_status(p), FEDC_ETYPE, "broadcast_down: operand is f32[3]@clients; broadcast_down moves");
+        } else if (k == 1) {
+            fedc_sum_up(p, s);
+            CHECK_ERR(fedc_program_status(p), FEDC_ETYPE, "operand is f32[3]@server; sum_up moves a @clients value to @groups");
+        } else if (k == 2) {
+            fedc_weighted_mean_up(p, c, gw);
+            CHECK_ERR(fedc_program_status(p), FEDC_ETYPE, "the weight is f32[]@groups; it must be one f32 scalar per member (f32[]@clients)");
+        } else {
+            fedc_program *b;
+            CHECK_OK(fedc_program_create(&b));
+            fedc_value x = fedc_input(b, "x", VEC(FEDC_F32, FEDC_LOCAL, 3)), y = fedc_input(b, "y", SCALAR(FEDC_F32, FEDC_LOCAL));
+            fedc_program_output(b, "z", fedc_mul(b, x, y));
+            fedc_value r;
+            fedc_map(p, b, (fedc_value[]){c, gw}, 2, &r);
+            CHECK_ERR(fedc_program_status(p), FEDC_ETYPE, "argument 1 is f32[]@groups but argument 0 is f32[3]@clients");
+            fedc_program_destroy(b);
+        }
+        (void)cases[k].why;
+        fedc_program_destroy(p);
+    }
+    /* the verifier re-checks the levels of a program however it was made */
+    CHECK_OK(fedc_program_create(&p));
+    s = fedc_input(p, "s", VEC(FEDC_F32, FEDC_SERVER, 3));
+    fedc_value up = fedc_sum_up(p, fedc_broadcast_down(p, s));
+    fedc_program_output(p, "up", up);
+    CHECK_OK(fedc_program_verify(p));
+    p->nodes[1].op = FEDC_OP_SUM_UP; /* a server value summed up */
+    {
+        CHECK_ERR(fedc_program_verify(p), FEDC_ETYPE, "%1 sum_up: operand is f32[3]@server");
+        CHECK(strstr(fedc_errmsg(), "@server") != NULL);
+        p->nodes[1].op = FEDC_OP_BROADCAST_DOWN;
+        fedc_program_destroy(p);
+    }
+}
+
+/* ------------------------------------------------------------ a program -- */
+
+/* The worked program of docs/federated.md: each group averages its clients'
+ * w * x (a map at the clients), scales by a group's own factor (a map at the
+ * groups), and the server sums the groups' results weighted by group size. */
+static fedc_program *worked_program(fedc_dtype dt) {
+    fedc_program *p, *cb, *gb;
+    if (fedc_program_create(&p) || fedc_program_create(&cb) || fedc_program_create(&gb)) return NULL;
+    fedc_value w = fedc_input(p, "w", VEC(dt, FEDC_SERVER, 2));
+    fedc_value x = fedc_input(p, "x", VEC(dt, FEDC_CLIENTS, 2));
+    fedc_value a = fedc_input(p, "a", SCALAR(dt, FEDC_GROUPS));
+    fedc_value cw = fedc_input(cb, "w", VEC(dt, FEDC_LOCAL, 2)), cx = fedc_input(cb, "x", VEC(dt, FEDC_LOCAL, 2));
+    fedc_program_output(cb, "y", fedc_tanh(cb, fedc_mul(cb, cw, cx)));
+    fedc_value ga = fedc_input(gb, "a", SCALAR(dt, FEDC_LOCAL)), gy = fedc_input(gb, "y", VEC(dt, FEDC_LOCAL, 2));
+    fedc_program_output(gb, "z", fedc_mul(gb, fedc_square(gb, ga), gy));
+    fedc_value wc = fedc_broadcast_down(p, fedc_broadcast_down(p, w)), y, z;
+    fedc_map(p, cb, (fedc_value[]){wc, x}, 2, &y);
+    fedc_value gmean = fedc_mean_up(p, y);
+    fedc_map(p, gb, (fedc_value[]){a, gmean}, 2, &z);
+    fedc_value top = fedc_weighted_mean_up(p, z, fedc_group_size(p, dt));
+    fedc_value loss = fedc_reduce_sum(p, fedc_mul(p, top, top), NULL, -1, false);
+    fedc_program_output(p, "loss", loss);
+    fedc_program_output(p, "per_group", z);
+    fedc_program_destroy(cb);
+    fedc_program_destroy(gb);
+    return p;
+}
+
+static void test_text_round_trip(void) {
+    fedc_program *p = worked_program(FEDC_F32), *q = NULL;
+    CHECK(p && !fedc_program_status(p));
+    if (!p) return;
+    char *text = NULL, *again = NULL;
+    CHECK_OK(fedc_program_to_string(p, &text));
+    CHECK(text && strstr(text, "@groups") && strstr(text, "broadcast_down(") && strstr(text, "mean_up(") &&
+          strstr(text, "weighted_mean_up(") && strstr(text, "group_size"));
+    CHECK_OK(fedc_program_parse(text, &q));
+    if (q) CHECK_OK(fedc_program_to_string(q, &again));
+    CHECK(text && again && !strcmp(text, again));
+    fedc_free(text);
+    fedc_free(again);
+    fedc_program_destroy(q);
+    /* a level the text names wrongly is refused at the place */
+    CHECK_ERR(fedc_program_parse("fedc program\n%0 = input \"x\" : f32[2]@regions\n", &q), FEDC_EPARSE,
+              "server, groups, clients");
+    /* a text that moves a value two levels in one step names the node */
+    CHECK_ERR(fedc_program_parse("fedc program\n%0 = input \"x\" : f32[2]@clients\n"
+                                 "%1 = broadcast_down(%0) : f32[2]@groups\n", &q),
+              FEDC_EPARSE, "line 3: broadcast_down: operand is f32[2]@clients; broadcast_down moves");
+    fedc_program_destroy(p);
+}
+
+/* ------------------------------------------------------- known answers -- */
+
+static void test_known_answers(void) {
+    /* 5 clients in groups of 2 and 3 */
+    fedc_program *p;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value s = fedc_input(p, "s", SCALAR(FEDC_F64, FEDC_SERVER));
+    fedc_value x = fedc_input(p, "x", SCALAR(FEDC_F64, FEDC_CLIENTS));
+    fedc_value w = fedc_input(p, "w", SCALAR(FEDC_F64, FEDC_CLIENTS));
+    fedc_value gs = fedc_broadcast_down(p, s);
+    fedc_program_output(p, "down2", fedc_add(p, fedc_broadcast_down(p, gs), x));
+    fedc_program_output(p, "gsum", fedc_sum_up(p, x));
+    fedc_program_output(p, "gmean", fedc_mean_up(p, x));
+    fedc_program_output(p, "gwmean", fedc_weighted_mean_up(p, x, w));
+    fedc_program_output(p, "top_sum", fedc_sum_up(p, fedc_sum_up(p, x)));
+    fedc_program_output(p, "top_mean", fedc_mean_up(p, fedc_mean_up(p, x)));
+    fedc_program_output(p, "sizes", fedc_group_size(p, FEDC_F64));
+    fedc_program_output(p, "ngroups", fedc_num_groups(p, FEDC_I32));
+    fedc_program_output(p, "scaled", fedc_mul(p, gs, fedc_sum_up(p, x))); /* an array op per group */
+    fedc_program_output(p, "flat", fedc_sum(p, x));                      /* the flat primitives stay */
+    CHECK_OK(fedc_program_status(p));
+    double sv = 10, xv[5] = {1, 2, 3, 4, 5}, wv[5] = {1, 3, 1, 1, 2};
+    const char *names[] = {"s", "x", "w"};
+    const void *data[] = {&sv, xv, wv};
+    run_spec r = {5, 2, 1, (int[]){2, 3}, 3, names, data};
+    double down2[5], gsum[2], gmean[2], gw[2], ts, tm, sizes[2], scaled[2], flat;
+    int32_t ng = 0;
+    const char *outs[] = {"down2", "gsum", "gmean", "gwmean", "top_sum", "top_mean", "sizes", "ngroups", "scaled", "flat"};
+    CHECK_OK(run(p, &r, 10, outs, (void *[]){down2, gsum, gmean, gw, &ts, &tm, sizes, &ng, scaled, &flat}, 64));
+    for (int i = 0; i < 5; i++) CHECK_NEAR(down2[i], 10 + xv[i], 0);
+    CHECK_NEAR(gsum[0], 3, 0);
+    CHECK_NEAR(gsum[1], 12, 0);
+    CHECK_NEAR(gmean[0], 1.5, 1e-15);
+    CHECK_NEAR(gmean[1], 4, 1e-15);
+    CHECK_NEAR(gw[0], (1 * 1 + 2 * 3) / 4.0, 1e-15);
+    CHECK_NEAR(gw[1], (3 * 1 + 4 * 1 + 5 * 2) / 4.0, 1e-15);
+    CHECK_NEAR(ts, 15, 0);
+    CHECK_NEAR(tm, (1.5 + 4) / 2, 1e-15);
+    CHECK_NEAR(sizes[0], 2, 0);
+    CHECK_NEAR(sizes[1], 3, 0);
+    CHECK_EQ_INT(ng, 2);
+    CHECK_NEAR(scaled[0], 30, 0);
+    CHECK_NEAR(scaled[1], 120, 0);
+    CHECK_NEAR(flat, 15, 0);
+
+    /* the groups must cover the cohort */
+    r.sizes = (int[]){2, 2};
+    CHECK_ERR(run(p, &r, 0, NULL, NULL, 0), FEDC_EINVAL, "group_sizes sum to 4, not the cohort's 5 clients");
+    r.sizes = (int[]){5, 0};
+    CHECK_ERR(run(p, &r, 0, NULL, NULL, 0), FEDC_EINVAL, "group_sizes[1] is 0");
+    r.sizes = NULL;
+    CHECK_ERR(run(p, &r, 0, NULL, NULL, 0), FEDC_EINVAL, "group_sizes is NULL");
+    /* no groups given: one group of every client */
+    r.groups = 0;
+    CHECK_OK(run(p, &r, 2, (const char *[]){"gsum", "ngroups"}, (void *[]){gsum, &ng}, 8));
+    CHECK_NEAR(gsum[0], 15, 0);
+    CHECK_EQ_INT(ng, 1);
+    fedc_program_destroy(p);
+}
+
+/* The worked program in f64 at w, a, x: its loss and per-group values. */
+static fedc_status run_worked(const fedc_program *p, int threads, const double *w, const double *a, const double *x,
+                              double *loss, double *per_group) {
+    const char *names[] = {"w", "a", "x"};
+    const void *data[] = {w, a, x};
+    run_spec r = {7, 3, threads, (int[]){3, 1, 3}, 3, names, data};
+    return run(p, &r, 2, (const char *[]){"loss", "per_group"}, (void *[]){loss, per_group}, 6 * sizeof(double));
+}
+
+static const double W[2] = {0.7, -0.4}, A[3] = {1.5, -0.5, 2.0};
+static const double X[14] = {0.3, 1.2, -0.8, 0.5, 1.1, -1.0, 0.2, 0.9, -0.6, 0.4, 1.3, 0.7, -0.2, -1.4};
+
+static void test_group_map_and_threads(void) {
+    fedc_program *p = worked_program(FEDC_F64);
+    CHECK(p && !fedc_program_status(p));
+    if (!p) return;
+    double loss = 0, per[6] = {0}, want[6] = {0}, top[2] = {0};
+    CHECK_OK(run_worked(p, 1, W, A, X, &loss, per));
+    int start[4] = {0, 3, 4, 7};
+    for (int g = 0; g < 3; g++) {
+        for (int j = 0; j < 2; j++) {
+            double m = 0;
+            for (int i = start[g]; i < start[g + 1]; i++) m += tanh(W[j] * X[2 * i + j]);
+            want[2 * g + j] = A[g] * A[g] * m / (start[g + 1] - start[g]);
+            CHECK_NEAR(per[2 * g + j], want[2 * g + j], 1e-14);
+            top[j] += want[2 * g + j] * (start[g + 1] - start[g]) / 7.0;
+        }
+    }
+    CHECK_NEAR(loss, top[0] * top[0] + top[1] * top[1], 1e-14);
+    for (int threads = 2; threads <= 4; threads++) {
+        double l2 = 0, p2[6] = {0};
+        CHECK_OK(run_worked(p, threads, W, A, X, &l2, p2));
+        CHECK_MSG(!memcmp(&l2, &loss, sizeof loss) && !memcmp(p2, per, sizeof per), "%d threads changed the bits", threads);
+    }
+    fedc_program_destroy(p);
+}
+
+/* ------------------------------------------------------ one group = flat -- */
+
+/* A FedAvg-like round, flat (broadcast, map, mean) or with a level between
+ * (broadcast_down twice, map, mean_up twice), and its gradient in w. */
+static fedc_program *round_program(bool hierarchical) {
+    fedc_program *p, *b;
+    if (fedc_program_create(&p) || fedc_program_create(&b)) return NULL;
+    fedc_value w = fedc_input(p, "w", VEC(FEDC_F32, FEDC_SERVER, 4));
+    fedc_value x = fedc_input(p, "x", VEC(FEDC_F32, FEDC_CLIENTS, 4));
+    fedc_value bw = fedc_input(b, "w", VEC(FEDC_F32, FEDC_LOCAL, 4)), bx = fedc_input(b, "x", VEC(FEDC_F32, FEDC_LOCAL, 4));
+    fedc_value e = fedc_sub(b, fedc_tanh(b, fedc_mul(b, bw, bx)), bx);
+    fedc_program_output(b, "l", fedc_reduce_sum(b, fedc_mul(b, e, e), NULL, -1, false));
+    fedc_value wc = hierarchical ? fedc_broadcast_down(p, fedc_broadcast_down(p, w)) : fedc_broadcast(p, w), l;
+    fedc_map(p, b, (fedc_value[]){wc, x}, 2, &l);
+    fedc_value loss = hierarchical ? fedc_mean_up(p, fedc_mean_up(p, l)) : fedc_mean(p, l);
+    fedc_program_output(p, "loss", loss);
+    fedc_program_destroy(b);
+    fedc_program *g = NULL;
+    if (fedc_grad(p, "loss", (const char *[]){"w"}, 1, &g)) g = NULL;
+    fedc_program_destroy(p);
+    return g;
+}
+
+static void test_one_group_is_flat_bit_for_bit(void) {
+    enum { N = 37 };
+    float w[4] = {0.5f, -1.25f, 0.3f, 2.0f}, x[N * 4];
+    fedc_test_seed(36);
+    for (int i = 0; i < N * 4; i++) x[i] = (float)((i * 7919 % 1000) / 500.0 - 1.0) * 1.7f;
+    fedc_program *flat = round_program(false), *hier = round_program(true);
+    CHECK(flat && hier);
+    if (!flat || !hier) return fedc_program_destroy(flat), fedc_program_destroy(hier);
+    const char *names[] = {"w", "x"};
+    const void *data[] = {w, x};
+    const char *outs[] = {"loss", "grad_w"};
+    float lf = 0, gf[4] = {0}, lh = 0, gh[4] = {0};
+    run_spec r = {N, 0, 3, NULL, 2, names, data};
+    CHECK_OK(run(flat, &r, 2, outs, (void *[]){&lf, gf}, 16));
+    CHECK_OK(run(hier, &r, 2, outs, (void *[]){&lh, gh}, 16));
+    CHECK(lf != 0 && gf[0] != 0);
+    CHECK_MSG(!memcmp(&lf, &lh, sizeof lf), "loss %.9g (flat) vs %.9g (one group)", lf, lh);
+    CHECK_MSG(!memcmp(gf, gh, sizeof gf), "grad_w[0] %.9g (flat) vs %.9g (one group)", gf[0], gh[0]);
+    /* one group given explicitly is the same */
+    r.groups = 1, r.sizes = (int[]){N};
+    CHECK_OK(run(hier, &r, 2, outs, (void *[]){&lh, gh}, 16));
+    CHECK(!memcmp(&lf, &lh, sizeof lf) && !memcmp(gf, gh, sizeof gf));
+    fedc_program_destroy(flat);
+    fedc_program_destroy(hier);
+}
+
+/* ------------------------------------------------------------ derivatives -- */
+
+static void test_reverse_known_answer(void) {
+    /* loss = sum_up(sum_up(<broadcast_down^2(w), x>)): d loss / d w = sum_i x_i;
+     * loss2 = sum over groups of mean_up: d / d x_i = 1 / |group(i)| */
+    fedc_program *p, *g = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value w = fedc_input(p, "w", VEC(FEDC_F64, FEDC_SERVER, 2));
+    fedc_value x = fedc_input(p, "x", VEC(FEDC_F64, FEDC_CLIENTS, 2));
+    fedc_value d = fedc_reduce_sum(p, fedc_mul(p, fedc_broadcast_down(p, fedc_broadcast_down(p, w)), x), NULL, -1, false);
+    fedc_value loss = fedc_add(p, fedc_sum_up(p, fedc_sum_up(p, d)),
+                               fedc_reduce_sum(p, fedc_sum_up(p, fedc_mean_up(p, x)), NULL, -1, false));
+    fedc_program_output(p, "loss", loss);
+    CHECK_OK(fedc_grad(p, "loss", (const char *[]){"w", "x"}, 2, &g));
+    double wv[2] = {0.5, 2}, xv[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, gw[2], gx[10];
+    run_spec r = {5, 2, 2, (int[]){1, 4}, 2, (const char *[]){"w", "x"}, (const void *[]){wv, xv}};
+    if (g) CHECK_OK(run(g, &r, 2, (const char *[]){"grad_w", "grad_x"}, (void *[]){gw, gx}, sizeof gx));
+    CHECK_NEAR(gw[0], 25, 0);
+    CHECK_NEAR(gw[1], 30, 0);
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 2; j++) CHECK_NEAR(gx[2 * i + j], wv[j] + (i == 0 ? 1.0 : 0.25), 1e-15);
+    fedc_program_destroy(g);
+    fedc_program_destroy(p);
+}
+
+/* The worked program's derivatives in w, a and x against central differences,
+ * reverse (grad) and forward (jvp along a direction). */
+static void test_derivatives_match_finite_differences(void) {
+    fedc_program *p = worked_program(FEDC_F64), *g = NULL, *j = NULL;
+    CHECK(p && !fedc_program_status(p));
+    if (!p) return;
+    const char *wrt[] = {"w", "a", "x"};
+    CHECK_OK(fedc_grad(p, "loss", wrt, 3, &g));
+    CHECK_OK(fedc_jvp(p, wrt, 3, &j));
+    if (!g || !j) return fedc_program_destroy(p), fedc_program_destroy(g), fedc_program_destroy(j);
+    double gw[2], ga[3], gx[14];
+    const char *names[] = {"w", "a", "x"};
+    const void *data[] = {W, A, X};
+    run_spec r = {7, 3, 2, (int[]){3, 1, 3}, 3, names, data};
+    CHECK_OK(run(g, &r, 3, (const char *[]){"grad_w", "grad_a", "grad_x"}, (void *[]){gw, ga, gx}, sizeof gx));
+    double h = 1e-6, per[6];
+    double *all[3] = {gw, ga, gx};
+    const double *at[3] = {W, A, X};
+    int len[3] = {2, 3, 14};
+    double dot = 0, tw[2] = {0.3, -0.7}, ta[3] = {1, 0.5, -2}, tx[14];
+    double *tangent[3] = {tw, ta, tx};
+    for (int i = 0; i < 14; i++) tx[i] = (i % 3 - 1) * 0.25;
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < len[k]; i++) {
+            double up[14], down[14], lu = 0, ld = 0;
+            const double *args[3] = {W, A, X};
+            memcpy(up, at[k], (size_t)len[k] * sizeof *up);
+            memcpy(down, at[k], (size_t)len[k] * sizeof *down);
+            up[i] += h, down[i] -= h;
+            args[k] = up;
+            CHECK_OK(run_worked(p, 1, args[0], args[1], args[2], &lu, per));
+            args[k] = down;
+            CHECK_OK(run_worked(p, 1, args[0], args[1], args[2], &ld, per));
+            double fd = (lu - ld) / (2 * h);
+            CHECK_MSG(fabs(all[k][i] - fd) < 1e-7 * (1 + fabs(fd)), "d loss / d %s[%d]: %.12g, differences %.12g",
+                      wrt[k], i, all[k][i], fd);
+            dot += all[k][i] * tangent[k][i];
+        }
+    }
+    const char *jn[] = {"w", "a", "x", "tangent_w", "tangent_a", "tangent_x"};
+    const void *jd[] = {W, A, X, tw, ta, tx};
+    run_spec rj = {7, 3, 2, (int[]){3, 1, 3}, 6, jn, jd};
+    double tl = 0;
+    CHECK_OK(run(j, &rj, 1, (const char *[]){"tangent_loss"}, (void *[]){&tl}, sizeof tl));
+    CHECK_MSG(fabs(tl - dot) < 1e-12 * (1 + fabs(dot)), "forward %.15g vs reverse %.15g", tl, dot);
+    CHECK(fabs(dot) > 1e-3);
+    fedc_program_destroy(g);
+    fedc_program_destroy(j);
+    fedc_program_destroy(p);
+}
+
+int main(int argc, char **argv) {
+    static const fedc_test tests[] = {
+        {"levels are typed", test_levels_are_typed},
+        {"text round trip", test_text_round_trip},
+        {"known answers", test_known_answers},
+        {"group map and threads", test_group_map_and_threads},
+        {"one group is flat bit for bit", test_one_group_is_flat_bit_for_bit},
+        {"reverse known answer", test_reverse_known_answer},
+        {"derivatives match finite differences", test_derivatives_match_finite_differences},
+    };
+    return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+}
