@@ -10,6 +10,8 @@
 
 #include "fedc/ad.h"
 #include "fedc/exec.h"
+#include "fedc/export.h"
+#include "fedc/form.h"
 #include "harness.h"
 #include "ir/ir.h"
 
@@ -395,6 +397,63 @@ static void test_derivatives_match_finite_differences(void) {
     fedc_program_destroy(p);
 }
 
+/* weighted_mean_up's derivative in its weights, at both levels: loss =
+ * <weighted_mean_up(weighted_mean_up(x, v), u), c> with v @clients and u @groups
+ * computed from inputs, against central differences. */
+static fedc_program *weights_program(void) {
+    fedc_program *p;
+    if (fedc_program_create(&p)) return NULL;
+    fedc_value x = fedc_input(p, "x", VEC(FEDC_F64, FEDC_CLIENTS, 2));
+    fedc_value v = fedc_input(p, "v", SCALAR(FEDC_F64, FEDC_CLIENTS));
+    fedc_value u = fedc_input(p, "u", SCALAR(FEDC_F64, FEDC_GROUPS));
+    fedc_value g = fedc_weighted_mean_up(p, x, fedc_exp(p, v));
+    fedc_value top = fedc_weighted_mean_up(p, fedc_tanh(p, g), fedc_square(p, u));
+    fedc_value c = fedc_full(p, VEC(FEDC_F64, FEDC_LOCAL, 2), 0);
+    c = fedc_add(p, c, fedc_scalar(p, FEDC_F64, 1.5));
+    fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_mul(p, top, fedc_mul(p, top, c)), NULL, -1, false));
+    return p;
+}
+
+static void test_weights_match_finite_differences(void) {
+    fedc_program *p = weights_program(), *g = NULL;
+    CHECK(p && !fedc_program_status(p));
+    if (!p) return;
+    CHECK_OK(fedc_grad(p, "loss", (const char *[]){"v", "u"}, 2, &g));
+    double v[5] = {0.1, -0.3, 0.8, 0.2, -0.5}, u[2] = {0.9, -1.3}, gv[5], gu[2];
+    const char *names[] = {"x", "v", "u"};
+    run_spec r = {5, 2, 1, (int[]){2, 3}, 3, names, (const void *[]){X, v, u}};
+    if (g) CHECK_OK(run(g, &r, 2, (const char *[]){"grad_v", "grad_u"}, (void *[]){gv, gu}, sizeof gv));
+    double h = 1e-6;
+    for (int k = 0; k < 7; k++) {
+        double *at = k < 5 ? &v[k] : &u[k - 5], keep = *at, lu = 0, ld = 0;
+        *at = keep + h;
+        CHECK_OK(run(p, &r, 1, (const char *[]){"loss"}, (void *[]){&lu}, sizeof lu));
+        *at = keep - h;
+        CHECK_OK(run(p, &r, 1, (const char *[]){"loss"}, (void *[]){&ld}, sizeof ld));
+        *at = keep;
+        double fd = (lu - ld) / (2 * h), got = k < 5 ? gv[k] : gu[k - 5];
+        CHECK_MSG(fabs(got - fd) < 1e-7 * (1 + fabs(fd)) && fabs(fd) > 1e-6, "weight %d: %.12g, differences %.12g", k,
+                  got, fd);
+    }
+    fedc_program_destroy(g);
+    fedc_program_destroy(p);
+}
+
+/* What cannot take the hierarchy yet says so, naming the value. */
+static void test_export_and_deployment_refuse(void) {
+    fedc_program *p = worked_program(FEDC_F32);
+    if (!p) return;
+    char *text = NULL;
+    fedc_mlir_options o = {.clients = 7};
+    CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EUNSUPPORTED, "%2 (input) is a @groups value");
+    CHECK(text == NULL);
+    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EUNSUPPORTED, "is a @groups value");
+    fedc_deployment_form *f = NULL;
+    CHECK_ERR(fedc_program_deployment_form(p, &f), FEDC_EUNSUPPORTED, "%2 (input) uses the placement hierarchy");
+    CHECK(f == NULL);
+    fedc_program_destroy(p);
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"levels are typed", test_levels_are_typed},
@@ -404,6 +463,8 @@ int main(int argc, char **argv) {
         {"one group is flat bit for bit", test_one_group_is_flat_bit_for_bit},
         {"reverse known answer", test_reverse_known_answer},
         {"derivatives match finite differences", test_derivatives_match_finite_differences},
+        {"weights match finite differences", test_weights_match_finite_differences},
+        {"export and deployment refuse", test_export_and_deployment_refuse},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }
