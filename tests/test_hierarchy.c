@@ -321,6 +321,88 @@ static void test_one_group_is_flat_bit_for_bit(void) {
     fedc_program_destroy(hier);
 }
 
+/* ------------------------------------------------------------- streaming -- */
+
+/* A map at the clients whose results only feed aggregations up to the groups
+ * streams them (memory groups x model); keeping them as an output stores them. */
+static fedc_program *stream_program(int dim, bool keep) {
+    fedc_program *p, *b;
+    if (fedc_program_create(&p) || fedc_program_create(&b)) return NULL;
+    fedc_value w = fedc_input(p, "w", VEC(FEDC_F32, FEDC_SERVER, dim));
+    fedc_value x = fedc_input(p, "x", VEC(FEDC_F32, FEDC_CLIENTS, dim));
+    fedc_value bw = fedc_input(b, "w", VEC(FEDC_F32, FEDC_LOCAL, dim)), bx = fedc_input(b, "x", VEC(FEDC_F32, FEDC_LOCAL, dim));
+    fedc_program_output(b, "y", fedc_tanh(b, fedc_add(b, fedc_mul(b, bw, bx), bx)));
+    fedc_program_output(b, "k", fedc_exp(b, fedc_reduce_mean(b, bx, NULL, -1, false)));
+    fedc_value r[2];
+    fedc_map(p, b, (fedc_value[]){fedc_broadcast_down(p, fedc_broadcast_down(p, w)), x}, 2, r);
+    fedc_value m = fedc_mean_up(p, r[0]);
+    fedc_program_output(p, "mean", m);
+    fedc_program_output(p, "wmean", fedc_weighted_mean_up(p, r[0], r[1]));
+    fedc_program_output(p, "sum", fedc_sum_up(p, r[0]));
+    fedc_program_output(p, "top", fedc_mean_up(p, m));
+    if (keep) fedc_program_output(p, "y", r[0]);
+    fedc_program_destroy(b);
+    return p;
+}
+
+static fedc_status run_stream(const fedc_program *p, int clients, int groups, int threads, const float *x,
+                              float out[3][8 * 16], size_t *planned) {
+    enum { DIM = 16 };
+    int sizes[64];
+    for (int g = 0; g < groups; g++) sizes[g] = clients / groups + (g < clients % groups);
+    float w[DIM];
+    for (int j = 0; j < DIM; j++) w[j] = 0.1f * (float)(j - 7);
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.clients = clients, .groups = groups, .group_sizes = sizes, .threads = threads};
+    fedc_status st = fedc_executor_create(&ex, p, &o);
+    if (!st) st = fedc_executor_bind(ex, "w", w);
+    if (!st) st = fedc_executor_bind(ex, "x", x);
+    if (!st) st = fedc_executor_run(ex);
+    const char *names[3] = {"mean", "wmean", "sum"};
+    for (int k = 0; !st && k < 3; k++) {
+        const void *y;
+        st = fedc_executor_output(ex, names[k], &y, NULL);
+        if (!st) memcpy(out[k], y, (size_t)(groups < 8 ? groups : 8) * DIM * sizeof(float));
+    }
+    if (!st && planned) *planned = fedc_executor_planned_bytes(ex);
+    fedc_executor_destroy(ex);
+    return st;
+}
+
+static void test_streams_within_groups(void) {
+    enum { DIM = 16, MAX = 1000 };
+    fedc_program *p = stream_program(DIM, false), *kept = stream_program(DIM, true);
+    float *x = malloc(sizeof(float) * MAX * DIM);
+    CHECK(p && kept && x);
+    if (!p || !kept || !x) return fedc_program_destroy(p), fedc_program_destroy(kept), free(x);
+    for (int i = 0; i < MAX * DIM; i++) x[i] = (float)((i * 2654435761u) % 2000) / 1000.0f - 1.0f;
+    static float a[3][8 * DIM], b[3][8 * DIM];
+    size_t small = 0, large = 0, more_groups = 0;
+    CHECK_OK(run_stream(p, 10, 4, 2, x, a, &small));
+    CHECK_OK(run_stream(p, MAX, 4, 2, x, a, &large));
+    CHECK_MSG(small == large, "planned %zu bytes for 10 clients, %zu for %d", small, large, MAX);
+    CHECK_OK(run_stream(p, MAX, 40, 2, x, b, &more_groups));
+    CHECK(more_groups >= large + 36 * 4 * DIM * sizeof(float)); /* four groups values of 36 more groups */
+    /* the streamed values are the stored ones, bit for bit, for any threads */
+    CHECK_OK(run_stream(kept, 97, 5, 1, x, a, NULL));
+    for (int threads = 1; threads <= 3; threads++) {
+        CHECK_OK(run_stream(p, 97, 5, threads, x, b, NULL));
+        for (int k = 0; k < 3; k++)
+            for (int j = 0; j < 5 * DIM; j++)
+                CHECK_MSG(!memcmp(&a[k][j], &b[k][j], sizeof(float)), "streamed with %d threads differs from stored: "
+                          "output %d element %d: %.9g vs %.9g", threads, k, j, b[k][j], a[k][j]);
+    }
+    /* a known answer: group 0's mean of its 20 clients */
+    for (int j = 0; j < DIM; j++) {
+        double m = 0;
+        for (int i = 0; i < 20; i++) m += tanh((0.1 * (j - 7) + 1) * x[i * DIM + j]) / 20;
+        CHECK_NEAR(a[0][j], m, 1e-5);
+    }
+    free(x);
+    fedc_program_destroy(p);
+    fedc_program_destroy(kept);
+}
+
 /* ------------------------------------------------------------ derivatives -- */
 
 static void test_reverse_known_answer(void) {
@@ -461,6 +543,7 @@ int main(int argc, char **argv) {
         {"known answers", test_known_answers},
         {"group map and threads", test_group_map_and_threads},
         {"one group is flat bit for bit", test_one_group_is_flat_bit_for_bit},
+        {"streams within groups", test_streams_within_groups},
         {"reverse known answer", test_reverse_known_answer},
         {"derivatives match finite differences", test_derivatives_match_finite_differences},
         {"weights match finite differences", test_weights_match_finite_differences},

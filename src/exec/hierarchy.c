@@ -47,19 +47,41 @@ fedc_status fedc__hier_create(fedc_executor *ex) {
     if (st) return st;
     ex->group_local = fedc_calloc((size_t)ex->groups, sizeof *ex->group_local);
     ex->group_none = fedc_calloc((size_t)ex->groups, 1);
-    ex->level_agg = fedc_calloc(1, sizeof *ex->level_agg);
-    if (!ex->group_local || !ex->group_none || !ex->level_agg)
+    ex->client_group = fedc_calloc((size_t)(ex->clients ? ex->clients : 1), sizeof *ex->client_group);
+    if (!ex->group_local || !ex->group_none || !ex->client_group)
         return fedc_error(FEDC_ENOMEM, "executor: out of memory for %d groups", ex->groups);
-    for (int g = 0; g < ex->groups; g++) ex->group_local[g] = g;
+    for (int g = 0; g < ex->groups; g++) {
+        ex->group_local[g] = g;
+        for (int i = ex->group_start[g]; i < ex->group_start[g + 1]; i++) ex->client_group[i] = g;
+    }
     return FEDC_OK;
 }
 
+/* A broadcast_down to the clients that only maps read (and that is no output) is
+ * not copied: it is its groups operand, which each client reads at its group's
+ * place (cohort.c), as broadcast's clients read the server value. Memory stays
+ * groups x model. */
+void fedc__hier_plan_placement(fedc_executor *ex) {
+    const fedc_program *p = ex->p;
+    for (int v = 0; v < p->n; v++) {
+        const fedc__node *n = &p->nodes[v];
+        if (n->op != FEDC_OP_BROADCAST_DOWN || n->type.placement != FEDC_CLIENTS || fedc__is_output(p, v)) continue;
+        bool maps_only = true;
+        for (int u = v + 1; u < p->n && maps_only; u++)
+            for (int i = 0; i < p->nodes[u].nin; i++)
+                if (p->nodes[u].in[i] == v && p->nodes[u].op != FEDC_OP_MAP) maps_only = false;
+        if (!maps_only) continue;
+        ex->plan[v].kind = MEM_ALIAS;
+        ex->plan[v].stride = ex->plan[n->in[0]].stride;
+        ex->plan[v].by_group = true;
+    }
+}
+
 void fedc__hier_destroy(fedc_executor *ex) {
-    if (ex->level_agg) fedc__agg_free(ex->level_agg);
-    fedc_free(ex->level_agg);
     fedc_free(ex->group_start);
     fedc_free(ex->group_local);
     fedc_free(ex->group_none);
+    fedc_free(ex->client_group);
 }
 
 static bool is_level_op(fedc__op op) {
@@ -91,37 +113,21 @@ static void run_broadcast_down(fedc_executor *ex, const fedc__step *s) {
     }
 }
 
-/* One aggregation of members [first, end) of x (stride apart) into out, by the
- * flat op's tree; clients dropped in this run are left out. */
-static fedc_status aggregate_range(fedc_executor *ex, const fedc__step *s, const fedc__node *flat, int first, int end,
-                                   const uint8_t *dropped, void *out) {
-    fedc__agg *a = ex->level_agg;
+/* Up a level: from the clients, one tree per group in turn (the accumulator
+ * moves on at each group's first client, aggregate.c), the clients dropped in
+ * this run left out; from the groups, one tree over the groups. */
+static fedc_status run_aggregate_up(fedc_executor *ex, const fedc__step *s) {
+    fedc__agg *a = s->agg;
+    bool clients = s->n->type.placement == FEDC_GROUPS;
+    int members = clients ? ex->clients : ex->groups;
     fedc_status st = FEDC_OK;
-    fedc__agg_begin(a, flat, end - first, out);
-    for (int i = first; !st && i < end; i++) {
+    fedc__agg_begin(a, s->n, members, s->out);
+    for (int i = 0; !st && i < members; i++) {
         const void *w = s->n->nin == 2 ? (const char *)s->in[1] + (size_t)i * s->in_stride[1] : NULL;
-        const void *x = dropped && dropped[i] ? NULL : (const char *)s->in[0] + (size_t)i * s->in_stride[0];
-        st = fedc__agg_add(a, i - first, x, w);
+        const void *x = clients && ex->dropped[i] ? NULL : (const char *)s->in[0] + (size_t)i * s->in_stride[0];
+        st = fedc__agg_add(a, i, x, w);
     }
     return st ? st : fedc__agg_end(a);
-}
-
-static fedc_status run_aggregate_up(fedc_executor *ex, const fedc__step *s) {
-    /* the accumulator keys its arithmetic on the flat op (sum, mean, weighted_mean) */
-    fedc__node flat = *s->n;
-    flat.op = s->n->op == FEDC_OP_SUM_UP ? FEDC_OP_SUM : s->n->op == FEDC_OP_MEAN_UP ? FEDC_OP_MEAN : FEDC_OP_WEIGHTED_MEAN;
-    if (s->n->type.placement == FEDC_SERVER) return aggregate_range(ex, s, &flat, 0, ex->groups, NULL, s->out);
-    size_t bytes = fedc_type_bytes(&s->n->type);
-    for (int g = 0; g < ex->groups; g++) {
-        fedc_status st = aggregate_range(ex, s, &flat, ex->group_start[g], ex->group_start[g + 1], ex->dropped,
-                                         (char *)s->out + (size_t)g * bytes);
-        if (st) {
-            char msg[900];
-            snprintf(msg, sizeof msg, "%s", fedc_errmsg());
-            return fedc_error(st, "%%%d (%s) of group %d: %s", s->v, fedc__ops[s->n->op].name, g, msg);
-        }
-    }
-    return FEDC_OK;
 }
 
 /* An array op on @groups values runs once per group, in group order. */

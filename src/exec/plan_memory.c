@@ -32,7 +32,8 @@ bool fedc__is_output(const fedc_program *p, fedc_value v) {
 static bool streams(const fedc_program *p, fedc_value r) {
     fedc_value m = p->nodes[r].in[0];
     bool read = false;
-    if (fedc__is_output(p, r) || p->nodes[m].op != FEDC_OP_MAP) return false;
+    if (fedc__is_output(p, r) || p->nodes[m].op != FEDC_OP_MAP || p->nodes[m].type.placement != FEDC_CLIENTS)
+        return false; /* a map at the groups stores its results */
     for (int u = r + 1; u < p->n; u++) {
         const fedc__node *n = &p->nodes[u];
         for (int i = 0; i < n->nin; i++) {
@@ -68,6 +69,7 @@ void fedc__plan_placement(fedc_executor *ex) {
         else vp->kind = MEM_BLOCK;
         if (n->op == FEDC_OP_RESULT) vp->def = n->in[0]; /* written while the map runs */
     }
+    fedc__hier_plan_placement(ex);
     /* Aggregations reading a streamed result are computed by that map. */
     for (int v = 0; v < p->n; v++) {
         const fedc__node *n = &p->nodes[v];
