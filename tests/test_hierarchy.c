@@ -321,6 +321,125 @@ static void test_one_group_is_flat_bit_for_bit(void) {
     fedc_program_destroy(hier);
 }
 
+/* ------------------------------------------------------------ map_groups -- */
+
+/* The worked program with its group level written as a flat program run per
+ * group (map_groups): the group is the body's server, its clients the body's. */
+static fedc_program *worked_by_map_groups(void) {
+    fedc_program *p, *body, *cb;
+    if (fedc_program_create(&p) || fedc_program_create(&body) || fedc_program_create(&cb)) return NULL;
+    fedc_value cw = fedc_input(cb, "w", VEC(FEDC_F64, FEDC_LOCAL, 2)), cx = fedc_input(cb, "x", VEC(FEDC_F64, FEDC_LOCAL, 2));
+    fedc_program_output(cb, "y", fedc_tanh(cb, fedc_mul(cb, cw, cx)));
+    fedc_value bw = fedc_input(body, "w", VEC(FEDC_F64, FEDC_SERVER, 2));
+    fedc_value ba = fedc_input(body, "a", SCALAR(FEDC_F64, FEDC_SERVER));
+    fedc_value bx = fedc_input(body, "x", VEC(FEDC_F64, FEDC_CLIENTS, 2)), y;
+    fedc_map(body, cb, (fedc_value[]){fedc_broadcast(body, bw), bx}, 2, &y);
+    fedc_program_output(body, "z", fedc_mul(body, fedc_square(body, ba), fedc_mean(body, y)));
+    fedc_program_output(body, "n", fedc_num_clients(body, FEDC_F64));
+    fedc_value w = fedc_input(p, "w", VEC(FEDC_F64, FEDC_SERVER, 2));
+    fedc_value x = fedc_input(p, "x", VEC(FEDC_F64, FEDC_CLIENTS, 2));
+    fedc_value a = fedc_input(p, "a", SCALAR(FEDC_F64, FEDC_GROUPS)), zn[2];
+    fedc_map_groups(p, body, (fedc_value[]){fedc_broadcast_down(p, w), a, x}, 3, zn);
+    fedc_value top = fedc_weighted_mean_up(p, zn[0], zn[1]);
+    fedc_program_output(p, "loss", fedc_reduce_sum(p, fedc_mul(p, top, top), NULL, -1, false));
+    fedc_program_output(p, "per_group", zn[0]);
+    fedc_program_destroy(body);
+    fedc_program_destroy(cb);
+    return p;
+}
+
+static void test_map_groups(void) {
+    fedc_program *p = worked_by_map_groups(), *q = worked_program(FEDC_F64), *gp = NULL, *gq = NULL;
+    CHECK(p && q && !fedc_program_status(p));
+    if (!p || !q || fedc_program_status(p)) return fedc_program_destroy(p), fedc_program_destroy(q);
+    double lp, lq, pp[6], pq[6];
+    CHECK_OK(run_worked(p, 2, W, A, X, &lp, pp));
+    CHECK_OK(run_worked(q, 2, W, A, X, &lq, pq));
+    CHECK_NEAR(lp, lq, 1e-14);
+    for (int k = 0; k < 6; k++) CHECK_NEAR(pp[k], pq[k], 1e-14);
+    const char *wrt[] = {"w", "a", "x"};
+    CHECK_OK(fedc_grad(p, "loss", wrt, 3, &gp));
+    CHECK_OK(fedc_grad(q, "loss", wrt, 3, &gq));
+    double g1[3][14], g2[3][14];
+    run_spec r = {7, 3, 2, (int[]){3, 1, 3}, 3, wrt, (const void *[]){W, A, X}};
+    const char *outs[] = {"grad_w", "grad_a", "grad_x"};
+    if (gp && gq) {
+        CHECK_OK(run(gp, &r, 3, outs, (void *[]){g1[0], g1[1], g1[2]}, sizeof g1[0]));
+        CHECK_OK(run(gq, &r, 3, outs, (void *[]){g2[0], g2[1], g2[2]}, sizeof g2[0]));
+        int len[3] = {2, 3, 14};
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < len[k]; i++) CHECK_NEAR(g1[k][i], g2[k][i], 1e-13);
+    }
+    fedc_program_destroy(gp);
+    fedc_program_destroy(gq);
+    fedc_program_destroy(p);
+    fedc_program_destroy(q);
+
+    /* what a group's body cannot hold, and arguments at the wrong level */
+    fedc_program *outer, *body;
+    CHECK_OK(fedc_program_create(&outer));
+    CHECK_OK(fedc_program_create(&body));
+    fedc_value bx = fedc_input(body, "x", VEC(FEDC_F32, FEDC_CLIENTS, 2)), r1;
+    fedc_program_output(body, "s", fedc_sum_up(body, bx));
+    fedc_value x = fedc_input(outer, "x", VEC(FEDC_F32, FEDC_CLIENTS, 2));
+    CHECK_ERR(fedc_map_groups(outer, body, &x, 1, &r1), FEDC_ETYPE, "%1 (sum_up) cannot run in a group");
+    CHECK(r1 == FEDC_NONE);
+    fedc_program_destroy(outer);
+    CHECK_OK(fedc_program_create(&outer));
+    fedc_value s = fedc_input(outer, "s", VEC(FEDC_F32, FEDC_SERVER, 2));
+    CHECK_ERR(fedc_map_groups(outer, body, &s, 1, &r1), FEDC_ETYPE,
+              "argument 0 is f32[2]@server but the body's input \"x\" takes f32[2]@clients");
+    fedc_program_destroy(outer);
+    fedc_program_destroy(body);
+}
+
+/* A flat round run as the body of the one group is the flat round, bit for bit,
+ * value and gradient. */
+static fedc_program *flat_round(void) {
+    fedc_program *p, *b;
+    if (fedc_program_create(&p) || fedc_program_create(&b)) return NULL;
+    fedc_value w = fedc_input(p, "w", VEC(FEDC_F32, FEDC_SERVER, 4));
+    fedc_value x = fedc_input(p, "x", VEC(FEDC_F32, FEDC_CLIENTS, 4));
+    fedc_value bw = fedc_input(b, "w", VEC(FEDC_F32, FEDC_LOCAL, 4)), bx = fedc_input(b, "x", VEC(FEDC_F32, FEDC_LOCAL, 4));
+    fedc_value e = fedc_sub(b, fedc_tanh(b, fedc_mul(b, bw, bx)), bx);
+    fedc_program_output(b, "l", fedc_reduce_sum(b, fedc_mul(b, e, e), NULL, -1, false));
+    fedc_value l;
+    fedc_map(p, b, (fedc_value[]){fedc_broadcast(p, w), x}, 2, &l);
+    fedc_program_output(p, "loss", fedc_mean(p, l));
+    fedc_program_destroy(b);
+    return p;
+}
+
+static fedc_program *grad_of(fedc_program *p) {
+    fedc_program *g = NULL;
+    if (p && fedc_grad(p, "loss", (const char *[]){"w"}, 1, &g)) g = NULL;
+    fedc_program_destroy(p);
+    return g;
+}
+
+static void test_flat_round_in_one_group(void) {
+    fedc_program *body = flat_round(), *p;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_value w = fedc_input(p, "w", VEC(FEDC_F32, FEDC_SERVER, 4));
+    fedc_value x = fedc_input(p, "x", VEC(FEDC_F32, FEDC_CLIENTS, 4)), l;
+    CHECK_OK(fedc_map_groups(p, body, (fedc_value[]){fedc_broadcast_down(p, w), x}, 2, &l));
+    fedc_program_output(p, "loss", fedc_mean_up(p, l));
+    fedc_program *gf = grad_of(body), *gh = grad_of(p);
+    CHECK(gf && gh);
+    enum { N = 29 };
+    float wv[4] = {0.25f, -0.5f, 1.5f, 0.75f}, xv[N * 4], lf = 0, lh = 0, df[4], dh[4];
+    for (int i = 0; i < N * 4; i++) xv[i] = (float)((i * 6007 % 997) / 498.0 - 1.0);
+    run_spec r = {N, 0, 2, NULL, 2, (const char *[]){"w", "x"}, (const void *[]){wv, xv}};
+    const char *outs[] = {"loss", "grad_w"};
+    if (gf && gh) {
+        CHECK_OK(run(gf, &r, 2, outs, (void *[]){&lf, df}, sizeof df));
+        CHECK_OK(run(gh, &r, 2, outs, (void *[]){&lh, dh}, sizeof dh));
+        CHECK(lf > 0 && !memcmp(&lf, &lh, sizeof lf) && !memcmp(df, dh, sizeof df));
+    }
+    fedc_program_destroy(gf);
+    fedc_program_destroy(gh);
+}
+
 /* ------------------------------------------------------------- streaming -- */
 
 /* A map at the clients whose results only feed aggregations up to the groups
@@ -544,6 +663,8 @@ int main(int argc, char **argv) {
         {"group map and threads", test_group_map_and_threads},
         {"one group is flat bit for bit", test_one_group_is_flat_bit_for_bit},
         {"streams within groups", test_streams_within_groups},
+        {"map groups", test_map_groups},
+        {"flat round in one group", test_flat_round_in_one_group},
         {"reverse known answer", test_reverse_known_answer},
         {"derivatives match finite differences", test_derivatives_match_finite_differences},
         {"weights match finite differences", test_weights_match_finite_differences},

@@ -308,6 +308,16 @@ FEDC_API fedc_value fedc_weighted_mean_up(fedc_program *p, fedc_value x, fedc_va
  * groups scalar), of dtype dt (f32, f64 or i32). */
 FEDC_API fedc_value fedc_num_groups(fedc_program *p, fedc_dtype dt);
 FEDC_API fedc_value fedc_group_size(fedc_program *p, fedc_dtype dt);
+/* A map at the groups whose body maps over the group's clients: `body` is a flat
+ * federated program, run for each group with the group as its server and the
+ * group's clients as its clients. args: one per body input, @groups for a @server
+ * input, @clients for a @clients one; results: @groups for a @server output,
+ * @clients for a @clients one. Built by writing the body in place one level
+ * down (broadcast -> broadcast_down, sum/mean/weighted_mean -> *_up,
+ * num_clients -> group_size), so the result differentiates, prints and runs as
+ * any program. Returns FEDC_OK or the sticky error. */
+FEDC_API fedc_status fedc_map_groups(fedc_program *p, const fedc_program *body, const fedc_value *args, int nargs,
+                                     fedc_value *results);
 /* The level above / below pl in the tree (FEDC_LOCAL past either end). */
 FEDC_API fedc_placement fedc_placement_up(fedc_placement pl);
 FEDC_API fedc_placement fedc_placement_down(fedc_placement pl);
