@@ -275,8 +275,8 @@ static void test_group_map_and_threads(void) {
 /* ------------------------------------------------------ one group = flat -- */
 
 /* A FedAvg-like round, flat (broadcast, map, mean) or with a level between
- * (broadcast_down twice, map, mean_up twice), and its gradient in w. */
-static fedc_program *round_program(bool hierarchical) {
+ * (broadcast_down twice, map, mean_up twice). */
+static fedc_program *round_forward(bool hierarchical) {
     fedc_program *p, *b;
     if (fedc_program_create(&p) || fedc_program_create(&b)) return NULL;
     fedc_value w = fedc_input(p, "w", VEC(FEDC_F32, FEDC_SERVER, 4));
@@ -289,11 +289,18 @@ static fedc_program *round_program(bool hierarchical) {
     fedc_value loss = hierarchical ? fedc_mean_up(p, fedc_mean_up(p, l)) : fedc_mean(p, l);
     fedc_program_output(p, "loss", loss);
     fedc_program_destroy(b);
+    return p;
+}
+
+/* p's gradient in w (p is destroyed). */
+static fedc_program *grad_of(fedc_program *p) {
     fedc_program *g = NULL;
-    if (fedc_grad(p, "loss", (const char *[]){"w"}, 1, &g)) g = NULL;
+    if (p && fedc_grad(p, "loss", (const char *[]){"w"}, 1, &g)) g = NULL;
     fedc_program_destroy(p);
     return g;
 }
+
+static fedc_program *round_program(bool hierarchical) { return grad_of(round_forward(hierarchical)); }
 
 static void test_one_group_is_flat_bit_for_bit(void) {
     enum { N = 37 };
@@ -395,30 +402,8 @@ static void test_map_groups(void) {
 
 /* A flat round run as the body of the one group is the flat round, bit for bit,
  * value and gradient. */
-static fedc_program *flat_round(void) {
-    fedc_program *p, *b;
-    if (fedc_program_create(&p) || fedc_program_create(&b)) return NULL;
-    fedc_value w = fedc_input(p, "w", VEC(FEDC_F32, FEDC_SERVER, 4));
-    fedc_value x = fedc_input(p, "x", VEC(FEDC_F32, FEDC_CLIENTS, 4));
-    fedc_value bw = fedc_input(b, "w", VEC(FEDC_F32, FEDC_LOCAL, 4)), bx = fedc_input(b, "x", VEC(FEDC_F32, FEDC_LOCAL, 4));
-    fedc_value e = fedc_sub(b, fedc_tanh(b, fedc_mul(b, bw, bx)), bx);
-    fedc_program_output(b, "l", fedc_reduce_sum(b, fedc_mul(b, e, e), NULL, -1, false));
-    fedc_value l;
-    fedc_map(p, b, (fedc_value[]){fedc_broadcast(p, w), x}, 2, &l);
-    fedc_program_output(p, "loss", fedc_mean(p, l));
-    fedc_program_destroy(b);
-    return p;
-}
-
-static fedc_program *grad_of(fedc_program *p) {
-    fedc_program *g = NULL;
-    if (p && fedc_grad(p, "loss", (const char *[]){"w"}, 1, &g)) g = NULL;
-    fedc_program_destroy(p);
-    return g;
-}
-
 static void test_flat_round_in_one_group(void) {
-    fedc_program *body = flat_round(), *p;
+    fedc_program *body = round_forward(false), *p;
     CHECK_OK(fedc_program_create(&p));
     fedc_value w = fedc_input(p, "w", VEC(FEDC_F32, FEDC_SERVER, 4));
     fedc_value x = fedc_input(p, "x", VEC(FEDC_F32, FEDC_CLIENTS, 4)), l;
