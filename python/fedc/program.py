@@ -22,7 +22,7 @@ class Program(Handle):
     def __init__(self, ptr):
         super().__init__(ptr, "program")
         self._pool_lock = threading.Lock()
-        self._idle = {}  # (clients, threads, reference, finite) -> [Executor]
+        self._idle = {}  # (clients, threads, reference, finite, groups) -> [Executor]
         self._inputs = self._outputs = None
 
     # ------------------------------------------------------------ inspection --
@@ -86,11 +86,13 @@ class Program(Handle):
 
     # --------------------------------------------------------------- running --
     def run(self, inputs=None, *, clients=None, threads=0, reference_kernels=False,
-            check_finite=False, **named):
+            check_finite=False, groups=None, **named):
         """Runs the program: inputs by name (a dict, or keywords); returns {output: array}.
 
         A @clients input is an array of [clients, ...type]; the cohort's size comes
-        from those inputs, or from `clients` for a program that has none.
+        from those inputs, or from `clients` for a program that has none. `groups`:
+        the sizes of the groups of the hierarchy (the clients ordered by group; None:
+        one group); a @groups input is an array of [len(groups), ...type].
         """
         args = dict(inputs or {})
         args.update(named)
@@ -100,8 +102,9 @@ class Program(Handle):
         if len(args) != len(specs) or any(name not in args for name, _ in specs):
             self._check_names(args)
         clients = _cohort(args, specs, clients)
-        arrays = [(name, as_input(name, args[name], spec, clients)) for name, spec in specs]
-        key = (clients, threads, reference_kernels, check_finite)
+        groups = tuple(int(g) for g in groups) if groups is not None else None
+        arrays = [(name, as_input(name, args[name], spec, clients, groups)) for name, spec in specs]
+        key = (clients, threads, reference_kernels, check_finite, groups)
         ex = self._acquire(key)
         try:
             for name, arr in arrays:
@@ -128,8 +131,8 @@ class Program(Handle):
             idle = self._idle.get(key)
             if idle:
                 return idle.pop()
-        clients, threads, ref, finite = key
-        return Executor(self._get(), clients, threads, ref, finite)
+        clients, threads, ref, finite, groups = key
+        return Executor(self._get(), clients, threads, ref, finite, groups)
 
     def _release(self, key, ex):
         ex._bound.clear()  # the caller's arrays are not kept past the run
