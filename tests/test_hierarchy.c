@@ -12,6 +12,7 @@
 #include "fedc/exec.h"
 #include "fedc/export.h"
 #include "fedc/form.h"
+#include "fedc/tree.h"
 #include "harness.h"
 #include "ir/ir.h"
 
@@ -625,6 +626,36 @@ static void test_weights_match_finite_differences(void) {
     fedc_program_destroy(p);
 }
 
+/* Trees of values move level by level leaf by leaf: a model {a, b} down to the
+ * clients and its weighted mean back up through the groups. */
+static void test_trees(void) {
+    fedc_program *p;
+    CHECK_OK(fedc_program_create(&p));
+    fedc_tree *model = fedc_tree_new(p);
+    fedc_tree_set(p, model, "a", fedc_input(p, "a", VEC(FEDC_F64, FEDC_SERVER, 2)));
+    fedc_tree_set(p, model, "b", fedc_input(p, "b", SCALAR(FEDC_F64, FEDC_SERVER)));
+    fedc_value k = fedc_input(p, "k", SCALAR(FEDC_F64, FEDC_CLIENTS));
+    fedc_tree *at_clients = fedc_tree_broadcast_down(p, fedc_tree_broadcast_down(p, model));
+    fedc_tree *scaled = fedc_tree_scale(p, at_clients, k);
+    fedc_tree *groups = fedc_tree_weighted_mean_up(p, scaled, k);
+    fedc_tree *top = fedc_tree_mean_up(p, groups), *sums = fedc_tree_sum_up(p, fedc_tree_sum_up(p, scaled));
+    fedc_program_output(p, "sum_b", fedc_tree_get(p, sums, "b"));
+    CHECK_EQ_INT(fedc_value_type(p, fedc_tree_get(p, groups, "b")).placement, FEDC_GROUPS);
+    fedc_program_output(p, "a", fedc_tree_get(p, top, "a"));
+    fedc_program_output(p, "b", fedc_tree_get(p, top, "b"));
+    CHECK_OK(fedc_program_status(p));
+    double a[2] = {1, -2}, b = 3, kv[4] = {1, 2, 3, 4}, ra[2], rb, sb;
+    run_spec r = {4, 2, 1, (int[]){1, 3}, 3, (const char *[]){"a", "b", "k"}, (const void *[]){a, &b, kv}};
+    CHECK_OK(run(p, &r, 3, (const char *[]){"a", "b", "sum_b"}, (void *[]){ra, &rb, &sb}, sizeof ra));
+    CHECK_NEAR(sb, 30, 0);
+    /* group 0: k = 1 -> 1; group 1: sum k^2 / sum k = 29 / 9; the mean of the two */
+    double f = (1 + 29.0 / 9) / 2;
+    CHECK_NEAR(ra[0], f * 1, 1e-14);
+    CHECK_NEAR(ra[1], f * -2, 1e-14);
+    CHECK_NEAR(rb, f * 3, 1e-14);
+    fedc_program_destroy(p);
+}
+
 /* What cannot take the hierarchy yet says so, naming the value. */
 static void test_export_and_deployment_refuse(void) {
     fedc_program *p = worked_program(FEDC_F32);
@@ -653,6 +684,7 @@ int main(int argc, char **argv) {
         {"reverse known answer", test_reverse_known_answer},
         {"derivatives match finite differences", test_derivatives_match_finite_differences},
         {"weights match finite differences", test_weights_match_finite_differences},
+        {"trees", test_trees},
         {"export and deployment refuse", test_export_and_deployment_refuse},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
