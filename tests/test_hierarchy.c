@@ -584,6 +584,34 @@ static void test_derivatives_match_finite_differences(void) {
     fedc_program_destroy(p);
 }
 
+/* A second order: the Hessian-vector product in w (forward mode over the
+ * gradient) against central differences of the gradient. */
+static void test_second_order(void) {
+    fedc_program *p = worked_program(FEDC_F64), *g = NULL, *h = NULL;
+    if (!p) return;
+    CHECK_OK(fedc_grad(p, "loss", (const char *[]){"w"}, 1, &g));
+    if (g) CHECK_OK(fedc_jvp(g, (const char *[]){"w"}, 1, &h));
+    if (!g || !h) return fedc_program_destroy(p), fedc_program_destroy(g), fedc_program_destroy(h);
+    double t[2] = {0.6, -0.8}, hv[2], gu[2], gd[2], wu[2], wd[2], eps = 1e-6;
+    run_spec r = {7, 3, 2, (int[]){3, 1, 3}, 4, (const char *[]){"w", "a", "x", "tangent_w"},
+                  (const void *[]){W, A, X, t}};
+    CHECK_OK(run(h, &r, 1, (const char *[]){"tangent_grad_w"}, (void *[]){hv}, sizeof hv));
+    for (int j = 0; j < 2; j++) wu[j] = W[j] + eps * t[j], wd[j] = W[j] - eps * t[j];
+    r.nin = 3;
+    r.data = (const void *[]){wu, A, X};
+    CHECK_OK(run(g, &r, 1, (const char *[]){"grad_w"}, (void *[]){gu}, sizeof gu));
+    r.data = (const void *[]){wd, A, X};
+    CHECK_OK(run(g, &r, 1, (const char *[]){"grad_w"}, (void *[]){gd}, sizeof gd));
+    for (int j = 0; j < 2; j++) {
+        double fd = (gu[j] - gd[j]) / (2 * eps);
+        CHECK_MSG(fabs(hv[j] - fd) < 1e-6 * (1 + fabs(fd)) && fabs(fd) > 1e-4, "Hv[%d] %.12g, differences %.12g", j,
+                  hv[j], fd);
+    }
+    fedc_program_destroy(h);
+    fedc_program_destroy(g);
+    fedc_program_destroy(p);
+}
+
 /* weighted_mean_up's derivative in its weights, at both levels: loss =
  * <weighted_mean_up(weighted_mean_up(x, v), u), c> with v @clients and u @groups
  * computed from inputs, against central differences. */
@@ -684,6 +712,7 @@ int main(int argc, char **argv) {
         {"reverse known answer", test_reverse_known_answer},
         {"derivatives match finite differences", test_derivatives_match_finite_differences},
         {"weights match finite differences", test_weights_match_finite_differences},
+        {"second order", test_second_order},
         {"trees", test_trees},
         {"export and deployment refuse", test_export_and_deployment_refuse},
     };
