@@ -9,7 +9,8 @@
 
 /* Ops that have no StableHLO lowering yet (the export fails naming them),
  * NULL-ended; an op leaves the list when it lowers and a case exports it. */
-static const char *const NOT_IN_STABLEHLO[] = {"robust_aggregate", NULL}; /* a server-side sort and selection */
+/* robust_aggregate: a server-side sort and selection; the hierarchy's ops: a 2-D mesh, later */
+static const char *const NOT_IN_STABLEHLO[] = {"robust_aggregate", "broadcast_down", "sum_up", "mean_up", "weighted_mean_up", "num_groups", "group_size", NULL};
 
 
 /* Forward programs of ops whose cases above hold their gradients too (which

@@ -181,6 +181,18 @@ static void build_placed_ops(fedc_program *p) {
     fedc_program_output(p, "robust_trimmed", fedc_robust_aggregate(p, uv, wv, &trimmed));
 }
 
+/* The hierarchy's levels: server -> groups -> clients and back up. */
+static void build_level_ops(fedc_program *p) {
+    fedc_type s = T(FEDC_F32, 3);
+    s.placement = FEDC_SERVER;
+    fedc_value g = fedc_broadcast_down(p, fedc_input(p, "level_w", s));
+    fedc_value c = fedc_broadcast_down(p, g), size = fedc_group_size(p, FEDC_F32);
+    fedc_value ws = fedc_broadcast_down(p, size);
+    fedc_value up = fedc_weighted_mean_up(p, fedc_mean_up(p, c), size);
+    fedc_program_output(p, "level_sum", fedc_sum_up(p, fedc_weighted_mean_up(p, c, ws)));
+    fedc_program_output(p, "level_top", fedc_mul(p, up, fedc_num_groups(p, FEDC_F32)));
+}
+
 /* A fold outside any map, on local values, stepping backwards (reverse=1). */
 static void build_reverse_fold(fedc_program *p) {
     fedc_program *step = step_body();
@@ -216,6 +228,7 @@ static fedc_program *build_all_ops(void) {
     build_window_ops(p);
     build_recurrent_ops(p);
     build_placed_ops(p);
+    build_level_ops(p);
     build_round(p);
     build_reverse_fold(p);
     build_transformer_ops(p);

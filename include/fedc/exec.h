@@ -83,6 +83,14 @@ typedef struct fedc_exec_options {
      * accumulate in double and fuse nothing). The executor refuses an unknown name,
      * and a program with a node the device cannot run, naming it. */
     const char *device;
+    /* The hierarchy (fedc/program.h, broadcast_down and the *_up aggregations):
+     * the number of groups and each group's number of clients (`groups` entries
+     * of 1 or more summing to `clients`; borrowed, read at create). Group g's
+     * clients are the cohort places after the first g groups': a job that maps
+     * clients to groups orders its cohort by group. 0 groups: one group of every
+     * client (the flat program is the one-group case). Not with `mpi` yet. */
+    int groups;
+    const int *group_sizes;
 } fedc_exec_options;
 
 /* The name of compute device i (0 is the default), or NULL past the last. */

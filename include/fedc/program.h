@@ -292,10 +292,42 @@ FEDC_API fedc_value fedc_weighted_mean(fedc_program *p, fedc_value x, fedc_value
 /* The cohort's size, as a server scalar of dtype dt (f32, f64 or i32). */
 FEDC_API fedc_value fedc_num_clients(fedc_program *p, fedc_dtype dt);
 
+/* The hierarchy server ⊃ groups ⊃ clients (docs/federated.md, "Hierarchies"): a
+ * @groups value is one per group; the cohort's clients are ordered by group, each
+ * group a contiguous range (sizes: fedc_exec_options.group_sizes; without them,
+ * one group of every client). Each primitive moves a value one level:
+ * broadcast_down T@server -> T@groups and T@groups -> T@clients (each client gets
+ * its group's); sum_up, mean_up and weighted_mean_up T@clients -> T@groups (over
+ * each group's clients, in client order) and T@groups -> T@server (over the
+ * groups). w is one scalar per member, at x's placement. */
+FEDC_API fedc_value fedc_broadcast_down(fedc_program *p, fedc_value x);
+FEDC_API fedc_value fedc_sum_up(fedc_program *p, fedc_value x);
+FEDC_API fedc_value fedc_mean_up(fedc_program *p, fedc_value x);
+FEDC_API fedc_value fedc_weighted_mean_up(fedc_program *p, fedc_value x, fedc_value w);
+/* The number of groups (a server scalar) and each group's number of clients (a
+ * groups scalar), of dtype dt (f32, f64 or i32). */
+FEDC_API fedc_value fedc_num_groups(fedc_program *p, fedc_dtype dt);
+FEDC_API fedc_value fedc_group_size(fedc_program *p, fedc_dtype dt);
+/* A map at the groups whose body maps over the group's clients: `body` is a flat
+ * federated program, run for each group with the group as its server and the
+ * group's clients as its clients. args: one per body input, @groups for a @server
+ * input, @clients for a @clients one; results: @groups for a @server output,
+ * @clients for a @clients one. Built by writing the body in place one level
+ * down (broadcast -> broadcast_down, sum/mean/weighted_mean -> *_up,
+ * num_clients -> group_size), so the result differentiates, prints and runs as
+ * any program. Returns FEDC_OK or the sticky error. */
+FEDC_API fedc_status fedc_map_groups(fedc_program *p, const fedc_program *body, const fedc_value *args, int nargs,
+                                     fedc_value *results);
+/* The level above / below pl in the tree (FEDC_LOCAL past either end). */
+FEDC_API fedc_placement fedc_placement_up(fedc_placement pl);
+FEDC_API fedc_placement fedc_placement_down(fedc_placement pl);
+
 /* Runs `body` on each client. `body` is a program on local values whose inputs
  * match the args in order: args are @clients values whose per-client types are
  * the body's input types. Writes one @clients value per body output, in order, to
- * `results`. The body is copied into p. Returns FEDC_OK or the sticky error. */
+ * `results`. The body is copied into p. Returns FEDC_OK or the sticky error.
+ * With @groups args (all of them), the body runs on each group instead and the
+ * results are @groups values. */
 FEDC_API fedc_status fedc_map(fedc_program *p, const fedc_program *body, const fedc_value *args, int nargs,
                      fedc_value *results);
 

@@ -100,6 +100,11 @@ FEDC_API fedc_tree *fedc_tree_broadcast(fedc_program *p, const fedc_tree *t);
 FEDC_API fedc_tree *fedc_tree_sum(fedc_program *p, const fedc_tree *t);
 FEDC_API fedc_tree *fedc_tree_mean(fedc_program *p, const fedc_tree *t);
 FEDC_API fedc_tree *fedc_tree_weighted_mean(fedc_program *p, const fedc_tree *t, fedc_value w);
+/* The hierarchy's moves one level (program.h: broadcast_down, sum_up, ...), leaf by leaf. */
+FEDC_API fedc_tree *fedc_tree_broadcast_down(fedc_program *p, const fedc_tree *t);
+FEDC_API fedc_tree *fedc_tree_sum_up(fedc_program *p, const fedc_tree *t);
+FEDC_API fedc_tree *fedc_tree_mean_up(fedc_program *p, const fedc_tree *t);
+FEDC_API fedc_tree *fedc_tree_weighted_mean_up(fedc_program *p, const fedc_tree *t, fedc_value w);
 
 FEDC_API fedc_tree *fedc_tree_add(fedc_program *p, const fedc_tree *a, const fedc_tree *b);
 FEDC_API fedc_tree *fedc_tree_sub(fedc_program *p, const fedc_tree *a, const fedc_tree *b);

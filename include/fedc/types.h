@@ -26,7 +26,10 @@ extern "C" {
 /* Append only. bool is stored as one byte holding 0 or 1. */
 typedef enum fedc_dtype { FEDC_F32, FEDC_F64, FEDC_I32, FEDC_U8, FEDC_BOOL, FEDC_DTYPE_COUNT } fedc_dtype;
 
-typedef enum fedc_placement { FEDC_LOCAL, FEDC_SERVER, FEDC_CLIENTS, FEDC_PLACEMENT_COUNT } fedc_placement;
+/* Append only. The federated placements form a tree, server ⊃ groups ⊃ clients:
+ * @groups is one value per group, @clients one per client (ordered by group, a
+ * group's clients a contiguous range); a flat program has no @groups value. */
+typedef enum fedc_placement { FEDC_LOCAL, FEDC_SERVER, FEDC_CLIENTS, FEDC_GROUPS, FEDC_PLACEMENT_COUNT } fedc_placement;
 
 typedef struct fedc_type {
     fedc_dtype dtype;
@@ -38,7 +41,7 @@ typedef struct fedc_type {
 FEDC_API size_t fedc_dtype_size(fedc_dtype dt);          /* bytes per element */
 FEDC_API const char *fedc_dtype_name(fedc_dtype dt);     /* "f32", ... */
 FEDC_API bool fedc_dtype_is_float(fedc_dtype dt);        /* f32 or f64 */
-FEDC_API const char *fedc_placement_name(fedc_placement p); /* "local", "server", "clients" */
+FEDC_API const char *fedc_placement_name(fedc_placement p); /* "local", "server", "clients", "groups" */
 
 /* A local type from a dims list: fedc_type_make(FEDC_F32, 2, (int64_t[]){3, 4}). */
 FEDC_API fedc_type fedc_type_make(fedc_dtype dt, int rank, const int64_t *dims);

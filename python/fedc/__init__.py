@@ -17,7 +17,7 @@ from .errors import (EINTERNAL, EINVAL, EIO, ENOMEM, ENONFINITE, ENOTFOUND, EPAR
                      ESHAPE, ETYPE, EUNSUPPORTED, Error)
 from .program import Program, parse
 from .executor import devices
-from .types import TypeSpec, bool_, clients, f32, f64, i32, server, u8
+from .types import TypeSpec, bool_, clients, f32, f64, groups, i32, server, u8
 
 __version__ = "0.1.0"
 library_path = _lib.path
@@ -25,7 +25,8 @@ from .tracing import Value
 from .tree import flatten, tree_map, unflatten
 from .function import Function, jit, program
 from .function import trace_program as trace
-from .federated import broadcast, fold, map, map_fn, mean, num_clients, sum, weighted_mean
+from .federated import (broadcast, broadcast_down, fold, group_size, map, map_fn, mean, mean_up, num_clients,
+                        num_groups, sum, sum_up, weighted_mean, weighted_mean_up)
 from .ad import grad, jvp, value_and_grad, vjp
 from .ops import *  # noqa: F401,F403  every op of program.h
 

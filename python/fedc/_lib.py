@@ -37,7 +37,8 @@ class ExecOptions(Structure):
     _fields_ = [("reference_kernels", c_bool), ("clients", c_int), ("threads", c_int),
                 ("check_finite", c_bool), ("on_client_failure", c_int),
                 ("client_ids", POINTER(c_char_p)), ("profile", c_bool), ("mpi", c_bool),
-                ("device", c_char_p)]
+                ("device", c_char_p),
+                ("groups", c_int), ("group_sizes", POINTER(c_int))]
 
 
 class Feature(Structure):
@@ -355,6 +356,10 @@ _SIGNATURES = {
     "fedc_causal_attention_grad": (V, [P, V, V, c_int]),
     # program.h: federated primitives
     "fedc_weighted_mean": (V, [P, V, V]),
+    "fedc_weighted_mean_up": (V, [P, V, V]),
+    "fedc_num_groups": (V, [P, c_int]),
+    "fedc_group_size": (V, [P, c_int]),
+    "fedc_map_groups": (c_int, [P, P, PV, c_int, PV]),
     "fedc_num_clients": (V, [P, c_int]),
     "fedc_map": (c_int, [P, P, PV, c_int, PV]),
     "fedc_fold": (c_int, [P, P, PV, c_int, PV, c_int, V, PV]),
@@ -454,7 +459,8 @@ _SIGNATURES = {
 }
 
 # The ops of one shape of signature, declared together: fedc_value f(p, a[, b]).
-UNARY = ("neg exp log tanh sigmoid relu sqrt square log_softmax gelu broadcast sum mean").split()
+UNARY = ("neg exp log tanh sigmoid relu sqrt square log_softmax gelu broadcast sum mean broadcast_down sum_up "
+         "mean_up").split()
 BINARY = ("add sub mul div maximum minimum eq ne lt le gt ge").split()
 for _name in UNARY:
     _SIGNATURES["fedc_" + _name] = (V, [P, V])

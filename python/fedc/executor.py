@@ -19,10 +19,20 @@ from .handle import Handle
 from .types import TypeSpec
 
 
-def as_input(name, x, spec, clients):
-    """`x` as a C-ordered array of `spec` (and `clients` of them for @clients)."""
+def _extent(spec, clients, groups):
+    """The leading extent of a value of `spec`: clients, groups, or none."""
+    if spec.placement == "clients":
+        return (clients,)
+    if spec.placement == "groups":
+        return (len(groups) if groups else 1,)
+    return ()
+
+
+def as_input(name, x, spec, clients, groups=None):
+    """`x` as a C-ordered array of `spec` (and `clients` of them for @clients, one
+    per group for @groups)."""
     want = spec.np_dtype
-    shape = spec.shape if spec.placement != "clients" else (clients,) + spec.shape
+    shape = _extent(spec, clients, groups) + spec.shape
     if not isinstance(x, np.ndarray):
         try:
             x = np.asarray(x, dtype=want)  # Python scalars and lists take the input's dtype
@@ -59,18 +69,23 @@ class Executor(Handle):
     _destroy = "fedc_executor_destroy"
 
     def __init__(self, program_ptr, clients=0, threads=0, reference_kernels=False,
-                 check_finite=False, device=None):
+                 check_finite=False, device=None, groups=None):
         opts = _lib.ExecOptions()
         opts.clients = clients
         opts.threads = threads
         opts.reference_kernels = reference_kernels  # deprecated: device="cpu-reference"
         opts.check_finite = check_finite
         opts.device = device.encode() if device is not None else None
+        if groups:
+            sizes = (ctypes.c_int * len(groups))(*groups)  # read at create only
+            opts.groups = len(groups)
+            opts.group_sizes = sizes
         ptr = ctypes.c_void_p()
         _lib.check(_lib.lib.fedc_executor_create(ctypes.byref(ptr), program_ptr,
                                                  ctypes.byref(opts)))
         super().__init__(ptr, "executor")
         self.clients = clients
+        self.groups = groups
         self._bound = {}  # name -> the array C reads: kept alive while bound
 
     def bind(self, name, arr):
@@ -88,7 +103,7 @@ class Executor(Handle):
         _lib.check(_lib.lib.fedc_executor_output(self._get(), name.encode(), ctypes.byref(data),
                                                  ctypes.byref(t) if t is not None else None))
         spec = spec or TypeSpec.from_c(t)
-        shape = spec.shape if spec.placement != "clients" else (self.clients,) + spec.shape
+        shape = _extent(spec, self.clients, self.groups) + spec.shape
         out = np.empty(shape, dtype=spec.np_dtype)
         if out.nbytes:
             ctypes.memmove(out.ctypes.data, data.value, out.nbytes)

@@ -1,6 +1,7 @@
 """The federated primitives on traced values and structures of them (program.h).
 
-broadcast, sum, mean and weighted_mean apply leaf by leaf to a structure (as
+broadcast, sum, mean and weighted_mean (and the hierarchy's broadcast_down,
+sum_up, mean_up and weighted_mean_up) apply leaf by leaf to a structure (as
 fedc_tree_broadcast and friends do); map traces its function as the body run on
 each client; fold traces its function as the body run over a sequence's steps,
 with jax.lax.scan's signature: fn(carry, x) -> (carry, y).
@@ -49,6 +50,47 @@ def weighted_mean(x, w):
     return tree_map(one, x)
 
 
+_broadcast_down, _sum_up, _mean_up = (_leafwise(f) for f in (_L.fedc_broadcast_down, _L.fedc_sum_up,
+                                                               _L.fedc_mean_up))
+
+
+def broadcast_down(x):
+    """One level down the tree server > groups > clients: T@server -> T@groups, or
+    T@groups -> T@clients (each client gets its group's value)."""
+    return _broadcast_down(x)
+
+
+def sum_up(x):
+    """One level up: T@clients -> T@groups (over each group's clients), or
+    T@groups -> T@server (over the groups)."""
+    return _sum_up(x)
+
+
+def mean_up(x):
+    """One level up, the mean over each group's clients or over the groups."""
+    return _mean_up(x)
+
+
+def weighted_mean_up(x, w):
+    """One level up, sum_i w_i x_i / sum_i w_i; w is one scalar per member, at x's level."""
+    def one(leaf):
+        b = builder_of(leaf, w)
+        return b.check(_L.fedc_weighted_mean_up(b._get(), lift(b, leaf).v, lift(b, w).v))
+    return tree_map(one, x)
+
+
+def num_groups(dtype="f32"):
+    """The number of groups as a server scalar (f32, f64 or i32)."""
+    b = builder_of()
+    return b.check(_L.fedc_num_groups(b._get(), DTYPE_CODES[TypeSpec(dtype).dtype]))
+
+
+def group_size(dtype="f32"):
+    """Each group's number of clients, a @groups scalar (f32, f64 or i32)."""
+    b = builder_of()
+    return b.check(_L.fedc_group_size(b._get(), DTYPE_CODES[TypeSpec(dtype).dtype]))
+
+
 def num_clients(dtype="f32"):
     """The cohort's size as a server scalar (f32, f64 or i32)."""
     b = builder_of()
@@ -62,16 +104,18 @@ def _body_inputs(vals):
 
 def map(fn, args):
     """fn run on every client: args is a @clients value, or a tuple of them (passed
-    to fn as positional arguments, as DrJAX's map_fn does), or any structure."""
+    to fn as positional arguments, as DrJAX's map_fn does), or any structure. With
+    @groups values (all of them), fn runs on every group instead."""
     positional = isinstance(args, tuple) and not hasattr(args, "_fields")
     args_list = list(args) if positional else [args]
     leaves, td = flatten(args_list)
     b = builder_of(*leaves)
     vals = [lift(b, x) for x in leaves]
+    level = vals[0].placement if vals and vals[0].placement == "groups" else "clients"
     for v, path in zip(vals, td.paths("")):
-        if v.placement != "clients":
-            raise _lib.error(EINVAL, "map: argument %s is %s: map takes @clients values "
-                             "(broadcast a server value first)" % (path, v.spec))
+        if v.placement != level:
+            raise _lib.error(EINVAL, "map: argument %s is %s: map takes @%s values "
+                             "(broadcast a server value first)" % (path, v.spec, level))
     trees = []
     for a in unflatten(td, vals):
         a_leaves, a_td = flatten(a)
@@ -81,10 +125,10 @@ def map(fn, args):
                                body=True)
     try:
         for outer, _ in body.captures:
-            if outer.placement != "clients":
+            if outer.placement != level:
                 raise _lib.error(EINVAL, "map: the body uses %s, a value of the program around it, "
-                                 "by closure: a map body reads @clients values only (broadcast it "
-                                 "and pass it in)" % outer.spec)
+                                 "by closure: a map body reads @%s values only (broadcast it "
+                                 "and pass it in)" % (outer.spec, level))
         vals += [outer for outer, _ in body.captures]
         n = _L.fedc_program_num_outputs(body.ptr)
         results = (_lib.VALUE * max(n, 1))()

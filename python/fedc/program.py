@@ -22,7 +22,7 @@ class Program(Handle):
     def __init__(self, ptr):
         super().__init__(ptr, "program")
         self._pool_lock = threading.Lock()
-        self._idle = {}  # (clients, threads, reference, finite, device) -> [Executor]
+        self._idle = {}  # (clients, threads, reference, finite, device, groups) -> [Executor]
         self._inputs = self._outputs = None
 
     # ------------------------------------------------------------ inspection --
@@ -86,13 +86,15 @@ class Program(Handle):
 
     # --------------------------------------------------------------- running --
     def run(self, inputs=None, *, clients=None, threads=0, reference_kernels=False,
-            check_finite=False, device=None, **named):
+            check_finite=False, device=None, groups=None, **named):
         """Runs the program: inputs by name (a dict, or keywords); returns {output: array}.
 
         A @clients input is an array of [clients, ...type]; the cohort's size comes
         from those inputs, or from `clients` for a program that has none. `device`
         names the compute device (fedc.devices(); None: "cpu", the fast kernels);
         reference_kernels=True is the older spelling of device="cpu-reference".
+        `groups`: the sizes of the groups of the hierarchy (the clients ordered by
+        group; None: one group); a @groups input is an array of [len(groups), ...type].
         """
         args = dict(inputs or {})
         args.update(named)
@@ -102,8 +104,9 @@ class Program(Handle):
         if len(args) != len(specs) or any(name not in args for name, _ in specs):
             self._check_names(args)
         clients = _cohort(args, specs, clients)
-        arrays = [(name, as_input(name, args[name], spec, clients)) for name, spec in specs]
-        key = (clients, threads, reference_kernels, check_finite, device)
+        groups = tuple(int(g) for g in groups) if groups is not None else None
+        arrays = [(name, as_input(name, args[name], spec, clients, groups)) for name, spec in specs]
+        key = (clients, threads, reference_kernels, check_finite, device, groups)
         ex = self._acquire(key)
         try:
             for name, arr in arrays:
@@ -130,8 +133,8 @@ class Program(Handle):
             idle = self._idle.get(key)
             if idle:
                 return idle.pop()
-        clients, threads, ref, finite, device = key
-        return Executor(self._get(), clients, threads, ref, finite, device)
+        clients, threads, ref, finite, device, groups = key
+        return Executor(self._get(), clients, threads, ref, finite, device, groups)
 
     def _release(self, key, ex):
         ex._bound.clear()  # the caller's arrays are not kept past the run

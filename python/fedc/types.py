@@ -12,7 +12,7 @@ from . import _lib
 # fedc_dtype and fedc_placement of types.h by name, with C's values (python/tests/test_abi.py
 # holds them equal): a value is never taken from a name's position.
 DTYPE_CODES = {"f32": 0, "f64": 1, "i32": 2, "u8": 3, "bool": 4}
-PLACEMENT_CODES = {"local": 0, "server": 1, "clients": 2}
+PLACEMENT_CODES = {"local": 0, "server": 1, "clients": 2, "groups": 3}
 DTYPES = tuple(DTYPE_CODES)
 PLACEMENTS = tuple(PLACEMENT_CODES)
 _DTYPE_NAMES = {v: k for k, v in DTYPE_CODES.items()}
@@ -119,3 +119,7 @@ def server(spec):
 
 def clients(spec):
     return spec.at("clients")
+
+
+def groups(spec):
+    return spec.at("groups")

@@ -162,3 +162,29 @@ def test_drjax_names():
     def f(v):
         return fedc.sum(v)
     assert f(np.ones(4, np.float32)) == 4
+
+
+def test_hierarchy_levels():
+    """server > groups > clients: broadcast_down, the aggregations up, a map at the
+    groups, traced and run with the groups' sizes (5 clients in groups of 2 and 3)."""
+    def f(w, x, a):
+        wc = fedc.broadcast_down(fedc.broadcast_down(w))
+        y = fedc.map(lambda w, x: fedc.tanh(w * x), (wc, x))
+        g = fedc.mean_up(y)
+        z = fedc.map(lambda a, g: a * g, (a, g))
+        return dict(z=z, top=fedc.weighted_mean_up(z, fedc.group_size("f64")), s=fedc.sum_up(fedc.sum_up(y)),
+                    n=fedc.num_groups("i32"))
+    p = fedc.trace(f, fedc.server(fedc.f64[2]), fedc.clients(fedc.f64[2]), fedc.groups(fedc.f64[()]))
+    assert "@groups" in p.text() and "broadcast_down(" in p.text() and "mean_up(" in p.text()
+    w = np.array([0.5, -1.5])
+    x = RNG.standard_normal((5, 2))
+    a = np.array([2.0, -1.0])
+    out = p.run(w=w, x=x, a=a, groups=[2, 3])
+    y = np.tanh(w * x)
+    z = np.stack([a[0] * y[:2].mean(0), a[1] * y[2:].mean(0)])
+    np.testing.assert_allclose(out["z"], z, rtol=1e-13)
+    np.testing.assert_allclose(out["top"], (2 * z[0] + 3 * z[1]) / 5, rtol=1e-13)
+    np.testing.assert_allclose(out["s"], y.sum(0), rtol=1e-13)
+    assert out["n"] == 2
+    with pytest.raises(fedc.Error, match="group_sizes sum to 4, not the cohort's 5 clients"):
+        p.run(w=w, x=x, a=np.zeros(2), groups=[2, 2])

@@ -18,8 +18,8 @@ static fedc_value *value_lists(const fedc_program *v, fedc_value **res) {
 }
 
 /* h(inputs of v, tangents) = sum_w <grad_w, tangent_w>, output "fedc_dot", with
- * p's outputs passed through. The inner product over a @clients w sums over the
- * clients too, so the dot is one server scalar whatever the placements. */
+ * p's outputs passed through. The inner product over a @clients (@groups) w sums
+ * over the clients (groups) too, so the dot is one server scalar whatever the placements. */
 static fedc_status dot_program(const fedc_program *v, const fedc_program *p, const char *const *wrt, int nwrt,
                                fedc_program **out) {
     fedc_program *h;
@@ -41,6 +41,7 @@ static fedc_status dot_program(const fedc_program *v, const fedc_program *p, con
         fedc_value g = res[nout - nwrt + i];
         fedc_value term = fedc_reduce_sum(h, fedc_mul(h, g, t), NULL, -1, false);
         if (fedc_value_type(h, term).placement == FEDC_CLIENTS) term = fedc_sum(h, term); /* a server scalar */
+        if (fedc_value_type(h, term).placement == FEDC_GROUPS) term = fedc_sum_up(h, term);
         dot = dot == FEDC_NONE ? term : fedc_add(h, dot, term);
         st = fedc_program_status(h);
     }

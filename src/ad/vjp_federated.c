@@ -22,23 +22,27 @@ fedc_status fedc__vjp_MEAN(const fedc__rule *r) {
 }
 
 /* y = sum_i w_i x_i / W with W = sum_i w_i: dx_i = w_i ct / W and
- * dw_i = <ct, x_i - y> / W. */
-fedc_status fedc__vjp_WEIGHTED_MEAN(const fedc__rule *r) {
+ * dw_i = <ct, x_i - y> / W; `down` and `up` move values between the levels
+ * (broadcast and sum, or broadcast_down and sum_up). */
+fedc_status fedc__vjp_weighted_mean_by(const fedc__rule *r, fedc_value (*down)(fedc_program *, fedc_value),
+                                       fedc_value (*up)(fedc_program *, fedc_value)) {
     fedc_program *g = r->g;
-    fedc_value scaled = fedc_broadcast(g, fedc_div(g, r->ct, fedc_sum(g, X(r, 1))));
+    fedc_value scaled = down(g, fedc_div(g, r->ct, up(g, X(r, 1))));
     if (needs(r, 0)) give(r, 0, fedc_mul(g, scaled, X(r, 1)));
     if (needs(r, 1)) {
-        fedc_value centred = fedc_sub(g, X(r, 0), fedc_broadcast(g, Y(r)));
+        fedc_value centred = fedc_sub(g, X(r, 0), down(g, Y(r)));
         give(r, 1, fedc_reduce_sum(g, fedc_mul(g, scaled, centred), NULL, -1, false));
     }
     return FEDC_OK;
 }
 
+fedc_status fedc__vjp_WEIGHTED_MEAN(const fedc__rule *r) { return fedc__vjp_weighted_mean_by(r, fedc_broadcast, fedc_sum); }
+
 fedc_status fedc__vjp_NUM_CLIENTS(const fedc__rule *r) { return fedc__vjp_none(r); }
 fedc_status fedc__vjp_RESULT(const fedc__rule *r) { return fedc__vjp_none(r); } /* the map's rule reads results' cotangents */
 
 /* The cotangent of the map's k-th result: the sum over its result nodes, or zeros
- * at every client when nothing downstream depends on it. */
+ * at every client (group) when nothing downstream depends on it. */
 static fedc_value result_ct(const fedc__rule *r, int k) {
     const fedc_program *src = r->ad->src;
     fedc_value ct = FEDC_NONE;
@@ -51,7 +55,9 @@ static fedc_value result_ct(const fedc__rule *r, int k) {
     const fedc_program *body = fedc__body(src, r->n);
     fedc_type t = fedc_value_type(body, fedc_program_output_value(body, k));
     t.placement = FEDC_SERVER;
-    return fedc_broadcast(r->g, fedc_full(r->g, t, 0.0));
+    fedc_value zeros = fedc_full(r->g, t, 0.0);
+    if (r->n->type.placement == FEDC_GROUPS) return fedc_broadcast_down(r->g, zeros); /* a map at the groups */
+    return fedc_broadcast(r->g, zeros);
 }
 
 /* Inlines `src` into `dst` on fresh inputs named like src's; res gets src's

@@ -29,9 +29,17 @@ fedc_status fedc__vjp_BROADCAST(const fedc__rule *r);
 fedc_status fedc__vjp_SUM(const fedc__rule *r);
 fedc_status fedc__vjp_MEAN(const fedc__rule *r);
 fedc_status fedc__vjp_WEIGHTED_MEAN(const fedc__rule *r);
+/* weighted_mean's transpose with `down` and `up` the moves between its levels. */
+fedc_status fedc__vjp_weighted_mean_by(const fedc__rule *r, fedc_value (*down)(fedc_program *, fedc_value),
+                                       fedc_value (*up)(fedc_program *, fedc_value));
 fedc_status fedc__vjp_NUM_CLIENTS(const fedc__rule *r);
 fedc_status fedc__vjp_RESULT(const fedc__rule *r);
 fedc_status fedc__vjp_MAP(const fedc__rule *r);
 fedc_status fedc__vjp_FOLD(const fedc__rule *r);
+/* The rules of vjp_hierarchy.c. */
+fedc_status fedc__vjp_BROADCAST_DOWN(const fedc__rule *r);
+fedc_status fedc__vjp_SUM_UP(const fedc__rule *r);
+fedc_status fedc__vjp_MEAN_UP(const fedc__rule *r);
+fedc_status fedc__vjp_WEIGHTED_MEAN_UP(const fedc__rule *r);
 
 #endif

@@ -425,6 +425,14 @@ static fedc_status vjp_ROBUST_AGGREGATE(const rule *r) {
     return fedc_error(FEDC_EUNSUPPORTED, "grad: robust_aggregate has no derivative rule");
 }
 
+/* The hierarchy's primitives: vjp_hierarchy.c; the level sizes are sources. */
+static fedc_status vjp_BROADCAST_DOWN(const rule *r) { return fedc__vjp_BROADCAST_DOWN(r); }
+static fedc_status vjp_SUM_UP(const rule *r) { return fedc__vjp_SUM_UP(r); }
+static fedc_status vjp_MEAN_UP(const rule *r) { return fedc__vjp_MEAN_UP(r); }
+static fedc_status vjp_WEIGHTED_MEAN_UP(const rule *r) { return fedc__vjp_WEIGHTED_MEAN_UP(r); }
+static fedc_status vjp_NUM_GROUPS(const rule *r) { return none(r); }
+static fedc_status vjp_GROUP_SIZE(const rule *r) { return none(r); }
+
 /* --------------------------------------------------- transformer layers -- */
 
 /* The fused ops' derivatives are the fused backward ops. The backward ops' own

@@ -13,7 +13,7 @@ static const struct {
     [FEDC_U8] = {"u8", 1},   [FEDC_BOOL] = {"bool", 1},
 };
 
-static const char *const placements[FEDC_PLACEMENT_COUNT] = {"local", "server", "clients"};
+static const char *const placements[FEDC_PLACEMENT_COUNT] = {"local", "server", "clients", "groups"};
 
 size_t fedc_dtype_size(fedc_dtype dt) { return (unsigned)dt < FEDC_DTYPE_COUNT ? dtypes[dt].size : 0; }
 

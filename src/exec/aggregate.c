@@ -31,10 +31,35 @@ void fedc__agg_release(fedc__agg *a, void *data) {
     if (data && data != a->out) a->spare[a->nspare++] = data;
 }
 
-void fedc__agg_begin(fedc__agg *a, const fedc__node *n, int64_t clients, void *out) {
+/* Forgets the tree in progress and starts one over `clients` into `out`. */
+static void restart(fedc__agg *a, int64_t clients, void *out) {
     for (int k = 0; k < a->depth; k++) fedc__agg_release(a, a->stack[k].data);
     if (a->open) fedc__agg_release(a, a->leaf.data);
-    a->op = n->op;
+    a->out = out;
+    a->clients = clients;
+    a->open = false;
+    a->depth = 0;
+}
+
+/* The hierarchy's aggregations up a level run the flat op's arithmetic. */
+static fedc__op flat_op(fedc__op op) {
+    switch (op) {
+    case FEDC_OP_SUM_UP: return FEDC_OP_SUM;
+    case FEDC_OP_MEAN_UP: return FEDC_OP_MEAN;
+    case FEDC_OP_WEIGHTED_MEAN_UP: return FEDC_OP_WEIGHTED_MEAN;
+    default: return op;
+    }
+}
+
+void fedc__agg_begin(fedc__agg *a, const fedc__node *n, int64_t clients, void *out) {
+    a->grouped = n->op != flat_op(n->op) && n->type.placement == FEDC_GROUPS;
+    if (a->grouped) { /* group 0 first; fedc__agg_add moves on to the next groups */
+        a->group = 0;
+        a->out_base = out;
+        clients = a->group_start[1];
+    }
+    restart(a, clients, out);
+    a->op = flat_op(n->op);
     a->dtype = n->type.dtype;
     a->count = fedc_type_count(&n->type);
     size_t bytes = (size_t)a->count * fedc_dtype_size(a->dtype);
@@ -43,10 +68,6 @@ void fedc__agg_begin(fedc__agg *a, const fedc__node *n, int64_t clients, void *o
         a->nspare = 0;
     }
     a->bytes = bytes;
-    a->out = out;
-    a->clients = clients;
-    a->open = false;
-    a->depth = 0;
     fedc__agg_robust_free(a);
     if (n->op == FEDC_OP_ROBUST_AGGREGATE) a->robust_settings = fedc__robust_of(n);
 }
@@ -167,8 +188,33 @@ static fedc_status open_leaf(fedc__agg *a, int64_t i) {
     return FEDC_OK;
 }
 
+static fedc_status end_tree(fedc__agg *a);
+
+static fedc_status in_group(const fedc__agg *a, fedc_status st) {
+    char msg[900];
+    snprintf(msg, sizeof msg, "%s", fedc_errmsg());
+    return fedc_error(st, "group %d: %s", a->group, msg);
+}
+
+/* A grouped aggregation: ends the groups before client i's, and gives i's place
+ * in its group. */
+static fedc_status reach_group(fedc__agg *a, int64_t *i) {
+    while (a->group + 1 < a->groups && *i >= a->group_start[a->group + 1]) {
+        fedc_status st = end_tree(a);
+        if (st) return in_group(a, st);
+        a->group++;
+        restart(a, a->group_start[a->group + 1] - a->group_start[a->group], a->out_base + (size_t)a->group * a->bytes);
+    }
+    *i -= a->group_start[a->group];
+    return FEDC_OK;
+}
+
 fedc_status fedc__agg_add(fedc__agg *a, int64_t i, const void *x, const void *w) {
     if (a->op == FEDC_OP_ROBUST_AGGREGATE) return fedc__agg_robust_add(a, i, x, w);
+    if (a->grouped) {
+        fedc_status st = reach_group(a, &i);
+        if (st) return st;
+    }
     if (!a->open || i != a->next || i >= fedc__agg_leaf_start(a->clients, (int)a->leaf.first + 1)) {
         fedc_status st = open_leaf(a, i);
         if (st) return st;
@@ -194,6 +240,15 @@ fedc_status fedc__agg_add(fedc__agg *a, int64_t i, const void *x, const void *w)
 
 fedc_status fedc__agg_end(fedc__agg *a) {
     if (a->op == FEDC_OP_ROBUST_AGGREGATE) return fedc__agg_robust_end(a);
+    if (!a->grouped) return end_tree(a);
+    int64_t past = a->group_start[a->groups]; /* every group ends, the last one here */
+    fedc_status st = a->group + 1 < a->groups ? reach_group(a, &past) : FEDC_OK;
+    if (!st && (st = end_tree(a))) return in_group(a, st);
+    return st;
+}
+
+/* Combines the current tree's blocks into its `out` (and divides, for the means). */
+static fedc_status end_tree(fedc__agg *a) {
     fedc_status st = fedc__agg_close(a);
     if (st) return st;
     int clients = 0;

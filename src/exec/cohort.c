@@ -167,8 +167,9 @@ static fedc_status run_client(run_ctx *r, int64_t i, int w, unsigned char *slot)
     const fedc__map_job *job = r->job;
     fedc_executor *ex = c->exec[w];
     for (int j = 0; j < job->nargs; j++) {
+        int64_t at = job->arg_by_group && job->arg_by_group[j] ? job->client_group[i] : i; /* its group's copy */
         fedc_status st = fedc_executor_bind(ex, fedc_program_input_name(c->body, j),
-                                            (const char *)job->args[j] + (size_t)i * job->arg_stride[j]);
+                                            (const char *)job->args[j] + (size_t)at * job->arg_stride[j]);
         if (st) return st;
     }
     for (int k = 0; k < c->nresults; k++) fedc__executor_compute_into(ex, k, slot + c->result_offset[k]);

@@ -36,6 +36,8 @@ typedef struct fedc__map_job {
     const char *const *client_ids;
     const uint8_t *absent;    /* per client: not in the cohort (not run, left out; dropped[] has it set) */
     const double *work;       /* per client: how long its body runs (largest first), or NULL: client order */
+    const uint8_t *arg_by_group; /* per argument: client i reads its group's copy, client_group[i] (NULL: none) */
+    const int *client_group;
 } fedc__map_job;
 
 /* At most this many bytes of results wait for their turn to commit beyond the two

@@ -390,6 +390,19 @@ static fedc_status run_MEAN(const fedc__step *s) { return aggregate(s); }
 static fedc_status run_WEIGHTED_MEAN(const fedc__step *s) { return aggregate(s); }
 static fedc_status run_ROBUST_AGGREGATE(const fedc__step *s) { return aggregate(s); }
 
+/* The hierarchy's primitives run in the executor, which knows the groups
+ * (src/exec/hierarchy.c). */
+static fedc_status level_op(const fedc__step *s) {
+    return fedc_error(FEDC_EINTERNAL, "%%%d (%s) runs in the executor (hierarchy.c), not as a kernel", s->v,
+                      fedc__ops[s->n->op].name);
+}
+static fedc_status run_BROADCAST_DOWN(const fedc__step *s) { return level_op(s); }
+static fedc_status run_SUM_UP(const fedc__step *s) { return level_op(s); }
+static fedc_status run_MEAN_UP(const fedc__step *s) { return level_op(s); }
+static fedc_status run_WEIGHTED_MEAN_UP(const fedc__step *s) { return level_op(s); }
+static fedc_status run_NUM_GROUPS(const fedc__step *s) { return level_op(s); }
+static fedc_status run_GROUP_SIZE(const fedc__step *s) { return level_op(s); }
+
 static fedc_status run_NUM_CLIENTS(const fedc__step *s) {
     switch (s->n->type.dtype) {
     case FEDC_F32: *(float *)s->out = (float)s->clients; break;

@@ -115,6 +115,15 @@ typedef struct fedc__agg {
     struct fedc__robust_rows *robust; /* and every client's value, kept (aggregate_robust.c) */
     int *robust_kept;                 /* the clients its last run's Krum, Multi-Krum or Bulyan kept */
     int robust_nkept;
+    /* An aggregation up from the clients to the groups (sum_up, mean_up,
+     * weighted_mean_up of a @clients value) is one aggregation per group, run in
+     * turn as the clients come: group g's clients [group_start[g], group_start[g +
+     * 1]) into out_base + g * bytes (hierarchy.c). The executor sets group_start
+     * and groups; `group` is the group being summed. */
+    const int *group_start;
+    int groups, group;
+    bool grouped;
+    unsigned char *out_base;
 } fedc__agg;
 
 /* Begins an aggregation of node n over a cohort of `clients`, into `out`. */

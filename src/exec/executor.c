@@ -78,7 +78,8 @@ static bool allocate_lists(node_lists *l, int width) {
     l->agg_nodes = fedc_calloc(w, sizeof *l->agg_nodes);
     l->x_src = fedc_calloc(w, sizeof *l->x_src);
     l->w_src = fedc_calloc(w, sizeof *l->w_src);
-    return l->base && l->args && l->arg_stride && l->dest_bytes && l->dest && l->agg_out && l->aggs && l->agg_nodes &&
+    l->by_group = fedc_calloc(w, sizeof *l->by_group);
+    return l->by_group && l->base && l->args && l->arg_stride && l->dest_bytes && l->dest && l->agg_out && l->aggs && l->agg_nodes &&
            l->x_src && l->w_src;
 }
 
@@ -93,6 +94,7 @@ static void free_lists(node_lists *l) {
     fedc_free(l->agg_nodes);
     fedc_free(l->x_src);
     fedc_free(l->w_src);
+    fedc_free(l->by_group);
 }
 
 static fedc_status allocate(fedc_executor *ex) {
@@ -122,8 +124,11 @@ static fedc_status allocate(fedc_executor *ex) {
         !ex->dropped || !ex->absent || !ex->local || !ex->aggs || !lists)
         return fedc_error(FEDC_ENOMEM, "executor: out of memory");
     for (int v = 0; v < ex->p->n; v++)
-        if (fedc__is_aggregation(ex->p->nodes[v].op) && !(ex->aggs[v] = fedc_calloc(1, sizeof *ex->aggs[v])))
-            return fedc_error(FEDC_ENOMEM, "executor: out of memory");
+        if (fedc__is_aggregation(ex->p->nodes[v].op)) {
+            if (!(ex->aggs[v] = fedc_calloc(1, sizeof *ex->aggs[v]))) return fedc_error(FEDC_ENOMEM, "executor: out of memory");
+            ex->aggs[v]->group_start = ex->group_start; /* sum_up and the like run per group */
+            ex->aggs[v]->groups = ex->groups;
+        }
     fedc__plan_placement(ex);
     fedc_status st = fedc__plan_epilogues(ex);
     if (!st) fedc__plan_pairs(ex), fedc__plan_saved(ex), fedc__plan_pool_select(ex);
@@ -168,6 +173,7 @@ fedc_status fedc_executor_create(fedc_executor **out, const fedc_program *progra
     ex->k = device->kernels;
     ex->clients = federated(program) ? o->clients : 0;
     st = fedc_program_clone(program, &ex->p);
+    if (!st) st = fedc__hier_create(ex);
     if (!st) st = allocate(ex);
     if (st) {
         fedc_executor_destroy(ex);
@@ -193,6 +199,7 @@ void fedc_executor_destroy(fedc_executor *ex) {
     }
     fedc_free(ex->aggs);
     fedc_pool_destroy(ex->kernel_pool);
+    fedc__hier_destroy(ex);
     fedc_program_destroy(ex->p);
     fedc_free(ex->plan);
     fedc_free(ex->epi);
@@ -366,6 +373,7 @@ static fedc_status run_node_timed(fedc_executor *ex, fedc_value v) {
     gather_operands(ex, n);
     fedc__step s = {ex->p, v, n, ex->k, written(ex, v), ex->operands, ex->scratch, ex->clients, ex->strides,
                     ex->dropped, ex->aggs[v]};
+    if (fedc__hier_runs(n)) return fedc__hier_run(ex, &s); /* a level's primitive, or @groups values */
     if (n->op == FEDC_OP_BROADCAST || n->op == FEDC_OP_CONSTANT) {
         run_stored_uniform(ex, &s);
         return FEDC_OK;
@@ -444,6 +452,7 @@ static fedc_status run_map(fedc_executor *ex, fedc_value m) {
     for (int j = 0; j < n->nin; j++) {
         args[j] = value_memory(ex, n->in[j]);
         arg_stride[j] = ex->plan[n->in[j]].stride;
+        l->by_group[j] = ex->plan[n->in[j]].by_group;
     }
     result_memory(ex, m, dest, l->dest_bytes, l->width);
     for (int v = m + 1; v < p->n; v++) {
@@ -459,7 +468,13 @@ static fedc_status run_map(fedc_executor *ex, fedc_value m) {
     fedc__backend *b = ex->backend;
     fedc__map_job job = {ex->clients, ex->nlocal, ex->local, n->nin, args, arg_stride, dest, naggs, aggs, agg_nodes,
                          agg_out, x_src, w_src, ex->opt.check_finite, ex->opt.on_client_failure == FEDC_DROP_CLIENT,
-                         ex->dropped, ex->opt.client_ids, ex->absent, ex->work};
+                         ex->dropped, ex->opt.client_ids, ex->absent, ex->work, l->by_group, ex->client_group};
+    if (n->type.placement == FEDC_GROUPS) { /* a map at the groups: every group here, in group places */
+        fedc__hier_map_job(ex, &job);
+        fedc_status st = fedc__cohort_run(ex->cohorts[m], b, &job);
+        if (!st) copy_duplicate_results(ex, m, dest);
+        return st;
+    }
     fedc_status st = b->agree(b, fedc__cohort_run(ex->cohorts[m], b, &job));
     /* join the ranks' blocks: stored results, who was dropped, the aggregations */
     for (int k = 0; !st && k < l->width; k++)

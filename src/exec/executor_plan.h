@@ -41,6 +41,8 @@ typedef struct value_plan {
                               plan_pool_select), or FEDC_NONE */
     fedc_value saved;      /* the node whose saved bytes it reads (itself: it saves them; plan_saved), or FEDC_NONE */
     size_t saved_offset;   /* a node that saves bytes (fedc__saved_bytes): where, in the block */
+    bool by_group;         /* a broadcast_down to the clients read only by maps: an alias of the groups
+                              value, client i reading its group's copy (hierarchy.c) */
 } value_plan;
 
 /* The per-node lists of a map or a fold (arguments, result memory, the fused
@@ -54,6 +56,7 @@ typedef struct node_lists {
     fedc__agg **aggs; /* the map's aggregations' accumulators (fedc_executor.aggs) */
     const fedc__node **agg_nodes;
     fedc__source *x_src, *w_src;
+    uint8_t *by_group; /* a map's: per argument, read by group (value_plan.by_group) */
 } node_lists;
 
 struct fedc_executor {
@@ -85,6 +88,11 @@ struct fedc_executor {
     uint8_t *dropped;       /* per client, this run */
     uint8_t *absent;        /* per client: not in the cohort (fedc_executor_set_absent) */
     fedc__agg **aggs;       /* per value: the accumulator of an aggregation node */
+    int groups;             /* the hierarchy (hierarchy.c): 1 when the options give no groups */
+    int *group_start;       /* groups + 1: group g's clients are [group_start[g], group_start[g + 1]) */
+    int *group_local;       /* 0, 1, ..., groups - 1: the places a map at the groups runs */
+    int *client_group;      /* clients: each client's group */
+    uint8_t *group_none;    /* groups zeros: no group is dropped or absent */
     double *op_seconds;     /* with options.profile: per op kind, over all runs */
     int64_t *op_calls;
 };
@@ -92,7 +100,8 @@ struct fedc_executor {
 /* ------------------------------------------------------------ planning -- */
 
 static inline bool fedc__is_aggregation(fedc__op op) {
-    return op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN || op == FEDC_OP_ROBUST_AGGREGATE;
+    return op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN || op == FEDC_OP_ROBUST_AGGREGATE ||
+           op == FEDC_OP_SUM_UP || op == FEDC_OP_MEAN_UP || op == FEDC_OP_WEIGHTED_MEAN_UP;
 }
 static inline size_t fedc__round_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
 
@@ -106,6 +115,17 @@ bool fedc__scalar_of(const fedc_program *p, fedc_value u, fedc_dtype dt);
  * value, a softmax cross-entropy's two floats per row, or an attention's weights
  * (a float per head, query and key). */
 size_t fedc__saved_bytes(const fedc_program *p, fedc_value v);
+
+/* The hierarchy (hierarchy.c): reads the groups from the options (at create),
+ * frees them; runs a node of the hierarchy (a primitive of a level, or an array op
+ * on @groups values: true in fedc__hier_runs) and prepares a map at the groups. */
+fedc_status fedc__hier_create(fedc_executor *ex);
+void fedc__hier_destroy(fedc_executor *ex);
+bool fedc__hier_runs(const fedc__node *n);
+fedc_status fedc__hier_run(fedc_executor *ex, fedc__step *s);
+void fedc__hier_map_job(const fedc_executor *ex, fedc__map_job *job);
+/* Plans broadcast_down to the clients as a by-group alias when only maps read it. */
+void fedc__hier_plan_placement(fedc_executor *ex);
 
 /* The passes, in order: placement (every value's kind and stride), epilogues,
  * pairs, saved bytes and pool gradients in pairs (fusion), then memory (offsets,

@@ -32,7 +32,8 @@ bool fedc__is_output(const fedc_program *p, fedc_value v) {
 static bool streams(const fedc_program *p, fedc_value r) {
     fedc_value m = p->nodes[r].in[0];
     bool read = false;
-    if (fedc__is_output(p, r) || p->nodes[m].op != FEDC_OP_MAP) return false;
+    if (fedc__is_output(p, r) || p->nodes[m].op != FEDC_OP_MAP || p->nodes[m].type.placement != FEDC_CLIENTS)
+        return false; /* a map at the groups stores its results */
     for (int u = r + 1; u < p->n; u++) {
         const fedc__node *n = &p->nodes[u];
         for (int i = 0; i < n->nin; i++) {
@@ -58,7 +59,7 @@ void fedc__plan_placement(fedc_executor *ex) {
         vp->fused_into = FEDC_NONE;
         vp->pair = vp->product = vp->saved = FEDC_NONE;
         vp->def = v;
-        vp->stride = n->type.placement == FEDC_CLIENTS ? bytes : 0;
+        vp->stride = n->type.placement == FEDC_CLIENTS || n->type.placement == FEDC_GROUPS ? bytes : 0;
         if (n->op == FEDC_OP_INPUT) vp->kind = MEM_BOUND;
         else if (n->op == FEDC_OP_CONSTANT && !(vp->stride && fedc__is_output(p, v))) vp->kind = MEM_CONSTANT, vp->stride = 0;
         else if (fedc__op_has_body(n->op)) vp->kind = MEM_NONE;
@@ -68,6 +69,7 @@ void fedc__plan_placement(fedc_executor *ex) {
         else vp->kind = MEM_BLOCK;
         if (n->op == FEDC_OP_RESULT) vp->def = n->in[0]; /* written while the map runs */
     }
+    fedc__hier_plan_placement(ex);
     /* Aggregations reading a streamed result are computed by that map. */
     for (int v = 0; v < p->n; v++) {
         const fedc__node *n = &p->nodes[v];
@@ -143,6 +145,7 @@ static void compute_last_use(const fedc_executor *ex, int *last_use) {
 size_t fedc__value_bytes(const fedc_executor *ex, fedc_value v) {
     const fedc_type *t = &ex->p->nodes[v].type;
     size_t bytes = fedc_type_bytes(t);
+    if (t->placement == FEDC_GROUPS) return bytes * (size_t)ex->groups;
     return t->placement == FEDC_CLIENTS ? bytes * (size_t)ex->clients : bytes;
 }
 

@@ -253,6 +253,10 @@ fedc_status fedc__export(const fedc_program *p, const fedc_mlir_options *o, cons
                          char **out) {
     fedc_program *lowered = NULL;
     fedc_status st = fedc__mlir_check_options(p, o, target);
+    for (int v = 0; !st && v < p->n; v++) /* the groups x clients mesh is not written yet */
+        if (p->nodes[v].type.placement == FEDC_GROUPS)
+            st = fedc_error(FEDC_EUNSUPPORTED, "export to %s: %%%d (%s) is a @groups value; the placement hierarchy is "
+                            "not exported yet", target, v, fedc__ops[p->nodes[v].op].name);
     if (!st) st = fedc__decompose(p, &lowered);
     if (!st) st = write(lowered, o, out);
     fedc_program_destroy(lowered);

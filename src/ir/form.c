@@ -205,6 +205,13 @@ fedc_status fedc_program_deployment_form(const fedc_program *round, fedc_deploym
         return fedc_error(FEDC_EINVAL, "deployment_form: the program cannot be split: %s", msg);
     }
     if ((st = check_names(round))) return st;
+    for (int v = 0; v < round->n; v++) { /* a group level's phases run in an aggregator, which is not written yet */
+        const fedc__node *n = &round->nodes[v];
+        if (n->type.placement == FEDC_GROUPS || n->op == FEDC_OP_BROADCAST_DOWN || n->op == FEDC_OP_SUM_UP ||
+            n->op == FEDC_OP_MEAN_UP || n->op == FEDC_OP_WEIGHTED_MEAN_UP)
+            return fedc_error(FEDC_EUNSUPPORTED, "deployment_form: %%%d (%s) uses the placement hierarchy (@groups); a "
+                              "hierarchical program is not deployed yet", v, fedc__ops[n->op].name);
+    }
     fedc_deployment_form *f = fedc_calloc(1, sizeof *f);
     if (!f) return fedc_error(FEDC_ENOMEM, "deployment_form: out of memory");
     st = fedc_program_clone(round, &f->round);

@@ -704,7 +704,8 @@ static fedc_status body_of(const rule_ctx *c, const fedc_program **body) {
     return FEDC_OK;
 }
 
-/* Each argument is a clients value whose per-client type is the body's input. */
+/* Each argument is a clients value whose per-client type is the body's input, or
+ * each a groups value (a map at the groups level). */
 fedc_status fedc__infer_MAP(const rule_ctx *c, fedc_type *out) {
     const fedc_program *body = NULL;
     fedc_status st = body_of(c, &body);
@@ -713,9 +714,12 @@ fedc_status fedc__infer_MAP(const rule_ctx *c, fedc_type *out) {
     if (c->n->nin != nin) return fail(c, FEDC_EINVAL, "the body takes %d inputs, given %d arguments", nin, c->n->nin);
     for (int i = 0; i < nin; i++) {
         const fedc_type *a = operand(c, i), *want = &body->nodes[fedc_program_input(body, i)].type;
-        if (a->placement != FEDC_CLIENTS)
+        if (a->placement != FEDC_CLIENTS && a->placement != FEDC_GROUPS)
             return fail(c, FEDC_ETYPE, "argument %d is %s; map takes per-client values (@clients): broadcast it first",
                         i, TYPESTR(a));
+        if (a->placement != operand(c, 0)->placement)
+            return fail(c, FEDC_ETYPE, "argument %d is %s but argument 0 is %s; a map runs at one level (broadcast_down "
+                        "or aggregate up first)", i, TYPESTR(a), TYPESTR(operand(c, 0)));
         if (a->dtype != want->dtype || !fedc_type_same_shape(a, want))
             return fail(c, FEDC_ETYPE, "argument %d is %s but the body's input \"%s\" is %s", i, TYPESTR(a),
                         fedc_program_input_name(body, i), TYPESTR(want));
@@ -723,7 +727,7 @@ fedc_status fedc__infer_MAP(const rule_ctx *c, fedc_type *out) {
     if (body->noutputs < 1) return fail(c, FEDC_EINVAL, "the body has no outputs");
     memset(out, 0, sizeof *out);
     out->dtype = FEDC__TUPLE;
-    out->placement = FEDC_CLIENTS;
+    out->placement = operand(c, 0)->placement;
     return FEDC_OK;
 }
 
@@ -740,7 +744,8 @@ fedc_status fedc__infer_FOLD(const rule_ctx *c, fedc_type *out) {
     if (k < 0 || m < 1) return fail(c, FEDC_EINVAL, "needs carries >= 0, at least one sequence, and a length");
     if (nin != k + m) return fail(c, FEDC_EINVAL, "the body takes %d inputs, given %d carries and %d sequences", nin, k, m);
     if (body->noutputs < k) return fail(c, FEDC_EINVAL, "the body returns %d values for %d carries", body->noutputs, k);
-    if (out->placement == FEDC_CLIENTS) return fail(c, FEDC_ETYPE, "operands are @clients values; fold inside a map body");
+    if (out->placement == FEDC_CLIENTS || out->placement == FEDC_GROUPS)
+        return fail(c, FEDC_ETYPE, "operands are @%s values; fold inside a map body", fedc_placement_name(out->placement));
     const fedc_type *len = operand(c, c->n->nin - 1);
     if (len->dtype != FEDC_I32 || len->rank != 0) return fail(c, FEDC_ETYPE, "the length must be i32[], got %s", TYPESTR(len));
     int64_t steps = operand(c, k)->rank ? operand(c, k)->dims[0] : -1;

@@ -300,14 +300,14 @@ fedc_status fedc__lex_dtype(fedc__parser *ps, fedc_dtype *out, const char *what)
 static fedc_status parse_placement(fedc__parser *ps, fedc_placement *out) {
     const char *start;
     size_t n = fedc__lex_word(ps, &start);
-    if (!n) return fedc__lex_expected(ps, "a placement (server or clients)");
+    if (!n) return fedc__lex_expected(ps, "a placement (server, groups or clients)");
     for (int pl = 0; pl < FEDC_PLACEMENT_COUNT; pl++) {
         if (fedc__lex_word_is(start, n, fedc_placement_name((fedc_placement)pl))) {
             *out = (fedc_placement)pl;
             return FEDC_OK;
         }
     }
-    return fedc__lex_error_at(ps, start, "unknown placement '%.*s' (the placements are local, server, clients)",
+    return fedc__lex_error_at(ps, start, "unknown placement '%.*s' (the placements are local, server, groups, clients)",
                               (int)n, start);
 }
 

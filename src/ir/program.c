@@ -89,7 +89,9 @@ int fedc__program_add_body(fedc_program *p, fedc_program *body) {
 
 bool fedc__op_is_federated(fedc__op op) {
     return op == FEDC_OP_BROADCAST || op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN ||
-           op == FEDC_OP_MAP || op == FEDC_OP_NUM_CLIENTS || op == FEDC_OP_ROBUST_AGGREGATE;
+           op == FEDC_OP_MAP || op == FEDC_OP_NUM_CLIENTS || op == FEDC_OP_ROBUST_AGGREGATE ||
+           op == FEDC_OP_BROADCAST_DOWN || op == FEDC_OP_SUM_UP || op == FEDC_OP_MEAN_UP ||
+           op == FEDC_OP_WEIGHTED_MEAN_UP || op == FEDC_OP_NUM_GROUPS || op == FEDC_OP_GROUP_SIZE;
 }
 
 static fedc_status grow_nodes(fedc_program *p) {

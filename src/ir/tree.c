@@ -353,6 +353,10 @@ static fedc_value sum1(fedc_program *p, fedc_value x, fedc_value arg) { return (
 static fedc_value mean1(fedc_program *p, fedc_value x, fedc_value arg) { return (void)arg, fedc_mean(p, x); }
 static fedc_value weighted_mean1(fedc_program *p, fedc_value x, fedc_value w) { return fedc_weighted_mean(p, x, w); }
 static fedc_value scale1(fedc_program *p, fedc_value x, fedc_value s) { return fedc_mul(p, x, s); }
+static fedc_value broadcast_down1(fedc_program *p, fedc_value x, fedc_value arg) { return (void)arg, fedc_broadcast_down(p, x); }
+static fedc_value sum_up1(fedc_program *p, fedc_value x, fedc_value arg) { return (void)arg, fedc_sum_up(p, x); }
+static fedc_value mean_up1(fedc_program *p, fedc_value x, fedc_value arg) { return (void)arg, fedc_mean_up(p, x); }
+static fedc_value weighted_mean_up1(fedc_program *p, fedc_value x, fedc_value w) { return fedc_weighted_mean_up(p, x, w); }
 
 fedc_tree *fedc_tree_broadcast(fedc_program *p, const fedc_tree *t) { return each(p, "tree_broadcast", t, broadcast1, FEDC_NONE); }
 fedc_tree *fedc_tree_sum(fedc_program *p, const fedc_tree *t) { return each(p, "tree_sum", t, sum1, FEDC_NONE); }
@@ -361,6 +365,14 @@ fedc_tree *fedc_tree_weighted_mean(fedc_program *p, const fedc_tree *t, fedc_val
     return each(p, "tree_weighted_mean", t, weighted_mean1, w);
 }
 fedc_tree *fedc_tree_scale(fedc_program *p, const fedc_tree *t, fedc_value s) { return each(p, "tree_scale", t, scale1, s); }
+fedc_tree *fedc_tree_broadcast_down(fedc_program *p, const fedc_tree *t) {
+    return each(p, "tree_broadcast_down", t, broadcast_down1, FEDC_NONE);
+}
+fedc_tree *fedc_tree_sum_up(fedc_program *p, const fedc_tree *t) { return each(p, "tree_sum_up", t, sum_up1, FEDC_NONE); }
+fedc_tree *fedc_tree_mean_up(fedc_program *p, const fedc_tree *t) { return each(p, "tree_mean_up", t, mean_up1, FEDC_NONE); }
+fedc_tree *fedc_tree_weighted_mean_up(fedc_program *p, const fedc_tree *t, fedc_value w) {
+    return each(p, "tree_weighted_mean_up", t, weighted_mean_up1, w);
+}
 
 fedc_tree *fedc_tree_add(fedc_program *p, const fedc_tree *a, const fedc_tree *b) { return pairwise(p, "tree_add", a, b, fedc_add); }
 fedc_tree *fedc_tree_sub(fedc_program *p, const fedc_tree *a, const fedc_tree *b) { return pairwise(p, "tree_sub", a, b, fedc_sub); }
