@@ -106,7 +106,7 @@ static fedc_status cohort_slots(trainer *t) {
         return fedc_error(FEDC_EINVAL, "train: the sampling rate %g must be in (0, 1]", t->sampling_q);
     t->expected_clients = c->poisson ? t->sampling_q * (double)n : (double)k;
     double slots = ceil(t->expected_clients + 8 * sqrt(t->expected_clients) + 8);
-    t->k = !c->poisson ? (int)k : slots < (double)n ? (int)slots : (int)n;
+    t->k = !c->poisson ? fedc__train_clock_slots(t, (int)k) : slots < (double)n ? (int)slots : (int)n;
     int bits = c->algorithm.aggregation.secure_sum_bits;
     if (bits && t->k > fedc_secure_sum_max_clients(bits))
         return fedc_error(FEDC_EINVAL, "train: --secure-sum %d sums at most %lld clients without wrapping modulo 2^32, "
@@ -141,7 +141,8 @@ static fedc_status create_programs(trainer *t) {
     t->alg = c->algorithm;
     int64_t batch = t->alg.batch_size;
     t->alg.max_steps = fedc__train_max_steps(t);
-    fedc_status st = cohort_slots(t);
+    fedc_status st = fedc__train_clock_setup(t);
+    if (!st) st = cohort_slots(t);
     int k = t->k;
     if (!st) st = fedc__train_privacy_setup(t); /* before the state: an adaptive clip is part of it */
     if (!st) st = fedc__train_state_create(t, k);
@@ -201,6 +202,7 @@ void fedc__train_destroy(trainer *t) {
     fedc__cohort_buffers_free(&t->cohort);
     fedc__cohort_buffers_free(&t->eval_cohort);
     fedc__train_state_free(t);
+    fedc__clock_destroy(t->clock);
     fedc_free(t->params);
     fedc_free(t->sampled);
     fedc_free(t->work);
@@ -247,19 +249,17 @@ static fedc_status fill_block(trainer *t, fedc_dataset *ds, const int64_t *clien
     return fedc_mpi_agree(st);
 }
 
+int64_t fedc__train_client_steps(const trainer *t, int64_t id) {
+    int64_t epochs = t->c->epochs; /* epochs < 0: repeated up to max_steps */
+    int64_t steps = epochs < 0 ? t->alg.max_steps
+                               : ceil_div(fedc_dataset_client_examples(t->train, id) * epochs, t->alg.batch_size);
+    return steps < t->alg.max_steps ? steps : t->alg.max_steps;
+}
+
 /* Each sampled client's SGD steps this round: the ranks' work, balanced. */
 static fedc_status balance(trainer *t, int k) {
-    const fedc_train_config *c = t->c;
-    int64_t batch = t->alg.batch_size, epochs = c->epochs;
-    for (int i = 0; i < k; i++) { /* epochs < 0: repeated up to max_steps; absent slots: none */
-        if (i >= t->present) {
-            t->work[i] = 0;
-            continue;
-        }
-        int64_t steps = epochs < 0 ? t->alg.max_steps
-                                   : ceil_div(fedc_dataset_client_examples(t->train, t->sampled[i]) * epochs, batch);
-        t->work[i] = (double)(steps < t->alg.max_steps ? steps : t->alg.max_steps);
-    }
+    for (int i = 0; i < k; i++) /* absent slots: none */
+        t->work[i] = i < t->present ? (double)fedc__train_client_steps(t, t->sampled[i]) : 0;
     return fedc_executor_balance(t->round_ex, t->work);
 }
 
@@ -325,7 +325,8 @@ static fedc_status sample(trainer *t, int r) {
     const fedc_train_config *c = t->c;
     int64_t n = t->k, clients = fedc_dataset_num_clients(t->train);
     fedc_status st = c->poisson ? fedc_sample_clients_poisson(clients, t->sampling_q, c->seed, (uint32_t)r, t->k, t->sampled, &n)
-                                : fedc_sample_clients(clients, t->k, c->seed, (uint32_t)r, t->sampled);
+                     : fedc__train_clock_samples(t) ? fedc__train_clock_sample(t, r, &n)
+                                                    : fedc_sample_clients(clients, t->k, c->seed, (uint32_t)r, t->sampled);
     if (st) return st;
     t->present = (int)n;
     for (int i = 0; i < t->k; i++) {
@@ -339,6 +340,7 @@ static fedc_status sample(trainer *t, int r) {
 static fedc_status run_round(trainer *t, int r, double *loss, double *examples) {
     int k = t->k;
     fedc_status st = sample(t, r);
+    if (!st && t->clock) st = fedc__train_clock_round(t, r);
     if (!st && t->present == 0) { /* a Poisson round that drew no one: nothing changes (docs/privacy.md) */
         *loss = NAN, *examples = 0;
         return FEDC_OK;
@@ -606,6 +608,7 @@ static fedc_status resume(trainer *t) {
     if (!st) st = fedc_mpi_broadcast(&t->first_round, sizeof t->first_round);
     if (!st) st = fedc_mpi_broadcast(&t->dropped, sizeof t->dropped);
     if (!st) st = fedc_mpi_broadcast(&t->seconds_before, sizeof t->seconds_before);
+    if (!st) st = fedc_mpi_broadcast(&t->vtime, sizeof t->vtime);
     if (!st) st = fedc_mpi_broadcast(&t->examples_before, sizeof t->examples_before);
     if (!st && t->first_round > t->c->rounds)
         st = fedc_error(FEDC_EINVAL, "%s/checkpoint.safetensors is after round %d, beyond --rounds %d: resume with "
