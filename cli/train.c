@@ -104,7 +104,7 @@ static const char train_usage[] =
     "                            its clipped one) clipped to [-B, B] elementwise, in BITS-bit fixed\n"
     "                            point (2 to 24), summed modulo 2^32, decoded (fedc/secure_sum.h)\n"
     "  --secure-bound B          the secure sum's bound B (default: a fixed --dp-clip's C)\n"
-    "time (docs/federated.md, \"Time\")\n"
+    "time (docs/training.md, \"Time\")\n"
     "  --clock SPEC              a virtual clock: items speed=S|lognormal:MU:SIGMA|trace:FILE\n"
     "                            (seconds per step), bandwidth=B|lognormal:MU:SIGMA|inf (bytes/s),\n"
     "                            availability=always|bernoulli:P|diurnal:PERIOD:ON|trace:FILE,\n"

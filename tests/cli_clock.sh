@@ -1,5 +1,5 @@
 #!/bin/sh
-# fedc train under the virtual clock (docs/federated.md, "Time") on synthetic data
+# fedc train under the virtual clock (docs/training.md, "Time") on synthetic data
 # that every clone has: a clock that takes no time changes no bit; known speeds
 # from a trace file drop exactly the clients past --round-deadline (the same model
 # as any other way of keeping those clients) and over-selection keeps the first K;

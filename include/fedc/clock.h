@@ -1,5 +1,5 @@
 /*
- * fedc/clock.h — a virtual clock for simulated clients (docs/federated.md, "Time").
+ * fedc/clock.h — a virtual clock for simulated clients (docs/training.md, "Time").
  *
  * A simulated round takes no wall-clock time to speak of, so how long it would
  * take a real cohort is modelled: each client has a compute speed (seconds per

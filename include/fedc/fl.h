@@ -393,7 +393,7 @@ typedef struct fedc_train_config {
      * per-round callback is one. */
     fedc_status (*on_round)(void *ctx, int round, bool evaluated, const struct fedc_train_result *so_far);
     void *on_round_ctx;
-    /* Time (fedc/clock.h; docs/federated.md, "Time"): the clients' speeds, bandwidths
+    /* Time (fedc/clock.h; docs/training.md, "Time"): the clients' speeds, bandwidths
      * and availability (NULL: none; rounds take no virtual time); a round's deadline
      * in virtual seconds, its clients that would report later dropped (0: none); and
      * over-selection, ceil(clients_per_round × (1 + over_select)) clients selected,

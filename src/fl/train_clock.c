@@ -1,4 +1,4 @@
-/* Synchronous rounds under the virtual clock (fedc/clock.h; docs/federated.md,
+/* Synchronous rounds under the virtual clock (fedc/clock.h; docs/training.md,
  * "Time"), as a deployed server runs them:
  *
  *     round r starts at virtual time T
