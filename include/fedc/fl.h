@@ -154,6 +154,8 @@ FEDC_API extern const fedc_algorithm_def fedc_algorithm_hypcluster;      /* src/
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fednova; /* src/fl/fednova.c */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_feddyn;  /* src/fl/feddyn.c; per-client state */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_diloco;  /* src/fl/diloco.c; per-client state */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedbuff;  /* src/fl/fedbuff.c; asynchronous (fedc train) */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedasync; /* src/fl/fedbuff.c; asynchronous (fedc train) */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */
