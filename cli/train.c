@@ -637,7 +637,9 @@ int fedc_cli_train(int argc, char **argv) {
                    r.rounds_run, r.seconds, r.examples_per_s, r.train_loss, r.test_loss, 100 * r.test_accuracy,
                    o.c.out_dir, o.c.out_dir, o.c.out_dir);
             if (o.c.checkpoint_every > 0) printf("checkpoint: %s/checkpoint.safetensors\n", o.c.out_dir);
-            if (r.dropped > 0) printf("dropped: %lld clients over the run (the warnings name them)\n", (long long)r.dropped);
+            if (r.dropped > 0) /* the clock's late and over-selected clients are many and expected: not warned of */
+                printf("dropped: %lld clients over the run (%s)\n", (long long)r.dropped,
+                       o.c.clock ? "late or over-selected under --clock, or named by a warning" : "the warnings name them");
         }
     }
     release(&o);
