@@ -16,3 +16,14 @@ expect() {
   if ! cat "$out/stdout" "$out/stderr" | grep -qF -- "$needle"; then bad "$*: output lacks '$needle'"; return; fi
   ok
 }
+
+# tensors DIR: the checkpoint's tensor bytes (after its header, whose metadata has
+# the run's seconds), or a line saying it is missing; same A B: A's and B's models
+# are the same bits
+tensors() {
+  f=$1/checkpoint.safetensors
+  [ -s "$f" ] || { echo "no checkpoint in $1"; return; }
+  n=$(od -An -t u8 -N8 "$f" | tr -d ' ')
+  tail -c +$((n + 9)) "$f"
+}
+same() { tensors "$1" >"$out/a.bin"; tensors "$2" >"$out/b.bin"; cmp -s "$out/a.bin" "$out/b.bin"; }

@@ -20,7 +20,7 @@ fl
 deploy'
 # The public headers (include/fedc) each belong to the module that implements them.
 owners='api:core core:core types:core robust:core
-program:ir tree:ir form:ir attack:fl
+program:ir tree:ir form:ir attack:fl clock:fl
 npy:io safetensors:io data:data tasks:data formats:data privacy:privacy
 ad:ad exec:exec export:export nn:nn aggregate:fl fl:fl secure_sum:fl deploy:deploy'
 

@@ -85,6 +85,7 @@
 #include "fedc/secure_sum.h"
 #include "fedc/form.h"
 #include "fedc/robust.h"
+#include "fedc/clock.h"
 #include "fedc/deploy.h"
 
 #define FEDC_VERSION "0.1.0"

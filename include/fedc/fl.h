@@ -154,6 +154,8 @@ FEDC_API extern const fedc_algorithm_def fedc_algorithm_hypcluster;      /* src/
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fednova; /* src/fl/fednova.c */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_feddyn;  /* src/fl/feddyn.c; per-client state */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_diloco;  /* src/fl/diloco.c; per-client state */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedbuff;  /* src/fl/fedbuff.c; asynchronous (fedc train) */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedasync; /* src/fl/fedbuff.c; asynchronous (fedc train) */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */
@@ -393,6 +395,13 @@ typedef struct fedc_train_config {
      * per-round callback is one. */
     fedc_status (*on_round)(void *ctx, int round, bool evaluated, const struct fedc_train_result *so_far);
     void *on_round_ctx;
+    /* Time (fedc/clock.h; docs/training.md, "Time"): the clients' speeds, bandwidths
+     * and availability (NULL: none; rounds take no virtual time); a round's deadline
+     * in virtual seconds, its clients that would report later dropped (0: none); and
+     * over-selection, ceil(clients_per_round × (1 + over_select)) clients selected,
+     * the first clients_per_round to report kept (0: none). */
+    const char *clock;
+    double round_deadline, over_select;
 } fedc_train_config;
 
 typedef struct fedc_train_result {

@@ -15,6 +15,7 @@ static const fedc_algorithm_def *const builtin[] = {
     &fedc_algorithm_fedsgd, &fedc_algorithm_fedavg,   &fedc_algorithm_fedprox,         &fedc_algorithm_scaffold,
     &fedc_algorithm_apfl,   &fedc_algorithm_mime,     &fedc_algorithm_mimelite,        &fedc_algorithm_agnostic_fedavg,
     &fedc_algorithm_hypcluster, &fedc_algorithm_fednova, &fedc_algorithm_feddyn,       &fedc_algorithm_diloco,
+    &fedc_algorithm_fedbuff,    &fedc_algorithm_fedasync,
 };
 enum { NBUILTIN = sizeof builtin / sizeof builtin[0] };
 
@@ -193,6 +194,14 @@ static fedc_status check(const fedc_model *m, const fedc_algorithm *a) {
     return FEDC_OK;
 }
 
+fedc_tree *fedc__server_state(fedc_program *p, const fedc_tree *params, const fedc_optimizer *opt) {
+    fedc_tree *state = fedc_tree_new(p);
+    if (!state) return NULL;
+    fedc_tree_set_tree(p, state, "params", params);
+    fedc_tree_set_tree(p, state, "opt", fedc_optimizer_init_tree(opt, p, params));
+    return state;
+}
+
 fedc_status fedc_algorithm_server_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
     *out = NULL;
     const fedc_algorithm_def *def = fedc__algorithm_def(a);
@@ -201,10 +210,7 @@ fedc_status fedc_algorithm_server_init(const fedc_model *m, const fedc_algorithm
     if (st) return st;
     fedc_tree *params = fedc_model_input_tree(m, p, "params", FEDC_SERVER), *state = NULL;
     if (def->server_init) st = params ? def->server_init(m, a, p, params, &state) : fedc_program_status(p);
-    else if ((state = fedc_tree_new(p))) { /* the model and the server optimizer's state */
-        fedc_tree_set_tree(p, state, "params", params);
-        fedc_tree_set_tree(p, state, "opt", fedc_optimizer_init_tree(&a->server_opt, p, params));
-    }
+    else state = fedc__server_state(p, params, &a->server_opt); /* the model and the server optimizer's state */
     if (!st && a->aggregation.adaptive) /* the adaptive clip's start (src/fl/aggregators.c) */
         st = fedc_tree_set(p, state, FEDC_AGGREGATE_CLIP,
                            fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_SERVER), a->aggregation.clip));

@@ -43,9 +43,7 @@ static fedc_status diloco_server_init(const fedc_model *m, const fedc_algorithm 
                                       const fedc_tree *params, fedc_tree **state) {
     (void)m;
     fedc_optimizer outer = outer_optimizer(a);
-    *state = fedc_tree_new(p);
-    fedc_tree_set_tree(p, *state, "params", params);
-    fedc_tree_set_tree(p, *state, "opt", fedc_optimizer_init_tree(&outer, p, params));
+    *state = fedc__server_state(p, params, &outer);
     return fedc_program_status(p);
 }
 

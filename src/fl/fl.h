@@ -97,6 +97,10 @@ extern const char *const fedc__eval_sums[3]; /* "loss_sum", "correct", "count" *
  * fedc__eval_sums' names): each summed over the clients (and over its own axis
  * when a slot holds several clients: `packed`), and as it is, client_<name>. */
 fedc_status fedc__eval_outputs(fedc_program *p, const fedc_tree *res, bool packed);
+/* A server state {params, opt: opt's initial state for params} (the default
+ * server_init's, with the algorithm's own optimizer: DiLoCo's outer Nesterov,
+ * FedAsync's SGD of rate α). */
+fedc_tree *fedc__server_state(fedc_program *p, const fedc_tree *params, const fedc_optimizer *opt);
 /* a's definition (FedAvg's when a->def is NULL). */
 const fedc_algorithm_def *fedc__algorithm_def(const fedc_algorithm *a);
 

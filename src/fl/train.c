@@ -106,7 +106,8 @@ static fedc_status cohort_slots(trainer *t) {
         return fedc_error(FEDC_EINVAL, "train: the sampling rate %g must be in (0, 1]", t->sampling_q);
     t->expected_clients = c->poisson ? t->sampling_q * (double)n : (double)k;
     double slots = ceil(t->expected_clients + 8 * sqrt(t->expected_clients) + 8);
-    t->k = !c->poisson ? (int)k : slots < (double)n ? (int)slots : (int)n;
+    t->k = !c->poisson ? fedc__train_clock_slots(t, (int)k) : slots < (double)n ? (int)slots : (int)n;
+    if (t->async) t->k = fedc__train_async_slots(t); /* a step's K reports */
     int bits = c->algorithm.aggregation.secure_sum_bits;
     if (bits && t->k > fedc_secure_sum_max_clients(bits))
         return fedc_error(FEDC_EINVAL, "train: --secure-sum %d sums at most %lld clients without wrapping modulo 2^32, "
@@ -141,7 +142,9 @@ static fedc_status create_programs(trainer *t) {
     t->alg = c->algorithm;
     int64_t batch = t->alg.batch_size;
     t->alg.max_steps = fedc__train_max_steps(t);
-    fedc_status st = cohort_slots(t);
+    fedc_status st = fedc__train_clock_setup(t);
+    if (!st && fedc__train_is_async(t)) st = fedc__train_async_setup(t);
+    if (!st) st = cohort_slots(t);
     int k = t->k;
     if (!st) st = fedc__train_privacy_setup(t); /* before the state: an adaptive clip is part of it */
     if (!st) st = fedc__train_state_create(t, k);
@@ -154,6 +157,7 @@ static fedc_status create_programs(trainer *t) {
     if (!st) st = fedc__cohort_buffers_init(&t->cohort, t->model, k, batch, t->alg.max_steps, false);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, t->round_ex, true);
     if (!st) st = fedc__train_state_bind(t, t->round_ex, t->round);
+    if (!st && t->async) st = fedc__train_async_bind(t, t->round_ex);
     if (!st) st = fedc__train_privacy_bind(t);
     t->sampled = st ? NULL : fedc_malloc((size_t)k * sizeof *t->sampled);
     t->work = st ? NULL : fedc_malloc((size_t)k * sizeof *t->work);
@@ -201,6 +205,8 @@ void fedc__train_destroy(trainer *t) {
     fedc__cohort_buffers_free(&t->cohort);
     fedc__cohort_buffers_free(&t->eval_cohort);
     fedc__train_state_free(t);
+    fedc__clock_destroy(t->clock);
+    fedc__train_async_free(t);
     fedc_free(t->params);
     fedc_free(t->sampled);
     fedc_free(t->work);
@@ -222,9 +228,9 @@ void fedc__train_destroy(trainer *t) {
 
 /* Loads the batches of the clients that this rank runs (ex's local clients, in
  * runs of consecutive ones), and agrees with the other ranks on whether that
- * worked. */
+ * worked. An asynchronous step's clients each draw theirs for a round of their own. */
 static fedc_status fill_block(trainer *t, fedc_dataset *ds, const int64_t *clients, int present, cohort_buffers *cb,
-                              const fedc_executor *ex, bool shuffle, uint32_t round) {
+                              const fedc_executor *ex, bool shuffle, uint32_t round, const uint32_t *rounds) {
     int *local = fedc_malloc((size_t)cb->clients * sizeof *local);
     int n = local ? fedc_executor_local_clients(ex, local, cb->clients) : 0;
     size_t rows = (size_t)(cb->max_steps * cb->batch);
@@ -232,34 +238,32 @@ static fedc_status fill_block(trainer *t, fedc_dataset *ds, const int64_t *clien
     memset(cb->failed, 0, (size_t)cb->clients); /* this round's, for this rank's clients */
     while (n > 0 && local[n - 1] >= present) n--; /* absent slots: nothing to load */
     for (int k = 0, end; !st && k < n; k = end) {
-        for (end = k + 1; end < n && local[end] == local[end - 1] + 1;) end++;
+        for (end = k + 1; !rounds && end < n && local[end] == local[end - 1] + 1;) end++;
         int first = local[k];
         cohort_buffers run = *cb; /* a view of the run's slots */
         run.x += (size_t)first * (size_t)cb->x_elems;
-        run.y += (size_t)first * rows;
+        run.y += (size_t)first * (size_t)cb->y_elems; /* a text model has several labels a row */
         run.mask += (size_t)first * rows;
         run.steps += first;
         run.key += 4 * (size_t)first;
         run.failed += first;
-        st = fedc__train_fill(t, ds, clients + first, end - k, &run, shuffle, round);
+        st = fedc__train_fill(t, ds, clients + first, end - k, &run, shuffle, rounds ? rounds[first] : round);
     }
     fedc_free(local);
     return fedc_mpi_agree(st);
 }
 
+int64_t fedc__train_client_steps(const trainer *t, int64_t id) {
+    int64_t epochs = t->c->epochs; /* epochs < 0: repeated up to max_steps */
+    int64_t steps = epochs < 0 ? t->alg.max_steps
+                               : ceil_div(fedc_dataset_client_examples(t->train, id) * epochs, t->alg.batch_size);
+    return steps < t->alg.max_steps ? steps : t->alg.max_steps;
+}
+
 /* Each sampled client's SGD steps this round: the ranks' work, balanced. */
 static fedc_status balance(trainer *t, int k) {
-    const fedc_train_config *c = t->c;
-    int64_t batch = t->alg.batch_size, epochs = c->epochs;
-    for (int i = 0; i < k; i++) { /* epochs < 0: repeated up to max_steps; absent slots: none */
-        if (i >= t->present) {
-            t->work[i] = 0;
-            continue;
-        }
-        int64_t steps = epochs < 0 ? t->alg.max_steps
-                                   : ceil_div(fedc_dataset_client_examples(t->train, t->sampled[i]) * epochs, batch);
-        t->work[i] = (double)(steps < t->alg.max_steps ? steps : t->alg.max_steps);
-    }
+    for (int i = 0; i < k; i++) /* absent slots: none */
+        t->work[i] = i < t->present ? (double)fedc__train_client_steps(t, t->sampled[i]) : 0;
     return fedc_executor_balance(t->round_ex, t->work);
 }
 
@@ -325,7 +329,8 @@ static fedc_status sample(trainer *t, int r) {
     const fedc_train_config *c = t->c;
     int64_t n = t->k, clients = fedc_dataset_num_clients(t->train);
     fedc_status st = c->poisson ? fedc_sample_clients_poisson(clients, t->sampling_q, c->seed, (uint32_t)r, t->k, t->sampled, &n)
-                                : fedc_sample_clients(clients, t->k, c->seed, (uint32_t)r, t->sampled);
+                     : fedc__train_clock_samples(t) ? fedc__train_clock_sample(t, r, &n)
+                                                    : fedc_sample_clients(clients, t->k, c->seed, (uint32_t)r, t->sampled);
     if (st) return st;
     t->present = (int)n;
     for (int i = 0; i < t->k; i++) {
@@ -338,13 +343,15 @@ static fedc_status sample(trainer *t, int r) {
 
 static fedc_status run_round(trainer *t, int r, double *loss, double *examples) {
     int k = t->k;
-    fedc_status st = sample(t, r);
+    fedc_status st = t->async ? fedc__train_async_next(t, r) : sample(t, r);
+    if (!st && t->clock && !t->async) st = fedc__train_clock_round(t, r);
     if (!st && t->present == 0) { /* a Poisson round that drew no one: nothing changes (docs/privacy.md) */
         *loss = NAN, *examples = 0;
         return FEDC_OK;
     }
     if (!st) st = balance(t, k);
-    if (!st) st = fill_block(t, t->train, t->sampled, t->present, &t->cohort, t->round_ex, true, (uint32_t)r);
+    if (!st) st = fill_block(t, t->train, t->sampled, t->present, &t->cohort, t->round_ex, true, (uint32_t)r,
+                             fedc__train_async_rounds(t));
     if (!st) st = fedc__train_state_before_round(t, r);
     if (!st) fedc__train_privacy_before_round(t, r);
     if (!st) st = count_dropped(t, r, fedc_executor_run(t->round_ex));
@@ -405,7 +412,7 @@ static fedc_status evaluate_alone(trainer *t, fedc_dataset *ds, int round, const
             int64_t i = first + (j < k ? j : 0);
             ids[j] = which ? which[i] : i;
         }
-        st = fill_block(t, ds, ids, ek, &t->eval_cohort, t->eval_ex, false, 0);
+        st = fill_block(t, ds, ids, ek, &t->eval_cohort, t->eval_ex, false, 0, NULL);
         if (!st) st = fedc__train_state_before_eval(t, round, ids, ek);
         for (int j = k; !st && j < ek; j++) t->eval_cohort.steps[j] = 0;
         if (!st) st = run_eval(t, k, ones, acc);
@@ -535,7 +542,7 @@ static fedc_status warm_start(trainer *t) {
     if (!st) st = fedc__warm_start_cohort(fedc_dataset_num_clients(t->train), k, c->seed, t->sampled);
     for (int i = k; i < t->k; i++) t->sampled[i] = 0; /* the cohort's other slots (Poisson's): a valid id, unused */
     for (int i = 0; !st && i < k; i++) t->client_ids[i] = fedc_dataset_client_id(t->train, t->sampled[i]);
-    if (!st) st = fill_block(t, t->train, t->sampled, k, &t->cohort, ex, true, UINT32_MAX);
+    if (!st) st = fill_block(t, t->train, t->sampled, k, &t->cohort, ex, true, UINT32_MAX, NULL);
     if (!st) st = fedc__train_state_before_round(t, 0);
     if (!st) st = fedc_executor_run(ex);
     if (!st) st = fedc__train_state_take_server(t, ex);
@@ -606,6 +613,7 @@ static fedc_status resume(trainer *t) {
     if (!st) st = fedc_mpi_broadcast(&t->first_round, sizeof t->first_round);
     if (!st) st = fedc_mpi_broadcast(&t->dropped, sizeof t->dropped);
     if (!st) st = fedc_mpi_broadcast(&t->seconds_before, sizeof t->seconds_before);
+    if (!st) st = fedc_mpi_broadcast(&t->vtime, sizeof t->vtime);
     if (!st) st = fedc_mpi_broadcast(&t->examples_before, sizeof t->examples_before);
     if (!st && t->first_round > t->c->rounds)
         st = fedc_error(FEDC_EINVAL, "%s/checkpoint.safetensors is after round %d, beyond --rounds %d: resume with "

@@ -5,6 +5,7 @@
 #include "fedc/exec.h"
 #include "fedc/safetensors.h"
 #include "fedc/tasks.h"
+#include "fl/clock.h"
 #include "fl/fl.h"
 #include "fl/task.h"
 #include "fl/train_state.h"
@@ -97,9 +98,37 @@ typedef struct trainer {
     int k, present;
     uint8_t *absent;
     double sampling_q, expected_clients; /* the rate of each client's sampling and the mean cohort */
+    fedc__clock *clock;     /* --clock's profiles (NULL: none; src/fl/train_clock.c) */
+    double vtime;           /* the virtual seconds the rounds so far took (a checkpoint carries it) */
+    struct train_async *async; /* fedbuff, fedasync: the clients in flight (NULL: synchronous rounds) */
 } trainer;
 
 FEDC_INTERNAL_API fedc_status fedc__train_open_data(trainer *t);
+/* The local steps client `id` of the training data takes in a round. */
+int64_t fedc__train_client_steps(const trainer *t, int64_t id);
+/* Time (src/fl/train_clock.c): the clock made from the config and checked; the
+ * cohort's slots with over-selection; round r's cohort drawn from the clients
+ * available then (into t->sampled, *n of them); and the cohort cut to the
+ * clients that report in time, the first clients_per_round of them, compacted
+ * into the first slots (the others absent and counted as dropped), the virtual
+ * clock advanced by the round's duration. */
+fedc_status fedc__train_clock_setup(trainer *t);
+int fedc__train_clock_slots(const trainer *t, int k);
+bool fedc__train_clock_samples(const trainer *t);
+fedc_status fedc__train_clock_sample(trainer *t, int r, int64_t *n);
+fedc_status fedc__train_clock_round(trainer *t, int r);
+/* Asynchronous runs (src/fl/train_async.c): whether t's algorithm is one; its
+ * state made and checked (before the cohort's slots, which are its K reports a
+ * step); bound to the round; freed; round r's K reports taken into t->sampled,
+ * each with its model version and staleness weight, and the round each one's
+ * batches are drawn for (NULL when synchronous). */
+bool fedc__train_is_async(const trainer *t);
+fedc_status fedc__train_async_setup(trainer *t);
+int fedc__train_async_slots(const trainer *t);
+fedc_status fedc__train_async_bind(trainer *t, fedc_executor *ex);
+void fedc__train_async_free(trainer *t);
+fedc_status fedc__train_async_next(trainer *t, int r);
+const uint32_t *fedc__train_async_rounds(const trainer *t);
 /* The aggregators (src/fl/train_privacy.c): checked and completed (the expected
  * clients k) before the programs are built; the noise key bound to the round;
  * drawn before and read after each round (r counted from 0); the metrics' fields

@@ -18,7 +18,7 @@ static void path_in(const trainer *t, const char *name, char *buf, size_t size) 
 /* ------------------------------------------------------------- metrics -- */
 
 static const char csv_header[] = "round,train_loss,test_loss,test_accuracy,client_accuracy_p10,client_accuracy_p50,"
-                                 "client_accuracy_p90,dropped,examples_per_s,seconds\n";
+                                 "client_accuracy_p90,dropped,time,examples_per_s,seconds\n";
 
 /* A resumed run's files were cut back to the checkpoint's rounds
  * (fedc__train_reopen_metrics) and are appended to; a new run's start afresh. The
@@ -98,16 +98,17 @@ fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, co
     char privacy[512];
     fedc_status st = fedc__train_privacy_json(t, round, privacy, sizeof privacy);
     if (st) return st;
-    char kept[8192];
+    char kept[8192], vtime[48] = "", vtime_csv[32] = ""; /* the virtual clock's seconds so far (--clock) */
     if ((st = kept_member(t, kept, sizeof kept))) return st;
+    if (t->clock) snprintf(vtime, sizeof vtime, ", \"time\": %s", num(vtime_csv, t->vtime, "null"));
     fprintf(t->jsonl,
             "{\"round\": %d, \"train_loss\": %s, \"test_loss\": %s, \"test_accuracy\": %s, "
             "\"client_accuracy_p10\": %s, \"client_accuracy_p50\": %s, \"client_accuracy_p90\": %s, "
-            "\"evaluated\": %s, \"dropped\": %lld, \"examples_per_s\": %s, \"seconds\": %s%s%s}\n",
-            round, j[0], j[1], j[2], j[3], j[4], j[5], e ? "true" : "false", (long long)t->dropped, j[6], j[7],
+            "\"evaluated\": %s, \"dropped\": %lld%s, \"examples_per_s\": %s, \"seconds\": %s%s%s}\n",
+            round, j[0], j[1], j[2], j[3], j[4], j[5], e ? "true" : "false", (long long)t->dropped, vtime, j[6], j[7],
             privacy, kept);
-    fprintf(t->csv, "%d,%s,%s,%s,%s,%s,%s,%lld,%s,%s\n", round, c[0], c[1], c[2], c[3], c[4], c[5],
-            (long long)t->dropped, c[6], c[7]);
+    fprintf(t->csv, "%d,%s,%s,%s,%s,%s,%s,%lld,%s,%s,%s\n", round, c[0], c[1], c[2], c[3], c[4], c[5],
+            (long long)t->dropped, t->clock ? vtime_csv : "", c[6], c[7]);
     bool bad = fflush(t->jsonl) != 0 || fflush(t->csv) != 0 || ferror(t->jsonl) || ferror(t->csv);
     if (bad) return fedc_error(FEDC_EIO, "%s: cannot write the metrics: %s", t->c->out_dir, strerror(errno));
     return fedc__train_add_curve(t, round, train_loss, e);
@@ -164,8 +165,8 @@ fedc_status fedc__train_write_curves(const trainer *t) {
 enum { MAX_SETTINGS = FEDC__MAX_SETTINGS };
 
 typedef struct checkpoint_meta {
-    fedc_metadata_entry e[6 + MAX_SETTINGS];
-    char round[32], seconds[40], examples[40], dropped[32];
+    fedc_metadata_entry e[7 + MAX_SETTINGS];
+    char round[32], seconds[40], examples[40], dropped[32], vtime[40];
     char keys[MAX_SETTINGS][96];
     train_setting s[MAX_SETTINGS];
     int n;
@@ -182,6 +183,8 @@ static void describe(const trainer *t, checkpoint_meta *m, int next_round, doubl
     m->e[m->n++] = (fedc_metadata_entry){"seconds", m->seconds};
     m->e[m->n++] = (fedc_metadata_entry){"examples", m->examples};
     m->e[m->n++] = (fedc_metadata_entry){"dropped", m->dropped};
+    snprintf(m->vtime, sizeof m->vtime, "%.17g", t->vtime);
+    if (t->clock) m->e[m->n++] = (fedc_metadata_entry){"virtual_time", m->vtime};
     int k = fedc__train_settings(t, m->s, MAX_SETTINGS);
     for (int i = 0; i < k; i++) {
         fedc__train_setting_key(&m->s[i], m->keys[i], sizeof m->keys[i]);

@@ -59,6 +59,21 @@ void fedc__train_setting_key(const train_setting *s, char *key, size_t size) {
     else snprintf(key, size, "config.%s", s->flag + 2);
 }
 
+/* The virtual clock's settings (src/fl/train_clock.c); a checkpoint from before
+ * them had none. */
+static int clock_settings(const fedc_train_config *c, train_setting *out, int n, int max) {
+    char spec[2 * FEDC_CLOCK_PATH_MAX + 128] = "off", x[2][32];
+    fedc_clock_spec s;
+    if (c->clock && !fedc_clock_parse(c->clock, &s)) fedc_clock_format(&s, spec, sizeof spec);
+    setting(out, &n, max, "--clock", false, "%s", spec);
+    if (n > 0) out[n - 1].unrecorded = "off";
+    setting(out, &n, max, "--round-deadline", false, "%s", exact(c->round_deadline, x[0]));
+    if (n > 0) out[n - 1].unrecorded = "0";
+    setting(out, &n, max, "--over-select", false, "%s", exact(c->over_select, x[1]));
+    if (n > 0) out[n - 1].unrecorded = "0";
+    return n;
+}
+
 /* The aggregators' settings (docs/privacy.md); a checkpoint from before them had
  * them off. */
 static int aggregation_settings(const fedc_train_config *c, const fedc_algorithm *alg, train_setting *out, int n,
@@ -94,7 +109,7 @@ static int aggregation_settings(const fedc_train_config *c, const fedc_algorithm
     if (n > 0) out[n - 1].unrecorded = "none:0";
     setting(out, &n, max, "--attackers", false, "%s", exact(a->attack.fraction, x[1]));
     if (n > 0) out[n - 1].unrecorded = "0";
-    return n;
+    return clock_settings(c, out, n, max);
 }
 
 int fedc__train_settings(const trainer *t, train_setting *out, int max) {
@@ -244,6 +259,7 @@ fedc_status fedc__train_load_checkpoint(trainer *t) {
     if (!st) st = parse_total(path, s, "seconds", &t->seconds_before);
     if (!st) st = parse_total(path, s, "examples", &t->examples_before);
     if (!st) st = parse_total(path, s, "dropped", &dropped);
+    if (!st) st = parse_total(path, s, "virtual_time", &t->vtime);
     if (!st) st = fedc__train_state_resume(t, round);
     if (!st) t->first_round = round, t->dropped = (int64_t)dropped;
     fedc_safetensors_destroy(s);

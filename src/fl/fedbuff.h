@@ -1,0 +1,26 @@
+/* fedbuff.h — asynchronous aggregation (FedBuff, FedAsync: src/fl/fedbuff.c),
+ * what their round programs and the simulation that feeds them share (internal). */
+#ifndef FEDC_FL_FEDBUFF_H
+#define FEDC_FL_FEDBUFF_H
+
+#include "fl/fl.h"
+
+/* The round program's two inputs of an asynchronous step, besides a round's:
+ * each report's model version, async/start/<param>@clients, and its staleness
+ * weight s(τ), async/staleness_weight (f32[]@clients). */
+#define FEDC_ASYNC_START "async/start"
+#define FEDC_ASYNC_WEIGHT "async/staleness_weight"
+
+enum { FEDC_STALENESS_CONSTANT = 0, FEDC_STALENESS_POLYNOMIAL = 1, FEDC_STALENESS_HINGE = 2 };
+
+/* FLSim's StalenessWeight.weight(staleness): kind's raw weight at `staleness`
+ * divided by its raw weight at avg_staleness; a: the polynomial's exponent or the
+ * hinge's slope, b: the hinge's knee. NAN for a negative staleness or an unknown
+ * kind. */
+FEDC_INTERNAL_API double fedc__staleness_weight(int kind, double a, double b, double avg_staleness, double staleness);
+/* The same under a's hyperparameters (staleness, exponent, hinge_a, hinge_b, avg_staleness). */
+FEDC_INTERNAL_API double fedc__staleness_of(const fedc_algorithm *a, double staleness);
+/* Whether a is fedbuff or fedasync. */
+FEDC_INTERNAL_API bool fedc__algorithm_is_async(const fedc_algorithm *a);
+
+#endif
