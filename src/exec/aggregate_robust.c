@@ -24,6 +24,8 @@
 #include "exec/exec.h"
 #include "kernels/robust.h"
 
+int64_t fedc__robust_spilled;
+
 typedef struct fedc__robust_rows {
     int64_t clients;
     int64_t seen;    /* the clients added, values or holes */
@@ -72,6 +74,7 @@ static fedc_status spill(fedc__robust_rows *k, int64_t i, const void *x) {
         return fedc_error(FEDC_EIO, "robust_aggregate: cannot write client %lld's update to the temporary file (disk "
                           "full?)", (long long)i);
     k->filed[i] = 1;
+    fedc__robust_spilled++;
     return FEDC_OK;
 }
 

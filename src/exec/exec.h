@@ -141,5 +141,8 @@ FEDC_INTERNAL_API void fedc__agg_free(fedc__agg *a);
 fedc_status fedc__agg_robust_add(fedc__agg *a, int64_t i, const void *x, const void *w);
 fedc_status fedc__agg_robust_end(fedc__agg *a);
 void fedc__agg_robust_free(fedc__agg *a);
+/* The updates robust_aggregate's stores have written to their files, in this
+ * process (for the tests: a budget that spills, and bits that do not change). */
+extern int64_t fedc__robust_spilled;
 
 #endif
