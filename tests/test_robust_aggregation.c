@@ -631,6 +631,16 @@ static void test_attack_draw_and_spec(void) {
     CHECK_ERR(fedc_attack_parse("gaussian:sigma=-1", &a), FEDC_EINVAL, "sigma -1 must be >= 0");
     CHECK_ERR(fedc_attack_parse("sign_flip:s=2", &a), FEDC_EINVAL, "takes no settings");
     CHECK(!strcmp(fedc_attack_name(FEDC_ATTACK_ALIE), "alie"));
+    /* label_flip: y -> C - 1 - y for the labels in [0, C), others (padding) as they are */
+    CHECK_OK(fedc_attack_parse("label_flip", &a));
+    CHECK(a.kind == FEDC_ATTACK_LABEL_FLIP && a.fraction == 0.2);
+    int32_t y[] = {0, 3, 9, -1, 10, 5}, want[] = {9, 6, 0, -1, 10, 4};
+    fedc_attack_labels(&a, 10, y, 6);
+    for (int i = 0; i < 6; i++) CHECK_EQ_INT(y[i], want[i]);
+    CHECK_ERR(fedc_attack_parse("label_flip:c=3", &a), FEDC_EINVAL, "attack label_flip takes no settings");
+    CHECK_OK(fedc_attack_parse("sign_flip", &a));
+    fedc_attack_labels(&a, 10, y, 6); /* an attack on the update leaves the labels */
+    for (int i = 0; i < 6; i++) CHECK_EQ_INT(y[i], want[i]);
 }
 
 /* The op refuses a bad input type and a bad setting when built, and a cohort the
