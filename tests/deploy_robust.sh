@@ -50,5 +50,9 @@ timeout 300 "$fedc" train --data "$out/w6.json" $job $rounds --checkpoint-every 
 expect 2 "does not combine with a secure sum" -- "$fedc" plan build --data "$out/w6.json" $job --aggregator median \
   --secure-sum 16 --secure-bound 40 --out "$out/bad.plan"
 
+# attacks are the simulation's: a plan takes none
+expect 1 "a plan takes none" -- "$fedc" plan build --data "$out/w6.json" $job --aggregator median \
+  --attack label_flip --attackers 0.2 --out "$out/bad.plan"
+
 echo "deploy_robust: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
