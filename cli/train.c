@@ -93,10 +93,13 @@ static const char train_usage[] =
     "  --aggregator SPEC         a Byzantine-robust aggregate of the client updates in place of the\n"
     "                            weighted mean: median, trimmed_mean:beta=B, krum:f=F,\n"
     "                            multikrum:f=F,m=M, bulyan:f=F, geomed[:nu=V,iterations=R],\n"
-    "                            cclip:tau=T[,iterations=L] (docs/privacy.md; default mean)\n"
+    "                            cclip:tau=T[,iterations=L]; any takes memory=MB, the updates held\n"
+    "                            in memory, the rest in a temporary file (docs/privacy.md; default\n"
+    "                            mean)\n"
     "  --attack SPEC             for evaluation: the --attackers FRAC of the clients (a seeded draw\n"
     "                            by client) send sign_flip, scale:s=S, gaussian:sigma=S, alie:z=Z\n"
-    "                            or ipm:eps=E in place of their update (docs/privacy.md)\n"
+    "                            or ipm:eps=E in place of their update, or label_flip: train on\n"
+    "                            labels y -> C-1-y (docs/privacy.md)\n"
     "  --sampling HOW            fixed: exactly --clients-per-round clients a round (the default);\n"
     "                            poisson[:Q]: each client joins with probability Q (default:\n"
     "                            clients-per-round / clients), the sampling DP's accounting assumes\n"
@@ -164,7 +167,7 @@ typedef struct options {
     const char *sampling;    /* --sampling fixed|poisson[:Q] */
     const char *compress;    /* --compress uniform:BITS[,rotate]|off */
     const char *aggregator;  /* --aggregator mean|median|trimmed_mean:beta=B|krum:f=F|... */
-    const char *attack;      /* --attack sign_flip|scale:s=S|gaussian:sigma=S|alie:z=Z|ipm:eps=E|none */
+    const char *attack;      /* --attack sign_flip|scale:s=S|gaussian:sigma=S|alie:z=Z|ipm:eps=E|label_flip|none */
     const char *sets[32];   /* --set NAME=VALUE, in order, applied once the algorithm is known */
     int nsets;
     double prox_mu;         /* --prox-mu: --set mu=X */

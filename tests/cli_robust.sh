@@ -75,6 +75,26 @@ grep -q '"round": 2, .*"attackers": [1-9]' "$out/attacked/metrics.jsonl" && ok |
 clean=$(loss "$out/clean") attacked=$(loss "$out/attacked") defended=$(loss "$out/defended")
 awk -v c="$clean" -v a="$attacked" -v d="$defended" 'BEGIN { exit !(c > 0 && a > c + 1 && d < c + 0.5) }' && ok \
   || bad "test loss clean $clean, attacked mean $attacked, attacked median $defended"
+# label_flip poisons the data: with every client an attacker, training is training on the
+# flipped labels (y -> C - 1 - y; the heart task's C = 2), bit for bit; with half, it counts
+# them and moves the model
+mkdir -p "$out/csv" "$out/flipped"
+for site in a b c d; do
+  awk -v s="$site" 'BEGIN { srand(length(s) * 7 + index("abcd", s)); for (i = 0; i < 24; i++) {
+    row = ""; for (j = 0; j < 13; j++) row = row sprintf("%.3f,", rand() * 2 - 1); print row (rand() < 0.4 ? 1 : 0) } }' \
+    >"$out/csv/$site.csv"
+  awk -F, -v OFS=, '{ $NF = 1 - $NF; print }' "$out/csv/$site.csv" >"$out/flipped/$site.csv"
+done
+heart="--model heart --rounds 2 --clients-per-round 4 --batch-size 4 --steps 3 --eval-every 0 --checkpoint-every 2 --quiet"
+expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/csv" $heart --attack label_flip --attackers 1 --out "$out/lf_all"
+expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/flipped" $heart --out "$out/lf_data"
+expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/csv" $heart --out "$out/lf_clean"
+expect 0 "done: 2 rounds" -- "$fedc" train --data "$out/csv" $heart --attack label_flip --attackers 0.5 --out "$out/lf_half"
+same "$out/lf_all" "$out/lf_data" && ok || bad "label_flip with every client: not the bits of training on flipped labels"
+! same "$out/lf_all" "$out/lf_clean" && ok || bad "label_flip with every client: the clean model's bits"
+grep -q '"round": 2, .*"attackers": [1-3][,}]' "$out/lf_half/metrics.jsonl" && ok \
+  || bad "label_flip --attackers 0.5: metrics do not count 1 to 3 of the 4 clients as attackers"
+expect 2 "attack label_flip takes no settings" -- "$fedc" train $data $run --attack label_flip:y=1 --attackers 0.1
 expect 2 "unknown attack 'signflip'" -- "$fedc" train $data $run --attack signflip --attackers 0.1
 expect 2 "--attack and --attackers FRAC (> 0) go together" -- "$fedc" train $data $run --attack sign_flip
 

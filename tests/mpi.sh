@@ -32,12 +32,13 @@ tensors() {
 same() { tensors "$1" >"$tmp/ta" && tensors "$2" >"$tmp/tb" && [ -s "$tmp/ta" ] && cmp -s "$tmp/ta" "$tmp/tb"; }
 
 for alg in "fedavg" "fedsgd" "fedprox --prox-mu 0.1" "fedavg --server-opt adam --server-lr 0.01" "scaffold" \
-  "fedavg --compress uniform:6,rotate --dp-clip 1 --dp-noise 0.5"; do
+  "fedavg --compress uniform:6,rotate --dp-clip 1 --dp-noise 0.5" "fedavg --aggregator multikrum:f=0,m=3,memory=1" \
+  "fedavg --aggregator median"; do
   name=$(echo "$alg" | tr -c 'a-z0-9\n' '_')
   # shellcheck disable=SC2086
   "$fedc" train $common --algorithm $alg --out "$tmp/$name-alone" >/dev/null
   for ranks in 1 2 3; do
-    if [ "$ranks" != 2 ] && [ "$alg" != fedavg ]; then continue; fi
+    if [ "$ranks" != 2 ] && [ "$alg" != fedavg ] && [ "$alg" != "fedavg --aggregator median" ]; then continue; fi
     # shellcheck disable=SC2086
     run "$ranks" "$fedc" train $common --algorithm $alg --out "$tmp/$name-$ranks" >"$tmp/out" 2>&1 ||
       { cat "$tmp/out"; fail "$alg on $ranks ranks"; }
@@ -50,7 +51,7 @@ for alg in "fedavg" "fedsgd" "fedprox --prox-mu 0.1" "fedavg --server-opt adam -
     cmp -s "$tmp/a.csv" "$tmp/b.csv" || fail "$alg: $ranks ranks' metrics differ"
   done
 done
-echo "mpi.sh: fedavg (1, 2, 3 ranks), fedsgd, fedprox, fedadam, scaffold, compressed DP-FedAvg (2 ranks): checkpoints identical to one process"
+echo "mpi.sh: fedavg and the median (1, 2, 3 ranks), fedsgd, fedprox, fedadam, scaffold, compressed DP-FedAvg, Multi-Krum (2 ranks): checkpoints identical to one process"
 
 # Resume: 2 rounds on 2 ranks, then on to 4 on 3 ranks.
 # shellcheck disable=SC2086
@@ -62,10 +63,11 @@ same "$tmp/fedavg-alone" "$tmp/resumed" || fail "a run resumed under MPI differs
 echo "mpi.sh: resumed under MPI: identical"
 
 # Bad data on one rank: LEAF images of 784 pixels, but client u3 has 10 per example.
-awk 'BEGIN {
+leaf() { # DIM: four LEAF clients of 3 examples, u3's of DIM pixels (the others' 784)
+awk -v dim3="$1" 'BEGIN {
   printf "{\"users\": [\"u0\", \"u1\", \"u2\", \"u3\"], \"num_samples\": [3, 3, 3, 3], \"user_data\": {";
   for (u = 0; u < 4; u++) {
-    dim = u == 3 ? 10 : 784;
+    dim = u == 3 ? dim3 : 784;
     printf "%s\"u%d\": {\"x\": [", u ? ", " : "", u;
     for (e = 0; e < 3; e++) {
       printf "%s[", e ? ", " : "";
@@ -75,7 +77,20 @@ awk 'BEGIN {
     printf "], \"y\": [%d, %d, %d]}", u, u + 1, u + 2;
   }
   printf "}}\n";
-}' >"$tmp/bad.json"
+}'
+}
+leaf 10 >"$tmp/bad.json"
+# A robust aggregator's store over ranks: the CNN's 4.8 MB updates with a budget of 1 MiB are in each
+# rank's file, sent to rank 0 and filed there again: the bits of one process holding them in memory.
+leaf 784 >"$tmp/good.json"
+cnn="--data $tmp/good.json --model cnn --rounds 1 --clients-per-round 4 --batch-size 2 --checkpoint-every 1 --eval-every 0
+     --threads 1 --quiet"
+# shellcheck disable=SC2086
+"$fedc" train $cnn --aggregator median --out "$tmp/cnn1" >/dev/null || fail "the CNN's median"
+# shellcheck disable=SC2086
+run 3 "$fedc" train $cnn --aggregator median:memory=1 --out "$tmp/cnn3" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "the CNN's median on 3 ranks"; }
+same "$tmp/cnn1" "$tmp/cnn3" || fail "the CNN's median spilled on 3 ranks differs from one process's in memory"
+echo "mpi.sh: the median's updates spilled on 3 ranks: identical to one process"
 bad="--data $tmp/bad.json --model logistic --rounds 2 --clients-per-round 4 --threads 1 --quiet --checkpoint-every 1"
 # By default the client is dropped from its rounds, by every rank alike: the same model as one process.
 # shellcheck disable=SC2086
@@ -85,7 +100,13 @@ run 3 "$fedc" train $bad --out "$tmp/drop3" >"$tmp/out" 2>&1 || { cat "$tmp/out"
 same "$tmp/drop1" "$tmp/drop3" || fail "a client dropped on 3 ranks: the model differs from one process's"
 grep -q '"round": 2, .*"dropped": 2, ' "$tmp/drop3/metrics.jsonl" || fail "3 ranks did not count the 2 drops"
 grep -q 'warning: round 1: client 3 ("u3") dropped' "$tmp/out" || fail "no warning names the dropped client"
-echo "mpi.sh: bad data on rank 2: the client dropped on every rank, as in one process"
+# and with a robust aggregator, whose store on rank 0 takes the other ranks' clients and their holes
+# shellcheck disable=SC2086
+"$fedc" train $bad --aggregator median --out "$tmp/dropm1" >/dev/null 2>&1 || fail "the median with a dropped client failed"
+# shellcheck disable=SC2086
+run 3 "$fedc" train $bad --aggregator median --out "$tmp/dropm3" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "the median dropping on 3 ranks"; }
+same "$tmp/dropm1" "$tmp/dropm3" || fail "the median with a client dropped on 3 ranks differs from one process's"
+echo "mpi.sh: bad data on rank 2: the client dropped on every rank, as in one process (the mean, the median)"
 bad="$bad --strict"
 # shellcheck disable=SC2086
 if "$fedc" train $bad --out "$tmp/bad1" 2>"$tmp/alone.err"; then fail "bad data accepted"; fi

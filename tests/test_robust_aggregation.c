@@ -247,7 +247,10 @@ static void test_spec_errors(void) {
     fedc_robust r = fedc_robust_defaults(FEDC_ROBUST_MEDIAN);
     CHECK_ERR(fedc_robust_parse("medain", &r), FEDC_EINVAL, "unknown aggregator 'medain'");
     CHECK_EQ_INT(r.kind, FEDC_ROBUST_MEDIAN); /* unchanged */
-    CHECK_ERR(fedc_robust_parse("median:f=1", &r), FEDC_EINVAL, "median takes no settings");
+    CHECK_ERR(fedc_robust_parse("median:f=1", &r), FEDC_EINVAL, "median has no setting 'f' (it takes memory=MB)");
+    CHECK_OK(fedc_robust_parse("median:memory=4", &r)); /* the budget alone */
+    CHECK(r.kind == FEDC_ROBUST_MEDIAN && r.memory_mb == 4);
+    CHECK_ERR(fedc_robust_parse("mean:memory=4", &r), FEDC_EINVAL, "mean takes no settings");
     CHECK_ERR(fedc_robust_parse("krum:g=1", &r), FEDC_EINVAL, "no setting 'g' (it takes f=F)");
     CHECK_ERR(fedc_robust_parse("krum:f=x", &r), FEDC_EINVAL, "f needs an integer of at most 1e9 in size, not 'x'");
     CHECK_ERR(fedc_robust_parse("krum:f", &r), FEDC_EINVAL, "not name=value");
@@ -628,6 +631,16 @@ static void test_attack_draw_and_spec(void) {
     CHECK_ERR(fedc_attack_parse("gaussian:sigma=-1", &a), FEDC_EINVAL, "sigma -1 must be >= 0");
     CHECK_ERR(fedc_attack_parse("sign_flip:s=2", &a), FEDC_EINVAL, "takes no settings");
     CHECK(!strcmp(fedc_attack_name(FEDC_ATTACK_ALIE), "alie"));
+    /* label_flip: y -> C - 1 - y for the labels in [0, C), others (padding) as they are */
+    CHECK_OK(fedc_attack_parse("label_flip", &a));
+    CHECK(a.kind == FEDC_ATTACK_LABEL_FLIP && a.fraction == 0.2);
+    int32_t y[] = {0, 3, 9, -1, 10, 5}, want[] = {9, 6, 0, -1, 10, 4};
+    fedc_attack_labels(&a, 10, y, 6);
+    for (int i = 0; i < 6; i++) CHECK_EQ_INT(y[i], want[i]);
+    CHECK_ERR(fedc_attack_parse("label_flip:c=3", &a), FEDC_EINVAL, "attack label_flip takes no settings");
+    CHECK_OK(fedc_attack_parse("sign_flip", &a));
+    fedc_attack_labels(&a, 10, y, 6); /* an attack on the update leaves the labels */
+    for (int i = 0; i < 6; i++) CHECK_EQ_INT(y[i], want[i]);
 }
 
 /* The op refuses a bad input type and a bad setting when built, and a cohort the

@@ -14,7 +14,12 @@
  *
  * The attack is applied in fedc_round_aggregate, to the update as the client
  * would send it (before zeroing, the robust aggregator or the mean), so every
- * algorithm that calls it can be attacked.
+ * algorithm that calls it can be attacked. One attack poisons the data instead:
+ *
+ *     label_flip       the client trains on its examples with each label y in
+ *                      [0, C) replaced by C − 1 − y (C the model's classes), and
+ *                      sends the update it gets (fedc_attack_labels; Fang et al. 2020,
+ *                      Tolpegin et al. 2020); its evaluation data is left as it is
  */
 #ifndef FEDC_ATTACK_H
 #define FEDC_ATTACK_H
@@ -33,6 +38,7 @@ typedef enum fedc_attack_kind {
     FEDC_ATTACK_GAUSSIAN,
     FEDC_ATTACK_ALIE,
     FEDC_ATTACK_IPM,
+    FEDC_ATTACK_LABEL_FLIP,
 } fedc_attack_kind;
 
 typedef struct fedc_attack {
@@ -43,15 +49,20 @@ typedef struct fedc_attack {
 
 FEDC_API const char *fedc_attack_name(fedc_attack_kind kind);
 /* Parses an --attack spec: sign_flip, scale:s=S, gaussian:sigma=S, alie:z=Z,
- * ipm:eps=E, or none; the fraction is left as it is. EINVAL naming the bad part. */
+ * ipm:eps=E, label_flip, or none; the fraction is left as it is. EINVAL naming the bad part. */
 FEDC_API fedc_status fedc_attack_parse(const char *spec, fedc_attack *out);
 /* Whether client `client` of the population is malicious: a uniform draw of its
  * own from (seed, client) below the fraction. */
 FEDC_API bool fedc_attack_malicious(const fedc_attack *a, uint64_t seed, int64_t client);
 /* The round input that marks the cohort's malicious clients (f32[]@clients, 1 or 0). */
 #define FEDC_ATTACK_MALICIOUS "meta/malicious"
+/* A label_flip attacker's training labels: each of y[0..n) in [0, classes)
+ * becomes classes − 1 − y; others (padding, a label outside the model's) are
+ * left as they are. Nothing for the other attacks. */
+FEDC_API void fedc_attack_labels(const fedc_attack *a, int classes, int32_t *y, int64_t n);
 /* `update` (@clients, f32 leaves) with each client whose `malicious` (f32[]@clients)
- * is 1 sending a's attack instead; key: i32[4]@clients, each client's stream
+ * is 1 sending a's attack instead (label_flip: update as it is, the data having been
+ * flipped); key: i32[4]@clients, each client's stream
  * (gaussian draws from it plus [0, 0, 0, 2^30 + leaf]). */
 FEDC_API fedc_tree *fedc_attack_update(fedc_program *p, const fedc_attack *a, const fedc_tree *update,
                                        fedc_value malicious, fedc_value key);

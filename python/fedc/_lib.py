@@ -393,6 +393,8 @@ _SIGNATURES = {
     "fedc_aggregation_parse_adaptive": (c_int, [c_char_p, POINTER(Aggregation)]),
     "fedc_aggregation_parse_compress": (c_int, [c_char_p, POINTER(Aggregation)]),
     "fedc_aggregation_check": (c_int, [POINTER(Aggregation)]),
+    "fedc_robust_parse": (c_int, [c_char_p, POINTER(Robust)]),
+    "fedc_attack_parse": (c_int, [c_char_p, POINTER(Attack)]),
     "fedc_data_format_parse": (c_int, [c_char_p, POINTER(c_int)]),
     "fedc_train_defaults": (None, [POINTER(TrainConfig)]),
     "fedc_train": (c_int, [POINTER(TrainConfig), POINTER(TrainResult)]),

@@ -11,7 +11,9 @@ client_lr, server_opt, server_lr, server_eps, weighting, set={"mu": 0.01} for
 --set, dropout=False for --no-dropout; the aggregators of docs/privacy.md as
 robust_zero, dp_clip, dp_noise, dp_adaptive ("on" or a SPEC; True for "on"),
 dp_delta, sampling ("fixed", "poisson", "poisson:Q"), compress ("uniform:8",
-"uniform:1,rotate"), secure_sum (BITS) and secure_bound. on_round returns
+"uniform:1,rotate"), secure_sum (BITS) and secure_bound; a robust aggregator as
+aggregator ("median", "krum:f=2", ...), and for evaluation attack ("sign_flip",
+"label_flip", ...) with attackers (the malicious fraction). on_round returns
 fedc.STOP to end the job.
 Training runs in C with the GIL released;
 the callback runs on the calling thread between rounds, and an exception it
@@ -138,6 +140,17 @@ def _aggregation(c, options, text):
             setattr(a, field, float(options.pop(name)))
     if "secure_sum" in options:
         a.secure_sum_bits = int(options.pop("secure_sum"))
+    if options.get("aggregator"):
+        _lib.check(_L.fedc_robust_parse(text(options.pop("aggregator")), ctypes.byref(a.robust)))
+    options.pop("aggregator", None)
+    if "attackers" in options:
+        a.attack.fraction = float(options.pop("attackers"))
+    if options.get("attack"):
+        _lib.check(_L.fedc_attack_parse(text(options.pop("attack")), ctypes.byref(a.attack)))
+    options.pop("attack", None)
+    if (a.attack.kind != 0) != (a.attack.fraction > 0):
+        raise ValueError("fedc.train: attack and attackers (> 0) go together: the attack, and the fraction of "
+                         "the clients that make it")
     if "dp_delta" in options:
         c.dp_delta = float(options.pop("dp_delta"))
     adaptive = options.pop("dp_adaptive", None)

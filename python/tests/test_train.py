@@ -99,6 +99,23 @@ def test_secure_sum_option(femnist, tmp_path):
     assert abs(r["test_loss"] - plain["test_loss"]) < 0.05  # 16 bits: the mean to about 1e-4 of B
 
 
+def test_robust_options_are_fedc_trains(femnist, tmp_path):
+    """A robust aggregator against a label-flipping fifth of the clients: the command line's
+    flags, and their metrics (the clients Krum kept, the attackers)."""
+    opts = dict(aggregator="krum:f=0", attack="label_flip", attackers=0.2)
+    flags = ["--aggregator", "krum:f=0", "--attack", "label_flip", "--attackers", "0.2"]
+    rows = same_as_cli(femnist, tmp_path, dict(OPTS, **opts), flags)
+    assert all(len(r["kept"]) == 1 for r in rows) and sum(r["attackers"] for r in rows) > 0
+
+
+def test_bad_robust_options_raise(tmp_path):
+    with pytest.raises(fedc.Error) as e:
+        fedc.train(FEMNIST, aggregator="krum:g=1", out_dir=str(tmp_path))
+    assert "no setting 'g'" in e.value.message
+    with pytest.raises(ValueError, match="attack and attackers"):
+        fedc.train(FEMNIST, attack="sign_flip", out_dir=str(tmp_path))
+
+
 def test_bad_privacy_options_raise(tmp_path):
     with pytest.raises(ValueError, match="dp_noise needs dp_clip"):
         fedc.train(FEMNIST, dp_noise=1.0, out_dir=str(tmp_path))

@@ -37,6 +37,7 @@ static const char *settings_of(fedc_robust_kind k) {
     case FEDC_ROBUST_MULTIKRUM: return "f=F, m=M";
     case FEDC_ROBUST_GEOMED: return "nu=V, iterations=R, tolerance=T";
     case FEDC_ROBUST_CCLIP: return "tau=T, iterations=L";
+    case FEDC_ROBUST_MEDIAN: return "memory=MB"; /* the budget alone, as every robust kind takes */
     default: return NULL;
     }
 }

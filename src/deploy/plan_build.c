@@ -138,6 +138,9 @@ fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     fedc_program *init = NULL, *client_init = NULL, *warm = NULL;
     fedc_executor *ex = NULL;
     fedc_tensor_entry *e = NULL;
+    if (c->algorithm.aggregation.attack.kind != FEDC_ATTACK_NONE) /* the simulation's malicious clients */
+        return fedc_error(FEDC_EINVAL, "plan: --attack makes simulated clients malicious, for evaluating an aggregator "
+                          "in fedc train; a deployment's clients are real processes, so a plan takes none");
     fedc_status st = fedc__train_open_data(&t);
     if (!st) st = fedc__train_create_model(&t);
     t.alg = c->algorithm;

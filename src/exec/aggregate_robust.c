@@ -14,15 +14,19 @@
  * Memory is then the budget plus a block of every client's coordinates per
  * worker (and Krum's n x n distances), whatever the model's size.
  *
- * Over MPI, a rank's clients would have to come to rank 0 whole; that is not
- * done: a partial sum pushed here, or an end with clients that never came, is
- * refused. */
+ * Over MPI, each rank keeps its own clients' values so, and sends them to rank
+ * 0 (src/exec/backend_mpi.c, fedc__agg_robust_each), who adds them to its store
+ * in their clients' places: the aggregator then runs over the same values in the
+ * same order as in one process, with the same bits. A partial sum pushed here,
+ * or an end with clients no rank added, is refused. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "exec/exec.h"
 #include "kernels/robust.h"
+
+int64_t fedc__robust_spilled;
 
 typedef struct fedc__robust_rows {
     int64_t clients;
@@ -72,6 +76,7 @@ static fedc_status spill(fedc__robust_rows *k, int64_t i, const void *x) {
         return fedc_error(FEDC_EIO, "robust_aggregate: cannot write client %lld's update to the temporary file (disk "
                           "full?)", (long long)i);
     k->filed[i] = 1;
+    fedc__robust_spilled++;
     return FEDC_OK;
 }
 
@@ -91,6 +96,35 @@ fedc_status fedc__agg_robust_add(fedc__agg *a, int64_t i, const void *x, const v
     k->held += k->bytes;
     memcpy(k->rows[i], x, k->bytes);
     return FEDC_OK;
+}
+
+fedc_status fedc__agg_robust_each(fedc__agg *a, int64_t *seen, int64_t *values,
+                                  fedc_status (*give)(void *ctx, int64_t i, const void *x, double w), void *ctx) {
+    fedc_status st = store(a);
+    if (st) return st;
+    fedc__robust_rows *k = a->robust;
+    *seen = k->seen, *values = 0;
+    for (int64_t i = 0; i < k->clients; i++) *values += k->rows[i] || k->filed[i];
+    void *row = give && *values ? fedc_malloc(k->bytes ? k->bytes : 1) : NULL; /* a filed value, read back */
+    if (give && *values && !row) return fedc_error(FEDC_ENOMEM, "robust_aggregate: no memory for a client's %zu bytes", k->bytes);
+    for (int64_t i = 0; give && !st && i < k->clients; i++) {
+        const void *x = k->rows[i];
+        if (!x && k->filed[i]) {
+            if (pread(fileno(k->spill), row, k->bytes, (off_t)i * (off_t)k->bytes) != (ssize_t)k->bytes)
+                st = fedc_error(FEDC_EIO, "robust_aggregate: cannot read client %lld's update back from the temporary "
+                                "file", (long long)i);
+            x = row;
+        }
+        if (x && !st) st = give(ctx, i, x, k->weight[i]);
+    }
+    fedc_free(row);
+    return st;
+}
+
+fedc_status fedc__agg_robust_holes(fedc__agg *a, int64_t holes) {
+    fedc_status st = store(a);
+    if (!st) a->robust->seen += holes;
+    return st;
 }
 
 /* Reads coordinates [lo, lo + count) of the reported client j (fedc__robust_set's read). */

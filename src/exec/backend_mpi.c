@@ -11,7 +11,9 @@
  *    completed (src/exec/aggregate.c), headers first; rank 0 pushes its own and
  *    theirs in leaf order, which rebuilds the stack one process would have had,
  *    completes the aggregation and broadcasts it. So every rank gets the
- *    single-process bits, whichever rank ran which leaf.
+ *    single-process bits, whichever rank ran which leaf. A robust aggregation
+ *    (src/exec/aggregate_robust.c) keeps values, not sums: ranks 1.. send rank 0
+ *    each of their clients' values, which it adds to its store in their places.
  *
  * MPI errors are returned as fedc errors (the communicator is a duplicate of
  * MPI_COMM_WORLD with MPI_ERRORS_RETURN), never aborted on. MPI is called only by
@@ -230,6 +232,59 @@ static fedc_status gather_blocks(fedc__backend *b, fedc__agg *a, blocks *bl, int
     }
 }
 
+/* A robust aggregation's client value as it travels: whose, and its weight; the
+ * value follows. */
+typedef struct row_header {
+    int64_t client;
+    double weight;
+} row_header;
+
+typedef struct row_send {
+    size_t bytes;
+    int tag;
+} row_send;
+
+static fedc_status send_row(void *ctx, int64_t i, const void *x, double w) {
+    const row_send *s = ctx;
+    row_header h = {i, w};
+    MPI_TRY(MPI_Send(&h, (int)sizeof h, MPI_BYTE, 0, s->tag, comm), "MPI_Send (a client's value)");
+    MPI_TRY(MPI_Send(x, (int)s->bytes, MPI_BYTE, 0, s->tag, comm), "MPI_Send (a client's value)");
+    return FEDC_OK;
+}
+
+/* Ranks 1..: the counts, then every client value this rank's store holds. */
+static fedc_status send_rows(fedc__agg *a, int tag) {
+    int64_t n[2] = {0, 0}; /* seen, values */
+    row_send s = {a->bytes, tag};
+    fedc_status st = fedc__agg_robust_each(a, &n[0], &n[1], NULL, NULL);
+    if (st) n[0] = n[1] = -1; /* rank 0 learns of it through the agreement */
+    MPI_TRY(MPI_Send(n, 2, MPI_INT64_T, 0, tag, comm), "MPI_Send (the clients' values)");
+    return st ? st : fedc__agg_robust_each(a, &n[0], &n[1], send_row, &s);
+}
+
+/* Rank 0: every other rank's client values, added in their places. A failure is
+ * remembered, and the messages still received, so no sender waits. */
+static fedc_status gather_rows(fedc__backend *b, fedc__agg *a, int tag) {
+    fedc_status st = FEDC_OK;
+    void *row = fedc__agg_buffer(a);
+    if (!row) return fedc_error(FEDC_ENOMEM, "MPI: out of memory for a client's value of %zu bytes", a->bytes);
+    for (int r = 1; r < b->ranks; r++) {
+        int64_t n[2];
+        MPI_TRY(MPI_Recv(n, 2, MPI_INT64_T, r, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv (the clients' values)");
+        if (n[1] < 0 && !st) st = fedc_error(FEDC_EINTERNAL, "MPI: rank %d could not send its clients' values", r);
+        for (int64_t j = 0; j < n[1]; j++) {
+            row_header h;
+            MPI_TRY(MPI_Recv(&h, (int)sizeof h, MPI_BYTE, r, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv (a client's value)");
+            MPI_TRY(MPI_Recv(row, (int)a->bytes, MPI_BYTE, r, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv (a client's value)");
+            float w = (float)h.weight;
+            if (!st) st = fedc__agg_robust_add(a, h.client, row, &w);
+        }
+        if (!st && n[1] >= 0) st = fedc__agg_robust_holes(a, n[0] - n[1]);
+    }
+    fedc__agg_release(a, row);
+    return st;
+}
+
 static fedc_status combine(fedc__backend *b, fedc__agg *const *aggs, int n) {
     blocks bl = {NULL, NULL, NULL};
     if (b->rank == 0) {
@@ -244,7 +299,8 @@ static fedc_status combine(fedc__backend *b, fedc__agg *const *aggs, int n) {
             st = fedc_error(FEDC_EUNSUPPORTED, "MPI: an aggregate of %zu bytes is too large", a->bytes);
             break;
         }
-        st = b->rank != 0 ? send_blocks(a, i) : gather_blocks(b, a, &bl, i);
+        if (a->op == FEDC_OP_ROBUST_AGGREGATE) st = b->rank != 0 ? send_rows(a, i) : gather_rows(b, a, i);
+        else st = b->rank != 0 ? send_blocks(a, i) : gather_blocks(b, a, &bl, i);
         if (b->rank == 0 && !st) st = fedc__agg_end(a);
         /* rank 0's outcome, then its result, for everyone */
         st = fedc_mpi_agree(b->rank == 0 ? st : FEDC_OK);

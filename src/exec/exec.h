@@ -150,5 +150,15 @@ FEDC_INTERNAL_API void fedc__agg_free(fedc__agg *a);
 fedc_status fedc__agg_robust_add(fedc__agg *a, int64_t i, const void *x, const void *w);
 fedc_status fedc__agg_robust_end(fedc__agg *a);
 void fedc__agg_robust_free(fedc__agg *a);
+/* Over MPI (src/exec/backend_mpi.c): *seen, the clients added here (values or
+ * holes), *values, those with a value; and give(ctx, client, value, weight) for
+ * each of those, in client order (give NULL: the counts only). */
+fedc_status fedc__agg_robust_each(fedc__agg *a, int64_t *seen, int64_t *values,
+                                  fedc_status (*give)(void *ctx, int64_t i, const void *x, double w), void *ctx);
+/* Rank 0: `holes` clients another rank added without a value (dropped). */
+fedc_status fedc__agg_robust_holes(fedc__agg *a, int64_t holes);
+/* The updates robust_aggregate's stores have written to their files, in this
+ * process (for the tests: a budget that spills, and bits that do not change). */
+extern int64_t fedc__robust_spilled;
 
 #endif

@@ -26,12 +26,21 @@ bool fedc__is_output(const fedc_program *p, fedc_value v) {
     return false;
 }
 
+/* A value that is there before any node runs: an input, or a constant kept in
+ * the program (one that is an output is computed into the block at its step). */
+static bool there_from_start(const fedc_program *p, fedc_value v) {
+    const fedc__node *n = &p->nodes[v];
+    return n->op == FEDC_OP_INPUT || (n->op == FEDC_OP_CONSTANT && !fedc__is_output(p, v));
+}
+
 /* A map's result streams when it is not an output and every reader is an
  * aggregation whose other operand is available when the map commits a client:
- * another result of the same map, or a value computed before the map. */
+ * another result of the same map, a value computed before the map, an input or
+ * a constant. A result nothing reads streams too, into nothing: it is not kept
+ * for the cohort (a map extended with per-client work, src/ir/map_extend.c,
+ * leaves the results it read so). */
 static bool streams(const fedc_program *p, fedc_value r) {
     fedc_value m = p->nodes[r].in[0];
-    bool read = false;
     if (fedc__is_output(p, r) || p->nodes[m].op != FEDC_OP_MAP || p->nodes[m].type.placement != FEDC_CLIENTS)
         return false; /* a map at the groups stores its results */
     for (int u = r + 1; u < p->n; u++) {
@@ -39,15 +48,14 @@ static bool streams(const fedc_program *p, fedc_value r) {
         for (int i = 0; i < n->nin; i++) {
             if (n->in[i] != r) continue;
             if (!fedc__is_aggregation(n->op)) return false;
-            read = true;
             for (int j = 0; j < n->nin; j++) {
                 const fedc__node *o = &p->nodes[n->in[j]];
                 bool same_map = o->op == FEDC_OP_RESULT && o->in[0] == m;
-                if (!same_map && n->in[j] > m) return false;
+                if (!same_map && n->in[j] > m && !there_from_start(p, n->in[j])) return false;
             }
         }
     }
-    return read;
+    return true;
 }
 
 void fedc__plan_placement(fedc_executor *ex) {

@@ -9,9 +9,9 @@
 #include "fedc/attack.h"
 #include "fl/fl.h"
 
-static const char *const names[] = {"none", "sign_flip", "scale", "gaussian", "alie", "ipm"};
-static const char *const settings[] = {NULL, NULL, "s", "sigma", "z", "eps"};
-static const double defaults[] = {0, 0, -1, 1, 1, 0.5};
+static const char *const names[] = {"none", "sign_flip", "scale", "gaussian", "alie", "ipm", "label_flip"};
+static const char *const settings[] = {NULL, NULL, "s", "sigma", "z", "eps", NULL};
+static const double defaults[] = {0, 0, -1, 1, 1, 0.5, 0};
 
 const char *fedc_attack_name(fedc_attack_kind kind) {
     return kind >= 0 && kind < (int)(sizeof names / sizeof *names) ? names[kind] : "?";
@@ -40,7 +40,7 @@ fedc_status fedc_attack_parse(const char *spec, fedc_attack *out) {
         return FEDC_OK;
     }
     return fedc_error(FEDC_EINVAL, "unknown attack '%.*s' (there are: sign_flip, scale:s=S, gaussian:sigma=S, alie:z=Z, "
-                      "ipm:eps=E, none)", (int)len, spec);
+                      "ipm:eps=E, label_flip, none)", (int)len, spec);
 }
 
 bool fedc_attack_malicious(const fedc_attack *a, uint64_t seed, int64_t client) {
@@ -48,6 +48,12 @@ bool fedc_attack_malicious(const fedc_attack *a, uint64_t seed, int64_t client) 
     /* a stream of its own: round 0x41545441 ("ATTA"), the client, step 0 */
     fedc_rng_stream s = fedc_rng_stream_make(seed, 0x41545441u, (uint32_t)client, (uint32_t)((uint64_t)client >> 32));
     return fedc_rng_uniform_f64(s, 0) < a->fraction;
+}
+
+void fedc_attack_labels(const fedc_attack *a, int classes, int32_t *y, int64_t n) {
+    if (a->kind != FEDC_ATTACK_LABEL_FLIP) return;
+    for (int64_t i = 0; i < n; i++)
+        if (y[i] >= 0 && y[i] < classes) y[i] = classes - 1 - y[i];
 }
 
 /* Each leaf's malicious value, from the leaf v (@clients), the honest clients'
@@ -70,7 +76,7 @@ static fedc_value attacked(fedc_program *p, const fedc_attack *a, fedc_value v, 
 
 fedc_tree *fedc_attack_update(fedc_program *p, const fedc_attack *a, const fedc_tree *update, fedc_value malicious,
                               fedc_value key) {
-    if (a->kind == FEDC_ATTACK_NONE) return (fedc_tree *)update;
+    if (a->kind == FEDC_ATTACK_NONE || a->kind == FEDC_ATTACK_LABEL_FLIP) return (fedc_tree *)update; /* data, not update */
     fedc_value one = fedc_scalar(p, FEDC_F32, 1), bad = fedc_gt(p, malicious, fedc_scalar(p, FEDC_F32, 0.5));
     fedc_value honest = fedc_sub(p, one, malicious);
     fedc_tree *t = fedc_tree_new(p);

@@ -12,6 +12,7 @@
  * the algorithm makes them (no worker momentum). */
 #include "fedc/aggregate.h"
 #include "fl/fl.h"
+#include "ir/ir.h"
 
 enum { CONCAT_MAX = 64 }; /* the most operands one concat takes */
 
@@ -53,10 +54,31 @@ static fedc_tree *unflatten(fedc_program *p, fedc_value flat, const fedc_tree *l
     return fedc_program_status(p) ? NULL : t;
 }
 
+/* The flat update computed in the clients' map, as its result "robust/update",
+ * when update's leaves are all results of one map (an algorithm's local training
+ * as it sends it: no attack, zeroing or centring after the map); else FEDC_NONE.
+ * That result streams into the aggregator's store, one client at a time, so the
+ * round's memory is the store's budget and not the cohort's updates. */
+static fedc_value flatten_in_map(fedc_program *p, const fedc_tree *update) {
+    int n = fedc_tree_size(update);
+    fedc_value leaves[FEDC__FL_MAX_PARAMS], flat = FEDC_NONE;
+    fedc_program *fn = NULL;
+    if (n < 1 || n > FEDC__FL_MAX_PARAMS || fedc_program_create(&fn)) return FEDC_NONE;
+    for (int i = 0; i < n; i++) leaves[i] = fedc_tree_value(update, i);
+    fedc_tree *in = fedc_tree_input(fn, NULL, update, FEDC_LOCAL);
+    fedc_status st = in ? fedc_program_output(fn, "robust/update", flatten(fn, in)) : fedc_program_status(fn);
+    if (!st) st = fedc_program_status(fn);
+    if (st) fedc_program_fail(p, st, "%s", fn->errmsg);
+    else fedc__map_extend(p, leaves, n, fn, &flat); /* EUNSUPPORTED: flat stays FEDC_NONE */
+    fedc_program_destroy(fn);
+    return flat;
+}
+
 fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value weight) {
     fedc_program *p = r->p;
     const fedc_robust *rb = &r->alg->aggregation.robust;
-    fedc_value x = flatten(p, update), center = FEDC_NONE;
+    fedc_value x = rb->kind == FEDC_ROBUST_CCLIP ? FEDC_NONE : flatten_in_map(p, update), center = FEDC_NONE;
+    if (x == FEDC_NONE && !fedc_program_status(p)) x = flatten(p, update);
     if (fedc_program_status(p)) return NULL;
     if (fedc_value_type(p, weight).dtype != FEDC_F32) weight = fedc_cast(p, weight, FEDC_F32);
     if (rb->kind == FEDC_ROBUST_CCLIP) {

@@ -165,6 +165,9 @@ static fedc_status fill_one(trainer *t, fedc_dataset *ds, int64_t id, int j, coh
         st = fedc_batch(c, batch, false, &b);
     if (!st) st = copy_rows(b, "x", cb->x_dtype, batch * per_x, cb->max_steps, cb->x + (size_t)j * (size_t)(cb->x_elems), c->id);
     if (!st) st = copy_rows(b, "y", FEDC_I32, batch * per_y, cb->max_steps, cb->y + (size_t)j * (size_t)(cb->y_elems), c->id);
+    const fedc_attack *attack = &t->alg.aggregation.attack;
+    if (!st && shuffle && fedc_attack_malicious(attack, t->c->seed, id)) /* label_flip: its training labels */
+        fedc_attack_labels(attack, fedc_model_num_classes(t->model), cb->y + (size_t)j * (size_t)cb->y_elems, cb->y_elems);
     if (!st) {
         int64_t steps = b->steps < cb->max_steps ? b->steps : cb->max_steps;
         float *mask = cb->mask + (size_t)j * (size_t)(cb->max_steps * batch);

@@ -35,7 +35,9 @@ const char *fedc__deploy_name(const fedc__cut *c, fedc_value v, char *buf, size_
     return buf;
 }
 
-static bool is_aggregation(fedc__op op) { return op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN; }
+static bool is_aggregation(fedc__op op) {
+    return op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN || op == FEDC_OP_ROBUST_AGGREGATE;
+}
 
 /* A local value no input reaches. */
 static bool is_free(const fedc_program *p, fedc_value v) {

@@ -124,7 +124,7 @@ static fedc_status check_phase(const fedc_program *q, fedc_phase_kind kind) {
             ok = n->op == FEDC_OP_BROADCAST || n->op == FEDC_OP_INPUT || n->type.placement == FEDC_LOCAL;
         else if (kind == FEDC_PHASE_AGGREGATION)
             ok = n->op == FEDC_OP_SUM || n->op == FEDC_OP_MEAN || n->op == FEDC_OP_WEIGHTED_MEAN ||
-                 n->op == FEDC_OP_INPUT || n->type.placement == FEDC_LOCAL;
+                 n->op == FEDC_OP_ROBUST_AGGREGATE || n->op == FEDC_OP_INPUT || n->type.placement == FEDC_LOCAL;
         else ok = n->type.placement != FEDC_CLIENTS;
         if (ok) continue;
         char t[64];

@@ -1,0 +1,128 @@
+#!/bin/sh
+# The robust aggregation study (issue 38): Fashion-MNIST (Dirichlet(0.5) over CLIENTS clients, the
+# dense model) and FEMNIST-LEAF (its writers, the CNN), every aggregator against every attack at
+# 0%, 10% and 20% attackers (--attackers: a seeded fraction of the population, fedc/attack.h):
+# the final test accuracy, and each aggregator's seconds a round against the mean's. Accuracy
+# does not depend on the machine's load: every run is bitwise reproducible (the seconds do).
+#
+#   bench/accuracy/robust.sh [ROUNDS]        (default 100)
+#
+# Writes $OUT/robust.tsv (dataset, aggregator, attack, fraction, accuracy, seconds a round),
+# prints it as markdown tables (one per dataset: aggregators down, attack x fraction across;
+# then the cost a round against the mean's, at 0% attackers) and draws $OUT/robust-DATASET.svg
+# heat maps; record them in docs/benchmarks.md.
+#
+# Environment: FEDC (./build/fedc), PYTHON (/usr/bin/python3), OUT (out/robust), THREADS (2),
+# CLIENTS (Fashion-MNIST's clients, 500), COHORT (clients a round, 20), F (the f of Krum,
+# Multi-Krum and Bulyan: 4, which Bulyan's n >= 4f + 3 allows at a cohort of 20), DATASETS
+# ("fashion femnist"), AGGREGATORS, ATTACKS, FRACTIONS (the grid), REUSE=1 (keep runs whose
+# log ends in a result).
+set -eu
+cd "$(dirname "$0")/../.."
+rounds=${1:-100}
+FEDC=${FEDC:-./build/fedc}
+PYTHON=${PYTHON:-/usr/bin/python3}
+OUT=${OUT:-out/robust}
+THREADS=${THREADS:-2}
+CLIENTS=${CLIENTS:-500}
+COHORT=${COHORT:-20}
+F=${F:-4}
+DATASETS=${DATASETS:-fashion femnist}
+AGGREGATORS=${AGGREGATORS:-mean median trimmed_mean:beta=0.2 krum:f=$F multikrum:f=$F bulyan:f=$F geomed cclip:tau=1}
+ATTACKS=${ATTACKS:-sign_flip scale:s=-10 gaussian:sigma=10 label_flip alie:z=1 ipm:eps=0.5}
+FRACTIONS=${FRACTIONS:-0 0.1 0.2}
+FASHION=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+LEAF=../shared/data/femnist-leaf
+[ -x "$FEDC" ] || { echo "robust.sh: $FEDC not found (make build)" >&2; exit 2; }
+mkdir -p "$OUT"
+
+common="--rounds $rounds --clients-per-round $COHORT --batch-size 20 --epochs 1 --eval-every $rounds --seed 0
+  --threads $THREADS --quiet"
+fashion_args="--data $FASHION --partition dirichlet:0.5 --num-clients $CLIENTS --model dense --client-lr 0.05 $common"
+femnist_args="--data $LEAF/train --test-data $LEAF/test --model cnn --client-lr 0.1 $common"
+
+# run DATASET AGGREGATOR ATTACK FRACTION: one fedc train; appends its row to robust.tsv
+run() {
+  dataset=$1 agg=$2 attack=$3 frac=$4
+  name=$(echo "$dataset-$agg-$attack-$frac" | tr ':,=' '___')
+  log="$OUT/$name.log" dir="$OUT/$name"
+  args=$fashion_args
+  [ "$dataset" = femnist ] && args=$femnist_args
+  flags="--aggregator $agg"
+  [ "$frac" = 0 ] || flags="$flags --attack $attack --attackers $frac"
+  if [ "${REUSE:-0}" != 1 ] || ! grep -q '^done:' "$log" 2>/dev/null; then
+    echo "== $name ($(date -u +%H:%M:%S))" >&2
+    # shellcheck disable=SC2086
+    "$FEDC" train $args $flags --out "$dir" >"$log" 2>&1 || {
+      echo "robust.sh: $name failed:" >&2
+      tail -3 "$log" >&2
+      return 0
+    }
+  fi
+  acc=$(tail -1 "$dir/metrics.jsonl" | sed -n 's/.*"test_accuracy": \([0-9.e-]*\).*/\1/p')
+  # seconds a round: the median of the rounds' (the evaluation's round left out)
+  secs=$(sed -n 's/.*"evaluated": false.*"seconds": \([0-9.e-]*\).*/\1/p' "$dir/metrics.jsonl" | sort -g |
+    awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "" }')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$dataset" "$agg" "$attack" "$frac" "$acc" "$secs" >>"$OUT/robust.tsv"
+}
+
+: >"$OUT/robust.tsv"
+for d in $DATASETS; do
+  for agg in $AGGREGATORS; do
+    run "$d" "$agg" none 0 # the clean run: its row stands for every attack at 0%
+    for attack in $ATTACKS; do
+      for frac in $FRACTIONS; do [ "$frac" = 0 ] || run "$d" "$agg" "$attack" "$frac"; done
+    done
+  done
+done
+
+"$PYTHON" - "$OUT" "$FRACTIONS" $ATTACKS <<'PY'
+import collections, sys
+out, fractions, attacks = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+rows = [l.rstrip("\n").split("\t") for l in open(out + "/robust.tsv") if l.strip()]
+acc, secs = {}, {}
+for d, agg, attack, frac, a, s in rows:
+    acc[d, agg, attack, frac] = float(a) if a else None
+    if frac == "0": secs[d, agg] = float(s) if s else None
+datasets = list(collections.OrderedDict.fromkeys(r[0] for r in rows))
+aggs = list(collections.OrderedDict.fromkeys(r[1] for r in rows))
+cols = [("none", "0")] + [(a, f) for a in attacks for f in fractions if f != "0"]
+def cell(d, agg, attack, frac):
+    v = acc.get((d, agg, "none" if frac == "0" else attack, frac))
+    return v
+for d in datasets:
+    print("\n%s: final test accuracy (%%)\n" % d)
+    print("| aggregator | clean | " + " | ".join("%s %d%%" % (a, round(100 * float(f))) for a, f in cols[1:]) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    for agg in aggs:
+        vals = [cell(d, agg, a, f) for a, f in cols]
+        print("| `%s` | " % agg + " | ".join("-" if v is None else "%.1f" % (100 * v) for v in vals) + " |")
+    mean = secs.get((d, "mean"))
+    print("\n%s: seconds a round (median), against the mean's\n" % d)
+    print("| aggregator | s a round | × mean |\n|---|---|---|")
+    for agg in aggs:
+        s = secs.get((d, agg))
+        print("| `%s` | %s | %s |" % (agg, "-" if s is None else "%.3f" % s,
+                                      "-" if s is None or not mean else "%.2f" % (s / mean)))
+    # the heat map: aggregators down, attack x fraction across, accuracy as colour
+    w, h, cw, ch, left, top = 0, 0, 46, 22, 150, 90
+    svg = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+           'font-size="10">' % (left + cw * len(cols) + 10, top + ch * len(aggs) + 10)]
+    svg.append('<text x="4" y="14" font-size="12">%s: final test accuracy by aggregator and attack</text>' % d)
+    for j, (a, f) in enumerate(cols):
+        x = left + cw * j + cw / 2
+        svg.append('<text x="%g" y="%d" transform="rotate(-45 %g %d)">%s</text>'
+                   % (x, top - 6, x, top - 6, "clean" if f == "0" else "%s %d%%" % (a.split(":")[0], round(100 * float(f)))))
+    for i, agg in enumerate(aggs):
+        y = top + ch * i
+        svg.append('<text x="4" y="%d">%s</text>' % (y + 15, agg))
+        for j, (a, f) in enumerate(cols):
+            v = cell(d, agg, a, f)
+            g = 0 if v is None else max(0.0, min(1.0, v))
+            fill = "#ddd" if v is None else "rgb(%d,%d,%d)" % (255 - int(200 * g), 80 + int(160 * g), 90)
+            svg.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>' % (left + cw * j, y, cw - 1, ch - 1, fill))
+            svg.append('<text x="%d" y="%d">%s</text>' % (left + cw * j + 8, y + 15, "-" if v is None else "%.0f" % (100 * v)))
+    svg.append("</svg>")
+    open("%s/robust-%s.svg" % (out, d), "w").write("\n".join(svg))
+    print("\nheat map: %s/robust-%s.svg" % (out, d))
+PY
