@@ -9,7 +9,7 @@
  * of 5 clients, with each report replayed over a connection of its own
  * (FEDC_FAULT=report-replay: each answered "counted 0"), and while round 2 waits
  * for its last client, a raw connection that presents client 3's credential as
- * client 4 and others' credentials, replays a report of round 1 in round 2,
+ * client 4 (checking in, beating, in a SecAgg message) and others' credentials, replays a report of round 1 in round 2,
  * sends a report for the stale round and one of a client round 2 did not select:
  * each refused with its reason logged (or, the replay, counted 0), the refused
  * credentials counted in metrics.jsonl, and the run has fedc_train's bits. */
@@ -225,6 +225,13 @@ static void hostile_requests(const char *url, const fedc_plan *p, const int64_t 
     ci[0].value = "";
     CHECK_OK(fedc__net_call(&n, FEDC__MSG_CHECKIN, ci, 5, NULL, 0, &m));
     expect_refused(&m, "the credential is not client 4's");
+    /* a heartbeat and a SecAgg message for client 4, with client 3's credential: the same one check */
+    fedc_metadata_entry hb[] = {{"token", cred[3]}, {"client", "4"}, {"round", "1"}, {"exchange", "0"}, {"slot", "0"},
+                                {"session", "0"}, {"step", "0"}};
+    CHECK_OK(fedc__net_call(&n, FEDC__MSG_HEARTBEAT, hb, 5, NULL, 0, &m));
+    expect_refused(&m, "the credential is not client 4's");
+    CHECK_OK(fedc__net_call(&n, FEDC__MSG_SECAGG, hb, 7, NULL, 0, &m));
+    expect_refused(&m, "the credential is not client 4's");
     char z_is[64];
     snprintf(z_is, sizeof z_is, "the credential is not client %lld's", (long long)z);
     raw_report(&n, p, cred[(z + 1) % CASE_CLIENTS], z, 1, 0, &m); /* another's credential, claiming z's open slot */
@@ -307,13 +314,13 @@ static void test_who_speaks_for_whom(void) {
     const char *metrics = path("who.out/metrics.jsonl");
     CHECK_EQ_INT(count_lines(metrics, "\"reported\": 3, \"dropped\": 0"), 2);
     CHECK_EQ_INT((int)field_of_row(metrics, 0, "\"unauthenticated\": "), 0);
-    CHECK_EQ_INT((int)field_of_row(metrics, 1, "\"unauthenticated\": "), 4);
+    CHECK_EQ_INT((int)field_of_row(metrics, 1, "\"unauthenticated\": "), 6);
     /* each replayed report was answered counted 0 (the clients check it) and is a duplicate: round 1's 3 and the raw
      * one by round 2's row; round 2's own are there too unless they came after its last report closed it */
     long dup = field_of_row(metrics, 0, "\"duplicates\": ") + field_of_row(metrics, 1, "\"duplicates\": ");
     CHECK_MSG(dup >= 4 && dup <= 7, "%ld duplicates; the replays make 4 to 7", dup);
     const char *log_path = path("who.log");
-    CHECK_EQ_INT(count_lines(log_path, "refused client 4: the credential is not client 4's"), 2);
+    CHECK_EQ_INT(count_lines(log_path, "refused client 4: the credential is not client 4's"), 4);
     char line[128];
     snprintf(line, sizeof line, "refused client %lld: the credential is not client %lld's", (long long)z, (long long)z);
     CHECK_EQ_INT(count_lines(log_path, line), 2);
