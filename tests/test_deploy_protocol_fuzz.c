@@ -74,6 +74,7 @@ typedef struct hostile {
     int64_t slot[ROUNDS]; /* client 4's slot in each round */
     atomic_int stop;
     int requests, refused, stalled, accepted_damaged, idle, slow, hung_up;
+    int logged; /* of the refused, those the server logs: all but a well-formed ready turned away (a late one is normal) */
     char problem[512];
 } hostile;
 
@@ -107,7 +108,7 @@ static const char *mutant(char *buf, size_t size) {
         size_t n = 1 + (size_t)rnd(40);
         for (size_t i = 0; i < n && i + 1 < size; i++) {
             char c = (char)(1 + rnd(126));
-            buf[i] = c == '"' || c == '\\' ? 'x' : c;
+            buf[i] = c == '"' || c == '\\' ? 'x' : c == '\n' ? '\v' : c; /* a raw newline after encoding */
         }
         buf[n < size ? n : size - 1] = '\0';
         return buf;
@@ -118,10 +119,10 @@ static const char *mutant(char *buf, size_t size) {
 
 /* One request of a random client type, as client 4 would send it for a random round, with one field mutated
  * (or none), then damaged as a frame (or not). *damaged: it must be refused whatever its fields. */
-static void *one_request(hostile *h, size_t *size, bool *damaged, bool *authentic) {
+static void *one_request(hostile *h, size_t *size, bool *damaged, bool *authentic, fedc__msg_type *sent_type) {
     static const fedc__msg_type types[] = {FEDC__MSG_CHECKIN, FEDC__MSG_HEARTBEAT, FEDC__MSG_READY, FEDC__MSG_REPORT,
                                            FEDC__MSG_SECAGG};
-    fedc__msg_type type = types[rnd(5)];
+    fedc__msg_type type = *sent_type = types[rnd(5)];
     int r = rnd(ROUNDS);
     char version[16], round[16], slot[16], value[160];
     snprintf(version, sizeof version, "%d", FEDC__PROTOCOL_VERSION);
@@ -163,6 +164,12 @@ static void *one_request(hostile *h, size_t *size, bool *damaged, bool *authenti
     void *frame = NULL;
     if (fedc__wire_encode(type, f, nf, t, nt, &frame, size)) return NULL;
     unsigned char *b = frame;
+    /* the encoder refuses a newline in a field, but a peer need not use it: each vertical tab (one of the
+     * mutants' bytes) becomes a raw newline in the frame's JSON header, which the decoder takes */
+    uint64_t header = 0;
+    for (int i = 7; i >= 0 && *size >= 24; i--) header = header << 8 | b[16 + i];
+    for (size_t i = 24; i < *size && i - 24 < header; i++)
+        if (b[i] == '\v') b[i] = '\n';
     *damaged = true;
     switch (rnd(8)) {
     case 0: *size = (size_t)rnd((int)*size); break;      /* truncated */
@@ -224,12 +231,13 @@ static void *hostile_main(void *arg) {
     while (!atomic_load(&h->stop)) {
         size_t size = 0;
         bool damaged = false, authentic = true;
-        void *frame = one_request(h, &size, &damaged, &authentic);
+        fedc__msg_type kind = 0;
+        void *frame = one_request(h, &size, &damaged, &authentic, &kind);
         if (!frame) continue;
         type = exchange(&n, frame, size);
         fedc_free(frame);
         h->requests++;
-        if (type == FEDC__MSG_REJECT) h->refused++;
+        if (type == FEDC__MSG_REJECT) h->refused++, h->logged += damaged || kind != FEDC__MSG_READY;
         if (type == -1 && !atomic_load(&h->stop)) h->stalled++, problem(h, "a request the server did not answer", -1);
         if (type == -2) problem(h, "an answer that is not a frame", -1);
         if ((damaged || !authentic) && type >= 0 && type != FEDC__MSG_REJECT) h->accepted_damaged++, problem(h, "a damaged request not refused", type);
@@ -310,6 +318,11 @@ static void test_live_protocol_fuzz(void) {
     fprintf(stderr, "    %d hostile requests (%d refused), %d oversized (hung up on), %d idle connections, %d slow-loris "
             "bytes\n", h.requests, h.refused, h.hung_up, h.idle, h.slow);
     check_same_bits(path("fuzz.out/checkpoint.safetensors"), path("fuzz.train/checkpoint.safetensors"), 2);
+    /* a mutated client id holds newlines and other control characters: none forges a line of the server's log */
+    CHECK_EQ_INT(count_lines(path("fuzz.log"), "\n") - count_lines(path("fuzz.log"), "fedc server: "), 0);
+    int logged = count_lines(path("fuzz.log"), ": refused ");
+    CHECK_MSG(logged >= h.logged, "%d refusals logged, but the peer was refused %d times (not counting readies)", logged,
+              h.logged);
     CHECK_EQ_INT(count_lines(path("fuzz.out/metrics.jsonl"), "\"left_out\": [4]"), ROUNDS);
     CHECK_EQ_INT(count_lines(path("fuzz.out/metrics.jsonl"), "\"reported\": 4,"), ROUNDS);
     fedc_plan_destroy(h.plan);

@@ -35,18 +35,25 @@ bool fedc__server_wait(server *s, const fedc__req *to, int ms, const char *why) 
                                  NULL, 0);
 }
 
+/* Text that holds what a peer sent, made fit for a log line and a reason: no
+ * quotes or backslashes (metadata holds no escapes), and no control characters
+ * (a newline in a claimed client id must not forge a line of the log). */
+static void plain(char *t) {
+    for (; *t; t++)
+        if (*t == '"' || *t == '\\' || (unsigned char)*t < 0x20 || *t == 0x7f) *t = '\'';
+}
+
 /* Rejects the request, saying why, and logs it: the client's id when known. */
 static bool refuse(server *s, const char *client, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool refuse(server *s, const char *client, const char *fmt, ...) {
-    char why[600];
+    char why[600], id[40];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    for (char *c = why; *c; c++)
-        if (*c == '"' || *c == '\\' || *c == '\n') *c = '\''; /* metadata holds no escapes */
-    fprintf(s->log, "fedc server: round %d: refused %s%s: %s\n", s->round + 1, client ? "client " : "a request",
-            client ? client : "", why);
+    snprintf(id, sizeof id, "%.32s", client ? client : "");
+    plain(why), plain(id);
+    fprintf(s->log, "fedc server: round %d: refused %s%s: %s\n", s->round + 1, client ? "client " : "a request", id, why);
     s->refused++;
     return reply(s, FEDC__MSG_REJECT, (fedc_metadata_entry[]){{"reason", why}}, 1, NULL, 0);
 }
