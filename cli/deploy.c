@@ -21,6 +21,8 @@ static const char server_usage[] =
     "  --token T                the token clients must present (default: one is made and written\n"
     "                           to DIR/token)\n"
     "  --token-file FILE        the token, as FILE's first line\n"
+    "  --credentials-key FILE   per-client credentials instead of a token: each client must present\n"
+    "                           the credential of its own id, derived from the key in FILE\n"
     "  --tls-cert FILE --tls-key FILE\n"
     "                           PEM certificate and key, for a tls+tcp://HOST:PORT address\n"
     "  --report-deadline S      seconds a round waits for its reports (default 600)\n"
@@ -45,6 +47,12 @@ static const char server_usage[] =
     "  --secure-neighbours K    SecAgg+: each client shares with K neighbours on a ring (even;\n"
     "                           default 0: with every other client)\n";
 
+static const char issue_usage[] =
+    "usage: fedc server --issue-credentials N --credentials-key FILE --out DIR\n"
+    "  write the per-client credentials of clients 0 to N - 1, derived from the key in FILE (made,\n"
+    "  mode 0600, if there is no such file), to DIR/client-ID.credential (mode 0600): the files\n"
+    "  fedc client --credential and fedc fleet --credentials read\n";
+
 static const char client_usage[] =
     "usage: fedc client --connect ADDR --data PATH [--client ID] [options]\n"
     "       fedc fleet --connect ADDR --data PATH --clients N [options]\n"
@@ -52,6 +60,9 @@ static const char client_usage[] =
     "  train numbers them) of the dataset PATH, opened with the plan's settings\n"
     "  fleet: clients 0 to N - 1 of PATH as threads of one process, each with its own connection\n"
     "  --token T | --token-file FILE   the server's token\n"
+    "  --credential FILE        client: its own credential (fedc server --issue-credentials), in\n"
+    "                           place of a token\n"
+    "  --credentials DIR        each client's credential, DIR/client-ID.credential, in place of a token\n"
     "  --tls-ca FILE            for a tls+tcp:// address: the PEM certificate(s) to verify the\n"
     "                           server's with (a self-signed server: its certificate)\n"
     "  --tls-server-name NAME   the name the server's certificate must have (default: the host)\n"
@@ -70,12 +81,13 @@ typedef struct args {
     fedc_server_options s;
     fedc_client_options c;
     const char *token_file;
+    int64_t issue; /* --issue-credentials N (0: not asked) */
     int clients;
     bool has_clients, has_rounds, has_k;
     char token[256];
 } args;
 
-/* Reads the token file's first line into a->token. */
+/* Reads the token file's (or the credential file's) first line into a->token. */
 static bool read_token(const char *cmd, args *a) {
     char *text = cli_read_text(cmd, a->token_file, 4096);
     if (!text) return false;
@@ -108,6 +120,9 @@ static bool option(const char *cmd, args *a, bool server, const char *name, cons
         if (!strcmp(name, "--listen")) return cli_text(cmd, name, v) && (a->s.listen = v);
         if (!strcmp(name, "--out")) return cli_text(cmd, name, v) && (a->s.out_dir = v);
         if (!strcmp(name, "--tls-cert")) return cli_text(cmd, name, v) && (a->s.tls_cert = v);
+        if (!strcmp(name, "--credentials-key")) return cli_text(cmd, name, v) && (a->s.credentials_key = v);
+        if (!strcmp(name, "--issue-credentials"))
+            return cli_uint(cmd, name, v, 1, FEDC_MAX_CREDENTIALS, &n) && (a->issue = (int64_t)n);
         if (!strcmp(name, "--tls-key")) return cli_text(cmd, name, v) && (a->s.tls_key = v);
         if (!strcmp(name, "--rounds"))
             return cli_uint(cmd, name, v, 1, 1000000, &n) && (a->s.rounds = (int)n, a->has_rounds = true);
@@ -133,6 +148,8 @@ static bool option(const char *cmd, args *a, bool server, const char *name, cons
         if (!strcmp(name, "--connect")) return cli_text(cmd, name, v) && (a->c.connect = v);
         if (!strcmp(name, "--data")) return cli_text(cmd, name, v) && (a->c.data = v);
         if (!strcmp(name, "--tls-ca")) return cli_text(cmd, name, v) && (a->c.tls_ca = v);
+        if (!strcmp(name, "--credential")) return cli_text(cmd, name, v) && (a->token_file = v);
+        if (!strcmp(name, "--credentials")) return cli_text(cmd, name, v) && (a->c.credentials_dir = v);
         if (!strcmp(name, "--tls-server-name")) return cli_text(cmd, name, v) && (a->c.tls_server_name = v);
         if (!strcmp(name, "--client")) return cli_uint(cmd, name, v, 0, 1 << 20, &n) && (a->c.client = (int64_t)n, true);
         if (!strcmp(name, "--clients"))
@@ -168,14 +185,29 @@ static int failed(const char *cmd) {
     return CLI_FAILED;
 }
 
+/* fedc server --issue-credentials N: the credentials written, nothing served. */
+static int issue_credentials(const args *a) {
+    if (!a->s.credentials_key || !a->s.out_dir || a->s.plan || a->s.listen) {
+        fprintf(stderr, "fedc server: --issue-credentials needs --credentials-key and --out, and no plan or "
+                "address\n%s", issue_usage);
+        return CLI_USAGE;
+    }
+    if (fedc_credentials_issue(a->s.credentials_key, a->issue, a->s.out_dir)) return failed("fedc server");
+    printf("fedc server: %lld credentials in %s, derived from the key in %s\n", (long long)a->issue, a->s.out_dir,
+           a->s.credentials_key);
+    return CLI_OK;
+}
+
 int fedc_cli_server(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         fputs(server_usage, stdout);
+        fputs(issue_usage, stdout);
         return CLI_OK;
     }
     args a;
     int rc = parse("fedc server", &a, true, argc, argv);
     if (rc) return rc;
+    if (a.issue) return issue_credentials(&a);
     if (!a.s.plan || !a.s.listen || !a.s.out_dir || !a.has_rounds || !a.has_k) {
         fprintf(stderr, "fedc server: needs --plan, --listen, --rounds, --clients-per-round and --out (see fedc server --help)\n");
         return CLI_USAGE;

@@ -11,62 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "deploy_case.h"
+#include "deploy_threads.h"
 #include "core/fault.h"
 #include "deploy/net.h"
 #include "fedc/deploy.h"
 #include "fedc/safetensors.h"
 
-static char data_path[400], dir[400];
-
-static const char *path(const char *name) {
-    static char buf[4][600];
-    static int next;
-    char *b = buf[next++ % 4];
-    snprintf(b, sizeof buf[0], "%s/%s", dir, name);
-    return b;
-}
-
-static bool setup(void) {
-    if (dir[0]) return true;
-    const char *d = fedc_test_tmpdir("deploy-net");
-    if (!d) return false;
-    snprintf(dir, sizeof dir, "%s", d);
-    snprintf(data_path, sizeof data_path, "%s", path("case.json"));
-    return write_case_data(data_path);
-}
-
-/* Every tensor of the deployed checkpoint is in the trained one, bit for bit. */
-static void check_same_bits(const char *deployed, const char *trained, int tensors) {
-    fedc_safetensors *a = NULL, *b = NULL;
-    CHECK_OK(fedc_safetensors_read(deployed, &a));
-    CHECK_OK(fedc_safetensors_read(trained, &b));
-    if (!a || !b) goto out;
-    CHECK_EQ_INT(fedc_safetensors_count(a), tensors);
-    for (int i = 0; i < fedc_safetensors_count(a); i++) {
-        fedc_tensor_entry x = fedc_safetensors_tensor(a, i), y;
-        CHECK_OK(fedc_safetensors_find(b, x.name, &y));
-        CHECK_MSG(fedc_type_bytes(&x.type) == fedc_type_bytes(&y.type) && !memcmp(x.data, y.data, fedc_type_bytes(&x.type)),
-                  "%s: the deployed run's bits differ from fedc_train's", x.name);
-    }
-out:
-    fedc_safetensors_destroy(a);
-    fedc_safetensors_destroy(b);
-}
-
-typedef struct job {
-    fedc_server_options s;
-    fedc_status st;
-    char err[1024];
-} job;
-
-static void *server_main(void *arg) {
-    job *j = arg;
-    j->st = fedc_server_run(&j->s);
-    if (j->st) snprintf(j->err, sizeof j->err, "%s", fedc_errmsg());
-    return NULL;
-}
+static bool setup(void) { return deploy_setup("deploy-net"); }
 
 /* The plan of `rounds` rounds of k clients, and fedc_train's run of the same;
  * with `adam`, FedAdam weighting clients by their datasets' sizes (the round
@@ -115,15 +66,6 @@ static fedc_client_options client_options(const char *url, const char *token) {
     o.connect = url, o.data = data_path, o.token = token;
     o.timeout = 30, o.max_seconds = 120;
     return o;
-}
-
-static int count_lines(const char *file, const char *needle) {
-    FILE *f = fopen(file, "r");
-    char line[4096];
-    int n = 0;
-    while (f && fgets(line, sizeof line, f)) n += strstr(line, needle) != NULL;
-    if (f) fclose(f);
-    return n;
 }
 
 /* The number after `key` in each of a metrics file's rows, at most max: how

@@ -42,6 +42,7 @@ static void test_names(void) {
         {"load:1:0", FEDC__FAULT_LOAD},
         {"slow:0.3", FEDC__FAULT_SLOW},
         {"report-twice", FEDC__FAULT_REPORT_TWICE},
+        {"report-replay", FEDC__FAULT_REPORT_REPLAY},
         {"exit-after-report:1", FEDC__FAULT_EXIT_AFTER_REPORT},
         {"secagg-exit:2", FEDC__FAULT_SECAGG_EXIT},
         {"secagg-garble:3", FEDC__FAULT_SECAGG_GARBLE},

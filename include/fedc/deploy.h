@@ -150,6 +150,10 @@ typedef struct fedc_server_options {
     bool secure_agg;         /* the clients' u32 words are summed by SecAgg: the server sees only the sum */
     int secure_threshold;    /* t: shares that rebuild a client's secrets (0: half its neighbours, plus one) */
     int secure_neighbours;   /* SecAgg+: each client's neighbours, even (0: every other client) */
+    /* per-client credentials (docs/deployment.md, "Per-client credentials"); after the older fields */
+    const char *credentials_key; /* a file holding the key credentials are derived from (fedc_credentials_issue):
+                                    each request must carry the credential of the client id it claims, in place
+                                    of the token (which is then neither made nor accepted); NULL: the token */
 } fedc_server_options;
 FEDC_API void fedc_server_defaults(fedc_server_options *o);
 /* Runs the job to its last round; resumes from out_dir/checkpoint.safetensors if
@@ -174,8 +178,16 @@ typedef struct fedc_client_options {
     const char *state_dir; /* a stateful algorithm's client state kept in DIR/client-<id>.safetensors
                               after every change, and read back when the client starts again (NULL:
                               in memory only, so a restarted client starts from client_init) */
+    const char *credentials_dir; /* per-client credentials: client ID presents the first line of
+                                    DIR/client-ID.credential in place of the token (NULL: the token) */
 } fedc_client_options;
 FEDC_API void fedc_client_defaults(fedc_client_options *o);
+/* Per-client credentials: the key in key_file (made, with mode 0600, if there
+ * is no such file) and the credentials of clients 0 to clients - 1 derived from
+ * it, written to dir/client-ID.credential (made if missing), mode 0600: the
+ * files a server started with credentials_key = key_file accepts. */
+enum { FEDC_MAX_CREDENTIALS = 1 << 24 };
+FEDC_API fedc_status fedc_credentials_issue(const char *key_file, int64_t clients, const char *dir);
 /* Runs one client until the server says the job is done. */
 FEDC_API fedc_status fedc_client_run(const fedc_client_options *o);
 /* Clients 0 to n - 1 of o->data (o->client is ignored), each on a thread of its

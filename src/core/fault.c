@@ -21,6 +21,7 @@ static const struct {
     [FEDC__FAULT_LOAD] = {"load", ARG_ROUNDS},
     [FEDC__FAULT_SLOW] = {"slow", ARG_SECONDS},
     [FEDC__FAULT_REPORT_TWICE] = {"report-twice", ARG_NONE},
+    [FEDC__FAULT_REPORT_REPLAY] = {"report-replay", ARG_NONE},
     [FEDC__FAULT_EXIT_AFTER_REPORT] = {"exit-after-report", ARG_ROUND},
     [FEDC__FAULT_SECAGG_EXIT] = {"secagg-exit", ARG_ROUND},
     [FEDC__FAULT_SECAGG_GARBLE] = {"secagg-garble", ARG_ROUND},
@@ -139,8 +140,8 @@ static bool parse(const char *spec, table *t, char *why, size_t size) {
         if (arg) *arg++ = '\0';
         int id = find(f);
         if (id < 0)
-            snprintf(why, size, "no fault \"%.64s\" (the faults: metrics, load, slow, report-twice, exit-after-report, "
-                     "secagg-exit, secagg-garble, secagg-forge-unmask)", f);
+            snprintf(why, size, "no fault \"%.64s\" (the faults: metrics, load, slow, report-twice, report-replay, "
+                     "exit-after-report, secagg-exit, secagg-garble, secagg-forge-unmask)", f);
         else if (t->arg[id]) snprintf(why, size, "%s is named twice", f);
         else if (!arg_valid(faults[id].arg, arg))
             snprintf(why, size, "%s takes %s, not \"%.64s\"", f, arg_text[faults[id].arg], arg ? arg : "");

@@ -18,6 +18,7 @@
  *   load:ROUNDS           rounds    fedc train, the clients named cannot load their data that round
  *   slow:S                seconds   a client holds each task S seconds before its work
  *   report-twice          none      a client sends every report again after its acknowledgement
+ *   report-replay         none      a client sends every report again over a new connection after its ack
  *   exit-after-report:R   round     a client's process ends once round R's report is acknowledged
  *   secagg-exit:R         round     a client's process ends before its message of secure step R
  *   secagg-garble:R       round     a client sends secure step R's message a byte short
@@ -39,6 +40,7 @@ typedef enum fedc__fault_id {
     FEDC__FAULT_LOAD,
     FEDC__FAULT_SLOW,
     FEDC__FAULT_REPORT_TWICE,
+    FEDC__FAULT_REPORT_REPLAY,
     FEDC__FAULT_EXIT_AFTER_REPORT,
     FEDC__FAULT_SECAGG_EXIT,
     FEDC__FAULT_SECAGG_GARBLE,

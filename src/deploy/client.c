@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "deploy/client.h"
+#include "deploy/credential.h"
 
 void fedc_client_defaults(fedc_client_options *o) {
     memset(o, 0, sizeof *o);
@@ -49,7 +50,7 @@ fedc_status fedc__client_call(client *c, fedc__msg_type type, const fedc_metadat
 static fedc_status checkin(client *c, const char *hash, fedc__msg *reply) {
     char version[16];
     snprintf(version, sizeof version, "%d", FEDC__PROTOCOL_VERSION);
-    fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id}, {"version", version},
+    fedc_metadata_entry f[] = {{"token", c->token}, {"client", c->id}, {"version", version},
                                {"plan_hash", hash}, {"hold_ms", c->hold_ms}};
     return fedc__client_call(c, FEDC__MSG_CHECKIN, f, 5, NULL, 0, reply);
 }
@@ -131,6 +132,14 @@ fedc_status fedc__client_init(client *c, const fedc_client_options *o, int64_t i
     snprintf(c->id, sizeof c->id, "%lld", (long long)id);
     if (!o->connect || !o->data || !(o->timeout > 0) || !(o->max_seconds > 0))
         return fedc_error(FEDC_EINVAL, "client: needs an address, data, a timeout and max_seconds above 0");
+    if (o->credentials_dir) {
+        fedc_status st = fedc__credential_read(o->credentials_dir, id, c->token);
+        if (st) return st;
+    } else if (o->token && strlen(o->token) >= sizeof c->token) {
+        return fedc_error(FEDC_EINVAL, "client: the token must be at most %zu bytes", sizeof c->token - 1);
+    } else {
+        snprintf(c->token, sizeof c->token, "%s", o->token ? o->token : "");
+    }
     /* half the timeout: the server's answer to a request it held still comes in time when it is busy (an
      * aggregation, a checkpoint) as the hold ends; an hour at most (the protocol's bound) */
     snprintf(c->hold_ms, sizeof c->hold_ms, "%d", o->timeout < 7200 ? (int)(o->timeout * 500) : 3600000);

@@ -54,6 +54,7 @@ typedef struct client {
     const fedc_deployment_form *form; /* the task's program's: the round's, or the warm start's */
     int exchanges;
     char id[32];
+    char token[160];    /* what its requests carry: the shared token, or its own credential (credential.h) */
     char hold_ms[16];   /* how long the server may hold its check-ins and readies: half its timeout */
     held *held;
     int nheld, cap;

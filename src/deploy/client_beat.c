@@ -22,7 +22,7 @@ void fedc__client_beat_start(client *c, const fedc__msg *m) {
     int64_t every = 1000;
     if (!b || fedc__msg_int(m, "heartbeat_ms", 1, 3600000, &every)) return;
     pthread_mutex_lock(&b->lock);
-    b->net = &c->net, b->token = c->o->token ? c->o->token : "", b->id = c->id;
+    b->net = &c->net, b->token = c->token, b->id = c->id;
     snprintf(b->round, sizeof b->round, "%s", fedc__msg_field(m, "round"));
     snprintf(b->exchange, sizeof b->exchange, "%s", fedc__msg_field(m, "exchange"));
     snprintf(b->slot, sizeof b->slot, "%s", fedc__msg_field(m, "slot"));

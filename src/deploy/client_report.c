@@ -14,7 +14,7 @@
  * Bounded: each answer comes within hold_ms (and the server's beat interval),
  * and the client's max_seconds bound the whole. */
 static fedc_status may_report(client *c, const task_id *task, double start, bool *go) {
-    fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id},
+    fedc_metadata_entry f[] = {{"token", c->token}, {"client", c->id},
                                {"round", task->round}, {"exchange", task->exchange}, {"slot", task->slot},
                                {"hold_ms", c->hold_ms}};
     *go = false;
@@ -34,8 +34,9 @@ static fedc_status may_report(client *c, const task_id *task, double start, bool
     return fedc_error(FEDC_EIO, "client %s: the job did not end within %g s", c->id, c->o->max_seconds);
 }
 
-/* The report: what exchange e's aggregation reads, from the client's values. */
-static fedc_status send_report(client *c, const task_id *task, int e, fedc__msg *reply) {
+/* The report: what exchange e's aggregation reads, from the client's values;
+ * over the client's connection, or `over` another one (NULL: the client's). */
+static fedc_status send_report_over(client *c, fedc__net *over, const task_id *task, int e, fedc__msg *reply) {
     const fedc_program *agg = fedc_deployment_form_phase(c->form, e, FEDC_PHASE_AGGREGATION);
     int n = fedc_program_num_inputs(agg);
     fedc_tensor_entry *t = fedc_calloc((size_t)n + 1, sizeof *t);
@@ -51,24 +52,39 @@ static fedc_status send_report(client *c, const task_id *task, int e, fedc__msg 
         else st = fedc_error(FEDC_EUNSUPPORTED, "client %s: the aggregation reads \"%s\", which the client does not hold",
                              c->id, name);
     }
-    fedc_metadata_entry f[] = {{"token", c->o->token ? c->o->token : ""}, {"client", c->id},
+    fedc_metadata_entry f[] = {{"token", c->token}, {"client", c->id},
                                {"round", task->round}, {"exchange", task->exchange}, {"slot", task->slot},
                                {"hash", fedc_plan_hash(c->plan)}};
-    if (!st) st = fedc__client_call(c, FEDC__MSG_REPORT, f, 6, t, n, reply);
+    if (!st && over) st = fedc__net_call(over, FEDC__MSG_REPORT, f, 6, t, n, reply);
+    else if (!st) st = fedc__client_call(c, FEDC__MSG_REPORT, f, 6, t, n, reply);
     fedc_free(t);
     return st;
 }
 
+static fedc_status send_report(client *c, const task_id *task, int e, fedc__msg *reply) {
+    return send_report_over(c, NULL, task, e, reply);
+}
+
 /* Test hooks (core/fault.h): FEDC_FAULT=report-twice sends every report again
- * after its ack, as a client whose answer was lost would (the server counts it
- * once); FEDC_FAULT=exit-after-report:R ends the process once round R's report
- * was counted (and the state saved), as a phone that dies between rounds would. */
+ * after its ack, as a client whose answer was lost would, and report-replay
+ * over a connection of its own, as someone who replays a recorded report would
+ * (the server counts it once, either way); FEDC_FAULT=exit-after-report:R ends
+ * the process once round R's report was counted (and the state saved), as a
+ * phone that dies between rounds would. */
 static fedc_status fault_report_twice(client *c, const task_id *task, int e, fedc__msg *r) {
-    if (r->type != FEDC__MSG_ACK || !fedc__fault_on(FEDC__FAULT_REPORT_TWICE)) return FEDC_OK;
+    bool twice = fedc__fault_on(FEDC__FAULT_REPORT_TWICE), replay = fedc__fault_on(FEDC__FAULT_REPORT_REPLAY);
+    if (r->type != FEDC__MSG_ACK || !(twice || replay)) return FEDC_OK;
+    fedc__net other = {0};
+    fedc_status st = replay ? fedc__net_dial(&other, c->o->connect, c->o->max_message, (int)(c->o->timeout * 1000),
+                                             &(fedc__tls){.ca = c->o->tls_ca, .server_name = c->o->tls_server_name})
+                            : FEDC_OK;
     fedc__msg_free(r);
-    fedc_status st = send_report(c, task, e, r);
+    if (!st) st = send_report_over(c, replay ? &other : NULL, task, e, r);
     if (!st && (r->type != FEDC__MSG_ACK || strcmp(fedc__msg_field(r, "counted"), "0")))
-        st = fedc_error(FEDC_EINTERNAL, "client %s: a repeated report was not answered \"counted 0\"", c->id);
+        st = fedc_error(FEDC_EINTERNAL, "client %s: a %s report was answered %s, not \"counted 0\"", c->id,
+                        replay ? "replayed" : "repeated",
+                        r->type == FEDC__MSG_REJECT ? fedc__msg_field(r, "reason") : "otherwise");
+    fedc__net_close(&other);
     return st;
 }
 

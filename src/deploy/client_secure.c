@@ -12,7 +12,7 @@ static fedc_status secure_call(void *ctx, fedc__msg_type type, const fedc_metada
 /* A secure round's steps before the work (secure.h): *go when the client is to work. */
 fedc_status fedc__client_secure_share(client *c, const fedc__msg *m, int e, bool *go) {
     c->sec.call = secure_call, c->sec.ctx = c, c->sec.log = c->log, c->sec.id = c->id;
-    c->sec.token = c->o->token ? c->o->token : "", c->sec.start = c->start, c->sec.max_seconds = c->o->max_seconds;
+    c->sec.token = c->token, c->sec.start = c->start, c->sec.max_seconds = c->o->max_seconds;
     return fedc__secure_client_share(&c->sec, m, fedc_deployment_form_phase(c->form, e, FEDC_PHASE_AGGREGATION), go);
 }
 

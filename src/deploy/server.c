@@ -52,6 +52,7 @@ void fedc_server_defaults(fedc_server_options *o) {
 
 typedef struct round_stats {
     int attempt, reported, dropped, skipped, stragglers, missed, spilled, held_peak, refused, duplicates;
+    int unauthenticated;
     double bytes_in, bytes_out, requests, t_wait, t_prepare, t_collect, t_aggregate, t_result, t_checkpoint, t_round;
     float train_loss, examples;
     bool abandoned;
@@ -173,9 +174,11 @@ static fedc_status checkpoint(server *s, int next_round) {
 static void log_metrics(server *s, const round_stats *rs) {
     FILE *f = s->metrics;
     fprintf(f, "{\"round\": %d, \"selected\": %d, \"reported\": %d, \"dropped\": %d, \"refused\": %d, \"duplicates\": %d, "
-            "\"attempt\": %d, \"abandoned\": %s, \"not_needed\": %d, \"stragglers\": %d, \"missed_heartbeats\": %d, "
+            "\"unauthenticated\": %d, \"attempt\": %d, \"abandoned\": %s, \"not_needed\": %d, \"stragglers\": %d, "
+            "\"missed_heartbeats\": %d, "
             "\"spilled\": %d, \"held_peak\": %d, \"left_out\": [", s->round + 1, s->k, rs->reported, rs->dropped,
-            rs->refused, rs->duplicates, rs->attempt + 1, rs->abandoned ? "true" : "false", rs->skipped, rs->stragglers,
+            rs->refused, rs->duplicates, rs->unauthenticated, rs->attempt + 1, rs->abandoned ? "true" : "false", rs->skipped,
+            rs->stragglers,
             rs->missed, rs->spilled, rs->held_peak);
     for (int i = 0, n = 0; i < s->k; i++)
         if (s->left_out[i]) fprintf(f, "%s%lld", n++ ? ", " : "", (long long)s->sampled[i]);
@@ -212,6 +215,7 @@ static fedc_status run_round(server *s, int r) {
         round_stats rs = {.attempt = attempt};
         double in = s->bytes_in, out = s->bytes_out, requests = s->requests, t0 = fedc_seconds();
         int refused = s->refused, duplicates = s->duplicates, stragglers = s->stragglers, missed = s->missed;
+        int unauthenticated = s->unauthenticated;
         s->round = r, s->waited = -1;
         abandoned = false;
         st = select_round(s, r);
@@ -227,7 +231,7 @@ static fedc_status run_round(server *s, int r) {
         rs.t_wait = s->waited >= 0 ? s->waited : rs.t_collect; /* no task sent: it waited throughout */
         rs.bytes_in = s->bytes_in - in, rs.bytes_out = s->bytes_out - out, rs.refused = s->refused - refused;
         rs.requests = s->requests - requests;
-        rs.duplicates = s->duplicates - duplicates;
+        rs.duplicates = s->duplicates - duplicates, rs.unauthenticated = s->unauthenticated - unauthenticated;
         rs.stragglers += s->stragglers - stragglers, rs.missed = s->missed - missed;
         rs.abandoned = abandoned;
         if (!st) log_metrics(s, &rs);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "deploy/collect.h"
+#include "deploy/credential.h"
 #include "deploy/deploy.h"
 #include "deploy/net.h"
 #include "deploy/secure.h"
@@ -32,7 +33,9 @@ typedef struct server {
     fedc__collect *collect;
     fedc__net net;
     fedc__req from;          /* the request being answered */
-    char token[160];
+    char token[160];         /* the clients' shared token, or, with credentials, none */
+    bool credentials;        /* each request must carry the credential of the id it claims (credential.h) */
+    unsigned char credential_key[FEDC__CREDENTIAL_KEY_BYTES];
     int64_t population;
     uint64_t seed;
     float population_f;
@@ -72,6 +75,7 @@ typedef struct server {
     int refused, duplicates, stragglers, missed; /* requests refused; reports of a slot that had reported (not
                                                     counted again); reports too late to add; clients given up
                                                     for missed heartbeats */
+    int unauthenticated;     /* of the refused: a wrong token, or a credential not the claimed id's */
     FILE *metrics;
     fedc__secure *sec;       /* --secure-agg (server_secagg.c), else NULL */
     fedc__warm *warm;        /* while the warm start runs (warm.h): the round's run, collection and slots */

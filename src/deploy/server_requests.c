@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deploy/credential.h"
 #include "deploy/held.h"
 
 enum { MAX_HOLD_MS = 3600000 };
@@ -34,18 +35,25 @@ bool fedc__server_wait(server *s, const fedc__req *to, int ms, const char *why) 
                                  NULL, 0);
 }
 
+/* Text that holds what a peer sent, made fit for a log line and a reason: no
+ * quotes or backslashes (metadata holds no escapes), and no control characters
+ * (a newline in a claimed client id must not forge a line of the log). */
+static void plain(char *t) {
+    for (; *t; t++)
+        if (*t == '"' || *t == '\\' || (unsigned char)*t < 0x20 || *t == 0x7f) *t = '\'';
+}
+
 /* Rejects the request, saying why, and logs it: the client's id when known. */
 static bool refuse(server *s, const char *client, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool refuse(server *s, const char *client, const char *fmt, ...) {
-    char why[600];
+    char why[600], id[40];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    for (char *c = why; *c; c++)
-        if (*c == '"' || *c == '\\' || *c == '\n') *c = '\''; /* metadata holds no escapes */
-    fprintf(s->log, "fedc server: round %d: refused %s%s: %s\n", s->round + 1, client ? "client " : "a request",
-            client ? client : "", why);
+    snprintf(id, sizeof id, "%.32s", client ? client : "");
+    plain(why), plain(id);
+    fprintf(s->log, "fedc server: round %d: refused %s%s: %s\n", s->round + 1, client ? "client " : "a request", id, why);
     s->refused++;
     return reply(s, FEDC__MSG_REJECT, (fedc_metadata_entry[]){{"reason", why}}, 1, NULL, 0);
 }
@@ -110,11 +118,22 @@ static void heard_from(server *s, int64_t c) {
     if (i >= 0 && s->sent[i] == 1) s->sent[i] = 2, s->unconfirmed--, s->recheck = true;
 }
 
-/* A request's token and client id, checked; the client is heard from. */
+/* A request's token and client id, checked: the one place a request is
+ * authenticated, before anything it says is acted on. With per-client
+ * credentials, its "token" must be the credential of the id it claims (which
+ * is then checked first: the credential is the id's); else the shared token.
+ * Refused, counted as unauthenticated, when not; the client is heard from. */
 static bool known_client(server *s, const fedc__msg *m, int64_t *client) {
-    const char *who = fedc__msg_field(m, "client");
-    if (!same_token(fedc__msg_field(m, "token"), s->token)) return !refuse(s, who, "invalid token");
-    if (fedc__msg_int(m, "client", 0, s->population - 1, client)) return !refuse(s, who, "%s", fedc_errmsg());
+    const char *who = fedc__msg_field(m, "client"), *token = fedc__msg_field(m, "token");
+    bool authentic = s->credentials || same_token(token, s->token);
+    if (authentic && fedc__msg_int(m, "client", 0, s->population - 1, client))
+        return !refuse(s, who, "%s", fedc_errmsg());
+    if (authentic && s->credentials) authentic = fedc__credential_verify(s->credential_key, *client, token);
+    if (!authentic) {
+        s->unauthenticated++;
+        return s->credentials ? !refuse(s, who, "the credential is not client %lld's", (long long)*client)
+                              : !refuse(s, who, "invalid token");
+    }
     heard_from(s, *client);
     return true;
 }

@@ -3,6 +3,7 @@
  * token, a checkpoint resumed, and each exchange's values (a task's, and a
  * report's). */
 #include <math.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +60,18 @@ static bool read_token(server *s, const char *path) {
 }
 
 /* The token: given, the one out_dir/token holds (a restarted server keeps its
- * clients), or 32 random hex digits written there (0600). */
+ * clients), or 32 random hex digits written there (0600); with per-client
+ * credentials, none, and their key read instead. */
 static fedc_status make_token(server *s) {
+    if (s->o->credentials_key) {
+        if (s->o->token)
+            return fedc_error(FEDC_EINVAL, "server: a token or per-client credentials (a credentials key), not both");
+        s->credentials = true;
+        fedc_status st = fedc__credential_key_load(s->o->credentials_key, false, s->credential_key);
+        if (!st)
+            fprintf(s->log, "fedc server: per-client credentials, derived from the key in %s\n", s->o->credentials_key);
+        return st;
+    }
     if (s->o->token) {
         if (!s->o->token[0] || strlen(s->o->token) >= sizeof s->token || strpbrk(s->o->token, "\"\\\n"))
             return fedc_error(FEDC_EINVAL, "server: the token must be 1 to 159 bytes without quotes, backslashes or newlines");
@@ -221,6 +232,7 @@ fedc_status fedc__server_setup(server *s) {
 }
 
 void fedc__server_teardown(server *s) {
+    sodium_memzero(s->credential_key, sizeof s->credential_key);
     fedc__net_close(&s->net);
     for (int i = 0; s->state && i < s->ntensors; i++) fedc_free(s->state[i]);
     fedc_free(s->state), fedc_free(s->sampled), fedc_free(s->task), fedc_free(s->up), fedc_free(s->held);
