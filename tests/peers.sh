@@ -1,5 +1,5 @@
 #!/bin/sh
-# A peer test (docs/export.md, docs/anchors.md), run under a Python of .peers/
+# A peer test (docs/export.md, docs/python.md), run under a Python of .peers/
 # (scripts/install-peers). Exits 77 (ctest's SKIP), never 0, when the peers are not
 # installed: `make test-peers` installs them.
 #

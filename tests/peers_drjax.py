@@ -4,7 +4,7 @@ reduce_mean, reduce_weighted_mean) and once through fedc's Python tracing (the
 package in python/fedc over build/libfedc.so), run on the same inputs: their
 values, JAX's jax.jacrev against fedc's reverse mode (fedc.vjp, one cotangent
 per output element) and jax.jacfwd against fedc's forward mode (fedc.jvp, one
-tangent per input element) must agree within 1e-5 relative (docs/anchors.md).
+tangent per input element) must agree within 1e-5 relative (docs/python.md).
 Run by tests/peers.sh under .peers/jax (scripts/install-peers); a failure
 prints the program's seed, and `--seed S --programs 1` reruns it alone.
 

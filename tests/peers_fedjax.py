@@ -1,0 +1,150 @@
+"""peers_fedjax.py: fedc's models and algorithms against FedJAX's own, on the same
+parameters and batches (docs/algorithms.md, docs/models.md):
+
+- models: FedJAX's EMNIST logistic, dense and CNN and its Shakespeare and Stack
+  Overflow LSTMs (fedjax.models.*), initialised by FedJAX (Haiku), their
+  parameters renamed to fedc's by fedc.models.Model.from_haiku; logits and the
+  gradient of the training loss (fedjax.model_grad) against fedc's model (the
+  `--model` of the same name) and fedc.grad;
+
+Run by tests/peers.sh under .peers/fedjax (fedjax 0.0.17 on jax 0.4.30), fedc's
+Python package loaded in the same process.
+"""
+import os
+import sys
+from importlib.metadata import version
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# LLVM's optimisations would cost more time than the test's few runs save
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+# FedJAX 0.0.17's language models read jnp.NINF (their logits masks, for metrics only),
+# which JAX 0.4.30 no longer has.
+if not hasattr(jnp, "NINF"):
+    jnp.NINF = -jnp.inf
+import fedjax  # noqa: E402
+from fedjax.core import client_datasets  # noqa: E402
+
+import fedc  # noqa: E402
+
+MASK = client_datasets.EXAMPLE_MASK_KEY
+RTOL = 1e-5
+
+
+def relative_error(got, want):
+    """max |got - want| over max |want|: the error relative to the array's scale. (An
+    element's own relative error would measure rounding, not semantics: a logit is a
+    sum of 784 to 9,216 products that cancel, which two correct f32 dot products round
+    differently.)"""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return np.inf
+    scale = max(float(np.max(np.abs(want), initial=0.0)), 1e-30)
+    return float(np.max(np.abs(got - want), initial=0.0)) / scale
+
+
+def leaves(tree, prefix=""):
+    if isinstance(tree, dict):
+        for k in sorted(tree):
+            yield from leaves(tree[k], prefix + k + "/")
+    else:
+        yield prefix[:-1], tree
+
+
+# The language models' sequences: 8 tokens, not 80 or 20 (XLA compiles Haiku's unrolled
+# LSTM and its gradient step by step: 80 steps take minutes); the sizes are FedJAX's.
+LENGTH = 8
+
+# (fedc model, its options, FedJAX's constructor, its arguments, vocabulary tokens)
+MODELS = [
+    ("logistic", {}, fedjax.models.emnist.create_logistic_model, {}, None),
+    ("dense", {}, fedjax.models.emnist.create_dense_model, {}, None),
+    ("cnn", {}, fedjax.models.emnist.create_conv_model, {}, None),
+    # Shakespeare: characters 1..86 (0 is PAD, 87..89 BOS, EOS, OOV)
+    ("shakespeare_lstm", {"sequence_length": LENGTH}, fedjax.models.shakespeare.create_lstm_model,
+     {}, (1, 87)),
+    # Stack Overflow: words 3..10002 (0 PAD, 1 BOS, 2 EOS, 10003 OOV); FedJAX's training
+    # loss sums each sequence's tokens and scales by 1/expected_length: with every
+    # token real and expected_length the length (LENGTH), that is fedc's mean over tokens.
+    ("stackoverflow_lstm", {"sequence_length": LENGTH}, fedjax.models.stackoverflow.create_lstm_model,
+     {"expected_length": float(LENGTH)}, (3, 10003)),
+    ("stackoverflow_lstm", {"sequence_length": LENGTH, "tied_embeddings": True},
+     fedjax.models.stackoverflow.create_lstm_model,
+     {"expected_length": float(LENGTH), "share_input_output_embeddings": True}, (3, 10003)),
+]
+
+
+def model_batch(m, tokens, batch, rng):
+    """A batch of fedc's input type for m, its last example padding (mask 0)."""
+    spec = m.input_spec(batch)
+    if tokens is None:
+        x = rng.uniform(0, 1, spec.shape).astype(np.float32)
+        y = rng.integers(0, m.num_classes, m.label_spec(batch).shape).astype(np.int32)
+    else:
+        x = rng.integers(*tokens, spec.shape).astype(np.int32)
+        y = rng.integers(*tokens, m.label_spec(batch).shape).astype(np.int32)
+    mask = np.ones(batch, np.float32)
+    mask[-1] = 0
+    return x, y, mask
+
+
+def check_models(seed):
+    """[(name, what, relative error)] of every model's logits and gradient."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for name, opts, create, fj_args, tokens in MODELS:
+        label = name + (" (tied)" if opts.get("tied_embeddings") else "")
+        fj = create(**fj_args)
+        m = fedc.models.Model(name, **opts)
+        hk_params = fj.init(jax.random.PRNGKey(seed))
+        params = {k: {j: np.asarray(a) for j, a in v.items()} for k, v in m.from_haiku(hk_params).items()}
+        back = m.to_haiku(params)
+        same = jax.tree_util.tree_structure(back) == jax.tree_util.tree_structure(hk_params)
+        out.append((label, "to_haiku(from_haiku(FedJAX's init)) is FedJAX's init",
+                    0.0 if same else np.inf))
+        x, y, mask = model_batch(m, tokens, 4, rng)
+        batch = {"x": x, "y": y, MASK: mask}
+        # FedJAX: eval-mode logits; the gradient of its training loss, by model_grad
+        # (the masked mean of its per-example train_loss). The CNN trains with dropout
+        # (Haiku's stream, not fedc's): its gradient is taken in eval mode, as fedc's is
+        # without a dropout key.
+        want_logits = fj.apply_for_eval(hk_params, batch)
+        if name == "cnn":
+            def loss(p):
+                per = fj.train_loss(batch, fj.apply_for_eval(p, batch))
+                return jnp.vdot(per, batch[MASK]) / jnp.sum(batch[MASK])
+            want_grad = jax.grad(loss)(hk_params)
+        else:
+            want_grad = fedjax.model_grad(fj)(hk_params, batch, jax.random.PRNGKey(0))
+        want_grad = m.from_haiku(want_grad)
+        logits = fedc.program(lambda p, x, y, mask: m.apply(p, x, y, mask)["logits"])
+        got_logits = logits(params, x, y, mask)
+        logits.close()
+        got_grad = fedc.grad(lambda p, x, y, mask: m.apply(p, x, y, mask)["loss"])(params, x, y, mask)
+        out.append((label, "logits %s" % (got_logits.shape,), relative_error(got_logits, want_logits)))
+        want = dict(leaves(want_grad))
+        for path, g in leaves(got_grad):
+            out.append((label, "gradient %s %s" % (path, g.shape), relative_error(g, want[path])))
+        m.close()
+    return out
+
+
+def main():
+    seed = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    print("peers_fedjax: fedjax %s on jax %s, fedc %s; seed %d"
+          % (version("fedjax"), jax.__version__, fedc.library_path, seed))
+    failed = 0
+    for name, what, err in check_models(seed):
+        ok = err <= RTOL
+        failed += not ok
+        print("%-4s %-22s %-52s relative error %.3g" % ("ok" if ok else "FAIL", name, what, err))
+    print("peers_fedjax: %d failed (tolerance %g relative)" % (failed, RTOL))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
