@@ -6,8 +6,11 @@ parameters and batches (docs/algorithms.md, docs/models.md):
   parameters renamed to fedc's by fedc.models.Model.from_haiku; logits and the
   gradient of the training loss (fedjax.model_grad) against fedc's model (the
   `--model` of the same name) and fedc.grad;
+- algorithms: FedJAX's fed_avg (SGD, Adam and Adagrad servers) and fed_prox, 3
+  rounds from the same parameters on the batches FedJAX draws, against the
+  library's fedavg and fedprox rounds (fedc.round_programs) on those batches.
 
-Run by tests/peers.sh under .peers/fedjax (fedjax 0.0.17 on jax 0.4.30), fedc's
+`peers_fedjax.py [SEED] [algorithms]`. Run by tests/peers.sh under .peers/fedjax (fedjax 0.0.17 on jax 0.4.30), fedc's
 Python package loaded in the same process.
 """
 import os
@@ -133,16 +136,116 @@ def check_models(seed):
     return out
 
 
+# ---- algorithms: 3 rounds from the same parameters on the same batches ----
+
+BATCH, ROUNDS, RTOL_ROUNDS = 4, 3, 1e-4
+CLIENT_EXAMPLES = (9, 4, 6)  # 3, 1 and 2 batches: the last ones short
+
+
+def fedjax_algorithm(kind, fj, hparams):
+    """(FedJAX's algorithm, fedc's round_programs options) for one configuration."""
+    opt = fedjax.optimizers
+    client_lr, server = 0.1, {"sgd": (opt.sgd(1.0), 1.0), "adam": (opt.adam(0.01), 0.01),
+                              "adagrad": (opt.adagrad(0.1), 0.1)}
+    name, server_opt = kind
+    if name == "fed_avg":
+        alg = fedjax.algorithms.fed_avg.federated_averaging(
+            fedjax.model_grad(fj), opt.sgd(client_lr), server[server_opt][0], hparams)
+        return alg, dict(algorithm="fedavg", server_opt=server_opt, server_lr=server[server_opt][1])
+    if name == "fed_prox":
+        mu = 0.5
+        alg = fedjax.algorithms.fed_prox.fed_prox(
+            fedjax.model_per_example_loss(fj), opt.sgd(client_lr), server[server_opt][0], hparams, mu)
+        return alg, dict(algorithm="fedprox", server_opt=server_opt, server_lr=server[server_opt][1],
+                         set={"mu": mu})
+    raise ValueError(name)
+
+
+def client_data(seed, m):
+    """FedJAX's ClientDatasets of random EMNIST-shaped examples, one per client."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, n in enumerate(CLIENT_EXAMPLES):
+        x, y, _ = model_batch(m, None, n, rng)
+        out.append((b"client%d" % i, fedjax.ClientDataset({"x": x, "y": y}),
+                    jax.random.PRNGKey(100 + i)))
+    return out
+
+
+def stacked(clients, hparams, m):
+    """The batches FedJAX's algorithms draw (shuffle_repeat_batch with these hparams:
+    a fixed seed, so the same each round; a short last batch is filled from the next
+    epoch's shuffle) as fedc's round inputs: x, y, mask [clients, steps, batch, ...],
+    steps (each client's batches), key, meta/num_examples (its dataset's size)."""
+    batches = [list(cds.shuffle_repeat_batch(hparams)) for _, cds, _ in clients]
+    steps = max(len(b) for b in batches)
+    n = len(clients)
+    x = np.zeros((n, steps) + m.input_spec(BATCH).shape, np.float32)
+    y = np.zeros((n, steps, BATCH), np.int32)
+    mask = np.zeros((n, steps, BATCH), np.float32)
+    for c, bs in enumerate(batches):
+        for s, b in enumerate(bs):
+            k = len(b["y"])
+            x[c, s, :k], y[c, s, :k], mask[c, s, :k] = b["x"], b["y"], 1
+    return steps, {"x": x, "y": y, "mask": mask, "steps": np.array([len(b) for b in batches], np.int32),
+                   "key": np.zeros((n, 4), np.int32),
+                   "meta/num_examples": np.array([len(cds) for _, cds, _ in clients], np.float32)}
+
+
+def check_algorithms(seed):
+    """[(algorithm, what, relative error)] of the parameters after ROUNDS rounds."""
+    fj = fedjax.models.emnist.create_logistic_model()
+    m = fedc.models.Model("logistic")
+    hk_params = fj.init(jax.random.PRNGKey(seed))
+    clients = client_data(seed, m)
+    hparams = fedjax.ShuffleRepeatBatchHParams(batch_size=BATCH, num_epochs=1, seed=seed)
+    steps, data = stacked(clients, hparams, m)
+    out = []
+    for kind in (("fed_avg", "sgd"), ("fed_avg", "adam"), ("fed_avg", "adagrad"), ("fed_prox", "sgd")):
+        alg, options = fedjax_algorithm(kind, fj, hparams)
+        state = alg.init(hk_params)
+        for _ in range(ROUNDS):
+            state, _ = alg.apply(state, clients)
+        want = m.from_haiku(state.params)
+        # FedJAX weights a client by its dataset's size (len), not by the examples it
+        # trained on (shuffle_repeat_batch fills a last batch from the next epoch):
+        # fedc's --weighting dataset
+        progs = fedc.round_programs(m, steps, batch_size=BATCH, client_opt="sgd", client_lr=0.1,
+                                    weighting="dataset", **options)
+        params = m.from_haiku(hk_params)
+        server = progs["server_init"].run({"params/%s/%s" % (k, j): np.asarray(a)
+                                           for k, v in params.items() for j, a in v.items()},
+                                          clients=len(clients))
+        server = {k: v for k, v in server.items() if k.startswith("server/")}
+        for _ in range(ROUNDS):
+            res = progs["round"].run(dict(server, **data))
+            server = {k: res[k] for k in server}
+        for prog in progs.values():
+            if prog is not None:
+                prog.close()
+        label = "%s (server %s)" % kind
+        for path, w in leaves(want):
+            got = server["server/params/" + path]
+            out.append((label, "params %s after %d rounds" % (path, ROUNDS), relative_error(got, w)))
+    m.close()
+    return out
+
+
 def main():
     seed = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    if len(sys.argv) > 2 and sys.argv[2] == "algorithms":  # only those, by hand
+        global check_models
+        check_models = lambda seed: []  # noqa: E731
     print("peers_fedjax: fedjax %s on jax %s, fedc %s; seed %d"
           % (version("fedjax"), jax.__version__, fedc.library_path, seed))
     failed = 0
-    for name, what, err in check_models(seed):
-        ok = err <= RTOL
-        failed += not ok
-        print("%-4s %-22s %-52s relative error %.3g" % ("ok" if ok else "FAIL", name, what, err))
-    print("peers_fedjax: %d failed (tolerance %g relative)" % (failed, RTOL))
+    for results, tol in ((check_models(seed), RTOL), (check_algorithms(seed), RTOL_ROUNDS)):
+        for name, what, err in results:
+            ok = err <= tol
+            failed += not ok
+            print("%-4s %-24s %-52s relative error %.3g (tolerance %g)"
+                  % ("ok" if ok else "FAIL", name, what, err, tol))
+    print("peers_fedjax: %d failed" % failed)
     return 1 if failed else 0
 
 
