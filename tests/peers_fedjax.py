@@ -6,9 +6,10 @@ parameters and batches (docs/algorithms.md, docs/models.md):
   parameters renamed to fedc's by fedc.models.Model.from_haiku; logits and the
   gradient of the training loss (fedjax.model_grad) against fedc's model (the
   `--model` of the same name) and fedc.grad;
-- algorithms: FedJAX's fed_avg (SGD, Adam and Adagrad servers) and fed_prox, 3
-  rounds from the same parameters on the batches FedJAX draws, against the
-  library's fedavg and fedprox rounds (fedc.round_programs) on those batches.
+- algorithms: FedJAX's fed_avg (SGD, Adam and Adagrad servers), fed_prox, mime
+  and mime_lite, 3 rounds from the same parameters on the batches FedJAX draws,
+  against the library's fedavg, fedprox, mime and mimelite rounds
+  (fedc.round_programs) on those batches.
 
 `peers_fedjax.py [SEED] [algorithms]`. Run by tests/peers.sh under .peers/fedjax (fedjax 0.0.17 on jax 0.4.30), fedc's
 Python package loaded in the same process.
@@ -139,7 +140,13 @@ def check_models(seed):
 # ---- algorithms: 3 rounds from the same parameters on the same batches ----
 
 BATCH, ROUNDS, RTOL_ROUNDS = 4, 3, 1e-4
-CLIENT_EXAMPLES = (9, 4, 6)  # 3, 1 and 2 batches: the last ones short
+# (FedJAX's algorithm, server optimizer, the clients' examples: 3, 1 and 2 batches)
+ALGORITHMS = [(("fed_avg", "sgd"), (9, 4, 6)), (("fed_avg", "adam"), (9, 4, 6)),
+              (("fed_avg", "adagrad"), (9, 4, 6)), (("fed_prox", "sgd"), (9, 4, 6)),
+              # Mime's full gradient is over the training batches in fedc, over each
+              # example once in FedJAX (docs/algorithms.md): the same when the batch
+              # size divides the clients' sizes
+              (("mime", None), (12, 4, 8)), (("mime_lite", None), (12, 4, 8))]
 
 
 def fedjax_algorithm(kind, fj, hparams):
@@ -148,24 +155,39 @@ def fedjax_algorithm(kind, fj, hparams):
     client_lr, server = 0.1, {"sgd": (opt.sgd(1.0), 1.0), "adam": (opt.adam(0.01), 0.01),
                               "adagrad": (opt.adagrad(0.1), 0.1)}
     name, server_opt = kind
+    client = dict(client_opt="sgd", client_lr=client_lr)
     if name == "fed_avg":
         alg = fedjax.algorithms.fed_avg.federated_averaging(
             fedjax.model_grad(fj), opt.sgd(client_lr), server[server_opt][0], hparams)
-        return alg, dict(algorithm="fedavg", server_opt=server_opt, server_lr=server[server_opt][1])
+        return alg, dict(client, algorithm="fedavg", server_opt=server_opt, server_lr=server[server_opt][1])
     if name == "fed_prox":
         mu = 0.5
         alg = fedjax.algorithms.fed_prox.fed_prox(
             fedjax.model_per_example_loss(fj), opt.sgd(client_lr), server[server_opt][0], hparams, mu)
-        return alg, dict(algorithm="fedprox", server_opt=server_opt, server_lr=server[server_opt][1],
-                         set={"mu": mu})
+        return alg, dict(client, algorithm="fedprox", server_opt=server_opt,
+                         server_lr=server[server_opt][1], set={"mu": mu})
+    # Mime and MimeLite: the base optimizer (momentum 0.9 here) is fedc's client
+    # optimizer; the full gradient's batches are padded_batch's, each example once
+    grads = fedjax.PaddedBatchHParams(batch_size=BATCH)
+    base = dict(client_opt="momentum", client_lr=client_lr)
+    if name == "mime":
+        alg = fedjax.algorithms.mime.mime(fedjax.model_per_example_loss(fj), opt.sgd(client_lr, momentum=0.9),
+                                          hparams, grads, 0.5)
+        return alg, dict(base, algorithm="mime", set={"server_learning_rate": 0.5})
+    if name == "mime_lite":
+        alg = fedjax.algorithms.mime_lite.mime_lite(
+            fedjax.model_per_example_loss(fj), opt.sgd(client_lr, momentum=0.9), hparams, grads, 0.5,
+            client_delta_clip_norm=0.5)
+        return alg, dict(base, algorithm="mimelite",
+                         set={"server_learning_rate": 0.5, "client_delta_clip_norm": 0.5})
     raise ValueError(name)
 
 
-def client_data(seed, m):
+def client_data(seed, m, sizes):
     """FedJAX's ClientDatasets of random EMNIST-shaped examples, one per client."""
     rng = np.random.default_rng(seed)
     out = []
-    for i, n in enumerate(CLIENT_EXAMPLES):
+    for i, n in enumerate(sizes):
         x, y, _ = model_batch(m, None, n, rng)
         out.append((b"client%d" % i, fedjax.ClientDataset({"x": x, "y": y}),
                     jax.random.PRNGKey(100 + i)))
@@ -197,11 +219,11 @@ def check_algorithms(seed):
     fj = fedjax.models.emnist.create_logistic_model()
     m = fedc.models.Model("logistic")
     hk_params = fj.init(jax.random.PRNGKey(seed))
-    clients = client_data(seed, m)
     hparams = fedjax.ShuffleRepeatBatchHParams(batch_size=BATCH, num_epochs=1, seed=seed)
-    steps, data = stacked(clients, hparams, m)
     out = []
-    for kind in (("fed_avg", "sgd"), ("fed_avg", "adam"), ("fed_avg", "adagrad"), ("fed_prox", "sgd")):
+    for kind, sizes in ALGORITHMS:
+        clients = client_data(seed, m, sizes)
+        steps, data = stacked(clients, hparams, m)
         alg, options = fedjax_algorithm(kind, fj, hparams)
         state = alg.init(hk_params)
         for _ in range(ROUNDS):
@@ -210,8 +232,7 @@ def check_algorithms(seed):
         # FedJAX weights a client by its dataset's size (len), not by the examples it
         # trained on (shuffle_repeat_batch fills a last batch from the next epoch):
         # fedc's --weighting dataset
-        progs = fedc.round_programs(m, steps, batch_size=BATCH, client_opt="sgd", client_lr=0.1,
-                                    weighting="dataset", **options)
+        progs = fedc.round_programs(m, steps, batch_size=BATCH, weighting="dataset", **options)
         params = m.from_haiku(hk_params)
         server = progs["server_init"].run({"params/%s/%s" % (k, j): np.asarray(a)
                                            for k, v in params.items() for j, a in v.items()},
@@ -223,7 +244,7 @@ def check_algorithms(seed):
         for prog in progs.values():
             if prog is not None:
                 prog.close()
-        label = "%s (server %s)" % kind
+        label = "%s (server %s)" % kind if kind[1] else kind[0]
         for path, w in leaves(want):
             got = server["server/params/" + path]
             out.append((label, "params %s after %d rounds" % (path, ROUNDS), relative_error(got, w)))
