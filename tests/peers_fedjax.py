@@ -6,10 +6,10 @@ parameters and batches (docs/algorithms.md, docs/models.md):
   parameters renamed to fedc's by fedc.models.Model.from_haiku; logits and the
   gradient of the training loss (fedjax.model_grad) against fedc's model (the
   `--model` of the same name) and fedc.grad;
-- algorithms: FedJAX's fed_avg (SGD, Adam and Adagrad servers), fed_prox, mime
-  and mime_lite, 3 rounds from the same parameters on the batches FedJAX draws,
-  against the library's fedavg, fedprox, mime and mimelite rounds
-  (fedc.round_programs) on those batches.
+- algorithms: FedJAX's fed_avg (SGD, Adam and Adagrad servers), fed_prox, mime,
+  mime_lite and agnostic_fed_avg, 3 rounds from the same parameters on the
+  batches FedJAX draws, against the library's fedavg, fedprox, mime, mimelite and
+  agnostic_fedavg rounds (fedc.round_programs) on those batches.
 
 `peers_fedjax.py [SEED] [algorithms]`. Run by tests/peers.sh under .peers/fedjax (fedjax 0.0.17 on jax 0.4.30), fedc's
 Python package loaded in the same process.
@@ -146,7 +146,9 @@ ALGORITHMS = [(("fed_avg", "sgd"), (9, 4, 6)), (("fed_avg", "adam"), (9, 4, 6)),
               # Mime's full gradient is over the training batches in fedc, over each
               # example once in FedJAX (docs/algorithms.md): the same when the batch
               # size divides the clients' sizes
-              (("mime", None), (12, 4, 8)), (("mime_lite", None), (12, 4, 8))]
+              (("mime", None), (12, 4, 8)), (("mime_lite", None), (12, 4, 8)),
+              (("agnostic_fed_avg", None), (12, 4, 8))]
+DOMAINS = (0, 1, 0)  # the clients' domains (agnostic_fed_avg)
 
 
 def fedjax_algorithm(kind, fj, hparams):
@@ -180,6 +182,16 @@ def fedjax_algorithm(kind, fj, hparams):
             client_delta_clip_norm=0.5)
         return alg, dict(base, algorithm="mimelite",
                          set={"server_learning_rate": 0.5, "client_delta_clip_norm": 0.5})
+    if name == "agnostic_fed_avg":
+        # two domains, a client's examples all of its domain (fedc's meta/domain); the
+        # domain sums over padded_batch's batches in FedJAX, over the training batches
+        # in fedc: the same when the batch size divides the clients' sizes
+        alg = fedjax.algorithms.agnostic_fed_avg.agnostic_federated_averaging(
+            fedjax.model_per_example_loss(fj), opt.sgd(client_lr), opt.sgd(1.0), hparams,
+            fedjax.PaddedBatchHParams(batch_size=BATCH), init_domain_weights=jnp.array([0.5, 0.5]),
+            domain_learning_rate=0.1)
+        return alg, dict(client, algorithm="agnostic_fedavg",
+                         set={"num_domains": 2, "domain_learning_rate": 0.1})
     raise ValueError(name)
 
 
@@ -189,7 +201,8 @@ def client_data(seed, m, sizes):
     out = []
     for i, n in enumerate(sizes):
         x, y, _ = model_batch(m, None, n, rng)
-        out.append((b"client%d" % i, fedjax.ClientDataset({"x": x, "y": y}),
+        domain = np.full(n, DOMAINS[i], np.int32)
+        out.append((b"client%d" % i, fedjax.ClientDataset({"x": x, "y": y, "domain_id": domain}),
                     jax.random.PRNGKey(100 + i)))
     return out
 
@@ -211,7 +224,8 @@ def stacked(clients, hparams, m):
             x[c, s, :k], y[c, s, :k], mask[c, s, :k] = b["x"], b["y"], 1
     return steps, {"x": x, "y": y, "mask": mask, "steps": np.array([len(b) for b in batches], np.int32),
                    "key": np.zeros((n, 4), np.int32),
-                   "meta/num_examples": np.array([len(cds) for _, cds, _ in clients], np.float32)}
+                   "meta/num_examples": np.array([len(cds) for _, cds, _ in clients], np.float32),
+                   "meta/domain": np.array(DOMAINS[:n], np.float32)}
 
 
 def check_algorithms(seed):
@@ -233,13 +247,14 @@ def check_algorithms(seed):
         # trained on (shuffle_repeat_batch fills a last batch from the next epoch):
         # fedc's --weighting dataset
         progs = fedc.round_programs(m, steps, batch_size=BATCH, weighting="dataset", **options)
+        inputs = [k for k, _ in progs["round"].inputs]
         params = m.from_haiku(hk_params)
         server = progs["server_init"].run({"params/%s/%s" % (k, j): np.asarray(a)
                                            for k, v in params.items() for j, a in v.items()},
                                           clients=len(clients))
         server = {k: v for k, v in server.items() if k.startswith("server/")}
         for _ in range(ROUNDS):
-            res = progs["round"].run(dict(server, **data))
+            res = progs["round"].run(dict(server, **{k: data[k] for k in inputs if k in data}))
             server = {k: res[k] for k in server}
         for prog in progs.values():
             if prog is not None:
@@ -248,6 +263,9 @@ def check_algorithms(seed):
         for path, w in leaves(want):
             got = server["server/params/" + path]
             out.append((label, "params %s after %d rounds" % (path, ROUNDS), relative_error(got, w)))
+        if hasattr(state, "domain_weights"):  # AgnosticFedAvg's lambda
+            out.append((label, "domain weights after %d rounds" % ROUNDS,
+                        relative_error(server["server/domain_weights"], state.domain_weights)))
     m.close()
     return out
 
