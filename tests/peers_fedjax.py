@@ -7,9 +7,10 @@ parameters and batches (docs/algorithms.md, docs/models.md):
   gradient of the training loss (fedjax.model_grad) against fedc's model (the
   `--model` of the same name) and fedc.grad;
 - algorithms: FedJAX's fed_avg (SGD, Adam and Adagrad servers), fed_prox, mime,
-  mime_lite and agnostic_fed_avg, 3 rounds from the same parameters on the
-  batches FedJAX draws, against the library's fedavg, fedprox, mime, mimelite and
-  agnostic_fedavg rounds (fedc.round_programs) on those batches.
+  mime_lite, agnostic_fed_avg and hyp_cluster, 3 rounds from the same parameters
+  on the batches FedJAX draws, against the library's fedavg, fedprox, mime,
+  mimelite, agnostic_fedavg and hypcluster rounds (fedc.round_programs) on those
+  batches.
 
 `peers_fedjax.py [SEED] [algorithms]`. Run by tests/peers.sh under .peers/fedjax (fedjax 0.0.17 on jax 0.4.30), fedc's
 Python package loaded in the same process.
@@ -147,7 +148,7 @@ ALGORITHMS = [(("fed_avg", "sgd"), (9, 4, 6)), (("fed_avg", "adam"), (9, 4, 6)),
               # example once in FedJAX (docs/algorithms.md): the same when the batch
               # size divides the clients' sizes
               (("mime", None), (12, 4, 8)), (("mime_lite", None), (12, 4, 8)),
-              (("agnostic_fed_avg", None), (12, 4, 8))]
+              (("agnostic_fed_avg", None), (12, 4, 8)), (("hyp_cluster", None), (12, 4, 8))]
 DOMAINS = (0, 1, 0)  # the clients' domains (agnostic_fed_avg)
 
 
@@ -192,6 +193,13 @@ def fedjax_algorithm(kind, fj, hparams):
             domain_learning_rate=0.1)
         return alg, dict(client, algorithm="agnostic_fedavg",
                          set={"num_domains": 2, "domain_learning_rate": 0.1})
+    if name == "hyp_cluster":
+        # two clusters; FedJAX's maximization step over padded_batch's batches, fedc's
+        # over the training batches: the same examples here
+        alg = fedjax.algorithms.hyp_cluster.hyp_cluster(
+            fedjax.model_per_example_loss(fj), opt.sgd(client_lr), opt.sgd(1.0),
+            fedjax.PaddedBatchHParams(batch_size=BATCH), hparams)
+        return alg, dict(client, algorithm="hypcluster", set={"num_clusters": 2, "kmeans_init": 0})
     raise ValueError(name)
 
 
@@ -239,20 +247,25 @@ def check_algorithms(seed):
         clients = client_data(seed, m, sizes)
         steps, data = stacked(clients, hparams, m)
         alg, options = fedjax_algorithm(kind, fj, hparams)
-        state = alg.init(hk_params)
+        # HypCluster starts from given clusters: FedJAX's init of this seed and the next
+        clusters = [hk_params, fj.init(jax.random.PRNGKey(seed + 1))]
+        hyp = kind[0] == "hyp_cluster"
+        state = alg.init(clusters if hyp else hk_params)
         for _ in range(ROUNDS):
             state, _ = alg.apply(state, clients)
-        want = m.from_haiku(state.params)
+        want = {"": m.from_haiku(state.params)} if not hyp else \
+            {"": m.from_haiku(state.cluster_params[0]), "clusters/1/": m.from_haiku(state.cluster_params[1])}
         # FedJAX weights a client by its dataset's size (len), not by the examples it
         # trained on (shuffle_repeat_batch fills a last batch from the next epoch):
         # fedc's --weighting dataset
         progs = fedc.round_programs(m, steps, batch_size=BATCH, weighting="dataset", **options)
         inputs = [k for k, _ in progs["round"].inputs]
-        params = m.from_haiku(hk_params)
-        server = progs["server_init"].run({"params/%s/%s" % (k, j): np.asarray(a)
-                                           for k, v in params.items() for j, a in v.items()},
-                                          clients=len(clients))
+        server = progs["server_init"].run({"params/%s" % path: np.asarray(a) for path, a in
+                                           leaves(m.from_haiku(hk_params))}, clients=len(clients))
         server = {k: v for k, v in server.items() if k.startswith("server/")}
+        if hyp:  # server_init's cluster 1 is its own draw: FedJAX's instead
+            server.update({"server/clusters/1/params/" + path: np.asarray(a)
+                           for path, a in leaves(m.from_haiku(clusters[1]))})
         for _ in range(ROUNDS):
             res = progs["round"].run(dict(server, **{k: data[k] for k in inputs if k in data}))
             server = {k: res[k] for k in server}
@@ -260,9 +273,11 @@ def check_algorithms(seed):
             if prog is not None:
                 prog.close()
         label = "%s (server %s)" % kind if kind[1] else kind[0]
-        for path, w in leaves(want):
-            got = server["server/params/" + path]
-            out.append((label, "params %s after %d rounds" % (path, ROUNDS), relative_error(got, w)))
+        for prefix, tree in want.items():
+            for path, w in leaves(tree):
+                got = server["server/%sparams/%s" % (prefix, path)]
+                out.append((label, "%sparams %s after %d rounds" % (prefix, path, ROUNDS),
+                            relative_error(got, w)))
         if hasattr(state, "domain_weights"):  # AgnosticFedAvg's lambda
             out.append((label, "domain weights after %d rounds" % ROUNDS,
                         relative_error(server["server/domain_weights"], state.domain_weights)))
