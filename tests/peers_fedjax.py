@@ -6,7 +6,7 @@ parameters and batches (docs/algorithms.md, docs/models.md):
   parameters renamed to fedc's by fedc.models.Model.from_haiku; logits and the
   gradient of the training loss (fedjax.model_grad) against fedc's model (the
   `--model` of the same name) and fedc.grad;
-- algorithms: FedJAX's fed_avg (SGD, Adam and Adagrad servers), fed_prox, mime,
+- algorithms: FedJAX's fed_avg (5 server and 2 client optimizers), fed_prox, mime,
   mime_lite, agnostic_fed_avg and hyp_cluster, 3 rounds from the same parameters
   on the batches FedJAX draws, against the library's fedavg, fedprox, mime,
   mimelite, agnostic_fedavg and hypcluster rounds (fedc.round_programs) on those
@@ -143,7 +143,11 @@ def check_models(seed):
 BATCH, ROUNDS, RTOL_ROUNDS = 4, 3, 1e-4
 # (FedJAX's algorithm, server optimizer, the clients' examples: 3, 1 and 2 batches)
 ALGORITHMS = [(("fed_avg", "sgd"), (9, 4, 6)), (("fed_avg", "adam"), (9, 4, 6)),
-              (("fed_avg", "adagrad"), (9, 4, 6)), (("fed_prox", "sgd"), (9, 4, 6)),
+              (("fed_avg", "adagrad"), (9, 4, 6)), (("fed_avg", "yogi"), (9, 4, 6)),
+              (("fed_avg", "rmsprop"), (9, 4, 6)),
+              # (FedJAX's algorithm, server optimizer, client optimizer)
+              (("fed_avg", "sgd", "momentum"), (9, 4, 6)), (("fed_avg", "adam", "momentum"), (9, 4, 6)),
+              (("fed_prox", "sgd"), (9, 4, 6)),
               # Mime's full gradient is over the training batches in fedc, over each
               # example once in FedJAX (docs/algorithms.md): the same when the batch
               # size divides the clients' sizes
@@ -155,14 +159,24 @@ DOMAINS = (0, 1, 0)  # the clients' domains (agnostic_fed_avg)
 def fedjax_algorithm(kind, fj, hparams):
     """(FedJAX's algorithm, fedc's round_programs options) for one configuration."""
     opt = fedjax.optimizers
-    client_lr, server = 0.1, {"sgd": (opt.sgd(1.0), 1.0), "adam": (opt.adam(0.01), 0.01),
-                              "adagrad": (opt.adagrad(0.1), 0.1)}
-    name, server_opt = kind
+    # FedJAX's optimizers at their defaults and fedc's of the same names (docs/optimizers.md)
+    # Adam's eps 1e-3 (Reddi et al.'s tau), not 1e-8: at 1e-8 a coordinate whose mean delta
+    # cancels to about 0 steps by about +-lr on the sign of its rounding, on either side
+    server = {"sgd": (opt.sgd(1.0), 1.0), "adam": (opt.adam(0.01, eps=1e-3), 0.01),
+              "adagrad": (opt.adagrad(0.1), 0.1), "yogi": (opt.yogi(0.01), 0.01),
+              "rmsprop": (opt.rmsprop(0.01), 0.01)}
+    client_lr = 0.1
+    name, server_opt = kind[:2]
     client = dict(client_opt="sgd", client_lr=client_lr)
     if name == "fed_avg":
+        client_opt = kind[2] if len(kind) > 2 else "sgd"
+        clients = {"sgd": (opt.sgd(client_lr), client_lr),
+                   "momentum": (opt.sgd(client_lr, momentum=0.9), client_lr)}
         alg = fedjax.algorithms.fed_avg.federated_averaging(
-            fedjax.model_grad(fj), opt.sgd(client_lr), server[server_opt][0], hparams)
-        return alg, dict(client, algorithm="fedavg", server_opt=server_opt, server_lr=server[server_opt][1])
+            fedjax.model_grad(fj), clients[client_opt][0], server[server_opt][0], hparams)
+        return alg, dict(algorithm="fedavg", client_opt=client_opt, client_lr=clients[client_opt][1],
+                         server_opt=server_opt, server_lr=server[server_opt][1],
+                         **({"server_eps": 1e-3} if server_opt == "adam" else {}))
     if name == "fed_prox":
         mu = 0.5
         alg = fedjax.algorithms.fed_prox.fed_prox(
@@ -272,7 +286,8 @@ def check_algorithms(seed):
         for prog in progs.values():
             if prog is not None:
                 prog.close()
-        label = "%s (server %s)" % kind if kind[1] else kind[0]
+        label = kind[0] + (" (server %s)" % kind[1] if kind[1] else "") + \
+            (" (client %s)" % kind[2] if len(kind) > 2 else "")
         for prefix, tree in want.items():
             for path, w in leaves(tree):
                 got = server["server/%sparams/%s" % (prefix, path)]
@@ -297,7 +312,7 @@ def main():
         for name, what, err in results:
             ok = err <= tol
             failed += not ok
-            print("%-4s %-24s %-52s relative error %.3g (tolerance %g)"
+            print("%-4s %-38s %-48s relative error %.3g (tolerance %g)"
                   % ("ok" if ok else "FAIL", name, what, err, tol))
     print("peers_fedjax: %d failed" % failed)
     return 1 if failed else 0
