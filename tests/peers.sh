@@ -1,20 +1,34 @@
 #!/bin/sh
-# A peer test (docs/export.md): peers.sh PEER FEDC PEERS_CASES runs tests/peers_PEER.py
-# under .peers/jax's Python (scripts/install-peers) on the cases peers_cases writes,
-# each exported by FEDC. Exits 77 (ctest's SKIP), never 0, when the peers are not
+# A peer test (docs/export.md, docs/python.md), run under a Python of .peers/
+# (scripts/install-peers). Exits 77 (ctest's SKIP), never 0, when the peers are not
 # installed: `make test-peers` installs them.
+#
+#   peers.sh xla|iree FEDC PEERS_CASES  tests/peers_PEER.py on the cases peers_cases
+#                                       writes, each exported by FEDC
+#   peers.sh drjax|fedjax LIBFEDC ARGS  tests/peers_PEER.py ARGS with python/fedc on LIBFEDC
+#                                       (this build's libfedc.so), fedc and the peer in
+#                                       one process
 set -eu
-peer=$1 fedc=$2 cases=$3
-py=.peers/jax/bin/python
+peer=$1
 case $peer in
-  xla) needs="import jax" ;;
-  iree) needs="import iree.compiler, iree.runtime" ;;
+  xla) env=jax needs="import jax" ;;
+  iree) env=jax needs="import iree.compiler, iree.runtime" ;;
+  drjax) env=jax needs="import jax, drjax" ;;
+  fedjax) env=fedjax needs="import fedjax, haiku, optax" ;;
   *) echo "peers.sh: unknown peer $peer" >&2; exit 2 ;;
 esac
+py=.peers/$env/bin/python
 if [ ! -x "$py" ] || ! "$py" -c "$needs" 2>/dev/null; then
   echo "SKIP: $py cannot '$needs': the peers are not installed (scripts/install-peers)"
   exit 77
 fi
+case $peer in
+  drjax|fedjax)
+    lib=$2
+    shift 2
+    PYTHONPATH=python:tests FEDC_LIBRARY=$lib exec "$py" "tests/peers_$peer.py" "$@" ;;
+esac
+fedc=$2 cases=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$cases" "$tmp"

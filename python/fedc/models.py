@@ -82,6 +82,26 @@ class Model(Handle):
             _put(out, name, flat[off:off + n].reshape(spec.shape).copy())
         return out
 
+    def _haiku_names(self):
+        key = self.name
+        if key == "stackoverflow_lstm" and "output/w" not in dict(self.params):
+            key += " tied"
+        if key not in HAIKU_NAMES:
+            raise KeyError("%s has no FedJAX counterpart (FedJAX has %s)"
+                           % (self.name, ", ".join(n for n in HAIKU_NAMES if " " not in n)))
+        return HAIKU_NAMES[key]
+
+    def from_haiku(self, params):
+        """FedJAX's Haiku parameters of this model (its `model.init`'s dict) as fedc's
+        nested dict, as init gives it: the same arrays, renamed (HAIKU_NAMES)."""
+        return {layer: {ours: params[module][theirs] for ours, theirs in leaves.items()}
+                for layer, (module, leaves) in self._haiku_names().items()}
+
+    def to_haiku(self, params):
+        """This model's parameters (a nested dict, as init gives it) as FedJAX's Haiku dict."""
+        return {module: {theirs: params[layer][ours] for ours, theirs in leaves.items()}
+                for layer, (module, leaves) in self._haiku_names().items()}
+
     def apply(self, params, x, y, mask, dropout_key=None):
         """The forward pass on one batch, traced: {"loss", "logits", "correct", "count",
         "example_loss", "example_correct", "example_count"} (fedc_model_outputs). params is a structure as init gives it (by path; any
@@ -98,6 +118,29 @@ class Model(Handle):
         _lib.check(_L.fedc_model_apply(self._get(), b._get(), _lib.values(pv), lift(b, x).v,
                                        lift(b, y).v, lift(b, mask).v, key, ctypes.byref(out)))
         return {k: Value(b, getattr(out, k)) for k, _ in _lib.ModelOutputs._fields_}
+
+
+# fedc's parameter paths and the Haiku names FedJAX's models give them (fedjax/models/
+# emnist.py, shakespeare.py, stackoverflow.py on dm-haiku 0.0.12): {model: {fedc layer:
+# (Haiku module, {fedc leaf: Haiku leaf})}}. Shapes and layouts are the same (docs/models.md).
+_LINEAR = {"w": "w", "b": "b"}
+_EMBED = ("embed", {"w": "embeddings"})
+HAIKU_NAMES = {
+    "logistic": {"dense1": ("linear", _LINEAR)},
+    "dense": {"dense1": ("linear", _LINEAR), "dense2": ("linear_1", _LINEAR),
+              "dense3": ("linear_2", _LINEAR)},
+    "cnn": {"conv1": ("conv_dropout_module/conv2_d", _LINEAR),
+            "conv2": ("conv_dropout_module/conv2_d_1", _LINEAR),
+            "dense1": ("conv_dropout_module/linear", _LINEAR),
+            "dense2": ("conv_dropout_module/linear_1", _LINEAR)},
+    "shakespeare_lstm": {"embed": _EMBED, "lstm1": ("lstm/linear", _LINEAR),
+                         "lstm2": ("lstm_1/linear", _LINEAR), "output": ("linear", _LINEAR)},
+    "stackoverflow_lstm": {"embed": _EMBED, "lstm1": ("lstm/linear", _LINEAR),
+                           "project": ("linear", _LINEAR), "output": ("linear_1", _LINEAR)},
+    # share_input_output_embeddings: the output is Embed^T and an hk.Bias
+    "stackoverflow_lstm tied": {"embed": _EMBED, "lstm1": ("lstm/linear", _LINEAR),
+                                "project": ("linear", _LINEAR), "output": ("bias", {"b": "b"})},
+}
 
 
 def _get(tree, path, model):

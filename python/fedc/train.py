@@ -28,6 +28,7 @@ import os
 from . import _lib
 from . import algorithm as _algorithm
 from .errors import EINVAL, EINTERNAL
+from .program import Program
 
 _L = _lib.lib
 
@@ -88,34 +89,12 @@ def _config(data, options):
         return b
     c.data = text(data)
     c.quiet = True  # Python callers have on_round; say quiet=False for the progress lines
-    alg = options.pop("algorithm", "fedavg")
-    d = _L.fedc_algorithm_find(text(alg))
-    if not d:
-        raise _lib.error(EINVAL)
-    c.algorithm.def_ = d
-    opt = {k: options.pop(k, v) for k, v in (("client_opt", "sgd"), ("client_lr", 0.1),
-                                               ("server_opt", "sgd"), ("server_lr", 1.0))}
-    _lib.check(_L.fedc_optimizer_parse(text(opt["client_opt"]), opt["client_lr"],
-                                       ctypes.byref(c.algorithm.client_opt)))
-    _lib.check(_L.fedc_optimizer_parse(text(opt["server_opt"]), opt["server_lr"],
-                                       ctypes.byref(c.algorithm.server_opt)))
-    if "server_eps" in options:
-        c.algorithm.server_opt.eps = float(options.pop("server_eps"))
-    if "batch_size" in options:
-        c.algorithm.batch_size = int(options.pop("batch_size"))
-    if "dropout" in options:
-        c.algorithm.dropout = bool(options.pop("dropout"))
-    if "weighting" in options:
-        w = ctypes.c_int()
-        _lib.check(_L.fedc_weighting_parse(text(options.pop("weighting")), ctypes.byref(w)))
-        c.algorithm.weighting = w.value
+    _algorithm_options(c.algorithm, options, text)
     if "format" in options:
         f = ctypes.c_int()
         _lib.check(_L.fedc_data_format_parse(text(options.pop("format")), ctypes.byref(f)))
         c.format = f.value
     _aggregation(c, options, text)
-    for name, value in dict(options.pop("set", {}) or {}).items():
-        _lib.check(_L.fedc_algorithm_set(ctypes.byref(c.algorithm), text(name), float(value)))
     for name in list(options):
         v = options.pop(name)
         if name in _STRINGS:
@@ -176,6 +155,56 @@ def _metrics(out_dir):
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def _algorithm_options(a, options, text):
+    """Fills fedc_algorithm a from (and pops) options' algorithm, client_opt,
+    client_lr, server_opt, server_lr, server_eps, batch_size, dropout, weighting, set."""
+    d = _L.fedc_algorithm_find(text(options.pop("algorithm", "fedavg")))
+    if not d:
+        raise _lib.error(EINVAL)
+    a.def_ = d
+    opt = {k: options.pop(k, v) for k, v in (("client_opt", "sgd"), ("client_lr", 0.1),
+                                               ("server_opt", "sgd"), ("server_lr", 1.0))}
+    _lib.check(_L.fedc_optimizer_parse(text(opt["client_opt"]), opt["client_lr"],
+                                       ctypes.byref(a.client_opt)))
+    _lib.check(_L.fedc_optimizer_parse(text(opt["server_opt"]), opt["server_lr"],
+                                       ctypes.byref(a.server_opt)))
+    if "server_eps" in options:
+        a.server_opt.eps = float(options.pop("server_eps"))
+    if "batch_size" in options:
+        a.batch_size = int(options.pop("batch_size"))
+    if "dropout" in options:
+        a.dropout = bool(options.pop("dropout"))
+    if "weighting" in options:
+        w = ctypes.c_int()
+        _lib.check(_L.fedc_weighting_parse(text(options.pop("weighting")), ctypes.byref(w)))
+        a.weighting = w.value
+    for name, value in dict(options.pop("set", {}) or {}).items():
+        _lib.check(_L.fedc_algorithm_set(ctypes.byref(a), text(name), float(value)))
+
+
+def round_programs(model, steps, **options):
+    """The programs `fedc train` runs for an algorithm (fl.h's interface) on `model` (a
+    fedc.models.Model), for cohorts of `steps` batches each: {"server_init", "client_init"
+    (None for an algorithm without client state), "round"} as fedc.Programs. The options
+    are train's that shape a round: algorithm (default "fedavg"), client_opt, client_lr,
+    server_opt, server_lr, server_eps, batch_size, dropout, weighting, set. So a round of
+    the library's algorithm runs on batches given from Python."""
+    c = _lib.TrainConfig()
+    _L.fedc_train_defaults(ctypes.byref(c))
+    a = c.algorithm
+    _algorithm_options(a, options, lambda v: v.encode())
+    if options:
+        raise TypeError("fedc.round_programs: unknown option %r" % sorted(options)[0])
+    a.max_steps = int(steps)
+    out = {}
+    for key, fn in (("server_init", _L.fedc_algorithm_server_init),
+                    ("client_init", _L.fedc_algorithm_client_init), ("round", _L.fedc_algorithm_round)):
+        ptr = ctypes.c_void_p()
+        _lib.check(fn(model._get(), ctypes.byref(a), ctypes.byref(ptr)))
+        out[key] = Program(ptr) if ptr.value else None
+    return out
 
 
 def train(data, *, on_round=None, **options):

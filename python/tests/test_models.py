@@ -65,6 +65,34 @@ def test_model_options_and_errors():
                    {"dense1": {"w": fedc.f32[784, 62]}}, *logistic_batch())
 
 
+@pytest.mark.parametrize("name,options", [("logistic", {}), ("dense", {}), ("cnn", {}),
+                                          ("shakespeare_lstm", {"hidden": 8}),
+                                          ("stackoverflow_lstm", {"hidden": 8, "num_classes": 20}),
+                                          ("stackoverflow_lstm", {"hidden": 8, "num_classes": 20,
+                                                                  "tied_embeddings": True})])
+def test_haiku_names_cover_every_parameter(name, options):
+    # every fedc parameter has one Haiku name, and the two renamings invert each other
+    m = fedc.models.Model(name, **options)
+    p = m.init(seed=1)
+    hk = m.to_haiku(p)
+    leaves = [(mod, k) for mod, d in hk.items() for k in d]
+    assert len(leaves) == len(set(leaves)) == len(m.params)
+    back = m.from_haiku(hk)
+    for path, _ in m.params:
+        layer, leaf = path.split("/")
+        assert back[layer][leaf] is p[layer][leaf]
+    if name == "cnn":
+        assert hk["conv_dropout_module/conv2_d_1"]["w"] is p["conv2"]["w"]
+    m.close()
+
+
+def test_haiku_names_of_a_model_fedjax_lacks():
+    m = fedc.models.Model("heart")
+    with pytest.raises(KeyError, match="no FedJAX counterpart"):
+        m.to_haiku(m.init(0))
+    m.close()
+
+
 def test_mlir_export():
     f = fedc.program(lambda x, w: fedc.tanh(x @ w))
     text = f.trace(np.ones((4, 3), np.float32), np.ones((3, 2), np.float32)).mlir(func_name="layer")

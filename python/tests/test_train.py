@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 
+import numpy as np
 import pytest
 
 import fedc
@@ -163,3 +164,35 @@ def test_bad_options_raise(tmp_path):
     with pytest.raises(fedc.Error) as e:
         fedc.train("/nonexistent/data", model="logistic", task="emnist", out_dir=str(tmp_path))
     assert "/nonexistent/data" in e.value.message
+
+
+def test_round_programs_run_the_library_round_on_given_batches():
+    # fedavg's round on the logistic model, one client of one batch of 3 real examples
+    # and one padding row: the server SGD step of 1 gives the client's SGD step, as numpy
+    m = fedc.models.Model("logistic")
+    progs = fedc.round_programs(m, 1, batch_size=4, client_lr=0.1)
+    assert progs["client_init"] is None
+    names = [n for n, _ in progs["round"].inputs]
+    assert names[:2] == ["server/params/dense1/w", "server/params/dense1/b"]
+    rng = np.random.default_rng(4)
+    p = m.init(seed=2)
+    x = rng.uniform(size=(1, 1, 4, 28, 28, 1)).astype(np.float32)
+    y = np.array([[[3, 7, 61, 0]]], np.int32)
+    mask = np.array([[[1, 1, 1, 0]]], np.float32)
+    server = progs["server_init"].run({"params/dense1/w": p["dense1"]["w"], "params/dense1/b": p["dense1"]["b"]},
+                                      clients=1)
+    out = progs["round"].run(dict(server, x=x, y=y, mask=mask, steps=np.array([1], np.int32),
+                                  key=np.zeros((1, 4), np.int32)))
+    xs = x.reshape(4, 784).astype(np.float64)
+    z = xs @ p["dense1"]["w"] + p["dense1"]["b"]
+    e = np.exp(z - z.max(1, keepdims=True))
+    d = (e / e.sum(1, keepdims=True) - np.eye(62)[y.reshape(4)]) * mask.reshape(4, 1) / 3
+    np.testing.assert_allclose(out["server/params/dense1/w"], p["dense1"]["w"] - 0.1 * xs.T @ d, atol=1e-6)
+    np.testing.assert_allclose(out["server/params/dense1/b"], p["dense1"]["b"] - 0.1 * d.sum(0), atol=1e-6)
+    assert out["examples"] == 3
+    with pytest.raises(TypeError, match="unknown option"):
+        fedc.round_programs(m, 1, rounds=3)
+    for prog in progs.values():
+        if prog is not None:
+            prog.close()
+    m.close()
