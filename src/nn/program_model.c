@@ -13,6 +13,7 @@
  */
 #include "nn/nn.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct fedc__nn_program {
@@ -171,7 +172,8 @@ fedc_value fedc__nn_program_forward(const fedc__nn_program *g, fedc_program *p, 
     int64_t batch = fedc_value_type(p, x).dims[0];
     fedc_program *f = NULL;
     fedc_status st = build(g, batch, &f);
-    if (st) return fedc_program_fail(p, st, "%s", fedc_errmsg());
+    char why[512]; /* fedc_errmsg's buffer is where fedc_program_fail writes */
+    if (st) return snprintf(why, sizeof why, "%s", fedc_errmsg()), fedc_program_fail(p, st, "%s", why);
     fedc_value args[1 + FEDC_NN_MAX_PARAMS], results[1];
     fedc_type want = fedc_value_type(f, fedc_program_input(f, 0));
     args[0] = feed(p, x, &want);
@@ -187,7 +189,7 @@ fedc_value fedc__nn_program_forward(const fedc__nn_program *g, fedc_program *p, 
         logits = results[0];
     }
     fedc_program_destroy(f);
-    if (st) return fedc_program_fail(p, st, "model %s: %s", g->name, fedc_errmsg());
+    if (st) return snprintf(why, sizeof why, "%s", fedc_errmsg()), fedc_program_fail(p, st, "model %s: %s", g->name, why);
     return logits;
 }
 
