@@ -31,6 +31,8 @@ int fedc_cli_fleet(int argc, char **argv);
 struct fedc_train_config;
 int cli_with_train_options(const char *cmd, int argc, char **argv,
                            int (*run)(const struct fedc_train_config *c, void *user), void *user);
+/* fedc_model_create's "onnx:FILE" models (cli/model_onnx.c; with libfedc_formats). */
+void cli_register_onnx_models(void);
 /* fedc data info PATH [--format NAME]. */
 int fedc_cli_data(int argc, char **argv);
 /* fedc program check|print|grad|jvp|run|export|split ... (cli/program.c). */

@@ -184,6 +184,7 @@ int main(int argc, char **argv) {
 #ifdef FEDC_HAVE_FORMATS
     fedc_formats_register(); /* the TFF and FedJAX readers (libfedc_formats) */
 #endif
+    cli_register_onnx_models(); /* --model onnx:FILE */
     if (argc < 2) {
         fputs(usage, stderr);
         return CLI_USAGE;

@@ -107,6 +107,44 @@ typedef struct fedc_model_outputs {
 FEDC_API fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_value *params, fedc_value x,
                              fedc_value y, fedc_value mask, fedc_value dropout_key, fedc_model_outputs *out);
 
+/* ------------------------------------------------ models from programs -- */
+
+/* A model whose forward pass is a program made elsewhere (an imported ONNX
+ * model: libfedc_formats registers the loader "onnx", so that
+ * fedc_model_create(&m, "onnx:model.onnx", &o) imports the file). `forward`
+ * builds it for a batch size: its inputs are x (the model's input, in the
+ * program's own layout, e.g. NCHW) then one per parameter, in order; its first
+ * output is the logits f32[batch, classes]. The model adds the loss and metric
+ * heads of every model (softmax cross-entropy on i32 labels). Its input type is
+ * the task's examples as options say (28 x 28 x 1 images, NHWC, unless
+ * input_height/width/channels or input_dim say otherwise), fed to the program
+ * transposed to NCHW where the program's input is [batch, C, H, W], else
+ * reshaped, and refused where the element counts differ; an output whose
+ * classes differ from options->num_classes (when set) is refused. */
+typedef fedc_status (*fedc_model_forward_fn)(void *ctx, int64_t batch, fedc_program **out);
+
+typedef struct fedc_model_program {
+    const char *name;                   /* fedc_model_name: "onnx:model.onnx" */
+    fedc_model_forward_fn forward;
+    void *ctx;                          /* owned by the model from create on (also when create fails) */
+    void (*destroy_ctx)(void *ctx);     /* NULL: nothing to free */
+    int num_params;
+    const char *const *param_names;     /* checkpoints name them so (PyTorch's state_dict names) */
+    const float *const *param_values;   /* the initial values (fedc_model_init copies them) */
+} fedc_model_program;
+
+FEDC_API fedc_status fedc_model_create_program(fedc_model **out, const fedc_model_program *spec,
+                                               const fedc_model_options *options);
+
+/* fedc_model_create of "PREFIX:REST" calls load(REST, options, out). Register
+ * before creating models (not synchronised with fedc_model_create); at most 4
+ * prefixes; registering one again replaces its loader. */
+typedef fedc_status (*fedc_model_loader)(const char *rest, const fedc_model_options *options, fedc_model **out);
+FEDC_API fedc_status fedc_model_register_loader(const char *prefix, fedc_model_loader load);
+/* Whether `name` is "PREFIX:..." of a known loader prefix ("onnx" is known even
+ * when no loader is registered: creating it then says which library has it). */
+FEDC_API bool fedc_model_name_is_loaded(const char *name);
+
 /* -------------------------------------------------------------- optimizers -- */
 
 typedef enum fedc_optimizer_kind {

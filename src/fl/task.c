@@ -92,7 +92,24 @@ static bool names_model(const char *entry, const char *model) {
     return !strncmp(model, "transformer", 11) && (!model[11] || model[11] == ':');
 }
 
+/* A loaded model ("onnx:FILE") fits the image and vector tasks: it gets the
+ * task's input options and the classes of the task's first model, so that an
+ * output of other classes is refused by name. */
+static fedc_status loaded_model_options(const fedc__task *k, const char *model, fedc_model_options *o) {
+    if (k->follow_length)
+        return fedc_error(FEDC_EINVAL, "model \"%s\" does not fit the %s task (%s): a model from a file is trained "
+                          "on images or feature vectors, one label each", model, k->name, k->example);
+    o->num_classes = k->num_classes;
+    o->input_dim = k->input_dim;
+    fedc_model *builtin = NULL;
+    fedc_status st = fedc_model_create(&builtin, k->models[0], o);
+    if (!st) o->num_classes = fedc_model_num_classes(builtin);
+    fedc_model_destroy(builtin);
+    return st;
+}
+
 fedc_status fedc__task_model_options(const fedc__task *k, const trainer *t, const char *model, fedc_model_options *o) {
+    if (fedc_model_name_is_loaded(model)) return loaded_model_options(k, model, o);
     const char *shown[MAX_MODELS];
     int n = 0;
     bool fits = false;

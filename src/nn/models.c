@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-typedef enum arch { ARCH_LOGISTIC, ARCH_DENSE, ARCH_CNN, ARCH_CHAR_LSTM, ARCH_WORD_LSTM, ARCH_TRANSFORMER } arch;
+typedef enum arch { ARCH_LOGISTIC, ARCH_DENSE, ARCH_CNN, ARCH_CHAR_LSTM, ARCH_WORD_LSTM, ARCH_TRANSFORMER, ARCH_PROGRAM } arch;
 
 typedef struct model_kind {
     const char *name;
@@ -33,6 +33,8 @@ static const model_kind KINDS[] = {
 enum { NKINDS = sizeof KINDS / sizeof KINDS[0] };
 /* "transformer[:preset]" (src/nn/transformer.c) is matched by prefix. */
 static const model_kind TRANSFORMER_KIND = {"transformer", ARCH_TRANSFORMER, 0, 0};
+/* fedc_model_create_program's models (src/nn/program_model.c). */
+static const model_kind PROGRAM_KIND = {"program", ARCH_PROGRAM, 0, 0};
 
 /* FedJAX's defaults: 28 x 28 x 1 images (_HAIKU_SAMPLE_BATCH), 200 hidden units. */
 enum { DEFAULT_SIDE = 28, DEFAULT_CHANNELS = 1, DEFAULT_HIDDEN = 200 };
@@ -53,6 +55,7 @@ struct fedc_model {
     int64_t hidden;    /* dense only */
     fedc__nn_transformer tf; /* transformer only */
     fedc__nn_text text;      /* the LSTM language models */
+    fedc__nn_program *program; /* models from programs */
     fedc__nn_params params;
 };
 
@@ -158,6 +161,7 @@ static fedc_status declare_params(fedc_model *m) {
     }
     case ARCH_CHAR_LSTM:
     case ARCH_WORD_LSTM: return fedc__nn_text_declare(&m->text, ps);
+    case ARCH_PROGRAM: break; /* fedc_model_create_program declares them */
     }
     return fedc_error(FEDC_EINTERNAL, "model %s: unknown architecture", m->kind->name);
 }
@@ -183,6 +187,7 @@ fedc_status fedc_model_create(fedc_model **out, const char *name, const fedc_mod
     if (!out) return fedc_error(FEDC_EINVAL, "fedc_model_create: out is NULL");
     *out = NULL;
     if (!name) return unknown_name("(null)");
+    if (fedc_model_name_is_loaded(name)) return fedc__nn_load(name, options, out);
     const model_kind *kind = find_kind(name);
     if (!kind) return unknown_name(name);
     fedc_model_options none = {0};
@@ -201,13 +206,53 @@ fedc_status fedc_model_create(fedc_model **out, const char *name, const fedc_mod
     return FEDC_OK;
 }
 
-void fedc_model_destroy(fedc_model *m) { fedc_free(m); }
+void fedc_model_destroy(fedc_model *m) {
+    if (m) fedc__nn_program_destroy(m->program);
+    fedc_free(m);
+}
+
+/* The image or vector examples that options describe, then the program's
+ * parameters, forward and classes checked against them. Takes spec->ctx. */
+fedc_status fedc_model_create_program(fedc_model **out, const fedc_model_program *spec,
+                                      const fedc_model_options *options) {
+    if (out) *out = NULL;
+    if (!out || !spec || !spec->name || !spec->forward) {
+        if (spec && spec->destroy_ctx) spec->destroy_ctx(spec->ctx);
+        return fedc_error(FEDC_EINVAL, "fedc_model_create_program: a NULL %s",
+                          !out ? "out" : !spec ? "spec" : !spec->name ? "name" : "forward");
+    }
+    fedc_model_options none = {0};
+    const fedc_model_options *o = options ? options : &none;
+    fedc_model *m = fedc_calloc(1, sizeof *m);
+    fedc_status st = m ? FEDC_OK : fedc_error(FEDC_ENOMEM, "fedc_model_create_program: out of memory");
+    if (m) m->kind = &PROGRAM_KIND;
+    if (!st && (o->hidden || o->layers || o->width || o->heads || o->context || o->sequence_length ||
+                o->tied_embeddings || o->mask_eos || o->mask_oov || o->sinusoidal_positions))
+        st = fedc_error(FEDC_EINVAL, "model %s: its sizes are the program's: only num_classes and the input's shape "
+                        "may be set", spec->name);
+    if (!st) st = check_ranges(m->kind, o);
+    if (!st) st = resolve_image(m, o);
+    if (st) {
+        if (spec->destroy_ctx) spec->destroy_ctx(spec->ctx);
+    } else {
+        st = fedc__nn_program_create(spec, fedc_model_input_type(m, 1), o->num_classes, &m->params, &m->classes,
+                                     &m->program);
+    }
+    if (st) {
+        fedc_model_destroy(m);
+        return st;
+    }
+    *out = m;
+    return FEDC_OK;
+}
 
 /* ------------------------------------------------------------- inspection -- */
 
 static bool has_param(const fedc_model *m, int i) { return m && i >= 0 && i < m->params.count; }
 
-const char *fedc_model_name(const fedc_model *m) { return m ? m->kind->name : NULL; }
+const char *fedc_model_name(const fedc_model *m) {
+    return !m ? NULL : m->program ? fedc__nn_program_name(m->program) : m->kind->name;
+}
 int fedc_model_num_params(const fedc_model *m) { return m ? m->params.count : 0; }
 int64_t fedc_model_size(const fedc_model *m) { return m ? m->params.size : 0; }
 int fedc_model_num_classes(const fedc_model *m) { return m ? m->classes : 0; }
@@ -244,6 +289,7 @@ fedc_type fedc_model_label_type(const fedc_model *m, int64_t batch) {
 
 fedc_status fedc_model_init(const fedc_model *m, uint64_t seed, float *params) {
     if (!m || !params) return fedc_error(FEDC_EINVAL, "fedc_model_init: %s is NULL", m ? "params" : "model");
+    if (m->program) return fedc__nn_program_init(m->program, &m->params, params);
     for (int i = 0; i < m->params.count; i++) {
         const fedc__nn_param *q = &m->params.items[i];
         float *at = params + q->offset;
@@ -260,15 +306,15 @@ fedc_status fedc_model_init(const fedc_model *m, uint64_t seed, float *params) {
 /* `v` is a value of p with want's dtype and shape (any placement). */
 static fedc_status check_value(const fedc_model *m, const fedc_program *p, fedc_value v, fedc_type want,
                                const char *what) {
-    if (v == FEDC_NONE) return fedc_error(FEDC_EINVAL, "model %s: %s is FEDC_NONE", m->kind->name, what);
+    if (v == FEDC_NONE) return fedc_error(FEDC_EINVAL, "model %s: %s is FEDC_NONE", fedc_model_name(m), what);
     if (v < 0 || v >= fedc_program_size(p))
-        return fedc_error(FEDC_EINVAL, "model %s: %s (%%%d) is not a value of the program", m->kind->name, what,
+        return fedc_error(FEDC_EINVAL, "model %s: %s (%%%d) is not a value of the program", fedc_model_name(m), what,
                           (int)v);
     fedc_type t = fedc_value_type(p, v);
     if (t.dtype == want.dtype && fedc_type_same_shape(&t, &want)) return FEDC_OK;
     char got[64], expected[64];
     return fedc_error(t.dtype != want.dtype ? FEDC_ETYPE : FEDC_ESHAPE, "model %s: %s is %s, expected %s",
-                      m->kind->name, what, fedc_type_str(&t, got, sizeof got),
+                      fedc_model_name(m), what, fedc_type_str(&t, got, sizeof got),
                       fedc_type_str(&want, expected, sizeof expected));
 }
 
@@ -321,6 +367,7 @@ static fedc_value forward(const fedc_model *m, fedc_program *p, const fedc_value
     case ARCH_DENSE: return forward_dense(m, p, w, x);
     case ARCH_CNN: return forward_cnn(p, w, x, key);
     case ARCH_TRANSFORMER: return fedc__nn_transformer_forward(&m->tf, p, w, x);
+    case ARCH_PROGRAM: return fedc__nn_program_forward(m->program, p, m->params.count, w, x);
     case ARCH_CHAR_LSTM:
     case ARCH_WORD_LSTM: break; /* fedc__nn_text_apply */
     }

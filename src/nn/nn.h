@@ -20,7 +20,7 @@
 
 /* One parameter tensor: a named slice of the flat f32 buffer. */
 typedef struct fedc__nn_param {
-    char name[24];      /* "conv1/w" */
+    char name[96];      /* "conv1/w"; a program's: "fc1.weight" */
     fedc_type type;     /* f32, local */
     int64_t offset;     /* in floats, from the start of the buffer */
     int64_t size;       /* floats */
@@ -136,5 +136,24 @@ fedc_status fedc__nn_transformer_declare(const fedc__nn_transformer *c, fedc__nn
 /* Logits [batch, seq, vocab] of i32 tokens [batch, seq]. */
 fedc_value fedc__nn_transformer_forward(const fedc__nn_transformer *c, fedc_program *p, const fedc_value *w,
                                        fedc_value tokens);
+
+/* ------------------------------------------ models from programs (program_model.c) -- */
+
+typedef struct fedc__nn_program fedc__nn_program;
+
+/* Builds the forward at batch 1, checks it against the model's input type
+ * `example` (batch 1) and the task's classes (0: any), declares the parameters
+ * in ps and sets *classes. Takes spec->ctx (freed by fedc__nn_program_destroy,
+ * or here on failure). */
+fedc_status fedc__nn_program_create(const fedc_model_program *spec, fedc_type example, int want_classes,
+                                   fedc__nn_params *ps, int *classes, fedc__nn_program **out);
+void fedc__nn_program_destroy(fedc__nn_program *g); /* safe on NULL */
+const char *fedc__nn_program_name(const fedc__nn_program *g);
+fedc_status fedc__nn_program_init(const fedc__nn_program *g, const fedc__nn_params *ps, float *params);
+/* The logits of x (the model's input type), the program inlined into p. */
+fedc_value fedc__nn_program_forward(const fedc__nn_program *g, fedc_program *p, int n, const fedc_value *w,
+                                   fedc_value x);
+/* fedc_model_create of a name with a loader's prefix. */
+fedc_status fedc__nn_load(const char *name, const fedc_model_options *o, fedc_model **out);
 
 #endif /* FEDC_SRC_NN_NN_H */

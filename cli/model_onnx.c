@@ -1,0 +1,94 @@
+/*
+ * The "onnx:" models of fedc train and fedc eval (--model onnx:FILE.onnx): an
+ * ONNX file imported by libfedc_formats (fedc_program_from_onnx) and handed to
+ * libfedc as a model whose forward is the imported program
+ * (fedc_model_create_program). The CLI joins the two because libfedc's models
+ * know no file format and libfedc_formats knows no models (tests/module_deps.sh).
+ * The file is imported again for each batch size the trainer applies the model
+ * at: a program's shapes are static, and the graph's symbolic batch takes it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fedc/fedc.h"
+#ifdef FEDC_HAVE_FORMATS
+#include "fedc/formats.h"
+
+typedef struct onnx_source {
+    char *path;
+} onnx_source;
+
+static void source_free(void *ctx) {
+    onnx_source *s = ctx;
+    if (s) fedc_free(s->path);
+    fedc_free(s);
+}
+
+/* The graph's one input must be the examples, batch first; the rest are the
+ * parameters the importer appended. */
+static fedc_status import(const char *path, int64_t batch, fedc_onnx_model **out) {
+    fedc_status st = fedc_program_from_onnx(path, &(fedc_onnx_options){.batch = batch}, out);
+    if (st) return st;
+    const fedc_program *f = (*out)->program;
+    int graph_inputs = fedc_program_num_inputs(f) - (*out)->num_params;
+    fedc_type xt = graph_inputs == 1 ? fedc_value_type(f, fedc_program_input(f, 0)) : fedc_type_scalar(FEDC_F32);
+    if (graph_inputs != 1)
+        st = fedc_error(FEDC_EUNSUPPORTED, "model onnx:%s: its graph has %d inputs; a model to train takes one (the "
+                        "examples)", path, graph_inputs);
+    else if (xt.rank < 1 || xt.dims[0] != batch)
+        st = fedc_error(FEDC_ESHAPE, "model onnx:%s: its input %s has no batch dimension of its own (its first "
+                        "dimension is fixed; export it with a dynamic batch axis, torch.onnx.export's dynamic_axes)",
+                        path, fedc_program_input_name(f, 0));
+    if (st) {
+        fedc_onnx_model_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static fedc_status forward(void *ctx, int64_t batch, fedc_program **out) {
+    fedc_onnx_model *om = NULL;
+    fedc_status st = import(((onnx_source *)ctx)->path, batch, &om);
+    if (st) return st;
+    *out = om->program;
+    om->program = NULL; /* the caller's now */
+    fedc_onnx_model_destroy(om);
+    return FEDC_OK;
+}
+
+static fedc_status load(const char *path, const fedc_model_options *o, fedc_model **out) {
+    fedc_onnx_model *om = NULL;
+    fedc_status st = import(path, 1, &om);
+    if (st) return st;
+    onnx_source *s = fedc_calloc(1, sizeof *s);
+    size_t len = strlen(path);
+    char *name = fedc_malloc(len + 6);
+    const char **names = fedc_calloc((size_t)om->num_params + 1, sizeof *names);
+    const float **values = fedc_calloc((size_t)om->num_params + 1, sizeof *values);
+    if (s) s->path = fedc_malloc(len + 1);
+    if (!s || !s->path || !name || !names || !values) {
+        st = fedc_error(FEDC_ENOMEM, "model onnx:%s: out of memory", path);
+        source_free(s);
+    } else {
+        memcpy(s->path, path, len + 1);
+        snprintf(name, len + 6, "onnx:%s", path);
+        for (int i = 0; i < om->num_params; i++) {
+            names[i] = om->param_values[i].name;
+            values[i] = om->param_values[i].data;
+        }
+        fedc_model_program spec = {.name = name, .forward = forward, .ctx = s, .destroy_ctx = source_free,
+                                   .num_params = om->num_params, .param_names = names, .param_values = values};
+        st = fedc_model_create_program(out, &spec, o);
+    }
+    fedc_free(values);
+    fedc_free(names);
+    fedc_free(name);
+    fedc_onnx_model_destroy(om);
+    return st;
+}
+
+void cli_register_onnx_models(void) { fedc_model_register_loader("onnx", load); }
+#else
+void cli_register_onnx_models(void) {}
+#endif

@@ -1,0 +1,173 @@
+/*
+ * fedc_test_onnx_train — the files of tests/cli_onnx_train.sh, which trains ONNX
+ * models with fedc train --model onnx:FILE against fedc's built-in models.
+ *
+ *   fedc_test_onnx_train write DIR SEED   writes DIR/femnist-leaf/{train,test}
+ *       (the small FEMNIST of data_fixtures.h) and ONNX models whose
+ *       initializers are the built-in models' initial parameters at SEED
+ *       (fedc_model_init), as PyTorch would name them:
+ *         dense.onnx   NCHW x [batch,1,28,28] -> Flatten -> (MatMul + Add ->
+ *                      Relu) x 2 -> MatMul + Add: "dense"'s ops in its order
+ *         logistic_gemm.onnx  Flatten -> Gemm(transB=1), the weight [62, 784] as
+ *                      nn.Linear stores it: "logistic" with its weight transposed
+ *         ten.onnx     "logistic" with 10 outputs (a task of 62 classes refuses it)
+ *   fedc_test_onnx_train compare A B TOL  compares two safetensors files tensor by
+ *       tensor in their order (names may differ), a 2-D tensor of B taken
+ *       transposed where its shape is A's swapped; exits 1 where an element
+ *       differs by more than TOL (0: the same bits).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data_fixtures.h"
+#include "fedc/fedc.h"
+#include "onnx_write.h"
+
+enum { ELEM_FLOAT = 1, OPSET = 17, CLASSES = 62, PIXELS = 784 };
+
+static int save(onnx_writer *w, const char *dir, const char *file) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    size_t size = 0;
+    uint8_t *bytes = ow_pack(w, OPSET, &size);
+    FILE *f = fopen(path, "wb");
+    int rc = f && bytes && fwrite(bytes, 1, size, f) == size ? 0 : -1;
+    if (f && fclose(f)) rc = -1;
+    if (rc) fprintf(stderr, "onnx_train: cannot write %s\n", path);
+    free(bytes);
+    ow_free(w);
+    return rc;
+}
+
+/* The built-in model `name`'s initial parameters (fedc_free them). */
+static float *builtin_init(const char *name, int classes, uint64_t seed, fedc_model **m) {
+    if (fedc_model_create(m, name, &(fedc_model_options){.num_classes = classes})) return NULL;
+    float *p = fedc_malloc((size_t)fedc_model_size(*m) * sizeof *p);
+    if (p) fedc_model_init(*m, seed, p);
+    return p;
+}
+
+static void input_nchw(onnx_writer *w) {
+    ow_init(w);
+    ow_input(w, "x", ELEM_FLOAT, 4, (int64_t[]){-1, 1, 28, 28});
+    ow_output(w, "logits");
+    ow_node(w, "Flatten", "/Flatten", "x", "f", 1, ow_int(w, "axis", 1));
+}
+
+static int write_dense(const char *dir, uint64_t seed) {
+    fedc_model *m = NULL;
+    float *p = builtin_init("dense", CLASSES, seed, &m);
+    if (!p) return -1;
+    onnx_writer w;
+    input_nchw(&w);
+    static const char *const names[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"};
+    for (int i = 0; i < 6; i++) {
+        fedc_type t = fedc_model_param_type(m, i);
+        ow_init_f32(&w, names[i], t.rank, t.dims, p + fedc_model_param_offset(m, i));
+    }
+    ow_node(&w, "MatMul", "/fc1/MatMul", "f,fc1.weight", "m1", 0);
+    ow_node(&w, "Add", "/fc1/Add", "m1,fc1.bias", "a1", 0);
+    ow_node(&w, "Relu", "/relu1", "a1", "h1", 0);
+    ow_node(&w, "MatMul", "/fc2/MatMul", "h1,fc2.weight", "m2", 0);
+    ow_node(&w, "Add", "/fc2/Add", "m2,fc2.bias", "a2", 0);
+    ow_node(&w, "Relu", "/relu2", "a2", "h2", 0);
+    ow_node(&w, "MatMul", "/fc3/MatMul", "h2,fc3.weight", "m3", 0);
+    ow_node(&w, "Add", "/fc3/Add", "m3,fc3.bias", "logits", 0);
+    fedc_free(p);
+    fedc_model_destroy(m);
+    return save(&w, dir, "dense.onnx");
+}
+
+/* "logistic" at `classes`, its weight [classes, 784] as nn.Linear keeps it. */
+static int write_gemm(const char *dir, const char *file, int classes, uint64_t seed) {
+    fedc_model *m = NULL;
+    float *p = builtin_init("logistic", classes, seed, &m);
+    float *wt = fedc_malloc((size_t)classes * PIXELS * sizeof *wt);
+    if (!p || !wt) return fedc_free(p), fedc_free(wt), fedc_model_destroy(m), -1;
+    for (int i = 0; i < PIXELS; i++)
+        for (int j = 0; j < classes; j++) wt[(size_t)j * PIXELS + i] = p[(size_t)i * classes + j];
+    onnx_writer w;
+    input_nchw(&w);
+    ow_init_f32(&w, "fc.weight", 2, (int64_t[]){classes, PIXELS}, wt);
+    ow_init_f32(&w, "fc.bias", 1, (int64_t[]){classes}, p + fedc_model_param_offset(m, 1));
+    ow_node(&w, "Gemm", "/fc/Gemm", "f,fc.weight,fc.bias", "logits", 1, ow_int(&w, "transB", 1));
+    fedc_free(p);
+    fedc_free(wt);
+    fedc_model_destroy(m);
+    return save(&w, dir, file);
+}
+
+static int write_all(const char *dir, uint64_t seed) {
+    if (fedc_test_write_fixture(dir, "femnist-leaf/train") || fedc_test_write_fixture(dir, "femnist-leaf/test"))
+        return 1;
+    if (write_dense(dir, seed) || write_gemm(dir, "logistic_gemm.onnx", CLASSES, seed) ||
+        write_gemm(dir, "ten.onnx", 10, seed))
+        return 1;
+    return 0;
+}
+
+/* Tensor i of b as a's layout: itself, or a 2-D one transposed. */
+static float element(const fedc_tensor_entry *a, const fedc_tensor_entry *b, int64_t k) {
+    const float *v = b->data;
+    float x;
+    if (a->type.rank == 2 && fedc_type_same_shape(&a->type, &b->type) == false) {
+        int64_t rows = a->type.dims[0], cols = a->type.dims[1];
+        memcpy(&x, v + (k % cols) * rows + k / cols, sizeof x);
+    } else {
+        memcpy(&x, v + k, sizeof x);
+    }
+    return x;
+}
+
+static bool comparable(const fedc_tensor_entry *a, const fedc_tensor_entry *b) {
+    if (a->type.dtype != FEDC_F32 || b->type.dtype != FEDC_F32) return false;
+    if (fedc_type_same_shape(&a->type, &b->type)) return true;
+    return a->type.rank == 2 && b->type.rank == 2 && a->type.dims[0] == b->type.dims[1] &&
+           a->type.dims[1] == b->type.dims[0];
+}
+
+static int compare(const char *pa, const char *pb, double tol) {
+    fedc_safetensors *a = NULL, *b = NULL;
+    if (fedc_safetensors_read(pa, &a) || fedc_safetensors_read(pb, &b)) {
+        fprintf(stderr, "onnx_train: %s\n", fedc_errmsg());
+        return fedc_safetensors_destroy(a), 1;
+    }
+    int rc = 0, n = fedc_safetensors_count(a);
+    if (n != fedc_safetensors_count(b)) {
+        fprintf(stderr, "onnx_train: %s has %d tensors, %s %d\n", pa, n, pb, fedc_safetensors_count(b));
+        rc = 1;
+    }
+    double worst = 0;
+    for (int i = 0; !rc && i < n; i++) {
+        fedc_tensor_entry ta = fedc_safetensors_tensor(a, i), tb = fedc_safetensors_tensor(b, i);
+        if (!comparable(&ta, &tb)) {
+            fprintf(stderr, "onnx_train: %s and %s differ in shape\n", ta.name, tb.name);
+            rc = 1;
+            break;
+        }
+        for (int64_t k = 0; k < fedc_type_count(&ta.type); k++) {
+            float x, y = element(&ta, &tb, k);
+            memcpy(&x, (const float *)ta.data + k, sizeof x);
+            double d = fabs((double)x - (double)y);
+            if (!(d <= tol) || (tol == 0 && memcmp(&x, &y, sizeof x))) {
+                fprintf(stderr, "onnx_train: %s[%lld] = %.9g, %s's %.9g\n", ta.name, (long long)k, x, tb.name, y);
+                rc = 1;
+                break;
+            }
+            if (d > worst) worst = d;
+        }
+    }
+    if (!rc) printf("%d tensors agree (largest difference %.3g)\n", n, worst);
+    fedc_safetensors_destroy(a);
+    fedc_safetensors_destroy(b);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "write")) return write_all(argv[2], strtoull(argv[3], NULL, 10));
+    if (argc == 5 && !strcmp(argv[1], "compare")) return compare(argv[2], argv[3], atof(argv[4]));
+    fprintf(stderr, "usage: fedc_test_onnx_train write DIR SEED | compare A B TOL\n");
+    return 2;
+}
