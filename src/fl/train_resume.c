@@ -253,6 +253,7 @@ fedc_status fedc__train_load_checkpoint(trainer *t) {
     if (!st) st = parse_round(path, fedc_safetensors_metadata(s, "next_round"), &round);
     if (!st) st = legacy ? compare_legacy(t, path, s) : compare_settings(t, path, s);
     if (!st) st = fedc__train_state_restore(t, s);
+    if (!st && t->async) st = fedc__train_async_restore(t, path, s);
     if (!st && fedc__train_nonfinite(t, what, sizeof what, &at))
         st = fedc_error(FEDC_ENONFINITE, "%s: \"%s\" holds a non-finite value (element %lld): it cannot be trained on",
                         path, what, (long long)at);
