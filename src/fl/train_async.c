@@ -56,7 +56,8 @@ fedc_status fedc__train_async_setup(trainer *t) {
     bool ok = a->flights && a->snaps && a->block && a->weight && a->rounds && a->start && a->saved && a->names;
     for (int i = 0; ok && i < fedc_model_num_params(t->model); i++)
         ok = (a->start[i] = fedc_malloc((size_t)(a->k * fedc_model_param_size(t->model, i)) * sizeof(float))) != NULL;
-    return ok ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory for %s's clients in flight", name);
+    if (!ok) return fedc_error(FEDC_ENOMEM, "train: out of memory for %s's clients in flight", name);
+    return c->replay ? fedc__train_replay_load(t) : FEDC_OK;
 }
 
 int fedc__train_async_slots(const trainer *t) { return t->async->k; }
@@ -69,7 +70,9 @@ void fedc__train_async_free(trainer *t) {
     for (int i = 0; a->snaps && i <= a->c; i++) fedc_free(a->snaps[i].params);
     for (int i = 0; a->start && t->model && i < fedc_model_num_params(t->model); i++) fedc_free(a->start[i]);
     fedc_free(a->start), fedc_free(a->flights), fedc_free(a->snaps), fedc_free(a->block);
-    fedc_free(a->weight), fedc_free(a->rounds), fedc_free(a->saved), fedc_free(a->names), fedc_free(a);
+    fedc_free(a->weight), fedc_free(a->rounds), fedc_free(a->saved), fedc_free(a->names), fedc_free(a->replay);
+    if (a->arrivals) fclose(a->arrivals);
+    fedc_free(a);
     t->async = NULL;
 }
 
@@ -91,7 +94,10 @@ fedc_status fedc__train_async_snapshot(trainer *t, int version, int *out, bool *
         if (a->snaps[i].refs > 0 && a->snaps[i].version == version) return *out = i, *fresh = false, FEDC_OK;
         if (a->snaps[i].refs == 0 && free_at < 0) free_at = i;
     }
-    snapshot *s = &a->snaps[free_at]; /* c in flight hold at most c versions: one of c + 1 is free */
+    if (free_at < 0) /* c in flight hold at most c versions, of c + 1: only a replayed log can hold more */
+        return fedc_error(FEDC_EINVAL, "train: more than %d model versions held by clients in flight at once "
+                          "(--clients-per-round %d)", a->c, a->c);
+    snapshot *s = &a->snaps[free_at];
     size_t n = (size_t)fedc_model_size(t->model);
     if (!s->params && !(s->params = fedc_malloc(n * sizeof *s->params)))
         return fedc_error(FEDC_ENOMEM, "train: out of memory for a model version");
@@ -161,15 +167,10 @@ static bool earlier(const flight *x, const flight *y) {
     return x->dispatch < y->dispatch;
 }
 
-/* The earliest report into slot `slot`: its client, round, staleness weight and
- * model version. */
-static void take_report(trainer *t, int r, int slot) {
+/* Report f into slot `slot`: its client, round, staleness weight and model
+ * version, logged to arrivals.jsonl. */
+fedc_status fedc__train_async_take(trainer *t, int r, int slot, flight f) {
     struct train_async *a = t->async;
-    int first = 0;
-    for (int i = 1; i < a->nflights; i++)
-        if (earlier(&a->flights[i], &a->flights[first])) first = i;
-    flight f = a->flights[first];
-    a->flights[first] = a->flights[--a->nflights];
     t->vtime = f.due;
     t->sampled[slot] = f.client;
     a->rounds[slot] = (uint32_t)(f.dispatch / (uint64_t)a->c);
@@ -181,6 +182,18 @@ static void take_report(trainer *t, int r, int slot) {
                (size_t)size * sizeof(float));
     }
     a->snaps[f.snapshot].refs--;
+    return fedc__train_arrivals_log(t, r, &f);
+}
+
+/* The earliest report into slot `slot`. */
+static fedc_status take_report(trainer *t, int r, int slot) {
+    struct train_async *a = t->async;
+    int first = 0;
+    for (int i = 1; i < a->nflights; i++)
+        if (earlier(&a->flights[i], &a->flights[first])) first = i;
+    flight f = a->flights[first];
+    a->flights[first] = a->flights[--a->nflights];
+    return fedc__train_async_take(t, r, slot, f);
 }
 
 static bool due_now(const struct train_async *a, double now) {
@@ -191,13 +204,14 @@ static bool due_now(const struct train_async *a, double now) {
 
 fedc_status fedc__train_async_next(trainer *t, int r) {
     struct train_async *a = t->async;
+    if (t->c->replay) return fedc__train_replay_next(t, r);
     for (int slot = 0; slot < a->k; slot++) {
         fedc_status st = due_now(a, t->vtime) ? FEDC_OK : dispatch(t, r);
         if (st) return st;
         if (a->nflights == 0)
             return fedc_error(FEDC_EINVAL, "step %d: no client can start at virtual time %g (none is available: see "
                               "--clock's availability)", r + 1, t->vtime);
-        take_report(t, r, slot);
+        if ((st = take_report(t, r, slot))) return st;
         t->client_ids[slot] = fedc_dataset_client_id(t->train, t->sampled[slot]);
     }
     t->present = a->k;

@@ -33,10 +33,22 @@ struct train_async {
     double *saved;        /* [4c] */
     char (*names)[32];    /* [c + 1] */
     char meta[2][32];
+    FILE *arrivals;       /* RUN/arrivals.jsonl, each report as taken (src/fl/train_replay.c) */
+    struct arrival *replay; /* --replay: the log's reports, in order (NULL: the clock's) */
+    int64_t nreplay, next;
 };
 
 /* The snapshot of model version `version`: the one a client in flight holds
  * (*fresh false), or a free one named so, its parameters to be filled (*fresh). */
 fedc_status fedc__train_async_snapshot(trainer *t, int version, int *out, bool *fresh);
+/* Report f into slot `slot` of step r (src/fl/train_async.c). */
+fedc_status fedc__train_async_take(trainer *t, int r, int slot, flight f);
+
+/* The arrival log (src/fl/train_replay.c): each report appended as taken (the
+ * file made, or on a resume cut back to the checkpoint's steps, on first use);
+ * --replay's log read and checked whole; step r's K reports taken from it. */
+fedc_status fedc__train_arrivals_log(trainer *t, int r, const flight *f);
+fedc_status fedc__train_replay_load(trainer *t);
+fedc_status fedc__train_replay_next(trainer *t, int r);
 
 #endif
