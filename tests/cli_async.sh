@@ -104,6 +104,8 @@ expect 1 "arrivals.jsonl: 12 reports, step 7 needs 14" -- "$fedc" train $data $e
   --set buffer=2 --rounds 7 --replay "$log" --out "$out/replay-long"
 expect 1 "--replay is for the asynchronous algorithms" -- "$fedc" train $data $every --rounds 2 --replay "$log" \
   --out "$out/replay-fedavg"
+expect 1 "differs from the checkpoint's in what changes the result: --replay none" -- "$fedc" train $data $every \
+  --algorithm fedbuff --set buffer=2 --rounds 8 --out "$out/replay" --resume
 expect 1 "it does not --resume" -- "$fedc" train $data $every --algorithm fedbuff --set buffer=2 --rounds 8 \
   --replay "$log" --out "$out/$fb-6" --resume
 

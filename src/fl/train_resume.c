@@ -71,6 +71,8 @@ static int clock_settings(const fedc_train_config *c, train_setting *out, int n,
     if (n > 0) out[n - 1].unrecorded = "0";
     setting(out, &n, max, "--over-select", false, "%s", exact(c->over_select, x[1]));
     if (n > 0) out[n - 1].unrecorded = "0";
+    setting(out, &n, max, "--replay", false, "%s", c->replay ? c->replay : ""); /* a replay's steps go on from its log */
+    if (n > 0) out[n - 1].unrecorded = "";
     return n;
 }
 
