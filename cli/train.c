@@ -117,6 +117,8 @@ static const char train_usage[] =
     "                            are dropped from the round (default 0: none)\n"
     "  --over-select F           with --clock: select ceil(K (1 + F)) clients, keep the first K\n"
     "                            to report (default 0)\n"
+    "  --replay LOG              fedbuff, fedasync: the reports in LOG's order (a run's\n"
+    "                            arrivals.jsonl) instead of the clock's\n"
     "run\n"
     "  --seed N                  0 to 2^64 - 1 (default 0)\n"
     "  --threads N               worker threads for the clients, 1 to 256 (default 2)\n"
@@ -248,6 +250,7 @@ static const option table[] = {
     {OPT("clock", STR, TRAIN, c.clock), .check = check_clock},
     {OPT("round-deadline", REAL, TRAIN, c.round_deadline), .range = {0, 1e15, false, false}},
     {OPT("over-select", REAL, TRAIN, c.over_select), .range = {0, 100, false, false}},
+    {OPT("replay", STR, TRAIN, c.replay)},
     {OPT("compress", STR, TRAIN, compress), .check = check_compress},
     {OPT("aggregator", STR, TRAIN, aggregator), .check = check_aggregator},
     {OPT("attack", STR, TRAIN, attack)},

@@ -402,6 +402,9 @@ typedef struct fedc_train_config {
      * the first clients_per_round to report kept (0: none). */
     const char *clock;
     double round_deadline, over_select;
+    /* fedbuff, fedasync: the order of reports from an arrival log (a run's
+     * RUN/arrivals.jsonl; docs/algorithms.md) instead of the clock (NULL: the clock's). */
+    const char *replay;
 } fedc_train_config;
 
 typedef struct fedc_train_result {

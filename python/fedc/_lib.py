@@ -197,7 +197,8 @@ class TrainConfig(Structure):
                 ("resume", c_bool), ("strict", c_bool), ("quiet", c_bool), ("profile", c_bool),
                 ("poisson", c_bool), ("sampling_rate", c_double), ("dp_delta", c_double), ("log", c_void_p),
                 ("on_round", ON_ROUND), ("on_round_ctx", c_void_p),
-                ("clock", c_char_p), ("round_deadline", c_double), ("over_select", c_double)]
+                ("clock", c_char_p), ("round_deadline", c_double), ("over_select", c_double),
+                ("replay", c_char_p)]
 
 def _candidates():
     env = os.environ.get("FEDC_LIBRARY")

@@ -143,6 +143,8 @@ static fedc_status create_programs(trainer *t) {
     int64_t batch = t->alg.batch_size;
     t->alg.max_steps = fedc__train_max_steps(t);
     fedc_status st = fedc__train_clock_setup(t);
+    if (!st && c->replay && !fedc__train_is_async(t))
+        st = fedc_error(FEDC_EINVAL, "train: --replay is for the asynchronous algorithms (fedbuff, fedasync)");
     if (!st && fedc__train_is_async(t)) st = fedc__train_async_setup(t);
     if (!st) st = cohort_slots(t);
     int k = t->k;

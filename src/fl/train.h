@@ -129,6 +129,13 @@ fedc_status fedc__train_async_bind(trainer *t, fedc_executor *ex);
 void fedc__train_async_free(trainer *t);
 fedc_status fedc__train_async_next(trainer *t, int r);
 const uint32_t *fedc__train_async_rounds(const trainer *t);
+/* Its clients in flight in a checkpoint (src/fl/train_async_checkpoint.c): the
+ * number of tensors it adds, the tensors and metadata (into e, returning how
+ * many; valid until the next call), and reading them back on a resume. */
+int fedc__train_async_num_entries(const trainer *t);
+int fedc__train_async_entries(const trainer *t, fedc_tensor_entry *e);
+int fedc__train_async_metadata(const trainer *t, fedc_metadata_entry *e);
+fedc_status fedc__train_async_restore(trainer *t, const char *path, const fedc_safetensors *s);
 /* The aggregators (src/fl/train_privacy.c): checked and completed (the expected
  * clients k) before the programs are built; the noise key bound to the round;
  * drawn before and read after each round (r counted from 0); the metrics' fields

@@ -20,47 +20,19 @@
  * order, and FedBuff is FedAvg bit for bit. Same seed, same bits, on any number
  * of threads.
  *
- * Resuming is refused: a checkpoint would have to hold the clients in flight and
- * the model versions they hold. */
+ * A checkpoint holds the clients in flight and the model versions they hold
+ * (src/fl/train_async_checkpoint.c), so a resumed run goes on with the same bits. */
 #include <math.h>
 #include <string.h>
 
 #include "fl/fedbuff.h"
-#include "fl/train.h"
-
-typedef struct flight {
-    int64_t client;
-    uint64_t dispatch; /* d: its block is d / C */
-    int version, snapshot;
-    double due;
-} flight;
-
-typedef struct snapshot {
-    int version, refs; /* refs 0: free */
-    float *params;
-} snapshot;
-
-struct train_async {
-    int k, c;             /* reports a step, clients in flight */
-    uint64_t dispatched;
-    flight *flights;      /* [c] */
-    int nflights;
-    snapshot *snaps;      /* [c + 1]: every version a client in flight holds, and the current */
-    int64_t *block;       /* [c]: fedc_sample_clients of block_no */
-    int64_t block_no;
-    float **start;        /* per parameter: k × its size, FEDC_ASYNC_START/<name> */
-    float *weight;        /* [k]: s(τ), FEDC_ASYNC_WEIGHT */
-    uint32_t *rounds;     /* [k]: each report's round for its batches (its block) */
-};
+#include "fl/train_async.h"
 
 bool fedc__train_is_async(const trainer *t) { return fedc__algorithm_is_async(&t->c->algorithm); }
 
 fedc_status fedc__train_async_setup(trainer *t) {
     const fedc_train_config *c = t->c;
     const char *name = fedc_algorithm_name(&c->algorithm);
-    if (c->resume)
-        return fedc_error(FEDC_EUNSUPPORTED, "train: %s cannot --resume yet (a checkpoint does not hold the clients "
-                          "in flight and their model versions); train afresh", name);
     if (c->poisson || c->round_deadline > 0 || c->over_select > 0)
         return fedc_error(FEDC_EINVAL, "train: %s is asynchronous: --sampling poisson, --round-deadline and "
                           "--over-select are for synchronous rounds", name);
@@ -79,10 +51,13 @@ fedc_status fedc__train_async_setup(trainer *t) {
     a->weight = fedc_calloc((size_t)a->k, sizeof *a->weight);
     a->rounds = fedc_calloc((size_t)a->k, sizeof *a->rounds);
     a->start = fedc_calloc((size_t)fedc_model_num_params(t->model), sizeof *a->start);
-    bool ok = a->flights && a->snaps && a->block && a->weight && a->rounds && a->start;
+    a->saved = fedc_calloc(4 * (size_t)a->c, sizeof *a->saved);
+    a->names = fedc_calloc((size_t)a->c + 1, sizeof *a->names);
+    bool ok = a->flights && a->snaps && a->block && a->weight && a->rounds && a->start && a->saved && a->names;
     for (int i = 0; ok && i < fedc_model_num_params(t->model); i++)
         ok = (a->start[i] = fedc_malloc((size_t)(a->k * fedc_model_param_size(t->model, i)) * sizeof(float))) != NULL;
-    return ok ? FEDC_OK : fedc_error(FEDC_ENOMEM, "train: out of memory for %s's clients in flight", name);
+    if (!ok) return fedc_error(FEDC_ENOMEM, "train: out of memory for %s's clients in flight", name);
+    return c->replay ? fedc__train_replay_load(t) : FEDC_OK;
 }
 
 int fedc__train_async_slots(const trainer *t) { return t->async->k; }
@@ -95,7 +70,9 @@ void fedc__train_async_free(trainer *t) {
     for (int i = 0; a->snaps && i <= a->c; i++) fedc_free(a->snaps[i].params);
     for (int i = 0; a->start && t->model && i < fedc_model_num_params(t->model); i++) fedc_free(a->start[i]);
     fedc_free(a->start), fedc_free(a->flights), fedc_free(a->snaps), fedc_free(a->block);
-    fedc_free(a->weight), fedc_free(a->rounds), fedc_free(a);
+    fedc_free(a->weight), fedc_free(a->rounds), fedc_free(a->saved), fedc_free(a->names), fedc_free(a->replay);
+    if (a->arrivals) fclose(a->arrivals);
+    fedc_free(a);
     t->async = NULL;
 }
 
@@ -110,22 +87,32 @@ fedc_status fedc__train_async_bind(trainer *t, fedc_executor *ex) {
     return st;
 }
 
-/* The snapshot of the current model, version `version` (made on first use). */
-static fedc_status current_snapshot(trainer *t, int version, int *out) {
+fedc_status fedc__train_async_snapshot(trainer *t, int version, int *out, bool *fresh) {
     struct train_async *a = t->async;
     int free_at = -1;
     for (int i = 0; i <= a->c; i++) {
-        if (a->snaps[i].refs > 0 && a->snaps[i].version == version) return *out = i, FEDC_OK;
+        if (a->snaps[i].refs > 0 && a->snaps[i].version == version) return *out = i, *fresh = false, FEDC_OK;
         if (a->snaps[i].refs == 0 && free_at < 0) free_at = i;
     }
-    snapshot *s = &a->snaps[free_at]; /* c in flight hold at most c versions: one of c + 1 is free */
+    if (free_at < 0) /* c in flight hold at most c versions, of c + 1: only a replayed log can hold more */
+        return fedc_error(FEDC_EINVAL, "train: more than %d model versions held by clients in flight at once "
+                          "(--clients-per-round %d)", a->c, a->c);
+    snapshot *s = &a->snaps[free_at];
     size_t n = (size_t)fedc_model_size(t->model);
     if (!s->params && !(s->params = fedc_malloc(n * sizeof *s->params)))
         return fedc_error(FEDC_ENOMEM, "train: out of memory for a model version");
-    memcpy(s->params, t->params, n * sizeof *s->params);
     s->version = version;
-    *out = free_at;
+    *out = free_at, *fresh = true;
     return FEDC_OK;
+}
+
+/* The snapshot of the current model, version `version` (made on first use). */
+static fedc_status current_snapshot(trainer *t, int version, int *out) {
+    bool fresh;
+    fedc_status st = fedc__train_async_snapshot(t, version, out, &fresh);
+    if (!st && fresh)
+        memcpy(t->async->snaps[*out].params, t->params, (size_t)fedc_model_size(t->model) * sizeof(float));
+    return st;
 }
 
 static bool in_flight(const struct train_async *a, int64_t client) {
@@ -180,15 +167,10 @@ static bool earlier(const flight *x, const flight *y) {
     return x->dispatch < y->dispatch;
 }
 
-/* The earliest report into slot `slot`: its client, round, staleness weight and
- * model version. */
-static void take_report(trainer *t, int r, int slot) {
+/* Report f into slot `slot`: its client, round, staleness weight and model
+ * version, logged to arrivals.jsonl. */
+fedc_status fedc__train_async_take(trainer *t, int r, int slot, flight f) {
     struct train_async *a = t->async;
-    int first = 0;
-    for (int i = 1; i < a->nflights; i++)
-        if (earlier(&a->flights[i], &a->flights[first])) first = i;
-    flight f = a->flights[first];
-    a->flights[first] = a->flights[--a->nflights];
     t->vtime = f.due;
     t->sampled[slot] = f.client;
     a->rounds[slot] = (uint32_t)(f.dispatch / (uint64_t)a->c);
@@ -200,6 +182,18 @@ static void take_report(trainer *t, int r, int slot) {
                (size_t)size * sizeof(float));
     }
     a->snaps[f.snapshot].refs--;
+    return fedc__train_arrivals_log(t, r, &f);
+}
+
+/* The earliest report into slot `slot`. */
+static fedc_status take_report(trainer *t, int r, int slot) {
+    struct train_async *a = t->async;
+    int first = 0;
+    for (int i = 1; i < a->nflights; i++)
+        if (earlier(&a->flights[i], &a->flights[first])) first = i;
+    flight f = a->flights[first];
+    a->flights[first] = a->flights[--a->nflights];
+    return fedc__train_async_take(t, r, slot, f);
 }
 
 static bool due_now(const struct train_async *a, double now) {
@@ -210,13 +204,14 @@ static bool due_now(const struct train_async *a, double now) {
 
 fedc_status fedc__train_async_next(trainer *t, int r) {
     struct train_async *a = t->async;
+    if (t->c->replay) return fedc__train_replay_next(t, r);
     for (int slot = 0; slot < a->k; slot++) {
         fedc_status st = due_now(a, t->vtime) ? FEDC_OK : dispatch(t, r);
         if (st) return st;
         if (a->nflights == 0)
             return fedc_error(FEDC_EINVAL, "step %d: no client can start at virtual time %g (none is available: see "
                               "--clock's availability)", r + 1, t->vtime);
-        take_report(t, r, slot);
+        if ((st = take_report(t, r, slot))) return st;
         t->client_ids[slot] = fedc_dataset_client_id(t->train, t->sampled[slot]);
     }
     t->present = a->k;

@@ -165,7 +165,7 @@ fedc_status fedc__train_write_curves(const trainer *t) {
 enum { MAX_SETTINGS = FEDC__MAX_SETTINGS };
 
 typedef struct checkpoint_meta {
-    fedc_metadata_entry e[7 + MAX_SETTINGS];
+    fedc_metadata_entry e[9 + MAX_SETTINGS]; /* 2: an asynchronous run's counters */
     char round[32], seconds[40], examples[40], dropped[32], vtime[40];
     char keys[MAX_SETTINGS][96];
     train_setting s[MAX_SETTINGS];
@@ -185,6 +185,7 @@ static void describe(const trainer *t, checkpoint_meta *m, int next_round, doubl
     m->e[m->n++] = (fedc_metadata_entry){"dropped", m->dropped};
     snprintf(m->vtime, sizeof m->vtime, "%.17g", t->vtime);
     if (t->clock) m->e[m->n++] = (fedc_metadata_entry){"virtual_time", m->vtime};
+    m->n += fedc__train_async_metadata(t, m->e + m->n);
     int k = fedc__train_settings(t, m->s, MAX_SETTINGS);
     for (int i = 0; i < k; i++) {
         fedc__train_setting_key(&m->s[i], m->keys[i], sizeof m->keys[i]);
@@ -193,13 +194,14 @@ static void describe(const trainer *t, checkpoint_meta *m, int next_round, doubl
 }
 
 fedc_status fedc__train_save_checkpoint(trainer *t, int next_round, double seconds, double examples) {
-    fedc_tensor_entry *e = fedc_malloc((size_t)(t->server.n ? t->server.n : 1) * sizeof *e);
+    fedc_tensor_entry *e = fedc_malloc((size_t)(t->server.n + fedc__train_async_num_entries(t) + 1) * sizeof *e);
     checkpoint_meta *meta = fedc_malloc(sizeof *meta);
     if (!e || !meta) {
         fedc_free(e), fedc_free(meta);
         return fedc_error(FEDC_ENOMEM, "checkpoint: out of memory");
     }
     int n = fedc__train_state_entries(t, e);
+    n += fedc__train_async_entries(t, e + n); /* the clients in flight and their model versions */
     describe(t, meta, next_round, seconds, examples);
     char path[4096];
     path_in(t, "checkpoint.safetensors", path, sizeof path);

@@ -71,6 +71,8 @@ static int clock_settings(const fedc_train_config *c, train_setting *out, int n,
     if (n > 0) out[n - 1].unrecorded = "0";
     setting(out, &n, max, "--over-select", false, "%s", exact(c->over_select, x[1]));
     if (n > 0) out[n - 1].unrecorded = "0";
+    setting(out, &n, max, "--replay", false, "%s", c->replay ? c->replay : ""); /* a replay's steps go on from its log */
+    if (n > 0) out[n - 1].unrecorded = "";
     return n;
 }
 
@@ -253,6 +255,7 @@ fedc_status fedc__train_load_checkpoint(trainer *t) {
     if (!st) st = parse_round(path, fedc_safetensors_metadata(s, "next_round"), &round);
     if (!st) st = legacy ? compare_legacy(t, path, s) : compare_settings(t, path, s);
     if (!st) st = fedc__train_state_restore(t, s);
+    if (!st && t->async) st = fedc__train_async_restore(t, path, s);
     if (!st && fedc__train_nonfinite(t, what, sizeof what, &at))
         st = fedc_error(FEDC_ENONFINITE, "%s: \"%s\" holds a non-finite value (element %lld): it cannot be trained on",
                         path, what, (long long)at);
