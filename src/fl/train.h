@@ -101,6 +101,8 @@ typedef struct trainer {
     fedc__clock *clock;     /* --clock's profiles (NULL: none; src/fl/train_clock.c) */
     double vtime;           /* the virtual seconds the rounds so far took (a checkpoint carries it) */
     struct train_async *async; /* fedbuff, fedasync: the clients in flight (NULL: synchronous rounds) */
+    int groups;             /* --groups: the cohort's groups (0: one) and their sizes, in slot order */
+    int *group_sizes;
 } trainer;
 
 FEDC_INTERNAL_API fedc_status fedc__train_open_data(trainer *t);
@@ -134,6 +136,9 @@ const uint32_t *fedc__train_async_rounds(const trainer *t);
  * drawn before and read after each round (r counted from 0); the metrics' fields
  * (with the ε of `rounds` rounds) as JSON members, ", \"name\": value...", or "". */
 fedc_status fedc__train_privacy_setup(trainer *t);
+/* --groups (src/fl/train_groups.c): checked against the algorithm and the cohort's
+ * slots t->k, and the slots split into t->groups contiguous groups. */
+fedc_status fedc__train_groups_setup(trainer *t);
 fedc_status fedc__train_privacy_bind(trainer *t);
 void fedc__train_privacy_before_round(trainer *t, int r);
 fedc_status fedc__train_privacy_after_round(trainer *t);
