@@ -3,8 +3,8 @@
 # synthetic data that every clone has: with group_rounds=1 it is FedAvg bit for
 # bit, in one group or several (the server's weighted mean over the groups' means
 # is the mean over the cohort: the math says so, and the round is built so);
-# with E = 2 the groups change the model, the same bits on 1 and 2 threads; the
-# options it cannot take are refused, naming why.
+# with E = 2 the groups change the model, the same bits on 1 and 2 threads and
+# after a resume; the options it cannot take are refused, naming why.
 # Usage: cli_hier.sh path/to/fedc
 set -u
 fedc=$1
@@ -40,6 +40,14 @@ for g in 1 2; do
   same "$out/e2-g$g-1" "$out/fedavg" && bad "group_rounds=2, $g groups: FedAvg's model" || ok
 done
 same "$out/e2-g1-1" "$out/e2-g2-1" && bad "group_rounds=2: 1 and 2 groups give the same model" || ok
+# A resume continues with the checkpoint's groups, and refuses others.
+expect 0 "done: 2 rounds" -- "$fedc" train $data $run --rounds 2 --checkpoint-every 1 --algorithm hierfavg \
+  --set group_rounds=2 --groups 2 --out "$out/resumed"
+expect 1 "--groups 3 (the checkpoint's: 2)" -- "$fedc" train $data $run --algorithm hierfavg --set group_rounds=2 \
+  --groups 3 --out "$out/resumed" --resume
+expect 0 "done: 1 rounds" -- "$fedc" train $data $run --algorithm hierfavg --set group_rounds=2 --groups 2 \
+  --out "$out/resumed" --resume
+same "$out/e2-g2-1" "$out/resumed" && ok || bad "a resumed run of 2 groups is not the uninterrupted run's bits"
 
 expect 1 "--groups 5 is more groups than the round's 4 clients" -- "$fedc" train $data $run --algorithm hierfavg \
   --groups 5 --out "$out/x"
