@@ -40,6 +40,14 @@ for g in 1 2; do
   same "$out/e2-g$g-1" "$out/fedavg" && bad "group_rounds=2, $g groups: FedAvg's model" || ok
 done
 same "$out/e2-g1-1" "$out/e2-g2-1" && bad "group_rounds=2: 1 and 2 groups give the same model" || ok
+# Each round's metrics have each group's train loss; the round's is their mean weighted by the
+# groups' examples, so it lies between the least and the greatest.
+rows=$(grep -c '"group_loss": \[[^],]*, [^],]*\]' "$out/e2-g2-1/metrics.jsonl")
+[ "$rows" = 3 ] && ok || bad "group_rounds=2, 2 groups: $rows of 3 metrics rows have two group losses"
+sed 's/.*"train_loss": \([^,]*\),.*"group_loss": \[\([^,]*\), \([^]]*\)\].*/\1 \2 \3/' "$out/e2-g2-1/metrics.jsonl" |
+  awk '{ lo = $2 < $3 ? $2 : $3; hi = $2 < $3 ? $3 : $2; if (!($1 >= lo - 1e-5 && $1 <= hi + 1e-5)) bad = 1 }
+       END { exit bad }' && ok || bad "a round's train loss is not between its groups' losses"
+grep -q group_loss "$out/fedavg/metrics.jsonl" && bad "fedavg's metrics have group losses" || ok
 # A resume continues with the checkpoint's groups, and refuses others.
 expect 0 "done: 2 rounds" -- "$fedc" train $data $run --rounds 2 --checkpoint-every 1 --algorithm hierfavg \
   --set group_rounds=2 --groups 2 --out "$out/resumed"

@@ -53,6 +53,14 @@ static fedc_status group_round(fedc_round *r, const fedc_tree *w_g, int e, fedc_
     return st;
 }
 
+/* The metrics' per-group train loss (fedc train writes it as group_loss): each
+ * group's weighted mean of its clients' losses in the last group round. */
+static fedc_status group_loss(fedc_round *r, const fedc_tree *out) {
+    fedc_program *p = r->p;
+    return fedc_program_output(p, FEDC_GROUP_LOSS, fedc_weighted_mean_up(p, fedc_tree_get(p, out, "loss"),
+                                                                         fedc_tree_get(p, out, "examples")));
+}
+
 static fedc_status hierfavg_round(fedc_round *r) {
     fedc_program *p = r->p;
     double e_set = fedc_round_hparam(r, "group_rounds");
@@ -75,6 +83,7 @@ static fedc_status hierfavg_round(fedc_round *r) {
         }
         st = group_round(r, w_g, e, &out);
     }
+    if (!st) st = group_loss(r, out);
     if (st) return st;
     if (rounds == 1) return fedc__fedavg_finish(r, out);
     /* the groups' drift: an optimizer step on Δ, not through fedc_round_aggregate,

@@ -139,6 +139,9 @@ fedc_status fedc__train_privacy_setup(trainer *t);
 /* --groups (src/fl/train_groups.c): checked against the algorithm and the cohort's
  * slots t->k, and the slots split into t->groups contiguous groups. */
 fedc_status fedc__train_groups_setup(trainer *t);
+/* The round's per-group figures as JSON members (", \"group_loss\": [...]"), or
+ * "" for a round program without them. */
+fedc_status fedc__train_groups_json(const trainer *t, char *buf, size_t size);
 fedc_status fedc__train_privacy_bind(trainer *t);
 void fedc__train_privacy_before_round(trainer *t, int r);
 fedc_status fedc__train_privacy_after_round(trainer *t);

@@ -3,6 +3,8 @@
  * round uses them (HierFAVG). The sizes are as equal as can be, the first
  * k mod N groups one client larger, so that a run's grouping depends only on N and
  * the cohort's size. */
+#include <math.h>
+
 #include "fl/train.h"
 
 /* Why the cohort's slots cannot be grouped by position, or NULL. */
@@ -33,4 +35,20 @@ fedc_status fedc__train_groups_setup(trainer *t) {
     for (int g = 0; g < n; g++) t->group_sizes[g] = t->k / n + (g < t->k % n);
     t->groups = n;
     return FEDC_OK;
+}
+
+fedc_status fedc__train_groups_json(const trainer *t, char *buf, size_t size) {
+    buf[0] = 0;
+    if (t->present == 0 || fedc_program_find_output(t->round, FEDC_GROUP_LOSS) == FEDC_NONE)
+        return FEDC_OK; /* no round program ran, or it has no groups' figures */
+    const float *loss;
+    fedc_status st = fedc_executor_output(t->round_ex, FEDC_GROUP_LOSS, (const void **)&loss, NULL);
+    if (st) return st;
+    int n = t->groups ? t->groups : 1;
+    size_t used = (size_t)snprintf(buf, size, ", \"group_loss\": [");
+    for (int g = 0; g < n && used < size; g++) /* JSON has no NaN: a group whose loss is not finite is null */
+        used += isfinite(loss[g]) ? (size_t)snprintf(buf + used, size - used, "%s%.9g", g ? ", " : "", (double)loss[g])
+                                  : (size_t)snprintf(buf + used, size - used, "%snull", g ? ", " : "");
+    if (used < size) used += (size_t)snprintf(buf + used, size - used, "]");
+    return used < size ? FEDC_OK : fedc_error(FEDC_EINVAL, "train: %d groups' losses do not fit a metrics row", n);
 }
