@@ -64,6 +64,8 @@ static const char train_usage[] =
     "                            round; the default), dataset (its size) or uniform\n"
     "  --rounds N                1 to 1000000 (default 100)\n"
     "  --clients-per-round N     1 to 1048576 (default 10)\n"
+    "  --groups N                split each round's cohort into N groups of contiguous slots, for\n"
+    "                            an algorithm with a group level (hierfavg; default: one group)\n"
     "  --batch-size N            1 to 10000 (default 20)\n"
     "  --epochs N                local epochs per round, 1 to 10000 (default 1)\n"
     "  --steps N                 at most N local steps per round, 1 to 1000000 (default: the\n"
@@ -232,6 +234,7 @@ static const option table[] = {
     {OPT("weighting", STR, TRAIN, weighting), .check = check_weighting},
     {OPT("rounds", I32, TRAIN, c.rounds), INTS(1, MILLION)},
     {OPT("clients-per-round", I32, TRAIN, c.clients_per_round), INTS(1, MAX_CLIENTS)},
+    {OPT("groups", I32, TRAIN, c.groups), INTS(1, MAX_CLIENTS)},
     {OPT("batch-size", I64, TRAIN, c.algorithm.batch_size), INTS(1, 10000)}, /* more is a typo, and memory */
     {OPT("epochs", I32, TRAIN, c.epochs), INTS(1, 10000)},
     {OPT("steps", I64, TRAIN, c.steps), INTS(1, MILLION)},

@@ -140,6 +140,9 @@ typedef struct fedc_algorithm_def {
      * builder that adds nothing to r->p means no warm start (a hyperparameter
      * turned it off). */
     fedc_status (*warm_start)(fedc_round *r);
+    /* Its round uses the groups (@groups; fedc_exec_options.groups): fedc train
+     * --groups applies to it (HierFAVG). */
+    bool grouped;
 } fedc_algorithm_def;
 
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedsgd;  /* src/fl/fedsgd.c */
@@ -156,6 +159,7 @@ FEDC_API extern const fedc_algorithm_def fedc_algorithm_feddyn;  /* src/fl/feddy
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_diloco;  /* src/fl/diloco.c; per-client state */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedbuff;  /* src/fl/fedbuff.c; asynchronous (fedc train) */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedasync; /* src/fl/fedbuff.c; asynchronous (fedc train) */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_hierfavg; /* src/fl/hierfavg.c; groups (fedc train --groups) */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */
@@ -405,6 +409,10 @@ typedef struct fedc_train_config {
     /* fedbuff, fedasync: the order of reports from an arrival log (a run's
      * RUN/arrivals.jsonl; docs/algorithms.md) instead of the clock (NULL: the clock's). */
     const char *replay;
+    /* Groups (docs/training.md, "Groups"): the round's cohort split into this many
+     * groups of contiguous slots, sizes as equal as can be (the first ones one
+     * larger), for an algorithm whose round uses them (hierfavg). 0: one group. */
+    int groups;
 } fedc_train_config;
 
 typedef struct fedc_train_result {

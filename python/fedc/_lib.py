@@ -177,7 +177,7 @@ class AlgorithmDef(Structure):
     _fields_ = [("name", c_char_p), ("summary", c_char_p), ("hparams", POINTER(HparamDef)),
                 ("nhparams", c_int), ("one_pass", c_bool), ("server_init", SERVER_INIT_FN),
                 ("client_init", CLIENT_INIT_FN), ("round", ROUND_FN), ("evaluation", ROUND_FN),
-                ("warm_start", ROUND_FN)]
+                ("warm_start", ROUND_FN), ("grouped", c_bool)]
 
 
 ON_ROUND = ctypes.CFUNCTYPE(c_int, c_void_p, c_int, c_bool, POINTER(TrainResult))
@@ -198,7 +198,8 @@ class TrainConfig(Structure):
                 ("poisson", c_bool), ("sampling_rate", c_double), ("dp_delta", c_double), ("log", c_void_p),
                 ("on_round", ON_ROUND), ("on_round_ctx", c_void_p),
                 ("clock", c_char_p), ("round_deadline", c_double), ("over_select", c_double),
-                ("replay", c_char_p)]
+                ("replay", c_char_p),
+                ("groups", c_int)]
 
 def _candidates():
     env = os.environ.get("FEDC_LIBRARY")

@@ -15,7 +15,7 @@ static const fedc_algorithm_def *const builtin[] = {
     &fedc_algorithm_fedsgd, &fedc_algorithm_fedavg,   &fedc_algorithm_fedprox,         &fedc_algorithm_scaffold,
     &fedc_algorithm_apfl,   &fedc_algorithm_mime,     &fedc_algorithm_mimelite,        &fedc_algorithm_agnostic_fedavg,
     &fedc_algorithm_hypcluster, &fedc_algorithm_fednova, &fedc_algorithm_feddyn,       &fedc_algorithm_diloco,
-    &fedc_algorithm_fedbuff,    &fedc_algorithm_fedasync,
+    &fedc_algorithm_fedbuff,    &fedc_algorithm_fedasync,   &fedc_algorithm_hierfavg,
 };
 enum { NBUILTIN = sizeof builtin / sizeof builtin[0] };
 

@@ -11,16 +11,19 @@
  */
 #include "fl/fl.h"
 
-fedc_tree *fedc_round_server_opt(fedc_round *r, const fedc_tree *update, fedc_value weight) {
+fedc_tree *fedc__server_step(fedc_round *r, const fedc_tree *grad) {
     fedc_program *p = r->p;
     fedc_tree *w = fedc_tree_subtree(p, r->server, "params"), *next_w = NULL, *next_opt = NULL;
     fedc_tree *opt = fedc_tree_has(r->server, "opt") ? fedc_tree_subtree(p, r->server, "opt") : fedc_tree_new(p);
-    fedc_tree *grad = fedc_round_aggregate(r, update, weight);
     if (fedc_optimizer_step_tree(&r->alg->server_opt, p, FEDC_NONE, w, grad, opt, &next_w, &next_opt)) return NULL;
     fedc_tree *next = fedc_tree_copy(p, r->server);
     fedc_tree_set_tree(p, next, "params", next_w);
     fedc_tree_set_tree(p, next, "opt", next_opt);
     return fedc_program_status(p) ? NULL : next;
+}
+
+fedc_tree *fedc_round_server_opt(fedc_round *r, const fedc_tree *update, fedc_value weight) {
+    return fedc__server_step(r, fedc_round_aggregate(r, update, weight));
 }
 
 fedc_status fedc__fedavg_finish(fedc_round *r, const fedc_tree *out) {

@@ -71,6 +71,12 @@ fedc_tree *fedc__compress_finish(fedc_round *r, fedc_tree *mean, const fedc_tree
  * loss): the server optimizer on the weighted mean delta, then fedc_round_finish
  * (FedAvg's and FedProx's end). */
 fedc_status fedc__fedavg_finish(fedc_round *r, const fedc_tree *out);
+/* A round's @groups output of each group's train loss (HierFAVG's; fedc train
+ * writes it in the metrics). */
+#define FEDC_GROUP_LOSS "group_loss"
+/* The server optimizer's step on the pseudo-gradient grad (@server): r->server
+ * with new params and opt (fedc_round_server_opt without the aggregation). */
+fedc_tree *fedc__server_step(fedc_round *r, const fedc_tree *grad);
 
 /* fedc_round_gradients with a given objective (fedc_round_objective's interface,
  * with grad) instead of the model's: Mime's tests differentiate FedJAX's loss. */

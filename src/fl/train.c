@@ -134,7 +134,7 @@ static fedc_exec_options round_options(const trainer *t, int k) {
     const fedc_train_config *c = t->c;
     return (fedc_exec_options){.clients = k, .threads = c->threads, .mpi = true, .check_finite = true,
                                .on_client_failure = c->strict ? FEDC_FAIL_ROUND : FEDC_DROP_CLIENT,
-                               .client_ids = t->client_ids};
+                               .client_ids = t->client_ids, .groups = t->groups, .group_sizes = t->group_sizes};
 }
 
 static fedc_status create_programs(trainer *t) {
@@ -147,6 +147,7 @@ static fedc_status create_programs(trainer *t) {
         st = fedc_error(FEDC_EINVAL, "train: --replay is for the asynchronous algorithms (fedbuff, fedasync)");
     if (!st && fedc__train_is_async(t)) st = fedc__train_async_setup(t);
     if (!st) st = cohort_slots(t);
+    if (!st) st = fedc__train_groups_setup(t);
     int k = t->k;
     if (!st) st = fedc__train_privacy_setup(t); /* before the state: an adaptive clip is part of it */
     if (!st) st = fedc__train_state_create(t, k);
@@ -212,6 +213,7 @@ void fedc__train_destroy(trainer *t) {
     fedc_free(t->params);
     fedc_free(t->sampled);
     fedc_free(t->work);
+    fedc_free(t->group_sizes);
     fedc_free(t->client_ids);
     fedc_free(t->absent);
     fedc_free(t->curve);

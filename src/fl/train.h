@@ -101,6 +101,8 @@ typedef struct trainer {
     fedc__clock *clock;     /* --clock's profiles (NULL: none; src/fl/train_clock.c) */
     double vtime;           /* the virtual seconds the rounds so far took (a checkpoint carries it) */
     struct train_async *async; /* fedbuff, fedasync: the clients in flight (NULL: synchronous rounds) */
+    int groups;             /* --groups: the cohort's groups (0: one) and their sizes, in slot order */
+    int *group_sizes;
 } trainer;
 
 FEDC_INTERNAL_API fedc_status fedc__train_open_data(trainer *t);
@@ -141,6 +143,12 @@ fedc_status fedc__train_async_restore(trainer *t, const char *path, const fedc_s
  * drawn before and read after each round (r counted from 0); the metrics' fields
  * (with the ε of `rounds` rounds) as JSON members, ", \"name\": value...", or "". */
 fedc_status fedc__train_privacy_setup(trainer *t);
+/* --groups (src/fl/train_groups.c): checked against the algorithm and the cohort's
+ * slots t->k, and the slots split into t->groups contiguous groups. */
+fedc_status fedc__train_groups_setup(trainer *t);
+/* The round's per-group figures as JSON members (", \"group_loss\": [...]"), or
+ * "" for a round program without them. */
+fedc_status fedc__train_groups_json(const trainer *t, char *buf, size_t size);
 fedc_status fedc__train_privacy_bind(trainer *t);
 void fedc__train_privacy_before_round(trainer *t, int r);
 fedc_status fedc__train_privacy_after_round(trainer *t);
@@ -195,7 +203,7 @@ typedef struct train_setting {
     bool may_change;    /* a resume may change it (said aloud): it does not change the model */
     const char *unrecorded; /* the value a checkpoint that predates the setting had (NULL: unknown) */
 } train_setting;
-enum { FEDC__MAX_SETTINGS = 64 }; /* the job's ~32 settings and up to FEDC_MAX_HPARAMS hyperparameters */
+enum { FEDC__MAX_SETTINGS = 96 }; /* the job's ~55 settings and up to FEDC_MAX_HPARAMS hyperparameters, with room */
 int fedc__train_settings(const trainer *t, train_setting *out, int max);
 /* Its metadata key: config.<flag>, and config.set.<name> for a hyperparameter. */
 void fedc__train_setting_key(const train_setting *s, char *key, size_t size);

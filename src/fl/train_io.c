@@ -100,13 +100,15 @@ fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, co
     if (st) return st;
     char kept[8192], vtime[48] = "", vtime_csv[32] = ""; /* the virtual clock's seconds so far (--clock) */
     if ((st = kept_member(t, kept, sizeof kept))) return st;
+    char groups[8192];
+    if ((st = fedc__train_groups_json(t, groups, sizeof groups))) return st;
     if (t->clock) snprintf(vtime, sizeof vtime, ", \"time\": %s", num(vtime_csv, t->vtime, "null"));
     fprintf(t->jsonl,
             "{\"round\": %d, \"train_loss\": %s, \"test_loss\": %s, \"test_accuracy\": %s, "
             "\"client_accuracy_p10\": %s, \"client_accuracy_p50\": %s, \"client_accuracy_p90\": %s, "
-            "\"evaluated\": %s, \"dropped\": %lld%s, \"examples_per_s\": %s, \"seconds\": %s%s%s}\n",
+            "\"evaluated\": %s, \"dropped\": %lld%s, \"examples_per_s\": %s, \"seconds\": %s%s%s%s}\n",
             round, j[0], j[1], j[2], j[3], j[4], j[5], e ? "true" : "false", (long long)t->dropped, vtime, j[6], j[7],
-            privacy, kept);
+            privacy, kept, groups);
     fprintf(t->csv, "%d,%s,%s,%s,%s,%s,%s,%lld,%s,%s,%s\n", round, c[0], c[1], c[2], c[3], c[4], c[5],
             (long long)t->dropped, t->clock ? vtime_csv : "", c[6], c[7]);
     bool bad = fflush(t->jsonl) != 0 || fflush(t->csv) != 0 || ferror(t->jsonl) || ferror(t->csv);

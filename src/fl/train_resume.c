@@ -146,6 +146,8 @@ int fedc__train_settings(const trainer *t, train_setting *out, int max) {
     setting(out, &n, max, "--epochs", false, "%d", c->epochs);
     setting(out, &n, max, "--steps", false, "%lld", (long long)a->max_steps); /* what --steps and the data give */
     setting(out, &n, max, "--clients-per-round", false, "%d", c->clients_per_round);
+    setting(out, &n, max, "--groups", false, "%d", c->groups); /* a checkpoint from before groups had one */
+    if (n > 0) out[n - 1].unrecorded = "0";
     setting(out, &n, max, "--seed", false, "%llu", (unsigned long long)c->seed);
     setting(out, &n, max, "--no-dropout", false, "%s", a->dropout ? "no" : "yes");
     setting(out, &n, max, "--rounds", true, "%d", c->rounds);
