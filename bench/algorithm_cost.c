@@ -94,7 +94,7 @@ static double time_rounds(const fedc_algorithm_def *def, bench_cnn *m, int threa
     BENCH_FAIL_IF(fedc_executor_create(&ex, round, &(fedc_exec_options){.clients = clients, .threads = threads}));
     BENCH_FAIL_IF(fedc__cohort_buffers_init(&cb, m->model, clients, BATCH, batches, false) ||
                   fedc__cohort_buffers_bind(&cb, ex, true));
-    BENCH_FAIL_IF(fedc_server_state_create(m->model, &a, m->params, &s) || fedc_server_state_bind(s, ex));
+    BENCH_FAIL_IF(fedc_server_state_create(&s, m->model, &a, m->params) || fedc_server_state_bind(s, ex));
     client_inputs_make(&ci, m->model, &a, clients);
     for (int i = 0; i < ci.n; i++) BENCH_FAIL_IF(fedc_executor_bind(ex, ci.name[i], ci.data[i]));
     float *examples = malloc((size_t)clients * sizeof *examples), *seen = calloc((size_t)clients, sizeof *seen);

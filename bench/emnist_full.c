@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
     alg.server_opt = fedc_optimizer_defaults(FEDC_OPT_ADAM, pow(10, -2.5));
     alg.server_opt.eps = 1e-4;
     fedc_server_state *s;
-    BENCH_FAIL_IF(fedc_server_state_create(m.model, &alg, m.params, &s));
+    BENCH_FAIL_IF(fedc_server_state_create(&s, m.model, &alg, m.params));
     fedc_program *round;
     fedc_executor *ex;
     cohort_buffers cb = {0};

@@ -110,7 +110,7 @@ static inline fedc_status case_open(round_case *k, const fedc_algorithm *a) {
     if (!st) st = fedc_model_init(k->m, 1, k->w0);
     if (!st) st = fedc_algorithm_round(k->m, a, &k->round);
     if (!st) st = fedc_executor_create(&k->ex, k->round, &(fedc_exec_options){.clients = CLIENTS});
-    if (!st) st = fedc_server_state_create(k->m, a, k->w0, &k->s);
+    if (!st) st = fedc_server_state_create(&k->s, k->m, a, k->w0);
     if (!st) st = fedc_server_state_bind(k->s, k->ex);
     if (!st) st = case_client_state(k, a);
     return st;

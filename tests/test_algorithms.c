@@ -77,7 +77,7 @@ static fedc_status run_round(const fedc_algorithm *a, float *w) {
     if (!st) st = fedc_model_init(m, 1, w);
     if (!st) st = fedc_algorithm_round(m, a, &round);
     if (!st) st = fedc_executor_create(&ex, round, &(fedc_exec_options){.clients = CLIENTS});
-    if (!st) st = fedc_server_state_create(m, a, w, &s);
+    if (!st) st = fedc_server_state_create(&s, m, a, w);
     if (!st) st = fedc_server_state_bind(s, ex);
     const char *names[5] = {"x", "y", "mask", "steps", "key"};
     const void *data[5] = {d.x, d.y, d.mask, d.steps, d.key};
@@ -217,7 +217,7 @@ static void test_scaffold(void) {
     memcpy(x0, w, sizeof w);
     CHECK_OK(fedc_algorithm_round(m, &a, &round));
     CHECK_OK(fedc_executor_create(&ex, round, &(fedc_exec_options){.clients = CLIENTS}));
-    CHECK_OK(fedc_server_state_create(m, &a, w, &s));
+    CHECK_OK(fedc_server_state_create(&s, m, &a, w));
     if (!ex || !s) goto done;
     CHECK_OK(fedc_server_state_bind(s, ex));
     const char *names[7] = {"x", "y", "mask", "steps", "key", "client/c/dense1/w", "client/c/dense1/b"};
@@ -256,7 +256,7 @@ static void test_scaffold(void) {
     fedc_executor *fex = NULL;
     CHECK_OK(fedc_algorithm_round(m, &fa, &fround));
     CHECK_OK(fedc_executor_create(&fex, fround, &(fedc_exec_options){.clients = CLIENTS}));
-    CHECK_OK(fedc_server_state_create(m, &fa, avg, &fs));
+    CHECK_OK(fedc_server_state_create(&fs, m, &fa, avg));
     if (fex && fs) {
         CHECK_OK(fedc_server_state_bind(fs, fex));
         for (int i = 0; i < 5; i++) CHECK_OK(fedc_executor_bind(fex, names[i], data[i]));

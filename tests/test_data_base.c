@@ -60,7 +60,7 @@ static fedc_status make_dataset(fedc_dataset **out) {
         fedc_free(clients);
         return st;
     }
-    return fedc_dataset_from_clients(out, clients, 5);
+    return fedc_dataset_from_clients(clients, 5, out);
 }
 
 /* Loads client i of ds and checks that it is `id` with n examples (NULL if it
@@ -196,7 +196,7 @@ static void test_memory_dataset(void) {
     fedc_dataset_destroy(NULL);
     /* no clients at all */
     fedc_client_data **none = fedc_malloc(sizeof *none);
-    CHECK_OK(fedc_dataset_from_clients(&ds, none, 0));
+    CHECK_OK(fedc_dataset_from_clients(none, 0, &ds));
     if (ds) CHECK(fedc_dataset_num_clients(ds) == 0 && fedc_dataset_total_examples(ds) == 0);
     fedc_dataset_destroy(ds);
 }

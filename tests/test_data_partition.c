@@ -216,7 +216,7 @@ static fedc_dataset *small_central(void) {
         fedc_free(clients);
         return NULL;
     }
-    return fedc_dataset_from_clients(&ds, clients, 1) ? NULL : ds;
+    return fedc_dataset_from_clients(clients, 1, &ds) ? NULL : ds;
 }
 
 static const int64_t small_assignment[6] = {2, 0, 2, 1, 0, 2};

@@ -139,7 +139,7 @@ static void test_emnist_hook(void) {
     CHECK_OK(fedc_client_add_array(cs[1], "x", TY(FEDC_F32, 1, 784), x));
     CHECK_OK(fedc_client_add_array(cs[1], "y", TY(FEDC_I32, 1), (int32_t[]){99}));
     fedc_dataset *ds = NULL;
-    CHECK_OK(fedc_dataset_from_clients(&ds, cs, 2));
+    CHECK_OK(fedc_dataset_from_clients(cs, 2, &ds));
     fedc_dataset_set_preprocess(ds, fedc_emnist_hook, NULL);
     fedc_client_data *c = NULL;
     CHECK_OK(fedc_dataset_client(ds, 0, &c));
@@ -400,7 +400,7 @@ static void test_stackoverflow_split(void) {
 static void test_stackoverflow_vocab_file(void) {
     fedc_stackoverflow_vocab *v = NULL;
     const char *path = tmp_file("words", "the 100\nto\t90\r\na 80\nof 70\n");
-    CHECK_OK(fedc_stackoverflow_vocab_read(&v, path, 3));
+    CHECK_OK(fedc_stackoverflow_vocab_read(path, 3, &v));
     if (v) {
         CHECK_EQ_INT(fedc_stackoverflow_vocab_size(v), 3);
         CHECK_EQ_INT(fedc_stackoverflow_word_id(v, "the", 3), 3);
@@ -409,7 +409,7 @@ static void test_stackoverflow_vocab_file(void) {
         CHECK_EQ_INT(fedc_stackoverflow_word_id(v, "of", 2), 6); /* past the size: OOV */
     }
     fedc_stackoverflow_vocab_destroy(v);
-    CHECK_OK(fedc_stackoverflow_vocab_read(&v, path, 0)); /* 10000 asked, 4 there */
+    CHECK_OK(fedc_stackoverflow_vocab_read(path, 0, &v)); /* 10000 asked, 4 there */
     CHECK_EQ_INT(v ? fedc_stackoverflow_vocab_size(v) : 0, 4);
     fedc_stackoverflow_vocab_destroy(v);
 
@@ -417,7 +417,7 @@ static void test_stackoverflow_vocab_file(void) {
     char *big = malloc(5000 * 8);
     size_t used = 0;
     for (int k = 0; k < 5000; k++) used += (size_t)sprintf(big + used, "w%d\n", k);
-    CHECK_OK(fedc_stackoverflow_vocab_read(&v, tmp_file("big", big), 0));
+    CHECK_OK(fedc_stackoverflow_vocab_read(tmp_file("big", big), 0, &v));
     free(big);
     CHECK_EQ_INT(v ? fedc_stackoverflow_vocab_size(v) : 0, 5000);
     if (v) {
@@ -426,13 +426,13 @@ static void test_stackoverflow_vocab_file(void) {
     }
     fedc_stackoverflow_vocab_destroy(v);
 
-    CHECK_ERR(fedc_stackoverflow_vocab_read(&v, tmp_file("empty", ""), 0), FEDC_EPARSE, "empty: the vocabulary "
+    CHECK_ERR(fedc_stackoverflow_vocab_read(tmp_file("empty", ""), 0, &v), FEDC_EPARSE, "empty: the vocabulary "
               "file has no words");
-    CHECK_ERR(fedc_stackoverflow_vocab_read(&v, tmp_file("blank", "a\n\nb\n"), 0), FEDC_EPARSE,
+    CHECK_ERR(fedc_stackoverflow_vocab_read(tmp_file("blank", "a\n\nb\n"), 0, &v), FEDC_EPARSE,
               "blank: line 2 has no word");
-    CHECK_ERR(fedc_stackoverflow_vocab_read(&v, tmp_file("dup", "a 3\nb 2\na 1\n"), 0), FEDC_EPARSE,
+    CHECK_ERR(fedc_stackoverflow_vocab_read(tmp_file("dup", "a 3\nb 2\na 1\n"), 0, &v), FEDC_EPARSE,
               "dup: line 3: word \"a\" repeats line 1");
-    CHECK_ERR(fedc_stackoverflow_vocab_read(&v, "/nonexistent/words", 0), FEDC_EIO,
+    CHECK_ERR(fedc_stackoverflow_vocab_read("/nonexistent/words", 0, &v), FEDC_EIO,
               "/nonexistent/words: cannot open the vocabulary file");
     CHECK(v == NULL);
     CHECK_ERR(fedc_stackoverflow_vocab_create(&v, (const char *[]){"x", "x"}, 2), FEDC_EINVAL, "repeats");

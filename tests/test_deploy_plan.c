@@ -60,7 +60,7 @@ static void test_build_and_read(void) {
     float *params = malloc((size_t)fedc_model_size(m) * sizeof *params);
     fedc_server_state *s = NULL;
     CHECK_OK(fedc_model_init(m, 7, params));
-    CHECK_OK(fedc_server_state_create(m, &a, params, &s));
+    CHECK_OK(fedc_server_state_create(&s, m, &a, params));
     float *back = malloc((size_t)fedc_model_size(m) * sizeof *back);
     CHECK_OK(fedc_server_state_params(s, back));
     int matched = 0;

@@ -69,7 +69,7 @@ static void run_round(const fedc_model *m, const fedc_algorithm *a, int clients,
     CHECK_OK(fedc_model_init(m, 1, w));
     CHECK_OK(fedc_algorithm_round(m, a, &round));
     if (round) CHECK_OK(fedc_executor_create(&ex, round, &(fedc_exec_options){.clients = clients, .threads = 2}));
-    if (ex) CHECK_OK(fedc_server_state_create(m, a, w, &s));
+    if (ex) CHECK_OK(fedc_server_state_create(&s, m, a, w));
     if (s) CHECK_OK(fedc_server_state_bind(s, ex));
     if (s) bind_data(ex, round, clients, hold);
     if (s) CHECK_OK(fedc_executor_run(ex));

@@ -186,7 +186,7 @@ static fedavg_run fedavg_rounds(const char *model, const fedc_model_options *mo,
     run.w = malloc((size_t)run.size * sizeof *run.w);
     CHECK_OK(fedc_model_init(m, 3, run.w));
     fedc_server_state *state = NULL; /* the model and the server optimizer's state, round to round */
-    CHECK_OK(fedc_server_state_create(m, a, run.w, &state));
+    CHECK_OK(fedc_server_state_create(&state, m, a, run.w));
     if (ex && state) {
         bind_round(ex, t, vocab);
         CHECK_OK(fedc_server_state_bind(state, ex));

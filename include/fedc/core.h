@@ -9,6 +9,12 @@
  *
  * is the whole error-handling idiom. fedc_errmsg() is thread-local and says what
  * failed and where ("matmul %4: inner dimensions differ: a is f32[3,5], b is f32[4,2]").
+ *
+ * Where a function hands back a new object, the out-parameter stands first in a
+ * constructor (fedc_*_create, fedc_*_open: `fedc_executor_create(&ex, p, &o)`)
+ * and last everywhere else, readers, parsers and transforms
+ * (`fedc_program_parse(text, &p)`, `fedc_vjp(p, wrt, n, &g)`). The caller owns what
+ * it gets back, and frees it with the matching fedc_*_destroy.
  */
 #ifndef FEDC_CORE_H
 #define FEDC_CORE_H

@@ -126,7 +126,7 @@ FEDC_API void fedc_dataset_set_preprocess(fedc_dataset *ds, fedc_client_fn fn, v
 
 /* A dataset held in memory: takes ownership of `clients` (an array of n client
  * data allocated with fedc_malloc, and the array itself). */
-FEDC_API fedc_status fedc_dataset_from_clients(fedc_dataset **out, fedc_client_data **clients, int64_t n);
+FEDC_API fedc_status fedc_dataset_from_clients(fedc_client_data **clients, int64_t n, fedc_dataset **out);
 
 /* ---------------------------------------------------------------- batching -- */
 

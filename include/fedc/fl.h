@@ -316,14 +316,14 @@ FEDC_API fedc_status fedc_round_finish(fedc_round *r, const fedc_tree *server, c
  * programs itself (fedc_train does this, and the client state, on its own):
  *
  *     fedc_server_state *s;
- *     fedc_server_state_create(m, &alg, params, &s);   // server_init on the model
+ *     fedc_server_state_create(&s, m, &alg, params);   // server_init on the model
  *     fedc_server_state_bind(s, round_ex);             // server/<leaf> inputs
  *     for (...) { fedc_executor_run(round_ex); fedc_server_state_update(s, round_ex); }
  *     fedc_server_state_params(s, params);             // the trained model, flat
  */
 typedef struct fedc_server_state fedc_server_state;
-FEDC_API fedc_status fedc_server_state_create(const fedc_model *m, const fedc_algorithm *a, const float *params,
-                                              fedc_server_state **out);
+FEDC_API fedc_status fedc_server_state_create(fedc_server_state **out, const fedc_model *m, const fedc_algorithm *a,
+                                              const float *params);
 FEDC_API void fedc_server_state_destroy(fedc_server_state *s); /* safe on NULL */
 FEDC_API fedc_status fedc_server_state_bind(fedc_server_state *s, fedc_executor *round);
 /* Takes the round's outputs server/<leaf> as the state (bound inputs see it). */

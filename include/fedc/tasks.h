@@ -120,7 +120,7 @@ typedef struct fedc_stackoverflow_vocab fedc_stackoverflow_vocab;
  * stackoverflow.word_count has "word count" lines). Fewer lines than `size` is
  * fine. Errors: the file cannot be read (FEDC_EIO), it has no words, a line is
  * empty or a word repeats (FEDC_EPARSE, with the line). */
-FEDC_API fedc_status fedc_stackoverflow_vocab_read(fedc_stackoverflow_vocab **out, const char *path, int64_t size);
+FEDC_API fedc_status fedc_stackoverflow_vocab_read(const char *path, int64_t size, fedc_stackoverflow_vocab **out);
 /* A vocabulary from a list of words (FedJAX's `vocab` argument). */
 FEDC_API fedc_status fedc_stackoverflow_vocab_create(fedc_stackoverflow_vocab **out, const char *const *words, int64_t n);
 FEDC_API void fedc_stackoverflow_vocab_destroy(fedc_stackoverflow_vocab *v); /* safe on NULL */

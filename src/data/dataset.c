@@ -173,7 +173,7 @@ static void memory_destroy(void *impl) {
 
 static const fedc__dataset_ops memory_ops = {memory_load, memory_destroy};
 
-fedc_status fedc_dataset_from_clients(fedc_dataset **out, fedc_client_data **clients, int64_t n) {
+fedc_status fedc_dataset_from_clients(fedc_client_data **clients, int64_t n, fedc_dataset **out) {
     *out = NULL;
     memory_source *m = fedc_malloc(sizeof *m);
     if (!m) {

@@ -422,5 +422,5 @@ fedc_status fedc_dataset_partition(fedc_dataset *central, const int64_t *assignm
         fedc_free(clients);
         return st;
     }
-    return fedc_dataset_from_clients(out, clients, num_clients);
+    return fedc_dataset_from_clients(clients, num_clients, out);
 }

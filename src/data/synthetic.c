@@ -29,7 +29,7 @@ static fedc_status build_dataset(int64_t n, make_client_fn make, const void *ctx
         fedc_free(clients);
         return st;
     }
-    return fedc_dataset_from_clients(out, clients, n); /* owns clients even when it fails */
+    return fedc_dataset_from_clients(clients, n, out); /* owns clients even when it fails */
 }
 
 /* Adds an array feature whose data (from fedc_malloc) the client takes over. */

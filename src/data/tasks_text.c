@@ -315,7 +315,7 @@ static fedc_status read_words(fedc_stackoverflow_vocab *v, FILE *f, const char *
     return st;
 }
 
-fedc_status fedc_stackoverflow_vocab_read(fedc_stackoverflow_vocab **out, const char *path, int64_t size) {
+fedc_status fedc_stackoverflow_vocab_read(const char *path, int64_t size, fedc_stackoverflow_vocab **out) {
     *out = NULL;
     if (size <= 0) size = FEDC_STACKOVERFLOW_VOCAB_SIZE;
     FILE *f = fopen(path, "r");

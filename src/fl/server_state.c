@@ -57,8 +57,8 @@ static fedc_status fill(fedc_server_state *s, const fedc_program *init, const fl
     return st;
 }
 
-fedc_status fedc_server_state_create(const fedc_model *m, const fedc_algorithm *a, const float *params,
-                                     fedc_server_state **out) {
+fedc_status fedc_server_state_create(fedc_server_state **out, const fedc_model *m, const fedc_algorithm *a,
+                                     const float *params) {
     *out = NULL;
     fedc_server_state *s = fedc_calloc(1, sizeof *s);
     if (!s) return fedc_error(FEDC_ENOMEM, "server_state: out of memory");

@@ -16,7 +16,7 @@ fedc_status fedc__stackoverflow_prepare(trainer *t, void **ctx) {
         return fedc_error(FEDC_EINVAL, "the stackoverflow task needs --vocab FILE: the vocabulary, one word a line, "
                           "most frequent first (FedJAX's stackoverflow.word_count or TFF's vocabulary)");
     }
-    fedc_status st = fedc_stackoverflow_vocab_read(&t->so_vocab, c->vocab, t->stackoverflow.vocab_size);
+    fedc_status st = fedc_stackoverflow_vocab_read(c->vocab, t->stackoverflow.vocab_size, &t->so_vocab);
     if (st) return st;
     t->stackoverflow.vocab = t->so_vocab;
     t->stackoverflow.vocab_size = fedc_stackoverflow_vocab_size(t->so_vocab);
