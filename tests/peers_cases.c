@@ -138,14 +138,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: peers_cases DIR\n");
         return 2;
     }
-    int bad = 0, n = fedc_algorithm_count();
+    int bad = 0, written = 0;
     for (int i = 0; i < EXPORT_NCASES; i++) bad |= write_case_in(argv[1], "", i, &EXPORT_CASES[i]);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < fedc_algorithm_count(); i++) {
         char name[128];
         round_def = fedc_algorithm_at(i);
+        if (round_def->grouped) { /* the export refuses @groups values (docs/federated.md, "Hierarchies") */
+            printf("peers_cases: no %s round: its groups level is not exported yet\n", round_def->name);
+            continue;
+        }
         snprintf(name, sizeof name, "%s round of an MLP", round_def->name);
         bad |= write_case_in(argv[1], "r", i, &(export_case){name, algorithm_round, 3, 0.01, 0.1, 3});
+        written++;
     }
-    printf("peers_cases: wrote %d cases and %d algorithms' rounds to %s\n", EXPORT_NCASES, n, argv[1]);
+    printf("peers_cases: wrote %d cases and %d algorithms' rounds to %s\n", EXPORT_NCASES, written, argv[1]);
     return bad;
 }
