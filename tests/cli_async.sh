@@ -16,7 +16,6 @@ trap 'rm -rf "$out"' EXIT
 
 data="--data synthetic:zipf:8:8:12 --model stackoverflow_lstm --vocab-size 50"
 run="--rounds 3 --clients-per-round 4 --batch-size 2 --steps 2 --eval-every 0 --checkpoint-every 3 --quiet"
-losses() { tail -n +2 "$1/metrics.csv" | cut -d, -f1-2; }
 # meta DIR KEY: a metadata value of DIR's checkpoint
 meta() { LC_ALL=C head -c 200000 "$1/checkpoint.safetensors" | tr ',' '\n' | sed -n "s/.*\"$2\": *\"\([^\"]*\)\".*/\1/p" | head -1; }
 
@@ -24,7 +23,7 @@ expect 0 "fedbuff" -- "$fedc" train --algorithms
 expect 0 "done: 3 rounds" -- "$fedc" train $data $run --threads 1 --out "$out/fedavg"
 expect 0 "done: 3 rounds" -- "$fedc" train $data $run --threads 1 --algorithm fedbuff --out "$out/fedbuff"
 same "$out/fedavg" "$out/fedbuff" && ok || bad "FedBuff with K = C and no latency is not FedAvg's bits"
-[ "$(losses "$out/fedavg")" = "$(losses "$out/fedbuff")" ] && ok || bad "FedBuff's train losses are not FedAvg's"
+[ "$(train_losses "$out/fedavg")" = "$(train_losses "$out/fedbuff")" ] && ok || bad "FedBuff's train losses are not FedAvg's"
 expect 0 "done: 3 rounds" -- "$fedc" train $data $run --threads 1 --algorithm fedbuff --set buffer=4 \
   --clock speed=0 --out "$out/fedbuff-k4"
 same "$out/fedavg" "$out/fedbuff-k4" && ok || bad "--set buffer=4 (= C) with a clock of no time is not FedAvg"

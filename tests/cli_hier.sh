@@ -14,7 +14,6 @@ trap 'rm -rf "$out"' EXIT
 
 data="--data synthetic:zipf:8:8:12 --model stackoverflow_lstm --vocab-size 50"
 run="--rounds 3 --clients-per-round 4 --batch-size 2 --steps 2 --eval-every 0 --checkpoint-every 3 --quiet"
-losses() { tail -n +2 "$1/metrics.csv" | cut -d, -f1-2; }
 
 expect 0 "hierfavg" -- "$fedc" train --algorithms
 expect 0 "--set group_rounds=X" -- "$fedc" train --algorithm hierfavg --help
@@ -23,7 +22,7 @@ for g in 1 3 4; do
   expect 0 "done: 3 rounds" -- "$fedc" train $data $run --threads 1 --algorithm hierfavg --set group_rounds=1 \
     --groups $g --out "$out/e1-g$g"
   same "$out/fedavg" "$out/e1-g$g" && ok || bad "group_rounds=1 in $g groups is not FedAvg's bits"
-  [ "$(losses "$out/fedavg")" = "$(losses "$out/e1-g$g")" ] && ok || bad "group_rounds=1, $g groups: not FedAvg's losses"
+  [ "$(train_losses "$out/fedavg")" = "$(train_losses "$out/e1-g$g")" ] && ok || bad "group_rounds=1, $g groups: not FedAvg's losses"
 done
 # Uniform weighting: the mean of the groups' means weighted by their sizes is the cohort's mean.
 expect 0 "done: 3 rounds" -- "$fedc" train $data $run --threads 1 --weighting uniform --out "$out/fedavg-u"

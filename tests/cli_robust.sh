@@ -14,17 +14,6 @@ trap 'rm -rf "$out"' EXIT
 data="--data synthetic:zipf:8:8:12 --model stackoverflow_lstm --vocab-size 50"
 run="--rounds 2 --clients-per-round 7 --batch-size 2 --steps 2 --eval-every 0 --checkpoint-every 2 --quiet"
 
-# tensors DIR: the checkpoint's tensor bytes (after its header, whose metadata has
-# the run's seconds), or a line saying it is missing
-tensors() {
-  f=$1/checkpoint.safetensors
-  [ -s "$f" ] || { echo "no checkpoint in $1"; return; }
-  n=$(od -An -t u8 -N8 "$f" | tr -d ' ')
-  tail -c +$((n + 9)) "$f"
-}
-# same A B: A's and B's models are the same bits
-same() { tensors "$1" >"$out/a.bin"; tensors "$2" >"$out/b.bin"; cmp -s "$out/a.bin" "$out/b.bin"; }
-
 expect 0 "done: 2 rounds" -- "$fedc" train $data $run --threads 2 --out "$out/mean"
 for agg in median trimmed_mean:beta=0.2 krum:f=2 multikrum:f=1,m=4 bulyan:f=1 geomed cclip:tau=0.05; do
   dir="$out/$(echo "$agg" | tr ':,=' '___')"

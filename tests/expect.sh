@@ -27,3 +27,5 @@ tensors() {
   tail -c +$((n + 9)) "$f"
 }
 same() { tensors "$1" >"$out/a.bin"; tensors "$2" >"$out/b.bin"; cmp -s "$out/a.bin" "$out/b.bin"; }
+# train_losses DIR: round and train loss of each row of DIR/metrics.csv
+train_losses() { tail -n +2 "$1/metrics.csv" | cut -d, -f1-2; }

@@ -24,6 +24,15 @@ def _leafwise(cfun):
     return lambda tree: tree_map(one, tree)
 
 
+def _weighted_leafwise(cfun):
+    def apply(x, w):
+        def one(leaf):
+            b = builder_of(leaf, w)
+            return b.check(cfun(b._get(), lift(b, leaf).v, lift(b, w).v))
+        return tree_map(one, x)
+    return apply
+
+
 _broadcast, _sum, _mean = (_leafwise(f) for f in (_L.fedc_broadcast, _L.fedc_sum, _L.fedc_mean))
 
 
@@ -44,10 +53,7 @@ def mean(x):
 
 def weighted_mean(x, w):
     """T@clients -> T@server: sum_i w_i x_i / sum_i w_i; w is one scalar per client."""
-    def one(leaf):
-        b = builder_of(leaf, w)
-        return b.check(_L.fedc_weighted_mean(b._get(), lift(b, leaf).v, lift(b, w).v))
-    return tree_map(one, x)
+    return _weighted_leafwise(_L.fedc_weighted_mean)(x, w)
 
 
 _broadcast_down, _sum_up, _mean_up = (_leafwise(f) for f in (_L.fedc_broadcast_down, _L.fedc_sum_up,
@@ -73,10 +79,7 @@ def mean_up(x):
 
 def weighted_mean_up(x, w):
     """One level up, sum_i w_i x_i / sum_i w_i; w is one scalar per member, at x's level."""
-    def one(leaf):
-        b = builder_of(leaf, w)
-        return b.check(_L.fedc_weighted_mean_up(b._get(), lift(b, leaf).v, lift(b, w).v))
-    return tree_map(one, x)
+    return _weighted_leafwise(_L.fedc_weighted_mean_up)(x, w)
 
 
 def num_groups(dtype="f32"):
