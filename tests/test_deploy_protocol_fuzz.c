@@ -1,4 +1,4 @@
-/* A fuzzer that speaks the protocol to a live server (docs/deployment.md, "How
+/* A fuzzer that speaks the protocol to a live server (docs/deployment-internals.md, "How
  * it is tested"), bounded in time: a server with per-client credentials on a
  * loopback TCP port, an honest fleet of clients 0 to 3, and meanwhile a hostile
  * peer holding client 4's credential that sends, for the whole job, valid

@@ -111,7 +111,7 @@ FEDC_API fedc_tensor_entry fedc_plan_tensor(const fedc_plan *p, int i);
  * A deployment over the network (NNG request/reply on tcp://, ipc://, or
  * tls+tcp:// with TLS through NNG's mbedTLS): the server runs the server phases
  * of a plan, clients run client_work on their own data, and they speak the
- * protocol of docs/deployment.md ("The protocol"):
+ * protocol of docs/deployment-internals.md ("The protocol"):
  * check-in (token, client, protocol version, plan hash) answered by the plan,
  * a task (round, exchange, slot, the broadcast values), a wait (retry after) or
  * done; a report (what client_work sends up) answered by ack or reject. Each
@@ -132,7 +132,7 @@ typedef struct fedc_server_options {
     int threads;             /* for the server phases (default 1) */
     double linger;           /* seconds the server answers "done" after the last round (default 2) */
     FILE *log;               /* NULL: stderr */
-    /* the round protocol (docs/deployment.md, "The protocol"); after the older fields */
+    /* the round protocol (docs/deployment-internals.md, "The protocol"); after the older fields */
     double over_select;      /* select ceil(over_select x clients_per_round) clients and add the first
                                 clients_per_round reports in slot order (default 1: no over-selection) */
     double heartbeat;        /* seconds between a working client's heartbeats, and the longest the server

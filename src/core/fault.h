@@ -4,7 +4,7 @@
  * that is slow, dies after its report or sends a message a byte short, a run
  * killed right after a round's metrics, a client whose data cannot be loaded.
  * Which faults are on comes from one place, as SQLite's fault simulator: the
- * environment variable FEDC_FAULT (docs/training.md, docs/deployment.md), read
+ * environment variable FEDC_FAULT (docs/training.md, docs/deployment-internals.md), read
  * and parsed once, the first time the library asks, or fedc__fault_set, with
  * which a C test sets them without touching its environment.
  *

@@ -10,7 +10,7 @@
  *     the frontier), answered within the beat interval (the client is working:
  *     it must be heard from) and the client's own bound.
  * The table's size is --max-held; beyond it a check-in is told to come back
- * after the beat interval. docs/deployment.md, "The protocol". */
+ * after the beat interval. docs/deployment-internals.md, "The protocol". */
 #ifndef FEDC_DEPLOY_HELD_H
 #define FEDC_DEPLOY_HELD_H
 

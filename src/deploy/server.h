@@ -3,7 +3,7 @@
  * (and a checkpoint), server_requests.c answers requests, held.c holds the
  * requests it cannot answer yet (check-ins waiting for a task, readies waiting
  * for their turn), server_secagg.c runs secure aggregation's side of a round.
- * docs/deployment.md, "The protocol". */
+ * docs/deployment-internals.md, "The protocol". */
 #ifndef FEDC_DEPLOY_SERVER_H
 #define FEDC_DEPLOY_SERVER_H
 

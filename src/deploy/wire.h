@@ -1,5 +1,5 @@
 /* wire.h — the messages between a deployment's server and its clients
- * (internal; docs/deployment.md, "The protocol").
+ * (internal; docs/deployment-internals.md, "The protocol").
  *
  * A message is a frame:
  *     bytes 0..3   magic "FDCW"
