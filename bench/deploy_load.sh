@@ -16,7 +16,7 @@
 # DATA=DIR (a LEAF dataset's train folder, e.g. ../shared/data/femnist-leaf/train) takes the
 # first N writers of its files, in name order, instead: real clients of real sizes (FEMNIST: 142
 # examples a writer on average), so that a task's training is a deployment's; EXAMPLES is unused.
-# docs/benchmarks.md records the figures.
+# docs/benchmarks-deployment.md records the figures.
 # FEDC defaults to $FEDC or ./build/fedc, so bench/harness.py (make bench) runs it without arguments.
 set -eu
 fedc=${1:-${FEDC:-./build/fedc}}

@@ -9,7 +9,7 @@
 # client, and the bytes in and out per client per round (the server's metrics). The fleet runs
 # every client on this machine, so the clients' CPU time adds up here where phones would run side
 # by side. ROUNDS (default 2) rounds; the heartbeat timeout is 600 s so that no client is left out
-# while the fleet's clients wait for the CPU. docs/benchmarks.md records the figures.
+# while the fleet's clients wait for the CPU. docs/benchmarks-deployment.md records the figures.
 set -eu
 fedc=${1:-${FEDC:-./build/fedc}}
 [ $# -gt 0 ] && shift

@@ -4,7 +4,7 @@
 # same run; SCAFFOLD and FedAvg also in PyTorch (bench/accuracy/fedavg_torch.py); and the
 # drift-correcting algorithms on Fashion-MNIST split Dirichlet(0.1), where client drift is
 # strong, against FedAvg. Prints a table of the final test accuracies; record it in
-# docs/benchmarks.md.
+# docs/accuracy.md.
 #
 #   bench/accuracy/algorithms.sh [ROUNDS]      (default 100)
 #

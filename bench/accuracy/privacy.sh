@@ -12,7 +12,7 @@
 # Writes $OUT/privacy.tsv (dataset, run, flags, epsilon, accuracy, seconds, compression's bits a
 # client), prints it as a
 # markdown table, and draws $OUT/privacy.svg (accuracy against epsilon, one line per dataset)
-# with bench/accuracy/plot_privacy.py; record both in docs/benchmarks.md.
+# with bench/accuracy/plot_privacy.py; record both in docs/accuracy.md.
 #
 # Environment: FEDC (./build/fedc), PYTHON (/usr/bin/python3), OUT (out/privacy), THREADS (2),
 # CLIENTS (Fashion-MNIST's clients, 2000), RATE (Fashion-MNIST's sampling rate, 0.05: 100

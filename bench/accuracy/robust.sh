@@ -10,7 +10,7 @@
 # Writes $OUT/robust.tsv (dataset, aggregator, attack, fraction, accuracy, seconds a round),
 # prints it as markdown tables (one per dataset: aggregators down, attack x fraction across;
 # then the cost a round against the mean's, at 0% attackers) and draws $OUT/robust-DATASET.svg
-# heat maps; record them in docs/benchmarks.md.
+# heat maps; record them in docs/accuracy.md.
 #
 # Environment: FEDC (./build/fedc), PYTHON (/usr/bin/python3), OUT (out/robust), THREADS (2),
 # CLIENTS (Fashion-MNIST's clients, 500), COHORT (clients a round, 20), F (the f of Krum,

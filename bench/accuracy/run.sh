@@ -1,7 +1,7 @@
 #!/bin/sh
 # The accuracy benchmark (issue 5): fedc against a PyTorch implementation of the same job
 # (bench/accuracy/fedavg_torch.py) on FEMNIST-LEAF, then a table of the final test accuracies
-# and the training speed of each. Record the figures in docs/benchmarks.md.
+# and the training speed of each. Record the figures in docs/accuracy.md.
 #
 #   bench/accuracy/run.sh [ROUNDS [SEEDS]] [--fashion]
 #

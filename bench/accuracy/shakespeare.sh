@@ -16,7 +16,7 @@
 # and after the last; a checkpoint every EVAL_EVERY rounds, so RESUME=1 with more ROUNDS
 # continues a run. Environment: FEDC (./build/fedc), DATA (../shared/data/shakespeare-leaf), OUT
 # (out/accuracy/shakespeare-SPLIT), THREADS (2), CLIENT_LR (1), SERVER_LR (1), SEED (0), RESUME.
-# Record the figure, the command and the time in docs/benchmarks.md.
+# Record the figure, the command and the time in docs/accuracy.md.
 set -eu
 cd "$(dirname "$0")/../.."
 case ${1:-} in -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
