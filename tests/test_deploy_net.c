@@ -270,10 +270,11 @@ static void test_bad_input(void) {
     expect_reject(&n, junk, sizeof junk, "not a fedc message");
     char version[16];
     snprintf(version, sizeof version, "%d", FEDC__PROTOCOL_VERSION);
-    fedc_metadata_entry ci[] = {{"token", "test-token"}, {"client", "2"}, {"version", version}, {"plan_hash", fedc_plan_hash(p)}};
+    fedc_metadata_entry ci[] = {{"token", "test-token"}, {"client", "2"}, {"version", version}, {"plan_hash", fedc_plan_hash(p)},
+                                {"hold_ms", "100"}};
     void *frame = NULL;
     size_t size = 0;
-    CHECK_OK(fedc__wire_encode(FEDC__MSG_CHECKIN, ci, 4, NULL, 0, &frame, &size));
+    CHECK_OK(fedc__wire_encode(FEDC__MSG_CHECKIN, ci, 5, NULL, 0, &frame, &size));
     if (!frame) goto out;
     unsigned char *b = frame;
     expect_reject(&n, b, size - 5, "truncated frame");
@@ -283,21 +284,25 @@ static void test_bad_input(void) {
     expect_reject(&n, b, size, "above the limit");
     b[15] = 0;
     fedc_free(frame);
-    fedc_metadata_entry bad[4];
+    fedc_metadata_entry bad[5];
     memcpy(bad, ci, sizeof bad);
     bad[0].value = "wrong";
-    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, "invalid token");
+    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 5, NULL, 0, "invalid token");
     memcpy(bad, ci, sizeof bad);
     bad[3].value = "0123";
-    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, "plan hash 0123 is not this server's plan");
+    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 5, NULL, 0, "plan hash 0123 is not this server's plan");
     memcpy(bad, ci, sizeof bad);
     bad[2].value = "1";
     char speaks[64];
     snprintf(speaks, sizeof speaks, "protocol version 1; this server speaks %d", FEDC__PROTOCOL_VERSION);
-    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, speaks);
+    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 5, NULL, 0, speaks);
     memcpy(bad, ci, sizeof bad);
     bad[1].value = "99";
-    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, "field 'client' is '99'");
+    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 5, NULL, 0, "field 'client' is '99'");
+    /* a check-in is checked whole before it is acted on: without hold_ms it is refused, never given the plan */
+    memcpy(bad, ci, sizeof bad);
+    bad[3].value = "";
+    expect_reject_msg(&n, FEDC__MSG_CHECKIN, bad, 4, NULL, 0, "field 'hold_ms' is ''");
     expect_reject_msg(&n, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "1"}}, 1, NULL, 0, "not a client's request");
     /* every client is in the round (5 of 5): client 2's slot is the one the sample gives it */
     int64_t sampled[CASE_CLIENTS];
@@ -318,9 +323,9 @@ out:
     fclose(log);
     CHECK_MSG(j.st == FEDC_OK, "server: %s", j.err);
     check_same_bits(path("bad.out/checkpoint.safetensors"), path("bad.train/checkpoint.safetensors"), 2);
-    CHECK_EQ_INT(count_lines(path("bad.log"), "refused"), 16);
+    CHECK_EQ_INT(count_lines(path("bad.log"), "refused"), 17);
     CHECK_EQ_INT(count_lines(path("bad.log"), "refused client 2: tensor 'client_work/"), 2);
-    CHECK_EQ_INT(count_lines(path("bad.out/metrics.jsonl"), "\"reported\": 5, \"dropped\": 0, \"refused\": 16"), 1);
+    CHECK_EQ_INT(count_lines(path("bad.out/metrics.jsonl"), "\"reported\": 5, \"dropped\": 0, \"refused\": 17"), 1);
     fedc_plan_destroy(p);
 }
 

@@ -45,6 +45,26 @@ static void test_round_trip(void) {
     fedc_free(b);
 }
 
+/* A number is read as fedc writes it, so no other spelling of a client id
+ * passes for it (" 4" and "+4" are not client 4). */
+static void test_numbers_plain(void) {
+    const char *spellings[] = {"4", "-4", " 4", "+4", "4 ", "\t4", "04x", "", "-"};
+    const bool ok[] = {true, true, false, false, false, false, false, false, false};
+    for (int i = 0; i < 9; i++) {
+        void *b = NULL;
+        size_t size = 0;
+        fedc__msg m;
+        int64_t x = 0;
+        CHECK_OK(fedc__wire_encode(FEDC__MSG_WAIT, (fedc_metadata_entry[]){{"retry_ms", spellings[i]}, {"reason", "r"}}, 2,
+                                   NULL, 0, &b, &size));
+        CHECK_OK(fedc__wire_decode(b, size, MAX, &m));
+        fedc_status st = fedc__msg_int(&m, "retry_ms", -10, 10, &x);
+        CHECK_MSG((st == FEDC_OK) == ok[i], "\"%s\": %s", spellings[i], st ? fedc_errmsg() : "taken");
+        fedc__msg_free(&m);
+        fedc_free(b);
+    }
+}
+
 /* A copy of frame b with byte `at` set to v (at < 0: none), `size` long. */
 static fedc_status decode_edited(const unsigned char *b, size_t size, int at, unsigned char v) {
     unsigned char *c = malloc(size + 1);
@@ -133,6 +153,6 @@ static void test_random_frames(void) {
 
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
-        {"round_trip", test_round_trip}, {"bad_frames", test_bad_frames}, {"random_frames", test_random_frames}};
+        {"round_trip", test_round_trip}, {"numbers_plain", test_numbers_plain}, {"bad_frames", test_bad_frames}, {"random_frames", test_random_frames}};
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

@@ -152,16 +152,17 @@ static bool checkin(server *s, const fedc__msg *m) {
     int64_t client;
     char version[16];
     snprintf(version, sizeof version, "%d", FEDC__PROTOCOL_VERSION);
+    double hold = 0;
     if (!known_client(s, m, &client)) return true;
     if (strcmp(fedc__msg_field(m, "version"), version))
         return refuse(s, who, "the client speaks protocol version %.20s; this server speaks %s", fedc__msg_field(m, "version"),
                       version);
+    /* every field checked before any is acted on: a malformed check-in is refused whatever the server's state */
+    if (!hold_allowed(s, m, &hold)) return true;
     if (!hash[0]) return send_plan(s);
     if (strcmp(hash, fedc_plan_hash(s->plan)))
         return refuse(s, who, "plan hash %.64s is not this server's plan (%s)", hash, fedc_plan_hash(s->plan));
     if (s->done) return fedc__server_done(s, &s->from, client);
-    double hold = 0;
-    if (!hold_allowed(s, m, &hold)) return true;
     int i = fedc__server_open_slot(s, client);
     if (i >= 0) return fedc__server_task(s, &s->from, i);
     fedc__held_checkin(s, client, hold);

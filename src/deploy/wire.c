@@ -1,4 +1,5 @@
 /* The wire format (wire.h): frames around safetensors payloads. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,8 +122,10 @@ const char *fedc__msg_field(const fedc__msg *m, const char *key) { return fedc_s
 fedc_status fedc__msg_int(const fedc__msg *m, const char *key, int64_t lo, int64_t hi, int64_t *out) {
     const char *v = fedc__msg_field(m, key);
     char *end = NULL;
-    long long x = v ? strtoll(v, &end, 10) : 0;
-    if (!v || end == v || *end || x < lo || x > hi)
+    /* digits only, as fedc writes them: strtoll alone would also take " 4" and "+4" for 4 */
+    bool plain = v && (isdigit((unsigned char)v[0]) || (v[0] == '-' && isdigit((unsigned char)v[1])));
+    long long x = plain ? strtoll(v, &end, 10) : 0;
+    if (!plain || *end || x < lo || x > hi)
         return fedc_error(FEDC_EPARSE, "wire: %s message: field \"%s\" is \"%.40s\", not a whole number in [%lld, %lld]",
                           fedc__msg_name(m->type), key, v ? v : "", (long long)lo, (long long)hi);
     *out = x;
