@@ -307,7 +307,7 @@ static void test_bad_input(void) {
     /* every client is in the round (5 of 5): client 2's slot is the one the sample gives it */
     int64_t sampled[CASE_CLIENTS];
     CHECK_OK(fedc_sample_clients(CASE_CLIENTS, CASE_CLIENTS, 7, 0, sampled));
-    char slot[8] = "0";
+    char slot[16] = "0";
     for (int i = 0; i < CASE_CLIENTS; i++)
         if (sampled[i] == 2) snprintf(slot, sizeof slot, "%d", i);
     bad_reports(&n, p, "2", slot);
