@@ -15,12 +15,8 @@
 set -u
 fedc=$1
 . "$(dirname "$0")/deploy_lib.sh" # exits 77 without python3
-out=$(mktemp -d)
-server="" pids=""
-. "$(dirname "$0")/netem_lib.sh"  # exits 77 where namespaces cannot be made
-trap 'kill -9 $server $pids 2>/dev/null; netem_end; rm -rf "$out"' EXIT
-trap 'exit 1' INT TERM HUP
-. "$(dirname "$0")/expect.sh"
+. "$(dirname "$0")/netem_lib.sh"
+netem_begin # exits 77 where namespaces cannot be made
 netem_star 4
 
 writers "$out/w8.json" 8

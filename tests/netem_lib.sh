@@ -1,15 +1,25 @@
-# What the netem tests share (sourced after deploy_lib.sh, with $out set): network namespaces for
-# a server and its client hosts, joined by tests/netem.py, a network emulator in user space, or by
-# a veth pair. Every name carries this process's id, and netem_end (the caller's EXIT trap) removes
-# them all. A machine where they cannot be made (not root, no CAP_NET_ADMIN, no ip or TUN) skips.
+# What the netem tests share (sourced after deploy_lib.sh): network namespaces for a server and
+# its client hosts, joined by tests/netem.py, a network emulator in user space, or by a veth pair.
+# Every name carries this process's id, and the test's exit removes them all. A machine where they
+# cannot be made (not root, no CAP_NET_ADMIN, no ip or TUN) skips.
 
 netem_skip() { echo "SKIP: $*"; exit 77; }
-[ "$(id -u)" = 0 ] || netem_skip "network namespaces need root (or CAP_NET_ADMIN): this is uid $(id -u)"
-command -v ip >/dev/null || netem_skip "no ip command (iproute2)"
-netem_prefix=fedc-netem-$$
-ip netns add "$netem_prefix-probe" 2>"$out/netns.err" || netem_skip "ip netns add: $(cat "$out/netns.err")"
-ip netns del "$netem_prefix-probe"
-netem_names="" netem_relay=""
+
+# netem_begin: the test's scratch directory ($out), the server and other processes it starts
+# ($server, $pids), killed, and its namespaces removed, at exit (or on a signal); expect.sh's
+# checks. Skips (77) where namespaces cannot be made.
+netem_begin() {
+  [ "$(id -u)" = 0 ] || netem_skip "network namespaces need root (or CAP_NET_ADMIN): this is uid $(id -u)"
+  command -v ip >/dev/null || netem_skip "no ip command (iproute2)"
+  netem_prefix=fedc-netem-$$
+  netem_names="" netem_relay="" server="" pids=""
+  out=$(mktemp -d)
+  trap 'kill -9 $server $pids 2>/dev/null; netem_end; rm -rf "$out"' EXIT
+  trap 'exit 1' INT TERM HUP
+  ip netns add "$netem_prefix-probe" 2>"$out/netns.err" || netem_skip "ip netns add: $(cat "$out/netns.err")"
+  ip netns del "$netem_prefix-probe"
+  . "$(dirname "$0")/expect.sh"
+}
 
 # inns NS COMMAND...: COMMAND in namespace NS
 inns() { inns_ns=$1; shift; ip netns exec "$inns_ns" "$@"; }
@@ -64,6 +74,9 @@ netem_pair() {
 netem_end() {
   [ -n "$netem_relay" ] && kill "$netem_relay" 2>/dev/null && wait "$netem_relay" 2>/dev/null
   netem_relay=""
-  for n in $netem_names; do ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null; ip netns del "$n" 2>/dev/null; done
+  for netem_n in $netem_names; do
+    ip netns pids "$netem_n" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    ip netns del "$netem_n" 2>/dev/null
+  done
   netem_names=""
 }
