@@ -9,7 +9,8 @@
 # upload, then restored: their uploads go through and are counted once; hosts 2 and 3 partitioned
 # off while they hold their round-1 tasks, until round 1 commits: given up for their missed
 # heartbeats (metrics: dropped 4, missed_heartbeats 4, left_out their 4 clients), their late
-# reports refused, back in round 2; the model has fedc train's bits without them in round 1.
+# reports unwanted (the server says so when they ask to upload), back in round 2; the model has
+# fedc train's bits without them in round 1.
 # Every process runs under timeout. Usage: deploy_netem.sh path/to/fedc. Exits 77 (skipped)
 # without python3, root (or CAP_NET_ADMIN), ip netns or TUN.
 set -u
@@ -83,9 +84,9 @@ netem_link 0 "rate=1000"
 netem_link 1 ""
 netem_link 2 ""
 netem_link 3 ""
-job cut slow:1 slow:3
+job cut slow:1 slow:5
 held "$out/cut.c4.log" "$out/cut.c5.log" "$out/cut.c6.log" "$out/cut.c7.log"
-netem_link 2 "down=1"     # within their 3 s hold: no report of theirs is through
+netem_link 2 "down=1"     # within their 5 s hold: no report of theirs is through
 netem_link 3 "down=1"
 held "$out/cut.c0.log" "$out/cut.c1.log"
 sleep 1.3                # host 0's clients: their 1 s hold over, their uploads (195 KB at 1 Mbit/s) under way
@@ -104,6 +105,12 @@ finish cut
   || bad "a report counted twice: $(cat "$out/cut/metrics.jsonl")"
 for c in 4 5 6 7; do
   grep -q "client $c (slot .*) not heard from for 8 s: given up" "$out/cut.log" && ok || bad "client $c's give-up not logged: $(cat "$out/cut.log")"
+done
+# back on the network, each asks whether to upload its round-1 report: the server wants none
+for c in 4 5 6 7; do
+  grep -q "fedc client $c: round 1: the server wants no report: not an open slot of this client's" "$out/cut.c$c.log" \
+    && grep -q "fedc client $c: done: 1 reports" "$out/cut.c$c.log" && ok \
+    || bad "client $c, partitioned off in round 1: $(cat "$out/cut.c$c.log")"
 done
 for c in 0 1; do
   grep -q "fedc client $c: done: 2 reports" "$out/cut.c$c.log" && ok || bad "client $c behind the cut link: $(cat "$out/cut.c$c.log")"
