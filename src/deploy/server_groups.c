@@ -39,6 +39,9 @@ static fedc_status plan_fits(const server *s) {
     if (s->credentials)
         return fedc_error(FEDC_EUNSUPPORTED, "server: --groups with --credentials-key is not supported: aggregators "
                           "present the shared token");
+    if (fedc_plan_client_init(s->plan))
+        return fedc_error(FEDC_EUNSUPPORTED, "server: --groups with a plan whose clients keep state (SCAFFOLD, FedDyn, "
+                          "...) is not supported: a client's group, and so its aggregator, changes from round to round");
     if (fedc_plan_warm_start(s->plan))
         return fedc_error(FEDC_EUNSUPPORTED, "server: --groups with a plan that has a warm start is not supported");
     for (int e = 0; e < fedc_deployment_form_exchanges(s->form); e++) {
