@@ -102,8 +102,8 @@ same_bits "$out/kill/checkpoint.safetensors" "$out/ktrain/checkpoint.safetensors
 
 # bad settings
 expect 2 "needs --connect, --listen, --group" -- "$fedc" aggregator --connect "$srv" --listen "$a0" --token t
-expect 1 "--groups 7 is more groups than the round's 6 clients" -- timeout 30 "$fedc" server --plan "$out/plan" \
-  --listen "$srv" --rounds 1 --clients-per-round 6 --groups 7 --token t --out "$out/bad"
+expect 1 "--groups with --over-select is not supported" -- timeout 30 "$fedc" server --plan "$out/plan" \
+  --listen "$srv" --rounds 1 --clients-per-round 3 --over-select 2 --groups 2 --token t --out "$out/bad"
 
 echo "deploy_groups: $passed passed, $failed failed"
 [ "$failed" = 0 ]

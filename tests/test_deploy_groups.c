@@ -175,8 +175,31 @@ static void test_groups(void) {
     fedc_plan_destroy(p);
 }
 
+/* What a server with groups refuses, before it listens: more groups than
+ * clients a round, and a plan whose clients keep state (SCAFFOLD's). */
+static void test_refused(void) {
+    if (!setup()) {
+        CHECK_MSG(false, "cannot set up");
+        return;
+    }
+    fedc_train_config c;
+    case_config(&c, data_path, path("scaffold.train"), 1, 4);
+    c.algorithm.def = fedc_algorithm_find("scaffold");
+    CHECK_OK(fedc_plan_build(&c, path("scaffold")));
+    char plan[600], url[700];
+    snprintf(plan, sizeof plan, "%s", path("scaffold"));
+    snprintf(url, sizeof url, "ipc://%s", path("refused.sock"));
+    fedc_server_options o;
+    fedc_server_defaults(&o);
+    o.plan = plan, o.listen = url, o.out_dir = path("refused.out"), o.rounds = 1, o.clients_per_round = 4, o.groups = 2;
+    o.token = "test-token";
+    CHECK_ERR(fedc_server_run(&o), FEDC_EUNSUPPORTED, "a plan whose clients keep state");
+    o.groups = 5;
+    CHECK_ERR(fedc_server_run(&o), FEDC_EINVAL, "--groups 5 is more groups than the round's 4 clients");
+}
+
 int main(int argc, char **argv) {
-    static const fedc_test tests[] = {{"groups", test_groups}};
+    static const fedc_test tests[] = {{"groups", test_groups}, {"refused", test_refused}};
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
     fedc_test_tmpdir_remove();
     return rc;
