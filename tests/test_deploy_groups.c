@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "core/fault.h"
 #include "deploy/net.h"
 #include "deploy_threads.h"
 #include "fedc/deploy.h"
@@ -175,6 +176,55 @@ static void test_groups(void) {
     fedc_plan_destroy(p);
 }
 
+/* Group 0's aggregator never comes: at the deadline (1.5 s) its group is given
+ * up, and group 1's report, which came before, is still added: fedc_train's
+ * bits with group 0's clients (slots 0 to 2) dropped. */
+static void test_deadline(void) {
+    if (!setup()) {
+        CHECK_MSG(false, "cannot set up");
+        return;
+    }
+    int64_t sampled[CASE_CLIENTS];
+    char fault[64];
+    CHECK_OK(fedc_sample_clients(CASE_CLIENTS, CASE_CLIENTS, 7, 0, sampled));
+    snprintf(fault, sizeof fault, "load:1:%lld,%lld,%lld", (long long)sampled[0], (long long)sampled[1], (long long)sampled[2]);
+    fedc_train_config c;
+    case_config(&c, data_path, path("late.train"), 1, CASE_CLIENTS);
+    CHECK_OK(fedc_plan_build(&c, path("late")));
+    CHECK_OK(fedc__fault_set(fault));
+    CHECK_OK(fedc_train(&c, NULL));
+    CHECK_OK(fedc__fault_set(NULL));
+    char plan[600], out[600], url[2][700];
+    snprintf(plan, sizeof plan, "%s", path("late"));
+    snprintf(out, sizeof out, "%s", path("late.out"));
+    snprintf(url[0], sizeof url[0], "ipc://%s", path("late0.sock"));
+    snprintf(url[1], sizeof url[1], "ipc://%s", path("late1.sock"));
+    FILE *log = fopen(path("late.log"), "w");
+    job j;
+    memset(&j, 0, sizeof j);
+    fedc_server_defaults(&j.s);
+    j.s.plan = plan, j.s.listen = url[0], j.s.out_dir = out, j.s.rounds = 1, j.s.clients_per_round = CASE_CLIENTS;
+    j.s.token = "test-token", j.s.report_deadline = 1.5, j.s.linger = 0.5, j.s.log = log, j.s.groups = 2;
+    pthread_t ts, ta, tf;
+    pthread_create(&ts, NULL, server_main, &j);
+    static side one;
+    fedc_aggregator_defaults(&one.a);
+    one.a.connect = url[0], one.a.listen = url[1], one.a.token = "test-token", one.a.group = 1, one.a.out_dir = out;
+    one.a.timeout = 30, one.a.max_seconds = 120, one.a.linger = 0.5, one.a.log = log;
+    fedc_client_defaults(&one.c);
+    one.c.connect = url[1], one.c.data = data_path, one.c.token = "test-token", one.c.timeout = 30, one.c.max_seconds = 120;
+    pthread_create(&ta, NULL, aggregator_main, &one);
+    pthread_create(&tf, NULL, fleet_main, &one);
+    pthread_join(ta, NULL), pthread_join(tf, NULL), pthread_join(ts, NULL);
+    fclose(log);
+    CHECK_MSG(one.st == FEDC_OK, "group 1: %s", one.err);
+    CHECK_MSG(j.st == FEDC_OK, "server: %s", j.err);
+    check_same_bits(path("late.out/checkpoint.safetensors"), path("late.train/checkpoint.safetensors"), 2);
+    CHECK_EQ_INT(count_lines(path("late.log"), "the aggregator of group 0 did not report by the deadline"), 1);
+    CHECK_EQ_INT(count_lines(path("late.out/metrics.jsonl"), "\"reported\": 2, \"dropped\": 3"), 1);
+    CHECK_EQ_INT(count_lines(path("late.out/metrics.jsonl"), "\"groups_dropped\": [0]"), 1);
+}
+
 /* What a server with groups refuses, before it listens: more groups than
  * clients a round, and a plan whose clients keep state (SCAFFOLD's). */
 static void test_refused(void) {
@@ -199,7 +249,8 @@ static void test_refused(void) {
 }
 
 int main(int argc, char **argv) {
-    static const fedc_test tests[] = {{"groups", test_groups}, {"refused", test_refused}};
+    static const fedc_test tests[] = {{"groups", test_groups}, {"deadline", test_deadline},
+                                      {"refused", test_refused}};
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
     fedc_test_tmpdir_remove();
     return rc;

@@ -318,24 +318,34 @@ void fedc__groups_request(server *s, const fedc__msg *m, const void *frame, size
 
 /* ------------------------------------------------------------ timers -- */
 
-static fedc_status give_up(server *s, int g) {
+static fedc_status give_up(server *s, int g, bool deadline) {
     fedc__groups *G = s->groups;
-    fprintf(s->log, "fedc server: round %d: the aggregator of group %d not heard from for %g s: the group (%d clients) "
-            "is given up\n", s->round + 1, g, s->o->heartbeat_timeout, G->first[g + 1] - G->first[g]);
+    if (deadline)
+        fprintf(s->log, "fedc server: round %d: the aggregator of group %d did not report by the deadline: the group (%d "
+                "clients) is given up\n", s->round + 1, g, G->first[g + 1] - G->first[g]);
+    else
+        fprintf(s->log, "fedc server: round %d: the aggregator of group %d not heard from for %g s: the group (%d clients) "
+                "is given up\n", s->round + 1, g, s->o->heartbeat_timeout, G->first[g + 1] - G->first[g]);
     G->state[g] = GROUP_DROPPED, G->dropped[g] = 1;
     fedc_status st = FEDC_OK;
     for (int i = G->first[g]; !st && i < G->first[g + 1]; i++) st = fedc__collect_drop(s->collect, i);
     return st ? st : settle(s);
 }
 
+/* Gives up the groups whose aggregators are silent, and, a timer's tick before
+ * the server's deadline gives up every open slot in slot order, the groups that
+ * have not reported: so the reports of the groups after them are still added. */
 fedc_status fedc__groups_tick(server *s) {
     fedc__groups *G = s->groups;
     double now = fedc_seconds();
+    bool deadline = now >= s->opened + s->o->report_deadline - 2.0 * FEDC__SERVER_RECV_MS / 1000;
     fedc_status st = FEDC_OK;
     for (int g = 0; !st && s->collecting && g < G->n; g++) {
         double heard = G->heard[g];
-        if (G->state[g] != GROUP_OPEN || heard == 0) continue; /* never heard from: given up at the deadline */
-        if (now - (heard > s->opened ? heard : s->opened) >= s->o->heartbeat_timeout) st = give_up(s, g);
+        if (G->state[g] != GROUP_OPEN) continue;
+        if (deadline) st = give_up(s, g, true);
+        else if (heard > 0 && now - (heard > s->opened ? heard : s->opened) >= s->o->heartbeat_timeout)
+            st = give_up(s, g, false); /* never heard from: given up at the deadline */
     }
     return st;
 }
