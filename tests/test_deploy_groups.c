@@ -36,6 +36,55 @@ static void *fleet_main(void *arg) {
     return NULL;
 }
 
+/* A run of plan `name` with 2 groups: the server's and each group's addresses
+ * (ipc://), its output directory and its log. */
+typedef struct run {
+    char plan[600], out[620], url[3][700]; /* url[g]: group g's aggregator; url[2]: the server */
+    FILE *log;
+    job j;
+    pthread_t server, agg[2], fleet[2];
+    side sides[2];
+} run;
+
+/* The server of a run on a thread: `rounds` rounds of every client, 2 groups. */
+static void start_server(run *r, const char *name, int rounds, double deadline) {
+    snprintf(r->plan, sizeof r->plan, "%s", path(name));
+    snprintf(r->out, sizeof r->out, "%s.out", r->plan);
+    for (int i = 0; i < 3; i++) snprintf(r->url[i], sizeof r->url[i], "ipc://%s.%d.sock", r->plan, i);
+    char log[700];
+    snprintf(log, sizeof log, "%s.log", r->plan);
+    r->log = fopen(log, "w");
+    memset(&r->j, 0, sizeof r->j);
+    fedc_server_options *o = &r->j.s;
+    fedc_server_defaults(o);
+    o->plan = r->plan, o->listen = r->url[2], o->out_dir = r->out, o->rounds = rounds, o->clients_per_round = CASE_CLIENTS;
+    o->token = "test-token", o->report_deadline = deadline, o->linger = 0.5, o->log = r->log, o->groups = 2;
+    pthread_create(&r->server, NULL, server_main, &r->j);
+}
+
+/* Group g's aggregator and a fleet of every client on it, on threads. */
+static void start_group(run *r, int g) {
+    side *s = &r->sides[g];
+    fedc_aggregator_defaults(&s->a);
+    s->a.connect = r->url[2], s->a.listen = r->url[g], s->a.token = "test-token", s->a.group = g, s->a.out_dir = r->out;
+    s->a.timeout = 30, s->a.max_seconds = 120, s->a.linger = 0.5, s->a.log = r->log;
+    fedc_client_defaults(&s->c);
+    s->c.connect = r->url[g], s->c.data = data_path, s->c.token = "test-token", s->c.timeout = 30, s->c.max_seconds = 120;
+    pthread_create(&r->agg[g], NULL, aggregator_main, s);
+    pthread_create(&r->fleet[g], NULL, fleet_main, s);
+}
+
+/* Waits for the groups started and the server, and checks they ended well. */
+static void finish(run *r, int first_group) {
+    for (int g = first_group; g < 2; g++) {
+        pthread_join(r->agg[g], NULL), pthread_join(r->fleet[g], NULL);
+        CHECK_MSG(r->sides[g].st == FEDC_OK, "group %d: %s", g, r->sides[g].err);
+    }
+    pthread_join(r->server, NULL);
+    fclose(r->log);
+    CHECK_MSG(r->j.st == FEDC_OK, "server: %s", r->j.err);
+}
+
 /* One request; its answer's type, and its reason has `needle` (NULL: any). */
 static void expect_answer(fedc__net *n, fedc__msg_type type, const fedc_metadata_entry *f, int nf, const fedc_tensor_entry *t,
                           int nt, fedc__msg_type want, const char *needle) {
@@ -122,51 +171,20 @@ static void test_groups(void) {
     case_config(&c, data_path, path("groups.train"), 2, CASE_CLIENTS);
     CHECK_OK(fedc_plan_build(&c, path("groups")));
     CHECK_OK(fedc_train(&c, NULL));
-    char plan[600], out[600], url[3][700];
-    snprintf(plan, sizeof plan, "%s", path("groups"));
-    snprintf(out, sizeof out, "%s", path("groups.out"));
-    for (int i = 0; i < 3; i++) {
-        char sock[32];
-        snprintf(sock, sizeof sock, "groups%d.sock", i);
-        snprintf(url[i], sizeof url[i], "ipc://%s", path(sock));
-    }
-    FILE *log = fopen(path("groups.log"), "w");
-    job j;
-    memset(&j, 0, sizeof j);
-    fedc_server_defaults(&j.s);
-    j.s.plan = plan, j.s.listen = url[2], j.s.out_dir = out, j.s.rounds = 2, j.s.clients_per_round = CASE_CLIENTS;
-    j.s.token = "test-token", j.s.report_deadline = 60, j.s.linger = 0.5, j.s.log = log, j.s.groups = 2;
-    pthread_t ts, ta[2], tf[2];
-    pthread_create(&ts, NULL, server_main, &j);
-
+    static run r;
+    start_server(&r, "groups", 2, 60);
     fedc_plan *p = NULL;
-    CHECK_OK(fedc_plan_read(plan, &p));
+    CHECK_OK(fedc_plan_read(r.plan, &p));
     fedc__net n;
-    CHECK_OK(fedc__net_dial(&n, url[2], (size_t)1 << 28, 30000, NULL));
+    CHECK_OK(fedc__net_dial(&n, r.url[2], (size_t)1 << 28, 30000, NULL));
     if (p && n.open) {
         group_task(&n, p);
         bad_reports(&n, p);
     }
     fedc__net_close(&n);
-
-    static side sides[2];
-    for (int g = 0; g < 2; g++) {
-        side *s = &sides[g];
-        fedc_aggregator_defaults(&s->a);
-        s->a.connect = url[2], s->a.listen = url[g], s->a.token = "test-token", s->a.group = g, s->a.out_dir = out;
-        s->a.timeout = 30, s->a.max_seconds = 120, s->a.linger = 0.5, s->a.log = log;
-        fedc_client_defaults(&s->c);
-        s->c.connect = url[g], s->c.data = data_path, s->c.token = "test-token", s->c.timeout = 30, s->c.max_seconds = 120;
-        pthread_create(&ta[g], NULL, aggregator_main, s);
-        pthread_create(&tf[g], NULL, fleet_main, s);
-    }
-    for (int g = 0; g < 2; g++) {
-        pthread_join(ta[g], NULL), pthread_join(tf[g], NULL);
-        CHECK_MSG(sides[g].st == FEDC_OK, "group %d: %s", g, sides[g].err);
-    }
-    pthread_join(ts, NULL);
-    fclose(log);
-    CHECK_MSG(j.st == FEDC_OK, "server: %s", j.err);
+    start_group(&r, 0);
+    start_group(&r, 1);
+    finish(&r, 0);
     check_same_bits(path("groups.out/checkpoint.safetensors"), path("groups.train/checkpoint.safetensors"), 2);
     CHECK_EQ_INT(count_lines(path("groups.log"), "refused the aggregator of group"), 7);
     CHECK_EQ_INT(count_lines(path("groups.log"), "refused a request: invalid token"), 1);
@@ -194,31 +212,10 @@ static void test_deadline(void) {
     CHECK_OK(fedc__fault_set(fault));
     CHECK_OK(fedc_train(&c, NULL));
     CHECK_OK(fedc__fault_set(NULL));
-    char plan[600], out[600], url[2][700];
-    snprintf(plan, sizeof plan, "%s", path("late"));
-    snprintf(out, sizeof out, "%s", path("late.out"));
-    snprintf(url[0], sizeof url[0], "ipc://%s", path("late0.sock"));
-    snprintf(url[1], sizeof url[1], "ipc://%s", path("late1.sock"));
-    FILE *log = fopen(path("late.log"), "w");
-    job j;
-    memset(&j, 0, sizeof j);
-    fedc_server_defaults(&j.s);
-    j.s.plan = plan, j.s.listen = url[0], j.s.out_dir = out, j.s.rounds = 1, j.s.clients_per_round = CASE_CLIENTS;
-    j.s.token = "test-token", j.s.report_deadline = 1.5, j.s.linger = 0.5, j.s.log = log, j.s.groups = 2;
-    pthread_t ts, ta, tf;
-    pthread_create(&ts, NULL, server_main, &j);
-    static side one;
-    fedc_aggregator_defaults(&one.a);
-    one.a.connect = url[0], one.a.listen = url[1], one.a.token = "test-token", one.a.group = 1, one.a.out_dir = out;
-    one.a.timeout = 30, one.a.max_seconds = 120, one.a.linger = 0.5, one.a.log = log;
-    fedc_client_defaults(&one.c);
-    one.c.connect = url[1], one.c.data = data_path, one.c.token = "test-token", one.c.timeout = 30, one.c.max_seconds = 120;
-    pthread_create(&ta, NULL, aggregator_main, &one);
-    pthread_create(&tf, NULL, fleet_main, &one);
-    pthread_join(ta, NULL), pthread_join(tf, NULL), pthread_join(ts, NULL);
-    fclose(log);
-    CHECK_MSG(one.st == FEDC_OK, "group 1: %s", one.err);
-    CHECK_MSG(j.st == FEDC_OK, "server: %s", j.err);
+    static run r;
+    start_server(&r, "late", 1, 1.5);
+    start_group(&r, 1);
+    finish(&r, 1);
     check_same_bits(path("late.out/checkpoint.safetensors"), path("late.train/checkpoint.safetensors"), 2);
     CHECK_EQ_INT(count_lines(path("late.log"), "the aggregator of group 0 did not report by the deadline"), 1);
     CHECK_EQ_INT(count_lines(path("late.out/metrics.jsonl"), "\"reported\": 2, \"dropped\": 3"), 1);
