@@ -1,10 +1,11 @@
 #!/bin/sh
 # Aggregators (docs/deployment.md, "Aggregators"), as processes on this host (tcp://127.0.0.1
 # only): a server with --groups 2 and two fedc aggregator processes, each serving its group's
-# clients, end with the bits of fedc train (FedAvg, and HierFAVG with --groups 2 and one group
-# round, which is FedAvg's bits); an aggregator killed mid-round is given up as a silent client
-# is (its group's clients left out, the group in the metrics' groups_dropped), the round commits
-# with fedc train's bits without them, and the aggregator started again rejoins the next round.
+# clients, 70 clients a round, end with the bits of fedc train --algorithm hierfavg --groups 2
+# with one group round (FedAvg's bits); an aggregator killed mid-round is given up as a silent
+# client is (its group's clients left out, the group in the metrics' groups_dropped), the round
+# commits with fedc train's bits without them (and without the clients the other group could not
+# reach), and the aggregator started again rejoins the next round.
 # Usage: deploy_groups.sh path/to/fedc. Exits 77 (skipped) without python3.
 set -u
 fedc=$1
@@ -31,37 +32,44 @@ aggregator() {
     --heartbeat 0.2 --heartbeat-timeout 10 --linger 0.5 "$@" >"$out/$g_name.agg.log" 2>&1 &
   agg=$!
 }
-# fleet G NAME [FAULT [N]]: clients 0 to N - 1 (default 8: all) as a fleet of aggregator G's; its pid in $fleet
+# fleet G NAME [FAULT [N [DATA]]]: clients 0 to N - 1 (default 8: all) of DATA (default w8) as a fleet of
+# aggregator G's; its pid in $fleet
 fleet() {
   f_addr=$(eval echo "\$a$1")
-  FEDC_FAULT=${3:-} timeout 120 "$fedc" fleet --connect "$f_addr" --data "$out/w8.json" --clients "${4:-8}" --token t \
+  FEDC_FAULT=${3:-} timeout 120 "$fedc" fleet --connect "$f_addr" --data "$out/${5:-w8}.json" --clients "${4:-8}" --token t \
     --timeout 30 >"$out/$2.fleet.log" 2>&1 &
   fleet=$!
 }
+# serve NAME [K [PLAN]]: the server of PLAN (default the 8 clients'), 2 rounds of K (default 6) in 2 groups
 serve() {
-  timeout 120 "$fedc" server --plan "$out/plan" --listen "$srv" --rounds 2 --clients-per-round 6 --groups 2 --token t \
+  timeout 120 "$fedc" server --plan "${3:-$out/plan}" --listen "$srv" --rounds 2 --clients-per-round "${2:-6}" --groups 2 --token t \
     --out "$out/$1" --report-deadline 60 --heartbeat 0.25 --heartbeat-timeout 1.5 --linger 0.5 >"$out/$1.log" 2>&1 &
   server=$!
 }
 field() { python3 -c 'import json, sys
 for l in open(sys.argv[1]): print(json.dumps(json.loads(l)[sys.argv[2]]))' "$1" "$2"; }
 
-# server ⊃ 2 aggregators ⊃ clients: fedc train's bits
+# server ⊃ 2 aggregators ⊃ clients, 70 clients a round (the tree's leaves hold 1 or 2 clients; each
+# group begins one): the bits of fedc train --algorithm hierfavg --groups 2 --set group_rounds=1
+# (FedAvg's round, grouped; tests/test_deploy_groups.c checks fedc_train's FedAvg bits)
+writers "$out/w70.json" 70
+"$fedc" plan build --data "$out/w70.json" $job --out "$out/plan70" >/dev/null && ok || bad "plan build (70) failed"
 srv=tcp://127.0.0.1:$(free_port) a0=tcp://127.0.0.1:$(free_port) a1=tcp://127.0.0.1:$(free_port)
-serve run
+serve run 70 "$out/plan70"
 aggregator 0 g0
 agg0=$agg
-fleet 0 g0
+fleet 0 g0 "" 70 w70
 fleet0=$fleet
 aggregator 1 g1
-fleet 1 g1
+fleet 1 g1 "" 70 w70
 wait $server && ok || bad "the server failed: $(cat "$out/run.log")"
 for p in $agg0 $fleet0 $agg $fleet; do wait $p && ok || bad "an aggregator or fleet failed: $(cat "$out"/g*.log)"; done
 grep -q "fedc aggregator 1: done: 2 group reports forwarded" "$out/g1.agg.log" && ok || bad "$(cat "$out/g1.agg.log")"
-[ "$(grep -c '"selected": 6, "reported": 6, "dropped": 0.*"groups": 2, "groups_dropped": \[\]' "$out/run/metrics.jsonl")" = 2 ] \
+[ "$(grep -c '"selected": 70, "reported": 70, "dropped": 0.*"groups": 2, "groups_dropped": \[\]' "$out/run/metrics.jsonl")" = 2 ] \
   && ok || bad "metrics: $(cat "$out/run/metrics.jsonl")"
-# (tests/test_deploy_groups.c checks fedc_train's FedAvg bits; HierFAVG with one group round is the same)
-train "$out/hier" "" --algorithm hierfavg --groups 2 --set group_rounds=1
+FEDC_FAULT= timeout 120 "$fedc" train --data "$out/w70.json" $job --rounds 2 --clients-per-round 70 --checkpoint-every 2 \
+  --eval-every 0 --threads 1 --quiet --out "$out/hier" --algorithm hierfavg --groups 2 --set group_rounds=1 >/dev/null 2>&1 \
+  && ok || bad "fedc train (hierfavg) failed"
 same_bits "$out/run/checkpoint.safetensors" "$out/hier/checkpoint.safetensors" && ok \
   || bad "the deployment with aggregators differs from fedc train --algorithm hierfavg --groups 2"
 
