@@ -207,15 +207,18 @@ static fedc_status forward(aggregator *a) {
     }
     char round[16], exchange[16];
     snprintf(round, sizeof round, "%d", s->round), snprintf(exchange, sizeof exchange, "%d", s->exchange);
-    fedc__msg m;
+    fedc__msg m = {0};
     fedc_metadata_entry f[] = {{"token", s->token}, {"group", a->group}, {"round", round}, {"exchange", exchange},
                                {"hash", fedc_plan_hash(s->plan)}, {"reported", reported}, {"blocks", text}};
-    if (!st && !(st = call(a, FEDC__MSG_GROUP_REPORT, f, 7, t, nt, &m))) {
+    if (!st) st = fedc__net_call(&a->up, FEDC__MSG_GROUP_REPORT, f, 7, t, nt, &m);
+    if (!st && m.type == FEDC__MSG_REJECT) /* the group given up before it came, say: the next task is what counts */
+        fprintf(s->log, "fedc aggregator %s: round %d exchange %d: the server refused the group's report: %s\n", a->group,
+                s->round + 1, s->exchange, fedc__msg_field(&m, "reason"));
+    else if (!st)
         fprintf(s->log, "fedc aggregator %s: round %d exchange %d: %d of %d clients reported; forwarded as %d sums\n",
                 a->group, s->round + 1, s->exchange, added, s->k, nt);
-        a->forwarded++;
-        fedc__msg_free(&m);
-    }
+    a->forwarded += !st && m.type != FEDC__MSG_REJECT;
+    if (!st) fedc__msg_free(&m);
     fedc_free(reported), fedc_free(text), fedc_free(t), fedc_free(names);
     return st;
 }

@@ -25,6 +25,7 @@ struct fedc__groups {
     size_t *size;
     uint8_t *dropped;    /* per group: given up in this round (the metrics' groups_dropped) */
     int next;            /* the first group not settled */
+    fedc_status failed;  /* a kept report the server could not add (out of memory): it stops at its next tick */
 };
 
 /* ------------------------------------------------------------ set-up -- */
@@ -227,7 +228,7 @@ static const char *blocks(server *s, int g, const fedc__msg *m, bool push, char 
             (p[used] && p[used] != ','))
             return snprintf(why, size, "a block is not J:FIRST:LEVEL:CLIENTS:WEIGHT"), why;
         weight = strtod(w, NULL);
-        if (bj != j) { /* the next output's blocks: the one before must have tiled the group */
+        if (bj < 0 || bj != j) { /* the next output's blocks: the one before must have tiled the group */
             if (bj != j + 1 || bj >= outputs || (j >= 0 && (leaf != last || clients != reported)))
                 return snprintf(why, size, "the blocks of output %d do not tile the group's leaves", j < 0 ? 0 : j), why;
             j = bj, leaf = fedc__deployment_leaf_of(s->k, first), clients = 0;
@@ -303,7 +304,10 @@ static void report(server *s, const fedc__msg *m, const void *frame, size_t size
     memcpy(G->report[g], frame, size);
     G->size[g] = size, G->state[g] = GROUP_REPORTED;
     fedc_status st = settle(s);
-    if (st) return refuse(s, who, "%s", fedc_errmsg());
+    if (st) { /* the round's aggregation may hold part of a group's sums: the server stops */
+        G->failed = st;
+        return refuse(s, who, "the server could not add it: %s", fedc_errmsg());
+    }
     ack(s, "1");
 }
 
@@ -339,7 +343,7 @@ fedc_status fedc__groups_tick(server *s) {
     fedc__groups *G = s->groups;
     double now = fedc_seconds();
     bool deadline = now >= s->opened + s->o->report_deadline - 2.0 * FEDC__SERVER_RECV_MS / 1000;
-    fedc_status st = FEDC_OK;
+    fedc_status st = G->failed ? fedc_error(G->failed, "server: a group's report could not be added; stopped") : FEDC_OK;
     for (int g = 0; !st && s->collecting && g < G->n; g++) {
         double heard = G->heard[g];
         if (G->state[g] != GROUP_OPEN) continue;
