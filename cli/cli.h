@@ -26,6 +26,8 @@ int fedc_cli_plan(int argc, char **argv);
 int fedc_cli_server(int argc, char **argv);
 int fedc_cli_client(int argc, char **argv);
 int fedc_cli_fleet(int argc, char **argv);
+/* fedc aggregator (cli/aggregator.c). */
+int fedc_cli_aggregator(int argc, char **argv);
 /* Parses fedc train's options from argv (as `cmd` in messages) and calls run on
  * the configuration; 0, or the exit status of a bad command line or of run. */
 struct fedc_train_config;

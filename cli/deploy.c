@@ -45,7 +45,10 @@ static const char server_usage[] =
     "                           server learns only the sum of the clients' words; T shares rebuild a\n"
     "                           dropped client's masks (auto: half its neighbours, plus one)\n"
     "  --secure-neighbours K    SecAgg+: each client shares with K neighbours on a ring (even;\n"
-    "                           default 0: with every other client)\n";
+    "                           default 0: with every other client)\n"
+    "  --groups N               cut each round's clients into N groups of contiguous slots (as fedc\n"
+    "                           train --groups N), each run by an aggregator (fedc aggregator --group G)\n"
+    "                           that forwards its group's sums (default: none; docs/deployment.md)\n";
 
 static const char issue_usage[] =
     "usage: fedc server --issue-credentials N --credentials-key FILE --out DIR\n"
@@ -144,6 +147,7 @@ static bool option(const char *cmd, args *a, bool server, const char *name, cons
         if (!strcmp(name, "--secure-neighbours"))
             return cli_uint(cmd, name, v, 0, 1 << 16, &n) && (a->s.secure_neighbours = (int)n, true);
         if (!strcmp(name, "--linger")) return cli_real(cmd, name, v, (cli_range){0, 3600, false, false}, &a->s.linger);
+        if (!strcmp(name, "--groups")) return cli_uint(cmd, name, v, 1, 1 << 20, &n) && (a->s.groups = (int)n);
     } else {
         if (!strcmp(name, "--connect")) return cli_text(cmd, name, v) && (a->c.connect = v);
         if (!strcmp(name, "--data")) return cli_text(cmd, name, v) && (a->c.data = v);

@@ -53,6 +53,8 @@ static const char usage[] =
     "                                one client of a server's plan, on its data\n"
     "  fleet --connect ADDR --data PATH --clients N\n"
     "                                N clients as threads of one process\n"
+    "  aggregator --connect ADDR --listen ADDR --group G --token-file FILE\n"
+    "                                one group of a server run with --groups, for its clients\n"
     "  privacy epsilon --noise-multiplier Z --sampling-rate Q --steps T --delta D\n"
     "                                the epsilon of DP-SGD / DP-FedAvg noise (docs/privacy.md)\n"
     "  privacy noise --epsilon E --sampling-rate Q --steps T --delta D\n"
@@ -139,7 +141,8 @@ typedef struct command {
 static const command commands[] = {
     {"train", fedc_cli_train}, {"eval", fedc_cli_eval}, {"data", fedc_cli_data}, {"program", fedc_cli_program},
     {"privacy", fedc_cli_privacy}, {"plan", fedc_cli_plan},
-    {"server", fedc_cli_server}, {"client", fedc_cli_client}, {"fleet", fedc_cli_fleet}};
+    {"server", fedc_cli_server}, {"client", fedc_cli_client}, {"fleet", fedc_cli_fleet},
+    {"aggregator", fedc_cli_aggregator}};
 
 /* Settings a fedc process needs before the libraries it loads read them, so fedc
  * runs itself again with them set in its environment, once, before anything
@@ -199,6 +202,6 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 2, argv + 2);
-    fprintf(stderr, "fedc: unknown command '%s' (commands: train, eval, data, program, privacy, plan, server, client, fleet; see fedc --help)\n", argv[1]);
+    fprintf(stderr, "fedc: unknown command '%s' (commands: train, eval, data, program, privacy, plan, server, client, fleet, aggregator; see fedc --help)\n", argv[1]);
     return CLI_USAGE;
 }

@@ -16,3 +16,4 @@ int fedc_cli_plan(int argc, char **argv) { return (void)argc, (void)argv, withou
 int fedc_cli_server(int argc, char **argv) { return (void)argc, (void)argv, without_deploy("server"); }
 int fedc_cli_client(int argc, char **argv) { return (void)argc, (void)argv, without_deploy("client"); }
 int fedc_cli_fleet(int argc, char **argv) { return (void)argc, (void)argv, without_deploy("fleet"); }
+int fedc_cli_aggregator(int argc, char **argv) { return (void)argc, (void)argv, without_deploy("aggregator"); }

@@ -154,6 +154,11 @@ typedef struct fedc_server_options {
     const char *credentials_key; /* a file holding the key credentials are derived from (fedc_credentials_issue):
                                     each request must carry the credential of the client id it claims, in place
                                     of the token (which is then neither made nor accepted); NULL: the token */
+    /* aggregators (docs/deployment.md, "Aggregators"); after the older fields */
+    int groups;              /* the round's slots cut into this many groups of contiguous slots, as fedc train
+                                --groups cuts the cohort, each run by an aggregator (fedc_aggregator_run)
+                                that the server hands the group's task and that reports the group's partial
+                                aggregates (0, the default: no aggregators, the clients report themselves) */
 } fedc_server_options;
 FEDC_API void fedc_server_defaults(fedc_server_options *o);
 /* Runs the job to its last round; resumes from out_dir/checkpoint.safetensors if
@@ -193,6 +198,35 @@ FEDC_API fedc_status fedc_client_run(const fedc_client_options *o);
 /* Clients 0 to n - 1 of o->data (o->client is ignored), each on a thread of its
  * own with its own connection: for tests and load; the wire is the same. */
 FEDC_API fedc_status fedc_fleet_run(const fedc_client_options *o, int n);
+
+/* An aggregator (docs/deployment.md, "Aggregators"): a client of a server run
+ * with groups (fedc_server_options.groups) and a server to the clients of its
+ * group, which connect to it as to a server. For each exchange of a round it
+ * takes its group's task from the server, hands its clients their tasks,
+ * streams their reports in slot order into the group's part of the
+ * aggregation, and forwards that part upward as one report. */
+typedef struct fedc_aggregator_options {
+    const char *connect;     /* the server's address */
+    const char *listen;      /* where its clients connect: tcp://HOST:PORT, ipc:///path, tls+tcp://HOST:PORT */
+    const char *token;       /* the server's token, which the group's clients present to it too */
+    int group;               /* which of the server's groups it runs: 0 to groups - 1 */
+    const char *out_dir;     /* the spill file of reports that come early (default: the working directory) */
+    const char *tls_ca, *tls_server_name; /* a tls+tcp:// server: as fedc_client_options' */
+    const char *tls_cert, *tls_key;       /* a tls+tcp:// listen address: as fedc_server_options' */
+    double timeout;          /* seconds to wait for the server's answer (default 60) */
+    double max_seconds;      /* the whole job, at most (default 86400) */
+    double report_deadline;  /* seconds an exchange waits for its clients' reports (default 600) */
+    double heartbeat, heartbeat_timeout; /* its clients', as fedc_server_options' (defaults 0: a quarter of
+                                            the timeout, and 30) */
+    int reorder_window, max_held; /* as fedc_server_options' (defaults 16 and 4096) */
+    size_t max_message;      /* bytes a message may declare, either way (default 256 MiB) */
+    int threads;             /* for its aggregation (default 1) */
+    double linger;           /* seconds it tells its clients the job is done, after it is (default 2) */
+    FILE *log;               /* NULL: stderr */
+} fedc_aggregator_options;
+FEDC_API void fedc_aggregator_defaults(fedc_aggregator_options *o);
+/* Runs the group until the server says the job is done. */
+FEDC_API fedc_status fedc_aggregator_run(const fedc_aggregator_options *o);
 
 #ifdef __cplusplus
 }

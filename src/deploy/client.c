@@ -59,31 +59,39 @@ static fedc_status server_refused(const client *c, const fedc__msg *m) {
     return fedc_error(FEDC_EIO, "client %s: the server refused: %s", c->id, fedc__msg_field(m, "reason"));
 }
 
+fedc_status fedc__plan_of_message(const fedc__msg *m, const char *who, fedc_plan **out) {
+    *out = NULL;
+    int n = fedc_safetensors_count(m->body);
+    fedc_plan_file *f = fedc_calloc((size_t)n + 1, sizeof *f);
+    fedc_status st = f ? FEDC_OK : fedc_error(FEDC_ENOMEM, "%s: out of memory", who);
+    for (int i = 0; !st && i < n; i++) {
+        fedc_tensor_entry e = fedc_safetensors_tensor(m->body, i);
+        if (strncmp(e.name, "file/", 5) || e.type.dtype != FEDC_U8 || e.type.rank != 1)
+            st = fedc_error(FEDC_EPARSE, "%s: the plan message holds \"%s\", not a file/NAME of bytes", who, e.name);
+        else f[i] = (fedc_plan_file){e.name + 5, e.data, (size_t)e.type.dims[0]};
+    }
+    if (!st) st = fedc_plan_from_files(f, n, "the server's plan", out);
+    if (!st && strcmp(fedc_plan_hash(*out), fedc__msg_field(m, "hash"))) {
+        st = fedc_error(FEDC_EPARSE, "%s: the plan hashes to %s, but the server said %s", who, fedc_plan_hash(*out),
+                        fedc__msg_field(m, "hash"));
+        fedc_plan_destroy(*out);
+        *out = NULL;
+    }
+    fedc_free(f);
+    return st;
+}
+
 /* The plan, from the server: its files checked as any plan is, and its hash
  * against the one the server gave. */
 fedc_status fedc__client_fetch_plan(client *c, fedc_plan **out) {
     fedc__msg m;
     fedc_status st = checkin(c, "", &m);
     if (st) return st;
+    char who[64];
+    snprintf(who, sizeof who, "client %s", c->id);
     if (m.type == FEDC__MSG_REJECT) st = server_refused(c, &m);
     else if (m.type != FEDC__MSG_PLAN) st = fedc_error(FEDC_EPARSE, "client %s: asked for the plan, got a %s message", c->id, fedc__msg_name(m.type));
-    int n = st ? 0 : fedc_safetensors_count(m.body);
-    fedc_plan_file *f = st ? NULL : fedc_calloc((size_t)n + 1, sizeof *f);
-    if (!st && !f) st = fedc_error(FEDC_ENOMEM, "client: out of memory");
-    for (int i = 0; !st && i < n; i++) {
-        fedc_tensor_entry e = fedc_safetensors_tensor(m.body, i);
-        if (strncmp(e.name, "file/", 5) || e.type.dtype != FEDC_U8 || e.type.rank != 1)
-            st = fedc_error(FEDC_EPARSE, "client %s: the plan message holds \"%s\", not a file/NAME of bytes", c->id, e.name);
-        else f[i] = (fedc_plan_file){e.name + 5, e.data, (size_t)e.type.dims[0]};
-    }
-    if (!st) st = fedc_plan_from_files(f, n, "the server's plan", out);
-    if (!st && strcmp(fedc_plan_hash(*out), fedc__msg_field(&m, "hash"))) {
-        st = fedc_error(FEDC_EPARSE, "client %s: the plan hashes to %s, but the server said %s", c->id, fedc_plan_hash(*out),
-                        fedc__msg_field(&m, "hash"));
-        fedc_plan_destroy(*out);
-        *out = NULL;
-    }
-    fedc_free(f);
+    if (!st) st = fedc__plan_of_message(&m, who, out);
     fedc__msg_free(&m);
     return st;
 }

@@ -82,6 +82,10 @@ void fedc__client_sleep_ms(int ms);
  * state from client_init or its file); its check-ins until done; freed. */
 fedc_status fedc__client_init(client *c, const fedc_client_options *o, int64_t id);
 fedc_status fedc__client_fetch_plan(client *c, fedc_plan **out);
+/* A plan message's plan (m: a "plan" message), checked as any plan is and its
+ * hash against the message's; `who` names the receiver in errors. An
+ * aggregator fetches its plan so too (aggregator.c). */
+fedc_status fedc__plan_of_message(const fedc__msg *m, const char *who, fedc_plan **out);
 fedc_status fedc__client_start(client *c, const fedc_plan *plan, fedc__plan_data *d, int64_t id, const fedc__commons *k);
 fedc_status fedc__client_loop(client *c);
 void fedc__client_free(client *c);

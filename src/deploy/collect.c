@@ -19,6 +19,7 @@ struct fedc__collect {
     char *scratch;           /* a report being added, aligned */
     int fd;                  /* the spill file */
     int frontier;            /* every slot before it is settled */
+    int base;                /* slot i is the aggregation's slot base + i (an aggregator's group: groups.h) */
     fedc__collect_stats stats;
     int held;
     fedc__collect_hook hook; /* told of each report added */
@@ -93,7 +94,7 @@ void fedc__collect_on_add(fedc__collect *c, fedc__collect_hook hook, void *ctx) 
 static fedc_status add_values(fedc__collect *c, const void *const *in) {
     double t = fedc_seconds();
     fedc_status st = in && c->hook ? c->hook(c->hook_ctx, c->frontier, in) : FEDC_OK;
-    if (!st) st = fedc__deployment_agg_add(c->run, c->exchange, c->frontier, in);
+    if (!st) st = fedc__deployment_agg_add(c->run, c->exchange, c->base + c->frontier, in);
     c->stats.seconds += fedc_seconds() - t;
     c->frontier++;
     return st;
@@ -219,4 +220,20 @@ fedc_status fedc__collect_drop(fedc__collect *c, int slot) {
 fedc_status fedc__collect_end(fedc__collect *c) {
     if (!fedc__collect_closed(c)) return fedc_error(FEDC_EINTERNAL, "server: the aggregation ended with slot %d open", c->frontier);
     return fedc__deployment_agg_end(c->run, c->exchange);
+}
+
+void fedc__collect_set_base(fedc__collect *c, int base) { c->base = base; }
+
+fedc_status fedc__collect_settle(fedc__collect *c, int first, int end, const char *reported) {
+    if (c->frontier != first || c->stats.added + end - first > c->commit)
+        return fedc_error(FEDC_EINTERNAL, "server: a group's slots %d to %d settled at slot %d", first, end - 1, c->frontier);
+    for (int i = first; i < end; i++) {
+        if (c->state[i] != FEDC__SLOT_OPEN) return fedc_error(FEDC_EINTERNAL, "server: slot %d has reported", i);
+        bool added = reported[i - first] == '1';
+        c->state[i] = added ? FEDC__SLOT_ADDED : FEDC__SLOT_DROPPED;
+        if (added) c->stats.added++;
+        else c->stats.dropped++;
+    }
+    c->frontier = end;
+    return advance(c);
 }

@@ -56,6 +56,12 @@ fedc_status fedc__collect_drop(fedc__collect *c, int slot);
 int fedc__collect_frontier(const fedc__collect *c);
 /* Every slot settled: the aggregation has all it will get. */
 bool fedc__collect_closed(const fedc__collect *c);
+/* An aggregator's collector (groups.h): slot i is the aggregation's slot base + i. */
+void fedc__collect_set_base(fedc__collect *c, int base);
+/* The server's side of a group's report: its OPEN slots first to end - 1, at
+ * the frontier, settled at once (reported[i - first] '1': added, else dropped),
+ * the aggregation fed by the caller (its blocks), not slot by slot. */
+fedc_status fedc__collect_settle(fedc__collect *c, int first, int end, const char *reported);
 /* The aggregates written (the exchange must be closed). */
 fedc_status fedc__collect_end(fedc__collect *c);
 

@@ -29,6 +29,31 @@ int fedc__deployment_run_broadcasts(fedc_deployment_run *r, int exchange, fedc_t
 fedc_status fedc__deployment_agg_begin(fedc_deployment_run *r, int exchange);
 fedc_status fedc__deployment_agg_add(fedc_deployment_run *r, int exchange, int slot, const void *const *inputs);
 fedc_status fedc__deployment_agg_end(fedc_deployment_run *r, int exchange);
+
+/* One block of an aggregation's tree (src/exec/aggregate.c): the sum of the
+ * clients added over the leaves [first, first + 2^level), their number and
+ * weight; data NULL when clients is 0. A group's report carries its blocks. */
+typedef struct fedc__group_block {
+    int64_t first;
+    int level, clients;
+    double weight;
+    const void *data;
+} fedc__group_block;
+enum { FEDC__GROUP_MAX_BLOCKS = 72 }; /* the blocks an aggregation holds at most (FEDC__AGG_MAX_DEPTH) */
+
+/* Aggregators' partial sums (groups.h), the run's side (run.c): exchange e's aggregation outputs; output j's blocks
+ * (its open leaf closed first), as an aggregator forwards them (at most
+ * FEDC__GROUP_MAX_BLOCKS), and each one's bytes; a block summed by an
+ * aggregator pushed into output j after those before it (its data copied);
+ * the leaf of the aggregation's tree over a cohort of `clients` that holds
+ * slot i, and the first slot of leaf j. */
+int fedc__deployment_agg_outputs(fedc_deployment_run *r, int exchange);
+fedc_status fedc__deployment_agg_blocks(fedc_deployment_run *r, int exchange, int j, fedc__group_block *out, int *n,
+                                        size_t *bytes);
+fedc_status fedc__deployment_agg_push(fedc_deployment_run *r, int exchange, int j, fedc__group_block b);
+int64_t fedc__deployment_leaf_of(int64_t clients, int64_t i);
+int64_t fedc__deployment_leaf_start(int64_t clients, int64_t j);
+
 fedc_status fedc__deployment_run_phase(fedc_deployment_run *r, int exchange, fedc_phase_kind kind, const uint8_t *present);
 void *fedc__deployment_run_buffer(fedc_deployment_run *r, const char *name, bool output, fedc_type *type);
 

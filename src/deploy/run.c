@@ -324,3 +324,38 @@ int fedc__deployment_run_broadcasts(fedc_deployment_run *r, int exchange, fedc_t
     }
     return n;
 }
+
+/* ------------------------------------------- aggregators' blocks (deploy.h, groups.h) -- */
+
+int fedc__deployment_agg_outputs(fedc_deployment_run *r, int exchange) {
+    return fedc_program_num_outputs(r->phases[fedc__deploy_slot(exchange, FEDC_PHASE_AGGREGATION)].q);
+}
+
+fedc_status fedc__deployment_agg_blocks(fedc_deployment_run *r, int exchange, int j, fedc__group_block *out, int *n,
+                                        size_t *bytes) {
+    (void)exchange;
+    fedc__agg *a = &r->agg[j];
+    fedc_status st = fedc__agg_close(a);
+    if (!st && a->depth > FEDC__GROUP_MAX_BLOCKS)
+        st = fedc_error(FEDC_EINTERNAL, "aggregator: %d blocks of a partial sum", a->depth);
+    for (int k = 0; !st && k < a->depth; k++) {
+        const fedc__partial *p = &a->stack[k];
+        out[k] = (fedc__group_block){p->first, p->level, p->clients, p->weight, p->clients ? p->data : NULL};
+    }
+    *n = st ? 0 : a->depth, *bytes = a->bytes;
+    return st;
+}
+
+fedc_status fedc__deployment_agg_push(fedc_deployment_run *r, int exchange, int j, fedc__group_block b) {
+    (void)exchange;
+    fedc__agg *a = &r->agg[j];
+    fedc_status st = fedc__agg_close(a); /* the slots before, left out one by one, end a leaf */
+    if (st || !b.clients) return st ? st : fedc__agg_push(a, (fedc__partial){b.first, b.level, 0, 0, NULL});
+    void *data = fedc__agg_buffer(a);
+    if (!data) return fedc_error(FEDC_ENOMEM, "server: out of memory for a group's partial sum of %zu bytes", a->bytes);
+    memcpy(data, b.data, a->bytes);
+    return fedc__agg_push(a, (fedc__partial){b.first, b.level, b.clients, b.weight, data});
+}
+
+int64_t fedc__deployment_leaf_of(int64_t clients, int64_t i) { return fedc__agg_leaf_of(clients, i); }
+int64_t fedc__deployment_leaf_start(int64_t clients, int64_t j) { return fedc__agg_leaf_start(clients, (int)j); }

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "deploy/groups.h"
 #include "deploy/held.h"
 #include "fedc/secure_sum.h"
 
@@ -100,6 +101,7 @@ static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandon
      * client is absent from the whole round program: its slot is settled now, not waited for */
     for (int i = 0; !st && i < s->k; i++)
         if (s->left_out[i]) st = fedc__collect_drop(s->collect, i);
+    if (!st && s->groups) fedc__groups_begin(s);
     if (!st && s->sec) st = fedc__secure_begin(s->sec, s->collect, s->round, e, s->seed, s->sampled, fedc_seconds());
     double t1 = fedc_seconds();
     s->collecting = !st, s->opened = t1;
@@ -184,6 +186,7 @@ static void log_metrics(server *s, const round_stats *rs) {
         if (s->left_out[i]) fprintf(f, "%s%lld", n++ ? ", " : "", (long long)s->sampled[i]);
     fprintf(f, "], ");
     fedc__secure_metrics(s->sec, f);
+    fedc__groups_metrics(s->groups, f);
     fprintf(f, "\"bytes_in\": %.0f, \"bytes_out\": %.0f, \"requests\": %.0f, ", rs->bytes_in, rs->bytes_out, rs->requests);
     if (!rs->abandoned) fprintf(f, "\"train_loss\": %.9g, \"examples\": %.0f, ", rs->train_loss, rs->examples);
     fprintf(f, "\"seconds\": {\"wait\": %.6f, \"prepare\": %.6f, \"collect\": %.6f, \"aggregate\": %.6f, "

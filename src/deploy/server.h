@@ -81,6 +81,7 @@ typedef struct server {
     fedc__warm *warm;        /* while the warm start runs (warm.h): the round's run, collection and slots */
     bool resumed;            /* from a checkpoint: the warm start, if any, is done */
     bool unmasking;          /* the collection is over; the secure round's unmasking goes on */
+    struct fedc__groups *groups; /* --groups: the aggregators' groups (groups.h), else NULL */
 } server;
 
 /* How long a receive waits for a request: the server's timers run between. */
@@ -104,6 +105,7 @@ bool fedc__server_reply_to(server *s, const fedc__req *to, fedc__msg_type type, 
 bool fedc__server_wait(server *s, const fedc__req *to, int ms, const char *why);
 bool fedc__server_task(server *s, const fedc__req *to, int slot);
 bool fedc__server_done(server *s, const fedc__req *to, int64_t client);
+bool fedc__server_send_plan(server *s, const fedc__req *to);
 /* The slot client has an open task in that may be sent now, or -1. */
 int fedc__server_open_slot(const server *s, int64_t client);
 

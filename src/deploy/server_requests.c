@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "deploy/credential.h"
+#include "deploy/groups.h"
 #include "deploy/held.h"
 
 enum { MAX_HOLD_MS = 3600000 };
@@ -66,7 +67,7 @@ static bool same_token(const char *a, const char *b) {
     return diff == 0;
 }
 
-static bool send_plan(server *s) {
+bool fedc__server_send_plan(server *s, const fedc__req *to) {
     fedc_plan_file f[FEDC__PLAN_MAX_FILES];
     int n = fedc_plan_files(s->plan, f, FEDC__PLAN_MAX_FILES);
     fedc_tensor_entry t[FEDC__PLAN_MAX_FILES];
@@ -75,7 +76,7 @@ static bool send_plan(server *s) {
         snprintf(names[i], sizeof names[i], "file/%s", f[i].name);
         t[i] = (fedc_tensor_entry){names[i], fedc_type_make(FEDC_U8, 1, (int64_t[]){(int64_t)f[i].size}), f[i].data};
     }
-    return reply(s, FEDC__MSG_PLAN, (fedc_metadata_entry[]){{"hash", fedc_plan_hash(s->plan)}}, 1, t, n);
+    return fedc__server_reply_to(s, to, FEDC__MSG_PLAN, (fedc_metadata_entry[]){{"hash", fedc_plan_hash(s->plan)}}, 1, t, n);
 }
 
 bool fedc__server_task(server *s, const fedc__req *to, int slot) {
@@ -159,7 +160,7 @@ static bool checkin(server *s, const fedc__msg *m) {
                       version);
     /* every field checked before any is acted on: a malformed check-in is refused whatever the server's state */
     if (!hold_allowed(s, m, &hold)) return true;
-    if (!hash[0]) return send_plan(s);
+    if (!hash[0]) return fedc__server_send_plan(s, &s->from);
     if (strcmp(hash, fedc_plan_hash(s->plan)))
         return refuse(s, who, "plan hash %.64s is not this server's plan (%s)", hash, fedc_plan_hash(s->plan));
     if (s->done) return fedc__server_done(s, &s->from, client);
@@ -334,6 +335,18 @@ static bool secagg(server *s, const fedc__msg *m) {
     return true;
 }
 
+/* An aggregator's request (groups.h): the shared token checked here, as a client's. */
+static void group_request(server *s, const fedc__msg *m, const void *data, size_t size) {
+    if (!s->groups) {
+        refuse(s, NULL, "a %s message, but this server runs no groups (--groups)", fedc__msg_name(m->type));
+    } else if (!same_token(fedc__msg_field(m, "token"), s->token)) {
+        s->unauthenticated++;
+        refuse(s, NULL, "invalid token");
+    } else {
+        fedc__groups_request(s, m, data, size);
+    }
+}
+
 static void handle(server *s, const void *data, size_t size) {
     fedc__msg m;
     s->bytes_in += (double)size, s->requests++;
@@ -346,6 +359,7 @@ static void handle(server *s, const void *data, size_t size) {
     else if (m.type == FEDC__MSG_HEARTBEAT) heartbeat(s, &m);
     else if (m.type == FEDC__MSG_READY) ready(s, &m);
     else if (m.type == FEDC__MSG_SECAGG) secagg(s, &m);
+    else if (fedc__groups_message(m.type)) group_request(s, &m, data, size);
     else refuse(s, NULL, "a %s message is not a client's request", fedc__msg_name(m.type));
     fedc__msg_free(&m);
 }
@@ -389,6 +403,7 @@ fedc_status fedc__server_serve(server *s, double until) {
         checked = fedc_seconds();
         fedc__held_answer(s);
         if ((st = give_up_silent(s))) return st;
+        if (s->groups && (st = fedc__groups_tick(s))) return st;
         if ((s->collecting || s->unmasking) && (st = fedc__secure_tick(s->sec, s->collect, checked))) return st;
     }
     return FEDC_OK;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "deploy/groups.h"
 #include "deploy/held.h"
 #include "fedc/secure_sum.h"
 
@@ -228,6 +229,7 @@ fedc_status fedc__server_setup(server *s) {
     if (!st && o->secure_agg)
         st = fedc__secure_create(&s->sec, s->form, o->secure_threshold, o->secure_neighbours, s->k, s->commit,
                                  o->heartbeat_timeout, s->log);
+    if (!st && o->groups) st = fedc__groups_create(s);
     return st;
 }
 
@@ -240,6 +242,7 @@ void fedc__server_teardown(server *s) {
     fedc_free(s->taken_round), fedc_free(s->taken_exchange), fedc_free(s->added_round);
     fedc__collect_destroy(s->collect);
     fedc__secure_destroy(s->sec);
+    fedc__groups_destroy(s->groups);
     fedc_deployment_run_destroy(s->run);
     fedc_plan_destroy(s->plan);
     if (s->metrics) fclose(s->metrics);

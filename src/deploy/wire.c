@@ -10,9 +10,10 @@
 static const char MAGIC[4] = {'F', 'D', 'C', 'W'};
 
 /* Each type's fields, which the decoder requires. */
+enum { MAX_FIELDS = 10 };
 static const struct {
     const char *name;
-    const char *fields[7];
+    const char *fields[MAX_FIELDS];
 } types[FEDC__MSG_TYPES] = {
     [FEDC__MSG_CHECKIN] = {"checkin", {"token", "client", "version", "plan_hash"}},
     [FEDC__MSG_PLAN] = {"plan", {"hash"}},
@@ -27,6 +28,11 @@ static const struct {
     [FEDC__MSG_GO] = {"go", {0}},
     [FEDC__MSG_SECAGG] = {"secagg", {"token", "client", "round", "exchange", "slot", "session", "step"}},
     [FEDC__MSG_SECAGG_REPLY] = {"secagg-reply", {"step"}},
+    [FEDC__MSG_GROUP_CHECKIN] = {"group-checkin", {"token", "group", "version", "plan_hash"}},
+    [FEDC__MSG_GROUP_TASK] = {"group-task", {"round", "exchange", "hash", "heartbeat_ms", "cohort", "first", "clients",
+                                             "left_out", "added", "rounds"}},
+    [FEDC__MSG_GROUP_BEAT] = {"group-beat", {"token", "group", "round", "exchange"}},
+    [FEDC__MSG_GROUP_REPORT] = {"group-report", {"token", "group", "round", "exchange", "hash", "reported", "blocks"}},
 };
 
 const char *fedc__msg_name(int type) { return type > 0 && type < FEDC__MSG_TYPES ? types[type].name : "?"; }
@@ -91,7 +97,7 @@ static fedc_status decode(const void *bytes, size_t size, size_t max, bool copy,
     snprintf(what, sizeof what, "wire: %s message", types[type].name);
     fedc_status st = copy ? fedc_safetensors_parse(b + FEDC__WIRE_HEADER, (size_t)n, what, &out->body)
                           : fedc__safetensors_view(b + FEDC__WIRE_HEADER, (size_t)n, what, &out->body);
-    for (int i = 0; !st && i < 7 && types[type].fields[i]; i++)
+    for (int i = 0; !st && i < MAX_FIELDS && types[type].fields[i]; i++)
         if (!fedc_safetensors_metadata(out->body, types[type].fields[i]))
             st = fedc_error(FEDC_EPARSE, "%s: no field \"%s\"", what, types[type].fields[i]);
     if (st) {

@@ -133,12 +133,12 @@ FEDC_INTERNAL_API void fedc__agg_begin(fedc__agg *a, const fedc__node *n, int64_
  * leaves whole (a process may skip whole leaves: another rank sums them). */
 FEDC_INTERNAL_API fedc_status fedc__agg_add(fedc__agg *a, int64_t i, const void *x, const void *w);
 /* Closes the open leaf: after it, the stack holds every block summed here. */
-fedc_status fedc__agg_close(fedc__agg *a);
+FEDC_INTERNAL_API fedc_status fedc__agg_close(fedc__agg *a);
 /* Adds a block summed elsewhere (another rank), after the blocks before it; a
  * takes p.data, which must come from fedc__agg_buffer(a). */
-fedc_status fedc__agg_push(fedc__agg *a, fedc__partial p);
+FEDC_INTERNAL_API fedc_status fedc__agg_push(fedc__agg *a, fedc__partial p);
 /* A buffer of the value's size for a partial sum (NULL when out of memory). */
-void *fedc__agg_buffer(fedc__agg *a);
+FEDC_INTERNAL_API void *fedc__agg_buffer(fedc__agg *a);
 /* Gives a partial sum's buffer back (never `out`). */
 void fedc__agg_release(fedc__agg *a, void *data);
 /* Combines the blocks into `out` (and divides, for the means). */

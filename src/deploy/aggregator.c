@@ -1,0 +1,319 @@
+/* An aggregator (fedc/deploy.h, groups.h): a client of the server and a server
+ * to the clients of its group. It is a `server` (server.h) whose rounds come
+ * from upstream: its clients' requests are answered by the server's own code
+ * (check-ins, heartbeats, readies, reports checked and collected in slot
+ * order), and in place of the server phases it has the server's group task:
+ *
+ *     group-checkin          -> plan (once) | group-task | wait | done
+ *     on a group task:       its clients' tasks carry the task's broadcast
+ *                            values; their reports go into the group's part of
+ *                            the aggregation's tree, slot by slot; it beats
+ *                            upstream every beat interval while it collects
+ *     every slot settled     -> group-report: the tree's blocks over its leaves,
+ *                            and which slots reported
+ *
+ * It holds no server state and no checkpoint: one killed and started again
+ * checks in again, and is given the open exchange's group task if the server
+ * has not given its group up, else the next one. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "deploy/client.h"
+#include "deploy/groups.h"
+#include "deploy/held.h"
+
+typedef struct aggregator {
+    const fedc_aggregator_options *o;
+    fedc_server_options so; /* its server side's options (s.o) */
+    server s;               /* the server its clients see */
+    fedc__net up;           /* to the server */
+    char group[16];
+    int first, cohort;      /* its slots: [first, first + s.k) of a round's cohort */
+    int up_beat_ms;         /* the server's beat interval */
+    int forwarded;
+} aggregator;
+
+void fedc_aggregator_defaults(fedc_aggregator_options *o) {
+    memset(o, 0, sizeof *o);
+    fedc_server_options so;
+    fedc_server_defaults(&so);
+    o->timeout = 60, o->max_seconds = 86400;
+    o->report_deadline = so.report_deadline;
+    o->heartbeat = so.heartbeat, o->heartbeat_timeout = so.heartbeat_timeout;
+    o->reorder_window = so.reorder_window, o->max_held = so.max_held;
+    o->max_message = so.max_message, o->threads = so.threads, o->linger = so.linger;
+}
+
+static fedc_status call(aggregator *a, fedc__msg_type type, const fedc_metadata_entry *f, int nf, const fedc_tensor_entry *t,
+                        int nt, fedc__msg *reply) {
+    fedc_status st = fedc__net_call(&a->up, type, f, nf, t, nt, reply);
+    if (!st && reply->type == FEDC__MSG_REJECT) {
+        st = fedc_error(FEDC_EIO, "aggregator %s: the server refused: %s", a->group, fedc__msg_field(reply, "reason"));
+        fedc__msg_free(reply);
+    }
+    return st;
+}
+
+static fedc_status checkin(aggregator *a, const char *hash, fedc__msg *reply) {
+    char version[16];
+    snprintf(version, sizeof version, "%d", FEDC__PROTOCOL_VERSION);
+    fedc_metadata_entry f[] = {{"token", a->s.token}, {"group", a->group}, {"version", version}, {"plan_hash", hash}};
+    return call(a, FEDC__MSG_GROUP_CHECKIN, f, 4, NULL, 0, reply);
+}
+
+/* The plan from the server, and what a server of it holds per client. */
+static fedc_status fetch_plan(aggregator *a) {
+    server *s = &a->s;
+    fedc__msg m;
+    char who[32];
+    snprintf(who, sizeof who, "aggregator %s", a->group);
+    fedc_status st = checkin(a, "", &m);
+    if (st) return st;
+    if (m.type != FEDC__MSG_PLAN) st = fedc_error(FEDC_EPARSE, "%s: asked for the plan, got a %s message", who, fedc__msg_name(m.type));
+    if (!st) st = fedc__plan_of_message(&m, who, &s->plan);
+    fedc__msg_free(&m);
+    if (st) return st;
+    s->form = fedc_plan_form(s->plan);
+    const char *pop = fedc_plan_setting(s->plan, "population");
+    s->population = pop ? strtoll(pop, NULL, 10) : 0;
+    if (s->population < 1 || s->population > (int64_t)1 << 31)
+        return fedc_error(FEDC_EPARSE, "%s: the plan's population is missing or out of range", who);
+    size_t n = (size_t)s->population;
+    s->slot_of = fedc_malloc(n * sizeof *s->slot_of);
+    s->next_round = fedc_calloc(n, 1);
+    s->heard = fedc_calloc(n, sizeof *s->heard);
+    s->taken_round = fedc_malloc(n * sizeof *s->taken_round);
+    s->taken_exchange = fedc_calloc(n, sizeof *s->taken_exchange);
+    s->added_round = fedc_malloc(n * sizeof *s->added_round);
+    s->task = fedc_calloc(4096, sizeof *s->task);
+    s->up = fedc_calloc(4096, sizeof *s->up);
+    s->maxheld = a->so.max_held;
+    s->held = fedc_calloc((size_t)s->maxheld + 1, sizeof *s->held);
+    if (!s->slot_of || !s->next_round || !s->heard || !s->taken_round || !s->taken_exchange || !s->added_round || !s->task ||
+        !s->up || !s->held)
+        return fedc_error(FEDC_ENOMEM, "%s: out of memory", who);
+    for (size_t i = 0; i < n; i++) s->slot_of[i] = s->added_round[i] = -1, s->taken_round[i] = INT32_MIN;
+    return FEDC_OK;
+}
+
+/* Its slots, the first time a group task says which (the same every round). */
+static fedc_status group_slots(aggregator *a, int cohort, int first, int n) {
+    server *s = &a->s;
+    if (s->collect) {
+        if (cohort == a->cohort && first == a->first && n == s->k) return FEDC_OK;
+        return fedc_error(FEDC_EPARSE, "aggregator %s: the group was slots %d to %d of %d, and is now %d to %d of %d",
+                          a->group, a->first, a->first + s->k - 1, a->cohort, first, first + n - 1, cohort);
+    }
+    if (n < 1 || first < 0 || first + n > cohort)
+        return fedc_error(FEDC_EPARSE, "aggregator %s: a group task of slots %d to %d of %d", a->group, first, first + n - 1, cohort);
+    a->cohort = cohort, a->first = first;
+    s->k = s->commit = n;
+    s->sampled = fedc_calloc((size_t)n, sizeof *s->sampled);
+    s->left_out = fedc_calloc((size_t)n, 1);
+    s->sent = fedc_calloc((size_t)n, 1);
+    s->granted = fedc_calloc((size_t)n, 1);
+    if (!s->sampled || !s->left_out || !s->sent || !s->granted) return fedc_error(FEDC_ENOMEM, "aggregator: out of memory");
+    fedc_status st = fedc__deployment_run_create_server(&s->run, s->form, &(fedc_exec_options){.clients = cohort,
+                                                                                                 .threads = a->so.threads});
+    char spill[4200];
+    snprintf(spill, sizeof spill, "%s/group-%s.spill", a->so.out_dir, a->group);
+    if (!st) st = fedc__collect_create(&s->collect, s->run, n, n, a->so.reorder_window, spill);
+    if (!st) fedc__collect_set_base(s->collect, first);
+    return st;
+}
+
+/* The task's clients in their slots, the rounds that added their reports, and
+ * the broadcast values (pointing into the task, which outlives the exchange). */
+static fedc_status take_task(aggregator *a, const fedc__msg *m) {
+    server *s = &a->s;
+    int64_t round, e, cohort, first, hb, rounds;
+    fedc_status st = FEDC_OK;
+    if (fedc__msg_int(m, "round", 0, INT32_MAX, &round) || fedc__msg_int(m, "exchange", 0, 1000, &e) ||
+        fedc__msg_int(m, "cohort", 1, 1 << 30, &cohort) || fedc__msg_int(m, "first", 0, 1 << 30, &first) ||
+        fedc__msg_int(m, "heartbeat_ms", 1, 3600000, &hb) || fedc__msg_int(m, "rounds", 1, INT32_MAX, &rounds))
+        return fedc_error(FEDC_EPARSE, "aggregator %s: a group task: %s", a->group, fedc_errmsg());
+    const char *ids = fedc__msg_field(m, "clients"), *left = fedc__msg_field(m, "left_out");
+    int n = (int)strlen(left);
+    if ((st = group_slots(a, (int)cohort, (int)first, n))) return st;
+    for (int i = 0; i < s->k; i++) s->slot_of[s->sampled[i]] = -1;
+    const char *p = ids;
+    for (int i = 0; i < n; i++) {
+        char *end;
+        long long id = strtoll(p, &end, 10);
+        if (end == p || id < 0 || id >= s->population || (*end != (i + 1 < n ? ',' : '\0')))
+            return fedc_error(FEDC_EPARSE, "aggregator %s: the group task's clients are not %d ids of the plan's population",
+                              a->group, n);
+        s->sampled[i] = id, s->slot_of[id] = i, p = end + 1;
+    }
+    if ((st = fedc__added_parse(fedc__msg_field(m, "added"), s->added_round, s->population, rounds))) return st;
+    a->so.rounds = (int)rounds, a->up_beat_ms = (int)hb;
+    s->round = (int)round, s->exchange = (int)e;
+    if ((st = fedc__server_exchange_io(s, (int)e))) return st;
+    if (fedc_safetensors_count(m->body) != s->ntask)
+        return fedc_error(FEDC_EPARSE, "aggregator %s: the group task carries %d values; exchange %d broadcasts %d", a->group,
+                          fedc_safetensors_count(m->body), (int)e, s->ntask);
+    for (int j = 0; j < s->ntask; j++) {
+        fedc_tensor_entry t;
+        if (fedc_safetensors_find(m->body, s->task[j].name, &t) || t.type.dtype != s->task[j].type.dtype ||
+            !fedc_type_same_shape(&t.type, &s->task[j].type))
+            return fedc_error(FEDC_EPARSE, "aggregator %s: the group task has no \"%s\" of its type", a->group, s->task[j].name);
+        s->task[j].data = t.data;
+    }
+    for (int i = 0; !st && i < n; i++) /* out of the round since an earlier exchange */
+        if ((s->left_out[i] = left[i] == '1')) st = fedc__collect_drop(s->collect, i);
+    return st;
+}
+
+/* Beats upstream; false when the server no longer wants this group's report. */
+static bool beat_upstream(aggregator *a) {
+    char round[16], exchange[16];
+    snprintf(round, sizeof round, "%d", a->s.round), snprintf(exchange, sizeof exchange, "%d", a->s.exchange);
+    fedc_metadata_entry f[] = {{"token", a->s.token}, {"group", a->group}, {"round", round}, {"exchange", exchange}};
+    fedc__msg m;
+    if (call(a, FEDC__MSG_GROUP_BEAT, f, 4, NULL, 0, &m)) {
+        fprintf(a->s.log, "fedc aggregator %s: round %d: %s\n", a->group, a->s.round + 1, fedc_errmsg());
+        return false;
+    }
+    fedc__msg_free(&m);
+    return true;
+}
+
+/* The group's report: which slots reported, and each aggregate's blocks. */
+static fedc_status forward(aggregator *a) {
+    server *s = &a->s;
+    int outputs = fedc__deployment_agg_outputs(s->run, s->exchange), nt = 0, added = 0;
+    size_t cap = (size_t)outputs * FEDC__GROUP_MAX_BLOCKS;
+    char *reported = fedc_malloc((size_t)s->k + 1), *text = fedc_malloc(cap * 96 + 1);
+    fedc_tensor_entry *t = fedc_calloc(cap + 1, sizeof *t);
+    char (*names)[24] = fedc_calloc(cap + 1, sizeof *names);
+    fedc_status st = reported && text && t && names ? FEDC_OK : fedc_error(FEDC_ENOMEM, "aggregator: out of memory");
+    size_t len = 0;
+    for (int i = 0; !st && i < s->k; i++) added += (reported[i] = fedc__collect_state(s->collect, i) == FEDC__SLOT_ADDED ? '1' : '0') == '1';
+    if (!st) reported[s->k] = text[0] = 0;
+    for (int j = 0; !st && j < outputs; j++) {
+        fedc__group_block b[FEDC__GROUP_MAX_BLOCKS];
+        int n;
+        size_t bytes;
+        st = fedc__deployment_agg_blocks(s->run, s->exchange, j, b, &n, &bytes);
+        for (int k = 0; !st && k < n; k++) {
+            len += (size_t)snprintf(text + len, 96, "%s%d:%lld:%d:%d:%a", len ? "," : "", j, (long long)b[k].first,
+                                    b[k].level, b[k].clients, b[k].weight);
+            if (!b[k].clients) continue;
+            snprintf(names[nt], sizeof names[nt], "block/%d", nt);
+            t[nt] = (fedc_tensor_entry){names[nt], fedc_type_make(FEDC_U8, 1, (int64_t[]){(int64_t)bytes}), (void *)b[k].data};
+            nt++;
+        }
+    }
+    char round[16], exchange[16];
+    snprintf(round, sizeof round, "%d", s->round), snprintf(exchange, sizeof exchange, "%d", s->exchange);
+    fedc__msg m = {0};
+    fedc_metadata_entry f[] = {{"token", s->token}, {"group", a->group}, {"round", round}, {"exchange", exchange},
+                               {"hash", fedc_plan_hash(s->plan)}, {"reported", reported}, {"blocks", text}};
+    if (!st) st = fedc__net_call(&a->up, FEDC__MSG_GROUP_REPORT, f, 7, t, nt, &m);
+    if (!st && m.type == FEDC__MSG_REJECT) /* the group given up before it came, say: the next task is what counts */
+        fprintf(s->log, "fedc aggregator %s: round %d exchange %d: the server refused the group's report: %s\n", a->group,
+                s->round + 1, s->exchange, fedc__msg_field(&m, "reason"));
+    else if (!st)
+        fprintf(s->log, "fedc aggregator %s: round %d exchange %d: %d of %d clients reported; forwarded as %d sums\n",
+                a->group, s->round + 1, s->exchange, added, s->k, nt);
+    a->forwarded += !st && m.type != FEDC__MSG_REJECT;
+    if (!st) fedc__msg_free(&m);
+    fedc_free(reported), fedc_free(text), fedc_free(t), fedc_free(names);
+    return st;
+}
+
+/* One group task: its clients' reports collected (until the deadline, or until
+ * the server gives the group up), then forwarded. */
+static fedc_status run_task(aggregator *a, const fedc__msg *m) {
+    server *s = &a->s;
+    fedc_status st = take_task(a, m);
+    if (st) return st;
+    double now = fedc_seconds(), deadline = now + a->so.report_deadline;
+    s->collecting = true, s->opened = now, s->waited = -1;
+    memset(s->sent, 0, (size_t)s->k), memset(s->granted, 0, (size_t)s->k);
+    s->unconfirmed = s->ngranted = 0;
+    fedc__held_answer(s); /* the held check-ins of its clients get their tasks now */
+    bool wanted = true;
+    while (!st && wanted && !fedc__collect_closed(s->collect) && (now = fedc_seconds()) < deadline) {
+        double next = now + a->up_beat_ms / 1000.0;
+        st = fedc__server_serve(s, next < deadline ? next : deadline);
+        if (!st && !fedc__collect_closed(s->collect)) wanted = beat_upstream(a);
+    }
+    for (int i = 0; !st && wanted && i < s->k; i++) st = fedc__collect_drop(s->collect, i); /* the deadline */
+    s->collecting = false;
+    fedc__held_answer(s); /* its readies are told the exchange wants no report now */
+    return st || !wanted ? st : forward(a);
+}
+
+/* The job is over: its clients are told so, for the linger. */
+static fedc_status finish(aggregator *a, const fedc__msg *m) {
+    server *s = &a->s;
+    int64_t rounds;
+    fedc_status st = fedc__msg_int(m, "rounds", 1, INT32_MAX, &rounds);
+    if (!st) a->so.rounds = (int)rounds;
+    const char *added = fedc__msg_field(m, "added"); /* a done's field, absent from a plain server's */
+    if (!st) st = fedc__added_parse(added ? added : "", s->added_round, s->population, rounds);
+    if (st) return st;
+    s->done = true;
+    fprintf(s->log, "fedc aggregator %s: done: %d group reports forwarded\n", a->group, a->forwarded);
+    fedc__held_answer(s);
+    double now = fedc_seconds();
+    return fedc__server_serve(s, (s->retry_until > now ? s->retry_until : now) + a->so.linger);
+}
+
+static fedc_status serve_group(aggregator *a) {
+    server *s = &a->s;
+    double start = fedc_seconds();
+    while (fedc_seconds() - start < a->o->max_seconds) {
+        fedc__msg m;
+        fedc_status st = checkin(a, fedc_plan_hash(s->plan), &m);
+        if (st) return st;
+        int64_t ms = 100;
+        if (m.type == FEDC__MSG_GROUP_TASK) st = run_task(a, &m);
+        else if (m.type == FEDC__MSG_DONE) st = finish(a, &m);
+        else if (m.type == FEDC__MSG_WAIT && !fedc__msg_int(&m, "retry_ms", 0, 30000, &ms))
+            st = fedc__server_serve(s, fedc_seconds() + (double)ms / 1000);
+        else st = fedc_error(FEDC_EPARSE, "aggregator %s: a %s message in answer to a check-in", a->group, fedc__msg_name(m.type));
+        bool done = m.type == FEDC__MSG_DONE;
+        fedc__msg_free(&m);
+        if (st || done) return st;
+    }
+    return fedc_error(FEDC_EIO, "aggregator %s: the job did not end within %g s", a->group, a->o->max_seconds);
+}
+
+fedc_status fedc_aggregator_run(const fedc_aggregator_options *o) {
+    if (!o->connect || !o->listen || !o->token || !o->token[0] || o->group < 0 || !(o->timeout > 0) ||
+        !(o->report_deadline > 0) || !(o->heartbeat_timeout > o->heartbeat) || o->reorder_window < 1 || o->max_held < 0)
+        return fedc_error(FEDC_EINVAL, "aggregator: needs the server's address and token, an address to listen on, a "
+                          "group of 0 or more, a timeout and deadline above 0, a heartbeat timeout above the heartbeat "
+                          "interval and a reorder window of 1 or more");
+    if (strlen(o->token) >= sizeof ((server *)0)->token || strpbrk(o->token, "\"\\\n"))
+        return fedc_error(FEDC_EINVAL, "aggregator: the token must be 1 to 159 bytes without quotes, backslashes or newlines");
+    aggregator *a = fedc_calloc(1, sizeof *a);
+    if (!a) return fedc_error(FEDC_ENOMEM, "aggregator: out of memory");
+    server *s = &a->s;
+    a->o = o;
+    fedc_server_defaults(&a->so);
+    a->so.listen = o->listen, a->so.out_dir = o->out_dir ? o->out_dir : ".", a->so.token = o->token;
+    a->so.report_deadline = o->report_deadline, a->so.heartbeat = o->heartbeat;
+    a->so.heartbeat_timeout = o->heartbeat_timeout, a->so.reorder_window = o->reorder_window;
+    a->so.max_held = o->max_held, a->so.max_message = o->max_message, a->so.threads = o->threads;
+    a->so.linger = o->linger;
+    s->o = &a->so, s->log = o->log ? o->log : stderr;
+    snprintf(s->token, sizeof s->token, "%s", o->token);
+    snprintf(a->group, sizeof a->group, "%d", o->group);
+    fedc_status st = fedc__net_dial(&a->up, o->connect, o->max_message, (int)(o->timeout * 1000),
+                                    &(fedc__tls){.ca = o->tls_ca, .server_name = o->tls_server_name});
+    if (!st) st = fetch_plan(a);
+    if (!st) st = fedc_make_dirs(a->so.out_dir);
+    if (!st) st = fedc__net_listen(&s->net, o->listen, o->max_message, FEDC__SERVER_RECV_MS,
+                                   &(fedc__tls){.cert = o->tls_cert, .key = o->tls_key});
+    if (!st) fprintf(s->log, "fedc aggregator %s: listening on %s for the group's clients, plan %s, server %s\n", a->group,
+                     o->listen, fedc_plan_hash(s->plan), o->connect);
+    if (!st) st = serve_group(a);
+    fedc__net_close(&a->up);
+    fedc__server_teardown(s);
+    fedc_free(a);
+    return st;
+}
