@@ -45,7 +45,12 @@ static const char server_usage[] =
     "                           server learns only the sum of the clients' words; T shares rebuild a\n"
     "                           dropped client's masks (auto: half its neighbours, plus one)\n"
     "  --secure-neighbours K    SecAgg+: each client shares with K neighbours on a ring (even;\n"
-    "                           default 0: with every other client)\n";
+    "                           default 0: with every other client)\n"
+    "  --async K                asynchronous (a plan of fedbuff): reports are taken as they come,\n"
+    "                           weighted by their staleness, a server step every K; --rounds counts\n"
+    "                           steps; DIR/arrivals.jsonl is what fedc train --replay reads\n"
+    "  --concurrency C          with --async: clients training at once (default: --clients-per-round);\n"
+    "                           --clients-per-round is then optional\n";
 
 static const char issue_usage[] =
     "usage: fedc server --issue-credentials N --credentials-key FILE --out DIR\n"
@@ -143,6 +148,9 @@ static bool option(const char *cmd, args *a, bool server, const char *name, cons
         }
         if (!strcmp(name, "--secure-neighbours"))
             return cli_uint(cmd, name, v, 0, 1 << 16, &n) && (a->s.secure_neighbours = (int)n, true);
+        if (!strcmp(name, "--async")) return cli_uint(cmd, name, v, 1, 1 << 20, &n) && (a->s.async_buffer = (int)n);
+        if (!strcmp(name, "--concurrency"))
+            return cli_uint(cmd, name, v, 1, 1 << 20, &n) && (a->s.concurrency = (int)n, a->has_k = true);
         if (!strcmp(name, "--linger")) return cli_real(cmd, name, v, (cli_range){0, 3600, false, false}, &a->s.linger);
     } else {
         if (!strcmp(name, "--connect")) return cli_text(cmd, name, v) && (a->c.connect = v);
@@ -209,7 +217,8 @@ int fedc_cli_server(int argc, char **argv) {
     if (rc) return rc;
     if (a.issue) return issue_credentials(&a);
     if (!a.s.plan || !a.s.listen || !a.s.out_dir || !a.has_rounds || !a.has_k) {
-        fprintf(stderr, "fedc server: needs --plan, --listen, --rounds, --clients-per-round and --out (see fedc server --help)\n");
+        fprintf(stderr, "fedc server: needs --plan, --listen, --rounds, --clients-per-round (with --async, or\n"
+                "--concurrency) and --out (see fedc server --help)\n");
         return CLI_USAGE;
     }
     return fedc_server_run(&a.s) ? failed("fedc server") : CLI_OK;

@@ -154,6 +154,11 @@ typedef struct fedc_server_options {
     const char *credentials_key; /* a file holding the key credentials are derived from (fedc_credentials_issue):
                                     each request must carry the credential of the client id it claims, in place
                                     of the token (which is then neither made nor accepted); NULL: the token */
+    /* asynchronous aggregation (docs/deployment.md, "Asynchronous server"): a plan of fedbuff; after the older fields */
+    int async_buffer;        /* K > 0: reports are taken as they come, a server step (a "round") every K; up to
+                                `concurrency` clients train at once, each on the model version it was sent
+                                (0, the default: synchronous rounds) */
+    int concurrency;         /* C: clients training at once (0: clients_per_round) */
 } fedc_server_options;
 FEDC_API void fedc_server_defaults(fedc_server_options *o);
 /* Runs the job to its last round; resumes from out_dir/checkpoint.safetensors if

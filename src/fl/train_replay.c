@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fl/fedbuff.h"
 #include "fl/train_async.h"
 
 struct arrival {
@@ -61,13 +62,15 @@ fedc_status fedc__train_arrivals_log(trainer *t, int r, const flight *f) {
         if (!(a->arrivals = fopen(path, t->first_round > 0 ? "a" : "w")))
             return fedc_error(FEDC_EIO, "%s: cannot open: %s", path, strerror(errno));
     }
-    fprintf(a->arrivals,
-            "{\"step\": %d, \"client\": %lld, \"dispatch\": %llu, \"version\": %d, \"arrival_version\": %d, "
-            "\"time\": %.17g}\n",
-            r + 1, (long long)f->client, (unsigned long long)f->dispatch, f->version, r, f->due);
-    if (fflush(a->arrivals) != 0 || ferror(a->arrivals))
+    if (!fedc__arrival_write(a->arrivals, r + 1, f->client, f->dispatch, f->version, f->due))
         return fedc_error(FEDC_EIO, "%s: cannot write: %s", path, strerror(errno));
     return FEDC_OK;
+}
+
+bool fedc__arrival_write(FILE *f, int step, int64_t client, uint64_t dispatch, int version, double time) {
+    fprintf(f, "{\"step\": %d, \"client\": %lld, \"dispatch\": %llu, \"version\": %d, \"arrival_version\": %d, "
+            "\"time\": %.17g}\n", step, (long long)client, (unsigned long long)dispatch, version, step - 1, time);
+    return fflush(f) == 0 && !ferror(f);
 }
 
 /* -------------------------------------------------------------- replay -- */
