@@ -7,8 +7,9 @@
 # (version below arrival_version) and carry their staleness weight, which changes the model
 # (the hinge divides the deltas by its weight, normalize=1, so a replay that did not weigh
 # them as the server did would differ); a client killed mid-task is given up and its place
-# given to another, the run still the replay's bits; FedAsync, a checkpoint to resume and an
-# async run of a FedAvg plan refused with the reason. Every process runs under timeout.
+# given to another, the run still the replay's bits; the server killed mid-run and started
+# again goes on from its checkpoint, the replay still its bits; FedAsync, another --async's
+# checkpoint and an async run of a FedAvg plan refused with the reason. Every process runs under timeout.
 # Usage: deploy_async.sh path/to/fedc. Exits 77 (skipped) without python3, which writes the
 # data and compares the checkpoints.
 set -u
@@ -87,9 +88,32 @@ replayed killed
 grep -q 'client 7 (place 0) not heard from' "$out/killed.log" && ok || bad "client 7 not given up: $(cat "$out/killed.log")"
 grep -q '"client": 7,' "$out/killed.srv/arrivals.jsonl" && bad "a report of the killed client" || ok
 
-# Refused: a restart on the checkpoint (no resume yet), FedAsync, a plan of FedAvg.
-expect 1 "does not resume yet" -- "$fedc" server --plan "$out/plain.plan" --listen "$addr" $steps \
-  --out "$out/plain.srv" --token t
+# The server killed (SIGKILL) once step 1 is checkpointed, its clients slow enough (0.3 s a
+# task) to be mid-task then, and started again with the same command: it goes on from the
+# checkpoint, the log cut back to it, and the run is its replay's bits.
+addr=tcp://127.0.0.1:$(free_port)
+expect 0 "plan $out/restart.plan" -- "$fedc" plan build --data "$out/w8.json" $job --out "$out/restart.plan"
+restart() { # not under timeout, which kill -9 would kill in its place
+  "$fedc" server --plan "$out/restart.plan" --listen "$addr" $steps --out "$out/restart.srv" --token t \
+    --report-deadline 60 --heartbeat 0.25 --heartbeat-timeout 5 --linger 1 >>"$out/restart.log" 2>&1 &
+  server=$!
+}
+restart
+FEDC_FAULT=slow:0.3 timeout 120 "$fedc" fleet --connect "$addr" --data "$out/w8.json" --clients 8 --token t \
+  --trainers 8 --timeout 30 >"$out/restart.fleet" 2>&1 &
+pids=$!
+for i in $(seq 1 600); do [ -s "$out/restart.srv/metrics.jsonl" ] && break; sleep 0.01; done
+kill -9 $server
+wait $server 2>/dev/null
+restart
+wait $pids && ok || bad "the fleet failed across the restart: $(cat "$out/restart.fleet")"
+wait $server && ok || bad "the restarted server failed: $(cat "$out/restart.log")"
+grep -q "resumed from .* at round 2" "$out/restart.log" && ok || bad "not resumed: $(cat "$out/restart.log")"
+replayed restart
+
+# Refused: a restart on another --async's checkpoint, FedAsync, a plan of FedAvg.
+expect 1 "not this asynchronous run's" -- "$fedc" server --plan "$out/plain.plan" --listen "$addr" --rounds 4 \
+  --async 3 --concurrency 3 --out "$out/plain.srv" --token t
 expect 0 "fedasync on logistic" -- "$fedc" plan build --data "$out/w8.json" --model logistic --batch-size 2 \
   --algorithm fedasync --out "$out/fedasync.plan"
 expect 1 "fedasync is not deployed yet" -- "$fedc" server --plan "$out/fedasync.plan" --listen "$addr" $steps \

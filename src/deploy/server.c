@@ -282,7 +282,7 @@ fedc_status fedc_server_run(const fedc_server_options *o) {
     char path[4200];
     snprintf(path, sizeof path, "%s/metrics.jsonl", o->out_dir);
     fedc_status st = fedc__server_setup(&s);
-    if (!st && o->async_buffer > 0) st = fedc__async_create(&s); /* which refuses a checkpoint: no resume yet */
+    if (!st && o->async_buffer > 0) st = fedc__async_create(&s);
     if (!st) st = fedc__server_resume(&s, &first);
     if (!st && !(s.metrics = fopen(path, s.resumed ? "a" : "w"))) st = fedc_error(FEDC_EIO, "%s: cannot write", path);
     if (!st) st = fedc__net_listen(&s.net, o->listen, o->max_message, FEDC__SERVER_RECV_MS,
@@ -290,7 +290,7 @@ fedc_status fedc_server_run(const fedc_server_options *o) {
     if (!st) fprintf(s.log, "fedc server: listening on %s, plan %s, rounds %d to %d of %d clients\n", o->listen,
                      fedc_plan_hash(s.plan), first + 1, o->rounds, s.k);
     if (!st && !s.resumed && fedc_plan_warm_start(s.plan)) st = warm_start(&s);
-    if (!st && s.async) st = fedc__async_run(&s);
+    if (!st && s.async) st = fedc__async_run(&s, first);
     for (int r = first; !st && !s.async && r < o->rounds; r++) st = run_round(&s, r);
     if (!st) {
         s.done = true;

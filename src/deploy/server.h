@@ -126,13 +126,13 @@ fedc_status fedc__server_take_state(server *s, float *loss, float *examples);
 fedc_status fedc__server_checkpoint(server *s, int next_round);
 
 /* The asynchronous server (server_async.c): set up after the server (the plan
- * checked for it; a checkpoint refused), freed, and its steps run; what the
+ * checked for it), freed, and its steps run from `first` (resumed); what the
  * request handlers and timers do instead of a round's (a check-in's free place,
  * reserved for its client, and its task; a ready; a report; the silent and
  * late given up). */
 fedc_status fedc__async_create(server *s);
 void fedc__async_destroy(fedc__async *a);
-fedc_status fedc__async_run(server *s);
+fedc_status fedc__async_run(server *s, int first);
 int fedc__async_open_slot(const server *s, int64_t client);
 bool fedc__async_task(server *s, const fedc__req *to, int place);
 bool fedc__async_ready(server *s, const fedc__msg *m);

@@ -28,13 +28,15 @@
  * client_work uses s otherwise, or reads the model at the arrival (FedAsync's
  * w - w_client), is refused.
  *
- * A checkpoint is written after every step, but the clients in flight are not
- * kept in it, so a server started again on it is refused (not yet supported). */
+ * A checkpoint is written after every step. A server started again on it goes
+ * on from that step, the log cut back to it: the clients that were in flight
+ * are not waited for (their reports are refused, and they are given new tasks
+ * as they check in), as if they had been given up, so the log still holds the
+ * run's inputs, and the replay the resumed run's bits. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "deploy/held.h"
 #include "fl/fedbuff.h"
@@ -146,12 +148,6 @@ static fedc_status check_plan(fedc__async *a, const server *s) {
 
 fedc_status fedc__async_create(server *s) {
     const fedc_server_options *o = s->o;
-    char path[4200];
-    struct stat sb;
-    snprintf(path, sizeof path, "%s/checkpoint.safetensors", o->out_dir);
-    if (stat(path, &sb) == 0)
-        return fedc_error(FEDC_EUNSUPPORTED, "server: %s exists, and an asynchronous server does not resume yet (its "
-                          "clients in flight are not in the checkpoint): move it away to start afresh", path);
     fedc__async *a = s->async = fedc_calloc(1, sizeof *a);
     if (!a) return fedc_error(FEDC_ENOMEM, "server: out of memory");
     a->k = s->k, a->c = o->concurrency > 0 ? o->concurrency : o->clients_per_round, a->one = 1;
@@ -167,8 +163,6 @@ fedc_status fedc__async_create(server *s) {
         return fedc_error(FEDC_ENOMEM, "server: out of memory");
     for (int i = 0; i < a->c; i++) a->flights[i].client = -1;
     for (size_t i = 0; i < pop; i++) a->flight_of[i] = -1, a->last_block[i] = -1;
-    snprintf(path, sizeof path, "%s/arrivals.jsonl", o->out_dir);
-    if (!(a->arrivals = fopen(path, "w"))) return fedc_error(FEDC_EIO, "%s: cannot write: %s", path, strerror(errno));
     fprintf(s->log, "fedc server: asynchronous: a server step every %d reports, %d clients training at once\n", a->k, a->c);
     return FEDC_OK;
 }
@@ -382,9 +376,33 @@ static fedc_status step(server *s, int r) {
     return st;
 }
 
-fedc_status fedc__async_run(server *s) {
-    s->async->t0 = fedc_seconds();
-    fedc_status st = FEDC_OK;
-    for (int r = 0; !st && r < s->o->rounds; r++) st = step(s, r);
+/* The arrival log: a fresh run's made; a resumed run's cut back to the
+ * checkpoint's steps, which it must hold whole (K reports a step), its clock
+ * and dispatches going on from there (a new block: the clients in flight when
+ * the server stopped had dispatches past the log's). */
+static fedc_status open_log(server *s, int first) {
+    fedc__async *a = s->async;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/arrivals.jsonl", s->o->out_dir);
+    fedc_arrivals_kept kept = {0};
+    fedc_status st = first > 0 ? fedc__arrivals_cut_back(path, first, &kept) : FEDC_OK;
+    if (!st && kept.lines != (int64_t)first * a->k)
+        st = fedc_error(FEDC_EINVAL, "server: %s holds %lld reports of the checkpoint's %d steps, not %lld (%d a step): "
+                        "the checkpoint is not this asynchronous run's (--async %d): move it away to start afresh", path,
+                        (long long)kept.lines, first, (long long)first * a->k, a->k, a->k);
+    if (!st && !(a->arrivals = fopen(path, first > 0 ? "a" : "w")))
+        st = fedc_error(FEDC_EIO, "%s: cannot write: %s", path, strerror(errno));
+    if (st) return st;
+    a->t0 = fedc_seconds() - kept.time;
+    a->dispatched = first > 0 ? (kept.max_dispatch / (uint64_t)a->c + 1) * (uint64_t)a->c : 0;
+    if (first > 0)
+        fprintf(s->log, "fedc server: step %d: the clients in flight when the server stopped are not waited for; "
+                "%s goes on from its %lld reports\n", first + 1, path, (long long)kept.lines);
+    return FEDC_OK;
+}
+
+fedc_status fedc__async_run(server *s, int first) {
+    fedc_status st = open_log(s, first);
+    for (int r = first; !st && r < s->o->rounds; r++) st = step(s, r);
     return st;
 }
