@@ -217,8 +217,8 @@ int fedc_cli_server(int argc, char **argv) {
     if (rc) return rc;
     if (a.issue) return issue_credentials(&a);
     if (!a.s.plan || !a.s.listen || !a.s.out_dir || !a.has_rounds || !a.has_k) {
-        fprintf(stderr, "fedc server: needs --plan, --listen, --rounds, --clients-per-round (with --async, or\n"
-                "--concurrency) and --out (see fedc server --help)\n");
+        fprintf(stderr, "fedc server: needs --plan, --listen, --rounds, --clients-per-round and --out (with --async,\n"
+                "--concurrency will do for --clients-per-round; see fedc server --help)\n");
         return CLI_USAGE;
     }
     return fedc_server_run(&a.s) ? failed("fedc server") : CLI_OK;
