@@ -57,7 +57,7 @@ struct fedc__async {
     int kind;                  /* the staleness weight, the plan's async_staleness */
     double a, b, avg;
     float one;                 /* the s a task carries */
-    fedc_tensor_entry task[4097]; /* a task's async/ values: the current model as async/start/<leaf>, s */
+    fedc_tensor_entry task[4096]; /* a task's async/ values: the current model as async/start/<leaf>, s */
     int ntask;
     const char *scaled[4096];  /* client_work's outputs that are mul(X, s) */
     int nscaled;
@@ -107,6 +107,7 @@ static fedc_status task_values(fedc__async *a, const server *s, const fedc_progr
                               "w - w_client), which a client that trained on an earlier version does not have; "
                               "deploy fedbuff");
         if (strncmp(name, "async/", 6)) continue;
+        if (a->ntask == 4096) return refused(s, "the plan's client_work reads more than 4096 async/ values");
         fedc_type t = fedc_value_type(q, fedc_program_input(q, i));
         t.placement = FEDC_LOCAL;
         const void *data = !strcmp(name, FEDC_ASYNC_WEIGHT) ? &a->one : NULL;
