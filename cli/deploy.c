@@ -48,7 +48,12 @@ static const char server_usage[] =
     "                           default 0: with every other client)\n"
     "  --groups N               cut each round's clients into N groups of contiguous slots (as fedc\n"
     "                           train --groups N), each run by an aggregator (fedc aggregator --group G)\n"
-    "                           that forwards its group's sums (default: none; docs/deployment.md)\n";
+    "                           that forwards its group's sums (default: none; docs/deployment.md)\n"
+    "  --async K                asynchronous (a plan of fedbuff): reports are taken as they come,\n"
+    "                           weighted by their staleness, a server step every K; --rounds counts\n"
+    "                           steps; DIR/arrivals.jsonl is what fedc train --replay reads\n"
+    "  --concurrency C          with --async: clients training at once (default: --clients-per-round);\n"
+    "                           --clients-per-round is then optional\n";
 
 static const char issue_usage[] =
     "usage: fedc server --issue-credentials N --credentials-key FILE --out DIR\n"
@@ -146,6 +151,9 @@ static bool option(const char *cmd, args *a, bool server, const char *name, cons
         }
         if (!strcmp(name, "--secure-neighbours"))
             return cli_uint(cmd, name, v, 0, 1 << 16, &n) && (a->s.secure_neighbours = (int)n, true);
+        if (!strcmp(name, "--async")) return cli_uint(cmd, name, v, 1, 1 << 20, &n) && (a->s.async_buffer = (int)n);
+        if (!strcmp(name, "--concurrency"))
+            return cli_uint(cmd, name, v, 1, 1 << 20, &n) && (a->s.concurrency = (int)n, a->has_k = true);
         if (!strcmp(name, "--linger")) return cli_real(cmd, name, v, (cli_range){0, 3600, false, false}, &a->s.linger);
         if (!strcmp(name, "--groups")) return cli_uint(cmd, name, v, 1, 1 << 20, &n) && (a->s.groups = (int)n);
     } else {
@@ -213,7 +221,8 @@ int fedc_cli_server(int argc, char **argv) {
     if (rc) return rc;
     if (a.issue) return issue_credentials(&a);
     if (!a.s.plan || !a.s.listen || !a.s.out_dir || !a.has_rounds || !a.has_k) {
-        fprintf(stderr, "fedc server: needs --plan, --listen, --rounds, --clients-per-round and --out (see fedc server --help)\n");
+        fprintf(stderr, "fedc server: needs --plan, --listen, --rounds, --clients-per-round and --out (with --async,\n"
+                "--concurrency will do for --clients-per-round; see fedc server --help)\n");
         return CLI_USAGE;
     }
     return fedc_server_run(&a.s) ? failed("fedc server") : CLI_OK;

@@ -159,6 +159,11 @@ typedef struct fedc_server_options {
                                 --groups cuts the cohort, each run by an aggregator (fedc_aggregator_run)
                                 that the server hands the group's task and that reports the group's partial
                                 aggregates (0, the default: no aggregators, the clients report themselves) */
+    /* asynchronous aggregation (docs/deployment.md, "Asynchronous server"): a plan of fedbuff; after the older fields */
+    int async_buffer;        /* K > 0: reports are taken as they come, a server step (a "round") every K; up to
+                                `concurrency` clients train at once, each on the model version it was sent
+                                (0, the default: synchronous rounds) */
+    int concurrency;         /* C: clients training at once (0: clients_per_round) */
 } fedc_server_options;
 FEDC_API void fedc_server_defaults(fedc_server_options *o);
 /* Runs the job to its last round; resumes from out_dir/checkpoint.safetensors if

@@ -53,12 +53,13 @@ static bool refused(client *c, const task *t) {
     return t->round == c->refused_round;
 }
 
-/* client_work's inputs from the task: each broadcast value, of its type. */
+/* client_work's inputs from the task: each broadcast value, of its type (and,
+ * in an asynchronous run, the model version it trains from: async/...). */
 static fedc_status take_broadcasts(client *c, const fedc__msg *m, const fedc_program *q) {
     int want = 0;
     for (int i = 0; i < fedc_program_num_inputs(q); i++) {
         const char *name = fedc_program_input_name(q, i);
-        if (strncmp(name, "broadcast/", 10)) continue;
+        if (strncmp(name, "broadcast/", 10) && strncmp(name, "async/", 6)) continue;
         want++;
         fedc_tensor_entry e;
         fedc_type t = fedc_value_type(q, fedc_program_input(q, i));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "deploy/deploy.h"
+#include "fl/fedbuff.h"
 #include "fl/train.h"
 
 /* The inputs a deployment can give a round: the server state, the client's
@@ -18,6 +19,7 @@ static bool deployable_input(const char *name, bool warm) {
     static const char *const ok[] = {"x", "y", "mask", "steps", "key", "meta/num_examples", "meta/seen", "meta/domain",
                                      "meta/population"};
     if (!strncmp(name, "server/", 7) || !strncmp(name, "client/", 7)) return true;
+    if (!warm && !strncmp(name, "async/", 6)) return true; /* sent with an asynchronous task (server_async.c) */
     if (warm && !strcmp(name, "meta/index")) return true;
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
         if (!strcmp(name, ok[i])) return true;
@@ -113,6 +115,15 @@ static int settings(const trainer *t, fedc__plan_setting *s) {
     if (c->vocab) put(s, &n, "vocab", "%s", c->vocab);
     if (c->vocab_size) put_int(s, &n, "vocab_size", (long long)c->vocab_size);
     if (t->alg.aggregation.secure_sum_bits) put_int(s, &n, "secure_sum_bits", t->alg.aggregation.secure_sum_bits);
+    if (fedc__algorithm_is_async(&t->alg)) { /* what `fedc server --async` weighs each report by */
+        const fedc_algorithm *a = &t->alg;
+        int kind = (int)fedc_algorithm_hparam(a, "staleness");
+        char w[128];
+        snprintf(w, sizeof w, "%d %.17g %.17g %.17g", kind,
+                 fedc_algorithm_hparam(a, kind == FEDC_STALENESS_HINGE ? "hinge_a" : "exponent"),
+                 fedc_algorithm_hparam(a, "hinge_b"), fedc_algorithm_hparam(a, "avg_staleness"));
+        put(s, &n, "async_staleness", "%s", w);
+    }
     return n;
 }
 

@@ -130,7 +130,7 @@ static fedc_status run_exchange(server *s, int e, round_stats *rs, bool *abandon
 }
 
 /* The round's new state, if finite, becomes the state. */
-static fedc_status take_state(server *s, round_stats *rs) {
+fedc_status fedc__server_take_state(server *s, float *train_loss, float *train_examples) {
     for (int i = 0; i < s->ntensors; i++) {
         fedc_tensor_entry e = fedc_plan_tensor(s->plan, i);
         const void *v = fedc__deployment_run_buffer(s->run, e.name, true, NULL);
@@ -147,12 +147,12 @@ static fedc_status take_state(server *s, round_stats *rs) {
     }
     const float *loss = fedc__deployment_run_buffer(s->run, "train_loss", true, NULL);
     const float *examples = fedc__deployment_run_buffer(s->run, "examples", true, NULL);
-    rs->train_loss = loss ? *loss : NAN;
-    rs->examples = examples ? *examples : NAN;
+    *train_loss = loss ? *loss : NAN;
+    *train_examples = examples ? *examples : NAN;
     return FEDC_OK;
 }
 
-static fedc_status checkpoint(server *s, int next_round) {
+fedc_status fedc__server_checkpoint(server *s, int next_round) {
     fedc_tensor_entry *t = fedc_calloc((size_t)s->ntensors + 1, sizeof *t);
     if (!t) return fedc_error(FEDC_ENOMEM, "server: out of memory");
     for (int i = 0; i < s->ntensors; i++) {
@@ -224,11 +224,11 @@ static fedc_status run_round(server *s, int r) {
         st = select_round(s, r);
         for (int e = 0; !st && !abandoned && e < fedc_deployment_form_exchanges(s->form); e++)
             st = run_exchange(s, e, &rs, &abandoned);
-        if (!st && !abandoned) st = take_state(s, &rs);
+        if (!st && !abandoned) st = fedc__server_take_state(s, &rs.train_loss, &rs.examples);
         for (int i = 0; !st && !abandoned && i < s->k; i++)
             if (!s->left_out[i]) s->added_round[s->sampled[i]] = (int32_t)r; /* before the checkpoint keeps it */
         double t = fedc_seconds();
-        if (!st && !abandoned) st = checkpoint(s, r + 1);
+        if (!st && !abandoned) st = fedc__server_checkpoint(s, r + 1);
         rs.t_checkpoint = fedc_seconds() - t;
         rs.t_round = fedc_seconds() - t0;
         rs.t_wait = s->waited >= 0 ? s->waited : rs.t_collect; /* no task sent: it waited throughout */
@@ -285,6 +285,7 @@ fedc_status fedc_server_run(const fedc_server_options *o) {
     char path[4200];
     snprintf(path, sizeof path, "%s/metrics.jsonl", o->out_dir);
     fedc_status st = fedc__server_setup(&s);
+    if (!st && o->async_buffer > 0) st = fedc__async_create(&s);
     if (!st) st = fedc__server_resume(&s, &first);
     if (!st && !(s.metrics = fopen(path, s.resumed ? "a" : "w"))) st = fedc_error(FEDC_EIO, "%s: cannot write", path);
     if (!st) st = fedc__net_listen(&s.net, o->listen, o->max_message, FEDC__SERVER_RECV_MS,
@@ -292,10 +293,12 @@ fedc_status fedc_server_run(const fedc_server_options *o) {
     if (!st) fprintf(s.log, "fedc server: listening on %s, plan %s, rounds %d to %d of %d clients\n", o->listen,
                      fedc_plan_hash(s.plan), first + 1, o->rounds, s.k);
     if (!st && !s.resumed && fedc_plan_warm_start(s.plan)) st = warm_start(&s);
-    for (int r = first; !st && r < o->rounds; r++) st = run_round(&s, r);
+    if (!st && s.async) st = fedc__async_run(&s, first);
+    for (int r = first; !st && !s.async && r < o->rounds; r++) st = run_round(&s, r);
     if (!st) {
         s.done = true;
-        fprintf(s.log, "fedc server: done: %d rounds; %s/checkpoint.safetensors\n", o->rounds, o->out_dir);
+        fprintf(s.log, "fedc server: done: %d %s; %s/checkpoint.safetensors\n", o->rounds, s.async ? "steps" : "rounds",
+                o->out_dir);
         fedc__held_answer(&s);
         /* clients that ask are told the job is over, for --linger seconds from
          * now or from when the last client told to come back (--max-held) is due */

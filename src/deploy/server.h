@@ -24,6 +24,8 @@ typedef struct upload {
 } upload;
 
 
+typedef struct fedc__async fedc__async; /* --async's clients in flight (server_async.c) */
+
 typedef struct server {
     const fedc_server_options *o;
     FILE *log;
@@ -82,6 +84,7 @@ typedef struct server {
     bool resumed;            /* from a checkpoint: the warm start, if any, is done */
     bool unmasking;          /* the collection is over; the secure round's unmasking goes on */
     struct fedc__groups *groups; /* --groups: the aggregators' groups (groups.h), else NULL */
+    fedc__async *async;      /* --async (server_async.c): steps of K reports as they come, else NULL */
 } server;
 
 /* How long a receive waits for a request: the server's timers run between. */
@@ -104,10 +107,39 @@ bool fedc__server_reply_to(server *s, const fedc__req *to, fedc__msg_type type, 
                            const fedc_tensor_entry *t, int nt);
 bool fedc__server_wait(server *s, const fedc__req *to, int ms, const char *why);
 bool fedc__server_task(server *s, const fedc__req *to, int slot);
+bool fedc__server_send_task(server *s, const fedc__req *to, int64_t round, int slot, int64_t client);
 bool fedc__server_done(server *s, const fedc__req *to, int64_t client);
 bool fedc__server_send_plan(server *s, const fedc__req *to);
 /* The slot client has an open task in that may be sent now, or -1. */
 int fedc__server_open_slot(const server *s, int64_t client);
+
+/* A request's checks (server_requests.c), shared with the asynchronous server:
+ * its token and client id (false: refused); a refusal, logged (true: answered);
+ * its hold_ms (false: refused); a report's tensors against the aggregation's
+ * (NULL: they fit, else why not). */
+bool fedc__server_known_client(server *s, const fedc__msg *m, int64_t *client);
+bool fedc__server_refuse(server *s, const char *client, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool fedc__server_hold_allowed(server *s, const fedc__msg *m, double *hold);
+const char *fedc__server_check_uploads(const server *s, const fedc__msg *m, char *why, size_t size);
+
+/* server.c: the round's new state taken, if finite (its loss and examples);
+ * the state checkpointed with `next_round`. */
+fedc_status fedc__server_take_state(server *s, float *loss, float *examples);
+fedc_status fedc__server_checkpoint(server *s, int next_round);
+
+/* The asynchronous server (server_async.c): set up after the server (the plan
+ * checked for it), freed, and its steps run from `first` (resumed); what the
+ * request handlers and timers do instead of a round's (a check-in's free place,
+ * reserved for its client, and its task; a ready; a report; the silent and
+ * late given up). */
+fedc_status fedc__async_create(server *s);
+void fedc__async_destroy(fedc__async *a);
+fedc_status fedc__async_run(server *s, int first);
+int fedc__async_open_slot(const server *s, int64_t client);
+bool fedc__async_task(server *s, const fedc__req *to, int place);
+bool fedc__async_ready(server *s, const fedc__msg *m);
+bool fedc__async_report(server *s, const fedc__msg *m);
+fedc_status fedc__async_give_up_silent(server *s);
 
 /* Answers requests until `until` (fedc_seconds), or, while collecting, until
  * every slot is settled (server_requests.c). */

@@ -45,8 +45,7 @@ static void plain(char *t) {
 }
 
 /* Rejects the request, saying why, and logs it: the client's id when known. */
-static bool refuse(server *s, const char *client, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool refuse(server *s, const char *client, const char *fmt, ...) {
+bool fedc__server_refuse(server *s, const char *client, const char *fmt, ...) {
     char why[600], id[40];
     va_list ap;
     va_start(ap, fmt);
@@ -80,16 +79,25 @@ bool fedc__server_send_plan(server *s, const fedc__req *to) {
 }
 
 bool fedc__server_task(server *s, const fedc__req *to, int slot) {
+    if (s->async) return fedc__async_task(s, to, slot);
+    double now = fedc_seconds();
+    if (s->waited < 0) s->waited = now - s->opened;
+    if (!s->sent[slot]) s->sent[slot] = 1, s->unconfirmed++;
+    return fedc__server_send_task(s, to, s->round, slot, s->sampled[slot]);
+}
+
+/* A task of `round` (an asynchronous run's: the block of its batches) into
+ * slot, with the exchange's values (s->task), and the asynchronous run's
+ * (async/...), to client. */
+bool fedc__server_send_task(server *s, const fedc__req *to, int64_t round_no, int slot, int64_t client) {
     char round[32], exchange[32], slot_s[32], hb[32];
-    snprintf(round, sizeof round, "%d", s->round);
+    snprintf(round, sizeof round, "%lld", (long long)round_no);
     snprintf(exchange, sizeof exchange, "%d", s->exchange);
     snprintf(slot_s, sizeof slot_s, "%d", slot);
     snprintf(hb, sizeof hb, "%d", fedc__server_beat_ms(s));
-    s->heard[s->sampled[slot]] = fedc_seconds(); /* its heartbeats are timed from its task */
-    if (s->waited < 0) s->waited = s->heard[s->sampled[slot]] - s->opened;
-    if (!s->sent[slot]) s->sent[slot] = 1, s->unconfirmed++;
+    s->heard[client] = fedc_seconds(); /* its heartbeats are timed from its task */
     char added[32];
-    snprintf(added, sizeof added, "%d", (int)s->added_round[s->sampled[slot]]);
+    snprintf(added, sizeof added, "%d", (int)s->added_round[client]);
     fedc_metadata_entry f[] = {{"round", round}, {"exchange", exchange}, {"slot", slot_s}, {"hash", fedc_plan_hash(s->plan)},
                                {"heartbeat_ms", hb}, {"added", added}, {"program", s->warm ? "warm_start" : "round"},
                                {"secagg", fedc__secure_field(s->sec)}};
@@ -107,6 +115,7 @@ bool fedc__server_done(server *s, const fedc__req *to, int64_t client) {
 /* The slot client has an open task in, or -1; also -1 while reorder_window
  * tasks are on their way (the client gets it when one of those is heard from). */
 int fedc__server_open_slot(const server *s, int64_t client) {
+    if (s->async) return fedc__async_open_slot(s, client);
     int i = s->collecting ? s->slot_of[client] : -1;
     if (i < 0 || fedc__collect_state(s->collect, i) != FEDC__SLOT_OPEN) return -1;
     return s->sent[i] || s->unconfirmed < s->o->reorder_window ? i : -1;
@@ -124,16 +133,16 @@ static void heard_from(server *s, int64_t c) {
  * credentials, its "token" must be the credential of the id it claims (which
  * is then checked first: the credential is the id's); else the shared token.
  * Refused, counted as unauthenticated, when not; the client is heard from. */
-static bool known_client(server *s, const fedc__msg *m, int64_t *client) {
+bool fedc__server_known_client(server *s, const fedc__msg *m, int64_t *client) {
     const char *who = fedc__msg_field(m, "client"), *token = fedc__msg_field(m, "token");
     bool authentic = s->credentials || same_token(token, s->token);
     if (authentic && fedc__msg_int(m, "client", 0, s->population - 1, client))
-        return !refuse(s, who, "%s", fedc_errmsg());
+        return !fedc__server_refuse(s, who, "%s", fedc_errmsg());
     if (authentic && s->credentials) authentic = fedc__credential_verify(s->credential_key, *client, token);
     if (!authentic) {
         s->unauthenticated++;
-        return s->credentials ? !refuse(s, who, "the credential is not client %lld's", (long long)*client)
-                              : !refuse(s, who, "invalid token");
+        return s->credentials ? !fedc__server_refuse(s, who, "the credential is not client %lld's", (long long)*client)
+                              : !fedc__server_refuse(s, who, "invalid token");
     }
     heard_from(s, *client);
     return true;
@@ -141,9 +150,9 @@ static bool known_client(server *s, const fedc__msg *m, int64_t *client) {
 
 /* How long the client lets the server hold this request ("hold_ms", which it
  * keeps below its own timeout), in seconds; false, refused, without it. */
-static bool hold_allowed(server *s, const fedc__msg *m, double *hold) {
+bool fedc__server_hold_allowed(server *s, const fedc__msg *m, double *hold) {
     int64_t ms;
-    if (fedc__msg_int(m, "hold_ms", 0, MAX_HOLD_MS, &ms)) return !refuse(s, fedc__msg_field(m, "client"), "%s", fedc_errmsg());
+    if (fedc__msg_int(m, "hold_ms", 0, MAX_HOLD_MS, &ms)) return !fedc__server_refuse(s, fedc__msg_field(m, "client"), "%s", fedc_errmsg());
     *hold = (double)ms / 1000;
     return true;
 }
@@ -154,15 +163,15 @@ static bool checkin(server *s, const fedc__msg *m) {
     char version[16];
     snprintf(version, sizeof version, "%d", FEDC__PROTOCOL_VERSION);
     double hold = 0;
-    if (!known_client(s, m, &client)) return true;
+    if (!fedc__server_known_client(s, m, &client)) return true;
     if (strcmp(fedc__msg_field(m, "version"), version))
-        return refuse(s, who, "the client speaks protocol version %.20s; this server speaks %s", fedc__msg_field(m, "version"),
+        return fedc__server_refuse(s, who, "the client speaks protocol version %.20s; this server speaks %s", fedc__msg_field(m, "version"),
                       version);
     /* every field checked before any is acted on: a malformed check-in is refused whatever the server's state */
-    if (!hold_allowed(s, m, &hold)) return true;
+    if (!fedc__server_hold_allowed(s, m, &hold)) return true;
     if (!hash[0]) return fedc__server_send_plan(s, &s->from);
     if (strcmp(hash, fedc_plan_hash(s->plan)))
-        return refuse(s, who, "plan hash %.64s is not this server's plan (%s)", hash, fedc_plan_hash(s->plan));
+        return fedc__server_refuse(s, who, "plan hash %.64s is not this server's plan (%s)", hash, fedc_plan_hash(s->plan));
     if (s->done) return fedc__server_done(s, &s->from, client);
     int i = fedc__server_open_slot(s, client);
     if (i >= 0) return fedc__server_task(s, &s->from, i);
@@ -174,12 +183,12 @@ static bool checkin(server *s, const fedc__msg *m) {
  * held until then, or rejected when its slot wants none. */
 static bool ready(server *s, const fedc__msg *m) {
     int64_t client, round, exchange, slot;
-    if (!known_client(s, m, &client)) return true;
+    if (!fedc__server_known_client(s, m, &client)) return true;
     if (fedc__msg_int(m, "round", FEDC__WARM_ROUND, INT32_MAX, &round) || fedc__msg_int(m, "exchange", 0, 1000, &exchange) ||
         fedc__msg_int(m, "slot", 0, s->k - 1, &slot))
-        return refuse(s, fedc__msg_field(m, "client"), "%s", fedc_errmsg());
+        return fedc__server_refuse(s, fedc__msg_field(m, "client"), "%s", fedc_errmsg());
     double hold = 0;
-    if (!hold_allowed(s, m, &hold)) return true;
+    if (!fedc__server_hold_allowed(s, m, &hold)) return true;
     bool mine = s->collecting && round == s->round && exchange == s->exchange && s->sampled[slot] == client;
     if (!mine) return reply(s, FEDC__MSG_REJECT, (fedc_metadata_entry[]){{"reason", "not an open slot of this client's"}}, 1, NULL, 0);
     fedc__held_ready(s, client, (int)slot, hold);
@@ -188,7 +197,7 @@ static bool ready(server *s, const fedc__msg *m) {
 
 static bool heartbeat(server *s, const fedc__msg *m) {
     int64_t client;
-    if (!known_client(s, m, &client)) return true;
+    if (!fedc__server_known_client(s, m, &client)) return true;
     return fedc__server_wait(s, &s->from, fedc__server_beat_ms(s), "heartbeat noted");
 }
 
@@ -230,7 +239,7 @@ static int64_t first_not_finite(const fedc_tensor_entry *e) {
 }
 
 /* Where a report's tensors do not fit what the aggregation takes: NULL if they do. */
-static const char *check_uploads(const server *s, const fedc__msg *m, char *why, size_t size) {
+const char *fedc__server_check_uploads(const server *s, const fedc__msg *m, char *why, size_t size) {
     if (fedc_safetensors_count(m->body) != s->nup) {
         snprintf(why, size, "%d tensors; the aggregation takes %d", fedc_safetensors_count(m->body), s->nup);
         return why;
@@ -262,7 +271,7 @@ static const char *check_uploads(const server *s, const fedc__msg *m, char *why,
  * the slots before it are settled). A secure round checks it between the two
  * (and sums its masked words when it is added). NULL, or why it is refused. */
 static const char *take_report(server *s, int slot, const fedc__msg *m, char *why, size_t size) {
-    if (check_uploads(s, m, why, size)) return why;
+    if (fedc__server_check_uploads(s, m, why, size)) return why;
     if (fedc__secure_admit(s->sec, slot, why, size)) return why; /* the masked words go to SecAgg once added */
     const void *values[4096];
     for (int j = 0; j < s->nup; j++) {
@@ -281,34 +290,34 @@ static bool report(server *s, const fedc__msg *m) {
     const char *who = fedc__msg_field(m, "client");
     int64_t client, round, exchange, slot;
     char why[400];
-    if (!known_client(s, m, &client)) return true;
-    if (strcmp(fedc__msg_field(m, "hash"), fedc_plan_hash(s->plan))) return refuse(s, who, "a report for another plan");
+    if (!fedc__server_known_client(s, m, &client)) return true;
+    if (strcmp(fedc__msg_field(m, "hash"), fedc_plan_hash(s->plan))) return fedc__server_refuse(s, who, "a report for another plan");
     if (fedc__msg_int(m, "round", FEDC__WARM_ROUND, INT32_MAX, &round) || fedc__msg_int(m, "exchange", 0, 1000, &exchange) ||
         fedc__msg_int(m, "slot", 0, s->k - 1, &slot))
-        return refuse(s, who, "%s", fedc_errmsg());
+        return fedc__server_refuse(s, who, "%s", fedc_errmsg());
     bool open = !s->done && s->collecting && round == s->round && exchange == s->exchange;
     if (!open && round == s->taken_round[client] && exchange == s->taken_exchange[client]) {
         /* a retried upload of an exchange that has closed */
         s->duplicates++;
         return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "0"}}, 1, NULL, 0);
     }
-    if (s->done) return refuse(s, who, "a report for round %lld, but the job is over", (long long)round + 1);
+    if (s->done) return fedc__server_refuse(s, who, "a report for round %lld, but the job is over", (long long)round + 1);
     if (!open)
-        return refuse(s, who, "a report for round %lld exchange %lld, but round %d exchange %d is open", (long long)round + 1,
+        return fedc__server_refuse(s, who, "a report for round %lld exchange %lld, but round %d exchange %d is open", (long long)round + 1,
                       (long long)exchange, s->round + 1, s->exchange);
-    if (s->sampled[slot] != client) return refuse(s, who, "slot %lld of round %d is not this client's", (long long)slot, s->round + 1);
+    if (s->sampled[slot] != client) return fedc__server_refuse(s, who, "slot %lld of round %d is not this client's", (long long)slot, s->round + 1);
     fedc__slot_state state = fedc__collect_state(s->collect, (int)slot);
     fedc__held_ungrant(s, (int)slot);
     if (state == FEDC__SLOT_DROPPED) {
         s->stragglers++;
-        return refuse(s, who, "round %d gave slot %lld up (no heartbeat for %g s) before this report came", s->round + 1,
+        return fedc__server_refuse(s, who, "round %d gave slot %lld up (no heartbeat for %g s) before this report came", s->round + 1,
                       (long long)slot, s->o->heartbeat_timeout);
     }
     if (state != FEDC__SLOT_OPEN) { /* an upload is keyed by (round, slot): counted once */
         s->duplicates++;
         return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "0"}}, 1, NULL, 0);
     }
-    if (take_report(s, (int)slot, m, why, sizeof why)) return refuse(s, who, "%s", why);
+    if (take_report(s, (int)slot, m, why, sizeof why)) return fedc__server_refuse(s, who, "%s", why);
     s->taken_round[client] = (int32_t)round, s->taken_exchange[client] = (int32_t)exchange;
     return reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "1"}}, 1, NULL, 0);
 }
@@ -316,10 +325,10 @@ static bool report(server *s, const fedc__msg *m) {
 /* A secure round's request (secure.h), from the client of its slot. */
 static bool secagg(server *s, const fedc__msg *m) {
     int64_t client, slot;
-    if (!known_client(s, m, &client)) return true;
-    if (fedc__msg_int(m, "slot", 0, s->k - 1, &slot)) return refuse(s, fedc__msg_field(m, "client"), "%s", fedc_errmsg());
+    if (!fedc__server_known_client(s, m, &client)) return true;
+    if (fedc__msg_int(m, "slot", 0, s->k - 1, &slot)) return fedc__server_refuse(s, fedc__msg_field(m, "client"), "%s", fedc_errmsg());
     if (!s->sec || s->sampled[slot] != client)
-        return refuse(s, fedc__msg_field(m, "client"), "a secagg request of slot %lld, which is not this client's in a "
+        return fedc__server_refuse(s, fedc__msg_field(m, "client"), "a secagg request of slot %lld, which is not this client's in a "
                       "secure round", (long long)slot);
     fedc__secure_answer a;
     char retry[32], step[8];
@@ -327,7 +336,7 @@ static bool secagg(server *s, const fedc__msg *m) {
     snprintf(retry, sizeof retry, "%d", a.retry_ms);
     snprintf(step, sizeof step, "%.4s", fedc__msg_field(m, "step"));
     fedc_tensor_entry t = {"secagg", fedc_type_make(FEDC_U8, 1, (int64_t[]){(int64_t)a.size}), a.bytes};
-    if (a.type == FEDC__MSG_REJECT) refuse(s, fedc__msg_field(m, "client"), "%s", a.reason);
+    if (a.type == FEDC__MSG_REJECT) fedc__server_refuse(s, fedc__msg_field(m, "client"), "%s", a.reason);
     else if (a.type == FEDC__MSG_WAIT) fedc__server_wait(s, &s->from, a.retry_ms, a.reason);
     else if (a.type == FEDC__MSG_ACK) reply(s, FEDC__MSG_ACK, (fedc_metadata_entry[]){{"counted", "1"}}, 1, NULL, 0);
     else reply(s, a.type, (fedc_metadata_entry[]){{"step", step}}, 1, &t, 1);
@@ -338,10 +347,10 @@ static bool secagg(server *s, const fedc__msg *m) {
 /* An aggregator's request (groups.h): the shared token checked here, as a client's. */
 static void group_request(server *s, const fedc__msg *m, const void *data, size_t size) {
     if (!s->groups) {
-        refuse(s, NULL, "a %s message, but this server runs no groups (--groups)", fedc__msg_name(m->type));
+        fedc__server_refuse(s, NULL, "a %s message, but this server runs no groups (--groups)", fedc__msg_name(m->type));
     } else if (!same_token(fedc__msg_field(m, "token"), s->token)) {
         s->unauthenticated++;
-        refuse(s, NULL, "invalid token");
+        fedc__server_refuse(s, NULL, "invalid token");
     } else {
         fedc__groups_request(s, m, data, size);
     }
@@ -351,16 +360,16 @@ static void handle(server *s, const void *data, size_t size) {
     fedc__msg m;
     s->bytes_in += (double)size, s->requests++;
     if (fedc__wire_view(data, size, s->net.max, &m)) { /* read in place: the request outlives m */
-        refuse(s, NULL, "%s", fedc_errmsg());
+        fedc__server_refuse(s, NULL, "%s", fedc_errmsg());
         return;
     }
     if (m.type == FEDC__MSG_CHECKIN) checkin(s, &m);
-    else if (m.type == FEDC__MSG_REPORT) report(s, &m);
+    else if (m.type == FEDC__MSG_REPORT) s->async ? fedc__async_report(s, &m) : report(s, &m);
     else if (m.type == FEDC__MSG_HEARTBEAT) heartbeat(s, &m);
-    else if (m.type == FEDC__MSG_READY) ready(s, &m);
+    else if (m.type == FEDC__MSG_READY) s->async ? fedc__async_ready(s, &m) : ready(s, &m);
     else if (m.type == FEDC__MSG_SECAGG) secagg(s, &m);
     else if (fedc__groups_message(m.type)) group_request(s, &m, data, size);
-    else refuse(s, NULL, "a %s message is not a client's request", fedc__msg_name(m.type));
+    else fedc__server_refuse(s, NULL, "a %s message is not a client's request", fedc__msg_name(m.type));
     fedc__msg_free(&m);
 }
 
@@ -368,6 +377,7 @@ static void handle(server *s, const void *data, size_t size) {
  * for the heartbeat timeout (since the exchange began, at the earliest): dead,
  * not slow, as a slow client's heartbeats go on. */
 static fedc_status give_up_silent(server *s) {
+    if (s->async) return fedc__async_give_up_silent(s);
     double now = fedc_seconds();
     fedc_status st = FEDC_OK;
     for (int i = 0; !st && s->collecting && i < s->k; i++) {

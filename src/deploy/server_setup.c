@@ -163,8 +163,8 @@ static fedc_status secure_sum_fits(const server *s) {
 /* The slots a round selects: ceil(over_select x K), at most the population. */
 static fedc_status selection(server *s) {
     const fedc_server_options *o = s->o;
-    int64_t k = o->clients_per_round;
-    if (k < 1 || k > s->population)
+    int64_t k = o->async_buffer > 0 ? o->async_buffer : o->clients_per_round; /* async: a step's K reports */
+    if (k < 1 || (k > s->population && o->async_buffer <= 0))
         return fedc_error(FEDC_EINVAL, "server: %lld clients per round, but the plan's population is %lld clients",
                           (long long)k, (long long)s->population);
     if (!(o->over_select >= 1 && o->over_select <= 100))
@@ -241,6 +241,7 @@ void fedc__server_teardown(server *s) {
     fedc_free(s->slot_of), fedc_free(s->next_round), fedc_free(s->heard), fedc_free(s->next), fedc_free(s->left_out), fedc_free(s->sent), fedc_free(s->granted);
     fedc_free(s->taken_round), fedc_free(s->taken_exchange), fedc_free(s->added_round);
     fedc__collect_destroy(s->collect);
+    fedc__async_destroy(s->async);
     fedc__secure_destroy(s->sec);
     fedc__groups_destroy(s->groups);
     fedc_deployment_run_destroy(s->run);

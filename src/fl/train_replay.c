@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fl/fedbuff.h"
 #include "fl/train_async.h"
 
 struct arrival {
@@ -36,15 +37,19 @@ struct arrival {
 
 /* A resume's log keeps the checkpoint's steps: the lines up to the first of a
  * later step (the killed run's), cut there. */
-static fedc_status cut_back(const trainer *t, const char *path) {
+fedc_status fedc__arrivals_cut_back(const char *path, int steps, fedc_arrivals_kept *kept) {
+    memset(kept, 0, sizeof *kept);
     FILE *f = fopen(path, "rb");
     if (!f) return errno == ENOENT ? FEDC_OK : fedc_error(FEDC_EIO, "%s: cannot open: %s", path, strerror(errno));
     char line[512];
     long keep = 0;
     while (fgets(line, sizeof line, f)) {
-        const char *p = strstr(line, "\"step\":");
-        if (!p || strchr(line, '\n') == NULL || strtoll(p + 7, NULL, 10) > t->first_round) break;
+        const char *p = strstr(line, "\"step\":"), *d = strstr(line, "\"dispatch\":"), *time = strstr(line, "\"time\":");
+        if (!p || !d || !time || strchr(line, '\n') == NULL || strtoll(p + 7, NULL, 10) > steps) break;
         keep = ftell(f);
+        uint64_t dispatch = strtoull(d + 11, NULL, 10);
+        kept->lines++, kept->time = strtod(time + 7, NULL);
+        if (dispatch > kept->max_dispatch) kept->max_dispatch = dispatch;
     }
     fclose(f);
     if (truncate(path, keep) != 0) return fedc_error(FEDC_EIO, "%s: cannot cut back: %s", path, strerror(errno));
@@ -56,18 +61,21 @@ fedc_status fedc__train_arrivals_log(trainer *t, int r, const flight *f) {
     char path[4200];
     snprintf(path, sizeof path, "%s/arrivals.jsonl", t->c->out_dir);
     if (!a->arrivals) {
-        fedc_status st = t->first_round > 0 ? cut_back(t, path) : FEDC_OK;
+        fedc_arrivals_kept kept;
+        fedc_status st = t->first_round > 0 ? fedc__arrivals_cut_back(path, t->first_round, &kept) : FEDC_OK;
         if (st) return st;
         if (!(a->arrivals = fopen(path, t->first_round > 0 ? "a" : "w")))
             return fedc_error(FEDC_EIO, "%s: cannot open: %s", path, strerror(errno));
     }
-    fprintf(a->arrivals,
-            "{\"step\": %d, \"client\": %lld, \"dispatch\": %llu, \"version\": %d, \"arrival_version\": %d, "
-            "\"time\": %.17g}\n",
-            r + 1, (long long)f->client, (unsigned long long)f->dispatch, f->version, r, f->due);
-    if (fflush(a->arrivals) != 0 || ferror(a->arrivals))
+    if (!fedc__arrival_write(a->arrivals, r + 1, f->client, f->dispatch, f->version, f->due))
         return fedc_error(FEDC_EIO, "%s: cannot write: %s", path, strerror(errno));
     return FEDC_OK;
+}
+
+bool fedc__arrival_write(FILE *f, int step, int64_t client, uint64_t dispatch, int version, double time) {
+    fprintf(f, "{\"step\": %d, \"client\": %lld, \"dispatch\": %llu, \"version\": %d, \"arrival_version\": %d, "
+            "\"time\": %.17g}\n", step, (long long)client, (unsigned long long)dispatch, version, step - 1, time);
+    return fflush(f) == 0 && !ferror(f);
 }
 
 /* -------------------------------------------------------------- replay -- */
