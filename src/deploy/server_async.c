@@ -133,9 +133,9 @@ static fedc_status check_plan(fedc__async *a, const server *s) {
         return refused(s, "the plan is not of fedbuff (build it with fedc plan build --algorithm fedbuff)");
     if (sscanf(w, "%d %lf %lf %lf", &a->kind, &a->a, &a->b, &a->avg) != 4 || isnan(fedc__staleness_weight(a->kind, a->a, a->b, a->avg, 0)))
         return refused(s, "the plan's async_staleness setting is not a staleness weight");
-    if (o->secure_agg || o->over_select != 1 || fedc_plan_warm_start(s->plan) || fedc_plan_client_init(s->plan))
-        return refused(s, "secure aggregation, over-selection, a warm start and client state are for synchronous "
-                          "rounds");
+    if (o->secure_agg || o->over_select != 1 || o->groups || fedc_plan_warm_start(s->plan) || fedc_plan_client_init(s->plan))
+        return refused(s, "secure aggregation, over-selection, aggregators (--groups), a warm start and client state "
+                          "are for synchronous rounds");
     if (fedc_deployment_form_exchanges(s->form) != 1) return refused(s, "the plan's round has several exchanges");
     if (a->c < 1 || a->c > s->population) {
         char why[160];
