@@ -276,7 +276,7 @@ static void train(const char *data, const char *test, const char *name) {
     fedc_train_config c;
     fedc_train_defaults(&c);
     c.data = data, c.test_data = test, c.model = "pfl_cnn", c.num_clients = 4, c.rounds = 2;
-    c.clients_per_round = 2, c.algorithm.batch_size = 10, c.threads = 1, c.quiet = true;
+    c.clients_per_round = 2, c.algorithm.batch_size = 10, c.steps = 1, c.threads = 1, c.quiet = true;
     c.out_dir = fedc_test_tmp(name);
     fedc_train_result r;
     CHECK_OK(fedc_train(&c, &r));
