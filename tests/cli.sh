@@ -342,7 +342,7 @@ table <<END
 2|--test-data needs a value, not ''|train --data x --test-data ''
 2|--vocab needs a value, not ''|train --data x --vocab ''
 2|--format: unknown data format "bogus"|train --data x --format bogus
-2|--task needs emnist, fashion, heart, shakespeare, stackoverflow or none, not 'bogus'|train --data x --task bogus
+2|--task needs emnist, fashion, heart, shakespeare, stackoverflow, cifar10 or none, not 'bogus'|train --data x --task bogus
 2|--partition needs iid, dirichlet:ALPHA or shards:K, not 'halves'|train --data x --partition halves
 2|--partition's ALPHA in dirichlet:ALPHA needs a number in (0, 1000000], not 'x'|train --data x --partition dirichlet:x
 2|--partition's K in shards:K needs an integer from 1 to 1048576, not '0'|train --data x --partition shards:0

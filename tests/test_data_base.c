@@ -389,7 +389,7 @@ static void test_format_names(void) {
     CHECK(strcmp(fedc_data_format_name(FEDC_FORMAT_MEMORY), "memory") == 0);
     CHECK(strcmp(fedc_data_format_name(FEDC_FORMAT_COUNT), "?") == 0);
     CHECK_ERR(fedc_data_format_parse("memory", &f), FEDC_EINVAL, "unknown data format \"memory\"");
-    CHECK_ERR(fedc_data_format_parse("parquet", &f), FEDC_EINVAL, "use leaf, tff, fedjax, idx, csv or text");
+    CHECK_ERR(fedc_data_format_parse("parquet", &f), FEDC_EINVAL, "use leaf, tff, fedjax, idx, csv, text or cifar10");
 }
 
 /* ------------------------------------------------------ allocation failure -- */

@@ -462,7 +462,7 @@ static void test_bad_configurations(void) {
  * names, the task data default to, and the messages of a name or model that
  * does not fit. */
 static void test_task_table(void) {
-    CHECK(!strcmp(fedc_train_tasks(), "emnist|fashion|heart|shakespeare|stackoverflow|none"));
+    CHECK(!strcmp(fedc_train_tasks(), "emnist|fashion|heart|shakespeare|stackoverflow|cifar10|none"));
     fedc_train_config c;
     fedc_train_defaults(&c);
     c.data = "synthetic:zipf:3:8";
@@ -476,7 +476,7 @@ static void test_task_table(void) {
     CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL, "use --model stackoverflow_lstm or transformer[:PRESET]");
     c.task = "nonsense";
     CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL,
-              "unknown task \"nonsense\" (use emnist, fashion, heart, shakespeare, stackoverflow or none)");
+              "unknown task \"nonsense\" (use emnist, fashion, heart, shakespeare, stackoverflow, cifar10 or none)");
     c.task = "shakespeare";
     CHECK_ERR(fedc_train(&c, &r), FEDC_EINVAL, "synthetic Zipf data are word sequences: use --task stackoverflow, "
               "not shakespeare");

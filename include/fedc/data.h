@@ -80,6 +80,7 @@ typedef enum fedc_data_format {
     FEDC_FORMAT_CSV,    /* a directory of CSV files, one client per file */
     FEDC_FORMAT_TEXT,   /* a directory of text files, one client per file */
     FEDC_FORMAT_MEMORY, /* clients built in memory (synthetic data, partitions) */
+    FEDC_FORMAT_CIFAR10, /* the CIFAR-10 python tarball's pickled batches: one centralized client */
     FEDC_FORMAT_COUNT
 } fedc_data_format;
 
@@ -223,6 +224,14 @@ FEDC_API fedc_status fedc_synthetic_zipf(int64_t num_clients, int64_t examples_p
  * Stack Overflow train split has). */
 FEDC_API fedc_status fedc_synthetic_zipf_lognormal(int64_t num_clients, int64_t min_examples, double mu, double sigma,
                                           int64_t length, int32_t vocab, double s, uint64_t seed, fedc_dataset **out);
+/* Images of one shape as a vision benchmark's stand-in where its files are absent
+ * (fedc train --data synthetic:cifar10:CLIENTS:EXAMPLES): features "x" u8[n,
+ * height, width, channels] and "y" i32[n], labels uniform in [0, classes) (at
+ * most 10), pixels uniform in [0, 135] plus 12 times the label (so that the data
+ * are a little learnable), all from the counter RNG (seed, 0, client, 2 and 3). */
+FEDC_API fedc_status fedc_synthetic_images(int64_t num_clients, int64_t examples_per_client, int64_t height,
+                                           int64_t width, int64_t channels, int32_t classes, uint64_t seed,
+                                           fedc_dataset **out);
 
 #ifdef __cplusplus
 }

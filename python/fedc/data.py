@@ -21,7 +21,7 @@ from .types import TypeSpec
 
 PI64 = POINTER(c_int64)
 # fedc_data_format (data.h) by name, with C's values (python/tests/test_abi.py).
-FORMAT_CODES = {"auto": 0, "leaf": 1, "tff": 2, "fedjax": 3, "idx": 4, "csv": 5, "text": 6, "memory": 7}
+FORMAT_CODES = {"auto": 0, "leaf": 1, "tff": 2, "fedjax": 3, "idx": 4, "csv": 5, "text": 6, "memory": 7, "cifar10": 8}
 FORMATS = tuple(FORMAT_CODES)
 _FORMAT_NAMES = {v: k for k, v in FORMAT_CODES.items()}
 

@@ -62,6 +62,15 @@ fedc_status fedc_client_adopt_feature(fedc_client_data *c, fedc_feature *f) {
     return FEDC_OK;
 }
 
+fedc_status fedc__client_adopt_array(fedc_client_data *c, const char *name, fedc_type type, void *data) {
+    fedc_feature f = {fedc__strdup(name), FEDC_FEATURE_ARRAY, type, data, NULL};
+    if (!f.name) {
+        fedc_free(data);
+        return fedc_error(FEDC_ENOMEM, "client \"%s\": out of memory for feature \"%s\"", c->id, name);
+    }
+    return fedc_client_adopt_feature(c, &f);
+}
+
 fedc_status fedc_client_add_array(fedc_client_data *c, const char *name, fedc_type type, const void *data) {
     size_t bytes = fedc_type_bytes(&type);
     fedc_feature f = {fedc__strdup(name), FEDC_FEATURE_ARRAY, type, fedc_malloc(bytes ? bytes : 1), NULL};

@@ -34,12 +34,17 @@ FEDC_INTERNAL_API fedc_status fedc__dataset_create(fedc_dataset **out, const fed
 /* Appends a client to the index. */
 FEDC_INTERNAL_API fedc_status fedc__dataset_add_client(fedc_dataset *ds, const char *id, int64_t examples);
 
+/* Adds an array feature whose data (from fedc_malloc) the client takes over,
+ * whatever happens (src/data/client.c). */
+FEDC_INTERNAL_API fedc_status fedc__client_adopt_array(fedc_client_data *c, const char *name, fedc_type type, void *data);
+
 /* Readers (src/data/read_*.c); each opens `path` as its format. Those of formats
  * that need libraries of their own are libfedc_formats's (src/formats/formats.h). */
 fedc_status fedc__open_leaf(fedc_dataset **out, const char *path);
 fedc_status fedc__open_idx(fedc_dataset **out, const char *path);
 fedc_status fedc__open_csv(fedc_dataset **out, const char *path);
 fedc_status fedc__open_text(fedc_dataset **out, const char *path);
+FEDC_INTERNAL_API fedc_status fedc__open_cifar10(fedc_dataset **out, const char *path);
 
 /* Gives the table's row of `format` (src/data/open.c) its reader: how
  * libfedc_formats adds the formats whose rows have none in libfedc. */

@@ -29,6 +29,7 @@ static reader readers[] = {
     {FEDC_FORMAT_IDX, "idx", {NULL}, {"idx", "ubyte"}, false, fedc__open_idx, NULL},
     {FEDC_FORMAT_CSV, "csv", {NULL}, {NULL}, true, fedc__open_csv, NULL},
     {FEDC_FORMAT_TEXT, "text", {NULL}, {NULL}, true, fedc__open_text, NULL},
+    {FEDC_FORMAT_CIFAR10, "cifar10", {NULL}, {"data_batch", "test_batch"}, true, fedc__open_cifar10, NULL},
 };
 enum { NREADERS = (int)(sizeof readers / sizeof *readers) };
 
@@ -133,8 +134,8 @@ static fedc_status open_directory(fedc_dataset **out, const char *path) {
         fedc_status st = readers[i].open(out, path);
         if (st != FEDC_ENOTFOUND) return st;
     }
-    return fedc_error(FEDC_EUNSUPPORTED, "%s: a directory without LEAF .json[.gz], .csv or .txt files; pass the format",
-                      path);
+    return fedc_error(FEDC_EUNSUPPORTED, "%s: a directory without LEAF .json[.gz], .csv or .txt files or CIFAR-10's "
+                      "data_batch_1; pass the format", path);
 }
 
 fedc_status fedc_dataset_open(fedc_dataset **out, const char *path, fedc_data_format format) {

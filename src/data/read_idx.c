@@ -214,15 +214,6 @@ static fedc_status reopen(const char *path, uint32_t magic, const int64_t *want,
     return st;
 }
 
-static fedc_status adopt(fedc_client_data *c, const char *name, fedc_type type, void *data) {
-    fedc_feature feature = {fedc__strdup(name), FEDC_FEATURE_ARRAY, type, data, NULL};
-    if (!feature.name) {
-        fedc_free(data);
-        return fedc_error(FEDC_ENOMEM, "client \"%s\": out of memory", c->id);
-    }
-    return fedc_client_adopt_feature(c, &feature);
-}
-
 static fedc_status load_images(const idx_source *s, fedc_client_data *c) {
     int64_t dims[3] = {s->n, s->rows, s->cols};
     size_t bytes = (size_t)(s->n * s->rows * s->cols);
@@ -232,7 +223,7 @@ static fedc_status load_images(const idx_source *s, fedc_client_data *c) {
     unsigned char *x = NULL;
     st = read_new(f, s->images, 16, bytes, bytes, "the pixels", &x);
     gzclose(f);
-    return st ? st : adopt(c, "x", fedc_type_make(FEDC_U8, 3, dims), x);
+    return st ? st : fedc__client_adopt_array(c, "x", fedc_type_make(FEDC_U8, 3, dims), x);
 }
 
 /* The label bytes are read into the front of the i32 array and widened in
@@ -251,7 +242,7 @@ static fedc_status load_labels(const idx_source *s, fedc_client_data *c) {
         int32_t label = bytes[i];
         memcpy((unsigned char *)y + 4 * i, &label, sizeof label);
     }
-    return adopt(c, "y", fedc_type_make(FEDC_I32, 1, &s->n), y);
+    return fedc__client_adopt_array(c, "y", fedc_type_make(FEDC_I32, 1, &s->n), y);
 }
 
 static fedc_status idx_load(fedc_dataset *ds, int64_t i, fedc_client_data **out) {

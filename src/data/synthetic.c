@@ -32,16 +32,6 @@ static fedc_status build_dataset(int64_t n, make_client_fn make, const void *ctx
     return fedc_dataset_from_clients(clients, n, out); /* owns clients even when it fails */
 }
 
-/* Adds an array feature whose data (from fedc_malloc) the client takes over. */
-static fedc_status adopt_array(fedc_client_data *c, const char *name, fedc_type type, void *data) {
-    fedc_feature f = {fedc__strdup(name), FEDC_FEATURE_ARRAY, type, data, NULL};
-    if (!f.name) {
-        fedc_free(data);
-        return fedc_error(FEDC_ENOMEM, "client \"%s\": out of memory for feature \"%s\"", c->id, name);
-    }
-    return fedc_client_adopt_feature(c, &f);
-}
-
 /* A client named by its index. */
 static fedc_status client_named(int64_t k, int64_t examples, fedc_client_data **out) {
     char id[24];
@@ -126,8 +116,8 @@ static fedc_status prox_client(const void *ctx, int64_t k, fedc_client_data **ou
                           (long long)k, (long long)n);
     }
     for (int64_t e = 0; e < n; e++) y[e] = prox_example(draws, e, &m, x + e * PROX_DIM);
-    st = adopt_array(*out, "x", fedc_type_make(FEDC_F32, 2, (int64_t[]){n, PROX_DIM}), x);
-    if (!st) st = adopt_array(*out, "y", fedc_type_make(FEDC_I32, 1, &n), y);
+    st = fedc__client_adopt_array(*out, "x", fedc_type_make(FEDC_F32, 2, (int64_t[]){n, PROX_DIM}), x);
+    if (!st) st = fedc__client_adopt_array(*out, "y", fedc_type_make(FEDC_I32, 1, &n), y);
     else fedc_free(y);
     if (st) {
         fedc_client_data_destroy(*out);
@@ -195,7 +185,7 @@ static fedc_status zipf_client(const void *ctx, int64_t k, fedc_client_data **ou
     fedc_rng_stream s = fedc_rng_stream_make(p->seed, 0, (uint32_t)k, 0);
     for (int64_t i = 0; i < count; i++)
         tokens[i] = zipf_lookup(p->cdf, p->vocab, fedc_rng_uniform_f64(s, ZIPF_TAG + (uint64_t)i));
-    st = adopt_array(*out, "tokens", fedc_type_make(FEDC_I32, 2, (int64_t[]){examples, p->length}), tokens);
+    st = fedc__client_adopt_array(*out, "tokens", fedc_type_make(FEDC_I32, 2, (int64_t[]){examples, p->length}), tokens);
     if (st) {
         fedc_client_data_destroy(*out);
         *out = NULL;
@@ -260,4 +250,66 @@ fedc_status fedc_synthetic_zipf_lognormal(int64_t num_clients, int64_t min_examp
     if (st) return st;
     zipf_params p = {NULL, min_examples, length, vocab, seed, true, mu, sigma};
     return zipf_dataset(&p, s, num_clients, out);
+}
+
+/* -------------------------------------------------------------- images -- */
+
+/* Example e of client k: label y uniform in [0, classes) (uniform number e of
+ * stream (seed, 0, k, 2)), each pixel i floor(136 u_i) + 12 y (u_i uniform number
+ * e * pixels + i of stream (seed, 0, k, 3)), at most 135 + 12 * 9 = 243 for ten
+ * classes. The label shifts the image's brightness, so a model can learn the
+ * data a little and a training run's accuracy is not flat chance. */
+#define IMAGES_TAG ((uint64_t)0x47 << 56)
+enum { IMAGE_SPREAD = 136, IMAGE_STEP = 12, IMAGES_MAX_CLASSES = 10 };
+
+typedef struct image_params {
+    int64_t examples, height, width, channels;
+    int32_t classes;
+    uint64_t seed;
+} image_params;
+
+static fedc_status image_client(const void *ctx, int64_t k, fedc_client_data **out) {
+    const image_params *p = ctx;
+    int64_t n = p->examples, pixels = p->height * p->width * p->channels;
+    uint8_t *x = fedc_malloc((size_t)(n ? n * pixels : 1));
+    int32_t *y = fedc_malloc((size_t)(n ? n : 1) * sizeof *y);
+    fedc_status st = x && y ? client_named(k, n, out) : FEDC_ENOMEM;
+    if (st) {
+        fedc_free(x), fedc_free(y);
+        return fedc_error(FEDC_ENOMEM, "synthetic_images: out of memory for client %lld", (long long)k);
+    }
+    fedc_rng_stream labels = fedc_rng_stream_make(p->seed, 0, (uint32_t)k, 2);
+    fedc_rng_stream values = fedc_rng_stream_make(p->seed, 0, (uint32_t)k, 3);
+    for (int64_t e = 0; e < n; e++) {
+        int32_t label = (int32_t)(fedc_rng_uniform_f64(labels, IMAGES_TAG + (uint64_t)e) * p->classes);
+        y[e] = label < p->classes ? label : p->classes - 1;
+        for (int64_t i = 0; i < pixels; i++) {
+            double u = fedc_rng_uniform_f64(values, IMAGES_TAG + (uint64_t)(e * pixels + i));
+            x[e * pixels + i] = (uint8_t)((int)(u * IMAGE_SPREAD) + IMAGE_STEP * y[e]);
+        }
+    }
+    int64_t dims[4] = {n, p->height, p->width, p->channels};
+    st = fedc__client_adopt_array(*out, "x", fedc_type_make(FEDC_U8, 4, dims), x);
+    if (!st) st = fedc__client_adopt_array(*out, "y", fedc_type_make(FEDC_I32, 1, dims), y);
+    else fedc_free(y);
+    if (st) {
+        fedc_client_data_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+fedc_status fedc_synthetic_images(int64_t num_clients, int64_t examples_per_client, int64_t height, int64_t width,
+                                  int64_t channels, int32_t classes, uint64_t seed, fedc_dataset **out) {
+    *out = NULL;
+    const int64_t side = 1 << 12, most = INT64_C(1) << 32; /* pixels a client, so every product fits */
+    if (num_clients < 0 || num_clients > UINT32_MAX || examples_per_client < 0 || height < 1 || height > side ||
+        width < 1 || width > side || channels < 1 || channels > 4 || classes < 1 || classes > IMAGES_MAX_CLASSES ||
+        examples_per_client > most / (height * width * channels))
+        return fedc_error(FEDC_EINVAL, "synthetic_images: %lld clients of %lld images %lld x %lld x %lld, %d classes "
+                          "(need clients in [0, 2^32], sides in [1, 4096], 1 to 4 channels, 1 to %d classes, at most "
+                          "2^32 pixels a client)", (long long)num_clients, (long long)examples_per_client,
+                          (long long)height, (long long)width, (long long)channels, (int)classes, IMAGES_MAX_CLASSES);
+    image_params p = {examples_per_client, height, width, channels, classes, seed};
+    return build_dataset(num_clients, image_client, &p, "synthetic_images", out);
 }

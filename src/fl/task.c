@@ -24,6 +24,8 @@ static const fedc__task tasks[] = {
     {"stackoverflow", "word sequences", {"stackoverflow_lstm", "transformer"}, {0}, .synthetic = true,
      .hook = fedc_stackoverflow_hook, .prepare = fedc__stackoverflow_prepare,
      .model_options = fedc__stackoverflow_model_options, .follow_length = fedc__stackoverflow_follow_length},
+    {"cifar10", "32x32x3 images", {"pfl_cnn", "cnn", "logistic"}, {FEDC_FORMAT_CIFAR10}, .num_classes = 10,
+     .hook = fedc__cifar10_hook, .prepare = fedc__cifar10_prepare, .model_options = fedc__cifar10_model_options},
     {"none", "28x28 images", IMAGE_MODELS, {0}, .hook = NULL}, /* the data as read */
 };
 enum { NTASKS = (int)(sizeof tasks / sizeof *tasks), MAX_MODELS = (int)(sizeof tasks[0].models / sizeof *tasks[0].models) };

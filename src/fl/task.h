@@ -12,6 +12,11 @@
 
 typedef struct trainer trainer; /* src/fl/train.h */
 
+/* The cifar10 task's per-channel statistics of the training images. */
+typedef struct fedc__cifar10_stats {
+    float mean[3], std[3];
+} fedc__cifar10_stats;
+
 /* The language models' output covers the vocabulary and 4 special ids, at most
  * 2^20 classes. */
 enum { FEDC__MAX_VOCAB = (1 << 20) - 4 };
@@ -44,7 +49,14 @@ fedc_status fedc__task_model_options(const fedc__task *k, const trainer *t, cons
 
 /* The tasks' own files. */
 fedc_status fedc__fashion_hook(void *ctx, fedc_client_data **client);                /* task_fashion.c */
+/* Replaces *client by one whose "x" (type t, f32) is its u8 "x" scaled, element i
+ * as (x - shift[c]) / scale[c] with c = i % (t's last dimension), and "y" as it was
+ * ("x" and "y" already checked). */
+fedc_status fedc__task_scale_images(fedc_client_data **client, fedc_type t, const float *shift, const float *scale);
 fedc_status fedc__heart_prepare(trainer *t, void **ctx);                             /* task_heart.c */
+fedc_status fedc__cifar10_prepare(trainer *t, void **ctx);                           /* task_cifar10.c */
+fedc_status fedc__cifar10_hook(void *ctx, fedc_client_data **client);
+void fedc__cifar10_model_options(const trainer *t, fedc_model_options *o);
 fedc_status fedc__shakespeare_prepare(trainer *t, void **ctx);                       /* task_shakespeare.c */
 void fedc__shakespeare_follow_length(trainer *t, int64_t length);
 fedc_status fedc__stackoverflow_prepare(trainer *t, void **ctx);                     /* task_stackoverflow.c */

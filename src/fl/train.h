@@ -49,7 +49,9 @@ typedef struct trainer {
     fedc_stackoverflow_options stackoverflow;
     fedc_stackoverflow_vocab *so_vocab;
     bool synthetic;         /* synthetic:zipf:... data (word ranks) */
+    bool synthetic_images;  /* synthetic:cifar10:... training data */
     float heart_mean[FEDC_HEART_DISEASE_FEATURES], heart_std[FEDC_HEART_DISEASE_FEATURES];
+    fedc__cifar10_stats cifar10;
     fedc_model *model;
     fedc_algorithm alg;
     float *params;          /* the model, flat (the server state's params leaves) */

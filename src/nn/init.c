@@ -39,3 +39,7 @@ static double truncated_unit(fedc_rng_stream s, int64_t n, int64_t j) {
 void fedc__nn_truncated_normal(fedc_rng_stream s, double stddev, int64_t n, float *out) {
     for (int64_t j = 0; j < n; j++) out[j] = (float)(stddev * truncated_unit(s, n, j));
 }
+
+void fedc__nn_uniform(fedc_rng_stream s, double limit, int64_t n, float *out) {
+    for (int64_t j = 0; j < n; j++) out[j] = (float)((2.0 * fedc_rng_uniform_f64(s, (uint64_t)j) - 1.0) * limit);
+}

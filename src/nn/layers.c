@@ -22,6 +22,7 @@ fedc_status fedc__nn_declare(fedc__nn_params *ps, const char *layer, const char 
     q->size = fedc_type_count(&q->type);
     q->offset = ps->size;
     q->init_stddev = init_stddev;
+    q->init_uniform = 0;
     ps->size += q->size;
     ps->count++;
     return FEDC_OK;
@@ -44,6 +45,28 @@ fedc_status fedc__nn_declare_conv(fedc__nn_params *ps, const char *layer, int kh
     fedc_status st = fedc__nn_declare(ps, layer, "w", 4, (int64_t[]){kh, kw, cin, cout}, 1.0 / sqrt(fan_in));
     if (st) return st;
     return fedc__nn_declare(ps, layer, "b", 1, (int64_t[]){cout}, 0.0);
+}
+
+/* A PyTorch layer's w and b (see nn.h): fan_in and fan_out count the kernel's
+ * window too, as torch.nn.init._calculate_fan_in_and_fan_out does. */
+static fedc_status declare_xavier(fedc__nn_params *ps, const char *layer, int rank, const int64_t *dims, int64_t out,
+                                  double fan_in, double fan_out) {
+    fedc_status st = fedc__nn_declare(ps, layer, "w", rank, dims, 0.0);
+    if (!st) ps->items[ps->count - 1].init_uniform = sqrt(6.0 / (fan_in + fan_out));
+    if (!st) st = fedc__nn_declare(ps, layer, "b", 1, (int64_t[]){out}, 0.0);
+    if (!st) ps->items[ps->count - 1].init_uniform = 1.0 / sqrt(fan_in);
+    return st;
+}
+
+fedc_status fedc__nn_declare_dense_xavier(fedc__nn_params *ps, const char *layer, int64_t in, int64_t out) {
+    return declare_xavier(ps, layer, 2, (int64_t[]){in, out}, out, (double)in, (double)out);
+}
+
+fedc_status fedc__nn_declare_conv_xavier(fedc__nn_params *ps, const char *layer, int kh, int kw, int64_t cin,
+                                        int64_t cout) {
+    double window = (double)kh * kw;
+    return declare_xavier(ps, layer, 4, (int64_t[]){kh, kw, cin, cout}, cout, window * (double)cin,
+                          window * (double)cout);
 }
 
 fedc_value fedc__nn_dense(fedc_program *p, fedc_value x, fedc_value w, fedc_value b) {

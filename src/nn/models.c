@@ -1,8 +1,9 @@
 /*
  * src/nn/models.c — the models of include/fedc/nn.h: FedJAX's EMNIST models
  * (fedjax/models/emnist.py: create_logistic_model, create_dense_model,
- * create_conv_model), the same CNN for Fashion-MNIST (num_classes = 10), and a
- * logistic regression for the heart-disease silos. docs/models.md describes each
+ * create_conv_model), the same CNN for Fashion-MNIST (num_classes = 10),
+ * pfl-research's CIFAR-10 simple_cnn (the same layers on 32x32x3, PyTorch's
+ * initialisers), and a logistic regression for the heart-disease silos. docs/models.md describes each
  * architecture, its parameters and its sources.
  *
  * A model is a table of parameters (declared once, at create) and a forward pass
@@ -20,21 +21,26 @@ typedef struct model_kind {
     arch arch;
     int default_classes;
     int vector_dim; /* > 0: the model takes vectors only, of this default size */
+    int side, channels; /* images: the default shape, side x side x channels (0: FedJAX's 28 x 28 x 1) */
+    bool xavier;        /* PyTorch's layers under Xavier-uniform weights, not Haiku's defaults */
 } model_kind;
 
 static const model_kind KINDS[] = {
-    {"logistic", ARCH_LOGISTIC, 62, 0},
-    {"dense", ARCH_DENSE, 62, 0},
-    {"cnn", ARCH_CNN, 62, 0},
-    {"heart", ARCH_LOGISTIC, 2, 13},
-    {"shakespeare_lstm", ARCH_CHAR_LSTM, 0, 0}, /* models_text.c */
-    {"stackoverflow_lstm", ARCH_WORD_LSTM, 0, 0},
+    {"logistic", ARCH_LOGISTIC, 62, 0, 0, 0, false},
+    {"dense", ARCH_DENSE, 62, 0, 0, 0, false},
+    {"cnn", ARCH_CNN, 62, 0, 0, 0, false},
+    {"heart", ARCH_LOGISTIC, 2, 13, 0, 0, false},
+    {"shakespeare_lstm", ARCH_CHAR_LSTM, 0, 0, 0, 0, false}, /* models_text.c */
+    {"stackoverflow_lstm", ARCH_WORD_LSTM, 0, 0, 0, 0, false},
+    /* pfl-research benchmarks/model/pytorch/cnn.py simple_cnn: FedJAX's CNN layer for
+     * layer (VALID convs, 2x2 pool, dropouts 0.25 and 0.5) on CIFAR-10's images. */
+    {"pfl_cnn", ARCH_CNN, 10, 0, 32, 3, true},
 };
 enum { NKINDS = sizeof KINDS / sizeof KINDS[0] };
 /* "transformer[:preset]" (src/nn/transformer.c) is matched by prefix. */
-static const model_kind TRANSFORMER_KIND = {"transformer", ARCH_TRANSFORMER, 0, 0};
+static const model_kind TRANSFORMER_KIND = {"transformer", ARCH_TRANSFORMER, 0, 0, 0, 0, false};
 /* fedc_model_create_program's models (src/nn/program_model.c). */
-static const model_kind PROGRAM_KIND = {"program", ARCH_PROGRAM, 0, 0};
+static const model_kind PROGRAM_KIND = {"program", ARCH_PROGRAM, 0, 0, 0, 0, false};
 
 /* FedJAX's defaults: 28 x 28 x 1 images (_HAIKU_SAMPLE_BATCH), 200 hidden units. */
 enum { DEFAULT_SIDE = 28, DEFAULT_CHANNELS = 1, DEFAULT_HIDDEN = 200 };
@@ -93,9 +99,11 @@ static fedc_status resolve_vector(fedc_model *m, const fedc_model_options *o) {
  * instead when input_dim is given without an image shape. */
 static fedc_status resolve_image(fedc_model *m, const fedc_model_options *o) {
     bool image_set = o->input_height || o->input_width || o->input_channels;
-    m->height = o->input_height ? o->input_height : DEFAULT_SIDE;
-    m->width = o->input_width ? o->input_width : DEFAULT_SIDE;
-    m->channels = o->input_channels ? o->input_channels : DEFAULT_CHANNELS;
+    const model_kind *k = m->kind;
+    int side = k->side ? k->side : DEFAULT_SIDE, channels = k->channels ? k->channels : DEFAULT_CHANNELS;
+    m->height = o->input_height ? o->input_height : side;
+    m->width = o->input_width ? o->input_width : side;
+    m->channels = o->input_channels ? o->input_channels : channels;
     int64_t hwc = m->height * m->width * m->channels;
     if (hwc > MAX_INPUT)
         return fedc_error(FEDC_EINVAL, "model %s: an image of %lld floats is too large", m->kind->name,
@@ -107,7 +115,7 @@ static fedc_status resolve_image(fedc_model *m, const fedc_model_options *o) {
                           m->kind->name, o->input_dim, (long long)hwc);
     /* Two VALID 3x3 convolutions take 4 rows and columns, and the pool needs 2 more. */
     if (m->kind->arch == ARCH_CNN && (m->height < 6 || m->width < 6))
-        return fedc_error(FEDC_EINVAL, "model cnn: images of %lld x %lld are smaller than 6 x 6",
+        return fedc_error(FEDC_EINVAL, "model %s: images of %lld x %lld are smaller than 6 x 6", m->kind->name,
                           (long long)m->height, (long long)m->width);
     return FEDC_OK;
 }
@@ -153,11 +161,16 @@ static fedc_status declare_params(fedc_model *m) {
     case ARCH_CNN: {
         /* VALID 3x3 twice (-4), then the 2x2 VALID pool (floor of half). */
         int64_t flat = ((m->height - 4) / CNN_POOL) * ((m->width - 4) / CNN_POOL) * CONV2_OUT;
-        if ((st = fedc__nn_declare_conv(ps, "conv1", CNN_KERNEL, CNN_KERNEL, m->channels, CONV1_OUT)) ||
-            (st = fedc__nn_declare_conv(ps, "conv2", CNN_KERNEL, CNN_KERNEL, CONV1_OUT, CONV2_OUT)) ||
-            (st = fedc__nn_declare_dense(ps, "dense1", flat, CNN_DENSE)))
+        bool x = m->kind->xavier;
+        fedc_status (*conv)(fedc__nn_params *, const char *, int, int, int64_t, int64_t) =
+            x ? fedc__nn_declare_conv_xavier : fedc__nn_declare_conv;
+        fedc_status (*dense)(fedc__nn_params *, const char *, int64_t, int64_t) =
+            x ? fedc__nn_declare_dense_xavier : fedc__nn_declare_dense;
+        if ((st = conv(ps, "conv1", CNN_KERNEL, CNN_KERNEL, m->channels, CONV1_OUT)) ||
+            (st = conv(ps, "conv2", CNN_KERNEL, CNN_KERNEL, CONV1_OUT, CONV2_OUT)) ||
+            (st = dense(ps, "dense1", flat, CNN_DENSE)))
             return st;
-        return fedc__nn_declare_dense(ps, "dense2", CNN_DENSE, m->classes);
+        return dense(ps, "dense2", CNN_DENSE, m->classes);
     }
     case ARCH_CHAR_LSTM:
     case ARCH_WORD_LSTM: return fedc__nn_text_declare(&m->text, ps);
@@ -293,7 +306,9 @@ fedc_status fedc_model_init(const fedc_model *m, uint64_t seed, float *params) {
     for (int i = 0; i < m->params.count; i++) {
         const fedc__nn_param *q = &m->params.items[i];
         float *at = params + q->offset;
-        if (q->init_stddev > 0)
+        if (q->init_uniform > 0)
+            fedc__nn_uniform(fedc__nn_init_stream(seed, i), q->init_uniform, q->size, at);
+        else if (q->init_stddev > 0)
             fedc__nn_truncated_normal(fedc__nn_init_stream(seed, i), q->init_stddev, q->size, at);
         else
             for (int64_t j = 0; j < q->size; j++) at[j] = (float)q->init_const;

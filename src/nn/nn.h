@@ -26,6 +26,7 @@ typedef struct fedc__nn_param {
     int64_t size;       /* floats */
     double init_stddev; /* stddev of the truncated normal; 0: every element init_const */
     double init_const;
+    double init_uniform; /* > 0: U(-init_uniform, init_uniform) instead (PyTorch's initialisers) */
 } fedc__nn_param;
 
 /* The parameters in declaration order; size is the running total of floats. */
@@ -44,6 +45,13 @@ fedc_status fedc__nn_declare_dense(fedc__nn_params *ps, const char *layer, int64
  * stddev 1/sqrt(kh*kw*cin)) and "<layer>/b" [cout] of zeros. */
 fedc_status fedc__nn_declare_conv(fedc__nn_params *ps, const char *layer, int kh, int kw, int64_t cin,
                                  int64_t cout);
+/* The same two layers as PyTorch's nn.Linear and nn.Conv2d under
+ * torch.nn.init.xavier_uniform_ on the weight (pfl-research's simple_cnn): w
+ * U(-a, a), a = sqrt(6 / (fan_in + fan_out)); b as PyTorch's reset_parameters
+ * leaves it, U(-1/sqrt(fan_in), 1/sqrt(fan_in)). */
+fedc_status fedc__nn_declare_dense_xavier(fedc__nn_params *ps, const char *layer, int64_t in, int64_t out);
+fedc_status fedc__nn_declare_conv_xavier(fedc__nn_params *ps, const char *layer, int kh, int kw, int64_t cin,
+                                        int64_t cout);
 
 /* Appends "<layer>/<suffix>" of shape dims[0..rank) with a truncated normal of
  * init_stddev (0: zeros) to the table. */
@@ -113,6 +121,9 @@ fedc_rng_stream fedc__nn_init_stream(uint64_t seed, int index);
  * a uses the stream's normal number a * n + j, so every element is a pure function
  * of (stream, j). */
 void fedc__nn_truncated_normal(fedc_rng_stream s, double stddev, int64_t n, float *out);
+/* n floats of U(-limit, limit): element j is (2u - 1) * limit, u the stream's
+ * uniform double number j. */
+void fedc__nn_uniform(fedc_rng_stream s, double limit, int64_t n, float *out);
 
 /* "<layer>/<suffix>" of shape dims[0..rank): truncated normal of init_stddev, or
  * (init_stddev 0) every element init_const. */
