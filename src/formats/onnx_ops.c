@@ -108,6 +108,10 @@ static double host_op(char op, double a, double b, bool integer) {
     case '+': return a + b;
     case '-': return a - b;
     case '*': return a * b;
+    case '%': /* Mod, fmod 0: the divisor's sign (Python's %), as the exporter's head sizes use */
+        if (b == 0) return 0;
+        return fmod(a, b) != 0 && (fmod(a, b) < 0) != (b < 0) ? fmod(a, b) + b : fmod(a, b);
+    case 'f': return b == 0 ? 0 : fmod(a, b); /* Mod, fmod 1: the dividend's sign (C's fmod) */
     default: return integer ? (b == 0 ? 0 : trunc(a / b)) : a / b;
     }
 }
@@ -154,6 +158,19 @@ static fedc_status op_mul(onnx_import *im) { return binary(im, fedc_mul, '*'); }
 static fedc_status op_div(onnx_import *im) { return binary(im, fedc_div, '/'); }
 
 /* Pow with an exponent known at import (fedc's pow takes a constant exponent). */
+/* Mod on values known at import (shape arithmetic: torch's multi-head attention
+ * checks its head size with it); fedc has no remainder op for a program value. */
+static fedc_status op_mod(onnx_import *im) {
+    fedc_status st = fedc__onnx_known_attrs(im, "fmod");
+    const onnx_const *a = st ? NULL : fedc__onnx_const_in(im, 0, "dividend");
+    const onnx_const *b = a ? fedc__onnx_const_in(im, 1, "divisor") : NULL;
+    if (!b) return st ? st : fedc__onnx_error(im);
+    int64_t fmod_attr = fedc__onnx_attr_int(im, "fmod", 0);
+    if (!fmod_attr && (a->dtype == ONNX_FLOAT || a->dtype == ONNX_DOUBLE))
+        return fedc__onnx_fail(im, FEDC_EINVAL, "fmod 0 on floats (ONNX requires fmod 1)");
+    return const_binary(im, a, b, fmod_attr ? 'f' : '%');
+}
+
 static fedc_status op_pow(onnx_import *im) {
     onnx_entry *x = fedc__onnx_in(im, 0);
     const onnx_const *e = x ? fedc__onnx_const_in(im, 1, "exponent") : NULL;
@@ -200,6 +217,6 @@ static fedc_status op_matmul(onnx_import *im) {
 const onnx_op_entry fedc__onnx_ops_basic[] = {
     {"Relu", op_relu}, {"Tanh", op_tanh}, {"Sigmoid", op_sigmoid}, {"Sqrt", op_sqrt}, {"Neg", op_neg},
     {"Exp", op_exp}, {"Log", op_log}, {"Erf", op_erf}, {"Identity", op_identity}, {"Dropout", op_dropout},
-    {"Add", op_add}, {"Sub", op_sub}, {"Mul", op_mul}, {"Div", op_div}, {"Pow", op_pow},
+    {"Add", op_add}, {"Sub", op_sub}, {"Mul", op_mul}, {"Div", op_div}, {"Mod", op_mod}, {"Pow", op_pow},
     {"Gemm", op_gemm}, {"MatMul", op_matmul}, {NULL, NULL},
 };
