@@ -7,7 +7,8 @@
  * under PyTorch's state_dict names (the initializers' names). The files are kept
  * in the tree, so this runs without torch; tests/peers_onnx_torch.sh makes them
  * again at full width with the installed torch and runs this on them
- * (FEDC_ONNX_TORCH_DIR names the directory).
+ * (FEDC_ONNX_TORCH_DIR names the directory). fedc_onnx_write_params writes
+ * parameters back into a copy of such a file.
  *
  * Tolerances: logits |fedc - torch| <= 1e-5 max(|torch|, 1) (float32 sums in
  * another order); gradients |fedc - torch| <= 1e-5 max(max |torch's gradient of
@@ -159,10 +160,56 @@ static void test_resnet_block(void) { check_model("resnet_block"); }
 static void test_char_lstm(void) { check_model("char_lstm"); }
 static void test_transformer(void) { check_model("transformer"); }
 
+/* fedc_onnx_write_params: the MLP's parameters, changed, written into a copy of
+ * the file come back from it bit for bit, under the same names, and the rest of
+ * the model is the same (it imports to a program of the same ops); a parameter
+ * missing, of another shape, or one the model does not have is refused. */
+static void test_write_params(void) {
+    char path[4096], out[4096];
+    snprintf(path, sizeof path, "%s/mlp.onnx", fixture_dir());
+    snprintf(out, sizeof out, "%s", fedc_test_tmp("trained.onnx"));
+    fedc_onnx_model *m = NULL, *back = NULL;
+    CHECK_OK(fedc_program_from_onnx(path, NULL, &m));
+    if (!m) return;
+    int n = m->num_params;
+    fedc_tensor_entry *e = calloc((size_t)n + 1, sizeof *e);
+    float **values = calloc((size_t)n, sizeof *values);
+    for (int i = 0; i < n; i++) {
+        int64_t count = fedc_type_count(&m->param_values[i].type);
+        values[i] = malloc((size_t)count * sizeof **values);
+        for (int64_t k = 0; k < count; k++) values[i][k] = ((const float *)m->param_values[i].data)[k] * 0.5f + (float)k;
+        e[i] = (fedc_tensor_entry){.name = m->param_values[i].name, .type = m->param_values[i].type, .data = values[i]};
+    }
+    CHECK_OK(fedc_onnx_write_params(path, out, e, n));
+    CHECK_OK(fedc_program_from_onnx(out, NULL, &back));
+    if (back) {
+        CHECK_EQ_INT(back->num_params, n);
+        CHECK_EQ_INT(fedc_program_size(back->program), fedc_program_size(m->program));
+        for (int i = 0; i < n && i < back->num_params; i++) {
+            CHECK(!strcmp(back->param_values[i].name, e[i].name));
+            CHECK(!memcmp(back->param_values[i].data, values[i], fedc_type_bytes(&e[i].type)));
+        }
+    }
+    CHECK_ERR(fedc_onnx_write_params(path, out, e, n - 1), FEDC_ENOTFOUND, "no value is given for the model's parameter fc3.bias");
+    e[n] = e[0];
+    e[n].name = "fc9.weight";
+    CHECK_ERR(fedc_onnx_write_params(path, out, e, n + 1), FEDC_ENOTFOUND, "has no float initializer fc9.weight");
+    e[0].type.dims[0]++;
+    CHECK_ERR(fedc_onnx_write_params(path, out, e, n), FEDC_ESHAPE, "parameter fc1.weight is f32");
+    for (int i = 0; i < n; i++) free(values[i]);
+    free(values), free(e);
+    fedc_onnx_model_destroy(back);
+    fedc_onnx_model_destroy(m);
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"mlp", test_mlp}, {"emnist_cnn", test_emnist_cnn}, {"cifar_cnn", test_cifar_cnn},
         {"resnet_block", test_resnet_block}, {"char_lstm", test_char_lstm}, {"transformer", test_transformer},
+        {"write_params", test_write_params},
     };
-    return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+    fedc_test_tmpdir("onnx_torch");
+    int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+    fedc_test_tmpdir_remove();
+    return rc;
 }

@@ -68,6 +68,12 @@ fedc_status fedc__onnx_fail(onnx_import *im, fedc_status status, const char *fmt
  * builders): what a translator returns after a helper returned NULL or FEDC_NONE. */
 fedc_status fedc__onnx_error(const onnx_import *im);
 
+/* The file at path read whole (fedc_malloc'd), at most 2 GiB. */
+fedc_status fedc__onnx_read_file(const char *path, uint8_t **out, size_t *size);
+/* bytes decoded as an onnx.ModelProto (free it with onnx__model_proto__free_unpacked),
+ * their nesting bounded first; FEDC_EPARSE naming `what` when they are not one. */
+fedc_status fedc__onnx_unpack(const void *bytes, size_t size, const char *what, Onnx__ModelProto **out);
+
 /* ------------------------------------------------------------ entries -- */
 
 onnx_entry *fedc__onnx_find(onnx_import *im, const char *name);
