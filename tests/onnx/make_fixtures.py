@@ -28,7 +28,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-OPSET = 17
+OPSET = 17  # --opset N: another of fedc's (13 to 18)
 
 
 class MLP(nn.Module):
@@ -185,8 +185,8 @@ def reference(module, x, labels):
     return logits.detach().numpy(), grads
 
 
-def export(module, x, path):
-    torch.onnx.export(module, (x,), path, opset_version=OPSET, input_names=["x"], output_names=["logits"],
+def export(module, x, path, opset):
+    torch.onnx.export(module, (x,), path, opset_version=opset, input_names=["x"], output_names=["logits"],
                       dynamic_axes={"x": {0: "batch"}}, do_constant_folding=False,
                       training=torch.onnx.TrainingMode.PRESERVE, dynamo=False)
 
@@ -196,6 +196,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--full", action="store_true", help="the published widths")
     ap.add_argument("--only", help="comma-separated model names")
+    ap.add_argument("--opset", type=int, default=OPSET)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.use_deterministic_algorithms(True)
@@ -206,7 +207,7 @@ def main():
         module.eval()
         # with gradients on, as here, nn.TransformerEncoderLayer takes its composite path
         # (under no_grad its fused kernel has no ONNX form)
-        export(module, x, os.path.join(args.out, name + ".onnx"))
+        export(module, x, os.path.join(args.out, name + ".onnx"), args.opset)
         logits, grads = reference(module, x, labels)
         tensors = {"x": x.numpy().astype(np.float32) if x.is_floating_point() else x.numpy().astype(np.int32),
                    "labels": labels.numpy().astype(np.int32), "logits": logits}
