@@ -106,6 +106,9 @@ onnx_const *fedc__onnx_const_reshaped(const onnx_const *c, int dtype, int rank, 
 fedc_status fedc__onnx_const_of_tensor(const Onnx__TensorProto *t, const char *what, onnx_const **out);
 /* Node input k, which must be known at import (a shape, axes, pads...). */
 const onnx_const *fedc__onnx_const_in(onnx_import *im, int k, const char *what);
+/* Node input k, a shape (1-D, at most FEDC_MAX_RANK values) known at import, into
+ * dims: its rank, or -1 with the error reported. */
+int fedc__onnx_shape_in(onnx_import *im, int k, int64_t *dims);
 fedc_dtype fedc__onnx_fedc_dtype(int onnx_dtype, bool *ok);
 /* A constant's value as an integer, truncated; NaN as 0 and beyond +-2^62 clamped
  * (a hostile file's float "shape" must not make an undefined conversion). */
