@@ -35,6 +35,10 @@ int cli_with_train_options(const char *cmd, int argc, char **argv,
                            int (*run)(const struct fedc_train_config *c, void *user), void *user);
 /* fedc_model_create's "onnx:FILE" models (cli/model_onnx.c; with libfedc_formats). */
 void cli_register_onnx_models(void);
+/* fedc train --export-onnx OUT: the parameters of the ONNX model at `model` in
+ * OUT_DIR/checkpoint.safetensors written into a copy of it at OUT and, by name,
+ * into OUT's .safetensors; says what it wrote. 0, or the exit status. */
+int cli_export_onnx(const char *model, const char *out_dir, const char *out);
 /* fedc data info PATH [--format NAME]. */
 int fedc_cli_data(int argc, char **argv);
 /* fedc program check|print|grad|jvp|run|export|split ... (cli/program.c). */

@@ -89,6 +89,55 @@ static fedc_status load(const char *path, const fedc_model_options *o, fedc_mode
 }
 
 void cli_register_onnx_models(void) { fedc_model_register_loader("onnx", load); }
+
+/* ------------------------------------------------------ --export-onnx -- */
+
+/* OUT's safetensors beside it: OUT.onnx -> OUT.safetensors, else OUT + ".safetensors". */
+static void safetensors_path(const char *out, char *buf, size_t size) {
+    size_t len = strlen(out);
+    if (len > 5 && !strcmp(out + len - 5, ".onnx")) len -= 5;
+    snprintf(buf, size, "%.*s.safetensors", (int)len, out);
+}
+
+/* The model's parameters, by their ONNX names, out of the checkpoint (whose
+ * server state, under server/, is not the model's). */
+static fedc_status trained(const fedc_onnx_model *om, const fedc_safetensors *ckpt, fedc_tensor_entry *e) {
+    for (int i = 0; i < om->num_params; i++) {
+        fedc_status st = fedc_safetensors_find(ckpt, om->param_values[i].name, &e[i]);
+        if (st) return st;
+        if (!fedc_type_same_shape(&e[i].type, &om->param_values[i].type) || e[i].type.dtype != om->param_values[i].type.dtype)
+            return fedc_error(FEDC_ESHAPE, "the checkpoint's %s is not the model's parameter of that name", e[i].name);
+    }
+    return FEDC_OK;
+}
+
+int cli_export_onnx(const char *model, const char *out_dir, const char *out) {
+    char ckpt_path[4096], st_path[4096];
+    snprintf(ckpt_path, sizeof ckpt_path, "%s/checkpoint.safetensors", out_dir);
+    safetensors_path(out, st_path, sizeof st_path);
+    fedc_onnx_model *om = NULL;
+    fedc_safetensors *ckpt = NULL;
+    fedc_tensor_entry *e = NULL;
+    fedc_status st = fedc_program_from_onnx(model, &(fedc_onnx_options){.batch = 1}, &om);
+    if (!st) st = fedc_safetensors_read(ckpt_path, &ckpt);
+    if (!st && !(e = fedc_calloc((size_t)om->num_params + 1, sizeof *e))) st = fedc_error(FEDC_ENOMEM, "out of memory");
+    if (!st) st = trained(om, ckpt, e);
+    /* the safetensors' data must be aligned for no reader: fedc_safetensors_write copies */
+    if (!st) st = fedc_onnx_write_params(model, out, e, om->num_params);
+    if (!st) st = fedc_safetensors_write(st_path, e, om->num_params, NULL, 0);
+    if (st) fprintf(stderr, "fedc train: --export-onnx %s: %s\n", out, fedc_errmsg());
+    else printf("exported: %s (ONNX), %s (PyTorch's state_dict names)\n", out, st_path);
+    fedc_free(e);
+    fedc_safetensors_destroy(ckpt);
+    fedc_onnx_model_destroy(om);
+    return st ? CLI_FAILED : CLI_OK;
+}
 #else
 void cli_register_onnx_models(void) {}
+
+int cli_export_onnx(const char *model, const char *out_dir, const char *out) {
+    (void)model, (void)out_dir;
+    fprintf(stderr, "fedc train: --export-onnx %s: this fedc was built without libfedc_formats (FEDC_FORMATS=OFF)\n", out);
+    return CLI_FAILED;
+}
 #endif

@@ -136,6 +136,10 @@ static const char train_usage[] =
     "  --out DIR                 metrics.jsonl, metrics.csv, curves.svg, checkpoint.safetensors\n"
     "                            (default fedc-run)\n"
     "  --checkpoint-every N      rounds, 0 to 1000000 (default 0: no checkpoints)\n"
+    "  --export-onnx OUT.onnx    with --model onnx:FILE: the trained parameters written into a copy\n"
+    "                            of FILE and, by their PyTorch state_dict names, into\n"
+    "                            OUT.safetensors (from the checkpoint after the last round, which\n"
+    "                            it implies: --checkpoint-every defaults to --rounds)\n"
     "  --resume                  continue from DIR/checkpoint.safetensors: refused if a setting\n"
     "                            that changes the model differs (--rounds, --threads and the\n"
     "                            evaluation and checkpoint options may; docs/training.md)\n"
@@ -179,6 +183,7 @@ typedef struct options {
     int nsets;
     double prox_mu;         /* --prox-mu: --set mu=X */
     const char *checkpoint; /* fedc eval */
+    const char *export_onnx; /* fedc train --export-onnx OUT.onnx */
     double client_lr, server_lr, server_eps;
     bool no_dropout;
     const char *config;     /* the config file being read */
@@ -275,6 +280,7 @@ static const option table[] = {
     {OPT("strict", FLAG, TRAIN, c.strict)},
     {OPT("profile", FLAG, TRAIN, c.profile)},
     {OPT("checkpoint", STR, EVAL, checkpoint)},
+    {OPT("export-onnx", STR, TRAIN, export_onnx)},
 };
 #undef OPT
 #undef INTS
@@ -521,6 +527,10 @@ static int finish(options *o) {
         return usage_error(o, "%s", "--holdout and --test-data both give the test split: use one");
     c->algorithm.dropout = !o->no_dropout;
     if (o->command == EVAL) return 0;
+    if (o->export_onnx && (!c->model || strncmp(c->model, "onnx:", 5)))
+        return usage_error(o, "--export-onnx %s writes an ONNX model's trained parameters: it needs --model onnx:FILE",
+                           o->export_onnx);
+    if (o->export_onnx && c->checkpoint_every == 0) c->checkpoint_every = c->rounds; /* the last round's */
     if (!(c->algorithm.def = fedc_algorithm_find(o->algorithm))) return usage_error(o, "%s", fedc_errmsg());
     if (fedc_optimizer_parse(o->client_opt, o->client_lr, &c->algorithm.client_opt) ||
         fedc_optimizer_parse(o->server_opt, o->server_lr, &c->algorithm.server_opt))
@@ -586,6 +596,7 @@ int cli_with_train_options(const char *cmd, int argc, char **argv, int (*run)(co
                            void *user) {
     options o;
     int rc = parse(&o, TRAIN, cmd, argc, argv);
+    if (!rc && o.export_onnx) rc = usage_error(&o, "%s", "--export-onnx is an option of fedc train");
     if (!rc) rc = run(&o.c, user);
     release(&o);
     return rc;
@@ -643,12 +654,14 @@ int fedc_cli_train(int argc, char **argv) {
             printf("%s: the run is already complete (%d rounds; --rounds N with more extends it); its last metrics: "
                    "train loss %.4f, test loss %.4f, test accuracy %.2f%%\n", o.c.out_dir, o.c.rounds, r.train_loss,
                    r.test_loss, 100 * r.test_accuracy);
+            if (o.export_onnx) rc = cli_export_onnx(o.c.model + 5, o.c.out_dir, o.export_onnx);
         } else if (fedc_mpi_rank() == 0) {
             printf("done: %d rounds in %.1f s (%.0f examples/s); final train loss %.4f, test loss %.4f, test "
                    "accuracy %.2f%%\nmetrics: %s/metrics.jsonl, %s/metrics.csv; curves: %s/curves.svg\n",
                    r.rounds_run, r.seconds, r.examples_per_s, r.train_loss, r.test_loss, 100 * r.test_accuracy,
                    o.c.out_dir, o.c.out_dir, o.c.out_dir);
             if (o.c.checkpoint_every > 0) printf("checkpoint: %s/checkpoint.safetensors\n", o.c.out_dir);
+            if (o.export_onnx) rc = cli_export_onnx(o.c.model + 5, o.c.out_dir, o.export_onnx);
             if (r.dropped > 0) /* the clock's late and over-selected clients are many and expected: not warned of */
                 printf("dropped: %lld clients over the run (%s)\n", (long long)r.dropped,
                        o.c.clock ? "late or over-selected under --clock, or named by a warning" : "the warnings name them");

@@ -5,8 +5,10 @@
 # models' bits, FedAvg and SCAFFOLD, 2 rounds: the same ops in the same order,
 # the task's NHWC images fed to the NCHW input (one channel: the same floats), so
 # the same kernels and sums. The checkpoint names the parameters by their ONNX
-# (PyTorch state_dict) names; fedc eval reads it back. An output of 10 classes on
-# the 62-class task, a sequence task and a missing file are refused.
+# (PyTorch state_dict) names; fedc eval reads it back; --export-onnx writes them into
+# a copy of the ONNX file and a safetensors file, both the checkpoint's bits. An
+# output of 10 classes on the 62-class task, a sequence task and a missing file are
+# refused.
 # Usage: cli_onnx_train.sh path/to/fedc path/to/fedc_test_onnx_train
 set -u
 fedc=$1
@@ -43,6 +45,28 @@ expect 0 "2 tensors agree (largest difference 0)" -- \
 
 expect 0 "accuracy" -- "$fedc" eval --checkpoint "$out/onnx_fedavg/checkpoint.safetensors" \
   --data "$out/femnist-leaf/test" --model onnx:$out/dense.onnx
+# --export-onnx: the trained parameters in a copy of the ONNX file and, by their ONNX
+# (state_dict) names, in a safetensors file, both the checkpoint's bits; from a run
+# already complete (--resume), and from a fresh SCAFFOLD run that gave no
+# --checkpoint-every (the last round's checkpoint is implied; its server state is not
+# the model's)
+expect 0 "exported: $out/dense_trained.onnx (ONNX), $out/dense_trained.safetensors" -- \
+  train onnx_fedavg onnx:$out/dense.onnx --algorithm fedavg --resume --export-onnx "$out/dense_trained.onnx"
+expect 0 "6 tensors agree (largest difference 0)" -- \
+  "$files" compare "$out/onnx_fedavg/checkpoint.safetensors" "$out/dense_trained.safetensors" 0
+grep -aq '"fc1.weight":{"dtype":"F32","shape":\[784,200\]' "$out/dense_trained.safetensors" && ok ||
+  bad "dense_trained.safetensors lacks fc1.weight"
+expect 0 "6 parameters" -- "$fedc" program import "$out/dense_trained.onnx" --out "$out/dt.fedc" --params "$out/dt.safetensors"
+expect 0 "6 tensors agree (largest difference 0)" -- \
+  "$files" compare "$out/onnx_fedavg/checkpoint.safetensors" "$out/dt.safetensors" 0
+expect 0 "6 parameters" -- "$fedc" program import "$out/dense.onnx" --out "$out/d0.fedc" --params "$out/d0.safetensors"
+expect 1 "fc1.weight" -- "$files" compare "$out/d0.safetensors" "$out/dt.safetensors" 0 # training moved them
+expect 0 "exported: $out/gemm.onnx" -- "$fedc" train --data "$out/femnist-leaf/train" --model onnx:$out/logistic_gemm.onnx \
+  --algorithm scaffold --rounds 1 --clients-per-round 3 --seed 7 --quiet --out "$out/gemm_export" --export-onnx "$out/gemm.onnx"
+expect 0 "2 parameters" -- "$fedc" program import "$out/gemm.onnx" --out "$out/g.fedc" --params "$out/g.safetensors"
+expect 0 "2 tensors agree (largest difference 0)" -- "$files" compare "$out/gemm.safetensors" "$out/g.safetensors" 0
+expect 2 "it needs --model onnx:FILE" -- train plain dense --export-onnx "$out/x.onnx"
+
 expect 1 "its output logits has 10 classes, but the task's labels have 62" -- train ten onnx:$out/ten.onnx
 expect 1 "does not fit the stackoverflow task" -- "$fedc" train --data synthetic:zipf:3:8:12 --task stackoverflow \
   --model onnx:$out/dense.onnx --rounds 1 --quiet --out "$out/text"

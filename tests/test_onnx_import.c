@@ -493,6 +493,50 @@ static void test_block(void) {
     free(bytes);
 }
 
+/* Expand of a program value (broadcast both ways) and of a constant, and Mod in
+ * both of its modes (fmod 0: the divisor's sign, as Python's %; 1: C's fmod), as
+ * the exporters write them: the outputs equal the definitions'. */
+static void test_expand_mod(void) {
+    onnx_writer w;
+    ow_init(&w);
+    ow_input(&w, "x", ELEM_FLOAT, 3, (int64_t[]){2, 1, 3});
+    ow_init_i64(&w, "shape", 1, (int64_t[]){2}, (int64_t[]){4, 3}); /* two-way: [2,1,3] with [4,3] */
+    ow_init_i64(&w, "two", 1, (int64_t[]){1}, (int64_t[]){2});
+    ow_node(&w, "Constant", "a", "", "a", 1, ow_tensor_i64(&w, "value", 1, (int64_t[]){2}, (int64_t[]){7, -7}));
+    ow_node(&w, "Constant", "b", "", "b", 1, ow_tensor_i64(&w, "value", 1, (int64_t[]){1}, (int64_t[]){-3}));
+    ow_node(&w, "Expand", "expand", "x,shape", "y", 0);
+    ow_node(&w, "Expand", "expand_const", "b,two", "e", 0);
+    ow_node(&w, "Mod", "mod", "a,b", "m", 0);
+    ow_node(&w, "Mod", "fmod", "a,b", "f", 1, ow_int(&w, "fmod", 1));
+    ow_output(&w, "y"), ow_output(&w, "e"), ow_output(&w, "m"), ow_output(&w, "f");
+    size_t size;
+    uint8_t *bytes = ow_pack(&w, 17, &size);
+    ow_free(&w);
+    fedc_onnx_model *m = import_bytes(bytes, size, 0, false);
+    float x[6] = {1, 2, 3, 4, 5, 6};
+    fedc_executor *ex = NULL;
+    if (m) CHECK_OK(fedc_executor_create(&ex, m->program, NULL));
+    if (ex) {
+        CHECK_OK(fedc_executor_bind(ex, "x", x));
+        CHECK_OK(fedc_executor_run(ex));
+        const void *data = NULL;
+        fedc_type t;
+        CHECK_OK(fedc_executor_output(ex, "y", &data, &t));
+        CHECK(t.rank == 3 && t.dims[0] == 2 && t.dims[1] == 4 && t.dims[2] == 3);
+        for (int i = 0; data && i < 24; i++) CHECK_NEAR(((const float *)data)[i], x[(i / 12) * 3 + i % 3], 0);
+        static const char *names[3] = {"e", "m", "f"};
+        static const int32_t want[3][2] = {{-3, -3}, {-2, -1}, {1, -1}};
+        for (int k = 0; k < 3; k++) {
+            CHECK_OK(fedc_executor_output(ex, names[k], &data, &t));
+            CHECK(t.dtype == FEDC_I32 && fedc_type_count(&t) == 2);
+            for (int i = 0; data && i < 2; i++) CHECK_EQ_INT(((const int32_t *)data)[i], want[k][i]);
+        }
+    }
+    fedc_executor_destroy(ex);
+    fedc_onnx_model_destroy(m);
+    free(bytes);
+}
+
 /* -------------------------------------------------------------- refusals -- */
 
 static fedc_status import_status(onnx_writer *w, int64_t opset) {
@@ -662,6 +706,7 @@ int main(int argc, char **argv) {
     if (dir && *dir) return write_files(dir);
     static const fedc_test tests[] = {
         {"mlp", test_mlp}, {"cnn", test_cnn}, {"lstm", test_lstm}, {"block", test_block},
+        {"expand_mod", test_expand_mod},
         {"refusals", test_refusals}, {"damaged", test_damaged},
         {"deep_nesting", test_deep_nesting},
     };

@@ -63,6 +63,14 @@ FEDC_API fedc_status fedc_program_from_onnx_bytes(const void *bytes, size_t size
                                                   const fedc_onnx_options *options, fedc_onnx_model **out);
 FEDC_API void fedc_onnx_model_destroy(fedc_onnx_model *m); /* safe on NULL */
 
+/* Writes a copy of the ONNX model at `path` to `out` with its parameters (its
+ * float initializers) replaced by `params`, by name: each must be given, in its
+ * ONNX type and shape (as fedc_program_from_onnx imported it; a checkpoint of
+ * `fedc train --model onnx:PATH` names them so), and no other. The rest of the
+ * file is kept; the values are written as raw_data. The file is written under a
+ * temporary name and renamed. */
+FEDC_API fedc_status fedc_onnx_write_params(const char *path, const char *out, const fedc_tensor_entry *params, int n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -232,13 +232,12 @@ fedc_status fedc_program_from_onnx_bytes(const void *bytes, size_t size, const c
     if (!bytes && size) return fedc_error(FEDC_EINVAL, "%s: no bytes", what);
     fedc_onnx_options o = options ? *options : (fedc_onnx_options){0};
     if (o.batch < 0) return fedc_error(FEDC_EINVAL, "%s: batch %lld is negative", what, (long long)o.batch);
-    if (!shallow(&onnx__model_proto__descriptor, bytes, (const uint8_t *)bytes + size, MAX_DEPTH))
-        return fedc_error(FEDC_EPARSE, "%s: messages nested more than %d deep: not an ONNX model", what, MAX_DEPTH);
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, bytes);
-    if (!mp) return fedc_error(FEDC_EPARSE, "%s: not an ONNX model (protobuf-c cannot decode it as onnx.ModelProto)", what);
+    Onnx__ModelProto *mp;
+    fedc_status st = fedc__onnx_unpack(bytes, size, what, &mp);
+    if (st) return st;
     fedc_onnx_model *m = fedc_calloc(1, sizeof *m);
     onnx_import im = {.what = what};
-    fedc_status st = m ? import_model(mp, &im, &o, m) : fedc_error(FEDC_ENOMEM, "%s: out of memory", what);
+    st = m ? import_model(mp, &im, &o, m) : fedc_error(FEDC_ENOMEM, "%s: out of memory", what);
     for (int i = 0; i < im.n; i++) fedc__onnx_const_free(im.entries[i].k);
     fedc_free(im.entries);
     onnx__model_proto__free_unpacked(mp, NULL);
@@ -250,10 +249,17 @@ fedc_status fedc_program_from_onnx_bytes(const void *bytes, size_t size, const c
     return FEDC_OK;
 }
 
-fedc_status fedc_program_from_onnx(const char *path, const fedc_onnx_options *options, fedc_onnx_model **out) {
-    if (!out) return fedc_error(FEDC_EINVAL, "fedc_program_from_onnx: out is NULL");
+fedc_status fedc__onnx_unpack(const void *bytes, size_t size, const char *what, Onnx__ModelProto **out) {
     *out = NULL;
-    if (!path) return fedc_error(FEDC_EINVAL, "fedc_program_from_onnx: path is NULL");
+    if (!shallow(&onnx__model_proto__descriptor, bytes, (const uint8_t *)bytes + size, MAX_DEPTH))
+        return fedc_error(FEDC_EPARSE, "%s: messages nested more than %d deep: not an ONNX model", what, MAX_DEPTH);
+    *out = onnx__model_proto__unpack(NULL, size, bytes);
+    if (!*out) return fedc_error(FEDC_EPARSE, "%s: not an ONNX model (protobuf-c cannot decode it as onnx.ModelProto)", what);
+    return FEDC_OK;
+}
+
+fedc_status fedc__onnx_read_file(const char *path, uint8_t **out, size_t *size) {
+    *out = NULL, *size = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return fedc_error(FEDC_EIO, "%s: cannot open: %s", path, strerror(errno));
     uint8_t *buf = NULL;
@@ -277,6 +283,21 @@ fedc_status fedc_program_from_onnx(const char *path, const fedc_onnx_options *op
         }
     }
     fclose(f);
+    if (st) {
+        fedc_free(buf);
+        return st;
+    }
+    *out = buf, *size = len;
+    return FEDC_OK;
+}
+
+fedc_status fedc_program_from_onnx(const char *path, const fedc_onnx_options *options, fedc_onnx_model **out) {
+    if (!out) return fedc_error(FEDC_EINVAL, "fedc_program_from_onnx: out is NULL");
+    *out = NULL;
+    if (!path) return fedc_error(FEDC_EINVAL, "fedc_program_from_onnx: path is NULL");
+    uint8_t *buf;
+    size_t len;
+    fedc_status st = fedc__onnx_read_file(path, &buf, &len);
     if (!st) st = fedc_program_from_onnx_bytes(buf, len, path, options, out);
     fedc_free(buf);
     return st;

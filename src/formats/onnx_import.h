@@ -68,6 +68,12 @@ fedc_status fedc__onnx_fail(onnx_import *im, fedc_status status, const char *fmt
  * builders): what a translator returns after a helper returned NULL or FEDC_NONE. */
 fedc_status fedc__onnx_error(const onnx_import *im);
 
+/* The file at path read whole (fedc_malloc'd), at most 2 GiB. */
+fedc_status fedc__onnx_read_file(const char *path, uint8_t **out, size_t *size);
+/* bytes decoded as an onnx.ModelProto (free it with onnx__model_proto__free_unpacked),
+ * their nesting bounded first; FEDC_EPARSE naming `what` when they are not one. */
+fedc_status fedc__onnx_unpack(const void *bytes, size_t size, const char *what, Onnx__ModelProto **out);
+
 /* ------------------------------------------------------------ entries -- */
 
 onnx_entry *fedc__onnx_find(onnx_import *im, const char *name);
@@ -100,6 +106,9 @@ onnx_const *fedc__onnx_const_reshaped(const onnx_const *c, int dtype, int rank, 
 fedc_status fedc__onnx_const_of_tensor(const Onnx__TensorProto *t, const char *what, onnx_const **out);
 /* Node input k, which must be known at import (a shape, axes, pads...). */
 const onnx_const *fedc__onnx_const_in(onnx_import *im, int k, const char *what);
+/* Node input k, a shape (1-D, at most FEDC_MAX_RANK values) known at import, into
+ * dims: its rank, or -1 with the error reported. */
+int fedc__onnx_shape_in(onnx_import *im, int k, int64_t *dims);
 fedc_dtype fedc__onnx_fedc_dtype(int onnx_dtype, bool *ok);
 /* A constant's value as an integer, truncated; NaN as 0 and beyond +-2^62 clamped
  * (a hostile file's float "shape" must not make an undefined conversion). */

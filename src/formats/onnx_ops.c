@@ -5,6 +5,7 @@
  * Arithmetic on two constants (shape arithmetic: sizes, indices) is computed at
  * import instead, with numpy's broadcasting, as ONNX defines it. */
 #include <math.h>
+#include <string.h>
 
 #include "formats/onnx_import.h"
 
@@ -108,6 +109,10 @@ static double host_op(char op, double a, double b, bool integer) {
     case '+': return a + b;
     case '-': return a - b;
     case '*': return a * b;
+    case '%': /* Mod, fmod 0: the divisor's sign (Python's %), as the exporter's head sizes use */
+        if (b == 0) return 0;
+        return fmod(a, b) != 0 && (fmod(a, b) < 0) != (b < 0) ? fmod(a, b) + b : fmod(a, b);
+    case 'f': return b == 0 ? 0 : fmod(a, b); /* Mod, fmod 1: the dividend's sign (C's fmod) */
     default: return integer ? (b == 0 ? 0 : trunc(a / b)) : a / b;
     }
 }
@@ -153,7 +158,50 @@ static fedc_status op_sub(onnx_import *im) { return binary(im, fedc_sub, '-'); }
 static fedc_status op_mul(onnx_import *im) { return binary(im, fedc_mul, '*'); }
 static fedc_status op_div(onnx_import *im) { return binary(im, fedc_div, '/'); }
 
+/* Expand: x broadcast both ways with `shape` (numpy's rule), which is x * ones(shape):
+ * on a constant computed at import (the dynamo exporter's zero initial state of an
+ * LSTM is one, and the LSTM needs it known), else fedc's broadcast_to. */
+static fedc_status op_expand(onnx_import *im) {
+    fedc_status st = fedc__onnx_known_attrs(im, "");
+    onnx_entry *x = st ? NULL : fedc__onnx_in(im, 0);
+    int64_t dims[FEDC_MAX_RANK], xd[FEDC_MAX_RANK];
+    int rank = x ? fedc__onnx_shape_in(im, 1, dims) : -1;
+    if (rank < 0) return st ? st : fedc__onnx_error(im);
+    int xr = fedc__onnx_dims(im, x, xd);
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0) return fedc__onnx_fail(im, FEDC_EINVAL, "dimension %lld", (long long)dims[i]);
+    onnx_const *ones = fedc__onnx_const_new(x->k ? x->k->dtype : ONNX_FLOAT, rank, dims);
+    if (!ones) return fedc__onnx_fail(im, FEDC_ERANGE, "%s", "the shape is too large");
+    for (int64_t i = 0; x->k && i < ones->count; i++) ones->data[i] = 1;
+    if (x->k) {
+        st = const_binary(im, x->k, ones, '*');
+        fedc__onnx_const_free(ones);
+        return st;
+    }
+    int out_rank;
+    int64_t out[FEDC_MAX_RANK];
+    onnx_const xs = {.rank = xr};
+    memcpy(xs.dims, xd, sizeof xd);
+    bool fits = broadcast_dims(&xs, ones, &out_rank, out);
+    fedc__onnx_const_free(ones);
+    if (!fits) return fedc__onnx_fail(im, FEDC_ESHAPE, "the input does not broadcast to the shape");
+    return fedc__onnx_set(im, 0, fedc_broadcast_to(im->p, fedc__onnx_value(im, x, FEDC_NONE), out_rank, out));
+}
+
 /* Pow with an exponent known at import (fedc's pow takes a constant exponent). */
+/* Mod on values known at import (shape arithmetic: torch's multi-head attention
+ * checks its head size with it); fedc has no remainder op for a program value. */
+static fedc_status op_mod(onnx_import *im) {
+    fedc_status st = fedc__onnx_known_attrs(im, "fmod");
+    const onnx_const *a = st ? NULL : fedc__onnx_const_in(im, 0, "dividend");
+    const onnx_const *b = a ? fedc__onnx_const_in(im, 1, "divisor") : NULL;
+    if (!b) return st ? st : fedc__onnx_error(im);
+    int64_t fmod_attr = fedc__onnx_attr_int(im, "fmod", 0);
+    if (!fmod_attr && (a->dtype == ONNX_FLOAT || a->dtype == ONNX_DOUBLE))
+        return fedc__onnx_fail(im, FEDC_EINVAL, "fmod 0 on floats (ONNX requires fmod 1)");
+    return const_binary(im, a, b, fmod_attr ? 'f' : '%');
+}
+
 static fedc_status op_pow(onnx_import *im) {
     onnx_entry *x = fedc__onnx_in(im, 0);
     const onnx_const *e = x ? fedc__onnx_const_in(im, 1, "exponent") : NULL;
@@ -200,6 +248,6 @@ static fedc_status op_matmul(onnx_import *im) {
 const onnx_op_entry fedc__onnx_ops_basic[] = {
     {"Relu", op_relu}, {"Tanh", op_tanh}, {"Sigmoid", op_sigmoid}, {"Sqrt", op_sqrt}, {"Neg", op_neg},
     {"Exp", op_exp}, {"Log", op_log}, {"Erf", op_erf}, {"Identity", op_identity}, {"Dropout", op_dropout},
-    {"Add", op_add}, {"Sub", op_sub}, {"Mul", op_mul}, {"Div", op_div}, {"Pow", op_pow},
+    {"Add", op_add}, {"Sub", op_sub}, {"Mul", op_mul}, {"Div", op_div}, {"Mod", op_mod}, {"Expand", op_expand}, {"Pow", op_pow},
     {"Gemm", op_gemm}, {"MatMul", op_matmul}, {NULL, NULL},
 };

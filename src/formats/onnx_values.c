@@ -269,6 +269,16 @@ const onnx_const *fedc__onnx_const_in(onnx_import *im, int k, const char *what) 
     return e->k;
 }
 
+int fedc__onnx_shape_in(onnx_import *im, int k, int64_t *dims) {
+    const onnx_const *shape = fedc__onnx_const_in(im, k, "shape");
+    if (!shape) return -1;
+    if (shape->rank != 1 || shape->count > FEDC_MAX_RANK)
+        return fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "a shape of %lld values (fedc's rank is at most %d)",
+                               (long long)shape->count, FEDC_MAX_RANK), -1;
+    for (int64_t i = 0; i < shape->count; i++) dims[i] = fedc__onnx_i64(shape->data[i]);
+    return (int)shape->count;
+}
+
 /* --------------------------------------------------------- attributes -- */
 
 const Onnx__AttributeProto *fedc__onnx_attr(const onnx_import *im, const char *name) {

@@ -1,0 +1,215 @@
+/* fedc_program_from_onnx on files torch.onnx.export wrote (tests/onnx/, made by
+ * tests/onnx/make_fixtures.py at reduced widths): an MLP, FedJAX's EMNIST CNN,
+ * pfl's CIFAR CNN, a ResNet block with BatchNorm, a char LSTM and a 2-layer
+ * transformer encoder. For each, fedc's logits on the batch the file came with
+ * equal torch's, and the gradients of the mean softmax cross-entropy that fedc's
+ * AD derives from the imported program equal autograd's, parameter by parameter,
+ * under PyTorch's state_dict names (the initializers' names). The files are kept
+ * in the tree, so this runs without torch; tests/peers_onnx_torch.sh makes them
+ * again at full width with the installed torch and runs this on them
+ * (FEDC_ONNX_TORCH_DIR names the directory). fedc_onnx_write_params writes
+ * parameters back into a copy of such a file.
+ *
+ * Tolerances: logits |fedc - torch| <= 1e-5 max(|torch|, 1) (float32 sums in
+ * another order); gradients |fedc - torch| <= 1e-5 max(max |torch's gradient of
+ * that tensor|, 1e-3) elementwise, since a gradient sums over the batch and the
+ * positions in yet other orders, and the exact GELU goes through an erf
+ * approximated to 1.5e-7. On the reduced fixtures the largest differences are
+ * 2e-7 (logits) and 2e-6 (gradients) of these scales. */
+#include "harness.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fedc/ad.h"
+#include "fedc/exec.h"
+#include "fedc/formats.h"
+#include "fedc/safetensors.h"
+
+static const double LOGIT_TOL = 1e-5, GRAD_TOL = 1e-5;
+
+static const char *fixture_dir(void) {
+    const char *dir = getenv("FEDC_ONNX_TORCH_DIR");
+    return dir && *dir ? dir : fedc_test_path("tests/onnx");
+}
+
+/* A tensor of the reference file, copied out (its bytes need not be aligned). */
+static void *tensor(const fedc_safetensors *s, const char *name, fedc_type *type) {
+    fedc_tensor_entry e;
+    if (fedc_safetensors_find(s, name, &e)) return NULL;
+    size_t bytes = fedc_type_bytes(&e.type);
+    void *data = malloc(bytes ? bytes : 1);
+    if (data) memcpy(data, e.data, bytes);
+    *type = e.type;
+    return data;
+}
+
+/* loss = mean(softmax_cross_entropy(logits, labels)) on the imported forward,
+ * with the parameters as inputs "params/<name>", differentiated with respect to
+ * every parameter. */
+static fedc_program *loss_grad_program(const fedc_onnx_model *m, fedc_type label_type) {
+    const fedc_program *f = m->program;
+    fedc_program *p = NULL, *g = NULL;
+    CHECK_OK(fedc_program_create(&p));
+    int n = fedc_program_num_inputs(f);
+    fedc_value *args = calloc((size_t)n, sizeof *args), *outs = calloc((size_t)fedc_program_num_outputs(f), sizeof *outs);
+    const char **wrt = calloc((size_t)n, sizeof *wrt);
+    for (int i = 0; i < n; i++) {
+        const char *name = fedc_program_input_name(f, i);
+        args[i] = fedc_input(p, name, fedc_value_type(f, fedc_program_input(f, i)));
+        if (i >= n - m->num_params) wrt[i - (n - m->num_params)] = name;
+    }
+    fedc_value labels = fedc_input(p, "labels", label_type);
+    CHECK_OK(fedc_program_inline(p, f, args, outs));
+    fedc_value ce = fedc_softmax_cross_entropy(p, outs[0], labels, FEDC_NONE);
+    CHECK_OK(fedc_program_output(p, "logits", outs[0]));
+    CHECK_OK(fedc_program_output(p, "loss", fedc_reduce_mean(p, ce, NULL, -1, false)));
+    CHECK_OK(fedc_grad(p, "loss", wrt, m->num_params, &g));
+    free(args), free(outs), free(wrt);
+    fedc_program_destroy(p);
+    return g;
+}
+
+/* The largest |got - want| over tol * scale(want), which must stay <= 1. */
+static double worst(const float *got, const float *want, int64_t n, double tol, bool per_tensor) {
+    double scale = 1e-3, w = 0;
+    for (int64_t i = 0; per_tensor && i < n; i++) scale = fabs(want[i]) > scale ? fabs(want[i]) : scale;
+    for (int64_t i = 0; i < n; i++) {
+        double s = per_tensor ? scale : (fabs(want[i]) > 1 ? fabs(want[i]) : 1);
+        double r = fabs((double)got[i] - want[i]) / (tol * s);
+        w = r > w ? r : w;
+    }
+    return w;
+}
+
+static void check_output(const fedc_executor *ex, const char *out, const fedc_safetensors *ref, const char *name,
+                         const char *model, double tol, bool per_tensor) {
+    fedc_type rt, gt;
+    const void *got = NULL;
+    float *want = tensor(ref, name, &rt);
+    CHECK_MSG(want != NULL, "%s: the reference has no %s", model, name);
+    CHECK_OK(fedc_executor_output(ex, out, &got, &gt));
+    if (want && got) {
+        CHECK_MSG(fedc_type_same_shape(&rt, &gt), "%s: %s's shape differs from torch's", model, name);
+        double w = fedc_type_same_shape(&rt, &gt) ? worst(got, want, fedc_type_count(&rt), tol, per_tensor) : 0;
+        CHECK_MSG(w <= 1, "%s: %s is %.3g tolerances from torch's", model, name, w);
+    }
+    free(want);
+}
+
+/* Every parameter fedc imported is a torch parameter (its gradient checked) or a
+ * BatchNorm running statistic (a buffer: torch has no gradient for it). */
+static bool is_buffer(const char *name) {
+    size_t n = strlen(name);
+    return (n > 13 && !strcmp(name + n - 13, ".running_mean")) || (n > 12 && !strcmp(name + n - 12, ".running_var"));
+}
+
+static void check_model(const char *model) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.safetensors", fixture_dir(), model);
+    fedc_safetensors *ref = NULL;
+    CHECK_OK(fedc_safetensors_read(path, &ref));
+    fedc_type xt, lt;
+    void *x = ref ? tensor(ref, "x", &xt) : NULL, *labels = ref ? tensor(ref, "labels", &lt) : NULL;
+    fedc_onnx_model *m = NULL;
+    snprintf(path, sizeof path, "%s/%s.onnx", fixture_dir(), model);
+    if (x && labels) CHECK_OK(fedc_program_from_onnx(path, &(fedc_onnx_options){.batch = xt.dims[0]}, &m));
+    fedc_program *g = m ? loss_grad_program(m, lt) : NULL;
+    fedc_executor *ex = NULL;
+    if (g) CHECK_OK(fedc_executor_create(&ex, g, NULL));
+    if (ex) {
+        CHECK_OK(fedc_executor_bind(ex, fedc_program_input_name(m->program, 0), x));
+        CHECK_OK(fedc_executor_bind(ex, "labels", labels));
+        char input[300];
+        for (int i = 0; i < m->num_params; i++) {
+            snprintf(input, sizeof input, "params/%s", m->param_values[i].name);
+            CHECK_OK(fedc_executor_bind(ex, input, m->param_values[i].data));
+        }
+        CHECK_OK(fedc_executor_run(ex));
+        check_output(ex, "logits", ref, "logits", model, LOGIT_TOL, false);
+        int torch_params = 0, checked = 0;
+        for (int i = 0; i < fedc_safetensors_count(ref); i++) torch_params += !strncmp(fedc_safetensors_tensor(ref, i).name, "grad/", 5);
+        for (int i = 0; i < m->num_params; i++) {
+            const char *name = m->param_values[i].name;
+            char want[300], got[310];
+            snprintf(want, sizeof want, "grad/%s", name);
+            snprintf(got, sizeof got, "grad_params/%s", name);
+            fedc_tensor_entry e;
+            if (fedc_safetensors_find(ref, want, &e)) {
+                CHECK_MSG(is_buffer(name), "%s: fedc's parameter %s is not a torch parameter", model, name);
+                continue;
+            }
+            check_output(ex, got, ref, want, model, GRAD_TOL, true);
+            checked++;
+        }
+        CHECK_MSG(checked == torch_params, "%s: %d of torch's %d parameters were imported under their names", model,
+                  checked, torch_params);
+    }
+    fedc_executor_destroy(ex);
+    fedc_program_destroy(g);
+    fedc_onnx_model_destroy(m);
+    free(x), free(labels);
+    fedc_safetensors_destroy(ref);
+}
+
+static void test_mlp(void) { check_model("mlp"); }
+static void test_emnist_cnn(void) { check_model("emnist_cnn"); }
+static void test_cifar_cnn(void) { check_model("cifar_cnn"); }
+static void test_resnet_block(void) { check_model("resnet_block"); }
+static void test_char_lstm(void) { check_model("char_lstm"); }
+static void test_transformer(void) { check_model("transformer"); }
+
+/* fedc_onnx_write_params: the MLP's parameters, changed, written into a copy of
+ * the file come back from it bit for bit, under the same names, and the rest of
+ * the model is the same (it imports to a program of the same ops); a parameter
+ * missing, of another shape, or one the model does not have is refused. */
+static void test_write_params(void) {
+    char path[4096], out[4096];
+    snprintf(path, sizeof path, "%s/mlp.onnx", fixture_dir());
+    snprintf(out, sizeof out, "%s", fedc_test_tmp("trained.onnx"));
+    fedc_onnx_model *m = NULL, *back = NULL;
+    CHECK_OK(fedc_program_from_onnx(path, NULL, &m));
+    if (!m) return;
+    int n = m->num_params;
+    fedc_tensor_entry *e = calloc((size_t)n + 1, sizeof *e);
+    float **values = calloc((size_t)n, sizeof *values);
+    for (int i = 0; i < n; i++) {
+        int64_t count = fedc_type_count(&m->param_values[i].type);
+        values[i] = malloc((size_t)count * sizeof **values);
+        for (int64_t k = 0; k < count; k++) values[i][k] = ((const float *)m->param_values[i].data)[k] * 0.5f + (float)k;
+        e[i] = (fedc_tensor_entry){.name = m->param_values[i].name, .type = m->param_values[i].type, .data = values[i]};
+    }
+    CHECK_OK(fedc_onnx_write_params(path, out, e, n));
+    CHECK_OK(fedc_program_from_onnx(out, NULL, &back));
+    if (back) {
+        CHECK_EQ_INT(back->num_params, n);
+        CHECK_EQ_INT(fedc_program_size(back->program), fedc_program_size(m->program));
+        for (int i = 0; i < n && i < back->num_params; i++) {
+            CHECK(!strcmp(back->param_values[i].name, e[i].name));
+            CHECK(!memcmp(back->param_values[i].data, values[i], fedc_type_bytes(&e[i].type)));
+        }
+    }
+    CHECK_ERR(fedc_onnx_write_params(path, out, e, n - 1), FEDC_ENOTFOUND, "no value is given for the model's parameter fc3.bias");
+    e[n] = e[0];
+    e[n].name = "fc9.weight";
+    CHECK_ERR(fedc_onnx_write_params(path, out, e, n + 1), FEDC_ENOTFOUND, "has no float initializer fc9.weight");
+    e[0].type.dims[0]++;
+    CHECK_ERR(fedc_onnx_write_params(path, out, e, n), FEDC_ESHAPE, "parameter fc1.weight is f32");
+    for (int i = 0; i < n; i++) free(values[i]);
+    free(values), free(e);
+    fedc_onnx_model_destroy(back);
+    fedc_onnx_model_destroy(m);
+}
+
+int main(int argc, char **argv) {
+    static const fedc_test tests[] = {
+        {"mlp", test_mlp}, {"emnist_cnn", test_emnist_cnn}, {"cifar_cnn", test_cifar_cnn},
+        {"resnet_block", test_resnet_block}, {"char_lstm", test_char_lstm}, {"transformer", test_transformer},
+        {"write_params", test_write_params},
+    };
+    fedc_test_tmpdir("onnx_torch");
+    int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
+    fedc_test_tmpdir_remove();
+    return rc;
+}
