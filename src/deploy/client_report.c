@@ -104,9 +104,12 @@ static fedc_status take_answer(client *c, const fedc__msg *r, int64_t round, int
     }
     if (r->type != FEDC__MSG_ACK)
         return fedc_error(FEDC_EPARSE, "client %s: a report answered by a %s message", c->id, fedc__msg_name(r->type));
+    int64_t counted; /* 1, or 0 for a report already counted: either way the report is the server's */
+    fedc_status st = fedc__msg_int(r, "counted", 0, 1, &counted);
+    if (st) return st;
     c->reported++;
     c->pending_round = round; /* counted: its state is the client's once the round commits, if added */
-    fedc_status st = fedc__client_save_state(c);
+    st = fedc__client_save_state(c);
     if (!st) fault_exit_after_report(round);
     return st;
 }
