@@ -44,11 +44,12 @@ static const char *const target_names[] = {"plan", "task", "wait", "go", "ack", 
 typedef enum damage {
     D_NONE, D_TRUNCATE, D_JUNK, D_MAGIC, D_VERSION, D_LENGTH_HUGE, D_LENGTH_OFF, D_WRONG_TYPE, D_REJECT, D_SILENT, D_OVERSIZED,
     D_FIELD,   /* field `field` set to `value` (NULL: left out) */
+    D_WAIT,    /* a wait instead, its retry_ms `value` */
     D_T_DROP, D_T_EXTRA, D_T_DTYPE, D_T_SHAPE, D_T_RANK, D_T_NAN, D_T_INF, D_T_RENAME, D_T_BYTES, D_T_HUGE,
     D_SA_JUNK, D_SA_CUT, D_SA_PARAMS, D_SA_NOT_OWN, D_SA_OTHER_ID, D_SA_NO_TENSOR, D_SA_DTYPE,
 } damage;
 static const char *const damage_names[] = {"none", "truncated", "junk", "magic", "version", "huge length", "length off",
-    "wrong type", "reject", "silent", "oversized", "field", "tensor dropped", "tensor extra", "dtype", "shape", "rank",
+    "wrong type", "reject", "silent", "oversized", "field", "wait", "tensor dropped", "tensor extra", "dtype", "shape", "rank",
     "NaN", "infinity", "tensor renamed", "bytes changed", "huge shape", "secagg junk", "secagg cut", "secagg params",
     "secagg without its keys", "secagg for another client", "secagg no tensor", "secagg dtype"};
 
@@ -57,6 +58,7 @@ typedef struct scenario {
     damage d;
     bool secure;
     const char *field, *value;
+    double max_seconds; /* the client's (0: MAX_SECONDS; WAIT_MAX_SECONDS for a wait's) */
     bool fail;         /* the client must end with an error ... */
     const char *error; /* ... holding this (NULL: any) */
     char value_buf[160];
@@ -84,7 +86,7 @@ typedef struct hostile {
     bool task_sent, waited, bad_task, secure_refused;
     char task_round[200], task_exchange[200], task_slot[200];
     fedc__sa_key advertised; /* the client's keys, from its step 0 */
-    int reports;
+    int reports, readies;
     char problem[600];
     uint64_t rng; /* the server thread's own: the same answers every run */
     atomic_int stop;
@@ -233,6 +235,7 @@ static void *answer_frame(hostile *h, const answer *a0, target at, size_t *size)
     const char *hash = fedc_plan_hash(h->plan[sc->secure]);
     if (d == D_SILENT) return NULL;
     if (d == D_FIELD) set_field(&a, sc->field, sc->value);
+    if (d == D_WAIT) a = (answer){.type = FEDC__MSG_WAIT, .f = {{"retry_ms", sc->value}, {"reason", "wait"}}, .nf = 2};
     if (d >= D_T_DROP && d <= D_T_BYTES) damage_tensor(&a, d);
     if (d == D_REJECT) a = (answer){.type = FEDC__MSG_REJECT, .f = {{"reason", "\x01odd\treason \xff"}}, .nf = 1};
     if (d == D_OVERSIZED) a.t[a.nt++] = (fedc_tensor_entry){"pad", fedc_type_make(FEDC_U8, 1, (int64_t[]){MAX_MESSAGE}), pad_bytes};
@@ -328,6 +331,7 @@ static void serve(hostile *h, const fedc__msg *m) {
         return;
     }
     if (m->type == FEDC__MSG_READY || m->type == FEDC__MSG_REPORT) check_upload(h, m);
+    h->readies += m->type == FEDC__MSG_READY;
     if (m->type == FEDC__MSG_SECAGG && has_tensor && step == 0) {
         fedc_tensor_entry e;
         fedc__sa_msg adv = {0};
@@ -496,7 +500,7 @@ static void session(hostile *h, const scenario *sc, int number, FILE *log) {
     h->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(number + 1);
     pthread_mutex_unlock(&h->lock);
     o.connect = url, o.data = data_path, o.token = h->token, o.client = 0, o.log = log;
-    o.timeout = TIMEOUT, o.max_seconds = sc->at == AT_WAIT ? WAIT_MAX_SECONDS : MAX_SECONDS, o.max_message = MAX_MESSAGE;
+    o.timeout = TIMEOUT, o.max_seconds = sc->max_seconds > 0 ? sc->max_seconds : sc->at == AT_WAIT ? WAIT_MAX_SECONDS : MAX_SECONDS, o.max_message = MAX_MESSAGE;
     o.trainers = 1;
     double t0 = fedc_seconds();
     fedc_status st = fedc_client_run(&o);
@@ -611,6 +615,19 @@ static void test_task_not_finite(void) {
 /* A wait of 10^9 ms slept 30 s, past a max_seconds of 1. */
 static void test_wait_bounded(void) { refused(AT_WAIT, D_FIELD, "retry_ms", "1000000000", "did not end within 1 s"); }
 
+/* A ready answered by waits was asked again at once, whatever their retry_ms: a hostile or overloaded server was
+ * hammered until max_seconds; now each wait is waited (within max_seconds), and a bad retry_ms refused. */
+static void test_ready_waits(void) {
+    refused(AT_GO, D_WAIT, NULL, "x", "field \"retry_ms\" is \"x\"");
+    if (!hostile_up()) return;
+    scenario s = {.at = AT_GO, .d = D_WAIT, .value = "200", .max_seconds = 1, .fail = true, .error = "did not end within 1 s"};
+    pthread_mutex_lock(&hs.lock);
+    hs.readies = 0;
+    pthread_mutex_unlock(&hs.lock);
+    session(&hs, &s, sessions++, clients_log);
+    CHECK_MSG(hs.readies >= 2 && hs.readies <= 8, "%d readies in 1 s, each answered by a wait of 200 ms", hs.readies);
+}
+
 /* An ack whose "counted" is not 0 or 1, and a done whose "rounds" is not a count, were taken. */
 static void test_ack_and_done_fields(void) {
     refused(AT_ACK, D_FIELD, "counted", "7", "field \"counted\" is \"7\"");
@@ -630,6 +647,7 @@ int main(int argc, char **argv) {
                                       {"task_heartbeat_ms", test_task_heartbeat_ms},
                                       {"task_not_finite", test_task_not_finite},
                                       {"wait_bounded", test_wait_bounded},
+                                      {"ready_waits", test_ready_waits},
                                       {"ack_and_done_fields", test_ack_and_done_fields},
                                       {"secagg_reply_without_bytes", test_secagg_reply_without_bytes}};
     int rc = fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
