@@ -63,10 +63,11 @@ static const char issue_usage[] =
 
 static const char client_usage[] =
     "usage: fedc client --connect ADDR --data PATH [--client ID] [options]\n"
-    "       fedc fleet --connect ADDR --data PATH --clients N [options]\n"
+    "       fedc fleet --connect ADDR --data PATH --clients N [--client F] [options]\n"
     "  client: one client of a server's plan: client ID (default 0; its index in PATH, as fedc\n"
     "  train numbers them) of the dataset PATH, opened with the plan's settings\n"
-    "  fleet: clients 0 to N - 1 of PATH as threads of one process, each with its own connection\n"
+    "  fleet: clients F (default 0) to F + N - 1 of PATH as threads of one process, each with its\n"
+    "  own connection (fleets of other ranges share one server's population)\n"
     "  --token T | --token-file FILE   the server's token\n"
     "  --credential FILE        client: its own credential (fedc server --issue-credentials), in\n"
     "                           place of a token\n"

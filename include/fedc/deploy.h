@@ -200,8 +200,9 @@ enum { FEDC_MAX_CREDENTIALS = 1 << 24 };
 FEDC_API fedc_status fedc_credentials_issue(const char *key_file, int64_t clients, const char *dir);
 /* Runs one client until the server says the job is done. */
 FEDC_API fedc_status fedc_client_run(const fedc_client_options *o);
-/* Clients 0 to n - 1 of o->data (o->client is ignored), each on a thread of its
- * own with its own connection: for tests and load; the wire is the same. */
+/* Clients o->client to o->client + n - 1 of o->data, each on a thread of its
+ * own with its own connection: for tests and load (fleets of other ranges, in
+ * other processes, make up a large population); the wire is the same. */
 FEDC_API fedc_status fedc_fleet_run(const fedc_client_options *o, int n);
 
 /* An aggregator (docs/deployment.md, "Aggregators"): a client of a server run

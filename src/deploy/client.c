@@ -38,6 +38,15 @@ void fedc__client_sleep_ms(int ms) {
     nanosleep(&t, NULL);
 }
 
+/* A wait as a server asks for it: a server that says "retry in an hour" must
+ * not keep the client past its own bound. */
+void fedc__client_nap(int64_t ms, double deadline) {
+    double left = deadline - fedc_seconds();
+    if (ms > 30000) ms = 30000;
+    if (left * 1000 < (double)ms) ms = left > 0 ? (int64_t)(left * 1000) + 1 : 0;
+    if (ms > 0) fedc__client_sleep_ms((int)ms);
+}
+
 /* A request and its answer, the connection held meanwhile. */
 fedc_status fedc__client_call(client *c, fedc__msg_type type, const fedc_metadata_entry *f, int nf,
                               const fedc_tensor_entry *t, int nt, fedc__msg *reply) {
@@ -105,7 +114,9 @@ fedc_status fedc__client_loop(client *c) {
         if (st) return st;
         int64_t ms = 200;
         if (m.type == FEDC__MSG_DONE) {
-            st = c->pending_round >= 0 ? fedc__client_settle_state(c, &m) : FEDC_OK;
+            int64_t rounds;
+            st = fedc__msg_int(&m, "rounds", 0, INT32_MAX, &rounds);
+            if (!st && c->pending_round >= 0) st = fedc__client_settle_state(c, &m);
             fedc__msg_free(&m);
             return st;
         }
@@ -115,7 +126,7 @@ fedc_status fedc__client_loop(client *c) {
         else st = fedc_error(FEDC_EPARSE, "client %s: a check-in answered by a %s message", c->id, fedc__msg_name(m.type));
         fedc__msg_free(&m);
         if (st) return st;
-        if (m.type == FEDC__MSG_WAIT && ms > 0) fedc__client_sleep_ms((int)(ms > 30000 ? 30000 : ms)); /* as told, 30 s at most */
+        if (m.type == FEDC__MSG_WAIT) fedc__client_nap(ms, start + c->o->max_seconds); /* as told, within the bounds */
     }
     return fedc_error(FEDC_EIO, "client %s: the job did not end within %g s", c->id, c->o->max_seconds);
 }

@@ -133,8 +133,10 @@ typedef struct beater {
     beat *beats;
     int n;
     atomic_int stop;
+    pthread_mutex_t lock; /* with wake: the thread's nap, cut short by a stop */
+    pthread_cond_t wake;
     pthread_t thread;
-    bool started;
+    bool made, started; /* made: lock and wake are */
 } beater;
 fedc_status fedc__beater_start(beater *t, int n);
 void fedc__beater_stop(beater *t);

@@ -4,6 +4,7 @@
  * when no request of the client's is on it; that thread serves all the
  * clients of a fleet. */
 #include <string.h>
+#include <time.h>
 
 #include "deploy/client.h"
 
@@ -37,11 +38,24 @@ void fedc__client_beat_stop(client *c) {
     if (c->beat) atomic_store(&c->beat->working, 0);
 }
 
+/* 50 ms, or until the beater is stopped: a client's run ends at once, not after
+ * the heartbeat thread's nap. */
+static void nap(beater *t) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 50000000L;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&t->lock);
+    if (!atomic_load(&t->stop)) pthread_cond_timedwait(&t->wake, &t->lock, &until);
+    pthread_mutex_unlock(&t->lock);
+}
+
 /* Every 50 ms: the beats due of the working clients whose connections are free. */
 static void *beater_main(void *arg) {
     beater *t = arg;
     while (!atomic_load(&t->stop)) {
-        fedc__client_sleep_ms(50);
+        nap(t);
+        if (atomic_load(&t->stop)) break;
         for (int i = 0; i < t->n; i++) {
             beat *b = &t->beats[i];
             if (!atomic_load(&b->working) || pthread_mutex_trylock(&b->lock)) continue;
@@ -54,6 +68,9 @@ static void *beater_main(void *arg) {
 
 fedc_status fedc__beater_start(beater *t, int n) {
     memset(t, 0, sizeof *t);
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->wake, NULL);
+    t->made = true;
     if (!(t->beats = fedc_calloc((size_t)n, sizeof *t->beats))) return fedc_error(FEDC_ENOMEM, "client: out of memory");
     for (int i = 0; i < n; i++) pthread_mutex_init(&t->beats[i].lock, NULL);
     t->n = n;
@@ -63,8 +80,14 @@ fedc_status fedc__beater_start(beater *t, int n) {
 }
 
 void fedc__beater_stop(beater *t) {
+    if (!t->made) return; /* never started */
+    pthread_mutex_lock(&t->lock);
     atomic_store(&t->stop, 1);
+    pthread_cond_signal(&t->wake);
+    pthread_mutex_unlock(&t->lock);
     if (t->started) pthread_join(t->thread, NULL);
+    pthread_cond_destroy(&t->wake);
+    pthread_mutex_destroy(&t->lock);
     for (int i = 0; t->beats && i < t->n; i++) pthread_mutex_destroy(&t->beats[i].lock);
     fedc_free(t->beats);
 }

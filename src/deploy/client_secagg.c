@@ -6,16 +6,10 @@
  * says why in its log, sends nothing and goes on to its next check-in. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/fault.h"
 #include "deploy/secure.h"
-
-static void nap(int ms) {
-    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-}
 
 /* Test hooks (core/fault.h): FEDC_FAULT=secagg-exit:R ends the client's
  * process before it sends its message of secure round R (2: its report), as a
@@ -78,13 +72,16 @@ static fedc_status await_step(fedc__secure_client *c, int step, fedc__msg *out, 
             *got = true;
             return FEDC_OK;
         }
-        if (out->type == FEDC__MSG_WAIT) st = fedc__msg_int(out, "retry_ms", 0, 30000, &ms);
+        if (out->type == FEDC__MSG_SECAGG_REPLY)
+            st = fedc_error(FEDC_EPARSE, "client %s: the server's secagg message of step %d is not a \"secagg\" tensor of "
+                            "bytes", c->id, step);
+        else if (out->type == FEDC__MSG_WAIT) st = fedc__msg_int(out, "retry_ms", 0, 30000, &ms);
         else if (out->type == FEDC__MSG_REJECT) left_out(c, step, out);
         else st = fedc_error(FEDC_EPARSE, "client %s: a secagg request answered by a %s message", c->id, fedc__msg_name(out->type));
         bool again = out->type == FEDC__MSG_WAIT && !st;
         fedc__msg_free(out);
         if (!again) return st;
-        nap((int)ms);
+        fedc__client_nap(ms, c->start + c->max_seconds);
     }
     return fedc_error(FEDC_EIO, "client %s: the job did not end within %g s", c->id, c->max_seconds);
 }

@@ -5,6 +5,7 @@
  * work done on a trainer's seat with the heartbeats going, the report sent
  * when the server says go; then only the client's state is kept. A secure
  * round's steps come before the work and around the report (client_secure.c). */
+#include <math.h>
 #include <string.h>
 
 #include "core/fault.h"
@@ -20,6 +21,7 @@ typedef struct task {
  * round is FEDC__WARM_ROUND), as the client's form from now on. */
 static fedc_status task_program(client *c, const fedc__msg *m, int64_t round) {
     const char *program = fedc__msg_field(m, "program");
+    if (!program) program = ""; /* not a field the decoder requires: refused below */
     bool warm = !strcmp(program, "warm_start");
     if ((!warm && strcmp(program, "round")) || warm != (round == FEDC__WARM_ROUND))
         return fedc_error(FEDC_EPARSE, "client %s: a task of round %lld for program \"%.40s\" (a task is of the round, or "
@@ -36,6 +38,8 @@ static fedc_status read_task(client *c, const fedc__msg *m, task *t) {
     if (!st) st = task_program(c, m, t->round);
     if (!st) st = fedc__msg_int(m, "exchange", 0, c->exchanges - 1, &t->e);
     if (!st) st = fedc__msg_int(m, "slot", 0, INT32_MAX, &t->slot);
+    int64_t beat_ms; /* checked here, before any work: the heartbeats take it as it is (client_beat.c) */
+    if (!st) st = fedc__msg_int(m, "heartbeat_ms", 1, 3600000, &beat_ms);
     if (!st && strcmp(fedc__msg_field(m, "hash"), fedc_plan_hash(c->plan)))
         st = fedc_error(FEDC_EPARSE, "client %s: a task of another plan", c->id);
     if (st) return st;
@@ -69,6 +73,10 @@ static fedc_status take_broadcasts(client *c, const fedc__msg *m, const fedc_pro
         if (e.type.dtype != t.dtype || !fedc_type_same_shape(&e.type, &t))
             return fedc_error(FEDC_EPARSE, "client %s: the task's \"%s\" is %s; client_work takes %s", c->id, name,
                               fedc_type_str(&e.type, a, sizeof a), fedc_type_str(&t, b, sizeof b));
+        int64_t bad = fedc__tensor_first_not_finite(&e);
+        if (bad >= 0) /* a model the server would never send (it keeps none that diverged); nothing computed from it is sent */
+            return fedc_error(FEDC_EPARSE, "client %s: the task's \"%s\" is not finite (element %lld)", c->id, name,
+                              (long long)bad);
         fedc_status st = fedc__client_hold_shared(c, name, t, e.data);
         if (st) return st;
     }

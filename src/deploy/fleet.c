@@ -287,18 +287,19 @@ fedc_status fedc_fleet_run(const fedc_client_options *o, int n) {
     if (!st) st = fedc__client_fetch_plan(&first, &plan);
     fedc__client_free(&first);
     if (!st) st = fedc__plan_data_open(plan, o->data, &d);
-    if (!st && fedc__plan_data_clients(d) < n)
-        st = fedc_error(FEDC_EINVAL, "fleet: %d clients, but %s has %lld", n, o->data, (long long)fedc__plan_data_clients(d));
+    if (!st && (o->client < 0 || fedc__plan_data_clients(d) - o->client < n))
+        st = fedc_error(FEDC_EINVAL, "fleet: clients %lld to %lld, but %s has %lld", (long long)o->client,
+                        (long long)o->client + n - 1, o->data, (long long)fedc__plan_data_clients(d));
     if (!st && !(m = fedc_calloc((size_t)n, sizeof *m))) st = fedc_error(FEDC_ENOMEM, "fleet: out of memory");
     if (!st) st = fedc__commons_create(&k, o, plan, n);
     if (!st) st = fedc__beater_start(&t, n);
     if (!st)
-        fprintf(log, "fedc fleet: %d clients of %s ready, plan %.16s..., server %s\n", n, o->data,
-                fedc_plan_hash(plan), o->connect);
+        fprintf(log, "fedc fleet: %d clients of %s (from %lld) ready, plan %.16s..., server %s\n", n, o->data,
+                (long long)o->client, fedc_plan_hash(plan), o->connect);
     for (int i = 0; !st && i < n; i++) {
-        m[i].c.o = o, m[i].plan = plan, m[i].d = d, m[i].k = &k, m[i].id = i, m[i].c.beat = &t.beats[i];
+        m[i].c.o = o, m[i].plan = plan, m[i].d = d, m[i].k = &k, m[i].id = o->client + i, m[i].c.beat = &t.beats[i];
         if (pthread_create(&m[i].thread, NULL, member_main, &m[i]) != 0)
-            st = fedc_error(FEDC_EIO, "fleet: cannot start client %d's thread", i);
+            st = fedc_error(FEDC_EIO, "fleet: cannot start client %lld's thread", (long long)m[i].id);
         else m[i].started = true;
     }
     int failed = 0, reports = 0;

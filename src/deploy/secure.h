@@ -127,5 +127,8 @@ fedc_status fedc__secure_client_mask(fedc__secure_client *c, const fedc_program 
  * ended the exchange without one). Frees c's SecAgg state either way. */
 fedc_status fedc__secure_client_unmask(fedc__secure_client *c);
 void fedc__secure_client_free(fedc__secure_client *c);
+/* client.c: a wait a server asks for (ms, 30 s at most), never past `deadline`
+ * (fedc_seconds()): the end of the client's max_seconds. */
+void fedc__client_nap(int64_t ms, double deadline);
 
 #endif

@@ -137,3 +137,41 @@ fedc_status fedc__msg_int(const fedc__msg *m, const char *key, int64_t lo, int64
     *out = x;
     return FEDC_OK;
 }
+
+/* Whether the n elements (of `size` bytes) at p, any alignment, hold a NaN
+ * or an infinity: an all-ones exponent. One branch-free pass, read in place. */
+static bool any_not_finite(const unsigned char *p, int64_t n, size_t size) {
+    unsigned bad = 0;
+    if (size == 4) {
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, p + 4 * i, 4);
+            bad |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t u;
+            memcpy(&u, p + 8 * i, 8);
+            bad |= (u & 0x7ff0000000000000u) == 0x7ff0000000000000u;
+        }
+    }
+    return bad != 0;
+}
+
+/* The first element of a float tensor that is NaN or infinite, or -1: checked
+ * where the report lies, a block at a time, and only a bad block element by
+ * element (for the index the refusal names). Server and client both check
+ * what they are sent with it. */
+int64_t fedc__tensor_first_not_finite(const fedc_tensor_entry *e) {
+    if (e->type.dtype != FEDC_F32 && e->type.dtype != FEDC_F64) return -1;
+    size_t size = fedc_dtype_size(e->type.dtype);
+    int64_t n = fedc_type_count(&e->type);
+    const unsigned char *p = e->data;
+    for (int64_t at = 0; at < n; at += 4096) {
+        int64_t m = n - at < 4096 ? n - at : 4096;
+        if (!any_not_finite(p + (size_t)at * size, m, size)) continue;
+        for (int64_t i = at; i < at + m; i++)
+            if (any_not_finite(p + (size_t)i * size, 1, size)) return i;
+    }
+    return -1;
+}

@@ -77,4 +77,8 @@ const char *fedc__msg_field(const fedc__msg *m, const char *key);
 /* A field as a whole number in [lo, hi]; else an error naming message and field. */
 fedc_status fedc__msg_int(const fedc__msg *m, const char *key, int64_t lo, int64_t hi, int64_t *out);
 
+/* The index of the first NaN or infinity in a float tensor (f32 or f64, read
+ * where it lies, any alignment), or -1: none, or not a float tensor. */
+int64_t fedc__tensor_first_not_finite(const fedc_tensor_entry *e);
+
 #endif
