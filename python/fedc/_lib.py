@@ -279,6 +279,36 @@ def _load_formats():
 
 formats = _load_formats()
 
+# name: (restype, argtypes) of what is called in libfedc_deploy.so (deploy.h): the
+# plans and their client_work, for fedc.flower.
+_DEPLOY_SIGNATURES = {
+    "fedc_plan_read": (c_int, [c_char_p, POINTER(c_void_p)]),
+    "fedc_plan_destroy": (None, [c_void_p]),
+    "fedc_plan_hash": (c_char_p, [c_void_p]),
+    "fedc_plan_worker_create": (c_int, [c_void_p, c_char_p, c_int64, POINTER(c_void_p)]),
+    "fedc_plan_worker_destroy": (None, [c_void_p]),
+    "fedc_plan_worker_run": (c_int, [c_void_p, c_int64, c_int, c_bool, c_char_p, c_size_t,
+                                     POINTER(c_void_p), POINTER(c_size_t)]),
+}
+
+
+def load_deploy():
+    """libfedc_deploy.so beside libfedc.so (a build with FEDC_DEPLOY), or
+    libfedc_deploy.so.0 from the system loader; ImportError naming what was tried."""
+    here = os.path.dirname(path) if os.sep in path else ""
+    tried = ([os.path.join(here, "libfedc_deploy.so")] if here else []) + ["libfedc_deploy.so.0"]
+    for name in tried:
+        if os.sep in name and not os.path.exists(name):
+            continue
+        try:
+            deploy = ctypes.CDLL(name)
+        except OSError:
+            continue
+        for fn, (restype, argtypes) in _DEPLOY_SIGNATURES.items():
+            getattr(deploy, fn).restype, getattr(deploy, fn).argtypes = restype, argtypes
+        return deploy
+    raise ImportError("fedc: no libfedc_deploy (plans need a build with FEDC_DEPLOY=ON); tried " + ", ".join(tried))
+
 P = c_void_p       # fedc_program *, fedc_executor *: opaque handles
 V = VALUE
 PV = POINTER(VALUE)

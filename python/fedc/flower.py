@@ -1,0 +1,363 @@
+"""fedc plans on Flower (docs/python.md, "fedc on Flower"): a Flower Strategy (and its
+ServerApp) that runs a plan's server phases, and a ClientApp whose clients run its
+client_work, both through fedc's C library, so that a Flower run of a plan ends with
+the bits of `fedc train` on the same job.
+
+    strategy = fedc.flower.FedcStrategy("plan", clients_per_round=3, out_dir="run")
+    server_app = fedc.flower.server_app(strategy, rounds=3)
+    client_app = fedc.flower.client_app("plan", data="../shared/data/emnist")
+
+The plan is `fedc plan build`'s (docs/deployment.md). Each exchange of a round is the
+deployment form's five phases: the Strategy runs server_prepare and the broadcast,
+sends each sampled client a Flower "train" Message holding the broadcast values
+(an ArrayRecord, by the form's names) and where it is (a ConfigRecord: round,
+exchange, slot, client, the plan's hash); the ClientApp runs client_work on that
+client's batches, loaded as fedc train loads them (libfedc_deploy's
+fedc_plan_worker), and answers with what client_work sends up (an ArrayRecord);
+the Strategy adds them in slot order with the aggregation phase (the simulator's own
+summation) and runs server_result. A stateful algorithm's client state (SCAFFOLD's
+c_i) lives in the ClientApp's Context.state, Flower's per-node state. Needs flwr
+(1.22: its Message API strategies, flwr.serverapp.strategy).
+"""
+
+import ctypes
+import json
+import os
+import time
+
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.server.superlink.fleet.vce.backend import Backend, supported_backends
+from flwr.serverapp import Grid, ServerApp
+from flwr.serverapp.strategy import Strategy
+from flwr.simulation import run_simulation
+
+from . import _lib, data, safetensors
+from .program import parse
+
+PHASES = ("server_prepare", "server_to_client_broadcast", "client_work", "client_to_server_aggregation",
+          "server_result")
+_STATE = "fedc.client_state"  # the ClientApp's Context.state: the client's state (client/<leaf>)
+_HELD = "fedc.held"           # and its values of the round's earlier exchanges
+_deploy = None
+
+
+def _libdeploy():
+    global _deploy
+    if _deploy is None:
+        _deploy = _lib.load_deploy()
+    return _deploy
+
+
+class Plan:
+    """A plan read and checked by fedc (fedc_plan_read: its hash, that the phases are
+    its round's form, its model), with its phases as fedc.Programs."""
+
+    def __init__(self, path):
+        self.path = path
+        d = _libdeploy()
+        handle = ctypes.c_void_p()
+        _lib.check(d.fedc_plan_read(path.encode(), ctypes.byref(handle)))
+        self._handle = handle
+        self.hash = d.fedc_plan_hash(handle).decode()
+        self.settings, self.exchanges, files = {}, [], {}
+        with open(os.path.join(path, "plan.txt")) as f:
+            for line in f:
+                w = line.split()
+                if w[0] == "setting":
+                    self.settings[w[1]] = w[2]
+                elif w[0] == "phase":
+                    while len(self.exchanges) <= int(w[1]):
+                        self.exchanges.append({})
+                    self.exchanges[int(w[1])][w[2]] = parse(self._text(w[3]))
+                elif w[0] in ("client_init", "model", "warm_start"):
+                    files[w[0]] = w[1]
+        if "warm_start" in files:
+            raise ValueError(f"plan {path}: {self.settings.get('algorithm')}'s warm start runs on fedc's own server "
+                             "(fedc server), not on Flower")
+        self.client_init = parse(self._text(files["client_init"])) if "client_init" in files else None
+        self.model = safetensors.read(os.path.join(path, files["model"]))
+
+    def _text(self, name):
+        with open(os.path.join(self.path, name)) as f:
+            return f.read()
+
+    def setting(self, key):
+        return int(self.settings[key])
+
+    def worker(self, data_path, client):
+        """client_work for client `client` of `data_path`, on fedc (fedc_plan_worker)."""
+        return _Worker(self, data_path, client)
+
+    def close(self):
+        if self._handle:
+            _libdeploy().fedc_plan_destroy(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        self.close()
+
+
+class _Worker:
+    def __init__(self, plan, data_path, client):
+        d = _libdeploy()
+        self.plan, handle = plan, ctypes.c_void_p()  # the plan outlives its worker
+        _lib.check(d.fedc_plan_worker_create(plan._handle, data_path.encode(), client, ctypes.byref(handle)))
+        self._handle = handle
+
+    def run(self, round, exchange, seen, inputs):
+        """{name: array} of client_work's outputs for {name: array} inputs."""
+        d, blob = _libdeploy(), safetensors.encode(inputs)
+        out, size = ctypes.c_void_p(), ctypes.c_size_t()
+        _lib.check(d.fedc_plan_worker_run(self._handle, round, exchange, bool(seen), blob, len(blob),
+                                          ctypes.byref(out), ctypes.byref(size)))
+        try:
+            return safetensors.decode(ctypes.string_at(out, size.value))
+        finally:
+            _lib.lib.fedc_free(out)
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            _libdeploy().fedc_plan_worker_destroy(self._handle)
+
+
+def _arrays(record):
+    """{name: numpy array} of an ArrayRecord (Flower serialises with np.save: bits kept)."""
+    return {k: v.numpy() for k, v in record.items()}
+
+
+def _record(values):
+    return ArrayRecord({k: Array(np.asarray(v, order="C")) for k, v in values.items()})
+
+
+def _run(program, env, clients):
+    """Runs a phase on its inputs from env; its outputs added to env."""
+    if program.inputs or program.outputs:
+        env.update(program.run({name: env[name] for name, _ in program.inputs}, clients=clients))
+
+
+class FedcStrategy(Strategy):
+    """A Flower Strategy that runs a fedc plan's server phases. The server state
+    (the plan's model.safetensors, then each round's server/<leaf> outputs) is the
+    ArrayRecord that Strategy.start carries from round to round; each round's cohort
+    is `fedc train`'s (seed, round, the plan's population) of `clients_per_round`
+    clients, client i of the data being the Flower node whose ClientApp says it holds
+    client i (asked once, with a "query" Message). With out_dir, the server state is
+    written to out_dir/checkpoint.safetensors and a metrics row (round, train_loss,
+    examples) to out_dir/metrics.jsonl after every round."""
+
+    def __init__(self, plan, clients_per_round, out_dir=None, timeout=3600.0):
+        self.plan = plan if isinstance(plan, Plan) else Plan(plan)
+        self.k = int(clients_per_round)
+        population = self.plan.setting("population")
+        if not 1 <= self.k <= population:
+            raise ValueError(f"{self.k} clients per round, but the plan's population is {population} clients")
+        self.out_dir, self.timeout = out_dir, timeout
+        self._grid, self._nodes, self._asked, self._round = None, {}, set(), None
+
+    def initial_arrays(self):
+        """The plan's initial server state, for Strategy.start."""
+        return _record(self.plan.model)
+
+    def summary(self):
+        print(f"fedc.flower: plan {self.plan.hash[:16]}..., {self.plan.settings.get('algorithm')} on "
+              f"{self.plan.settings.get('model')}, {len(self.plan.exchanges)} exchange(s) a round, "
+              f"{self.k} clients per round")
+
+    # --- training: one round, its exchanges --------------------------------------------
+
+    def configure_train(self, server_round, arrays, config, grid):
+        self._grid = grid
+        r = server_round - 1  # fedc counts rounds from 0
+        cohort = [int(c) for c in data.sample_clients(self.plan.setting("population"), self.k,
+                                                      self.plan.setting("seed"), r)]
+        self._find_clients(grid, cohort, server_round)
+        env = dict(_arrays(arrays))
+        env["meta/population"] = np.float32(self.plan.setting("population"))
+        self._round = (r, cohort, env)
+        return self._tasks(0)
+
+    def aggregate_train(self, server_round, replies):
+        r, cohort, env = self._round
+        for e in range(len(self.plan.exchanges)):
+            if e:
+                replies = self._grid.send_and_receive(self._tasks(e), timeout=self.timeout)
+            self._collect(e, list(replies))
+        state = {k: env[k] for k in self.plan.model}
+        metrics = {k: float(env[k]) for k in ("train_loss", "examples") if k in env}
+        self._write(server_round, state, metrics)
+        return _record(state), MetricRecord(metrics)
+
+    def _tasks(self, e):
+        """Exchange e's server_prepare and broadcast run; a "train" Message to each client."""
+        r, cohort, env = self._round
+        phases = self.plan.exchanges[e]
+        _run(phases["server_prepare"], env, len(cohort))
+        bcast = phases["server_to_client_broadcast"]
+        if bcast.inputs:  # every client gets the same copy: run for one, send it to all
+            env.update({k: v[0] for k, v in bcast.run({n: env[n] for n, _ in bcast.inputs}, clients=1).items()})
+        sent = {n: env[n] for n, _ in phases["client_work"].inputs if n.startswith("broadcast/")}
+        out = []
+        for slot, client in enumerate(cohort):
+            where = ConfigRecord({"round": r, "exchange": e, "slot": slot, "client": client, "plan": self.plan.hash})
+            content = RecordDict({"fedc": _record(sent), "config": where})
+            out.append(Message(content=content, dst_node_id=self._nodes[client], message_type="train"))
+        return out
+
+    def _collect(self, e, replies):
+        """Exchange e's reports, in slot order, summed by the aggregation phase; server_result run."""
+        r, cohort, env = self._round
+        by_slot = {}
+        for m in replies:
+            if m.has_error():
+                raise RuntimeError(f"round {r + 1}: a client failed: {m.error.reason}")
+            by_slot[int(m.content["config"]["slot"])] = _arrays(m.content["fedc"])
+        if sorted(by_slot) != list(range(len(cohort))):
+            raise RuntimeError(f"round {r + 1}, exchange {e}: reports of slots {sorted(by_slot)} of {len(cohort)}")
+        agg = self.plan.exchanges[e]["client_to_server_aggregation"]
+        for name, _ in agg.inputs:
+            if name not in env:
+                env[name] = np.stack([by_slot[s][name] for s in range(len(cohort))])
+        _run(agg, env, len(cohort))
+        _run(self.plan.exchanges[e]["server_result"], env, len(cohort))
+
+    def _find_clients(self, grid, cohort, server_round):
+        """Which Flower node holds each fedc client of the cohort: every node not asked
+        yet is asked (a "query" Message; its ClientApp says its client), until all are
+        found or the timeout passes (nodes may join late)."""
+        deadline = time.monotonic() + self.timeout
+        while any(c not in self._nodes for c in cohort):
+            new = [n for n in grid.get_node_ids() if n not in self._asked]
+            if not new and time.monotonic() > deadline:
+                missing = [c for c in cohort if c not in self._nodes]
+                raise RuntimeError(f"round {server_round}: no Flower node holds fedc clients {missing}")
+            if not new:
+                time.sleep(0.1)
+                continue
+            self._asked.update(new)
+            ask = [Message(content=RecordDict({"config": ConfigRecord({"plan": self.plan.hash})}), dst_node_id=n,
+                           message_type="query") for n in new]
+            for m in grid.send_and_receive(ask, timeout=self.timeout):
+                if m.has_error():
+                    raise RuntimeError(f"Flower node {m.metadata.src_node_id} could not say its fedc client: "
+                                       f"{m.error.reason}")
+                self._nodes[int(m.content["config"]["client"])] = m.metadata.src_node_id
+
+    def _write(self, server_round, state, metrics):
+        if not self.out_dir:
+            return
+        os.makedirs(self.out_dir, exist_ok=True)
+        path = os.path.join(self.out_dir, "checkpoint.safetensors")
+        saved = {k[len("server/params/"):] if k.startswith("server/params/") else k: v for k, v in state.items()}
+        meta = {"format": "fedc flower checkpoint", "next_round": str(server_round), "plan_hash": self.plan.hash}
+        with open(path + ".tmp", "wb") as f:  # named as fedc server's and fedc train's checkpoints
+            f.write(safetensors.encode(saved, meta))
+        os.replace(path + ".tmp", path)
+        with open(os.path.join(self.out_dir, "metrics.jsonl"), "a") as f:
+            f.write(json.dumps({"round": server_round, **metrics}) + "\n")
+
+    # --- evaluation: none (fedc train's is over test clients the plan does not hold) ---
+
+    def configure_evaluate(self, server_round, arrays, config, grid):
+        return []
+
+    def aggregate_evaluate(self, server_round, replies):
+        return None
+
+
+def server_app(strategy, rounds):
+    """A ServerApp running `strategy` (a FedcStrategy) for `rounds` rounds."""
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context):
+        strategy.start(grid, strategy.initial_arrays(), num_rounds=rounds, timeout=strategy.timeout)
+
+    return app
+
+
+def client_app(plan, data, client_of=None):
+    """A ClientApp whose node holds fedc client `client_of(context)` of `data` (any
+    dataset fedc reads; by default the node's "partition-id", as Flower's simulation
+    numbers its nodes) and runs the plan's client_work for it."""
+    plan = plan if isinstance(plan, Plan) else Plan(plan)
+    client_of = client_of or (lambda context: int(context.node_config["partition-id"]))
+    workers = {}  # fedc client -> its worker (its data opened once per process)
+    app = ClientApp()
+
+    def check_plan(msg):
+        if msg.content["config"]["plan"] != plan.hash:
+            raise ValueError(f"the server runs plan {msg.content['config']['plan'][:16]}..., "
+                             f"this client plan {plan.hash[:16]}...")
+
+    @app.query()
+    def query(msg: Message, context: Context):
+        check_plan(msg)
+        return Message(RecordDict({"config": ConfigRecord({"client": client_of(context)})}), reply_to=msg)
+
+    @app.train()
+    def train(msg: Message, context: Context):
+        check_plan(msg)
+        where = msg.content["config"]
+        r, e, client = int(where["round"]), int(where["exchange"]), int(where["client"])
+        if client != client_of(context):
+            raise ValueError(f"a task of fedc client {client} sent to the node of client {client_of(context)}")
+        if client not in workers:
+            workers[client] = plan.worker(data, client)
+        state = context.state
+        seen = _STATE in state.array_records
+        inputs = _arrays(state[_STATE]) if seen else (plan.client_init.run() if plan.client_init else {})
+        held = _arrays(state[_HELD]) if e and _HELD in state.array_records else {}
+        inputs.update(held)
+        inputs.update(_arrays(msg.content["fedc"]))
+        inputs["meta/index"] = np.float32(where["slot"])
+        out = workers[client].run(r, e, seen, inputs)
+        sent = {k: v for k, v in out.items() if not k.startswith("client/")}
+        next_state = {k: v for k, v in out.items() if k.startswith("client/")}
+        if next_state:  # kept when the work is done: a report the server then loses leaves it changed
+            state[_STATE] = _record(next_state)
+        if len(plan.exchanges) > 1:  # what later exchanges of the round read on this client
+            held.update(_arrays(msg.content["fedc"]))
+            held.update(sent)
+            state[_HELD] = _record(held)
+        return Message(RecordDict({"fedc": _record(sent), "config": ConfigRecord({"slot": int(where["slot"])})}),
+                       reply_to=msg)
+
+    return app
+
+
+
+class InProcessBackend(Backend):
+    """A backend of Flower's simulation engine that runs each ClientApp call in the
+    engine's own process, one at a time (Flower ships only Ray's). simulate() registers
+    it as "in-process"."""
+
+    def __init__(self, backend_config):
+        super().__init__(backend_config)
+        self.app_fn = None
+
+    def build(self, app_fn):
+        self.app_fn = app_fn
+
+    @property
+    def num_workers(self):
+        return 1
+
+    def is_worker_idle(self):
+        return True
+
+    def terminate(self):
+        pass
+
+    def process_message(self, message, context):
+        return self.app_fn()(message, context), context
+
+
+def simulate(server_app, client_app, num_supernodes):
+    """Flower's simulation (flwr.simulation.run_simulation: its SuperLink, nodes and
+    Messages, in memory) of the apps on num_supernodes nodes, each ClientApp call run in
+    this process by InProcessBackend, so without Ray."""
+    supported_backends.setdefault("in-process", InProcessBackend)
+    run_simulation(server_app=server_app, client_app=client_app, num_supernodes=num_supernodes,
+                   backend_name="in-process")
