@@ -285,9 +285,9 @@ _DEPLOY_SIGNATURES = {
     "fedc_plan_read": (c_int, [c_char_p, POINTER(c_void_p)]),
     "fedc_plan_destroy": (None, [c_void_p]),
     "fedc_plan_hash": (c_char_p, [c_void_p]),
-    "fedc_plan_worker_create": (c_int, [c_void_p, c_char_p, c_int64, POINTER(c_void_p)]),
+    "fedc_plan_worker_create": (c_int, [c_void_p, c_char_p, POINTER(c_void_p)]),
     "fedc_plan_worker_destroy": (None, [c_void_p]),
-    "fedc_plan_worker_run": (c_int, [c_void_p, c_int64, c_int, c_bool, c_void_p, c_size_t,
+    "fedc_plan_worker_run": (c_int, [c_void_p, c_int64, c_int64, c_int, c_bool, c_void_p, c_size_t,
                                      POINTER(c_void_p), POINTER(c_size_t)]),
 }
 

@@ -55,7 +55,7 @@ class Plan:
     its round's form, its model), with its phases as fedc.Programs."""
 
     def __init__(self, path):
-        self.path = path
+        self.path, self._handle = path, None
         d = _libdeploy()
         handle = ctypes.c_void_p()
         _lib.check(d.fedc_plan_read(path.encode(), ctypes.byref(handle)))
@@ -86,9 +86,9 @@ class Plan:
     def setting(self, key):
         return int(self.settings[key])
 
-    def worker(self, data_path, client):
-        """client_work for client `client` of `data_path`, on fedc (fedc_plan_worker)."""
-        return _Worker(self, data_path, client)
+    def worker(self, data_path):
+        """client_work for the clients of `data_path`, on fedc (fedc_plan_worker)."""
+        return _Worker(self, data_path)
 
     def close(self):
         if self._handle:
@@ -100,17 +100,17 @@ class Plan:
 
 
 class _Worker:
-    def __init__(self, plan, data_path, client):
+    def __init__(self, plan, data_path):
         d = _libdeploy()
         self.plan, handle = plan, ctypes.c_void_p()  # the plan outlives its worker
-        _lib.check(d.fedc_plan_worker_create(plan._handle, data_path.encode(), client, ctypes.byref(handle)))
+        _lib.check(d.fedc_plan_worker_create(plan._handle, data_path.encode(), ctypes.byref(handle)))
         self._handle = handle
 
-    def run(self, round, exchange, seen, inputs):
-        """{name: array} of client_work's outputs for {name: array} inputs."""
+    def run(self, client, round, exchange, seen, inputs):
+        """{name: array} of client `client`'s client_work outputs for {name: array} inputs."""
         d, blob = _libdeploy(), safetensors.encode(inputs)
         out, size = ctypes.c_void_p(), ctypes.c_size_t()
-        _lib.check(d.fedc_plan_worker_run(self._handle, round, exchange, bool(seen), blob, len(blob),
+        _lib.check(d.fedc_plan_worker_run(self._handle, client, round, exchange, bool(seen), blob, len(blob),
                                           ctypes.byref(out), ctypes.byref(size)))
         try:
             return safetensors.decode(ctypes.string_at(out, size.value))
@@ -281,12 +281,17 @@ def client_app(plan, data, client_of=None):
     """A ClientApp whose node holds fedc client `client_of(context)` of `data` (any
     dataset fedc reads; by default the node's "partition-id", as Flower's simulation
     numbers its nodes) and runs the plan's client_work for it."""
-    plan = plan if isinstance(plan, Plan) else Plan(plan)
     client_of = client_of or (lambda context: int(context.node_config["partition-id"]))
-    workers = {}  # fedc client -> its worker (its data opened once per process)
+    opened = {}  # the plan and its worker, opened once in the process that runs the app
     app = ClientApp()
 
+    def the_plan():  # opened where the app runs: the app itself holds only paths (Ray pickles it)
+        if "plan" not in opened:
+            opened["plan"] = plan if isinstance(plan, Plan) else Plan(plan)
+        return opened["plan"]
+
     def check_plan(msg):
+        plan = the_plan()
         if msg.content["config"]["plan"] != plan.hash:
             raise ValueError(f"the server runs plan {msg.content['config']['plan'][:16]}..., "
                              f"this client plan {plan.hash[:16]}...")
@@ -299,12 +304,12 @@ def client_app(plan, data, client_of=None):
     @app.train()
     def train(msg: Message, context: Context):
         check_plan(msg)
-        where = msg.content["config"]
+        plan, where = the_plan(), msg.content["config"]
         r, e, client = int(where["round"]), int(where["exchange"]), int(where["client"])
         if client != client_of(context):
             raise ValueError(f"a task of fedc client {client} sent to the node of client {client_of(context)}")
-        if client not in workers:
-            workers[client] = plan.worker(data, client)
+        if "worker" not in opened:  # the data opened once, for every client of this process
+            opened["worker"] = plan.worker(data)
         state = context.state
         seen = _STATE in state.array_records
         inputs = _arrays(state[_STATE]) if seen else (plan.client_init.run() if plan.client_init else {})
@@ -312,7 +317,7 @@ def client_app(plan, data, client_of=None):
         inputs.update(held)
         inputs.update(_arrays(msg.content["fedc"]))
         inputs["meta/index"] = np.float32(where["slot"])
-        out = workers[client].run(r, e, seen, inputs)
+        out = opened["worker"].run(client, r, e, seen, inputs)
         sent = {k: v for k, v in out.items() if not k.startswith("client/")}
         next_state = {k: v for k, v in out.items() if k.startswith("client/")}
         if next_state:  # kept when the work is done: a report the server then loses leaves it changed

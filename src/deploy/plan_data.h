@@ -21,6 +21,8 @@ void fedc__plan_client_destroy(fedc__plan_client *c); /* safe on NULL */
 /* Lets the client's batches' buffers go until its next load (a fleet's client
  * between tasks holds no batch). */
 void fedc__plan_client_release(fedc__plan_client *c);
+/* The client's index in the data. */
+int64_t fedc__plan_client_id(const fedc__plan_client *c);
 /* The client's id in the data ("f0001_23"). */
 const char *fedc__plan_client_name(const fedc__plan_client *c);
 /* The client's input `name` (x, y, mask, steps, key, meta/num_examples,

@@ -10,14 +10,14 @@
 struct fedc_plan_worker {
     const fedc_plan *plan;
     fedc__plan_data *data;
-    fedc__plan_client *client;
+    fedc__plan_client *client; /* the last run's, kept for the next run of the same client */
     fedc_executor **work; /* per exchange of the round's form, made on first use */
     int exchanges;
     void **copies; /* the given inputs, aligned copies, kept while the executor may read them */
     int ncopies;
 };
 
-fedc_status fedc_plan_worker_create(const fedc_plan *p, const char *data, int64_t client, fedc_plan_worker **out) {
+fedc_status fedc_plan_worker_create(const fedc_plan *p, const char *data, fedc_plan_worker **out) {
     *out = NULL;
     if (!p || !data) return fedc_error(FEDC_EINVAL, "plan worker: no plan or no data");
     if (fedc_plan_warm_form(p))
@@ -30,7 +30,6 @@ fedc_status fedc_plan_worker_create(const fedc_plan *p, const char *data, int64_
     w->work = fedc_calloc((size_t)w->exchanges, sizeof *w->work);
     fedc_status st = w->work ? fedc__plan_data_open(p, data, &w->data)
                              : fedc_error(FEDC_ENOMEM, "plan worker: out of memory");
-    if (!st) st = fedc__plan_client_create(w->data, client, &w->client);
     if (st) fedc_plan_worker_destroy(w);
     else *out = w;
     return st;
@@ -88,15 +87,23 @@ static fedc_status encode_outputs(const fedc_executor *ex, const fedc_program *q
     return st;
 }
 
-fedc_status fedc_plan_worker_run(fedc_plan_worker *w, int64_t round, int exchange, bool seen, const void *inputs,
-                                 size_t size, void **out, size_t *out_size) {
+/* The client's batches and metadata: client `id` of the data. */
+static fedc_status client_of(fedc_plan_worker *w, int64_t id) {
+    if (w->client && fedc__plan_client_id(w->client) == id) return FEDC_OK;
+    fedc__plan_client_destroy(w->client);
+    w->client = NULL;
+    return fedc__plan_client_create(w->data, id, &w->client);
+}
+
+fedc_status fedc_plan_worker_run(fedc_plan_worker *w, int64_t client, int64_t round, int exchange, bool seen,
+                                 const void *inputs, size_t size, void **out, size_t *out_size) {
     *out = NULL, *out_size = 0;
     if (round < 0 || round > INT32_MAX || exchange < 0 || exchange >= w->exchanges)
         return fedc_error(FEDC_EINVAL, "plan worker: round %lld, exchange %d; the plan's rounds count from 0 and it has "
                           "%d exchanges", (long long)round, exchange, w->exchanges);
     const fedc_program *q = fedc_deployment_form_phase(fedc_plan_form(w->plan), exchange, FEDC_PHASE_CLIENT_WORK);
-    fedc_status st = FEDC_OK;
-    if (!w->work[exchange]) st = fedc_executor_create(&w->work[exchange], q, NULL);
+    fedc_status st = client_of(w, client);
+    if (!st && !w->work[exchange]) st = fedc_executor_create(&w->work[exchange], q, NULL);
     fedc_safetensors *in = NULL;
     if (!st) st = fedc_safetensors_parse(inputs, size, "client_work's inputs", &in);
     drop_copies(w);
@@ -104,7 +111,7 @@ fedc_status fedc_plan_worker_run(fedc_plan_worker *w, int64_t round, int exchang
     if (!st && !(w->copies = fedc_calloc((size_t)(n ? n : 1), sizeof *w->copies)))
         st = fedc_error(FEDC_ENOMEM, "plan worker: out of memory");
     fedc_executor *ex = w->work[exchange];
-    fedc__plan_client_seen(w->client, seen);
+    if (!st) fedc__plan_client_seen(w->client, seen);
     if (!st) st = fedc__plan_client_load(w->client, (uint32_t)round, ex, q); /* batches and meta/ */
     for (int i = 0; !st && i < n; i++)
         if (!fedc__plan_client_input(w->client, fedc_program_input_name(q, i))) st = bind_given(w, ex, q, i, in);
