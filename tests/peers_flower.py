@@ -10,7 +10,9 @@ classes), 3 rounds of 3 clients:
     tensor for tensor, to the bit, and each round's train loss its metrics row's;
   - SCAFFOLD on the logistic model: the same, its server state (params, c) and losses,
     with some client sampled in two rounds, so that its c_i, kept in Flower's
-    Context.state between them, is read back.
+    Context.state between them, is read back;
+  - Mime on the logistic model: two exchanges a round (the full gradient first), the
+    second sent from aggregate_train.
 """
 
 import json
@@ -89,6 +91,7 @@ def main():
         assert any(cohorts[i] & cohorts[j] for i in range(ROUNDS) for j in range(i)), cohorts  # state is reused
         got = check(fedc_cli, tmp, data, "scaffold", "logistic", len(sizes))
         assert any(np.abs(v).max() > 0 for k, v in got.items() if k.startswith("server/c/"))  # c moved
+        check(fedc_cli, tmp, data, "mime", "logistic", len(sizes))  # two exchanges a round
     print("peers_flower: ok")
 
 

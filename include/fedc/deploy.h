@@ -118,9 +118,10 @@ FEDC_API fedc_tensor_entry fedc_plan_tensor(const fedc_plan *p, int i);
  * client_work (its broadcast/ values, the client's state client/<leaf>, values it
  * sent in an earlier exchange of the round, meta/index) is read from `inputs`,
  * safetensors bytes (fedc/safetensors.h), each of its type; *out gets the outputs
- * (what is sent up, and the next client state under client/<leaf>) as
- * safetensors bytes, fedc_malloc'd, *out_size long: the values fedc's own wire
- * carries. One run at a time on a worker. The plan (one without a warm start)
+ * (the next client state under client/<leaf>, the values sent up) and the
+ * client's own inputs that the exchange's aggregation reads (meta/num_examples)
+ * as safetensors bytes, fedc_malloc'd, *out_size long: what fedc client reports
+ * comes from these. One run at a time on a worker. The plan (one without a warm start)
  * is borrowed and must outlive the worker. */
 typedef struct fedc_plan_worker fedc_plan_worker;
 FEDC_API fedc_status fedc_plan_worker_create(const fedc_plan *p, const char *data, fedc_plan_worker **out);

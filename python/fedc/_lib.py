@@ -282,6 +282,7 @@ formats = _load_formats()
 # name: (restype, argtypes) of what is called in libfedc_deploy.so (deploy.h): the
 # plans and their client_work, for fedc.flower.
 _DEPLOY_SIGNATURES = {
+    "fedc_plan_build": (c_int, [c_void_p, c_char_p]),
     "fedc_plan_read": (c_int, [c_char_p, POINTER(c_void_p)]),
     "fedc_plan_destroy": (None, [c_void_p]),
     "fedc_plan_hash": (c_char_p, [c_void_p]),

@@ -20,7 +20,6 @@ c_i) lives in the ClientApp's Context.state, Flower's per-node state. Needs flwr
 (1.22: its Message API strategies, flwr.serverapp.strategy).
 """
 
-import ctypes
 import json
 import os
 import time
@@ -33,93 +32,11 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import Strategy
 from flwr.simulation import run_simulation
 
-from . import _lib, data, safetensors
-from .program import parse
+from . import safetensors
+from .plan import Plan
 
-PHASES = ("server_prepare", "server_to_client_broadcast", "client_work", "client_to_server_aggregation",
-          "server_result")
 _STATE = "fedc.client_state"  # the ClientApp's Context.state: the client's state (client/<leaf>)
 _HELD = "fedc.held"           # and its values of the round's earlier exchanges
-_deploy = None
-
-
-def _libdeploy():
-    global _deploy
-    if _deploy is None:
-        _deploy = _lib.load_deploy()
-    return _deploy
-
-
-class Plan:
-    """A plan read and checked by fedc (fedc_plan_read: its hash, that the phases are
-    its round's form, its model), with its phases as fedc.Programs."""
-
-    def __init__(self, path):
-        self.path, self._handle = path, None
-        d = _libdeploy()
-        handle = ctypes.c_void_p()
-        _lib.check(d.fedc_plan_read(path.encode(), ctypes.byref(handle)))
-        self._handle = handle
-        self.hash = d.fedc_plan_hash(handle).decode()
-        self.settings, self.exchanges, files = {}, [], {}
-        with open(os.path.join(path, "plan.txt")) as f:
-            for line in f:
-                w = line.split()
-                if w[0] == "setting":
-                    self.settings[w[1]] = w[2]
-                elif w[0] == "phase":
-                    while len(self.exchanges) <= int(w[1]):
-                        self.exchanges.append({})
-                    self.exchanges[int(w[1])][w[2]] = parse(self._text(w[3]))
-                elif w[0] in ("client_init", "model", "warm_start"):
-                    files[w[0]] = w[1]
-        if "warm_start" in files:
-            raise ValueError(f"plan {path}: {self.settings.get('algorithm')}'s warm start runs on fedc's own server "
-                             "(fedc server), not on Flower")
-        self.client_init = parse(self._text(files["client_init"])) if "client_init" in files else None
-        self.model = safetensors.read(os.path.join(path, files["model"]))
-
-    def _text(self, name):
-        with open(os.path.join(self.path, name)) as f:
-            return f.read()
-
-    def setting(self, key):
-        return int(self.settings[key])
-
-    def worker(self, data_path):
-        """client_work for the clients of `data_path`, on fedc (fedc_plan_worker)."""
-        return _Worker(self, data_path)
-
-    def close(self):
-        if self._handle:
-            _libdeploy().fedc_plan_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self):
-        self.close()
-
-
-class _Worker:
-    def __init__(self, plan, data_path):
-        d = _libdeploy()
-        self.plan, handle = plan, ctypes.c_void_p()  # the plan outlives its worker
-        _lib.check(d.fedc_plan_worker_create(plan._handle, data_path.encode(), ctypes.byref(handle)))
-        self._handle = handle
-
-    def run(self, client, round, exchange, seen, inputs):
-        """{name: array} of client `client`'s client_work outputs for {name: array} inputs."""
-        d, blob = _libdeploy(), safetensors.encode(inputs)
-        out, size = ctypes.c_void_p(), ctypes.c_size_t()
-        _lib.check(d.fedc_plan_worker_run(self._handle, client, round, exchange, bool(seen), blob, len(blob),
-                                          ctypes.byref(out), ctypes.byref(size)))
-        try:
-            return safetensors.decode(ctypes.string_at(out, size.value))
-        finally:
-            _lib.lib.fedc_free(out)
-
-    def __del__(self):
-        if getattr(self, "_handle", None):
-            _libdeploy().fedc_plan_worker_destroy(self._handle)
 
 
 def _arrays(record):
@@ -129,12 +46,6 @@ def _arrays(record):
 
 def _record(values):
     return ArrayRecord({k: Array(np.asarray(v, order="C")) for k, v in values.items()})
-
-
-def _run(program, env, clients):
-    """Runs a phase on its inputs from env; its outputs added to env."""
-    if program.inputs or program.outputs:
-        env.update(program.run({name: env[name] for name, _ in program.inputs}, clients=clients))
 
 
 class FedcStrategy(Strategy):
@@ -170,12 +81,9 @@ class FedcStrategy(Strategy):
     def configure_train(self, server_round, arrays, config, grid):
         self._grid = grid
         r = server_round - 1  # fedc counts rounds from 0
-        cohort = [int(c) for c in data.sample_clients(self.plan.setting("population"), self.k,
-                                                      self.plan.setting("seed"), r)]
+        cohort = self.plan.cohort(r, self.k)
         self._find_clients(grid, cohort, server_round)
-        env = dict(_arrays(arrays))
-        env["meta/population"] = np.float32(self.plan.setting("population"))
-        self._round = (r, cohort, env)
+        self._round = (r, cohort, self.plan.start_round(_arrays(arrays)))
         return self._tasks(0)
 
     def aggregate_train(self, server_round, replies):
@@ -184,7 +92,7 @@ class FedcStrategy(Strategy):
             if e:
                 replies = self._grid.send_and_receive(self._tasks(e), timeout=self.timeout)
             self._collect(e, list(replies))
-        state = {k: env[k] for k in self.plan.model}
+        state = self.plan.server_state(env)
         metrics = {k: float(env[k]) for k in ("train_loss", "examples") if k in env}
         self._write(server_round, state, metrics)
         return _record(state), MetricRecord(metrics)
@@ -192,12 +100,7 @@ class FedcStrategy(Strategy):
     def _tasks(self, e):
         """Exchange e's server_prepare and broadcast run; a "train" Message to each client."""
         r, cohort, env = self._round
-        phases = self.plan.exchanges[e]
-        _run(phases["server_prepare"], env, len(cohort))
-        bcast = phases["server_to_client_broadcast"]
-        if bcast.inputs:  # every client gets the same copy: run for one, send it to all
-            env.update({k: v[0] for k, v in bcast.run({n: env[n] for n, _ in bcast.inputs}, clients=1).items()})
-        sent = {n: env[n] for n, _ in phases["client_work"].inputs if n.startswith("broadcast/")}
+        sent = self.plan.prepare(e, env, len(cohort))
         out = []
         for slot, client in enumerate(cohort):
             where = ConfigRecord({"round": r, "exchange": e, "slot": slot, "client": client, "plan": self.plan.hash})
@@ -215,12 +118,7 @@ class FedcStrategy(Strategy):
             by_slot[int(m.content["config"]["slot"])] = _arrays(m.content["fedc"])
         if sorted(by_slot) != list(range(len(cohort))):
             raise RuntimeError(f"round {r + 1}, exchange {e}: reports of slots {sorted(by_slot)} of {len(cohort)}")
-        agg = self.plan.exchanges[e]["client_to_server_aggregation"]
-        for name, _ in agg.inputs:
-            if name not in env:
-                env[name] = np.stack([by_slot[s][name] for s in range(len(cohort))])
-        _run(agg, env, len(cohort))
-        _run(self.plan.exchanges[e]["server_result"], env, len(cohort))
+        self.plan.finish(e, env, [by_slot[s] for s in range(len(cohort))])
 
     def _find_clients(self, grid, cohort, server_round):
         """Which Flower node holds each fedc client of the cohort: every node not asked
@@ -312,21 +210,19 @@ def client_app(plan, data, client_of=None):
             opened["worker"] = plan.worker(data)
         state = context.state
         seen = _STATE in state.array_records
-        inputs = _arrays(state[_STATE]) if seen else (plan.client_init.run() if plan.client_init else {})
         held = _arrays(state[_HELD]) if e and _HELD in state.array_records else {}
-        inputs.update(held)
-        inputs.update(_arrays(msg.content["fedc"]))
-        inputs["meta/index"] = np.float32(where["slot"])
+        inputs = plan.client_inputs(_arrays(state[_STATE]) if seen else None, held, _arrays(msg.content["fedc"]),
+                                    int(where["slot"]))
         out = opened["worker"].run(client, r, e, seen, inputs)
-        sent = {k: v for k, v in out.items() if not k.startswith("client/")}
         next_state = {k: v for k, v in out.items() if k.startswith("client/")}
         if next_state:  # kept when the work is done: a report the server then loses leaves it changed
             state[_STATE] = _record(next_state)
-        if len(plan.exchanges) > 1:  # what later exchanges of the round read on this client
-            held.update(_arrays(msg.content["fedc"]))
-            held.update(sent)
+        held.update(_arrays(msg.content["fedc"]))
+        held.update({k: v for k, v in out.items() if not k.startswith("client/")})
+        if e + 1 < len(plan.exchanges):  # what the round's later exchanges read on this client
             state[_HELD] = _record(held)
-        return Message(RecordDict({"fedc": _record(sent), "config": ConfigRecord({"slot": int(where["slot"])})}),
+        report = plan.report(e, held)
+        return Message(RecordDict({"fedc": _record(report), "config": ConfigRecord({"slot": int(where["slot"])})}),
                        reply_to=msg)
 
     return app

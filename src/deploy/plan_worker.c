@@ -72,17 +72,28 @@ static fedc_status bind_given(fedc_plan_worker *w, fedc_executor *ex, const fedc
     return fedc_executor_bind(ex, name, copy);
 }
 
-/* client_work's outputs as safetensors bytes. */
-static fedc_status encode_outputs(const fedc_executor *ex, const fedc_program *q, void **out, size_t *size) {
-    int n = fedc_program_num_outputs(q);
-    fedc_tensor_entry *t = fedc_calloc((size_t)(n ? n : 1), sizeof *t);
+/* client_work's outputs as safetensors bytes, and the client's own inputs that the
+ * exchange's aggregation reads (meta/num_examples, a weight): what fedc client
+ * reports besides client_work's values (client_report.c). */
+static fedc_status encode_outputs(const fedc_plan_worker *w, const fedc_executor *ex, const fedc_program *q,
+                                  const fedc_program *agg, void **out, size_t *size) {
+    int n = fedc_program_num_outputs(q), m = fedc_program_num_inputs(agg), k = 0;
+    fedc_tensor_entry *t = fedc_calloc((size_t)(n + m + 1), sizeof *t);
     if (!t) return fedc_error(FEDC_ENOMEM, "plan worker: out of memory");
     fedc_status st = FEDC_OK;
-    for (int i = 0; !st && i < n; i++) {
-        t[i].name = fedc_program_output_name(q, i);
-        st = fedc_executor_output(ex, t[i].name, &t[i].data, &t[i].type);
+    for (int i = 0; !st && i < n; i++, k++) {
+        t[k].name = fedc_program_output_name(q, i);
+        st = fedc_executor_output(ex, t[k].name, &t[k].data, &t[k].type);
     }
-    if (!st) st = fedc_safetensors_encode(t, n, NULL, 0, out, size);
+    for (int i = 0; !st && i < m; i++) {
+        const char *name = fedc_program_input_name(agg, i);
+        const void *own = fedc__plan_client_input(w->client, name);
+        if (!own || fedc_program_find_output(q, name) != FEDC_NONE) continue;
+        fedc_type type = fedc_value_type(agg, fedc_program_input(agg, i));
+        type.placement = FEDC_LOCAL;
+        t[k++] = (fedc_tensor_entry){name, type, own};
+    }
+    if (!st) st = fedc_safetensors_encode(t, k, NULL, 0, out, size);
     fedc_free(t);
     return st;
 }
@@ -116,7 +127,8 @@ fedc_status fedc_plan_worker_run(fedc_plan_worker *w, int64_t client, int64_t ro
     for (int i = 0; !st && i < n; i++)
         if (!fedc__plan_client_input(w->client, fedc_program_input_name(q, i))) st = bind_given(w, ex, q, i, in);
     if (!st) st = fedc_executor_run(ex);
-    if (!st) st = encode_outputs(ex, q, out, out_size);
+    const fedc_program *agg = fedc_deployment_form_phase(fedc_plan_form(w->plan), exchange, FEDC_PHASE_AGGREGATION);
+    if (!st) st = encode_outputs(w, ex, q, agg, out, out_size);
     fedc_safetensors_destroy(in);
     return st;
 }
