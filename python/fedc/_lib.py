@@ -258,23 +258,32 @@ _FORMATS_SIGNATURES = {
 }
 
 
-def _load_formats():
-    """libfedc_formats.so beside libfedc.so, when the build has it (FEDC_FORMATS):
-    its TFF and FedJAX readers, registered into libfedc's table; None without it
-    (opening such data then says which library is missing)."""
+def _load_beside(stem, signatures):
+    """lib<stem>.so beside libfedc.so, else lib<stem>.so.0 from the system loader, its
+    functions given their signatures; (library or None, the names tried)."""
     here = os.path.dirname(path) if os.sep in path else ""
-    for name in ([os.path.join(here, "libfedc_formats.so")] if here else []) + ["libfedc_formats.so.0"]:
+    tried = ([os.path.join(here, "lib%s.so" % stem)] if here else []) + ["lib%s.so.0" % stem]
+    for name in tried:
         if os.sep in name and not os.path.exists(name):
             continue
         try:
-            formats = ctypes.CDLL(name)
+            found = ctypes.CDLL(name)
         except OSError:
             continue
-        for name, (restype, argtypes) in _FORMATS_SIGNATURES.items():
-            getattr(formats, name).restype, getattr(formats, name).argtypes = restype, argtypes
+        for fn, (restype, argtypes) in signatures.items():
+            getattr(found, fn).restype, getattr(found, fn).argtypes = restype, argtypes
+        return found, tried
+    return None, tried
+
+
+def _load_formats():
+    """libfedc_formats.so, when the build has it (FEDC_FORMATS): its TFF and FedJAX
+    readers, registered into libfedc's table; None without it (opening such data then
+    says which library is missing)."""
+    formats, _ = _load_beside("fedc_formats", _FORMATS_SIGNATURES)
+    if formats:
         formats.fedc_formats_register()
-        return formats
-    return None
+    return formats
 
 
 formats = _load_formats()
@@ -294,21 +303,13 @@ _DEPLOY_SIGNATURES = {
 
 
 def load_deploy():
-    """libfedc_deploy.so beside libfedc.so (a build with FEDC_DEPLOY), or
-    libfedc_deploy.so.0 from the system loader; ImportError naming what was tried."""
-    here = os.path.dirname(path) if os.sep in path else ""
-    tried = ([os.path.join(here, "libfedc_deploy.so")] if here else []) + ["libfedc_deploy.so.0"]
-    for name in tried:
-        if os.sep in name and not os.path.exists(name):
-            continue
-        try:
-            deploy = ctypes.CDLL(name)
-        except OSError:
-            continue
-        for fn, (restype, argtypes) in _DEPLOY_SIGNATURES.items():
-            getattr(deploy, fn).restype, getattr(deploy, fn).argtypes = restype, argtypes
-        return deploy
-    raise ImportError("fedc: no libfedc_deploy (plans need a build with FEDC_DEPLOY=ON); tried " + ", ".join(tried))
+    """libfedc_deploy.so (a build with FEDC_DEPLOY); ImportError naming what was tried."""
+    deploy, tried = _load_beside("fedc_deploy", _DEPLOY_SIGNATURES)
+    if not deploy:
+        raise ImportError("fedc: no libfedc_deploy (plans need a build with FEDC_DEPLOY=ON); tried " +
+                          ", ".join(tried))
+    return deploy
+
 
 P = c_void_p       # fedc_program *, fedc_executor *: opaque handles
 V = VALUE
