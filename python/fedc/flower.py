@@ -214,13 +214,14 @@ def client_app(plan, data, client_of=None):
         inputs = plan.client_inputs(_arrays(state[_STATE]) if seen else None, held, _arrays(msg.content["fedc"]),
                                     int(where["slot"]))
         out = opened["worker"].run(client, r, e, seen, inputs)
-        next_state = {k: v for k, v in out.items() if k.startswith("client/")}
-        if next_state:  # kept when the work is done: a report the server then loses leaves it changed
-            state[_STATE] = _record(next_state)
         held.update(_arrays(msg.content["fedc"]))
-        held.update({k: v for k, v in out.items() if not k.startswith("client/")})
+        held.update({("next/" + k if k.startswith("client/") else k): v for k, v in out.items()})
         if e + 1 < len(plan.exchanges):  # what the round's later exchanges read on this client
             state[_HELD] = _record(held)
+        else:  # the new state, kept once the round's work is done (a report then lost leaves it changed)
+            next_state = {k[5:]: v for k, v in held.items() if k.startswith("next/")}
+            if next_state:
+                state[_STATE] = _record(next_state)
         report = plan.report(e, held)
         return Message(RecordDict({"fedc": _record(report), "config": ConfigRecord({"slot": int(where["slot"])})}),
                        reply_to=msg)

@@ -124,11 +124,13 @@ class Plan:
                 for slot, c in enumerate(cohort):
                     seen = c in states
                     out = worker.run(c, r, e, seen, self.client_inputs(states.get(c), held.get(c, {}), sent, slot))
-                    held[c] = {**held.get(c, {}), **sent, **{k: v for k, v in out.items() if not k.startswith("client/")}}
+                    held[c] = {**held.get(c, {}), **sent,
+                               **{("next/" + k if k.startswith("client/") else k): v for k, v in out.items()}}
                     reports.append(self.report(e, held[c]))
-                    if any(k.startswith("client/") for k in out):
-                        states[c] = {k: v for k, v in out.items() if k.startswith("client/")}
                 self.finish(e, env, reports)
+            for c in cohort:  # the clients' new states, once the round's work is done
+                states.update({c: {k[5:]: v for k, v in held[c].items() if k.startswith("next/")}}
+                              if any(k.startswith("next/") for k in held[c]) else {})
             state = self.server_state(env)
             rows.append({"round": r + 1, **{k: float(env[k]) for k in ("train_loss", "examples") if k in env}})
         return state, rows
