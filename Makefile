@@ -5,7 +5,7 @@
 #                 with AddressSanitizer + UndefinedBehaviorSanitizer; also compile with clang and
 #                 check that its build writes the same programs as gcc's (test-compilers);
 #                 then fuzz every file reader for ~10 s each (test-fuzz), then the peer tests
-#   make test-peers  install the peers (scripts/install-peers: JAX, XLA, IREE, FedJAX, DrJAX
+#   make test-peers  install the peers (scripts/install-peers: JAX, XLA, IREE, FedJAX, DrJAX, Flower
 #                 in .peers/) and run the peer tests, ctest's peers_* (docs/export.md)
 #   make fuzz     fuzz every file reader longer: FUZZ_SECONDS each (docs/fuzzing.md)
 #   make bench    build in Release and run the benchmarks in bench/

@@ -8,6 +8,7 @@
 #   peers.sh drjax|fedjax LIBFEDC ARGS  tests/peers_PEER.py ARGS with python/fedc on LIBFEDC
 #                                       (this build's libfedc.so), fedc and the peer in
 #                                       one process
+#   peers.sh flower LIBFEDC FEDC        the same, FEDC (the build's fedc) as its argument
 set -eu
 peer=$1
 case $peer in
@@ -15,6 +16,7 @@ case $peer in
   iree) env=jax needs="import iree.compiler, iree.runtime" ;;
   drjax) env=jax needs="import jax, drjax" ;;
   fedjax) env=fedjax needs="import fedjax, haiku, optax" ;;
+  flower) env=flower needs="import flwr" ;;
   *) echo "peers.sh: unknown peer $peer" >&2; exit 2 ;;
 esac
 py=.peers/$env/bin/python
@@ -23,7 +25,7 @@ if [ ! -x "$py" ] || ! "$py" -c "$needs" 2>/dev/null; then
   exit 77
 fi
 case $peer in
-  drjax|fedjax)
+  drjax|fedjax|flower)
     lib=$2
     shift 2
     PYTHONPATH=python:tests FEDC_LIBRARY=$lib exec "$py" "tests/peers_$peer.py" "$@" ;;

@@ -107,6 +107,28 @@ FEDC_API int fedc_plan_files(const fedc_plan *p, fedc_plan_file *files, int max)
 FEDC_API int fedc_plan_num_tensors(const fedc_plan *p);
 FEDC_API fedc_tensor_entry fedc_plan_tensor(const fedc_plan *p, int i);
 
+/* ------------------------------------------------ a plan's client_work --
+ * The clients of a plan run by another system's clients (Flower's ClientApp,
+ * python/fedc/flower.py), the server phases being that system's. A worker holds
+ * the plan's data, opened with its settings (as fedc client opens them), and runs
+ * client_work of exchange `exchange` of round `round` (counted from 0) for client
+ * `client` (its index in the data, as fedc train numbers them) on that client's
+ * batches, loaded as fedc train loads them (x, y, mask, steps, key,
+ * meta/num_examples, meta/domain), with meta/seen = seen. Every other input of
+ * client_work (its broadcast/ values, the client's state client/<leaf>, values it
+ * sent in an earlier exchange of the round, meta/index) is read from `inputs`,
+ * safetensors bytes (fedc/safetensors.h), each of its type; *out gets the outputs
+ * (the next client state under client/<leaf>, the values sent up) and the
+ * client's own inputs that the exchange's aggregation reads (meta/num_examples)
+ * as safetensors bytes, fedc_malloc'd, *out_size long: what fedc client reports
+ * comes from these. One run at a time on a worker. The plan (one without a warm start)
+ * is borrowed and must outlive the worker. */
+typedef struct fedc_plan_worker fedc_plan_worker;
+FEDC_API fedc_status fedc_plan_worker_create(const fedc_plan *p, const char *data, fedc_plan_worker **out);
+FEDC_API void fedc_plan_worker_destroy(fedc_plan_worker *w); /* safe on NULL */
+FEDC_API fedc_status fedc_plan_worker_run(fedc_plan_worker *w, int64_t client, int64_t round, int exchange, bool seen,
+                                          const void *inputs, size_t size, void **out, size_t *out_size);
+
 /* ------------------------------------------------------ server and clients --
  * A deployment over the network (NNG request/reply on tcp://, ipc://, or
  * tls+tcp:// with TLS through NNG's mbedTLS): the server runs the server phases

@@ -35,4 +35,6 @@ from .train import STOP, algorithms, round_programs, train  # noqa: E402
 from . import models  # noqa: E402  fedc.models: the built-in models by name
 from .onnx import import_onnx  # noqa: E402  ONNX models as programs (docs/onnx.md)
 from . import optimizers  # noqa: E402  fedc.optimizers: fedc's optimizers as builders
+from . import safetensors  # noqa: E402  fedc.safetensors: tensors to and from safetensors bytes
+from . import plan  # noqa: E402  fedc.plan: plans, their phases and client_work (libfedc_deploy, loaded on use)
 from .algorithm import Init, Round, algorithm  # noqa: E402

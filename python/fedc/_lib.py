@@ -258,26 +258,58 @@ _FORMATS_SIGNATURES = {
 }
 
 
-def _load_formats():
-    """libfedc_formats.so beside libfedc.so, when the build has it (FEDC_FORMATS):
-    its TFF and FedJAX readers, registered into libfedc's table; None without it
-    (opening such data then says which library is missing)."""
+def _load_beside(stem, signatures):
+    """lib<stem>.so beside libfedc.so, else lib<stem>.so.0 from the system loader, its
+    functions given their signatures; (library or None, the names tried)."""
     here = os.path.dirname(path) if os.sep in path else ""
-    for name in ([os.path.join(here, "libfedc_formats.so")] if here else []) + ["libfedc_formats.so.0"]:
+    tried = ([os.path.join(here, "lib%s.so" % stem)] if here else []) + ["lib%s.so.0" % stem]
+    for name in tried:
         if os.sep in name and not os.path.exists(name):
             continue
         try:
-            formats = ctypes.CDLL(name)
+            found = ctypes.CDLL(name)
         except OSError:
             continue
-        for name, (restype, argtypes) in _FORMATS_SIGNATURES.items():
-            getattr(formats, name).restype, getattr(formats, name).argtypes = restype, argtypes
+        for fn, (restype, argtypes) in signatures.items():
+            getattr(found, fn).restype, getattr(found, fn).argtypes = restype, argtypes
+        return found, tried
+    return None, tried
+
+
+def _load_formats():
+    """libfedc_formats.so, when the build has it (FEDC_FORMATS): its TFF and FedJAX
+    readers, registered into libfedc's table; None without it (opening such data then
+    says which library is missing)."""
+    formats, _ = _load_beside("fedc_formats", _FORMATS_SIGNATURES)
+    if formats:
         formats.fedc_formats_register()
-        return formats
-    return None
+    return formats
 
 
 formats = _load_formats()
+
+# name: (restype, argtypes) of what is called in libfedc_deploy.so (deploy.h): the
+# plans and their client_work, for fedc.flower.
+_DEPLOY_SIGNATURES = {
+    "fedc_plan_build": (c_int, [c_void_p, c_char_p]),
+    "fedc_plan_read": (c_int, [c_char_p, POINTER(c_void_p)]),
+    "fedc_plan_destroy": (None, [c_void_p]),
+    "fedc_plan_hash": (c_char_p, [c_void_p]),
+    "fedc_plan_worker_create": (c_int, [c_void_p, c_char_p, POINTER(c_void_p)]),
+    "fedc_plan_worker_destroy": (None, [c_void_p]),
+    "fedc_plan_worker_run": (c_int, [c_void_p, c_int64, c_int64, c_int, c_bool, c_void_p, c_size_t,
+                                     POINTER(c_void_p), POINTER(c_size_t)]),
+}
+
+
+def load_deploy():
+    """libfedc_deploy.so (a build with FEDC_DEPLOY); ImportError naming what was tried."""
+    deploy, tried = _load_beside("fedc_deploy", _DEPLOY_SIGNATURES)
+    if not deploy:
+        raise ImportError("fedc: no libfedc_deploy (plans need a build with FEDC_DEPLOY=ON); tried " +
+                          ", ".join(tried))
+    return deploy
+
 
 P = c_void_p       # fedc_program *, fedc_executor *: opaque handles
 V = VALUE

@@ -201,7 +201,7 @@ def test_every_structure_matches_its_c_struct(headers, c_facts):
 
 def test_every_signature_matches_its_prototype(headers):
     bad = []
-    for name, (restype, argtypes) in {**_lib._SIGNATURES, **_lib._FORMATS_SIGNATURES}.items():
+    for name, (restype, argtypes) in {**_lib._SIGNATURES, **_lib._FORMATS_SIGNATURES, **_lib._DEPLOY_SIGNATURES}.items():
         if name not in headers.functions:
             bad.append("%s: no FEDC_API prototype in include/fedc" % name)
             continue
@@ -225,7 +225,7 @@ def test_every_function_called_is_declared(headers):
             called |= {(fname, n) for n in re.findall(r"\.(fedc_\w+)", text)}
             called |= {(fname, n) for n in re.findall(r"[\"'](fedc_\w+)[\"']", text)
                        if n in headers.functions}
-    declared = {**_lib._SIGNATURES, **_lib._FORMATS_SIGNATURES}
+    declared = {**_lib._SIGNATURES, **_lib._FORMATS_SIGNATURES, **_lib._DEPLOY_SIGNATURES}
     undeclared = sorted("%s calls %s" % c for c in called if c[1] not in declared)
     assert not undeclared, "called without a signature in _lib._SIGNATURES (ctypes would guess int):\n" + \
         "\n".join(undeclared)

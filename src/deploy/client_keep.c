@@ -48,7 +48,7 @@ fedc_status fedc__client_restore_state(client *c) {
     }
     if (!st) {
         c->pending_round = k.pending_round;
-        if (k.seen) fedc__plan_client_seen(c->pc);
+        if (k.seen) fedc__plan_client_seen(c->pc, true);
         fprintf(c->log, "fedc client %s: state from %s%s\n", c->id, path,
                 k.pending_round >= 0 ? " (with a counted report of a round not yet known to have committed)" : "");
     }
@@ -74,7 +74,7 @@ fedc_status fedc__client_settle_state(client *c, const fedc__msg *m) {
         else fedc__client_unhold(c, &c->held[i]);
     }
     c->nheld = kept;
-    if (!st && keep) fedc__plan_client_seen(c->pc);
+    if (!st && keep) fedc__plan_client_seen(c->pc, true);
     if (!st && !keep)
         fprintf(c->log, "fedc client %s: round %lld: the report was not added: the client's state stays as it was\n", c->id,
                 (long long)c->pending_round + 1);

@@ -126,7 +126,9 @@ void fedc__plan_client_destroy(fedc__plan_client *c) {
     fedc_free(c);
 }
 
-void fedc__plan_client_seen(fedc__plan_client *c) { c->seen = 1; }
+void fedc__plan_client_seen(fedc__plan_client *c, bool seen) { c->seen = seen ? 1.0f : 0.0f; }
+
+int64_t fedc__plan_client_id(const fedc__plan_client *c) { return c->id; }
 
 const char *fedc__plan_client_name(const fedc__plan_client *c) { return fedc_dataset_client_id(c->d->t.train, c->id); }
 

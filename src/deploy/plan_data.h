@@ -21,13 +21,15 @@ void fedc__plan_client_destroy(fedc__plan_client *c); /* safe on NULL */
 /* Lets the client's batches' buffers go until its next load (a fleet's client
  * between tasks holds no batch). */
 void fedc__plan_client_release(fedc__plan_client *c);
+/* The client's index in the data. */
+int64_t fedc__plan_client_id(const fedc__plan_client *c);
 /* The client's id in the data ("f0001_23"). */
 const char *fedc__plan_client_name(const fedc__plan_client *c);
 /* The client's input `name` (x, y, mask, steps, key, meta/num_examples,
  * meta/seen), as last loaded; NULL for another name. */
 const void *fedc__plan_client_input(const fedc__plan_client *c, const char *name);
-/* From now on meta/seen is 1: the client's state was kept after a round. */
-void fedc__plan_client_seen(fedc__plan_client *c);
+/* meta/seen from now on: 1 once the client's state was kept after a round. */
+void fedc__plan_client_seen(fedc__plan_client *c, bool seen);
 /* Loads the client's batches of `round` (counted from 0; UINT32_MAX: the warm
  * start's, as fedc train loads them) and binds those of x, y,
  * mask, steps, key, meta/num_examples, meta/seen and meta/domain that q reads to ex. */
