@@ -146,7 +146,15 @@ int fedc__train_settings(const trainer *t, train_setting *out, int max) {
     setting(out, &n, max, "--epochs", false, "%d", c->epochs);
     setting(out, &n, max, "--steps", false, "%lld", (long long)a->max_steps); /* what --steps and the data give */
     setting(out, &n, max, "--clients-per-round", false, "%d", c->clients_per_round);
-    setting(out, &n, max, "--groups", false, "%d", c->groups); /* a checkpoint from before groups had one */
+    if (c->groups_alpha > 0) /* a checkpoint from before groups had one, and none from a file */
+        setting(out, &n, max, "--groups", false, "dirichlet:%d:%s", c->groups, exact(c->groups_alpha, x[0]));
+    else setting(out, &n, max, "--groups", false, "%d", c->groups);
+    if (n > 0) out[n - 1].unrecorded = "0";
+    setting(out, &n, max, "--groups-file", false, "%s", c->groups_file ? c->groups_file : "");
+    if (n > 0) out[n - 1].unrecorded = "";
+    setting(out, &n, max, "--groups-per-round", false, "%d", c->groups_per_round);
+    if (n > 0) out[n - 1].unrecorded = "0";
+    setting(out, &n, max, "--clients-per-group", false, "%d", c->clients_per_group);
     if (n > 0) out[n - 1].unrecorded = "0";
     setting(out, &n, max, "--seed", false, "%llu", (unsigned long long)c->seed);
     setting(out, &n, max, "--no-dropout", false, "%s", a->dropout ? "no" : "yes");
