@@ -545,6 +545,7 @@ static fedc_status warm_start(trainer *t) {
     fedc_status st = fedc_algorithm_warm_start(t->model, &t->alg, k, &p);
     if (st || !p) return st;
     fedc_exec_options o = round_options(t, k);
+    o.groups = 0, o.group_sizes = NULL; /* its cohort is its own, in one group */
     st = fedc_executor_create(&ex, p, &o);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, ex, true);
     if (!st) st = fedc__train_state_bind(t, ex, p);
