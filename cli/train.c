@@ -66,8 +66,15 @@ static const char train_usage[] =
     "                            round; the default), dataset (its size) or uniform\n"
     "  --rounds N                1 to 1000000 (default 100)\n"
     "  --clients-per-round N     1 to 1048576 (default 10)\n"
-    "  --groups N                split each round's cohort into N groups of contiguous slots, for\n"
-    "                            an algorithm with a group level (hierfavg; default: one group)\n"
+    "  --groups N                every training client in one of N groups, contiguous ranges of the\n"
+    "                            data's clients, for an algorithm with a group level (hierfavg;\n"
+    "                            default: one group); each round's cohort is ordered by group\n"
+    "  --groups dirichlet:N:ALPHA  N groups whose shares of the clients are Dirichlet(ALPHA),\n"
+    "                            drawn from --seed\n"
+    "  --groups-file FILE        \"client_id,group\" lines: each training client's group, 0 to N-1\n"
+    "  --groups-per-round G      draw G of the groups a round, then up to --clients-per-group K\n"
+    "  --clients-per-group K     of each one's clients (default: all; either replaces\n"
+    "                            --clients-per-round)\n"
     "  --batch-size N            1 to 10000 (default 20)\n"
     "  --epochs N                local epochs per round, 1 to 10000 (default 1)\n"
     "  --steps N                 at most N local steps per round, 1 to 1000000 (default: the\n"
@@ -176,6 +183,7 @@ typedef struct options {
     const char *client_opt, *server_opt, *algorithm, *weighting;
     const char *dp_adaptive; /* --dp-adaptive [SPEC] (SPEC "on" when none is given) */
     const char *sampling;    /* --sampling fixed|poisson[:Q] */
+    const char *groups;      /* --groups N|dirichlet:N:ALPHA */
     const char *compress;    /* --compress uniform:BITS[,rotate]|off */
     const char *aggregator;  /* --aggregator mean|median|trimmed_mean:beta=B|krum:f=F|... */
     const char *attack;      /* --attack sign_flip|scale:s=S|gaussian:sigma=S|alie:z=Z|ipm:eps=E|label_flip|none */
@@ -241,7 +249,10 @@ static const option table[] = {
     {OPT("weighting", STR, TRAIN, weighting), .check = check_weighting},
     {OPT("rounds", I32, TRAIN, c.rounds), INTS(1, MILLION)},
     {OPT("clients-per-round", I32, TRAIN, c.clients_per_round), INTS(1, MAX_CLIENTS)},
-    {OPT("groups", I32, TRAIN, c.groups), INTS(1, MAX_CLIENTS)},
+    {OPT("groups", STR, TRAIN, groups)},
+    {OPT("groups-file", STR, TRAIN, c.groups_file)},
+    {OPT("groups-per-round", I32, TRAIN, c.groups_per_round), INTS(1, MAX_CLIENTS)},
+    {OPT("clients-per-group", I32, TRAIN, c.clients_per_group), INTS(1, MAX_CLIENTS)},
     {OPT("batch-size", I64, TRAIN, c.algorithm.batch_size), INTS(1, 10000)}, /* more is a typo, and memory */
     {OPT("epochs", I32, TRAIN, c.epochs), INTS(1, 10000)},
     {OPT("steps", I64, TRAIN, c.steps), INTS(1, MILLION)},
@@ -517,6 +528,29 @@ static int finish_aggregation(options *o) {
     return 0;
 }
 
+/* --groups N or dirichlet:N:ALPHA. */
+static int finish_groups(options *o) {
+    const char *v = o->groups;
+    uint64_t n;
+    if (!v) return 0;
+    if (strncmp(v, "dirichlet:", 10)) {
+        if (!cli_uint(o->cmd, "--groups", v, 1, MAX_CLIENTS, &n)) return CLI_USAGE;
+        o->c.groups = (int)n;
+        return 0;
+    }
+    const char *colon = strchr(v + 10, ':');
+    char count[32];
+    if (!colon || colon - (v + 10) >= (ptrdiff_t)sizeof count)
+        return usage_error(o, "--groups needs N or dirichlet:N:ALPHA, not '%s'", v);
+    snprintf(count, sizeof count, "%.*s", (int)(colon - (v + 10)), v + 10);
+    if (!cli_uint(o->cmd, "--groups dirichlet:N:ALPHA's N", count, 1, MAX_CLIENTS, &n) ||
+        !cli_real(o->cmd, "--groups dirichlet:N:ALPHA's ALPHA", colon + 1, (cli_range){0, 1e6, true, false},
+                  &o->c.groups_alpha))
+        return CLI_USAGE;
+    o->c.groups = (int)n;
+    return 0;
+}
+
 /* What depends on several options, once all are in. */
 static int finish(options *o) {
     fedc_train_config *c = &o->c;
@@ -543,7 +577,8 @@ static int finish(options *o) {
         return usage_error(o, "--prox-mu: %s", fedc_errmsg());
     for (int i = 0; i < o->nsets; i++)
         if (fedc_algorithm_set_text(&c->algorithm, o->sets[i])) return usage_error(o, "--set: %s", fedc_errmsg());
-    return finish_aggregation(o);
+    int rc = finish_groups(o);
+    return rc ? rc : finish_aggregation(o);
 }
 
 /* The defaults, then the command line; 0, or the exit status of a bad one. */

@@ -56,15 +56,15 @@ expect 0 "done: 1 rounds" -- "$fedc" train $data $run --algorithm hierfavg --set
   --out "$out/resumed" --resume
 same "$out/e2-g2-1" "$out/resumed" && ok || bad "a resumed run of 2 groups is not the uninterrupted run's bits"
 
-expect 1 "--groups 5 is more groups than the round's 4 clients" -- "$fedc" train $data $run --algorithm hierfavg \
-  --groups 5 --out "$out/x"
+expect 1 "--groups 9 is more groups than the training data's 8 clients" -- "$fedc" train $data $run \
+  --algorithm hierfavg --groups 9 --out "$out/x"
 expect 2 "group_rounds must be in [1, 1000], not 0" -- "$fedc" train $data $run --algorithm hierfavg \
   --set group_rounds=0 --out "$out/x"
 expect 1 "group_rounds must be a whole number, not 1.5" -- "$fedc" train $data $run --algorithm hierfavg \
   --set group_rounds=1.5 --out "$out/x"
 expect 1 "--groups: fedavg has no group level" -- "$fedc" train $data $run --groups 2 --out "$out/x"
-expect 1 "--groups cannot be used with --sampling poisson" -- "$fedc" train $data $run --algorithm hierfavg \
-  --groups 2 --sampling poisson --out "$out/x"
+expect 1 "--groups cannot be used with --over-select" -- "$fedc" train $data $run --algorithm hierfavg \
+  --groups 2 --clock speed=lognormal:-2:1 --over-select 0.5 --out "$out/x"
 expect 1 "apply with group_rounds=1 only" -- "$fedc" train $data $run --algorithm hierfavg --dp-clip 1 \
   --out "$out/x"
 expect 2 "--groups needs an integer from 1" -- "$fedc" train $data $run --algorithm hierfavg --groups 0

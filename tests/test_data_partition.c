@@ -243,6 +243,55 @@ static void check_small_client(fedc_dataset *ds, int64_t j, int64_t n, const int
     fedc_client_data_destroy(c);
 }
 
+/* Dirichlet groups of clients (fedc train --groups dirichlet:N:ALPHA): every client
+ * in a group, the same groups from the same seed, and the sizes' known answers:
+ * a huge alpha gives equal shares (12 clients in 4 groups of 3), a tiny one puts
+ * every client in one group, and with 2 groups and alpha 1 group 0's share is
+ * Beta(1, 1), uniform on [0, 1]: its mean 1/2 and a quarter of draws below 1/4. */
+static void group_sizes_of(const int32_t *group_of, int64_t n, int groups, int64_t *size) {
+    for (int g = 0; g < groups; g++) size[g] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        CHECK(group_of[i] >= 0 && group_of[i] < groups);
+        if (group_of[i] >= 0 && group_of[i] < groups) size[group_of[i]]++;
+    }
+}
+
+static void test_groups_dirichlet(void) {
+    int32_t a[100], b[100];
+    int64_t size[4];
+    CHECK_OK(fedc_partition_groups_dirichlet(100, 4, 0.5, 7, a));
+    CHECK_OK(fedc_partition_groups_dirichlet(100, 4, 0.5, 7, b));
+    CHECK(!memcmp(a, b, sizeof a));
+    CHECK_OK(fedc_partition_groups_dirichlet(100, 4, 0.5, 8, b));
+    CHECK(memcmp(a, b, sizeof a) != 0);
+    group_sizes_of(a, 100, 4, size);
+    CHECK_EQ_INT(size[0] + size[1] + size[2] + size[3], 100);
+
+    CHECK_OK(fedc_partition_groups_dirichlet(12, 4, 1e6, 3, a));
+    group_sizes_of(a, 12, 4, size);
+    for (int g = 0; g < 4; g++) CHECK_MSG(size[g] == 3, "alpha 1e6: group %d has %lld of 12 clients", g, (long long)size[g]);
+    CHECK_OK(fedc_partition_groups_dirichlet(12, 4, 1e-3, 3, a));
+    group_sizes_of(a, 12, 4, size);
+    int64_t largest = 0;
+    for (int g = 0; g < 4; g++) largest = size[g] > largest ? size[g] : largest;
+    CHECK_EQ_INT(largest, 12);
+
+    double mean = 0;
+    int below = 0, draws = 400;
+    for (int seed = 0; seed < draws; seed++) {
+        CHECK_OK(fedc_partition_groups_dirichlet(100, 2, 1, (uint64_t)seed, a));
+        group_sizes_of(a, 100, 2, size);
+        mean += (double)size[0] / 100 / draws;
+        below += size[0] < 25;
+    }
+    /* standard errors: sqrt(1/12/400) = 0.014 for the mean, sqrt(3/16/400) = 0.022 for the fraction */
+    CHECK_NEAR(mean, 0.5, 0.06);
+    CHECK_NEAR((double)below / draws, 0.25, 0.09);
+
+    CHECK_ERR(fedc_partition_groups_dirichlet(10, 2, 0, 1, a), FEDC_EINVAL, "alpha = 0");
+    CHECK_ERR(fedc_partition_groups_dirichlet(10, 0, 1, 1, a), FEDC_EINVAL, "10 clients in 0 groups");
+}
+
 static void test_dataset_partition(void) {
     fedc_dataset *central = small_central(), *ds;
     CHECK(central != NULL);
@@ -376,6 +425,7 @@ int main(int argc, char **argv) {
         {"dirichlet_skewed", test_dirichlet_skewed},
         {"dirichlet_prior", test_dirichlet_prior},
         {"dirichlet_errors", test_dirichlet_errors},
+        {"groups_dirichlet", test_groups_dirichlet},
         {"dataset_partition", test_dataset_partition},
         {"fashion_mnist", test_fashion_mnist},
         {"alloc_failure", test_alloc_failure},

@@ -221,9 +221,11 @@ static void test_known_answers(void) {
     CHECK_NEAR(scaled[1], 120, 0);
     CHECK_NEAR(flat, 15, 0);
 
-    /* the groups must cover the cohort */
+    /* every client not absent is in a group */
     r.sizes = (int[]){2, 2};
-    CHECK_ERR(run(p, &r, 0, NULL, NULL, 0), FEDC_EINVAL, "group_sizes sum to 4, not the cohort's 5 clients");
+    CHECK_ERR(run(p, &r, 0, NULL, NULL, 0), FEDC_EINVAL, "client 4 is in no group (the 2 groups' sizes sum to 4");
+    r.sizes = (int[]){3, 3};
+    CHECK_ERR(run(p, &r, 0, NULL, NULL, 0), FEDC_EINVAL, "group_sizes sum past the cohort's 5 clients (at group 1)");
     r.sizes = (int[]){5, 0};
     CHECK_ERR(run(p, &r, 0, NULL, NULL, 0), FEDC_EINVAL, "group_sizes[1] is 0");
     r.sizes = NULL;
@@ -233,6 +235,76 @@ static void test_known_answers(void) {
     CHECK_OK(run(p, &r, 2, (const char *[]){"gsum", "ngroups"}, (void *[]){gsum, &ng}, 8));
     CHECK_NEAR(gsum[0], 15, 0);
     CHECK_EQ_INT(ng, 1);
+    fedc_program_destroy(p);
+}
+
+static fedc_program *stream_program(int dim, bool keep);
+
+/* The groups change between runs (a round's sampled groups): each run is a
+ * fresh executor's with those groups, bit for bit, in the memory of the most
+ * groups; the clients after the groups are absent. */
+static void test_groups_change_between_runs(void) {
+    enum { DIM = 16, N = 12 };
+    fedc_program *p = stream_program(DIM, false);
+    CHECK(p != NULL);
+    if (!p) return;
+    float x[N * DIM], w[DIM];
+    for (int i = 0; i < N * DIM; i++) x[i] = (float)((i * 2654435761u) % 2000) / 1000.0f - 1.0f;
+    for (int j = 0; j < DIM; j++) w[j] = 0.1f * (float)(j - 7);
+    fedc_executor *ex = NULL;
+    fedc_exec_options o = {.clients = N, .groups = 4, .group_sizes = (int[]){3, 3, 3, 3}, .threads = 2};
+    CHECK_OK(fedc_executor_create(&ex, p, &o));
+    if (!ex) return fedc_program_destroy(p);
+    size_t planned = fedc_executor_planned_bytes(ex);
+    CHECK_OK(fedc_executor_bind(ex, "w", w));
+    CHECK_OK(fedc_executor_bind(ex, "x", x));
+    static const int sizes[3][4] = {{5, 1, 6}, {2, 2}, {1, 4, 2, 3}}, ngroups[3] = {3, 2, 4};
+    uint8_t absent[N];
+    for (int run = 0; run < 3; run++) {
+        int n = ngroups[run], used = 0;
+        for (int g = 0; g < n; g++) used += sizes[run][g];
+        for (int i = 0; i < N; i++) absent[i] = i >= used;
+        CHECK_OK(fedc_executor_set_groups(ex, n, sizes[run]));
+        CHECK_OK(fedc_executor_set_absent(ex, absent));
+        CHECK_OK(fedc_executor_run(ex));
+        CHECK_MSG(fedc_executor_planned_bytes(ex) == planned, "run %d planned other memory", run);
+        /* a fresh executor of the groups' clients alone */
+        fedc_executor *fresh = NULL;
+        fedc_exec_options fo = {.clients = used, .groups = n, .group_sizes = sizes[run], .threads = 1};
+        CHECK_OK(fedc_executor_create(&fresh, p, &fo));
+        if (!fresh) break;
+        CHECK_OK(fedc_executor_bind(fresh, "w", w));
+        CHECK_OK(fedc_executor_bind(fresh, "x", x));
+        CHECK_OK(fedc_executor_run(fresh));
+        const char *names[] = {"mean", "wmean", "sum", "top"};
+        for (int k = 0; k < 4; k++) {
+            const float *a = NULL, *b = NULL;
+            CHECK_OK(fedc_executor_output(ex, names[k], (const void **)&a, NULL));
+            CHECK_OK(fedc_executor_output(fresh, names[k], (const void **)&b, NULL));
+            size_t count = k == 3 ? DIM : (size_t)n * DIM;
+            CHECK_MSG(a && b && !memcmp(a, b, count * sizeof(float)), "run %d: %s differs from a fresh executor's", run,
+                      names[k]);
+        }
+        fedc_executor_destroy(fresh);
+    }
+    /* a known answer: the last run's group 1 is clients 1..4 */
+    const float *mean = NULL;
+    CHECK_OK(fedc_executor_output(ex, "mean", (const void **)&mean, NULL));
+    for (int j = 0; mean && j < DIM; j++) {
+        double m = 0;
+        for (int i = 1; i < 5; i++) m += tanh((0.1 * (j - 7) + 1) * x[i * DIM + j]) / 4;
+        CHECK_NEAR(mean[DIM + j], m, 1e-5);
+    }
+    /* refused, and the groups left as they were */
+    CHECK_ERR(fedc_executor_set_groups(ex, 5, (int[]){1, 1, 1, 1, 1}), FEDC_EINVAL, "5 groups; use 0 (one group) to 4");
+    CHECK_ERR(fedc_executor_set_groups(ex, 2, (int[]){1, 0}), FEDC_EINVAL, "group_sizes[1] is 0");
+    CHECK_ERR(fedc_executor_set_groups(ex, 2, (int[]){6, 7}), FEDC_EINVAL, "sum past the cohort's 12 clients");
+    CHECK_OK(fedc_executor_run(ex));
+    CHECK_OK(fedc_executor_set_absent(ex, NULL));
+    CHECK_ERR(fedc_executor_run(ex), FEDC_EINVAL, "client 10 is in no group");
+    CHECK_OK(fedc_executor_set_groups(ex, 0, NULL)); /* one group of all */
+    CHECK_OK(fedc_executor_run(ex));
+    fedc_executor_destroy(ex);
     fedc_program_destroy(p);
 }
 
@@ -707,6 +779,7 @@ int main(int argc, char **argv) {
         {"group map and threads", test_group_map_and_threads},
         {"one group is flat bit for bit", test_one_group_is_flat_bit_for_bit},
         {"streams within groups", test_streams_within_groups},
+        {"groups change between runs", test_groups_change_between_runs},
         {"map groups", test_map_groups},
         {"flat round in one group", test_flat_round_in_one_group},
         {"reverse known answer", test_reverse_known_answer},

@@ -197,6 +197,14 @@ FEDC_API fedc_status fedc_partition_iid(int64_t examples, int64_t num_clients, u
  * label frequencies (Hsu et al. 2019); client sizes stay balanced (docs/data.md). */
 FEDC_API fedc_status fedc_partition_dirichlet(const int32_t *labels, int64_t examples, int32_t num_classes,
                                      int64_t num_clients, double alpha, uint64_t seed, int64_t *assignment);
+/* Clients into groups (fedc train --groups dirichlet:N:ALPHA; docs/training.md,
+ * "Groups"): the groups' shares of the clients p ~ Dirichlet(alpha, ..., alpha),
+ * group g's size floor(num_clients p_g) with the clients left over one each to the
+ * largest remainders, and the clients of each group drawn uniformly (a shuffle
+ * cut into the sizes). group_of[i] = the group of client i; a small alpha can
+ * leave groups empty. A function of its arguments, the same on every machine. */
+FEDC_API fedc_status fedc_partition_groups_dirichlet(int64_t num_clients, int groups, double alpha, uint64_t seed,
+                                                     int32_t *group_of);
 /* Sort by label, cut into num_clients * k shards, give each client k shards
  * (McMahan et al. 2017). */
 FEDC_API fedc_status fedc_partition_shards(const int32_t *labels, int64_t examples, int64_t num_clients, int k,

@@ -84,11 +84,15 @@ typedef struct fedc_exec_options {
      * and a program with a node the device cannot run, naming it. */
     const char *device;
     /* The hierarchy (fedc/program.h, broadcast_down and the *_up aggregations):
-     * the number of groups and each group's number of clients (`groups` entries
-     * of 1 or more summing to `clients`; borrowed, read at create). Group g's
-     * clients are the cohort places after the first g groups': a job that maps
-     * clients to groups orders its cohort by group. 0 groups: one group of every
-     * client (the flat program is the one-group case). Not with `mpi` yet. */
+     * the most groups a run has (a @groups value holds this many; memory is
+     * groups x the values, whatever the clients) and the first runs' groups'
+     * numbers of clients (`groups` entries of 1 or more summing to at most
+     * `clients`; borrowed, read at create; fedc_executor_set_groups changes them
+     * between runs). Group g's clients are the cohort places after the first g
+     * groups': a job that maps clients to groups orders its cohort by group. The
+     * places after the last group are in none and must be absent
+     * (fedc_executor_set_absent). 0 groups: one group of every client (the flat
+     * program is the one-group case). Not with `mpi` yet. */
     int groups;
     const int *group_sizes;
 } fedc_exec_options;
@@ -132,6 +136,15 @@ FEDC_API int fedc_executor_robust_kept(const fedc_executor *ex, int *clients, in
  * every aggregate leaves it out as it does a dropped client. num_clients still
  * counts every slot. Under MPI every rank must mark the same clients. */
 FEDC_API fedc_status fedc_executor_set_absent(fedc_executor *ex, const uint8_t *absent);
+
+/* The groups of the next runs (a round's sampled groups, each with its sampled
+ * clients): `groups` from 1 to options.groups, each of group_sizes[g] >= 1
+ * clients, summing to at most the clients (the places after the last group must
+ * be absent in each run, or the run fails naming the first), or 0 groups: one
+ * group of every client. A run's @groups values hold its groups first (the
+ * places after them are unspecified). Nothing is allocated: memory stays
+ * options.groups x the values. A refused call leaves the groups as they were. */
+FEDC_API fedc_status fedc_executor_set_groups(fedc_executor *ex, int groups, const int *group_sizes);
 
 /* With options.profile: writes to `out` the time spent in each kind of op over all
  * runs so far, summed over this executor and the bodies of its maps and folds (every

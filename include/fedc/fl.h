@@ -409,10 +409,23 @@ typedef struct fedc_train_config {
     /* fedbuff, fedasync: the order of reports from an arrival log (a run's
      * RUN/arrivals.jsonl; docs/algorithms.md) instead of the clock (NULL: the clock's). */
     const char *replay;
-    /* Groups (docs/training.md, "Groups"): the round's cohort split into this many
-     * groups of contiguous slots, sizes as equal as can be (the first ones one
-     * larger), for an algorithm whose round uses them (hierfavg). 0: one group. */
+    /* Groups (docs/training.md, "Groups"), for an algorithm whose round uses them
+     * (hierfavg): every training client in one of `groups` groups
+     * (fedc_train_client_groups): contiguous ranges of the clients in the data's
+     * order, sizes as equal as can be (the first ones one larger); with
+     * groups_alpha > 0, shares of the clients drawn from Dirichlet(groups_alpha)
+     * (fedc_partition_groups_dirichlet, keyed by seed); or groups_file's
+     * "client_id,group" lines (groups 0: its largest group + 1). 0 groups and no
+     * file: one group of every client. A round's cohort is ordered by group. */
     int groups;
+    double groups_alpha;
+    const char *groups_file;
+    /* Sampling per level: each round, groups_per_round of the groups that have
+     * clients (0: all of them), then up to clients_per_group of each one's
+     * clients (0: all), each draw keyed by (seed, round); either one set replaces
+     * clients_per_round. Neither: clients_per_round clients drawn as without
+     * groups, and the groups are those with a client among them. */
+    int groups_per_round, clients_per_group;
 } fedc_train_config;
 
 typedef struct fedc_train_result {
@@ -437,6 +450,14 @@ FEDC_API void fedc_train_defaults(fedc_train_config *c);
  * (src/fl/task.c's table). */
 FEDC_API const char *fedc_train_tasks(void);
 FEDC_API fedc_status fedc_train(const fedc_train_config *c, fedc_train_result *result);
+/* The groups of train's clients as c says (groups, groups_alpha with seed,
+ * groups_file; above): group_of[i] for each client i of train, in its order, and
+ * the number of groups (0 when c gives none, group_of untouched). A file's
+ * errors name it and the line: a client the data does not have, one listed
+ * twice, a group that is not a whole number in [0, groups); a training client
+ * with no line names the client. */
+FEDC_API fedc_status fedc_train_client_groups(const fedc_train_config *c, const fedc_dataset *train, int32_t *group_of,
+                                              int *groups);
 /* Evaluates the model in a checkpoint (any safetensors file holding the model's
  * parameters by name) on every client of c->data (with c's task and model). */
 FEDC_API fedc_status fedc_evaluate_checkpoint(const fedc_train_config *c, const char *checkpoint, fedc_train_result *result);

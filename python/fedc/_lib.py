@@ -199,7 +199,8 @@ class TrainConfig(Structure):
                 ("on_round", ON_ROUND), ("on_round_ctx", c_void_p),
                 ("clock", c_char_p), ("round_deadline", c_double), ("over_select", c_double),
                 ("replay", c_char_p),
-                ("groups", c_int)]
+                ("groups", c_int), ("groups_alpha", c_double), ("groups_file", c_char_p),
+                ("groups_per_round", c_int), ("clients_per_group", c_int)]
 
 def _candidates():
     env = os.environ.get("FEDC_LIBRARY")
@@ -494,6 +495,8 @@ _SIGNATURES = {
     "fedc_partition_dirichlet": (c_int, [POINTER(c_int32), c_int64, c_int32, c_int64, c_double, c_uint64,
                                          PI64]),
     "fedc_partition_shards": (c_int, [POINTER(c_int32), c_int64, c_int64, c_int, c_uint64, PI64]),
+    "fedc_partition_groups_dirichlet": (c_int, [c_int64, c_int, c_double, c_uint64, POINTER(c_int32)]),
+    "fedc_train_client_groups": (c_int, [POINTER(TrainConfig), P, POINTER(c_int32), POINTER(c_int)]),
     "fedc_synthetic_fedprox": (c_int, [c_double, c_double, c_int64, c_uint64, POINTER(P)]),
     "fedc_synthetic_zipf": (c_int, [c_int64, c_int64, c_int64, c_int32, c_double, c_uint64, POINTER(P)]),
 }

@@ -232,6 +232,15 @@ def partition_dirichlet(labels, num_classes, num_clients, alpha, seed=0):
                     alpha, seed)
 
 
+def partition_groups_dirichlet(num_clients, groups, alpha, seed=0):
+    """Each client's group (int32), the groups' shares of the clients Dirichlet(alpha):
+    fedc train --groups dirichlet:N:ALPHA."""
+    out = np.empty(num_clients, np.int32)
+    _lib.check(_L.fedc_partition_groups_dirichlet(num_clients, groups, alpha, seed,
+                                                  out.ctypes.data_as(POINTER(c_int32))))
+    return out
+
+
 def partition_shards(labels, num_clients, k, seed=0):
     lab, ptr = _labels(labels)
     return _indices(_L.fedc_partition_shards, lab.size, ptr, lab.size, num_clients, k, seed)

@@ -41,9 +41,11 @@ if (ctypes.sizeof(_lib.TrainConfig) != _L.fedc_train_config_size()
 else:
     _MISMATCH = None
 
-_STRINGS = ("data", "test_data", "task", "client_domains", "partition", "model", "vocab", "out_dir")
+_STRINGS = ("data", "test_data", "task", "client_domains", "partition", "model", "vocab", "out_dir",
+            "groups_file")
 _NUMBERS = ("holdout", "num_clients", "vocab_size", "epochs", "steps", "rounds", "clients_per_round",
-            "seed", "threads", "eval_every", "eval_clients", "eval_batch_size", "checkpoint_every")
+            "seed", "threads", "eval_every", "eval_clients", "eval_batch_size", "checkpoint_every",
+            "groups", "groups_alpha", "groups_per_round", "clients_per_group")
 _FLAGS = ("resume", "strict", "quiet", "profile")
 
 
@@ -205,6 +207,19 @@ def round_programs(model, steps, **options):
         _lib.check(fn(model._get(), ctypes.byref(a), ctypes.byref(ptr)))
         out[key] = Program(ptr) if ptr.value else None
     return out
+
+
+def client_groups(dataset, **options):
+    """The groups of a fedc.data.Dataset's clients as fedc.train assigns them with the
+    same options (groups, groups_alpha with seed, groups_file): (each client's group as
+    a list, the number of groups); (None, 0) without groups."""
+    c, keep = _config("", options)
+    n = len(dataset)
+    out = (ctypes.c_int32 * max(n, 1))()
+    groups = ctypes.c_int()
+    _lib.check(_L.fedc_train_client_groups(ctypes.byref(c), dataset._get(), out, ctypes.byref(groups)))
+    del keep
+    return (list(out[:n]) if groups.value else None), groups.value
 
 
 def train(data, *, on_round=None, **options):

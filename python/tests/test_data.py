@@ -137,3 +137,23 @@ def test_open_errors():
     assert e.value.status == fedc.EIO and "/nonexistent/data" in e.value.message
     with pytest.raises(fedc.Error):
         fedc.data.open(HERE, format="xml")
+
+
+def test_groups_of_clients(tmp_path):
+    # fedc train --groups: a Dirichlet draw of the groups' shares, the same from the same
+    # seed; fedc.train's options give the same groups (contiguous, Dirichlet, a file)
+    a = fedc.data.partition_groups_dirichlet(40, 3, 0.5, seed=4)
+    assert a.dtype == np.int32 and a.min() >= 0 and a.max() < 3
+    assert (a == fedc.data.partition_groups_dirichlet(40, 3, 0.5, seed=4)).all()
+    assert (np.bincount(fedc.data.partition_groups_dirichlet(12, 4, 1e6, seed=1), minlength=4) == 3).all()
+    ds = fedc.data.synthetic_zipf(6, 3, 5, 20, seed=1)
+    assert fedc.client_groups(ds) == (None, 0)
+    assert fedc.client_groups(ds, groups=4) == ([0, 0, 1, 1, 2, 3], 4)
+    assert fedc.client_groups(ds, groups=3, groups_alpha=0.5, seed=4)[0] == \
+        list(fedc.data.partition_groups_dirichlet(6, 3, 0.5, seed=4))
+    f = tmp_path / "groups.csv"
+    f.write_text("client_id,group\n" + "".join("%s,%d\n" % (c, i % 2) for i, c in enumerate(ds.client_ids)))
+    assert fedc.client_groups(ds, groups_file=str(f)) == ([0, 1, 0, 1, 0, 1], 2)
+    f.write_text("nobody,0\n")
+    with pytest.raises(fedc.Error, match="groups.csv:1: client \"nobody\" is not a client|has no line"):
+        fedc.client_groups(ds, groups_file=str(f))

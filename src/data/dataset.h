@@ -64,6 +64,10 @@ void fedc__free_names(char **names, int64_t count);
 /* perm := a uniform permutation of 0..n-1 (Fisher-Yates from the identity, swap i
  * drawing element tag + i of s), a function of (s, tag) alone (src/data/sample.c). */
 void fedc__permutation(int64_t *perm, int64_t n, fedc_rng_stream s, uint64_t tag);
+/* k of [0, n) drawn uniformly without replacement from stream s, sorted: the
+ * draw fedc_sample_clients makes from its (seed, round) stream, from any stream
+ * (fedc train's per-group sampling keys one per group; src/data/sample.c). */
+void fedc__sample_stream(int64_t n, int64_t k, fedc_rng_stream s, int64_t *out);
 
 /* A new client with examples [begin, end) of c, in order, and c's id (src/data/partition.c). */
 fedc_status fedc__client_rows(const fedc_client_data *c, int64_t begin, int64_t end, fedc_client_data **out);

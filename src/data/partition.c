@@ -30,7 +30,10 @@ enum {
     TAG_DIRICHLET_UNIFORM,
     TAG_DIRICHLET_NORMAL,
     TAG_DIRICHLET_DEAL,
-    TAG_SHARDS
+    TAG_SHARDS,
+    TAG_GROUPS_UNIFORM,
+    TAG_GROUPS_NORMAL,
+    TAG_GROUPS_DEAL
 };
 
 static fedc_rng_stream stream(uint64_t seed, uint32_t tag) { return fedc_rng_stream_make(seed, 0, 0, tag); }
@@ -215,6 +218,62 @@ fedc_status fedc_partition_dirichlet(const int32_t *labels, int64_t examples, in
     draw_proportions(&w, examples, num_classes, num_clients, alpha, seed);
     deal(&w, examples, num_classes, num_clients, seed, assignment);
     work_free(&w);
+    return FEDC_OK;
+}
+
+/* ---------------------------------------------------- groups of clients -- */
+
+/* The groups' shares p ~ Dir(alpha, ..., alpha) as Gamma(alpha) draws over their
+ * sum (in logs, shifted by the largest: a small alpha's draws underflow), then
+ * each group's size: floor(n p_g), the clients left over one each to the groups
+ * of the largest remainders (the lower group first on a tie), so that the sizes
+ * sum to n. */
+static void group_sizes(int64_t n, int groups, double alpha, uint64_t seed, double *logg, int64_t *size) {
+    draws u = {stream(seed, TAG_GROUPS_UNIFORM), 0}, z = {stream(seed, TAG_GROUPS_NORMAL), 0};
+    double top = -INFINITY, total = 0;
+    for (int g = 0; g < groups; g++) {
+        logg[g] = log_gamma_draw(alpha, &u, &z);
+        if (logg[g] > top) top = logg[g];
+    }
+    for (int g = 0; g < groups; g++) total += exp(logg[g] - top);
+    int64_t left = n;
+    for (int g = 0; g < groups; g++) { /* logg becomes each group's remainder */
+        double want = (double)n * exp(logg[g] - top) / total;
+        size[g] = (int64_t)floor(want);
+        if (size[g] > left) size[g] = left;
+        left -= size[g];
+        logg[g] = want - (double)size[g];
+    }
+    for (; left > 0; left--) {
+        int best = 0;
+        for (int g = 1; g < groups; g++)
+            if (logg[g] > logg[best]) best = g;
+        size[best]++;
+        logg[best] = -1;
+    }
+}
+
+fedc_status fedc_partition_groups_dirichlet(int64_t num_clients, int groups, double alpha, uint64_t seed,
+                                            int32_t *group_of) {
+    if (num_clients < 1 || groups < 1)
+        return fedc_error(FEDC_EINVAL, "dirichlet groups: %lld clients in %d groups; use 1 or more of each",
+                          (long long)num_clients, groups);
+    if (!(alpha > 0) || isinf(alpha))
+        return fedc_error(FEDC_EINVAL, "dirichlet groups: alpha = %g; it must be positive and finite", alpha);
+    double *logg = fedc_malloc((size_t)groups * sizeof *logg);
+    int64_t *size = fedc_malloc((size_t)groups * sizeof *size);
+    int64_t *order = fedc_malloc((size_t)num_clients * sizeof *order);
+    if (!logg || !size || !order) {
+        fedc_free(logg), fedc_free(size), fedc_free(order);
+        return fedc_error(FEDC_ENOMEM, "dirichlet groups: out of memory for %lld clients", (long long)num_clients);
+    }
+    group_sizes(num_clients, groups, alpha, seed, logg, size);
+    /* which clients: a uniformly random order cut into the groups' sizes */
+    for (int64_t i = 0; i < num_clients; i++) order[i] = i;
+    shuffle(order, num_clients, stream(seed, TAG_GROUPS_DEAL), 0);
+    for (int g = 0, i = 0; g < groups; g++)
+        for (int64_t k = 0; k < size[g]; k++) group_of[order[i++]] = g;
+    fedc_free(logg), fedc_free(size), fedc_free(order);
     return FEDC_OK;
 }
 

@@ -77,14 +77,17 @@ static void sample_selection(int64_t n, int64_t k, fedc_rng_stream s, int64_t *o
     }
 }
 
+void fedc__sample_stream(int64_t n, int64_t k, fedc_rng_stream s, int64_t *out) {
+    if (k <= FLOYD_MAX) sample_floyd(n, k, s, out);
+    else sample_selection(n, k, s, out);
+}
+
 fedc_status fedc_sample_clients(int64_t num_clients, int64_t per_round, uint64_t seed, uint32_t round,
                                 int64_t *out) {
     if (num_clients < 0 || per_round < 0 || per_round > num_clients)
         return fedc_error(FEDC_EINVAL, "sample_clients: cannot draw %lld distinct clients out of %lld",
                           (long long)per_round, (long long)num_clients);
-    fedc_rng_stream s = fedc_rng_stream_make(seed, round, 0, 0);
-    if (per_round <= FLOYD_MAX) sample_floyd(num_clients, per_round, s, out);
-    else sample_selection(num_clients, per_round, s, out);
+    fedc__sample_stream(num_clients, per_round, fedc_rng_stream_make(seed, round, 0, 0), out);
     return FEDC_OK;
 }
 

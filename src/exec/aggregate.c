@@ -197,7 +197,7 @@ static fedc_status in_group(const fedc__agg *a, fedc_status st) {
 }
 
 /* A grouped aggregation: ends the groups before client i's, and gives i's place
- * in its group. */
+ * in its group (past its end for a client after the last group, in none). */
 static fedc_status reach_group(fedc__agg *a, int64_t *i) {
     while (a->group + 1 < a->groups && *i >= a->group_start[a->group + 1]) {
         fedc_status st = end_tree(a);
@@ -212,6 +212,7 @@ static fedc_status reach_group(fedc__agg *a, int64_t *i) {
 fedc_status fedc__agg_add(fedc__agg *a, int64_t i, const void *x, const void *w) {
     if (a->op == FEDC_OP_ROBUST_AGGREGATE) return fedc__agg_robust_add(a, i, x, w);
     if (a->grouped) {
+        if (i >= a->group_start[a->groups]) return FEDC_OK; /* in no group: absent, left out */
         fedc_status st = reach_group(a, &i);
         if (st) return st;
     }

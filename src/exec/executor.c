@@ -390,6 +390,8 @@ fedc_status fedc_executor_run(fedc_executor *ex) {
             return fedc_error(FEDC_EINVAL, "executor_run: input \"%s\" is not bound", n->name);
     }
     if (ex->clients) memcpy(ex->dropped, ex->absent, (size_t)ex->clients); /* absent: left out of everything */
+    fedc_status groups = fedc__hier_check_run(ex);
+    if (groups) return groups;
     fedc_pool *outer = ex->kernel_pool ? fedc__kernels_set_pool(ex->kernel_pool) : NULL;
     fedc_status st = FEDC_OK;
     for (int v = 0; !st && v < p->n; v++) st = run_node(ex, v);

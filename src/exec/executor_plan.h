@@ -88,11 +88,13 @@ struct fedc_executor {
     uint8_t *dropped;       /* per client, this run */
     uint8_t *absent;        /* per client: not in the cohort (fedc_executor_set_absent) */
     fedc__agg **aggs;       /* per value: the accumulator of an aggregation node */
-    int groups;             /* the hierarchy (hierarchy.c): 1 when the options give no groups */
-    int *group_start;       /* groups + 1: group g's clients are [group_start[g], group_start[g + 1]) */
-    int *group_local;       /* 0, 1, ..., groups - 1: the places a map at the groups runs */
-    int *client_group;      /* clients: each client's group */
-    uint8_t *group_none;    /* groups zeros: no group is dropped or absent */
+    int groups;             /* the hierarchy (hierarchy.c): this run's groups; 1 when none are given */
+    int max_groups;         /* the most a run has (options.groups, or 1): @groups values hold this many */
+    int *group_start;       /* max_groups + 1: group g's clients are [group_start[g], group_start[g + 1]); the
+                               clients from group_start[groups] on are in no group (absent) */
+    int *group_local;       /* 0, 1, ..., max_groups - 1: the places a map at the groups runs */
+    int *client_group;      /* clients: each client's group (the last one for those in none) */
+    uint8_t *group_none;    /* max_groups zeros: no group is dropped or absent */
     double *op_seconds;     /* with options.profile: per op kind, over all runs */
     int64_t *op_calls;
 };
@@ -117,10 +119,11 @@ bool fedc__scalar_of(const fedc_program *p, fedc_value u, fedc_dtype dt);
 size_t fedc__saved_bytes(const fedc_program *p, fedc_value v);
 
 /* The hierarchy (hierarchy.c): reads the groups from the options (at create),
- * frees them; runs a node of the hierarchy (a primitive of a level, or an array op
+ * frees them; checks before a run that the clients in no group are absent; runs a node of the hierarchy (a primitive of a level, or an array op
  * on @groups values: true in fedc__hier_runs) and prepares a map at the groups. */
 fedc_status fedc__hier_create(fedc_executor *ex);
 void fedc__hier_destroy(fedc_executor *ex);
+fedc_status fedc__hier_check_run(const fedc_executor *ex);
 bool fedc__hier_runs(const fedc__node *n);
 fedc_status fedc__hier_run(fedc_executor *ex, fedc__step *s);
 void fedc__hier_map_job(const fedc_executor *ex, fedc__map_job *job);

@@ -14,46 +14,63 @@
 
 #include "exec/executor_plan.h"
 
-static fedc_status read_groups(fedc_executor *ex) {
-    const fedc_exec_options *o = &ex->opt;
-    if (o->groups < 0) return fedc_error(FEDC_EINVAL, "executor: groups is %d; use 0 (one group) or more", o->groups);
-    ex->groups = o->groups && ex->clients ? o->groups : 1;
-    if (!(ex->group_start = fedc_calloc((size_t)ex->groups + 1, sizeof *ex->group_start)))
-        return fedc_error(FEDC_ENOMEM, "executor: out of memory for %d groups", ex->groups);
-    if (!o->groups || !ex->clients) {
-        ex->group_start[1] = ex->clients;
-        return FEDC_OK;
-    }
-    if (!o->group_sizes) return fedc_error(FEDC_EINVAL, "executor: groups is %d but group_sizes is NULL", o->groups);
-    if (o->mpi && fedc_mpi_size() > 1)
-        return fedc_error(FEDC_EUNSUPPORTED, "executor: groups over MPI ranks are not supported yet; run in one process");
-    for (int g = 0; g < ex->groups; g++) {
-        if (o->group_sizes[g] < 1)
-            return fedc_error(FEDC_EINVAL, "executor: group_sizes[%d] is %d; every group needs a client", g,
-                              o->group_sizes[g]);
-        if (o->group_sizes[g] > ex->clients - ex->group_start[g])
-            return fedc_error(FEDC_EINVAL, "executor: group_sizes sum past the cohort's %d clients (at group %d)",
+/* Group g's clients are [group_start[g], group_start[g + 1]); the ones after
+ * the last group are in none (a run checks that they are absent). n = 0: one
+ * group of every client. Checked whole before anything changes, so a refused
+ * call leaves the groups as they were. */
+static fedc_status apply_groups(fedc_executor *ex, int n, const int *sizes, const char *who) {
+    if (n < 0 || n > ex->max_groups)
+        return fedc_error(FEDC_EINVAL, "%s: %d groups; use 0 (one group) to %d (options.groups)", who, n,
+                          ex->max_groups);
+    if (n && !sizes) return fedc_error(FEDC_EINVAL, "%s: groups is %d but group_sizes is NULL", who, n);
+    int64_t sum = 0;
+    for (int g = 0; g < n; g++) {
+        if (sizes[g] < 1)
+            return fedc_error(FEDC_EINVAL, "%s: group_sizes[%d] is %d; every group needs a client", who, g, sizes[g]);
+        if ((sum += sizes[g]) > ex->clients)
+            return fedc_error(FEDC_EINVAL, "%s: group_sizes sum past the cohort's %d clients (at group %d)", who,
                               ex->clients, g);
-        ex->group_start[g + 1] = ex->group_start[g] + o->group_sizes[g];
     }
-    if (ex->group_start[ex->groups] != ex->clients)
-        return fedc_error(FEDC_EINVAL, "executor: group_sizes sum to %d, not the cohort's %d clients",
-                          ex->group_start[ex->groups], ex->clients);
+    ex->groups = n ? n : 1;
+    ex->group_start[1] = ex->clients;
+    for (int g = 0; g < n; g++) ex->group_start[g + 1] = ex->group_start[g] + sizes[g];
+    for (int g = 0, i = 0; i < ex->clients; i++) { /* the clients in no group: the last group's, never run */
+        while (g + 1 < ex->groups && i >= ex->group_start[g + 1]) g++;
+        ex->client_group[i] = g;
+    }
+    for (int v = 0; v < ex->p->n; v++)
+        if (ex->aggs && ex->aggs[v]) ex->aggs[v]->groups = ex->groups;
     return FEDC_OK;
 }
 
 fedc_status fedc__hier_create(fedc_executor *ex) {
-    fedc_status st = read_groups(ex);
-    if (st) return st;
-    ex->group_local = fedc_calloc((size_t)ex->groups, sizeof *ex->group_local);
-    ex->group_none = fedc_calloc((size_t)ex->groups, 1);
+    const fedc_exec_options *o = &ex->opt;
+    if (o->groups < 0) return fedc_error(FEDC_EINVAL, "executor: groups is %d; use 0 (one group) or more", o->groups);
+    if (o->groups && ex->clients && o->mpi && fedc_mpi_size() > 1)
+        return fedc_error(FEDC_EUNSUPPORTED, "executor: groups over MPI ranks are not supported yet; run in one process");
+    ex->max_groups = o->groups && ex->clients ? o->groups : 1;
+    size_t n = (size_t)ex->max_groups;
+    ex->group_start = fedc_calloc(n + 1, sizeof *ex->group_start);
+    ex->group_local = fedc_calloc(n, sizeof *ex->group_local);
+    ex->group_none = fedc_calloc(n, 1);
     ex->client_group = fedc_calloc((size_t)(ex->clients ? ex->clients : 1), sizeof *ex->client_group);
-    if (!ex->group_local || !ex->group_none || !ex->client_group)
-        return fedc_error(FEDC_ENOMEM, "executor: out of memory for %d groups", ex->groups);
-    for (int g = 0; g < ex->groups; g++) {
-        ex->group_local[g] = g;
-        for (int i = ex->group_start[g]; i < ex->group_start[g + 1]; i++) ex->client_group[i] = g;
-    }
+    if (!ex->group_start || !ex->group_local || !ex->group_none || !ex->client_group)
+        return fedc_error(FEDC_ENOMEM, "executor: out of memory for %d groups", ex->max_groups);
+    for (int g = 0; g < ex->max_groups; g++) ex->group_local[g] = g;
+    return apply_groups(ex, o->groups && ex->clients ? o->groups : 0, o->group_sizes, "executor");
+}
+
+fedc_status fedc_executor_set_groups(fedc_executor *ex, int groups, const int *group_sizes) {
+    if (!ex->clients && groups) return fedc_error(FEDC_EINVAL, "executor_set_groups: the program has no clients");
+    return apply_groups(ex, groups, group_sizes, "executor_set_groups");
+}
+
+fedc_status fedc__hier_check_run(const fedc_executor *ex) {
+    for (int i = ex->group_start[ex->groups]; i < ex->clients; i++)
+        if (!ex->absent[i])
+            return fedc_error(FEDC_EINVAL, "executor_run: client %d is in no group (the %d groups' sizes sum to %d of "
+                              "the %d clients); mark the clients after the groups absent (fedc_executor_set_absent)",
+                              i, ex->groups, ex->group_start[ex->groups], ex->clients);
     return FEDC_OK;
 }
 
@@ -119,7 +136,7 @@ static void run_broadcast_down(fedc_executor *ex, const fedc__step *s) {
 static fedc_status run_aggregate_up(fedc_executor *ex, const fedc__step *s) {
     fedc__agg *a = s->agg;
     bool clients = s->n->type.placement == FEDC_GROUPS;
-    int members = clients ? ex->clients : ex->groups;
+    int members = clients ? ex->group_start[ex->groups] : ex->groups; /* those in no group are absent */
     fedc_status st = FEDC_OK;
     fedc__agg_begin(a, s->n, members, s->out);
     for (int i = 0; !st && i < members; i++) {

@@ -153,7 +153,7 @@ static void compute_last_use(const fedc_executor *ex, int *last_use) {
 size_t fedc__value_bytes(const fedc_executor *ex, fedc_value v) {
     const fedc_type *t = &ex->p->nodes[v].type;
     size_t bytes = fedc_type_bytes(t);
-    if (t->placement == FEDC_GROUPS) return bytes * (size_t)ex->groups;
+    if (t->placement == FEDC_GROUPS) return bytes * (size_t)ex->max_groups;
     return t->placement == FEDC_CLIENTS ? bytes * (size_t)ex->clients : bytes;
 }
 

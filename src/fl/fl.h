@@ -111,4 +111,11 @@ fedc_tree *fedc__server_state(fedc_program *p, const fedc_tree *params, const fe
 const fedc_algorithm_def *fedc__algorithm_def(const fedc_algorithm *a);
 
 
+/* One "client_id,NUMBER" line of a per-client file (--groups-file, --client-domains),
+ * cut at its last comma: *id the client (in text), *value a whole number in
+ * [0, top]; else an error naming path:line and `what` ("group", "domain"), with
+ * `hint` after the range (src/fl/group_partition.c). */
+fedc_status fedc__parse_client_line(const char *path, size_t line, char *text, const char *what, long top,
+                                    const char *hint, const char **id, long *value);
+
 #endif

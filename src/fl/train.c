@@ -97,7 +97,7 @@ static fedc_status bind_model(trainer *t, fedc_executor *ex) {
  * one in about 10^15 (a round that draws more fails, naming it). */
 static fedc_status cohort_slots(trainer *t) {
     const fedc_train_config *c = t->c;
-    int64_t n = fedc_dataset_num_clients(t->train), k = c->clients_per_round;
+    int64_t n = fedc_dataset_num_clients(t->train), k = t->group_slots ? t->group_slots : c->clients_per_round;
     if (k < 1 || k > n)
         return fedc_error(FEDC_EINVAL, "train: %lld clients per round, but the data has %lld clients", (long long)k,
                           (long long)n);
@@ -106,7 +106,8 @@ static fedc_status cohort_slots(trainer *t) {
         return fedc_error(FEDC_EINVAL, "train: the sampling rate %g must be in (0, 1]", t->sampling_q);
     t->expected_clients = c->poisson ? t->sampling_q * (double)n : (double)k;
     double slots = ceil(t->expected_clients + 8 * sqrt(t->expected_clients) + 8);
-    t->k = !c->poisson ? fedc__train_clock_slots(t, (int)k) : slots < (double)n ? (int)slots : (int)n;
+    t->k = t->group_slots ? t->group_slots /* per level: G x K, some absent when a group has fewer than K */
+         : !c->poisson ? fedc__train_clock_slots(t, (int)k) : slots < (double)n ? (int)slots : (int)n;
     if (t->async) t->k = fedc__train_async_slots(t); /* a step's K reports */
     int bits = c->algorithm.aggregation.secure_sum_bits;
     if (bits && t->k > fedc_secure_sum_max_clients(bits))
@@ -134,7 +135,8 @@ static fedc_exec_options round_options(const trainer *t, int k) {
     const fedc_train_config *c = t->c;
     return (fedc_exec_options){.clients = k, .threads = c->threads, .mpi = true, .check_finite = true,
                                .on_client_failure = c->strict ? FEDC_FAIL_ROUND : FEDC_DROP_CLIENT,
-                               .client_ids = t->client_ids, .groups = t->groups, .group_sizes = t->group_sizes};
+                               .client_ids = t->client_ids, .groups = t->groups ? t->round_groups : 0,
+                               .group_sizes = t->round_group_sizes};
 }
 
 static fedc_status create_programs(trainer *t) {
@@ -146,8 +148,9 @@ static fedc_status create_programs(trainer *t) {
     if (!st && c->replay && !fedc__train_is_async(t))
         st = fedc_error(FEDC_EINVAL, "train: --replay is for the asynchronous algorithms (fedbuff, fedasync)");
     if (!st && fedc__train_is_async(t)) st = fedc__train_async_setup(t);
-    if (!st) st = cohort_slots(t);
     if (!st) st = fedc__train_groups_setup(t);
+    if (!st) st = cohort_slots(t);
+    if (!st) st = fedc__train_groups_cohort(t);
     int k = t->k;
     if (!st) st = fedc__train_privacy_setup(t); /* before the state: an adaptive clip is part of it */
     if (!st) st = fedc__train_state_create(t, k);
@@ -213,7 +216,7 @@ void fedc__train_destroy(trainer *t) {
     fedc_free(t->params);
     fedc_free(t->sampled);
     fedc_free(t->work);
-    fedc_free(t->group_sizes);
+    fedc__train_groups_free(t);
     fedc_free(t->client_ids);
     fedc_free(t->absent);
     fedc_free(t->curve);
@@ -333,6 +336,7 @@ static fedc_status sample(trainer *t, int r) {
     const fedc_train_config *c = t->c;
     int64_t n = t->k, clients = fedc_dataset_num_clients(t->train);
     fedc_status st = c->poisson ? fedc_sample_clients_poisson(clients, t->sampling_q, c->seed, (uint32_t)r, t->k, t->sampled, &n)
+                     : t->group_slots ? fedc__train_groups_sample(t, r, &n)
                      : fedc__train_clock_samples(t) ? fedc__train_clock_sample(t, r, &n)
                                                     : fedc_sample_clients(clients, t->k, c->seed, (uint32_t)r, t->sampled);
     if (st) return st;
@@ -342,7 +346,7 @@ static fedc_status sample(trainer *t, int r) {
         t->absent[i] = i >= n;
         t->client_ids[i] = fedc_dataset_client_id(t->train, t->sampled[i]);
     }
-    return c->poisson ? fedc_executor_set_absent(t->round_ex, t->absent) : FEDC_OK;
+    return c->poisson || t->group_slots ? fedc_executor_set_absent(t->round_ex, t->absent) : FEDC_OK;
 }
 
 static fedc_status run_round(trainer *t, int r, double *loss, double *examples) {
@@ -353,6 +357,7 @@ static fedc_status run_round(trainer *t, int r, double *loss, double *examples) 
         *loss = NAN, *examples = 0;
         return FEDC_OK;
     }
+    if (!st && t->groups) st = fedc__train_groups_round(t);
     if (!st) st = balance(t, k);
     if (!st) st = fill_block(t, t->train, t->sampled, t->present, &t->cohort, t->round_ex, true, (uint32_t)r,
                              fedc__train_async_rounds(t));
@@ -540,6 +545,7 @@ static fedc_status warm_start(trainer *t) {
     fedc_status st = fedc_algorithm_warm_start(t->model, &t->alg, k, &p);
     if (st || !p) return st;
     fedc_exec_options o = round_options(t, k);
+    o.groups = 0, o.group_sizes = NULL; /* its cohort is its own, in one group */
     st = fedc_executor_create(&ex, p, &o);
     if (!st) st = fedc__cohort_buffers_bind(&t->cohort, ex, true);
     if (!st) st = fedc__train_state_bind(t, ex, p);

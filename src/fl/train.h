@@ -103,8 +103,20 @@ typedef struct trainer {
     fedc__clock *clock;     /* --clock's profiles (NULL: none; src/fl/train_clock.c) */
     double vtime;           /* the virtual seconds the rounds so far took (a checkpoint carries it) */
     struct train_async *async; /* fedbuff, fedasync: the clients in flight (NULL: synchronous rounds) */
-    int groups;             /* --groups: the cohort's groups (0: one) and their sizes, in slot order */
-    int *group_sizes;
+    /* --groups (src/fl/train_groups.c): the partition's groups (0: none, one group),
+     * each training client's, and each group's clients (group_members[group_start[g]
+     * .. group_start[g + 1]), in increasing order); the groups with clients; per
+     * level, the groups and clients a group a round draws and the slots they make
+     * (0: not per level); and the round's groups, their ids and their clients in
+     * the cohort, in slot order. */
+    int groups;
+    int32_t *group_of;
+    int64_t *group_start, *group_members;
+    int *nonempty, nnonempty;
+    int level_groups, level_clients, group_slots;
+    int round_groups;
+    int *round_group_id, *round_group_sizes;
+    int64_t *group_scratch; /* k */
 } trainer;
 
 FEDC_INTERNAL_API fedc_status fedc__train_open_data(trainer *t);
@@ -145,9 +157,16 @@ fedc_status fedc__train_async_restore(trainer *t, const char *path, const fedc_s
  * drawn before and read after each round (r counted from 0); the metrics' fields
  * (with the ε of `rounds` rounds) as JSON members, ", \"name\": value...", or "". */
 fedc_status fedc__train_privacy_setup(trainer *t);
-/* --groups (src/fl/train_groups.c): checked against the algorithm and the cohort's
- * slots t->k, and the slots split into t->groups contiguous groups. */
+/* --groups (src/fl/train_groups.c): the partition, checked against the algorithm
+ * and the sampling (before the cohort's slots, which per-level sampling sets);
+ * the round's groups' buffers, once t->k is known; round r's cohort drawn per
+ * level into t->sampled (*n clients); the round's present clients ordered by
+ * group and its groups given to the executor; and freeing. */
 fedc_status fedc__train_groups_setup(trainer *t);
+fedc_status fedc__train_groups_cohort(trainer *t);
+fedc_status fedc__train_groups_sample(trainer *t, int r, int64_t *n);
+fedc_status fedc__train_groups_round(trainer *t);
+void fedc__train_groups_free(trainer *t);
 /* The round's per-group figures as JSON members (", \"group_loss\": [...]"), or
  * "" for a round program without them. */
 fedc_status fedc__train_groups_json(const trainer *t, char *buf, size_t size);

@@ -43,21 +43,12 @@ static void free_entries(entry *e, size_t n) {
 
 /* One line "client_id,domain" into e (its id copied); line counts from 1. */
 static fedc_status parse_line(const char *path, size_t line, char *text, entry *e) {
-    char *comma = strrchr(text, ',');
-    if (!comma || comma == text)
-        return fedc_error(FEDC_EPARSE, "%s:%zu: expected \"client_id,domain\", not \"%s\"", path, line, text);
-    *comma = 0;
-    char *end;
-    errno = 0;
-    long d = strtol(comma + 1, &end, 10);
-    while (*end == ' ' || *end == '\t') end++;
-    if (errno || end == comma + 1 || *end || d < 0 || d > 1000000)
-        return fedc_error(FEDC_EPARSE, "%s:%zu: client \"%s\": the domain \"%s\" is not a whole number in [0, 1000000]",
-                          path, line, text, comma + 1);
-    e->id = fedc_malloc(strlen(text) + 1);
+    const char *id;
+    fedc_status st = fedc__parse_client_line(path, line, text, "domain", 1000000, "", &id, &e->domain);
+    if (st) return st;
+    e->id = fedc_malloc(strlen(id) + 1);
     if (!e->id) return fedc_error(FEDC_ENOMEM, "train: out of memory");
-    strcpy(e->id, text);
-    e->domain = d;
+    strcpy(e->id, id);
     return FEDC_OK;
 }
 

@@ -100,7 +100,7 @@ fedc_status fedc__train_log_metrics(trainer *t, int round, double train_loss, co
     if (st) return st;
     char kept[8192], vtime[48] = "", vtime_csv[32] = ""; /* the virtual clock's seconds so far (--clock) */
     if ((st = kept_member(t, kept, sizeof kept))) return st;
-    char groups[8192];
+    char groups[32768];
     if ((st = fedc__train_groups_json(t, groups, sizeof groups))) return st;
     if (t->clock) snprintf(vtime, sizeof vtime, ", \"time\": %s", num(vtime_csv, t->vtime, "null"));
     fprintf(t->jsonl,

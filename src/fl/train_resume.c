@@ -146,8 +146,18 @@ int fedc__train_settings(const trainer *t, train_setting *out, int max) {
     setting(out, &n, max, "--epochs", false, "%d", c->epochs);
     setting(out, &n, max, "--steps", false, "%lld", (long long)a->max_steps); /* what --steps and the data give */
     setting(out, &n, max, "--clients-per-round", false, "%d", c->clients_per_round);
-    setting(out, &n, max, "--groups", false, "%d", c->groups); /* a checkpoint from before groups had one */
-    if (n > 0) out[n - 1].unrecorded = "0";
+    /* the groups' settings in one metadata entry (a checkpoint holds at most 64):
+     * "N" as before them, then the Dirichlet draw, the file and sampling per level */
+    char groups[256]; /* a setting holds 255 characters */
+    int used = c->groups_alpha > 0 ? snprintf(groups, sizeof groups, "dirichlet:%d:%s", c->groups, exact(c->groups_alpha, x[0]))
+                                   : snprintf(groups, sizeof groups, "%d", c->groups);
+    if (c->groups_file && used < (int)sizeof groups)
+        used += snprintf(groups + used, sizeof groups - (size_t)used, ",--groups-file=%s", c->groups_file);
+    if ((c->groups_per_round || c->clients_per_group) && used < (int)sizeof groups)
+        snprintf(groups + used, sizeof groups - (size_t)used, ",--groups-per-round=%d,--clients-per-group=%d",
+                 c->groups_per_round, c->clients_per_group);
+    setting(out, &n, max, "--groups", false, "%s", groups);
+    if (n > 0) out[n - 1].unrecorded = "0"; /* a checkpoint from before groups had one */
     setting(out, &n, max, "--seed", false, "%llu", (unsigned long long)c->seed);
     setting(out, &n, max, "--no-dropout", false, "%s", a->dropout ? "no" : "yes");
     setting(out, &n, max, "--rounds", true, "%d", c->rounds);
