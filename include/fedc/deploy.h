@@ -177,8 +177,8 @@ typedef struct fedc_server_options {
                                     each request must carry the credential of the client id it claims, in place
                                     of the token (which is then neither made nor accepted); NULL: the token */
     /* aggregators (docs/deployment.md, "Aggregators"); after the older fields */
-    int groups;              /* the round's slots cut into this many groups of contiguous slots, as fedc train
-                                --groups cuts the cohort, each run by an aggregator (fedc_aggregator_run)
+    int groups;              /* the round's slots cut into this many groups of contiguous slots (fedc
+                                train --groups partitions the clients instead), each run by an aggregator (fedc_aggregator_run)
                                 that the server hands the group's task and that reports the group's partial
                                 aggregates (0, the default: no aggregators, the clients report themselves) */
     /* asynchronous aggregation (docs/deployment.md, "Asynchronous server"): a plan of fedbuff; after the older fields */

@@ -1,7 +1,7 @@
 /* groups.h — a deployment with aggregators: server ⊃ groups ⊃ clients (internal).
  *
  * With `fedc server --groups N` the round's slots are cut into N groups of
- * contiguous slots (as fedc train --groups N cuts the cohort), and each group is
+ * contiguous slots (the first k mod n groups one larger), and each group is
  * run by an aggregator (`fedc aggregator --group G`, aggregator.c): a client of
  * the server and a server to its group's clients. The aggregator takes the
  * server's group task, hands its clients their tasks, streams their reports in
@@ -37,8 +37,8 @@ static inline bool fedc__groups_message(fedc__msg_type t) {
     return t == FEDC__MSG_GROUP_CHECKIN || t == FEDC__MSG_GROUP_BEAT || t == FEDC__MSG_GROUP_REPORT;
 }
 
-/* Group g's first slot among k slots in n groups: fedc train --groups' cut
- * (the first k mod n groups one larger). */
+/* Group g's first slot among k slots in n groups (the first k mod n groups
+ * one larger). */
 static inline int fedc__group_first(int k, int n, int g) { return g * (k / n) + (g < k % n ? g : k % n); }
 
 #endif
