@@ -50,7 +50,7 @@ typedef struct run {
 static void start_server(run *r, const char *name, int rounds, double deadline) {
     snprintf(r->plan, sizeof r->plan, "%s", path(name));
     snprintf(r->out, sizeof r->out, "%s.out", r->plan);
-    for (int i = 0; i < 3; i++) snprintf(r->url[i], sizeof r->url[i], "ipc://%s.%d.sock", r->plan, i);
+    for (int i = 0; i < 3; i++) snprintf(r->url[i], sizeof r->url[i], "ipc://%s.%d.sock", path(name), i);
     char log[700];
     snprintf(log, sizeof log, "%s.log", r->plan);
     r->log = fopen(log, "w");
@@ -125,7 +125,7 @@ static void bad_reports(fedc__net *n, const fedc_plan *p) {
     char tiled[2048] = "", short_[2048] = "", shifted[2048] = "";
     fedc_tensor_entry t[8];
     static float sums[8][785 * 62]; /* each aggregate's sum: the largest is the model's weights */
-    static char names[8][16];
+    static char names[8][24];
     CHECK(outputs <= 8);
     size_t at = 0, as = 0, ah = 0;
     for (int j = 0; j < outputs && j < 8; j++) { /* clients 0 and 1 dropped, client 2 in a block of its own */
