@@ -1,7 +1,7 @@
 /*
  * fedc aggregator — a group of a deployment run by its own process: a client of
  * the server (fedc server --groups N) and a server to the group's clients
- * (fedc/deploy.h, docs/deployment.md, "Aggregators").
+ * (fedc/deploy.h, docs/deployment-aggregators.md).
  */
 #include <stdio.h>
 #include <stdlib.h>

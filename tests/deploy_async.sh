@@ -1,6 +1,6 @@
 #!/bin/sh
-# The asynchronous server (fedc server --async K --concurrency C; docs/deployment.md,
-# "Asynchronous server") on EMNIST-shaped writers and the logistic model, the clients as a
+# The asynchronous server (fedc server --async K --concurrency C;
+# docs/deployment-async.md) on EMNIST-shaped writers and the logistic model, the clients as a
 # fleet on this host (tcp://127.0.0.1 only): FedBuff's reports taken as they come, and
 # fedc train --replay of the server's DIR/arrivals.jsonl with the job's flags ends with the
 # deployed model bit for bit and writes the same log again; stale reports are in the log

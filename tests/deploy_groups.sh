@@ -1,5 +1,5 @@
 #!/bin/sh
-# Aggregators (docs/deployment.md, "Aggregators"), as processes on this host (tcp://127.0.0.1
+# Aggregators (docs/deployment-aggregators.md), as processes on this host (tcp://127.0.0.1
 # only): a server with --groups 2 and two fedc aggregator processes, each serving its group's
 # clients, 70 clients a round, end with the bits of fedc train --algorithm hierfavg --groups 2
 # with one group round (FedAvg's bits); an aggregator killed mid-round is given up as a silent

@@ -176,12 +176,12 @@ typedef struct fedc_server_options {
     const char *credentials_key; /* a file holding the key credentials are derived from (fedc_credentials_issue):
                                     each request must carry the credential of the client id it claims, in place
                                     of the token (which is then neither made nor accepted); NULL: the token */
-    /* aggregators (docs/deployment.md, "Aggregators"); after the older fields */
+    /* aggregators (docs/deployment-aggregators.md); after the older fields */
     int groups;              /* the round's slots cut into this many groups of contiguous slots (fedc
                                 train --groups partitions the clients instead), each run by an aggregator (fedc_aggregator_run)
                                 that the server hands the group's task and that reports the group's partial
                                 aggregates (0, the default: no aggregators, the clients report themselves) */
-    /* asynchronous aggregation (docs/deployment.md, "Asynchronous server"): a plan of fedbuff; after the older fields */
+    /* asynchronous aggregation (docs/deployment-async.md): a plan of fedbuff; after the older fields */
     int async_buffer;        /* K > 0: reports are taken as they come, a server step (a "round") every K; up to
                                 `concurrency` clients train at once, each on the model version it was sent
                                 (0, the default: synchronous rounds) */
@@ -227,7 +227,7 @@ FEDC_API fedc_status fedc_client_run(const fedc_client_options *o);
  * other processes, make up a large population); the wire is the same. */
 FEDC_API fedc_status fedc_fleet_run(const fedc_client_options *o, int n);
 
-/* An aggregator (docs/deployment.md, "Aggregators"): a client of a server run
+/* An aggregator (docs/deployment-aggregators.md): a client of a server run
  * with groups (fedc_server_options.groups) and a server to the clients of its
  * group, which connect to it as to a server. For each exchange of a round it
  * takes its group's task from the server, hands its clients their tasks,

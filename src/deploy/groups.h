@@ -12,7 +12,7 @@
  * which rebuilds exactly the tree one process would have had: the round has
  * the bits of fedc train's, whichever clients report. A group's first slot
  * must therefore begin a leaf of the tree (always so for 64 clients a round or
- * fewer). docs/deployment.md, "Aggregators". */
+ * fewer). docs/deployment-aggregators.md. */
 #ifndef FEDC_DEPLOY_GROUPS_H
 #define FEDC_DEPLOY_GROUPS_H
 

@@ -1,5 +1,5 @@
 /* The deployment's asynchronous server: `fedc server --async K --concurrency C`
- * on a plan of fedbuff (docs/deployment.md, "Asynchronous server"), FedBuff
+ * on a plan of fedbuff (docs/deployment-async.md), FedBuff
  * over the network as src/fl/train_async.c simulates it:
  *
  *     up to C clients train at once, each on the model version its task

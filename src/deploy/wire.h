@@ -38,7 +38,7 @@ typedef enum fedc__msg_type {
     FEDC__MSG_SECAGG,      /* client, in a secure round (secure.h): token, client, round, exchange, slot, session,
                               step; tensor "secagg" (u8): its message of that step, none to ask for the server's */
     FEDC__MSG_SECAGG_REPLY, /* server: step; tensor "secagg" (u8): the message opening that step */
-    /* between a server and its aggregators (groups.h, docs/deployment.md, "Aggregators") */
+    /* between a server and its aggregators (groups.h, docs/deployment-aggregators.md) */
     FEDC__MSG_GROUP_CHECKIN, /* aggregator: token, group, version, plan_hash ("": send the plan) */
     FEDC__MSG_GROUP_TASK,    /* server: round, exchange, hash, heartbeat_ms, cohort, first, clients, left_out, added,
                                 rounds; tensors: the broadcast values */
