@@ -1,4 +1,4 @@
-"""fedc plans run on Flower (python/fedc/flower.py, docs/python.md "fedc on Flower"):
+"""fedc plans run on Flower (python/fedc/flower.py, docs/flower.md):
 a Flower simulation (flwr's run_simulation: its SuperLink, nodes and Messages, in
 memory; the ClientApp in this process) of a plan ends with `fedc train`'s bits.
 

@@ -1,4 +1,4 @@
-"""fedc plans on Flower (docs/python.md, "fedc on Flower"): a Flower Strategy (and its
+"""fedc plans on Flower (docs/flower.md): a Flower Strategy (and its
 ServerApp) that runs a plan's server phases, and a ClientApp whose clients run its
 client_work, both through fedc's C library, so that a Flower run of a plan ends with
 the bits of `fedc train` on the same job.

@@ -2,7 +2,7 @@
 checked by fedc, its deployment form's phases as fedc.Programs, and its client_work
 run on a client's data through libfedc_deploy (fedc_plan_worker), the values
 crossing between them as {name: numpy array}. fedc.flower runs plans on Flower with
-these; Plan.run runs one in this process (docs/python.md, "fedc on Flower").
+these; Plan.run runs one in this process (docs/flower.md).
 
     plan = fedc.plan.build("../shared/data/heart-disease-uci", "plan", model="heart")
     state, rows = plan.run("../shared/data/heart-disease-uci", rounds=3, clients_per_round=3)
