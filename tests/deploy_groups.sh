@@ -65,6 +65,8 @@ fleet 1 g1 "" 70 w70
 wait $server && ok || bad "the server failed: $(cat "$out/run.log")"
 for p in $agg0 $fleet0 $agg $fleet; do wait $p && ok || bad "an aggregator or fleet failed: $(cat "$out"/g*.log)"; done
 grep -q "fedc aggregator 1: done: 2 group reports forwarded" "$out/g1.agg.log" && ok || bad "$(cat "$out/g1.agg.log")"
+# every line an aggregator logs names it, also those of the code it shares with the server
+! grep -hv "^fedc aggregator [01]: " "$out"/g*.agg.log | grep -q . && ok || bad "not the aggregators': $(cat "$out"/g*.agg.log)"
 [ "$(grep -c '"selected": 70, "reported": 70, "dropped": 0.*"groups": 2, "groups_dropped": \[\]' "$out/run/metrics.jsonl")" = 2 ] \
   && ok || bad "metrics: $(cat "$out/run/metrics.jsonl")"
 FEDC_FAULT= timeout 120 "$fedc" train --data "$out/w70.json" $job --rounds 2 --clients-per-round 70 --checkpoint-every 2 \

@@ -303,6 +303,7 @@ fedc_status fedc_aggregator_run(const fedc_aggregator_options *o) {
     s->o = &a->so, s->log = o->log ? o->log : stderr;
     snprintf(s->token, sizeof s->token, "%s", o->token);
     snprintf(a->group, sizeof a->group, "%d", o->group);
+    snprintf(s->name, sizeof s->name, "fedc aggregator %s", a->group);
     fedc_status st = fedc__net_dial(&a->up, o->connect, o->max_message, (int)(o->timeout * 1000),
                                     &(fedc__tls){.ca = o->tls_ca, .server_name = o->tls_server_name});
     if (!st) st = fetch_plan(a);

@@ -281,6 +281,7 @@ fedc_status fedc_server_run(const fedc_server_options *o) {
     memset(&s, 0, sizeof s);
     s.o = o;
     s.log = o->log ? o->log : stderr;
+    snprintf(s.name, sizeof s.name, "fedc server");
     int first = 0;
     char path[4200];
     snprintf(path, sizeof path, "%s/metrics.jsonl", o->out_dir);

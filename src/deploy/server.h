@@ -29,6 +29,7 @@ typedef struct fedc__async fedc__async; /* --async's clients in flight (server_a
 typedef struct server {
     const fedc_server_options *o;
     FILE *log;
+    char name[64];           /* its log lines' prefix: "fedc server", or "fedc aggregator G" */
     fedc_plan *plan;
     const fedc_deployment_form *form;
     fedc_deployment_run *run;

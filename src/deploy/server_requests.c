@@ -20,7 +20,7 @@ bool fedc__server_reply_to(server *s, const fedc__req *to, fedc__msg_type type, 
                            const fedc_tensor_entry *t, int nt) {
     size_t bytes = 0;
     if (fedc__net_reply(&s->net, to, type, f, nf, t, nt, &bytes))
-        fprintf(s->log, "fedc server: could not answer a request: %s\n", fedc_errmsg());
+        fprintf(s->log, "%s: could not answer a request: %s\n", s->name, fedc_errmsg());
     s->bytes_out += (double)bytes;
     return true;
 }
@@ -53,7 +53,7 @@ bool fedc__server_refuse(server *s, const char *client, const char *fmt, ...) {
     va_end(ap);
     snprintf(id, sizeof id, "%.32s", client ? client : "");
     plain(why), plain(id);
-    fprintf(s->log, "fedc server: round %d: refused %s%s: %s\n", s->round + 1, client ? "client " : "a request", id, why);
+    fprintf(s->log, "%s: round %d: refused %s%s: %s\n", s->name, s->round + 1, client ? "client " : "a request", id, why);
     s->refused++;
     return reply(s, FEDC__MSG_REJECT, (fedc_metadata_entry[]){{"reason", why}}, 1, NULL, 0);
 }
@@ -347,7 +347,7 @@ static fedc_status give_up_silent(server *s) {
         double heard = s->heard[s->sampled[i]];
         if (heard == 0 || fedc__collect_state(s->collect, i) != FEDC__SLOT_OPEN) continue;
         if (now - (heard > s->opened ? heard : s->opened) < s->o->heartbeat_timeout) continue;
-        fprintf(s->log, "fedc server: round %d: client %lld (slot %d) not heard from for %g s: given up\n", s->round + 1,
+        fprintf(s->log, "%s: round %d: client %lld (slot %d) not heard from for %g s: given up\n", s->name, s->round + 1,
                 (long long)s->sampled[i], i, s->o->heartbeat_timeout);
         s->missed++;
         if (s->sent[i] == 1) s->sent[i] = 2, s->unconfirmed--, s->recheck = true;

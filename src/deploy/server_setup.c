@@ -70,7 +70,7 @@ static fedc_status make_token(server *s) {
         s->credentials = true;
         fedc_status st = fedc__credential_key_load(s->o->credentials_key, false, s->credential_key);
         if (!st)
-            fprintf(s->log, "fedc server: per-client credentials, derived from the key in %s\n", s->o->credentials_key);
+            fprintf(s->log, "%s: per-client credentials, derived from the key in %s\n", s->name, s->o->credentials_key);
         return st;
     }
     if (s->o->token) {
@@ -82,7 +82,7 @@ static fedc_status make_token(server *s) {
     char path[4200];
     snprintf(path, sizeof path, "%s/token", s->o->out_dir);
     if (read_token(s, path)) {
-        fprintf(s->log, "fedc server: clients' token in %s (kept)\n", path);
+        fprintf(s->log, "%s: clients' token in %s (kept)\n", s->name, path);
         return FEDC_OK;
     }
     unsigned char r[16];
@@ -97,7 +97,7 @@ static fedc_status make_token(server *s) {
     ok = f && fprintf(f, "%s\n", s->token) > 0;
     if (f && fclose(f) != 0) ok = false;
     if (!ok) return fedc_error(FEDC_EIO, "%s: cannot write the token", path);
-    fprintf(s->log, "fedc server: clients' token in %s\n", path);
+    fprintf(s->log, "%s: clients' token in %s\n", s->name, path);
     return FEDC_OK;
 }
 
@@ -143,7 +143,7 @@ fedc_status fedc__server_resume(server *s, int *first) {
     }
     if (!st) *first = atoi(next);
     s->resumed = !st;
-    if (!st) fprintf(s->log, "fedc server: resumed from %s at round %d\n", path, *first + 1);
+    if (!st) fprintf(s->log, "%s: resumed from %s at round %d\n", s->name, path, *first + 1);
     fedc_safetensors_destroy(c);
     return st;
 }
