@@ -7,7 +7,9 @@ memory; the ClientApp in this process) of a plan ends with `fedc train`'s bits.
 On generated EMNIST-shaped data (LEAF JSON: 5 writers of 6 to 12 28x28 images, 62
 classes), 3 rounds of 3 clients:
   - FedAvg on the CNN: the server state after 3 rounds equals fedc train's checkpoint,
-    tensor for tensor, to the bit, and each round's train loss its metrics row's;
+    tensor for tensor, to the bit, and each round's train loss its metrics row's; the
+    Strategy's evaluation on a test split (test_data, eval_every 2: after rounds 2 and
+    3) gives fedc train --test-data --eval-every 2's test loss and accuracy;
   - SCAFFOLD on the logistic model: the same, its server state (params, c) and losses,
     with some client sampled in two rounds, so that its c_i, kept in Flower's
     Context.state between them, is read back;
@@ -51,15 +53,17 @@ def metrics(path):
         return [json.loads(line) for line in f]
 
 
-def check(fedc_cli, tmp, data, algorithm, model, population):
+def check(fedc_cli, tmp, data, algorithm, model, population, test_data=None):
     plan, sim, run = (os.path.join(tmp, f"{algorithm}-{d}") for d in ("plan", "sim", "run"))
     subprocess.run([fedc_cli, "plan", "build", "--data", data, "--out", plan] + job(algorithm, model), check=True,
                    stdout=subprocess.DEVNULL)
     subprocess.run([fedc_cli, "train", "--data", data, "--rounds", str(ROUNDS), "--clients-per-round",
-                    str(PER_ROUND), "--checkpoint-every", str(ROUNDS), "--out", sim, "--quiet"] + job(algorithm, model),
+                    str(PER_ROUND), "--checkpoint-every", str(ROUNDS), "--out", sim, "--quiet"] + job(algorithm, model)
+                   + (["--test-data", test_data, "--eval-every", "2"] if test_data else []),
                    check=True, stdout=subprocess.DEVNULL)
 
-    strategy = fedc.flower.FedcStrategy(plan, clients_per_round=PER_ROUND, out_dir=run)
+    strategy = fedc.flower.FedcStrategy(plan, clients_per_round=PER_ROUND, out_dir=run, test_data=test_data,
+                                        eval_every=2)
     fedc.flower.simulate(fedc.flower.server_app(strategy, rounds=ROUNDS), fedc.flower.client_app(plan, data),
                          num_supernodes=population)
 
@@ -75,6 +79,13 @@ def check(fedc_cli, tmp, data, algorithm, model, population):
     assert [m["round"] for m in mine] == [m["round"] for m in ref] == list(range(1, ROUNDS + 1))
     for a, b in zip(mine, ref):  # fedc train writes 6 significant digits
         assert float("%.6g" % a["train_loss"]) == b["train_loss"], (algorithm, a, b)
+        tested = test_data is not None and b["round"] >= 2
+        assert ("test_loss" in a) == tested, (algorithm, a)
+        for k in ("test_loss", "test_accuracy") if tested else ():
+            assert float("%.6g" % a[k]) == b[k], (algorithm, k, a, b)
+    if test_data:
+        print(f"peers_flower: {algorithm}: test losses {[m['test_loss'] for m in mine if 'test_loss' in m]} "
+              "after rounds 2 and 3, fedc train's")
     print(f"peers_flower: {algorithm} on {model}: {len(want)} tensors after {ROUNDS} rounds equal fedc train's "
           f"to the bit; train losses {[m['train_loss'] for m in ref]}")
     return got
@@ -86,7 +97,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "emnist")
         write_emnist_like(data, sizes, seed=7)
-        check(fedc_cli, tmp, data, "fedavg", "cnn", len(sizes))
+        test = os.path.join(tmp, "emnist-test")
+        write_emnist_like(test, [5, 4, 6], seed=8)
+        check(fedc_cli, tmp, data, "fedavg", "cnn", len(sizes), test_data=test)
         cohorts = [set(fedc.data.sample_clients(len(sizes), PER_ROUND, SEED, r)) for r in range(ROUNDS)]
         assert any(cohorts[i] & cohorts[j] for i in range(ROUNDS) for j in range(i)), cohorts  # state is reused
         got = check(fedc_cli, tmp, data, "scaffold", "logistic", len(sizes))

@@ -31,7 +31,7 @@ from .ad import grad, jvp, value_and_grad, vjp
 from .ops import *  # noqa: F401,F403  every op of program.h
 
 from . import data  # noqa: E402  fedc.data: datasets, batching, sampling, partitioning
-from .train import STOP, algorithms, client_groups, round_programs, train  # noqa: E402
+from .train import STOP, algorithms, client_groups, evaluate, round_programs, train  # noqa: E402
 from . import models  # noqa: E402  fedc.models: the built-in models by name
 from .onnx import import_onnx  # noqa: E402  ONNX models as programs (docs/onnx.md)
 from . import optimizers  # noqa: E402  fedc.optimizers: fedc's optimizers as builders

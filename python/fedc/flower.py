@@ -3,7 +3,8 @@ ServerApp) that runs a plan's server phases, and a ClientApp whose clients run i
 client_work, both through fedc's C library, so that a Flower run of a plan ends with
 the bits of `fedc train` on the same job.
 
-    strategy = fedc.flower.FedcStrategy("plan", clients_per_round=3, out_dir="run")
+    strategy = fedc.flower.FedcStrategy("plan", clients_per_round=3, out_dir="run",
+                                        test_data="../shared/data/femnist-leaf/test", eval_every=1)
     server_app = fedc.flower.server_app(strategy, rounds=3)
     client_app = fedc.flower.client_app("plan", data="../shared/data/emnist")
 
@@ -15,13 +16,16 @@ exchange, slot, client, the plan's hash); the ClientApp runs client_work on that
 client's batches, loaded as fedc train loads them (libfedc_deploy's
 fedc_plan_worker), and answers with what client_work sends up (an ArrayRecord);
 the Strategy adds them in slot order with the aggregation phase (the simulator's own
-summation) and runs server_result. A stateful algorithm's client state (SCAFFOLD's
+summation) and runs server_result. With test_data, the Strategy evaluates the new model
+on it as fedc train does (every eval_every rounds and after the last; Flower's
+centralized evaluation, evaluate_fn). A stateful algorithm's client state (SCAFFOLD's
 c_i) lives in the ClientApp's Context.state, Flower's per-node state. Needs flwr
 (1.22: its Message API strategies, flwr.serverapp.strategy).
 """
 
 import json
 import os
+import tempfile
 import time
 
 import numpy as np
@@ -34,6 +38,7 @@ from flwr.simulation import run_simulation
 
 from . import safetensors
 from .plan import Plan
+from .train import evaluate
 
 _STATE = "fedc.client_state"  # the ClientApp's Context.state: the client's state (client/<leaf>)
 _HELD = "fedc.held"           # and its values of the round's earlier exchanges
@@ -56,16 +61,30 @@ class FedcStrategy(Strategy):
     clients, client i of the data being the Flower node whose ClientApp says it holds
     client i (asked once, with a "query" Message). With out_dir, the server state is
     written to out_dir/checkpoint.safetensors and a metrics row (round, train_loss,
-    examples) to out_dir/metrics.jsonl after every round."""
+    examples) to out_dir/metrics.jsonl after every round.
 
-    def __init__(self, plan, clients_per_round, out_dir=None, timeout=3600.0):
+    With test_data (a test split fedc reads), the model is evaluated on it as fedc train
+    --test-data evaluates: every eval_every rounds and after the last (eval_every 0:
+    after the last only; the last is server_app's rounds), with the plan's task, model
+    and seed and fedc train's options in eval_options (eval_batch_size, eval_clients,
+    vocab, ...). The round's test_loss and test_accuracy (fedc train's bits) go into its
+    metrics row and its MetricRecord, and evaluate_fn gives them to Flower as its
+    centralized evaluation."""
+
+    def __init__(self, plan, clients_per_round, out_dir=None, timeout=3600.0, test_data=None, eval_every=10,
+                 eval_options=None):
         self.plan = plan if isinstance(plan, Plan) else Plan(plan)
         self.k = int(clients_per_round)
         population = self.plan.setting("population")
         if not 1 <= self.k <= population:
             raise ValueError(f"{self.k} clients per round, but the plan's population is {population} clients")
+        if int(eval_every) < 0:
+            raise ValueError(f"eval_every is {eval_every}; use 0 (after the last round only) or more")
         self.out_dir, self.timeout = out_dir, timeout
-        self._grid, self._nodes, self._asked, self._round = None, {}, set(), None
+        self.test_data, self.eval_every, self.rounds = test_data, int(eval_every), None
+        self.eval_options = {"task": self.plan.settings.get("task"), "model": self.plan.settings.get("model"),
+                             "seed": self.plan.setting("seed"), **(eval_options or {})}
+        self._grid, self._nodes, self._asked, self._round, self._tested = None, {}, set(), None, {}
 
     def initial_arrays(self):
         """The plan's initial server state, for Strategy.start."""
@@ -94,8 +113,34 @@ class FedcStrategy(Strategy):
             self._collect(e, list(replies))
         state = self.plan.server_state(env)
         metrics = {k: float(env[k]) for k in ("train_loss", "examples") if k in env}
+        if self._evaluates(server_round):
+            self._tested[server_round] = self._evaluate(state)
+            metrics.update(self._tested[server_round])
         self._write(server_round, state, metrics)
         return _record(state), MetricRecord(metrics)
+
+    def _evaluates(self, server_round):
+        """Whether fedc train --eval-every would evaluate after this round."""
+        if self.test_data is None:
+            return False
+        return server_round == self.rounds or (self.eval_every > 0 and server_round % self.eval_every == 0)
+
+    def _evaluate(self, state):
+        """{test_loss, test_accuracy} of the server state's model on test_data, by fedc's
+        evaluation of its parameters (fedc.evaluate: fedc eval)."""
+        params = {k[len("server/params/"):]: v for k, v in state.items() if k.startswith("server/params/")}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "params.safetensors")
+            with open(path, "wb") as f:
+                f.write(safetensors.encode(params, {}))
+            r = evaluate(path, self.test_data, **self.eval_options)
+        return {"test_loss": r["test_loss"], "test_accuracy": r["test_accuracy"]}
+
+    def evaluate_fn(self, server_round, arrays):
+        """Flower's centralized evaluation (Strategy.start's evaluate_fn): the round's
+        test_loss and test_accuracy, or None where the round is not evaluated."""
+        tested = self._tested.get(server_round)
+        return MetricRecord(tested) if tested else None
 
     def _tasks(self, e):
         """Exchange e's server_prepare and broadcast run; a "train" Message to each client."""
@@ -155,7 +200,8 @@ class FedcStrategy(Strategy):
         with open(os.path.join(self.out_dir, "metrics.jsonl"), "a") as f:
             f.write(json.dumps({"round": server_round, **metrics}) + "\n")
 
-    # --- evaluation: none (fedc train's is over test clients the plan does not hold) ---
+    # --- federated evaluation (on the ClientApps): none; fedc train's evaluation is over
+    # test clients the plan does not hold, run centrally above (test_data) ---
 
     def configure_evaluate(self, server_round, arrays, config, grid):
         return []
@@ -167,10 +213,12 @@ class FedcStrategy(Strategy):
 def server_app(strategy, rounds):
     """A ServerApp running `strategy` (a FedcStrategy) for `rounds` rounds."""
     app = ServerApp()
+    strategy.rounds = rounds
 
     @app.main()
     def main(grid: Grid, context: Context):
-        strategy.start(grid, strategy.initial_arrays(), num_rounds=rounds, timeout=strategy.timeout)
+        strategy.start(grid, strategy.initial_arrays(), num_rounds=rounds, timeout=strategy.timeout,
+                       evaluate_fn=strategy.evaluate_fn)
 
     return app
 

@@ -262,3 +262,18 @@ def train(data, *, on_round=None, **options):
     out["stopped"] = bool(failure)
     out["metrics"] = _metrics(c.out_dir.decode())
     return out
+
+
+def evaluate(checkpoint, data, **options):
+    """`fedc eval`: the model in `checkpoint` (a safetensors file holding its parameters
+    by name, as fedc train's checkpoints do) evaluated on every client of `data` (a test
+    split), with fedc train's options for the task and model (task, model, vocab,
+    eval_batch_size, ...): {"test_loss", "test_accuracy", "accuracy_quantiles",
+    "clients_evaluated"}, fedc train's evaluation of the same parameters bit for bit."""
+    if _MISMATCH:
+        raise _lib.error(EINTERNAL, _MISMATCH)
+    c, keep = _config(data, dict(options))
+    res = _lib.TrainResult()
+    _lib.check(_L.fedc_evaluate_checkpoint(ctypes.byref(c), os.fsencode(checkpoint), ctypes.byref(res)))
+    out = _result(res)
+    return {k: out[k] for k in ("test_loss", "test_accuracy", "accuracy_quantiles", "clients_evaluated")}

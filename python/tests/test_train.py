@@ -78,6 +78,18 @@ def test_train_is_fedc_train(femnist, tmp_path):
     same_as_cli(femnist, tmp_path, OPTS)
 
 
+def test_evaluate_is_the_trainings_evaluation(femnist, tmp_path):
+    test = os.path.join(os.path.dirname(femnist), "test")
+    job = dict(task="emnist", model="logistic", seed=1)
+    r = fedc.train(femnist, test_data=test, rounds=2, clients_per_round=4, eval_every=0, checkpoint_every=2,
+                   out_dir=str(tmp_path), **job)
+    e = fedc.evaluate(str(tmp_path / "checkpoint.safetensors"), test, **job)
+    assert (e["test_loss"], e["test_accuracy"]) == (r["test_loss"], r["test_accuracy"])  # the same bits
+    assert e["clients_evaluated"] == r["clients_evaluated"] > 0
+    with pytest.raises(fedc.Error, match="nowhere"):
+        fedc.evaluate(str(tmp_path / "nowhere.safetensors"), test, **job)
+
+
 def test_privacy_options_are_fedc_trains(femnist, tmp_path):
     """DP-FedAvg with an adaptive clip, Poisson sampling, zeroing and compression: the
     command line's flags, and their metrics (clip, noise, epsilon, bits)."""
