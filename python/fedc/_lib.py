@@ -411,6 +411,7 @@ _SIGNATURES = {
     "fedc_executor_run": (c_int, [P]),
     "fedc_executor_output": (c_int, [P, c_char_p, POINTER(c_void_p), POINTER(Type)]),
     "fedc_executor_dropped": (c_int, [P, PINT, c_int]),
+    "fedc_executor_set_absent": (c_int, [P, POINTER(ctypes.c_uint8)]),
     # fl.h: algorithms and the training job
     "fedc_algorithm_find": (c_void_p, [c_char_p]),
     "fedc_algorithm_count": (c_int, []),

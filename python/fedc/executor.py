@@ -14,7 +14,7 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from .errors import ESHAPE, ETYPE
+from .errors import EINVAL, ESHAPE, ETYPE
 from .handle import Handle
 from .types import TypeSpec
 
@@ -91,6 +91,16 @@ class Executor(Handle):
     def bind(self, name, arr):
         _lib.check(_lib.lib.fedc_executor_bind(self._get(), name.encode(), arr.ctypes.data))
         self._bound[name] = arr
+
+    def set_absent(self, absent):
+        """Marks the clients absent from the next runs (absent[i] true; None: none): their
+        map bodies do not run and every aggregate leaves them out (exec.h)."""
+        mask = None
+        if absent is not None:
+            if len(absent) != self.clients:
+                raise _lib.error(EINVAL, "absent has %d entries for a cohort of %d clients" % (len(absent), self.clients))
+            mask = (ctypes.c_uint8 * self.clients)(*(1 if a else 0 for a in absent))  # read during the call only
+        _lib.check(_lib.lib.fedc_executor_set_absent(self._get(), mask))
 
     def run(self):
         _lib.check(_lib.lib.fedc_executor_run(self._get()))

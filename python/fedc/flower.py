@@ -69,10 +69,17 @@ class FedcStrategy(Strategy):
     and seed and fedc train's options in eval_options (eval_batch_size, eval_clients,
     vocab, ...). The round's test_loss and test_accuracy (fedc train's bits) go into its
     metrics row and its MetricRecord, and evaluate_fn gives them to Flower as its
-    centralized evaluation."""
+    centralized evaluation.
+
+    timeout is each exchange's deadline (seconds; Flower's send_and_receive). A client
+    whose reply fails or does not come by then is left out of the round, as fedc server
+    leaves out a client past --report-deadline: every aggregate leaves it out (fedc
+    train's bits with that client dropped), its later exchanges are not sent, and the
+    metrics row counts it (dropped, left_out). Fewer than min_reports replies (default:
+    every client's) fail the round."""
 
     def __init__(self, plan, clients_per_round, out_dir=None, timeout=3600.0, test_data=None, eval_every=10,
-                 eval_options=None):
+                 eval_options=None, min_reports=None):
         self.plan = plan if isinstance(plan, Plan) else Plan(plan)
         self.k = int(clients_per_round)
         population = self.plan.setting("population")
@@ -80,6 +87,9 @@ class FedcStrategy(Strategy):
             raise ValueError(f"{self.k} clients per round, but the plan's population is {population} clients")
         if int(eval_every) < 0:
             raise ValueError(f"eval_every is {eval_every}; use 0 (after the last round only) or more")
+        self.min_reports = self.k if min_reports is None else int(min_reports)
+        if not 1 <= self.min_reports <= self.k:
+            raise ValueError(f"min_reports is {min_reports}; use 1 to the {self.k} clients per round")
         self.out_dir, self.timeout = out_dir, timeout
         self.test_data, self.eval_every, self.rounds = test_data, int(eval_every), None
         self.eval_options = {"task": self.plan.settings.get("task"), "model": self.plan.settings.get("model"),
@@ -102,21 +112,22 @@ class FedcStrategy(Strategy):
         r = server_round - 1  # fedc counts rounds from 0
         cohort = self.plan.cohort(r, self.k)
         self._find_clients(grid, cohort, server_round)
-        self._round = (r, cohort, self.plan.start_round(_arrays(arrays)))
+        self._round = (r, cohort, self.plan.start_round(_arrays(arrays)), set())
         return self._tasks(0)
 
     def aggregate_train(self, server_round, replies):
-        r, cohort, env = self._round
+        r, cohort, env, left_out = self._round
         for e in range(len(self.plan.exchanges)):
             if e:
                 replies = self._grid.send_and_receive(self._tasks(e), timeout=self.timeout)
             self._collect(e, list(replies))
         state = self.plan.server_state(env)
         metrics = {k: float(env[k]) for k in ("train_loss", "examples") if k in env}
+        metrics["dropped"] = float(len(left_out))
         if self._evaluates(server_round):
             self._tested[server_round] = self._evaluate(state)
             metrics.update(self._tested[server_round])
-        self._write(server_round, state, metrics)
+        self._write(server_round, state, {**metrics, "left_out": sorted(cohort[s] for s in left_out)})
         return _record(state), MetricRecord(metrics)
 
     def _evaluates(self, server_round):
@@ -143,27 +154,37 @@ class FedcStrategy(Strategy):
         return MetricRecord(tested) if tested else None
 
     def _tasks(self, e):
-        """Exchange e's server_prepare and broadcast run; a "train" Message to each client."""
-        r, cohort, env = self._round
+        """Exchange e's server_prepare and broadcast run; a "train" Message to each client
+        still in the round."""
+        r, cohort, env, left_out = self._round
         sent = self.plan.prepare(e, env, len(cohort))
         out = []
         for slot, client in enumerate(cohort):
+            if slot in left_out:
+                continue
             where = ConfigRecord({"round": r, "exchange": e, "slot": slot, "client": client, "plan": self.plan.hash})
             content = RecordDict({"fedc": _record(sent), "config": where})
             out.append(Message(content=content, dst_node_id=self._nodes[client], message_type="train"))
         return out
 
     def _collect(self, e, replies):
-        """Exchange e's reports, in slot order, summed by the aggregation phase; server_result run."""
-        r, cohort, env = self._round
-        by_slot = {}
+        """Exchange e's reports, in slot order, summed by the aggregation phase; server_result
+        run. A client whose reply failed or did not come is left out of the round."""
+        r, cohort, env, left_out = self._round
+        by_slot, failed = {}, []
         for m in replies:
             if m.has_error():
-                raise RuntimeError(f"round {r + 1}: a client failed: {m.error.reason}")
-            by_slot[int(m.content["config"]["slot"])] = _arrays(m.content["fedc"])
-        if sorted(by_slot) != list(range(len(cohort))):
-            raise RuntimeError(f"round {r + 1}, exchange {e}: reports of slots {sorted(by_slot)} of {len(cohort)}")
-        self.plan.finish(e, env, [by_slot[s] for s in range(len(cohort))])
+                failed.append(m.error.reason)
+                continue
+            slot = int(m.content["config"]["slot"])
+            if slot in left_out or not 0 <= slot < len(cohort) or slot in by_slot:
+                raise RuntimeError(f"round {r + 1}, exchange {e}: a reply for slot {slot}, not one awaited")
+            by_slot[slot] = _arrays(m.content["fedc"])
+        left_out.update(s for s in range(len(cohort)) if s not in by_slot)
+        if len(by_slot) < self.min_reports:
+            raise RuntimeError(f"round {r + 1}, exchange {e}: {len(by_slot)} of {len(cohort)} clients reported, fewer "
+                               f"than min_reports {self.min_reports}" + (f"; failed: {failed}" if failed else ""))
+        self.plan.finish(e, env, [by_slot.get(s) for s in range(len(cohort))])
 
     def _find_clients(self, grid, cohort, server_round):
         """Which Flower node holds each fedc client of the cohort: every node not asked
@@ -223,13 +244,14 @@ def server_app(strategy, rounds):
     return app
 
 
-def client_app(plan, data, client_of=None):
+def client_app(plan, data, client_of=None, mods=None):
     """A ClientApp whose node holds fedc client `client_of(context)` of `data` (any
     dataset fedc reads; by default the node's "partition-id", as Flower's simulation
-    numbers its nodes) and runs the plan's client_work for it."""
+    numbers its nodes) and runs the plan's client_work for it; `mods`: Flower's client
+    mods around it."""
     client_of = client_of or (lambda context: int(context.node_config["partition-id"]))
     opened = {}  # the plan and its worker, opened once in the process that runs the app
-    app = ClientApp()
+    app = ClientApp(mods=mods)
 
     def the_plan():  # opened where the app runs: the app itself holds only paths (Ray pickles it)
         if "plan" not in opened:

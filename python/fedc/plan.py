@@ -86,12 +86,18 @@ class Plan:
     def finish(self, e, env, reports):
         """Exchange e's reports ({name: array} of each client, in slot order) added by its
         aggregation phase (the simulator's summation, so fedc train's bits), and its
-        server_result run on env."""
+        server_result run on env. A report None is a client left out (it failed, or did
+        not report by a deadline): every aggregate leaves it out, as fedc train leaves out
+        a client that fails, and as fedc server one that does not report."""
+        present = [r for r in reports if r is not None]
+        if not present:
+            raise ValueError(f"exchange {e}: none of the {len(reports)} clients reported")
+        absent = [r is None for r in reports] if len(present) < len(reports) else None
         agg = self.exchanges[e]["client_to_server_aggregation"]
         for name, _ in agg.inputs:
             if name not in env:
-                env[name] = np.stack([r[name] for r in reports])
-        _run(agg, env, len(reports))
+                env[name] = np.stack([r[name] if r is not None else np.zeros_like(present[0][name]) for r in reports])
+        _run(agg, env, len(reports), absent)
         _run(self.exchanges[e]["server_result"], env, len(reports))
 
     def report(self, e, values):
@@ -181,7 +187,7 @@ def build(data, out, **options):
     return Plan(os.fspath(out))
 
 
-def _run(program, env, clients):
+def _run(program, env, clients, absent=None):
     """Runs a phase on its inputs from env; its outputs added to env."""
     if program.inputs or program.outputs:
-        env.update(program.run({name: env[name] for name, _ in program.inputs}, clients=clients))
+        env.update(program.run({name: env[name] for name, _ in program.inputs}, clients=clients, absent=absent))

@@ -86,7 +86,7 @@ class Program(Handle):
 
     # --------------------------------------------------------------- running --
     def run(self, inputs=None, *, clients=None, threads=0, reference_kernels=False,
-            check_finite=False, device=None, groups=None, **named):
+            check_finite=False, device=None, groups=None, absent=None, **named):
         """Runs the program: inputs by name (a dict, or keywords); returns {output: array}.
 
         A @clients input is an array of [clients, ...type]; the cohort's size comes
@@ -95,6 +95,9 @@ class Program(Handle):
         reference_kernels=True is the older spelling of device="cpu-reference".
         `groups`: the sizes of the groups of the hierarchy (the clients ordered by
         group; None: one group); a @groups input is an array of [len(groups), ...type].
+        `absent`: a truth value per client, true for a client left out of this run (its
+        map bodies not run, every aggregate leaving it out as a dropped client;
+        num_clients still counts it: fedc_executor_set_absent).
         """
         args = dict(inputs or {})
         args.update(named)
@@ -111,7 +114,13 @@ class Program(Handle):
         try:
             for name, arr in arrays:
                 ex.bind(name, arr)
-            ex.run()
+            if absent is not None:
+                ex.set_absent(absent)
+            try:
+                ex.run()
+            finally:
+                if absent is not None:
+                    ex.set_absent(None)  # the pooled executor is reused by runs without
             return {name: ex.output(name, spec) for name, spec in self._outputs}
         finally:
             self._release(key, ex)

@@ -142,6 +142,20 @@ def test_federated_program_takes_the_cohort_from_its_inputs():
             p.run(x=x, y=np.zeros((3, 2), np.float32), clients=4)
 
 
+def test_absent_clients_are_left_out_of_aggregates():
+    with fedc.parse(FEDERATED) as p:
+        x = np.array([1.0, 2.0], np.float32)
+        y = np.arange(10, dtype=np.float32).reshape(5, 2)
+        per = ((x - y) ** 2).sum(axis=1)
+        out = p.run(x=x, y=y, absent=[False, True, False, False, True])
+        np.testing.assert_allclose(out["loss"], per[[0, 2, 3]].mean(), rtol=1e-6)
+        assert out["per_client"][1] == 0 and out["per_client"][4] == 0  # its map body did not run
+        again = p.run(x=x, y=y)  # the pooled executor: every client again
+        np.testing.assert_allclose(again["loss"], per.mean(), rtol=1e-6)
+        with pytest.raises(fedc.Error, match="absent has 2 entries for a cohort of 5"):
+            p.run(x=x, y=y, absent=[True, False])
+
+
 def test_devices_choose_the_kernels():
     assert fedc.devices()[:2] == ["cpu", "cpu-reference"]
     with fedc.parse(FEDERATED) as p:
