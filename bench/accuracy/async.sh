@@ -14,17 +14,19 @@
 # ROUNDS is synchronous FedAvg's rounds of COHORT clients; every method gets ROUNDS x COHORT
 # client reports: FedBuff ROUNDS x COHORT / BUFFER steps of BUFFER reports, FedAsync ROUNDS x
 # COHORT steps of one. Every method trains at most COHORT clients at a time (the deadline run
-# draws ceil(COHORT (1 + OVER))), as the FedBuff paper compares methods at equal concurrency. Without ../shared/data/femnist-leaf a synthetic stand-in of FEMNIST's shape (56
-# writers, 28x28 images of 10 noisy prototypes) is written to $OUT/synthetic and the output says
-# so: its accuracies are not FEMNIST's.
+# draws ceil(COHORT (1 + OVER))), as the FedBuff paper compares methods at equal concurrency.
+# Without ../shared/data/femnist-leaf a synthetic stand-in of FEMNIST's shape (56 writers, 28x28
+# images of 10 noisy prototypes) is written to $OUT/synthetic and the output says so: its
+# accuracies are not FEMNIST's.
 #
 # Writes $OUT/async.tsv (method, server step, reports, virtual seconds, test accuracy: one row an
 # evaluation), prints a markdown table (each method's settings, steps, reports, virtual time,
 # final accuracy, time to TARGET and the speedup over plain FedAvg) and draws $OUT/async.svg
-# (accuracy against virtual seconds, one line a method) with bench/accuracy/plot_async.py;
-# record them in docs/accuracy.md.
+# (accuracy against virtual seconds on a log scale, one line a method) with
+# bench/accuracy/plot_async.py; record them in docs/accuracy.md.
 #
-# Environment: FEDC (./build/fedc), PYTHON (/usr/bin/python3), OUT (out/async), THREADS (2),
+# Environment: FEDC (./build/fedc), PYTHON (/usr/bin/python3), OUT (out/async; --quick out/async-quick),
+# THREADS (2),
 # DATA (../shared/data/femnist-leaf), CLOCK (the clock's spec, speed=lognormal:0:1: a median of
 # 1 s a step, the slowest of 56 clients about 10x the median), COHORT (FedAvg's clients a round
 # and FedBuff's and FedAsync's clients in flight C, 10), BUFFER (FedBuff's K, COHORT / 2),
@@ -52,12 +54,13 @@ METHODS=${METHODS:-fedavg fedavg-deadline fedbuff fedasync}
 [ -x "$FEDC" ] || { echo "async.sh: $FEDC not found (make build)" >&2; exit 2; }
 mkdir -p "$OUT"
 
-data="FEMNIST-LEAF ($DATA)"
+data="FEMNIST-LEAF ($DATA)" label=FEMNIST-LEAF
 if [ ! -d "$DATA/train" ]; then
   # The stand-in: FEMNIST's shape and writer count, not its pixels. Each of 10 classes is a random
   # binary 28x28 prototype, each example its class's with 20% of the pixels flipped; each writer
   # holds 4 of the classes (non-IID) and 20 + lognormal(3.8, 0.6) training examples.
   DATA=$OUT/synthetic
+  label="synthetic FEMNIST stand-in"
   data="a SYNTHETIC stand-in for FEMNIST ($DATA: 56 writers, 10 noisy prototypes; ../shared/data absent)"
   if [ ! -f "$DATA/test/data.json" ]; then
     mkdir -p "$DATA/train" "$DATA/test"
@@ -133,7 +136,7 @@ PY
 : >"$OUT/async.tsv"
 for m in $METHODS; do run "$m"; done
 
-"$PYTHON" - "$OUT/async.tsv" "$TARGET" "$data" >"$OUT/async.md" <<'PY'
+"$PYTHON" - "$OUT/async.tsv" "$TARGET" "$data" "$OUT/target" >"$OUT/async.md" <<'PY'
 import collections, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 runs = collections.OrderedDict()
@@ -143,6 +146,7 @@ if not runs:
     sys.exit("async.sh: no run gave a result")
 base = runs.get("fedavg")
 target = float(sys.argv[2]) if sys.argv[2] else 0.9 * base["points"][-1][1] if base else 0.5
+open(sys.argv[4], "w").write("%.6g\n" % target)
 def reach(pts):  # the first evaluation at or above the target: virtual seconds and server step
     return next(((t, s) for t, a, s, _ in pts if a >= target), (None, None))
 print("Data: %s. Target accuracy %.2f%%%s.\n" % (sys.argv[3], 100 * target,
@@ -172,5 +176,5 @@ if base and fb:
         "%s %.2f" % (m, r["points"][-1][0] / max(1, r["points"][-1][3])) for m, r in runs.items()))
 PY
 cat "$OUT/async.md"
-"$PYTHON" bench/accuracy/plot_async.py "$OUT/async.tsv" "$OUT/async.svg" "${TARGET:-$(sed -n 's/.*Target accuracy \([0-9.]*\)%.*/\1/p' "$OUT/async.md" | awk '{ print $1 / 100 }')}" &&
+"$PYTHON" bench/accuracy/plot_async.py "$OUT/async.tsv" "$OUT/async.svg" "$(cat "$OUT/target")" "$label" &&
   echo "plot: $OUT/async.svg"

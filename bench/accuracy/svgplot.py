@@ -62,11 +62,3 @@ class Plot:
 
     def save(self, path):
         open(path, "w").write("\n".join(self.out + ["</svg>"]) + "\n")
-
-
-def nice_ticks(hi, count=5):
-    """Round tick values from 0 to about hi: steps of 1, 2 or 5 times a power of ten."""
-    raw = hi / count if hi > 0 else 1
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    return [k * step for k in range(int(hi / step) + 1)]
