@@ -14,7 +14,7 @@
 # ROUNDS is synchronous FedAvg's rounds of COHORT clients; every method gets ROUNDS x COHORT
 # client reports: FedBuff ROUNDS x COHORT / BUFFER steps of BUFFER reports, FedAsync ROUNDS x
 # COHORT steps of one. Every method trains at most COHORT clients at a time (the deadline run
-# draws ceil(COHORT (1 + OVER))), as the FedBuff paper compares methods at equal concurrency.
+# draws ceil(COHORT (1 + OVER))), so that no speedup is bought with more clients in parallel.
 # Without ../shared/data/femnist-leaf a synthetic stand-in of FEMNIST's shape (56 writers, 28x28
 # images of 10 noisy prototypes) is written to $OUT/synthetic and the output says so: its
 # accuracies are not FEMNIST's.
