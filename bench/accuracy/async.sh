@@ -36,12 +36,12 @@
 # whose log ends in a result).
 set -eu
 cd "$(dirname "$0")/../.."
-quick=0
-if [ "${1:-}" = --quick ]; then quick=1; shift; fi
-rounds=${1:-$([ $quick = 1 ] && echo 12 || echo 100)}
+rounds=100 out=out/async
+if [ "${1:-}" = --quick ]; then rounds=12 out=out/async-quick; shift; fi
+rounds=${1:-$rounds}
 FEDC=${FEDC:-./build/fedc}
 PYTHON=${PYTHON:-/usr/bin/python3}
-OUT=${OUT:-out/async$([ $quick = 1 ] && echo -quick || true)}
+OUT=${OUT:-$out}
 THREADS=${THREADS:-2}
 DATA=${DATA:-../shared/data/femnist-leaf}
 CLOCK=${CLOCK:-speed=lognormal:0:1}
@@ -109,8 +109,10 @@ flags() {
 run() {
   m=$1 log="$OUT/$1.log" dir="$OUT/$1"
   f=$(flags "$m")
+  # shellcheck disable=SC2086,SC2116
+  f=$(echo $f) # one line: the line breaks and indents squeezed to single spaces
   if [ "${REUSE:-0}" != 1 ] || ! grep -q '^done:' "$log" 2>/dev/null; then
-    echo "== $m ($(date -u +%H:%M:%S)): $(echo $f)" >&2
+    echo "== $m ($(date -u +%H:%M:%S)): $f" >&2
     # shellcheck disable=SC2086
     "$FEDC" train $common $f --out "$dir" >"$log" 2>&1 || {
       echo "async.sh: $m failed:" >&2
@@ -120,7 +122,7 @@ run() {
   fi
   # the reports added by a step: the clients a step takes (FedAsync 1, a deadline round the
   # ceil(K (1 + F)) it draws) less the run's dropped so far
-  "$PYTHON" - "$dir/metrics.jsonl" "$m" "$(echo $f)" "$COHORT" "$OVER" >>"$OUT/async.tsv" <<'PY'
+  "$PYTHON" - "$dir/metrics.jsonl" "$m" "$f" "$COHORT" "$OVER" >>"$OUT/async.tsv" <<'PY'
 import json, math, sys
 path, method, flags, k, over = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
 per_step = (1 if method == "fedasync" else int(flags.split("buffer=")[1].split()[0]) if method == "fedbuff"
