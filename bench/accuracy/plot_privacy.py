@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """Draws bench/accuracy/privacy.sh's study as an SVG: test accuracy against epsilon (log scale)
 for the noise-multiplier runs (z...), one line per dataset, each dataset's accuracy without DP
-as a dashed line. Plain SVG, no plotting library.
+as a dashed line. Plain SVG through svgplot.py.
 
     plot_privacy.py privacy.tsv privacy.svg"""
 import math
+import os
 import sys
 
-W, H, L, R, T, B = 640, 400, 70, 150, 30, 50
-COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from svgplot import COLORS, Plot  # noqa: E402
 
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
 series, baseline = {}, {}
@@ -26,37 +27,15 @@ lo = math.floor(math.log10(min(e for e, _, _ in points)))
 hi = math.ceil(math.log10(max(e for e, _, _ in points)))
 hi = hi if hi > lo else lo + 1
 
-
-def x(e):
-    return L + (math.log10(e) - lo) / (hi - lo) * (W - L - R)
-
-
-def y(a):
-    return H - B - a * (H - T - B)
-
-
-out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
-       f'<rect width="{W}" height="{H}" fill="white"/>',
-       f'<text x="{W / 2 - 40}" y="18">DP-FedAvg: test accuracy against ε</text>']
-for k in range(lo, hi + 1):
-    out.append(f'<line x1="{x(10 ** k):.1f}" y1="{T}" x2="{x(10 ** k):.1f}" y2="{H - B}" stroke="#ddd"/>')
-    out.append(f'<text x="{x(10 ** k) - 12:.1f}" y="{H - B + 16}">1e{k}</text>')
-for t in range(0, 11, 2):
-    out.append(f'<line x1="{L}" y1="{y(t / 10):.1f}" x2="{W - R}" y2="{y(t / 10):.1f}" stroke="#ddd"/>')
-    out.append(f'<text x="{L - 34}" y="{y(t / 10) + 4:.1f}">{t * 10}%</text>')
-out.append(f'<text x="{(W - R) / 2}" y="{H - 12}">ε (δ = 1 / clients), log scale</text>')
+p = Plot("DP-FedAvg: test accuracy against ε", "ε (δ = 1 / clients), log scale", lo, hi, log=True)
+p.xgrid([(10 ** k, f"1e{k}") for k in range(lo, hi + 1)])
 for i, (dataset, pts) in enumerate(sorted(series.items())):
-    c = COLORS[i % len(COLORS)]
+    c = COLORS[i % 4]
     pts.sort()
-    path = " ".join(f"{x(e):.1f},{y(a):.1f}" for e, a, _ in pts)
-    out.append(f'<polyline points="{path}" fill="none" stroke="{c}" stroke-width="2"/>')
+    p.polyline([(e, a) for e, a, _ in pts], c)
     for e, a, z in pts:
-        out.append(f'<circle cx="{x(e):.1f}" cy="{y(a):.1f}" r="3" fill="{c}"/>')
-        out.append(f'<text x="{x(e) + 4:.1f}" y="{y(a) - 5:.1f}" fill="{c}">z={z}</text>')
+        p.marker(e, a, c, f"z={z}")
     if dataset in baseline:
-        out.append(f'<line x1="{L}" y1="{y(baseline[dataset]):.1f}" x2="{W - R}" y2="{y(baseline[dataset]):.1f}" '
-                   f'stroke="{c}" stroke-dasharray="5,4"/>')
-    out.append(f'<text x="{W - R + 8}" y="{T + 20 + 32 * i}" fill="{c}">{dataset}</text>')
-    out.append(f'<text x="{W - R + 8}" y="{T + 34 + 32 * i}" fill="{c}" font-size="10">dashed: no DP</text>')
-out.append("</svg>")
-open(sys.argv[2], "w").write("\n".join(out) + "\n")
+        p.hline(baseline[dataset], c)
+    p.legend(i, dataset, c, "dashed: no DP")
+p.save(sys.argv[2])
