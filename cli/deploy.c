@@ -49,9 +49,10 @@ static const char server_usage[] =
     "  --groups N               cut each round's clients into N groups of contiguous slots, each run\n"
     "                           by an aggregator (fedc aggregator --group G)\n"
     "                           that forwards its group's sums (default: none; docs/deployment.md)\n"
-    "  --async K                asynchronous (a plan of fedbuff): reports are taken as they come,\n"
-    "                           weighted by their staleness, a server step every K; --rounds counts\n"
-    "                           steps; DIR/arrivals.jsonl is what fedc train --replay reads\n"
+    "  --async K                asynchronous (a plan of fedbuff, or of fedasync with K = 1): reports\n"
+    "                           are taken as they come, weighted by their staleness, a server step\n"
+    "                           every K; --rounds counts steps; DIR/arrivals.jsonl is what fedc\n"
+    "                           train --replay reads\n"
     "  --concurrency C          with --async: clients training at once (default: --clients-per-round);\n"
     "                           --clients-per-round is then optional\n";
 

@@ -8,8 +8,11 @@
 # (the hinge divides the deltas by its weight, normalize=1, so a replay that did not weigh
 # them as the server did would differ); a client killed mid-task is given up and its place
 # given to another, the run still the replay's bits; the server killed mid-run and started
-# again goes on from its checkpoint, the replay still its bits; FedAsync, another --async's
-# checkpoint and an async run of a FedAvg plan refused with the reason. Every process runs under timeout.
+# again goes on from its checkpoint, the replay still its bits. FedAsync (--async 1: each report
+# mixed into the model of its arrival) the same: the replay has its bits, its stale reports weighed
+# by the hinge, after a client killed and a server restart. Refused with the reason: another
+# --async's checkpoint, FedAsync with --async 2 or with an aggregator (its client would need the
+# model at the arrival), an async run of a FedAvg plan. Every process runs under timeout.
 # Usage: deploy_async.sh path/to/fedc. Exits 77 (skipped) without python3, which writes the
 # data and compares the checkpoints.
 set -u
@@ -18,16 +21,18 @@ fedc=$1
 deploy_begin
 
 writers "$out/w8.json" 8
-job="--model logistic --batch-size 2 --seed 4 --algorithm fedbuff"
+# The job, the server's steps and the replay's flags: FedBuff's 4 steps of 2 reports, 3 clients at once
+alg=fedbuff
+job="--model logistic --batch-size 2 --seed 4 --algorithm $alg"
 steps="--rounds 4 --async 2 --concurrency 3"
 train="--rounds 4 --set buffer=2 --clients-per-round 3 --checkpoint-every 4 --eval-every 0 --threads 1 --quiet"
 
-# served NAME CLIENTS [HYPERPARAMETERS]: a plan of fedbuff and a server of 4 steps of 2 reports,
-# 3 clients at once, with a fleet of clients 0 to CLIENTS - 1 (started after $pids' clients)
+# served NAME CLIENTS [HYPERPARAMETERS]: a plan of $alg and a server of $steps, with a fleet of
+# clients 0 to CLIENTS - 1 (started after $pids' clients)
 served() {
   name=$1 fleet=$2
   shift 2
-  expect 0 "plan $out/$name.plan: fedbuff on logistic" -- "$fedc" plan build --data "$out/w8.json" $job "$@" \
+  expect 0 "plan $out/$name.plan: $alg on logistic" -- "$fedc" plan build --data "$out/w8.json" $job "$@" \
     --out "$out/$name.plan"
   timeout 120 "$fedc" server --plan "$out/$name.plan" --listen "$addr" $steps --out "$out/$name.srv" --token t \
     --report-deadline 60 --heartbeat 0.25 --heartbeat-timeout 1 --linger 1 >"$out/$name.log" 2>&1 &
@@ -73,55 +78,84 @@ expect 0 "checkpoint" -- timeout 120 "$fedc" train --data "$out/w8.json" $job --
 same_bits "$out/hinge.srv/checkpoint.safetensors" "$out/unweighed/checkpoint.safetensors" 2>/dev/null \
   && bad "the staleness weight changed nothing" || ok
 
-# Client 7 takes the first task and is killed with it: given up after the heartbeat timeout,
-# its place given to the fleet's clients; the log has none of its reports.
-addr=tcp://127.0.0.1:$(free_port)
-served killed 7
-# (not under timeout, which kill -9 would kill in its place: --max-seconds bounds it)
-FEDC_FAULT=slow:60 "$fedc" client --connect "$addr" --data "$out/w8.json" --client 7 --token t \
-  --timeout 30 --max-seconds 100 >"$out/client7.log" 2>&1 &
-pids=$!
-held "$out/client7.log"
-kill -9 $pids
-fleet_of 7 killed
-replayed killed
-grep -q 'client 7 (place 0) not heard from' "$out/killed.log" && ok || bad "client 7 not given up: $(cat "$out/killed.log")"
-grep -q '"client": 7,' "$out/killed.srv/arrivals.jsonl" && bad "a report of the killed client" || ok
-
-# The server killed (SIGKILL) once step 1 is checkpointed, its clients slow enough (0.3 s a
-# task) to be mid-task then, and started again with the same command: it goes on from the
-# checkpoint, the log cut back to it, and the run is its replay's bits.
-addr=tcp://127.0.0.1:$(free_port)
-expect 0 "plan $out/restart.plan" -- "$fedc" plan build --data "$out/w8.json" $job --out "$out/restart.plan"
-restart() { # not under timeout, which kill -9 would kill in its place
-  "$fedc" server --plan "$out/restart.plan" --listen "$addr" $steps --out "$out/restart.srv" --token t \
-    --report-deadline 60 --heartbeat 0.25 --heartbeat-timeout 5 --linger 1 >>"$out/restart.log" 2>&1 &
-  server=$!
+# killed NAME [HYPERPARAMETERS]: client 7 takes the first task and is killed with it: given up
+# after the heartbeat timeout, its place given to the fleet's clients; the log has none of its
+# reports, and the replay the run's bits.
+killed() {
+  name=$1
+  shift
+  addr=tcp://127.0.0.1:$(free_port)
+  served "$name" 7 "$@"
+  # (not under timeout, which kill -9 would kill in its place: --max-seconds bounds it)
+  FEDC_FAULT=slow:60 "$fedc" client --connect "$addr" --data "$out/w8.json" --client 7 --token t \
+    --timeout 30 --max-seconds 100 >"$out/$name.client7" 2>&1 &
+  pids=$!
+  held "$out/$name.client7"
+  kill -9 $pids
+  fleet_of 7 "$name"
+  replayed "$name" "$@"
+  grep -q 'client 7 (place 0) not heard from' "$out/$name.log" && ok || bad "$name: client 7 not given up: $(cat "$out/$name.log")"
+  grep -q '"client": 7,' "$out/$name.srv/arrivals.jsonl" && bad "$name: a report of the killed client" || ok
 }
-restart
-FEDC_FAULT=slow:0.3 timeout 120 "$fedc" fleet --connect "$addr" --data "$out/w8.json" --clients 8 --token t \
-  --trainers 8 --timeout 30 >"$out/restart.fleet" 2>&1 &
-pids=$!
-for i in $(seq 1 600); do [ -s "$out/restart.srv/metrics.jsonl" ] && break; sleep 0.01; done
-kill -9 $server
-wait $server 2>/dev/null
-restart
-wait $pids && ok || bad "the fleet failed across the restart: $(cat "$out/restart.fleet")"
-wait $server && ok || bad "the restarted server failed: $(cat "$out/restart.log")"
-grep -q "resumed from .* at round [2-4]" "$out/restart.log" && ok || bad "not resumed: $(cat "$out/restart.log")"
-replayed restart
 
-# Refused: a restart on another --async's checkpoint, FedAsync, a plan of FedAvg.
+# restarted NAME: the server killed (SIGKILL) once step 1 is checkpointed, its clients slow enough
+# (0.3 s a task) to be mid-task then, and started again with the same command: it goes on from the
+# checkpoint, the log cut back to it, and the run is its replay's bits.
+restarted() {
+  name=$1
+  addr=tcp://127.0.0.1:$(free_port)
+  expect 0 "plan $out/$name.plan" -- "$fedc" plan build --data "$out/w8.json" $job --out "$out/$name.plan"
+  restart() { # not under timeout, which kill -9 would kill in its place
+    "$fedc" server --plan "$out/$name.plan" --listen "$addr" $steps --out "$out/$name.srv" --token t \
+      --report-deadline 60 --heartbeat 0.25 --heartbeat-timeout 5 --linger 1 >>"$out/$name.log" 2>&1 &
+    server=$!
+  }
+  restart
+  FEDC_FAULT=slow:0.3 timeout 120 "$fedc" fleet --connect "$addr" --data "$out/w8.json" --clients 8 --token t \
+    --trainers 8 --timeout 30 >"$out/$name.fleet" 2>&1 &
+  pids=$!
+  for i in $(seq 1 600); do [ -s "$out/$name.srv/metrics.jsonl" ] && break; sleep 0.01; done
+  kill -9 $server
+  wait $server 2>/dev/null
+  restart
+  wait $pids && ok || bad "$name: the fleet failed across the restart: $(cat "$out/$name.fleet")"
+  wait $server && ok || bad "$name: the restarted server failed: $(cat "$out/$name.log")"
+  grep -q "resumed from .* at round [2-8]" "$out/$name.log" && ok || bad "$name: not resumed: $(cat "$out/$name.log")"
+  replayed "$name"
+}
+
+killed killed
+restarted restart
+
+# FedAsync: a step a report (--async 1), mixed into the model as it is when the report comes. The
+# hinge from staleness 0 makes each stale report's s(1) = 1/11; with 3 clients at once most reports
+# are stale; the replay with s = 1 (--set staleness=0) is another model.
+alg=fedasync
+job="--model logistic --batch-size 2 --seed 4 --algorithm $alg"
+steps="--rounds 8 --async 1 --concurrency 3"
+train="--rounds 8 --clients-per-round 3 --checkpoint-every 8 --eval-every 0 --threads 1 --quiet"
+hinge="--set staleness=2 --set hinge_b=0"
+killed fedasync $hinge
+[ "$(stale fedasync)" -gt 0 ] && ok || bad "no stale report in FedAsync's run: $(cat "$out/fedasync.srv/arrivals.jsonl")"
+expect 0 "checkpoint" -- timeout 120 "$fedc" train --data "$out/w8.json" $job --set staleness=0 $train \
+  --replay "$out/fedasync.srv/arrivals.jsonl" --out "$out/fedasync.unweighed"
+same_bits "$out/fedasync.srv/checkpoint.safetensors" "$out/fedasync.unweighed/checkpoint.safetensors" 2>/dev/null \
+  && bad "FedAsync's staleness weight changed nothing" || ok
+restarted fedasync-restart
+
+# Refused: a restart on another --async's checkpoint, FedAsync with --async 2 or with an aggregator
+# (its client would compute w - w_client, reading the model at the arrival), a plan of FedAvg.
 expect 1 "not this asynchronous run's" -- "$fedc" server --plan "$out/plain.plan" --listen "$addr" --rounds 4 \
   --async 3 --concurrency 3 --out "$out/plain.srv" --token t
-expect 0 "fedasync on logistic" -- "$fedc" plan build --data "$out/w8.json" --model logistic --batch-size 2 \
-  --algorithm fedasync --out "$out/fedasync.plan"
-expect 1 "fedasync is not deployed yet" -- "$fedc" server --plan "$out/fedasync.plan" --listen "$addr" $steps \
-  --out "$out/fedasync.srv" --token t
+expect 1 "fedasync mixes each report in as it comes: a step of one (--async 1)" -- "$fedc" server \
+  --plan "$out/fedasync.plan" --listen "$addr" --rounds 4 --async 2 --concurrency 3 --out "$out/fedasync-2.srv" --token t
+expect 0 "fedasync on logistic" -- "$fedc" plan build --data "$out/w8.json" $job --dp-clip 0.5 --out "$out/clipped.plan"
+expect 1 "client_work reads the server's model when the report comes" -- "$fedc" server --plan "$out/clipped.plan" \
+  --listen "$addr" $steps --out "$out/clipped.srv" --token t
 expect 0 "fedavg on logistic" -- "$fedc" plan build --data "$out/w8.json" --model logistic --batch-size 2 \
   --out "$out/fedavg.plan"
-expect 1 "not of fedbuff" -- "$fedc" server --plan "$out/fedavg.plan" --listen "$addr" $steps --out "$out/fedavg.srv" \
-  --token t
+expect 1 "not of fedbuff or fedasync" -- "$fedc" server --plan "$out/fedavg.plan" --listen "$addr" $steps \
+  --out "$out/fedavg.srv" --token t
 
 echo "deploy_async.sh: $passed passed, $failed failed"
 [ "$failed" = 0 ] || exit 1

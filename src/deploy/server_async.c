@@ -1,6 +1,6 @@
 /* The deployment's asynchronous server: `fedc server --async K --concurrency C`
- * on a plan of fedbuff (docs/deployment-async.md), FedBuff
- * over the network as src/fl/train_async.c simulates it:
+ * on a plan of fedbuff or fedasync (docs/deployment-async.md), FedBuff and
+ * FedAsync over the network as src/fl/train_async.c simulates them:
  *
  *     up to C clients train at once, each on the model version its task
  *         carried; a free place goes to the client whose check-in has waited
@@ -12,6 +12,8 @@
  *         to the next client at once
  *     every K reports: server_result (the server optimizer's step), the
  *         checkpoint and a metrics row; the model is the next version
+ *         (FedAsync: K = 1, so its mixing w - α s(τ) (w - w_client) runs as
+ *         each report comes, on the model of that moment)
  *
  * Nothing waits for a straggler: a client silent for --heartbeat-timeout, or in
  * flight for --report-deadline, is given up and its place given to another; its
@@ -24,9 +26,11 @@
  * that carry s (a report's weight; its delta with normalize=1), but s is known
  * only once the report has come, after the client worked. So a task carries
  * s = 1 (X * 1 is X exactly) and the server multiplies those values by s(τ) as
- * they come: the simulation's product, rounded as it is. A plan whose
- * client_work uses s otherwise, or reads the model at the arrival (FedAsync's
- * w - w_client), is refused.
+ * they come: the simulation's product, rounded as it is. FedAsync's s is the
+ * server's own input (@server, read by server_result with the client's model,
+ * which is what it sends): the server sets it to the step's one report's s(τ).
+ * A plan whose client_work uses s otherwise, or reads the model at the arrival
+ * (FedAsync's w - w_client under an aggregator, src/fl/fedbuff.c), is refused.
  *
  * A checkpoint is written after every step. A server started again on it goes
  * on from that step, the log cut back to it: the clients that were in flight
@@ -57,6 +61,7 @@ struct fedc__async {
     int kind;                  /* the staleness weight, the plan's async_staleness */
     double a, b, avg;
     float one;                 /* the s a task carries */
+    float arrival;             /* the s(τ) of the step's one report, where server_result reads s (FedAsync's) */
     fedc_tensor_entry task[4096]; /* a task's async/ values: the current model as async/start/<leaf>, s */
     int ntask;
     const char *scaled[4096];  /* client_work's outputs that are mul(X, s) */
@@ -103,9 +108,9 @@ static fedc_status task_values(fedc__async *a, const server *s, const fedc_progr
     for (int i = 0; i < fedc_program_num_inputs(q); i++) {
         const char *name = fedc_program_input_name(q, i);
         if (!strncmp(name, "broadcast/", 10))
-            return refused(s, "the plan's client_work reads the server's model when the report comes (FedAsync's "
-                              "w - w_client), which a client that trained on an earlier version does not have; "
-                              "deploy fedbuff");
+            return refused(s, "the plan's client_work reads the server's model when the report comes (fedasync's "
+                              "w - w_client under --dp-clip, --robust-zero, --compress or an attack, which act on each "
+                              "client's update), which a client that trained on an earlier version does not have");
         if (strncmp(name, "async/", 6)) continue;
         if (a->ntask == 4096) return refused(s, "the plan's client_work reads more than 4096 async/ values");
         fedc_type t = fedc_value_type(q, fedc_program_input(q, i));
@@ -121,16 +126,30 @@ static fedc_status task_values(fedc__async *a, const server *s, const fedc_progr
     return FEDC_OK;
 }
 
-/* What the plan must be: fedbuff's one exchange, no warm start, client state
- * or secure aggregation; its staleness weight read. */
-static fedc_status check_plan(fedc__async *a, const server *s) {
+/* Where server_result reads s (FedAsync's, @server): bound to the step's one
+ * report's s(τ), set as the report is taken; a step of K > 1 reports has no
+ * one s. */
+static fedc_status arrival_weight(fedc__async *a, server *s) {
+    const fedc_program *round = fedc_plan_round(s->plan);
+    fedc_value w = fedc_program_find_input(round, FEDC_ASYNC_WEIGHT);
+    if (w == FEDC_NONE || fedc_value_type(round, w).placement != FEDC_SERVER) return FEDC_OK;
+    if (a->k != 1) {
+        char why[160];
+        snprintf(why, sizeof why, "--async %d, but fedasync mixes each report in as it comes: a step of one (--async 1)",
+                 a->k);
+        return refused(s, why);
+    }
+    return fedc_deployment_run_bind(s->run, FEDC_ASYNC_WEIGHT, &a->arrival);
+}
+
+/* What the plan must be: fedbuff's or fedasync's one exchange, no warm start,
+ * client state or secure aggregation; its staleness weight read. */
+static fedc_status check_plan(fedc__async *a, server *s) {
     const fedc_server_options *o = s->o;
     const char *alg = fedc_plan_setting(s->plan, "algorithm"), *w = fedc_plan_setting(s->plan, "async_staleness");
-    if (alg && !strcmp(alg, "fedasync"))
-        return refused(s, "fedasync is not deployed yet: its client_work reads the server's model at the report's "
-                          "arrival; deploy fedbuff (--set buffer=1 takes one report a step)");
-    if (!alg || strcmp(alg, "fedbuff") || !w)
-        return refused(s, "the plan is not of fedbuff (build it with fedc plan build --algorithm fedbuff)");
+    if (!alg || (strcmp(alg, "fedbuff") && strcmp(alg, "fedasync")) || !w)
+        return refused(s, "the plan is not of fedbuff or fedasync (build it with fedc plan build --algorithm fedbuff "
+                          "or fedasync)");
     if (sscanf(w, "%d %lf %lf %lf", &a->kind, &a->a, &a->b, &a->avg) != 4 || isnan(fedc__staleness_weight(a->kind, a->a, a->b, a->avg, 0)))
         return refused(s, "the plan's async_staleness setting is not a staleness weight");
     if (o->secure_agg || o->over_select != 1 || o->groups || fedc_plan_warm_start(s->plan) || fedc_plan_client_init(s->plan))
@@ -143,8 +162,9 @@ static fedc_status check_plan(fedc__async *a, const server *s) {
         return refused(s, why);
     }
     const fedc_program *q = fedc_deployment_form_phase(s->form, 0, FEDC_PHASE_CLIENT_WORK);
-    fedc_status st = weight_uses(a, s, q);
-    return st ? st : task_values(a, s, q);
+    fedc_status st = task_values(a, s, q); /* first: a client_work that reads the model at the arrival is why */
+    if (!st) st = weight_uses(a, s, q);
+    return st ? st : arrival_weight(a, s);
 }
 
 fedc_status fedc__async_create(server *s) {
@@ -282,7 +302,8 @@ bool fedc__async_report(server *s, const fedc__msg *m) {
     flight f = a->flights[place];
     int tau = s->round - f.version;
     const void *values[4096];
-    fedc_status st = weighed(s, m, (float)fedc__staleness_weight(a->kind, a->a, a->b, a->avg, tau), values);
+    a->arrival = (float)fedc__staleness_weight(a->kind, a->a, a->b, a->avg, tau);
+    fedc_status st = weighed(s, m, a->arrival, values);
     if (!st) st = fedc__collect_add(s->collect, a->taken, values);
     if (st) return fedc__server_refuse(s, who, "the server could not take it: %s", fedc_errmsg());
     if (!fedc__arrival_write(a->arrivals, s->round + 1, f.client, f.dispatch, f.version, fedc_seconds() - a->t0))

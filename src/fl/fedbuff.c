@@ -75,11 +75,13 @@ bool fedc__algorithm_is_async(const fedc_algorithm *a) {
 }
 
 /* Local training from each report's own model version: delta/ (start - w_client),
- * examples, loss; and its staleness weight s (f32[]@clients). */
-static fedc_status async_training(fedc_round *r, fedc_tree **out, fedc_value *s, fedc_tree **start) {
+ * examples, loss; and its staleness weight s, f32[] placed at `weight_at`
+ * (@clients: FedBuff's, one per report; @server: FedAsync's, its one report's). */
+static fedc_status async_training(fedc_round *r, fedc_placement weight_at, fedc_tree **out, fedc_value *s,
+                                  fedc_tree **start) {
     fedc_program *p = r->p;
     *start = fedc_model_input_tree(r->model, p, FEDC_ASYNC_START, FEDC_CLIENTS);
-    *s = fedc_input(p, FEDC_ASYNC_WEIGHT, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS));
+    *s = fedc_input(p, FEDC_ASYNC_WEIGHT, fedc__placed(fedc_type_scalar(FEDC_F32), weight_at));
     fedc_local_training how = {.start = *start};
     fedc_status st = fedc_program_status(p);
     return st ? st : fedc_round_local_training(r, &how, out);
@@ -90,7 +92,7 @@ static fedc_status fedbuff_round(fedc_round *r) {
     fedc_tree *out, *start;
     fedc_value s;
     bool by_examples = fedc_round_hparam(r, "normalize") == 1;
-    fedc_status st = async_training(r, &out, &s, &start);
+    fedc_status st = async_training(r, FEDC_CLIENTS, &out, &s, &start);
     if (st) return st;
     fedc_value n = fedc_tree_get(p, out, "examples"), e = fedc_round_weight(r, n);
     fedc_tree *delta = fedc_tree_subtree(p, out, "delta");
@@ -112,24 +114,39 @@ static fedc_status fedasync_server_init(const fedc_model *m, const fedc_algorith
 }
 
 /* w - α s (w - w_client): SGD of rate α on s (w - w_client), the client's model
- * being start - delta. */
+ * being start - delta. w is the model when the report comes, which a deployed
+ * client, that trained on an earlier version, does not have; so the client sends
+ * its model and the server mixes it in (w and s @server): a deployed server
+ * runs that step as the report comes, with the model then (src/deploy/
+ * server_async.c). A step takes one report, whose mean is itself bit for bit
+ * (1 × x, then × 1), so mixing on the server has the bits of mixing on the client.
+ * An aggregator (--dp-clip, --robust-zero, --compress, an attack) acts on each
+ * client's own update, so with one the client computes s (w - w_client) from the
+ * model broadcast at the arrival, which only the simulation can give it. */
 static fedc_status fedasync_round(fedc_round *r) {
     fedc_program *p = r->p;
     fedc_tree *out, *start;
     fedc_value s;
     if (isnan(fedc_round_hparam(r, "alpha"))) return fedc_program_status(p);
-    fedc_status st = async_training(r, &out, &s, &start);
+    bool on_clients = fedc_aggregation_active(&r->alg->aggregation);
+    fedc_status st = async_training(r, on_clients ? FEDC_CLIENTS : FEDC_SERVER, &out, &s, &start);
     if (st) return st;
-    fedc_tree *w = fedc_tree_broadcast(p, fedc_tree_subtree(p, r->server, "params"));
+    fedc_tree *w = fedc_tree_subtree(p, r->server, "params");
     fedc_tree *client = fedc_tree_sub(p, start, fedc_tree_subtree(p, out, "delta"));
-    fedc_tree *toward = fedc_tree_scale(p, fedc_tree_sub(p, w, client), s);
     fedc_algorithm alg = *r->alg;
     alg.server_opt = fedasync_optimizer(r->alg);
     fedc_round fedasync = *r;
     fedasync.alg = &alg;
     fedc_value ones = fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS), 1);
     fedc_value n = fedc_tree_get(p, out, "examples");
-    fedc_tree *next = fedc_round_server_opt(&fedasync, toward, ones);
+    fedc_tree *next;
+    if (on_clients) {
+        fedc_tree *toward = fedc_tree_scale(p, fedc_tree_sub(p, fedc_tree_broadcast(p, w), client), s);
+        next = fedc_round_server_opt(&fedasync, toward, ones);
+    } else {
+        fedc_tree *reported = fedc_tree_weighted_mean(p, client, ones);
+        next = fedc__server_step(&fedasync, fedc_tree_scale(p, fedc_tree_sub(p, w, reported), s));
+    }
     return fedc_round_finish(r, next, NULL, fedc_tree_get(p, out, "loss"), n);
 }
 

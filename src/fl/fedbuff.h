@@ -9,7 +9,9 @@
 
 /* The round program's two inputs of an asynchronous step, besides a round's:
  * each report's model version, async/start/<param>@clients, and its staleness
- * weight s(τ), async/staleness_weight (f32[]@clients). */
+ * weight s(τ), async/staleness_weight: f32[]@clients, or f32[]@server where the
+ * server applies it (FedAsync's, of the step's one report, mixed in on the
+ * server: src/fl/fedbuff.c). */
 #define FEDC_ASYNC_START "async/start"
 #define FEDC_ASYNC_WEIGHT "async/staleness_weight"
 
