@@ -2,8 +2,8 @@
 # A robust aggregator deployed (fedc plan build --aggregator; docs/privacy.md): the server
 # keeps the cohort's reports in the aggregator's store, as the simulator's robust_aggregate
 # does, and runs it over them in slot order, so a deployed run ends with fedc train
-# --aggregator's bits: the coordinate median, Multi-Krum and centered clipping (whose centre
-# is server state, checkpointed) on EMNIST-shaped writers and the logistic model, the clients
+# --aggregator's bits: the coordinate median, Multi-Krum (whose kept clients both name in
+# metrics.jsonl) and centered clipping (whose centre is server state, checkpointed) on EMNIST-shaped writers and the logistic model, the clients
 # as a fleet on this host (tcp://127.0.0.1 only); and the median's model is not the mean's.
 # Every process runs under timeout. Usage: deploy_robust.sh path/to/fedc. Exits 77 (skipped)
 # without python3, which writes the data and compares the checkpoints.
@@ -40,6 +40,13 @@ deployed() {
 deployed median median
 deployed multikrum multikrum:f=1,m=3
 deployed cclip cclip:tau=0.05
+# metrics.jsonl names the clients Multi-Krum kept each round, as fedc train's does (the median: none)
+kept_rows() { python3 -c 'import json, sys; print([json.loads(l).get("kept") for l in open(sys.argv[1])])' "$1"; }
+[ "$(kept_rows "$out/multikrum.srv/metrics.jsonl")" = "$(kept_rows "$out/multikrum.train/metrics.jsonl")" ] \
+  && kept_rows "$out/multikrum.srv/metrics.jsonl" | grep -q '^\[\[[0-9]*, [0-9]*, [0-9]*\], \[[0-9]*, [0-9]*, [0-9]*\]\]$' \
+  && ok || bad "multikrum: the server's kept clients $(kept_rows "$out/multikrum.srv/metrics.jsonl") are not fedc \
+train's $(kept_rows "$out/multikrum.train/metrics.jsonl") (3 a round)"
+[ "$(kept_rows "$out/median.srv/metrics.jsonl")" = "[None, None]" ] && ok || bad "median: the server names kept clients"
 grep -q "aggregator/center" "$out/cclip.srv/checkpoint.safetensors" && ok \
   || bad "cclip: the server's checkpoint has no centre"
 timeout 300 "$fedc" train --data "$out/w6.json" $job $rounds --checkpoint-every 2 --eval-every 0 --threads 1 \

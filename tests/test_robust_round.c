@@ -1,9 +1,12 @@
 /* A robust aggregator in a real round (fedc_algorithm_round; src/fl/robust_round.c):
- * each client's update is flattened inside the clients' map (src/ir/map_extend.c)
- * and streams into the aggregator's store, so the round's planned memory does not
- * grow by an update a client, a small memory=MB spills to the file, and the model
- * is the bits of the round that holds every update in memory, and of the round
- * that flattens after the map (the path a zeroing before the aggregator takes). */
+ * each client's update is flattened inside the clients' map (src/ir/map_extend.c),
+ * with cclip's centre taken off and a per-client attack (sign_flip, scale,
+ * gaussian) made there too, and streams into the aggregator's store, so the
+ * round's planned memory does not grow by an update a client, a small memory=MB
+ * spills to the file, and the model is the bits of the round that holds every
+ * update in memory, and of the round that does that after the map (the path a
+ * zeroing before the aggregator takes). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,11 +22,16 @@ static fedc_model *logistic(void) {
     return m;
 }
 
-static fedc_algorithm algorithm(const char *aggregator) {
+/* FedAvg with `aggregator`, and "+ATTACK" after it the attack of the clients
+ * bind_data makes malicious. */
+static fedc_algorithm algorithm(const char *spec) {
     fedc_algorithm a = {.def = &fedc_algorithm_fedavg, .client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 0.1),
                         .server_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 1.0), .batch_size = BATCH,
                         .max_steps = STEPS};
+    char aggregator[64];
+    snprintf(aggregator, sizeof aggregator, "%.*s", (int)strcspn(spec, "+"), spec);
     CHECK_OK(fedc_robust_parse(aggregator, &a.aggregation.robust));
+    if (strchr(spec, '+')) CHECK_OK(fedc_attack_parse(strchr(spec, '+') + 1, &a.aggregation.attack));
     return a;
 }
 
@@ -40,7 +48,8 @@ static size_t planned(const fedc_model *m, const fedc_algorithm *a, int clients)
 }
 
 /* Every input of the round but the server state, for `clients`, from a fixed
- * stream: pixels in [0, 1), labels mod 62, every example real, every step run. */
+ * stream: pixels in [0, 1), labels mod 62, every example real, every step run,
+ * keys drawn, every third client malicious. */
 static void bind_data(fedc_executor *ex, const fedc_program *round, int clients, void **hold) {
     uint64_t s = 12345;
     for (int i = 0, k = 0; i < fedc_program_num_inputs(round); i++) {
@@ -55,6 +64,8 @@ static void bind_data(fedc_executor *ex, const fedc_program *round, int clients,
             else if (!strcmp(name, "y")) ((int32_t *)buf)[j] = (int32_t)((s >> 33) % CLASSES);
             else if (!strcmp(name, "mask")) ((float *)buf)[j] = 1;
             else if (!strcmp(name, "steps")) ((int32_t *)buf)[j] = STEPS;
+            else if (!strcmp(name, "key")) ((int32_t *)buf)[j] = (int32_t)(s >> 33);
+            else if (!strcmp(name, FEDC_ATTACK_MALICIOUS)) ((float *)buf)[j] = j % 3 == 0;
         }
         CHECK_OK(fedc_executor_bind(ex, name, buf));
     }
@@ -88,7 +99,8 @@ static void run_round(const fedc_model *m, const fedc_algorithm *a, int clients,
 static void test_planned_memory_flat_in_cohort(void) {
     fedc_model *m = logistic();
     size_t update = (size_t)fedc_model_size(m) * sizeof(float);
-    const char *specs[] = {"median", "krum:f=2", "trimmed_mean:beta=0.2", "geomed"};
+    const char *specs[] = {"median", "krum:f=2", "trimmed_mean:beta=0.2", "geomed", "cclip:tau=0.1",
+                           "median+sign_flip", "krum:f=2+scale:s=-3", "trimmed_mean:beta=0.2+gaussian:sigma=0.5"};
     for (int i = 0; m && i < FEDC_COUNT_OF(specs); i++) {
         fedc_algorithm a = algorithm(specs[i]);
         size_t small = planned(m, &a, 8), large = planned(m, &a, 40);
@@ -105,19 +117,27 @@ static void test_planned_memory_flat_in_cohort(void) {
 
 /* 12 clients' updates (2.3 MB) with 1 MiB: most go to the file, and the model is
  * the bits of the round that keeps them all in memory, and of the one that
- * flattens them after the map (zeroing nothing: a norm bound of 1e30). */
+ * attacks, flattens and centres them after the map (zeroing nothing: a norm
+ * bound of 1e30). An attack moves the model. */
 static void test_spilled_round_same_bits(void) {
     enum { N = 12 };
     fedc_model *m = logistic();
     int64_t size = m ? fedc_model_size(m) : 1;
     float *want = calloc((size_t)size, sizeof *want), *got = calloc((size_t)size, sizeof *got);
     float *start = calloc((size_t)size, sizeof *start);
-    const char *specs[] = {"median", "multikrum:f=2,m=5", "bulyan:f=2"};
+    const char *specs[] = {"median", "multikrum:f=2,m=5", "bulyan:f=2", "cclip:tau=0.1", "median+sign_flip",
+                           "multikrum:f=2,m=5+scale:s=-3", "cclip:tau=0.1+gaussian:sigma=0.5"};
     for (int i = 0; m && i < FEDC_COUNT_OF(specs); i++) {
         fedc_algorithm a = algorithm(specs[i]);
         run_round(m, &a, N, want);
         CHECK_OK(fedc_model_init(m, 1, start));
         CHECK_MSG(memcmp(want, start, (size_t)size * sizeof *want), "%s: the round did not change the model", specs[i]);
+        if (strchr(specs[i], '+')) {
+            fedc_algorithm clean = algorithm(specs[i]);
+            clean.aggregation.attack = (fedc_attack){0};
+            run_round(m, &clean, N, got);
+            CHECK_MSG(memcmp(want, got, (size_t)size * sizeof *got), "%s: the attack changed nothing", specs[i]);
+        }
         int64_t before = fedc__robust_spilled;
         a.aggregation.robust.memory_mb = 1;
         run_round(m, &a, N, got);

@@ -83,6 +83,9 @@ FEDC_API void fedc_robust_format(const fedc_robust *r, char *buf, size_t size);
  * Multi-Krum need n > 2f + 2, Bulyan n >= 4f + 3, Multi-Krum m <= n, every kind
  * n >= 1); n = 0: the settings alone. */
 FEDC_API fedc_status fedc_robust_check(const fedc_robust *r, int n);
+/* Whether the kind selects whole clients (krum, multikrum, bulyan), so that a
+ * round can say which it kept (metrics.jsonl's "kept"). */
+FEDC_API bool fedc_robust_selects(fedc_robust_kind kind);
 
 /* The aggregate of x[0..n) (each d floats) into out (d floats). w: the clients'
  * weights (>= 0, n of them; NULL: all 1), used by multikrum's mean of the kept

@@ -27,6 +27,10 @@ fedc_robust fedc_robust_defaults(fedc_robust_kind kind) {
                          .tolerance = 1e-6, .tau = 1};
 }
 
+bool fedc_robust_selects(fedc_robust_kind kind) {
+    return kind == FEDC_ROBUST_KRUM || kind == FEDC_ROBUST_MULTIKRUM || kind == FEDC_ROBUST_BULYAN;
+}
+
 /* ------------------------------------------------------------- the spec -- */
 
 /* The settings each kind takes, as the spec names them. */

@@ -29,6 +29,10 @@ int fedc__deployment_run_broadcasts(fedc_deployment_run *r, int exchange, fedc_t
 fedc_status fedc__deployment_agg_begin(fedc_deployment_run *r, int exchange);
 fedc_status fedc__deployment_agg_add(fedc_deployment_run *r, int exchange, int slot, const void *const *inputs);
 fedc_status fedc__deployment_agg_end(fedc_deployment_run *r, int exchange);
+/* The slots (increasing) the last selecting robust aggregator (Krum, Multi-Krum,
+ * Bulyan: fedc_robust_selects) of the run kept, in *slots (valid until the next
+ * aggregation), and their count; -1 when the run has run none. */
+int fedc__deployment_run_kept(const fedc_deployment_run *r, const int **slots);
 
 /* One block of an aggregation's tree (src/exec/aggregate.c): the sum of the
  * clients added over the leaves [first, first + 2^level), their number and

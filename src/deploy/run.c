@@ -37,6 +37,7 @@ struct fedc_deployment_run {
     phase_run *phases; /* exchanges * FEDC_PHASE_COUNT */
     fedc__agg *agg;    /* one per output of the widest aggregation: they stream side by side */
     int nagg;
+    int *kept, nkept;  /* the slots the last selecting robust aggregation kept (nkept -1: none ran) */
 };
 
 static int find(const fedc_deployment_run *r, const char *name, bool output) {
@@ -135,6 +136,7 @@ static fedc_status create_run(fedc_deployment_run **out, const fedc_deployment_f
     r->f = f;
     r->clients = options->clients;
     r->server = server;
+    r->nkept = -1;
     int phases = f->exchanges * FEDC_PHASE_COUNT;
     r->phases = fedc_calloc((size_t)phases, sizeof *r->phases);
     fedc_status st = r->phases ? FEDC_OK : fedc_error(FEDC_ENOMEM, "deployment_run: out of memory");
@@ -166,7 +168,7 @@ void fedc_deployment_run_destroy(fedc_deployment_run *r) {
     }
     for (int i = 0; i < r->n; i++) fedc_free(r->table[i].name), fedc_free(r->table[i].own);
     for (int j = 0; j < r->nagg; j++) fedc__agg_free(&r->agg[j]);
-    fedc_free(r->agg), fedc_free(r->table), fedc_free(r->phases), fedc_free(r);
+    fedc_free(r->agg), fedc_free(r->kept), fedc_free(r->table), fedc_free(r->phases), fedc_free(r);
 }
 
 fedc_status fedc_deployment_run_bind(fedc_deployment_run *r, const char *name, const void *data) {
@@ -302,11 +304,31 @@ fedc_status fedc__deployment_agg_add(fedc_deployment_run *r, int exchange, int s
     return st;
 }
 
+/* Keeps the slots output j's Krum, Multi-Krum or Bulyan kept, when it is one:
+ * the next exchange's aggregation reuses the accumulator. */
+static fedc_status note_kept(fedc_deployment_run *r, const phase_run *ph, int j) {
+    const fedc__node *n = fedc__node_at(ph->q, fedc_program_output_value(ph->q, j));
+    if (n->op != FEDC_OP_ROBUST_AGGREGATE || !fedc_robust_selects(r->agg[j].robust_settings.kind)) return FEDC_OK;
+    if (!r->kept && !(r->kept = fedc_malloc((size_t)r->clients * sizeof *r->kept)))
+        return fedc_error(FEDC_ENOMEM, "aggregation: no memory for the kept clients");
+    r->nkept = r->agg[j].robust_nkept < r->clients ? r->agg[j].robust_nkept : r->clients;
+    memcpy(r->kept, r->agg[j].robust_kept, (size_t)r->nkept * sizeof *r->kept);
+    return FEDC_OK;
+}
+
 fedc_status fedc__deployment_agg_end(fedc_deployment_run *r, int exchange) {
     const phase_run *ph = &r->phases[fedc__deploy_slot(exchange, FEDC_PHASE_AGGREGATION)];
     fedc_status st = FEDC_OK;
-    for (int j = 0; !st && j < fedc_program_num_outputs(ph->q); j++) st = fedc__agg_end(&r->agg[j]);
+    for (int j = 0; !st && j < fedc_program_num_outputs(ph->q); j++) {
+        st = fedc__agg_end(&r->agg[j]);
+        if (!st) st = note_kept(r, ph, j);
+    }
     return st;
+}
+
+int fedc__deployment_run_kept(const fedc_deployment_run *r, const int **slots) {
+    *slots = r->kept;
+    return r->nkept;
 }
 
 int fedc__deployment_run_broadcasts(fedc_deployment_run *r, int exchange, fedc_tensor_entry *t, int max) {

@@ -185,6 +185,13 @@ static void log_metrics(server *s, const round_stats *rs) {
     for (int i = 0, n = 0; i < s->k; i++)
         if (s->left_out[i]) fprintf(f, "%s%lld", n++ ? ", " : "", (long long)s->sampled[i]);
     fprintf(f, "], ");
+    const int *kept;
+    int nkept = rs->abandoned ? -1 : fedc__deployment_run_kept(s->run, &kept);
+    if (nkept >= 0) { /* Krum's choice, as fedc train's metrics name it: population indices */
+        fprintf(f, "\"kept\": [");
+        for (int i = 0; i < nkept; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)s->sampled[kept[i]]);
+        fprintf(f, "], ");
+    }
     fedc__secure_metrics(s->sec, f);
     fedc__groups_metrics(s->groups, f);
     fprintf(f, "\"bytes_in\": %.0f, \"bytes_out\": %.0f, \"requests\": %.0f, ", rs->bytes_in, rs->bytes_out, rs->requests);

@@ -275,10 +275,12 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
     if (fedc_program_find_output(p, FEDC_AGGREGATE_DONE) != FEDC_NONE)
         return fedc_program_fail(p, FEDC_EINVAL, "%s: the round aggregates twice with --dp-clip, --robust-zero or --compress; "
                                  "each round may call fedc_round_aggregate once", fedc_algorithm_name(r->alg)), NULL;
+    /* a robust round takes the attacks each client computes alone into what it streams to the aggregator */
+    bool robust_attack = a->robust.kind != FEDC_ROBUST_MEAN && a->zero_norm <= 0 && fedc__attack_per_client(&a->attack);
+    fedc_value bad = FEDC_NONE;
     if (a->attack.kind != FEDC_ATTACK_NONE) { /* the malicious clients send their attack instead */
-        fedc_value bad = fedc_program_find_input(p, FEDC_ATTACK_MALICIOUS);
-        if (bad == FEDC_NONE) bad = fedc_input(p, FEDC_ATTACK_MALICIOUS, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS));
-        update = fedc_attack_update(p, &a->attack, update, bad, fedc__round_client_key(r));
+        bad = fedc__attack_malicious(p);
+        if (!robust_attack) update = fedc_attack_update(p, &a->attack, update, bad, fedc__round_client_key(r));
         fedc_program_output(p, "aggregator/attackers", fedc_sum(p, bad)); /* the cohort's malicious clients */
         if (!update) return NULL;
     }
@@ -293,7 +295,7 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
     }
     if (a->robust.kind != FEDC_ROBUST_MEAN) {
         output_done(p);
-        return fedc__robust_round(r, update, weight);
+        return fedc__robust_round(r, update, weight, robust_attack ? bad : FEDC_NONE);
     }
     const fedc_tree *sent = update; /* what each client sends: compressed, then clipped */
     fedc_value key = a->compress_rotate ? noise_key(r) : FEDC_NONE;

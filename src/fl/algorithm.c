@@ -261,7 +261,8 @@ static fedc_status round_inputs(fedc_round *r, const fedc_program *server_init, 
     r->server = fedc_tree_input(p, "server", fedc_tree_of_outputs(server_init, "server"), FEDC_SERVER);
     r->client = client_init ? fedc_tree_input(p, "client", fedc_tree_of_outputs(client_init, "client"), FEDC_CLIENTS)
                             : NULL;
-    return fedc__round_data(r, key);
+    fedc_status st = fedc__round_data(r, key);
+    return st ? st : fedc__robust_round_inputs(r); /* before the clients' map, which may take them */
 }
 
 /* A round's program, built by `build` (the round, or the warm start on `cohort`

@@ -56,6 +56,15 @@ void fedc_attack_labels(const fedc_attack *a, int classes, int32_t *y, int64_t n
         if (y[i] >= 0 && y[i] < classes) y[i] = classes - 1 - y[i];
 }
 
+fedc_value fedc__attack_malicious(fedc_program *p) {
+    fedc_value v = fedc_program_find_input(p, FEDC_ATTACK_MALICIOUS);
+    return v != FEDC_NONE ? v : fedc_input(p, FEDC_ATTACK_MALICIOUS, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_CLIENTS));
+}
+
+bool fedc__attack_per_client(const fedc_attack *a) {
+    return a->kind == FEDC_ATTACK_SIGN_FLIP || a->kind == FEDC_ATTACK_SCALE || a->kind == FEDC_ATTACK_GAUSSIAN;
+}
+
 /* Each leaf's malicious value, from the leaf v (@clients), the honest clients'
  * weights h and their count. */
 static fedc_value attacked(fedc_program *p, const fedc_attack *a, fedc_value v, fedc_value h, fedc_value key, int leaf) {

@@ -21,6 +21,13 @@ static int64_t count_of(fedc_program *p, fedc_value v) {
     return fedc_type_count(&t);
 }
 
+/* The numbers in t's leaves. */
+static int64_t tree_count(fedc_program *p, const fedc_tree *t) {
+    int64_t d = 0;
+    for (int i = 0; t && i < fedc_tree_size(t); i++) d += count_of(p, fedc_tree_value(t, i));
+    return d;
+}
+
 /* t's leaves, each reshaped to one axis, concatenated: f32[D] at t's placement. */
 static fedc_value flatten(fedc_program *p, const fedc_tree *t) {
     int n = fedc_tree_size(t), groups = 0;
@@ -54,42 +61,88 @@ static fedc_tree *unflatten(fedc_program *p, fedc_value flat, const fedc_tree *l
     return fedc_program_status(p) ? NULL : t;
 }
 
-/* The flat update computed in the clients' map, as its result "robust/update",
- * when update's leaves are all results of one map (an algorithm's local training
- * as it sends it: no attack, zeroing or centring after the map); else FEDC_NONE.
- * That result streams into the aggregator's store, one client at a time, so the
- * round's memory is the store's budget and not the cohort's updates. */
-static fedc_value flatten_in_map(fedc_program *p, const fedc_tree *update) {
-    int n = fedc_tree_size(update);
-    fedc_value leaves[FEDC__FL_MAX_PARAMS], flat = FEDC_NONE;
+/* What a client sends the aggregator, from its update (a tree of values at one
+ * placement: the cohort's, or one client's in the map's body): attacked by the
+ * clients whose `bad` is 1 when an attack is given (its per-client kinds:
+ * sign_flip, scale, gaussian from `key`), flattened, and taken relative to
+ * cclip's centre (FEDC_NONE: none). The same ops either way, so the same bits. */
+static fedc_value sent(fedc_program *p, const fedc_attack *a, const fedc_tree *update, fedc_value bad, fedc_value key,
+                       fedc_value center) {
+    const fedc_tree *t = a ? fedc_attack_update(p, a, update, bad, key) : update;
+    fedc_value x = t ? flatten(p, t) : FEDC_NONE;
+    return center == FEDC_NONE || x == FEDC_NONE ? x : fedc_sub(p, x, center);
+}
+
+/* What each client sends (sent()) computed in the clients' map, as its result
+ * "robust/update", when update's leaves are all results of one map (an
+ * algorithm's local training as it sends it: no zeroing after the map) and the
+ * other operands (bad, key, the broadcast centre: FEDC_NONE where unused) come
+ * before it; else FEDC_NONE. That result streams into the aggregator's store, one
+ * client at a time, so the round's memory is the store's budget and not the
+ * cohort's updates. */
+static fedc_value sent_in_map(fedc_program *p, const fedc_attack *a, const fedc_tree *update, fedc_value bad,
+                              fedc_value key, fedc_value center) {
+    int n = fedc_tree_size(update), nv = n;
+    fedc_value values[FEDC__FL_MAX_PARAMS + 3], flat = FEDC_NONE, local[3] = {FEDC_NONE, FEDC_NONE, FEDC_NONE};
     fedc_program *fn = NULL;
     if (n < 1 || n > FEDC__FL_MAX_PARAMS || fedc_program_create(&fn)) return FEDC_NONE;
-    for (int i = 0; i < n; i++) leaves[i] = fedc_tree_value(update, i);
+    for (int i = 0; i < n; i++) values[i] = fedc_tree_value(update, i);
     fedc_tree *in = fedc_tree_input(fn, NULL, update, FEDC_LOCAL);
-    fedc_status st = in ? fedc_program_output(fn, "robust/update", flatten(fn, in)) : fedc_program_status(fn);
+    const fedc_value extra[3] = {a ? bad : FEDC_NONE, a ? key : FEDC_NONE, center};
+    static const char *const names[3] = {"robust/malicious", "robust/key", "robust/center"};
+    for (int k = 0; k < 3; k++) {
+        if (extra[k] == FEDC_NONE) continue;
+        fedc_type t = fedc_value_type(p, extra[k]);
+        t.placement = FEDC_LOCAL;
+        local[k] = fedc_input(fn, names[k], t), values[nv++] = extra[k];
+    }
+    fedc_status st = in ? fedc_program_output(fn, "robust/update", sent(fn, a, in, local[0], local[1], local[2]))
+                        : fedc_program_status(fn);
     if (!st) st = fedc_program_status(fn);
     if (st) fedc_program_fail(p, st, "%s", fn->errmsg);
-    else fedc__map_extend(p, leaves, n, fn, &flat); /* EUNSUPPORTED: flat stays FEDC_NONE */
+    else fedc__map_extend(p, values, nv, fn, &flat); /* EUNSUPPORTED: flat stays FEDC_NONE */
     fedc_program_destroy(fn);
     return flat;
 }
 
-fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value weight) {
+/* The broadcast of v made before the clients' map (fedc__robust_round_inputs), or FEDC_NONE. */
+static fedc_value broadcast_before(const fedc_program *p, fedc_value v) {
+    for (int i = 0; v != FEDC_NONE && i < p->n; i++)
+        if (p->nodes[i].op == FEDC_OP_BROADCAST && p->nodes[i].in[0] == v) return i;
+    return FEDC_NONE;
+}
+
+fedc_status fedc__robust_round_inputs(fedc_round *r) {
     fedc_program *p = r->p;
-    const fedc_robust *rb = &r->alg->aggregation.robust;
-    fedc_value x = rb->kind == FEDC_ROBUST_CCLIP ? FEDC_NONE : flatten_in_map(p, update), center = FEDC_NONE;
-    if (x == FEDC_NONE && !fedc_program_status(p)) x = flatten(p, update);
-    if (fedc_program_status(p)) return NULL;
-    if (fedc_value_type(p, weight).dtype != FEDC_F32) weight = fedc_cast(p, weight, FEDC_F32);
+    const fedc_aggregation *a = &r->alg->aggregation;
+    if (a->attack.kind != FEDC_ATTACK_NONE) fedc__attack_malicious(p);
+    if (a->robust.kind == FEDC_ROBUST_CCLIP && fedc_tree_has(r->server, FEDC_ROBUST_CENTER))
+        fedc_broadcast(p, fedc_tree_get(p, r->server, FEDC_ROBUST_CENTER));
+    return fedc_program_status(p);
+}
+
+fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value weight, fedc_value bad) {
+    fedc_program *p = r->p;
+    const fedc_aggregation *ag = &r->alg->aggregation;
+    const fedc_robust *rb = &ag->robust;
+    const fedc_attack *a = bad != FEDC_NONE ? &ag->attack : NULL;
+    fedc_value key = a && a->kind == FEDC_ATTACK_GAUSSIAN ? fedc__round_client_key(r) : FEDC_NONE;
+    fedc_value center = FEDC_NONE, centered = FEDC_NONE;
     if (rb->kind == FEDC_ROBUST_CCLIP) {
         center = fedc_tree_get(p, r->server, FEDC_ROBUST_CENTER);
         if (center == FEDC_NONE) return NULL;
-        if (count_of(p, center) != count_of(p, x))
+        if (count_of(p, center) != tree_count(p, update))
             return fedc_program_fail(p, FEDC_EINVAL, "cclip: the centre (server state %s) has %lld numbers, the update "
                                      "%lld", FEDC_ROBUST_CENTER, (long long)count_of(p, center),
-                                     (long long)count_of(p, x)), NULL;
-        x = fedc_sub(p, x, fedc_broadcast(p, center));
+                                     (long long)tree_count(p, update)), NULL;
+        centered = broadcast_before(p, center);
     }
+    fedc_value x = sent_in_map(p, a, update, bad, key, centered);
+    if (x == FEDC_NONE && !fedc_program_status(p))
+        x = sent(p, a, update, bad, key, center == FEDC_NONE ? FEDC_NONE
+                                         : centered != FEDC_NONE ? centered : fedc_broadcast(p, center));
+    if (fedc_program_status(p)) return NULL;
+    if (fedc_value_type(p, weight).dtype != FEDC_F32) weight = fedc_cast(p, weight, FEDC_F32);
     fedc_value agg = fedc_robust_aggregate(p, x, weight, rb);
     if (center != FEDC_NONE) {
         agg = fedc_add(p, center, agg);
@@ -101,8 +154,7 @@ fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value
 fedc_status fedc__robust_server_state(fedc_program *p, const fedc_aggregation *a, fedc_tree *state) {
     if (a->robust.kind != FEDC_ROBUST_CCLIP) return FEDC_OK;
     fedc_tree *params = fedc_tree_subtree(p, state, "params");
-    int64_t d = 0;
-    for (int i = 0; params && i < fedc_tree_size(params); i++) d += count_of(p, fedc_tree_value(params, i));
+    int64_t d = tree_count(p, params);
     if (!params) return fedc_program_status(p) ? fedc_program_status(p) : FEDC_EINVAL;
     fedc_type t = fedc__placed(fedc_type_make(FEDC_F32, 1, (int64_t[]){d}), FEDC_SERVER);
     return fedc_tree_set(p, state, FEDC_ROBUST_CENTER, fedc_full(p, t, 0));

@@ -73,9 +73,8 @@ fedc_status fedc__train_add_curve(trainer *t, int round, double train_loss, cons
  * indices, increasing cohort order) in buf; "" for the other aggregators and for a
  * round that ran no client. */
 static fedc_status kept_member(const trainer *t, char *buf, size_t size) {
-    fedc_robust_kind kind = t->alg.aggregation.robust.kind;
     buf[0] = 0;
-    if (kind != FEDC_ROBUST_KRUM && kind != FEDC_ROBUST_MULTIKRUM && kind != FEDC_ROBUST_BULYAN) return FEDC_OK;
+    if (!fedc_robust_selects(t->alg.aggregation.robust.kind)) return FEDC_OK;
     int *kept = fedc_malloc((size_t)(t->k > 0 ? t->k : 1) * sizeof *kept);
     if (!kept) return fedc_error(FEDC_ENOMEM, "train: out of memory for the kept clients");
     int n = t->present > 0 ? fedc_executor_robust_kept(t->round_ex, kept, t->k) : 0;

@@ -131,13 +131,16 @@ typedef fedc_value (*fedc__replace_fn)(fedc_program *dst, const fedc__node *n, c
 fedc_status fedc__program_rewrite(const fedc_program *src, bool (*replaces)(fedc__op), fedc__replace_fn replace,
                                   fedc_program **out);
 
-/* Extends the map whose results `values` (n of them) all are with fn, a
+/* Extends the map m whose results `values` (n of them) are with fn, a
  * program of local values whose n inputs take them: m's body computes fn on
  * them too, as new outputs named as fn's, and results[i] (fn->noutputs of them)
  * are m's new results, @clients: what map(fn, values) would give, computed
  * within m, so that an aggregation reading them streams (src/ir/map_extend.c).
- * FEDC_EUNSUPPORTED, nothing recorded or changed, when values are not results
- * of one map; a failure in the body is recorded in p. */
+ * A value that is not a result of m but is defined before it, at its placement
+ * (a per-client input, a broadcast), becomes an operand of m (a new last input
+ * of its body) where it is not one. FEDC_EUNSUPPORTED, nothing recorded or
+ * changed, when no value is a result of a map, the results are of several, or
+ * another value comes after the map; a failure in the body is recorded in p. */
 fedc_status fedc__map_extend(fedc_program *p, const fedc_value *values, int n, const fedc_program *fn,
                              fedc_value *results);
 
