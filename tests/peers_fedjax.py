@@ -13,7 +13,8 @@ parameters and batches (docs/algorithms.md, docs/models.md):
   batches.
 
 - data (tests/peers_fedjax_data.py): FedJAX's SQLite files, batching and client
-  sampler against fedc's.
+  sampler against fedc's, and a whole run: 10 rounds of FedAvg on the EMNIST CNN,
+  FedJAX's loop against `fedc train --rng fedjax`.
 
 `peers_fedjax.py [SEED] [models|algorithms|data]`. Run by tests/peers.sh under .peers/fedjax (fedjax 0.0.17 on jax 0.4.30), fedc's
 Python package loaded in the same process.
@@ -314,7 +315,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         checks = {"models": lambda: [r + (RTOL,) for r in check_models(seed)],
                   "algorithms": lambda: [r + (RTOL_ROUNDS,) for r in check_algorithms(seed)],
-                  "data": lambda: peers_fedjax_data.check_samplers(seed) + peers_fedjax_data.check_batching(seed, tmp)}
+                  "data": lambda: (peers_fedjax_data.check_samplers(seed) + peers_fedjax_data.check_batching(seed, tmp)
+                                   + peers_fedjax_data.check_whole_run(seed, tmp, relative_error, leaves))}
         for name, check in checks.items():
             if only and name != only:
                 continue

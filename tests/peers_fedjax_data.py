@@ -8,9 +8,14 @@ tests/peers_fedjax.py (docs/python.md, docs/algorithms.md):
   FedJAX's) compared element for element; fedc's own shuffles (the counter RNG)
   for their shape only;
 - samplers: UniformGetClientSampler's clients against fedc.data.sample_clients_fedjax;
+- a whole run: 10 rounds of FedAvg on the EMNIST CNN from the same initial
+  parameters, FedJAX's loop (UniformGetClientSampler, fed_avg) against
+  fedc.train(..., rng="fedjax") (`fedc train --rng fedjax`) on FEMNIST-format
+  SQLite files both read: the parameters and the test accuracy.
 
 Each check returns [(name, what, error, tolerance)].
 """
+import dataclasses
 import os
 
 import numpy as np
@@ -128,3 +133,58 @@ def check_samplers(seed):
                         exact(got, want), 0.0))
     return out
 
+
+# The whole run: 6 training clients, 2 a round, batches of 4, 10 rounds. The client
+# learning rate keeps the run out of the chaotic regime: at 0.1, FedJAX against
+# itself from initial parameters 1 ulp apart ends 1e-2 apart (ReLUs near their kink
+# flip, and the gaps grow), so no two f32 implementations could agree to 1e-4.
+RUN = dict(sizes=(5, 8, 4, 7, 6, 3), test_sizes=(8, 5, 11), clients_per_round=2, batch_size=4, rounds=10,
+           client_lr=0.03)
+RTOL_RUN = 1e-4
+
+
+def check_whole_run(seed, tmp, relative_error, leaves):
+    """10 rounds of FedAvg on the EMNIST CNN, FedJAX's against `fedc train --rng fedjax`,
+    from fedc's initial parameters (fedc train's init at the seed, given to FedJAX
+    through to_haiku). The CNN without dropout on both sides: FedJAX draws its masks
+    from JAX's threefry keys, fedc from its counter RNG (docs/algorithms.md)."""
+    train = femnist_sqlite(os.path.join(tmp, "run-train.sqlite"), RUN["sizes"], seed)
+    test = femnist_sqlite(os.path.join(tmp, "run-test.sqlite"), RUN["test_sizes"], seed)
+    m = fedc.models.Model("cnn")
+    init = m.init(seed)
+    cnn = fedjax.models.emnist.create_conv_model(only_digits=False)
+    cnn = dataclasses.replace(cnn, apply_for_train=lambda params, batch, rng=None: cnn.apply_for_eval(params, batch))
+    fd = fedjax.SQLiteFederatedData.new(train).preprocess_batch(fedjax.datasets.emnist.preprocess_batch)
+    alg = fedjax.algorithms.fed_avg.federated_averaging(
+        fedjax.model_grad(cnn), fedjax.optimizers.sgd(RUN["client_lr"]), fedjax.optimizers.sgd(1.0),
+        fedjax.ShuffleRepeatBatchHParams(batch_size=RUN["batch_size"], num_epochs=1, seed=seed))
+    # run_federated_experiment's loop: rounds from 1, UniformGetClientSampler's clients
+    sampler = fedjax.client_samplers.UniformGetClientSampler(fd, RUN["clients_per_round"], seed)
+    state = alg.init(m.to_haiku(init))
+    sampler.set_round_num(1)
+    for _ in range(RUN["rounds"]):
+        state, _ = alg.apply(state, sampler.sample())
+    test_fd = fedjax.SQLiteFederatedData.new(test).preprocess_batch(fedjax.datasets.emnist.preprocess_batch)
+    batches = fedjax.padded_batch_federated_data(test_fd, batch_size=100)
+    want_accuracy = float(fedjax.evaluate_model(cnn, state.params, batches)["accuracy"])
+
+    out_dir = os.path.join(tmp, "run-fedc")
+    res = fedc.train(train, test_data=test, task="emnist", model="cnn", algorithm="fedavg",
+                     rounds=RUN["rounds"], clients_per_round=RUN["clients_per_round"],
+                     batch_size=RUN["batch_size"], epochs=1, client_lr=RUN["client_lr"], server_lr=1.0,
+                     weighting="dataset", dropout=False, rng="fedjax", seed=seed, threads=1,
+                     eval_every=0, checkpoint_every=RUN["rounds"], out_dir=out_dir)
+    got = fedc.safetensors.read(os.path.join(out_dir, "checkpoint.safetensors"))
+    label = "FedAvg CNN, %d rounds" % RUN["rounds"]
+    out = []
+    for path, w in leaves(m.from_haiku(state.params)):
+        key = next((k for k in ("params/" + path, path) if k in got), None)
+        out.append((label, "params %s" % path, relative_error(got[key], w) if key else np.inf, RTOL_RUN))
+    # the same examples right: the accuracies equal to the count (1e-6 of a fraction)
+    out.append((label, "test accuracy %.4f (FedJAX %.4f)" % (res["test_accuracy"], want_accuracy),
+                abs(res["test_accuracy"] - want_accuracy), 1e-6))
+    # and a run that moved: the parameters are not the initial ones
+    moved = max(relative_error(a, b) for (_, a), (_, b) in zip(leaves(m.from_haiku(state.params)), leaves(init)))
+    out.append((label, "FedJAX's parameters moved from the initial ones", 0.0 if moved > 1e-3 else np.inf, 0.0))
+    m.close()
+    return out

@@ -163,7 +163,7 @@ FEDC_API fedc_status fedc_padded_batch(const fedc_client_data *c, int64_t batch_
 FEDC_API fedc_status fedc_shuffle_repeat_batch(const fedc_client_data *c, int64_t batch_size, int num_epochs,
                                       int64_t num_steps, bool drop_remainder, uint64_t seed, uint32_t round,
                                       uint32_t client, fedc_batches **out);
-/* The same batches in FedJAX's own order: its
+/* The same batches in FedJAX's own order (`fedc train --rng fedjax`): its
  * ShuffleRepeatBatchHParams(seed=seed), NumPy's RandomState(seed) reshuffling one
  * buffer each epoch, so the batches are FedJAX's to the example. */
 FEDC_API fedc_status fedc_shuffle_repeat_batch_numpy(const fedc_client_data *c, int64_t batch_size, int num_epochs,

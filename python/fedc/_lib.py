@@ -200,7 +200,7 @@ class TrainConfig(Structure):
                 ("clock", c_char_p), ("round_deadline", c_double), ("over_select", c_double),
                 ("replay", c_char_p),
                 ("groups", c_int), ("groups_alpha", c_double), ("groups_file", c_char_p),
-                ("groups_per_round", c_int), ("clients_per_group", c_int)]
+                ("groups_per_round", c_int), ("clients_per_group", c_int), ("rng", c_int)]
 
 def _candidates():
     env = os.environ.get("FEDC_LIBRARY")

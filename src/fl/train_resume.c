@@ -111,7 +111,11 @@ static int aggregation_settings(const fedc_train_config *c, const fedc_algorithm
     if (n > 0) out[n - 1].unrecorded = "none:0";
     setting(out, &n, max, "--attackers", false, "%s", exact(a->attack.fraction, x[1]));
     if (n > 0) out[n - 1].unrecorded = "0";
-    return clock_settings(c, out, n, max);
+    n = clock_settings(c, out, n, max);
+    /* whose draws sample and shuffle (a checkpoint from before --rng: fedc's) */
+    setting(out, &n, max, "--rng", false, "%s", c->rng == FEDC_RNG_FEDJAX ? "fedjax" : "counter");
+    if (n > 0) out[n - 1].unrecorded = "counter";
+    return n;
 }
 
 int fedc__train_settings(const trainer *t, train_setting *out, int max) {
