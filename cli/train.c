@@ -115,6 +115,13 @@ static const char train_usage[] =
     "  --sampling HOW            fixed: exactly --clients-per-round clients a round (the default);\n"
     "                            poisson[:Q]: each client joins with probability Q (default:\n"
     "                            clients-per-round / clients), the sampling DP's accounting assumes\n"
+    "  --rng NAME                whose draws pick the clients and shuffle their examples: counter\n"
+    "                            (fedc's, keyed by (seed, round, client); the default) or fedjax\n"
+    "                            (FedJAX's: NumPy's RandomState as UniformGetClientSampler(seed)\n"
+    "                            samples round r+1 and ShuffleRepeatBatchHParams(seed=seed) shuffles,\n"
+    "                            so the run sees FedJAX's clients and batches; --seed below 2^32,\n"
+    "                            --sampling fixed, no per-group sampling, --clock or asynchronous\n"
+    "                            algorithm)\n"
     "  --secure-sum BITS         secure sum's arithmetic: each client's weighted update (with --dp-clip\n"
     "                            its clipped one) clipped to [-B, B] elementwise, in BITS-bit fixed\n"
     "                            point (2 to 24), summed modulo 2^32, decoded (fedc/secure_sum.h)\n"
@@ -181,6 +188,7 @@ typedef struct options {
     unsigned command;  /* TRAIN or EVAL */
     fedc_train_config c;
     const char *client_opt, *server_opt, *algorithm, *weighting;
+    const char *rng;         /* --rng counter|fedjax */
     const char *dp_adaptive; /* --dp-adaptive [SPEC] (SPEC "on" when none is given) */
     const char *sampling;    /* --sampling fixed|poisson[:Q] */
     const char *groups;      /* --groups N|dirichlet:N:ALPHA */
@@ -227,6 +235,7 @@ static bool check_weighting(const char *cmd, const char *what, const char *v);
 static bool check_compress(const char *cmd, const char *what, const char *v);
 static bool check_aggregator(const char *cmd, const char *what, const char *v);
 static bool check_clock(const char *cmd, const char *what, const char *v);
+static bool check_rng(const char *cmd, const char *what, const char *v);
 
 /* OPT(name, kind, commands, field), then the integers' [lo, hi] or the reals' range, or the check. */
 #define OPT(n, k, cmds, field) .name = n, .kind = k, .commands = cmds, .at = offsetof(options, field)
@@ -268,6 +277,7 @@ static const option table[] = {
     {OPT("dp-adaptive", SPEC, TRAIN, dp_adaptive)},
     {OPT("dp-delta", REAL, TRAIN, c.dp_delta), .range = {0, 1, true, true}},
     {OPT("sampling", STR, TRAIN, sampling)},
+    {OPT("rng", STR, TRAIN, rng), .check = check_rng},
     {OPT("clock", STR, TRAIN, c.clock), .check = check_clock},
     {OPT("round-deadline", REAL, TRAIN, c.round_deadline), .range = {0, 1e15, false, false}},
     {OPT("over-select", REAL, TRAIN, c.over_select), .range = {0, 100, false, false}},
@@ -401,6 +411,21 @@ static bool check_model(const char *cmd, const char *what, const char *v) {
 static bool check_algorithm(const char *cmd, const char *what, const char *v) {
     if (fedc_algorithm_find(v)) return true;
     fprintf(stderr, "%s: %s: %s\n", cmd, what, fedc_errmsg());
+    return false;
+}
+
+/* --rng NAME: fedc_train_config's rng. */
+static bool parse_rng(const char *v, fedc_rng_kind *out) {
+    if (!strcmp(v, "counter")) *out = FEDC_RNG_COUNTER;
+    else if (!strcmp(v, "fedjax")) *out = FEDC_RNG_FEDJAX;
+    else return false;
+    return true;
+}
+
+static bool check_rng(const char *cmd, const char *what, const char *v) {
+    fedc_rng_kind k;
+    if (parse_rng(v, &k)) return true;
+    fprintf(stderr, "%s: %s needs counter or fedjax, not '%s'\n", cmd, what, v);
     return false;
 }
 
@@ -571,6 +596,7 @@ static int finish(options *o) {
         return usage_error(o, "%s", fedc_errmsg());
     if (o->server_eps > 0) c->algorithm.server_opt.eps = o->server_eps;
     if (c->algorithm.def->one_pass) c->epochs = 1;
+    if (o->rng) parse_rng(o->rng, &c->rng); /* checked as it was read */
     if (o->weighting && fedc_weighting_parse(o->weighting, &c->algorithm.weighting))
         return usage_error(o, "%s", fedc_errmsg());
     if (o->prox_mu >= 0 && fedc_algorithm_set(&c->algorithm, "mu", o->prox_mu))

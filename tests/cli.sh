@@ -610,6 +610,26 @@ printf 'sampling = poisson\n' >"$out/poisson.ini"
 expect 0 "done: 2 rounds" -- "$fedc" train $dp --config "$out/poisson.ini" --out "$out/poisson-ini"
 expect 2 "--sampling poisson:Q's rate Q needs a number in (0, 1], not '1.5'" -- "$fedc" train $dp --sampling poisson:1.5
 expect 2 "--sampling needs fixed, poisson or poisson:Q, not 'uniform'" -- "$fedc" train $dp --sampling uniform
+# --rng fedjax (FedJAX's draws, docs/training.md; tests/peers_fedjax_data.py compares them with
+# FedJAX's): the same run twice is the same, and another one than fedc's draws
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --rng fedjax --seed 3 --checkpoint-every 2 --out "$out/rng-fedjax"
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --rng fedjax --seed 3 --out "$out/rng-fedjax-again"
+expect 0 "done: 2 rounds" -- "$fedc" train $dp --seed 3 --checkpoint-every 2 --out "$out/rng-counter"
+[ "$(losses "$out/rng-fedjax/metrics.jsonl")" = "$(losses "$out/rng-fedjax-again/metrics.jsonl")" ] && ok \
+  || bad "--rng fedjax is not the same run twice"
+[ "$(losses "$out/rng-fedjax/metrics.jsonl")" != "$(losses "$out/rng-counter/metrics.jsonl")" ] && ok \
+  || bad "--rng fedjax trains the run of fedc's own draws"
+# a resume keeps the draws: either way round is refused (a default run's checkpoint does not record it)
+expect 1 "--rng fedjax (the checkpoint's: counter)" -- "$fedc" train $dp --seed 3 --rng fedjax --rounds 4 \
+  --checkpoint-every 2 --resume --out "$out/rng-counter"
+expect 1 "--rng counter (the checkpoint's: fedjax)" -- "$fedc" train $dp --seed 3 --rounds 4 --checkpoint-every 2 \
+  --resume --out "$out/rng-fedjax"
+expect 0 "with --rounds 4 (the checkpoint's: 2)" -- "$fedc" train $dp --seed 3 --rng fedjax --rounds 4 \
+  --checkpoint-every 2 --resume \
+  --out "$out/rng-fedjax"
+expect 1 "--rng fedjax cannot go with --sampling poisson" -- "$fedc" train $dp --rng fedjax --sampling poisson
+expect 1 "--rng fedjax cannot go with a --seed of 2^32 or more" -- "$fedc" train $dp --rng fedjax --seed 4294967296
+expect 2 "--rng needs counter or fedjax, not 'mt19937'" -- "$fedc" train $dp --rng mt19937
 # Compression (FedJAX's quantizer, rotated or not): flag, INI key, metrics, checks.
 expect 0 "done: 2 rounds" -- "$fedc" train $dp --compress uniform:8,rotate --dp-clip 1 --checkpoint-every 2 \
   --out "$out/compress"

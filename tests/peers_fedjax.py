@@ -12,11 +12,16 @@ parameters and batches (docs/algorithms.md, docs/models.md):
   mimelite, agnostic_fedavg and hypcluster rounds (fedc.round_programs) on those
   batches.
 
-`peers_fedjax.py [SEED] [algorithms]`. Run by tests/peers.sh under .peers/fedjax (fedjax 0.0.17 on jax 0.4.30), fedc's
+- data (tests/peers_fedjax_data.py): FedJAX's SQLite files, batching and client
+  sampler against fedc's, and a whole run: 10 rounds of FedAvg on the EMNIST CNN,
+  FedJAX's loop against `fedc train --rng fedjax`.
+
+`peers_fedjax.py [SEED] [models|algorithms|data]`. Run by tests/peers.sh under .peers/fedjax (fedjax 0.0.17 on jax 0.4.30), fedc's
 Python package loaded in the same process.
 """
 import os
 import sys
+import tempfile
 from importlib.metadata import version
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
@@ -35,6 +40,7 @@ import fedjax  # noqa: E402
 from fedjax.core import client_datasets  # noqa: E402
 
 import fedc  # noqa: E402
+import peers_fedjax_data  # noqa: E402
 
 MASK = client_datasets.EXAMPLE_MASK_KEY
 RTOL = 1e-5
@@ -302,18 +308,23 @@ def check_algorithms(seed):
 
 def main():
     seed = int(sys.argv[1]) if len(sys.argv) > 1 else 1
-    if len(sys.argv) > 2 and sys.argv[2] == "algorithms":  # only those, by hand
-        global check_models
-        check_models = lambda seed: []  # noqa: E731
+    only = sys.argv[2] if len(sys.argv) > 2 else None  # "models", "algorithms" or "data", by hand
     print("peers_fedjax: fedjax %s on jax %s, fedc %s; seed %d"
           % (version("fedjax"), jax.__version__, fedc.library_path, seed))
     failed = 0
-    for results, tol in ((check_models(seed), RTOL), (check_algorithms(seed), RTOL_ROUNDS)):
-        for name, what, err in results:
-            ok = err <= tol
-            failed += not ok
-            print("%-4s %-38s %-48s relative error %.3g (tolerance %g)"
-                  % ("ok" if ok else "FAIL", name, what, err, tol))
+    with tempfile.TemporaryDirectory() as tmp:
+        checks = {"models": lambda: [r + (RTOL,) for r in check_models(seed)],
+                  "algorithms": lambda: [r + (RTOL_ROUNDS,) for r in check_algorithms(seed)],
+                  "data": lambda: (peers_fedjax_data.check_samplers(seed) + peers_fedjax_data.check_batching(seed, tmp)
+                                   + peers_fedjax_data.check_whole_run(seed, tmp, relative_error, leaves))}
+        for name, check in checks.items():
+            if only and name != only:
+                continue
+            for what, detail, err, tol in check():
+                ok = err <= tol
+                failed += not ok
+                print("%-4s %-38s %-48s error %.3g (tolerance %g)"
+                      % ("ok" if ok else "FAIL", what, detail, err, tol))
     print("peers_fedjax: %d failed" % failed)
     return 1 if failed else 0
 

@@ -163,6 +163,12 @@ FEDC_API fedc_status fedc_padded_batch(const fedc_client_data *c, int64_t batch_
 FEDC_API fedc_status fedc_shuffle_repeat_batch(const fedc_client_data *c, int64_t batch_size, int num_epochs,
                                       int64_t num_steps, bool drop_remainder, uint64_t seed, uint32_t round,
                                       uint32_t client, fedc_batches **out);
+/* The same batches in FedJAX's own order (`fedc train --rng fedjax`): its
+ * ShuffleRepeatBatchHParams(seed=seed), NumPy's RandomState(seed) reshuffling one
+ * buffer each epoch, so the batches are FedJAX's to the example. */
+FEDC_API fedc_status fedc_shuffle_repeat_batch_numpy(const fedc_client_data *c, int64_t batch_size, int num_epochs,
+                                                     int64_t num_steps, bool drop_remainder, uint32_t seed,
+                                                     fedc_batches **out);
 
 /* A per-batch preprocessing hook: called for each step t of b in order, with the
  * step's rows of every feature as views (type [batch_size, ...], data pointing into
@@ -187,6 +193,13 @@ FEDC_API fedc_status fedc_sample_clients_poisson(int64_t num_clients, double q, 
  * epoch); round r takes the next per_round clients, wrapping into the next epoch. */
 FEDC_API fedc_status fedc_sample_clients_epochs(int64_t num_clients, int64_t per_round, uint64_t seed, uint32_t round,
                                        int64_t *out);
+/* FedJAX's UniformGetClientSampler(fd, per_round, seed) at round_num (FedJAX's
+ * training loop counts rounds from 1): NumPy's RandomState of
+ * get_pseudo_random_state(seed, round_num) draws choice(clients, per_round,
+ * replace=False); the clients' indices in the order it draws them (not sorted).
+ * num_clients below 2^32. */
+FEDC_API fedc_status fedc_sample_clients_fedjax(int64_t num_clients, int64_t per_round, uint32_t seed,
+                                                uint32_t round_num, int64_t *out);
 
 /* ------------------------------------------------------------- partitioning -- */
 

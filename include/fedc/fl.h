@@ -347,6 +347,9 @@ FEDC_API fedc_status fedc_evaluation_program_packed(const fedc_model *m, int64_t
 
 struct fedc_train_result; /* below: what fedc_train returns, and on_round sees */
 
+/* fedc_train_config's rng. */
+typedef enum fedc_rng_kind { FEDC_RNG_COUNTER, FEDC_RNG_FEDJAX } fedc_rng_kind;
+
 /* What `fedc train` runs: a federated training job from data to metrics. */
 typedef struct fedc_train_config {
     const char *data;       /* a dataset path (fedc_dataset_open), or synthetic:zipf:CLIENTS:EXAMPLES[:WORDS[:S]]
@@ -426,6 +429,14 @@ typedef struct fedc_train_config {
      * clients_per_round. Neither: clients_per_round clients drawn as without
      * groups, and the groups are those with a client among them. */
     int groups_per_round, clients_per_group;
+    /* Whose random draws pick the clients and shuffle their examples: fedc's counter
+     * RNG keyed by (seed, round, client) (FEDC_RNG_COUNTER, the default), or
+     * FedJAX's (FEDC_RNG_FEDJAX, `--rng fedjax`): NumPy's RandomState as
+     * UniformGetClientSampler(fd, clients_per_round, seed) draws round r + 1 and as
+     * ShuffleRepeatBatchHParams(seed=seed) shuffles every client's examples, so a run
+     * sees FedJAX's clients and batches (seed below 2^32; fixed sampling only;
+     * docs/training.md). */
+    fedc_rng_kind rng;
 } fedc_train_config;
 
 typedef struct fedc_train_result {

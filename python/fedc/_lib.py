@@ -200,7 +200,7 @@ class TrainConfig(Structure):
                 ("clock", c_char_p), ("round_deadline", c_double), ("over_select", c_double),
                 ("replay", c_char_p),
                 ("groups", c_int), ("groups_alpha", c_double), ("groups_file", c_char_p),
-                ("groups_per_round", c_int), ("clients_per_group", c_int)]
+                ("groups_per_round", c_int), ("clients_per_group", c_int), ("rng", c_int)]
 
 def _candidates():
     env = os.environ.get("FEDC_LIBRARY")
@@ -490,8 +490,11 @@ _SIGNATURES = {
     "fedc_padded_batch": (c_int, [POINTER(ClientData), c_int64, c_int, POINTER(POINTER(Batches))]),
     "fedc_shuffle_repeat_batch": (c_int, [POINTER(ClientData), c_int64, c_int, c_int64, c_bool, c_uint64,
                                           c_uint32, c_uint32, POINTER(POINTER(Batches))]),
+    "fedc_shuffle_repeat_batch_numpy": (c_int, [POINTER(ClientData), c_int64, c_int, c_int64, c_bool, c_uint32,
+                                                POINTER(POINTER(Batches))]),
     "fedc_sample_clients": (c_int, [c_int64, c_int64, c_uint64, c_uint32, PI64]),
     "fedc_sample_clients_epochs": (c_int, [c_int64, c_int64, c_uint64, c_uint32, PI64]),
+    "fedc_sample_clients_fedjax": (c_int, [c_int64, c_int64, c_uint32, c_uint32, PI64]),
     "fedc_partition_iid": (c_int, [c_int64, c_int64, c_uint64, PI64]),
     "fedc_partition_dirichlet": (c_int, [POINTER(c_int32), c_int64, c_int32, c_int64, c_double, c_uint64,
                                          PI64]),

@@ -5,7 +5,8 @@
         b = client.padded_batch(20)         # {"x": [steps, 20, 784], "y": ..., "mask": ...}
 
 Every reader fedc has (LEAF JSON, TFF HDF5, FedJAX SQLite, IDX, CSV, text), its
-partitioners, FedJAX's batching and the seeded client samplers. Arrays are copies
+partitioners, FedJAX's batching and the seeded client samplers (fedc's, and FedJAX's
+own draws: rng="fedjax", sample_clients_fedjax). Arrays are copies
 that own their memory; strings features come back as lists of bytes.
 """
 
@@ -98,8 +99,15 @@ class Client(Handle):
         return self._batches(_L.fedc_padded_batch, batch_size, num_batch_size_buckets)
 
     def shuffle_repeat_batch(self, batch_size, num_epochs=1, num_steps=-1, drop_remainder=False,
-                             seed=0, round=0, client=0):
-        """FedJAX's shuffle_repeat_batch(), shuffled by the counter RNG at (seed, round, client)."""
+                             seed=0, round=0, client=0, rng="counter"):
+        """FedJAX's shuffle_repeat_batch(), shuffled by the counter RNG at (seed, round, client);
+        rng="fedjax": in FedJAX's own order, NumPy's RandomState(seed) (round and client
+        unused), as ShuffleRepeatBatchHParams(seed=seed) gives it."""
+        if rng == "fedjax":
+            return self._batches(_L.fedc_shuffle_repeat_batch_numpy, batch_size, num_epochs, num_steps,
+                                 drop_remainder, seed)
+        if rng != "counter":
+            raise ValueError("shuffle_repeat_batch: rng must be 'counter' or 'fedjax', not %r" % (rng,))
         return self._batches(_L.fedc_shuffle_repeat_batch, batch_size, num_epochs, num_steps,
                              drop_remainder, seed, round, client)
 
@@ -215,6 +223,12 @@ def sample_clients(num_clients, per_round, seed, round):
 def sample_clients_epochs(num_clients, per_round, seed, round):
     """Round `round` of shuffled epochs over the clients."""
     return _indices(_L.fedc_sample_clients_epochs, per_round, num_clients, per_round, seed, round)
+
+
+def sample_clients_fedjax(num_clients, per_round, seed, round_num):
+    """FedJAX's UniformGetClientSampler(fd, per_round, seed) at round_num (from 1): the
+    clients' indices in the order NumPy's RandomState draws them."""
+    return _indices(_L.fedc_sample_clients_fedjax, per_round, num_clients, per_round, seed, round_num)
 
 
 def _labels(labels):

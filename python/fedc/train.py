@@ -10,7 +10,8 @@ The options are `fedc train`'s (docs/training.md), with '_' for '-': client_opt,
 client_lr, server_opt, server_lr, server_eps, weighting, set={"mu": 0.01} for
 --set, dropout=False for --no-dropout; the aggregators of docs/privacy.md as
 robust_zero, dp_clip, dp_noise, dp_adaptive ("on" or a SPEC; True for "on"),
-dp_delta, sampling ("fixed", "poisson", "poisson:Q"), compress ("uniform:8",
+dp_delta, sampling ("fixed", "poisson", "poisson:Q"), rng ("counter", or "fedjax"
+for FedJAX's client sampling and shuffles, --rng fedjax), compress ("uniform:8",
 "uniform:1,rotate"), secure_sum (BITS) and secure_bound; a robust aggregator as
 aggregator ("median", "krum:f=2", ...), and for evaluation attack ("sign_flip",
 "label_flip", ...) with attackers (the malicious fraction). on_round returns
@@ -47,6 +48,8 @@ _NUMBERS = ("holdout", "num_clients", "vocab_size", "epochs", "steps", "rounds",
             "seed", "threads", "eval_every", "eval_clients", "eval_batch_size", "checkpoint_every",
             "groups", "groups_alpha", "groups_per_round", "clients_per_group")
 _FLAGS = ("resume", "strict", "quiet", "profile")
+# fedc_rng_kind (fl.h) by name: rng="fedjax" is --rng fedjax
+RNGS = {"counter": 0, "fedjax": 1}
 
 
 class _Stop:
@@ -97,6 +100,10 @@ def _config(data, options):
         _lib.check(_L.fedc_data_format_parse(text(options.pop("format")), ctypes.byref(f)))
         c.format = f.value
     _aggregation(c, options, text)
+    rng = options.pop("rng", "counter")
+    if rng not in RNGS:
+        raise ValueError("fedc.train: rng must be 'counter' or 'fedjax', not %r" % (rng,))
+    c.rng = RNGS[rng]
     for name in list(options):
         v = options.pop(name)
         if name in _STRINGS:

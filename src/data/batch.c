@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "data/dataset.h"
+#include "data/rng_numpy.h"
 
 
 /* The high byte of the element indices the example shuffles draw, so that they
@@ -210,18 +211,28 @@ static fedc_status shuffle_steps(const fedc_client_data *c, int64_t batch_size, 
     return FEDC_OK;
 }
 
+/* The next epoch's order of the n examples into perm (which holds the last one's,
+ * the identity before the first): the counter RNG's or NumPy's. */
+typedef struct epoch_order {
+    bool numpy;
+    fedc__mt19937 mt; /* numpy: RandomState(seed), as FedJAX makes it */
+    uint64_t seed;    /* counter: epoch e is stream (seed, round, client, e) */
+    uint32_t round, client;
+} epoch_order;
+
+static void next_epoch(epoch_order *o, int64_t *perm, int64_t n, int64_t epoch) {
+    if (o->numpy) fedc__numpy_shuffle(&o->mt, perm, n);
+    else fedc__permutation(perm, n, fedc_rng_stream_make(o->seed, o->round, o->client, (uint32_t)epoch), SHUFFLE_TAG);
+}
+
 /* FedJAX's shuffle_repeat_batch(): example indices come from a stream of epochs,
  * each a shuffle of all n examples without replacement, and every batch takes the
  * next batch_size of them, so each batch is full (the mask is all ones: FedJAX:
  * "batches from shuffle_repeat_batch() always contain exactly batch_size examples",
  * even without drop_remainder) and a final partial epoch is filled from the next
- * shuffle. FedJAX reshuffles one buffer with a NumPy RandomState; here epoch e is a
- * Fisher-Yates permutation of 0..n-1 drawn from the counter stream
- * (seed, round, client, step = e), so every epoch is the same on any machine and
- * thread count, and can be computed on its own. */
-fedc_status fedc_shuffle_repeat_batch(const fedc_client_data *c, int64_t batch_size, int num_epochs,
-                                      int64_t num_steps, bool drop_remainder, uint64_t seed, uint32_t round,
-                                      uint32_t client, fedc_batches **out) {
+ * shuffle. */
+static fedc_status shuffle_repeat(const fedc_client_data *c, int64_t batch_size, int num_epochs, int64_t num_steps,
+                                  bool drop_remainder, epoch_order *order, fedc_batches **out) {
     *out = NULL;
     if (batch_size < 1)
         return fedc_error(FEDC_EINVAL, "client \"%s\": shuffle_repeat_batch: batch_size is %lld; it must be at least 1",
@@ -236,14 +247,34 @@ fedc_status fedc_shuffle_repeat_batch(const fedc_client_data *c, int64_t batch_s
     if (!perm)
         return fedc_error(FEDC_ENOMEM, "client \"%s\": shuffle_repeat_batch: out of memory for %lld examples", c->id,
                           (long long)n);
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
     st = batches_create(c, steps, batch_size, "shuffle_repeat_batch", out);
     for (int64_t r = 0; !st && r < steps * batch_size; r++) {
-        if (r % n == 0) fedc__permutation(perm, n, fedc_rng_stream_make(seed, round, client, (uint32_t)(r / n)),
-                                          SHUFFLE_TAG);
+        if (r % n == 0) next_epoch(order, perm, n, r / n);
         copy_example(*out, c, r, perm[r % n]);
     }
     fedc_free(perm);
     return st;
+}
+
+/* Epoch e is a Fisher-Yates permutation of 0..n-1 drawn from the counter stream
+ * (seed, round, client, step = e), so every epoch is the same on any machine and
+ * thread count, and can be computed on its own. */
+fedc_status fedc_shuffle_repeat_batch(const fedc_client_data *c, int64_t batch_size, int num_epochs,
+                                      int64_t num_steps, bool drop_remainder, uint64_t seed, uint32_t round,
+                                      uint32_t client, fedc_batches **out) {
+    epoch_order order = {.numpy = false, .seed = seed, .round = round, .client = client};
+    return shuffle_repeat(c, batch_size, num_epochs, num_steps, drop_remainder, &order, out);
+}
+
+/* FedJAX's own order: ShuffleRepeatBatchView makes np.random.RandomState(seed) and
+ * shuffles one buffer, arange(n) at first, in place at the start of every epoch. */
+fedc_status fedc_shuffle_repeat_batch_numpy(const fedc_client_data *c, int64_t batch_size, int num_epochs,
+                                            int64_t num_steps, bool drop_remainder, uint32_t seed,
+                                            fedc_batches **out) {
+    epoch_order order = {.numpy = true};
+    fedc__mt19937_seed(&order.mt, seed);
+    return shuffle_repeat(c, batch_size, num_epochs, num_steps, drop_remainder, &order, out);
 }
 
 fedc_status fedc_batches_map(fedc_batches *b, fedc_batch_fn fn, void *ctx) {

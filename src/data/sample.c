@@ -7,10 +7,12 @@
  * round can be redrawn without replaying the earlier ones; fedc_sample_clients does
  * the same with the counter RNG, so the draw is identical on every machine.
  * UniformShuffledClientSampler instead walks a stream of shuffled clients; that is
- * fedc_sample_clients_epochs. */
+ * fedc_sample_clients_epochs. fedc_sample_clients_fedjax draws FedJAX's own
+ * clients, with NumPy's RandomState (src/data/rng_numpy.c). */
 #include <string.h>
 
 #include "data/dataset.h"
+#include "data/rng_numpy.h"
 
 /* High bytes of the element indices each sampler draws, so that their uniforms are
  * never the ones a kernel (dropout, at indices from 0) or another sampler draws
@@ -88,6 +90,25 @@ fedc_status fedc_sample_clients(int64_t num_clients, int64_t per_round, uint64_t
         return fedc_error(FEDC_EINVAL, "sample_clients: cannot draw %lld distinct clients out of %lld",
                           (long long)per_round, (long long)num_clients);
     fedc__sample_stream(num_clients, per_round, fedc_rng_stream_make(seed, round, 0, 0), out);
+    return FEDC_OK;
+}
+
+/* RandomState.choice(ids, k, replace=False) without p is permutation(n)[:k]:
+ * the whole of arange(n) shuffled, its first k taken. */
+fedc_status fedc_sample_clients_fedjax(int64_t num_clients, int64_t per_round, uint32_t seed, uint32_t round_num,
+                                       int64_t *out) {
+    if (num_clients < 0 || per_round < 0 || per_round > num_clients || num_clients > (int64_t)UINT32_MAX)
+        return fedc_error(FEDC_EINVAL, "sample_clients_fedjax: cannot draw %lld distinct clients out of %lld",
+                          (long long)per_round, (long long)num_clients);
+    int64_t *perm = fedc_malloc((size_t)(num_clients ? num_clients : 1) * sizeof *perm);
+    if (!perm)
+        return fedc_error(FEDC_ENOMEM, "sample_clients_fedjax: out of memory for %lld clients", (long long)num_clients);
+    fedc__mt19937 mt;
+    fedc__mt19937_seed(&mt, fedc__fedjax_round_seed(seed, round_num));
+    for (int64_t i = 0; i < num_clients; i++) perm[i] = i;
+    fedc__numpy_shuffle(&mt, perm, num_clients);
+    memcpy(out, perm, (size_t)per_round * sizeof *out);
+    fedc_free(perm);
     return FEDC_OK;
 }
 

@@ -92,12 +92,29 @@ static fedc_status bind_model(trainer *t, fedc_executor *ex) {
     return st;
 }
 
+/* Why FedJAX's draws (--rng fedjax) cannot pick this run's clients, or NULL: they
+ * are UniformGetClientSampler's, a fixed number of clients a round from a NumPy
+ * RandomState seeded by a 32-bit seed. */
+static const char *cannot_draw_as_fedjax(const trainer *t) {
+    const fedc_train_config *c = t->c;
+    if (c->seed > UINT32_MAX) return "a --seed of 2^32 or more (NumPy's RandomState takes 32 bits)";
+    if (c->poisson) return "--sampling poisson";
+    if (t->group_slots) return "sampling per level (--groups-per-round, --clients-per-group)";
+    if (c->clock) return "--clock";
+    if (t->async) return "an asynchronous algorithm";
+    return NULL;
+}
+
 /* The cohort's slots and sampling rate. Poisson's cohort is Binomial(N, q), of
  * mean m = qN and sd below sqrt(m): m + 8 sqrt(m) + 8 slots hold every draw but
  * one in about 10^15 (a round that draws more fails, naming it). */
 static fedc_status cohort_slots(trainer *t) {
     const fedc_train_config *c = t->c;
     int64_t n = fedc_dataset_num_clients(t->train), k = t->group_slots ? t->group_slots : c->clients_per_round;
+    const char *why = c->rng == FEDC_RNG_FEDJAX ? cannot_draw_as_fedjax(t) : NULL;
+    if (why)
+        return fedc_error(FEDC_EINVAL, "train: --rng fedjax cannot go with %s: it draws as FedJAX does, a fixed "
+                          "number of clients a round from NumPy's RandomState of a 32-bit seed", why);
     if (k < 1 || k > n)
         return fedc_error(FEDC_EINVAL, "train: %lld clients per round, but the data has %lld clients", (long long)k,
                           (long long)n);
@@ -338,6 +355,9 @@ static fedc_status sample(trainer *t, int r) {
     fedc_status st = c->poisson ? fedc_sample_clients_poisson(clients, t->sampling_q, c->seed, (uint32_t)r, t->k, t->sampled, &n)
                      : t->group_slots ? fedc__train_groups_sample(t, r, &n)
                      : fedc__train_clock_samples(t) ? fedc__train_clock_sample(t, r, &n)
+                     /* FedJAX's training loop counts rounds from 1 */
+                     : c->rng == FEDC_RNG_FEDJAX ? fedc_sample_clients_fedjax(clients, t->k, (uint32_t)c->seed,
+                                                                             (uint32_t)r + 1, t->sampled)
                                                     : fedc_sample_clients(clients, t->k, c->seed, (uint32_t)r, t->sampled);
     if (st) return st;
     t->present = (int)n;

@@ -223,6 +223,8 @@ typedef struct train_setting {
     char value[256];
     bool may_change;    /* a resume may change it (said aloud): it does not change the model */
     const char *unrecorded; /* the value a checkpoint that predates the setting had (NULL: unknown) */
+    bool default_unwritten; /* at its unrecorded value, left out of the checkpoint (which has at most
+                               64 metadata entries), so that the default run's checkpoint stays as it was */
 } train_setting;
 enum { FEDC__MAX_SETTINGS = 96 }; /* the job's ~55 settings and up to FEDC_MAX_HPARAMS hyperparameters, with room */
 int fedc__train_settings(const trainer *t, train_setting *out, int max);

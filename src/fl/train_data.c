@@ -188,7 +188,9 @@ static fedc_status fill_one(trainer *t, fedc_dataset *ds, int64_t id, int j, coh
     fedc_status st = fedc_dataset_client(ds, id, &c);
     if (!st && shuffle && fedc__fault_at(FEDC__FAULT_LOAD, (int)round + 1, id))
         st = fedc_error(FEDC_EIO, "client \"%s\": cannot load its data (FEDC_FAULT)", c->id);
-    if (!st && shuffle)
+    if (!st && shuffle && t->c->rng == FEDC_RNG_FEDJAX) /* FedJAX's: the same seed every client and round */
+        st = fedc_shuffle_repeat_batch_numpy(c, batch, t->c->epochs, cb->max_steps, false, (uint32_t)t->c->seed, &b);
+    else if (!st && shuffle)
         st = fedc_shuffle_repeat_batch(c, batch, t->c->epochs, cb->max_steps, false, t->c->seed, round, (uint32_t)id, &b);
     else if (!st)
         st = fedc_batch(c, batch, false, &b);

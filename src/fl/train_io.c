@@ -189,6 +189,7 @@ static void describe(const trainer *t, checkpoint_meta *m, int next_round, doubl
     m->n += fedc__train_async_metadata(t, m->e + m->n);
     int k = fedc__train_settings(t, m->s, MAX_SETTINGS);
     for (int i = 0; i < k; i++) {
+        if (m->s[i].default_unwritten && !strcmp(m->s[i].value, m->s[i].unrecorded)) continue;
         fedc__train_setting_key(&m->s[i], m->keys[i], sizeof m->keys[i]);
         m->e[m->n++] = (fedc_metadata_entry){m->keys[i], m->s[i].value};
     }

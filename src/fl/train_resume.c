@@ -25,6 +25,8 @@ static void setting(train_setting *out, int *n, int max, const char *flag, bool 
     train_setting *s = &out[(*n)++];
     s->flag = flag;
     s->may_change = may_change;
+    s->unrecorded = NULL; /* known to every checkpoint, unless the caller says otherwise */
+    s->default_unwritten = false;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(s->value, sizeof s->value, fmt, ap);
@@ -111,7 +113,11 @@ static int aggregation_settings(const fedc_train_config *c, const fedc_algorithm
     if (n > 0) out[n - 1].unrecorded = "none:0";
     setting(out, &n, max, "--attackers", false, "%s", exact(a->attack.fraction, x[1]));
     if (n > 0) out[n - 1].unrecorded = "0";
-    return clock_settings(c, out, n, max);
+    n = clock_settings(c, out, n, max);
+    /* whose draws sample and shuffle (a checkpoint without it: fedc's) */
+    setting(out, &n, max, "--rng", false, "%s", c->rng == FEDC_RNG_FEDJAX ? "fedjax" : "counter");
+    if (n > 0) out[n - 1].unrecorded = "counter", out[n - 1].default_unwritten = true;
+    return n;
 }
 
 int fedc__train_settings(const trainer *t, train_setting *out, int max) {
@@ -189,6 +195,7 @@ static fedc_status compare_settings(const trainer *t, const char *path, const fe
         char key[96];
         fedc__train_setting_key(&now[i], key, sizeof key);
         const char *then = fedc_safetensors_metadata(s, key);
+        if (!then && now[i].default_unwritten) then = now[i].unrecorded; /* left out as the default */
         if (then && !strcmp(then, now[i].value)) continue;
         if (!then && now[i].unrecorded && !strcmp(now[i].unrecorded, now[i].value)) continue;
         if (now[i].may_change) note(changed, sizeof changed, &now[i], then);
