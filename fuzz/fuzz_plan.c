@@ -8,38 +8,15 @@
 
 #include <string.h>
 
-#include "deploy/deploy.h"
+#include "fuzz_plan_base.h"
 
 static fedc_plan_file files[FEDC__PLAN_MAX_FILES];
 static int nfiles;
 static fedc_plan *base;
 
-/* The fixed plan: the round, its form, the warm start and its form and the
- * server state of HypCluster (2 clusters) on the heart model with batches of 4
- * and 2 steps. */
 static void make_base(void) {
-    fedc_model *m = NULL;
-    fedc_algorithm a = {.def = &fedc_algorithm_hypcluster, .batch_size = 4, .max_steps = 2};
-    a.client_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 0.1);
-    a.server_opt = fedc_optimizer_defaults(FEDC_OPT_SGD, 1);
-    fedc_program *round = NULL, *warm = NULL;
-    if (fedc_model_create(&m, "heart", NULL) || fedc_algorithm_round(m, &a, &round) ||
-        fedc_algorithm_warm_start(m, &a, 3, &warm) || !warm)
-        __builtin_trap();
-    float zeros[64] = {0};
-    fedc_tensor_entry t[64];
-    int n = 0;
-    for (int i = 0; i < fedc_program_num_inputs(round); i++) {
-        const char *name = fedc_program_input_name(round, i);
-        if (!strncmp(name, "server/", 7)) t[n++] = (fedc_tensor_entry){name, fedc_value_type(round, fedc_program_input(round, i)), zeros};
-    }
-    const char *dir = fuzz_dir("plan");
-    fedc__plan_setting s[1] = {{"seed", "0"}};
-    if (fedc__plan_write(dir, round, NULL, warm, 3, NULL, s, 1, t, n) || fedc_plan_read(dir, &base)) __builtin_trap();
+    base = fuzz_plan_base(fuzz_dir("plan"));
     nfiles = fedc_plan_files(base, files, FEDC__PLAN_MAX_FILES);
-    fedc_program_destroy(round);
-    fedc_program_destroy(warm);
-    fedc_model_destroy(m);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

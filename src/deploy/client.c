@@ -64,44 +64,17 @@ static fedc_status checkin(client *c, const char *hash, fedc__msg *reply) {
     return fedc__client_call(c, FEDC__MSG_CHECKIN, f, 5, NULL, 0, reply);
 }
 
-static fedc_status server_refused(const client *c, const fedc__msg *m) {
-    return fedc_error(FEDC_EIO, "client %s: the server refused: %s", c->id, fedc__msg_field(m, "reason"));
-}
-
-fedc_status fedc__plan_of_message(const fedc__msg *m, const char *who, fedc_plan **out) {
-    *out = NULL;
-    int n = fedc_safetensors_count(m->body);
-    fedc_plan_file *f = fedc_calloc((size_t)n + 1, sizeof *f);
-    fedc_status st = f ? FEDC_OK : fedc_error(FEDC_ENOMEM, "%s: out of memory", who);
-    for (int i = 0; !st && i < n; i++) {
-        fedc_tensor_entry e = fedc_safetensors_tensor(m->body, i);
-        if (strncmp(e.name, "file/", 5) || e.type.dtype != FEDC_U8 || e.type.rank != 1)
-            st = fedc_error(FEDC_EPARSE, "%s: the plan message holds \"%s\", not a file/NAME of bytes", who, e.name);
-        else f[i] = (fedc_plan_file){e.name + 5, e.data, (size_t)e.type.dims[0]};
-    }
-    if (!st) st = fedc_plan_from_files(f, n, "the server's plan", out);
-    if (!st && strcmp(fedc_plan_hash(*out), fedc__msg_field(m, "hash"))) {
-        st = fedc_error(FEDC_EPARSE, "%s: the plan hashes to %s, but the server said %s", who, fedc_plan_hash(*out),
-                        fedc__msg_field(m, "hash"));
-        fedc_plan_destroy(*out);
-        *out = NULL;
-    }
-    fedc_free(f);
-    return st;
-}
-
 /* The plan, from the server: its files checked as any plan is, and its hash
  * against the one the server gave. */
 fedc_status fedc__client_fetch_plan(client *c, fedc_plan **out) {
     fedc__msg m;
+    fedc__client_answer a;
+    *out = NULL;
     fedc_status st = checkin(c, "", &m);
     if (st) return st;
-    char who[64];
-    snprintf(who, sizeof who, "client %s", c->id);
-    if (m.type == FEDC__MSG_REJECT) st = server_refused(c, &m);
-    else if (m.type != FEDC__MSG_PLAN) st = fedc_error(FEDC_EPARSE, "client %s: asked for the plan, got a %s message", c->id, fedc__msg_name(m.type));
-    if (!st) st = fedc__plan_of_message(&m, who, out);
+    st = fedc__client_read_answer(c, FEDC__ASKED_PLAN, &m, &a);
     fedc__msg_free(&m);
+    *out = a.plan;
     return st;
 }
 
@@ -112,21 +85,17 @@ fedc_status fedc__client_loop(client *c) {
         fedc__msg m;
         fedc_status st = checkin(c, fedc_plan_hash(c->plan), &m);
         if (st) return st;
-        int64_t ms = 200;
-        if (m.type == FEDC__MSG_DONE) {
-            int64_t rounds;
-            st = fedc__msg_int(&m, "rounds", 0, INT32_MAX, &rounds);
-            if (!st && c->pending_round >= 0) st = fedc__client_settle_state(c, &m);
+        fedc__client_answer a;
+        st = fedc__client_read_answer(c, FEDC__ASKED_CHECKIN, &m, &a);
+        if (!st && m.type == FEDC__MSG_DONE) {
+            if (c->pending_round >= 0) st = fedc__client_settle_state(c, &m);
             fedc__msg_free(&m);
             return st;
         }
-        if (m.type == FEDC__MSG_TASK) st = fedc__client_task(c, &m);
-        else if (m.type == FEDC__MSG_WAIT) st = fedc__msg_int(&m, "retry_ms", 0, 1 << 30, &ms);
-        else if (m.type == FEDC__MSG_REJECT) st = server_refused(c, &m);
-        else st = fedc_error(FEDC_EPARSE, "client %s: a check-in answered by a %s message", c->id, fedc__msg_name(m.type));
+        if (!st && m.type == FEDC__MSG_TASK) st = fedc__client_task(c, &m, &a.task);
         fedc__msg_free(&m);
         if (st) return st;
-        if (m.type == FEDC__MSG_WAIT) fedc__client_nap(ms, start + c->o->max_seconds); /* as told, within the bounds */
+        if (m.type == FEDC__MSG_WAIT) fedc__client_nap(a.ms, start + c->o->max_seconds); /* as told, within the bounds */
     }
     return fedc_error(FEDC_EIO, "client %s: the job did not end within %g s", c->id, c->o->max_seconds);
 }

@@ -1,7 +1,8 @@
 /* client.h — a deployment client's state, shared by its files (internal):
  * client.c checks in until the job is done, client_task.c does a task,
- * client_report.c sends its report, client_held.c keeps the values a client
- * holds during a round, client_keep.c its state across rounds and on disk,
+ * client_report.c sends its report, client_answer.c reads the server's
+ * answers, client_held.c keeps the values a client holds during a round,
+ * client_keep.c its state across rounds and on disk,
  * client_beat.c sends the heartbeats, client_secure.c drives a secure round's
  * steps, and fleet.c runs many clients in one process. docs/deployment.md,
  * "The protocol". */
@@ -75,7 +76,31 @@ typedef struct task_id {
     char round[32], exchange[32], slot[32];
 } task_id;
 
+/* A task's fields, checked. */
+typedef struct task {
+    int64_t round, e, slot;
+    task_id id; /* the same as the task wrote them, for the messages about it */
+} task;
+
 void fedc__client_sleep_ms(int ms);
+
+/* client_answer.c: the server's answer m to the client's request `asked`
+ * read, its type and what the client takes from it checked (a check-in's task
+ * makes its program the client's form); a refusal of the plan or a check-in
+ * is an error, one of a ready or report is not (*a says which type it was). */
+typedef enum fedc__client_request { FEDC__ASKED_PLAN, FEDC__ASKED_CHECKIN, FEDC__ASKED_READY, FEDC__ASKED_REPORT } fedc__client_request;
+typedef struct fedc__client_answer {
+    task task;          /* a task's */
+    int64_t ms;         /* a wait's retry_ms (200 after a check-in that was not a wait, 0 after a ready) */
+    int64_t rounds;     /* a done's */
+    int64_t counted;    /* an ack's */
+    fedc_plan *plan;    /* a plan's, checked as any plan is (the caller destroys it) */
+} fedc__client_answer;
+fedc_status fedc__client_read_answer(client *c, fedc__client_request asked, const fedc__msg *m, fedc__client_answer *a);
+/* The broadcast values task m carries for client_work q: each there, of its
+ * type and finite, and none else; each given to `take` (NULL: checked only). */
+typedef fedc_status (*fedc__client_take)(client *c, const char *name, fedc_type t, const void *data);
+fedc_status fedc__client_task_broadcasts(client *c, const fedc__msg *m, const fedc_program *q, fedc__client_take take);
 
 /* client.c: a client of o->connect, connected (its beat, if any, set after);
  * the plan from its server; a client started on the process's commons (its
@@ -93,8 +118,9 @@ void fedc__client_free(client *c);
 fedc_status fedc__client_call(client *c, fedc__msg_type type, const fedc_metadata_entry *f, int nf,
                               const fedc_tensor_entry *t, int nt, fedc__msg *reply);
 
-/* client_task.c: task m (a task message; freed here, before the work) done. */
-fedc_status fedc__client_task(client *c, fedc__msg *m);
+/* client_task.c: task m (a task message, whose fields t are read; freed here,
+ * before the work) done. */
+fedc_status fedc__client_task(client *c, fedc__msg *m, const task *t);
 
 /* client_report.c: the report of exchange e of task `id` (of `round`) sent
  * once the server says go (*sent; false: the server wants none any more), its

@@ -23,17 +23,16 @@ static fedc_status may_report(client *c, const task_id *task, double start, bool
         fedc_status st = fedc__client_call(c, FEDC__MSG_READY, f, 6, NULL, 0, &r);
         if (st) return st;
         fedc__msg_type type = r.type;
-        int64_t ms = 0; /* a wait's: 0 once a held ready's hold ends, more when the server holds all it can */
+        fedc__client_answer a; /* a wait's ms: 0 once a held ready's hold ends, more when the server holds all it can */
+        st = fedc__client_read_answer(c, FEDC__ASKED_READY, &r, &a);
         if (type == FEDC__MSG_REJECT)
             fprintf(c->log, "fedc client %s: round %lld: the server wants no report: %s\n", c->id,
                     atoll(task->round) + 1, fedc__msg_field(&r, "reason"));
-        if (type == FEDC__MSG_WAIT) st = fedc__msg_int(&r, "retry_ms", 0, 1 << 30, &ms);
         fedc__msg_free(&r);
         if (st) return st;
         if (type == FEDC__MSG_GO) *go = true;
         if (type == FEDC__MSG_GO || type == FEDC__MSG_REJECT) return FEDC_OK;
-        if (type != FEDC__MSG_WAIT) return fedc_error(FEDC_EPARSE, "client %s: a ready answered by a %s message", c->id, fedc__msg_name(type));
-        fedc__client_nap(ms, start + c->o->max_seconds); /* as told, not at once: a server answering at once is not hammered */
+        fedc__client_nap(a.ms, start + c->o->max_seconds); /* as told, not at once: a server answering at once is not hammered */
     }
     return fedc_error(FEDC_EIO, "client %s: the job did not end within %g s", c->id, c->o->max_seconds);
 }
@@ -100,16 +99,14 @@ static void fault_exit_after_report(int64_t round) {
  * round left alone from then on), or counted (its state the client's once the
  * round commits with it added; saved at once). */
 static fedc_status take_answer(client *c, const fedc__msg *r, int64_t round, int e) {
-    if (r->type == FEDC__MSG_REJECT) {
+    fedc__client_answer a;
+    fedc_status st = fedc__client_read_answer(c, FEDC__ASKED_REPORT, r, &a);
+    if (!st && r->type == FEDC__MSG_REJECT) {
         fprintf(c->log, "fedc client %s: round %lld: the server refused the report: %s\n", c->id, (long long)round + 1,
                 fedc__msg_field(r, "reason"));
         c->refused_round = round, c->refused_exchange = e;
         return FEDC_OK;
     }
-    if (r->type != FEDC__MSG_ACK)
-        return fedc_error(FEDC_EPARSE, "client %s: a report answered by a %s message", c->id, fedc__msg_name(r->type));
-    int64_t counted; /* 1, or 0 for a report already counted: either way the report is the server's */
-    fedc_status st = fedc__msg_int(r, "counted", 0, 1, &counted);
     if (st) return st;
     c->reported++;
     c->pending_round = round; /* counted: its state is the client's once the round commits, if added */

@@ -1,53 +1,14 @@
 /* A deployment client's task (client.h): the task message read (its round or
- * the warm start, exchange and slot, of the client's plan), what it carries
+ * the warm start, exchange and slot, of the client's plan: client_answer.c), what it carries
  * taken (the last round's state settled, the broadcast values held), its
  * message let go (what it carried is the process's shared copy now), the
  * work done on a trainer's seat with the heartbeats going, the report sent
  * when the server says go; then only the client's state is kept. A secure
  * round's steps come before the work and around the report (client_secure.c). */
-#include <math.h>
 #include <string.h>
 
 #include "core/fault.h"
 #include "deploy/client.h"
-
-/* A task's fields, checked. */
-typedef struct task {
-    int64_t round, e, slot;
-    task_id id; /* the same as the task wrote them, for the messages about it */
-} task;
-
-/* Which program task m is of (its "program": the round, or the warm start, whose
- * round is FEDC__WARM_ROUND), as the client's form from now on. */
-static fedc_status task_program(client *c, const fedc__msg *m, int64_t round) {
-    const char *program = fedc__msg_field(m, "program");
-    if (!program) program = ""; /* not a field the decoder requires: refused below */
-    bool warm = !strcmp(program, "warm_start");
-    if ((!warm && strcmp(program, "round")) || warm != (round == FEDC__WARM_ROUND))
-        return fedc_error(FEDC_EPARSE, "client %s: a task of round %lld for program \"%.40s\" (a task is of the round, or "
-                          "of the warm start in round -1)", c->id, (long long)round, program);
-    if (warm && !fedc_plan_warm_form(c->plan))
-        return fedc_error(FEDC_EPARSE, "client %s: a task of the warm start, but the plan has none", c->id);
-    c->form = warm ? fedc_plan_warm_form(c->plan) : fedc_plan_form(c->plan);
-    c->exchanges = fedc_deployment_form_exchanges(c->form);
-    return FEDC_OK;
-}
-
-static fedc_status read_task(client *c, const fedc__msg *m, task *t) {
-    fedc_status st = fedc__msg_int(m, "round", FEDC__WARM_ROUND, INT32_MAX, &t->round);
-    if (!st) st = task_program(c, m, t->round);
-    if (!st) st = fedc__msg_int(m, "exchange", 0, c->exchanges - 1, &t->e);
-    if (!st) st = fedc__msg_int(m, "slot", 0, INT32_MAX, &t->slot);
-    int64_t beat_ms; /* checked here, before any work: the heartbeats take it as it is (client_beat.c) */
-    if (!st) st = fedc__msg_int(m, "heartbeat_ms", 1, 3600000, &beat_ms);
-    if (!st && strcmp(fedc__msg_field(m, "hash"), fedc_plan_hash(c->plan)))
-        st = fedc_error(FEDC_EPARSE, "client %s: a task of another plan", c->id);
-    if (st) return st;
-    snprintf(t->id.round, sizeof t->id.round, "%s", fedc__msg_field(m, "round"));
-    snprintf(t->id.exchange, sizeof t->id.exchange, "%s", fedc__msg_field(m, "exchange"));
-    snprintf(t->id.slot, sizeof t->id.slot, "%s", fedc__msg_field(m, "slot"));
-    return FEDC_OK;
-}
 
 /* Whether the task is of a round whose report the server refused: that round
  * is left alone, unless the task is of an earlier exchange of it (the round
@@ -57,42 +18,14 @@ static bool refused(client *c, const task *t) {
     return t->round == c->refused_round;
 }
 
-/* client_work's inputs from the task: each broadcast value, of its type (and,
- * in an asynchronous run, the model version it trains from: async/...). */
-static fedc_status take_broadcasts(client *c, const fedc__msg *m, const fedc_program *q) {
-    int want = 0;
-    for (int i = 0; i < fedc_program_num_inputs(q); i++) {
-        const char *name = fedc_program_input_name(q, i);
-        if (strncmp(name, "broadcast/", 10) && strncmp(name, "async/", 6)) continue;
-        want++;
-        fedc_tensor_entry e;
-        fedc_type t = fedc_value_type(q, fedc_program_input(q, i));
-        char a[64], b[64];
-        if (fedc_safetensors_find(m->body, name, &e))
-            return fedc_error(FEDC_EPARSE, "client %s: the task has no \"%s\"", c->id, name);
-        if (e.type.dtype != t.dtype || !fedc_type_same_shape(&e.type, &t))
-            return fedc_error(FEDC_EPARSE, "client %s: the task's \"%s\" is %s; client_work takes %s", c->id, name,
-                              fedc_type_str(&e.type, a, sizeof a), fedc_type_str(&t, b, sizeof b));
-        int64_t bad = fedc__tensor_first_not_finite(&e);
-        if (bad >= 0) /* a model the server would never send (it keeps none that diverged); nothing computed from it is sent */
-            return fedc_error(FEDC_EPARSE, "client %s: the task's \"%s\" is not finite (element %lld)", c->id, name,
-                              (long long)bad);
-        fedc_status st = fedc__client_hold_shared(c, name, t, e.data);
-        if (st) return st;
-    }
-    if (fedc_safetensors_count(m->body) != want)
-        return fedc_error(FEDC_EPARSE, "client %s: the task holds %d tensors; client_work takes %d broadcast values", c->id,
-                          fedc_safetensors_count(m->body), want);
-    return FEDC_OK;
-}
-
 /* What task m carries, taken: the last counted round's state settled once a
  * later round's task shows it over, the broadcast values held, and the
  * client's place in the cohort. */
 static fedc_status take_task(client *c, const fedc__msg *m, const task *t) {
     fedc_status st = FEDC_OK;
     if (c->pending_round >= 0 && t->round > c->pending_round) st = fedc__client_settle_state(c, m);
-    if (!st) st = take_broadcasts(c, m, fedc_deployment_form_phase(c->form, (int)t->e, FEDC_PHASE_CLIENT_WORK));
+    if (!st) st = fedc__client_task_broadcasts(c, m, fedc_deployment_form_phase(c->form, (int)t->e, FEDC_PHASE_CLIENT_WORK),
+                                               fedc__client_hold_shared);
     float index = (float)t->slot; /* meta/index, the client's place in the cohort (a warm start's reads it) */
     if (!st) st = fedc__client_hold(c, "meta/index", fedc_type_scalar(FEDC_F32), &index);
     return st;
@@ -152,10 +85,9 @@ static void fault_slow(client *c, const task *t) {
     fedc__client_sleep_ms((int)(s * 1000));
 }
 
-fedc_status fedc__client_task(client *c, fedc__msg *m) {
-    task t;
-    fedc_status st = read_task(c, m, &t);
-    if (st) return st;
+fedc_status fedc__client_task(client *c, fedc__msg *m, const task *task_fields) {
+    task t = *task_fields;
+    fedc_status st;
     if (refused(c, &t)) {
         fedc__client_sleep_ms(200); /* the server refused this round's report; the next round may do */
         return FEDC_OK;
