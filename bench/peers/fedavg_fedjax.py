@@ -8,37 +8,30 @@ FedJAX's own pieces, as its EMNIST experiments use them: fedjax.models.emnist.cr
 fedjax.for_each_client, whose default backend runs each step under jax.jit), client SGD lr 0.1,
 server SGD lr 1, ShuffleRepeatBatchHParams(batch_size=20, num_epochs=1), clients weighted by the
 examples they trained on. The cohort of a round is bench/peers/peer_data.cohort's (10 clients,
-the same as the PyTorch peer's). --threads 1 sets XLA's CPU client to one thread (must be set
-before JAX starts: this script sets XLA_FLAGS itself).
+the same as the PyTorch peer's). --threads 1 turns off XLA's Eigen thread pool and pins the
+process to one core (before JAX starts: this script sets XLA_FLAGS itself); 2 leaves XLA's
+defaults (a thread per core).
 
 The first --warmup-rounds rounds (default 1: jax.jit's compilation) are trained, not timed.
 Prints a `json: {...}` line as bench/peers/fedavg_torch2.py does.
 """
 
-import argparse
 import json
 import os
 import sys
 import time
 from importlib.metadata import version
 
-ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-ap.add_argument("--data", required=True, help="a LEAF directory with train/ and test/")
-ap.add_argument("--rounds", type=int, default=2, help="timed rounds")
-ap.add_argument("--warmup-rounds", type=int, default=1)
-ap.add_argument("--threads", type=int, default=2)
-ap.add_argument("--seed", type=int, default=0)
-a = ap.parse_args()
-if a.threads == 1:  # XLA's CPU client: Eigen's thread pool off, one intra-op thread
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                               " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_data  # noqa: E402  (numpy alone: XLA_FLAGS below must come before JAX starts)
+
+a = peer_data.arguments(__doc__, "a LEAF directory with train/ and test/")
+if a.threads == 1:  # XLA's CPU client without Eigen's thread pool, and the process on one core
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 import fedjax  # noqa: E402
 import jax  # noqa: E402
-import numpy as np  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import peer_data  # noqa: E402
 
 
 def main():

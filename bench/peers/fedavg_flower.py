@@ -19,7 +19,6 @@ aggregation). The accuracy is the final model's on the 10,000 test images. Print
 `json: {...}` line as bench/peers/fedavg_torch2.py does.
 """
 
-import argparse
 import json
 import os
 import sys
@@ -40,13 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_data  # noqa: E402
 from fedavg_torch2 import accuracy, make_model, nchw  # noqa: E402
 
-ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-ap.add_argument("--data", required=True, help="cifar-10-batches-py")
-ap.add_argument("--rounds", type=int, default=2, help="timed rounds")
-ap.add_argument("--warmup-rounds", type=int, default=1)
-ap.add_argument("--threads", type=int, default=1)
-ap.add_argument("--seed", type=int, default=0)
-a = ap.parse_args()
+a = peer_data.arguments(__doc__, "cifar-10-batches-py")
 torch.set_num_threads(a.threads)
 torch.manual_seed(a.seed)
 

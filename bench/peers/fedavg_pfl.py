@@ -17,7 +17,6 @@ callback's clock after each central iteration). The accuracy is of the final cen
 the 10,000 test images. Prints a `json: {...}` line as bench/peers/fedavg_torch2.py does.
 """
 
-import argparse
 import json
 import os
 import sys
@@ -88,13 +87,7 @@ class Clock(TrainingProcessCallback):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", required=True, help="cifar-10-batches-py")
-    ap.add_argument("--rounds", type=int, default=2, help="timed rounds")
-    ap.add_argument("--warmup-rounds", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
+    a = peer_data.arguments(__doc__, "cifar-10-batches-py")
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     np.random.seed(a.seed)

@@ -20,7 +20,6 @@ blocks) are trained but not timed. Prints a `json: {...}` line: examples_per_s a
 over the timed rounds, warmup_s, accuracy, threads, torch's version.
 """
 
-import argparse
 import json
 import math
 import os
@@ -73,15 +72,10 @@ def accuracy(model, x, y, batch=1000):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workload", type=int, choices=[1, 2], required=True)
-    ap.add_argument("--data", required=True, help="workload 1: a LEAF directory (train/, test/); 2: cifar-10-batches-py")
-    ap.add_argument("--rounds", type=int, default=2, help="timed rounds")
-    ap.add_argument("--warmup-rounds", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--compile", action="store_true", help="train through torch.compile(model)")
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
+    def extra(ap):
+        ap.add_argument("--workload", type=int, choices=[1, 2], required=True)
+        ap.add_argument("--compile", action="store_true", help="train through torch.compile(model)")
+    a = peer_data.arguments(__doc__, "workload 1: a LEAF directory (train/, test/); 2: cifar-10-batches-py", extra)
     w = WORKLOADS[a.workload]
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)

@@ -15,6 +15,7 @@ the same bytes.
   fedc's synthetic:cifar10 draws them (each byte uniform in [0, 135] plus 12 x the label).
 """
 
+import argparse
 import glob
 import gzip
 import json
@@ -162,3 +163,17 @@ def batches(n, batch_size, rng):
     shuffles = -(-steps * batch_size // n)
     order = np.concatenate([rng.permutation(n) for _ in range(shuffles)])
     return [order[i * batch_size:(i + 1) * batch_size] for i in range(steps)]
+
+
+def arguments(doc, data_help, extra=None):
+    """The arguments every peer script takes (--data, --rounds timed after --warmup-rounds,
+    --threads, --seed), and extra(parser)'s; parsed."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--data", required=True, help=data_help)
+    ap.add_argument("--rounds", type=int, default=2, help="timed rounds")
+    ap.add_argument("--warmup-rounds", type=int, default=1, help="rounds run before the timed ones, not timed")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    if extra:
+        extra(ap)
+    return ap.parse_args()
