@@ -121,7 +121,7 @@ def main():
             t_warm += dt
     acc = accuracy(server, tx, ty)
     print("json: " + json.dumps({
-        "system": "torch.compile" if a.compile else "torch eager", "version": torch.__version__,
+        "system": "torch.compile" if a.compile else "torch eager", "version": f"torch {torch.__version__}",
         "threads": torch.get_num_threads(), "examples_per_s": examples / t_timed, "s_per_round": t_timed / a.rounds,
         "warmup_s": t_warm, "accuracy": acc}), flush=True)
 
