@@ -9,13 +9,16 @@
 #                 in .peers/) and run the peer tests, ctest's peers_* (docs/export.md)
 #   make fuzz     fuzz every file reader longer: FUZZ_SECONDS each (docs/fuzzing.md)
 #   make bench    build in Release and run the benchmarks in bench/
+#   make bench-peers  install the peers (PyTorch 2, FedJAX, pfl-research, Flower: scripts/install-peers
+#                 torch pfl) and time fedc against them on issue 42's workloads 1 and 2
+#                 (bench/peers/run; BENCH_PEERS_FLAGS=--quick for 2 rounds)
 #   make install  install headers, libraries, their .pc files and the fedc binary (PREFIX=/usr/local)
 
 PREFIX ?= /usr/local
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan build-clang test test-release test-asan test-compilers test-peers demo bench install clean
+.PHONY: all deps build build-asan build-clang test test-release test-asan test-compilers test-peers demo bench bench-peers install clean
 
 all: build
 
@@ -70,6 +73,11 @@ demo: build
 bench: build
 	@./scripts/install-bench-deps
 	./bench/run
+
+# A peer that cannot be installed is listed as such in the table, not timed.
+bench-peers: build
+	./scripts/install-peers torch pfl || echo "bench-peers: some peers are not installed; the table says which"
+	./bench/peers/run $(BENCH_PEERS_FLAGS)
 
 install: build
 	cmake -S . -B build -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
