@@ -5,6 +5,8 @@
 #
 #   peers.sh xla|iree FEDC PEERS_CASES  tests/peers_PEER.py on the cases peers_cases
 #                                       writes, each exported by FEDC
+#   peers.sh xla_shard FEDC PEERS_CASES the same on the sharded cases (peers_cases DIR shard),
+#                                       run by XLA over 8 host devices
 #   peers.sh drjax|fedjax LIBFEDC ARGS  tests/peers_PEER.py ARGS with python/fedc on LIBFEDC
 #                                       (this build's libfedc.so), fedc and the peer in
 #                                       one process
@@ -12,7 +14,7 @@
 set -eu
 peer=$1
 case $peer in
-  xla) env=jax needs="import jax" ;;
+  xla|xla_shard) env=jax needs="import jax" ;;
   iree) env=jax needs="import iree.compiler, iree.runtime" ;;
   drjax) env=jax needs="import jax, drjax" ;;
   fedjax) env=fedjax needs="import fedjax, haiku, optax" ;;
@@ -33,5 +35,5 @@ esac
 fedc=$2 cases=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$cases" "$tmp"
+if [ "$peer" = xla_shard ]; then "$cases" "$tmp" shard; else "$cases" "$tmp"; fi
 "$py" "tests/peers_$peer.py" "$fedc" "$tmp"

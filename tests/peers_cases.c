@@ -60,6 +60,9 @@ static int write_npy(const char *dir, const char *kind, int k, fedc_type t, int 
     return 1;
 }
 
+/* The sharded runs' extra lines of case.txt ("shard=clients=8"), "" for none. */
+static const char *case_extra = "";
+
 static int write_case(const char *dir, const export_case *c) {
     fedc_program *p = c->make();
     if (!p || fedc_program_status(p)) {
@@ -73,7 +76,7 @@ static int write_case(const char *dir, const export_case *c) {
     FILE *f = fopen(path, "w");
     bool *normal = from_normal(p);
     if (f) {
-        fprintf(f, "name=%s\nclients=%d\nnormal=", c->name, c->clients);
+        fprintf(f, "name=%s\nclients=%d\n%snormal=", c->name, c->clients, case_extra);
         for (int k = 0; normal && k < fedc_program_num_outputs(p); k++)
             if (normal[fedc_program_output_value(p, k)]) fprintf(f, " %d", k);
         fputc('\n', f);
@@ -133,9 +136,40 @@ static int write_case_in(const char *root, const char *kind, int i, const export
     return write_case(dir, c);
 }
 
+/* The number of aggregations in p, each an all-reduce once sharded: sum and mean
+ * one, weighted_mean two (the weighted sum and the weights' sum). */
+static int aggregations(const fedc_program *p) {
+    int n = 0;
+    for (int v = 0; v < p->n; v++) {
+        fedc__op op = p->nodes[v].op;
+        n += op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_SUM_UP || op == FEDC_OP_MEAN_UP ? 1
+           : op == FEDC_OP_WEIGHTED_MEAN || op == FEDC_OP_WEIGHTED_MEAN_UP ? 2 : 0;
+    }
+    return n;
+}
+
+/* FedJAX's EMNIST CNN in a FedAvg round of 8 clients of 2 batches of 2, for
+ * XLA's partitioner over 8 devices (tests/peers_xla_shard.py). */
+static fedc_program *cnn_round_8(void) { return model_round("cnn", NULL, FEDC_OPT_SGD, 2, 2); }
+
+/* The cases tests/peers_xla_shard.py runs sharded: DIR/sNN/, case.txt saying
+ * how to shard ("shard=clients=8"). */
+static int write_sharded(const char *root) {
+    int bad = 0;
+    char extra[128];
+    fedc_program *cnn = cnn_round_8();
+    snprintf(extra, sizeof extra, "shard=clients=8\naggregations=%d\n", aggregations(cnn));
+    fedc_program_destroy(cnn);
+    case_extra = extra;
+    bad |= write_case_in(root, "s", 0, &(export_case){"FedAvg round of the EMNIST CNN, 8 clients", cnn_round_8, 8, -0.1, 0.1, 3});
+    printf("peers_cases: wrote %d sharded cases to %s\n", 1, root);
+    return bad;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[2], "shard") == 0) return write_sharded(argv[1]);
     if (argc != 2) {
-        fprintf(stderr, "usage: peers_cases DIR\n");
+        fprintf(stderr, "usage: peers_cases DIR [shard]\n");
         return 2;
     }
     int bad = 0, written = 0;
