@@ -55,6 +55,10 @@ fedc_program *m_lstm_round(void);
 fedc_program *m_transformer_round(void);
 fedc_program *m_random(void);
 fedc_program *m_random_clients(void);
+fedc_program *m_levels(void);
+/* The groups a case's program p is run and exported with: 2 (of clients / 2
+ * each) when it has a groups level, else 0. */
+int case_groups(const fedc_program *p);
 
 /* ------------------------------------------------------------ the tools -- */
 
@@ -85,7 +89,8 @@ typedef struct inputs {
     void **data;
 } inputs;
 
-/* A value's element count, all clients' copies for a @clients value. */
+/* A value's element count, all clients' copies for a @clients value (as many
+ * for a @groups one: room for every group's). */
 int64_t elements(const fedc_type *t, int clients);
 void make_inputs(const fedc_program *p, const export_case *c, inputs *in);
 void free_inputs(inputs *in);

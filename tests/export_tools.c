@@ -18,7 +18,8 @@ bool tools_present(void) {
 }
 
 int64_t elements(const fedc_type *t, int clients) {
-    return fedc_type_count(t) * (t->placement == FEDC_CLIENTS ? clients : 1);
+    /* a @groups value: room for as many copies (there are fewer groups than clients) */
+    return fedc_type_count(t) * (t->placement == FEDC_CLIENTS || t->placement == FEDC_GROUPS ? clients : 1);
 }
 
 void make_inputs(const fedc_program *p, const export_case *c, inputs *in) {

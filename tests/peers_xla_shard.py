@@ -5,8 +5,10 @@ the unsharded module on one host device, the sharded one compiled by XLA's SPMD
 partitioner for 8 host devices (XLA_FLAGS=--xla_force_host_platform_device_count=8)
 and run on them, its arguments placed as their mhlo.sharding says. Both must agree
 with fedc's executor (tests/peers_compare.py), and the partitioned module must
-hold an all-reduce per aggregation: the all-reduces of the compiled HLO are
-counted and printed, with the devices each one reduces over. Run by
+reduce at least one array per aggregation by all-reduce, over each device group
+case.txt's `across=` lists (a 2 x 4 mesh's rows for the groups' aggregations,
+its columns for the server's): the all-reduces of the compiled HLO are counted
+and printed, with the devices each one reduces over. Run by
 tests/peers.sh under .peers/jax."""
 import os
 import re
@@ -113,6 +115,9 @@ def main(fedc, directory):
             if arrays < int(case.meta["aggregations"]):
                 problems.append("%d arrays all-reduced in the partitioned HLO, fewer than its %s aggregations"
                                 % (arrays, case.meta["aggregations"]))
+            for over in case.meta["across"].split():  # each level's reductions over its mesh axis
+                if not any("replica_groups=%s," % over in line for _, line in reduces):
+                    problems.append("no all-reduce over the devices %s" % over)
             p2, w2, _ = peers_compare.compare(case, run_sharded(exe, devices, case.inputs, [w.shape for w in case.want]))
             problems += ["sharded: " + x for x in p2]
             worst = max(w, w2)
