@@ -251,6 +251,7 @@ typedef struct run_args {
     run_input *inputs;
     int ninputs;
     int clients; /* 0: the leading dimension of the first @clients input */
+    int groups;  /* export's --groups: the leading dimension of a @groups input; 0: none */
     int threads;
     const char *device; /* NULL: the default */
 } run_args;
@@ -377,10 +378,12 @@ static bool inputs_match(const fedc_program *p, const run_args *a) {
 }
 
 /* The shape of the .npy file of a value of type `t`: the type's own, with the
- * clients in front for a @clients value. False if that needs too many dims. */
-static bool file_type(const fedc_type *t, int clients, fedc_type *out) {
+ * clients in front for a @clients value (the groups for a @groups one). False
+ * if that needs too many dims. */
+static bool file_type(const fedc_type *t, const run_args *a, fedc_type *out) {
     *out = fedc_type_make(t->dtype, 0, NULL);
-    if (t->placement == FEDC_CLIENTS) out->dims[out->rank++] = clients;
+    if (t->placement == FEDC_CLIENTS) out->dims[out->rank++] = a->clients;
+    if (t->placement == FEDC_GROUPS) out->dims[out->rank++] = a->groups;
     if (out->rank + t->rank > FEDC_MAX_RANK) return false;
     for (int i = 0; i < t->rank; i++) out->dims[out->rank++] = t->dims[i];
     return true;
@@ -396,8 +399,9 @@ static void infer_clients(run_args *a, const fedc_type *want, const run_input *i
 static bool check_input(const run_args *a, const fedc_type *want, const run_input *in) {
     fedc_type shape;
     char w[64], g[64], f[64];
-    bool fits = file_type(want, a->clients, &shape);
-    bool sized = want->placement != FEDC_CLIENTS || a->clients > 0; /* else the leading dim is unknown */
+    bool fits = file_type(want, a, &shape);
+    bool sized = (want->placement != FEDC_CLIENTS || a->clients > 0) && /* else the leading dim is unknown */
+                 (want->placement != FEDC_GROUPS || a->groups > 0);
     if (fits && sized && shape.dtype == in->type.dtype && fedc_type_same_shape(&shape, &in->type)) return true;
     fedc_type_str(&in->type, g, sizeof g);
     fedc_type_str(want, w, sizeof w);
@@ -494,7 +498,7 @@ static bool write_output(const fedc_executor *ex, const fedc_program *p, int i, 
         fprintf(stderr, RUN ": %s: %s\n", a->file, fedc_errmsg());
         return false;
     }
-    if (!file_type(&t, a->clients, &shape) || snprintf(path, sizeof path, "%s%s%s.npy", a->out_dir, sep, name) >=
+    if (!file_type(&t, a, &shape) || snprintf(path, sizeof path, "%s%s%s.npy", a->out_dir, sep, name) >=
                                                      (int)sizeof path) {
         fprintf(stderr, RUN ": output \"%s\" (%s) cannot be written as .npy\n", name, fedc_type_str(&t, ts, sizeof ts));
         return false;
@@ -551,7 +555,6 @@ typedef struct export_args {
     const char *to, *out;
     int shard;    /* devices the clients axis is split over (a mesh row's, with shard_groups); 0: none */
     int shard_groups; /* the mesh's rows, which the groups axis is split over; 0: none */
-    int groups;   /* --groups: the number of groups; 0: none */
     bool entry_main;
 } export_args;
 
@@ -578,7 +581,7 @@ static bool export_option(export_args *e, int argc, char **argv, int *i) {
     if (strcmp(arg, "--to") == 0) return (e->to = argv[++*i]) != NULL;
     if (strcmp(arg, "-o") == 0) return cli_text(EXPORT, "-o", e->out = argv[++*i]);
     if (strcmp(arg, "--clients") == 0) return parse_count(arg, argv[++*i], 1, MAX_CLIENTS, &e->run.clients);
-    if (strcmp(arg, "--groups") == 0) return parse_count(arg, argv[++*i], 1, MAX_CLIENTS, &e->groups);
+    if (strcmp(arg, "--groups") == 0) return parse_count(arg, argv[++*i], 1, MAX_CLIENTS, &e->run.groups);
     if (strcmp(arg, "--shard") == 0) return parse_shard(e, argv[++*i]);
     if (!e->run.file && is_file_arg(arg)) return (e->run.file = arg) != NULL;
     fprintf(stderr, EXPORT ": unexpected argument '%s' (see fedc program export --help)\n", arg);
@@ -612,7 +615,7 @@ static int export_program(const fedc_program *p, export_args *e) {
     for (int i = 0; names && data && i < e->run.ninputs; i++) names[i] = e->run.inputs[i].name, data[i] = e->run.inputs[i].data;
     fedc_mlir_options o = {.clients = e->run.clients, .shard_clients = e->shard, .entry_main = e->entry_main,
                            .ninputs = e->run.ninputs, .input_names = names, .input_data = data,
-                           .groups = e->groups, .shard_groups = e->shard_groups};
+                           .groups = e->run.groups, .shard_groups = e->shard_groups};
     char *text = NULL;
     int rc = CLI_FAILED;
     if (!names || !data) fprintf(stderr, EXPORT ": out of memory\n");

@@ -542,8 +542,9 @@ printf 'fedc program\n%%0 = input "w" : f32[2]@server\n%%1 = broadcast_down(%%0)
 expect 0 'devices=[2,1,2]0,1,2,3 last_tile_dim_replicate' -- "$fedc" program export "$out/levels.fedc" --to stablehlo \
   --clients 4 --groups 2 --shard groups=2,clients=2
 expect 1 "give the number of groups" -- "$fedc" program export "$out/levels.fedc" --to stablehlo --clients 4
-expect 1 "(broadcast_down): broadcast_down has no lowering to MLIR yet" -- "$fedc" program export "$out/levels.fedc" \
-  --to mlir --clients 4 --groups 2
+expect 0 "-> tensor<2x2xf32>" -- "$fedc" program export "$out/levels.fedc" --to mlir --clients 4 --groups 2
+expect 1 "the groups level is not sharded in MLIR" -- "$fedc" program export "$out/levels.fedc" --to mlir --clients 4 \
+  --groups 2 --shard clients=2
 expect 2 "--shard takes clients=D or groups=DG,clients=D" -- "$fedc" program export "$out/levels.fedc" --to stablehlo \
   --clients 4 --groups 2 --shard groups=2
 # bad input: a program that does not verify, a cohort that does not match the inputs, an input

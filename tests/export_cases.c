@@ -517,6 +517,7 @@ const export_case EXPORT_CASES[] = {
     {"conv2d VALID, pools, and their gradients", m_cnn_valid, 0, -1, 1, 0},
     {"fold in a map, lengths 3, 0, 2, 4", m_fold_in_map, 4, -1, 1, 5},
     {"gradient through a fold in a map (reversed fold)", m_fold_gradient, 4, -1, 1, 5},
+    {"the groups level, 2 groups of 4 clients", m_levels, 8, 0.1, 1, 0},
 };
 
 const int EXPORT_NCASES = FEDC_COUNT_OF(EXPORT_CASES);

@@ -89,13 +89,12 @@ typedef struct inputs {
     void **data;
 } inputs;
 
-/* A value's element count, all clients' copies for a @clients value (as many
- * for a @groups one: room for every group's). */
+/* A value's element count, all clients' copies for a @clients value. */
 int64_t elements(const fedc_type *t, int clients);
 void make_inputs(const fedc_program *p, const export_case *c, inputs *in);
 void free_inputs(inputs *in);
-/* The number of values all of p's outputs hold. */
-int64_t output_values(const fedc_program *p, int clients);
+/* The number of values all of p's outputs hold (at most, with @groups outputs). */
+int64_t output_values(const fedc_program *p, int clients); /* at most, with @groups outputs */
 /* Every output's values, in order, as the executor computes them (with
  * `reference`, its reference kernels): as doubles into out, or (bits not NULL)
  * as bits into bits: an f32's as an i32, an f64's as an i64. */

@@ -45,7 +45,6 @@ static const export_case STABLEHLO_CASES[] = {
     {"conv2d and pools", s_cnn, 0, -1, 1, 0},
     {"conv2d and pools in a map", s_cnn_in_map, 3, -1, 1, 0},
     {"gelu", s_gelu, 0, -1, 1, 0},
-    {"the groups level", m_levels, 8, 0.1, 1, 0},
 };
 /* Every case exports to StableHLO and parses, or fails naming an op of
  * NOT_IN_STABLEHLO; every op that lowers is in a case that exports whole, and
@@ -166,9 +165,7 @@ static void test_stablehlo_sharding(void) {
     CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EINVAL, "give the number of groups");
     o = (fedc_mlir_options){.clients = 8, .groups = 2, .shard_groups = 4, .shard_clients = 2};
     CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EINVAL, "shard the groups over 4 mesh rows");
-    o = (fedc_mlir_options){.clients = 8, .groups = 2};
-    CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EUNSUPPORTED, "(broadcast_down): broadcast_down has no lowering to MLIR");
-    o.shard_groups = 2, o.shard_clients = 2;
+    o = (fedc_mlir_options){.clients = 8, .groups = 2, .shard_groups = 2, .shard_clients = 2};
     CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EUNSUPPORTED, "the groups level is not sharded in MLIR");
     fedc_program_destroy(p);
     /* a construct without a lowering: the export fails naming it, and writes nothing */

@@ -212,7 +212,8 @@ static fedc_status entry_main(fedc__mlir *m, const fedc__mlir_scope *s, const fe
             return m->st = fedc_error(FEDC_EINVAL, "export to mlir: entry_main: no data for input \"%s\"", p->nodes[v].name);
         if (t->dtype == FEDC_BOOL)
             return m->st = fedc_error(FEDC_EUNSUPPORTED, "export to mlir: entry_main: bool input \"%s\"", p->nodes[v].name);
-        size_t bytes = fedc_type_bytes(t) * (fedc__mlir_has_clients(s, v) ? (size_t)m->clients : 1);
+        size_t copies = t->placement == FEDC_GROUPS ? (size_t)m->groups : fedc__mlir_has_clients(s, v) ? (size_t)m->cohort : 1;
+        size_t bytes = fedc_type_bytes(t) * copies;
         fedc__mlir_printf(m, "    %%input%d = arith.constant dense<\"0x", i);
         char hex[2 * 4096 + 1];
         for (size_t b = 0; b < bytes; b += 4096) { /* in chunks: inputs may be megabytes */
