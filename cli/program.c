@@ -5,7 +5,8 @@
  *   fedc program print FILE      print it in canonical form
  *   fedc program grad FILE --of OUTPUT --wrt INPUT[,INPUT...]   its gradient program
  *   fedc program jvp FILE --wrt INPUT[,INPUT...]                its forward-mode program
- *   fedc program export FILE --to mlir|stablehlo [-o OUT] [--clients N] [--entry-main --input ...]
+ *   fedc program export FILE --to mlir|stablehlo [-o OUT] [--clients N] [--groups G] [--shard ...]
+ *                                [--entry-main --input ...]
  *                                write it as an MLIR module, or as StableHLO (docs/export.md)
  *   fedc program run FILE --input NAME=PATH.npy ... [--out DIR] [--clients N]
  *                    [--threads N] [--device NAME | --reference]
@@ -63,7 +64,8 @@ static const char run_usage[] =
     "                 kernels, the oracle)\n"
     "  --reference    the same as --device cpu-reference\n";
 static const char export_usage[] =
-    "usage: fedc program export FILE --to mlir|stablehlo [-o OUT] [--clients N] [--shard clients=D]\n"
+    "usage: fedc program export FILE --to mlir|stablehlo [-o OUT] [--clients N] [--groups G]\n"
+    "                           [--shard clients=D | --shard groups=DG,clients=D]\n"
     "                           [--entry-main --input NAME=PATH.npy ...]\n"
     "  write the program as an MLIR module (func, arith, math, tensor, linalg), which\n"
     "  mlir-opt-19 verifies and mlir-cpu-runner-19 runs (docs/export.md)\n"
@@ -73,9 +75,14 @@ static const char export_usage[] =
     "  -o OUT          where the module goes (default: standard output)\n"
     "  --clients N     the cohort size, the length of the @clients axis, 1 to 1048576\n"
     "                  (needed by a federated program unless --input gives it)\n"
+    "  --groups G      a program with a groups level (@groups): G groups of N / G\n"
+    "                  clients each (--to stablehlo; docs/federated.md, \"Hierarchies\")\n"
     "  --shard clients=D  split the clients axis over a mesh of D devices (D divides N):\n"
     "                  mlir-opt-19's sharding-propagation and mesh-spmdization passes then\n"
     "                  turn the aggregations into mesh.all_reduce (docs/export.md)\n"
+    "  --shard groups=DG,clients=D  (--to stablehlo, with --groups) a DG x D mesh of\n"
+    "                  devices: the groups axis over its DG rows, the clients over all\n"
+    "                  DG x D devices, a row holding its groups' clients\n"
     "  --entry-main    add @main, which runs the program on the --input arrays (as\n"
     "                  constants) and prints every output\n";
 static const char file_note[] =
@@ -244,6 +251,7 @@ typedef struct run_args {
     run_input *inputs;
     int ninputs;
     int clients; /* 0: the leading dimension of the first @clients input */
+    int groups;  /* export's --groups: the leading dimension of a @groups input; 0: none */
     int threads;
     const char *device; /* NULL: the default */
 } run_args;
@@ -370,10 +378,12 @@ static bool inputs_match(const fedc_program *p, const run_args *a) {
 }
 
 /* The shape of the .npy file of a value of type `t`: the type's own, with the
- * clients in front for a @clients value. False if that needs too many dims. */
-static bool file_type(const fedc_type *t, int clients, fedc_type *out) {
+ * clients in front for a @clients value (the groups for a @groups one). False
+ * if that needs too many dims. */
+static bool file_type(const fedc_type *t, const run_args *a, fedc_type *out) {
     *out = fedc_type_make(t->dtype, 0, NULL);
-    if (t->placement == FEDC_CLIENTS) out->dims[out->rank++] = clients;
+    if (t->placement == FEDC_CLIENTS) out->dims[out->rank++] = a->clients;
+    if (t->placement == FEDC_GROUPS) out->dims[out->rank++] = a->groups;
     if (out->rank + t->rank > FEDC_MAX_RANK) return false;
     for (int i = 0; i < t->rank; i++) out->dims[out->rank++] = t->dims[i];
     return true;
@@ -389,8 +399,9 @@ static void infer_clients(run_args *a, const fedc_type *want, const run_input *i
 static bool check_input(const run_args *a, const fedc_type *want, const run_input *in) {
     fedc_type shape;
     char w[64], g[64], f[64];
-    bool fits = file_type(want, a->clients, &shape);
-    bool sized = want->placement != FEDC_CLIENTS || a->clients > 0; /* else the leading dim is unknown */
+    bool fits = file_type(want, a, &shape);
+    bool sized = (want->placement != FEDC_CLIENTS || a->clients > 0) && /* else the leading dim is unknown */
+                 (want->placement != FEDC_GROUPS || a->groups > 0);
     if (fits && sized && shape.dtype == in->type.dtype && fedc_type_same_shape(&shape, &in->type)) return true;
     fedc_type_str(&in->type, g, sizeof g);
     fedc_type_str(want, w, sizeof w);
@@ -487,7 +498,7 @@ static bool write_output(const fedc_executor *ex, const fedc_program *p, int i, 
         fprintf(stderr, RUN ": %s: %s\n", a->file, fedc_errmsg());
         return false;
     }
-    if (!file_type(&t, a->clients, &shape) || snprintf(path, sizeof path, "%s%s%s.npy", a->out_dir, sep, name) >=
+    if (!file_type(&t, a, &shape) || snprintf(path, sizeof path, "%s%s%s.npy", a->out_dir, sep, name) >=
                                                      (int)sizeof path) {
         fprintf(stderr, RUN ": output \"%s\" (%s) cannot be written as .npy\n", name, fedc_type_str(&t, ts, sizeof ts));
         return false;
@@ -542,26 +553,35 @@ static int cmd_run(int argc, char **argv) {
 typedef struct export_args {
     run_args run; /* file, inputs, clients */
     const char *to, *out;
-    int shard;    /* devices the clients axis is split over; 0: none */
+    int shard;    /* devices the clients axis is split over (a mesh row's, with shard_groups); 0: none */
+    int shard_groups; /* the mesh's rows, which the groups axis is split over; 0: none */
     bool entry_main;
 } export_args;
 
-/* --shard clients=D. */
+/* --shard clients=D, or groups=DG,clients=D (a mesh of DG rows of D devices). */
 static bool parse_shard(export_args *e, const char *spec) {
     if (strncmp(spec, "clients=", 8) == 0) return parse_count("--shard clients", spec + 8, 2, MAX_CLIENTS, &e->shard);
-    fprintf(stderr, EXPORT ": --shard takes clients=D, not '%s'\n", spec);
+    const char *comma = strchr(spec, ',');
+    if (strncmp(spec, "groups=", 7) == 0 && comma && strncmp(comma + 1, "clients=", 8) == 0) {
+        char rows[32];
+        snprintf(rows, sizeof rows, "%.*s", (int)(comma - spec - 7) < 31 ? (int)(comma - spec - 7) : 31, spec + 7);
+        return parse_count("--shard groups", rows, 2, MAX_CLIENTS, &e->shard_groups) &&
+               parse_count("--shard clients", comma + 9, 1, MAX_CLIENTS, &e->shard);
+    }
+    fprintf(stderr, EXPORT ": --shard takes clients=D or groups=DG,clients=D, not '%s'\n", spec);
     return false;
 }
 
 static bool export_option(export_args *e, int argc, char **argv, int *i) {
     const char *arg = argv[*i];
-    static const char *const with_value[] = {"--input", "--to", "-o", "--clients", "--shard", NULL};
+    static const char *const with_value[] = {"--input", "--to", "-o", "--clients", "--groups", "--shard", NULL};
     if (lacks_value(EXPORT, with_value, arg, *i + 1 >= argc)) return false;
     if (strcmp(arg, "--entry-main") == 0) return e->entry_main = true;
     if (strcmp(arg, "--input") == 0) return add_input(&e->run, argv[++*i]);
     if (strcmp(arg, "--to") == 0) return (e->to = argv[++*i]) != NULL;
     if (strcmp(arg, "-o") == 0) return cli_text(EXPORT, "-o", e->out = argv[++*i]);
     if (strcmp(arg, "--clients") == 0) return parse_count(arg, argv[++*i], 1, MAX_CLIENTS, &e->run.clients);
+    if (strcmp(arg, "--groups") == 0) return parse_count(arg, argv[++*i], 1, MAX_CLIENTS, &e->run.groups);
     if (strcmp(arg, "--shard") == 0) return parse_shard(e, argv[++*i]);
     if (!e->run.file && is_file_arg(arg)) return (e->run.file = arg) != NULL;
     fprintf(stderr, EXPORT ": unexpected argument '%s' (see fedc program export --help)\n", arg);
@@ -594,8 +614,8 @@ static int export_program(const fedc_program *p, export_args *e) {
     const void **data = calloc((size_t)e->run.ninputs + 1, sizeof *data);
     for (int i = 0; names && data && i < e->run.ninputs; i++) names[i] = e->run.inputs[i].name, data[i] = e->run.inputs[i].data;
     fedc_mlir_options o = {.clients = e->run.clients, .shard_clients = e->shard, .entry_main = e->entry_main,
-                           .ninputs = e->run.ninputs,
-                           .input_names = names, .input_data = data};
+                           .ninputs = e->run.ninputs, .input_names = names, .input_data = data,
+                           .groups = e->run.groups, .shard_groups = e->shard_groups};
     char *text = NULL;
     int rc = CLI_FAILED;
     if (!names || !data) fprintf(stderr, EXPORT ": out of memory\n");

@@ -537,6 +537,16 @@ expect 1 "cannot open" -- "$fedc" program export $data/missing.fedc --to mlir
 expect 0 "program export FILE --to mlir" -- "$fedc" program export --help
 expect 2 "--shard takes clients=D" -- "$fedc" program export $data/logistic.fedc --to mlir --shard devices=2
 expect 1 "use 2 or more, dividing the cohort" -- "$fedc" program export $data/logistic.fedc --to mlir --shard clients=2
+# the groups level: StableHLO with --groups, a groups x clients mesh with --shard groups=DG,clients=D
+printf 'fedc program\n%%0 = input "w" : f32[2]@server\n%%1 = broadcast_down(%%0) : f32[2]@groups\n%%2 = sum_up(%%1) : f32[2]@server\noutput "s" = %%2\noutput "g" = %%1\n' >"$out/levels.fedc"
+expect 0 'devices=[2,1,2]0,1,2,3 last_tile_dim_replicate' -- "$fedc" program export "$out/levels.fedc" --to stablehlo \
+  --clients 4 --groups 2 --shard groups=2,clients=2
+expect 1 "give the number of groups" -- "$fedc" program export "$out/levels.fedc" --to stablehlo --clients 4
+expect 0 "-> tensor<2x2xf32>" -- "$fedc" program export "$out/levels.fedc" --to mlir --clients 4 --groups 2
+expect 1 "the groups level is not sharded in MLIR" -- "$fedc" program export "$out/levels.fedc" --to mlir --clients 4 \
+  --groups 2 --shard clients=2
+expect 2 "--shard takes clients=D or groups=DG,clients=D" -- "$fedc" program export "$out/levels.fedc" --to stablehlo \
+  --clients 4 --groups 2 --shard groups=2
 # bad input: a program that does not verify, a cohort that does not match the inputs, an input
 # @main cannot hold
 expect 1 "line 4, column 54: declared type f32[4,3] but matmul gives f32[4,2]" -- \

@@ -419,6 +419,51 @@ static fedc_program *m_hypergradient(void) {
     return grad;
 }
 
+/* Every step between the levels (docs/federated.md, "Hierarchies"): the server's
+ * w down to each client, tanh(w x) at the clients, each group's sum, mean and
+ * weighted mean of it, a map at the groups (a^2 mean + sum), and up to the
+ * server: the groups' mean weighted by their sizes, the sum of their weighted
+ * means, their plain mean, and their number. */
+static fedc_program *local_body(int n, const fedc_type *types, fedc_value (*f)(fedc_program *, const fedc_value *)) {
+    fedc_program *b = NULL;
+    fedc_value in[4];
+    CHECK_OK(fedc_program_create(&b));
+    for (int i = 0; b && i < n; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "i%d", i);
+        in[i] = fedc_input(b, nm, types[i]);
+    }
+    if (b) fedc_program_output(b, "y", f(b, in));
+    return b;
+}
+static fedc_value tanh_wx(fedc_program *b, const fedc_value *in) { return fedc_tanh(b, fedc_mul(b, in[0], in[1])); }
+static fedc_value a2m_plus_s(fedc_program *b, const fedc_value *in) {
+    return fedc_add(b, fedc_mul(b, fedc_square(b, in[0]), in[1]), in[2]);
+}
+fedc_program *m_levels(void) {
+    fedc_value x[4], y, z;
+    fedc_program *p = start(x, 4, (fedc_type[]){placed(T(3), FEDC_SERVER), placed(T(3), FEDC_CLIENTS),
+                                                placed(T0, FEDC_CLIENTS), placed(T0, FEDC_GROUPS)});
+    fedc_program *at_clients = local_body(2, (fedc_type[]){T(3), T(3)}, tanh_wx),
+                 *at_groups = local_body(3, (fedc_type[]){T0, T(3), T(3)}, a2m_plus_s);
+    CHECK_OK(fedc_map(p, at_clients, (fedc_value[]){fedc_broadcast_down(p, fedc_broadcast_down(p, x[0])), x[1]}, 2, &y));
+    fedc_value s = fedc_sum_up(p, y), m = fedc_mean_up(p, y), wm = fedc_weighted_mean_up(p, y, x[2]);
+    CHECK_OK(fedc_map(p, at_groups, (fedc_value[]){x[3], m, s}, 3, &z));
+    fedc_program_destroy(at_clients), fedc_program_destroy(at_groups);
+    fedc_program_output(p, "clients", y);
+    fedc_program_output(p, "groups", z);
+    fedc_program_output(p, "sized", fedc_weighted_mean_up(p, z, fedc_group_size(p, FEDC_F32)));
+    fedc_program_output(p, "sum", fedc_sum_up(p, wm));
+    fedc_program_output(p, "mean", fedc_mean_up(p, z));
+    return finish(p, fedc_num_groups(p, FEDC_F32));
+}
+
+int case_groups(const fedc_program *p) {
+    for (int v = 0; v < p->n; v++)
+        if (p->nodes[v].type.placement == FEDC_GROUPS || p->nodes[v].op == FEDC_OP_NUM_GROUPS) return 2;
+    return 0;
+}
+
 const export_case EXPORT_CASES[] = {
     {"neg", m_neg, 0, -2, 2, 0},           {"exp", m_exp, 0, -2, 2, 0},
     {"log", m_log, 0, 0.1, 3, 0},          {"tanh", m_tanh, 0, -2, 2, 0},
@@ -472,6 +517,7 @@ const export_case EXPORT_CASES[] = {
     {"conv2d VALID, pools, and their gradients", m_cnn_valid, 0, -1, 1, 0},
     {"fold in a map, lengths 3, 0, 2, 4", m_fold_in_map, 4, -1, 1, 5},
     {"gradient through a fold in a map (reversed fold)", m_fold_gradient, 4, -1, 1, 5},
+    {"the groups level, 2 groups of 4 clients", m_levels, 8, 0.1, 1, 0},
 };
 
 const int EXPORT_NCASES = FEDC_COUNT_OF(EXPORT_CASES);

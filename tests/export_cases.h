@@ -55,6 +55,10 @@ fedc_program *m_lstm_round(void);
 fedc_program *m_transformer_round(void);
 fedc_program *m_random(void);
 fedc_program *m_random_clients(void);
+fedc_program *m_levels(void);
+/* The groups a case's program p is run and exported with: 2 (of clients / 2
+ * each) when it has a groups level, else 0. */
+int case_groups(const fedc_program *p);
 
 /* ------------------------------------------------------------ the tools -- */
 
@@ -89,8 +93,8 @@ typedef struct inputs {
 int64_t elements(const fedc_type *t, int clients);
 void make_inputs(const fedc_program *p, const export_case *c, inputs *in);
 void free_inputs(inputs *in);
-/* The number of values all of p's outputs hold. */
-int64_t output_values(const fedc_program *p, int clients);
+/* The number of values all of p's outputs hold (at most, with @groups outputs). */
+int64_t output_values(const fedc_program *p, int clients); /* at most, with @groups outputs */
 /* Every output's values, in order, as the executor computes them (with
  * `reference`, its reference kernels): as doubles into out, or (bits not NULL)
  * as bits into bits: an f32's as an i32, an f64's as an i64. */

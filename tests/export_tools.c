@@ -27,7 +27,8 @@ void make_inputs(const fedc_program *p, const export_case *c, inputs *in) {
     in->data = calloc((size_t)in->n + 1, sizeof *in->data);
     for (int i = 0; i < in->n; i++) {
         fedc_type t = fedc_value_type(p, fedc_program_input(p, i));
-        int64_t count = elements(&t, c->clients);
+        /* a @groups input: as many copies as clients, room for every group's (there are fewer) */
+        int64_t count = t.placement == FEDC_GROUPS ? fedc_type_count(&t) * c->clients : elements(&t, c->clients);
         in->names[i] = fedc_program_input_name(p, i);
         double *d = malloc((size_t)(count ? count : 1) * sizeof *d); /* room for f64 */
         for (int64_t k = 0; k < count; k++) {
@@ -50,7 +51,7 @@ int64_t output_values(const fedc_program *p, int clients) {
     int64_t n = 0;
     for (int k = 0; k < fedc_program_num_outputs(p); k++) {
         fedc_type t = fedc_value_type(p, fedc_program_output_value(p, k));
-        n += elements(&t, clients);
+        n += t.placement == FEDC_GROUPS ? fedc_type_count(&t) * clients : elements(&t, clients); /* G <= clients */
     }
     return n;
 }
@@ -58,7 +59,9 @@ int64_t output_values(const fedc_program *p, int clients) {
 /* Every output's values, in order, as the executor computes them. */
 int64_t run_fedc(const fedc_program *p, int clients, const inputs *in, bool reference, double *out, int64_t *bits) {
     fedc_executor *ex = NULL;
-    fedc_exec_options o = {.clients = clients, .reference_kernels = reference};
+    int groups = case_groups(p), sizes[2] = {clients / 2, clients - clients / 2}; /* equal, as exported */
+    fedc_exec_options o = {.clients = clients, .reference_kernels = reference, .groups = groups,
+                           .group_sizes = groups ? sizes : NULL};
     int64_t n = 0;
     CHECK_OK(fedc_executor_create(&ex, p, &o));
     for (int i = 0; ex && i < in->n; i++) CHECK_OK(fedc_executor_bind(ex, in->names[i], in->data[i]));
@@ -67,7 +70,7 @@ int64_t run_fedc(const fedc_program *p, int clients, const inputs *in, bool refe
         const void *y = NULL;
         fedc_type t;
         CHECK_OK(fedc_executor_output(ex, fedc_program_output_name(p, k), &y, &t));
-        int64_t count = elements(&t, clients);
+        int64_t count = t.placement == FEDC_GROUPS ? fedc_type_count(&t) * groups : elements(&t, clients);
         for (int64_t e = 0; y && e < count; e++, n++) {
             if (bits && t.dtype == FEDC_F64) memcpy(&bits[n], (const double *)y + e, 8);
             else if (bits) bits[n] = ((const int32_t *)y)[e]; /* f32's bits, or an i32 */

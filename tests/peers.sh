@@ -5,16 +5,19 @@
 #
 #   peers.sh xla|iree FEDC PEERS_CASES  tests/peers_PEER.py on the cases peers_cases
 #                                       writes, each exported by FEDC
-#   peers.sh drjax|fedjax LIBFEDC ARGS  tests/peers_PEER.py ARGS with python/fedc on LIBFEDC
+#   peers.sh xla_shard FEDC PEERS_CASES the same on the sharded cases (peers_cases DIR shard),
+#                                       run by XLA over 8 host devices
+#   peers.sh drjax|fedjax|run_on LIBFEDC ARGS  tests/peers_PEER.py ARGS with python/fedc on LIBFEDC
 #                                       (this build's libfedc.so), fedc and the peer in
 #                                       one process
 #   peers.sh flower LIBFEDC FEDC        the same, FEDC (the build's fedc) as its argument
 set -eu
 peer=$1
 case $peer in
-  xla) env=jax needs="import jax" ;;
+  xla|xla_shard) env=jax needs="import jax" ;;
   iree) env=jax needs="import iree.compiler, iree.runtime" ;;
   drjax) env=jax needs="import jax, drjax" ;;
+  run_on) env=jax needs="import jax, iree.compiler, iree.runtime" ;;
   fedjax) env=fedjax needs="import fedjax, haiku, optax" ;;
   flower) env=flower needs="import flwr" ;;
   *) echo "peers.sh: unknown peer $peer" >&2; exit 2 ;;
@@ -25,7 +28,7 @@ if [ ! -x "$py" ] || ! "$py" -c "$needs" 2>/dev/null; then
   exit 77
 fi
 case $peer in
-  drjax|fedjax|flower)
+  drjax|fedjax|flower|run_on)
     lib=$2
     shift 2
     PYTHONPATH=python:tests FEDC_LIBRARY=$lib exec "$py" "tests/peers_$peer.py" "$@" ;;
@@ -33,5 +36,5 @@ esac
 fedc=$2 cases=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$cases" "$tmp"
+if [ "$peer" = xla_shard ]; then "$cases" "$tmp" shard; else "$cases" "$tmp"; fi
 "$py" "tests/peers_$peer.py" "$fedc" "$tmp"

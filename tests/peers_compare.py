@@ -26,6 +26,7 @@ class Case:
     def __init__(self, fedc, path):
         self.path = path
         meta = dict(line.split("=", 1) for line in open(os.path.join(path, "case.txt")).read().splitlines())
+        self.meta = meta
         self.name = meta["name"]
         self.clients = int(meta["clients"])
         self.normal = {int(k) for k in meta["normal"].split()}
@@ -34,7 +35,8 @@ class Case:
         self.inputs = self._arrays("in")
         self.want = self._arrays("out")
         self.module = os.path.join(path, "module.stablehlo.mlir")
-        cmd = [fedc, "program", "export", self.program, "--to", "stablehlo", "-o", self.module]
+        self.export_args = ["--groups", meta["groups"]] if "groups" in meta else []
+        cmd = [fedc, "program", "export", self.program, "--to", "stablehlo", "-o", self.module] + self.export_args
         if self.clients:
             cmd += ["--clients", str(self.clients)]
         subprocess.run(cmd, check=True)
@@ -47,8 +49,9 @@ class Case:
         return arrays
 
 
-def cases(fedc, directory):
-    return [Case(fedc, d) for d in sorted(glob.glob(os.path.join(directory, "[0-9r]*")))]
+def cases(fedc, directory, kinds="[0-9r]"):
+    """The cases in directory whose names start with one of kinds (a glob class)."""
+    return [Case(fedc, d) for d in sorted(glob.glob(os.path.join(directory, kinds + "*")))]
 
 
 def compare(case, got):

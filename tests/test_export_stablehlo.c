@@ -9,8 +9,8 @@
 
 /* Ops that have no StableHLO lowering yet (the export fails naming them),
  * NULL-ended; an op leaves the list when it lowers and a case exports it. */
-/* robust_aggregate: a server-side sort and selection; the hierarchy's ops: a 2-D mesh, later */
-static const char *const NOT_IN_STABLEHLO[] = {"robust_aggregate", "broadcast_down", "sum_up", "mean_up", "weighted_mean_up", "num_groups", "group_size", NULL};
+/* robust_aggregate: a server-side sort and selection */
+static const char *const NOT_IN_STABLEHLO[] = {"robust_aggregate", NULL};
 
 
 /* Forward programs of ops whose cases above hold their gradients too (which
@@ -58,7 +58,7 @@ static void test_stablehlo(void) {
         const export_case *c = i < ncases ? &EXPORT_CASES[i] : &STABLEHLO_CASES[i - ncases];
         fedc_program *p = c->make();
         char *text = NULL, log[2048];
-        fedc_mlir_options o = {.clients = c->clients};
+        fedc_mlir_options o = {.clients = c->clients, .groups = p ? case_groups(p) : 0};
         fedc_status st = p ? fedc_program_to_stablehlo(p, &o, &text) : FEDC_EINVAL;
         if (st == FEDC_OK) {
             CHECK_MSG(strstr(text, "\"stablehlo.") && !strstr(text, "linalg."), "%s: not StableHLO", c->name);
@@ -147,6 +147,26 @@ static void test_stablehlo_sharding(void) {
                        "rhs_contracting_dimensions = [2]")); /* each client's dxw @ its own wh^T */
     CHECK_MSG(text && parses(text, log, sizeof log), "%.1500s", log);
     fedc_free(text);
+    fedc_program_destroy(p);
+    /* the groups level over a 2 x 4 mesh: @clients values over all 8 devices, @groups
+     * ones over the rows and replicated along each, the server's replicated */
+    p = m_levels();
+    o = (fedc_mlir_options){.clients = 8, .groups = 2, .shard_groups = 2, .shard_clients = 4};
+    CHECK_OK(fedc_program_to_stablehlo(p, &o, &text));
+    CHECK(text && strstr(text, "mhlo.num_partitions = 8 : i32"));
+    CHECK(text && strstr(text, "%arg1: tensor<8x3xf32> {mhlo.sharding = \"{devices=[8,1]0,1,2,3,4,5,6,7}\"}"));
+    CHECK(text && strstr(text, "%arg3: tensor<2xf32> {mhlo.sharding = \"{devices=[2,4]0,1,2,3,4,5,6,7 "
+                               "last_tile_dim_replicate}\"}"));
+    CHECK(text && strstr(text, "tensor<2x3xf32> {mhlo.sharding = \"{devices=[2,1,4]0,1,2,3,4,5,6,7 last_tile_dim_replicate}\"}"));
+    CHECK(text && strstr(text, "-> tensor<2x4x3xf32>")); /* the clients read by group */
+    CHECK_MSG(text && parses(text, log, sizeof log), "%.1500s", log);
+    fedc_free(text);
+    o.groups = 3; /* unequal groups */
+    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EINVAL, "give the number of groups");
+    o = (fedc_mlir_options){.clients = 8, .groups = 2, .shard_groups = 4, .shard_clients = 2};
+    CHECK_ERR(fedc_program_to_stablehlo(p, &o, &text), FEDC_EINVAL, "shard the groups over 4 mesh rows");
+    o = (fedc_mlir_options){.clients = 8, .groups = 2, .shard_groups = 2, .shard_clients = 2};
+    CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EUNSUPPORTED, "the groups level is not sharded in MLIR");
     fedc_program_destroy(p);
     /* a construct without a lowering: the export fails naming it, and writes nothing */
     fedc_value x[2];

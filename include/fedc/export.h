@@ -40,6 +40,13 @@ typedef struct fedc_mlir_options {
     int ninputs;            /* with entry_main: one datum per program input, by name */
     const char *const *input_names;
     const void *const *input_data; /* row-major, the input's dtype; @clients: all clients' copies */
+    int groups;             /* a program with @groups values: the number of groups G, each of
+                               clients / G clients (G divides clients); @groups values have a
+                               leading groups axis of G, @clients ones stay [clients, ...]
+                               ordered by group */
+    int shard_groups;       /* StableHLO only, Dg >= 2: a 2-D mesh of Dg x shard_clients
+                               devices (groups x clients): the groups axis split over its Dg
+                               rows (Dg divides G), the clients axis over all its devices */
 } fedc_mlir_options;
 
 /* Writes `p` as an MLIR module into a NUL-terminated string the caller frees with

@@ -153,7 +153,7 @@ class MlirOptions(Structure):
     _c_struct_ = "fedc_mlir_options"
     _fields_ = [("clients", c_int), ("func_name", c_char_p), ("shard_clients", c_int),
                 ("entry_main", c_bool), ("ninputs", c_int), ("input_names", POINTER(c_char_p)),
-                ("input_data", POINTER(c_void_p))]
+                ("input_data", POINTER(c_void_p)), ("groups", c_int), ("shard_groups", c_int)]
 
 
 class Round(Structure):
@@ -471,6 +471,7 @@ _SIGNATURES = {
     "fedc_model_apply": (c_int, [P, P, PV, V, V, V, V, POINTER(ModelOutputs)]),
     # export.h
     "fedc_program_to_mlir": (c_int, [P, POINTER(MlirOptions), POINTER(c_void_p)]),
+    "fedc_program_to_stablehlo": (c_int, [P, POINTER(MlirOptions), POINTER(c_void_p)]),
     # data.h
     "fedc_dataset_open": (c_int, [POINTER(P), c_char_p, c_int]),
     "fedc_dataset_destroy": (None, [P]),

@@ -69,12 +69,46 @@ class Program(Handle):
         opts.clients = clients or 0
         name = func_name.encode() if func_name else None
         opts.func_name = name
+        return self._export(_lib.lib.fedc_program_to_mlir, opts)
+
+    def stablehlo(self, clients=None, groups=None, shard_clients=0, shard_groups=0):
+        """The program as StableHLO for XLA or IREE (docs/export.md); `clients` is
+        required for a federated program, `groups` (their number, of equal size) for
+        one with a groups level; shard_clients and shard_groups lay it out over a
+        mesh of devices (mhlo.sharding)."""
+        opts = _lib.MlirOptions()
+        opts.clients, opts.groups = clients or 0, groups or 0
+        opts.shard_clients, opts.shard_groups = shard_clients, shard_groups
+        return self._export(_lib.lib.fedc_program_to_stablehlo, opts)
+
+    def _export(self, to, opts):
+        """The text that export function `to` writes with options opts."""
         s = ctypes.c_void_p()
-        _lib.check(_lib.lib.fedc_program_to_mlir(self._get(), ctypes.byref(opts), ctypes.byref(s)))
+        _lib.check(to(self._get(), ctypes.byref(opts), ctypes.byref(s)))
         try:
             return ctypes.string_at(s.value).decode("utf-8")
         finally:
             _lib.lib.fedc_free(s)
+
+    def run_on(self, compiler, inputs=None, *, clients=None, groups=None, **named):
+        """Runs the program's StableHLO export on `compiler`, "xla" (jaxlib) or "iree"
+        (iree-base-compiler and -runtime), which this Python must have (scripts/
+        install-peers puts them in .peers/jax); returns {output: array} as run() does,
+        for comparing with it. `groups`: the sizes of the groups, all equal."""
+        from . import compilers
+        args = dict(inputs or {})
+        args.update(named)
+        specs = self.inputs
+        missing = [n for n, _ in specs if n not in args]
+        if missing:
+            self._check_names(args)
+        clients = _cohort(args, specs, clients)
+        if groups is not None and len(set(int(g) for g in groups)) > 1:
+            raise _lib.error(EINVAL, "run_on: the export's groups are of equal size, not %s" % list(groups))
+        groups = tuple(int(g) for g in groups) if groups is not None else None
+        text = self.stablehlo(clients, len(groups) if groups is not None else None)
+        got = compilers.run(compiler, text, [as_input(n, args[n], spec, clients, groups) for n, spec in specs])
+        return {name: value for (name, _), value in zip(self.outputs, got)}
 
     def verify(self):
         _lib.check(_lib.lib.fedc_program_verify(self._get()))

@@ -12,7 +12,9 @@ typedef struct fedc__mlir {
     char *buf;
     size_t len, cap;
     fedc_status st;
-    int clients; /* the clients axis' length */
+    int clients; /* the leading axis' length at the level being lowered: the cohort's,
+                    or the groups' for a @groups value (fedc__mlir_level) */
+    int cohort, groups; /* the clients, and the groups they are in (1: no groups level) */
     int tmp;     /* the next temporary's number: %t<tmp> */
     /* With sharding: the function's tensor constants become arguments %const<k>
      * (LLVM 19's sharding propagation takes no arith.constant), their types
@@ -74,7 +76,13 @@ const char *fedc__mlir_tmp(fedc__mlir *m, char *buf);
  * `clients`. */
 const char *fedc__mlir_elem(fedc_dtype dt);
 const char *fedc__mlir_tensor(const fedc__mlir *m, const fedc_type *t, bool clients, char *buf, size_t size);
-/* Whether value v of scope s carries the clients axis, and its tensor type. */
+/* The leading axis' length of node v's level: the groups' for a @groups value
+ * or a node on @groups operands (a map at the groups, an aggregation up to the
+ * server), else the cohort's. A scope's lowering sets m->clients to it before
+ * each node (a map's body keeps its map's). */
+int fedc__mlir_level(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v);
+/* Whether value v of scope s carries a leading federated axis (clients, or
+ * groups), and its tensor type. */
 bool fedc__mlir_has_clients(const fedc__mlir_scope *s, fedc_value v);
 const char *fedc__mlir_type_of(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, char *buf, size_t size);
 

@@ -78,11 +78,21 @@ const char *fedc__mlir_tensor(const fedc__mlir *m, const fedc_type *t, bool clie
 }
 
 bool fedc__mlir_has_clients(const fedc__mlir_scope *s, fedc_value v) {
-    return s->batched || s->p->nodes[v].type.placement == FEDC_CLIENTS;
+    fedc_placement pl = s->p->nodes[v].type.placement;
+    return s->batched || pl == FEDC_CLIENTS || pl == FEDC_GROUPS;
+}
+
+int fedc__mlir_level(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v) {
+    const fedc__node *n = &s->p->nodes[v];
+    fedc_placement pl = n->type.placement;
+    if (pl != FEDC_CLIENTS && pl != FEDC_GROUPS && n->nin > 0) pl = s->p->nodes[n->in[0]].type.placement;
+    return pl == FEDC_GROUPS ? m->groups : m->cohort;
 }
 
 const char *fedc__mlir_type_of(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, char *buf, size_t size) {
-    return fedc__mlir_tensor(m, &s->p->nodes[v].type, fedc__mlir_has_clients(s, v), buf, size);
+    fedc__mlir at = *m; /* outside a map's body, v's own level's axis (the node lowered may be a level's step) */
+    if (!s->batched) at.clients = s->p->nodes[v].type.placement == FEDC_GROUPS ? m->groups : m->cohort;
+    return fedc__mlir_tensor(&at, &s->p->nodes[v].type, fedc__mlir_has_clients(s, v), buf, size);
 }
 
 const char *fedc__mlir_stacked_type(const fedc__mlir *m, const fedc_program *body, int output, int64_t steps, bool clients,

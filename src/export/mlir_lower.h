@@ -71,6 +71,8 @@ fedc_status fedc__mlir_elementwise(const lower *l, body_fn body);
  * x has one); keep leaves them as 1s. The result is named result_name. */
 fedc_status fedc__mlir_reduce(const lower *l, fedc_value x, unsigned reduced, bool keep, bool max,
                               const char *result_name, const char *out_type);
+/* v = a splat of count (num_clients, num_groups, group_size) in v's type. */
+fedc_status fedc__mlir_count_const(const lower *l, int count);
 /* v = x * s element by element (x of v's type). */
 fedc_status fedc__mlir_scale(const lower *l, const char *x, const char *type, double s);
 /* The head of a generic over `rank` loops that reads operand 0 (of v's dtype)

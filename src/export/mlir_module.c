@@ -12,6 +12,17 @@ static bool federated(const fedc_program *p) {
     return false;
 }
 
+/* Whether p uses the groups level: a @groups value, or a step between levels. */
+static bool hierarchical(const fedc_program *p) {
+    for (int v = 0; v < p->n; v++) {
+        fedc__op op = p->nodes[v].op;
+        if (p->nodes[v].type.placement == FEDC_GROUPS || op == FEDC_OP_BROADCAST_DOWN || op == FEDC_OP_SUM_UP ||
+            op == FEDC_OP_MEAN_UP || op == FEDC_OP_WEIGHTED_MEAN_UP || op == FEDC_OP_NUM_GROUPS || op == FEDC_OP_GROUP_SIZE)
+            return true;
+    }
+    return false;
+}
+
 static void print_results(fedc__mlir *m, const fedc__mlir_scope *s) {
     char type[160];
     fedc__mlir_printf(m, "(");
@@ -115,7 +126,8 @@ static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fnam
     for (int v = 0; v < p->n; v++) snprintf(s->name[v], sizeof s->name[v], "%%v%d", v);
     for (int i = 0; i < fedc_program_num_inputs(p); i++)
         snprintf(s->name[fedc_program_input(p, i)], sizeof s->name[0], "%%arg%d", i);
-    fedc__mlir inner = {.clients = m->clients, .tmp = m->tmp}, hoisted = {.clients = m->clients},
+    fedc__mlir inner = {.clients = m->clients, .cohort = m->cohort, .groups = m->groups, .tmp = m->tmp},
+               hoisted = {.clients = m->clients},
                values = {.clients = m->clients};
     if (sharded) inner.hoisted = &hoisted, inner.values = &values;
     fedc_status st = body(&inner, s, sharded);
@@ -200,7 +212,8 @@ static fedc_status entry_main(fedc__mlir *m, const fedc__mlir_scope *s, const fe
             return m->st = fedc_error(FEDC_EINVAL, "export to mlir: entry_main: no data for input \"%s\"", p->nodes[v].name);
         if (t->dtype == FEDC_BOOL)
             return m->st = fedc_error(FEDC_EUNSUPPORTED, "export to mlir: entry_main: bool input \"%s\"", p->nodes[v].name);
-        size_t bytes = fedc_type_bytes(t) * (fedc__mlir_has_clients(s, v) ? (size_t)m->clients : 1);
+        size_t copies = t->placement == FEDC_GROUPS ? (size_t)m->groups : fedc__mlir_has_clients(s, v) ? (size_t)m->cohort : 1;
+        size_t bytes = fedc_type_bytes(t) * copies;
         fedc__mlir_printf(m, "    %%input%d = arith.constant dense<\"0x", i);
         char hex[2 * 4096 + 1];
         for (size_t b = 0; b < bytes; b += 4096) { /* in chunks: inputs may be megabytes */
@@ -239,9 +252,23 @@ fedc_status fedc__mlir_check_options(const fedc_program *p, const fedc_mlir_opti
                           target);
     if (o->clients < 0 || o->clients > (1 << 24))
         return fedc_error(FEDC_EINVAL, "export to %s: clients is %d; use 1 to %d", target, o->clients, 1 << 24);
-    if (o->shard_clients < 0 || o->shard_clients == 1 || (o->shard_clients > 1 && (!federated(p) || o->clients % o->shard_clients)))
+    if (hierarchical(p) && (o->groups < 1 || o->clients % o->groups))
+        return fedc_error(FEDC_EINVAL, "export to %s: the program has a groups level; give the number of groups (groups "
+                          ">= 1, dividing the cohort's %d clients: the groups are of equal size)", target, o->clients);
+    if (o->groups < 0 || (o->groups > 0 && (!hierarchical(p) || o->clients % o->groups)))
+        return fedc_error(FEDC_EINVAL, "export to %s: %d groups: use 1 or more, dividing the cohort's %d clients, for a "
+                          "program with a groups level", target, o->groups, o->clients);
+    int mesh_groups = o->shard_groups > 1 ? o->shard_groups : 1, mesh_clients = o->shard_clients > 0 ? o->shard_clients : 1;
+    int devices = mesh_groups * mesh_clients;
+    if (o->shard_clients < 0 || (o->shard_clients == 1 && mesh_groups == 1) ||
+        (o->shard_clients > 0 && (!federated(p) || o->clients % devices)))
         return fedc_error(FEDC_EINVAL, "export to %s: shard over %d devices: use 2 or more, dividing the cohort's %d "
-                          "clients, for a federated program", target, o->shard_clients, o->clients);
+                          "clients, for a federated program", target, devices, o->clients);
+    if (o->shard_groups < 0 || o->shard_groups == 1 ||
+        (o->shard_groups > 1 && (!hierarchical(p) || o->groups % o->shard_groups || o->clients % devices)))
+        return fedc_error(FEDC_EINVAL, "export to %s: shard the groups over %d mesh rows: use 2 or more, dividing the %d "
+                          "groups (and, times the clients' devices, the %d clients), for a program with a groups level",
+                          target, o->shard_groups, o->groups, o->clients);
     const char *fname = o->func_name ? o->func_name : "program";
     for (const char *c = fname; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
@@ -253,10 +280,6 @@ fedc_status fedc__export(const fedc_program *p, const fedc_mlir_options *o, cons
                          char **out) {
     fedc_program *lowered = NULL;
     fedc_status st = fedc__mlir_check_options(p, o, target);
-    for (int v = 0; !st && v < p->n; v++) /* the groups x clients mesh is not written yet */
-        if (p->nodes[v].type.placement == FEDC_GROUPS)
-            st = fedc_error(FEDC_EUNSUPPORTED, "export to %s: %%%d (%s) is a @groups value; the placement hierarchy is "
-                            "not exported yet", target, v, fedc__ops[p->nodes[v].op].name);
     if (!st) st = fedc__decompose(p, &lowered);
     if (!st) st = write(lowered, o, out);
     fedc_program_destroy(lowered);
@@ -266,7 +289,8 @@ fedc_status fedc__export(const fedc_program *p, const fedc_mlir_options *o, cons
 /* The module of the decomposed program p. */
 static fedc_status to_mlir(const fedc_program *p, const fedc_mlir_options *o, char **out) {
     const char *fname = o->func_name ? o->func_name : "program";
-    fedc__mlir m = {.clients = o->clients ? o->clients : 1};
+    fedc__mlir m = {.clients = o->clients ? o->clients : 1, .cohort = o->clients ? o->clients : 1,
+                    .groups = o->groups ? o->groups : 1};
     fedc__mlir_scope s;
     if (fedc__mlir_scope_init(&s, p, false, 0)) return FEDC_ENOMEM;
     bool sharded = o->shard_clients > 0;
@@ -282,6 +306,10 @@ fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options 
     *out = NULL;
     fedc_mlir_options defaults = {0};
     const fedc_mlir_options *o = options ? options : &defaults;
+    if (o->shard_groups || (o->shard_clients && hierarchical(p)))
+        return fedc_error(FEDC_EUNSUPPORTED, "export to mlir: the groups level is not sharded in MLIR (LLVM 19's mesh "
+                          "passes partition one clients axis); export it unsharded, or --to stablehlo for a groups x "
+                          "clients mesh");
     if (o->shard_clients && o->entry_main)
         return fedc_error(FEDC_EUNSUPPORTED, "export to mlir: a sharded module has no @main: LLVM 19 cannot run the mesh "
                           "dialect's collectives on one host (export without sharding to run it)");

@@ -222,11 +222,13 @@ static void body_iota(const lower *l, char *result) {
 
 fedc_status fedc__lower_iota(const lower *l) { return fedc__mlir_elementwise(l, body_iota); }
 
-fedc_status fedc__lower_num_clients(const lower *l) {
+fedc_status fedc__lower_num_clients(const lower *l) { return fedc__mlir_count_const(l, l->m->clients); }
+
+fedc_status fedc__mlir_count_const(const lower *l, int count) {
     char type[160], lit[32], nm[24];
     fedc_dtype dt = type_of(l, l->v)->dtype;
-    if (dt == FEDC_I32) snprintf(lit, sizeof lit, "%d", l->m->clients);
-    else snprintf(lit, sizeof lit, "%d.0", l->m->clients);
+    if (dt == FEDC_I32) snprintf(lit, sizeof lit, "%d", count);
+    else snprintf(lit, sizeof lit, "%d.0", count);
     fedc__mlir_tensor_const(l->m, nm, lit, fedc__mlir_type_of(l->m, l->s, l->v, type, sizeof type));
     snprintf(l->s->name[l->v], sizeof l->s->name[l->v], "%s", nm);
     return l->m->st;
@@ -265,7 +267,7 @@ static const char *whole(const lower *l, const char *sum, const char *type, char
 fedc_status fedc__lower_sum(const lower *l) {
     char type[160], sum[24], all[24];
     fedc__mlir_type_of(l->m, l->s, l->v, type, sizeof type);
-    bool mean = l->n->op == FEDC_OP_MEAN;
+    bool mean = l->n->op == FEDC_OP_MEAN || l->n->op == FEDC_OP_MEAN_UP; /* mean_up from the groups too */
     fedc_status st = fedc__mlir_reduce(l, l->n->in[0], 1u, false, false, mean ? fedc__mlir_tmp(l->m, sum) : name(l, l->v), type);
     if (!st && mean) st = fedc__mlir_scale(l, whole(l, sum, type, all), type, 1.0 / l->m->clients);
     return st;
@@ -522,6 +524,7 @@ fedc_status fedc__mlir_lower_scope(fedc__mlir *m, fedc__mlir_scope *s) {
     for (fedc_value v = 0; !m->st && v < s->p->n; v++) {
         if (!live[v]) continue;
         lower l = {m, s, v, &s->p->nodes[v], &fedc__mlir_spelling};
+        if (!s->batched) m->clients = fedc__mlir_level(m, s, v);
         lower_fn f = fedc__lowering(FEDC__TO_MLIR, l.n->op);
         if (f) f(&l);
         else fedc__mlir_fail(m, s, v, FEDC_EUNSUPPORTED, "%s has no lowering to MLIR yet", fedc__ops[l.n->op].name);

@@ -2,7 +2,12 @@
  * inputs and whose results are its outputs, every op in MLIR's generic form.
  * With shard_clients = D each argument and result carries the mhlo.sharding
  * XLA's SPMD partitioner reads (the clients axis tiled over D devices, a server
- * value replicated), and the module declares mhlo.num_partitions = D. */
+ * value replicated), and the module declares mhlo.num_partitions = D. With
+ * shard_groups = Dg too, the devices are a 2-D mesh, Dg rows (groups) of D
+ * (clients), device g D + c at row g and column c: a @clients value is tiled
+ * over all Dg D devices in that order, so that a row holds its groups' clients
+ * (they are contiguous), and a @groups value is tiled over the rows and
+ * replicated along each row. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -66,22 +71,33 @@ void fedc__shlo_while_end(fedc__mlir *m, int id, int n, char (*values)[24], cons
     fedc__mlir_printf(m, ")\n");
 }
 
-/* The HLO sharding of value v: its clients axis (dim 0) tiled over the devices,
- * every other dim whole; a value without the axis replicated. */
-static void sharding(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, int devices) {
-    if (!devices) return;
-    if (!fedc__mlir_has_clients(s, v)) {
+/* The devices: a mesh of rows (the groups axis' share; 1 when not split) by
+ * columns (the clients'). */
+typedef struct mesh {
+    int rows, cols;
+} mesh;
+
+/* The HLO sharding of value v: a @clients value's leading axis (dim 0) tiled over
+ * every device, a @groups value's over the mesh's rows (replicated along each
+ * row), every other dim whole; a value without the axis replicated. */
+static void sharding(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, mesh d) {
+    if (d.rows * d.cols < 2) return;
+    bool groups = s->p->nodes[v].type.placement == FEDC_GROUPS;
+    int tiles = groups ? d.rows : d.rows * d.cols;
+    if (!fedc__mlir_has_clients(s, v) || tiles < 2) {
         fedc__mlir_printf(m, " {mhlo.sharding = \"{replicated}\"}");
         return;
     }
-    fedc__mlir_printf(m, " {mhlo.sharding = \"{devices=[%d", devices);
+    fedc__mlir_printf(m, " {mhlo.sharding = \"{devices=[%d", tiles);
     for (int i = 0; i < s->p->nodes[v].type.rank; i++) fedc__mlir_printf(m, ",1");
+    bool replicated = groups && d.cols > 1;
+    if (replicated) fedc__mlir_printf(m, ",%d", d.cols);
     fedc__mlir_printf(m, "]");
-    for (int d = 0; d < devices; d++) fedc__mlir_printf(m, "%s%d", d ? "," : "", d);
-    fedc__mlir_printf(m, "}\"}");
+    for (int k = 0; k < d.rows * d.cols; k++) fedc__mlir_printf(m, "%s%d", k ? "," : "", k);
+    fedc__mlir_printf(m, "%s}\"}", replicated ? " last_tile_dim_replicate" : "");
 }
 
-static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fname, int devices) {
+static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fname, mesh devices) {
     const fedc_program *p = s->p;
     char type[160];
     for (int v = 0; v < p->n; v++) snprintf(s->name[v], sizeof s->name[v], "%%v%d", v);
@@ -115,14 +131,19 @@ static fedc_status to_stablehlo(const fedc_program *p, const fedc_mlir_options *
     if (o->entry_main) /* refused after the program's checks, as their errors come first */
         return fedc_error(FEDC_EUNSUPPORTED, "export to stablehlo: no @main with inputs: a StableHLO module is run by "
                           "XLA or IREE, which take its inputs (export --to mlir to run it here)");
-    fedc__mlir m = {.clients = o->clients ? o->clients : 1, .target = "stablehlo"};
+    fedc__mlir m = {.clients = o->clients ? o->clients : 1, .cohort = o->clients ? o->clients : 1,
+                    .groups = o->groups ? o->groups : 1, .target = "stablehlo"};
     fedc__mlir_scope s;
     if (fedc__mlir_scope_init(&s, p, false, 0)) return FEDC_ENOMEM;
-    if (o->shard_clients)
+    mesh d = {o->shard_groups > 1 ? o->shard_groups : 1, o->shard_clients > 0 ? o->shard_clients : 1};
+    if (d.rows * d.cols > 1)
         fedc__mlir_printf(&m, "module @fedc attributes {mhlo.num_partitions = %d : i32, mhlo.num_replicas = 1 : i32} {\n",
-                          o->shard_clients);
+                          d.rows * d.cols);
     else fedc__mlir_printf(&m, "module @fedc {\n");
-    fedc_status st = function(&m, &s, o->func_name ? o->func_name : "main", o->shard_clients);
+    if (d.rows > 1)
+        fedc__mlir_printf(&m, "  // a %d x %d mesh of devices, groups x clients: device g * %d + c is row g, column c\n",
+                          d.rows, d.cols, d.cols);
+    fedc_status st = function(&m, &s, o->func_name ? o->func_name : "main", d);
     fedc__mlir_printf(&m, "}\n");
     return fedc__mlir_finish(&m, &s, st, out);
 }

@@ -24,6 +24,12 @@ int fedc__shlo_while_begin(fedc__mlir *m, int64_t steps, int n, const char *cons
                            char *result);
 void fedc__shlo_while_end(fedc__mlir *m, int id, int n, char (*values)[24], const char *const *types);
 
+/* result = reduce(x) (of type xt, rank `rank`, dtype dt) over the dims set in
+ * `dims` (a sum, or a max), of type out_type; v = x * k (of v's type). */
+void fedc__shlo_reduce_dims(const lower *l, const char *x, const char *xt, fedc_dtype dt, unsigned dims, int rank, bool max,
+                       const char *out_type, const char *result);
+void fedc__shlo_scale(const lower *l, const char *x, double k, const char *result);
+
 /* What every lowering uses: v's operands' types, names and clients axis (dim
  * 0 when there), "array<i64: ...>" lists, and ops of one and two operands of one
  * type. */

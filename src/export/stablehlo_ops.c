@@ -220,8 +220,8 @@ fedc_status fedc__shlo_num_clients(const lower *l) {
 
 /* result = reduce(x) over the dims set in `dims` (a sum, or a max), of type
  * out_type; its region adds (or takes the maximum of) two scalars. */
-static void reduce(const lower *l, const char *x, const char *xt, fedc_dtype dt, unsigned dims, int rank, bool max,
-                   const char *out_type, const char *result) {
+void fedc__shlo_reduce_dims(const lower *l, const char *x, const char *xt, fedc_dtype dt, unsigned dims, int rank, bool max,
+                       const char *out_type, const char *result) {
     char init[24], st[64], attr[200], list[160];
     const char *elem = fedc__mlir_elem(dt);
     snprintf(st, sizeof st, "tensor<%s>", elem);
@@ -241,7 +241,7 @@ static void reduce(const lower *l, const char *x, const char *xt, fedc_dtype dt,
 }
 
 /* v = x * k, k a scalar: a mean's division (fedc multiplies by the inverse). */
-static void scale(const lower *l, const char *x, double k, const char *result) {
+void fedc__shlo_scale(const lower *l, const char *x, double k, const char *result) {
     char t[160], c[24];
     type_str(l, l->v, t);
     fedc__shlo_splat(l->m, type_of(l, l->v)->dtype, k, t, c);
@@ -269,21 +269,22 @@ fedc_status fedc__shlo_reduce(const lower *l) {
     fedc__mlir_tensor(l->m, &kept, c, kt, sizeof kt);
     type_str(l, l->v, vt);
     const char *summed = keep || mean ? fedc__mlir_tmp(l->m, r) : out_name(l);
-    reduce(l, name(l, x), type_str(l, x, xt), t->dtype, dims, t->rank + c, l->n->op == FEDC_OP_REDUCE_MAX, kt, summed);
+    fedc__shlo_reduce_dims(l, name(l, x), type_str(l, x, xt), t->dtype, dims, t->rank + c, l->n->op == FEDC_OP_REDUCE_MAX, kt, summed);
     const char *shaped = summed;
     if (keep) op1(l, shaped = mean ? fedc__mlir_tmp(l->m, s) : out_name(l), "stablehlo.reshape", "", summed, kt, vt);
-    if (mean) scale(l, shaped, 1.0 / (double)n, out_name(l));
+    if (mean) fedc__shlo_scale(l, shaped, 1.0 / (double)n, out_name(l));
     return l->m->st;
 }
 
-/* sum and mean over the clients axis (dim 0). */
+/* sum and mean over the clients axis (dim 0), or (sum_up, mean_up from the
+ * groups) over the groups axis. */
 fedc_status fedc__shlo_sum(const lower *l) {
     char xt[160], vt[160], r[24];
-    bool mean = l->n->op == FEDC_OP_MEAN;
+    bool mean = l->n->op == FEDC_OP_MEAN || l->n->op == FEDC_OP_MEAN_UP;
     const char *summed = mean ? fedc__mlir_tmp(l->m, r) : out_name(l);
-    reduce(l, name(l, l->n->in[0]), type_str(l, l->n->in[0], xt), type_of(l, l->v)->dtype, 1u,
+    fedc__shlo_reduce_dims(l, name(l, l->n->in[0]), type_str(l, l->n->in[0], xt), type_of(l, l->v)->dtype, 1u,
            type_of(l, l->v)->rank + 1, false, type_str(l, l->v, vt), summed);
-    if (mean) scale(l, summed, 1.0 / l->m->clients, out_name(l));
+    if (mean) fedc__shlo_scale(l, summed, 1.0 / l->m->clients, out_name(l));
     return l->m->st;
 }
 
@@ -299,8 +300,8 @@ fedc_status fedc__shlo_weighted_mean(const lower *l) {
     snprintf(attr, sizeof attr, "broadcast_dimensions = %s", i64s((int64_t[]){0}, 1, dims));
     op1(l, fedc__mlir_tmp(l->m, ws), "stablehlo.broadcast_in_dim", attr, name(l, w), wt, xt);
     op2(l, fedc__mlir_tmp(l->m, wx), "stablehlo.multiply", "", name(l, x), ws, xt, xt);
-    reduce(l, wx, xt, dt, 1u, rank + 1, false, vt, fedc__mlir_tmp(l->m, num));
-    reduce(l, name(l, w), wt, dt, 1u, 1, false, st, fedc__mlir_tmp(l->m, den));
+    fedc__shlo_reduce_dims(l, wx, xt, dt, 1u, rank + 1, false, vt, fedc__mlir_tmp(l->m, num));
+    fedc__shlo_reduce_dims(l, name(l, w), wt, dt, 1u, 1, false, st, fedc__mlir_tmp(l->m, den));
     fedc__shlo_splat(l->m, dt, 1, st, one);
     op2(l, fedc__mlir_tmp(l->m, inv), "stablehlo.divide", "", one, den, st, st);
     snprintf(attr, sizeof attr, "broadcast_dimensions = array<i64>");
@@ -472,11 +473,11 @@ static void row_logsumexp(const lower *l, fedc_value x, char *lse, char *lse_b) 
     char xt[160], rt[160], attr[200], mx[24], mxs[24], d[24], e[24], s[24], lg[24];
     type_str(l, x, xt);
     rows_of(l, x, rt, attr);
-    reduce(l, name(l, x), xt, t->dtype, 1u << (rank - 1), rank, true, rt, fedc__mlir_tmp(l->m, mx));
+    fedc__shlo_reduce_dims(l, name(l, x), xt, t->dtype, 1u << (rank - 1), rank, true, rt, fedc__mlir_tmp(l->m, mx));
     op1(l, fedc__mlir_tmp(l->m, mxs), "stablehlo.broadcast_in_dim", attr, mx, rt, xt);
     op2(l, fedc__mlir_tmp(l->m, d), "stablehlo.subtract", "", name(l, x), mxs, xt, xt);
     op1(l, fedc__mlir_tmp(l->m, e), "stablehlo.exponential", "", d, xt, xt);
-    reduce(l, e, xt, t->dtype, 1u << (rank - 1), rank, false, rt, fedc__mlir_tmp(l->m, s));
+    fedc__shlo_reduce_dims(l, e, xt, t->dtype, 1u << (rank - 1), rank, false, rt, fedc__mlir_tmp(l->m, s));
     op1(l, fedc__mlir_tmp(l->m, lg), "stablehlo.log", "", s, rt, rt);
     op2(l, fedc__mlir_tmp(l->m, lse), "stablehlo.add", "", mx, lg, rt, rt);
     op1(l, fedc__mlir_tmp(l->m, lse_b), "stablehlo.broadcast_in_dim", attr, lse, rt, xt);
@@ -502,7 +503,7 @@ fedc_status fedc__shlo_softmax_xent(const lower *l) {
     hot(l, name(l, l->n->in[1]), type_str(l, l->n->in[1], kt), t, c, bts, eq);
     op1(l, fedc__mlir_tmp(l->m, oh), "stablehlo.convert", "", eq, bts, xt);
     op2(l, fedc__mlir_tmp(l->m, px), "stablehlo.multiply", "", name(l, x), oh, xt, xt);
-    reduce(l, px, xt, t->dtype, 1u << (rank - 1), rank, false, rt, fedc__mlir_tmp(l->m, pick));
+    fedc__shlo_reduce_dims(l, px, xt, t->dtype, 1u << (rank - 1), rank, false, rt, fedc__mlir_tmp(l->m, pick));
     if (l->n->nin < 3) {
         op2(l, out_name(l), "stablehlo.subtract", "", lse, pick, rt, rt);
         return l->m->st;
@@ -539,6 +540,7 @@ fedc_status fedc__shlo_nothing(const lower *l) { (void)l; return FEDC_OK; } /* i
 fedc_status fedc__shlo_lower_scope(fedc__mlir *m, fedc__mlir_scope *s) {
     for (fedc_value v = 0; !m->st && v < s->p->n; v++) {
         lower l = {m, s, v, &s->p->nodes[v], &fedc__shlo_spelling};
+        if (!s->batched) m->clients = fedc__mlir_level(m, s, v);
         lower_fn f = fedc__lowering(FEDC__TO_STABLEHLO, l.n->op);
         if (f) f(&l);
         else fedc__mlir_fail(m, s, v, FEDC_EUNSUPPORTED, "%s has no lowering to StableHLO yet", fedc__ops[l.n->op].name);
