@@ -1,4 +1,4 @@
-"""export_mpi.py FEDC BUILD: the sharded MLIR of `fedc program export --shard clients=D`
+"""peers_export_mpi.py FEDC BUILD: the sharded MLIR of `fedc program export --shard clients=D`
 run across D processes under Open MPI, through LLVM 22's shard dialect, against fedc's
 executor (docs/export.md, "Running it across processes").
 
@@ -17,7 +17,9 @@ devices:
      calls the module on its share of them; rank 0 also runs the program on the whole
      cohort with fedc's executor and compares each output, within 1e-5 * (1 + |x|).
 Two defects of LLVM 22.1's MPI lowering for Open MPI are worked around in the LLVM IR
-(fix_open_mpi). Exits 77 (skipped) without LLVM 22's tools, Open MPI or the data.
+(fix_open_mpi). LLVM 22 is Debian's, unpacked into .peers/llvm22 by scripts/install-peers
+(libmlir-22 conflicts with the libmlir-19 the MLIR tests use, so it is not installed). Exits
+77 (skipped) without it, Open MPI or the data.
 """
 import os
 import re
@@ -27,7 +29,9 @@ import subprocess
 import sys
 import tempfile
 
-LLVM22 = "/usr/lib/llvm-22"
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".peers", "llvm22", "root")
+LLVM22 = os.path.join(ROOT, "usr", "lib", "llvm-22")
+LIBS = [os.path.join(LLVM22, "lib"), os.path.join(ROOT, "usr", "lib", "x86_64-linux-gnu")]
 CLIENTS, DEVICES = 4, 2
 LOWER = ["--one-shot-bufferize=bufferize-function-boundaries allow-return-allocs-from-loops",
          "--convert-linalg-to-loops", "--expand-strided-metadata", "--lower-affine", "--convert-scf-to-cf",
@@ -62,9 +66,10 @@ def skip(why):
 
 
 def run(args, **kw):
-    r = subprocess.run(args, capture_output=True, text=True, **kw)
+    env = dict(os.environ, LD_LIBRARY_PATH=":".join(LIBS + [os.environ.get("LD_LIBRARY_PATH", "")]))
+    r = subprocess.run(args, capture_output=True, text=True, env=env, **kw)
     if r.returncode:
-        raise SystemExit("export_mpi: %s failed (%d):\n%s%s" % (" ".join(args[:3]), r.returncode, r.stdout,
+        raise SystemExit("peers_export_mpi: %s failed (%d):\n%s%s" % (" ".join(args[:3]), r.returncode, r.stdout,
                                                                  r.stderr[-3000:]))
     return r.stdout
 
@@ -140,7 +145,7 @@ def constants(text):
             bits = int(v, 16)
             out.append([struct.unpack("<f", struct.pack("<I", bits))[0] if ty == "f32" else bits])
         elif v.startswith("["):
-            raise SystemExit("export_mpi: a constant written as a list, which the driver does not read: " + raw)
+            raise SystemExit("peers_export_mpi: a constant written as a list, which the driver does not read: " + raw)
         else:
             out.append([{"true": 1, "false": 0}[v] if v in ("true", "false") else float(v)])
     return out
@@ -225,13 +230,13 @@ int main(int argc, char **argv) {
         fedc_executor *ex = NULL;
         if (!len || fedc_program_parse(text, &p) ||
             fedc_executor_create(&ex, p, &(fedc_exec_options){.clients = atoi(argv[2]), .threads = 1})) {
-            fprintf(stderr, "export_mpi: %s: %s\\n", argv[1], fedc_errmsg());
+            fprintf(stderr, "peers_export_mpi: %s: %s\\n", argv[1], fedc_errmsg());
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
         for (int i = 0; i < fedc_program_num_inputs(p); i++)
             if (fedc_executor_bind(ex, fedc_program_input_name(p, i), whole[i])) failed = 1;
         if (failed || fedc_executor_run(ex)) {
-            fprintf(stderr, "export_mpi: fedc's executor: %s\\n", fedc_errmsg());
+            fprintf(stderr, "peers_export_mpi: fedc's executor: %s\\n", fedc_errmsg());
             MPI_Abort(MPI_COMM_WORLD, 2);
         }""")
     for i, (d, ty) in enumerate(gres):
@@ -291,10 +296,10 @@ def check(fedc, build, tmp, name, program):
     open(f("driver.c"), "w").write(driver(whole, spmd))
     run(["mpicc", "-O1", "-std=c17", "-I", os.path.join(os.path.dirname(__file__), "..", "include"), f("driver.c"),
          f("round.o"), "-L", build, "-lfedc", os.path.join(LLVM22, "lib", "libmlir_c_runner_utils.so.22.1"),
-         "-Wl,-rpath," + build + ":" + os.path.join(LLVM22, "lib"), "-lm", "-o", f("driver")])
+         "-Wl,-rpath," + ":".join([build] + LIBS), "-lm", "-o", f("driver")])
     out = run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(DEVICES), f("driver"), program,
                str(CLIENTS)], timeout=120)
-    print("export_mpi: %s, %d clients on %d processes, %d all-reduces (MPI_Allreduce):\n%s"
+    print("peers_export_mpi: %s, %d clients on %d processes, %d all-reduces (MPI_Allreduce):\n%s"
           % (name, CLIENTS, DEVICES, reduces, out.rstrip()))
 
 
@@ -304,8 +309,8 @@ def main():
     missing = [t for t in tools + [os.path.join(LLVM22, "lib", "libmlir_c_runner_utils.so.22.1")]
                if not os.path.exists(t)] + [t for t in ("mpicc", "mpirun") if not shutil.which(t)]
     if missing:
-        skip("needs LLVM 22's MLIR tools and llc (mlir-22-tools, llvm-22) and Open MPI (libopenmpi-dev, "
-             "openmpi-bin): missing " + ", ".join(missing))
+        skip("needs LLVM 22's MLIR tools and llc in .peers/llvm22 (scripts/install-peers) and Open MPI "
+             "(libopenmpi-dev, openmpi-bin): missing " + ", ".join(missing))
     femnist = os.path.join(os.environ.get("FEDC_DATA", ""), "femnist-leaf", "train")
     if not os.path.isdir(femnist):
         skip("no FEMNIST at %s (FEDC_DATA: ctest's test_data fixture)" % femnist)
@@ -319,7 +324,7 @@ def main():
         run([fedc, "plan", "build", "--data", femnist, "--model", "cnn", "--batch-size", "2", "--steps", "2",
              "--out", os.path.join(tmp, "cnn")])  # with dropout: each client's draws from its key
         check(fedc, build, tmp, "FedAvg round of the EMNIST CNN", os.path.join(tmp, "cnn", "round.fedc"))
-    print("export_mpi: ok")
+    print("peers_export_mpi: ok")
 
 
 if __name__ == "__main__":
