@@ -4,7 +4,8 @@
 # (fedc_test_onnx_train writes them, and the small FEMNIST) train to the built-in
 # models' bits, FedAvg and SCAFFOLD, 2 rounds: the same ops in the same order,
 # the task's NHWC images fed to the NCHW input (one channel: the same floats), so
-# the same kernels and sums. The checkpoint names the parameters by their ONNX
+# the same kernels and sums. A BatchNorm trains on the batch's statistics (or frozen).
+# The checkpoint names the parameters by their ONNX
 # (PyTorch state_dict) names; fedc eval reads it back; --export-onnx writes them into
 # a copy of the ONNX file and a safetensors file, both the checkpoint's bits. An
 # output of 10 classes on the 62-class task, a sequence task and a missing file are
@@ -66,6 +67,21 @@ expect 0 "exported: $out/gemm.onnx" -- "$fedc" train --data "$out/femnist-leaf/t
 expect 0 "2 parameters" -- "$fedc" program import "$out/gemm.onnx" --out "$out/g.fedc" --params "$out/g.safetensors"
 expect 0 "2 tensors agree (largest difference 0)" -- "$files" compare "$out/gemm.safetensors" "$out/g.safetensors" 0
 expect 2 "it needs --model onnx:FILE" -- train plain dense --export-onnx "$out/x.onnx"
+
+# BatchNormalization: trained on the batch's statistics, its running ones move from the
+# file's 0 and 1 towards the pixels' and come back averaged; with --frozen-batchnorm they
+# stay as they were, while the rest trains
+value() { "$files" value "$out/$1/checkpoint.safetensors" "$2"; }
+expect 0 "done: 2 rounds" -- train bn onnx:$out/bn.onnx
+expect 0 "done: 2 rounds" -- train bn_frozen onnx:$out/bn.onnx --frozen-batchnorm
+mean=$(value bn bn.running_mean) var=$(value bn bn.running_var)
+awk -v m="$mean" -v v="$var" 'BEGIN { exit !(m > 0.01 && m < 1 && v > 0 && v < 0.99) }' && ok ||
+  bad "the trained running statistics are mean $mean, variance $var"
+[ "$(value bn_frozen bn.running_mean) $(value bn_frozen bn.running_var)" = "0 1" ] && ok ||
+  bad "--frozen-batchnorm moved the running statistics"
+expect 1 "bn.weight" -- "$files" compare "$out/bn/checkpoint.safetensors" "$out/bn_frozen/checkpoint.safetensors" 0
+expect 0 "accuracy" -- "$fedc" eval --checkpoint "$out/bn/checkpoint.safetensors" --data "$out/femnist-leaf/test" \
+  --model onnx:$out/bn.onnx
 
 expect 1 "its output logits has 10 classes, but the task's labels have 62" -- train ten onnx:$out/ten.onnx
 expect 1 "does not fit the stackoverflow task" -- "$fedc" train --data synthetic:zipf:3:8:12 --task stackoverflow \

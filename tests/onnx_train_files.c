@@ -11,10 +11,13 @@
  *         logistic_gemm.onnx  Flatten -> Gemm(transB=1), the weight [62, 784] as
  *                      nn.Linear stores it: "logistic" with its weight transposed
  *         ten.onnx     "logistic" with 10 outputs (a task of 62 classes refuses it)
+ *         bn.onnx      BatchNormalization of the one channel (running mean 0, var 1),
+ *                      then logistic_gemm.onnx's Flatten and Gemm
  *   fedc_test_onnx_train compare A B TOL  compares two safetensors files tensor by
  *       tensor in their order (names may differ), a 2-D tensor of B taken
  *       transposed where its shape is A's swapped; exits 1 where an element
  *       differs by more than TOL (0: the same bits).
+ *   fedc_test_onnx_train value FILE NAME  prints the first value of tensor NAME.
  */
 #include <math.h>
 #include <stdio.h>
@@ -99,11 +102,54 @@ static int write_gemm(const char *dir, const char *file, int classes, uint64_t s
     return save(&w, dir, file);
 }
 
+/* logistic_gemm.onnx's head after a BatchNormalization of the image's channel,
+ * whose running statistics the task's pixels (mean about 0.9) move. */
+static int write_bn(const char *dir, uint64_t seed) {
+    fedc_model *m = NULL;
+    float *p = builtin_init("logistic", CLASSES, seed, &m), *wt = fedc_malloc((size_t)CLASSES * PIXELS * sizeof *wt);
+    if (!p || !wt) return fedc_free(p), fedc_free(wt), fedc_model_destroy(m), -1;
+    for (int i = 0; i < PIXELS; i++)
+        for (int j = 0; j < CLASSES; j++) wt[(size_t)j * PIXELS + i] = p[(size_t)i * CLASSES + j];
+    onnx_writer w;
+    ow_init(&w);
+    ow_input(&w, "x", ELEM_FLOAT, 4, (int64_t[]){-1, 1, 28, 28});
+    ow_output(&w, "logits");
+    const int64_t one[1] = {1};
+    ow_init_f32(&w, "bn.weight", 1, one, (float[]){1});
+    ow_init_f32(&w, "bn.bias", 1, one, (float[]){0});
+    ow_init_f32(&w, "bn.running_mean", 1, one, (float[]){0});
+    ow_init_f32(&w, "bn.running_var", 1, one, (float[]){1});
+    ow_init_f32(&w, "fc.weight", 2, (int64_t[]){CLASSES, PIXELS}, wt);
+    ow_init_f32(&w, "fc.bias", 1, (int64_t[]){CLASSES}, p + fedc_model_param_offset(m, 1));
+    ow_node(&w, "BatchNormalization", "/bn/BatchNormalization", "x,bn.weight,bn.bias,bn.running_mean,bn.running_var",
+            "n", 1, ow_float(&w, "momentum", 0.9f));
+    ow_node(&w, "Flatten", "/Flatten", "n", "f", 1, ow_int(&w, "axis", 1));
+    ow_node(&w, "Gemm", "/fc/Gemm", "f,fc.weight,fc.bias", "logits", 1, ow_int(&w, "transB", 1));
+    fedc_free(p);
+    fedc_free(wt);
+    fedc_model_destroy(m);
+    return save(&w, dir, "bn.onnx");
+}
+
+static int value(const char *path, const char *name) {
+    fedc_safetensors *s = NULL;
+    fedc_tensor_entry e;
+    if (fedc_safetensors_read(path, &s) || fedc_safetensors_find(s, name, &e) || e.type.dtype != FEDC_F32) {
+        fprintf(stderr, "onnx_train: %s: no f32 tensor %s\n", path, name);
+        return fedc_safetensors_destroy(s), 1;
+    }
+    float x;
+    memcpy(&x, e.data, sizeof x);
+    printf("%.9g\n", x);
+    fedc_safetensors_destroy(s);
+    return 0;
+}
+
 static int write_all(const char *dir, uint64_t seed) {
     if (fedc_test_write_fixture(dir, "femnist-leaf/train") || fedc_test_write_fixture(dir, "femnist-leaf/test"))
         return 1;
     if (write_dense(dir, seed) || write_gemm(dir, "logistic_gemm.onnx", CLASSES, seed) ||
-        write_gemm(dir, "ten.onnx", 10, seed))
+        write_gemm(dir, "ten.onnx", 10, seed) || write_bn(dir, seed))
         return 1;
     return 0;
 }
@@ -168,6 +214,7 @@ static int compare(const char *pa, const char *pb, double tol) {
 int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "write")) return write_all(argv[2], strtoull(argv[3], NULL, 10));
     if (argc == 5 && !strcmp(argv[1], "compare")) return compare(argv[2], argv[3], atof(argv[4]));
-    fprintf(stderr, "usage: fedc_test_onnx_train write DIR SEED | compare A B TOL\n");
+    if (argc == 4 && !strcmp(argv[1], "value")) return value(argv[2], argv[3]);
+    fprintf(stderr, "usage: fedc_test_onnx_train write DIR SEED | compare A B TOL | value FILE NAME\n");
     return 2;
 }
