@@ -38,6 +38,15 @@ tail -n 1 "$out/dense_fedavg/metrics.csv" | cut -d, -f2-8 >"$out/m1"
 tail -n 1 "$out/onnx_fedavg/metrics.csv" | cut -d, -f2-8 >"$out/m2"
 grep -q . "$out/m1" && cmp -s "$out/m1" "$out/m2" && ok || bad "the ONNX MLP's metrics differ from dense's"
 
+# FedJAX's EMNIST CNN as PyTorch writes it (OIHW filters, NCHW flatten, Linear weights
+# [out, in]) from "cnn"'s initial parameters ends 1 round with the built-in CNN's
+# losses and accuracy (without dropout: the ONNX file's Dropout would be the identity)
+expect 0 "done: 1 rounds" -- train cnn cnn --no-dropout --rounds 1
+expect 0 "done: 1 rounds" -- train onnx_cnn onnx:$out/cnn.onnx --rounds 1
+tail -n 1 "$out/cnn/metrics.csv" | cut -d, -f2-8 >"$out/m1"
+tail -n 1 "$out/onnx_cnn/metrics.csv" | cut -d, -f2-8 >"$out/m2"
+grep -q . "$out/m1" && cmp -s "$out/m1" "$out/m2" && ok || bad "the ONNX CNN's metrics differ from cnn's"
+
 # Gemm(transB=1) on nn.Linear's [62, 784] weight: the same bits as logistic's [784, 62]
 expect 0 "done: 2 rounds" -- train logistic logistic
 expect 0 "done: 2 rounds" -- train gemm onnx:$out/logistic_gemm.onnx
