@@ -386,8 +386,6 @@ typedef struct fedc_train_config {
                                fails the job; by default it is dropped from its round with a warning */
     bool quiet;             /* no progress lines */
     bool profile;           /* print the time per op kind of the rounds at the end */
-    bool frozen_batchnorm;  /* an onnx: model's BatchNorm trains in its inference form, its running statistics
-                               kept as they are (fedc_model_options.frozen_batchnorm; docs/onnx.md) */
     bool poisson;           /* Poisson client sampling: each client joins a round independently with probability
                                sampling_rate (0: clients_per_round / clients, so that clients_per_round is the
                                expected cohort); false: exactly clients_per_round (docs/privacy.md) */
@@ -431,6 +429,8 @@ typedef struct fedc_train_config {
      * clients_per_round. Neither: clients_per_round clients drawn as without
      * groups, and the groups are those with a client among them. */
     int groups_per_round, clients_per_group;
+    bool frozen_batchnorm;  /* an onnx: model's BatchNorm trains in its inference form, its running statistics
+                               kept as they are (fedc_model_options.frozen_batchnorm; docs/onnx.md) */
 } fedc_train_config;
 
 typedef struct fedc_train_result {
