@@ -25,6 +25,10 @@ What it runs, in this order (every command is printed and logged in out/bench/lo
     bench/peers/evaluate_torch.py (1 and 2 threads), alternating, warm-up + PAIRS sets;
  3. FedJAX's EMNIST-62 benchmark at full scale on synthetic data: bench_emnist_full;
  4. large cohorts of a small model: bench_cohort_memory 2 3 100 1000 10000;
+ 7. workload 1's training at 2 threads, without dropout, of the EMNIST CNN written as PyTorch
+    exports it (fedc_test_onnx_train write: "cnn"'s initial parameters at seed 0 in an ONNX file)
+    under --model onnx: against the built-in cnn, alternating, warm-up + PAIRS sets; target: the
+    imported model within 10% of the built-in's examples per second;
  6. one SGD training step of FedJAX's Shakespeare LSTM (batch 4 and 32, sequence 80):
     bench_lstm_step --no-peer (fedc, the better of 1 and 2 threads) against
     bench/peers/lstm_step_torch.py (1 and 2 threads, given the OpenBLAS kernels fedc chose),
@@ -92,8 +96,8 @@ def last_metrics(out_dir):
         return json.loads(f.read().splitlines()[-1])
 
 
-def fedc_train_cmd(threads, d):
-    return [f"./{BUILD}/fedc", "train", "--data", f"{LEAF}/train", "--test-data", f"{LEAF}/test", "--model", "cnn",
+def fedc_train_cmd(threads, d, model="cnn"):
+    return [f"./{BUILD}/fedc", "train", "--data", f"{LEAF}/train", "--test-data", f"{LEAF}/test", "--model", model,
             "--algorithm", "fedavg", "--rounds", str(TRAIN_ROUNDS), "--clients-per-round", "10", "--batch-size", "20",
             "--epochs", "1", "--client-lr", "0.1", "--eval-every", "0", "--seed", "0", "--threads", str(threads),
             "--quiet", "--out", d]
@@ -103,6 +107,14 @@ def fedc_train(threads, i):
     d = os.path.join(OUT, "runs", f"fedc-t{threads}-{i}")
     cmd = fedc_train_cmd(threads, d)
     run(cmd, f"train-fedc-t{threads}")
+    return last_metrics(d)["examples_per_s"], cmd
+
+
+def fedc_train_model(name, model, i):
+    """Workload 7: one model's run of workload 1 at 2 threads, without dropout."""
+    d = os.path.join(OUT, "runs", f"fedc-{name}-{i}")
+    cmd = fedc_train_cmd(2, d, model) + ["--no-dropout"]
+    run(cmd, f"train-{name}")
     return last_metrics(d)["examples_per_s"], cmd
 
 
@@ -253,6 +265,10 @@ def main():
                                  "torch-t1": lambda i, b=batch: torch_lstm(b, 1, i),
                                  "torch-t2": lambda i, b=batch: torch_lstm(b, 2, i)},
                                 f"workload 6 (Shakespeare LSTM step, batch {batch})")
+    run([f"./{BUILD}/fedc_test_onnx_train", "write", os.path.join(OUT, "onnx"), "0"], "onnx-cnn-write")
+    onnx = alternate({"cnn": lambda i: fedc_train_model("cnn", "cnn", i),
+                      "onnx": lambda i: fedc_train_model("onnx", f"onnx:{OUT}/onnx/cnn.onnx", i)},
+                     "workload 7 (the EMNIST CNN from ONNX)")
     peak1, _ = sgemm_peak()
 
     peak_all = max(peak0["gflops_all"], peak1["gflops_all"])
@@ -300,6 +316,9 @@ def main():
         cpu_f, cpu_t = res["fedc"]["extra"]["cpu_ms"], res["torch-t1"]["extra"]["cpu_ms"]  # the last set's
         rows.append(("6. ... its CPU time per step, 1 thread each (ms)", f"{cpu_f:.1f}", f"{cpu_t:.1f} (t1)",
                      f"{cpu_t / cpu_f:.2f}x", "(load-robust)", ""))
+    r_onnx = onnx["onnx"]["median"] / onnx["cnn"]["median"]
+    rows.append(("7. EMNIST CNN from ONNX vs built-in, no dropout (examples/s)", f"{onnx['onnx']['median']:.0f}",
+                 f"{onnx['cnn']['median']:.0f} (fedc cnn)", f"{r_onnx:.2f}x", ">= 0.9x", yes(r_onnx >= 0.9)))
     head = ("workload", "fedc", "PyTorch (best threads)", "ratio", "target", "")
     widths = [max(len(str(r[c])) for r in rows + [head]) for c in range(6)]
     fma = [max(peak0[k], peak1[k]) for k in ("fma_gflops_1", "fma_gflops_all", "fma_cpu_gflops_1", "fma_cpu_gflops_all")]
@@ -320,7 +339,7 @@ def main():
                "train_flops_per_example": train_flops, "training": train, "evaluation": evals,
                "emnist_full": dict(full, command=" ".join(full_cmd)),
                "cohorts": dict(cohort, command=" ".join(cohort_cmd)),
-               "lstm_step": {str(b): v for b, v in lstm.items()},
+               "lstm_step": {str(b): v for b, v in lstm.items()}, "onnx_cnn": onnx,
                "table": [dict(zip(["workload", "fedc", "peer", "ratio", "target", "status"], r)) for r in rows]}
     with open(os.path.join(ROOT, OUT, "results.json"), "w") as f:
         json.dump(results, f, indent=1)

@@ -6,6 +6,9 @@
  * know no file format and libfedc_formats knows no models (tests/module_deps.sh).
  * The file is imported again for each batch size the trainer applies the model
  * at: a program's shapes are static, and the graph's symbolic batch takes it.
+ * A model with BatchNormalization is imported a second way for training, in its
+ * training form (batch statistics, the running ones updated), unless
+ * frozen_batchnorm keeps the inference form, its running statistics as they are.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +20,7 @@
 
 typedef struct onnx_source {
     char *path;
+    fedc_onnx_batchnorm batchnorm; /* of the training forward */
 } onnx_source;
 
 static void source_free(void *ctx) {
@@ -26,12 +30,12 @@ static void source_free(void *ctx) {
 }
 
 /* The graph's one input must be the examples, batch first; the rest are the
- * parameters the importer appended. */
-static fedc_status import(const char *path, int64_t batch, fedc_onnx_model **out) {
-    fedc_status st = fedc_program_from_onnx(path, &(fedc_onnx_options){.batch = batch}, out);
+ * parameters the importer appended (and the training form's mask). */
+static fedc_status import(const char *path, int64_t batch, fedc_onnx_batchnorm bn, fedc_onnx_model **out) {
+    fedc_status st = fedc_program_from_onnx(path, &(fedc_onnx_options){.batch = batch, .batchnorm = bn}, out);
     if (st) return st;
     const fedc_program *f = (*out)->program;
-    int graph_inputs = fedc_program_num_inputs(f) - (*out)->num_params;
+    int graph_inputs = fedc_program_num_inputs(f) - (*out)->num_params - (bn != FEDC_ONNX_BATCHNORM_INFERENCE);
     fedc_type xt = graph_inputs == 1 ? fedc_value_type(f, fedc_program_input(f, 0)) : fedc_type_scalar(FEDC_F32);
     if (graph_inputs != 1)
         st = fedc_error(FEDC_EUNSUPPORTED, "model onnx:%s: its graph has %d inputs; a model to train takes one (the "
@@ -47,9 +51,9 @@ static fedc_status import(const char *path, int64_t batch, fedc_onnx_model **out
     return st;
 }
 
-static fedc_status forward(void *ctx, int64_t batch, fedc_program **out) {
+static fedc_status build(const onnx_source *s, int64_t batch, fedc_onnx_batchnorm bn, fedc_program **out) {
     fedc_onnx_model *om = NULL;
-    fedc_status st = import(((onnx_source *)ctx)->path, batch, &om);
+    fedc_status st = import(s->path, batch, bn, &om);
     if (st) return st;
     *out = om->program;
     om->program = NULL; /* the caller's now */
@@ -57,10 +61,34 @@ static fedc_status forward(void *ctx, int64_t batch, fedc_program **out) {
     return FEDC_OK;
 }
 
+static fedc_status forward(void *ctx, int64_t batch, fedc_program **out) {
+    return build(ctx, batch, FEDC_ONNX_BATCHNORM_INFERENCE, out);
+}
+
+static fedc_status forward_train(void *ctx, int64_t batch, fedc_program **out) {
+    const onnx_source *s = ctx;
+    return build(s, batch, s->batchnorm, out);
+}
+
+/* Whether the graph has state that training updates (a BatchNorm's running
+ * statistics): else the training forward is the forward. */
+static fedc_status has_state(const char *path, fedc_onnx_batchnorm bn, bool *out) {
+    fedc_onnx_model *om = NULL;
+    fedc_status st = import(path, 1, bn, &om);
+    *out = false;
+    for (int i = 0; !st && i < fedc_program_num_outputs(om->program); i++)
+        *out = *out || !strncmp(fedc_program_output_name(om->program, i), "update/", 7);
+    fedc_onnx_model_destroy(om);
+    return st;
+}
+
 static fedc_status load(const char *path, const fedc_model_options *o, fedc_model **out) {
     fedc_onnx_model *om = NULL;
-    fedc_status st = import(path, 1, &om);
-    if (st) return st;
+    fedc_onnx_batchnorm bn = o && o->frozen_batchnorm ? FEDC_ONNX_BATCHNORM_FROZEN : FEDC_ONNX_BATCHNORM_TRAINING;
+    bool state = false;
+    fedc_status st = import(path, 1, FEDC_ONNX_BATCHNORM_INFERENCE, &om);
+    if (!st) st = has_state(path, bn, &state);
+    if (st) return fedc_onnx_model_destroy(om), st;
     onnx_source *s = fedc_calloc(1, sizeof *s);
     size_t len = strlen(path);
     char *name = fedc_malloc(len + 6);
@@ -72,13 +100,15 @@ static fedc_status load(const char *path, const fedc_model_options *o, fedc_mode
         source_free(s);
     } else {
         memcpy(s->path, path, len + 1);
+        s->batchnorm = bn;
         snprintf(name, len + 6, "onnx:%s", path);
         for (int i = 0; i < om->num_params; i++) {
             names[i] = om->param_values[i].name;
             values[i] = om->param_values[i].data;
         }
         fedc_model_program spec = {.name = name, .forward = forward, .ctx = s, .destroy_ctx = source_free,
-                                   .num_params = om->num_params, .param_names = names, .param_values = values};
+                                   .num_params = om->num_params, .param_names = names, .param_values = values,
+                                   .forward_train = state ? forward_train : NULL};
         st = fedc_model_create_program(out, &spec, o);
     }
     fedc_free(values);

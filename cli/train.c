@@ -88,6 +88,9 @@ static const char train_usage[] =
     "  --server-eps X            the server optimizer's epsilon, above 0, at most 1 (default: the\n"
     "                            optimizer's)\n"
     "  --no-dropout              train without the model's dropout\n"
+    "  --frozen-batchnorm        an onnx: model's BatchNormalization trains on its running\n"
+    "                            statistics, which stay as they are (default: on the batch's, the\n"
+    "                            running ones updated and averaged like parameters; docs/onnx.md)\n"
     "privacy and robustness (docs/privacy.md; fedavg, fedprox, fedsgd, fednova, scaffold, apfl, diloco)\n"
     "  --robust-zero B           zero each client update whose L2 norm exceeds B, or with a NaN/Inf\n"
     "  --dp-clip C               DP-FedAvg: clip each update to L2 norm C, sum unweighted, add noise,\n"
@@ -271,6 +274,7 @@ static const option table[] = {
     {OPT("server-lr", REAL, TRAIN, server_lr), .range = {0, FLT_MAX, true, false}},
     {OPT("server-eps", REAL, TRAIN, server_eps), .range = {0, 1, true, false}},
     {OPT("no-dropout", FLAG, TRAIN, no_dropout)},
+    {OPT("frozen-batchnorm", FLAG, TRAIN, c.frozen_batchnorm)},
     {OPT("robust-zero", REAL, TRAIN, c.algorithm.aggregation.zero_norm), .range = {0, FLT_MAX, true, false}},
     {OPT("dp-clip", REAL, TRAIN, c.algorithm.aggregation.clip), .range = {0, FLT_MAX, true, false}},
     {OPT("dp-noise", REAL, TRAIN, c.algorithm.aggregation.noise_multiplier), .range = {0, 1e6, false, false}},

@@ -11,10 +11,16 @@
  *         logistic_gemm.onnx  Flatten -> Gemm(transB=1), the weight [62, 784] as
  *                      nn.Linear stores it: "logistic" with its weight transposed
  *         ten.onnx     "logistic" with 10 outputs (a task of 62 classes refuses it)
+ *         cnn.onnx     "cnn" (FedJAX's EMNIST CNN) as PyTorch writes it: Conv (OIHW
+ *                      filters), Relu, Conv, Relu, MaxPool, Flatten (NCHW order),
+ *                      Gemm(transB=1), Relu, Gemm(transB=1); no Dropout nodes
+ *         bn.onnx      BatchNormalization of the one channel (running mean 0, var 1),
+ *                      then logistic_gemm.onnx's Flatten and Gemm
  *   fedc_test_onnx_train compare A B TOL  compares two safetensors files tensor by
  *       tensor in their order (names may differ), a 2-D tensor of B taken
  *       transposed where its shape is A's swapped; exits 1 where an element
  *       differs by more than TOL (0: the same bits).
+ *   fedc_test_onnx_train value FILE NAME  prints the first value of tensor NAME.
  */
 #include <math.h>
 #include <stdio.h>
@@ -99,11 +105,107 @@ static int write_gemm(const char *dir, const char *file, int classes, uint64_t s
     return save(&w, dir, file);
 }
 
+/* "cnn"'s initial parameters in PyTorch's layouts: HWIO filters as OIHW, the
+ * dense weights [out, in] with the first one's inputs in NCHW's flatten order
+ * (c, h, w) where "cnn" flattens NHWC (h, w, c). */
+static int write_cnn(const char *dir, uint64_t seed) {
+    enum { C1 = 32, C2 = 64, SIDE = 12, DENSE = 128 };
+    fedc_model *m = NULL;
+    float *p = builtin_init("cnn", CLASSES, seed, &m);
+    int64_t n = p ? fedc_model_size(m) : 0;
+    float *t = p ? fedc_malloc((size_t)n * sizeof *t) : NULL;
+    if (!t) return fedc_free(p), fedc_model_destroy(m), -1;
+    const float *src[8];
+    float *dst[8];
+    for (int i = 0; i < 8; i++) src[i] = p + fedc_model_param_offset(m, i), dst[i] = t + fedc_model_param_offset(m, i);
+    for (int c = 0; c < 2; c++) { /* HWIO -> OIHW */
+        int in = c ? C1 : 1, out = c ? C2 : C1;
+        for (int k = 0; k < 9; k++)
+            for (int i = 0; i < in; i++)
+                for (int o = 0; o < out; o++) dst[2 * c][((size_t)o * in + i) * 9 + k] = src[2 * c][((size_t)k * in + i) * out + o];
+    }
+    for (int h = 0; h < SIDE * SIDE; h++) /* [h w c, 128] -> [128, c h w] */
+        for (int c = 0; c < C2; c++)
+            for (int j = 0; j < DENSE; j++)
+                dst[4][(size_t)j * C2 * SIDE * SIDE + (size_t)c * SIDE * SIDE + h] = src[4][((size_t)h * C2 + c) * DENSE + j];
+    for (int i = 0; i < DENSE; i++)
+        for (int j = 0; j < CLASSES; j++) dst[6][(size_t)j * DENSE + i] = src[6][(size_t)i * CLASSES + j];
+    onnx_writer w;
+    ow_init(&w);
+    ow_input(&w, "x", ELEM_FLOAT, 4, (int64_t[]){-1, 1, 28, 28});
+    ow_output(&w, "logits");
+    ow_init_f32(&w, "conv1.weight", 4, (int64_t[]){C1, 1, 3, 3}, dst[0]);
+    ow_init_f32(&w, "conv1.bias", 1, (int64_t[]){C1}, src[1]);
+    ow_init_f32(&w, "conv2.weight", 4, (int64_t[]){C2, C1, 3, 3}, dst[2]);
+    ow_init_f32(&w, "conv2.bias", 1, (int64_t[]){C2}, src[3]);
+    ow_init_f32(&w, "dense1.weight", 2, (int64_t[]){DENSE, C2 * SIDE * SIDE}, dst[4]);
+    ow_init_f32(&w, "dense1.bias", 1, (int64_t[]){DENSE}, src[5]);
+    ow_init_f32(&w, "dense2.weight", 2, (int64_t[]){CLASSES, DENSE}, dst[6]);
+    ow_init_f32(&w, "dense2.bias", 1, (int64_t[]){CLASSES}, src[7]);
+    const int64_t k3[2] = {3, 3}, k2[2] = {2, 2};
+    ow_node(&w, "Conv", "/conv1/Conv", "x,conv1.weight,conv1.bias", "c1", 1, ow_ints(&w, "kernel_shape", 2, k3));
+    ow_node(&w, "Relu", "/relu1", "c1", "r1", 0);
+    ow_node(&w, "Conv", "/conv2/Conv", "r1,conv2.weight,conv2.bias", "c2", 1, ow_ints(&w, "kernel_shape", 2, k3));
+    ow_node(&w, "Relu", "/relu2", "c2", "r2", 0);
+    ow_node(&w, "MaxPool", "/pool", "r2", "mp", 2, ow_ints(&w, "kernel_shape", 2, k2), ow_ints(&w, "strides", 2, k2));
+    ow_node(&w, "Flatten", "/Flatten", "mp", "f", 1, ow_int(&w, "axis", 1));
+    ow_node(&w, "Gemm", "/dense1/Gemm", "f,dense1.weight,dense1.bias", "d1", 1, ow_int(&w, "transB", 1));
+    ow_node(&w, "Relu", "/relu3", "d1", "r3", 0);
+    ow_node(&w, "Gemm", "/dense2/Gemm", "r3,dense2.weight,dense2.bias", "logits", 1, ow_int(&w, "transB", 1));
+    fedc_free(p);
+    fedc_free(t);
+    fedc_model_destroy(m);
+    return save(&w, dir, "cnn.onnx");
+}
+
+/* logistic_gemm.onnx's head after a BatchNormalization of the image's channel,
+ * whose running statistics the task's pixels (mean about 0.9) move. */
+static int write_bn(const char *dir, uint64_t seed) {
+    fedc_model *m = NULL;
+    float *p = builtin_init("logistic", CLASSES, seed, &m), *wt = fedc_malloc((size_t)CLASSES * PIXELS * sizeof *wt);
+    if (!p || !wt) return fedc_free(p), fedc_free(wt), fedc_model_destroy(m), -1;
+    for (int i = 0; i < PIXELS; i++)
+        for (int j = 0; j < CLASSES; j++) wt[(size_t)j * PIXELS + i] = p[(size_t)i * CLASSES + j];
+    onnx_writer w;
+    ow_init(&w);
+    ow_input(&w, "x", ELEM_FLOAT, 4, (int64_t[]){-1, 1, 28, 28});
+    ow_output(&w, "logits");
+    const int64_t one[1] = {1};
+    ow_init_f32(&w, "bn.weight", 1, one, (float[]){1});
+    ow_init_f32(&w, "bn.bias", 1, one, (float[]){0});
+    ow_init_f32(&w, "bn.running_mean", 1, one, (float[]){0});
+    ow_init_f32(&w, "bn.running_var", 1, one, (float[]){1});
+    ow_init_f32(&w, "fc.weight", 2, (int64_t[]){CLASSES, PIXELS}, wt);
+    ow_init_f32(&w, "fc.bias", 1, (int64_t[]){CLASSES}, p + fedc_model_param_offset(m, 1));
+    ow_node(&w, "BatchNormalization", "/bn/BatchNormalization", "x,bn.weight,bn.bias,bn.running_mean,bn.running_var",
+            "n", 1, ow_float(&w, "momentum", 0.9f));
+    ow_node(&w, "Flatten", "/Flatten", "n", "f", 1, ow_int(&w, "axis", 1));
+    ow_node(&w, "Gemm", "/fc/Gemm", "f,fc.weight,fc.bias", "logits", 1, ow_int(&w, "transB", 1));
+    fedc_free(p);
+    fedc_free(wt);
+    fedc_model_destroy(m);
+    return save(&w, dir, "bn.onnx");
+}
+
+static int value(const char *path, const char *name) {
+    fedc_safetensors *s = NULL;
+    fedc_tensor_entry e;
+    if (fedc_safetensors_read(path, &s) || fedc_safetensors_find(s, name, &e) || e.type.dtype != FEDC_F32) {
+        fprintf(stderr, "onnx_train: %s: no f32 tensor %s\n", path, name);
+        return fedc_safetensors_destroy(s), 1;
+    }
+    float x;
+    memcpy(&x, e.data, sizeof x);
+    printf("%.9g\n", x);
+    fedc_safetensors_destroy(s);
+    return 0;
+}
+
 static int write_all(const char *dir, uint64_t seed) {
     if (fedc_test_write_fixture(dir, "femnist-leaf/train") || fedc_test_write_fixture(dir, "femnist-leaf/test"))
         return 1;
     if (write_dense(dir, seed) || write_gemm(dir, "logistic_gemm.onnx", CLASSES, seed) ||
-        write_gemm(dir, "ten.onnx", 10, seed))
+        write_gemm(dir, "ten.onnx", 10, seed) || write_bn(dir, seed) || write_cnn(dir, seed))
         return 1;
     return 0;
 }
@@ -168,6 +270,7 @@ static int compare(const char *pa, const char *pb, double tol) {
 int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "write")) return write_all(argv[2], strtoull(argv[3], NULL, 10));
     if (argc == 5 && !strcmp(argv[1], "compare")) return compare(argv[2], argv[3], atof(argv[4]));
-    fprintf(stderr, "usage: fedc_test_onnx_train write DIR SEED | compare A B TOL\n");
+    if (argc == 4 && !strcmp(argv[1], "value")) return value(argv[2], argv[3]);
+    fprintf(stderr, "usage: fedc_test_onnx_train write DIR SEED | compare A B TOL | value FILE NAME\n");
     return 2;
 }

@@ -55,17 +55,22 @@ static fedc_program *loss_grad_program(const fedc_onnx_model *m, fedc_type label
     int n = fedc_program_num_inputs(f);
     fedc_value *args = calloc((size_t)n, sizeof *args), *outs = calloc((size_t)fedc_program_num_outputs(f), sizeof *outs);
     const char **wrt = calloc((size_t)n, sizeof *wrt);
+    int nwrt = 0;
     for (int i = 0; i < n; i++) {
         const char *name = fedc_program_input_name(f, i);
         args[i] = fedc_input(p, name, fedc_value_type(f, fedc_program_input(f, i)));
-        if (i >= n - m->num_params) wrt[i - (n - m->num_params)] = name;
+        if (!strncmp(name, "params/", 7)) wrt[nwrt++] = name;
     }
     fedc_value labels = fedc_input(p, "labels", label_type);
     CHECK_OK(fedc_program_inline(p, f, args, outs));
     fedc_value ce = fedc_softmax_cross_entropy(p, outs[0], labels, FEDC_NONE);
     CHECK_OK(fedc_program_output(p, "logits", outs[0]));
     CHECK_OK(fedc_program_output(p, "loss", fedc_reduce_mean(p, ce, NULL, -1, false)));
-    CHECK_OK(fedc_grad(p, "loss", wrt, m->num_params, &g));
+    for (int i = 1; i < fedc_program_num_outputs(f); i++) /* the training form's updates */
+        if (!strncmp(fedc_program_output_name(f, i), "update/", 7))
+            CHECK_OK(fedc_program_output(p, fedc_program_output_name(f, i), outs[i]));
+    CHECK_OK(fedc_grad(p, "loss", wrt, nwrt, &g));
+    CHECK_EQ_INT(nwrt, m->num_params);
     free(args), free(outs), free(wrt);
     fedc_program_destroy(p);
     return g;
@@ -105,22 +110,30 @@ static bool is_buffer(const char *name) {
     return (n > 13 && !strcmp(name + n - 13, ".running_mean")) || (n > 12 && !strcmp(name + n - 12, ".running_var"));
 }
 
-static void check_model(const char *model) {
+/* The model's file checked against the reference `ref` (a file of the fixture
+ * directory) made in PyTorch's eval mode, or in its train mode (training: the
+ * import's FEDC_ONNX_BATCHNORM_TRAINING, every example real; the running statistics'
+ * updates checked too). */
+static void check_model_against(const char *model, const char *ref_name, bool training) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s.safetensors", fixture_dir(), model);
+    snprintf(path, sizeof path, "%s/%s.safetensors", fixture_dir(), ref_name);
     fedc_safetensors *ref = NULL;
     CHECK_OK(fedc_safetensors_read(path, &ref));
     fedc_type xt, lt;
     void *x = ref ? tensor(ref, "x", &xt) : NULL, *labels = ref ? tensor(ref, "labels", &lt) : NULL;
     fedc_onnx_model *m = NULL;
     snprintf(path, sizeof path, "%s/%s.onnx", fixture_dir(), model);
-    if (x && labels) CHECK_OK(fedc_program_from_onnx(path, &(fedc_onnx_options){.batch = xt.dims[0]}, &m));
+    fedc_onnx_options o = {.batch = x ? xt.dims[0] : 1, .batchnorm = training ? FEDC_ONNX_BATCHNORM_TRAINING : FEDC_ONNX_BATCHNORM_INFERENCE};
+    if (x && labels) CHECK_OK(fedc_program_from_onnx(path, &o, &m));
+    float *mask = calloc((size_t)o.batch, sizeof *mask);
+    for (int64_t i = 0; i < o.batch; i++) mask[i] = 1;
     fedc_program *g = m ? loss_grad_program(m, lt) : NULL;
     fedc_executor *ex = NULL;
     if (g) CHECK_OK(fedc_executor_create(&ex, g, NULL));
     if (ex) {
         CHECK_OK(fedc_executor_bind(ex, fedc_program_input_name(m->program, 0), x));
         CHECK_OK(fedc_executor_bind(ex, "labels", labels));
+        if (training) CHECK_OK(fedc_executor_bind(ex, "mask", mask));
         char input[300];
         for (int i = 0; i < m->num_params; i++) {
             snprintf(input, sizeof input, "params/%s", m->param_values[i].name);
@@ -128,7 +141,7 @@ static void check_model(const char *model) {
         }
         CHECK_OK(fedc_executor_run(ex));
         check_output(ex, "logits", ref, "logits", model, LOGIT_TOL, false);
-        int torch_params = 0, checked = 0;
+        int torch_params = 0, checked = 0, updates = 0;
         for (int i = 0; i < fedc_safetensors_count(ref); i++) torch_params += !strncmp(fedc_safetensors_tensor(ref, i).name, "grad/", 5);
         for (int i = 0; i < m->num_params; i++) {
             const char *name = m->param_values[i].name;
@@ -138,6 +151,8 @@ static void check_model(const char *model) {
             fedc_tensor_entry e;
             if (fedc_safetensors_find(ref, want, &e)) {
                 CHECK_MSG(is_buffer(name), "%s: fedc's parameter %s is not a torch parameter", model, name);
+                snprintf(want, sizeof want, "update/%s", name);
+                if (training) check_output(ex, want, ref, want, model, LOGIT_TOL, false), updates++;
                 continue;
             }
             check_output(ex, got, ref, want, model, GRAD_TOL, true);
@@ -145,7 +160,9 @@ static void check_model(const char *model) {
         }
         CHECK_MSG(checked == torch_params, "%s: %d of torch's %d parameters were imported under their names", model,
                   checked, torch_params);
+        if (training) CHECK_MSG(updates == 6, "%s: %d running statistics updated, not 6", model, updates);
     }
+    free(mask);
     fedc_executor_destroy(ex);
     fedc_program_destroy(g);
     fedc_onnx_model_destroy(m);
@@ -153,10 +170,15 @@ static void check_model(const char *model) {
     fedc_safetensors_destroy(ref);
 }
 
+static void check_model(const char *model) { check_model_against(model, model, false); }
+
 static void test_mlp(void) { check_model("mlp"); }
 static void test_emnist_cnn(void) { check_model("emnist_cnn"); }
 static void test_cifar_cnn(void) { check_model("cifar_cnn"); }
 static void test_resnet_block(void) { check_model("resnet_block"); }
+/* BatchNormalization's training form: PyTorch's model.train() logits, gradients
+ * (through the batch's statistics) and running statistics after one step. */
+static void test_bn_training(void) { check_model_against("resnet_block", "resnet_block_train", true); }
 static void test_char_lstm(void) { check_model("char_lstm"); }
 static void test_transformer(void) { check_model("transformer"); }
 
@@ -205,7 +227,8 @@ static void test_write_params(void) {
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"mlp", test_mlp}, {"emnist_cnn", test_emnist_cnn}, {"cifar_cnn", test_cifar_cnn},
-        {"resnet_block", test_resnet_block}, {"char_lstm", test_char_lstm}, {"transformer", test_transformer},
+        {"resnet_block", test_resnet_block},
+        {"bn_training", test_bn_training}, {"char_lstm", test_char_lstm}, {"transformer", test_transformer},
         {"write_params", test_write_params},
     };
     fedc_test_tmpdir("onnx_torch");

@@ -242,7 +242,10 @@ FEDC_API fedc_value fedc_round_weight(fedc_round *r, fedc_value examples);
  * `extra` (at their local types; NULL: none); outputs loss, the model's masked mean
  * loss plus what `term` adds (NULL: nothing), and count (f32[]: the batch's real
  * examples). With `grad`, also grad_w/<param>. A gradient correction is a term
- * too: <w, c> adds c to the gradient (SCAFFOLD's c - c_i, Mime's c - g_i(x)). */
+ * too: <w, c> adds c to the gradient (SCAFFOLD's c - c_i, Mime's c - g_i(x)).
+ * The model runs in its training form; a model with state (an imported
+ * BatchNorm's running statistics) adds update/<param>, its new values, which
+ * fedc_round_local_training takes in place of the optimizer's step. */
 typedef fedc_value (*fedc_loss_term)(fedc_program *p, const fedc_round *r, const fedc_tree *w, const fedc_tree *extra);
 FEDC_API fedc_status fedc_round_objective(const fedc_round *r, const fedc_tree *extra, fedc_loss_term term, bool grad,
                                           fedc_program **out);
@@ -437,6 +440,8 @@ typedef struct fedc_train_config {
      * sees FedJAX's clients and batches (seed below 2^32; fixed sampling only;
      * docs/training.md). */
     fedc_rng_kind rng;
+    bool frozen_batchnorm;  /* an onnx: model's BatchNorm trains in its inference form, its running statistics
+                               kept as they are (fedc_model_options.frozen_batchnorm; docs/onnx.md) */
 } fedc_train_config;
 
 typedef struct fedc_train_result {

@@ -40,9 +40,23 @@ FEDC_API void fedc_formats_register(void);
  * dim_param such as "batch") takes options.batch. NCHW images stay NCHW at the
  * program's inputs and outputs; the convolutions and pools run on fedc's NHWC ops
  * with transposes around them (docs/onnx.md lists the ops). */
+/* How BatchNormalization is imported. The last two make a program to train: its
+ * last input is "mask" (f32[batch], 1 for a real example, 0 for padding), and
+ * after the graph's outputs come "update/<initializer name>", each node's running
+ * mean and variance after the batch. */
+typedef enum fedc_onnx_batchnorm {
+    FEDC_ONNX_BATCHNORM_INFERENCE, /* normalised by the running statistics (the file's eval-mode form) */
+    /* as PyTorch's model.train(): normalised by the mean and (biased) variance of
+     * the batch's real examples; the running statistics move towards them by the
+     * node's momentum (ONNX's, 1 - PyTorch's), the variance unbiased, as PyTorch */
+    FEDC_ONNX_BATCHNORM_TRAINING,
+    FEDC_ONNX_BATCHNORM_FROZEN, /* the inference form; the updates are the running statistics as given */
+} fedc_onnx_batchnorm;
+
 typedef struct fedc_onnx_options {
     int64_t batch; /* every symbolic dimension of the graph's inputs; 0: 1 */
-    bool frozen;   /* the initializers as constants of the program, not inputs */
+    bool frozen;   /* the initializers as constants of the program, not inputs (only with INFERENCE) */
+    fedc_onnx_batchnorm batchnorm;
 } fedc_onnx_options;
 
 typedef struct fedc_onnx_model {

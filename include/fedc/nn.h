@@ -42,6 +42,11 @@ typedef struct fedc_model_options {
     /* LSTM language models: */
     int sequence_length;  /* tokens per example; 0: 80 (Shakespeare), 20 (Stack Overflow) */
     bool mask_eos, mask_oov; /* leave EOS (2) / OOV (the last id) targets out of loss and accuracy */
+    /* Imported models (onnx:) with BatchNormalization: train them in its inference
+     * form, on the file's running statistics, which stay as they are (PyTorch's
+     * BatchNorm frozen in eval mode while the rest trains). Default: its training
+     * form, on the batch's statistics, the running ones updated (docs/onnx.md). */
+    bool frozen_batchnorm;
 } fedc_model_options;
 
 /* Models by name, with FedJAX's architectures and parameter counts (docs/models.md):
@@ -98,6 +103,11 @@ typedef struct fedc_model_outputs {
      * (the loss times the count is their sum), its correct and its counted targets;
      * what evaluation sums per client when several clients share a batch. */
     fedc_value example_loss, example_correct, example_count;
+    /* In training (fedc_model_apply_tree_training): the new values of the model's
+     * state parameters, by parameter name (an imported BatchNorm's running
+     * statistics), which training writes in place of the optimizer's step; NULL
+     * when the model has none. */
+    fedc_tree *updates;
 } fedc_model_outputs;
 
 /* Adds the model's forward pass on one batch to p: params (one value per parameter,
@@ -131,6 +141,11 @@ typedef struct fedc_model_program {
     int num_params;
     const char *const *param_names;     /* checkpoints name them so (PyTorch's state_dict names) */
     const float *const *param_values;   /* the initial values (fedc_model_init copies them) */
+    /* The forward in training, where it differs (NULL: `forward` trains too): its
+     * inputs are forward's, then "mask" (f32[batch], 1 for a real example); its
+     * outputs forward's, then "update/<param>" for each state parameter (a
+     * BatchNorm's running statistic): its new value after the batch. */
+    fedc_model_forward_fn forward_train;
 } fedc_model_program;
 
 FEDC_API fedc_status fedc_model_create_program(fedc_model **out, const fedc_model_program *spec,
@@ -205,6 +220,12 @@ FEDC_API fedc_tree *fedc_model_full_tree(const fedc_model *m, fedc_program *p, f
 /* fedc_model_apply with the parameters as a tree (leaves by parameter name). */
 FEDC_API fedc_status fedc_model_apply_tree(const fedc_model *m, fedc_program *p, const fedc_tree *params, fedc_value x,
                                   fedc_value y, fedc_value mask, fedc_value dropout_key, fedc_model_outputs *out);
+/* The same in training: dropout as dropout_key says, and a model's training form
+ * where it has one (fedc_model_program.forward_train: an imported BatchNorm
+ * normalises by the batch's statistics), out->updates its state's new values. */
+FEDC_API fedc_status fedc_model_apply_tree_training(const fedc_model *m, fedc_program *p, const fedc_tree *params,
+                                                    fedc_value x, fedc_value y, fedc_value mask,
+                                                    fedc_value dropout_key, fedc_model_outputs *out);
 /* An optimizer's state for `params` as a tree of its initial values (constants of
  * the parameters' placement), named by optax's slots: trace/<param> (momentum),
  * mu/<param> and nu/<param> (adam, yogi), sum_of_squares/<param> (adagrad),

@@ -138,14 +138,16 @@ class ModelOptions(Structure):
                 ("input_channels", c_int), ("input_dim", c_int), ("hidden", c_int),
                 ("layers", c_int), ("width", c_int), ("heads", c_int), ("context", c_int),
                 ("sinusoidal_positions", c_bool), ("tied_embeddings", c_bool),
-                ("sequence_length", c_int), ("mask_eos", c_bool), ("mask_oov", c_bool)]
+                ("sequence_length", c_int), ("mask_eos", c_bool), ("mask_oov", c_bool),
+                ("frozen_batchnorm", c_bool)]
 
 
 class ModelOutputs(Structure):
     """struct fedc_model_outputs (nn.h)."""
     _c_struct_ = "fedc_model_outputs"
     _fields_ = [("loss", VALUE), ("logits", VALUE), ("correct", VALUE), ("count", VALUE),
-                ("example_loss", VALUE), ("example_correct", VALUE), ("example_count", VALUE)]
+                ("example_loss", VALUE), ("example_correct", VALUE), ("example_count", VALUE),
+                ("updates", c_void_p)]
 
 
 class MlirOptions(Structure):
@@ -200,7 +202,8 @@ class TrainConfig(Structure):
                 ("clock", c_char_p), ("round_deadline", c_double), ("over_select", c_double),
                 ("replay", c_char_p),
                 ("groups", c_int), ("groups_alpha", c_double), ("groups_file", c_char_p),
-                ("groups_per_round", c_int), ("clients_per_group", c_int), ("rng", c_int)]
+                ("groups_per_round", c_int), ("clients_per_group", c_int), ("rng", c_int),
+                ("frozen_batchnorm", c_bool)]
 
 def _candidates():
     env = os.environ.get("FEDC_LIBRARY")
@@ -242,7 +245,7 @@ class TensorEntry(Structure):
 
 class OnnxOptions(Structure):
     _c_struct_ = "fedc_onnx_options"
-    _fields_ = [("batch", c_int64), ("frozen", c_bool)]
+    _fields_ = [("batch", c_int64), ("frozen", c_bool), ("batchnorm", c_int)]
 
 
 class OnnxModel(Structure):

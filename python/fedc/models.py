@@ -117,7 +117,7 @@ class Model(Handle):
         out = _lib.ModelOutputs.from_buffer(buf)
         _lib.check(_L.fedc_model_apply(self._get(), b._get(), _lib.values(pv), lift(b, x).v,
                                        lift(b, y).v, lift(b, mask).v, key, ctypes.byref(out)))
-        return {k: Value(b, getattr(out, k)) for k, _ in _lib.ModelOutputs._fields_}
+        return {k: Value(b, getattr(out, k)) for k, _ in _lib.ModelOutputs._fields_ if k != "updates"}
 
 
 # fedc's parameter paths and the Haiku names FedJAX's models give them (fedjax/models/

@@ -100,7 +100,7 @@ fedc_status fedc__agnostic_model_stats(const fedc_round *r, int num_domains, fed
     fedc_value domain = fedc_input(p, "domain", fedc_type_scalar(FEDC_I32));
     fedc_tree *w;
     fedc_model_outputs o;
-    st = fedc__model_on_batch(r, p, &w, &o);
+    st = fedc__model_on_batch(r, p, false, &w, &o);
     fedc_value one_hot = st ? FEDC_NONE : fedc_one_hot(p, domain, num_domains, FEDC_F32); /* the whole batch's */
     if (!st) st = fedc_program_output(p, "domain_loss", fedc_mul(p, one_hot, fedc_mul(p, o.loss, o.count)));
     if (!st) st = fedc_program_output(p, "domain_num", fedc_mul(p, one_hot, o.count));

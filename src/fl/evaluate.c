@@ -29,7 +29,7 @@ fedc_status fedc__model_objective(const fedc_round *r, fedc_program **out) {
     if (st) return st;
     fedc_tree *w;
     fedc_model_outputs o;
-    st = fedc__model_on_batch(r, p, &w, &o);
+    st = fedc__model_on_batch(r, p, false, &w, &o);
     if (!st) st = fedc_program_output(p, "loss", o.loss);
     if (!st) st = fedc_program_output(p, "count", o.count);
     if (!st) st = fedc_program_output(p, "correct", o.correct);

@@ -95,8 +95,10 @@ fedc_status fedc__round_gradients_with(fedc_round *r, const fedc_program *object
 
 /* Adds the model's forward pass on one batch to p: inputs w/<param> (into *w),
  * x, y, mask and key (the dropout stream, used when r's algorithm trains with
- * dropout), outputs in *o (src/fl/round.c). */
-fedc_status fedc__model_on_batch(const fedc_round *r, fedc_program *p, fedc_tree **w, fedc_model_outputs *o);
+ * dropout), outputs in *o (src/fl/round.c). `training`: the model's training
+ * form (an imported BatchNorm on the batch's statistics; o->updates). */
+fedc_status fedc__model_on_batch(const fedc_round *r, fedc_program *p, bool training, fedc_tree **w,
+                                 fedc_model_outputs *o);
 
 /* r->data: the round's inputs x, y, mask, steps (and key) @clients, typed by r's
  * model and algorithm's batch_size and max_steps (src/fl/algorithm.c). */

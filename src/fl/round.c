@@ -69,7 +69,8 @@ fedc_status fedc_weighting_parse(const char *name, fedc_weighting *out) {
 
 /* ----------------------------------------------------------- objective -- */
 
-fedc_status fedc__model_on_batch(const fedc_round *r, fedc_program *p, fedc_tree **w, fedc_model_outputs *o) {
+fedc_status fedc__model_on_batch(const fedc_round *r, fedc_program *p, bool training, fedc_tree **w,
+                                 fedc_model_outputs *o) {
     const fedc_model *m = r->model;
     int64_t b = r->alg->batch_size;
     *w = fedc_model_input_tree(m, p, "w", FEDC_LOCAL);
@@ -79,7 +80,10 @@ fedc_status fedc__model_on_batch(const fedc_round *r, fedc_program *p, fedc_tree
     fedc_value key = fedc_input(p, "key", fedc_type_make(FEDC_I32, 1, (int64_t[]){4}));
     *o = (fedc_model_outputs){.loss = FEDC_NONE, .count = FEDC_NONE};
     fedc_status st = fedc_program_status(p);
-    return st ? st : fedc_model_apply_tree(m, p, *w, x, y, mask, r->alg->dropout ? key : FEDC_NONE, o);
+    if (st) return st;
+    fedc_value dropout = r->alg->dropout ? key : FEDC_NONE;
+    return training ? fedc_model_apply_tree_training(m, p, *w, x, y, mask, dropout, o)
+                    : fedc_model_apply_tree(m, p, *w, x, y, mask, dropout, o);
 }
 
 fedc_status fedc_round_objective(const fedc_round *r, const fedc_tree *extra, fedc_loss_term term, bool grad,
@@ -90,10 +94,11 @@ fedc_status fedc_round_objective(const fedc_round *r, const fedc_tree *extra, fe
     if (st) return st;
     fedc_tree *w, *more = extra ? fedc_tree_input(p, NULL, extra, FEDC_LOCAL) : NULL;
     fedc_model_outputs o;
-    st = fedc__model_on_batch(r, p, &w, &o);
+    st = fedc__model_on_batch(r, p, true, &w, &o);
     fedc_value loss = term && !st ? fedc_add(p, o.loss, term(p, r, w, more)) : o.loss;
     if (!st) st = fedc_program_output(p, "loss", loss);
     if (!st) st = fedc_program_output(p, "count", o.count);
+    if (!st && o.updates) st = fedc_tree_output(p, "update", o.updates);
     if (!st && grad) {
         fedc_program *g;
         st = fedc_grad_tree(p, "loss", "w", &g);
@@ -133,6 +138,8 @@ static fedc_status local_step(const fedc_round *r, const fedc_program *objective
         grad = fedc_tree_add(p, grad, offset);
     }
     st = fedc_optimizer_step_tree(&r->alg->client_opt, p, FEDC_NONE, w, grad, opt, &next_w, &next_opt);
+    if (!st && fedc_tree_has(res, "update")) /* the model's state: its new value, not the optimizer's step */
+        st = fedc_tree_set_tree(p, next_w, NULL, fedc_tree_subtree(p, res, "update"));
     if (!st && offset) st = fedc_tree_output(p, "offset", offset);
     if (!st) st = fedc_tree_output(p, "w", next_w);
     if (!st) st = fedc_tree_output(p, "opt", frozen ? opt : next_opt);

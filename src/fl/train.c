@@ -75,6 +75,7 @@ fedc_status fedc__train_create_model(trainer *t) {
     fedc_model_options o = {0};
     const fedc__task *k = t->task_def;
     fedc_status st = fedc__task_model_options(k, t, t->c->model, &o);
+    o.frozen_batchnorm = t->c->frozen_batchnorm;
     if (!st) st = fedc_model_create(&t->model, t->c->model, &o);
     if (st) return st;
     if (k->follow_length) k->follow_length(t, fedc_model_label_type(t->model, 1).dims[1]);

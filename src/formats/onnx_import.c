@@ -128,6 +128,34 @@ static fedc_status add_initializer(onnx_import *im, const Onnx__TensorProto *t, 
     return fedc_program_status(im->p);
 }
 
+fedc_status fedc__onnx_add_update(onnx_import *im, const char *param, fedc_value v) {
+    for (int i = 0; i < im->nupdates; i++)
+        if (!strcmp(im->updates[i].param, param))
+            return fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "%s is updated by two nodes", param);
+    if (im->nupdates == im->updates_cap) {
+        int cap = im->updates_cap ? 2 * im->updates_cap : 8;
+        onnx_update *u = fedc_realloc(im->updates, (size_t)cap * sizeof *u);
+        if (!u) return fedc__onnx_fail(im, FEDC_ENOMEM, "out of memory");
+        im->updates = u, im->updates_cap = cap;
+    }
+    im->updates[im->nupdates++] = (onnx_update){.param = param, .v = v};
+    return FEDC_OK;
+}
+
+/* The training form's updates, after the graph's outputs (the first is the logits). */
+static fedc_status add_updates(onnx_import *im) {
+    fedc_status st = FEDC_OK;
+    for (int i = 0; !st && i < im->nupdates; i++) {
+        size_t len = strlen(im->updates[i].param) + 8;
+        char *name = fedc_malloc(len);
+        if (!name) return fedc__onnx_fail(im, FEDC_ENOMEM, "out of memory");
+        snprintf(name, len, "update/%s", im->updates[i].param);
+        st = fedc_program_output(im->p, name, im->updates[i].v);
+        fedc_free(name);
+    }
+    return st;
+}
+
 static fedc_status add_output(onnx_import *im, const Onnx__ValueInfoProto *vi) {
     const char *name = vi->name ? vi->name : "";
     onnx_entry *e = fedc__onnx_find(im, name);
@@ -178,10 +206,16 @@ static fedc_status import_graph(onnx_import *im, const Onnx__GraphProto *g, cons
         if (!is_initializer(g, g->input[i]->name ? g->input[i]->name : "")) st = add_input(im, g->input[i], o->batch ? o->batch : 1);
     for (size_t i = 0; !st && i < g->n_initializer; i++) st = add_initializer(im, g->initializer[i], o->frozen, m);
     if (!st && g->n_sparse_initializer) st = fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "sparse initializers are not supported");
+    if (!st && im->batchnorm != FEDC_ONNX_BATCHNORM_INFERENCE) {
+        int64_t batch = o->batch ? o->batch : 1;
+        im->mask = fedc_input(im->p, "mask", fedc_type_make(FEDC_F32, 1, &batch));
+        st = fedc_program_status(im->p);
+    }
     for (size_t i = 0; !st && i < g->n_node; i++) st = add_node(im, g->node[i]);
     im->node = NULL;
     if (!st && !g->n_output) st = fedc__onnx_fail(im, FEDC_EINVAL, "the graph has no output");
     for (size_t i = 0; !st && i < g->n_output; i++) st = add_output(im, g->output[i]);
+    if (!st) st = add_updates(im);
     if (!st) st = fedc_program_dce(im->p);
     if (!st) st = fedc_program_verify(im->p);
     return st;
@@ -232,14 +266,20 @@ fedc_status fedc_program_from_onnx_bytes(const void *bytes, size_t size, const c
     if (!bytes && size) return fedc_error(FEDC_EINVAL, "%s: no bytes", what);
     fedc_onnx_options o = options ? *options : (fedc_onnx_options){0};
     if (o.batch < 0) return fedc_error(FEDC_EINVAL, "%s: batch %lld is negative", what, (long long)o.batch);
+    if ((unsigned)o.batchnorm > FEDC_ONNX_BATCHNORM_FROZEN)
+        return fedc_error(FEDC_EINVAL, "%s: batchnorm %d is none of fedc_onnx_batchnorm's", what, (int)o.batchnorm);
+    if (o.frozen && o.batchnorm != FEDC_ONNX_BATCHNORM_INFERENCE)
+        return fedc_error(FEDC_EINVAL, "%s: a program to train (batchnorm not INFERENCE) needs the running statistics as "
+                          "parameters, which frozen makes constants", what);
     Onnx__ModelProto *mp;
     fedc_status st = fedc__onnx_unpack(bytes, size, what, &mp);
     if (st) return st;
     fedc_onnx_model *m = fedc_calloc(1, sizeof *m);
-    onnx_import im = {.what = what};
+    onnx_import im = {.what = what, .batchnorm = o.batchnorm, .mask = FEDC_NONE};
     st = m ? import_model(mp, &im, &o, m) : fedc_error(FEDC_ENOMEM, "%s: out of memory", what);
     for (int i = 0; i < im.n; i++) fedc__onnx_const_free(im.entries[i].k);
     fedc_free(im.entries);
+    fedc_free(im.updates);
     onnx__model_proto__free_unpacked(mp, NULL);
     if (st) {
         fedc_onnx_model_destroy(m);

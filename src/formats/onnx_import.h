@@ -37,6 +37,13 @@ typedef struct onnx_entry {
     onnx_const *k;   /* its value when known at import, or NULL */
 } onnx_entry;
 
+/* A parameter's new value that the training form computes (a BatchNorm's running
+ * statistic): the program's output "update/<param>". */
+typedef struct onnx_update {
+    const char *param; /* the initializer's name (the node's input name) */
+    fedc_value v;
+} onnx_update;
+
 typedef struct onnx_import {
     fedc_program *p;
     const char *what; /* the file, in messages */
@@ -45,6 +52,10 @@ typedef struct onnx_import {
     onnx_entry *entries;
     int n, cap;
     fedc_status failed; /* the status of the last fedc__onnx_fail */
+    fedc_onnx_batchnorm batchnorm; /* fedc_onnx_options.batchnorm */
+    fedc_value mask;               /* unless INFERENCE, the program's input "mask", f32[batch] */
+    onnx_update *updates;    /* written after the graph's outputs */
+    int nupdates, updates_cap;
 } onnx_import;
 
 /* Maps the current node: its inputs are entries already defined, its outputs
@@ -73,6 +84,9 @@ fedc_status fedc__onnx_read_file(const char *path, uint8_t **out, size_t *size);
 /* bytes decoded as an onnx.ModelProto (free it with onnx__model_proto__free_unpacked),
  * their nesting bounded first; FEDC_EPARSE naming `what` when they are not one. */
 fedc_status fedc__onnx_unpack(const void *bytes, size_t size, const char *what, Onnx__ModelProto **out);
+
+/* Records v as the new value of the parameter `param` (an output "update/<param>"). */
+fedc_status fedc__onnx_add_update(onnx_import *im, const char *param, fedc_value v);
 
 /* ------------------------------------------------------------ entries -- */
 

@@ -168,23 +168,90 @@ static fedc_value per_channel(onnx_import *im, int k, fedc_value like, int rank)
     return fedc_reshape(im->p, v, 2, dims);
 }
 
-/* BatchNormalization's inference form: (x - mean) / sqrt(var + eps) * scale + B
- * with the running statistics as given (they are parameters of the program). */
+/* The axes a BatchNormalization reduces over (all but the channel's) of its
+ * input as the translator holds it: NHWC for rank 4, else ONNX's [N, C, ...]. */
+static int stat_axes(int rank, int *axes) {
+    if (rank == 4) return axes[0] = 0, axes[1] = 1, axes[2] = 2, 3;
+    axes[0] = 0;
+    if (rank == 3) axes[1] = 2;
+    return rank - 1;
+}
+
+/* A running statistic (node input k) of a program to train: a parameter, whose
+ * new value `next` is the output update/<name>. */
+static fedc_status running_update(onnx_import *im, int k, fedc_value next) {
+    onnx_entry *e = fedc__onnx_in(im, k);
+    if (!e) return fedc__onnx_error(im);
+    if (e->k)
+        return fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "its running %s %s is not a parameter (a float initializer), "
+                               "which training updates", k == 4 ? "variance" : "mean", im->node->input[k]);
+    return fedc__onnx_add_update(im, im->node->input[k], next == FEDC_NONE ? fedc__onnx_value(im, e, FEDC_NONE) : next);
+}
+
+/* The training form, as PyTorch's model.train(): x normalised by the batch's own
+ * mean and (biased) variance over the real examples (mask 1) and the positions;
+ * the running statistics move towards them, the variance unbiased as in
+ * PyTorch: running = momentum * running + (1 - momentum) * batch's (ONNX's
+ * momentum is 1 - PyTorch's). A batch of padding alone leaves them as they were. */
+static fedc_value batchnorm_training(onnx_import *im, fedc_value xv, int r) {
+    fedc_program *p = im->p;
+    fedc_type xt = fedc_value_type(p, xv);
+    int axes[3], naxes = stat_axes(r, axes);
+    int64_t mdims[4] = {xt.dims[0], 1, 1, 1}, channels = xt.dims[r == 4 ? 3 : 1], positions = 1;
+    for (int i = 1; i < naxes; i++) positions *= xt.dims[axes[i]];
+    fedc_value m = fedc_reshape(p, im->mask, r, mdims);
+    fedc_value count = fedc_mul(p, fedc_reduce_sum(p, im->mask, NULL, -1, false), fedc_scalar_like(p, xv, (double)positions));
+    fedc_value one = fedc_scalar_like(p, count, 1);
+    fedc_value denom = fedc_maximum(p, count, one);
+    fedc_value mean = fedc_div(p, fedc_reduce_sum(p, fedc_mul(p, xv, m), axes, naxes, true), denom);
+    fedc_value d = fedc_sub(p, xv, mean);
+    fedc_value var = fedc_div(p, fedc_reduce_sum(p, fedc_mul(p, fedc_square(p, d), m), axes, naxes, true), denom);
+    fedc_value scale = per_channel(im, 1, xv, r), bias = per_channel(im, 2, xv, r);
+    fedc_value eps = fedc_scalar_like(p, xv, fedc__onnx_attr_float(im, "epsilon", 1e-5));
+    fedc_value y = fedc_add(p, fedc_mul(p, d, fedc_div(p, scale, fedc_sqrt(p, fedc_add(p, var, eps)))), bias);
+    /* the updates, of the running statistics' [C] shape */
+    double momentum = fedc__onnx_attr_float(im, "momentum", 0.9);
+    fedc_value any = fedc_cast(p, fedc_gt(p, count, fedc_scalar_like(p, count, 0)), FEDC_F32);
+    fedc_value step = fedc_mul(p, any, fedc_scalar_like(p, count, 1 - momentum)), keep = fedc_sub(p, one, step);
+    fedc_value unbias = fedc_div(p, count, fedc_maximum(p, fedc_sub(p, count, one), one));
+    fedc_value batch_stats[2] = {fedc_reshape(p, mean, 1, &channels), fedc_mul(p, fedc_reshape(p, var, 1, &channels), unbias)};
+    for (int k = 0; k < 2; k++) {
+        onnx_entry *e = fedc__onnx_in(im, 3 + k);
+        fedc_value run = e && !e->k ? fedc__onnx_value(im, e, xv) : FEDC_NONE;
+        fedc_value next = run == FEDC_NONE ? FEDC_NONE : fedc_add(p, fedc_mul(p, keep, run), fedc_mul(p, step, batch_stats[k]));
+        if (running_update(im, 3 + k, next)) return FEDC_NONE;
+    }
+    return y;
+}
+
+/* BatchNormalization: the inference form, (x - mean) / sqrt(var + eps) * scale + B
+ * with the running statistics as given (they are parameters of the program), or
+ * the training form (fedc_onnx_options.batchnorm). */
 static fedc_status op_batchnorm(onnx_import *im) {
     fedc_status st = fedc__onnx_known_attrs(im, "epsilon,momentum,training_mode");
     onnx_entry *x = st ? NULL : fedc__onnx_in(im, 0);
     if (!x) return st ? st : fedc__onnx_error(im);
     if (fedc__onnx_attr_int(im, "training_mode", 0) || (im->node->n_output > 1 && im->node->output[1][0]))
-        return fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "its training form (export the model in eval mode)");
+        return fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "its training form in the file (export the model in eval mode; "
+                               "fedc trains it in the training form itself, docs/onnx.md)");
     int r = fedc__onnx_rank(im, x);
     if (r < 2 || r > 4) return fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "an input of rank %d", r);
     fedc_program *p = im->p;
     fedc_value xv = r == 4 ? fedc__onnx_nhwc(im, x) : fedc__onnx_value(im, x, FEDC_NONE);
-    fedc_value scale = per_channel(im, 1, xv, r), bias = per_channel(im, 2, xv, r);
-    fedc_value mean = per_channel(im, 3, xv, r), var = per_channel(im, 4, xv, r);
-    fedc_value eps = fedc_scalar_like(p, xv, fedc__onnx_attr_float(im, "epsilon", 1e-5));
-    fedc_value inv = fedc_div(p, scale, fedc_sqrt(p, fedc_add(p, var, eps)));
-    fedc_value y = fedc_add(p, fedc_mul(p, fedc_sub(p, xv, mean), inv), bias);
+    fedc_value y;
+    if (im->batchnorm == FEDC_ONNX_BATCHNORM_TRAINING) {
+        if ((y = batchnorm_training(im, xv, r)) == FEDC_NONE) return fedc__onnx_error(im);
+    } else {
+        fedc_value scale = per_channel(im, 1, xv, r), bias = per_channel(im, 2, xv, r);
+        fedc_value mean = per_channel(im, 3, xv, r), var = per_channel(im, 4, xv, r);
+        fedc_value eps = fedc_scalar_like(p, xv, fedc__onnx_attr_float(im, "epsilon", 1e-5));
+        fedc_value inv = fedc_div(p, scale, fedc_sqrt(p, fedc_add(p, var, eps)));
+        y = fedc_add(p, fedc_mul(p, fedc_sub(p, xv, mean), inv), bias);
+        /* frozen: the running statistics stay as they are, not moved by their gradients */
+        if (im->batchnorm == FEDC_ONNX_BATCHNORM_FROZEN &&
+            ((st = running_update(im, 3, FEDC_NONE)) || (st = running_update(im, 4, FEDC_NONE))))
+            return st;
+    }
     return r == 4 ? fedc__onnx_set_nhwc(im, 0, y) : fedc__onnx_set(im, 0, y);
 }
 

@@ -1,12 +1,17 @@
 /*
- * fast_shape.c — slice and pad as copies of contiguous runs. The reference kernels
+ * fast_shape.c — slice and pad as copies of contiguous runs, and transpose as
+ * strided rows. The reference kernels
  * move one element at a time with an index computation each; here the trailing
  * axes that the window covers whole are merged with the first partial one into a
  * run that is contiguous in both arrays, and each run is one memcpy (a slice of
  * the rows of a matrix is a single memcpy; a window of columns is one per row).
  * The language models slice weights and LSTM traces and pad their gradients back
- * every step, so these are on the hot path of training.
+ * every step, so these are on the hot path of training. An imported ONNX CNN
+ * transposes its NHWC activations back to NCHW before its dense head, and its
+ * OIHW filters to HWIO, at every step and in the gradient: a transpose walks the
+ * output row by row, the index arithmetic once per row.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "kernels/fast.h"
@@ -91,3 +96,59 @@ fedc_status fedc__fast_pad(size_t elsize, const fedc__kshape *xs, const int64_t 
     copy_window(elsize, ys, lo, xs, y, (char *)x, false);
     return FEDC_OK;
 }
+
+/* A transpose's output as rows of its last axis: row i's source is at base(i),
+ * its elements `stride` apart. */
+typedef struct transpose_job {
+    size_t es;
+    int rank;
+    int64_t dims[FEDC_MAX_RANK], src_stride[FEDC_MAX_RANK]; /* per output axis */
+    const char *x;
+    char *y;
+} transpose_job;
+
+#define STRIDED_ROW(T)                                                                 \
+    for (int64_t k = 0; k < len; k++) ((T *)out)[k] = ((const T *)in)[k * stride];
+
+static void transpose_rows(const void *ctx, int64_t r0, int64_t r1) {
+    const transpose_job *j = ctx;
+    int last = j->rank - 1;
+    int64_t len = j->dims[last], stride = j->src_stride[last];
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t rest = r, base = 0;
+        for (int d = last - 1; d >= 0; d--) base += (rest % j->dims[d]) * j->src_stride[d], rest /= j->dims[d];
+        const char *in = j->x + (size_t)base * j->es;
+        char *out = j->y + (size_t)(r * len) * j->es;
+        if (j->es == 4) {
+            STRIDED_ROW(uint32_t)
+        } else if (j->es == 8) {
+            STRIDED_ROW(uint64_t)
+        } else {
+            for (int64_t k = 0; k < len; k++) memcpy(out + (size_t)k * j->es, in + (size_t)(k * stride) * j->es, j->es);
+        }
+    }
+}
+
+fedc_status fedc__fast_transpose(size_t elsize, const fedc__kshape *xs, const int *perm, const void *x, void *y) {
+    fedc_status st = fedc__ref_check_shape("transpose", xs);
+    if (st) return st;
+    int r = xs->rank;
+    int64_t count = fedc__kshape_count(xs);
+    if (r < 1 || count == 0 || (elsize != 4 && elsize != 8)) /* its checks and the rare cases */
+        return fedc__ref_transpose(elsize, xs, perm, x, y);
+    transpose_job j = {.es = elsize, .rank = r, .x = x, .y = y};
+    int64_t xstr[FEDC_MAX_RANK], step = 1;
+    unsigned seen = 0;
+    for (int d = r - 1; d >= 0; d--) xstr[d] = step, step *= xs->dims[d];
+    for (int d = 0; d < r; d++) {
+        if (perm[d] < 0 || perm[d] >= r || (seen & (1u << perm[d])))
+            return fedc__ref_transpose(elsize, xs, perm, x, y); /* which says what is wrong */
+        seen |= 1u << perm[d];
+        j.dims[d] = xs->dims[perm[d]];
+        j.src_stride[d] = xstr[perm[d]];
+    }
+    int64_t rows = count / j.dims[r - 1];
+    fedc__kernels_spans(rows, 16384 / j.dims[r - 1] + 1, transpose_rows, &j);
+    return FEDC_OK;
+}
+

@@ -376,13 +376,15 @@ static fedc_value forward_cnn(fedc_program *p, const fedc_value *w, fedc_value x
     return fedc__nn_dense(p, h, w[6], w[7]);
 }
 
-static fedc_value forward(const fedc_model *m, fedc_program *p, const fedc_value *w, fedc_value x, fedc_value key) {
+/* updates: in training, for the model's state (fedc__nn_program_forward); NULL in evaluation. */
+static fedc_value forward(const fedc_model *m, fedc_program *p, const fedc_value *w, fedc_value x, fedc_value mask,
+                         fedc_value key, fedc_value *updates) {
     switch (m->kind->arch) {
     case ARCH_LOGISTIC: return fedc__nn_dense(p, flatten_input(m, p, x), w[0], w[1]);
     case ARCH_DENSE: return forward_dense(m, p, w, x);
     case ARCH_CNN: return forward_cnn(p, w, x, key);
     case ARCH_TRANSFORMER: return fedc__nn_transformer_forward(&m->tf, p, w, x);
-    case ARCH_PROGRAM: return fedc__nn_program_forward(m->program, p, m->params.count, w, x);
+    case ARCH_PROGRAM: return fedc__nn_program_forward(m->program, p, &m->params, w, x, mask, updates);
     case ARCH_CHAR_LSTM:
     case ARCH_WORD_LSTM: break; /* fedc__nn_text_apply */
     }
@@ -426,10 +428,23 @@ static fedc_value token_weights(const fedc_model *m, fedc_program *p, fedc_value
 static void clear_outputs(fedc_model_outputs *out) {
     out->loss = out->logits = out->correct = out->count = FEDC_NONE;
     out->example_loss = out->example_correct = out->example_count = FEDC_NONE;
+    out->updates = NULL;
 }
 
-fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_value *params, fedc_value x,
-                             fedc_value y, fedc_value mask, fedc_value dropout_key, fedc_model_outputs *out) {
+/* The state parameters' updates (FEDC_NONE: not state) as a tree, or NULL for none. */
+static fedc_tree *updates_tree(const fedc_model *m, fedc_program *p, const fedc_value *updates) {
+    fedc_tree *t = NULL;
+    for (int i = 0; i < m->params.count; i++)
+        if (updates[i] != FEDC_NONE) {
+            if (!t) t = fedc_tree_new(p);
+            fedc_tree_set(p, t, m->params.items[i].name, updates[i]);
+        }
+    return t;
+}
+
+fedc_status fedc__model_apply(const fedc_model *m, fedc_program *p, const fedc_value *params, fedc_value x,
+                              fedc_value y, fedc_value mask, fedc_value dropout_key, bool training,
+                              fedc_model_outputs *out) {
     if (!m || !p || !params || !out)
         return fedc_error(FEDC_EINVAL, "fedc_model_apply: a NULL %s",
                           !m ? "model" : !p ? "program" : !params ? "params" : "out");
@@ -440,9 +455,18 @@ fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_va
     if (is_text(m)) {
         fedc__nn_text_apply(&m->text, p, params, x, y, mask, out);
     } else {
+        fedc_value updates[FEDC_NN_MAX_PARAMS];
+        for (int i = 0; i < m->params.count; i++) updates[i] = FEDC_NONE; /* only a program model has state */
+        fedc_value logits = forward(m, p, params, x, mask, dropout_key, training ? updates : NULL);
         if (m->kind->arch == ARCH_TRANSFORMER) mask = token_weights(m, p, y, mask);
-        heads(p, forward(m, p, params, x, dropout_key), y, mask, out);
+        heads(p, logits, y, mask, out);
+        if (training) out->updates = updates_tree(m, p, updates);
     }
     if ((st = fedc_program_status(p))) clear_outputs(out);
     return st;
+}
+
+fedc_status fedc_model_apply(const fedc_model *m, fedc_program *p, const fedc_value *params, fedc_value x,
+                             fedc_value y, fedc_value mask, fedc_value dropout_key, fedc_model_outputs *out) {
+    return fedc__model_apply(m, p, params, x, y, mask, dropout_key, false, out);
 }

@@ -161,9 +161,16 @@ fedc_status fedc__nn_program_create(const fedc_model_program *spec, fedc_type ex
 void fedc__nn_program_destroy(fedc__nn_program *g); /* safe on NULL */
 const char *fedc__nn_program_name(const fedc__nn_program *g);
 fedc_status fedc__nn_program_init(const fedc__nn_program *g, const fedc__nn_params *ps, float *params);
-/* The logits of x (the model's input type), the program inlined into p. */
-fedc_value fedc__nn_program_forward(const fedc__nn_program *g, fedc_program *p, int n, const fedc_value *w,
-                                   fedc_value x);
+/* The logits of x (the model's input type), the program inlined into p. With
+ * updates (ps->count values, FEDC_NONE on entry): in training, the training
+ * forward where the model has one (mask f32[batch] its input), updates[i] set to
+ * the new value of parameter i when it is state. */
+fedc_value fedc__nn_program_forward(const fedc__nn_program *g, fedc_program *p, const fedc__nn_params *ps,
+                                   const fedc_value *w, fedc_value x, fedc_value mask, fedc_value *updates);
+/* fedc_model_apply, in training (the model's training form; out->updates) or not. */
+fedc_status fedc__model_apply(const fedc_model *m, fedc_program *p, const fedc_value *params, fedc_value x,
+                              fedc_value y, fedc_value mask, fedc_value dropout_key, bool training,
+                              fedc_model_outputs *out);
 /* fedc_model_create of a name with a loader's prefix. */
 fedc_status fedc__nn_load(const char *name, const fedc_model_options *o, fedc_model **out);
 

@@ -7,6 +7,7 @@
 #include "core/internal.h"
 #include "fedc/nn.h"
 #include "fedc/tree.h"
+#include "nn/nn.h"
 
 static fedc_type placed(fedc_type t, fedc_placement pl) {
     t.placement = pl;
@@ -111,8 +112,9 @@ fedc_tree *fedc_model_full_tree(const fedc_model *m, fedc_program *p, fedc_place
     return fedc_program_status(p) ? NULL : t;
 }
 
-fedc_status fedc_model_apply_tree(const fedc_model *m, fedc_program *p, const fedc_tree *params, fedc_value x,
-                                  fedc_value y, fedc_value mask, fedc_value dropout_key, fedc_model_outputs *out) {
+static fedc_status apply_tree(const fedc_model *m, fedc_program *p, const fedc_tree *params, fedc_value x,
+                              fedc_value y, fedc_value mask, fedc_value dropout_key, bool training,
+                              fedc_model_outputs *out) {
     fedc_status st = fedc_program_status(p);
     if (st) return st;
     int n = fedc_model_num_params(m);
@@ -120,7 +122,18 @@ fedc_status fedc_model_apply_tree(const fedc_model *m, fedc_program *p, const fe
     if (!w) return fedc_program_fail(p, FEDC_ENOMEM, "model_apply_tree: out of memory"), FEDC_ENOMEM;
     for (int i = 0; i < n; i++) w[i] = fedc_tree_get(p, params, fedc_model_param_name(m, i));
     st = fedc_program_status(p);
-    if (!st) st = fedc_model_apply(m, p, w, x, y, mask, dropout_key, out);
+    if (!st) st = fedc__model_apply(m, p, w, x, y, mask, dropout_key, training, out);
     fedc_free(w);
     return st;
+}
+
+fedc_status fedc_model_apply_tree(const fedc_model *m, fedc_program *p, const fedc_tree *params, fedc_value x,
+                                  fedc_value y, fedc_value mask, fedc_value dropout_key, fedc_model_outputs *out) {
+    return apply_tree(m, p, params, x, y, mask, dropout_key, false, out);
+}
+
+fedc_status fedc_model_apply_tree_training(const fedc_model *m, fedc_program *p, const fedc_tree *params,
+                                           fedc_value x, fedc_value y, fedc_value mask, fedc_value dropout_key,
+                                           fedc_model_outputs *out) {
+    return apply_tree(m, p, params, x, y, mask, dropout_key, true, out);
 }

@@ -18,7 +18,7 @@
 
 struct fedc__nn_program {
     char *name;
-    fedc_model_forward_fn forward;
+    fedc_model_forward_fn forward, forward_train;
     void *ctx;
     void (*destroy_ctx)(void *ctx);
     float *init; /* the initial values, in the parameter table's layout */
@@ -52,9 +52,9 @@ static fedc_value feed(fedc_program *p, fedc_value x, const fedc_type *want) {
     return fedc_program_fail(p, FEDC_ESHAPE, "model: the program's input does not take the examples");
 }
 
-static fedc_status build(const fedc__nn_program *g, int64_t batch, fedc_program **out) {
+static fedc_status build(const fedc__nn_program *g, int64_t batch, bool training, fedc_program **out) {
     *out = NULL;
-    fedc_status st = g->forward(g->ctx, batch, out);
+    fedc_status st = (training ? g->forward_train : g->forward)(g->ctx, batch, out);
     if (st) return st;
     if (!*out) return fedc_error(FEDC_EINTERNAL, "model %s: the forward builder made no program", g->name);
     return FEDC_OK;
@@ -111,6 +111,34 @@ static fedc_status declare(const fedc_model_program *spec, const fedc_program *f
     return FEDC_OK;
 }
 
+/* The training forward's interface: the forward's inputs and "mask"; its first
+ * output the forward's, then update/<param> of a parameter's type for each
+ * state parameter. */
+static fedc_status check_train(const fedc__nn_program *g, const fedc__nn_params *ps, const fedc_program *f,
+                               const fedc_program *t) {
+    int n = fedc_program_num_inputs(f);
+    bool ok = fedc_program_num_inputs(t) == n + 1 && fedc_program_num_outputs(t) >= 1;
+    for (int i = 0; ok && i < n; i++) {
+        fedc_type a = fedc_value_type(f, fedc_program_input(f, i)), b = fedc_value_type(t, fedc_program_input(t, i));
+        ok = fedc_type_same_shape(&a, &b) && a.dtype == b.dtype;
+    }
+    fedc_type mt = ok ? fedc_value_type(t, fedc_program_input(t, n)) : fedc_type_scalar(FEDC_F32);
+    if (!ok || strcmp(fedc_program_input_name(t, n), "mask") || mt.rank != 1 || mt.dims[0] != 1 || mt.dtype != FEDC_F32)
+        return fedc_error(FEDC_EINVAL, "model %s: its training forward does not take the forward's inputs and a mask "
+                          "f32[batch]", g->name);
+    for (int k = 1; k < fedc_program_num_outputs(t); k++) {
+        const char *name = fedc_program_output_name(t, k);
+        if (strncmp(name, "update/", 7)) continue;
+        int i = 0;
+        while (i < ps->count && strcmp(ps->items[i].name, name + 7)) i++;
+        fedc_type ut = fedc_value_type(t, fedc_program_output_value(t, k));
+        if (i == ps->count || !fedc_type_same_shape(&ut, &ps->items[i].type) || ut.dtype != FEDC_F32)
+            return fedc_error(FEDC_EINVAL, "model %s: its training forward's output %s is no parameter's new value",
+                              g->name, name);
+    }
+    return FEDC_OK;
+}
+
 static fedc_status copy_init(const fedc_model_program *spec, const fedc__nn_params *ps, fedc__nn_program *g) {
     g->init = fedc_malloc((size_t)(ps->size ? ps->size : 1) * sizeof *g->init);
     if (!g->init) return fedc_error(FEDC_ENOMEM, "model %s: out of memory for its parameters", spec->name);
@@ -135,13 +163,16 @@ fedc_status fedc__nn_program_create(const fedc_model_program *spec, fedc_type ex
     }
     memcpy(g->name, spec->name, len + 1);
     g->forward = spec->forward;
+    g->forward_train = spec->forward_train;
     g->ctx = spec->ctx;
     g->destroy_ctx = spec->destroy_ctx;
-    fedc_program *f = NULL;
-    fedc_status st = build(g, 1, &f);
+    fedc_program *f = NULL, *t = NULL;
+    fedc_status st = build(g, 1, false, &f);
     if (!st) st = declare(spec, f, ps);
     if (!st) st = check_forward(g, f, example, want_classes, classes);
+    if (!st && g->forward_train && !(st = build(g, 1, true, &t))) st = check_train(g, ps, f, t);
     if (!st) st = copy_init(spec, ps, g);
+    fedc_program_destroy(t);
     fedc_program_destroy(f);
     if (st) {
         fedc__nn_program_destroy(g);
@@ -167,27 +198,37 @@ fedc_status fedc__nn_program_init(const fedc__nn_program *g, const fedc__nn_para
     return FEDC_OK;
 }
 
-fedc_value fedc__nn_program_forward(const fedc__nn_program *g, fedc_program *p, int n, const fedc_value *w,
-                                   fedc_value x) {
+/* The training forward's updates into updates[] (FEDC_NONE already), by parameter name. */
+static void take_updates(const fedc_program *f, const fedc__nn_params *ps, const fedc_value *all, fedc_value *updates) {
+    for (int k = 1; k < fedc_program_num_outputs(f); k++) {
+        const char *name = fedc_program_output_name(f, k);
+        for (int i = 0; !strncmp(name, "update/", 7) && i < ps->count; i++)
+            if (!strcmp(ps->items[i].name, name + 7)) updates[i] = all[k];
+    }
+}
+
+fedc_value fedc__nn_program_forward(const fedc__nn_program *g, fedc_program *p, const fedc__nn_params *ps,
+                                   const fedc_value *w, fedc_value x, fedc_value mask, fedc_value *updates) {
     int64_t batch = fedc_value_type(p, x).dims[0];
+    bool training = updates && g->forward_train;
     fedc_program *f = NULL;
-    fedc_status st = build(g, batch, &f);
+    fedc_status st = build(g, batch, training, &f);
     char why[512]; /* fedc_errmsg's buffer is where fedc_program_fail writes */
     if (st) return snprintf(why, sizeof why, "%s", fedc_errmsg()), fedc_program_fail(p, st, "%s", why);
-    fedc_value args[1 + FEDC_NN_MAX_PARAMS], results[1];
+    fedc_value args[2 + FEDC_NN_MAX_PARAMS];
     fedc_type want = fedc_value_type(f, fedc_program_input(f, 0));
     args[0] = feed(p, x, &want);
-    for (int i = 0; i < n; i++) args[1 + i] = w[i];
+    for (int i = 0; i < ps->count; i++) args[1 + i] = w[i];
+    if (training) args[1 + ps->count] = mask;
     fedc_value logits = FEDC_NONE;
-    if (fedc_program_num_outputs(f) != 1) {
-        /* inline writes every output; the model takes the first */
-        fedc_value *all = fedc_malloc((size_t)fedc_program_num_outputs(f) * sizeof *all);
-        if (!all) st = fedc_error(FEDC_ENOMEM, "model %s: out of memory", g->name);
-        if (!st && !(st = fedc_program_inline(p, f, args, all))) logits = all[0];
-        fedc_free(all);
-    } else if (!(st = fedc_program_inline(p, f, args, results))) {
-        logits = results[0];
+    /* inline writes every output; the model takes the first (and the updates) */
+    fedc_value *all = fedc_malloc((size_t)fedc_program_num_outputs(f) * sizeof *all);
+    if (!all) st = fedc_error(FEDC_ENOMEM, "model %s: out of memory", g->name);
+    if (!st && !(st = fedc_program_inline(p, f, args, all))) {
+        logits = all[0];
+        if (training) take_updates(f, ps, all, updates);
     }
+    fedc_free(all);
     fedc_program_destroy(f);
     if (st) return snprintf(why, sizeof why, "%s", fedc_errmsg()), fedc_program_fail(p, st, "model %s: %s", g->name, why);
     return logits;
