@@ -429,7 +429,7 @@ static fedc_program *local_body(int n, const fedc_type *types, fedc_value (*f)(f
     fedc_value in[4];
     CHECK_OK(fedc_program_create(&b));
     for (int i = 0; b && i < n; i++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "i%d", i);
         in[i] = fedc_input(b, nm, types[i]);
     }
