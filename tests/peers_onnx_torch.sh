@@ -6,7 +6,8 @@
 #     test_onnx_torch checks fedc's against them (as it checks the reduced ones kept
 #     in tests/onnx/ without torch), and the same at reduced widths at opsets 13, 14
 #     and 18; there tests/onnx/make_train_fixtures.py records the ResNet block in train
-#     mode (BatchNorm on the batch's statistics) too.
+#     mode (BatchNorm on the batch's statistics) too. --dynamo: the six models through
+#     torch.export (dynamo=True) as well, checked as test_onnx_torch's dynamo does.
 #  2. The EMNIST CNN trains 2 rounds of FedAvg under fedc train --model onnx: on the
 #     small FEMNIST, --export-onnx writes the trained model; tests/onnx/check_trained.py
 #     loads its safetensors into the PyTorch module (load_state_dict) and that module's
@@ -23,9 +24,9 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 . "$(dirname "$0")/expect.sh"
 
-expect 0 "transformer:" -- "$py" tests/onnx/make_fixtures.py "$out/full" --full
+expect 0 "transformer:" -- "$py" tests/onnx/make_fixtures.py "$out/full" --full --dynamo
 # BatchNorm's training form (bn_training) is left out at full width (docs/onnx.md)
-for m in mlp emnist_cnn cifar_cnn resnet_block char_lstm transformer write_params; do
+for m in mlp emnist_cnn cifar_cnn resnet_block char_lstm transformer dynamo write_params; do
   FEDC_ONNX_TORCH_DIR=$out/full "$test" "$m" >"$out/log" 2>&1 && ok ||
     { bad "$m: fedc's logits or gradients differ from torch's at full width"; cat "$out/log" >&2; }
 done

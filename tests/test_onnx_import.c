@@ -19,7 +19,7 @@
 #include "fedc/npy.h"
 #include "onnx_write.h"
 
-enum { ELEM_FLOAT = 1 };
+enum { ELEM_FLOAT = 1, ELEM_INT64 = 7 };
 
 /* Seeded values in [-1, 1) as floats. */
 static void fill(float *v, int n) {
@@ -582,7 +582,13 @@ static void test_refusals(void) {
     ow_init(&w);
     ow_input(&w, "x", ELEM_FLOAT, 2, (int64_t[]){2, 3});
     ow_init_f32(&w, "shape", 1, (int64_t[]){1}, (float[]){6});
-    ow_node(&w, "Reshape", "reshape_by_param", "x,shape", "y", 0); /* a float initializer is a parameter */
+    ow_node(&w, "Reshape", "reshape_by_float", "x,shape", "y", 0);
+    ow_output(&w, "y");
+    CHECK_ERR(import_status(&w, 17), FEDC_EINVAL, "its shape ('shape') is a float tensor");
+    ow_init(&w);
+    ow_input(&w, "x", ELEM_FLOAT, 2, (int64_t[]){2, 3});
+    ow_input(&w, "shape", ELEM_INT64, 1, (int64_t[]){1});
+    ow_node(&w, "Reshape", "reshape_by_input", "x,shape", "y", 0); /* a graph input is not known at import */
     ow_output(&w, "y");
     CHECK_ERR(import_status(&w, 17), FEDC_EUNSUPPORTED, "its shape ('shape') must be known at import");
     ow_init(&w);

@@ -95,15 +95,16 @@ static bool is_initializer(const Onnx__GraphProto *g, const char *name) {
 }
 
 /* A float initializer as the parameter input "params/<name>", its values kept in
- * m->param_values; any other (or every one, frozen) as a constant. */
-static fedc_status add_initializer(onnx_import *im, const Onnx__TensorProto *t, bool frozen, fedc_onnx_model *m) {
+ * m->param_values; any other, one only needed known at import (onnx_known.c), or
+ * every one when frozen, as a constant. */
+static fedc_status add_initializer(onnx_import *im, const Onnx__TensorProto *t, bool constant, fedc_onnx_model *m) {
     onnx_const *c;
     fedc_status st = fedc__onnx_const_of_tensor(t, im->what, &c);
     if (st) return st;
     const char *name = t->name ? t->name : "";
     onnx_entry *e = fedc__onnx_define(im, name);
     if (!e) return fedc__onnx_const_free(c), FEDC_ENOMEM;
-    if (frozen || (c->dtype != ONNX_FLOAT && c->dtype != ONNX_DOUBLE)) {
+    if (constant || (c->dtype != ONNX_FLOAT && c->dtype != ONNX_DOUBLE)) {
         e->k = c;
         return FEDC_OK;
     }
@@ -204,7 +205,11 @@ static fedc_status import_graph(onnx_import *im, const Onnx__GraphProto *g, cons
     fedc_status st = FEDC_OK;
     for (size_t i = 0; !st && i < g->n_input; i++)
         if (!is_initializer(g, g->input[i]->name ? g->input[i]->name : "")) st = add_input(im, g->input[i], o->batch ? o->batch : 1);
-    for (size_t i = 0; !st && i < g->n_initializer; i++) st = add_initializer(im, g->initializer[i], o->frozen, m);
+    bool *known = fedc_calloc(g->n_initializer + 1, sizeof *known);
+    if (!known) st = fedc__onnx_fail(im, FEDC_ENOMEM, "out of memory");
+    if (!st) st = fedc__onnx_known_initializers(g, known);
+    for (size_t i = 0; !st && i < g->n_initializer; i++) st = add_initializer(im, g->initializer[i], o->frozen || known[i], m);
+    fedc_free(known);
     if (!st && g->n_sparse_initializer) st = fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "sparse initializers are not supported");
     if (!st && im->batchnorm != FEDC_ONNX_BATCHNORM_INFERENCE) {
         int64_t batch = o->batch ? o->batch : 1;

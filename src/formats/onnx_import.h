@@ -85,6 +85,11 @@ fedc_status fedc__onnx_read_file(const char *path, uint8_t **out, size_t *size);
  * their nesting bounded first; FEDC_EPARSE naming `what` when they are not one. */
 fedc_status fedc__onnx_unpack(const void *bytes, size_t size, const char *what, Onnx__ModelProto **out);
 
+/* known[i]: whether g's initializer i is only ever needed known at import (an
+ * LSTM's initial state, a shape), so a constant even when it is a float
+ * (onnx_known.c). */
+fedc_status fedc__onnx_known_initializers(const Onnx__GraphProto *g, bool *known);
+
 /* Records v as the new value of the parameter `param` (an output "update/<param>"). */
 fedc_status fedc__onnx_add_update(onnx_import *im, const char *param, fedc_value v);
 

@@ -285,6 +285,21 @@ static fedc_status op_gather(onnx_import *im) {
     return fedc__onnx_set(im, 0, fedc_transpose(p, y, back));
 }
 
+/* The box [lo, hi) of a constant (shape arithmetic, or a constant state that
+ * an LSTM reads), its elements walked in row-major order. */
+static onnx_const *slice_const(const onnx_const *x, const int64_t *lo, const int64_t *hi) {
+    int64_t dims[FEDC_MAX_RANK], at[FEDC_MAX_RANK] = {0};
+    for (int i = 0; i < x->rank; i++) dims[i] = hi[i] - lo[i];
+    onnx_const *y = fedc__onnx_const_new(x->dtype, x->rank, dims);
+    for (int64_t n = 0; y && n < y->count; n++) {
+        int64_t from = 0;
+        for (int i = 0; i < x->rank; i++) from = from * x->dims[i] + lo[i] + at[i];
+        y->data[n] = x->data[from];
+        for (int i = x->rank - 1; i >= 0 && ++at[i] == dims[i]; i--) at[i] = 0;
+    }
+    return y;
+}
+
 /* Slice with constant starts, ends, axes and unit steps. */
 static fedc_status op_slice(onnx_import *im) {
     onnx_entry *x = fedc__onnx_in(im, 0);
@@ -308,12 +323,7 @@ static fedc_status op_slice(onnx_import *im) {
         lo[a] = (int64_t)(s < 0 ? 0 : s > d ? d : s);
         hi[a] = (int64_t)(e < (double)lo[a] ? (double)lo[a] : e > d ? d : e);
     }
-    if (x->k && r == 1) { /* shape arithmetic */
-        int64_t n = hi[0] - lo[0];
-        onnx_const *y = fedc__onnx_const_new(x->k->dtype, 1, &n);
-        if (y) memcpy(y->data, x->k->data + lo[0], (size_t)n * sizeof *y->data);
-        return fedc__onnx_set_const(im, 0, y);
-    }
+    if (x->k) return fedc__onnx_set_const(im, 0, slice_const(x->k, lo, hi));
     return fedc__onnx_set(im, 0, fedc_slice(im->p, fedc__onnx_value(im, x, FEDC_NONE), lo, hi));
 }
 

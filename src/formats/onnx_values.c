@@ -272,6 +272,9 @@ const onnx_const *fedc__onnx_const_in(onnx_import *im, int k, const char *what) 
 int fedc__onnx_shape_in(onnx_import *im, int k, int64_t *dims) {
     const onnx_const *shape = fedc__onnx_const_in(im, k, "shape");
     if (!shape) return -1;
+    if (shape->dtype == ONNX_FLOAT || shape->dtype == ONNX_DOUBLE)
+        return fedc__onnx_fail(im, FEDC_EINVAL, "its shape ('%s') is a float tensor (ONNX's shapes are int64)",
+                               im->node->input[k]), -1;
     if (shape->rank != 1 || shape->count > FEDC_MAX_RANK)
         return fedc__onnx_fail(im, FEDC_EUNSUPPORTED, "a shape of %lld values (fedc's rank is at most %d)",
                                (long long)shape->count, FEDC_MAX_RANK), -1;

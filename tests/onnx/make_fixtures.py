@@ -3,7 +3,8 @@ them, with what PyTorch computes on them (docs/onnx.md, "Models from PyTorch").
 
     python make_fixtures.py OUT_DIR [--full]
 
-For each model NAME it writes OUT_DIR/NAME.onnx and OUT_DIR/NAME.safetensors, the
+For each model NAME it writes OUT_DIR/NAME.onnx (and with --dynamo NAME_dynamo.onnx,
+the same module through PyTorch's torch.export-based exporter) and OUT_DIR/NAME.safetensors, the
 latter holding a fixed batch "x" (and "labels", int32), torch's "logits" on it, and
 "grad/<param>": autograd's gradient of the mean softmax cross-entropy of the
 logits against the labels with respect to every parameter, by its state_dict name
@@ -185,7 +186,12 @@ def reference(module, x, labels):
     return logits.detach().numpy(), grads
 
 
-def export(module, x, path, opset):
+def export(module, x, path, opset, dynamo=False):
+    if dynamo:  # the torch.export-based exporter, PyTorch's default from 2.9
+        torch.onnx.export(module, (x,), path, opset_version=max(opset, 18), dynamo=True, external_data=False,
+                          input_names=["x"], output_names=["logits"],
+                          dynamic_shapes=({0: torch.export.Dim("batch")},))
+        return
     torch.onnx.export(module, (x,), path, opset_version=opset, input_names=["x"], output_names=["logits"],
                       dynamic_axes={"x": {0: "batch"}}, do_constant_folding=False,
                       training=torch.onnx.TrainingMode.PRESERVE, dynamo=False)
@@ -197,6 +203,8 @@ def main():
     ap.add_argument("--full", action="store_true", help="the published widths")
     ap.add_argument("--only", help="comma-separated model names")
     ap.add_argument("--opset", type=int, default=OPSET)
+    ap.add_argument("--dynamo", action="store_true",
+                    help="also write NAME_dynamo.onnx, the same module through torch.export (opset 18)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.use_deterministic_algorithms(True)
@@ -208,6 +216,8 @@ def main():
         # with gradients on, as here, nn.TransformerEncoderLayer takes its composite path
         # (under no_grad its fused kernel has no ONNX form)
         export(module, x, os.path.join(args.out, name + ".onnx"), args.opset)
+        if args.dynamo:
+            export(module, x, os.path.join(args.out, name + "_dynamo.onnx"), args.opset, dynamo=True)
         logits, grads = reference(module, x, labels)
         tensors = {"x": x.numpy().astype(np.float32) if x.is_floating_point() else x.numpy().astype(np.int32),
                    "labels": labels.numpy().astype(np.int32), "logits": logits}
