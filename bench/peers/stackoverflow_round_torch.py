@@ -11,8 +11,9 @@ that the fedc side trained (--cohorts FILE: per round, each client's [sentences,
 The clients' data is random word ids (this measures time); a client runs its steps as the fedc
 side does. nn.LSTM keeps two bias vectors where Haiku keeps one: 2,680 more parameters.
 
-Prints one line per round "torch round R: S steps, T s" and "torch median_s=M" (the median over
-the rounds after the first, a warm-up, as the fedc side counts them)."""
+Prints one line per round "torch round R: S steps, T s", "torch median_s=M" (the median over
+the rounds after the first, a warm-up, as the fedc side counts them) and a `json: {...}` line
+for bench/peers/run (its workload 3; examples/s counts sentences)."""
 import argparse
 import json
 import statistics
@@ -77,4 +78,9 @@ for r, cohort in enumerate(cfg["rounds"]):
     times.append(t)
     print(f"torch round {r}: {sum(s for _, s in cohort)} steps, {t:.1f} s{' (warm-up)' if r == 0 else ''}",
           flush=True)
-print(f"torch median_s={statistics.median(times[1:] if len(times) > 1 else times):.3f}")
+timed = times[1:] if len(times) > 1 else times
+print(f"torch median_s={statistics.median(timed):.3f}")
+steps = sum(s for cohort in cfg["rounds"][len(times) - len(timed):] for _, s in cohort)
+print("json: " + json.dumps({"system": "torch eager", "version": f"torch {torch.__version__}", "threads": a.threads,
+                             "examples_per_s": steps * BATCH / sum(timed), "s_per_round": statistics.median(timed),
+                             "accuracy": None}), flush=True)
