@@ -76,6 +76,7 @@ bench: build
 
 # A peer that cannot be installed is listed as such in the table, not timed.
 bench-peers: build
+	./scripts/install-bench-deps || echo "bench-peers: Debian's PyTorch 1.13 is not installed; the table says so"
 	./scripts/install-peers torch pfl || echo "bench-peers: some peers are not installed; the table says which"
 	./bench/peers/run $(BENCH_PEERS_FLAGS)
 
