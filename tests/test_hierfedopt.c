@@ -23,7 +23,6 @@ static fedc_algorithm hierfedopt(fedc_optimizer_kind group_opt, double lr) {
 static fedc_status open_groups(round_case *k, const fedc_algorithm *a) {
     memset(k, 0, sizeof *k);
     fedc_program *init = NULL;
-    fedc_executor *ix = NULL;
     fedc_status st = fedc_model_create(&k->m, "heart", &(fedc_model_options){.num_classes = 2, .input_dim = FEATURES});
     if (!st) st = fedc_model_init(k->m, 1, k->w0);
     if (!st) st = fedc_algorithm_round(k->m, a, &k->round);
@@ -32,46 +31,7 @@ static fedc_status open_groups(round_case *k, const fedc_algorithm *a) {
     if (!st) st = fedc_server_state_create(&k->s, k->m, a, k->w0);
     if (!st) st = fedc_server_state_bind(k->s, k->ex);
     if (!st) st = fedc_algorithm_group_init(k->m, a, &init);
-    if (!st && init) st = fedc_executor_create(&ix, init, &(fedc_exec_options){.clients = 1});
-    if (!st && init) st = fedc_executor_run(ix);
-    for (int i = 0; !st && init && i < fedc_program_num_outputs(init) && i < MAX_LEAVES; i++) {
-        const char *name = fedc_program_output_name(init, i);
-        int64_t n = numel(fedc_value_type(init, fedc_program_output_value(init, i)));
-        const void *v;
-        k->leaf_name[i] = strdup(name), k->leaf_size[i] = n;
-        k->leaf[i] = calloc((size_t)(n * GROUPS), sizeof(float));
-        k->nleaves = i + 1;
-        st = fedc_executor_output(ix, name, &v, NULL);
-        for (int g = 0; !st && g < GROUPS; g++) memcpy(k->leaf[i] + g * n, v, (size_t)n * sizeof(float));
-        if (!st) st = fedc_executor_bind(k->ex, name, k->leaf[i]);
-    }
-    fedc_executor_destroy(ix);
-    fedc_program_destroy(init);
-    return st;
-}
-
-/* One round on d; the groups' new state replaces their old; the new model in w. */
-static fedc_status run_groups(round_case *k, round_data *d, float *w) {
-    const char *names[5] = {"x", "y", "mask", "steps", "key"};
-    const void *data[5] = {d->x, d->y, d->mask, d->steps, d->key};
-    fedc_status st = FEDC_OK;
-    for (int i = 0; !st && i < 5; i++) st = fedc_executor_bind(k->ex, names[i], data[i]);
-    if (!st) st = fedc_executor_run(k->ex);
-    if (!st) st = fedc_server_state_update(k->s, k->ex);
-    for (int i = 0; !st && i < k->nleaves; i++) {
-        const void *v;
-        st = fedc_executor_output(k->ex, k->leaf_name[i], &v, NULL);
-        if (!st) memcpy(k->leaf[i], v, (size_t)(k->leaf_size[i] * GROUPS) * sizeof(float));
-    }
-    if (!st) st = fedc_server_state_params(k->s, w);
-    return st;
-}
-
-/* Group g's values of group state leaf `name` (group/<name>), or NULL. */
-static float *group_leaf(const round_case *k, const char *name, int g) {
-    for (int i = 0; i < k->nleaves; i++)
-        if (!strcmp(k->leaf_name[i] + 6, name)) return k->leaf[i] + g * k->leaf_size[i];
-    return NULL;
+    return st ? st : case_state(k, init, GROUPS);
 }
 
 /* The reference: the server's model and each group's Adam, in double. */
@@ -131,22 +91,22 @@ static void test_adam_per_group_by_hand(void) {
         static round_data d;
         make_data(&d, 300 + (uint32_t)r, (int[]){6, 3, 2 + 2 * r});
         float w[SIZE];
-        CHECK_OK(run_groups(&k, &d, w));
+        CHECK_OK(case_run(&k, &d, w));
         ref_round(&d, &ref, 2);
         double err = max_abs_diff(w, ref.w, SIZE), moved = max_abs_diff(k.w0, ref.w, SIZE);
         printf("    round %d: |w - plain C| %.2g (the model moved %.3g)\n", r + 1, err, moved);
         CHECK_MSG(err < 1e-5, "round %d: the model differs from the plain C round by %g", r + 1, err);
         CHECK(moved > 1e-2);
         for (int g = 0; g < GROUPS; g++) {
-            const float *count = group_leaf(&k, "opt/count", g), *mu = group_leaf(&k, "opt/mu/dense1/w", g);
-            const float *nu = group_leaf(&k, "opt/nu/dense1/b", g);
+            const float *count = case_leaf(&k, "opt/count", g), *mu = case_leaf(&k, "opt/mu/dense1/w", g);
+            const float *nu = case_leaf(&k, "opt/nu/dense1/b", g);
             CHECK_MSG(count && *count == (float)ref.count[g], "round %d, group %d: Adam's count %g, not %g", r + 1, g,
                       count ? *count : -1, ref.count[g]);
             CHECK(mu && fabs(mu[5] - ref.mu[g][5]) < 1e-6 && nu && fabs(nu[1] - ref.nu[g][FEATURES * CLASSES + 1]) < 1e-9);
         }
     }
     CHECK(ref.count[0] == 4 && ref.count[1] == 4); /* 2 rounds of 2 group rounds, each group its own */
-    const float *mu0 = group_leaf(&k, "opt/mu/dense1/w", 0);
+    const float *mu0 = case_leaf(&k, "opt/mu/dense1/w", 0);
     CHECK(mu0 && max_abs_diff(mu0, ref.mu[1], FEATURES * CLASSES) > 1e-4); /* the groups' states differ */
     case_close(&k);
 }
