@@ -1,5 +1,5 @@
 #!/bin/sh
-# fedc train --algorithm hierfavg --groups N (docs/algorithms.md, "HierFAVG") on
+# fedc train --algorithm hierfavg --groups N (docs/algorithms.md, "HierFAVG"; and hierfedopt) on
 # synthetic data that every clone has: with group_rounds=1 it is FedAvg bit for
 # bit, in one group or several (the server's weighted mean over the groups' means
 # is the mean over the cohort: the math says so, and the round is built so);
@@ -39,6 +39,18 @@ for g in 1 2; do
   same "$out/e2-g$g-1" "$out/fedavg" && bad "group_rounds=2, $g groups: FedAvg's model" || ok
 done
 same "$out/e2-g1-1" "$out/e2-g2-1" && bad "group_rounds=2: 1 and 2 groups give the same model" || ok
+# hierfedopt (each group its own --server-opt) with plain SGD at rate 1 is hierfavg bit for bit
+# (tests/test_hierfedopt.c has its Adam by hand, FedAdam's bits in one group and its resume).
+expect 0 "hierfedopt" -- "$fedc" train --algorithms
+expect 0 "(default 1, in [1, 1000])" -- "$fedc" train --algorithm hierfedopt --help
+expect 0 "done: 3 rounds" -- "$fedc" train $data $run --algorithm hierfedopt --set group_rounds=2 --groups 2 \
+  --threads 1 --out "$out/opt-sgd"
+same "$out/e2-g2-1" "$out/opt-sgd" && ok || bad "hierfedopt with SGD at rate 1 is not hierfavg's bits"
+grep -q '"group_loss": \[[^],]*, [^],]*\]' "$out/opt-sgd/metrics.jsonl" && ok || bad "hierfedopt's metrics lack group losses"
+expect 1 "apply with plain SGD groups (--server-opt sgd) and group_rounds=1 only" -- "$fedc" train $data $run \
+  --algorithm hierfedopt --server-opt adam --dp-clip 1 --out "$out/x"
+expect 1 "hierfedopt's round reads \"group/opt/" -- "$fedc" plan build $data --algorithm hierfedopt --server-opt adam \
+  --clients-per-round 4 --out "$out/plan"
 # Each round's metrics have each group's train loss; the round's is their mean weighted by the
 # groups' examples, so it lies between the least and the greatest.
 rows=$(grep -c '"group_loss": \[[^],]*, [^],]*\]' "$out/e2-g2-1/metrics.jsonl")

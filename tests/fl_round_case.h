@@ -67,9 +67,9 @@ typedef struct round_case {
     fedc_program *round;
     fedc_executor *ex;
     fedc_server_state *s;
-    int nleaves;
-    char *leaf_name[MAX_LEAVES];      /* client/<leaf> */
-    float *leaf[MAX_LEAVES];          /* CLIENTS x the leaf's elements */
+    int nleaves, copies;
+    char *leaf_name[MAX_LEAVES];      /* client/<leaf> (or group/<leaf>) */
+    float *leaf[MAX_LEAVES];          /* copies (CLIENTS, or the groups) x the leaf's elements */
     int64_t leaf_size[MAX_LEAVES];
     float w0[SIZE];                   /* the model's seed-1 initialisation */
 } round_case;
@@ -80,28 +80,35 @@ static inline int64_t numel(fedc_type t) {
     return n;
 }
 
-/* The client state's inputs, each client starting from client_init's values. */
-static inline fedc_status case_client_state(round_case *k, const fedc_algorithm *a) {
-    fedc_program *init = NULL;
+/* The state's inputs, `copies` values of each (the clients' or the groups'), each
+ * starting from init's (client_init's or group_init's; NULL: none). */
+static inline fedc_status case_state(round_case *k, fedc_program *init, int copies) {
     fedc_executor *ix = NULL;
-    fedc_status st = fedc_algorithm_client_init(k->m, a, &init);
-    if (st || !init) return st;
-    st = fedc_executor_create(&ix, init, &(fedc_exec_options){.clients = 1});
+    k->copies = copies;
+    if (!init) return FEDC_OK;
+    fedc_status st = fedc_executor_create(&ix, init, &(fedc_exec_options){.clients = 1});
     if (!st) st = fedc_executor_run(ix);
     for (int i = 0; !st && i < fedc_program_num_outputs(init) && i < MAX_LEAVES; i++) {
         const char *name = fedc_program_output_name(init, i);
         int64_t n = numel(fedc_value_type(init, fedc_program_output_value(init, i)));
         const void *v;
         k->leaf_name[i] = strdup(name), k->leaf_size[i] = n;
-        k->leaf[i] = calloc((size_t)(n * CLIENTS), sizeof(float));
+        k->leaf[i] = calloc((size_t)(n * copies), sizeof(float));
         k->nleaves = i + 1;
         st = fedc_executor_output(ix, name, &v, NULL);
-        for (int c = 0; !st && c < CLIENTS; c++) memcpy(k->leaf[i] + c * n, v, (size_t)n * sizeof(float));
+        for (int c = 0; !st && c < copies; c++) memcpy(k->leaf[i] + c * n, v, (size_t)n * sizeof(float));
         if (!st) st = fedc_executor_bind(k->ex, name, k->leaf[i]);
     }
     fedc_executor_destroy(ix);
     fedc_program_destroy(init);
     return st;
+}
+
+/* The client state's inputs, each client starting from client_init's values. */
+static inline fedc_status case_client_state(round_case *k, const fedc_algorithm *a) {
+    fedc_program *init = NULL;
+    fedc_status st = fedc_algorithm_client_init(k->m, a, &init);
+    return st ? st : case_state(k, init, CLIENTS);
 }
 
 static inline fedc_status case_open(round_case *k, const fedc_algorithm *a) {
@@ -125,10 +132,10 @@ static inline void case_close(round_case *k) {
     memset(k, 0, sizeof *k);
 }
 
-/* Client c's values of client state leaf `name` (client/<name>), or NULL. */
+/* Client (or group) c's values of state leaf `name` (client/<name>), or NULL. */
 static inline float *case_leaf(const round_case *k, const char *name, int c) {
     for (int i = 0; i < k->nleaves; i++)
-        if (!strcmp(k->leaf_name[i] + 7, name)) return k->leaf[i] + c * k->leaf_size[i];
+        if (!strcmp(strchr(k->leaf_name[i], '/') + 1, name)) return k->leaf[i] + c * k->leaf_size[i];
     return NULL;
 }
 
@@ -147,7 +154,7 @@ static inline fedc_status case_run(round_case *k, round_data *d, float *w) {
     for (int i = 0; !st && i < k->nleaves; i++) {
         const void *v;
         st = fedc_executor_output(k->ex, k->leaf_name[i], &v, NULL);
-        if (!st) memcpy(k->leaf[i], v, (size_t)(k->leaf_size[i] * CLIENTS) * sizeof(float));
+        if (!st) memcpy(k->leaf[i], v, (size_t)(k->leaf_size[i] * k->copies) * sizeof(float));
     }
     if (!st) st = fedc_server_state_params(k->s, w);
     return st;

@@ -26,11 +26,12 @@
  * The round program's interface (every algorithm's, fedc_algorithm_round):
  *   inputs   server/<leaf>@server     the server state (server/params/<param>: the model)
  *            client/<leaf>@clients    the cohort's client state (stateful algorithms)
+ *            group/<leaf>@groups      the round's groups' state (group_init: hierfedopt)
  *            x@clients [steps, batch, ...example], y@clients i32[steps, batch],
  *            mask@clients f32[steps, batch] (1: a real example), steps@clients i32[]
  *            (real batches), key@clients i32[4] (the client's dropout stream this round)
  *            meta/<name>@clients      metadata, as the builder asked for it
- *   outputs  server/<leaf>, client/<leaf>: the new states (the inputs' names and types),
+ *   outputs  server/<leaf>, client/<leaf>, group/<leaf>: the new states (the inputs' names and types),
  *            train_loss f32[]@server (example-weighted mean), examples f32[]@server
  *
  * A worked example, an algorithm written outside the library (examples/new_algorithm.c
@@ -104,6 +105,7 @@ typedef struct fedc_round {
     fedc_tree *client; /* @clients: client/<leaf> inputs, as client_init made them; NULL: none */
     fedc_tree *data;   /* @clients: x, y, mask, steps, key */
     int cohort;        /* a warm start's clients (it runs on exactly that many); 0 in a round: any */
+    fedc_tree *group;  /* @groups: group/<leaf> inputs, the round's groups' state, as group_init made it; NULL: none */
 } fedc_round;
 
 typedef struct fedc_algorithm_def {
@@ -143,6 +145,12 @@ typedef struct fedc_algorithm_def {
     /* Its round uses the groups (@groups; fedc_exec_options.groups): fedc train
      * --groups applies to it (HierFAVG). */
     bool grouped;
+    /* A grouped algorithm's never-seen group's state: local constants built in p
+     * (NULL, or a tree without leaves: none). Each group of the partition keeps
+     * its own across rounds, untouched in a round without it; the round reads
+     * the round's groups' as r->group and returns the new one with
+     * fedc_round_group_state (hierfedopt: each group's server optimizer). */
+    fedc_status (*group_init)(const fedc_model *m, const fedc_algorithm *a, fedc_program *p, fedc_tree **state);
 } fedc_algorithm_def;
 
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedsgd;  /* src/fl/fedsgd.c */
@@ -160,6 +168,7 @@ FEDC_API extern const fedc_algorithm_def fedc_algorithm_diloco;  /* src/fl/diloc
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedbuff;  /* src/fl/fedbuff.c; asynchronous (fedc train) */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedasync; /* src/fl/fedbuff.c; asynchronous (fedc train) */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_hierfavg; /* src/fl/hierfavg.c; groups (fedc train --groups) */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_hierfedopt; /* src/fl/hierfedopt.c; groups, per-group state */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */
@@ -209,6 +218,9 @@ FEDC_API void fedc_algorithm_print_hparams(const fedc_algorithm_def *def, FILE *
  * client state); round: the round. */
 FEDC_API fedc_status fedc_algorithm_server_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
 FEDC_API fedc_status fedc_algorithm_client_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
+/* group_init's program: no inputs, outputs group/<leaf> (*out NULL: the algorithm
+ * keeps no group state, or none with these settings). */
+FEDC_API fedc_status fedc_algorithm_group_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
 FEDC_API fedc_status fedc_algorithm_round(const fedc_model *m, const fedc_algorithm *a, fedc_program **out);
 /* The algorithm's warm start on a cohort of `clients` (its def's `warm_start`; a
  * round's inputs, outputs server/<leaf>); *out NULL if it has none. */
@@ -312,6 +324,10 @@ FEDC_API fedc_status fedc_round_evaluate(fedc_round *r, const fedc_tree *w, cons
  * (the mean of loss@clients weighted by examples@clients) and examples (their sum). */
 FEDC_API fedc_status fedc_round_finish(fedc_round *r, const fedc_tree *server, const fedc_tree *client, fedc_value loss,
                                        fedc_value examples);
+/* Adds the round's new group state, outputs group/<leaf> from `group` (@groups;
+ * r->group's leaves and types). A round with r->group calls it before
+ * fedc_round_finish, which fails the round otherwise. */
+FEDC_API fedc_status fedc_round_group_state(fedc_round *r, const fedc_tree *group);
 
 /* ------------------------------------------------ driving rounds by hand -- */
 

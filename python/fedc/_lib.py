@@ -162,13 +162,13 @@ class Round(Structure):
     """struct fedc_round (fl.h): what a round builder gets."""
     _c_struct_ = "fedc_round"
     _fields_ = [("model", c_void_p), ("alg", c_void_p), ("p", c_void_p), ("server", c_void_p),
-                ("client", c_void_p), ("data", c_void_p), ("cohort", c_int)]
+                ("client", c_void_p), ("data", c_void_p), ("cohort", c_int), ("group", c_void_p)]
 
 
 ROUND_FN = ctypes.CFUNCTYPE(c_int, POINTER(Round))
 # server_init(model, algorithm, program, params tree, fedc_tree **state)
 SERVER_INIT_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_void_p, POINTER(c_void_p))
-# client_init(model, algorithm, program, fedc_tree **state)
+# client_init and group_init(model, algorithm, program, fedc_tree **state)
 CLIENT_INIT_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, POINTER(c_void_p))
 
 
@@ -179,7 +179,7 @@ class AlgorithmDef(Structure):
     _fields_ = [("name", c_char_p), ("summary", c_char_p), ("hparams", POINTER(HparamDef)),
                 ("nhparams", c_int), ("one_pass", c_bool), ("server_init", SERVER_INIT_FN),
                 ("client_init", CLIENT_INIT_FN), ("round", ROUND_FN), ("evaluation", ROUND_FN),
-                ("warm_start", ROUND_FN), ("grouped", c_bool)]
+                ("warm_start", ROUND_FN), ("grouped", c_bool), ("group_init", CLIENT_INIT_FN)]
 
 
 ON_ROUND = ctypes.CFUNCTYPE(c_int, c_void_p, c_int, c_bool, POINTER(TrainResult))

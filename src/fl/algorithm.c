@@ -15,7 +15,7 @@ static const fedc_algorithm_def *const builtin[] = {
     &fedc_algorithm_fedsgd, &fedc_algorithm_fedavg,   &fedc_algorithm_fedprox,         &fedc_algorithm_scaffold,
     &fedc_algorithm_apfl,   &fedc_algorithm_mime,     &fedc_algorithm_mimelite,        &fedc_algorithm_agnostic_fedavg,
     &fedc_algorithm_hypcluster, &fedc_algorithm_fednova, &fedc_algorithm_feddyn,       &fedc_algorithm_diloco,
-    &fedc_algorithm_fedbuff,    &fedc_algorithm_fedasync,   &fedc_algorithm_hierfavg,
+    &fedc_algorithm_fedbuff,    &fedc_algorithm_fedasync,   &fedc_algorithm_hierfavg,   &fedc_algorithm_hierfedopt,
 };
 enum { NBUILTIN = sizeof builtin / sizeof builtin[0] };
 
@@ -236,6 +236,26 @@ fedc_status fedc_algorithm_client_init(const fedc_model *m, const fedc_algorithm
     return fedc__fl_done(p, st, out);
 }
 
+fedc_status fedc_algorithm_group_init(const fedc_model *m, const fedc_algorithm *a, fedc_program **out) {
+    *out = NULL;
+    const fedc_algorithm_def *def = fedc__algorithm_def(a);
+    if (!def->group_init) return FEDC_OK;
+    if (!def->grouped)
+        return fedc_error(FEDC_EINVAL, "%s: group_init needs a grouped algorithm (its round has the groups)", def->name);
+    fedc_program *p;
+    fedc_status st = fedc_program_create(&p);
+    if (st) return st;
+    fedc_tree *state = NULL;
+    st = def->group_init(m, a, p, &state);
+    if (!st) st = fedc_program_status(p);
+    if (!st && !fedc_tree_size(state)) { /* none with these settings (hierfedopt's SGD) */
+        fedc_program_destroy(p);
+        return FEDC_OK;
+    }
+    if (!st) st = fedc_tree_output(p, "group", state);
+    return fedc__fl_done(p, st, out);
+}
+
 fedc_status fedc__round_data(fedc_round *r, bool key) {
     fedc_program *p = r->p;
     const fedc_model *m = r->model;
@@ -254,13 +274,15 @@ fedc_status fedc__round_data(fedc_round *r, bool key) {
     return fedc_program_status(p);
 }
 
-/* The round's inputs (fl.h's interface) into r. */
+/* The round's inputs (fl.h's interface) into r; group_init NULL: none (an
+ * evaluation reads no group state). */
 static fedc_status round_inputs(fedc_round *r, const fedc_program *server_init, const fedc_program *client_init,
-                                bool key) {
+                                const fedc_program *group_init, bool key) {
     fedc_program *p = r->p;
     r->server = fedc_tree_input(p, "server", fedc_tree_of_outputs(server_init, "server"), FEDC_SERVER);
     r->client = client_init ? fedc_tree_input(p, "client", fedc_tree_of_outputs(client_init, "client"), FEDC_CLIENTS)
                             : NULL;
+    r->group = group_init ? fedc_tree_input(p, "group", fedc_tree_of_outputs(group_init, "group"), FEDC_GROUPS) : NULL;
     fedc_status st = fedc__round_data(r, key);
     return st ? st : fedc__robust_round_inputs(r); /* before the clients' map, which may take them */
 }
@@ -271,13 +293,14 @@ static fedc_status round_program(const fedc_model *m, const fedc_algorithm *a, f
                                  int cohort, fedc_program **out) {
     *out = NULL;
     const fedc_algorithm_def *def = fedc__algorithm_def(a);
-    fedc_program *server_init = NULL, *client_init = NULL, *p = NULL;
+    fedc_program *server_init = NULL, *client_init = NULL, *group_init = NULL, *p = NULL;
     fedc_status st = check(m, a);
     if (!st) st = fedc_algorithm_server_init(m, a, &server_init);
     if (!st) st = fedc_algorithm_client_init(m, a, &client_init);
+    if (!st && !cohort) st = fedc_algorithm_group_init(m, a, &group_init);
     if (!st) st = fedc_program_create(&p);
     fedc_round r = {.model = m, .alg = a, .p = p, .cohort = cohort};
-    if (!st) st = round_inputs(&r, server_init, client_init, true);
+    if (!st) st = round_inputs(&r, server_init, client_init, group_init, true);
     if (!st) st = build(&r);
     if (!st) st = fedc_program_status(p);
     if (!st && cohort && fedc_program_num_outputs(p) == 0) { /* the warm start is off (a hyperparameter says so) */
@@ -289,6 +312,7 @@ static fedc_status round_program(const fedc_model *m, const fedc_algorithm *a, f
                         cohort ? "warm start" : "round");
     fedc_program_destroy(server_init);
     fedc_program_destroy(client_init);
+    fedc_program_destroy(group_init);
     return p ? fedc__fl_done(p, st, out) : st;
 }
 
@@ -317,7 +341,7 @@ fedc_status fedc_algorithm_evaluation(const fedc_model *m, const fedc_algorithm 
     if (!st) st = fedc_algorithm_client_init(m, a, &client_init);
     if (!st) st = fedc_program_create(&p);
     fedc_round r = {.model = m, .alg = &eval, .p = p};
-    if (!st) st = round_inputs(&r, server_init, client_init, false);
+    if (!st) st = round_inputs(&r, server_init, client_init, NULL, false);
     if (!st) st = def->evaluation(&r);
     if (!st) st = fedc_program_status(p);
     if (!st && fedc_program_find_output(p, "client_count") == FEDC_NONE)

@@ -84,6 +84,15 @@ fedc_status fedc__fedavg_finish(fedc_round *r, const fedc_tree *out);
 /* A round's @groups output of each group's train loss (HierFAVG's; fedc train
  * writes it in the metrics). */
 #define FEDC_GROUP_LOSS "group_loss"
+/* The hierarchical rounds' shared steps (src/fl/hierfavg.c): the hyperparameter
+ * group_rounds E, checked (a whole number); group round e (from 0), each client
+ * training from its group's model w_g (@groups) with its dropout stream moved
+ * past the earlier group rounds' steps, into *out (local training's results:
+ * delta/, examples, loss @clients); and the FEDC_GROUP_LOSS output of out: each
+ * group's weighted mean of its clients' losses. */
+fedc_status fedc__hier_group_rounds(fedc_round *r, int *rounds);
+fedc_status fedc__hier_group_round(fedc_round *r, const fedc_tree *w_g, int e, fedc_tree **out);
+fedc_status fedc__hier_group_loss(fedc_round *r, const fedc_tree *out);
 /* The server optimizer's step on the pseudo-gradient grad (@server): r->server
  * with new params and opt (fedc_round_server_opt without the aggregation). */
 fedc_tree *fedc__server_step(fedc_round *r, const fedc_tree *grad);

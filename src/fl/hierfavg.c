@@ -42,8 +42,7 @@ static fedc_tree *data_of_group_round(fedc_round *r, int e) {
     return d;
 }
 
-/* One group round: each client trains from its group's model w_g (@groups). */
-static fedc_status group_round(fedc_round *r, const fedc_tree *w_g, int e, fedc_tree **out) {
+fedc_status fedc__hier_group_round(fedc_round *r, const fedc_tree *w_g, int e, fedc_tree **out) {
     fedc_tree *data = r->data;
     if (e > 0) r->data = data_of_group_round(r, e);
     fedc_local_training how = {.start = fedc_tree_broadcast_down(r->p, w_g)};
@@ -53,21 +52,28 @@ static fedc_status group_round(fedc_round *r, const fedc_tree *w_g, int e, fedc_
     return st;
 }
 
-/* The metrics' per-group train loss (fedc train writes it as group_loss): each
- * group's weighted mean of its clients' losses in the last group round. */
-static fedc_status group_loss(fedc_round *r, const fedc_tree *out) {
+fedc_status fedc__hier_group_loss(fedc_round *r, const fedc_tree *out) {
     fedc_program *p = r->p;
     return fedc_program_output(p, FEDC_GROUP_LOSS, fedc_weighted_mean_up(p, fedc_tree_get(p, out, "loss"),
                                                                          fedc_tree_get(p, out, "examples")));
 }
 
+fedc_status fedc__hier_group_rounds(fedc_round *r, int *rounds) {
+    double e_set = fedc_round_hparam(r, "group_rounds");
+    *rounds = 1;
+    if (isnan(e_set)) return fedc_program_status(r->p); /* a wrapper without it: the round failed, naming it */
+    if (e_set != floor(e_set))
+        return fedc_program_fail(r->p, FEDC_EINVAL, "%s: group_rounds must be a whole number, not %g",
+                                 fedc_algorithm_name(r->alg), e_set), FEDC_EINVAL;
+    *rounds = (int)e_set;
+    return FEDC_OK;
+}
+
 static fedc_status hierfavg_round(fedc_round *r) {
     fedc_program *p = r->p;
-    double e_set = fedc_round_hparam(r, "group_rounds");
-    if (e_set != floor(e_set))
-        return fedc_program_fail(p, FEDC_EINVAL, "hierfavg: group_rounds must be a whole number, not %g", e_set),
-               FEDC_EINVAL;
-    int rounds = (int)e_set;
+    int rounds;
+    fedc_status st = fedc__hier_group_rounds(r, &rounds);
+    if (st) return st;
     if (rounds > 1 && fedc_aggregation_active(&r->alg->aggregation))
         return fedc_program_fail(p, FEDC_EINVAL, "hierfavg: the robust, DP and compressing aggregators (--aggregator, "
                                  "--robust-zero, --dp-clip, --compress) apply with group_rounds=1 only; with %d group "
@@ -75,15 +81,15 @@ static fedc_status hierfavg_round(fedc_round *r) {
                                  rounds), FEDC_EINVAL;
     fedc_tree *w = fedc_tree_subtree(p, r->server, "params");
     fedc_tree *w_g = fedc_tree_broadcast_down(p, w), *out = NULL;
-    fedc_status st = fedc_program_status(p);
+    st = fedc_program_status(p);
     for (int e = 0; !st && e < rounds; e++) {
         if (e > 0) { /* the group's FedAvg of the group round before */
             fedc_value n = fedc_round_weight(r, fedc_tree_get(p, out, "examples"));
             w_g = fedc_tree_sub(p, w_g, fedc_tree_weighted_mean_up(p, fedc_tree_subtree(p, out, "delta"), n));
         }
-        st = group_round(r, w_g, e, &out);
+        st = fedc__hier_group_round(r, w_g, e, &out);
     }
-    if (!st) st = group_loss(r, out);
+    if (!st) st = fedc__hier_group_loss(r, out);
     if (st) return st;
     if (rounds == 1) return fedc__fedavg_finish(r, out);
     /* the groups' drift: an optimizer step on Δ, not through fedc_round_aggregate,

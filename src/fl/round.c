@@ -278,9 +278,25 @@ fedc_status fedc_round_finish(fedc_round *r, const fedc_tree *server, const fedc
         return fedc_program_fail(p, FEDC_EINVAL, "%s: %s", fedc_algorithm_name(r->alg),
                                  r->client ? "the round returns no new client state"
                                            : "the round returns client state, but client_init declares none"), FEDC_EINVAL;
+    char first[512]; /* the group state's first output, which fedc_round_group_state made */
+    snprintf(first, sizeof first, "group/%s", r->group ? fedc_tree_name(r->group, 0) : "");
+    if (r->group && fedc_program_find_output(p, first) == FEDC_NONE)
+        return fedc_program_fail(p, FEDC_EINVAL, "%s: the round returns no new group state (fedc_round_group_state)",
+                                 fedc_algorithm_name(r->alg)), FEDC_EINVAL;
     st = state_outputs(r, "server", r->server, server);
     if (!st && client) st = state_outputs(r, "client", r->client, client);
     if (!st) st = fedc_program_output(p, "train_loss", fedc_weighted_mean(p, loss, examples));
     if (!st) st = fedc_program_output(p, "examples", fedc_sum(p, examples));
     return st;
+}
+
+fedc_status fedc_round_group_state(fedc_round *r, const fedc_tree *group) {
+    fedc_program *p = r->p;
+    fedc_status st = fedc_program_status(p);
+    if (st) return st;
+    if (!r->group || !group)
+        return fedc_program_fail(p, FEDC_EINVAL, "%s: %s", fedc_algorithm_name(r->alg),
+                                 r->group ? "round_group_state: no group state"
+                                          : "the round returns group state, but group_init declares none"), FEDC_EINVAL;
+    return state_outputs(r, "group", r->group, group);
 }

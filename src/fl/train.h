@@ -117,6 +117,7 @@ typedef struct trainer {
     int round_groups;
     int *round_group_id, *round_group_sizes;
     int64_t *group_scratch; /* k */
+    struct train_group_state *group_state; /* the groups' own state (group_init; NULL: none; train_group_state.c) */
 } trainer;
 
 FEDC_INTERNAL_API fedc_status fedc__train_open_data(trainer *t);
@@ -170,6 +171,23 @@ void fedc__train_groups_free(trainer *t);
 /* The round's per-group figures as JSON members (", \"group_loss\": [...]"), or
  * "" for a round program without them. */
 fedc_status fedc__train_groups_json(const trainer *t, char *buf, size_t size);
+/* A grouped algorithm's per-group state (src/fl/train_group_state.c; none
+ * unless its group_init makes one): every group's, from group_init's value,
+ * made once the round's most groups are known; bound to a round program that
+ * reads it; the round's groups' values copied in before a round and out after
+ * it (the others untouched); the checkpoint's tensors group/<leaf> [groups,
+ * ...] (*e NULL: how many) and reading them back; sent from rank 0; and where
+ * a value is not finite, as fedc__train_nonfinite says. */
+typedef struct train_group_state train_group_state;
+fedc_status fedc__train_group_state_create(trainer *t);
+void fedc__train_group_state_free(trainer *t);
+fedc_status fedc__train_group_state_bind(trainer *t, fedc_executor *ex, const fedc_program *round);
+void fedc__train_group_state_before_round(trainer *t);
+fedc_status fedc__train_group_state_after_round(trainer *t);
+int fedc__train_group_state_entries(const trainer *t, fedc_tensor_entry *e);
+fedc_status fedc__train_group_state_restore(trainer *t, const fedc_safetensors *s);
+fedc_status fedc__train_group_state_broadcast(trainer *t);
+bool fedc__train_group_state_nonfinite(const trainer *t, char *what, size_t size, int64_t *at);
 fedc_status fedc__train_privacy_bind(trainer *t);
 void fedc__train_privacy_before_round(trainer *t, int r);
 fedc_status fedc__train_privacy_after_round(trainer *t);
@@ -261,7 +279,8 @@ FEDC_INTERNAL_API fedc_status fedc__train_client_domains_text(trainer *t, const 
                                                               const char *what);
 fedc_status fedc__train_state_before_round(trainer *t, int r);
 fedc_status fedc__train_state_after_round(trainer *t, int r);
-int fedc__train_state_entries(const trainer *t, fedc_tensor_entry *e); /* t->server.n entries */
+/* The checkpoint's tensors of the state (*e NULL: how many): the server's, then the groups'. */
+int fedc__train_state_entries(const trainer *t, fedc_tensor_entry *e);
 fedc_status fedc__train_state_restore(trainer *t, const fedc_safetensors *s);
 fedc_status fedc__train_state_broadcast(trainer *t);
 fedc_status fedc__train_state_sync(trainer *t);

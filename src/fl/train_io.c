@@ -196,7 +196,8 @@ static void describe(const trainer *t, checkpoint_meta *m, int next_round, doubl
 }
 
 fedc_status fedc__train_save_checkpoint(trainer *t, int next_round, double seconds, double examples) {
-    fedc_tensor_entry *e = fedc_malloc((size_t)(t->server.n + fedc__train_async_num_entries(t) + 1) * sizeof *e);
+    fedc_tensor_entry *e = fedc_malloc((size_t)(fedc__train_state_entries(t, NULL) + fedc__train_async_num_entries(t) + 1) *
+                                       sizeof *e);
     checkpoint_meta *meta = fedc_malloc(sizeof *meta);
     if (!e || !meta) {
         fedc_free(e), fedc_free(meta);

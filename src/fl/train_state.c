@@ -190,6 +190,7 @@ static fedc_status create_clients(trainer *t, int k) {
 fedc_status fedc__train_state_create(trainer *t, int k) {
     fedc_status st = create_server(t);
     if (!st) st = create_clients(t, k);
+    if (!st) st = fedc__train_group_state_create(t);
     if (!st && (!(t->meta_examples = fedc_calloc((size_t)k, sizeof *t->meta_examples)) ||
                 !(t->meta_seen = fedc_calloc((size_t)k, sizeof *t->meta_seen)) ||
                 !(t->meta_index = fedc_calloc((size_t)k, sizeof *t->meta_index)) ||
@@ -202,6 +203,7 @@ fedc_status fedc__train_state_create(trainer *t, int k) {
 void fedc__train_state_free(trainer *t) {
     fedc__client_store_close(t->store);
     t->store = NULL;
+    fedc__train_group_state_free(t);
     free_set(&t->server);
     free_set(&t->client);
     free_set(&t->eval_client);
@@ -234,6 +236,7 @@ static fedc_status bind_set(fedc_executor *ex, const char *prefix, const state_s
 fedc_status fedc__train_state_bind(trainer *t, fedc_executor *ex, const fedc_program *round) {
     fedc_status st = bind_set(ex, "server", &t->server);
     if (!st) st = bind_set(ex, "client", &t->client);
+    if (!st) st = fedc__train_group_state_bind(t, ex, round);
     t->meta_population = (float)fedc_dataset_num_clients(t->train);
     const struct {
         const char *name;
@@ -293,6 +296,7 @@ fedc_status fedc__train_state_before_round(trainer *t, int r) {
     for (int i = 0; i < k; i++) /* the population's malicious clients, by id (fedc/attack.h) */
         t->meta_malicious[i] = fedc_attack_malicious(&t->alg.aggregation.attack, t->c->seed, t->sampled[i]);
     for (int i = 0; t->meta_domain && i < k; i++) t->meta_domain[i] = t->client_domain[t->sampled[i]];
+    fedc__train_group_state_before_round(t);
     return t->client.n ? read_records(t, r, k, t->sampled, t->records, &t->client, t->meta_seen) : FEDC_OK;
 }
 
@@ -406,6 +410,7 @@ static fedc_status write_cohort(trainer *t, int r, int k) {
 
 fedc_status fedc__train_state_after_round(trainer *t, int r) {
     fedc_status st = take(t->round_ex, "server", &t->server, 1);
+    if (!st) st = fedc__train_group_state_after_round(t);
     if (!st && t->client.n) st = fedc_mpi_agree(is_root() ? write_cohort(t, r, t->k) : FEDC_OK);
     return st;
 }
@@ -414,11 +419,11 @@ fedc_status fedc__train_state_after_round(trainer *t, int r) {
 
 int fedc__train_state_entries(const trainer *t, fedc_tensor_entry *e) {
     int n = 0;
-    for (int i = 0; i < t->server.n; i++) {
+    for (int i = 0; i < t->server.n; i++, n++) {
         const state_leaf *l = &t->server.leaf[i];
-        e[n++] = (fedc_tensor_entry){l->saved_as, l->type, l->data};
+        if (e) e[n] = (fedc_tensor_entry){l->saved_as, l->type, l->data};
     }
-    return n;
+    return n + fedc__train_group_state_entries(t, e ? e + n : NULL);
 }
 
 fedc_status fedc__train_state_restore(trainer *t, const fedc_safetensors *s) {
@@ -436,13 +441,13 @@ fedc_status fedc__train_state_restore(trainer *t, const fedc_safetensors *s) {
         }
         memcpy(l->data, e.data, l->bytes);
     }
-    return FEDC_OK;
+    return fedc__train_group_state_restore(t, s);
 }
 
 fedc_status fedc__train_state_broadcast(trainer *t) {
     fedc_status st = FEDC_OK;
     for (int i = 0; !st && i < t->server.n; i++) st = fedc_mpi_broadcast(t->server.leaf[i].data, t->server.leaf[i].bytes);
-    return st;
+    return st ? st : fedc__train_group_state_broadcast(t);
 }
 
 fedc_status fedc__train_state_sync(trainer *t) { return t->store ? fedc__client_store_sync(t->store) : FEDC_OK; }
@@ -467,5 +472,5 @@ bool fedc__train_nonfinite(const trainer *t, char *what, size_t size, int64_t *a
             return true;
         }
     }
-    return false;
+    return fedc__train_group_state_nonfinite(t, what, size, at);
 }
