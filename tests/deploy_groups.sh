@@ -5,7 +5,8 @@
 # with one group round (FedAvg's bits); an aggregator killed mid-round is given up as a silent
 # client is (its group's clients left out, the group in the metrics' groups_dropped), the round
 # commits with fedc train's bits without them (and without the clients the other group could not
-# reach), and the aggregator started again rejoins the next round.
+# reach), and the aggregator started again rejoins the next round. With --secure-agg, a client that
+# ends after sharing its keys is recovered within its group, with fedc train --secure-sum's bits.
 # Usage: deploy_groups.sh path/to/fedc. Exits 77 (skipped) without python3.
 set -u
 fedc=$1
@@ -109,6 +110,54 @@ grep -q "the aggregator of group 1 not heard from for 1.5 s: the group (3 client
 train "$out/ktrain" "$(replay "$out/kill/metrics.jsonl")"
 same_bits "$out/kill/checkpoint.safetensors" "$out/ktrain/checkpoint.safetensors" && ok \
   || bad "the run without the killed group differs from fedc train's without its clients"
+
+# secure aggregation within each group (--secure-agg auto): 10 clients in 2 groups of 5, threshold 3
+# (a survivor's self-mask seed is rebuilt from its 4 neighbours' shares, of which 3 are left when one
+# drops). Client 9 ends its process before its masked report, after sharing its keys (it runs at
+# both aggregators: the other gives it no task, and tells it the job is done). Its group's secure
+# round rebuilds its mask key from the other four clients' shares and unmasks their sum; the round
+# commits with fedc train --secure-sum's bits without client 9
+writers "$out/w10.json" 10
+sjob="--model logistic --batch-size 2 --seed 5 --secure-sum 16 --secure-bound 1"
+"$fedc" plan build --data "$out/w10.json" $sjob --out "$out/splan" >/dev/null && ok || bad "plan build (secure) failed"
+srv=tcp://127.0.0.1:$(free_port) a0=tcp://127.0.0.1:$(free_port) a1=tcp://127.0.0.1:$(free_port)
+timeout 120 "$fedc" server --plan "$out/splan" --listen "$srv" --rounds 1 --clients-per-round 10 --groups 2 \
+  --secure-agg auto --token t --out "$out/sec" --report-deadline 60 --heartbeat 0.25 --heartbeat-timeout 5 --linger 0.5 \
+  >"$out/sec.log" 2>&1 &
+server=$!
+aggregator 0 s0 --heartbeat-timeout 2
+agg0=$agg
+fleet 0 s0 "" 9 w10
+fleet0=$fleet
+aggregator 1 s1 --heartbeat-timeout 2
+fleet 1 s1 "" 9 w10
+pids=""
+for g in 0 1; do
+  FEDC_FAULT=secagg-exit:2 timeout 120 "$fedc" client --connect "$(eval echo "\$a$g")" --data "$out/w10.json" --client 9 \
+    --token t --timeout 30 >"$out/s9.$g.log" 2>&1 &
+  pids="$pids $!"
+done
+codes=""
+for p in $pids; do
+  wait $p
+  codes="$codes $?"
+done
+pids=""
+[ "$(echo $codes | tr ' ' '\n' | sort | tr '\n' ' ')" = "0 3 " ] && ok \
+  || bad "client 9 should end at its fault at one aggregator and be told done at the other: exits$codes"
+wait $server && ok || bad "the secure server failed: $(cat "$out/sec.log")"
+for p in $agg0 $fleet0 $agg $fleet; do wait $p && ok || bad "an aggregator or fleet failed: $(cat "$out"/s*.log)"; done
+lines() { grep -h "secure aggregation {\"threshold\": 3, \"neighbours\": 0, $1" "$out"/s0.agg.log "$out"/s1.agg.log | wc -l; }
+[ "$(lines '"advertised": 5, "shared": 5, "masked": 4, "masked_left_out": 0, "revealed": 4, "unmasked": true')" = 1 ] \
+  && [ "$(lines '"advertised": 5, "shared": 5, "masked": 5, "masked_left_out": 0, "revealed": 5, "unmasked": true')" = 1 ] \
+  && ok || bad "each group's secure round: $(cat "$out"/s*.agg.log)"
+grep -q '"selected": 10, "reported": 9, .*"left_out": \[9\].*"groups_dropped": \[\]' "$out/sec/metrics.jsonl" && ok \
+  || bad "secure metrics: $(cat "$out/sec/metrics.jsonl")"
+FEDC_FAULT=load:1:9 timeout 120 "$fedc" train --data "$out/w10.json" $sjob --rounds 1 --clients-per-round 10 \
+  --checkpoint-every 1 --eval-every 0 --threads 1 --quiet --out "$out/strain" >/dev/null 2>&1 && ok \
+  || bad "fedc train (secure) failed"
+same_bits "$out/sec/checkpoint.safetensors" "$out/strain/checkpoint.safetensors" && ok \
+  || bad "the secure run with client 9 dropped in its group differs from fedc train --secure-sum's without it"
 
 # bad settings
 expect 2 "needs --connect, --listen, --group" -- "$fedc" aggregator --connect "$srv" --listen "$a0" --token t

@@ -12,6 +12,16 @@
  *     every slot settled     -> group-report: the tree's blocks over its leaves,
  *                            and which slots reported
  *
+ * With the server's --secure-agg (the group task's "secure": "T K") it runs
+ * secure aggregation among its group's clients as a flat server does among
+ * its own (server_secagg.c, the same code): their masks cancel within the
+ * group, a dropped client's are rebuilt from the group's shares, and the
+ * group's i32 sums, unmasked, stand in its report for the masked partial sums
+ * of its tree (integer sums modulo 2^32, whose order does not change their
+ * bits). The server sees each group's sum, never a client's. A group whose
+ * secure round fails (fewer than T at some step) reports that instead, and
+ * the server gives it up.
+ *
  * It holds no server state and no checkpoint: one killed and started again
  * checks in again, and is given the open exchange's group task if the server
  * has not given its group up, else the next one. */
@@ -75,7 +85,8 @@ static fedc_status fetch_plan(aggregator *a) {
     fedc__msg_free(&m);
     if (st) return st;
     s->form = fedc_plan_form(s->plan);
-    const char *pop = fedc_plan_setting(s->plan, "population");
+    const char *pop = fedc_plan_setting(s->plan, "population"), *seed = fedc_plan_setting(s->plan, "seed");
+    s->seed = seed ? strtoull(seed, NULL, 10) : 0; /* secure aggregation's graph seed */
     s->population = pop ? strtoll(pop, NULL, 10) : 0;
     if (s->population < 1 || s->population > (int64_t)1 << 31)
         return fedc_error(FEDC_EPARSE, "%s: the plan's population is missing or out of range", who);
@@ -123,6 +134,26 @@ static fedc_status group_slots(aggregator *a, int cohort, int first, int n) {
     return st;
 }
 
+/* The group's secure aggregation, as the group task's "secure" field ("T K",
+ * or "" or none: without) says, made the first time (the group's slots are the
+ * same every round); then begun for the task's exchange. */
+static fedc_status secure_begin(aggregator *a, const char *field) {
+    server *s = &a->s;
+    int t, k, used = 0;
+    if (!field || !field[0]) return FEDC_OK;
+    if (sscanf(field, "%d %d%n", &t, &k, &used) != 2 || field[used])
+        return fedc_error(FEDC_EPARSE, "aggregator %s: the group task's secure field \"%.40s\" is not \"T K\"", a->group,
+                          field);
+    fedc_status st = FEDC_OK;
+    if (!s->sec)
+        st = fedc__secure_create(&s->sec, s->form, &(fedc__secure_setup){t, k, s->k, s->k, a->so.heartbeat_timeout, s->log,
+                                 s->name, "group"});
+    /* each group's own graph seed: the groups' rings differ */
+    if (!st) st = fedc__secure_begin(s->sec, s->collect, s->round, s->exchange, s->seed + (uint64_t)a->o->group, s->sampled,
+                                     fedc_seconds());
+    return st;
+}
+
 /* The task's clients in their slots, the rounds that added their reports, and
  * the broadcast values (pointing into the task, which outlives the exchange). */
 static fedc_status take_task(aggregator *a, const fedc__msg *m) {
@@ -162,6 +193,7 @@ static fedc_status take_task(aggregator *a, const fedc__msg *m) {
     }
     for (int i = 0; !st && i < n; i++) /* out of the round since an earlier exchange */
         if ((s->left_out[i] = left[i] == '1')) st = fedc__collect_drop(s->collect, i);
+    if (!st) st = secure_begin(a, fedc__msg_field(m, "secure"));
     return st;
 }
 
@@ -179,23 +211,38 @@ static bool beat_upstream(aggregator *a) {
     return true;
 }
 
-/* The group's report: which slots reported, and each aggregate's blocks. */
+/* Output j's blocks of a secure sum: the tree summed masked inputs, so the
+ * first block with clients carries the group's unmasked sum, the others zeros
+ * (the server adds them modulo 2^32: the group's sum, whatever the order). */
+static void unmasked_blocks(fedc__group_block *b, int n, const uint32_t *sum, const void *zeros) {
+    bool first = true;
+    for (int k = 0; k < n; k++)
+        if (b[k].clients) b[k].data = first ? (const void *)sum : zeros, first = false;
+}
+
+/* The group's report: which slots reported, and each aggregate's blocks; or,
+ * when its secure round failed, why (no blocks: its sums are masked). */
 static fedc_status forward(aggregator *a) {
     server *s = &a->s;
+    const char *failed = fedc__secure_failed(s->sec);
     int outputs = fedc__deployment_agg_outputs(s->run, s->exchange), nt = 0, added = 0;
     size_t cap = (size_t)outputs * FEDC__GROUP_MAX_BLOCKS;
     char *reported = fedc_malloc((size_t)s->k + 1), *text = fedc_malloc(cap * 96 + 1);
     fedc_tensor_entry *t = fedc_calloc(cap + 1, sizeof *t);
     char (*names)[24] = fedc_calloc(cap + 1, sizeof *names);
-    fedc_status st = reported && text && t && names ? FEDC_OK : fedc_error(FEDC_ENOMEM, "aggregator: out of memory");
+    void **zeros = fedc_calloc((size_t)outputs + 1, sizeof *zeros);
+    fedc_status st = reported && text && t && names && zeros ? FEDC_OK : fedc_error(FEDC_ENOMEM, "aggregator: out of memory");
     size_t len = 0;
     for (int i = 0; !st && i < s->k; i++) added += (reported[i] = fedc__collect_state(s->collect, i) == FEDC__SLOT_ADDED ? '1' : '0') == '1';
-    if (!st) reported[s->k] = text[0] = 0;
-    for (int j = 0; !st && j < outputs; j++) {
+    if (!st) reported[failed ? 0 : s->k] = text[0] = 0;
+    for (int j = 0; !st && !failed && j < outputs; j++) {
         fedc__group_block b[FEDC__GROUP_MAX_BLOCKS];
         int n;
         size_t bytes;
         st = fedc__deployment_agg_blocks(s->run, s->exchange, j, b, &n, &bytes);
+        const uint32_t *sum = st ? NULL : fedc__secure_sum_of(s->sec, j);
+        if (sum && !(zeros[j] = fedc_calloc(1, bytes))) st = fedc_error(FEDC_ENOMEM, "aggregator: out of memory");
+        if (sum && !st) unmasked_blocks(b, n, sum, zeros[j]);
         for (int k = 0; !st && k < n; k++) {
             len += (size_t)snprintf(text + len, 96, "%s%d:%lld:%d:%d:%a", len ? "," : "", j, (long long)b[k].first,
                                     b[k].level, b[k].clients, b[k].weight);
@@ -209,41 +256,75 @@ static fedc_status forward(aggregator *a) {
     snprintf(round, sizeof round, "%d", s->round), snprintf(exchange, sizeof exchange, "%d", s->exchange);
     fedc__msg m = {0};
     fedc_metadata_entry f[] = {{"token", s->token}, {"group", a->group}, {"round", round}, {"exchange", exchange},
-                               {"hash", fedc_plan_hash(s->plan)}, {"reported", reported}, {"blocks", text}};
-    if (!st) st = fedc__net_call(&a->up, FEDC__MSG_GROUP_REPORT, f, 7, t, nt, &m);
+                               {"hash", fedc_plan_hash(s->plan)}, {"reported", reported}, {"blocks", text},
+                               {"secure_failed", failed}};
+    if (!st) st = fedc__net_call(&a->up, FEDC__MSG_GROUP_REPORT, f, failed ? 8 : 7, t, nt, &m);
     if (!st && m.type == FEDC__MSG_REJECT) /* the group given up before it came, say: the next task is what counts */
         fprintf(s->log, "fedc aggregator %s: round %d exchange %d: the server refused the group's report: %s\n", a->group,
                 s->round + 1, s->exchange, fedc__msg_field(&m, "reason"));
+    else if (!st && failed)
+        fprintf(s->log, "fedc aggregator %s: round %d exchange %d: the group's secure aggregation failed; the server is "
+                "told so\n", a->group, s->round + 1, s->exchange);
     else if (!st)
         fprintf(s->log, "fedc aggregator %s: round %d exchange %d: %d of %d clients reported; forwarded as %d sums\n",
                 a->group, s->round + 1, s->exchange, added, s->k, nt);
     a->forwarded += !st && m.type != FEDC__MSG_REJECT;
     if (!st) fedc__msg_free(&m);
-    fedc_free(reported), fedc_free(text), fedc_free(t), fedc_free(names);
+    for (int j = 0; zeros && j < outputs; j++) fedc_free(zeros[j]);
+    fedc_free(reported), fedc_free(text), fedc_free(t), fedc_free(names), fedc_free(zeros);
     return st;
 }
 
+/* Answers the group's clients until `until`, or until what it waits for is
+ * settled (the collection, or the unmasking), beating upstream every beat
+ * interval; *wanted false once the server no longer wants the group's report. */
+static fedc_status serve_beating(aggregator *a, double until, bool *wanted) {
+    server *s = &a->s;
+    fedc_status st = FEDC_OK;
+    double now;
+    while (!st && *wanted && !fedc__server_settled(s) && (now = fedc_seconds()) < until) {
+        double next = now + a->up_beat_ms / 1000.0;
+        st = fedc__server_serve(s, next < until ? next : until);
+        if (!st && !fedc__server_settled(s)) *wanted = beat_upstream(a);
+    }
+    return st;
+}
+
+typedef struct unmasking {
+    aggregator *a;
+    bool wanted;
+} unmasking;
+
+static fedc_status serve_unmasking(server *s, double until, void *ctx) {
+    unmasking *u = ctx;
+    (void)s;
+    return serve_beating(u->a, until, &u->wanted);
+}
+
 /* One group task: its clients' reports collected (until the deadline, or until
- * the server gives the group up), then forwarded. */
+ * the server gives the group up), the group's secure round unmasked, if any;
+ * then forwarded. */
 static fedc_status run_task(aggregator *a, const fedc__msg *m) {
     server *s = &a->s;
     fedc_status st = take_task(a, m);
     if (st) return st;
-    double now = fedc_seconds(), deadline = now + a->so.report_deadline;
+    double now = fedc_seconds();
     s->collecting = true, s->opened = now, s->waited = -1;
     memset(s->sent, 0, (size_t)s->k), memset(s->granted, 0, (size_t)s->k);
     s->unconfirmed = s->ngranted = 0;
     fedc__held_answer(s); /* the held check-ins of its clients get their tasks now */
-    bool wanted = true;
-    while (!st && wanted && !fedc__collect_closed(s->collect) && (now = fedc_seconds()) < deadline) {
-        double next = now + a->up_beat_ms / 1000.0;
-        st = fedc__server_serve(s, next < deadline ? next : deadline);
-        if (!st && !fedc__collect_closed(s->collect)) wanted = beat_upstream(a);
-    }
-    for (int i = 0; !st && wanted && i < s->k; i++) st = fedc__collect_drop(s->collect, i); /* the deadline */
+    unmasking u = {a, true};
+    st = serve_beating(a, now + a->so.report_deadline, &u.wanted);
+    for (int i = 0; !st && u.wanted && i < s->k; i++) st = fedc__collect_drop(s->collect, i); /* the deadline */
     s->collecting = false;
     fedc__held_answer(s); /* its readies are told the exchange wants no report now */
-    return st || !wanted ? st : forward(a);
+    if (!st && u.wanted && fedc__secure_active(s->sec)) {
+        st = fedc__server_unmask(s, serve_unmasking, &u);
+        fprintf(s->log, "%s: round %d exchange %d: secure aggregation ", s->name, s->round + 1, s->exchange);
+        fedc__secure_summary(s->sec, s->log);
+        fprintf(s->log, "\n");
+    }
+    return st || !u.wanted ? st : forward(a);
 }
 
 /* The job is over: its clients are told so, for the linger. */

@@ -1,6 +1,9 @@
 /* secure.h — secure aggregation in a deployment (internal; docs/deployment.md,
  * "Secure aggregation"): the SecAgg library (secagg.h) run between `fedc
- * server --secure-agg T` and its clients, around each exchange's reports.
+ * server --secure-agg T` and its clients, around each exchange's reports; with
+ * `--groups N`, between each aggregator and its group's clients (groups.h):
+ * the aggregator unmasks its group's sum and forwards it, the server adds the
+ * groups' sums. The clients cannot tell the two apart.
  *
  * What it covers: the aggregation's i32 inputs, each summed over the clients
  * (a plan built with --secure-sum BITS: the clients' fixed-point u32 words),
@@ -45,15 +48,24 @@ fedc_status fedc__secure_inputs(const fedc_program *agg, int *idx, int *n, uint6
 
 typedef struct fedc__secure fedc__secure;
 
-/* A server's secure aggregation over `slots` clients a round of which the
- * first `commit` reports in slot order are added (over-selection when fewer:
- * U3 is theirs, the others' masked inputs are left out, unmasked as dropped),
- * threshold t (0: half of each neighbourhood and one more), neighbours k (0:
- * every other client). EINVAL naming the option when the plan has nothing to
- * aggregate securely, or the numbers do not fit: t must also be at most the
- * summed neighbours a summed client is sure to have, which rebuild its seed. */
-fedc_status fedc__secure_create(fedc__secure **out, const fedc_deployment_form *form, int threshold, int neighbours,
-                                int slots, int commit, double heartbeat_timeout, FILE *log);
+/* Who runs a secure aggregation, and over which clients: a server over the
+ * `slots` clients a round selects, the first `commit` reports in slot order of
+ * which are added (over-selection when fewer: U3 is theirs, the others'
+ * masked inputs are left out, unmasked as dropped); or an aggregator over its
+ * group's slots (groups.h: commit = slots). Threshold t (0: half of each
+ * neighbourhood and one more), neighbours k (0: every other client). */
+typedef struct fedc__secure_setup {
+    int threshold, neighbours, slots, commit;
+    double heartbeat_timeout; /* rounds 0, 1 and 3 last at most this */
+    FILE *log;
+    const char *name;         /* its log lines' prefix: "fedc server", "fedc aggregator G" */
+    const char *per;          /* whose the slots are, in messages: "round" or "group" */
+} fedc__secure_setup;
+
+/* EINVAL naming the option when the plan has nothing to aggregate securely, or
+ * the numbers do not fit: t must also be at most the summed neighbours a
+ * summed client is sure to have, which rebuild its seed. */
+fedc_status fedc__secure_create(fedc__secure **out, const fedc_deployment_form *form, const fedc__secure_setup *o);
 void fedc__secure_destroy(fedc__secure *x); /* safe on NULL */
 /* Exchange e of round r begins at `now`, collected by c, its clients in their
  * slots (ids of the population); c hands it each report it adds (U3). Not
@@ -94,10 +106,15 @@ void fedc__secure_close_masked(fedc__secure *x, double now);
 bool fedc__secure_settled(const fedc__secure *x);
 /* Why the secure round failed (fewer than t at some round), or NULL. */
 const char *fedc__secure_failed(const fedc__secure *x);
-/* The unmasked sum into the aggregates of run's exchange (after the
+/* The unmasked sum of the exchange's aggregation output j, when it is a sum
+ * that secure aggregation covers and the sum is unmasked; else NULL. */
+const uint32_t *fedc__secure_sum_of(const fedc__secure *x, int j);
+/* The unmasked sums into the aggregates of run's exchange (after the
  * aggregation's end, before server_result). */
 fedc_status fedc__secure_end(fedc__secure *x, fedc_deployment_run *run);
-/* metrics.jsonl's "secure_agg" object (after a comma), and nothing when not active. */
+/* The secure round's counts as a JSON object, nothing when not active; and
+ * metrics.jsonl's "secure_agg": that object (after a comma). */
+void fedc__secure_summary(const fedc__secure *x, FILE *f);
 void fedc__secure_metrics(const fedc__secure *x, FILE *f);
 
 /* ------------------------------------------------------------- client -- */

@@ -74,15 +74,24 @@ static void close_exchange(server *s, round_stats *rs) {
     rs->t_aggregate += c.seconds;
 }
 
-/* A secure round's last step, after the collection: the survivors reveal their
- * shares (each within the heartbeat timeout), and the sum is unmasked; a failed
- * secure round (fewer than its threshold at some step) abandons the round. */
-static fedc_status secure_unmask(server *s, bool *abandoned) {
+fedc_status fedc__server_unmask(server *s, fedc__server_serve_fn serve, void *ctx) {
     fedc__secure_close_masked(s->sec, fedc_seconds());
     s->unmasking = true;
-    fedc_status st = fedc__server_serve(s, fedc_seconds() + s->o->heartbeat_timeout + 1);
+    fedc_status st = serve(s, fedc_seconds() + s->o->heartbeat_timeout + 1, ctx);
     s->unmasking = false;
     if (!st && !fedc__secure_settled(s->sec)) st = fedc__secure_tick(s->sec, s->collect, fedc_seconds() + 1e9);
+    return st;
+}
+
+static fedc_status serve(server *s, double until, void *ctx) {
+    (void)ctx;
+    return fedc__server_serve(s, until);
+}
+
+/* A secure round's last step; a failed secure round (fewer than its threshold
+ * at some step) abandons the round. */
+static fedc_status secure_unmask(server *s, bool *abandoned) {
+    fedc_status st = fedc__server_unmask(s, serve, NULL);
     if (!st && fedc__secure_failed(s->sec)) {
         fprintf(s->log, "fedc server: round %d: the secure aggregation failed: the round is abandoned\n", s->round + 1);
         *abandoned = true;

@@ -143,8 +143,18 @@ bool fedc__async_report(server *s, const fedc__msg *m);
 fedc_status fedc__async_give_up_silent(server *s);
 
 /* Answers requests until `until` (fedc_seconds), or, while collecting, until
- * every slot is settled (server_requests.c). */
+ * every slot is settled, or, while unmasking, until the secure round is
+ * (fedc__server_settled) (server_requests.c). */
 fedc_status fedc__server_serve(server *s, double until);
+bool fedc__server_settled(const server *s);
+
+/* A secure round's last step, after the collection (server.c): the survivors
+ * reveal their shares, each within the heartbeat timeout, while `serve`
+ * answers requests until a time (the server's own serving, or an aggregator's,
+ * which also beats upstream), and the sum is unmasked; fedc__secure_failed
+ * says whether it was. */
+typedef fedc_status (*fedc__server_serve_fn)(server *s, double until, void *ctx);
+fedc_status fedc__server_unmask(server *s, fedc__server_serve_fn serve, void *ctx);
 
 /* server_setup.c: the server of s->o set up (its plan read, its state bound,
  * its token, its collection); everything it holds freed; a checkpoint of the

@@ -36,7 +36,6 @@ static fedc_status plan_fits(const server *s) {
         return fedc_error(FEDC_EINVAL, "server: --groups %d is more groups than the round's %d clients; every group "
                           "needs a client", o->groups, s->k);
     if (s->commit != s->k) return fedc_error(FEDC_EUNSUPPORTED, "server: --groups with --over-select is not supported");
-    if (o->secure_agg) return fedc_error(FEDC_EUNSUPPORTED, "server: --groups with --secure-agg is not supported");
     if (s->credentials)
         return fedc_error(FEDC_EUNSUPPORTED, "server: --groups with --credentials-key is not supported: aggregators "
                           "present the shared token");
@@ -53,6 +52,22 @@ static fedc_status plan_fits(const server *s) {
                                   "--aggregator), which needs every report at once, is not supported");
     }
     return FEDC_OK;
+}
+
+/* With --secure-agg each aggregator runs secure aggregation among its group's
+ * clients (secure.h): the options must fit each group's size, checked here as
+ * the aggregators will, before any of them comes. */
+static fedc_status secure_fits(const server *s) {
+    const fedc__groups *g = s->groups;
+    fedc_status st = FEDC_OK;
+    for (int i = 0; !st && s->o->secure_agg && i < g->n; i++) {
+        int n = g->first[i + 1] - g->first[i];
+        fedc__secure *x = NULL;
+        st = fedc__secure_create(&x, s->form, &(fedc__secure_setup){s->o->secure_threshold, s->o->secure_neighbours, n, n,
+                                 s->o->heartbeat_timeout, s->log, s->name, "group"});
+        fedc__secure_destroy(x);
+    }
+    return st;
 }
 
 fedc_status fedc__groups_create(server *s) {
@@ -79,7 +94,9 @@ fedc_status fedc__groups_create(server *s) {
                               "begin a leaf of the aggregation's tree (64 leaves of consecutive clients); choose "
                               "another --groups or --clients-per-round", s->k, i, (long long)f);
     }
-    fprintf(s->log, "fedc server: %d groups, each run by an aggregator (fedc aggregator --group G)\n", n);
+    if ((st = secure_fits(s))) return st;
+    fprintf(s->log, "fedc server: %d groups, each run by an aggregator (fedc aggregator --group G)%s\n", n,
+            s->o->secure_agg ? ", each group's sum by secure aggregation among its clients" : "");
     return FEDC_OK;
 }
 
@@ -110,6 +127,12 @@ void fedc__groups_metrics(const fedc__groups *g, FILE *f) {
 
 /* ---------------------------------------------------------- answers -- */
 
+/* Text that holds what a peer sent, made fit for a log line and a reason. */
+static void plain(char *t) {
+    for (; *t; t++)
+        if (*t == '"' || *t == '\\' || (unsigned char)*t < 0x20) *t = '\'';
+}
+
 static void refuse(server *s, const char *group, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void refuse(server *s, const char *group, const char *fmt, ...) {
     char why[600];
@@ -117,8 +140,7 @@ static void refuse(server *s, const char *group, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    for (char *t = why; *t; t++)
-        if (*t == '"' || *t == '\\' || (unsigned char)*t < 0x20) *t = '\'';
+    plain(why);
     fprintf(s->log, "fedc server: round %d: refused the aggregator of group %.12s: %s\n", s->round + 1, group, why);
     s->refused++;
     fedc__server_reply_to(s, &s->from, FEDC__MSG_REJECT, (fedc_metadata_entry[]){{"reason", why}}, 1, NULL, 0);
@@ -129,8 +151,9 @@ static void ack(server *s, const char *counted) {
 }
 
 /* Group g's task: the exchange's broadcast values, its clients in their slots,
- * those left out of an earlier exchange, and which round last added each
- * client's report (for clients that keep state). */
+ * those left out of an earlier exchange, which round last added each client's
+ * report (for clients that keep state), and, with --secure-agg, the threshold
+ * and neighbours of the group's secure aggregation ("T K"; "" without). */
 static void group_task(server *s, int g) {
     const fedc__groups *G = s->groups;
     int first = G->first[g], end = G->first[g + 1], n = end - first;
@@ -146,14 +169,15 @@ static void group_task(server *s, int g) {
         left[i] = s->left_out[first + i] ? '1' : '0';
     }
     clients[at] = left[n] = 0;
-    char round[16], exchange[16], hb[16], cohort[16], first_s[16], rounds[16];
+    char round[16], exchange[16], hb[16], cohort[16], first_s[16], rounds[16], secure[32] = "";
     snprintf(round, sizeof round, "%d", s->round), snprintf(exchange, sizeof exchange, "%d", s->exchange);
+    if (s->o->secure_agg) snprintf(secure, sizeof secure, "%d %d", s->o->secure_threshold, s->o->secure_neighbours);
     snprintf(hb, sizeof hb, "%d", fedc__server_beat_ms(s)), snprintf(cohort, sizeof cohort, "%d", s->k);
     snprintf(first_s, sizeof first_s, "%d", first), snprintf(rounds, sizeof rounds, "%d", s->o->rounds);
     fedc_metadata_entry f[] = {{"round", round}, {"exchange", exchange}, {"hash", fedc_plan_hash(s->plan)},
                                {"heartbeat_ms", hb}, {"cohort", cohort}, {"first", first_s}, {"clients", clients},
-                               {"left_out", left}, {"added", added}, {"rounds", rounds}};
-    fedc__server_reply_to(s, &s->from, FEDC__MSG_GROUP_TASK, f, 10, s->task, s->ntask);
+                               {"left_out", left}, {"added", added}, {"rounds", rounds}, {"secure", secure}};
+    fedc__server_reply_to(s, &s->from, FEDC__MSG_GROUP_TASK, f, 11, s->task, s->ntask);
     fedc_free(clients), fedc_free(left), fedc_free(added);
 }
 
@@ -285,6 +309,17 @@ static fedc_status settle(server *s) {
     return st;
 }
 
+/* Gives group g up: its aggregator `why`. */
+static fedc_status give_up(server *s, int g, const char *why) {
+    fedc__groups *G = s->groups;
+    fprintf(s->log, "fedc server: round %d: the aggregator of group %d %s: the group (%d clients) is given up\n",
+            s->round + 1, g, why, G->first[g + 1] - G->first[g]);
+    G->state[g] = GROUP_DROPPED, G->dropped[g] = 1;
+    fedc_status st = FEDC_OK;
+    for (int i = G->first[g]; !st && i < G->first[g + 1]; i++) st = fedc__collect_drop(s->collect, i);
+    return st ? st : settle(s);
+}
+
 static void report(server *s, const fedc__msg *m, const void *frame, size_t size, int g) {
     fedc__groups *G = s->groups;
     const char *who = fedc__msg_field(m, "group");
@@ -297,6 +332,14 @@ static void report(server *s, const fedc__msg *m, const void *frame, size_t size
     if (G->state[g] == GROUP_DROPPED) return refuse(s, who, "round %d gave this group up before its report came", s->round + 1);
     if (G->state[g] != GROUP_OPEN) { /* a retried upload: counted once */
         s->duplicates++;
+        return ack(s, "0");
+    }
+    const char *failed = fedc__msg_field(m, "secure_failed");
+    if (failed && failed[0]) { /* its clients' masked sum cannot be unmasked: the group is given up, as a silent one */
+        char said[400];
+        snprintf(said, sizeof said, "says its group's secure aggregation failed (%.300s)", failed);
+        plain(said);
+        if ((G->failed = give_up(s, g, said))) return refuse(s, who, "the server could not give the group up: %s", fedc_errmsg());
         return ack(s, "0");
     }
     if (blocks(s, g, m, false, why, sizeof why)) return refuse(s, who, "%s", why);
@@ -322,20 +365,6 @@ void fedc__groups_request(server *s, const fedc__msg *m, const void *frame, size
 
 /* ------------------------------------------------------------ timers -- */
 
-static fedc_status give_up(server *s, int g, bool deadline) {
-    fedc__groups *G = s->groups;
-    if (deadline)
-        fprintf(s->log, "fedc server: round %d: the aggregator of group %d did not report by the deadline: the group (%d "
-                "clients) is given up\n", s->round + 1, g, G->first[g + 1] - G->first[g]);
-    else
-        fprintf(s->log, "fedc server: round %d: the aggregator of group %d not heard from for %g s: the group (%d clients) "
-                "is given up\n", s->round + 1, g, s->o->heartbeat_timeout, G->first[g + 1] - G->first[g]);
-    G->state[g] = GROUP_DROPPED, G->dropped[g] = 1;
-    fedc_status st = FEDC_OK;
-    for (int i = G->first[g]; !st && i < G->first[g + 1]; i++) st = fedc__collect_drop(s->collect, i);
-    return st ? st : settle(s);
-}
-
 /* Gives up the groups whose aggregators are silent, and, a timer's tick before
  * the server's deadline gives up every open slot in slot order, the groups that
  * have not reported: so the reports of the groups after them are still added. */
@@ -347,9 +376,11 @@ fedc_status fedc__groups_tick(server *s) {
     for (int g = 0; !st && s->collecting && g < G->n; g++) {
         double heard = G->heard[g];
         if (G->state[g] != GROUP_OPEN) continue;
-        if (deadline) st = give_up(s, g, true);
+        char why[64];
+        snprintf(why, sizeof why, "not heard from for %g s", s->o->heartbeat_timeout);
+        if (deadline) st = give_up(s, g, "did not report by the deadline");
         else if (heard > 0 && now - (heard > s->opened ? heard : s->opened) >= s->o->heartbeat_timeout)
-            st = give_up(s, g, false); /* never heard from: given up at the deadline */
+            st = give_up(s, g, why); /* never heard from: given up at the deadline */
     }
     return st;
 }

@@ -357,12 +357,15 @@ static fedc_status give_up_silent(server *s) {
     return st;
 }
 
-/* Answers requests until `until` (fedc_seconds), or, while collecting, until
- * every slot is settled. */
+bool fedc__server_settled(const server *s) {
+    return (s->collecting && fedc__collect_closed(s->collect)) || (s->unmasking && fedc__secure_settled(s->sec));
+}
+
+/* Answers requests until `until` (fedc_seconds), or until what the server
+ * waits for is settled. */
 fedc_status fedc__server_serve(server *s, double until) {
     double checked = 0;
-    while (fedc_seconds() < until && !(s->collecting && fedc__collect_closed(s->collect)) &&
-           !(s->unmasking && fedc__secure_settled(s->sec))) {
+    while (fedc_seconds() < until && !fedc__server_settled(s)) {
         nng_msg *msg;
         bool timed_out;
         fedc_status st = fedc__net_recv_req(&s->net, &msg, &s->from, &timed_out);

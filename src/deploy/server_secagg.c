@@ -29,6 +29,7 @@ struct fedc__secure {
     int threshold, neighbours, slots, commit; /* commit < slots: over-selection */
     double timeout; /* the heartbeat timeout: rounds 0, 1 and 3 last at most that */
     FILE *log;
+    char name[64];  /* its log lines' prefix */
     /* the exchange */
     bool active;
     int round, exchange, stage; /* stage: the SecAgg round open (0 to 3); 4: the sum is taken */
@@ -101,8 +102,8 @@ static fedc_status over_selection_fits(int threshold, int k, int slots, int comm
                       least, nb, nb, nb / 2 + 1, least);
 }
 
-fedc_status fedc__secure_create(fedc__secure **out, const fedc_deployment_form *form, int threshold, int neighbours,
-                                int slots, int commit, double heartbeat_timeout, FILE *log) {
+fedc_status fedc__secure_create(fedc__secure **out, const fedc_deployment_form *form, const fedc__secure_setup *o) {
+    int threshold = o->threshold, neighbours = o->neighbours, slots = o->slots, commit = o->commit;
     *out = NULL;
     bool any = false;
     for (int e = 0; e < fedc_deployment_form_exchanges(form); e++) {
@@ -121,11 +122,13 @@ fedc_status fedc__secure_create(fedc__secure **out, const fedc_deployment_form *
     int nb = full_neighbourhood(slots, neighbours);
     if (threshold == 0) threshold = nb / 2 + 1;
     if (slots >= FEDC__SA_MAX_CLIENTS)
-        return fedc_error(FEDC_EINVAL, "server: --secure-agg takes at most %d clients a round, not %d",
-                          FEDC__SA_MAX_CLIENTS - 1, slots);
-    if (slots < 2 || threshold < 1 || threshold > nb || 2 * threshold <= nb)
-        return fedc_error(FEDC_EINVAL, "server: --secure-agg %d: with %d clients a round each has %d neighbours, and the "
-                          "threshold must be above half of that and at most it (%d to %d)", threshold, slots, nb,
+        return fedc_error(FEDC_EINVAL, "server: --secure-agg takes at most %d clients a %s, not %d",
+                          FEDC__SA_MAX_CLIENTS - 1, o->per, slots);
+    if (slots < 2)
+        return fedc_error(FEDC_EINVAL, "server: --secure-agg needs at least 2 clients a %s, not %d", o->per, slots);
+    if (threshold < 1 || threshold > nb || 2 * threshold <= nb)
+        return fedc_error(FEDC_EINVAL, "server: --secure-agg %d: with %d clients a %s each has %d neighbours, and the "
+                          "threshold must be above half of that and at most it (%d to %d)", threshold, slots, o->per, nb,
                           nb / 2 + 1, nb);
     fedc_status st = over_selection_fits(threshold, neighbours, slots, commit);
     if (st) return st;
@@ -136,7 +139,8 @@ fedc_status fedc__secure_create(fedc__secure **out, const fedc_deployment_form *
         return fedc_error(FEDC_ENOMEM, "server: out of memory");
     }
     x->form = form, x->threshold = threshold, x->neighbours = neighbours, x->slots = slots, x->commit = commit;
-    x->timeout = heartbeat_timeout, x->log = log;
+    x->timeout = o->heartbeat_timeout, x->log = o->log;
+    snprintf(x->name, sizeof x->name, "%s", o->name);
     *out = x;
     return FEDC_OK;
 }
@@ -202,13 +206,13 @@ fedc_status fedc__secure_begin(fedc__secure *x, fedc__collect *c, int round, int
 
 bool fedc__secure_active(const fedc__secure *x) { return x && x->active; }
 const char *fedc__secure_field(const fedc__secure *x) { return x && x->active ? x->field : ""; }
-bool fedc__secure_settled(const fedc__secure *x) { return !x->active || x->failed[0] || x->stage == 4; }
-const char *fedc__secure_failed(const fedc__secure *x) { return x->active && x->failed[0] ? x->failed : NULL; }
+bool fedc__secure_settled(const fedc__secure *x) { return !x || !x->active || x->failed[0] || x->stage == 4; }
+const char *fedc__secure_failed(const fedc__secure *x) { return x && x->active && x->failed[0] ? x->failed : NULL; }
 
 /* The secure round cannot go on (fewer than t at some round): logged. */
 static void fail(fedc__secure *x, const char *why) {
     snprintf(x->failed, sizeof x->failed, "%s", why);
-    fprintf(x->log, "fedc server: round %d: secure aggregation failed: %s\n", x->round + 1, why);
+    fprintf(x->log, "%s: round %d: secure aggregation failed: %s\n", x->name, x->round + 1, why);
 }
 
 /* ------------------------------------------------------------ requests -- */
@@ -347,7 +351,7 @@ void fedc__secure_request(fedc__secure *x, int slot, const fedc__msg *m, fedc__s
      * (else it would be sent its task again); a stale request leaves the slot alone */
     if (a->type == FEDC__MSG_REJECT && a->current && fedc__collect_state(x->collect, slot) == FEDC__SLOT_OPEN &&
         fedc__collect_drop(x->collect, slot))
-        fprintf(x->log, "fedc server: round %d: %s\n", x->round + 1, fedc_errmsg());
+        fprintf(x->log, "%s: round %d: %s\n", x->name, x->round + 1, fedc_errmsg());
 }
 
 const char *fedc__secure_admit(fedc__secure *x, int slot, char *why, size_t size) {
@@ -426,40 +430,55 @@ void fedc__secure_close_masked(fedc__secure *x, double now) {
     x->stage = 3, x->opened = now;
     for (int i = 0; i < x->slots; i++) x->left_out += x->done[i] == 3 && !fedc__sa_has(ids, x->counts[2], (uint32_t)i + 1);
     if (x->left_out)
-        fprintf(x->log, "fedc server: round %d: secure aggregation sums %u masked inputs; %d more came and are left out "
-                "(over-selected): unmasked as dropped, their inputs hidden\n", x->round + 1, x->counts[2], x->left_out);
+        fprintf(x->log, "%s: round %d: secure aggregation sums %u masked inputs; %d more came and are left out "
+                "(over-selected): unmasked as dropped, their inputs hidden\n", x->name, x->round + 1, x->counts[2],
+                x->left_out);
+}
+
+const uint32_t *fedc__secure_sum_of(const fedc__secure *x, int j) {
+    if (!x || !x->active || x->stage != 4) return NULL;
+    const fedc_program *agg = fedc_deployment_form_phase(x->form, x->exchange, FEDC_PHASE_AGGREGATION);
+    const fedc__node *d = fedc__node_at(agg, fedc_program_output_value(agg, j));
+    size_t at = 0;
+    for (int i = 0; i < x->nidx; i++) {
+        fedc_value in = fedc_program_input(agg, x->idx[i]);
+        if (d->op == FEDC_OP_SUM && d->in[0] == in) return x->words + at;
+        fedc_type t = fedc_value_type(agg, in);
+        at += (size_t)fedc_type_count(&t);
+    }
+    return NULL;
 }
 
 fedc_status fedc__secure_end(fedc__secure *x, fedc_deployment_run *run) {
     if (!x || !x->active) return FEDC_OK;
     const fedc_program *agg = fedc_deployment_form_phase(x->form, x->exchange, FEDC_PHASE_AGGREGATION);
-    size_t at = 0;
-    for (int i = 0; i < x->nidx; i++) {
-        fedc_value in = fedc_program_input(agg, x->idx[i]);
-        fedc_type t = fedc_value_type(agg, in);
-        size_t n = (size_t)fedc_type_count(&t);
-        for (int j = 0; j < fedc_program_num_outputs(agg); j++) {
-            const fedc__node *d = fedc__node_at(agg, fedc_program_output_value(agg, j));
-            if (d->op != FEDC_OP_SUM || d->in[0] != in) continue;
-            const char *name = fedc_program_output_name(agg, j);
-            void *buf = fedc__deployment_run_buffer(run, name, false, NULL);
-            if (!buf) buf = fedc__deployment_run_buffer(run, name, true, NULL);
-            if (!buf) return fedc_error(FEDC_EINTERNAL, "server: the aggregation's \"%s\" has no buffer", name);
-            memcpy(buf, x->words + at, n * sizeof *x->words);
-        }
-        at += n;
+    for (int j = 0; j < fedc_program_num_outputs(agg); j++) {
+        const uint32_t *sum = fedc__secure_sum_of(x, j);
+        if (!sum) continue;
+        const char *name = fedc_program_output_name(agg, j);
+        fedc_type t = fedc_value_type(agg, fedc_program_output_value(agg, j));
+        void *buf = fedc__deployment_run_buffer(run, name, false, NULL);
+        if (!buf) buf = fedc__deployment_run_buffer(run, name, true, NULL);
+        if (!buf) return fedc_error(FEDC_EINTERNAL, "%s: the aggregation's \"%s\" has no buffer", x->name, name);
+        memcpy(buf, sum, (size_t)fedc_type_count(&t) * sizeof *sum);
     }
     return FEDC_OK;
 }
 
-void fedc__secure_metrics(const fedc__secure *x, FILE *f) {
+void fedc__secure_summary(const fedc__secure *x, FILE *f) {
     if (!x || !x->active) return;
-    fprintf(f, "\"secure_agg\": {\"threshold\": %d, \"neighbours\": %d, \"advertised\": %u, \"shared\": %u, "
-            "\"masked\": %u, \"masked_left_out\": %d, \"revealed\": %u, \"unmasked\": %s, \"survivors\": [", x->threshold,
-            x->neighbours, x->counts[0], x->counts[1], x->counts[2], x->left_out, x->counts[3],
-            x->stage == 4 ? "true" : "false");
+    fprintf(f, "{\"threshold\": %d, \"neighbours\": %d, \"advertised\": %u, \"shared\": %u, \"masked\": %u, "
+            "\"masked_left_out\": %d, \"revealed\": %u, \"unmasked\": %s, \"survivors\": [", x->threshold, x->neighbours,
+            x->counts[0], x->counts[1], x->counts[2], x->left_out, x->counts[3], x->stage == 4 ? "true" : "false");
     const uint32_t *ids;
     uint32_t n = x->stage >= 3 ? fedc__sa_server_clients(x->sa, 3, &ids) : 0;
     for (uint32_t i = 0; i < n; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)x->sampled[ids[i] - 1]);
-    fprintf(f, "]}, ");
+    fprintf(f, "]}");
+}
+
+void fedc__secure_metrics(const fedc__secure *x, FILE *f) {
+    if (!x || !x->active) return;
+    fprintf(f, "\"secure_agg\": ");
+    fedc__secure_summary(x, f);
+    fprintf(f, ", ");
 }

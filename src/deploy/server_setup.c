@@ -226,9 +226,9 @@ fedc_status fedc__server_setup(server *s) {
     if (!st) st = fedc__collect_create(&s->collect, s->run, s->k, s->commit, o->reorder_window, spill);
     if (!st) st = make_token(s);
     if (!st) st = fedc__warm_check(s->plan, o);
-    if (!st && o->secure_agg)
-        st = fedc__secure_create(&s->sec, s->form, o->secure_threshold, o->secure_neighbours, s->k, s->commit,
-                                 o->heartbeat_timeout, s->log);
+    if (!st && o->secure_agg && !o->groups) /* with groups, each aggregator runs its group's (groups.h) */
+        st = fedc__secure_create(&s->sec, s->form, &(fedc__secure_setup){o->secure_threshold, o->secure_neighbours, s->k,
+                                 s->commit, o->heartbeat_timeout, s->log, s->name, "round"});
     if (!st && o->groups) st = fedc__groups_create(s);
     return st;
 }
