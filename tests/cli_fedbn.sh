@@ -1,0 +1,66 @@
+#!/bin/sh
+# fedc train --algorithm fedbn (docs/algorithms.md, "fedbn") on bn.onnx (a
+# BatchNormalization of the image's channel, then a linear head; the files of
+# fedc_test_onnx_train) and the small FEMNIST: each client's BatchNorm values
+# (scale, bias, running statistics) are its own, its running statistics those
+# computed by hand from its own batches alone; the server's stay the file's; the
+# shared parameters are FedAvg's bits while every client is new (round 1), and
+# a model without BatchNorm trains to FedAvg's bits; resuming and the thread
+# count leave the bits of the model and of every client's state as they were.
+# Usage: cli_fedbn.sh path/to/fedc path/to/fedc_test_onnx_train
+set -u
+fedc=$1
+files=$2
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/expect.sh"
+
+"$files" write "$out" 7 || { echo "FAIL: $files could not write the files"; exit 1; }
+train() { # OUT MODEL [options]: seed 7, one batch of 16 per client and round
+  run=$1 model=$2
+  shift 2
+  "$fedc" train --data "$out/femnist-leaf/train" --test-data "$out/femnist-leaf/test" --model "onnx:$out/$model" \
+    --batch-size 16 --seed 7 --checkpoint-every 1 --quiet --out "$out/$run" "$@"
+}
+value() { "$files" value "$out/$1/checkpoint.safetensors" "$2"; }
+bn_values() { echo "$(value "$1" bn.weight) $(value "$1" bn.bias) $(value "$1" bn.running_mean) $(value "$1" bn.running_var)"; }
+
+expect 0 "fedbn" -- "$fedc" train --algorithms
+
+# every client in both rounds: its running statistics by hand from its own batches
+expect 0 "done: 2 rounds" -- train all bn.onnx --algorithm fedbn --rounds 2 --clients-per-round 55
+expect 0 "55 clients' BatchNorm: running statistics by hand" -- \
+  "$files" fedbn "$out/femnist-leaf/train" "$out/all/client_state.fcs" 2 7 16
+[ "$(bn_values all)" = "1 0 0 1" ] && ok || bad "the server's BatchNorm moved: $(bn_values all)"
+grep -q '"test_accuracy": 0\.[0-9]' "$out/all/metrics.jsonl" && ok || bad "fedbn's evaluation has no test accuracy"
+
+# round 1, every client new: the shared parameters are FedAvg's bits; round 2 not
+for rounds in 1 2; do
+  expect 0 "done: $rounds rounds" -- train avg$rounds bn.onnx --algorithm fedavg --rounds $rounds --clients-per-round 55
+done
+expect 0 "done: 1 rounds" -- train bn1 bn.onnx --algorithm fedbn --rounds 1 --clients-per-round 55
+expect 0 "2 tensors agree (largest difference 0)" -- \
+  "$files" compare "$out/avg1/checkpoint.safetensors" "$out/bn1/checkpoint.safetensors" 0 bn.
+expect 1 "fc." -- "$files" compare "$out/avg2/checkpoint.safetensors" "$out/all/checkpoint.safetensors" 0 bn.
+
+# no BatchNorm: FedAvg itself, without client state
+expect 0 "done: 2 rounds" -- train dense_avg dense.onnx --algorithm fedavg --rounds 2 --clients-per-round 5
+expect 0 "done: 2 rounds" -- train dense_bn dense.onnx --algorithm fedbn --rounds 2 --clients-per-round 5
+same "$out/dense_avg" "$out/dense_bn" && ok || bad "fedbn without BatchNorm is not FedAvg's bits"
+[ ! -e "$out/dense_bn/client_state.fcs" ] && ok || bad "fedbn without BatchNorm kept client state"
+
+# 20 of 55 clients a round (new and returning ones): resumed, and on one thread, the same bits
+expect 0 "done: 3 rounds" -- train p2 bn.onnx --algorithm fedbn --rounds 3 --clients-per-round 20 --threads 2
+expect 0 "done: 2 rounds" -- train p1 bn.onnx --algorithm fedbn --rounds 2 --clients-per-round 20 --threads 2
+expect 0 "done: 1 rounds" -- train p1 bn.onnx --algorithm fedbn --rounds 3 --clients-per-round 20 --threads 2 --resume
+expect 0 "done: 3 rounds" -- train t1 bn.onnx --algorithm fedbn --rounds 3 --clients-per-round 20 --threads 1
+"$files" records "$out/p2/client_state.fcs" 3 >"$out/r2" && grep -q ' -$' "$out/r2" && grep -q '0x' "$out/r2" && ok ||
+  bad "the clients' state after 3 rounds of 20 is not some kept, some never trained"
+for run in p1 t1; do
+  same "$out/p2" "$out/$run" && ok || bad "$run: the model's bits differ"
+  "$files" records "$out/$run/client_state.fcs" 3 >"$out/r"
+  cmp -s "$out/r2" "$out/r" && ok || bad "$run: the clients' BatchNorm bits differ"
+done
+
+echo "cli_fedbn: $passed passed, $failed failed"
+[ "$failed" = 0 ]
