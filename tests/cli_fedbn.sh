@@ -3,9 +3,10 @@
 # BatchNormalization of the image's channel, then a linear head; the files of
 # fedc_test_onnx_train) and the small FEMNIST: each client's BatchNorm values
 # (scale, bias, running statistics) are its own, its running statistics those
-# computed by hand from its own batches alone; the server's stay the file's; the
+# computed by hand from its own batches alone; the server's stay the file's; each
+# test client is evaluated with its own, not the server's (fedc eval's); the
 # shared parameters are FedAvg's bits while every client is new (round 1), and
-# a model without BatchNorm trains to FedAvg's bits; resuming and the thread
+# a model without BatchNorm trains (and evaluates) as FedAvg; resuming and the thread
 # count leave the bits of the model and of every client's state as they were.
 # Usage: cli_fedbn.sh path/to/fedc path/to/fedc_test_onnx_train
 set -u
@@ -32,7 +33,13 @@ expect 0 "done: 2 rounds" -- train all bn.onnx --algorithm fedbn --rounds 2 --cl
 expect 0 "55 clients' BatchNorm: running statistics by hand" -- \
   "$files" fedbn "$out/femnist-leaf/train" "$out/all/client_state.fcs" 2 7 16
 [ "$(bn_values all)" = "1 0 0 1" ] && ok || bad "the server's BatchNorm moved: $(bn_values all)"
-grep -q '"test_accuracy": 0\.[0-9]' "$out/all/metrics.jsonl" && ok || bad "fedbn's evaluation has no test accuracy"
+# each test client evaluated with its own BatchNorm: not the server's model, which fedc eval has
+expect 0 "accuracy" -- "$fedc" eval --checkpoint "$out/all/checkpoint.safetensors" --data "$out/femnist-leaf/test" \
+  --model "onnx:$out/bn.onnx"
+server_loss=$(sed -n 's/.*: loss \([0-9.]*\),.*/\1/p' "$out/stdout")
+own_loss=$(tail -n 1 "$out/all/metrics.csv" | cut -d, -f3)
+awk -v a="$server_loss" -v b="$own_loss" 'BEGIN { exit !(a > 0 && b > 0 && (a - b > 1e-3 || b - a > 1e-3)) }' && ok ||
+  bad "fedbn's test loss $own_loss is the server model's $server_loss"
 
 # round 1, every client new: the shared parameters are FedAvg's bits; round 2 not
 for rounds in 1 2; do
@@ -47,6 +54,9 @@ expect 1 "fc." -- "$files" compare "$out/avg2/checkpoint.safetensors" "$out/all/
 expect 0 "done: 2 rounds" -- train dense_avg dense.onnx --algorithm fedavg --rounds 2 --clients-per-round 5
 expect 0 "done: 2 rounds" -- train dense_bn dense.onnx --algorithm fedbn --rounds 2 --clients-per-round 5
 same "$out/dense_avg" "$out/dense_bn" && ok || bad "fedbn without BatchNorm is not FedAvg's bits"
+tail -n 1 "$out/dense_avg/metrics.csv" | cut -d, -f2-8 >"$out/m1"
+tail -n 1 "$out/dense_bn/metrics.csv" | cut -d, -f2-8 >"$out/m2"
+grep -q . "$out/m1" && cmp -s "$out/m1" "$out/m2" && ok || bad "fedbn without BatchNorm evaluates otherwise than FedAvg"
 [ ! -e "$out/dense_bn/client_state.fcs" ] && ok || bad "fedbn without BatchNorm kept client state"
 
 # 20 of 55 clients a round (new and returning ones): resumed, and on one thread, the same bits

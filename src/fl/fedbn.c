@@ -78,13 +78,9 @@ static fedc_tree *keep_server_batchnorm(fedc_round *r, fedc_tree *next) {
 }
 
 static fedc_status fedbn_round(fedc_round *r) {
+    if (!r->client) return fedc_algorithm_fedavg.round(r); /* no BatchNorm: FedAvg */
     fedc_program *p = r->p;
-    fedc_tree *out;
-    if (!r->client) { /* no BatchNorm: FedAvg */
-        fedc_status st = fedc_round_local_training(r, NULL, &out);
-        return st ? st : fedc__fedavg_finish(r, out);
-    }
-    fedc_tree *wb = fedc_tree_broadcast(p, fedc_tree_subtree(p, r->server, "params"));
+    fedc_tree *out, *wb = fedc_tree_broadcast(p, fedc_tree_subtree(p, r->server, "params"));
     fedc_local_training how = {.start = client_models(r, wb), .with_model = true};
     fedc_status st = fedc_program_status(p);
     if (!st) st = fedc_round_local_training(r, &how, &out);
