@@ -41,6 +41,12 @@ own_loss=$(tail -n 1 "$out/all/metrics.csv" | cut -d, -f3)
 awk -v a="$server_loss" -v b="$own_loss" 'BEGIN { exit !(a > 0 && b > 0 && (a - b > 1e-3 || b - a > 1e-3)) }' && ok ||
   bad "fedbn's test loss $own_loss is the server model's $server_loss"
 
+# a server optimizer with state (Adam) leaves the server's BatchNorm and its slots of them alone
+expect 0 "done: 2 rounds" -- train adam bn.onnx --algorithm fedbn --server-opt adam --server-lr 0.01 --rounds 2 \
+  --clients-per-round 5
+[ "$(bn_values adam) $(value adam server/opt/mu/bn.bias) $(value adam server/opt/nu/bn.weight)" = "1 0 0 1 0 0" ] &&
+  [ "$(value adam server/opt/mu/fc.bias)" != 0 ] && ok || bad "fedbn's Adam moved the server's BatchNorm or its slots"
+
 # round 1, every client new: the shared parameters are FedAvg's bits; round 2 not
 for rounds in 1 2; do
   expect 0 "done: $rounds rounds" -- train avg$rounds bn.onnx --algorithm fedavg --rounds $rounds --clients-per-round 55
