@@ -108,7 +108,8 @@ static fedc_status load(const char *path, const fedc_model_options *o, fedc_mode
         }
         fedc_model_program spec = {.name = name, .forward = forward, .ctx = s, .destroy_ctx = source_free,
                                    .num_params = om->num_params, .param_names = names, .param_values = values,
-                                   .forward_train = state ? forward_train : NULL};
+                                   .forward_train = state ? forward_train : NULL,
+                                   .param_batchnorm = om->param_batchnorm};
         st = fedc_model_create_program(out, &spec, o);
     }
     fedc_free(values);

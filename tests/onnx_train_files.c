@@ -19,8 +19,19 @@
  *   fedc_test_onnx_train compare A B TOL  compares two safetensors files tensor by
  *       tensor in their order (names may differ), a 2-D tensor of B taken
  *       transposed where its shape is A's swapped; exits 1 where an element
- *       differs by more than TOL (0: the same bits).
+ *       differs by more than TOL (0: the same bits); with SKIP after TOL, the
+ *       tensors whose names begin with SKIP are left out.
  *   fedc_test_onnx_train value FILE NAME  prints the first value of tensor NAME.
+ *   fedc_test_onnx_train records STORE ROUND  prints every client's record in a
+ *       client store (OUT/client_state.fcs) as of ROUND, one line each, its floats
+ *       in hexadecimal (the bits), "-" for a client without one.
+ *   fedc_test_onnx_train fedbn DATA STORE ROUNDS SEED BATCH  checks fedbn's
+ *       client state for bn.onnx after ROUNDS rounds (of --seed SEED) in which
+ *       every client of DATA trained one batch of BATCH: each running mean and
+ *       variance is the one computed by hand from the client's own batches alone,
+ *       running = 0.9 running + 0.1 batch's from the file's 0 and 1 (the variance
+ *       unbiased; within 1e-5 relative, f32 sums against double), and the
+ *       clients' scales and biases moved away from the file's and apart.
  */
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +39,7 @@
 #include <string.h>
 
 #include "data_fixtures.h"
+#include "fl/client_store.h"
 #include "fedc/fedc.h"
 #include "onnx_write.h"
 
@@ -230,7 +242,7 @@ static bool comparable(const fedc_tensor_entry *a, const fedc_tensor_entry *b) {
            a->type.dims[1] == b->type.dims[0];
 }
 
-static int compare(const char *pa, const char *pb, double tol) {
+static int compare(const char *pa, const char *pb, double tol, const char *skip) {
     fedc_safetensors *a = NULL, *b = NULL;
     if (fedc_safetensors_read(pa, &a) || fedc_safetensors_read(pb, &b)) {
         fprintf(stderr, "onnx_train: %s\n", fedc_errmsg());
@@ -242,8 +254,10 @@ static int compare(const char *pa, const char *pb, double tol) {
         rc = 1;
     }
     double worst = 0;
+    int skipped = 0;
     for (int i = 0; !rc && i < n; i++) {
         fedc_tensor_entry ta = fedc_safetensors_tensor(a, i), tb = fedc_safetensors_tensor(b, i);
+        if (skip && !strncmp(ta.name, skip, strlen(skip)) && ++skipped) continue;
         if (!comparable(&ta, &tb)) {
             fprintf(stderr, "onnx_train: %s and %s differ in shape\n", ta.name, tb.name);
             rc = 1;
@@ -261,16 +275,153 @@ static int compare(const char *pa, const char *pb, double tol) {
             if (d > worst) worst = d;
         }
     }
-    if (!rc) printf("%d tensors agree (largest difference %.3g)\n", n, worst);
+    if (!rc) printf("%d tensors agree (largest difference %.3g)\n", n - skipped, worst);
     fedc_safetensors_destroy(a);
     fedc_safetensors_destroy(b);
     return rc;
 }
 
+/* ------------------------------------------------------------- fedbn -- */
+
+/* A client store as fedc train left it: opened with the layout its header holds. */
+static int open_store(const char *path, fedc__client_store **s, int64_t *clients, size_t *record) {
+    FILE *f = fopen(path, "rb");
+    unsigned char h[64];
+    char layout[4096];
+    uint32_t len = 0;
+    uint64_t n = 0, bytes = 0;
+    bool ok = f && fread(h, 1, sizeof h, f) == sizeof h;
+    if (ok) memcpy(&len, h + 12, 4), memcpy(&n, h + 16, 8), memcpy(&bytes, h + 24, 8);
+    ok = ok && len < sizeof layout && fread(layout, 1, len, f) == len;
+    if (f) fclose(f);
+    if (!ok) return fprintf(stderr, "onnx_train: %s: not a client store\n", path), 1;
+    layout[len] = 0;
+    *clients = (int64_t)n, *record = (size_t)bytes;
+    if (fedc__client_store_open(s, path, *clients, *record, layout))
+        return fprintf(stderr, "onnx_train: %s\n", fedc_errmsg()), 1;
+    return 0;
+}
+
+/* Client c's record as of `round` into rec (*found false: none). */
+static int read_record(fedc__client_store *s, uint32_t round, int64_t c, void *rec, bool *found) {
+    if (!fedc__client_store_read(s, round, 1, &c, (void *const[]){rec}, found)) return 0;
+    return fprintf(stderr, "onnx_train: %s\n", fedc_errmsg()), 1;
+}
+
+static int records(const char *path, uint32_t round) {
+    fedc__client_store *s = NULL;
+    int64_t n;
+    size_t bytes;
+    if (open_store(path, &s, &n, &bytes)) return 1;
+    float *rec = fedc_malloc(bytes + sizeof *rec);
+    int rc = rec ? 0 : 1;
+    for (int64_t c = 0; !rc && c < n; c++) {
+        bool found;
+        if ((rc = read_record(s, round, c, rec, &found))) break;
+        printf("%lld:", (long long)c);
+        for (size_t k = 0; found && k < bytes / sizeof *rec; k++) printf(" %a", rec[k]);
+        printf("%s\n", found ? "" : " -");
+    }
+    fedc_free(rec);
+    fedc__client_store_close(s);
+    return rc;
+}
+
+/* The mean and unbiased variance of the pixels (as fedc feeds them, 1 - x) of
+ * client c's one batch in round `round`, as fedc train draws it (every example,
+ * then the next shuffle's first ones to fill the batch). */
+static int batch_stats(fedc_dataset *ds, int64_t c, uint64_t seed, uint32_t round, int64_t batch, double *mean,
+                       double *var) {
+    fedc_client_data *cd = NULL;
+    fedc_batches *b = NULL;
+    if (fedc_dataset_client(ds, c, &cd) || fedc_shuffle_repeat_batch(cd, batch, 1, -1, false, seed, round, (uint32_t)c, &b))
+        return fedc_client_data_destroy(cd), fprintf(stderr, "onnx_train: %s\n", fedc_errmsg()), 1;
+    const fedc_feature *x = fedc_batches_feature(b, "x");
+    int64_t count = x ? fedc_type_count(&x->type) : 0;
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < count; i++) sum += 1.0f - ((const float *)x->data)[i];
+    *mean = sum / (double)(count ? count : 1);
+    for (int64_t i = 0; i < count; i++) {
+        double d = (double)(1.0f - ((const float *)x->data)[i]) - *mean;
+        sq += d * d;
+    }
+    *var = sq / (double)(count > 1 ? count - 1 : 1);
+    bool one = x && x->type.dims[0] == 1;
+    fedc_batches_destroy(b);
+    fedc_client_data_destroy(cd);
+    if (!one) return fprintf(stderr, "onnx_train: client %lld has not one batch of %lld\n", (long long)c, (long long)batch), 1;
+    return 0;
+}
+
+/* The running mean and variance after `rounds` visits, each one step on the round's batch. */
+static int by_hand(fedc_dataset *ds, int64_t c, uint64_t seed, int rounds, int64_t batch, double *mean, double *var) {
+    *mean = 0, *var = 1; /* bn.onnx's */
+    for (int r = 0; r < rounds; r++) {
+        double m, v;
+        if (batch_stats(ds, c, seed, (uint32_t)r, batch, &m, &v)) return 1;
+        *mean = 0.9 * *mean + 0.1 * m;
+        *var = 0.9 * *var + 0.1 * v;
+    }
+    return 0;
+}
+
+static int fedbn(const char *data, const char *path, int rounds, uint64_t seed, int64_t batch) {
+    static const char want[] = "fedbn: bn/bn.weight f32[1]; bn/bn.bias f32[1]; bn/bn.running_mean f32[1]; "
+                               "bn/bn.running_var f32[1];";
+    fedc__client_store *s = NULL;
+    fedc_dataset *ds = NULL;
+    int64_t n;
+    size_t bytes;
+    if (open_store(path, &s, &n, &bytes)) return 1;
+    int rc = bytes == 4 * sizeof(float) ? 0 : (fprintf(stderr, "onnx_train: the record is not bn.onnx's %s\n", want), 1);
+    if (!rc && fedc_dataset_open(&ds, data, FEDC_FORMAT_AUTO)) rc = (fprintf(stderr, "onnx_train: %s\n", fedc_errmsg()), 1);
+    if (!rc && fedc_dataset_num_clients(ds) != n) rc = (fprintf(stderr, "onnx_train: the store is not %s's\n", data), 1);
+    double worst = 0;
+    int moved = 0, distinct = 0;
+    float first[2] = {0, 0};
+    for (int64_t c = 0; !rc && c < n; c++) {
+        float rec[4];
+        bool found;
+        double mean, var;
+        if ((rc = read_record(s, (uint32_t)rounds, c, rec, &found) || by_hand(ds, c, seed, rounds, batch, &mean, &var)))
+            break;
+        if (!found) {
+            fprintf(stderr, "onnx_train: client %lld has no BatchNorm kept\n", (long long)c);
+            rc = 1;
+            break;
+        }
+        double d = fmax(fabs(rec[2] - mean) / fabs(mean), fabs(rec[3] - var) / fabs(var));
+        if (!(d <= 1e-5)) { /* f32 sums of some 10,000 pixels */
+            fprintf(stderr, "onnx_train: client %lld's running mean %.9g, variance %.9g; by hand %.9g, %.9g\n",
+                    (long long)c, rec[2], rec[3], mean, var);
+            rc = 1;
+        }
+        worst = fmax(worst, d);
+        moved += rec[0] != 1.0f && rec[1] != 0.0f;
+        if (c == 0) memcpy(first, rec, sizeof first);
+        else distinct += rec[0] != first[0] && rec[1] != first[1];
+    }
+    if (!rc && (moved != n || distinct != n - 1)) {
+        fprintf(stderr, "onnx_train: %d of %lld clients' scale and bias moved, %d differ from client 0's\n", moved,
+                (long long)n, distinct);
+        rc = 1;
+    }
+    if (!rc) printf("%lld clients' BatchNorm: running statistics by hand (largest relative difference %.3g), scales and "
+                    "biases their own\n", (long long)n, worst);
+    fedc_dataset_destroy(ds);
+    fedc__client_store_close(s);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "write")) return write_all(argv[2], strtoull(argv[3], NULL, 10));
-    if (argc == 5 && !strcmp(argv[1], "compare")) return compare(argv[2], argv[3], atof(argv[4]));
+    if ((argc == 5 || argc == 6) && !strcmp(argv[1], "compare"))
+        return compare(argv[2], argv[3], atof(argv[4]), argc == 6 ? argv[5] : NULL);
     if (argc == 4 && !strcmp(argv[1], "value")) return value(argv[2], argv[3]);
-    fprintf(stderr, "usage: fedc_test_onnx_train write DIR SEED | compare A B TOL | value FILE NAME\n");
+    if (argc == 4 && !strcmp(argv[1], "records")) return records(argv[2], (uint32_t)atoi(argv[3]));
+    if (argc == 7 && !strcmp(argv[1], "fedbn"))
+        return fedbn(argv[2], argv[3], atoi(argv[4]), strtoull(argv[5], NULL, 10), atoll(argv[6]));
+    fprintf(stderr, "usage: fedc_test_onnx_train write DIR SEED | compare A B TOL [SKIP] | value FILE NAME | "
+                    "records STORE ROUND | fedbn DATA STORE ROUNDS SEED BATCH\n");
     return 2;
 }

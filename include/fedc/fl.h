@@ -119,7 +119,8 @@ typedef struct fedc_algorithm_def {
      * {params, opt: a->server_opt's state (fedc_optimizer_init_tree)}. */
     fedc_status (*server_init)(const fedc_model *m, const fedc_algorithm *a, fedc_program *p, const fedc_tree *params,
                                fedc_tree **state);
-    /* A never-seen client's state: local constants built in p. NULL: none. */
+    /* A never-seen client's state: local constants built in p. NULL (the hook,
+     * or the *state it sets): none (for this model). */
     fedc_status (*client_init)(const fedc_model *m, const fedc_algorithm *a, fedc_program *p, fedc_tree **state);
     /* Builds the round on r (the interface above), ending with fedc_round_finish. */
     fedc_status (*round)(fedc_round *r);
@@ -169,6 +170,7 @@ FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedbuff;  /* src/fl/fedb
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedasync; /* src/fl/fedbuff.c; asynchronous (fedc train) */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_hierfavg; /* src/fl/hierfavg.c; groups (fedc train --groups) */
 FEDC_API extern const fedc_algorithm_def fedc_algorithm_hierfedopt; /* src/fl/hierfedopt.c; groups, per-group state */
+FEDC_API extern const fedc_algorithm_def fedc_algorithm_fedbn;    /* src/fl/fedbn.c; BatchNorm kept per client */
 
 struct fedc_algorithm {
     const fedc_algorithm_def *def; /* NULL: FedAvg */
@@ -284,14 +286,17 @@ typedef struct fedc_local_training {
      * broadcast server params; HypCluster's clients start from their cluster's).
      * delta is start - w_client. */
     const fedc_tree *start;
+    /* Also return model/<param>, each client's model after its steps (FedBN keeps
+     * its BatchNorm's values, bit for bit rather than as start - delta). */
+    bool with_model;
 } fedc_local_training;
 
 /* Local training as FedAvg's clients do it, mapped over the cohort: each client
  * starts from the broadcast model r->server's params (or how->start) and steps through its real
  * batches with the client optimizer on the objective's gradient. The result,
  * @clients: delta/<param> = w - w_client, examples (trained on), loss (their
- * mean), steps (f32[]: local steps taken), and opt/<leaf> (the optimizer's final
- * state, unless frozen). `how` NULL: FedAvg's.
+ * mean), steps (f32[]: local steps taken), opt/<leaf> (the optimizer's final
+ * state, unless frozen), and model/<param> with how->with_model. `how` NULL: FedAvg's.
  * Under MPI a rank has the data (x, y, mask, steps) of its own clients only: read
  * them inside maps (as this does), and take per-client counts from its results. */
 FEDC_API fedc_status fedc_round_local_training(fedc_round *r, const fedc_local_training *how, fedc_tree **out);

@@ -65,6 +65,9 @@ typedef struct fedc_onnx_model {
     int num_params;
     fedc_tensor_entry *param_values; /* their names (without "params/"), types and data, in the tree's order */
     int64_t opset;                   /* of the default domain */
+    /* Per parameter, in param_values' order: whether a BatchNormalization node reads
+     * it as its scale, B, mean or var (fedc_model_program.param_batchnorm). */
+    bool *param_batchnorm;
 } fedc_onnx_model;
 
 /* Imports the ONNX file at `path` (NULL options: the defaults). An op fedc does

@@ -82,6 +82,10 @@ FEDC_API const char *fedc_model_param_name(const fedc_model *m, int i); /* "conv
 FEDC_API fedc_type fedc_model_param_type(const fedc_model *m, int i);  /* f32, local */
 FEDC_API int64_t fedc_model_param_offset(const fedc_model *m, int i);  /* in floats */
 FEDC_API int64_t fedc_model_param_size(const fedc_model *m, int i);
+/* Whether parameter i is a BatchNorm's: its scale, bias, running mean or running
+ * variance (an imported model's BatchNormalization inputs; fedbn keeps them per
+ * client). False for the built-in models, which have none. */
+FEDC_API bool fedc_model_param_is_batchnorm(const fedc_model *m, int i);
 /* The type of one batch of inputs: [batch, ...example shape], f32 (i32 token ids
  * [batch, length] for the language models). */
 FEDC_API fedc_type fedc_model_input_type(const fedc_model *m, int64_t batch);
@@ -146,6 +150,9 @@ typedef struct fedc_model_program {
      * outputs forward's, then "update/<param>" for each state parameter (a
      * BatchNorm's running statistic): its new value after the batch. */
     fedc_model_forward_fn forward_train;
+    /* Per parameter (NULL: none): whether it is a BatchNorm's scale, bias or
+     * running statistic (fedc_model_param_is_batchnorm). */
+    const bool *param_batchnorm;
 } fedc_model_program;
 
 FEDC_API fedc_status fedc_model_create_program(fedc_model **out, const fedc_model_program *spec,

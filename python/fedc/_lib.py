@@ -251,7 +251,8 @@ class OnnxOptions(Structure):
 class OnnxModel(Structure):
     _c_struct_ = "fedc_onnx_model"
     _fields_ = [("program", c_void_p), ("params", c_void_p), ("num_params", c_int),
-                ("param_values", POINTER(TensorEntry)), ("opset", c_int64)]
+                ("param_values", POINTER(TensorEntry)), ("opset", c_int64),
+                ("param_batchnorm", POINTER(c_bool))]
 
 
 # name: (restype, argtypes), as _SIGNATURES below, of what is called in libfedc_formats.so.

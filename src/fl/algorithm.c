@@ -16,6 +16,7 @@ static const fedc_algorithm_def *const builtin[] = {
     &fedc_algorithm_apfl,   &fedc_algorithm_mime,     &fedc_algorithm_mimelite,        &fedc_algorithm_agnostic_fedavg,
     &fedc_algorithm_hypcluster, &fedc_algorithm_fednova, &fedc_algorithm_feddyn,       &fedc_algorithm_diloco,
     &fedc_algorithm_fedbuff,    &fedc_algorithm_fedasync,   &fedc_algorithm_hierfavg,   &fedc_algorithm_hierfedopt,
+    &fedc_algorithm_fedbn,
 };
 enum { NBUILTIN = sizeof builtin / sizeof builtin[0] };
 
@@ -230,6 +231,10 @@ fedc_status fedc_algorithm_client_init(const fedc_model *m, const fedc_algorithm
     if (st) return st;
     fedc_tree *state = NULL;
     st = def->client_init(m, a, p, &state);
+    if (!st && !state) { /* none for this model (fedbn's, of a model without BatchNorm) */
+        fedc_program_destroy(p);
+        return FEDC_OK;
+    }
     if (!st && !fedc_tree_size(state))
         st = fedc_error(FEDC_EINVAL, "%s: client_init made no client state (leave it NULL for none)", def->name);
     if (!st) st = fedc_tree_output(p, "client", state);

@@ -177,6 +177,7 @@ static fedc_status client_update(fedc_round *r, const fedc_program *step, const 
     if (!st) st = fedc__fold_outputs(p, res);
     if (!st) st = fedc_program_output(p, "steps", fedc_cast(p, fedc_tree_get(p, res, "t"), FEDC_F32));
     if (!st && !how->frozen_opt_state && fedc_tree_size(opt)) st = fedc_tree_output(p, "opt", fedc_tree_subtree(p, res, "opt"));
+    if (!st && how->with_model) st = fedc_tree_output(p, "model", fedc_tree_subtree(p, res, "w"));
     return fedc__fl_done(p, st, out);
 }
 

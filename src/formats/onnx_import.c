@@ -244,8 +244,24 @@ void fedc_onnx_model_destroy(fedc_onnx_model *m) {
         fedc_free((void *)m->param_values[i].data);
     }
     fedc_free(m->param_values);
+    fedc_free(m->param_batchnorm);
     fedc_program_destroy(m->program);
     fedc_free(m);
+}
+
+/* Which parameters a BatchNormalization node reads as its scale, B, mean or var
+ * (inputs 1 to 4): FedBN keeps them per client. */
+static fedc_status mark_batchnorm(const Onnx__GraphProto *g, fedc_onnx_model *m) {
+    m->param_batchnorm = fedc_calloc((size_t)m->num_params + 1, sizeof *m->param_batchnorm);
+    if (!m->param_batchnorm) return fedc_error(FEDC_ENOMEM, "ONNX import: out of memory");
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        if (!n->op_type || strcmp(n->op_type, "BatchNormalization")) continue;
+        for (size_t k = 1; k < n->n_input && k <= 4; k++)
+            for (int j = 0; j < m->num_params; j++)
+                if (n->input[k] && !strcmp(n->input[k], m->param_values[j].name)) m->param_batchnorm[j] = true;
+    }
+    return FEDC_OK;
 }
 
 static fedc_status import_model(const Onnx__ModelProto *mp, onnx_import *im, const fedc_onnx_options *o,
@@ -260,6 +276,7 @@ static fedc_status import_model(const Onnx__ModelProto *mp, onnx_import *im, con
     if (st) return st;
     im->p = m->program;
     st = import_graph(im, mp->graph, o, m);
+    if (!st) st = mark_batchnorm(mp->graph, m);
     return st ? st : params_tree(m);
 }
 

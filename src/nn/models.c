@@ -284,6 +284,8 @@ int64_t fedc_model_param_offset(const fedc_model *m, int i) {
 
 int64_t fedc_model_param_size(const fedc_model *m, int i) { return has_param(m, i) ? m->params.items[i].size : 0; }
 
+bool fedc_model_param_is_batchnorm(const fedc_model *m, int i) { return has_param(m, i) && m->params.items[i].batchnorm; }
+
 fedc_type fedc_model_input_type(const fedc_model *m, int64_t batch) {
     if (!m) return fedc_type_scalar(FEDC_F32);
     if (m->kind->arch == ARCH_TRANSFORMER) return fedc_type_make(FEDC_I32, 2, (int64_t[]){batch, m->tf.context});

@@ -27,6 +27,7 @@ typedef struct fedc__nn_param {
     double init_stddev; /* stddev of the truncated normal; 0: every element init_const */
     double init_const;
     double init_uniform; /* > 0: U(-init_uniform, init_uniform) instead (PyTorch's initialisers) */
+    bool batchnorm;      /* a BatchNorm's scale, bias or running statistic (fedc_model_param_is_batchnorm) */
 } fedc__nn_param;
 
 /* The parameters in declaration order; size is the running total of floats. */

@@ -99,6 +99,7 @@ static fedc_status declare(const fedc_model_program *spec, const fedc_program *f
             return fedc_error(FEDC_EINVAL, "model %s: parameter %d's name is empty or longer than %zu bytes",
                               spec->name, i, sizeof q->name - 1);
         strcpy(q->name, name);
+        q->batchnorm = spec->param_batchnorm && spec->param_batchnorm[i];
         q->type = fedc_value_type(f, fedc_program_input(f, 1 + i));
         q->type.placement = FEDC_LOCAL;
         if (q->type.dtype != FEDC_F32)
