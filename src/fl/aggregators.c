@@ -275,8 +275,11 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
     if (fedc_program_find_output(p, FEDC_AGGREGATE_DONE) != FEDC_NONE)
         return fedc_program_fail(p, FEDC_EINVAL, "%s: the round aggregates twice with --dp-clip, --robust-zero or --compress; "
                                  "each round may call fedc_round_aggregate once", fedc_algorithm_name(r->alg)), NULL;
-    /* a robust round takes the attacks each client computes alone into what it streams to the aggregator */
-    bool robust_attack = a->robust.kind != FEDC_ROBUST_MEAN && a->zero_norm <= 0 && fedc__attack_per_client(&a->attack);
+    /* a robust round makes the attack in what its clients stream to the aggregator: those each client computes
+     * alone in the clients' map, ALIE and IPM in the aggregator's store; a zeroing between the attack and the
+     * aggregator needs the attacked updates first */
+    bool robust_attack = a->robust.kind != FEDC_ROBUST_MEAN && a->zero_norm <= 0 &&
+                         (fedc__attack_per_client(&a->attack) || fedc__attack_from_honest(&a->attack));
     fedc_value bad = FEDC_NONE;
     if (a->attack.kind != FEDC_ATTACK_NONE) { /* the malicious clients send their attack instead */
         bad = fedc__attack_malicious(p);

@@ -125,7 +125,9 @@ fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value
     fedc_program *p = r->p;
     const fedc_aggregation *ag = &r->alg->aggregation;
     const fedc_robust *rb = &ag->robust;
-    const fedc_attack *a = bad != FEDC_NONE ? &ag->attack : NULL;
+    const fedc_attack *attack = bad != FEDC_NONE ? &ag->attack : NULL;
+    bool stored = attack && fedc__attack_from_honest(attack); /* ALIE, IPM: made in the store, centre and all */
+    const fedc_attack *a = stored ? NULL : attack; /* the attack each client makes */
     fedc_value key = a && a->kind == FEDC_ATTACK_GAUSSIAN ? fedc__round_client_key(r) : FEDC_NONE;
     fedc_value center = FEDC_NONE, centered = FEDC_NONE;
     if (rb->kind == FEDC_ROBUST_CCLIP) {
@@ -137,13 +139,17 @@ fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value
                                      (long long)tree_count(p, update)), NULL;
         centered = broadcast_before(p, center);
     }
-    fedc_value x = sent_in_map(p, a, update, bad, key, centered);
+    fedc_value off = stored ? FEDC_NONE : center; /* the centre the clients take off */
+    fedc_value x = sent_in_map(p, a, update, bad, key, off == FEDC_NONE ? FEDC_NONE : centered);
     if (x == FEDC_NONE && !fedc_program_status(p))
-        x = sent(p, a, update, bad, key, center == FEDC_NONE ? FEDC_NONE
+        x = sent(p, a, update, bad, key, off == FEDC_NONE ? FEDC_NONE
                                          : centered != FEDC_NONE ? centered : fedc_broadcast(p, center));
     if (fedc_program_status(p)) return NULL;
     if (fedc_value_type(p, weight).dtype != FEDC_F32) weight = fedc_cast(p, weight, FEDC_F32);
-    fedc_value agg = fedc_robust_aggregate(p, x, weight, rb);
+    fedc_value agg = !stored ? fedc_robust_aggregate(p, x, weight, rb)
+                     : fedc__robust_aggregate_attacked(p, x, weight, rb, attack->kind == FEDC_ATTACK_ALIE
+                                                       ? FEDC__ROBUST_ATTACK_ALIE : FEDC__ROBUST_ATTACK_IPM,
+                                                       attack->value, bad, center);
     if (center != FEDC_NONE) {
         agg = fedc_add(p, center, agg);
         fedc_program_output(p, "server/" FEDC_ROBUST_CENTER, agg);
