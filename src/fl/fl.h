@@ -61,11 +61,12 @@ fedc_status fedc__compress_check(const fedc_aggregation *a);
 /* A robust aggregator's aggregate of update (src/fl/robust_round.c), the
  * malicious clients (bad, FEDC_NONE: none) sending the round's attack: of a kind
  * each computes alone (fedc__attack_per_client) in the clients' map, ALIE or IPM
- * (fedc__attack_from_honest) in the aggregator's store; the values its clients read
+ * (fedc__attack_from_honest) in the aggregator's store; zeroed when its norm is
+ * above `zero` (> 0; 0: none) after the attack, in the map too; the values its clients read
  * made before their map, so that the map can take them (called as the round's
  * inputs are made); its server state (cclip's centre) added to a state whose
  * "params" are the model. */
-fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value weight, fedc_value bad);
+fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value weight, fedc_value bad, double zero);
 fedc_status fedc__robust_round_inputs(fedc_round *r);
 /* The round's malicious flags (FEDC_ATTACK_MALICIOUS, made at the first call), and
  * whether a's attack is one each client computes from its own update alone
