@@ -10,7 +10,8 @@
 #
 #   bench/robust_memory.sh [clients...]      (default 100)
 #
-# Environment: FEDC (./build/fedc), MB (the budget, 8), OUT (a temporary directory).
+# Environment: FEDC (./build/fedc), MB (the budget, 8), OUT (a temporary directory), ATTACK
+# (an attack for every run, e.g. alie or ipm, made by 20% of the clients; none by default).
 # Needs GNU time (/usr/bin/time: Debian's time, scripts/install-bench-deps).
 set -eu
 cd "$(dirname "$0")/.."
@@ -19,11 +20,13 @@ MB=${MB:-8}
 [ -x /usr/bin/time ] || { echo "robust_memory.sh: needs /usr/bin/time (Debian: time)" >&2; exit 2; }
 out=${OUT:-$(mktemp -d)}
 [ $# -gt 0 ] || set -- 100
+attack=
+[ -z "${ATTACK:-}" ] || attack="--attack $ATTACK --attackers 0.2"
 peak() { # AGGREGATOR CLIENTS: the run's peak RSS in MiB, and its seconds
   rm -rf "$out/run"
   /usr/bin/time -f '%M %e' -o "$out/rss" "$FEDC" train --data "synthetic:zipf:$(($2 * 2)):4" \
     --model stackoverflow_lstm --vocab-size 2000 --rounds 1 --clients-per-round "$2" --batch-size 4 --steps 1 \
-    --eval-every 0 --threads 2 --quiet --aggregator "$1" --out "$out/run" >/dev/null
+    --eval-every 0 --threads 2 --quiet --aggregator "$1" $attack --out "$out/run" >/dev/null
   awk '{ printf "%d | %.1f", $1 / 1024, $2 }' "$out/rss"
 }
 echo "| clients | mean: peak RSS (MiB) | s | median, no budget (MiB) | s | median:memory=$MB (MiB) | s |"

@@ -1,11 +1,14 @@
 /* A robust aggregator in a real round (fedc_algorithm_round; src/fl/robust_round.c):
  * each client's update is flattened inside the clients' map (src/ir/map_extend.c),
  * with cclip's centre taken off and a per-client attack (sign_flip, scale,
- * gaussian) made there too, and streams into the aggregator's store, so the
- * round's planned memory does not grow by an update a client, a small memory=MB
- * spills to the file, and the model is the bits of the round that holds every
- * update in memory, and of the round that does that after the map (the path a
- * zeroing before the aggregator takes). */
+ * gaussian) made there too, and streams into the aggregator's store; ALIE and IPM,
+ * which need the honest clients' statistics, are made in the store
+ * (src/exec/aggregate_attack.c). So the round's planned memory does not grow by an
+ * update a client, a small memory=MB spills to the file, and the model is the
+ * bits of the round that holds every update in memory, of the round that zeroes
+ * them in the map (--robust-zero; after ALIE or IPM, whose attack is then ops
+ * over the cohort, fedc_attack_update, and the update flattened after the map),
+ * and of 1 and 3 threads, with clients absent or not. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,15 +74,18 @@ static void bind_data(fedc_executor *ex, const fedc_program *round, int clients,
     }
 }
 
-/* One round of a over `clients` from the model's seed-1 start: the new model in w. */
-static void run_round(const fedc_model *m, const fedc_algorithm *a, int clients, float *w) {
+/* One round of a over `clients` on `threads` from the model's seed-1 start, the
+ * clients `absent` marks (NULL: none) left out: the new model in w. */
+static void run_round_on(const fedc_model *m, const fedc_algorithm *a, int clients, int threads, const uint8_t *absent,
+                         float *w) {
     fedc_program *round = NULL;
     fedc_executor *ex = NULL;
     fedc_server_state *s = NULL;
     void *hold[16] = {0};
     CHECK_OK(fedc_model_init(m, 1, w));
     CHECK_OK(fedc_algorithm_round(m, a, &round));
-    if (round) CHECK_OK(fedc_executor_create(&ex, round, &(fedc_exec_options){.clients = clients, .threads = 2}));
+    if (round) CHECK_OK(fedc_executor_create(&ex, round, &(fedc_exec_options){.clients = clients, .threads = threads}));
+    if (ex && absent) CHECK_OK(fedc_executor_set_absent(ex, absent));
     if (ex) CHECK_OK(fedc_server_state_create(&s, m, a, w));
     if (s) CHECK_OK(fedc_server_state_bind(s, ex));
     if (s) bind_data(ex, round, clients, hold);
@@ -92,6 +98,10 @@ static void run_round(const fedc_model *m, const fedc_algorithm *a, int clients,
     fedc_program_destroy(round);
 }
 
+static void run_round(const fedc_model *m, const fedc_algorithm *a, int clients, float *w) {
+    run_round_on(m, a, clients, 2, NULL, w);
+}
+
 /* The round's memory plan grows with the cohort by what a client's scalars and
  * data take, not by its update: 32 more clients add less than 8 updates' bytes.
  * Flattened after the map (a zeroing first), the updates are stored for the whole
@@ -100,25 +110,33 @@ static void test_planned_memory_flat_in_cohort(void) {
     fedc_model *m = logistic();
     size_t update = (size_t)fedc_model_size(m) * sizeof(float);
     const char *specs[] = {"median", "krum:f=2", "trimmed_mean:beta=0.2", "geomed", "cclip:tau=0.1",
-                           "median+sign_flip", "krum:f=2+scale:s=-3", "trimmed_mean:beta=0.2+gaussian:sigma=0.5"};
+                           "median+sign_flip", "krum:f=2+scale:s=-3", "trimmed_mean:beta=0.2+gaussian:sigma=0.5",
+                           "median+alie", "krum:f=2+ipm", "cclip:tau=0.1+alie:z=1.5"};
     for (int i = 0; m && i < FEDC_COUNT_OF(specs); i++) {
         fedc_algorithm a = algorithm(specs[i]);
         size_t small = planned(m, &a, 8), large = planned(m, &a, 40);
         CHECK_MSG(large < small + 8 * update, "%s: 32 more clients planned %zu more bytes (an update is %zu)", specs[i],
                   large - small, update);
     }
-    fedc_algorithm zeroing = algorithm("median");
-    zeroing.aggregation.zero_norm = 1e30;
-    size_t small = m ? planned(m, &zeroing, 8) : 0, large = m ? planned(m, &zeroing, 40) : 0;
-    CHECK_MSG(large >= small + 32 * update, "zeroing then the median: 32 more clients planned only %zu more bytes (is "
-              "the check blind?)", large - small);
+    const char *zeroed[] = {"median", "krum:f=2+sign_flip", "median+alie"}; /* the zeroing in the map, but after ALIE */
+    for (int i = 0; m && i < FEDC_COUNT_OF(zeroed); i++) {
+        fedc_algorithm zeroing = algorithm(zeroed[i]);
+        zeroing.aggregation.zero_norm = 1e30;
+        size_t small = planned(m, &zeroing, 8), large = planned(m, &zeroing, 40);
+        if (strstr(zeroed[i], "alie"))
+            CHECK_MSG(large >= small + 32 * update, "%s with zeroing: 32 more clients planned only %zu more bytes (is "
+                      "the check blind?)", zeroed[i], large - small);
+        else
+            CHECK_MSG(large < small + 8 * update, "%s with zeroing: 32 more clients planned %zu more bytes (an update is "
+                      "%zu)", zeroed[i], large - small, update);
+    }
     fedc_model_destroy(m);
 }
 
 /* 12 clients' updates (2.3 MB) with 1 MiB: most go to the file, and the model is
  * the bits of the round that keeps them all in memory, and of the one that
- * attacks, flattens and centres them after the map (zeroing nothing: a norm
- * bound of 1e30). An attack moves the model. */
+ * zeroes nothing (a norm bound of 1e30; ALIE and IPM then made over the cohort
+ * and flattened after the map). An attack moves the model. */
 static void test_spilled_round_same_bits(void) {
     enum { N = 12 };
     fedc_model *m = logistic();
@@ -126,7 +144,9 @@ static void test_spilled_round_same_bits(void) {
     float *want = calloc((size_t)size, sizeof *want), *got = calloc((size_t)size, sizeof *got);
     float *start = calloc((size_t)size, sizeof *start);
     const char *specs[] = {"median", "multikrum:f=2,m=5", "bulyan:f=2", "cclip:tau=0.1", "median+sign_flip",
-                           "multikrum:f=2,m=5+scale:s=-3", "cclip:tau=0.1+gaussian:sigma=0.5"};
+                           "multikrum:f=2,m=5+scale:s=-3", "cclip:tau=0.1+gaussian:sigma=0.5", "median+alie",
+                           "trimmed_mean:beta=0.2+alie:z=1.5", "multikrum:f=2,m=5+ipm:eps=2", "cclip:tau=0.1+alie",
+                           "geomed+ipm"};
     for (int i = 0; m && i < FEDC_COUNT_OF(specs); i++) {
         fedc_algorithm a = algorithm(specs[i]);
         run_round(m, &a, N, want);
@@ -148,10 +168,42 @@ static void test_spilled_round_same_bits(void) {
         a.aggregation.robust.memory_mb = 0;
         a.aggregation.zero_norm = 1e30;
         run_round(m, &a, N, got);
-        CHECK_MSG(!memcmp(want, got, (size_t)size * sizeof *got), "%s: flattened in the map is not the bits of "
-                  "flattened after it", specs[i]);
+        CHECK_MSG(!memcmp(want, got, (size_t)size * sizeof *got), "%s: zeroing nothing (ALIE, IPM: made over the "
+                  "cohort after the map) changed the bits", specs[i]);
     }
     free(want), free(got), free(start);
+    fedc_model_destroy(m);
+}
+
+/* ALIE and IPM made in the store with two clients absent (holes in the honest
+ * clients' statistics: a malicious one, 3, and an honest one, 7): the bits of the
+ * ops over the cohort (zeroing nothing), with 1, 2 or 3 threads, in memory or
+ * spilled; the holes change the model. */
+static void test_attack_in_store_absent_threads(void) {
+    enum { N = 12 };
+    fedc_model *m = logistic();
+    int64_t size = m ? fedc_model_size(m) : 1;
+    float *want = calloc((size_t)size, sizeof *want), *got = calloc((size_t)size, sizeof *got);
+    uint8_t absent[N] = {[3] = 1, [7] = 1};
+    const char *specs[] = {"median+alie", "cclip:tau=0.1+ipm:eps=2", "krum:f=2+alie:z=0.5"};
+    for (int i = 0; m && i < FEDC_COUNT_OF(specs); i++) {
+        fedc_algorithm a = algorithm(specs[i]);
+        run_round_on(m, &a, N, 2, absent, want);
+        run_round_on(m, &a, N, 2, NULL, got);
+        CHECK_MSG(memcmp(want, got, (size_t)size * sizeof *got), "%s: two absent clients changed nothing", specs[i]);
+        for (int threads = 1; threads <= 3; threads += 2) {
+            a.aggregation.robust.memory_mb = threads == 1; /* 1 MiB: spilled */
+            run_round_on(m, &a, N, threads, absent, got);
+            CHECK_MSG(!memcmp(want, got, (size_t)size * sizeof *got), "%s on %d threads, memory=%d: other bits",
+                      specs[i], threads, a.aggregation.robust.memory_mb);
+        }
+        a.aggregation.robust.memory_mb = 0;
+        a.aggregation.zero_norm = 1e30;
+        run_round_on(m, &a, N, 2, absent, got);
+        CHECK_MSG(!memcmp(want, got, (size_t)size * sizeof *got), "%s: made in the store is not the bits of the ops "
+                  "over the cohort", specs[i]);
+    }
+    free(want), free(got);
     fedc_model_destroy(m);
 }
 
@@ -159,6 +211,7 @@ int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"planned_memory_flat_in_cohort", test_planned_memory_flat_in_cohort},
         {"spilled_round_same_bits", test_spilled_round_same_bits},
+        {"attack_in_store_absent_threads", test_attack_in_store_absent_threads},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

@@ -7,6 +7,15 @@
 #
 #   bench/accuracy/robust.sh [ROUNDS]        (default 100)
 #
+# The full grid is 2 datasets x 8 aggregators x (1 + 6 attacks x 2 fractions) = 208 runs: it can
+# run in pieces, across sessions. Each run checkpoints every CHECKPOINT rounds; with REUSE=1 a run
+# whose log ends in a result is kept and one that was stopped resumes from its checkpoint
+# (fedc train --resume: the same bits as a run never stopped); BUDGET=SECONDS stops this
+# invocation's runs when that time is spent (the run in progress at its checkpoint), and the
+# tables show what is done so far ("-" for the rest). So, until it says every run is done:
+#
+#   REUSE=1 BUDGET=3600 bench/accuracy/robust.sh
+#
 # Writes $OUT/robust.tsv (dataset, aggregator, attack, fraction, accuracy, seconds a round),
 # prints it as markdown tables (one per dataset: aggregators down, attack x fraction across;
 # then the cost a round against the mean's, at 0% attackers) and draws $OUT/robust-DATASET.svg
@@ -16,7 +25,8 @@
 # CLIENTS (Fashion-MNIST's clients, 500), COHORT (clients a round, 20), F (the f of Krum,
 # Multi-Krum and Bulyan: 4, which Bulyan's n >= 4f + 3 allows at a cohort of 20), DATASETS
 # ("fashion femnist"), AGGREGATORS, ATTACKS, FRACTIONS (the grid), REUSE=1 (keep runs whose
-# log ends in a result).
+# log ends in a result, resume the others from their checkpoints), CHECKPOINT (rounds between
+# checkpoints, 10), BUDGET (seconds this invocation may run; 0: no limit).
 set -eu
 cd "$(dirname "$0")/../.."
 rounds=${1:-100}
@@ -31,18 +41,27 @@ DATASETS=${DATASETS:-fashion femnist}
 AGGREGATORS=${AGGREGATORS:-mean median trimmed_mean:beta=0.2 krum:f=$F multikrum:f=$F bulyan:f=$F geomed cclip:tau=1}
 ATTACKS=${ATTACKS:-sign_flip scale:s=-10 gaussian:sigma=10 label_flip alie:z=1 ipm:eps=0.5}
 FRACTIONS=${FRACTIONS:-0 0.1 0.2}
+CHECKPOINT=${CHECKPOINT:-10}
+BUDGET=${BUDGET:-0}
+start=$(date +%s)
 FASHION=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 LEAF=../shared/data/femnist-leaf
 [ -x "$FEDC" ] || { echo "robust.sh: $FEDC not found (make build)" >&2; exit 2; }
 mkdir -p "$OUT"
 
 common="--rounds $rounds --clients-per-round $COHORT --batch-size 20 --epochs 1 --eval-every $rounds --seed 0
-  --threads $THREADS --quiet"
+  --threads $THREADS --checkpoint-every $CHECKPOINT --quiet"
 fashion_args="--data $FASHION --partition dirichlet:0.5 --num-clients $CLIENTS --model dense --client-lr 0.05 $common"
 femnist_args="--data $LEAF/train --test-data $LEAF/test --model cnn --client-lr 0.1 $common"
 
-# run DATASET AGGREGATOR ATTACK FRACTION: one fedc train; appends its row to robust.tsv
+# left: the seconds of BUDGET left (a large number without one)
+left() { [ "$BUDGET" -gt 0 ] && echo $((start + BUDGET - $(date +%s))) || echo 999999999; }
+
+# run DATASET AGGREGATOR ATTACK FRACTION: one fedc train (resumed from its checkpoint if it was
+# stopped and REUSE=1), within the budget left; appends its row to robust.tsv once it is done
+total=0 finished=0
 run() {
+  total=$((total + 1))
   dataset=$1 agg=$2 attack=$3 frac=$4
   name=$(echo "$dataset-$agg-$attack-$frac" | tr ':,=' '___')
   log="$OUT/$name.log" dir="$OUT/$name"
@@ -51,14 +70,23 @@ run() {
   flags="--aggregator $agg"
   [ "$frac" = 0 ] || flags="$flags --attack $attack --attackers $frac"
   if [ "${REUSE:-0}" != 1 ] || ! grep -q '^done:' "$log" 2>/dev/null; then
-    echo "== $name ($(date -u +%H:%M:%S))" >&2
+    [ "$(left)" -gt 0 ] || return 0 # the budget is spent: a later invocation runs it
+    resume=
+    [ "${REUSE:-0}" = 1 ] && [ -s "$dir/checkpoint.safetensors" ] && resume=--resume
+    echo "== $name${resume:+ (resumed)} ($(date -u +%H:%M:%S))" >&2
+    status=0
     # shellcheck disable=SC2086
-    "$FEDC" train $args $flags --out "$dir" >"$log" 2>&1 || {
+    timeout "$(left)" "$FEDC" train $args $flags $resume --out "$dir" >"$log" 2>&1 || status=$?
+    if [ "$status" = 124 ]; then
+      echo "robust.sh: $name stopped (the budget is spent); REUSE=1 resumes it from its checkpoint" >&2
+      return 0
+    elif [ "$status" != 0 ]; then
       echo "robust.sh: $name failed:" >&2
       tail -3 "$log" >&2
       return 0
-    }
+    fi
   fi
+  finished=$((finished + 1))
   acc=$(tail -1 "$dir/metrics.jsonl" | sed -n 's/.*"test_accuracy": \([0-9.e-]*\).*/\1/p')
   # seconds a round: the median of the rounds' (the evaluation's round left out)
   secs=$(sed -n 's/.*"evaluated": false.*"seconds": \([0-9.e-]*\).*/\1/p' "$dir/metrics.jsonl" | sort -g |
@@ -75,6 +103,8 @@ for d in $DATASETS; do
     done
   done
 done
+
+echo "robust.sh: $finished of $total runs done$([ "$finished" = "$total" ] || echo "; run again with REUSE=1 for the rest")" >&2
 
 "$PYTHON" - "$OUT" "$FRACTIONS" $ATTACKS <<'PY'
 import collections, sys

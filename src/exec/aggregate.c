@@ -58,10 +58,17 @@ void fedc__agg_begin(fedc__agg *a, const fedc__node *n, int64_t clients, void *o
         a->out_base = out;
         clients = a->group_start[1];
     }
+    fedc__agg_begin_as(a, flat_op(n->op), n->type.dtype, fedc_type_count(&n->type), clients, out);
+    if (n->op == FEDC_OP_ROBUST_AGGREGATE) a->robust_settings = fedc__robust_of(n);
+    a->robust_attack = n->op == FEDC_OP_ROBUST_AGGREGATE ? fedc__robust_attack_of(n, &a->robust_attack_value)
+                                                         : FEDC__ROBUST_ATTACK_NONE;
+}
+
+void fedc__agg_begin_as(fedc__agg *a, fedc__op op, fedc_dtype dt, int64_t count, int64_t clients, void *out) {
     restart(a, clients, out);
-    a->op = flat_op(n->op);
-    a->dtype = n->type.dtype;
-    a->count = fedc_type_count(&n->type);
+    a->op = op;
+    a->dtype = dt;
+    a->count = count;
     size_t bytes = (size_t)a->count * fedc_dtype_size(a->dtype);
     if (bytes != a->bytes) { /* buffers of another size are of no use */
         for (int k = 0; k < a->nspare; k++) fedc_free(a->spare[k]);
@@ -69,7 +76,6 @@ void fedc__agg_begin(fedc__agg *a, const fedc__node *n, int64_t clients, void *o
     }
     a->bytes = bytes;
     fedc__agg_robust_free(a);
-    if (n->op == FEDC_OP_ROBUST_AGGREGATE) a->robust_settings = fedc__robust_of(n);
 }
 
 void fedc__agg_free(fedc__agg *a) {

@@ -127,6 +127,41 @@ fedc_status fedc__agg_robust_holes(fedc__agg *a, int64_t holes) {
     return st;
 }
 
+void fedc__agg_robust_attackers(fedc__agg *a, const fedc__node *n, const void *const *in, const size_t *stride) {
+    bool attacked = n->op == FEDC_OP_ROBUST_AGGREGATE && n->nin > 2;
+    a->robust_flags = attacked ? in[2] : NULL;
+    a->robust_flags_stride = attacked ? stride[2] : 0;
+    a->robust_center = attacked && n->nin > 3 ? in[3] : NULL;
+}
+
+/* Writes coordinates [lo, lo + count) of the reported client j (an attack's, fedc__robust_attack_rows). */
+static fedc_status write_back(void *ctx, int j, int64_t lo, int64_t count, const float *from) {
+    const fedc__robust_rows *k = ctx;
+    if (k->rows[j]) {
+        memcpy(k->rows[j] + lo, from, (size_t)count * sizeof(float));
+        return FEDC_OK;
+    }
+    off_t at = (off_t)k->client[j] * (off_t)k->bytes + (off_t)lo * (off_t)sizeof(float);
+    size_t want = (size_t)count * sizeof(float);
+    if (pwrite(fileno(k->spill), from, want, at) != (ssize_t)want)
+        return fedc_error(FEDC_EIO, "robust_aggregate: cannot write client %d's attacked update to the temporary file "
+                          "(disk full?)", k->client[j]);
+    return FEDC_OK;
+}
+
+/* ALIE's or IPM's value into the flagged clients' places, and cclip's centre off
+ * every value, when the node has an attack. */
+static fedc_status attack(fedc__agg *a, const fedc__robust_set *s) {
+    const fedc__robust_rows *k = a->robust;
+    if (a->robust_attack == FEDC__ROBUST_ATTACK_NONE) return FEDC_OK;
+    if (!a->robust_flags)
+        return fedc_error(FEDC_EUNSUPPORTED, "robust_aggregate: its attack's flags are not known here (an attack runs "
+                          "in a simulation's round, before the clients run)");
+    fedc__robust_attack_job job = {s, k->client, k->clients, a->robust_attack, a->robust_attack_value, a->robust_flags,
+                                   a->robust_flags_stride, a->robust_center, write_back, a->robust};
+    return fedc__robust_attack_rows(&job);
+}
+
 /* Reads coordinates [lo, lo + count) of the reported client j (fedc__robust_set's read). */
 static fedc_status read_back(void *ctx, int j, int64_t lo, int64_t count, float *to) {
     const fedc__robust_rows *k = ctx;
@@ -159,6 +194,7 @@ fedc_status fedc__agg_robust_end(fedc__agg *a) {
                           .d = a->count, .w = k->weight};
     if (!a->robust_kept && !(a->robust_kept = fedc_malloc((size_t)(k->clients ? k->clients : 1) * sizeof *a->robust_kept)))
         st = fedc_error(FEDC_ENOMEM, "robust_aggregate: no memory for %lld clients", (long long)k->clients);
+    if (!st) st = attack(a, &s);
     if (!st) st = fedc__robust_aggregate_set(&a->robust_settings, &s, NULL, a->out, a->robust_kept, &a->robust_nkept);
     for (int j = 0; !st && j < a->robust_nkept; j++) a->robust_kept[j] = k->client[a->robust_kept[j]]; /* cohort places */
     fedc__agg_robust_free(a);

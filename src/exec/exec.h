@@ -112,9 +112,18 @@ typedef struct fedc__agg {
     void *spare[FEDC__AGG_MAX_DEPTH + 2]; /* buffers for partial sums, kept for the next run */
     int nspare;
     fedc_robust robust_settings;       /* robust_aggregate: its aggregator */
+    fedc__robust_attack robust_attack; /* and its attack (none, ALIE, IPM), with its setting */
+    double robust_attack_value;
     struct fedc__robust_rows *robust; /* and every client's value, kept (aggregate_robust.c) */
     int *robust_kept;                 /* the clients its last run's Krum, Multi-Krum or Bulyan kept */
     int robust_nkept;
+    /* robust_aggregate with an attack (ALIE, IPM: fedc__robust_aggregate_attacked):
+     * its flags (client i's f32 at robust_flags + i * robust_flags_stride) and its
+     * centre (d floats, or NULL), for the whole cohort, set by whoever runs the node
+     * before each run (fedc__agg_robust_attackers) and read at its end. */
+    const void *robust_flags;
+    size_t robust_flags_stride;
+    const float *robust_center;
     /* An aggregation up from the clients to the groups (sum_up, mean_up,
      * weighted_mean_up of a @clients value) is one aggregation per group, run in
      * turn as the clients come: group g's clients [group_start[g], group_start[g +
@@ -128,6 +137,9 @@ typedef struct fedc__agg {
 
 /* Begins an aggregation of node n over a cohort of `clients`, into `out`. */
 FEDC_INTERNAL_API void fedc__agg_begin(fedc__agg *a, const fedc__node *n, int64_t clients, void *out);
+/* Begins a sum, mean or weighted_mean of `count` elements of dt that is no node's
+ * (a statistic robust_aggregate's store computes: the same tree, the same bits). */
+void fedc__agg_begin_as(fedc__agg *a, fedc__op op, fedc_dtype dt, int64_t count, int64_t clients, void *out);
 /* Adds client i's value x (and its weight w, for weighted_mean); x NULL: client i
  * is left out. Clients come in increasing order, every client of a leaf, and the
  * leaves whole (a process may skip whole leaves: another rank sums them). */
@@ -157,6 +169,27 @@ fedc_status fedc__agg_robust_each(fedc__agg *a, int64_t *seen, int64_t *values,
                                   fedc_status (*give)(void *ctx, int64_t i, const void *x, double w), void *ctx);
 /* Rank 0: `holes` clients another rank added without a value (dropped). */
 fedc_status fedc__agg_robust_holes(fedc__agg *a, int64_t holes);
+/* Node n's attack operands, if it has them (a robust_aggregate of 3 or 4
+ * operands), where the cohort's copies are: in[k] at stride[k] per client. */
+void fedc__agg_robust_attackers(fedc__agg *a, const fedc__node *n, const void *const *in, const size_t *stride);
+
+/* ALIE's or IPM's value for the flagged clients of a store's cohort, and cclip's
+ * centre taken off every value (src/exec/aggregate_attack.c). The store's rows
+ * are read through set (the reported clients, client[j] the cohort place of the
+ * j-th, of `clients`) and written back through write, a block at a time. */
+typedef struct fedc__robust_attack_job {
+    const struct fedc__robust_set *set;
+    const int *client;
+    int64_t clients;
+    fedc__robust_attack attack;
+    double value;
+    const void *flags; /* f32, client i's at flags + i * flags_stride */
+    size_t flags_stride;
+    const float *center; /* or NULL */
+    fedc_status (*write)(void *ctx, int j, int64_t lo, int64_t count, const float *from);
+    void *write_ctx;
+} fedc__robust_attack_job;
+fedc_status fedc__robust_attack_rows(const fedc__robust_attack_job *job);
 /* The updates robust_aggregate's stores have written to their files, in this
  * process (for the tests: a budget that spills, and bits that do not change). */
 extern int64_t fedc__robust_spilled;

@@ -440,6 +440,18 @@ static fedc__source source_of(const fedc_executor *ex, fedc_value m, fedc_value 
     return s;
 }
 
+/* A robust_aggregate's attack operands, for its store: known before map m runs
+ * (a result of m, which streams, cannot be one: the store would not have it). */
+static void robust_attackers(const fedc_executor *ex, fedc_value m, const fedc__node *u, fedc__agg *a) {
+    const void *in[4] = {NULL, NULL, NULL, NULL};
+    size_t stride[4] = {0, 0, 0, 0};
+    for (int k = 2; k < u->nin && k < 4; k++) {
+        fedc__source s = source_of(ex, m, u->in[k]);
+        in[k] = s.base, stride[k] = s.stride;
+    }
+    fedc__agg_robust_attackers(a, u, in, stride);
+}
+
 static fedc_status run_map(fedc_executor *ex, fedc_value m) {
     const fedc_program *p = ex->p;
     const fedc__node *n = &p->nodes[m];
@@ -464,7 +476,8 @@ static fedc_status run_map(fedc_executor *ex, fedc_value m) {
         aggs[naggs] = ex->aggs[v];
         agg_out[naggs] = ex->block + ex->plan[v].offset;
         x_src[naggs] = source_of(ex, m, u->in[0]);
-        w_src[naggs] = u->nin == 2 ? source_of(ex, m, u->in[1]) : (fedc__source){-1, NULL, 0};
+        w_src[naggs] = u->nin >= 2 ? source_of(ex, m, u->in[1]) : (fedc__source){-1, NULL, 0};
+        robust_attackers(ex, m, u, aggs[naggs]);
         naggs++;
     }
     fedc__backend *b = ex->backend;

@@ -275,14 +275,22 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
     if (fedc_program_find_output(p, FEDC_AGGREGATE_DONE) != FEDC_NONE)
         return fedc_program_fail(p, FEDC_EINVAL, "%s: the round aggregates twice with --dp-clip, --robust-zero or --compress; "
                                  "each round may call fedc_round_aggregate once", fedc_algorithm_name(r->alg)), NULL;
-    /* a robust round takes the attacks each client computes alone into what it streams to the aggregator */
-    bool robust_attack = a->robust.kind != FEDC_ROBUST_MEAN && a->zero_norm <= 0 && fedc__attack_per_client(&a->attack);
+    /* a robust round makes the attack and the zeroing in what its clients stream to the aggregator: each client
+     * in the clients' map, but ALIE and IPM in the aggregator's store, which a zeroing after them cannot follow
+     * (it needs the attacked updates) */
+    bool robust = a->robust.kind != FEDC_ROBUST_MEAN;
+    bool streamed = robust && !(a->zero_norm > 0 && fedc__attack_from_honest(&a->attack));
     fedc_value bad = FEDC_NONE;
     if (a->attack.kind != FEDC_ATTACK_NONE) { /* the malicious clients send their attack instead */
         bad = fedc__attack_malicious(p);
-        if (!robust_attack) update = fedc_attack_update(p, &a->attack, update, bad, fedc__round_client_key(r));
+        if (!streamed) update = fedc_attack_update(p, &a->attack, update, bad, fedc__round_client_key(r));
         fedc_program_output(p, "aggregator/attackers", fedc_sum(p, bad)); /* the cohort's malicious clients */
         if (!update) return NULL;
+    }
+    if (streamed) {
+        output_done(p);
+        bool sent_attacked = fedc__attack_per_client(&a->attack) || fedc__attack_from_honest(&a->attack);
+        return fedc__robust_round(r, update, weight, sent_attacked ? bad : FEDC_NONE, a->zero_norm);
     }
     bool clip_raw = a->clip > 0 && a->compress_bits == 0; /* else the clip takes the quantized update's norm */
     fedc_value norm = a->zero_norm > 0 || clip_raw ? fedc_aggregate_norm(p, update) : FEDC_NONE;
@@ -293,9 +301,9 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
         norm = fedc_select(p, kept, norm, fedc_scalar(p, FEDC_F32, 0));
         fedc_program_output(p, "aggregator/zeroed", fedc_sum(p, zeroed));
     }
-    if (a->robust.kind != FEDC_ROBUST_MEAN) {
+    if (robust) { /* ALIE or IPM, then the zeroing, over the cohort */
         output_done(p);
-        return fedc__robust_round(r, update, weight, robust_attack ? bad : FEDC_NONE);
+        return fedc__robust_round(r, update, weight, FEDC_NONE, 0);
     }
     const fedc_tree *sent = update; /* what each client sends: compressed, then clipped */
     fedc_value key = a->compress_rotate ? noise_key(r) : FEDC_NONE;

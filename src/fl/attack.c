@@ -65,6 +65,8 @@ bool fedc__attack_per_client(const fedc_attack *a) {
     return a->kind == FEDC_ATTACK_SIGN_FLIP || a->kind == FEDC_ATTACK_SCALE || a->kind == FEDC_ATTACK_GAUSSIAN;
 }
 
+bool fedc__attack_from_honest(const fedc_attack *a) { return a->kind == FEDC_ATTACK_ALIE || a->kind == FEDC_ATTACK_IPM; }
+
 /* Each leaf's malicious value, from the leaf v (@clients), the honest clients'
  * weights h and their count. */
 static fedc_value attacked(fedc_program *p, const fedc_attack *a, fedc_value v, fedc_value h, fedc_value key, int leaf) {

@@ -59,18 +59,22 @@ fedc_value fedc__key_plus(fedc_program *p, fedc_value key, int32_t k);
  * output as aggregator/bits. */
 fedc_status fedc__compress_check(const fedc_aggregation *a);
 /* A robust aggregator's aggregate of update (src/fl/robust_round.c), the
- * malicious clients (bad, FEDC_NONE: none) sending the round's attack of a kind
- * each computes alone (fedc__attack_per_client); the values its clients read
+ * malicious clients (bad, FEDC_NONE: none) sending the round's attack: of a kind
+ * each computes alone (fedc__attack_per_client) in the clients' map, ALIE or IPM
+ * (fedc__attack_from_honest) in the aggregator's store; zeroed when its norm is
+ * above `zero` (> 0; 0: none) after the attack, in the map too; the values its clients read
  * made before their map, so that the map can take them (called as the round's
  * inputs are made); its server state (cclip's centre) added to a state whose
  * "params" are the model. */
-fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value weight, fedc_value bad);
+fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value weight, fedc_value bad, double zero);
 fedc_status fedc__robust_round_inputs(fedc_round *r);
 /* The round's malicious flags (FEDC_ATTACK_MALICIOUS, made at the first call), and
  * whether a's attack is one each client computes from its own update alone
- * (sign_flip, scale, gaussian; src/fl/attack.c). */
+ * (sign_flip, scale, gaussian; src/fl/attack.c), or one made from the honest
+ * clients' statistics (alie, ipm). */
 fedc_value fedc__attack_malicious(fedc_program *p);
 bool fedc__attack_per_client(const fedc_attack *a);
+bool fedc__attack_from_honest(const fedc_attack *a);
 fedc_status fedc__robust_server_state(fedc_program *p, const fedc_aggregation *a, fedc_tree *state);
 fedc_tree *fedc__compress_update(fedc_round *r, const fedc_tree *update, fedc_value server_key);
 /* Each client's data key (i32[4]@clients): r->data's, or the program's "key" input. */

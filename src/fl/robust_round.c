@@ -64,26 +64,29 @@ static fedc_tree *unflatten(fedc_program *p, fedc_value flat, const fedc_tree *l
 /* What a client sends the aggregator, from its update (a tree of values at one
  * placement: the cohort's, or one client's in the map's body): attacked by the
  * clients whose `bad` is 1 when an attack is given (its per-client kinds:
- * sign_flip, scale, gaussian from `key`), flattened, and taken relative to
- * cclip's centre (FEDC_NONE: none). The same ops either way, so the same bits. */
-static fedc_value sent(fedc_program *p, const fedc_attack *a, const fedc_tree *update, fedc_value bad, fedc_value key,
-                       fedc_value center) {
+ * sign_flip, scale, gaussian from `key`), zeroed when its norm is above `zero`
+ * (> 0; *zeroed: 1 if it was), flattened, and taken relative to cclip's centre
+ * (FEDC_NONE: none). The same ops either way, so the same bits. */
+static fedc_value sent(fedc_program *p, const fedc_attack *a, double zero, const fedc_tree *update, fedc_value bad,
+                       fedc_value key, fedc_value center, fedc_value *zeroed) {
     const fedc_tree *t = a ? fedc_attack_update(p, a, update, bad, key) : update;
+    if (t && zero > 0) t = fedc_aggregate_zero(p, t, fedc_aggregate_norm(p, t), fedc_scalar(p, FEDC_F32, zero), zeroed);
     fedc_value x = t ? flatten(p, t) : FEDC_NONE;
     return center == FEDC_NONE || x == FEDC_NONE ? x : fedc_sub(p, x, center);
 }
 
 /* What each client sends (sent()) computed in the clients' map, as its result
- * "robust/update", when update's leaves are all results of one map (an
- * algorithm's local training as it sends it: no zeroing after the map) and the
- * other operands (bad, key, the broadcast centre: FEDC_NONE where unused) come
- * before it; else FEDC_NONE. That result streams into the aggregator's store, one
- * client at a time, so the round's memory is the store's budget and not the
- * cohort's updates. */
-static fedc_value sent_in_map(fedc_program *p, const fedc_attack *a, const fedc_tree *update, fedc_value bad,
-                              fedc_value key, fedc_value center) {
+ * "robust/update" (and with a zeroing "robust/zeroed", its flag, into *zeroed),
+ * when update's leaves are all results of one map (an algorithm's local training
+ * as it sends it) and the other operands (bad, key, the broadcast centre:
+ * FEDC_NONE where unused) come before it; else FEDC_NONE. That result streams
+ * into the aggregator's store, one client at a time, so the round's memory is the
+ * store's budget and not the cohort's updates. */
+static fedc_value sent_in_map(fedc_program *p, const fedc_attack *a, double zero, const fedc_tree *update,
+                              fedc_value bad, fedc_value key, fedc_value center, fedc_value *zeroed) {
     int n = fedc_tree_size(update), nv = n;
-    fedc_value values[FEDC__FL_MAX_PARAMS + 3], flat = FEDC_NONE, local[3] = {FEDC_NONE, FEDC_NONE, FEDC_NONE};
+    fedc_value values[FEDC__FL_MAX_PARAMS + 3], results[2] = {FEDC_NONE, FEDC_NONE};
+    fedc_value local[3] = {FEDC_NONE, FEDC_NONE, FEDC_NONE}, flag = FEDC_NONE;
     fedc_program *fn = NULL;
     if (n < 1 || n > FEDC__FL_MAX_PARAMS || fedc_program_create(&fn)) return FEDC_NONE;
     for (int i = 0; i < n; i++) values[i] = fedc_tree_value(update, i);
@@ -96,13 +99,16 @@ static fedc_value sent_in_map(fedc_program *p, const fedc_attack *a, const fedc_
         t.placement = FEDC_LOCAL;
         local[k] = fedc_input(fn, names[k], t), values[nv++] = extra[k];
     }
-    fedc_status st = in ? fedc_program_output(fn, "robust/update", sent(fn, a, in, local[0], local[1], local[2]))
+    fedc_status st = in ? fedc_program_output(fn, "robust/update", sent(fn, a, zero, in, local[0], local[1], local[2],
+                                                                        &flag))
                         : fedc_program_status(fn);
+    if (!st && zero > 0) st = fedc_program_output(fn, "robust/zeroed", flag);
     if (!st) st = fedc_program_status(fn);
     if (st) fedc_program_fail(p, st, "%s", fn->errmsg);
-    else fedc__map_extend(p, values, nv, fn, &flat); /* EUNSUPPORTED: flat stays FEDC_NONE */
+    else fedc__map_extend(p, values, nv, fn, results); /* EUNSUPPORTED: the results stay FEDC_NONE */
     fedc_program_destroy(fn);
-    return flat;
+    *zeroed = results[1];
+    return results[0];
 }
 
 /* The broadcast of v made before the clients' map (fedc__robust_round_inputs), or FEDC_NONE. */
@@ -121,11 +127,13 @@ fedc_status fedc__robust_round_inputs(fedc_round *r) {
     return fedc_program_status(p);
 }
 
-fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value weight, fedc_value bad) {
+fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value weight, fedc_value bad, double zero) {
     fedc_program *p = r->p;
     const fedc_aggregation *ag = &r->alg->aggregation;
     const fedc_robust *rb = &ag->robust;
-    const fedc_attack *a = bad != FEDC_NONE ? &ag->attack : NULL;
+    const fedc_attack *attack = bad != FEDC_NONE ? &ag->attack : NULL;
+    bool stored = attack && fedc__attack_from_honest(attack); /* ALIE, IPM: made in the store, centre and all */
+    const fedc_attack *a = stored ? NULL : attack; /* the attack each client makes */
     fedc_value key = a && a->kind == FEDC_ATTACK_GAUSSIAN ? fedc__round_client_key(r) : FEDC_NONE;
     fedc_value center = FEDC_NONE, centered = FEDC_NONE;
     if (rb->kind == FEDC_ROBUST_CCLIP) {
@@ -137,13 +145,19 @@ fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value
                                      (long long)tree_count(p, update)), NULL;
         centered = broadcast_before(p, center);
     }
-    fedc_value x = sent_in_map(p, a, update, bad, key, centered);
+    fedc_value off = stored ? FEDC_NONE : center; /* the centre the clients take off */
+    fedc_value zeroed = FEDC_NONE;
+    fedc_value x = sent_in_map(p, a, zero, update, bad, key, off == FEDC_NONE ? FEDC_NONE : centered, &zeroed);
     if (x == FEDC_NONE && !fedc_program_status(p))
-        x = sent(p, a, update, bad, key, center == FEDC_NONE ? FEDC_NONE
-                                         : centered != FEDC_NONE ? centered : fedc_broadcast(p, center));
+        x = sent(p, a, zero, update, bad, key, off == FEDC_NONE ? FEDC_NONE
+                                               : centered != FEDC_NONE ? centered : fedc_broadcast(p, center), &zeroed);
+    if (zero > 0 && !fedc_program_status(p)) fedc_program_output(p, "aggregator/zeroed", fedc_sum(p, zeroed));
     if (fedc_program_status(p)) return NULL;
     if (fedc_value_type(p, weight).dtype != FEDC_F32) weight = fedc_cast(p, weight, FEDC_F32);
-    fedc_value agg = fedc_robust_aggregate(p, x, weight, rb);
+    fedc_value agg = !stored ? fedc_robust_aggregate(p, x, weight, rb)
+                     : fedc__robust_aggregate_attacked(p, x, weight, rb, attack->kind == FEDC_ATTACK_ALIE
+                                                       ? FEDC__ROBUST_ATTACK_ALIE : FEDC__ROBUST_ATTACK_IPM,
+                                                       attack->value, bad, center);
     if (center != FEDC_NONE) {
         agg = fedc_add(p, center, agg);
         fedc_program_output(p, "server/" FEDC_ROBUST_CENTER, agg);

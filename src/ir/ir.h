@@ -106,6 +106,27 @@ fedc_value fedc__emit(fedc_program *p, fedc__op op, const fedc_value *in, int ni
 /* A robust_aggregate node's aggregator and settings (fedc_robust_aggregate). */
 fedc_robust fedc__robust_of(const fedc__node *n);
 
+/* What robust_aggregate's flagged clients send in place of their values, made
+ * in its store from the other clients' values (src/exec/aggregate_attack.c):
+ * ALIE's μ − z σ and IPM's −ε μ, μ and σ coordinate-wise over the unflagged
+ * clients (fedc/attack.h, which the fl module maps to these). */
+typedef enum fedc__robust_attack {
+    FEDC__ROBUST_ATTACK_NONE = 0,
+    FEDC__ROBUST_ATTACK_ALIE,
+    FEDC__ROBUST_ATTACK_IPM,
+} fedc__robust_attack;
+/* robust_aggregate with an attack: flags f32[]@clients (a client whose flag is
+ * above 0.5 sends the attack; the others' weight in μ and σ is 1 − flag), value
+ * z or ε, and center (f32[d]@server, or FEDC_NONE) taken off every client's value
+ * once the attack is in (cclip's step off its centre). The same bits as the
+ * attack computed by fedc_attack_update's ops over the cohort, then the centre
+ * taken off, then fedc_robust_aggregate. */
+fedc_value fedc__robust_aggregate_attacked(fedc_program *p, fedc_value x, fedc_value w, const fedc_robust *r,
+                                           fedc__robust_attack attack, double value, fedc_value flags,
+                                           fedc_value center);
+/* A robust_aggregate node's attack, and its setting in *value. */
+fedc__robust_attack fedc__robust_attack_of(const fedc__node *n, double *value);
+
 /* Records `status` with the current fedc_errmsg() in the program if it has no error
  * yet; returns FEDC_NONE, for builders' error paths. */
 fedc_value fedc__program_fail(fedc_program *p, fedc_status status);
