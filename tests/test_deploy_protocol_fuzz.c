@@ -34,6 +34,7 @@
 #include "deploy/credential.h"
 #include "deploy/net.h"
 #include "deploy_threads.h"
+#include "free_port.h"
 
 enum { HOSTILE = 4, ROUNDS = 2, MAX_IDLE = 1000, SLOW_LORIS = 16, SERVER_MAX = 1 << 20 };
 
@@ -52,18 +53,6 @@ static int tcp_connect(int port) {
         return fd;
     if (fd >= 0) close(fd);
     return -1;
-}
-
-/* A port nothing listens on now. */
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t n = sizeof a;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof a) && !getsockname(fd, (struct sockaddr *)&a, &n))
-        port = ntohs(a.sin_port);
-    if (fd >= 0) close(fd);
-    return port;
 }
 
 typedef struct hostile {
