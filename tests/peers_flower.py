@@ -12,13 +12,20 @@ classes), 3 rounds of 3 clients:
     3) gives fedc train --test-data --eval-every 2's test loss and accuracy;
   - SCAFFOLD on the logistic model: the same, its server state (params, c) and losses,
     with some client sampled in two rounds, so that its c_i, kept in Flower's
-    Context.state between them, is read back;
+    Context.state between them, is read back; one client's round-2 task fails once,
+    so that attempt is abandoned and the round run again, and the run still ends with
+    the bits of fedc train with nothing failing (the abandoned attempt's new c_i
+    dropped); its federated evaluation (3 drawn clients' nodes, each on its client's
+    own examples) after the last round equals fedc.evaluate of fedc train's
+    checkpoint on those clients' data, weighted by their examples;
   - Mime on the logistic model: two exchanges a round (the full gradient first), the
     second sent from aggregate_train;
   - FedAvg on the logistic model with one client's task failing in round 2 (a Flower
     client mod raises), min_reports 2: the round goes on without it, and the run ends
     with the bits of fedc train with that client's data failing to load in round 2
-    (FEDC_FAULT=load:2:C), its metrics counting the client dropped.
+    (FEDC_FAULT=load:2:C), its metrics counting the client dropped;
+  - the same plan with a client whose round-1 task always fails: 3 abandoned attempts,
+    then the run fails with the error.
 """
 
 import json

@@ -4,9 +4,10 @@ client_work, both through fedc's C library, so that a Flower run of a plan ends 
 the bits of `fedc train` on the same job.
 
     strategy = fedc.flower.FedcStrategy("plan", clients_per_round=3, out_dir="run",
-                                        test_data="../shared/data/femnist-leaf/test", eval_every=1)
+                                        test_data="../shared/data/femnist-leaf/test", eval_every=1,
+                                        evaluate_clients=5)
     server_app = fedc.flower.server_app(strategy, rounds=3)
-    client_app = fedc.flower.client_app("plan", data="../shared/data/emnist")
+    client_app = fedc.flower.client_app("plan", data="../shared/data/emnist", eval_data="local/{client}")
 
 The plan is `fedc plan build`'s (docs/deployment.md). Each exchange of a round is the
 deployment form's five phases: the Strategy runs server_prepare and the broadcast,
@@ -18,9 +19,14 @@ fedc_plan_worker), and answers with what client_work sends up (an ArrayRecord);
 the Strategy adds them in slot order with the aggregation phase (the simulator's own
 summation) and runs server_result. With test_data, the Strategy evaluates the new model
 on it as fedc train does (every eval_every rounds and after the last; Flower's
-centralized evaluation, evaluate_fn). A stateful algorithm's client state (SCAFFOLD's
-c_i) lives in the ClientApp's Context.state, Flower's per-node state. Needs flwr
-(1.22: its Message API strategies, flwr.serverapp.strategy).
+centralized evaluation, evaluate_fn); with evaluate_clients, the same rounds run
+Flower's federated evaluation (configure_evaluate, aggregate_evaluate): those clients'
+nodes evaluate the model on their own eval_data through fedc, averaged by examples as
+FedAvg averages. A round attempt with fewer than min_reports replies is run again, as
+fedc server runs it. A stateful algorithm's client state (SCAFFOLD's c_i) lives in the
+ClientApp's Context.state, Flower's per-node state, a round's new state kept once the
+server says the round added the client's report. Needs flwr (1.22: its Message API
+strategies, flwr.serverapp.strategy).
 """
 
 import json
