@@ -180,7 +180,8 @@ def check_federated_evaluation(strategy, rows, eval_data, checkpoint, model):
         assert abs(last[k] - whole[w]) <= 1e-5 * abs(whole[w]), (k, last[k], whole[w])
     print(f"peers_flower: federated evaluation after round {ROUNDS} on clients {drawn}: loss {last['eval_loss']!r}, "
           f"accuracy {last['eval_accuracy']!r}; fedc's per-client weighted {want['eval_loss']!r}, "
-          f"{want['eval_accuracy']!r}; fedc eval of their data at once {whole['test_loss']!r}, {whole['test_accuracy']!r}")
+          f"{want['eval_accuracy']!r}; fedc eval of their data at once {whole['test_loss']!r}, "
+          f"{whole['test_accuracy']!r}")
 
 
 def check_gives_up(plan, data, run, population):

@@ -140,7 +140,7 @@ class FedcStrategy(Strategy):
                              "seed": self.plan.setting("seed"), **(eval_options or {})}
         self._grid, self._nodes, self._asked, self._round, self._tested = None, {}, set(), None, {}
         self._added = {}  # client: the last round whose aggregate added its report (its state commits then)
-        self._start, self._row = None, None
+        self._start, self._row, self._eval_sent = None, None, 0
         self.result = None  # Strategy.start's Result, once server_app's run has ended
 
     def initial_arrays(self):
@@ -246,7 +246,8 @@ class FedcStrategy(Strategy):
         left_out.update(s for s in range(len(cohort)) if s not in by_slot)
         if len(by_slot) < self.min_reports:
             raise RoundAbandoned(f"round {r + 1}, exchange {e}: {len(by_slot)} of {len(cohort)} clients reported, "
-                                 f"fewer than min_reports {self.min_reports}" + (f"; failed: {failed}" if failed else ""))
+                                 f"fewer than min_reports {self.min_reports}"
+                                 + (f"; failed: {failed}" if failed else ""))
         self.plan.finish(e, env, [by_slot.get(s) for s in range(len(cohort))])
 
     def _find_clients(self, grid, clients, server_round):
@@ -300,8 +301,8 @@ class FedcStrategy(Strategy):
         if which == "all" or (isinstance(which, int) and which >= population):
             return list(range(population))
         if isinstance(which, int):
-            return [int(c) for c in fedc_data.sample_clients(population, which, self.plan.setting("seed") ^ _EVAL_STREAM,
-                                                             server_round - 1)]
+            seed = self.plan.setting("seed") ^ _EVAL_STREAM
+            return [int(c) for c in fedc_data.sample_clients(population, which, seed, server_round - 1)]
         return list(which)
 
     def configure_evaluate(self, server_round, arrays, config, grid):
@@ -311,6 +312,7 @@ class FedcStrategy(Strategy):
             return []
         clients = self.evaluated_clients(server_round)
         self._find_clients(grid, clients, server_round)
+        self._eval_sent = len(clients)
         params = _record(_params(_arrays(arrays)))
         return [Message(content=RecordDict({"fedc": params, "config": ConfigRecord(
                     {"round": server_round - 1, "client": c, "plan": self.plan.hash})}),
@@ -318,7 +320,8 @@ class FedcStrategy(Strategy):
 
     def aggregate_evaluate(self, server_round, replies):
         """The clients' eval_loss and eval_accuracy weighted by their num-examples (Flower's
-        aggregate_metricrecords, as FedAvg's aggregate_evaluate); a failed reply is left out."""
+        aggregate_metricrecords, as FedAvg's aggregate_evaluate); a failed reply, or one that
+        did not come by the timeout, is left out (eval_failed)."""
         if not self._federated(server_round):
             return None
         valid, failed = [], []
@@ -326,8 +329,9 @@ class FedcStrategy(Strategy):
             (failed if m.has_error() else valid).append(m)
         for m in failed:
             print(f"fedc.flower: round {server_round}: a client's evaluation failed: {m.error.reason}")
+        valid.sort(key=lambda m: int(m.content["config"]["client"]))  # the replies' order: the sum's, so its bits
         metrics = aggregate_metricrecords([m.content for m in valid], _WEIGHT) if valid else MetricRecord()
-        metrics["eval_clients"], metrics["eval_failed"] = float(len(valid)), float(len(failed))
+        metrics["eval_clients"], metrics["eval_failed"] = float(len(valid)), float(self._eval_sent - len(valid))
         self._row.update({k: metrics[k] for k in metrics.keys()})
         self._write_row(self._row)
         return metrics
