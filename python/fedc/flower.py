@@ -436,11 +436,11 @@ def client_app(plan, data, client_of=None, mods=None, eval_data=None, eval_optio
         if eval_data is None:
             raise ValueError(f"the node of fedc client {client} has no eval_data (client_app's) to evaluate on")
         path = eval_data(context) if callable(eval_data) else eval_data.format(client=client)
-        if path not in opened:  # its examples, counted once: Flower's num-examples
-            opened[path] = fedc_data.open(path).num_examples
         options = {"task": plan.settings.get("task"), "model": plan.settings.get("model"),
                    "seed": plan.setting("seed"), **(eval_options or {})}
-        n = opened[path]
+        if ("examples", path) not in opened:  # its examples, counted once: Flower's num-examples
+            opened["examples", path] = fedc_data.open(path, options.get("format", "auto")).num_examples
+        n = opened["examples", path]
         got = _evaluate(_arrays(msg.content["fedc"]), path, options) if n else {"test_loss": 0.0, "test_accuracy": 0.0}
         metrics = MetricRecord({"eval_loss": float(got["test_loss"]), "eval_accuracy": float(got["test_accuracy"]),
                                 _WEIGHT: float(n)})
