@@ -359,7 +359,7 @@ def server_app(strategy, rounds):
     ServerApp thread", after waiting for a context that does not come)."""
     app = ServerApp()
     strategy.rounds = rounds
-    app.fedc_error, app.fedc_simulated = None, False
+    app._fedc_error, app._fedc_simulated = None, False
 
     @app.main()
     def main(grid: Grid, context: Context):
@@ -367,9 +367,9 @@ def server_app(strategy, rounds):
             strategy.result = strategy.start(grid, strategy.initial_arrays(), num_rounds=rounds,
                                              timeout=strategy.timeout, evaluate_fn=strategy.evaluate_fn)
         except Exception as e:
-            if not app.fedc_simulated:
+            if not app._fedc_simulated:
                 raise
-            app.fedc_error = e
+            app._fedc_error = e
 
     return app
 
@@ -493,8 +493,8 @@ def simulate(server_app, client_app, num_supernodes):
     Messages, in memory) of the apps on num_supernodes nodes, each ClientApp call run in
     this process by InProcessBackend, so without Ray."""
     supported_backends.setdefault("in-process", InProcessBackend)
-    server_app.fedc_simulated, server_app.fedc_error = True, None
+    server_app._fedc_simulated, server_app._fedc_error = True, None
     run_simulation(server_app=server_app, client_app=client_app, num_supernodes=num_supernodes,
                    backend_name="in-process")
-    if server_app.fedc_error is not None:
-        raise server_app.fedc_error
+    if server_app._fedc_error is not None:
+        raise server_app._fedc_error
