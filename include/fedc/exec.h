@@ -92,7 +92,8 @@ typedef struct fedc_exec_options {
      * groups': a job that maps clients to groups orders its cohort by group. The
      * places after the last group are in none and must be absent
      * (fedc_executor_set_absent). 0 groups: one group of every client (the flat
-     * program is the one-group case). Not with `mpi` yet. */
+     * program is the one-group case). With `mpi`, the ranks run whole groups
+     * (docs/mpi.md), with the same bits as one process. */
     int groups;
     const int *group_sizes;
 } fedc_exec_options;
@@ -143,7 +144,10 @@ FEDC_API fedc_status fedc_executor_set_absent(fedc_executor *ex, const uint8_t *
  * be absent in each run, or the run fails naming the first), or 0 groups: one
  * group of every client. A run's @groups values hold its groups first (the
  * places after them are unspecified). Nothing is allocated: memory stays
- * options.groups x the values. A refused call leaves the groups as they were. */
+ * options.groups x the values. A refused call leaves the groups as they were.
+ * Under options.mpi it shares the groups out to the ranks again (see
+ * fedc_executor_balance): every rank must pass the same groups, before filling
+ * its clients' inputs. */
 FEDC_API fedc_status fedc_executor_set_groups(fedc_executor *ex, int groups, const int *group_sizes);
 
 /* With options.profile: writes to `out` the time spent in each kind of op over all
@@ -158,7 +162,10 @@ FEDC_API fedc_status fedc_executor_profile(const fedc_executor *ex, FILE *out);
  * does not finish alone at the end of the round; they still commit in client
  * order. Under options.mpi the cohort is cut into min(clients, 64) leaves of
  * consecutive clients; each rank runs whole leaves, chosen so that the ranks'
- * work is about equal (the default: equal numbers of clients, contiguous). Every
+ * work is about equal (the default: equal numbers of clients, contiguous). With
+ * groups (options.groups), each rank runs a contiguous run of whole groups, cut
+ * only where a group's edge is a leaf's (every edge up to 64 clients), so that
+ * every group's sums are one rank's; fedc_executor_set_groups cuts again. Every
  * rank must pass the same work, before filling its clients' inputs. */
 FEDC_API fedc_status fedc_executor_balance(fedc_executor *ex, const double *work);
 

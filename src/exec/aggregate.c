@@ -39,6 +39,7 @@ static void restart(fedc__agg *a, int64_t clients, void *out) {
     a->clients = clients;
     a->open = false;
     a->depth = 0;
+    a->touched = false;
 }
 
 /* The hierarchy's aggregations up a level run the flat op's arithmetic. */
@@ -150,6 +151,7 @@ static void merge(fedc__agg *a, fedc__partial *left, fedc__partial *right) {
 }
 
 fedc_status fedc__agg_push(fedc__agg *a, fedc__partial p) {
+    a->touched = true;
     if (a->op == FEDC_OP_ROBUST_AGGREGATE) {
         fedc__agg_release(a, p.data);
         return fedc__agg_robust_end(a); /* refused, with the reason */
@@ -189,7 +191,7 @@ static fedc_status open_leaf(fedc__agg *a, int64_t i) {
     int j = fedc__agg_leaf_of(a->clients, i);
     if (i < 0 || i >= a->clients || fedc__agg_leaf_start(a->clients, j) != i) return incomplete(a, i);
     a->leaf = (fedc__partial){j, 0, 0, 0, NULL};
-    a->open = true;
+    a->open = a->touched = true;
     a->next = i;
     return FEDC_OK;
 }
@@ -202,11 +204,12 @@ static fedc_status in_group(const fedc__agg *a, fedc_status st) {
     return fedc_error(st, "group %d: %s", a->group, msg);
 }
 
-/* A grouped aggregation: ends the groups before client i's, and gives i's place
- * in its group (past its end for a client after the last group, in none). */
+/* A grouped aggregation: ends the groups before client i's (those this process
+ * reached), and gives i's place in its group (past its end for a client after
+ * the last group, in none). */
 static fedc_status reach_group(fedc__agg *a, int64_t *i) {
     while (a->group + 1 < a->groups && *i >= a->group_start[a->group + 1]) {
-        fedc_status st = end_tree(a);
+        fedc_status st = a->touched ? end_tree(a) : FEDC_OK;
         if (st) return in_group(a, st);
         a->group++;
         restart(a, a->group_start[a->group + 1] - a->group_start[a->group], a->out_base + (size_t)a->group * a->bytes);
@@ -250,7 +253,7 @@ fedc_status fedc__agg_end(fedc__agg *a) {
     if (!a->grouped) return end_tree(a);
     int64_t past = a->group_start[a->groups]; /* every group ends, the last one here */
     fedc_status st = a->group + 1 < a->groups ? reach_group(a, &past) : FEDC_OK;
-    if (!st && (st = end_tree(a))) return in_group(a, st);
+    if (!st && a->touched && (st = end_tree(a))) return in_group(a, st);
     return st;
 }
 

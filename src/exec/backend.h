@@ -33,9 +33,10 @@ struct fedc__backend {
     /* data holds s->clients items of `bytes` each, this rank's clients' filled in
      * (split s); fills in the other ranks' clients'. */
     fedc_status (*allgather)(fedc__backend *b, void *data, size_t bytes, const fedc__split *s);
-    /* Completes aggregations into which each rank added its block: the same
-     * result, bitwise, on every rank. */
-    fedc_status (*combine)(fedc__backend *b, fedc__agg *const *aggs, int n);
+    /* Completes aggregations into which each rank added its block (split s):
+     * the same result, bitwise, on every rank. An aggregation up to the groups
+     * under a split by group is ended by each group's rank, and sent on. */
+    fedc_status (*combine)(fedc__backend *b, fedc__agg *const *aggs, int n, const fedc__split *s);
     void (*destroy)(fedc__backend *b);
 };
 

@@ -93,14 +93,19 @@ fedc_status fedc_mpi_agree(fedc_status st) {
     return fedc_error((fedc_status)failure.status, "rank %d of %d: %s", first, my_size, failure.msg);
 }
 
-fedc_status fedc_mpi_broadcast(void *data, size_t bytes) {
-    if (comm == MPI_COMM_NULL || my_size == 1) return FEDC_OK;
+/* data from rank `root` to every rank, in pieces that an int counts. */
+static fedc_status broadcast_from(void *data, size_t bytes, int root) {
     for (size_t done = 0; done < bytes;) {
         int n = bytes - done > INT_MAX / 2 ? INT_MAX / 2 : (int)(bytes - done);
-        MPI_TRY(MPI_Bcast((char *)data + done, n, MPI_BYTE, 0, comm), "MPI_Bcast");
+        MPI_TRY(MPI_Bcast((char *)data + done, n, MPI_BYTE, root, comm), "MPI_Bcast");
         done += (size_t)n;
     }
     return FEDC_OK;
+}
+
+fedc_status fedc_mpi_broadcast(void *data, size_t bytes) {
+    if (comm == MPI_COMM_NULL || my_size == 1) return FEDC_OK;
+    return broadcast_from(data, bytes, 0);
 }
 
 /* ------------------------------------------------------------- backend -- */
@@ -285,7 +290,20 @@ static fedc_status gather_rows(fedc__backend *b, fedc__agg *a, int tag) {
     return st;
 }
 
-static fedc_status combine(fedc__backend *b, fedc__agg *const *aggs, int n) {
+/* An aggregation up to the groups when the ranks run whole groups (split.h):
+ * each rank ends the trees of its groups, the single-process bits, and each run
+ * of one rank's groups goes from it to every rank. */
+static fedc_status share_groups(fedc__agg *a, const fedc__split *s) {
+    fedc_status st = fedc_mpi_agree(fedc__agg_end(a));
+    for (int g = 0, end; !st && g < a->groups; g = end) {
+        int from = fedc__split_group_owner(s, a->group_start, g);
+        for (end = g + 1; end < a->groups && fedc__split_group_owner(s, a->group_start, end) == from;) end++;
+        st = broadcast_from(a->out_base + (size_t)g * a->bytes, (size_t)(end - g) * a->bytes, from);
+    }
+    return st;
+}
+
+static fedc_status combine(fedc__backend *b, fedc__agg *const *aggs, int n, const fedc__split *s) {
     blocks bl = {NULL, NULL, NULL};
     if (b->rank == 0) {
         bl.h = fedc_malloc((size_t)b->ranks * (FEDC__AGG_MAX_DEPTH * sizeof *bl.h + 2 * sizeof(int)));
@@ -298,6 +316,10 @@ static fedc_status combine(fedc__backend *b, fedc__agg *const *aggs, int n) {
         if (a->bytes > INT_MAX) {
             st = fedc_error(FEDC_EUNSUPPORTED, "MPI: an aggregate of %zu bytes is too large", a->bytes);
             break;
+        }
+        if (s->by_group && a->grouped) {
+            st = share_groups(a, s);
+            continue;
         }
         if (a->op == FEDC_OP_ROBUST_AGGREGATE) st = b->rank != 0 ? send_rows(a, i) : gather_rows(b, a, i);
         else st = b->rank != 0 ? send_blocks(a, i) : gather_blocks(b, a, &bl, i);

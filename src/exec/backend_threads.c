@@ -21,8 +21,8 @@ static fedc_status allgather_alone(fedc__backend *b, void *data, size_t bytes, c
     return FEDC_OK;
 }
 
-static fedc_status combine_alone(fedc__backend *b, fedc__agg *const *aggs, int n) {
-    (void)b;
+static fedc_status combine_alone(fedc__backend *b, fedc__agg *const *aggs, int n, const fedc__split *s) {
+    (void)b, (void)s;
     for (int a = 0; a < n; a++) {
         fedc_status st = fedc__agg_end(aggs[a]);
         if (st) return st;

@@ -128,10 +128,12 @@ typedef struct fedc__agg {
      * weighted_mean_up of a @clients value) is one aggregation per group, run in
      * turn as the clients come: group g's clients [group_start[g], group_start[g +
      * 1]) into out_base + g * bytes (hierarchy.c). The executor sets group_start
-     * and groups; `group` is the group being summed. */
+     * and groups; `group` is the group being summed. A group no client of this
+     * process reached (`touched` false: under MPI, another rank's group) is not
+     * ended here: its owner ends it and the backend sends it on. */
     const int *group_start;
     int groups, group;
-    bool grouped;
+    bool grouped, touched;
     unsigned char *out_base;
 } fedc__agg;
 

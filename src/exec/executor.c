@@ -495,7 +495,7 @@ static fedc_status run_map(fedc_executor *ex, fedc_value m) {
     for (int k = 0; !st && k < l->width; k++)
         if (dest[k]) st = b->allgather(b, dest[k], dest_bytes[k] / (size_t)ex->clients, &ex->split);
     if (!st && job.drop_failed) st = b->allgather(b, ex->dropped, 1, &ex->split);
-    if (!st) st = b->combine(b, aggs, naggs);
+    if (!st) st = b->combine(b, aggs, naggs, &ex->split);
     if (!st) copy_duplicate_results(ex, m, dest);
     return st;
 }
@@ -618,11 +618,17 @@ fedc_status fedc_executor_balance(fedc_executor *ex, const double *work) {
         return fedc_error(FEDC_ENOMEM, "executor_balance: out of memory for %d clients' work", ex->clients);
     if (work) memcpy(ex->work_copy, work, (size_t)ex->clients * sizeof *work);
     ex->work = work ? ex->work_copy : NULL;
+    fedc__executor_split(ex);
+    return FEDC_OK;
+}
+
+void fedc__executor_split(fedc_executor *ex) {
     int rank = ex->backend ? ex->backend->rank : 0, ranks = ex->backend ? ex->backend->ranks : 1;
-    if (work) fedc__split_balanced(&ex->split, ex->clients, ranks, work);
+    bool in_groups = ex->clients && (ex->groups > 1 || ex->group_start[1] < ex->clients); /* else one tree */
+    if (in_groups) fedc__split_groups(&ex->split, ex->clients, ranks, ex->group_start, ex->groups, ex->work);
+    else if (ex->work) fedc__split_balanced(&ex->split, ex->clients, ranks, ex->work);
     else fedc__split_even(&ex->split, ex->clients, ranks);
     ex->nlocal = fedc__split_clients(&ex->split, rank, ex->local);
-    return FEDC_OK;
 }
 
 int fedc_executor_local_clients(const fedc_executor *ex, int *clients, int max) {

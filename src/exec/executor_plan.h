@@ -118,6 +118,11 @@ bool fedc__scalar_of(const fedc_program *p, fedc_value u, fedc_dtype dt);
  * (a float per head, query and key). */
 size_t fedc__saved_bytes(const fedc_program *p, fedc_value v);
 
+/* Which clients this process runs (ex->split, ex->local): whole leaves of the
+ * cohort's tree, balanced by ex->work when set; whole groups when the cohort is
+ * in groups (split.h). Again whenever the groups or the work change. */
+void fedc__executor_split(fedc_executor *ex);
+
 /* The hierarchy (hierarchy.c): reads the groups from the options (at create),
  * frees them; checks before a run that the clients in no group are absent; runs a node of the hierarchy (a primitive of a level, or an array op
  * on @groups values: true in fedc__hier_runs) and prepares a map at the groups. */

@@ -46,8 +46,6 @@ static fedc_status apply_groups(fedc_executor *ex, int n, const int *sizes, cons
 fedc_status fedc__hier_create(fedc_executor *ex) {
     const fedc_exec_options *o = &ex->opt;
     if (o->groups < 0) return fedc_error(FEDC_EINVAL, "executor: groups is %d; use 0 (one group) or more", o->groups);
-    if (o->groups && ex->clients && o->mpi && fedc_mpi_size() > 1)
-        return fedc_error(FEDC_EUNSUPPORTED, "executor: groups over MPI ranks are not supported yet; run in one process");
     ex->max_groups = o->groups && ex->clients ? o->groups : 1;
     size_t n = (size_t)ex->max_groups;
     ex->group_start = fedc_calloc(n + 1, sizeof *ex->group_start);
@@ -62,7 +60,9 @@ fedc_status fedc__hier_create(fedc_executor *ex) {
 
 fedc_status fedc_executor_set_groups(fedc_executor *ex, int groups, const int *group_sizes) {
     if (!ex->clients && groups) return fedc_error(FEDC_EINVAL, "executor_set_groups: the program has no clients");
-    return apply_groups(ex, groups, group_sizes, "executor_set_groups");
+    fedc_status st = apply_groups(ex, groups, group_sizes, "executor_set_groups");
+    if (!st) fedc__executor_split(ex); /* under MPI, whole groups to ranks */
+    return st;
 }
 
 fedc_status fedc__hier_check_run(const fedc_executor *ex) {

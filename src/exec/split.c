@@ -15,6 +15,7 @@
 
 void fedc__split_even(fedc__split *s, int64_t clients, int ranks) {
     s->clients = clients;
+    s->by_group = false;
     s->leaves = fedc__agg_leaves(clients);
     for (int j = 0; j < s->leaves; j++) s->owner[j] = (int)(((int64_t)(j + 1) * ranks - 1) / s->leaves);
 }
@@ -102,6 +103,44 @@ void fedc__split_balanced(fedc__split *s, int64_t clients, int ranks, const doub
     if (work_of(leaf, s->leaves, ranks, cut) < work_of(leaf, s->leaves, ranks, s->owner)) /* else: keep the even split */
         memcpy(s->owner, cut, sizeof cut);
     refine(leaf, s->leaves, ranks, s->owner);
+}
+
+/* Groups. A group's sums are its own tree, whose leaves are not the cohort's:
+ * split inside a group, a rank would hold a part of one of its leaves, and a
+ * leaf's running sum cannot be cut. So the units are runs of whole groups
+ * between the group edges that are also leaf edges (every edge, when the cohort
+ * has 64 clients or fewer), and each rank runs a contiguous run of units: every
+ * group's tree, and every leaf of the cohort's, is summed whole on one rank. */
+void fedc__split_groups(fedc__split *s, int64_t clients, int ranks, const int *group_start, int groups,
+                        const double *work) {
+    fedc__split_even(s, clients, ranks);
+    s->by_group = true;
+    int first[FEDC__AGG_LEAVES + 1], units = 0; /* unit u is leaves [first[u], first[u + 1]) */
+    first[units++] = 0;
+    for (int g = 1; g <= groups && group_start[g] < clients; g++) {
+        int j = fedc__agg_leaf_of(clients, group_start[g]);
+        if (fedc__agg_leaf_start(clients, j) == group_start[g] && j > first[units - 1]) first[units++] = j;
+    }
+    first[units] = s->leaves;
+    double unit[FEDC__AGG_LEAVES] = {0}, total = 0;
+    for (int pass = 0; pass < 2 && !(total > 0); pass++) /* the work; if none anywhere, the clients */
+        for (int u = 0; u < units; u++) {
+            unit[u] = 0;
+            for (int64_t i = fedc__agg_leaf_start(clients, first[u]); i < fedc__agg_leaf_start(clients, first[u + 1]); i++)
+                unit[u] += pass == 0 && work ? work[i] : 1;
+            total += unit[u];
+        }
+    int owner[FEDC__AGG_LEAVES];
+    if (ranks >= units)
+        for (int u = 0; u < units; u++) owner[u] = u;
+    else
+        contiguous(unit, units, ranks, owner);
+    for (int u = 0; u < units; u++)
+        for (int j = first[u]; j < first[u + 1]; j++) s->owner[j] = owner[u];
+}
+
+int fedc__split_group_owner(const fedc__split *s, const int *group_start, int g) {
+    return s->owner[fedc__agg_leaf_of(s->clients, group_start[g])];
 }
 
 int fedc__split_clients(const fedc__split *s, int rank, int *clients) {

@@ -12,6 +12,7 @@ typedef struct fedc__split {
     int64_t clients;
     int leaves;
     int owner[FEDC__AGG_LEAVES]; /* the rank that runs leaf j */
+    bool by_group;               /* whole groups per rank (fedc__split_groups) */
 } fedc__split;
 
 /* Contiguous runs of leaves of about equal numbers of clients: rank r runs leaves
@@ -21,6 +22,17 @@ void fedc__split_even(fedc__split *s, int64_t clients, int ranks);
  * clients) is small: the best contiguous cut, then moves or swaps of single leaves
  * between ranks while each lowers it by 1% or more. */
 void fedc__split_balanced(fedc__split *s, int64_t clients, int ranks, const double *work);
+/* Whole groups to ranks, for a cohort in groups (group g's clients are
+ * [group_start[g], group_start[g + 1]); those after the last group in none): a
+ * rank runs contiguous runs of groups that begin and end at leaves' edges, so
+ * that each group's sums (aggregate.c: a tree per group) are whole on one rank
+ * and the cohort's are whole blocks of leaves. Groups whose edges fall inside a
+ * leaf go with their neighbours. The cut that evens the ranks' work best (work:
+ * per client, or NULL: the clients). */
+void fedc__split_groups(fedc__split *s, int64_t clients, int ranks, const int *group_start, int groups,
+                        const double *work);
+/* The rank that runs group g of a split by group. */
+int fedc__split_group_owner(const fedc__split *s, const int *group_start, int g);
 /* The clients that `rank` runs, in increasing order, into `clients` (room for
  * s->clients); returns how many. */
 int fedc__split_clients(const fedc__split *s, int rank, int *clients);
