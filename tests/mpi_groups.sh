@@ -4,7 +4,7 @@
 # tensors and the metrics (each group's loss included; not the times), for
 # group_rounds 2 on 1, 2 and 3 ranks (5 groups: not a multiple of 2 or 3),
 # group_rounds 1, and groups and clients drawn per level (--groups-per-round,
-# --clients-per-group). On synthetic data that every clone has. Registered by
+# --clients-per-group), and hierfedopt's per-group optimizers. On synthetic data that every clone has. Registered by
 # CMakeLists.txt only when fedc is built with MPI.
 #
 #     sh tests/mpi_groups.sh path/to/fedc [mpirun]
@@ -44,6 +44,9 @@ check() {
 check e2 "1 2 3" --groups 5 --set group_rounds=2
 check e1 "3" --groups 5 --set group_rounds=1
 check per-level "2 3" --groups 5 --groups-per-round 3 --clients-per-group 2 --set group_rounds=2
+# hierfedopt: each group's Adam state, kept by fedc train on every rank
+check hierfedopt "2" --groups 5 --groups-per-round 3 --set group_rounds=2 --algorithm hierfedopt \
+  --server-opt adam --server-lr 0.01
 grep -q '"group_clients": \[2, 2, 2\]' "$out/per-level/metrics.jsonl" && ok || bad "per level: not 3 groups of 2"
 same "$out/e2" "$out/e1" && bad "group_rounds 1 and 2 give the same model" || ok
 
