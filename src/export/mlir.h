@@ -31,6 +31,9 @@ typedef struct fedc__mlir {
      * over the rows: the program reads one back at the clients (a step down),
      * which would gather it, and LLVM 22 lowers no gather to MPI. */
     bool groups_whole;
+    /* StableHLO, sharded: the devices a @clients value's leading axis is tiled
+     * over (2 or more); 0 otherwise. */
+    int shard_devices;
     bool at_groups; /* the node being lowered is at the groups level (fedc__mlir_level) */
     const char *target; /* what errors say is being exported to: NULL, "mlir"; "stablehlo" */
 } fedc__mlir;
