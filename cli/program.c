@@ -80,7 +80,7 @@ static const char export_usage[] =
     "  --shard clients=D  split the clients axis over a mesh of D devices (D divides N):\n"
     "                  mlir-opt-19's sharding-propagation and mesh-spmdization passes then\n"
     "                  turn the aggregations into mesh.all_reduce (docs/export.md)\n"
-    "  --shard groups=DG,clients=D  (--to stablehlo, with --groups) a DG x D mesh of\n"
+    "  --shard groups=DG,clients=D  (with --groups) a DG x D mesh of\n"
     "                  devices: the groups axis over its DG rows, the clients over all\n"
     "                  DG x D devices, a row holding its groups' clients\n"
     "  --entry-main    add @main, which runs the program on the --input arrays (as\n"

@@ -543,7 +543,9 @@ expect 0 'devices=[2,1,2]0,1,2,3 last_tile_dim_replicate' -- "$fedc" program exp
   --clients 4 --groups 2 --shard groups=2,clients=2
 expect 1 "give the number of groups" -- "$fedc" program export "$out/levels.fedc" --to stablehlo --clients 4
 expect 0 "-> tensor<2x2xf32>" -- "$fedc" program export "$out/levels.fedc" --to mlir --clients 4 --groups 2
-expect 1 "the groups level is not sharded in MLIR" -- "$fedc" program export "$out/levels.fedc" --to mlir --clients 4 \
+expect 0 "mesh.mesh @clients_mesh(shape = 2x2)" -- "$fedc" program export "$out/levels.fedc" --to mlir --clients 4 \
+  --groups 2 --shard groups=2,clients=2
+expect 0 "mesh.mesh @clients_mesh(shape = 1x2)" -- "$fedc" program export "$out/levels.fedc" --to mlir --clients 4 \
   --groups 2 --shard clients=2
 expect 2 "--shard takes clients=D or groups=DG,clients=D" -- "$fedc" program export "$out/levels.fedc" --to stablehlo \
   --clients 4 --groups 2 --shard groups=2

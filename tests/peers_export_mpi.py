@@ -1,4 +1,4 @@
-"""peers_export_mpi.py FEDC BUILD: the sharded MLIR of `fedc program export --shard clients=D`
+"""peers_export_mpi.py FEDC BUILD PEERS_CASES: the sharded MLIR of `fedc program export --shard clients=D`
 run across D processes under Open MPI, through LLVM 22's shard dialect, against fedc's
 executor (docs/export.md, "Running it across processes").
 
@@ -157,10 +157,12 @@ def c_literal(v, ty):
     return "INFINITY" if v == float("inf") else "-INFINITY" if v == float("-inf") else repr(float(v)) + "f"
 
 
-def driver(whole, shard):
+def driver(whole, shard, devices):
     """The C driver of a module whose function has `whole`'s signature before partition
-    and `shard`'s on each device."""
-    (gargs, gres), (largs, _) = signature(whole), signature(shard)
+    and `shard`'s on each of `devices` devices. A split argument's blocks (its leading
+    axis over all the devices, or a @groups value's over the mesh's rows) go to the
+    devices in order, each block to devices / blocks consecutive ranks (a row)."""
+    (gargs, gres), (largs, lres) = signature(whole), signature(shard)
     consts = constants(whole)
     inputs = len(gargs) - len(consts)
     ranks = sorted({len(d) for d, _ in gargs + gres})
@@ -207,7 +209,8 @@ int main(int argc, char **argv) {
         row = 1
         for d in gd[1:]:
             row *= d
-        first = "(int64_t)rank * %d" % (ld[0] * row) if gd != ld else "0"  # split: the rank's rows
+        per = devices // (gd[0] // ld[0]) if gd != ld else 0  # ranks that hold the same block
+        first = "(int64_t)(rank / %d) * %d" % (per, ld[0] * row) if gd != ld else "0"  # split: the rank's rows
         strides, acc = [], 1
         for d in reversed(ld):
             strides.insert(0, acc)
@@ -228,8 +231,11 @@ int main(int argc, char **argv) {
         text[len] = 0;
         fedc_program *p = NULL;
         fedc_executor *ex = NULL;
-        if (!len || fedc_program_parse(text, &p) ||
-            fedc_executor_create(&ex, p, &(fedc_exec_options){.clients = atoi(argv[2]), .threads = 1})) {
+        int clients = atoi(argv[2]), groups = atoi(argv[3]), sizes[64];
+        for (int g = 0; g < groups && g < 64; g++) sizes[g] = clients / groups; /* the export's groups are equal */
+        if (!len || groups > 64 || fedc_program_parse(text, &p) ||
+            fedc_executor_create(&ex, p, &(fedc_exec_options){.clients = clients, .threads = 1, .groups = groups,
+                                                              .group_sizes = groups ? sizes : NULL})) {
             fprintf(stderr, "peers_export_mpi: %s: %s\\n", argv[1], fedc_errmsg());
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
@@ -239,9 +245,9 @@ int main(int argc, char **argv) {
             fprintf(stderr, "peers_export_mpi: fedc's executor: %s\\n", fedc_errmsg());
             MPI_Abort(MPI_COMM_WORLD, 2);
         }""")
-    for i, (d, ty) in enumerate(gres):
+    for i, ((d, ty), (ld, _)) in enumerate(zip(gres, lres)):
         n = 1
-        for x in d:
+        for x in ld:  # a split output: rank 0's block, the whole's first
             n *= x
         c = C_TYPES[ty]
         o.append("""        {
@@ -269,12 +275,15 @@ int main(int argc, char **argv) {
 
 # ---- a case ----
 
-def check(fedc, build, tmp, name, program):
+def check(fedc, build, tmp, name, program, clients=CLIENTS, devices=DEVICES, groups=0, rows=1, across=False):
+    """The case: `program` over `clients` clients (in `groups` groups) on `devices`
+    processes, a mesh of `rows` rows (the groups axis) when it has a groups level."""
     d = os.path.join(tmp, name)
     os.makedirs(d)
     f = lambda x: os.path.join(d, x)  # noqa: E731
-    run([fedc, "program", "export", program, "--to", "mlir", "--clients", str(CLIENTS), "--shard",
-         "clients=%d" % DEVICES, "-o", f("sharded.mlir")])
+    shard = ["--groups", str(groups), "--shard", "groups=%d,clients=%d" % (rows, devices // rows)] if groups else \
+        ["--shard", "clients=%d" % devices]
+    run([fedc, "program", "export", program, "--to", "mlir", "--clients", str(clients), "-o", f("sharded.mlir")] + shard)
     whole = open(f("sharded.mlir")).read()
     open(f("shard.mlir"), "w").write(to_shard_dialect(whole))
     opt = os.path.join(LLVM22, "bin", "mlir-opt")
@@ -282,7 +291,18 @@ def check(fedc, build, tmp, name, program):
          "-o", f("spmd.mlir")])
     spmd = open(f("spmd.mlir")).read()
     reduces = len(re.findall(r"= shard\.all_reduce", spmd))
-    run([opt, f("spmd.mlir"), "--convert-shard-to-mpi", "-o", f("mpi.mlir")])
+    gathers = len(re.findall(r"= shard\.all_gather", spmd))
+    # the groups' steps: the clients' sums all-reduced, then each row its groups; the server's
+    # sum over the groups along the groups axis
+    across_rows = len(re.findall(r"= shard\.all_reduce .* grid_axes = \[0\] ", spmd))
+    assert not gathers, (name, "the partitioned module gathers", gathers)
+    # a round that reads a group's aggregate back at its clients (HierFAVG's local rounds) keeps
+    # the @groups values whole: their steps are all-reduces over the whole mesh
+    assert not across or across_rows > 0, (name, "no all-reduce along the groups axis")
+    # a @groups value split over the mesh's rows from a whole one is a shard.all_slice, which
+    # convert-shard-to-mpi does not lower: LLVM's own lowering of it to the process's slice
+    # (a pass mlir-opt registers as a test's; nothing else is rewritten by it)
+    run([opt, f("spmd.mlir"), "--test-grid-all-slice-op-lowering", "--convert-shard-to-mpi", "-o", f("mpi.mlir")])
     mpi = open(f("mpi.mlir")).read()
     assert len(re.findall(r"mpi\.allreduce", mpi)) == reduces > 0, (name, reduces)
     open(f("mpi2.mlir"), "w").write(for_lowering(mpi))
@@ -293,18 +313,19 @@ def check(fedc, build, tmp, name, program):
     open(f("fixed.ll"), "w").write(fix_open_mpi(open(f("round.ll")).read()))
     run([os.path.join(LLVM22, "bin", "llc"), "-O1", "-filetype=obj", "-relocation-model=pic", f("fixed.ll"),
          "-o", f("round.o")])
-    open(f("driver.c"), "w").write(driver(whole, spmd))
+    open(f("driver.c"), "w").write(driver(whole, spmd, devices))
     run(["mpicc", "-O1", "-std=c17", "-I", os.path.join(os.path.dirname(__file__), "..", "include"), f("driver.c"),
          f("round.o"), "-L", build, "-lfedc", os.path.join(LLVM22, "lib", "libmlir_c_runner_utils.so.22.1"),
          "-Wl,-rpath," + ":".join([build] + LIBS), "-lm", "-o", f("driver")])
-    out = run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(DEVICES), f("driver"), program,
-               str(CLIENTS)], timeout=120)
-    print("peers_export_mpi: %s, %d clients on %d processes, %d all-reduces (MPI_Allreduce):\n%s"
-          % (name, CLIENTS, DEVICES, reduces, out.rstrip()))
+    out = run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(devices), f("driver"), program,
+               str(clients), str(groups)], timeout=120)
+    mesh = "a %d x %d mesh of " % (rows, devices // rows) if groups else ""
+    print("peers_export_mpi: %s, %d clients on %s%d processes, %d all-reduces (MPI_Allreduce, %d along the groups "
+          "axis):\n%s" % (name, clients, mesh, devices, reduces, across_rows, out.rstrip()))
 
 
 def main():
-    fedc, build = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    fedc, build, cases = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
     tools = [os.path.join(LLVM22, "bin", t) for t in ("mlir-opt", "mlir-translate", "llc")]
     missing = [t for t in tools + [os.path.join(LLVM22, "lib", "libmlir_c_runner_utils.so.22.1")]
                if not os.path.exists(t)] + [t for t in ("mpicc", "mpirun") if not shutil.which(t)]
@@ -317,13 +338,24 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         small = os.path.join(tmp, "small.fedc")
         open(small, "w").write(SMALL)
-        check(fedc, build, tmp, "weighted mean and sum of a map", small)
-        run([fedc, "plan", "build", "--data", femnist, "--model", "logistic", "--batch-size", "2", "--steps", "2",
-             "--out", os.path.join(tmp, "plan")])
-        check(fedc, build, tmp, "FedAvg round of logistic regression", os.path.join(tmp, "plan", "round.fedc"))
-        run([fedc, "plan", "build", "--data", femnist, "--model", "cnn", "--batch-size", "2", "--steps", "2",
-             "--out", os.path.join(tmp, "cnn")])  # with dropout: each client's draws from its key
-        check(fedc, build, tmp, "FedAvg round of the EMNIST CNN", os.path.join(tmp, "cnn", "round.fedc"))
+        if not os.environ.get("PEERS_MPI_ONLY_GROUPS"):  # set: the groups level's cases alone
+            check(fedc, build, tmp, "weighted mean and sum of a map", small)
+            run([fedc, "plan", "build", "--data", femnist, "--model", "logistic", "--batch-size", "2", "--steps", "2",
+                 "--out", os.path.join(tmp, "plan")])
+            check(fedc, build, tmp, "FedAvg round of logistic regression", os.path.join(tmp, "plan", "round.fedc"))
+            run([fedc, "plan", "build", "--data", femnist, "--model", "cnn", "--batch-size", "2", "--steps", "2",
+                 "--out", os.path.join(tmp, "cnn")])  # with dropout: each client's draws from its key
+            check(fedc, build, tmp, "FedAvg round of the EMNIST CNN", os.path.join(tmp, "cnn", "round.fedc"))
+        # the groups level on a 2 x 2 mesh: peers_cases' sharded cases of 2 groups of 4 clients
+        os.makedirs(os.path.join(tmp, "cases"))
+        run([cases, os.path.join(tmp, "cases"), "shard"])
+        for case in sorted(os.listdir(os.path.join(tmp, "cases"))):
+            d = os.path.join(tmp, "cases", case)
+            info = dict(line.split("=", 1) for line in open(os.path.join(d, "case.txt")).read().splitlines()
+                        if "=" in line)
+            if info.get("groups") and (info["name"].startswith("hierfavg") or "groups level" in info["name"]):
+                check(fedc, build, tmp, info["name"], os.path.join(d, "program.fedc"), clients=int(info["clients"]),
+                      devices=4, groups=int(info["groups"]), rows=2, across="groups level" in info["name"])
     print("peers_export_mpi: ok")
 
 

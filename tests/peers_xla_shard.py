@@ -7,8 +7,10 @@ and run on them, its arguments placed as their mhlo.sharding says. Both must agr
 with fedc's executor (tests/peers_compare.py), and the partitioned module must
 reduce at least one array per aggregation by all-reduce, over each device group
 case.txt's `across=` lists (a 2 x 4 mesh's rows for the groups' aggregations,
-its columns for the server's): the all-reduces of the compiled HLO are counted
-and printed, with the devices each one reduces over. Run by
+its columns for the server's), and hold no other collective (no all-gather of
+the clients' activations or filters: each device computes its own clients): the
+all-reduces of the compiled HLO are counted and printed, with the devices each
+one reduces over. Run by
 tests/peers.sh under .peers/jax."""
 import os
 import re
@@ -115,6 +117,9 @@ def main(fedc, directory):
             if arrays < int(case.meta["aggregations"]):
                 problems.append("%d arrays all-reduced in the partitioned HLO, fewer than its %s aggregations"
                                 % (arrays, case.meta["aggregations"]))
+            if others:  # e.g. the clients' activations or filters gathered: the clients not kept per device
+                problems.append("%d collectives other than all-reduce in the partitioned HLO (the aggregations "
+                                "should be its only ones): %s" % (len(others), "; ".join(x[:200] for x in others[:3])))
             for over in case.meta["across"].split():  # each level's reductions over its mesh axis
                 if not any("replica_groups=%s," % over in line for _, line in reduces):
                     problems.append("no all-reduce over the devices %s" % over)

@@ -329,6 +329,42 @@ static void test_sharded_padding(void) {
     fedc_test_tmpdir_remove();
 }
 
+/* The groups level over a 2 x 2 mesh (groups x clients): LLVM 19 parses and
+ * verifies the module; a @clients value is split over both mesh axes, a @groups
+ * value computed from the clients over the rows, and the steps between the
+ * levels are generics (no reshape, which has no sharding interface). LLVM 19's
+ * mesh-spmdization slices a group sum's partial sums, its all-reduce unused:
+ * the partition is run by LLVM 22 (tests/peers_export_mpi.py). A 1-D mesh takes
+ * it as one row; a sharded module of a flat program has no rows. */
+static void test_sharded_groups(void) {
+    if (!tools_present()) return fedc_test_skip("mlir-opt-19 not installed (mlir-19-tools)");
+    if (!fedc_test_tmpdir("export-shard-groups")) return;
+    fedc_program *p = m_levels();
+    char *text = NULL;
+    fedc_mlir_options o = {.clients = 8, .groups = 2, .shard_groups = 2, .shard_clients = 2};
+    CHECK_OK(fedc_program_to_mlir(p, &o, &text));
+    CHECK_MSG(text && strstr(text, "mesh.mesh @clients_mesh(shape = 2x2)") &&
+                  strstr(text, "to <@clients_mesh, [[0, 1]]> : tensor<8x3xf32>") &&
+                  strstr(text, "[[0]]> annotate_for_users : tensor<2x3xf32>") && !strstr(text, "expand_shape") &&
+                  !strstr(text, "arith.constant dense"),
+              "the 2 x 2 module:\n%.3000s", text ? text : "");
+    const char *path = fedc_test_tmp("groups.mlir");
+    FILE *f = text ? fopen(path, "w") : NULL;
+    if (f) fputs(text, f), fclose(f);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mlir-opt-19 %s >/dev/null 2>&1", path);
+    CHECK_MSG(f && system(cmd) == 0, "LLVM 19 does not verify the 2 x 2 module");
+    fedc_free(text), text = NULL;
+    o.shard_groups = 0, o.shard_clients = 4; /* one row */
+    CHECK_OK(fedc_program_to_mlir(p, &o, &text));
+    CHECK_MSG(text && strstr(text, "mesh.mesh @clients_mesh(shape = 1x4)"), "a 1-D mesh of a program with groups");
+    fedc_free(text), text = NULL;
+    o.shard_groups = 4, o.shard_clients = 2; /* 4 rows of 2 groups */
+    CHECK_ERR(fedc_program_to_mlir(p, &o, &text), FEDC_EINVAL, "shard the groups over 4 mesh rows");
+    fedc_program_destroy(p);
+    fedc_test_tmpdir_remove();
+}
+
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"sharded round", test_sharded_round},
@@ -339,6 +375,7 @@ int main(int argc, char **argv) {
         {"sharded fedavg round", test_sharded_fedavg_round},
         {"sharded cnn round", test_sharded_cnn_round},
         {"sharded padding, slice and concat", test_sharded_padding},
+        {"sharded groups level on a 2 x 2 mesh", test_sharded_groups},
     };
     return fedc_test_main(argc, argv, tests, FEDC_COUNT_OF(tests));
 }

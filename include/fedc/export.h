@@ -44,7 +44,7 @@ typedef struct fedc_mlir_options {
                                clients / G clients (G divides clients); @groups values have a
                                leading groups axis of G, @clients ones stay [clients, ...]
                                ordered by group */
-    int shard_groups;       /* StableHLO only, Dg >= 2: a 2-D mesh of Dg x shard_clients
+    int shard_groups;       /* Dg >= 2: a 2-D mesh of Dg x shard_clients
                                devices (groups x clients): the groups axis split over its Dg
                                rows (Dg divides G), the clients axis over all its devices */
 } fedc_mlir_options;

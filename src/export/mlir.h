@@ -22,6 +22,19 @@ typedef struct fedc__mlir {
      * `values` (comments); NULL otherwise. */
     struct fedc__mlir *hoisted, *values;
     int nhoisted;
+    /* Sharded, a program with a groups level: the mesh is 2-D, mesh_rows (the
+     * groups axis' share, 1 or more) by the clients' devices; a @clients value is
+     * split over both mesh axes, a @groups value over the rows. 0: a 1-D mesh
+     * over the clients (or not sharded). */
+    int mesh_rows;
+    /* ... and a computed @groups value is whole on every device too, not split
+     * over the rows: the program reads one back at the clients (a step down),
+     * which would gather it, and LLVM 22 lowers no gather to MPI. */
+    bool groups_whole;
+    /* StableHLO, sharded: the devices a @clients value's leading axis is tiled
+     * over (2 or more); 0 otherwise. */
+    int shard_devices;
+    bool at_groups; /* the node being lowered is at the groups level (fedc__mlir_level) */
     const char *target; /* what errors say is being exported to: NULL, "mlir"; "stablehlo" */
 } fedc__mlir;
 
@@ -30,6 +43,12 @@ typedef struct fedc__mlir {
  * reduction over that axis a local one plus mesh.all_reduce (as XLA's partitioner
  * does with DrJAX's sums); x itself otherwise. */
 const char *fedc__mlir_split_use(fedc__mlir *m, const char *x, const char *type, char *out);
+/* The mesh axes ("0", "0, 1") a value's leading axis is split over: a @groups
+ * value's (groups true) or a @clients value's. */
+const char *fedc__mlir_split_axes(const fedc__mlir *m, bool groups);
+/* With sharding, x annotated for its users as split over the mesh axes `axes`
+ * ("" whole); x itself otherwise. */
+const char *fedc__mlir_annotate_use(fedc__mlir *m, const char *x, const char *type, const char *axes, char *out);
 /* With sharding, a server value x (of rank 1 or more) annotated for its users as
  * whole on every device. LLVM 19's sharding propagation crashes (it builds a
  * sharding attribute that dangles) when it must infer the sharding of a server
@@ -80,6 +99,7 @@ const char *fedc__mlir_tensor(const fedc__mlir *m, const fedc_type *t, bool clie
  * or a node on @groups operands (a map at the groups, an aggregation up to the
  * server), else the cohort's. A scope's lowering sets m->clients to it before
  * each node (a map's body keeps its map's). */
+bool fedc__mlir_level_is_groups(const fedc__mlir_scope *s, fedc_value v);
 int fedc__mlir_level(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v);
 /* Whether value v of scope s carries a leading federated axis (clients, or
  * groups), and its tensor type. */

@@ -82,11 +82,15 @@ bool fedc__mlir_has_clients(const fedc__mlir_scope *s, fedc_value v) {
     return s->batched || pl == FEDC_CLIENTS || pl == FEDC_GROUPS;
 }
 
-int fedc__mlir_level(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v) {
+bool fedc__mlir_level_is_groups(const fedc__mlir_scope *s, fedc_value v) {
     const fedc__node *n = &s->p->nodes[v];
     fedc_placement pl = n->type.placement;
     if (pl != FEDC_CLIENTS && pl != FEDC_GROUPS && n->nin > 0) pl = s->p->nodes[n->in[0]].type.placement;
-    return pl == FEDC_GROUPS ? m->groups : m->cohort;
+    return pl == FEDC_GROUPS;
+}
+
+int fedc__mlir_level(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v) {
+    return fedc__mlir_level_is_groups(s, v) ? m->groups : m->cohort;
 }
 
 const char *fedc__mlir_type_of(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, char *buf, size_t size) {
@@ -135,7 +139,11 @@ const char *fedc__mlir_tensor_const(fedc__mlir *m, char *name, const char *liter
     return name;
 }
 
-static const char *annotate_use(fedc__mlir *m, const char *x, const char *type, const char *axes, char *out) {
+const char *fedc__mlir_split_axes(const fedc__mlir *m, bool groups) {
+    return !m->mesh_rows ? "0" : !groups ? "0, 1" : m->groups_whole ? "" : "0";
+}
+
+const char *fedc__mlir_annotate_use(fedc__mlir *m, const char *x, const char *type, const char *axes, char *out) {
     if (!m->hoisted) return x; /* not sharded */
     fedc__mlir_tmp(m, out);
     fedc__mlir_printf(m, "    %s = mesh.shard %s to <@clients_mesh, [[%s]]> annotate_for_users : %s\n", out, x, axes, type);
@@ -143,11 +151,11 @@ static const char *annotate_use(fedc__mlir *m, const char *x, const char *type, 
 }
 
 const char *fedc__mlir_split_use(fedc__mlir *m, const char *x, const char *type, char *out) {
-    return annotate_use(m, x, type, "0", out);
+    return fedc__mlir_annotate_use(m, x, type, fedc__mlir_split_axes(m, m->at_groups), out);
 }
 
 const char *fedc__mlir_replicated_use(fedc__mlir *m, const char *x, const char *type, char *out) {
-    return annotate_use(m, x, type, "", out);
+    return fedc__mlir_annotate_use(m, x, type, "", out);
 }
 
 const char *fedc__mlir_splat(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, double value, char *name) {

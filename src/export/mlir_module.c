@@ -23,6 +23,18 @@ static bool hierarchical(const fedc_program *p) {
     return false;
 }
 
+/* Whether p steps down from a @groups value it computes from the clients (not
+ * an input, nor a step down from the server, both whole on every device). */
+static bool reads_groups_back(const fedc_program *p) {
+    for (int v = 0; v < p->n; v++) {
+        const fedc__node *n = &p->nodes[v];
+        if (n->op != FEDC_OP_BROADCAST_DOWN || p->nodes[n->in[0]].type.placement != FEDC_GROUPS) continue;
+        fedc__op from = p->nodes[n->in[0]].op;
+        if (from != FEDC_OP_INPUT && from != FEDC_OP_BROADCAST_DOWN) return true;
+    }
+    return false;
+}
+
 static void print_results(fedc__mlir *m, const fedc__mlir_scope *s) {
     char type[160];
     fedc__mlir_printf(m, "(");
@@ -31,20 +43,32 @@ static void print_results(fedc__mlir *m, const fedc__mlir_scope *s) {
     fedc__mlir_printf(m, ")");
 }
 
-/* `v = mesh.shard x to <@clients_mesh, [[0]] or [[]]>`: the clients axis split
- * over the mesh, or the value whole on every device; for a function argument
- * also its users' annotation, which sharding propagation starts from. */
-static void shard(fedc__mlir *m, const char *x, const char *type, bool split, bool for_users, char *out) {
-    char first[24];
+/* `v = mesh.shard x to <@clients_mesh, [[axes]]>`: v's leading axis split over
+ * the mesh axes its level's values are split over (a server value whole on
+ * every device, [[]]); for a function argument also its users' annotation,
+ * which sharding propagation starts from. */
+/* The mesh axes v is split over ("" whole). A @groups input is whole on every
+ * device: a step down reads its group's row whole, and LLVM 22 lowers no gather
+ * to MPI (a @groups value computed, split over the rows, is gathered there). */
+static const char *axes_of(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v) {
+    bool groups = s->p->nodes[v].type.placement == FEDC_GROUPS;
+    if (groups && s->p->nodes[v].op == FEDC_OP_INPUT) return "";
+    return fedc__mlir_has_clients(s, v) ? fedc__mlir_split_axes(m, groups) : "";
+}
+
+static void shard(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, const char *x, bool for_users, char *out) {
+    char first[24], type[160];
+    fedc__mlir_type_of(m, s, v, type, sizeof type);
+    const char *axes = axes_of(m, s, v);
     fedc__mlir_tmp(m, first);
-    fedc__mlir_printf(m, "    %s = mesh.shard %s to <@clients_mesh, [[%s]]> : %s\n", first, x, split ? "0" : "", type);
+    fedc__mlir_printf(m, "    %s = mesh.shard %s to <@clients_mesh, [[%s]]> : %s\n", first, x, axes, type);
     if (!for_users) {
         snprintf(out, 24, "%s", first);
         return;
     }
     fedc__mlir_tmp(m, out);
     fedc__mlir_printf(m, "    %s = mesh.shard %s to <@clients_mesh, [[%s]]> annotate_for_users : %s\n", out, first,
-                      split ? "0" : "", type);
+                      axes, type);
 }
 
 /* Whether v can be annotated: LLVM 19 writes no sharding of a rank-0 tensor
@@ -85,8 +109,7 @@ static fedc_status body(fedc__mlir *m, fedc__mlir_scope *s, bool sharded) {
         for (int i = 0; i < fedc_program_num_inputs(p); i++) {
             fedc_value v = fedc_program_input(p, i);
             if (!whole_rank(s, v)) continue;
-            shard(m, s->name[v], fedc__mlir_type_of(m, s, v, type, sizeof type), fedc__mlir_has_clients(s, v), true,
-                  s->name[v]);
+            shard(m, s, v, s->name[v], true, s->name[v]);
         }
     fedc_status st = fedc__mlir_lower_scope(m, s);
     if (st) return st;
@@ -99,9 +122,14 @@ static fedc_status body(fedc__mlir *m, fedc__mlir_scope *s, bool sharded) {
         if (sharded && whole_rank(s, v) && aggregate) {
             char copy[24];
             whole_copy(m, s, v, copy);
-            shard(m, copy, fedc__mlir_type_of(m, s, v, type, sizeof type), false, false, result[i]);
+            shard(m, s, v, copy, false, result[i]);
+        } else if (sharded && whole_rank(s, v) && m->mesh_rows) {
+            /* for the return alone: LLVM 22's propagation moves a value's other users to
+             * an annotation of its result written after them, which they then precede */
+            fedc__mlir_annotate_use(m, s->name[v], fedc__mlir_type_of(m, s, v, type, sizeof type), axes_of(m, s, v),
+                                    result[i]);
         } else if (sharded && whole_rank(s, v)) {
-            shard(m, s->name[v], fedc__mlir_type_of(m, s, v, type, sizeof type), fedc__mlir_has_clients(s, v), false, result[i]);
+            shard(m, s, v, s->name[v], false, result[i]);
         } else if (sharded) {
             whole_copy(m, s, v, result[i]);
         }
@@ -126,7 +154,8 @@ static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fnam
     for (int v = 0; v < p->n; v++) snprintf(s->name[v], sizeof s->name[v], "%%v%d", v);
     for (int i = 0; i < fedc_program_num_inputs(p); i++)
         snprintf(s->name[fedc_program_input(p, i)], sizeof s->name[0], "%%arg%d", i);
-    fedc__mlir inner = {.clients = m->clients, .cohort = m->cohort, .groups = m->groups, .tmp = m->tmp},
+    fedc__mlir inner = {.clients = m->clients, .cohort = m->cohort, .groups = m->groups, .tmp = m->tmp,
+                           .mesh_rows = m->mesh_rows, .groups_whole = m->groups_whole},
                hoisted = {.clients = m->clients},
                values = {.clients = m->clients};
     if (sharded) inner.hoisted = &hoisted, inner.values = &values;
@@ -293,9 +322,18 @@ static fedc_status to_mlir(const fedc_program *p, const fedc_mlir_options *o, ch
                     .groups = o->groups ? o->groups : 1};
     fedc__mlir_scope s;
     if (fedc__mlir_scope_init(&s, p, false, 0)) return FEDC_ENOMEM;
-    bool sharded = o->shard_clients > 0;
+    bool sharded = o->shard_clients > 0 || o->shard_groups > 1;
     fedc__mlir_printf(&m, "module {\n");
-    if (sharded) fedc__mlir_printf(&m, "  mesh.mesh @clients_mesh(shape = %d)\n", o->shard_clients);
+    if (sharded && hierarchical(p)) { /* groups x clients: a row holds its groups' clients (they are contiguous) */
+        m.mesh_rows = o->shard_groups > 1 ? o->shard_groups : 1;
+        m.groups_whole = reads_groups_back(p);
+        int cols = o->shard_clients > 0 ? o->shard_clients : 1;
+        fedc__mlir_printf(&m, "  // a %d x %d mesh of devices, groups x clients: device g * %d + c is row g, column c\n",
+                          m.mesh_rows, cols, cols);
+        fedc__mlir_printf(&m, "  mesh.mesh @clients_mesh(shape = %dx%d)\n", m.mesh_rows, cols);
+    } else if (sharded) {
+        fedc__mlir_printf(&m, "  mesh.mesh @clients_mesh(shape = %d)\n", o->shard_clients);
+    }
     fedc_status st = function(&m, &s, fname, sharded);
     if (!st && o->entry_main) st = entry_main(&m, &s, o, fname);
     fedc__mlir_printf(&m, "}\n");
@@ -306,11 +344,7 @@ fedc_status fedc_program_to_mlir(const fedc_program *p, const fedc_mlir_options 
     *out = NULL;
     fedc_mlir_options defaults = {0};
     const fedc_mlir_options *o = options ? options : &defaults;
-    if (o->shard_groups || (o->shard_clients && hierarchical(p)))
-        return fedc_error(FEDC_EUNSUPPORTED, "export to mlir: the groups level is not sharded in MLIR (LLVM 19's mesh "
-                          "passes partition one clients axis); export it unsharded, or --to stablehlo for a groups x "
-                          "clients mesh");
-    if (o->shard_clients && o->entry_main)
+    if ((o->shard_clients || o->shard_groups) && o->entry_main)
         return fedc_error(FEDC_EUNSUPPORTED, "export to mlir: a sharded module has no @main: LLVM 19 cannot run the mesh "
                           "dialect's collectives on one host (export without sharding to run it)");
     return fedc__export(p, o, "mlir", to_mlir, out);

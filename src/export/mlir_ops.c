@@ -524,7 +524,7 @@ fedc_status fedc__mlir_lower_scope(fedc__mlir *m, fedc__mlir_scope *s) {
     for (fedc_value v = 0; !m->st && v < s->p->n; v++) {
         if (!live[v]) continue;
         lower l = {m, s, v, &s->p->nodes[v], &fedc__mlir_spelling};
-        if (!s->batched) m->clients = fedc__mlir_level(m, s, v);
+        if (!s->batched) m->clients = fedc__mlir_level(m, s, v), m->at_groups = fedc__mlir_level_is_groups(s, v);
         lower_fn f = fedc__lowering(FEDC__TO_MLIR, l.n->op);
         if (f) f(&l);
         else fedc__mlir_fail(m, s, v, FEDC_EUNSUPPORTED, "%s has no lowering to MLIR yet", fedc__ops[l.n->op].name);

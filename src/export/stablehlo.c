@@ -136,6 +136,7 @@ static fedc_status to_stablehlo(const fedc_program *p, const fedc_mlir_options *
     fedc__mlir_scope s;
     if (fedc__mlir_scope_init(&s, p, false, 0)) return FEDC_ENOMEM;
     mesh d = {o->shard_groups > 1 ? o->shard_groups : 1, o->shard_clients > 0 ? o->shard_clients : 1};
+    if (d.rows * d.cols > 1) m.shard_devices = d.rows * d.cols;
     if (d.rows * d.cols > 1)
         fedc__mlir_printf(&m, "module @fedc attributes {mhlo.num_partitions = %d : i32, mhlo.num_replicas = 1 : i32} {\n",
                           d.rows * d.cols);

@@ -70,6 +70,33 @@ typedef struct grouping {
     fedc_type m, g;
 } grouping;
 
+/* Sharded over the clients, value x (of 4-d type t) whose dim `dim` is the
+ * clients' groups (C times the features) annotated as tiled along it over the
+ * devices, as its clients are: XLA's partitioner then convolves each device's
+ * groups where they are. Without it, propagation loses the clients' tiling
+ * through the transpose and reshape that make the groups, and the partitioner
+ * gathers every client's activations and filters onto every device. x itself
+ * when not sharded. */
+static const char *tiled_groups(const lower *l, const char *x, const char *t, int dim, char *out) {
+    int d = l->m->shard_devices;
+    if (d < 2 || l->m->clients != l->m->cohort) return x; /* the groups level: not tiled over every device */
+    char attr[600];
+    int n = snprintf(attr, sizeof attr, "call_target_name = \"Sharding\", mhlo.sharding = \"{devices=[");
+    for (int i = 0; i < 4; i++) n += snprintf(attr + n, sizeof attr - (size_t)n, "%s%d", i ? "," : "", i == dim ? d : 1);
+    n += snprintf(attr + n, sizeof attr - (size_t)n, "]");
+    for (int k = 0; k < d && n < (int)sizeof attr; k++) n += snprintf(attr + n, sizeof attr - (size_t)n, "%s%d", k ? "," : "", k);
+    snprintf(attr + n, sizeof attr - (size_t)n, "}\"");
+    op1(l, fedc__mlir_tmp(l->m, out), "stablehlo.custom_call", attr, x, t, t);
+    return out;
+}
+
+/* The dim of a grouping's 4-d type that holds the clients (merged with the dim after it). */
+static int clients_dim(const grouping *g) {
+    int j = 0;
+    while (j < 4 && g->perm[j] != 0) j++;
+    return j;
+}
+
 static fedc_status grouped(const lower *l, const conv_attrs *a, fedc_value x, const grouping *gx, fedc_value w, const char *wname,
                            const grouping *gw, const fedc_type *yg, const fedc_type *ym) {
     static const int64_t back[5] = {3, 0, 1, 2, 4};
@@ -78,16 +105,40 @@ static fedc_status grouped(const lower *l, const conv_attrs *a, fedc_value x, co
     type_str(l, x, xt), type_str(l, w, wt), type_str(l, l->v, vt);
     fedc__mlir_tensor(l->m, &gx->g, false, xgt, sizeof xgt), fedc__mlir_tensor(l->m, &gw->g, false, wgt, sizeof wgt);
     fedc__mlir_tensor(l->m, yg, false, ygt, sizeof ygt), fedc__mlir_tensor(l->m, ym, false, ymt, sizeof ymt);
-    regroup(l, name(l, x), xt, gx->perm, &gx->m, xgt, xs);
-    regroup(l, wname, wt, gw->perm, &gw->m, wgt, ws);
-    convolve(l, a, xs, xgt, ws, wgt, ygt, fedc__mlir_tmp(l->m, y));
-    op1(l, fedc__mlir_tmp(l->m, yr), "stablehlo.reshape", "", y, ygt, ymt);
+    char xa[24], wa[24], ya[24];
+    const char *xin = tiled_groups(l, regroup(l, name(l, x), xt, gx->perm, &gx->m, xgt, xs), xgt, clients_dim(gx), xa);
+    const char *win = tiled_groups(l, regroup(l, wname, wt, gw->perm, &gw->m, wgt, ws), wgt, clients_dim(gw), wa);
+    convolve(l, a, xin, xgt, win, wgt, ygt, fedc__mlir_tmp(l->m, y));
+    op1(l, fedc__mlir_tmp(l->m, yr), "stablehlo.reshape", "", tiled_groups(l, y, ygt, 3, ya), ygt, ymt);
     snprintf(attr, sizeof attr, "permutation = %s", i64s(back, 5, list));
     op1(l, out_name(l), "stablehlo.transpose", attr, yr, ymt, vt);
     return l->m->st;
 }
 
 static const int64_t TO_GROUPS[5] = {1, 2, 3, 0, 4}; /* [C, A, B, D, E] -> [A, B, D, C, E] */
+static const int64_t AS_BATCHES[5] = {0, 1, 2, 3, 4}; /* [C, N, H, W, F] read as [C*N, H, W, F] */
+
+/* Sharded over the clients: a convolution per client has the clients as batch
+ * groups (batch_group_count C, the images [C*N, H, W, F], the clients major in
+ * the batch) rather than as feature groups. XLA's partitioner convolves batch
+ * groups tiled over the devices where they are, but gathers every client's
+ * images and filters for feature groups of more than one feature each. The
+ * same sums; kept to the sharded export, whose values are compared within a
+ * tolerance, so that the unsharded module stays as it was. */
+static bool clients_as_batches(const lower *l) {
+    return l->m->shard_devices > 1 && l->m->clients == l->m->cohort;
+}
+
+/* The images x [C, N, H, W, F] of a convolution per client as its lhs, grouped
+ * as feature groups [N, H, W, C*F] or (clients_as_batches) batch groups. */
+static grouping lhs_groups(const lower *l, const fedc_type *x, int64_t c) {
+    const int64_t *d = x->dims;
+    if (clients_as_batches(l))
+        return (grouping){AS_BATCHES, fedc_type_make(x->dtype, 5, (int64_t[]){c, d[0], d[1], d[2], d[3]}),
+                          fedc_type_make(x->dtype, 4, (int64_t[]){c * d[0], d[1], d[2], d[3]})};
+    return (grouping){TO_GROUPS, fedc_type_make(x->dtype, 5, (int64_t[]){d[0], d[1], d[2], c, d[3]}),
+                      fedc_type_make(x->dtype, 4, (int64_t[]){d[0], d[1], d[2], c * d[3]})};
+}
 
 fedc_status fedc__shlo_conv2d(const lower *l) {
     fedc_value x = l->n->in[0], w = l->n->in[1];
@@ -101,10 +152,10 @@ fedc_status fedc__shlo_conv2d(const lower *l) {
     const fedc_type *xi = type_of(l, x), *wi = type_of(l, w), *yi = type_of(l, l->v);
     int64_t c = l->m->clients, n = xi->dims[0], ci = xi->dims[3], co = wi->dims[3];
     conv_geom g = conv_geometry(l);
-    conv_attrs a = {"[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]", c, 1, {1, 1}, {1, 1}, {g.sh, g.sw},
-                    {g.pt, g.pb, g.pl, g.pr}};
-    grouping gx = {TO_GROUPS, fedc_type_make(xi->dtype, 5, (int64_t[]){n, xi->dims[1], xi->dims[2], c, ci}),
-                   fedc_type_make(xi->dtype, 4, (int64_t[]){n, xi->dims[1], xi->dims[2], c * ci})};
+    bool batches = clients_as_batches(l);
+    conv_attrs a = {"[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]", batches ? 1 : c, batches ? c : 1, {1, 1}, {1, 1},
+                    {g.sh, g.sw}, {g.pt, g.pb, g.pl, g.pr}};
+    grouping gx = lhs_groups(l, xi, c);
     grouping gw = {TO_GROUPS, fedc_type_make(wi->dtype, 5, (int64_t[]){wi->dims[0], wi->dims[1], ci, c, co}),
                    fedc_type_make(wi->dtype, 4, (int64_t[]){wi->dims[0], wi->dims[1], ci, c * co})};
     fedc_type yg = fedc_type_make(yi->dtype, 4, (int64_t[]){n, yi->dims[1], yi->dims[2], c * co});
@@ -138,13 +189,13 @@ fedc_status fedc__shlo_conv2d_input_grad(const lower *l) {
     if (!lw) return unsupported(l, "clients' gradients through one server filter have no StableHLO lowering yet");
     static const int64_t filters[5] = {1, 2, 0, 3, 4}; /* [C, KH, KW, I, O] -> [KH, KW, C, I, O] */
     int64_t n = dyi->dims[0];
-    grouping gd = {TO_GROUPS, fedc_type_make(dyi->dtype, 5, (int64_t[]){n, dyi->dims[1], dyi->dims[2], c, co}),
-                   fedc_type_make(dyi->dtype, 4, (int64_t[]){n, dyi->dims[1], dyi->dims[2], c * co})};
+    grouping gd = lhs_groups(l, dyi, c);
     grouping gw = {filters, fedc_type_make(wi->dtype, 5, (int64_t[]){kh, kw, c, ci, co}),
                    fedc_type_make(wi->dtype, 4, (int64_t[]){kh, kw, c * ci, co})};
     fedc_type xg = fedc_type_make(xi->dtype, 4, (int64_t[]){n, xi->dims[1], xi->dims[2], c * ci});
     fedc_type xm = fedc_type_make(xi->dtype, 5, (int64_t[]){n, xi->dims[1], xi->dims[2], c, ci});
-    a.features = c;
+    if (clients_as_batches(l)) a.batches = c;
+    else a.features = c;
     return grouped(l, &a, dy, &gd, w, rev, &gw, &xg, &xm);
 }
 
