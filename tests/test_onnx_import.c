@@ -240,6 +240,59 @@ static void lstm_reference(const lstm *m, double *ys) {
         }
 }
 
+/* The GRU on the LSTM's x (gates z, r, h: W [1, 3H, I], R [1, 3H, H], B [1, 6H]),
+ * linear_before_reset as given. */
+typedef struct gru {
+    const lstm *x;
+    int lbr;
+} gru;
+
+static void gru_write(onnx_writer *w, const void *model) {
+    const gru *m = model;
+    ow_init(w);
+    ow_input(w, "x", ELEM_FLOAT, 3, (int64_t[]){LT, LB, LI});
+    ow_init_f32(w, "W", 3, (int64_t[]){1, 3 * LH, LI}, m->x->w);
+    ow_init_f32(w, "R", 3, (int64_t[]){1, 3 * LH, LH}, m->x->r);
+    ow_init_f32(w, "B", 2, (int64_t[]){1, 6 * LH}, m->x->b);
+    ow_init_i64(w, "axis1", 1, (int64_t[]){1}, (int64_t[]){1});
+    ow_node(w, "GRU", "/gru/GRU", "x,W,R,B", "Y,Y_h", 2, ow_int(w, "hidden_size", LH),
+            ow_int(w, "linear_before_reset", m->lbr));
+    ow_node(w, "Squeeze", "/gru/Squeeze", "Y,axis1", "ys", 0);
+    ow_output(w, "ys");
+    ow_output(w, "Y_h");
+}
+
+/* ONNX's GRU equations, step by step. ys [T, B, H]. */
+static void gru_reference(const gru *g, double *ys) {
+    const lstm *m = g->x;
+    double h[LB][LH] = {{0}};
+    for (int t = 0; t < LT; t++)
+        for (int b = 0; b < LB; b++) {
+            double xa[3][LH], ha[3][LH], hn[LH];
+            for (int k = 0; k < 3; k++)
+                for (int j = 0; j < LH; j++) {
+                    int row = k * LH + j;
+                    double sx = m->b[row], sh = m->b[3 * LH + row];
+                    for (int i = 0; i < LI; i++) sx += (double)m->x[(t * LB + b) * LI + i] * m->w[row * LI + i];
+                    for (int i = 0; i < LH; i++) sh += h[b][i] * m->r[row * LH + i];
+                    xa[k][j] = sx, ha[k][j] = sh;
+                }
+            for (int j = 0; j < LH; j++) {
+                double r = sigmoid(xa[1][j] + ha[1][j]), rh = 0;
+                if (!g->lbr) { /* (r ⊙ h) R_h + Rb_h */
+                    rh = m->b[5 * LH + j];
+                    for (int i = 0; i < LH; i++) rh += sigmoid(xa[1][i] + ha[1][i]) * h[b][i] * m->r[(2 * LH + j) * LH + i];
+                }
+                hn[j] = tanh(xa[2][j] + (g->lbr ? r * ha[2][j] : rh));
+            }
+            for (int j = 0; j < LH; j++) {
+                double z = sigmoid(xa[0][j] + ha[0][j]);
+                h[b][j] = (1 - z) * hn[j] + z * h[b][j];
+                ys[(t * LB + b) * LH + j] = h[b][j];
+            }
+        }
+}
+
 /* ------------------------------------------------- a transformer's ops -- */
 
 enum { BB = 2, BT = 3, BD = 4 };
@@ -469,6 +522,32 @@ static void test_lstm(void) {
     }
     fedc_onnx_model_destroy(im);
     free(bytes);
+}
+
+/* The GRU, unrolled at import, equals ONNX's equations with either
+ * linear_before_reset (PyTorch writes 1); its weights are the file's three
+ * parameters. */
+static void test_gru(void) {
+    lstm x;
+    lstm_init(&x);
+    for (int lbr = 0; lbr < 2; lbr++) {
+        gru g = {&x, lbr};
+        size_t size;
+        uint8_t *bytes = packed(gru_write, &g, &size);
+        double want[LT * LB * LH];
+        gru_reference(&g, want);
+        fedc_onnx_model *im = import_bytes(bytes, size, 0, false);
+        if (im) {
+            CHECK_EQ_INT(im->num_params, 3);
+            float got[LT * LB * LH];
+            run(im, x.x, "ys", got, LT * LB * LH);
+            check_close(got, want, LT * LB * LH, lbr ? "ys (linear_before_reset)" : "ys");
+            run(im, x.x, "Y_h", got, LB * LH);
+            check_close(got, want + (LT - 1) * LB * LH, LB * LH, "Y_h");
+        }
+        fedc_onnx_model_destroy(im);
+        free(bytes);
+    }
 }
 
 /* MatMul, LayerNormalization, the exact GELU through Erf, Pow, ReduceMean, Sqrt,
@@ -711,7 +790,7 @@ int main(int argc, char **argv) {
     const char *dir = getenv("FEDC_ONNX_WRITE_DIR");
     if (dir && *dir) return write_files(dir);
     static const fedc_test tests[] = {
-        {"mlp", test_mlp}, {"cnn", test_cnn}, {"lstm", test_lstm}, {"block", test_block},
+        {"mlp", test_mlp}, {"cnn", test_cnn}, {"lstm", test_lstm}, {"gru", test_gru}, {"block", test_block},
         {"expand_mod", test_expand_mod},
         {"refusals", test_refusals}, {"damaged", test_damaged},
         {"deep_nesting", test_deep_nesting},

@@ -218,11 +218,14 @@ static void test_resnet_block(void) { check_model("resnet_block"); }
  * (through the batch's statistics) and running statistics after one step. */
 static void test_bn_training(void) { check_model_against("resnet_block", "resnet_block_train", TRAINING); }
 static void test_char_lstm(void) { check_model("char_lstm"); }
+/* GRU, unrolled at import (onnx_ops_rnn.c), with PyTorch's linear_before_reset. */
+static void test_char_gru(void) { check_model("char_gru"); }
 static void test_transformer(void) { check_model("transformer"); }
 /* Its LSTM's zero initial state is a float initializer Expanded to the batch
  * (known at import, so a constant: onnx_known.c). */
 static void test_dynamo(void) {
-    static const char *const models[] = {"mlp", "emnist_cnn", "cifar_cnn", "resnet_block", "char_lstm", "transformer"};
+    static const char *const models[] = {"mlp",       "emnist_cnn",  "cifar_cnn", "resnet_block",
+                                         "char_lstm", "transformer", "char_gru"};
     for (size_t i = 0; i < FEDC_COUNT_OF(models); i++) check_dynamo(models[i]);
 }
 
@@ -272,7 +275,8 @@ int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"mlp", test_mlp}, {"emnist_cnn", test_emnist_cnn}, {"cifar_cnn", test_cifar_cnn},
         {"resnet_block", test_resnet_block},
-        {"bn_training", test_bn_training}, {"char_lstm", test_char_lstm}, {"transformer", test_transformer},
+        {"bn_training", test_bn_training}, {"char_lstm", test_char_lstm}, {"char_gru", test_char_gru},
+        {"transformer", test_transformer},
         {"dynamo", test_dynamo},
         {"write_params", test_write_params},
     };

@@ -1,6 +1,6 @@
 /* Which float initializers are constants known at import rather than trained
  * parameters (onnx_import.h): those whose every use is an input that a
- * translator needs known at import (an LSTM's initial state, a shape, axes),
+ * translator needs known at import (an LSTM's or GRU's initial state, a shape, axes),
  * directly or through ops that fold their constant inputs.
  *
  * PyTorch's torch.export-based exporter (torch.onnx.export(dynamo=True), the
@@ -35,6 +35,7 @@ static unsigned import_time_inputs(const char *op_type) {
         unsigned inputs;
     } table[] = {
         {"LSTM", 0xF0u},  /* sequence_lens, initial_h, initial_c, peephole */
+        {"GRU", 0x30u},   /* sequence_lens, initial_h */
         {"Reshape", 0x2u}, {"Expand", 0x2u}, {"Unsqueeze", 0x2u}, {"Squeeze", 0x2u},
         {"Slice", 0x1Eu}, {"ConstantOfShape", 0x1u}, {"ReduceMean", 0x2u}, {"ReduceSum", 0x2u},
         {"ReduceMax", 0x2u},

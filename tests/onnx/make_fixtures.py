@@ -87,17 +87,19 @@ class ResBlock(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(y, 1).flatten(1))
 
 
-class CharLSTM(nn.Module):
-    """A character model: an embedding, an LSTM layer, logits at every step."""
+class CharRNN(nn.Module):
+    """A character model: an embedding, a recurrent layer (nn.LSTM or nn.GRU, named `lstm` or
+    `gru`, as its state_dict names are), logits at every step."""
 
-    def __init__(self, vocab, embed, hidden):
+    def __init__(self, cell, vocab, embed, hidden):
         super().__init__()
         self.embed = nn.Embedding(vocab, embed)
-        self.lstm = nn.LSTM(embed, hidden, batch_first=True)
+        self.cell = cell.__name__.lower()
+        setattr(self, self.cell, cell(embed, hidden, batch_first=True))
         self.out = nn.Linear(hidden, vocab)
 
     def forward(self, x):
-        h, _ = self.lstm(self.embed(x))
+        h, _ = getattr(self, self.cell)(self.embed(x))
         return self.out(h)
 
 
@@ -132,9 +134,11 @@ def models(full):
     out["emnist_cnn"] = (ConvDropout(1, 28, w(32, 4), w(64, 8), w(128, 16), 62), img(1, 28), labels(62))
     out["cifar_cnn"] = (ConvDropout(3, 32, w(32, 4), w(64, 8), w(128, 16), 10), img(3, 32), labels(10))
     out["resnet_block"] = (ResBlock(w(64, 8), 10), img(3, w(32, 8)), labels(10))
-    out["char_lstm"] = (CharLSTM(w(86, 20), w(8, 8), w(256, 12)), tokens(w(86, 20), 6), labels(w(86, 20), 6))
+    out["char_lstm"] = (CharRNN(nn.LSTM, w(86, 20), w(8, 8), w(256, 12)), tokens(w(86, 20), 6), labels(w(86, 20), 6))
     out["transformer"] = (Transformer(w(100, 20), 6, w(64, 16), 4 if full else 2, w(256, 32), 5),
                           tokens(w(100, 20), 6), labels(5))
+    # last, so that adding it left the random draws of the models above unchanged
+    out["char_gru"] = (CharRNN(nn.GRU, w(86, 20), w(8, 8), w(256, 12)), tokens(w(86, 20), 6), labels(w(86, 20), 6))
     return out
 
 
