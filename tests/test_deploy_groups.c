@@ -273,7 +273,7 @@ static fedc__msg_type checkin_as(fedc__net *n, const fedc_plan *p, int64_t clien
  * either of group 1's slots (SecAgg ids 1 and 2) or a slot past them, is
  * refused with the reason. */
 static void outsider_refused(fedc__net *n, const fedc_plan *p, int64_t own, int64_t outsider) {
-    char secagg[160] = "", id[24], session[32], slot[8];
+    char secagg[160] = "", id[24], session[32], slot[16];
     fedc__msg_type type = FEDC__MSG_WAIT;
     for (int tries = 0; tries < 400 && type != FEDC__MSG_TASK; tries++)
         if ((type = checkin_as(n, p, own, secagg, sizeof secagg)) != FEDC__MSG_TASK)
