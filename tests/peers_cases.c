@@ -162,28 +162,43 @@ static fedc_program *cnn_round_8(void) { return model_round("cnn", NULL, FEDC_OP
 /* The cases tests/peers_xla_shard.py runs sharded: DIR/sNN/, case.txt saying
  * how to shard ("shard=clients=8"), how many aggregations it holds, and the device
  * groups its all-reduces must run over ("across=..."). */
-/* A 2 x 4 mesh of groups x clients: the groups' aggregations along each row, the
- * server's across the rows. */
-#define MESH_2X4                                                                                           \
-    "shard=groups=2,clients=4\naggregations=%d\nacross={{0,1,2,3},{4,5,6,7}} {{0,4},{1,5},{2,6},{3,7}}\n"
+
+/* case.txt of p on a 2 x 4 mesh of groups x clients: the device groups of the
+ * levels p aggregates, each of which must have an all-reduce: the clients' steps
+ * up to their groups along each row, the groups' up to the server across the
+ * rows, and a flat aggregation of the clients over the whole mesh (hierfedopt's
+ * plain-SGD round is one: it computes the round flat, as HierFAVG does). */
+static void mesh_2x4(const fedc_program *p, char *out, size_t size) {
+    bool rows = false, columns = false, all = false;
+    for (int v = 0; v < p->n; v++) {
+        fedc__op op = p->nodes[v].op;
+        fedc_placement to = p->nodes[v].type.placement;
+        bool up = op == FEDC_OP_SUM_UP || op == FEDC_OP_MEAN_UP || op == FEDC_OP_WEIGHTED_MEAN_UP;
+        bool flat = op == FEDC_OP_SUM || op == FEDC_OP_MEAN || op == FEDC_OP_WEIGHTED_MEAN;
+        rows |= up && to == FEDC_GROUPS, columns |= up && to == FEDC_SERVER, all |= flat;
+    }
+    snprintf(out, size, "shard=groups=2,clients=4\naggregations=%d\nacross=%s%s%s\n", aggregations(p),
+             rows ? "{{0,1,2,3},{4,5,6,7}} " : "", columns ? "{{0,4},{1,5},{2,6},{3,7}} " : "",
+             all ? "{{0,1,2,3,4,5,6,7}}" : "");
+}
 
 static int write_sharded(const char *root) {
     int bad = 0;
-    char extra[128];
+    char extra[256];
     fedc_program *cnn = cnn_round_8();
     snprintf(extra, sizeof extra, "shard=clients=8\naggregations=%d\nacross={{0,1,2,3,4,5,6,7}}\n", aggregations(cnn));
     fedc_program_destroy(cnn);
     case_extra = extra;
     bad |= write_case_in(root, "s", 0, &(export_case){"FedAvg round of the EMNIST CNN, 8 clients", cnn_round_8, 8, -0.1, 0.1, 3});
     fedc_program *levels = m_levels();
-    snprintf(extra, sizeof extra, MESH_2X4, aggregations(levels));
+    mesh_2x4(levels, extra, sizeof extra);
     fedc_program_destroy(levels);
     bad |= write_case_in(root, "s", 1, &(export_case){"the groups level, 2 groups of 4 clients", m_levels, 8, 0.1, 1, 0});
     for (int i = 0; i < fedc_algorithm_count(); i++) /* HierFAVG's round of the MLP on the same mesh */
         if (fedc_algorithm_at(i)->grouped) {
             round_def = fedc_algorithm_at(i);
             fedc_program *r = algorithm_round();
-            snprintf(extra, sizeof extra, MESH_2X4, aggregations(r));
+            mesh_2x4(r, extra, sizeof extra);
             fedc_program_destroy(r);
             char name[128];
             snprintf(name, sizeof name, "%s round of an MLP, 2 groups of 4 clients", round_def->name);
