@@ -97,6 +97,13 @@ fedc_status fedc__fedavg_finish(fedc_round *r, const fedc_tree *out);
 fedc_status fedc__hier_group_rounds(fedc_round *r, int *rounds);
 fedc_status fedc__hier_group_round(fedc_round *r, const fedc_tree *w_g, int e, fedc_tree **out);
 fedc_status fedc__hier_group_loss(fedc_round *r, const fedc_tree *out);
+/* The server's pseudo-gradient after E > 1 group rounds of plain SGD groups:
+ * the groups' drift before the last group round (w - w_g, weighted by the
+ * groups' weights) plus η times the last one's flat weighted mean of the
+ * clients' deltas, `out`'s, weighted by n (fedc_round_weight of its examples);
+ * eta FEDC_NONE: η = 1 (no scaling op). */
+fedc_tree *fedc__hier_flat_grad(fedc_round *r, const fedc_tree *w_g, const fedc_tree *out, fedc_value n,
+                                fedc_value eta);
 /* The server optimizer's step on the pseudo-gradient grad (@server): r->server
  * with new params and opt (fedc_round_server_opt without the aggregation). */
 fedc_tree *fedc__server_step(fedc_round *r, const fedc_tree *grad);

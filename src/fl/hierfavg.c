@@ -95,12 +95,19 @@ static fedc_status hierfavg_round(fedc_round *r) {
     /* the groups' drift: an optimizer step on Δ, not through fedc_round_aggregate,
      * which would see only the last group round's updates */
     fedc_value examples = fedc_tree_get(p, out, "examples"), n = fedc_round_weight(r, examples);
-    fedc_tree *drift = fedc_tree_weighted_mean_up(p, fedc_tree_sub(p, fedc_tree_broadcast_down(p, w), w_g),
-                                                  fedc_sum_up(p, n));
-    fedc_tree *grad = fedc_tree_add(p, drift, fedc_tree_weighted_mean(p, fedc_tree_subtree(p, out, "delta"), n));
-    fedc_tree *next = fedc__server_step(r, grad);
+    fedc_tree *next = fedc__server_step(r, fedc__hier_flat_grad(r, w_g, out, n, FEDC_NONE));
     /* the loss of the last group round's local training */
     return fedc_round_finish(r, next, NULL, fedc_tree_get(p, out, "loss"), examples);
+}
+
+fedc_tree *fedc__hier_flat_grad(fedc_round *r, const fedc_tree *w_g, const fedc_tree *out, fedc_value n,
+                                fedc_value eta) {
+    fedc_program *p = r->p;
+    const fedc_tree *w = fedc_tree_subtree(p, r->server, "params");
+    fedc_tree *drift = fedc_tree_weighted_mean_up(p, fedc_tree_sub(p, fedc_tree_broadcast_down(p, w), w_g),
+                                                  fedc_sum_up(p, n));
+    fedc_tree *mean = fedc_tree_weighted_mean(p, fedc_tree_subtree(p, out, "delta"), n);
+    return fedc_tree_add(p, drift, eta == FEDC_NONE ? mean : fedc_tree_scale(p, mean, eta));
 }
 
 const fedc_algorithm_def fedc_algorithm_hierfavg = {

@@ -76,11 +76,8 @@ static fedc_tree *linear_finish(fedc_round *r, const fedc_tree *w_g, const fedc_
     fedc_value n = fedc_round_weight(r, fedc_tree_get(p, out, "examples"));
     const fedc_tree *delta = fedc_tree_subtree(p, out, "delta");
     if (rounds == 1) return fedc_round_server_opt(r, delta, n);
-    const fedc_tree *w = fedc_tree_subtree(p, r->server, "params");
-    fedc_tree *drift = fedc_tree_weighted_mean_up(p, fedc_tree_sub(p, fedc_tree_broadcast_down(p, w), w_g),
-                                                  fedc_sum_up(p, n));
     fedc_value eta = fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_SERVER), r->alg->server_opt.learning_rate);
-    fedc_tree *grad = fedc_tree_add(p, drift, fedc_tree_scale(p, fedc_tree_weighted_mean(p, delta, n), eta));
+    fedc_tree *grad = fedc__hier_flat_grad(r, w_g, out, n, eta);
     fedc_algorithm avg = *r->alg;
     avg.server_opt = averaging();
     fedc_round top = *r;
