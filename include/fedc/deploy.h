@@ -168,7 +168,7 @@ typedef struct fedc_server_options {
     int max_held;            /* check-ins held waiting for a task (default 4096); more are answered
                                 "wait" with a retry window (the heartbeat interval), and the server lingers
                                 until they are due back */
-    /* secure aggregation (docs/deployment.md, "Secure aggregation"): a plan built with --secure-sum */
+    /* secure aggregation (docs/deployment-secagg.md): a plan built with --secure-sum */
     bool secure_agg;         /* the clients' u32 words are summed by SecAgg: the server sees only the sum */
     int secure_threshold;    /* t: shares that rebuild a client's secrets (0: half its neighbours, plus one) */
     int secure_neighbours;   /* SecAgg+: each client's neighbours, even (0: every other client) */

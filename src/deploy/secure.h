@@ -1,5 +1,5 @@
-/* secure.h — secure aggregation in a deployment (internal; docs/deployment.md,
- * "Secure aggregation"): the SecAgg library (secagg.h) run between `fedc
+/* secure.h — secure aggregation in a deployment (internal;
+ * docs/deployment-secagg.md): the SecAgg library (secagg.h) run between `fedc
  * server --secure-agg T` and its clients, around each exchange's reports; with
  * `--groups N`, between each aggregator and its group's clients (groups.h):
  * the aggregator unmasks its group's sum and forwards it, the server adds the
