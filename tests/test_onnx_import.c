@@ -1,7 +1,8 @@
 /* fedc_program_from_onnx (src/formats/onnx_*.c) on ONNX models this test writes
  * itself through protobuf-c (tests/onnx_write.c): an MLP, with the shape
  * arithmetic PyTorch's exporter writes around a Reshape, a small CNN, with each
- * of the padding paths of convolution and pooling, and an LSTM. fedc's outputs on fixed
+ * of the padding paths of convolution and pooling, an LSTM and a GRU
+ * (tests/onnx_import_rnn.c), a transformer's ops. fedc's outputs on fixed
  * inputs must equal a reference computed here by plain loops in ONNX's own NCHW
  * terms; unsupported ops, wrong opsets and damaged files must be refused with
  * errors that say what and where (and, under ASan, without a crash or a leak).
@@ -17,12 +18,9 @@
 #include "fedc/exec.h"
 #include "fedc/formats.h"
 #include "fedc/npy.h"
-#include "onnx_write.h"
+#include "onnx_import_case.h"
 
-enum { ELEM_FLOAT = 1, ELEM_INT64 = 7 };
-
-/* Seeded values in [-1, 1) as floats. */
-static void fill(float *v, int n) {
+void onnx_fill(float *v, int n) {
     for (int i = 0; i < n; i++) v[i] = (float)fedc_test_uniform(-1, 1);
 }
 
@@ -36,7 +34,7 @@ typedef struct mlp {
 
 static void mlp_init(mlp *m) {
     fedc_test_seed(11);
-    fill(m->x, MB * MI), fill(m->w1, MH * MI), fill(m->b1, MH), fill(m->w2, MO * MH), fill(m->b2, MO);
+    onnx_fill(m->x, MB * MI), onnx_fill(m->w1, MH * MI), onnx_fill(m->b1, MH), onnx_fill(m->w2, MO * MH), onnx_fill(m->b2, MO);
 }
 
 /* x [batch, 4] -> Linear(4, 8) -> ReLU -> reshape to Shape(h)[0] x -1 (the
@@ -97,8 +95,8 @@ typedef struct cnn {
 
 static void cnn_init(cnn *m) {
     fedc_test_seed(23);
-    fill(m->x, CN * CC * CS * CS), fill(m->w1, C1 * CC * 9), fill(m->b1, C1), fill(m->w2, C2 * C1 * 4);
-    fill(m->gamma, C2), fill(m->beta, C2), fill(m->mean, C2), fill(m->wf, CK * C2), fill(m->bf, CK);
+    onnx_fill(m->x, CN * CC * CS * CS), onnx_fill(m->w1, C1 * CC * 9), onnx_fill(m->b1, C1), onnx_fill(m->w2, C2 * C1 * 4);
+    onnx_fill(m->gamma, C2), onnx_fill(m->beta, C2), onnx_fill(m->mean, C2), onnx_fill(m->wf, CK * C2), onnx_fill(m->bf, CK);
     for (int c = 0; c < C2; c++) m->var[c] = (float)fedc_test_uniform(0.5, 2);
 }
 
@@ -186,113 +184,6 @@ static void cnn_reference(const cnn *m, double *logits) {
         }
 }
 
-/* ------------------------------------------------------------ the LSTM -- */
-
-enum { LT = 4, LB = 2, LI = 3, LH = 5 };
-
-typedef struct lstm {
-    float x[LT * LB * LI], w[4 * LH * LI], r[4 * LH * LH], b[8 * LH];
-} lstm;
-
-static void lstm_init(lstm *m) {
-    fedc_test_seed(31);
-    fill(m->x, LT * LB * LI), fill(m->w, 4 * LH * LI), fill(m->r, 4 * LH * LH), fill(m->b, 8 * LH);
-}
-
-/* x [T, B, I] -> LSTM (hidden 5, W R B in ONNX's gate order i, o, f, c) -> Y
- * [T, 1, B, H] squeezed to [T, B, H]; and Y_h [1, B, H]. */
-static void lstm_write(onnx_writer *w, const void *model) {
-    const lstm *m = model;
-    ow_init(w);
-    ow_input(w, "x", ELEM_FLOAT, 3, (int64_t[]){LT, LB, LI});
-    ow_init_f32(w, "W", 3, (int64_t[]){1, 4 * LH, LI}, m->w);
-    ow_init_f32(w, "R", 3, (int64_t[]){1, 4 * LH, LH}, m->r);
-    ow_init_f32(w, "B", 2, (int64_t[]){1, 8 * LH}, m->b);
-    ow_init_i64(w, "axis1", 1, (int64_t[]){1}, (int64_t[]){1});
-    ow_node(w, "LSTM", "/lstm/LSTM", "x,W,R,B", "Y,Y_h", 1, ow_int(w, "hidden_size", LH));
-    ow_node(w, "Squeeze", "/lstm/Squeeze", "Y,axis1", "ys", 0);
-    ow_output(w, "ys");
-    ow_output(w, "Y_h");
-}
-
-static double sigmoid(double v) { return 1 / (1 + exp(-v)); }
-
-/* ONNX's LSTM equations, step by step: gate block k (i, o, f, c) of row j is
- * x W[k H + j]^T + h R[k H + j]^T + Wb + Rb. ys [T, B, H]. */
-static void lstm_reference(const lstm *m, double *ys) {
-    double h[LB][LH] = {{0}}, c[LB][LH] = {{0}};
-    for (int t = 0; t < LT; t++)
-        for (int b = 0; b < LB; b++) {
-            double a[4][LH];
-            for (int k = 0; k < 4; k++)
-                for (int j = 0; j < LH; j++) {
-                    int row = k * LH + j;
-                    double s = (double)m->b[row] + m->b[4 * LH + row];
-                    for (int i = 0; i < LI; i++) s += (double)m->x[(t * LB + b) * LI + i] * m->w[row * LI + i];
-                    for (int i = 0; i < LH; i++) s += h[b][i] * m->r[row * LH + i];
-                    a[k][j] = s;
-                }
-            for (int j = 0; j < LH; j++) {
-                c[b][j] = sigmoid(a[2][j]) * c[b][j] + sigmoid(a[0][j]) * tanh(a[3][j]);
-                h[b][j] = sigmoid(a[1][j]) * tanh(c[b][j]);
-                ys[(t * LB + b) * LH + j] = h[b][j];
-            }
-        }
-}
-
-/* The GRU on the LSTM's x (gates z, r, h: W [1, 3H, I], R [1, 3H, H], B [1, 6H]),
- * linear_before_reset as given. */
-typedef struct gru {
-    const lstm *x;
-    int lbr;
-} gru;
-
-static void gru_write(onnx_writer *w, const void *model) {
-    const gru *m = model;
-    ow_init(w);
-    ow_input(w, "x", ELEM_FLOAT, 3, (int64_t[]){LT, LB, LI});
-    ow_init_f32(w, "W", 3, (int64_t[]){1, 3 * LH, LI}, m->x->w);
-    ow_init_f32(w, "R", 3, (int64_t[]){1, 3 * LH, LH}, m->x->r);
-    ow_init_f32(w, "B", 2, (int64_t[]){1, 6 * LH}, m->x->b);
-    ow_init_i64(w, "axis1", 1, (int64_t[]){1}, (int64_t[]){1});
-    ow_node(w, "GRU", "/gru/GRU", "x,W,R,B", "Y,Y_h", 2, ow_int(w, "hidden_size", LH),
-            ow_int(w, "linear_before_reset", m->lbr));
-    ow_node(w, "Squeeze", "/gru/Squeeze", "Y,axis1", "ys", 0);
-    ow_output(w, "ys");
-    ow_output(w, "Y_h");
-}
-
-/* ONNX's GRU equations, step by step. ys [T, B, H]. */
-static void gru_reference(const gru *g, double *ys) {
-    const lstm *m = g->x;
-    double h[LB][LH] = {{0}};
-    for (int t = 0; t < LT; t++)
-        for (int b = 0; b < LB; b++) {
-            double xa[3][LH], ha[3][LH], hn[LH];
-            for (int k = 0; k < 3; k++)
-                for (int j = 0; j < LH; j++) {
-                    int row = k * LH + j;
-                    double sx = m->b[row], sh = m->b[3 * LH + row];
-                    for (int i = 0; i < LI; i++) sx += (double)m->x[(t * LB + b) * LI + i] * m->w[row * LI + i];
-                    for (int i = 0; i < LH; i++) sh += h[b][i] * m->r[row * LH + i];
-                    xa[k][j] = sx, ha[k][j] = sh;
-                }
-            for (int j = 0; j < LH; j++) {
-                double r = sigmoid(xa[1][j] + ha[1][j]), rh = 0;
-                if (!g->lbr) { /* (r ⊙ h) R_h + Rb_h */
-                    rh = m->b[5 * LH + j];
-                    for (int i = 0; i < LH; i++) rh += sigmoid(xa[1][i] + ha[1][i]) * h[b][i] * m->r[(2 * LH + j) * LH + i];
-                }
-                hn[j] = tanh(xa[2][j] + (g->lbr ? r * ha[2][j] : rh));
-            }
-            for (int j = 0; j < LH; j++) {
-                double z = sigmoid(xa[0][j] + ha[0][j]);
-                h[b][j] = (1 - z) * hn[j] + z * h[b][j];
-                ys[(t * LB + b) * LH + j] = h[b][j];
-            }
-        }
-}
-
 /* ------------------------------------------------- a transformer's ops -- */
 
 enum { BB = 2, BT = 3, BD = 4 };
@@ -303,7 +194,7 @@ typedef struct block {
 
 static void block_init(block *m) {
     fedc_test_seed(41);
-    fill(m->x, BB * BT * BD), fill(m->wq, BD * BD), fill(m->bq, BD), fill(m->gamma, BD), fill(m->beta, BD);
+    onnx_fill(m->x, BB * BT * BD), onnx_fill(m->wq, BD * BD), onnx_fill(m->bq, BD), onnx_fill(m->gamma, BD), onnx_fill(m->beta, BD);
 }
 
 static void scalar_const(onnx_writer *w, const char *name, float v) {
@@ -381,17 +272,16 @@ static void block_reference(const block *m, double *out) {
 }
 
 /* ------------------------------------------------------------ running -- */
+/* onnx_import_case.h's shared helpers. */
 
-static fedc_onnx_model *import_bytes(const uint8_t *bytes, size_t size, int64_t batch, bool frozen) {
+fedc_onnx_model *onnx_import_bytes(const uint8_t *bytes, size_t size, int64_t batch, bool frozen) {
     fedc_onnx_model *m = NULL;
     fedc_onnx_options o = {.batch = batch, .frozen = frozen};
     CHECK_OK(fedc_program_from_onnx_bytes(bytes, size, "test.onnx", &o, &m));
     return m;
 }
 
-/* Runs m on x, its parameters bound from the file's values; copies output `name`
- * (n floats) to out. */
-static void run(const fedc_onnx_model *m, const float *x, const char *name, float *out, int n) {
+void onnx_run(const fedc_onnx_model *m, const float *x, const char *name, float *out, int n) {
     fedc_executor *ex = NULL;
     CHECK_OK(fedc_executor_create(&ex, m->program, NULL));
     if (!ex) return;
@@ -412,14 +302,13 @@ static void run(const fedc_onnx_model *m, const float *x, const char *name, floa
     fedc_executor_destroy(ex);
 }
 
-static void check_close(const float *got, const double *want, int n, const char *what) {
+void onnx_check_close(const float *got, const double *want, int n, const char *what) {
     for (int i = 0; i < n; i++)
         CHECK_MSG(fabs(got[i] - want[i]) <= 2e-5 * (fabs(want[i]) > 1 ? fabs(want[i]) : 1), "%s[%d]: fedc %.9g, reference %.9g",
                   what, i, got[i], want[i]);
 }
 
-/* The model `write` makes, packed at opset 17. */
-static uint8_t *packed(void (*write)(onnx_writer *, const void *), const void *model, size_t *size) {
+uint8_t *onnx_packed(void (*write)(onnx_writer *, const void *), const void *model, size_t *size) {
     onnx_writer w;
     write(&w, model);
     uint8_t *bytes = ow_pack(&w, 17, size);
@@ -432,12 +321,12 @@ static void cnn_writer(onnx_writer *w, const void *m) { cnn_write(w, m); }
 
 static uint8_t *mlp_bytes(mlp *m, size_t *size) {
     mlp_init(m);
-    return packed(mlp_writer, m, size);
+    return onnx_packed(mlp_writer, m, size);
 }
 
 static uint8_t *cnn_bytes(cnn *m, size_t *size) {
     cnn_init(m);
-    return packed(cnn_writer, m, size);
+    return onnx_packed(cnn_writer, m, size);
 }
 
 /* The MLP's logits and probabilities equal the loops'; its float initializers are
@@ -450,7 +339,7 @@ static void test_mlp(void) {
     double logits[MB * MO], probs[MB * MO];
     mlp_reference(&m, logits, probs);
     for (int frozen = 0; frozen < 2; frozen++) {
-        fedc_onnx_model *im = import_bytes(bytes, size, MB, frozen);
+        fedc_onnx_model *im = onnx_import_bytes(bytes, size, MB, frozen);
         if (!im) continue;
         CHECK_EQ_INT(im->opset, 17);
         CHECK_EQ_INT(im->num_params, frozen ? 0 : 4);
@@ -464,16 +353,16 @@ static void test_mlp(void) {
         CHECK_EQ_INT(fedc_program_num_inputs(im->program), frozen ? 1 : 5);
         CHECK_EQ_INT(fedc_value_type(im->program, fedc_program_find_input(im->program, "x")).dims[0], MB);
         float got[MB * MO];
-        run(im, m.x, "logits", got, MB * MO);
-        check_close(got, logits, MB * MO, "logits");
-        run(im, m.x, "probs", got, MB * MO);
-        check_close(got, probs, MB * MO, "probs");
+        onnx_run(im, m.x, "logits", got, MB * MO);
+        onnx_check_close(got, logits, MB * MO, "logits");
+        onnx_run(im, m.x, "probs", got, MB * MO);
+        onnx_check_close(got, probs, MB * MO, "probs");
         fedc_onnx_model_destroy(im);
     }
     free(bytes);
 }
 
-static int count_ops(const fedc_program *p, const char *op) {
+int onnx_count_ops(const fedc_program *p, const char *op) {
     int n = 0;
     for (int i = 0; i < fedc_program_size(p); i++) n += !strcmp(fedc_value_op_name(p, i), op);
     return n;
@@ -488,66 +377,17 @@ static void test_cnn(void) {
     uint8_t *bytes = cnn_bytes(&m, &size);
     double want[CN * CK];
     cnn_reference(&m, want);
-    fedc_onnx_model *im = import_bytes(bytes, size, 0, false);
+    fedc_onnx_model *im = onnx_import_bytes(bytes, size, 0, false);
     if (im) {
         CHECK_EQ_INT(im->num_params, 9);
-        CHECK_EQ_INT(count_ops(im->program, "transpose"), 4);
-        CHECK_EQ_INT(count_ops(im->program, "conv2d"), 2);
+        CHECK_EQ_INT(onnx_count_ops(im->program, "transpose"), 4);
+        CHECK_EQ_INT(onnx_count_ops(im->program, "conv2d"), 2);
         float got[CN * CK];
-        run(im, m.x, "logits", got, CN * CK);
-        check_close(got, want, CN * CK, "logits");
+        onnx_run(im, m.x, "logits", got, CN * CK);
+        onnx_check_close(got, want, CN * CK, "logits");
     }
     fedc_onnx_model_destroy(im);
     free(bytes);
-}
-
-/* The LSTM's outputs equal ONNX's equations; its weights are the file's three
- * parameters as they are (the program reorders the gates). */
-static void test_lstm(void) {
-    lstm m;
-    size_t size;
-    lstm_init(&m);
-    uint8_t *bytes = packed(lstm_write, &m, &size);
-    double want[LT * LB * LH];
-    lstm_reference(&m, want);
-    fedc_onnx_model *im = import_bytes(bytes, size, 0, false);
-    if (im) {
-        CHECK_EQ_INT(im->num_params, 3);
-        CHECK_EQ_INT(count_ops(im->program, "lstm"), 1);
-        float got[LT * LB * LH];
-        run(im, m.x, "ys", got, LT * LB * LH);
-        check_close(got, want, LT * LB * LH, "ys");
-        run(im, m.x, "Y_h", got, LB * LH);
-        check_close(got, want + (LT - 1) * LB * LH, LB * LH, "Y_h");
-    }
-    fedc_onnx_model_destroy(im);
-    free(bytes);
-}
-
-/* The GRU, unrolled at import, equals ONNX's equations with either
- * linear_before_reset (PyTorch writes 1); its weights are the file's three
- * parameters. */
-static void test_gru(void) {
-    lstm x;
-    lstm_init(&x);
-    for (int lbr = 0; lbr < 2; lbr++) {
-        gru g = {&x, lbr};
-        size_t size;
-        uint8_t *bytes = packed(gru_write, &g, &size);
-        double want[LT * LB * LH];
-        gru_reference(&g, want);
-        fedc_onnx_model *im = import_bytes(bytes, size, 0, false);
-        if (im) {
-            CHECK_EQ_INT(im->num_params, 3);
-            float got[LT * LB * LH];
-            run(im, x.x, "ys", got, LT * LB * LH);
-            check_close(got, want, LT * LB * LH, lbr ? "ys (linear_before_reset)" : "ys");
-            run(im, x.x, "Y_h", got, LB * LH);
-            check_close(got, want + (LT - 1) * LB * LH, LB * LH, "Y_h");
-        }
-        fedc_onnx_model_destroy(im);
-        free(bytes);
-    }
 }
 
 /* MatMul, LayerNormalization, the exact GELU through Erf, Pow, ReduceMean, Sqrt,
@@ -558,15 +398,15 @@ static void test_block(void) {
     block m;
     size_t size;
     block_init(&m);
-    uint8_t *bytes = packed(block_write, &m, &size);
+    uint8_t *bytes = onnx_packed(block_write, &m, &size);
     double want[BB * 3 * 2];
     block_reference(&m, want);
-    fedc_onnx_model *im = import_bytes(bytes, size, 0, false);
+    fedc_onnx_model *im = onnx_import_bytes(bytes, size, 0, false);
     if (im) {
         CHECK_EQ_INT(im->num_params, 8);
         float got[BB * 3 * 2];
-        run(im, m.x, "out", got, BB * 3 * 2);
-        check_close(got, want, BB * 3 * 2, "out");
+        onnx_run(im, m.x, "out", got, BB * 3 * 2);
+        onnx_check_close(got, want, BB * 3 * 2, "out");
     }
     fedc_onnx_model_destroy(im);
     free(bytes);
@@ -591,7 +431,7 @@ static void test_expand_mod(void) {
     size_t size;
     uint8_t *bytes = ow_pack(&w, 17, &size);
     ow_free(&w);
-    fedc_onnx_model *m = import_bytes(bytes, size, 0, false);
+    fedc_onnx_model *m = onnx_import_bytes(bytes, size, 0, false);
     float x[6] = {1, 2, 3, 4, 5, 6};
     fedc_executor *ex = NULL;
     if (m) CHECK_OK(fedc_executor_create(&ex, m->program, NULL));
@@ -752,12 +592,12 @@ static int write_case(const char *dir, const char *stem, const uint8_t *bytes, s
     char path[1024];
     snprintf(path, sizeof path, "%s.onnx", stem);
     write_bytes(dir, path, bytes, size);
-    fedc_onnx_model *m = import_bytes(bytes, size, MB, true);
+    fedc_onnx_model *m = onnx_import_bytes(bytes, size, MB, true);
     if (!m) return 1;
     fedc_type xt = fedc_value_type(m->program, fedc_program_find_input(m->program, "x"));
     fedc_type yt = fedc_value_type(m->program, fedc_program_find_output(m->program, output));
     float *y = malloc(fedc_type_bytes(&yt));
-    run(m, x, output, y, (int)fedc_type_count(&yt));
+    onnx_run(m, x, output, y, (int)fedc_type_count(&yt));
     snprintf(path, sizeof path, "%s/%s_x.npy", dir, stem);
     fedc_status st = fedc_npy_write(path, &xt, x);
     snprintf(path, sizeof path, "%s/%s_%s.npy", dir, stem, output);
@@ -790,7 +630,7 @@ int main(int argc, char **argv) {
     const char *dir = getenv("FEDC_ONNX_WRITE_DIR");
     if (dir && *dir) return write_files(dir);
     static const fedc_test tests[] = {
-        {"mlp", test_mlp}, {"cnn", test_cnn}, {"lstm", test_lstm}, {"gru", test_gru}, {"block", test_block},
+        {"mlp", test_mlp}, {"cnn", test_cnn}, {"lstm", test_onnx_lstm}, {"gru", test_onnx_gru}, {"block", test_block},
         {"expand_mod", test_expand_mod},
         {"refusals", test_refusals}, {"damaged", test_damaged},
         {"deep_nesting", test_deep_nesting},
