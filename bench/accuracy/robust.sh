@@ -57,6 +57,10 @@ femnist_args="--data $LEAF/train --test-data $LEAF/test --model cnn --client-lr 
 # left: the seconds of BUDGET left (a large number without one)
 left() { [ "$BUDGET" -gt 0 ] && echo $((start + BUDGET - $(date +%s))) || echo 999999999; }
 
+# A run whose model the attack drove to non-finite values ends there: fedc train drops every
+# client of the round, and stops. That is the attack's result (the table says "div"), not a failure.
+diverged='clients were dropped (their updates are not finite'
+
 # run DATASET AGGREGATOR ATTACK FRACTION: one fedc train (resumed from its checkpoint if it was
 # stopped and REUSE=1), within the budget left; appends its row to robust.tsv once it is done
 total=0 finished=0
@@ -69,7 +73,7 @@ run() {
   [ "$dataset" = femnist ] && args=$femnist_args
   flags="--aggregator $agg"
   [ "$frac" = 0 ] || flags="$flags --attack $attack --attackers $frac"
-  if [ "${REUSE:-0}" != 1 ] || ! grep -q '^done:' "$log" 2>/dev/null; then
+  if [ "${REUSE:-0}" != 1 ] || ! grep -q "^done:\|$diverged" "$log" 2>/dev/null; then
     [ "$(left)" -gt 0 ] || return 0 # the budget is spent: a later invocation runs it
     resume=
     [ "${REUSE:-0}" = 1 ] && [ -s "$dir/checkpoint.safetensors" ] && resume=--resume
@@ -80,7 +84,7 @@ run() {
     if [ "$status" = 124 ]; then
       echo "robust.sh: $name stopped (the budget is spent); REUSE=1 resumes it from its checkpoint" >&2
       return 0
-    elif [ "$status" != 0 ]; then
+    elif [ "$status" != 0 ] && ! grep -q "$diverged" "$log"; then
       echo "robust.sh: $name failed:" >&2
       tail -3 "$log" >&2
       return 0
@@ -88,8 +92,11 @@ run() {
   fi
   finished=$((finished + 1))
   acc=$(tail -1 "$dir/metrics.jsonl" | sed -n 's/.*"test_accuracy": \([0-9.e-]*\).*/\1/p')
-  # seconds a round: the median of the rounds' (the evaluation's round left out)
-  secs=$(sed -n 's/.*"evaluated": false.*"seconds": \([0-9.e-]*\).*/\1/p' "$dir/metrics.jsonl" | sort -g |
+  grep -q "$diverged" "$log" && acc=diverged
+  # seconds a round: the median of the rounds' (a row's "seconds" is the run's total so far; the
+  # evaluation's rounds left out)
+  secs=$(sed -n 's/.*"evaluated": \([a-z]*\).*"seconds": \([0-9.e-]*\).*/\1 \2/p' "$dir/metrics.jsonl" |
+    awk '{ if ($1 == "false") print $2 - prev; prev = $2 }' | sort -g |
     awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : "" }')
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$dataset" "$agg" "$attack" "$frac" "$acc" "$secs" >>"$OUT/robust.tsv"
 }
@@ -112,11 +119,13 @@ out, fractions, attacks = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
 rows = [l.rstrip("\n").split("\t") for l in open(out + "/robust.tsv") if l.strip()]
 acc, secs = {}, {}
 for d, agg, attack, frac, a, s in rows:
-    acc[d, agg, attack, frac] = float(a) if a else None
+    acc[d, agg, attack, frac] = a if a == "diverged" else float(a) if a else None
     if frac == "0": secs[d, agg] = float(s) if s else None
 datasets = list(collections.OrderedDict.fromkeys(r[0] for r in rows))
 aggs = list(collections.OrderedDict.fromkeys(r[1] for r in rows))
 cols = [("none", "0")] + [(a, f) for a in attacks for f in fractions if f != "0"]
+def label(v, form):  # a cell's text: not run yet, diverged, or the accuracy in percent
+    return "-" if v is None else "div" if v == "diverged" else form % (100 * v)
 def cell(d, agg, attack, frac):
     v = acc.get((d, agg, "none" if frac == "0" else attack, frac))
     return v
@@ -126,7 +135,7 @@ for d in datasets:
     print("|---" * (len(cols) + 1) + "|")
     for agg in aggs:
         vals = [cell(d, agg, a, f) for a, f in cols]
-        print("| `%s` | " % agg + " | ".join("-" if v is None else "%.1f" % (100 * v) for v in vals) + " |")
+        print("| `%s` | " % agg + " | ".join(label(v, "%.1f") for v in vals) + " |")
     mean = secs.get((d, "mean"))
     print("\n%s: seconds a round (median), against the mean's\n" % d)
     print("| aggregator | s a round | × mean |\n|---|---|---|")
@@ -148,10 +157,10 @@ for d in datasets:
         svg.append('<text x="4" y="%d">%s</text>' % (y + 15, agg))
         for j, (a, f) in enumerate(cols):
             v = cell(d, agg, a, f)
-            g = 0 if v is None else max(0.0, min(1.0, v))
-            fill = "#ddd" if v is None else "rgb(%d,%d,%d)" % (255 - int(200 * g), 80 + int(160 * g), 90)
+            g = 0 if v is None or v == "diverged" else max(0.0, min(1.0, v))
+            fill = "#ddd" if v is None else "#555" if v == "diverged" else "rgb(%d,%d,%d)" % (255 - int(200 * g), 80 + int(160 * g), 90)
             svg.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>' % (left + cw * j, y, cw - 1, ch - 1, fill))
-            svg.append('<text x="%d" y="%d">%s</text>' % (left + cw * j + 8, y + 15, "-" if v is None else "%.0f" % (100 * v)))
+            svg.append('<text x="%d" y="%d">%s</text>' % (left + cw * j + 8, y + 15, label(v, "%.0f")))
     svg.append("</svg>")
     open("%s/robust-%s.svg" % (out, d), "w").write("\n".join(svg))
     print("\nheat map: %s/robust-%s.svg" % (out, d))
