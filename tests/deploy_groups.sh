@@ -199,6 +199,10 @@ expect 1 "--groups with --over-select is not supported" -- timeout 30 "$fedc" se
   --listen "$srv" --rounds 1 --clients-per-round 3 --over-select 2 --groups 2 --token t --out "$out/bad"
 expect 1 "the plan pins its clients to 2 groups (plan build --groups); --groups 3 is not that" -- timeout 30 \
   "$fedc" server --plan "$out/pplan" --listen "$srv" --rounds 1 --clients-per-round 3 --groups 3 --token t --out "$out/bad"
+"$fedc" plan build --data "$out/w70.json" $job --groups 2 --out "$out/pplan70" >/dev/null && ok || bad "plan build (pinned 70)"
+expect 1 "each slot must begin a leaf of the aggregation's tree (64 leaves): --clients-per-round 65 is above 64" -- \
+  timeout 30 "$fedc" server --plan "$out/pplan70" --listen "$srv" --rounds 1 --clients-per-round 65 --groups 2 --token t \
+  --out "$out/bad"
 expect 1 "hierfavg's round has a group level of its own (@groups), whose phases are not deployed yet" -- \
   "$fedc" plan build --data "$out/w8.json" $job --algorithm hierfavg --groups 2 --set group_rounds=2 --out "$out/bad"
 

@@ -27,8 +27,11 @@ fedc_status fedc__plan_groups_setting(const fedc_train_config *c, int64_t popula
     fedc_status st = fedc__client_groups_drawn(population, c->groups, c->groups_alpha, c->seed, group_of);
     fedc_free(group_of);
     if (st) return st;
-    if (c->groups_alpha > 0) snprintf(value, size, "dirichlet:%d:%.17g", c->groups, c->groups_alpha);
-    else snprintf(value, size, "%d", c->groups);
+    snprintf(value, size, "%d", c->groups);
+    for (int digits = 15; c->groups_alpha > 0 && digits <= 17; digits++) { /* the shortest that reads back as ALPHA */
+        snprintf(value, size, "dirichlet:%d:%.*g", c->groups, digits, c->groups_alpha);
+        if (strtod(strrchr(value, ':') + 1, NULL) == c->groups_alpha) break;
+    }
     return FEDC_OK;
 }
 
