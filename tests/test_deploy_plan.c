@@ -419,9 +419,18 @@ static void test_groups(void) {
     CHECK_ERR(fedc_plan_build(&c, fedc_test_tmp("grouped2")), FEDC_EUNSUPPORTED, "--groups-file is not deployed yet");
     c.groups_file = NULL, c.groups_per_round = 1;
     CHECK_ERR(fedc_plan_build(&c, fedc_test_tmp("grouped2")), FEDC_EUNSUPPORTED, "sampling per level");
-    c.groups_per_round = 0, c.algorithm.def = fedc_algorithm_find("hierfavg");
+    c.groups_per_round = 0, c.algorithm.def = fedc_algorithm_find("hierfavg"); /* group_rounds=2 by default */
     CHECK_ERR(fedc_plan_build(&c, fedc_test_tmp("grouped2")), FEDC_EUNSUPPORTED,
-              "plan: hierfavg's round has a group level of its own (@groups)");
+              "plan: hierfavg with group_rounds=2 has a group level of its own (@groups)");
+    /* with one group round, FedAvg's round: the programs of fedavg's plan (grouped0's) */
+    c.algorithm.hparam[0] = 1, c.algorithm.hparam_set[0] = true, c.groups = 2, c.groups_alpha = 0;
+    CHECK_OK(fedc_plan_build(&c, fedc_test_tmp("grouped2")));
+    fedc_plan *flat = NULL, *hier = NULL;
+    CHECK_OK(fedc_plan_read(fedc_test_tmp("grouped0"), &flat));
+    CHECK_OK(fedc_plan_read(fedc_test_tmp("grouped2"), &hier));
+    CHECK(flat && hier && !strcmp(fedc_plan_hash(flat), fedc_plan_hash(hier)) &&
+          !strcmp(fedc_plan_setting(hier, "groups"), "2"));
+    fedc_plan_destroy(flat), fedc_plan_destroy(hier);
 }
 
 /* ------------------------------------------------------ the warm start -- */

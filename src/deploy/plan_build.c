@@ -144,13 +144,22 @@ static fedc_status warm_start(trainer *t, fedc_program **out) {
 
 /* An algorithm with a group level of its own (hierfavg, hierfedopt) has
  * @groups values, whose phases (a group's broadcast, its clients' work, its
- * update, group_rounds times a round) no deployment runs yet. */
-static fedc_status grouped(const fedc_algorithm *a) {
-    if (!fedc__algorithm_def(a)->grouped) return FEDC_OK;
-    return fedc_error(FEDC_EUNSUPPORTED, "plan: %s's round has a group level of its own (@groups), whose phases are "
-                      "not deployed yet. HierFAVG with group_rounds=1 is FedAvg's round, grouped: build the plan of "
-                      "fedavg (the default) with --groups, and run it with fedc server --groups and its aggregators "
-                      "(docs/deployment-aggregators.md)", fedc_algorithm_name(a));
+ * update, group_rounds times a round) no deployment runs yet; but HierFAVG with
+ * one group round is FedAvg's round, bit for bit however the clients are
+ * grouped (src/fl/hierfavg.c), so its plan is FedAvg's, whose aggregators give
+ * it its groups (plan build --groups, fedc server --groups). */
+static fedc_status grouped(fedc_algorithm *a) {
+    const fedc_algorithm_def *def = fedc__algorithm_def(a);
+    if (!def->grouped) return FEDC_OK;
+    double rounds = fedc_algorithm_hparam(a, "group_rounds");
+    if (!strcmp(def->name, "hierfavg") && rounds == 1) {
+        a->def = &fedc_algorithm_fedavg;
+        memset(a->hparam_set, 0, sizeof a->hparam_set);
+        return FEDC_OK;
+    }
+    return fedc_error(FEDC_EUNSUPPORTED, "plan: %s with group_rounds=%g has a group level of its own (@groups), whose "
+                      "phases are not deployed yet; hierfavg with group_rounds=1 is FedAvg's round, grouped, and "
+                      "deploys as FedAvg's with its groups (docs/deployment-aggregators.md)", def->name, rounds);
 }
 
 fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
