@@ -6,6 +6,7 @@
  * every check a server or client makes, and prints what it holds.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -39,6 +40,28 @@ static int build(const fedc_train_config *c, void *user) {
     return CLI_OK;
 }
 
+/* The groups the plan pins its clients to, each one's clients (the first 20),
+ * which tell where each client connects: its group's aggregator. */
+static int print_groups(const fedc_plan *p) {
+    int32_t *group_of = NULL;
+    int groups = 0;
+    if (fedc_plan_groups(p, &group_of, &groups)) {
+        fprintf(stderr, "fedc plan check: %s\n", fedc_errmsg());
+        return CLI_FAILED;
+    }
+    if (groups) printf("  %-11s %s\n", "groups", fedc_plan_setting(p, "groups"));
+    long long population = groups ? atoll(fedc_plan_setting(p, "population")) : 0;
+    for (int g = 0; g < groups; g++) {
+        long long n = 0;
+        printf("    group %d:", g);
+        for (long long i = 0; i < population; i++)
+            if (group_of[i] == g && n++ < 20) printf(" %lld", i);
+        printf("%s (%lld clients)\n", n > 20 ? " ..." : "", n);
+    }
+    fedc_free(group_of);
+    return CLI_OK;
+}
+
 static int check(const char *dir) {
     fedc_plan *p = NULL;
     if (fedc_plan_read(dir, &p)) {
@@ -58,8 +81,9 @@ static int check(const char *dir) {
     const char *keys[] = {"algorithm", "model", "task", "batch_size", "max_steps", "epochs", "seed", "population"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (fedc_plan_setting(p, keys[i])) printf("  %-11s %s\n", keys[i], fedc_plan_setting(p, keys[i]));
+    int rc = print_groups(p);
     fedc_plan_destroy(p);
-    return CLI_OK;
+    return rc;
 }
 
 int fedc_cli_plan(int argc, char **argv) {

@@ -49,7 +49,7 @@ same "$out/e2-g2-1" "$out/opt-sgd" && ok || bad "hierfedopt with SGD at rate 1 i
 grep -q '"group_loss": \[[^],]*, [^],]*\]' "$out/opt-sgd/metrics.jsonl" && ok || bad "hierfedopt's metrics lack group losses"
 expect 1 "apply with plain SGD groups (--server-opt sgd) and group_rounds=1 only" -- "$fedc" train $data $run \
   --algorithm hierfedopt --server-opt adam --dp-clip 1 --out "$out/x"
-expect 1 "hierfedopt's round reads \"group/opt/" -- "$fedc" plan build $data --algorithm hierfedopt --server-opt adam \
+expect 1 "hierfedopt with group_rounds=1 has a group level of its own (@groups)" -- "$fedc" plan build $data --algorithm hierfedopt --server-opt adam \
   --clients-per-round 4 --out "$out/plan"
 # Each round's metrics have each group's train loss; the round's is their mean weighted by the
 # groups' examples, so it lies between the least and the greatest.

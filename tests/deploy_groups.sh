@@ -159,10 +159,52 @@ FEDC_FAULT=load:1:9 timeout 120 "$fedc" train --data "$out/w10.json" $sjob --rou
 same_bits "$out/sec/checkpoint.safetensors" "$out/strain/checkpoint.safetensors" && ok \
   || bad "the secure run with client 9 dropped in its group differs from fedc train --secure-sum's without it"
 
+# clients pinned to groups by the plan: fedc train's job, hierfavg with one group round (FedAvg's
+# round) and --groups dirichlet:2:3 (group 0 is clients 4 to 6, group 1 clients 0 to 3 and 7, as
+# plan check says). Each round's 6 clients are ordered by group, as fedc train orders a grouped
+# cohort, and each group's go to its aggregator, whose clients are its group's only; a client at
+# the other group's aggregator is refused. The run ends with fedc train's bits on the same job
+hier="--algorithm hierfavg --groups dirichlet:2:3 --set group_rounds=1"
+"$fedc" plan build --data "$out/w8.json" $job $hier --out "$out/pplan" >/dev/null && ok || bad "plan build (pinned) failed"
+"$fedc" plan check "$out/pplan" >"$out/pplan.txt" 2>&1
+grep -q "group 0: 4 5 6 (3 clients)" "$out/pplan.txt" && grep -q "group 1: 0 1 2 3 7 (5 clients)" "$out/pplan.txt" && ok \
+  || bad "plan check's groups: $(cat "$out/pplan.txt")"
+srv=tcp://127.0.0.1:$(free_port) a0=tcp://127.0.0.1:$(free_port) a1=tcp://127.0.0.1:$(free_port)
+serve pin 6 "$out/pplan"
+aggregator 0 p0
+agg0=$agg
+FEDC_FAULT= timeout 120 "$fedc" fleet --connect "$a0" --data "$out/w8.json" --client 4 --clients 3 --token t --timeout 30 \
+  >"$out/p0.fleet.log" 2>&1 &
+fleet0=$!
+aggregator 1 p1
+fleet 1 p1 "" 4
+timeout 120 "$fedc" client --connect "$a1" --data "$out/w8.json" --client 7 --token t --timeout 30 >"$out/p7.log" 2>&1 &
+client7=$!
+timeout 30 "$fedc" client --connect "$a0" --data "$out/w8.json" --client 0 --token t --timeout 30 >"$out/pwrong.log" 2>&1
+[ $? = 1 ] && grep -q "client 0 is in group 1 of the plan's groups (plan build --groups), and this is the aggregator of group 0" \
+  "$out/pwrong.log" && ok || bad "the client at the other group's aggregator: $(cat "$out/pwrong.log")"
+wait $server && ok || bad "the server (pinned) failed: $(cat "$out/pin.log")"
+for p in $agg0 $fleet0 $agg $fleet $client7; do wait $p && ok || bad "an aggregator or client failed: $(cat "$out"/p*.log)"; done
+train "$out/ptrain" "" $hier
+# each round's groups' clients, as fedc train's metrics count them (both groups have clients in each round)
+[ "$(field "$out/pin/metrics.jsonl" group_clients)" = "$(field "$out/ptrain/metrics.jsonl" group_clients)" ] \
+  && [ "$(grep -c '"selected": 6, "reported": 6, "dropped": 0' "$out/pin/metrics.jsonl")" = 2 ] && ok \
+  || bad "metrics (pinned): $(cat "$out/pin/metrics.jsonl") vs fedc train's $(cat "$out/ptrain/metrics.jsonl")"
+same_bits "$out/pin/checkpoint.safetensors" "$out/ptrain/checkpoint.safetensors" && ok \
+  || bad "the deployment with pinned groups differs from fedc train --algorithm hierfavg --groups dirichlet:2:3"
+
 # bad settings
 expect 2 "needs --connect, --listen, --group" -- "$fedc" aggregator --connect "$srv" --listen "$a0" --token t
 expect 1 "--groups with --over-select is not supported" -- timeout 30 "$fedc" server --plan "$out/plan" \
   --listen "$srv" --rounds 1 --clients-per-round 3 --over-select 2 --groups 2 --token t --out "$out/bad"
+expect 1 "the plan pins its clients to 2 groups (plan build --groups); --groups 3 is not that" -- timeout 30 \
+  "$fedc" server --plan "$out/pplan" --listen "$srv" --rounds 1 --clients-per-round 3 --groups 3 --token t --out "$out/bad"
+"$fedc" plan build --data "$out/w70.json" $job --groups 2 --out "$out/pplan70" >/dev/null && ok || bad "plan build (pinned 70)"
+expect 1 "each slot must begin a leaf of the aggregation's tree (64 leaves): --clients-per-round 65 is above 64" -- \
+  timeout 30 "$fedc" server --plan "$out/pplan70" --listen "$srv" --rounds 1 --clients-per-round 65 --groups 2 --token t \
+  --out "$out/bad"
+expect 1 "hierfavg with group_rounds=2 has a group level of its own (@groups), whose phases are not deployed yet" -- \
+  "$fedc" plan build --data "$out/w8.json" $job --algorithm hierfavg --groups 2 --set group_rounds=2 --out "$out/bad"
 
 echo "deploy_groups: $passed passed, $failed failed"
 [ "$failed" = 0 ]

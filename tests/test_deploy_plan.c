@@ -379,6 +379,60 @@ static void test_build_refuses(void) {
     CHECK(fedc_plan_build(&c, fedc_test_tmp("absent")) != FEDC_OK);
 }
 
+/* A plan built with groups keeps their rule (setting "groups"), from which
+ * fedc_plan_groups draws fedc train's partition again: contiguous ranges, or
+ * Dirichlet shares keyed by the seed. A plan without has none; a groups file,
+ * sampling per level and an algorithm with a group level of its own are
+ * refused at build, with the reason. */
+static void test_groups(void) {
+    if (!setup()) return;
+    fedc_train_config c;
+    case_config(&c, data_path, plan_dir, 2, 3);
+    fedc_dataset *ds = NULL;
+    CHECK_OK(fedc_dataset_open(&ds, data_path, FEDC_FORMAT_AUTO));
+    const char *setting[] = {"2", "dirichlet:3:0.7"};
+    for (int k = 0; k < 2 && ds; k++) {
+        c.groups = 2 + k, c.groups_alpha = k ? 0.7 : 0;
+        char dir[600];
+        snprintf(dir, sizeof dir, "%s", fedc_test_tmp(k ? "grouped1" : "grouped0"));
+        CHECK_OK(fedc_plan_build(&c, dir));
+        fedc_plan *p = NULL;
+        CHECK_OK(fedc_plan_read(dir, &p));
+        int32_t *got = NULL, want[CASE_CLIENTS];
+        int n = 0, wn = 0;
+        if (p) CHECK_OK(fedc_plan_groups(p, &got, &n));
+        CHECK_OK(fedc_train_client_groups(&c, ds, want, &wn));
+        CHECK(p && !strcmp(fedc_plan_setting(p, "groups"), setting[k]));
+        CHECK(got && n == c.groups && wn == n && !memcmp(got, want, sizeof want));
+        fedc_free(got);
+        fedc_plan_destroy(p);
+    }
+    fedc_dataset_destroy(ds);
+    fedc_plan *p = NULL;
+    int32_t *none = (int32_t *)&c;
+    int n = -1;
+    CHECK_OK(fedc_plan_read(plan_dir, &p));
+    if (p) CHECK_OK(fedc_plan_groups(p, &none, &n));
+    CHECK(none == NULL && n == 0);
+    fedc_plan_destroy(p);
+    c.groups_file = "groups.csv";
+    CHECK_ERR(fedc_plan_build(&c, fedc_test_tmp("grouped2")), FEDC_EUNSUPPORTED, "--groups-file is not deployed yet");
+    c.groups_file = NULL, c.groups_per_round = 1;
+    CHECK_ERR(fedc_plan_build(&c, fedc_test_tmp("grouped2")), FEDC_EUNSUPPORTED, "sampling per level");
+    c.groups_per_round = 0, c.algorithm.def = fedc_algorithm_find("hierfavg"); /* group_rounds=2 by default */
+    CHECK_ERR(fedc_plan_build(&c, fedc_test_tmp("grouped2")), FEDC_EUNSUPPORTED,
+              "plan: hierfavg with group_rounds=2 has a group level of its own (@groups)");
+    /* with one group round, FedAvg's round: the programs of fedavg's plan (grouped0's) */
+    c.algorithm.hparam[0] = 1, c.algorithm.hparam_set[0] = true, c.groups = 2, c.groups_alpha = 0;
+    CHECK_OK(fedc_plan_build(&c, fedc_test_tmp("grouped2")));
+    fedc_plan *flat = NULL, *hier = NULL;
+    CHECK_OK(fedc_plan_read(fedc_test_tmp("grouped0"), &flat));
+    CHECK_OK(fedc_plan_read(fedc_test_tmp("grouped2"), &hier));
+    CHECK(flat && hier && !strcmp(fedc_plan_hash(flat), fedc_plan_hash(hier)) &&
+          !strcmp(fedc_plan_setting(hier, "groups"), "2"));
+    fedc_plan_destroy(flat), fedc_plan_destroy(hier);
+}
+
 /* ------------------------------------------------------ the warm start -- */
 
 static char warm_dir[400];
@@ -506,7 +560,7 @@ static void test_warm_random_damage(void) {
 int main(int argc, char **argv) {
     static const fedc_test tests[] = {
         {"sha256", test_sha256}, {"build_and_read", test_build_and_read}, {"bad_manifest", test_bad_manifest}, {"bad_model", test_bad_model},
-        {"random_damage", test_random_damage},   {"client_state", test_client_state},
+        {"random_damage", test_random_damage},   {"client_state", test_client_state}, {"groups", test_groups},
         {"build_refuses", test_build_refuses}, {"warm_start", test_warm_start}, {"bad_warm", test_bad_warm},
         {"warm_random_damage", test_warm_random_damage},
     };

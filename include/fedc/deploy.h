@@ -99,6 +99,12 @@ FEDC_API const fedc_deployment_form *fedc_plan_warm_form(const fedc_plan *p);
 FEDC_API int fedc_plan_warm_clients(const fedc_plan *p);
 /* A setting's value, or NULL. */
 FEDC_API const char *fedc_plan_setting(const fedc_plan *p, const char *key);
+/* The groups the plan pins its clients to (plan build --groups N or
+ * dirichlet:N:ALPHA, as fedc train --groups; fedc server --groups hands each
+ * group's clients to its aggregator): *group_of[i] is client i's group, for
+ * every client of the population (fedc_malloc'd; fedc_free it), and *groups
+ * their number; NULL and 0 when the plan pins none. */
+FEDC_API fedc_status fedc_plan_groups(const fedc_plan *p, int32_t **group_of, int *groups);
 /* The manifest and the program files (not the model), owned by the plan:
  * files[0..n) for n = the return value (at most max are written). */
 FEDC_API int fedc_plan_files(const fedc_plan *p, fedc_plan_file *files, int max);

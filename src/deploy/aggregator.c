@@ -40,6 +40,7 @@ typedef struct aggregator {
     fedc__net up;           /* to the server */
     char group[16];
     int first, cohort;      /* its slots: [first, first + s.k) of a round's cohort */
+    int32_t *group_of;      /* the groups the plan pins (plan_groups.c): each client's, else NULL */
     int up_beat_ms;         /* the server's beat interval */
     int forwarded;
 } aggregator;
@@ -105,28 +106,40 @@ static fedc_status fetch_plan(aggregator *a) {
         !s->up || !s->held)
         return fedc_error(FEDC_ENOMEM, "%s: out of memory", who);
     for (size_t i = 0; i < n; i++) s->slot_of[i] = s->added_round[i] = -1, s->taken_round[i] = INT32_MIN;
-    return FEDC_OK;
+    int groups = 0;
+    st = fedc_plan_groups(s->plan, &a->group_of, &groups);
+    if (!st && a->group_of && a->o->group >= groups)
+        st = fedc_error(FEDC_EINVAL, "%s: the plan pins its clients to %d groups (0 to %d); group %s is not one", who,
+                        groups, groups - 1, a->group);
+    if (!st && a->group_of) s->group_of = a->group_of, s->group = a->o->group; /* the others' clients refused */
+    return st;
 }
 
-/* Its slots, the first time a group task says which (the same every round). */
+/* Its slots, as a group task says: the same every round, or, with groups the
+ * plan pins, its clients' slots among the round's (a collection of their
+ * number, made again when they change). */
 static fedc_status group_slots(aggregator *a, int cohort, int first, int n) {
     server *s = &a->s;
-    if (s->collect) {
-        if (cohort == a->cohort && first == a->first && n == s->k) return FEDC_OK;
-        return fedc_error(FEDC_EPARSE, "aggregator %s: the group was slots %d to %d of %d, and is now %d to %d of %d",
-                          a->group, a->first, a->first + s->k - 1, a->cohort, first, first + n - 1, cohort);
-    }
     if (n < 1 || first < 0 || first + n > cohort)
         return fedc_error(FEDC_EPARSE, "aggregator %s: a group task of slots %d to %d of %d", a->group, first, first + n - 1, cohort);
+    if (s->collect && cohort == a->cohort && first == a->first && n == s->k) return FEDC_OK;
+    if (s->collect && (!a->group_of || cohort != a->cohort))
+        return fedc_error(FEDC_EPARSE, "aggregator %s: the group was slots %d to %d of %d, and is now %d to %d of %d",
+                          a->group, a->first, a->first + s->k - 1, a->cohort, first, first + n - 1, cohort);
+    fedc_status st = FEDC_OK;
+    if (!s->collect) { /* the first task: room for a group of the whole cohort */
+        s->sampled = fedc_calloc((size_t)cohort, sizeof *s->sampled);
+        s->left_out = fedc_calloc((size_t)cohort, 1);
+        s->sent = fedc_calloc((size_t)cohort, 1);
+        s->granted = fedc_calloc((size_t)cohort, 1);
+        if (!s->sampled || !s->left_out || !s->sent || !s->granted) return fedc_error(FEDC_ENOMEM, "aggregator: out of memory");
+        st = fedc__deployment_run_create_server(&s->run, s->form, &(fedc_exec_options){.clients = cohort,
+                                                                                       .threads = a->so.threads});
+    }
+    fedc__collect_destroy(s->collect);
+    s->collect = NULL;
     a->cohort = cohort, a->first = first;
     s->k = s->commit = n;
-    s->sampled = fedc_calloc((size_t)n, sizeof *s->sampled);
-    s->left_out = fedc_calloc((size_t)n, 1);
-    s->sent = fedc_calloc((size_t)n, 1);
-    s->granted = fedc_calloc((size_t)n, 1);
-    if (!s->sampled || !s->left_out || !s->sent || !s->granted) return fedc_error(FEDC_ENOMEM, "aggregator: out of memory");
-    fedc_status st = fedc__deployment_run_create_server(&s->run, s->form, &(fedc_exec_options){.clients = cohort,
-                                                                                                 .threads = a->so.threads});
     char spill[4200];
     snprintf(spill, sizeof spill, "%s/group-%s.spill", a->so.out_dir, a->group);
     if (!st) st = fedc__collect_create(&s->collect, s->run, n, n, a->so.reorder_window, spill);
@@ -166,8 +179,8 @@ static fedc_status take_task(aggregator *a, const fedc__msg *m) {
         return fedc_error(FEDC_EPARSE, "aggregator %s: a group task: %s", a->group, fedc_errmsg());
     const char *ids = fedc__msg_field(m, "clients"), *left = fedc__msg_field(m, "left_out");
     int n = (int)strlen(left);
+    for (int i = 0; i < s->k; i++) s->slot_of[s->sampled[i]] = -1; /* the last task's */
     if ((st = group_slots(a, (int)cohort, (int)first, n))) return st;
-    for (int i = 0; i < s->k; i++) s->slot_of[s->sampled[i]] = -1;
     const char *p = ids;
     for (int i = 0; i < n; i++) {
         char *end;
@@ -175,6 +188,9 @@ static fedc_status take_task(aggregator *a, const fedc__msg *m) {
         if (end == p || id < 0 || id >= s->population || (*end != (i + 1 < n ? ',' : '\0')))
             return fedc_error(FEDC_EPARSE, "aggregator %s: the group task's clients are not %d ids of the plan's population",
                               a->group, n);
+        if (a->group_of && a->group_of[id] != a->o->group)
+            return fedc_error(FEDC_EPARSE, "aggregator %s: the group task gives it client %lld, of group %d of the plan's "
+                              "groups", a->group, id, (int)a->group_of[id]);
         s->sampled[i] = id, s->slot_of[id] = i, p = end + 1;
     }
     if ((st = fedc__added_parse(fedc__msg_field(m, "added"), s->added_round, s->population, rounds))) return st;
@@ -396,6 +412,6 @@ fedc_status fedc_aggregator_run(const fedc_aggregator_options *o) {
     if (!st) st = serve_group(a);
     fedc__net_close(&a->up);
     fedc__server_teardown(s);
-    fedc_free(a);
+    fedc_free(a->group_of), fedc_free(a);
     return st;
 }

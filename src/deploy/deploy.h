@@ -102,6 +102,12 @@ const char *fedc__plan_settings_hash(const fedc_plan *p);
  * as the job found them), or NULL when it has none. */
 const char *fedc__plan_domains(const fedc_plan *p, size_t *size);
 
+/* The setting "groups" that plan build writes for c's --groups (N or
+ * dirichlet:N:ALPHA; "" without; --groups-file and sampling per level refused,
+ * with the reason), checked against the population; fedc_plan_groups draws the
+ * clients' groups again from it (plan_groups.c). */
+fedc_status fedc__plan_groups_setting(const fedc_train_config *c, int64_t population, char *value, size_t size);
+
 /* Which round last added each client's report (added.c), as a server's
  * checkpoint keeps it for clients that keep state: "CLIENT:ROUND,..." for the
  * clients added once or more (the others -1). Encode: fedc_malloc'd text.

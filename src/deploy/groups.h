@@ -12,7 +12,10 @@
  * which rebuilds exactly the tree one process would have had: the round has
  * the bits of fedc train's, whichever clients report. A group's first slot
  * must therefore begin a leaf of the tree (always so for 64 clients a round or
- * fewer). docs/deployment-aggregators.md. */
+ * fewer). With groups the plan pins (plan build --groups), a group is its
+ * clients among the round's, ordered by group as fedc train orders a grouped
+ * cohort, and an aggregator refuses a client of another group.
+ * docs/deployment-aggregators.md. */
 #ifndef FEDC_DEPLOY_GROUPS_H
 #define FEDC_DEPLOY_GROUPS_H
 
@@ -23,7 +26,11 @@ typedef struct fedc__groups fedc__groups;
 /* The groups of s (s->o->groups), checked against its plan and options. */
 fedc_status fedc__groups_create(server *s);
 void fedc__groups_destroy(fedc__groups *g); /* safe on NULL */
-/* An exchange opens: every group waits for its aggregator's report. */
+/* A round's clients (s->sampled), drawn: with groups the plan pins
+ * (plan_groups.c), ordered by group, stably, as fedc train --groups orders its
+ * cohort, and each group's slots are its clients'; else the slots' groups. */
+void fedc__groups_order(server *s);
+/* An exchange opens: every group with clients waits for its aggregator's report. */
 void fedc__groups_begin(server *s);
 /* Answers an aggregator's request m, read from frame (its token checked by the caller). */
 void fedc__groups_request(server *s, const fedc__msg *m, const void *frame, size_t size);

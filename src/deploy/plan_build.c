@@ -142,6 +142,26 @@ static fedc_status warm_start(trainer *t, fedc_program **out) {
     return st;
 }
 
+/* An algorithm with a group level of its own (hierfavg, hierfedopt) has
+ * @groups values, whose phases (a group's broadcast, its clients' work, its
+ * update, group_rounds times a round) no deployment runs yet; but HierFAVG with
+ * one group round is FedAvg's round, bit for bit however the clients are
+ * grouped (src/fl/hierfavg.c), so its plan is FedAvg's, whose aggregators give
+ * it its groups (plan build --groups, fedc server --groups). */
+static fedc_status grouped(fedc_algorithm *a) {
+    const fedc_algorithm_def *def = fedc__algorithm_def(a);
+    if (!def->grouped) return FEDC_OK;
+    double rounds = fedc_algorithm_hparam(a, "group_rounds");
+    if (!strcmp(def->name, "hierfavg") && rounds == 1) {
+        a->def = &fedc_algorithm_fedavg;
+        memset(a->hparam_set, 0, sizeof a->hparam_set);
+        return FEDC_OK;
+    }
+    return fedc_error(FEDC_EUNSUPPORTED, "plan: %s with group_rounds=%g has a group level of its own (@groups), whose "
+                      "phases are not deployed yet; hierfavg with group_rounds=1 is FedAvg's round, grouped, and "
+                      "deploys as FedAvg's with its groups (docs/deployment-aggregators.md)", def->name, rounds);
+}
+
 fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     trainer t;
     memset(&t, 0, sizeof t);
@@ -156,6 +176,9 @@ fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     if (!st) st = fedc__train_create_model(&t);
     t.alg = c->algorithm;
     if (!st) t.alg.max_steps = fedc__train_max_steps(&t);
+    if (!st) st = grouped(&t.alg);
+    char groups[256] = "";
+    if (!st) st = fedc__plan_groups_setting(c, fedc_dataset_num_clients(t.train), groups, sizeof groups);
     if (!st) st = fedc_algorithm_round(t.model, &t.alg, &t.round);
     if (!st) st = check_inputs(t.round, fedc_algorithm_name(&t.alg), false);
     char *domains = NULL;
@@ -172,6 +195,7 @@ fedc_status fedc_plan_build(const fedc_train_config *c, const char *dir) {
     }
     fedc__plan_setting s[32];
     int ns = st ? 0 : settings(&t, s);
+    if (groups[0]) put(s, &ns, "groups", "%s", groups); /* the aggregators' groups (plan_groups.c) */
     if (!st) st = fedc__plan_write(dir, t.round, client_init, warm, c->clients_per_round, domains, s, ns, e, n);
     fedc_free(e), fedc_free(domains);
     fedc_executor_destroy(ex);

@@ -223,6 +223,7 @@ static fedc_status select_round(server *s, int r) {
         st = fedc_sample_clients(s->population, s->k, s->seed, (uint32_t)(r + 1), s->next);
         for (int i = 0; !st && i < s->k; i++) s->next_round[s->next[i]] = 1;
     }
+    if (!st && s->groups) fedc__groups_order(s);
     for (int i = 0; !st && i < s->k; i++) s->slot_of[s->sampled[i]] = i;
     return st;
 }

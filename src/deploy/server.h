@@ -85,6 +85,8 @@ typedef struct server {
     bool resumed;            /* from a checkpoint: the warm start, if any, is done */
     bool unmasking;          /* the collection is over; the secure round's unmasking goes on */
     struct fedc__groups *groups; /* --groups: the aggregators' groups (groups.h), else NULL */
+    const int32_t *group_of; /* an aggregator of groups the plan pins: each client's group, which must be */
+    int group;               /* this one's (groups.h); else NULL */
     fedc__async *async;      /* --async (server_async.c): steps of K reports as they come, else NULL */
 } server;
 

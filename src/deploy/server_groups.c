@@ -18,6 +18,8 @@ typedef enum group_state { GROUP_OPEN, GROUP_REPORTED, GROUP_SETTLED, GROUP_DROP
 
 struct fedc__groups {
     int n;
+    int32_t *group_of;   /* pinned by the plan (plan build --groups): each client's group; NULL: the slots' */
+    int64_t *scratch;    /* with group_of: the round's clients, while they are ordered by group */
     int *first;          /* group g's slots: [first[g], first[g + 1]) */
     uint8_t *state;      /* per group, this exchange: a group_state */
     double *heard;       /* per group: when its aggregator was last heard from (0: never) */
@@ -32,7 +34,7 @@ struct fedc__groups {
 
 static fedc_status plan_fits(const server *s) {
     const fedc_server_options *o = s->o;
-    if (o->groups > s->k)
+    if (o->groups > s->k && !s->groups->group_of)
         return fedc_error(FEDC_EINVAL, "server: --groups %d is more groups than the round's %d clients; every group "
                           "needs a client", o->groups, s->k);
     if (s->commit != s->k) return fedc_error(FEDC_EUNSUPPORTED, "server: --groups with --over-select is not supported");
@@ -70,13 +72,38 @@ static fedc_status secure_fits(const server *s) {
     return st;
 }
 
+/* Groups the plan pins (plan_groups.c): they must be the server's --groups, and
+ * as a round's groups change in size with its sample, every slot must begin a
+ * leaf of the tree (groups.h). */
+static fedc_status pinned(server *s) {
+    fedc__groups *g = s->groups;
+    int n = 0;
+    fedc_status st = fedc_plan_groups(s->plan, &g->group_of, &n);
+    if (st || !g->group_of) return st;
+    if (n != s->o->groups)
+        return fedc_error(FEDC_EINVAL, "server: the plan pins its clients to %d groups (plan build --groups); --groups "
+                          "%d is not that", n, s->o->groups);
+    if (s->k > 64)
+        return fedc_error(FEDC_EUNSUPPORTED, "server: with groups the plan pins, a round's groups change in size with its "
+                          "sample, so each slot must begin a leaf of the aggregation's tree (64 leaves): "
+                          "--clients-per-round %d is above 64", s->k);
+    if (s->o->secure_agg)
+        return fedc_error(FEDC_EUNSUPPORTED, "server: --secure-agg with groups the plan pins is not supported yet: a "
+                          "group's secure aggregation is set up for a group of one size");
+    if (!(g->scratch = fedc_malloc((size_t)s->k * sizeof *g->scratch))) return fedc_error(FEDC_ENOMEM, "server: out of memory");
+    fprintf(s->log, "fedc server: the plan pins its clients to the groups (%s): each round's clients ordered by group, "
+            "each group's to its aggregator\n", fedc_plan_setting(s->plan, "groups"));
+    return FEDC_OK;
+}
+
 fedc_status fedc__groups_create(server *s) {
-    fedc_status st = plan_fits(s);
-    if (st) return st;
     int n = s->o->groups;
     fedc__groups *g = fedc_calloc(1, sizeof *g);
     if (!g) return fedc_error(FEDC_ENOMEM, "server: out of memory");
     s->groups = g;
+    fedc_status st = pinned(s);
+    if (!st) st = plan_fits(s);
+    if (st) return st;
     g->n = n;
     g->first = fedc_calloc((size_t)n + 1, sizeof *g->first);
     g->state = fedc_calloc((size_t)n, 1);
@@ -87,7 +114,7 @@ fedc_status fedc__groups_create(server *s) {
     if (!g->first || !g->state || !g->heard || !g->report || !g->size || !g->dropped)
         return fedc_error(FEDC_ENOMEM, "server: out of memory");
     for (int i = 0; i <= n; i++) g->first[i] = fedc__group_first(s->k, n, i);
-    for (int i = 1; i < n; i++) { /* the tree's leaves are the unit a group sums (groups.h) */
+    for (int i = 1; i < n && !g->group_of; i++) { /* the tree's leaves are the unit a group sums (groups.h) */
         int64_t f = g->first[i];
         if (fedc__deployment_leaf_start(s->k, fedc__deployment_leaf_of(s->k, f)) != f)
             return fedc_error(FEDC_EUNSUPPORTED, "server: with %d clients a round, group %d's first slot %lld does not "
@@ -104,14 +131,28 @@ void fedc__groups_destroy(fedc__groups *g) {
     if (!g) return;
     for (int i = 0; g->report && i < g->n; i++) fedc_free(g->report[i]);
     fedc_free(g->first), fedc_free(g->state), fedc_free(g->heard), fedc_free(g->report), fedc_free(g->size);
-    fedc_free(g->dropped), fedc_free(g);
+    fedc_free(g->dropped), fedc_free(g->group_of), fedc_free(g->scratch), fedc_free(g);
+}
+
+void fedc__groups_order(server *s) {
+    fedc__groups *g = s->groups;
+    if (!g->group_of) return;
+    /* a stable counting sort, as fedc train orders a grouped cohort (train_groups.c) */
+    memset(g->first, 0, ((size_t)g->n + 1) * sizeof *g->first);
+    for (int i = 0; i < s->k; i++) g->first[g->group_of[s->sampled[i]] + 1]++;
+    for (int i = 0; i < g->n; i++) g->first[i + 1] += g->first[i];
+    for (int i = 0; i < s->k; i++) g->scratch[g->first[g->group_of[s->sampled[i]]]++] = s->sampled[i];
+    for (int i = g->n; i > 0; i--) g->first[i] = g->first[i - 1]; /* each moved to its group's end: back by one */
+    g->first[0] = 0;
+    memcpy(s->sampled, g->scratch, (size_t)s->k * sizeof *s->sampled);
 }
 
 void fedc__groups_begin(server *s) {
     fedc__groups *g = s->groups;
     for (int i = 0; i < g->n; i++) {
         fedc_free(g->report[i]);
-        g->report[i] = NULL, g->state[i] = GROUP_OPEN;
+        /* a group with no client in the round (groups the plan pins) has nothing to report */
+        g->report[i] = NULL, g->state[i] = g->first[i] < g->first[i + 1] ? GROUP_OPEN : GROUP_SETTLED;
         if (s->exchange == 0) g->dropped[i] = 0;
     }
     g->next = 0;
@@ -122,6 +163,8 @@ void fedc__groups_metrics(const fedc__groups *g, FILE *f) {
     fprintf(f, "\"groups\": %d, \"groups_dropped\": [", g->n);
     for (int i = 0, n = 0; i < g->n; i++)
         if (g->dropped[i]) fprintf(f, "%s%d", n++ ? ", " : "", i);
+    fprintf(f, "], \"group_clients\": [");
+    for (int i = 0; i < g->n; i++) fprintf(f, "%s%d", i ? ", " : "", g->first[i + 1] - g->first[i]);
     fprintf(f, "], ");
 }
 

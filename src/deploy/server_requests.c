@@ -172,6 +172,10 @@ static bool checkin(server *s, const fedc__msg *m) {
     if (!hash[0]) return fedc__server_send_plan(s, &s->from);
     if (strcmp(hash, fedc_plan_hash(s->plan)))
         return fedc__server_refuse(s, who, "plan hash %.64s is not this server's plan (%s)", hash, fedc_plan_hash(s->plan));
+    if (s->group_of && s->group_of[client] != s->group) /* a client speaking for another group (groups.h) */
+        return fedc__server_refuse(s, who, "client %lld is in group %d of the plan's groups (plan build --groups), and "
+                                   "this is the aggregator of group %d: connect it to group %d's aggregator",
+                                   (long long)client, (int)s->group_of[client], s->group, (int)s->group_of[client]);
     if (s->done) return fedc__server_done(s, &s->from, client);
     int i = fedc__server_open_slot(s, client);
     if (i >= 0) return fedc__server_task(s, &s->from, i);

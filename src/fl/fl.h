@@ -140,8 +140,13 @@ fedc_status fedc__eval_outputs(fedc_program *p, const fedc_tree *res, bool packe
  * FedAsync's SGD of rate α). */
 fedc_tree *fedc__server_state(fedc_program *p, const fedc_tree *params, const fedc_optimizer *opt);
 /* a's definition (FedAvg's when a->def is NULL). */
-const fedc_algorithm_def *fedc__algorithm_def(const fedc_algorithm *a);
+FEDC_INTERNAL_API const fedc_algorithm_def *fedc__algorithm_def(const fedc_algorithm *a);
 
+
+/* The groups of `clients` clients that --groups N (alpha 0: contiguous ranges)
+ * or --groups dirichlet:N:ALPHA (keyed by seed) gives, as fedc_train_client_groups
+ * does: also a deployment's, from its plan (src/deploy/plan_groups.c). */
+FEDC_INTERNAL_API fedc_status fedc__client_groups_drawn(int64_t clients, int n, double alpha, uint64_t seed, int32_t *group_of);
 
 /* One "client_id,NUMBER" line of a per-client file (--groups-file, --client-domains),
  * cut at its last comma: *id the client (in text), *value a whole number in

@@ -161,18 +161,19 @@ fedc_status fedc_train_client_groups(const fedc_train_config *c, const fedc_data
                               "dirichlet:N:ALPHA) cannot as well");
         return from_file(c, train, group_of, groups);
     }
-    int n = c->groups;
-    if (n == 0) return FEDC_OK;
+    if (c->groups == 0) return FEDC_OK;
+    fedc_status st = fedc__client_groups_drawn(clients, c->groups, c->groups_alpha, c->seed, group_of);
+    if (!st) *groups = c->groups;
+    return st;
+}
+
+fedc_status fedc__client_groups_drawn(int64_t clients, int n, double alpha, uint64_t seed, int32_t *group_of) {
+    if (n < 1) return fedc_error(FEDC_EINVAL, "train: --groups %d; use 1 or more", n);
     if (n > clients)
         return fedc_error(FEDC_EINVAL, "train: --groups %d is more groups than the training data's %lld clients", n,
                           (long long)clients);
-    if (c->groups_alpha > 0) {
-        fedc_status st = fedc_partition_groups_dirichlet(clients, n, c->groups_alpha, c->seed, group_of);
-        if (st) return st;
-    } else {
-        for (int g = 0, i = 0; g < n; g++)
-            for (int64_t k = 0; k < clients / n + (g < clients % n); k++) group_of[i++] = g;
-    }
-    *groups = n;
+    if (alpha > 0) return fedc_partition_groups_dirichlet(clients, n, alpha, seed, group_of);
+    for (int g = 0, i = 0; g < n; g++)
+        for (int64_t k = 0; k < clients / n + (g < clients % n); k++) group_of[i++] = g;
     return FEDC_OK;
 }
