@@ -14,8 +14,12 @@ devices:
      LLVM, Open MPI's ABI named by the module's DLTI;
   4. mlir-translate-22 and llc-22 make an object of it, and a driver written here links
      it with libfedc: every rank makes the cohort's inputs (the same on every rank) and
-     calls the module on its share of them; rank 0 also runs the program on the whole
-     cohort with fedc's executor and compares each output, within 1e-5 * (1 + |x|).
+     calls the module on its share of them, runs the program on the whole cohort with
+     fedc's executor and compares its block of each output, within 1e-5 * (1 + |x|).
+The groups level's cases (2 groups of 4 clients on a 2 x 2 mesh, 4 processes) are one
+device's function with fedc's own all-reduces: step 3 is convert-shard-to-mpi alone, their
+all-reduces' mesh axes must be those of the levels the program aggregates, and m_levels is
+run again with its row all-reduces widened to the whole mesh, which must give wrong values.
 Two defects of LLVM 22.1's MPI lowering for Open MPI are worked around in the LLVM IR
 (fix_open_mpi). LLVM 22 is Debian's, unpacked into .peers/llvm22 by scripts/install-peers
 (libmlir-22 conflicts with the libmlir-19 the MLIR tests use, so it is not installed). Exits
