@@ -82,7 +82,9 @@ static const char export_usage[] =
     "                  turn the aggregations into mesh.all_reduce (docs/export.md)\n"
     "  --shard groups=DG,clients=D  (with --groups) a DG x D mesh of\n"
     "                  devices: the groups axis over its DG rows, the clients over all\n"
-    "                  DG x D devices, a row holding its groups' clients\n"
+    "                  DG x D devices, a row holding its groups' clients; --to mlir\n"
+    "                  writes one device's function with its own all-reduces\n"
+    "                  (D divides each group's clients)\n"
     "  --entry-main    add @main, which runs the program on the --input arrays (as\n"
     "                  constants) and prints every output\n";
 static const char file_note[] =

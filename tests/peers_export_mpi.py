@@ -14,8 +14,12 @@ devices:
      LLVM, Open MPI's ABI named by the module's DLTI;
   4. mlir-translate-22 and llc-22 make an object of it, and a driver written here links
      it with libfedc: every rank makes the cohort's inputs (the same on every rank) and
-     calls the module on its share of them; rank 0 also runs the program on the whole
-     cohort with fedc's executor and compares each output, within 1e-5 * (1 + |x|).
+     calls the module on its share of them, runs the program on the whole cohort with
+     fedc's executor and compares its block of each output, within 1e-5 * (1 + |x|).
+The groups level's cases (2 groups of 4 clients on a 2 x 2 mesh, 4 processes) are one
+device's function with fedc's own all-reduces: step 3 is convert-shard-to-mpi alone, their
+all-reduces' mesh axes must be those of the levels the program aggregates, and m_levels is
+run again with its row all-reduces widened to the whole mesh, which must give wrong values.
 Two defects of LLVM 22.1's MPI lowering for Open MPI are worked around in the LLVM IR
 (fix_open_mpi). LLVM 22 is Debian's, unpacked into .peers/llvm22 by scripts/install-peers
 (libmlir-22 conflicts with the libmlir-19 the MLIR tests use, so it is not installed). Exits
@@ -77,9 +81,11 @@ def run(args, **kw):
 # ---- the module in LLVM 22's spelling ----
 
 def to_shard_dialect(text):
-    """LLVM 19's `mesh.mesh` and `mesh.shard %v to <@mesh, [[axes]]>` as LLVM 22's
-    `shard.grid` and `shard.shard %v to %sharding`, the sharding a value of its own."""
+    """LLVM 19's `mesh.mesh`, `mesh.shard %v to <@mesh, [[axes]]>` and `mesh.all_reduce` as LLVM
+    22's `shard.grid`, `shard.shard %v to %sharding` (the sharding a value of its own) and
+    `shard.all_reduce`."""
     text = text.replace("mesh.mesh @", "shard.grid @")
+    text = re.sub(r"= mesh\.all_reduce (%\S+) on @(\w+) mesh_axes", r"= shard.all_reduce \1 on @\2 grid_axes", text)
     count = [0]
 
     def value(m):
@@ -157,11 +163,24 @@ def c_literal(v, ty):
     return "INFINITY" if v == float("inf") else "-INFINITY" if v == float("-inf") else repr(float(v)) + "f"
 
 
+def block_start(gd, ld, devices):
+    """The C expression of the first element of the rank's block of a value of dims `gd`
+    whose share on each device has dims `ld`: the blocks of a split leading axis go to the
+    devices in order, each to devices / blocks consecutive ranks (a row); whole, 0."""
+    if gd == ld:
+        return "0"
+    row = 1
+    for d in gd[1:]:
+        row *= d
+    return "(int64_t)(rank / %d) * %d" % (devices // (gd[0] // ld[0]), ld[0] * row)
+
+
 def driver(whole, shard, devices):
     """The C driver of a module whose function has `whole`'s signature before partition
     and `shard`'s on each of `devices` devices. A split argument's blocks (its leading
     axis over all the devices, or a @groups value's over the mesh's rows) go to the
-    devices in order, each block to devices / blocks consecutive ranks (a row)."""
+    devices in order, each block to devices / blocks consecutive ranks (a row). Every rank
+    checks its block of each output against fedc's executor on the whole cohort."""
     (gargs, gres), (largs, lres) = signature(whole), signature(shard)
     consts = constants(whole)
     inputs = len(gargs) - len(consts)
@@ -206,11 +225,7 @@ int main(int argc, char **argv) {
         o.append("    %s *w%d = malloc(%d * sizeof *w%d);" % (c, a, max(n, 1), a))
         o.append("    for (int64_t k = 0; k < %d; k++) w%d[k] = %s;" % (n, a, fill))
         o.append("    whole[%d] = w%d;" % (a, a))
-        row = 1
-        for d in gd[1:]:
-            row *= d
-        per = devices // (gd[0] // ld[0]) if gd != ld else 0  # ranks that hold the same block
-        first = "(int64_t)(rank / %d) * %d" % (per, ld[0] * row) if gd != ld else "0"  # split: the rank's rows
+        first = block_start(gd, ld, devices)
         strides, acc = [], 1
         for d in reversed(ld):
             strides.insert(0, acc)
@@ -223,7 +238,9 @@ int main(int argc, char **argv) {
     o.append("    results out;")
     o.append("    _mlir_ciface_program(&out, %s);" % ", ".join("&a%d" % a for a in range(len(gargs))))
     o.append("""    int failed = 0;
-    if (rank == 0) { /* fedc's executor on the whole cohort */
+    double worst[%d] = {0}, worst_all[%d] = {0};
+    { /* fedc's executor on the whole cohort, on every rank */""" % (max(len(gres), 1), max(len(gres), 1)))
+    o.append("""
         static char text[1 << 22];
         FILE *f = fopen(argv[1], "rb");
         size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
@@ -245,66 +262,50 @@ int main(int argc, char **argv) {
             fprintf(stderr, "peers_export_mpi: fedc's executor: %s\\n", fedc_errmsg());
             MPI_Abort(MPI_COMM_WORLD, 2);
         }""")
-    for i, ((d, ty), (ld, _)) in enumerate(zip(gres, lres)):
+    for i, ((gd, ty), (ld, _)) in enumerate(zip(gres, lres)):
         n = 1
-        for x in ld:  # a split output: rank 0's block, the whole's first
+        for x in ld:  # the rank's block
             n *= x
-        c = C_TYPES[ty]
         o.append("""        {
             const void *want_ = NULL;
             fedc_executor_output(ex, fedc_program_output_name(p, %d), &want_, NULL);
-            const %s *want = want_, *got = out.r%d.aligned;
-            double worst = 0;
+            const %s *want = (const %s *)want_ + %s, *got = out.r%d.aligned;
             for (int64_t k = 0; k < %d; k++) {
                 double e = fabs((double)got[k] - (double)want[k]) / (1 + fabs((double)want[k]));
-                if (!(e <= worst)) worst = e;
+                if (!(e <= worst[%d])) worst[%d] = e;
             }
-            printf("output %%s (%d values): largest difference from fedc's executor %%.3g (of 1 + |x|)\\n",
-                   fedc_program_output_name(p, %d), worst);
-            if (!(worst <= 1e-5)) failed = 1;
-        }""" % (i, c, i, n, n, i))
-    o.append("""        fedc_executor_destroy(ex);
+        }""" % (i, C_TYPES[ty], C_TYPES[ty], block_start(gd, ld, devices), i, n, i, i))
+    o.append("""        MPI_Reduce(worst, worst_all, %d, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        for (int i = 0; rank == 0 && i < %d; i++) {
+            printf("output %%s: largest difference from fedc's executor over the ranks' blocks %%.3g (of 1 + |x|)\\n",
+                   fedc_program_output_name(p, i), worst_all[i]);
+            if (!(worst_all[i] <= 1e-5)) failed = 1; /* NaN fails */
+        }
+        fedc_executor_destroy(ex);
         fedc_program_destroy(p);
     }
     MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Finalize();
     return failed;
-}""")
+}""" % (max(len(gres), 1), len(gres)))
     return "\n".join(o) + "\n"
 
 
 # ---- a case ----
 
-def check(fedc, build, tmp, name, program, clients=CLIENTS, devices=DEVICES, groups=0, rows=1, across=False):
-    """The case: `program` over `clients` clients (in `groups` groups) on `devices`
-    processes, a mesh of `rows` rows (the groups axis) when it has a groups level."""
-    d = os.path.join(tmp, name)
-    os.makedirs(d)
-    f = lambda x: os.path.join(d, x)  # noqa: E731
-    shard = ["--groups", str(groups), "--shard", "groups=%d,clients=%d" % (rows, devices // rows)] if groups else \
-        ["--shard", "clients=%d" % devices]
-    run([fedc, "program", "export", program, "--to", "mlir", "--clients", str(clients), "-o", f("sharded.mlir")] + shard)
-    whole = open(f("sharded.mlir")).read()
-    open(f("shard.mlir"), "w").write(to_shard_dialect(whole))
+def build_and_run(fedc, build, d, tag, whole, spmd, program, clients, devices, groups):
+    """The partitioned module `spmd` (LLVM 22's spelling) lowered to MPI and LLVM, linked with
+    the driver and run on `devices` processes: (exit status, output)."""
+    f = lambda x: os.path.join(d, tag + x)  # noqa: E731
     opt = os.path.join(LLVM22, "bin", "mlir-opt")
-    run([opt, f("shard.mlir"), "--pass-pipeline=builtin.module(func.func(sharding-propagation,shard-partition))",
-         "-o", f("spmd.mlir")])
-    spmd = open(f("spmd.mlir")).read()
-    reduces = len(re.findall(r"= shard\.all_reduce", spmd))
-    gathers = len(re.findall(r"= shard\.all_gather", spmd))
-    # the groups' steps: the clients' sums all-reduced, then each row its groups; the server's
-    # sum over the groups along the groups axis
-    across_rows = len(re.findall(r"= shard\.all_reduce .* grid_axes = \[0\] ", spmd))
-    assert not gathers, (name, "the partitioned module gathers", gathers)
-    # a round that reads a group's aggregate back at its clients (HierFAVG's local rounds) keeps
-    # the @groups values whole: their steps are all-reduces over the whole mesh
-    assert not across or across_rows > 0, (name, "no all-reduce along the groups axis")
+    open(f("spmd.mlir"), "w").write(spmd)
     # a @groups value split over the mesh's rows from a whole one is a shard.all_slice, which
     # convert-shard-to-mpi does not lower: LLVM's own lowering of it to the process's slice
     # (a pass mlir-opt registers as a test's; nothing else is rewritten by it)
     run([opt, f("spmd.mlir"), "--test-grid-all-slice-op-lowering", "--convert-shard-to-mpi", "-o", f("mpi.mlir")])
     mpi = open(f("mpi.mlir")).read()
-    assert len(re.findall(r"mpi\.allreduce", mpi)) == reduces > 0, (name, reduces)
+    reduces = len(re.findall(r"= shard\.all_reduce", spmd))
+    assert len(re.findall(r"mpi\.allreduce", mpi)) == reduces > 0, (d, reduces)
     open(f("mpi2.mlir"), "w").write(for_lowering(mpi))
     lowered = run([opt, f("mpi2.mlir")] + LOWER)
     # the grid's symbol is left behind, unused, in a module mlir-translate takes no shard op of
@@ -317,11 +318,57 @@ def check(fedc, build, tmp, name, program, clients=CLIENTS, devices=DEVICES, gro
     run(["mpicc", "-O1", "-std=c17", "-I", os.path.join(os.path.dirname(__file__), "..", "include"), f("driver.c"),
          f("round.o"), "-L", build, "-lfedc", os.path.join(LLVM22, "lib", "libmlir_c_runner_utils.so.22.1"),
          "-Wl,-rpath," + ":".join([build] + LIBS), "-lm", "-o", f("driver")])
-    out = run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(devices), f("driver"), program,
-               str(clients), str(groups)], timeout=120)
+    r = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(devices), f("driver"), program,
+                        str(clients), str(groups)], capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout + r.stderr[-3000:]
+
+
+# The mesh axes of the all-reduces of a case's levels (case.txt's `across`, the device groups
+# of a 2 x 4 mesh): along each row, across the rows, over the whole mesh.
+AXES = {"{{0,1,2,3},{4,5,6,7}}": "1", "{{0,4},{1,5},{2,6},{3,7}}": "0", "{{0,1,2,3,4,5,6,7}}": "0, 1"}
+
+
+def check(fedc, build, tmp, name, program, clients=CLIENTS, devices=DEVICES, groups=0, rows=1, across="",
+          control=False):
+    """The case: `program` over `clients` clients (in `groups` groups) on `devices`
+    processes, a mesh of `rows` rows (the groups axis) when it has a groups level: its
+    all-reduces over the mesh axes `across` names. With `control`, the same module with
+    its all-reduces along the rows widened to the whole mesh must give other values."""
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    f = lambda x: os.path.join(d, x)  # noqa: E731
+    shard = ["--groups", str(groups), "--shard", "groups=%d,clients=%d" % (rows, devices // rows)] if groups else \
+        ["--shard", "clients=%d" % devices]
+    run([fedc, "program", "export", program, "--to", "mlir", "--clients", str(clients), "-o", f("sharded.mlir")] + shard)
+    whole = open(f("sharded.mlir")).read()
+    open(f("shard.mlir"), "w").write(to_shard_dialect(whole))
+    opt = os.path.join(LLVM22, "bin", "mlir-opt")
+    if groups:  # one device's function, its collectives written by fedc: nothing for LLVM to partition
+        spmd = re.sub(r"^\s*//.*\n", "", open(f("shard.mlir")).read(), flags=re.M)  # its comment: the whole's
+        assert "shard.shard" not in spmd, name
+        axes = re.findall(r"= shard\.all_reduce \S+ on @\w+ grid_axes = \[([\d, ]*)\]", spmd)
+        want = {AXES[g] for g in across.split()}
+        assert set(axes) == want, (name, "all-reduces over the mesh axes", set(axes), "not", want)
+    else:
+        run([opt, f("shard.mlir"), "--pass-pipeline=builtin.module(func.func(sharding-propagation,shard-partition))",
+             "-o", f("spmd.mlir")])
+        spmd = open(f("spmd.mlir")).read()
+        axes = re.findall(r"= shard\.all_reduce", spmd)
+        assert not re.search(r"= shard\.all_gather", spmd), (name, "the partitioned module gathers")
+    rc, out = build_and_run(fedc, build, d, "", whole, spmd, program, clients, devices, groups)
+    if rc:
+        raise SystemExit("peers_export_mpi: %s: the run failed (%d):\n%s" % (name, rc, out))
     mesh = "a %d x %d mesh of " % (rows, devices // rows) if groups else ""
-    print("peers_export_mpi: %s, %d clients on %s%d processes, %d all-reduces (MPI_Allreduce, %d along the groups "
-          "axis):\n%s" % (name, clients, mesh, devices, reduces, across_rows, out.rstrip()))
+    print("peers_export_mpi: %s, %d clients on %s%d processes, %d all-reduces (MPI_Allreduce%s):\n%s"
+          % (name, clients, mesh, devices, len(axes), ", over mesh axes " + "; ".join(sorted(set(axes))) if groups
+             else "", out.rstrip()))
+    if control:
+        wide = re.sub(r"grid_axes = \[1\]", "grid_axes = [0, 1]", spmd)
+        rc, out = build_and_run(fedc, build, d, "wide-", whole, wide, program, clients, devices, groups)
+        differs = re.findall(r"output (\S+): largest difference from fedc's executor over the ranks' blocks (\S+)", out)
+        assert rc and any(float(e) > 1e-5 for _, e in differs), (name, "a whole-mesh all-reduce also passes", out)
+        print("peers_export_mpi: %s, its groups' all-reduces over the whole mesh instead: wrong, as it must be (%s)"
+              % (name, ", ".join("%s %s" % x for x in differs if float(x[1]) > 1e-5)))
 
 
 def main():
@@ -355,7 +402,8 @@ def main():
                         if "=" in line)
             if info.get("groups") and (info["name"].startswith("hierfavg") or "groups level" in info["name"]):
                 check(fedc, build, tmp, info["name"], os.path.join(d, "program.fedc"), clients=int(info["clients"]),
-                      devices=4, groups=int(info["groups"]), rows=2, across="groups level" in info["name"])
+                      devices=4, groups=int(info["groups"]), rows=2, across=info["across"],
+                      control="groups level" in info["name"])
     print("peers_export_mpi: ok")
 
 

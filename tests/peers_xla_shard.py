@@ -7,7 +7,7 @@ and run on them, its arguments placed as their mhlo.sharding says. Both must agr
 with fedc's executor (tests/peers_compare.py), and the partitioned module must
 reduce at least one array per aggregation by all-reduce, over each device group
 case.txt's `across=` lists (a 2 x 4 mesh's rows for the groups' aggregations,
-its columns for the server's), and hold no other collective (no all-gather of
+its columns for the server's) and over no other, and hold no other collective (no all-gather of
 the clients' activations or filters: each device computes its own clients): the
 all-reduces of the compiled HLO are counted and printed, with the devices each
 one reduces over. Run by
@@ -123,6 +123,9 @@ def main(fedc, directory):
             for over in case.meta["across"].split():  # each level's reductions over its mesh axis
                 if not any("replica_groups=%s," % over in line for _, line in reduces):
                     problems.append("no all-reduce over the devices %s" % over)
+            for _, line in reduces:  # and none over others (a group's sum over the whole mesh: wrong axes)
+                if not any("replica_groups=%s," % over in line for over in case.meta["across"].split()):
+                    problems.append("an all-reduce over devices no level of the program spans: " + line[:200])
             p2, w2, _ = peers_compare.compare(case, run_sharded(exe, devices, case.inputs, [w.shape for w in case.want]))
             problems += ["sharded: " + x for x in p2]
             worst = max(w, w2)

@@ -46,7 +46,10 @@ typedef struct fedc_mlir_options {
                                ordered by group */
     int shard_groups;       /* Dg >= 2: a 2-D mesh of Dg x shard_clients
                                devices (groups x clients): the groups axis split over its Dg
-                               rows (Dg divides G), the clients axis over all its devices */
+                               rows (Dg divides G), the clients axis over all its devices.
+                               MLIR with a groups level (either shard_*): the function is one
+                               device's, with its own mesh.all_reduce per aggregation, and
+                               shard_clients divides each group's clients */
 } fedc_mlir_options;
 
 /* Writes `p` as an MLIR module into a NUL-terminated string the caller frees with

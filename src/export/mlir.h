@@ -22,15 +22,14 @@ typedef struct fedc__mlir {
      * `values` (comments); NULL otherwise. */
     struct fedc__mlir *hoisted, *values;
     int nhoisted;
-    /* Sharded, a program with a groups level: the mesh is 2-D, mesh_rows (the
-     * groups axis' share, 1 or more) by the clients' devices; a @clients value is
-     * split over both mesh axes, a @groups value over the rows. 0: a 1-D mesh
-     * over the clients (or not sharded). */
-    int mesh_rows;
-    /* ... and a computed @groups value is whole on every device too, not split
-     * over the rows: the program reads one back at the clients (a step down),
-     * which would gather it, and LLVM 22 lowers no gather to MPI. */
-    bool groups_whole;
+    /* Sharded, a program with a groups level: the function is one device's of a
+     * mesh_rows x mesh_cols mesh (groups x clients), partitioned here rather than
+     * by LLVM's partitioner. cohort and groups are the device's: of each of its
+     * row's groups, its column's share of the clients. Each aggregation is the
+     * device's part followed by mesh.all_reduce over the mesh axes it spans
+     * (fedc__mlir_all_reduce); a step down reads the row's own groups. 0: a 1-D
+     * mesh over the clients for LLVM's partitioner (or not sharded). */
+    int mesh_rows, mesh_cols;
     /* StableHLO, sharded: the devices a @clients value's leading axis is tiled
      * over (2 or more); 0 otherwise. */
     int shard_devices;
@@ -43,9 +42,14 @@ typedef struct fedc__mlir {
  * reduction over that axis a local one plus mesh.all_reduce (as XLA's partitioner
  * does with DrJAX's sums); x itself otherwise. */
 const char *fedc__mlir_split_use(fedc__mlir *m, const char *x, const char *type, char *out);
-/* The mesh axes ("0", "0, 1") a value's leading axis is split over: a @groups
- * value's (groups true) or a @clients value's. */
-const char *fedc__mlir_split_axes(const fedc__mlir *m, bool groups);
+/* Per device (m->mesh_rows): result = the sum over the mesh axes `axes` ("0, 1",
+ * "1": a row's devices, "0": a column's) of x, each device's part of an
+ * aggregation, of tensor type `type`: a mesh.all_reduce (an MPI_Allreduce on the
+ * axes' communicator once LLVM 22 lowers it). */
+void fedc__mlir_all_reduce(fedc__mlir *m, const char *x, const char *type, const char *axes, const char *result);
+/* The length of a level's axis over the whole cohort (groups: the groups'),
+ * where a device's function holds its share of it. */
+int fedc__mlir_whole_count(const fedc__mlir *m, bool groups);
 /* With sharding, x annotated for its users as split over the mesh axes `axes`
  * ("" whole); x itself otherwise. */
 const char *fedc__mlir_annotate_use(fedc__mlir *m, const char *x, const char *type, const char *axes, char *out);

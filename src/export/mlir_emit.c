@@ -139,8 +139,14 @@ const char *fedc__mlir_tensor_const(fedc__mlir *m, char *name, const char *liter
     return name;
 }
 
-const char *fedc__mlir_split_axes(const fedc__mlir *m, bool groups) {
-    return !m->mesh_rows ? "0" : !groups ? "0, 1" : m->groups_whole ? "" : "0";
+void fedc__mlir_all_reduce(fedc__mlir *m, const char *x, const char *type, const char *axes, const char *result) {
+    fedc__mlir_printf(m, "    %s = mesh.all_reduce %s on @clients_mesh mesh_axes = [%s] : %s -> %s\n", result, x, axes,
+                      type, type);
+}
+
+int fedc__mlir_whole_count(const fedc__mlir *m, bool groups) {
+    if (!m->mesh_rows) return groups ? m->groups : m->cohort;
+    return groups ? m->groups * m->mesh_rows : m->cohort * m->mesh_rows * m->mesh_cols;
 }
 
 const char *fedc__mlir_annotate_use(fedc__mlir *m, const char *x, const char *type, const char *axes, char *out) {
@@ -151,7 +157,7 @@ const char *fedc__mlir_annotate_use(fedc__mlir *m, const char *x, const char *ty
 }
 
 const char *fedc__mlir_split_use(fedc__mlir *m, const char *x, const char *type, char *out) {
-    return fedc__mlir_annotate_use(m, x, type, fedc__mlir_split_axes(m, m->at_groups), out);
+    return fedc__mlir_annotate_use(m, x, type, "0", out);
 }
 
 const char *fedc__mlir_replicated_use(fedc__mlir *m, const char *x, const char *type, char *out) {

@@ -23,18 +23,6 @@ static bool hierarchical(const fedc_program *p) {
     return false;
 }
 
-/* Whether p steps down from a @groups value it computes from the clients (not
- * an input, nor a step down from the server, both whole on every device). */
-static bool reads_groups_back(const fedc_program *p) {
-    for (int v = 0; v < p->n; v++) {
-        const fedc__node *n = &p->nodes[v];
-        if (n->op != FEDC_OP_BROADCAST_DOWN || p->nodes[n->in[0]].type.placement != FEDC_GROUPS) continue;
-        fedc__op from = p->nodes[n->in[0]].op;
-        if (from != FEDC_OP_INPUT && from != FEDC_OP_BROADCAST_DOWN) return true;
-    }
-    return false;
-}
-
 static void print_results(fedc__mlir *m, const fedc__mlir_scope *s) {
     char type[160];
     fedc__mlir_printf(m, "(");
@@ -43,23 +31,17 @@ static void print_results(fedc__mlir *m, const fedc__mlir_scope *s) {
     fedc__mlir_printf(m, ")");
 }
 
-/* `v = mesh.shard x to <@clients_mesh, [[axes]]>`: v's leading axis split over
- * the mesh axes its level's values are split over (a server value whole on
- * every device, [[]]); for a function argument also its users' annotation,
- * which sharding propagation starts from. */
-/* The mesh axes v is split over ("" whole). A @groups input is whole on every
- * device: a step down reads its group's row whole, and LLVM 22 lowers no gather
- * to MPI (a @groups value computed, split over the rows, is gathered there). */
-static const char *axes_of(const fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v) {
-    bool groups = s->p->nodes[v].type.placement == FEDC_GROUPS;
-    if (groups && s->p->nodes[v].op == FEDC_OP_INPUT) return "";
-    return fedc__mlir_has_clients(s, v) ? fedc__mlir_split_axes(m, groups) : "";
-}
+/* The mesh axes v is split over when LLVM's partitioner shards the module
+ * (a 1-D mesh over the clients): a @clients value's leading axis, "0"; a
+ * server value whole on every device, "". */
+static const char *axes_of(const fedc__mlir_scope *s, fedc_value v) { return fedc__mlir_has_clients(s, v) ? "0" : ""; }
 
+/* `v = mesh.shard x to <@clients_mesh, [[axes]]>`; for a function argument also
+ * its users' annotation, which sharding propagation starts from. */
 static void shard(fedc__mlir *m, const fedc__mlir_scope *s, fedc_value v, const char *x, bool for_users, char *out) {
     char first[24], type[160];
     fedc__mlir_type_of(m, s, v, type, sizeof type);
-    const char *axes = axes_of(m, s, v);
+    const char *axes = axes_of(s, v);
     fedc__mlir_tmp(m, first);
     fedc__mlir_printf(m, "    %s = mesh.shard %s to <@clients_mesh, [[%s]]> : %s\n", first, x, axes, type);
     if (!for_users) {
@@ -123,11 +105,6 @@ static fedc_status body(fedc__mlir *m, fedc__mlir_scope *s, bool sharded) {
             char copy[24];
             whole_copy(m, s, v, copy);
             shard(m, s, v, copy, false, result[i]);
-        } else if (sharded && whole_rank(s, v) && m->mesh_rows) {
-            /* for the return alone: LLVM 22's propagation moves a value's other users to
-             * an annotation of its result written after them, which they then precede */
-            fedc__mlir_annotate_use(m, s->name[v], fedc__mlir_type_of(m, s, v, type, sizeof type), axes_of(m, s, v),
-                                    result[i]);
         } else if (sharded && whole_rank(s, v)) {
             shard(m, s, v, s->name[v], false, result[i]);
         } else if (sharded) {
@@ -155,7 +132,7 @@ static fedc_status function(fedc__mlir *m, fedc__mlir_scope *s, const char *fnam
     for (int i = 0; i < fedc_program_num_inputs(p); i++)
         snprintf(s->name[fedc_program_input(p, i)], sizeof s->name[0], "%%arg%d", i);
     fedc__mlir inner = {.clients = m->clients, .cohort = m->cohort, .groups = m->groups, .tmp = m->tmp,
-                           .mesh_rows = m->mesh_rows, .groups_whole = m->groups_whole},
+                           .mesh_rows = m->mesh_rows, .mesh_cols = m->mesh_cols},
                hoisted = {.clients = m->clients},
                values = {.clients = m->clients};
     if (sharded) inner.hoisted = &hoisted, inner.values = &values;
@@ -315,6 +292,35 @@ fedc_status fedc__export(const fedc_program *p, const fedc_mlir_options *o, cons
     return st;
 }
 
+/* Sharded, a program with a groups level: m becomes one device's of a rows x
+ * cols mesh (groups x clients), its cohort and groups the device's, and the
+ * module says so, with the whole cohort's signature. A device's clients are,
+ * of each group of its row, its column's share, so that a group's sum is a
+ * sum along its row. */
+static fedc_status per_device(fedc__mlir *m, const fedc__mlir_scope *s, const fedc_mlir_options *o, const char *fname) {
+    int rows = o->shard_groups > 1 ? o->shard_groups : 1, cols = o->shard_clients > 0 ? o->shard_clients : 1;
+    int group = o->clients / o->groups;
+    if (group % cols)
+        return m->st = fedc_error(FEDC_EINVAL, "export to mlir: shard the clients over %d mesh columns: use a number "
+                                  "dividing each group's %d clients (a device holds a share of each group of its row)",
+                                  cols, group);
+    char type[160];
+    fedc__mlir_printf(m, "  // one device's function of a %d x %d mesh, groups x clients: device r * %d + c (row r, "
+                      "column c)\n  // holds, of each of row r's %d groups, clients c * %d to c * %d + %d, and "
+                      "computes each aggregation\n  // as its part and a mesh.all_reduce over the mesh axes it "
+                      "spans. The whole cohort's signature:\n  // func.func @%s(", rows, cols, cols,
+                      o->groups / rows, group / cols, group / cols, group / cols - 1, fname);
+    for (int i = 0; i < fedc_program_num_inputs(s->p); i++)
+        fedc__mlir_printf(m, "%s%%arg%d: %s", i ? ", " : "", i,
+                          fedc__mlir_type_of(m, s, fedc_program_input(s->p, i), type, sizeof type));
+    fedc__mlir_printf(m, ") -> ");
+    print_results(m, s); /* m's counts are still the whole cohort's */
+    fedc__mlir_printf(m, "\n  mesh.mesh @clients_mesh(shape = %dx%d)\n", rows, cols);
+    m->mesh_rows = rows, m->mesh_cols = cols;
+    m->clients = m->cohort = o->clients / (rows * cols), m->groups = o->groups / rows;
+    return m->st;
+}
+
 /* The module of the decomposed program p. */
 static fedc_status to_mlir(const fedc_program *p, const fedc_mlir_options *o, char **out) {
     const char *fname = o->func_name ? o->func_name : "program";
@@ -324,13 +330,9 @@ static fedc_status to_mlir(const fedc_program *p, const fedc_mlir_options *o, ch
     if (fedc__mlir_scope_init(&s, p, false, 0)) return FEDC_ENOMEM;
     bool sharded = o->shard_clients > 0 || o->shard_groups > 1;
     fedc__mlir_printf(&m, "module {\n");
-    if (sharded && hierarchical(p)) { /* groups x clients: a row holds its groups' clients (they are contiguous) */
-        m.mesh_rows = o->shard_groups > 1 ? o->shard_groups : 1;
-        m.groups_whole = reads_groups_back(p);
-        int cols = o->shard_clients > 0 ? o->shard_clients : 1;
-        fedc__mlir_printf(&m, "  // a %d x %d mesh of devices, groups x clients: device g * %d + c is row g, column c\n",
-                          m.mesh_rows, cols, cols);
-        fedc__mlir_printf(&m, "  mesh.mesh @clients_mesh(shape = %dx%d)\n", m.mesh_rows, cols);
+    if (sharded && hierarchical(p)) {
+        if (per_device(&m, &s, o, fname)) return fedc__mlir_finish(&m, &s, m.st, out);
+        sharded = false; /* partitioned here: no annotations for LLVM's partitioner */
     } else if (sharded) {
         fedc__mlir_printf(&m, "  mesh.mesh @clients_mesh(shape = %d)\n", o->shard_clients);
     }

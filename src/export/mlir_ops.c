@@ -222,7 +222,9 @@ static void body_iota(const lower *l, char *result) {
 
 fedc_status fedc__lower_iota(const lower *l) { return fedc__mlir_elementwise(l, body_iota); }
 
-fedc_status fedc__lower_num_clients(const lower *l) { return fedc__mlir_count_const(l, l->m->clients); }
+fedc_status fedc__lower_num_clients(const lower *l) {
+    return fedc__mlir_count_const(l, fedc__mlir_whole_count(l->m, l->m->at_groups));
+}
 
 fedc_status fedc__mlir_count_const(const lower *l, int count) {
     char type[160], lit[32], nm[24];
@@ -263,14 +265,28 @@ static const char *whole(const lower *l, const char *sum, const char *type, char
     return type_of(l, l->v)->rank ? fedc__mlir_replicated_use(l->m, sum, type, out) : sum;
 }
 
+/* Per device (m->mesh_rows), an aggregation's part x over the device's clients
+ * or groups summed over the mesh axes the level spans: the clients' over the
+ * whole mesh, the groups' across the rows. */
+static const char *level_axes(const lower *l) { return l->m->at_groups ? "0" : "0, 1"; }
+static const char *all_reduced(const lower *l, const char *x, const char *type, char *out) {
+    if (!l->m->mesh_rows) return x;
+    fedc__mlir_all_reduce(l->m, x, type, level_axes(l), fedc__mlir_tmp(l->m, out));
+    return out;
+}
+
 /* sum and mean over the clients axis (axis 0 of the clients tensor). */
 fedc_status fedc__lower_sum(const lower *l) {
-    char type[160], sum[24], all[24];
+    char type[160], sum[24], all[24], part[24];
     fedc__mlir_type_of(l->m, l->s, l->v, type, sizeof type);
     bool mean = l->n->op == FEDC_OP_MEAN || l->n->op == FEDC_OP_MEAN_UP; /* mean_up from the groups too */
-    fedc_status st = fedc__mlir_reduce(l, l->n->in[0], 1u, false, false, mean ? fedc__mlir_tmp(l->m, sum) : name(l, l->v), type);
-    if (!st && mean) st = fedc__mlir_scale(l, whole(l, sum, type, all), type, 1.0 / l->m->clients);
-    return st;
+    bool split = l->m->mesh_rows; /* per device: its part, then the all-reduce */
+    const char *to = mean ? fedc__mlir_tmp(l->m, sum) : name(l, l->v);
+    fedc_status st = fedc__mlir_reduce(l, l->n->in[0], 1u, false, false, split ? fedc__mlir_tmp(l->m, part) : to, type);
+    if (!st && split) fedc__mlir_all_reduce(l->m, part, type, level_axes(l), to);
+    if (!st && mean)
+        st = fedc__mlir_scale(l, whole(l, sum, type, all), type, 1.0 / fedc__mlir_whole_count(l->m, l->m->at_groups));
+    return st ? st : l->m->st;
 }
 
 /* weighted_mean(x, w) = sum_i w_i x_i * (1 / sum_i w_i), as fedc aggregates it. */
@@ -307,7 +323,9 @@ fedc_status fedc__lower_weighted_mean(const lower *l) {
     /* num * (1 / den), den read as a scalar by every element */
     char map[160], dmap[8] = "", r[24], one[24], all[24];
     identity_map(t->rank, map, sizeof map);
-    fedc__mlir_generic gd = {.rank = t->rank, .iters = "pppppppp", .nin = 2, .in = {whole(l, num, type, all), den},
+    char nall[24], dall[24];
+    const char *nsum = all_reduced(l, num, type, nall), *dsum = all_reduced(l, den, wtype, dall);
+    fedc__mlir_generic gd = {.rank = t->rank, .iters = "pppppppp", .nin = 2, .in = {whole(l, nsum, type, all), dsum},
                              .in_type = {type, wtype},
                              .in_elem = {elem, elem}, .maps = {map, dmap}, .out_map = map, .out_type = type,
                              .out_elem = elem, .result_name = name(l, l->v)};

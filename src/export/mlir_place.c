@@ -45,5 +45,5 @@ void fedc__mlir_place(const lower *l, const fedc__mlir_place_args *a, const char
 
 void fedc__mlir_annotate_result(const lower *l, const char *x, const char *result, const char *type, bool clients) {
     fedc__mlir_printf(l->m, "    %s = mesh.shard %s to <@clients_mesh, [[%s]]> annotate_for_users : %s\n", result, x,
-                      clients ? fedc__mlir_split_axes(l->m, l->m->at_groups) : "", type);
+                      clients ? "0" : "", type);
 }
