@@ -37,8 +37,9 @@ static round_inputs declare(fedc_program *p) {
     round_inputs in = {fedc_tree_new(p), fedc_input(p, "w", placed(one, FEDC_CLIENTS)),
                        fedc_input(p, FEDC_ATTACK_MALICIOUS, placed(one, FEDC_CLIENTS)),
                        fedc_input(p, "center", placed(fedc_type_make(FEDC_F32, 1, (int64_t[]){D}), FEDC_SERVER))};
-    fedc_tree_set(p, in.update, "a", fedc_input(p, "a", placed(fedc_type_make(FEDC_F32, 1, (int64_t[]){A}), FEDC_CLIENTS)));
-    fedc_tree_set(p, in.update, "b", fedc_input(p, "b", placed(fedc_type_make(FEDC_F32, 1, (int64_t[]){B}), FEDC_CLIENTS)));
+    fedc_type a = fedc_type_make(FEDC_F32, 1, (int64_t[]){A}), b = fedc_type_make(FEDC_F32, 1, (int64_t[]){B});
+    fedc_tree_set(p, in.update, "a", fedc_input(p, "a", placed(a, FEDC_CLIENTS)));
+    fedc_tree_set(p, in.update, "b", fedc_input(p, "b", placed(b, FEDC_CLIENTS)));
     return in;
 }
 

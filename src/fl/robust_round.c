@@ -150,7 +150,8 @@ static fedc_value attacked_aggregate(fedc_program *p, const fedc_robust *rb, con
     int64_t d = tree_count(p, update);
     if (zero > 0) {
         int32_t count[FEDC__FL_MAX_PARAMS];
-        for (int i = 0; i < n && i < FEDC__FL_MAX_PARAMS; i++) count[i] = (int32_t)count_of(p, fedc_tree_value(update, i));
+        for (int i = 0; i < n && i < FEDC__FL_MAX_PARAMS; i++)
+            count[i] = (int32_t)count_of(p, fedc_tree_value(update, i));
         bound = fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_SERVER), zero);
         sizes = fedc_constant(p, fedc__placed(fedc_type_make(FEDC_I32, 1, (int64_t[]){n}), FEDC_SERVER), count);
     }
