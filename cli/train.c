@@ -113,7 +113,7 @@ static const char train_usage[] =
     "                            multikrum:f=F,m=M, bulyan:f=F, geomed[:nu=V,iterations=R],\n"
     "                            cclip:tau=T[,iterations=L]; any takes memory=MB, the updates held\n"
     "                            in memory, the rest in a temporary file (docs/privacy.md; default\n"
-    "                            mean)\n"
+    "                            mean, whose mean:memory=MB is that of ALIE's and IPM's store)\n"
     "  --attack SPEC             for evaluation: the --attackers FRAC of the clients (a seeded draw\n"
     "                            by client) send sign_flip, scale:s=S, gaussian:sigma=S, alie:z=Z\n"
     "                            or ipm:eps=E in place of their update, or label_flip: train on\n"

@@ -31,6 +31,13 @@ same "$out/bulyan1" "$out/bulyan_f_1" && ok \
 # the same bits with a memory budget of 1 MiB (the 7 updates of the LSTM are more)
 expect 0 "done: 2 rounds" -- "$fedc" train $data $run --threads 2 --aggregator multikrum:f=1,m=4,memory=1 --out "$out/budget"
 same "$out/budget" "$out/multikrum_f_1_m_4" && ok || bad "--aggregator multikrum with memory=1: other bits"
+# ALIE with the plain mean and a zeroing after it, made in the mean's store: the same bits with
+# memory=1 (spilled), on 1 thread, as in memory on 2
+alie="--attack alie:z=1 --attackers 0.3 --robust-zero 0.5"
+expect 0 "done: 2 rounds" -- "$fedc" train $data $run --threads 2 $alie --out "$out/alie"
+expect 0 "done: 2 rounds" -- "$fedc" train $data $run --threads 1 $alie --aggregator mean:memory=1 --out "$out/alie1"
+same "$out/alie" "$out/alie1" && ! same "$out/alie" "$out/mean" && ok \
+  || bad "alie with the mean: memory=1 on 1 thread is not the bits in memory on 2, or the clean mean's"
 # metrics.jsonl names the clients a selecting aggregator kept, each round: Multi-Krum's
 # m = 4 and Krum's one of the 7, distinct population indices; the median keeps no list
 kept() { sed -n "s/.*\"round\": $2,.*\"kept\": \[\([0-9, ]*\)\].*/\1/p" "$1/metrics.jsonl" | tr ',' '\n' | tr -d ' ' | sort -un | grep -c .; }

@@ -250,7 +250,9 @@ static void test_spec_errors(void) {
     CHECK_ERR(fedc_robust_parse("median:f=1", &r), FEDC_EINVAL, "median has no setting 'f' (it takes memory=MB)");
     CHECK_OK(fedc_robust_parse("median:memory=4", &r)); /* the budget alone */
     CHECK(r.kind == FEDC_ROBUST_MEDIAN && r.memory_mb == 4);
-    CHECK_ERR(fedc_robust_parse("mean:memory=4", &r), FEDC_EINVAL, "mean takes no settings");
+    CHECK_OK(fedc_robust_parse("mean:memory=4", &r)); /* the store's, where ALIE and IPM are made */
+    CHECK(r.kind == FEDC_ROBUST_MEAN && r.memory_mb == 4);
+    CHECK_ERR(fedc_robust_parse("mean:beta=0.1", &r), FEDC_EINVAL, "mean has no setting 'beta' (it takes memory=MB)");
     CHECK_ERR(fedc_robust_parse("krum:g=1", &r), FEDC_EINVAL, "no setting 'g' (it takes f=F)");
     CHECK_ERR(fedc_robust_parse("krum:f=x", &r), FEDC_EINVAL, "f needs an integer of at most 1e9 in size, not 'x'");
     CHECK_ERR(fedc_robust_parse("krum:f", &r), FEDC_EINVAL, "not name=value");

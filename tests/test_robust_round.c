@@ -3,12 +3,14 @@
  * with cclip's centre taken off and a per-client attack (sign_flip, scale,
  * gaussian) made there too, and streams into the aggregator's store; ALIE and IPM,
  * which need the honest clients' statistics, are made in the store
- * (src/exec/aggregate_attack.c). So the round's planned memory does not grow by an
- * update a client, a small memory=MB spills to the file, and the model is the
- * bits of the round that holds every update in memory, of the round that zeroes
- * them in the map (--robust-zero; after ALIE or IPM, whose attack is then ops
- * over the cohort, fedc_attack_update, and the update flattened after the map),
- * and of 1 and 3 threads, with clients absent or not. */
+ * (src/exec/aggregate_attack.c), with a zeroing after them, for the plain mean
+ * too. So the round's planned memory does not grow by an update a client, a small
+ * memory=MB spills to the file, and the model is the bits of the round that holds
+ * every update in memory, of the round that zeroes them (--robust-zero, in the
+ * map, or in the store after ALIE or IPM) with a bound that zeroes nothing, and
+ * of 1 and 3 threads, with clients absent or not. That ALIE and IPM with a
+ * zeroing in the store are the bits of their ops over the cohort,
+ * test_robust_zero.c checks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,40 +105,41 @@ static void run_round(const fedc_model *m, const fedc_algorithm *a, int clients,
 }
 
 /* The round's memory plan grows with the cohort by what a client's scalars and
- * data take, not by its update: 32 more clients add less than 8 updates' bytes.
- * Flattened after the map (a zeroing first), the updates are stored for the whole
- * cohort: the check sees that. */
+ * data take, not by its update: 32 more clients add less than 8 updates' bytes,
+ * with a zeroing too. ALIE with the plain mean and a DP clip is still ops over
+ * the cohort, whose updates are held for the whole cohort: the check sees that. */
 static void test_planned_memory_flat_in_cohort(void) {
     fedc_model *m = logistic();
     size_t update = (size_t)fedc_model_size(m) * sizeof(float);
     const char *specs[] = {"median", "krum:f=2", "trimmed_mean:beta=0.2", "geomed", "cclip:tau=0.1",
                            "median+sign_flip", "krum:f=2+scale:s=-3", "trimmed_mean:beta=0.2+gaussian:sigma=0.5",
-                           "median+alie", "krum:f=2+ipm", "cclip:tau=0.1+alie:z=1.5"};
+                           "median+alie", "krum:f=2+ipm", "cclip:tau=0.1+alie:z=1.5", "mean+alie", "mean+ipm"};
     for (int i = 0; m && i < FEDC_COUNT_OF(specs); i++) {
         fedc_algorithm a = algorithm(specs[i]);
         size_t small = planned(m, &a, 8), large = planned(m, &a, 40);
         CHECK_MSG(large < small + 8 * update, "%s: 32 more clients planned %zu more bytes (an update is %zu)", specs[i],
                   large - small, update);
     }
-    const char *zeroed[] = {"median", "krum:f=2+sign_flip", "median+alie"}; /* the zeroing in the map, but after ALIE */
+    const char *zeroed[] = {"median", "krum:f=2+sign_flip", "median+alie", "mean+ipm", "cclip:tau=0.1+alie"};
     for (int i = 0; m && i < FEDC_COUNT_OF(zeroed); i++) {
         fedc_algorithm zeroing = algorithm(zeroed[i]);
         zeroing.aggregation.zero_norm = 1e30;
         size_t small = planned(m, &zeroing, 8), large = planned(m, &zeroing, 40);
-        if (strstr(zeroed[i], "alie"))
-            CHECK_MSG(large >= small + 32 * update, "%s with zeroing: 32 more clients planned only %zu more bytes (is "
-                      "the check blind?)", zeroed[i], large - small);
-        else
-            CHECK_MSG(large < small + 8 * update, "%s with zeroing: 32 more clients planned %zu more bytes (an update is "
-                      "%zu)", zeroed[i], large - small, update);
+        CHECK_MSG(large < small + 8 * update, "%s with zeroing: 32 more clients planned %zu more bytes (an update is "
+                  "%zu)", zeroed[i], large - small, update);
     }
+    fedc_algorithm clipped = algorithm("mean+alie"); /* a DP clip needs the attack's ops */
+    clipped.aggregation.clip = 1e30;
+    size_t small = planned(m, &clipped, 8), large = planned(m, &clipped, 40);
+    CHECK_MSG(large >= small + 32 * update, "alie with a DP clip: 32 more clients planned only %zu more bytes (is the "
+              "check blind?)", large - small);
     fedc_model_destroy(m);
 }
 
 /* 12 clients' updates (2.3 MB) with 1 MiB: most go to the file, and the model is
  * the bits of the round that keeps them all in memory, and of the one that
- * zeroes nothing (a norm bound of 1e30; ALIE and IPM then made over the cohort
- * and flattened after the map). An attack moves the model. */
+ * zeroes nothing (a norm bound of 1e30; after ALIE and IPM, in the store). An
+ * attack moves the model. */
 static void test_spilled_round_same_bits(void) {
     enum { N = 12 };
     fedc_model *m = logistic();
@@ -146,7 +149,7 @@ static void test_spilled_round_same_bits(void) {
     const char *specs[] = {"median", "multikrum:f=2,m=5", "bulyan:f=2", "cclip:tau=0.1", "median+sign_flip",
                            "multikrum:f=2,m=5+scale:s=-3", "cclip:tau=0.1+gaussian:sigma=0.5", "median+alie",
                            "trimmed_mean:beta=0.2+alie:z=1.5", "multikrum:f=2,m=5+ipm:eps=2", "cclip:tau=0.1+alie",
-                           "geomed+ipm"};
+                           "geomed+ipm", "mean+alie:z=1.5", "mean+ipm"};
     for (int i = 0; m && i < FEDC_COUNT_OF(specs); i++) {
         fedc_algorithm a = algorithm(specs[i]);
         run_round(m, &a, N, want);
@@ -168,24 +171,23 @@ static void test_spilled_round_same_bits(void) {
         a.aggregation.robust.memory_mb = 0;
         a.aggregation.zero_norm = 1e30;
         run_round(m, &a, N, got);
-        CHECK_MSG(!memcmp(want, got, (size_t)size * sizeof *got), "%s: zeroing nothing (ALIE, IPM: made over the "
-                  "cohort after the map) changed the bits", specs[i]);
+        CHECK_MSG(!memcmp(want, got, (size_t)size * sizeof *got), "%s: zeroing nothing changed the bits", specs[i]);
     }
     free(want), free(got), free(start);
     fedc_model_destroy(m);
 }
 
 /* ALIE and IPM made in the store with two clients absent (holes in the honest
- * clients' statistics: a malicious one, 3, and an honest one, 7): the bits of the
- * ops over the cohort (zeroing nothing), with 1, 2 or 3 threads, in memory or
- * spilled; the holes change the model. */
+ * clients' statistics: a malicious one, 3, and an honest one, 7): the same bits
+ * with 1, 2 or 3 threads, in memory or spilled, and with a zeroing that zeroes
+ * nothing; the holes change the model. */
 static void test_attack_in_store_absent_threads(void) {
     enum { N = 12 };
     fedc_model *m = logistic();
     int64_t size = m ? fedc_model_size(m) : 1;
     float *want = calloc((size_t)size, sizeof *want), *got = calloc((size_t)size, sizeof *got);
     uint8_t absent[N] = {[3] = 1, [7] = 1};
-    const char *specs[] = {"median+alie", "cclip:tau=0.1+ipm:eps=2", "krum:f=2+alie:z=0.5"};
+    const char *specs[] = {"median+alie", "cclip:tau=0.1+ipm:eps=2", "krum:f=2+alie:z=0.5", "mean+alie"};
     for (int i = 0; m && i < FEDC_COUNT_OF(specs); i++) {
         fedc_algorithm a = algorithm(specs[i]);
         run_round_on(m, &a, N, 2, absent, want);
@@ -200,8 +202,7 @@ static void test_attack_in_store_absent_threads(void) {
         a.aggregation.robust.memory_mb = 0;
         a.aggregation.zero_norm = 1e30;
         run_round_on(m, &a, N, 2, absent, got);
-        CHECK_MSG(!memcmp(want, got, (size_t)size * sizeof *got), "%s: made in the store is not the bits of the ops "
-                  "over the cohort", specs[i]);
+        CHECK_MSG(!memcmp(want, got, (size_t)size * sizeof *got), "%s: zeroing nothing changed the bits", specs[i]);
     }
     free(want), free(got);
     fedc_model_destroy(m);

@@ -62,7 +62,8 @@ typedef struct fedc_robust {
     double tau;      /* cclip: the clipping radius > 0 (1) */
     /* In a round (the robust_aggregate op): the MiB of the cohort's updates kept in
      * memory; the rest wait in a temporary file, read back a block at a time. 0: no
-     * limit. The result is the same bits whatever it is. (0) */
+     * limit. The result is the same bits whatever it is. The mean keeps updates
+     * only after ALIE or IPM, which it makes there. (0) */
     int memory_mb;
 } fedc_robust;
 
@@ -70,8 +71,9 @@ FEDC_API fedc_robust fedc_robust_defaults(fedc_robust_kind kind);
 FEDC_API const char *fedc_robust_name(fedc_robust_kind kind);
 /* Parses an --aggregator spec: "mean", "median", "trimmed_mean:beta=B", "krum:f=F",
  * "multikrum:f=F,m=M", "bulyan:f=F", "geomed:nu=V,iterations=R,tolerance=T",
- * "cclip:tau=T,iterations=L"; any but mean also takes memory=MB (a round's budget);
- * unset settings are the kind's defaults. EINVAL naming
+ * "cclip:tau=T,iterations=L"; every kind also takes memory=MB (a round's budget;
+ * mean's is that of the store ALIE and IPM are made in); unset settings are the
+ * kind's defaults. EINVAL naming
  * the bad part and what would do; *out unchanged then. */
 FEDC_API fedc_status fedc_robust_parse(const char *spec, fedc_robust *out);
 /* r as a spec fedc_robust_parse reads back to the same settings (the kind's

@@ -42,6 +42,7 @@ static const char *settings_of(fedc_robust_kind k) {
     case FEDC_ROBUST_GEOMED: return "nu=V, iterations=R, tolerance=T";
     case FEDC_ROBUST_CCLIP: return "tau=T, iterations=L";
     case FEDC_ROBUST_MEDIAN: return "memory=MB"; /* the budget alone, as every robust kind takes */
+    case FEDC_ROBUST_MEAN: return "memory=MB";   /* its store's, where ALIE and IPM are made */
     default: return NULL;
     }
 }

@@ -127,11 +127,16 @@ fedc_status fedc__agg_robust_holes(fedc__agg *a, int64_t holes) {
     return st;
 }
 
-void fedc__agg_robust_attackers(fedc__agg *a, const fedc__node *n, const void *const *in, const size_t *stride) {
-    bool attacked = n->op == FEDC_OP_ROBUST_AGGREGATE && n->nin > 2;
-    a->robust_flags = attacked ? in[2] : NULL;
-    a->robust_flags_stride = attacked ? stride[2] : 0;
-    a->robust_center = attacked && n->nin > 3 ? in[3] : NULL;
+void fedc__agg_robust_attackers(fedc__agg *a, const fedc_program *p, const fedc__node *n, const void *const *in,
+                                const size_t *stride) {
+    fedc__robust_operands o = {-1, -1, -1, -1};
+    if (n->op == FEDC_OP_ROBUST_AGGREGATE) o = fedc__robust_operands_of(n);
+    a->robust_flags = o.flags >= 0 ? in[o.flags] : NULL;
+    a->robust_flags_stride = o.flags >= 0 ? stride[o.flags] : 0;
+    a->robust_center = o.center >= 0 ? in[o.center] : NULL;
+    a->robust_zero_bound = o.bound >= 0 ? in[o.bound] : NULL;
+    a->robust_zero_sizes = o.sizes >= 0 ? in[o.sizes] : NULL;
+    a->robust_zero_leaves = o.sizes >= 0 ? p->nodes[n->in[o.sizes]].type.dims[0] : 0;
 }
 
 /* Writes coordinates [lo, lo + count) of the reported client j (an attack's, fedc__robust_attack_rows). */
@@ -149,17 +154,29 @@ static fedc_status write_back(void *ctx, int j, int64_t lo, int64_t count, const
     return FEDC_OK;
 }
 
-/* ALIE's or IPM's value into the flagged clients' places, and cclip's centre off
- * every value, when the node has an attack. */
-static fedc_status attack(fedc__agg *a, const fedc__robust_set *s) {
+/* The node's aggregator over s, into out: when it has an attack, ALIE's or
+ * IPM's value into the flagged clients' places first, then its zeroing (the
+ * count of the clients zeroed after the aggregate) and cclip's centre off every
+ * value; a mean after an attack is the weighted_mean op's. */
+static fedc_status aggregate(fedc__agg *a, const fedc__robust_set *s) {
     const fedc__robust_rows *k = a->robust;
-    if (a->robust_attack == FEDC__ROBUST_ATTACK_NONE) return FEDC_OK;
-    if (!a->robust_flags)
+    bool attacked = a->robust_attack != FEDC__ROBUST_ATTACK_NONE;
+    if (attacked && !a->robust_flags)
         return fedc_error(FEDC_EUNSUPPORTED, "robust_aggregate: its attack's flags are not known here (an attack runs "
                           "in a simulation's round, before the clients run)");
-    fedc__robust_attack_job job = {s, k->client, k->clients, a->robust_attack, a->robust_attack_value, a->robust_flags,
-                                   a->robust_flags_stride, a->robust_center, write_back, a->robust};
-    return fedc__robust_attack_rows(&job);
+    const int32_t *sizes = attacked ? a->robust_zero_sizes : NULL;
+    fedc__robust_attack_job job = {.set = s, .client = k->client, .clients = k->clients, .attack = a->robust_attack,
+                                   .value = a->robust_attack_value, .flags = a->robust_flags,
+                                   .flags_stride = a->robust_flags_stride, .center = a->robust_center,
+                                   .bound = sizes ? *a->robust_zero_bound : 0, .sizes = sizes,
+                                   .leaves = a->robust_zero_leaves, .write = write_back, .write_ctx = a->robust};
+    int zeroed = 0;
+    float *out = a->out;
+    fedc_status st = attacked ? fedc__robust_attack_rows(&job, &zeroed) : FEDC_OK;
+    if (!st && attacked && a->robust_settings.kind == FEDC_ROBUST_MEAN) st = fedc__robust_mean_rows(&job, out);
+    else if (!st) st = fedc__robust_aggregate_set(&a->robust_settings, s, NULL, out, a->robust_kept, &a->robust_nkept);
+    if (sizes) out[s->d] = (float)zeroed;
+    return st;
 }
 
 /* Reads coordinates [lo, lo + count) of the reported client j (fedc__robust_set's read). */
@@ -190,12 +207,12 @@ fedc_status fedc__agg_robust_end(fedc__agg *a) {
         k->rows[i] = NULL;
         k->rows[n] = row, k->weight[n] = k->weight[i], k->client[n++] = (int)i;
     }
+    bool zeroing = a->robust_attack != FEDC__ROBUST_ATTACK_NONE && a->robust_zero_sizes; /* its flags: the last number */
     fedc__robust_set s = {.x = (const float *const *)k->rows, .read = read_back, .read_ctx = k, .n = n,
-                          .d = a->count, .w = k->weight};
+                          .d = a->count - zeroing, .w = k->weight};
     if (!a->robust_kept && !(a->robust_kept = fedc_malloc((size_t)(k->clients ? k->clients : 1) * sizeof *a->robust_kept)))
         st = fedc_error(FEDC_ENOMEM, "robust_aggregate: no memory for %lld clients", (long long)k->clients);
-    if (!st) st = attack(a, &s);
-    if (!st) st = fedc__robust_aggregate_set(&a->robust_settings, &s, NULL, a->out, a->robust_kept, &a->robust_nkept);
+    if (!st) st = aggregate(a, &s);
     for (int j = 0; !st && j < a->robust_nkept; j++) a->robust_kept[j] = k->client[a->robust_kept[j]]; /* cohort places */
     fedc__agg_robust_free(a);
     return st; /* its message names the aggregator */

@@ -377,7 +377,7 @@ static fedc_status aggregate(const fedc__step *s) {
     fedc__agg *a = s->agg;
     fedc_status st = FEDC_OK;
     fedc__agg_begin(a, s->n, s->clients, s->out);
-    fedc__agg_robust_attackers(a, s->n, s->in, s->in_stride);
+    fedc__agg_robust_attackers(a, s->p, s->n, s->in, s->in_stride);
     for (int i = 0; !st && i < s->clients; i++) {
         bool left_out = s->dropped && s->dropped[i];
         const void *w = s->n->nin >= 2 ? (const char *)s->in[1] + (size_t)i * s->in_stride[1] : NULL;

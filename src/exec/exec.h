@@ -124,6 +124,10 @@ typedef struct fedc__agg {
     const void *robust_flags;
     size_t robust_flags_stride;
     const float *robust_center;
+    /* and its zeroing, if it has one: the bound, the update's leaves' sizes and their count */
+    const float *robust_zero_bound;
+    const int32_t *robust_zero_sizes;
+    int64_t robust_zero_leaves;
     /* An aggregation up from the clients to the groups (sum_up, mean_up,
      * weighted_mean_up of a @clients value) is one aggregation per group, run in
      * turn as the clients come: group g's clients [group_start[g], group_start[g +
@@ -171,14 +175,17 @@ fedc_status fedc__agg_robust_each(fedc__agg *a, int64_t *seen, int64_t *values,
                                   fedc_status (*give)(void *ctx, int64_t i, const void *x, double w), void *ctx);
 /* Rank 0: `holes` clients another rank added without a value (dropped). */
 fedc_status fedc__agg_robust_holes(fedc__agg *a, int64_t holes);
-/* Node n's attack operands, if it has them (a robust_aggregate of 3 or 4
- * operands), where the cohort's copies are: in[k] at stride[k] per client. */
-void fedc__agg_robust_attackers(fedc__agg *a, const fedc__node *n, const void *const *in, const size_t *stride);
+/* Node n's (of p) attack operands, if it has them (a robust_aggregate of 3 to 6
+ * operands, fedc__robust_operands_of), where the cohort's copies are: in[k] at
+ * stride[k] per client. */
+void fedc__agg_robust_attackers(fedc__agg *a, const fedc_program *p, const fedc__node *n, const void *const *in,
+                                const size_t *stride);
 
-/* ALIE's or IPM's value for the flagged clients of a store's cohort, and cclip's
- * centre taken off every value (src/exec/aggregate_attack.c). The store's rows
- * are read through set (the reported clients, client[j] the cohort place of the
- * j-th, of `clients`) and written back through write, a block at a time. */
+/* ALIE's or IPM's value for the flagged clients of a store's cohort, the
+ * zeroing after it, and cclip's centre taken off every value
+ * (src/exec/aggregate_attack.c). The store's rows are read through set (the
+ * reported clients, client[j] the cohort place of the j-th, of `clients`) and
+ * written back through write, a block at a time. */
 typedef struct fedc__robust_attack_job {
     const struct fedc__robust_set *set;
     const int *client;
@@ -188,10 +195,19 @@ typedef struct fedc__robust_attack_job {
     const void *flags; /* f32, client i's at flags + i * flags_stride */
     size_t flags_stride;
     const float *center; /* or NULL */
+    /* a zeroing (sizes NULL: none): the bound, and the leaves' sizes (`leaves` of
+     * them, adding up to set->d); each row's flag is its number set->d */
+    float bound;
+    const int32_t *sizes;
+    int64_t leaves;
     fedc_status (*write)(void *ctx, int j, int64_t lo, int64_t count, const float *from);
     void *write_ctx;
 } fedc__robust_attack_job;
-fedc_status fedc__robust_attack_rows(const fedc__robust_attack_job *job);
+/* The attack (and zeroing, and centre) into the rows; *zeroed: the clients zeroed. */
+fedc_status fedc__robust_attack_rows(const fedc__robust_attack_job *job, int *zeroed);
+/* out (set->d floats) = the weighted mean of the rows by the set's weights, in
+ * the weighted_mean op's tree over the cohort (a mean after an attack). */
+fedc_status fedc__robust_mean_rows(const fedc__robust_attack_job *job, float *out);
 /* The updates robust_aggregate's stores have written to their files, in this
  * process (for the tests: a budget that spills, and bits that do not change). */
 extern int64_t fedc__robust_spilled;

@@ -443,13 +443,13 @@ static fedc__source source_of(const fedc_executor *ex, fedc_value m, fedc_value 
 /* A robust_aggregate's attack operands, for its store: known before map m runs
  * (a result of m, which streams, cannot be one: the store would not have it). */
 static void robust_attackers(const fedc_executor *ex, fedc_value m, const fedc__node *u, fedc__agg *a) {
-    const void *in[4] = {NULL, NULL, NULL, NULL};
-    size_t stride[4] = {0, 0, 0, 0};
-    for (int k = 2; k < u->nin && k < 4; k++) {
+    const void *in[6] = {NULL};
+    size_t stride[6] = {0};
+    for (int k = 2; k < u->nin && k < 6; k++) {
         fedc__source s = source_of(ex, m, u->in[k]);
         in[k] = s.base, stride[k] = s.stride;
     }
-    fedc__agg_robust_attackers(a, u, in, stride);
+    fedc__agg_robust_attackers(a, ex->p, u, in, stride);
 }
 
 static fedc_status run_map(fedc_executor *ex, fedc_value m) {

@@ -276,10 +276,12 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
         return fedc_program_fail(p, FEDC_EINVAL, "%s: the round aggregates twice with --dp-clip, --robust-zero or --compress; "
                                  "each round may call fedc_round_aggregate once", fedc_algorithm_name(r->alg)), NULL;
     /* a robust round makes the attack and the zeroing in what its clients stream to the aggregator: each client
-     * in the clients' map, but ALIE and IPM in the aggregator's store, which a zeroing after them cannot follow
-     * (it needs the attacked updates) */
+     * in the clients' map, but ALIE and IPM, and a zeroing after them, in the aggregator's store; so does the
+     * plain mean after ALIE or IPM, unless a DP clip, a secure sum or compression needs their ops */
     bool robust = a->robust.kind != FEDC_ROBUST_MEAN;
-    bool streamed = robust && !(a->zero_norm > 0 && fedc__attack_from_honest(&a->attack));
+    bool stored = fedc__attack_from_honest(&a->attack) && a->clip == 0 && a->secure_sum_bits == 0 &&
+                  a->compress_bits == 0;
+    bool streamed = robust || stored;
     fedc_value bad = FEDC_NONE;
     if (a->attack.kind != FEDC_ATTACK_NONE) { /* the malicious clients send their attack instead */
         bad = fedc__attack_malicious(p);
@@ -300,10 +302,6 @@ fedc_tree *fedc_round_aggregate(fedc_round *r, const fedc_tree *update, fedc_val
         fedc_value kept = fedc_le(p, norm, fedc_scalar(p, FEDC_F32, a->zero_norm));
         norm = fedc_select(p, kept, norm, fedc_scalar(p, FEDC_F32, 0));
         fedc_program_output(p, "aggregator/zeroed", fedc_sum(p, zeroed));
-    }
-    if (robust) { /* ALIE or IPM, then the zeroing, over the cohort */
-        output_done(p);
-        return fedc__robust_round(r, update, weight, FEDC_NONE, 0);
     }
     const fedc_tree *sent = update; /* what each client sends: compressed, then clipped */
     fedc_value key = a->compress_rotate ? noise_key(r) : FEDC_NONE;

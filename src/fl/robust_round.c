@@ -66,12 +66,22 @@ static fedc_tree *unflatten(fedc_program *p, fedc_value flat, const fedc_tree *l
  * clients whose `bad` is 1 when an attack is given (its per-client kinds:
  * sign_flip, scale, gaussian from `key`), zeroed when its norm is above `zero`
  * (> 0; *zeroed: 1 if it was), flattened, and taken relative to cclip's centre
- * (FEDC_NONE: none). The same ops either way, so the same bits. */
-static fedc_value sent(fedc_program *p, const fedc_attack *a, double zero, const fedc_tree *update, fedc_value bad,
-                       fedc_value key, fedc_value center, fedc_value *zeroed) {
+ * (FEDC_NONE: none). With `flag_last` it is not zeroed: the flag follows its
+ * numbers, for the store to zero it after ALIE or IPM (fedc__robust_aggregate_attacked).
+ * The same ops either way, so the same bits. */
+static fedc_value sent(fedc_program *p, const fedc_attack *a, double zero, bool flag_last, const fedc_tree *update,
+                       fedc_value bad, fedc_value key, fedc_value center, fedc_value *zeroed) {
     const fedc_tree *t = a ? fedc_attack_update(p, a, update, bad, key) : update;
-    if (t && zero > 0) t = fedc_aggregate_zero(p, t, fedc_aggregate_norm(p, t), fedc_scalar(p, FEDC_F32, zero), zeroed);
+    fedc_value flag = FEDC_NONE;
+    if (t && zero > 0 && flag_last) { /* fedc_aggregate_zero's flag */
+        fedc_value kept = fedc_le(p, fedc_aggregate_norm(p, t), fedc_scalar(p, FEDC_F32, zero));
+        flag = fedc_select(p, kept, fedc_scalar(p, FEDC_F32, 0), fedc_scalar(p, FEDC_F32, 1));
+    } else if (t && zero > 0) {
+        t = fedc_aggregate_zero(p, t, fedc_aggregate_norm(p, t), fedc_scalar(p, FEDC_F32, zero), zeroed);
+    }
     fedc_value x = t ? flatten(p, t) : FEDC_NONE;
+    if (flag != FEDC_NONE && x != FEDC_NONE)
+        x = fedc_concat(p, (fedc_value[]){x, fedc_reshape(p, flag, 1, (int64_t[]){1})}, 2, 0);
     return center == FEDC_NONE || x == FEDC_NONE ? x : fedc_sub(p, x, center);
 }
 
@@ -82,8 +92,9 @@ static fedc_value sent(fedc_program *p, const fedc_attack *a, double zero, const
  * FEDC_NONE where unused) come before it; else FEDC_NONE. That result streams
  * into the aggregator's store, one client at a time, so the round's memory is the
  * store's budget and not the cohort's updates. */
-static fedc_value sent_in_map(fedc_program *p, const fedc_attack *a, double zero, const fedc_tree *update,
-                              fedc_value bad, fedc_value key, fedc_value center, fedc_value *zeroed) {
+static fedc_value sent_in_map(fedc_program *p, const fedc_attack *a, double zero, bool flag_last,
+                              const fedc_tree *update, fedc_value bad, fedc_value key, fedc_value center,
+                              fedc_value *zeroed) {
     int n = fedc_tree_size(update), nv = n;
     fedc_value values[FEDC__FL_MAX_PARAMS + 3], results[2] = {FEDC_NONE, FEDC_NONE};
     fedc_value local[3] = {FEDC_NONE, FEDC_NONE, FEDC_NONE}, flag = FEDC_NONE;
@@ -99,10 +110,10 @@ static fedc_value sent_in_map(fedc_program *p, const fedc_attack *a, double zero
         t.placement = FEDC_LOCAL;
         local[k] = fedc_input(fn, names[k], t), values[nv++] = extra[k];
     }
-    fedc_status st = in ? fedc_program_output(fn, "robust/update", sent(fn, a, zero, in, local[0], local[1], local[2],
-                                                                        &flag))
+    fedc_status st = in ? fedc_program_output(fn, "robust/update", sent(fn, a, zero, flag_last, in, local[0], local[1],
+                                                                        local[2], &flag))
                         : fedc_program_status(fn);
-    if (!st && zero > 0) st = fedc_program_output(fn, "robust/zeroed", flag);
+    if (!st && zero > 0 && !flag_last) st = fedc_program_output(fn, "robust/zeroed", flag);
     if (!st) st = fedc_program_status(fn);
     if (st) fedc_program_fail(p, st, "%s", fn->errmsg);
     else fedc__map_extend(p, values, nv, fn, results); /* EUNSUPPORTED: the results stay FEDC_NONE */
@@ -127,12 +138,39 @@ fedc_status fedc__robust_round_inputs(fedc_round *r) {
     return fedc_program_status(p);
 }
 
+/* The aggregate of x (f32[d]@clients; with a zeroing, d + 1: the flag last) by
+ * rb with ALIE or IPM made in its store, the zeroing after it (zero > 0, of the
+ * update's leaves: "aggregator/zeroed" counts whom it zeroed) and cclip's centre
+ * (FEDC_NONE: none): f32[d]@server. */
+static fedc_value attacked_aggregate(fedc_program *p, const fedc_robust *rb, const fedc_attack *attack, fedc_value x,
+                                     fedc_value weight, fedc_value bad, fedc_value center, double zero,
+                                     const fedc_tree *update) {
+    fedc_value bound = FEDC_NONE, sizes = FEDC_NONE;
+    int n = fedc_tree_size(update);
+    int64_t d = tree_count(p, update);
+    if (zero > 0) {
+        int32_t count[FEDC__FL_MAX_PARAMS];
+        for (int i = 0; i < n && i < FEDC__FL_MAX_PARAMS; i++)
+            count[i] = (int32_t)count_of(p, fedc_tree_value(update, i));
+        bound = fedc_full(p, fedc__placed(fedc_type_scalar(FEDC_F32), FEDC_SERVER), zero);
+        sizes = fedc_constant(p, fedc__placed(fedc_type_make(FEDC_I32, 1, (int64_t[]){n}), FEDC_SERVER), count);
+    }
+    fedc__robust_attack kind = attack->kind == FEDC_ATTACK_ALIE ? FEDC__ROBUST_ATTACK_ALIE : FEDC__ROBUST_ATTACK_IPM;
+    fedc_value agg = fedc__robust_aggregate_attacked(p, x, weight, rb, kind, attack->value, bad, center, bound, sizes);
+    if (zero > 0) {
+        int64_t at[2] = {0, d}, end[2] = {d, d + 1};
+        fedc_program_output(p, "aggregator/zeroed", fedc_reshape(p, fedc_slice(p, agg, &at[1], &end[1]), 0, NULL));
+        agg = fedc_slice(p, agg, &at[0], &end[0]);
+    }
+    return agg;
+}
+
 fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value weight, fedc_value bad, double zero) {
     fedc_program *p = r->p;
     const fedc_aggregation *ag = &r->alg->aggregation;
     const fedc_robust *rb = &ag->robust;
     const fedc_attack *attack = bad != FEDC_NONE ? &ag->attack : NULL;
-    bool stored = attack && fedc__attack_from_honest(attack); /* ALIE, IPM: made in the store, centre and all */
+    bool stored = attack && fedc__attack_from_honest(attack); /* ALIE, IPM: made in the store, zeroing, centre and all */
     const fedc_attack *a = stored ? NULL : attack; /* the attack each client makes */
     fedc_value key = a && a->kind == FEDC_ATTACK_GAUSSIAN ? fedc__round_client_key(r) : FEDC_NONE;
     fedc_value center = FEDC_NONE, centered = FEDC_NONE;
@@ -147,17 +185,15 @@ fedc_tree *fedc__robust_round(fedc_round *r, const fedc_tree *update, fedc_value
     }
     fedc_value off = stored ? FEDC_NONE : center; /* the centre the clients take off */
     fedc_value zeroed = FEDC_NONE;
-    fedc_value x = sent_in_map(p, a, zero, update, bad, key, off == FEDC_NONE ? FEDC_NONE : centered, &zeroed);
+    fedc_value x = sent_in_map(p, a, zero, stored, update, bad, key, off == FEDC_NONE ? FEDC_NONE : centered, &zeroed);
     if (x == FEDC_NONE && !fedc_program_status(p))
-        x = sent(p, a, zero, update, bad, key, off == FEDC_NONE ? FEDC_NONE
+        x = sent(p, a, zero, stored, update, bad, key, off == FEDC_NONE ? FEDC_NONE
                                                : centered != FEDC_NONE ? centered : fedc_broadcast(p, center), &zeroed);
-    if (zero > 0 && !fedc_program_status(p)) fedc_program_output(p, "aggregator/zeroed", fedc_sum(p, zeroed));
+    if (zero > 0 && !stored && !fedc_program_status(p)) fedc_program_output(p, "aggregator/zeroed", fedc_sum(p, zeroed));
     if (fedc_program_status(p)) return NULL;
     if (fedc_value_type(p, weight).dtype != FEDC_F32) weight = fedc_cast(p, weight, FEDC_F32);
-    fedc_value agg = !stored ? fedc_robust_aggregate(p, x, weight, rb)
-                     : fedc__robust_aggregate_attacked(p, x, weight, rb, attack->kind == FEDC_ATTACK_ALIE
-                                                       ? FEDC__ROBUST_ATTACK_ALIE : FEDC__ROBUST_ATTACK_IPM,
-                                                       attack->value, bad, center);
+    fedc_value agg = stored ? attacked_aggregate(p, rb, attack, x, weight, bad, center, zero, update)
+                            : fedc_robust_aggregate(p, x, weight, rb);
     if (center != FEDC_NONE) {
         agg = fedc_add(p, center, agg);
         fedc_program_output(p, "server/" FEDC_ROBUST_CENTER, agg);

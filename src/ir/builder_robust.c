@@ -25,10 +25,43 @@ fedc_value fedc_robust_aggregate(fedc_program *p, fedc_value x, fedc_value w, co
 
 fedc_value fedc__robust_aggregate_attacked(fedc_program *p, fedc_value x, fedc_value w, const fedc_robust *r,
                                            fedc__robust_attack attack, double value, fedc_value flags,
-                                           fedc_value center) {
+                                           fedc_value center, fedc_value bound, fedc_value sizes) {
     if (attack != FEDC__ROBUST_ATTACK_ALIE && attack != FEDC__ROBUST_ATTACK_IPM)
         return fedc_program_fail(p, FEDC_EINVAL, "robust_aggregate: attack %d is neither ALIE nor IPM", (int)attack);
-    return emit(p, (fedc_value[]){x, w, flags, center}, center == FEDC_NONE ? 3 : 4, r, attack, value);
+    if ((bound == FEDC_NONE) != (sizes == FEDC_NONE))
+        return fedc_program_fail(p, FEDC_EINVAL, "robust_aggregate: a zeroing's bound and sizes go together");
+    fedc_value in[6] = {x, w, flags};
+    int n = 3;
+    if (center != FEDC_NONE) in[n++] = center;
+    if (bound != FEDC_NONE) in[n++] = bound, in[n++] = sizes;
+    return emit(p, in, n, r, attack, value);
+}
+
+fedc__robust_operands fedc__robust_operands_of(const fedc__node *n) {
+    bool zeroing = n->nin >= 5, center = n->nin == 4 || n->nin == 6;
+    return (fedc__robust_operands){.flags = n->nin > 2 ? 2 : -1, .center = center ? 3 : -1,
+                                   .bound = zeroing ? n->nin - 2 : -1, .sizes = zeroing ? n->nin - 1 : -1};
+}
+
+/* A zeroing's bound (an f32 scalar) and leaf sizes (an i32[L] constant, adding
+ * up to x's d numbers less the flag). */
+static fedc_status check_zeroing(const rule_ctx *c, fedc__robust_operands o, int64_t d) {
+    const fedc_type *b = operand(c, o.bound), *z = operand(c, o.sizes);
+    const fedc__node *sizes = &c->p->nodes[c->n->in[o.sizes]];
+    if (b->placement == FEDC_CLIENTS || b->rank != 0 || b->dtype != FEDC_F32)
+        return fail(c, FEDC_ETYPE, "the zeroing's bound is %s; it must be one f32 scalar at the server", TYPESTR(b));
+    if (z->placement == FEDC_CLIENTS || z->rank != 1 || z->dtype != FEDC_I32 || sizes->op != FEDC_OP_CONSTANT)
+        return fail(c, FEDC_ETYPE, "the zeroing's leaf sizes are %s; they must be an i32 vector constant", TYPESTR(z));
+    int64_t total = 0;
+    for (int64_t i = 0; i < z->dims[0]; i++) {
+        int32_t n = ((const int32_t *)sizes->data)[i];
+        if (n < 0) return fail(c, FEDC_EINVAL, "the zeroing's leaf %lld has %d numbers", (long long)i, (int)n);
+        total += n;
+    }
+    if (total != d - 1)
+        return fail(c, FEDC_EINVAL, "the zeroing's leaves hold %lld numbers; the operand %lld values, then the flag",
+                    (long long)total, (long long)(d - 1));
+    return FEDC_OK;
 }
 
 fedc_robust fedc__robust_of(const fedc__node *n) {
@@ -67,17 +100,22 @@ fedc_status fedc__infer_ROBUST_AGGREGATE(const rule_ctx *c, fedc_type *out) {
     if ((attack != FEDC__ROBUST_ATTACK_NONE) != (c->n->nin > 2) || attack < 0 || attack > FEDC__ROBUST_ATTACK_IPM)
         return fail(c, FEDC_EINVAL, "an attack (ALIE or IPM) and its flags go together (attack %d, %d operands)",
                     (int)attack, c->n->nin);
-    if (c->n->nin > 2) {
-        const fedc_type *f = operand(c, 2);
+    fedc__robust_operands o = fedc__robust_operands_of(c->n);
+    if (o.flags >= 0) {
+        const fedc_type *f = operand(c, o.flags);
         if (f->placement != FEDC_CLIENTS || f->rank != 0 || f->dtype != FEDC_F32)
             return fail(c, FEDC_ETYPE, "the attack's flags are %s; they must be one f32 scalar per client (f32[]@clients)",
                         TYPESTR(f));
     }
-    if (c->n->nin > 3) {
-        const fedc_type *m = operand(c, 3);
-        if (m->placement != FEDC_SERVER || m->rank != 1 || m->dtype != FEDC_F32 || m->dims[0] != x->dims[0])
-            return fail(c, FEDC_ETYPE, "the centre is %s; it must be one f32[%lld]@server", TYPESTR(m),
-                        (long long)x->dims[0]);
+    int64_t d = x->dims[0] - (o.bound >= 0); /* with a zeroing, the values and then the flag */
+    if (o.center >= 0) {
+        const fedc_type *m = operand(c, o.center);
+        if (m->placement != FEDC_SERVER || m->rank != 1 || m->dtype != FEDC_F32 || m->dims[0] != d)
+            return fail(c, FEDC_ETYPE, "the centre is %s; it must be one f32[%lld]@server", TYPESTR(m), (long long)d);
+    }
+    if (o.bound >= 0) {
+        fedc_status st = check_zeroing(c, o, x->dims[0]);
+        if (st) return st;
     }
     *out = *x;
     out->placement = FEDC_SERVER;

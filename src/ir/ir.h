@@ -120,12 +120,28 @@ typedef enum fedc__robust_attack {
  * z or ε, and center (f32[d]@server, or FEDC_NONE) taken off every client's value
  * once the attack is in (cclip's step off its centre). The same bits as the
  * attack computed by fedc_attack_update's ops over the cohort, then the centre
- * taken off, then fedc_robust_aggregate. */
+ * taken off, then fedc_robust_aggregate; r's kind mean is the weighted_mean op's
+ * tree over the clients (src/exec/aggregate.c), as fedc_tree_weighted_mean.
+ *
+ * With a zeroing (bound f32[]@server and sizes i32[L]@server, constants; both
+ * FEDC_NONE: none) each client's value is its update's leaves flattened (sizes:
+ * their counts, in order) and then one more number, 1 if the client's own update
+ * has a norm above the bound (fedc_aggregate_zero's flag): once the attack is in,
+ * a value is zeroed when that flag is 1 for an unflagged client and when the
+ * attack's norm (over the leaves as fedc_aggregate_norm sums them) is not within
+ * the bound for a flagged one, before the centre. The result has that layout
+ * too: the aggregate, then the count of the clients zeroed. */
 fedc_value fedc__robust_aggregate_attacked(fedc_program *p, fedc_value x, fedc_value w, const fedc_robust *r,
                                            fedc__robust_attack attack, double value, fedc_value flags,
-                                           fedc_value center);
+                                           fedc_value center, fedc_value bound, fedc_value sizes);
 /* A robust_aggregate node's attack, and its setting in *value. */
 fedc__robust_attack fedc__robust_attack_of(const fedc__node *n, double *value);
+/* Where a robust_aggregate node's operands past x and w are (-1: not there):
+ * x, w, flags, then the centre, then the zeroing's bound and sizes. */
+typedef struct fedc__robust_operands {
+    int flags, center, bound, sizes;
+} fedc__robust_operands;
+fedc__robust_operands fedc__robust_operands_of(const fedc__node *n);
 
 /* Records `status` with the current fedc_errmsg() in the program if it has no error
  * yet; returns FEDC_NONE, for builders' error paths. */
