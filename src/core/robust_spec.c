@@ -96,9 +96,7 @@ fedc_status fedc_robust_parse(const char *spec, fedc_robust *out) {
         return fedc_error(FEDC_EINVAL, "unknown aggregator '%.*s' (there are: mean, median, trimmed_mean:beta=B, krum:f=F, "
                           "multikrum:f=F,m=M, bulyan:f=F, geomed, cclip:tau=T)", (int)nlen, spec);
     fedc_robust r = fedc_robust_defaults((fedc_robust_kind)kind);
-    if (spec[nlen] == ':') {
-        if (!settings_of(r.kind))
-            return fedc_error(FEDC_EINVAL, "aggregator %s takes no settings, not '%s'", names[kind], spec + nlen + 1);
+    if (spec[nlen] == ':') { /* every kind takes settings (the store's memory=MB at least) */
         for (const char *s = spec + nlen + 1;;) {
             size_t len = strcspn(s, ",");
             fedc_status st = parse_item(s, len, &r);
