@@ -15,8 +15,9 @@ in-process backend (.peers/flower has Flower without its Ray extra; every Client
 this process, one after another, as a 1-worker Ray backend would).
 
 The first --warmup-rounds rounds are run, not timed (the clock reads at the end of each round's
-aggregation). The accuracy is the final model's on the 10,000 test images. Prints a
-`json: {...}` line as bench/peers/fedavg_torch2.py does.
+aggregation). The accuracy is the final model's on the 10,000 test images (its evaluation timed
+on its own; --eval-every is not taken). Prints a `json: {...}` line as
+bench/peers/fedavg_torch2.py does.
 """
 
 import json
@@ -37,7 +38,7 @@ from fedc.flower import simulate
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_data  # noqa: E402
-from fedavg_torch2 import accuracy, make_model, nchw  # noqa: E402
+from fedavg_torch2 import make_model, nchw, timed_accuracy  # noqa: E402
 
 a = peer_data.arguments(__doc__, "cifar-10-batches-py")
 torch.set_num_threads(a.threads)
@@ -96,8 +97,9 @@ simulate(server_app, client_app, len(TRAIN))
 timed = CLOCK[-1] - CLOCK[a.warmup_rounds]
 model = make_model(2)
 model.load_state_dict(FINAL["state"])
+final = timed_accuracy(model, nchw(TX), torch.from_numpy(TY), a.warmup_rounds + a.rounds)
 print("json: " + json.dumps({
     "system": "Flower", "version": f"flwr {version('flwr')}, torch {torch.__version__}",
     "threads": torch.get_num_threads(), "examples_per_s": a.rounds * 50 * 50 / timed,
     "s_per_round": timed / a.rounds, "warmup_s": CLOCK[a.warmup_rounds] - CLOCK[0],
-    "accuracy": accuracy(model, nchw(TX), torch.from_numpy(TY))}), flush=True)
+    "accuracy": final["accuracy"], "eval_s": final["seconds"], "evals": [final]}), flush=True)

@@ -13,8 +13,10 @@ local_num_epochs=1, local_batch_size=10), cohorts of 50. The data are bench/peer
 the pool at random each time: the same distribution), users sampled by pfl's 'random' sampler.
 
 The first --warmup-rounds central iterations are run, not timed; then --rounds are timed (a
-callback's clock after each central iteration). The accuracy is of the final central model on
-the 10,000 test images. Prints a `json: {...}` line as bench/peers/fedavg_torch2.py does.
+callback's clock after each central iteration, less the evaluations' time). The accuracy is of
+the central model on the 10,000 test images, by pfl's central evaluation (its benchmark's
+CentralEvaluationCallback, batch 10,000) after the last round and every --eval-every-th, each
+timed. Prints a `json: {...}` line as bench/peers/fedavg_torch2.py does.
 """
 
 import json
@@ -32,6 +34,7 @@ from pfl.aggregate.simulate import SimulatedBackend
 from pfl.aggregate.weighting import WeightByUser
 from pfl.algorithm import FederatedAveraging, NNAlgorithmParams
 from pfl.callback.base import TrainingProcessCallback
+from pfl.callback.central_evaluation import CentralEvaluationCallback
 from pfl.data.dataset import Dataset
 from pfl.data.federated_dataset import FederatedDataset
 from pfl.data.sampling import get_user_sampler
@@ -75,14 +78,40 @@ def simple_cnn():
     return model
 
 
-class Clock(TrainingProcessCallback):
-    """The time at the end of every central iteration."""
+class TimedCentralEvaluation(CentralEvaluationCallback):
+    """pfl's central evaluation (its benchmark's CentralEvaluationCallback, batch 10,000) after
+    the given rounds (1-based), timed; not before training (pfl's does that too: one of the 150
+    evaluations of its 1,500 rounds)."""
 
-    def __init__(self):
+    def __init__(self, dataset, rounds):
+        super().__init__(dataset, model_eval_params=NNEvalHyperParams(local_batch_size=10000))
+        self.rounds, self.evals, self.total_s = set(rounds), [], 0.0
+
+    def on_train_begin(self, *, model):
+        return Metrics()
+
+    def after_central_iteration(self, aggregate_metrics, model, *, central_iteration):
+        if central_iteration + 1 not in self.rounds:
+            return False, Metrics()
+        t0 = time.perf_counter()
+        stop, metrics = self._eval(model)
+        seconds = time.perf_counter() - t0
+        self.total_s += seconds
+        self.evals.append({"round": central_iteration + 1, "seconds": seconds,
+                           "accuracy": metrics.to_simple_dict()["Central val | accuracy"]})
+        return stop, metrics
+
+
+class Clock(TrainingProcessCallback):
+    """The time at the end of every central iteration, less the evaluations' time so far (it
+    runs after the evaluation's callback)."""
+
+    def __init__(self, evaluation):
+        self.evaluation = evaluation
         self.times = [time.perf_counter()]
 
     def after_central_iteration(self, aggregate_metrics, model, *, central_iteration):
-        self.times.append(time.perf_counter())
+        self.times.append(time.perf_counter() - self.evaluation.total_s)
         return False, Metrics()
 
 
@@ -100,21 +129,22 @@ def main():
                          central_optimizer=torch.optim.SGD(net.parameters(), 1.0))
     backend = SimulatedBackend(training_data=federated, val_data=None, postprocessors=[WeightByUser()])
     total = a.warmup_rounds + a.rounds
-    clock = Clock()
+    evaluation = TimedCentralEvaluation(Dataset(raw_data=[torch.from_numpy(tx), torch.from_numpy(ty)]),
+                                        peer_data.eval_rounds(a))
+    clock = Clock(evaluation)
     FederatedAveraging().run(
         algorithm_params=NNAlgorithmParams(central_num_iterations=total, evaluation_frequency=total + 1,
                                            train_cohort_size=50, val_cohort_size=0),
         backend=backend, model=model,
         model_train_params=NNTrainHyperParams(local_learning_rate=0.1, local_num_epochs=1, local_batch_size=10),
-        model_eval_params=NNEvalHyperParams(local_batch_size=10000), callbacks=[clock])
-    t = clock.times
+        model_eval_params=NNEvalHyperParams(local_batch_size=10000), callbacks=[evaluation, clock])
+    t, evals = clock.times, evaluation.evals
     timed = t[-1] - t[a.warmup_rounds]
-    acc = metrics(net, torch.from_numpy(tx), torch.from_numpy(ty))["accuracy"]
     print("json: " + json.dumps({
         "system": "pfl-research", "version": f"pfl {version('pfl')}, torch {torch.__version__}",
         "threads": torch.get_num_threads(), "examples_per_s": a.rounds * 50 * 50 / timed,
         "s_per_round": timed / a.rounds, "warmup_s": t[a.warmup_rounds] - t[0],
-        "accuracy": acc.overall_value}), flush=True)
+        "accuracy": evals[-1]["accuracy"], "eval_s": evals[-1]["seconds"], "evals": evals}), flush=True)
 
 
 if __name__ == "__main__":

@@ -16,8 +16,11 @@ optimizer's step eager); evaluation is eager, in eval mode, after the last round
   weights, PyTorch's default biases), 50 clients a round, batch 10, client lr 0.1.
 
 The first --warmup-rounds rounds (default 1: torch.compile's compilation, the allocator's first
-blocks) are trained but not timed. Prints a `json: {...}` line: examples_per_s and s_per_round
-over the timed rounds, warmup_s, accuracy, threads, torch's version.
+blocks) are trained but not timed. The test split is evaluated after the last round and after
+every --eval-every-th (untimed: outside the rounds' time, timed on its own). Prints a
+`json: {...}` line: examples_per_s and s_per_round over the timed rounds, warmup_s, accuracy
+(the last round's), eval_s (its evaluation's seconds), evals (every evaluation's round,
+accuracy and seconds), threads, torch's version.
 """
 
 import json
@@ -71,6 +74,14 @@ def accuracy(model, x, y, batch=1000):
     return correct / len(y)
 
 
+def timed_accuracy(model, x, y, round_num):
+    """{round, accuracy, seconds}: an evaluation of the test split after round round_num, timed
+    (it is not in the rounds' time)."""
+    t0 = time.perf_counter()
+    acc = accuracy(model, x, y)
+    return {"round": round_num, "accuracy": acc, "seconds": time.perf_counter() - t0}
+
+
 def main():
     def extra(ap):
         ap.add_argument("--workload", type=int, choices=[1, 2], required=True)
@@ -88,6 +99,7 @@ def main():
     step_model = torch.compile(client) if a.compile else client
 
     examples, t_timed, t_warm = 0, 0.0, 0.0
+    evaluate_after, evals = peer_data.eval_rounds(a), []
     for r in range(a.warmup_rounds + a.rounds):
         t0 = time.perf_counter()
         total = [torch.zeros_like(p) for p in server.parameters()]
@@ -119,11 +131,13 @@ def main():
             t_timed += dt
         else:
             t_warm += dt
-    acc = accuracy(server, tx, ty)
+        if r + 1 in evaluate_after:
+            evals.append(timed_accuracy(server, tx, ty, r + 1))
     print("json: " + json.dumps({
         "system": "torch.compile" if a.compile else "torch eager", "version": f"torch {torch.__version__}",
         "threads": torch.get_num_threads(), "examples_per_s": examples / t_timed, "s_per_round": t_timed / a.rounds,
-        "warmup_s": t_warm, "accuracy": acc}), flush=True)
+        "warmup_s": t_warm, "accuracy": evals[-1]["accuracy"], "eval_s": evals[-1]["seconds"], "evals": evals}),
+        flush=True)
 
 
 if __name__ == "__main__":

@@ -165,15 +165,25 @@ def batches(n, batch_size, rng):
     return [order[i * batch_size:(i + 1) * batch_size] for i in range(steps)]
 
 
+def eval_rounds(a):
+    """The rounds (1-based, the warm-up counted) after which a peer evaluates: every
+    --eval-every-th, and the last."""
+    total = a.warmup_rounds + a.rounds
+    k = a.eval_every
+    return sorted({r for r in range(1, total + 1) if k > 0 and r % k == 0} | {total})
+
+
 def arguments(doc, data_help, extra=None):
     """The arguments every peer script takes (--data, --rounds timed after --warmup-rounds,
-    --threads, --seed), and extra(parser)'s; parsed."""
+    --threads, --seed, --eval-every), and extra(parser)'s; parsed."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--data", required=True, help=data_help)
     ap.add_argument("--rounds", type=int, default=2, help="timed rounds")
     ap.add_argument("--warmup-rounds", type=int, default=1, help="rounds run before the timed ones, not timed")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eval-every", type=int, default=0,
+                    help="also evaluate after every K-th round, counting the warm-up (0: after the last only)")
     if extra:
         extra(ap)
     return ap.parse_args()
