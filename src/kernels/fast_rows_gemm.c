@@ -50,33 +50,59 @@ typedef struct span {
     __mmask16 m[4];
 } span;
 
-/* The epilogue on vector vec of row r: v + bias, then v > 0 ? v : 0, then
- * minuend - scale * v, as the unfused ops (this file is built with
- * -ffp-contract=off: the product and the difference are rounded apart). */
-static inline __attribute__((always_inline)) AVX512 __m512 finish(__m512 v, const fedc__gather_gemm *g, const span *s,
-                                                                  int r, int vec) {
-    if (g->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(s->m[vec], g->bias + s->j0 + 16 * vec));
-    if (g->relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
-    if (g->minuend) {
-        const float *from = g->minuend + (s->r0 + r) * g->ldc + s->j0 + 16 * vec;
-        v = _mm512_sub_ps(_mm512_maskz_loadu_ps(s->m[vec], from), _mm512_mul_ps(_mm512_set1_ps(*g->scale), v));
-    }
-    return v;
-}
+/* The epilogue's operands for one block, read once: its bias, its first row of
+ * the minuend and the step's scale. */
+typedef struct tail {
+    const float *bias, *minuend;
+    bool relu;
+    __m512 scale;
+} tail;
 
 /* 16 floats at `at`, the lanes outside m as zero unless the vector is full. */
 static inline __attribute__((always_inline)) AVX512 __m512 load(bool full, __mmask16 m, const float *at) {
     return full ? _mm512_loadu_ps(at) : _mm512_maskz_loadu_ps(m, at);
 }
 
+/* The epilogue on vector vec of the row `row` floats past the block's first:
+ * v + bias, then v > 0 ? v : 0, then minuend - scale * v, as the unfused ops
+ * (this file is built with -ffp-contract=off: the product and the difference
+ * are rounded apart). `bias`, `relu` and `step` are constants at each call, so
+ * that an SGD step costs three instructions a vector, not a chain of tests and
+ * reloads (gcc kept them: a third of a dense layer's weight gradient). */
+static inline __attribute__((always_inline)) AVX512 __m512 finish(__m512 v, bool full, __mmask16 m, const tail *t,
+                                                                  bool bias, bool relu, bool step, int64_t row, int vec) {
+    if (bias) v = _mm512_add_ps(v, load(full, m, t->bias + 16 * vec));
+    if (relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+    if (step) v = _mm512_sub_ps(load(full, m, t->minuend + row + 16 * vec), _mm512_mul_ps(t->scale, v));
+    return v;
+}
+
+/* The epilogue on the block's R x V vectors (rows ldc apart). */
+static inline __attribute__((always_inline)) AVX512 void finish_block(int R, int V, bool full, const __mmask16 *m,
+                                                                      const tail *t, bool bias, bool relu, bool step,
+                                                                      int64_t ldc, __m512 acc[][4]) {
+UNROLLED
+    for (int r = 0; r < R; r++)
+UNROLLED
+        for (int v = 0; v < V; v++) acc[r][v] = finish(acc[r][v], full, m[v], t, bias, relu, step, r * ldc, v);
+}
+
+/* How a is read: through the offset tables, in rows row_step apart, or in
+ * adjacent rows (row_step 1: a transposed a, a weight gradient's x^T), where
+ * one pointer serves every row of the block: with a pointer a row, gcc ran out
+ * of general registers on 6 x 64 blocks and parked them in vector registers,
+ * and a dense layer's weight gradient ran at half the FMA rate. */
+enum { GATHERED, STRIDED, ADJACENT };
+
 /* The R x 16 V block of c at s. R V accumulators: 12 x 2, 6 x 4, or for a few
- * rows 4 x 4, enough independent sums to keep both FMA units busy. `gathered`
+ * rows 4 x 4, enough independent sums to keep both FMA units busy. `mode`
  * and `full` (no vector is short) are constants at every call, so the strided
  * loop has no table load and full blocks no masks (gcc reloaded the masks from
  * the stack at every k: 10% of a convolution). */
 
-static inline __attribute__((always_inline)) AVX512 void block(int R, int V, bool gathered, bool full,
+static inline __attribute__((always_inline)) AVX512 void block(int R, int V, int mode, bool full,
                                                                const fedc__gather_gemm *g, const span *s) {
+    bool gathered = mode == GATHERED;
     __m512 acc[ROWS][4], wv[4];
     const float *ar[ROWS];
     const int32_t *k_off = g->k_off;
@@ -85,7 +111,8 @@ static inline __attribute__((always_inline)) AVX512 void block(int R, int V, boo
     const float *w = g->w + s->j0;
     __mmask16 m[4] = {s->m[0], s->m[1], s->m[2], s->m[3]};
 UNROLLED
-    for (int r = 0; r < R; r++) ar[r] = g->a + (gathered ? g->row_off[s->r0 + r] : (s->r0 + r) * g->row_step);
+    for (int r = 0; r < R; r++)
+        ar[r] = g->a + (gathered ? g->row_off[s->r0 + r] : mode == ADJACENT ? s->r0 : (s->r0 + r) * g->row_step);
 UNROLLED
     for (int r = 0; r < R; r++)
 UNROLLED
@@ -97,16 +124,19 @@ UNROLLED
         for (int v = 0; v < V; v++) wv[v] = load(full, m[v], w + k * ldw + 16 * v);
 UNROLLED
         for (int r = 0; r < R; r++) {
-            __m512 x = _mm512_set1_ps(ar[r][at]);
+            __m512 x = _mm512_set1_ps(mode == ADJACENT ? ar[0][at + r] : ar[r][at]);
 UNROLLED
             for (int v = 0; v < V; v++) acc[r][v] = _mm512_fmadd_ps(x, wv[v], acc[r][v]);
         }
     }
-    if (s->last && (g->bias || g->relu || g->minuend))
-UNROLLED
-        for (int r = 0; r < R; r++)
-UNROLLED
-            for (int v = 0; v < V; v++) acc[r][v] = finish(acc[r][v], g, s, r, v);
+    if (s->last && (g->bias || g->relu || g->minuend)) {
+        tail t = {g->bias ? g->bias + s->j0 : NULL, g->minuend ? g->minuend + s->r0 * ldc + s->j0 : NULL, g->relu,
+                  _mm512_set1_ps(g->minuend ? *g->scale : 0.0f)};
+        bool b = t.bias, step = t.minuend;
+        if (step && !b && !t.relu) finish_block(R, V, full, m, &t, false, false, true, ldc, acc); /* an SGD step */
+        else if (b && t.relu && !step) finish_block(R, V, full, m, &t, true, true, false, ldc, acc); /* a conv's */
+        else finish_block(R, V, full, m, &t, b, t.relu, step, ldc, acc);
+    }
 UNROLLED
     for (int r = 0; r < R; r++)
 UNROLLED
@@ -116,10 +146,10 @@ UNROLLED
 }
 
 /* The block's shape as constants, so that the accumulators stay in registers. */
-#define CASE(n, v, gathered)                                                      \
+#define CASE(n, v, mode)                                                          \
     case (n) * 8 + (v):                                                           \
-        if (s->m[(v) - 1] == 0xFFFF) block(n, v, gathered, true, g, s);           \
-        else block(n, v, gathered, false, g, s);                                  \
+        if (s->m[(v) - 1] == 0xFFFF) block(n, v, mode, true, g, s);               \
+        else block(n, v, mode, false, g, s);                                      \
         break;
 #define BLOCKS(name, G)                                                                                       \
     static AVX512 void name(int R, int V, const fedc__gather_gemm *g, const span *s) {                         \
@@ -130,8 +160,9 @@ UNROLLED
         default: break;                                                                                       \
         }                                                                                                     \
     }
-BLOCKS(strided_blocks, false)
-BLOCKS(gathered_blocks, true)
+BLOCKS(strided_blocks, STRIDED)
+BLOCKS(adjacent_blocks, ADJACENT)
+BLOCKS(gathered_blocks, GATHERED)
 #undef BLOCKS
 #undef CASE
 
@@ -153,6 +184,7 @@ static AVX512 void rows_gemm(const fedc__gather_gemm *g) {
                     s.m[v] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
                 }
                 if (g->k_off) gathered_blocks(R, V, g, &s);
+                else if (g->row_step == 1) adjacent_blocks(R, V, g, &s);
                 else strided_blocks(R, V, g, &s);
             }
         }
