@@ -206,6 +206,9 @@ static void test_gather_gemm(void) {
         for (int j = 0; j < FEDC_COUNT_OF(cols); j++)
             for (int d = 0; d < FEDC_COUNT_OF(depths); d++)
                 for (int mode = 0; mode < 32; mode++) gather_case(rows[i], cols[j], depths[d], mode & 15, mode > 15);
+    /* w over 2 MB: the few-rows forms prefetch its next slice (a dense layer's forward pass) */
+    gather_case(13, 130, 4000, 1, false);
+    gather_case(20, 128, 4200, 8, false);
 }
 
 /* The EMNIST CNN's dense input gradient dy @ W^T ([20, 128] @ [9216, 128]^T)

@@ -32,6 +32,7 @@
 #include <immintrin.h>
 
 enum { ROWS = 12, DEPTH = 128 };
+#define STREAM_BYTES (2.0 * 1024 * 1024)
 
 #define AVX512 __attribute__((target("avx512f")))
 /* Loops over the block's rows and vectors unrolled, so that acc stays in registers. */
@@ -43,11 +44,14 @@ enum { ROWS = 12, DEPTH = 128 };
 
 /* Where a block lies: rows [r0, r0 + R), columns [j0, j0 + 16 V) (masks m for a
  * short last vector), k in [k0, k1); fresh: the sum starts from zero, not from
- * c; last: k1 is the depth, so the epilogue applies. */
+ * c; last: k1 is the depth, so the epilogue applies; pf (or 0): the address of the
+ * block's share of w's next slice, to prefetch a line each pf_step bytes, one a
+ * k (an integer: the last share may reach past w, which a prefetch may). */
 typedef struct span {
     int64_t r0, j0, k0, k1;
     bool fresh, last;
     __mmask16 m[4];
+    uintptr_t pf, pf_step;
 } span;
 
 /* The epilogue's operands for one block, read once: its bias, its first row of
@@ -92,7 +96,7 @@ UNROLLED
  * one pointer serves every row of the block: with a pointer a row, gcc ran out
  * of general registers on 6 x 64 blocks and parked them in vector registers,
  * and a dense layer's weight gradient ran at half the FMA rate. */
-enum { GATHERED, STRIDED, ADJACENT };
+enum { GATHERED, STRIDED, ADJACENT, STREAMED /* strided, prefetching w's next slice (streams) */ };
 
 /* The R x 16 V block of c at s. R V accumulators: 12 x 2, 6 x 4, or for a few
  * rows 4 x 4, enough independent sums to keep both FMA units busy. `mode`
@@ -120,6 +124,7 @@ UNROLLED
             acc[r][v] = s->fresh ? _mm512_setzero_ps() : load(full, m[v], c + r * ldc + 16 * v);
     for (int64_t k = s->k0; k < k1; k++) {
         int64_t at = gathered ? k_off[k] : k * k_step;
+        if (mode == STREAMED) _mm_prefetch((const char *)(s->pf + (uintptr_t)(k - s->k0) * s->pf_step), _MM_HINT_T0);
 UNROLLED
         for (int v = 0; v < V; v++) wv[v] = load(full, m[v], w + k * ldw + 16 * v);
 UNROLLED
@@ -162,9 +167,31 @@ UNROLLED
     }
 BLOCKS(strided_blocks, STRIDED)
 BLOCKS(adjacent_blocks, ADJACENT)
+BLOCKS(streamed_blocks, STREAMED)
 BLOCKS(gathered_blocks, GATHERED)
 #undef BLOCKS
 #undef CASE
+
+/* Whether w streams from memory, slice after slice: a few rows of a (not a
+ * transposed a, not gathered) against a w larger than L2, a dense layer's
+ * forward pass ([20, 9216] @ [9216, 128]: 4.7 MB). Each slice's lines then come
+ * from L3 in the blocks' strided order, a line of each row of 512 bytes, which
+ * the hardware's prefetchers follow poorly; each block prefetches its share of
+ * the next slice in memory order instead, one line a k. */
+static bool streams(const fedc__gather_gemm *g) {
+    return !g->k_off && g->row_step != 1 && (double)g->depth * (double)g->ldw * 4.0 > STREAM_BYTES;
+}
+
+/* s.pf and s.pf_step of a streaming product's block (rows tile, columns 16 V):
+ * the next slice of w (whole rows of ldw floats) cut in as many shares as the
+ * slice has blocks, the block's share by its place in the slice. */
+static void prefetch_share(const fedc__gather_gemm *g, int tile, int V, span *s) {
+    int64_t next_depth = g->depth - s->k1 < DEPTH ? g->depth - s->k1 : DEPTH;
+    int64_t per_row = (g->cols + 16 * V - 1) / (16 * V), blocks = (g->rows + tile - 1) / tile * per_row;
+    int64_t share = (next_depth * g->ldw * 4 + blocks - 1) / blocks, index = s->r0 / tile * per_row + s->j0 / (16 * V);
+    s->pf = (uintptr_t)(g->w + s->k1 * g->ldw) + (uintptr_t)(index * share);
+    s->pf_step = (uintptr_t)((share + s->k1 - s->k0 - 1) / (s->k1 - s->k0) + 63) / 64 * 64;
+}
 
 /* Blocks of 12 rows x 32 columns (a few rows: 4 x 64); products with more than
  * 32 rows and columns (convolutions, weight gradients) in 6 x 64, which
@@ -173,6 +200,7 @@ BLOCKS(gathered_blocks, GATHERED)
 static AVX512 void rows_gemm(const fedc__gather_gemm *g) {
     bool wide = g->rows > 32 && g->cols > 32;
     int tile = wide ? 6 : ROWS;
+    bool stream = streams(g);
     for (int64_t k0 = 0; k0 < g->depth; k0 += DEPTH) {
         span s = {.k0 = k0, .k1 = g->depth - k0 < DEPTH ? g->depth : k0 + DEPTH};
         s.fresh = k0 == 0 && !g->accumulate, s.last = s.k1 == g->depth;
@@ -183,8 +211,10 @@ static AVX512 void rows_gemm(const fedc__gather_gemm *g) {
                     int64_t left = g->cols - s.j0 - 16 * v;
                     s.m[v] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
                 }
+                if (stream && !s.last) prefetch_share(g, tile, V, &s);
                 if (g->k_off) gathered_blocks(R, V, g, &s);
                 else if (g->row_step == 1) adjacent_blocks(R, V, g, &s);
+                else if (s.pf) streamed_blocks(R, V, g, &s);
                 else strided_blocks(R, V, g, &s);
             }
         }
