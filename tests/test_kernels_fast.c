@@ -133,8 +133,10 @@ static void test_matmul_errors(void) {
  * initial value plus the products in increasing k, one FMA at a time, then the
  * epilogue: a scalar fmaf loop must give the same bits, for blocks of every shape
  * (rows 1..13 and 25, columns around 16, 32 and 64), depths across the 128-deep
- * slices, both with c fresh and accumulated, and w stored as it is read or
- * transposed (a dense layer's input gradient, in 32-column panels). Where AVX-512
+ * slices, both with c fresh and accumulated, with every epilogue, a read
+ * through offset tables, in rows or transposed (a weight gradient's x^T), and w
+ * stored as it is read or transposed (a dense layer's input gradient, in
+ * 32-column panels). Where AVX-512
  * and AVX2 are missing both return false and leave c alone. */
 static void gather_want(const fedc__gather_gemm *g, const float *c0, float *want) {
     for (int64_t r = 0; r < g->rows; r++)
@@ -176,12 +178,17 @@ static void gather_case(int64_t rows, int64_t cols, int64_t depth, int mode, boo
     } else {
         gather_want(&g, c0, want);
         CHECK_MSG(memcmp(got, want, (size_t)(rows * ldc) * sizeof(float)) == 0, "%s: not the fmaf loop's bits", what);
-        if (mode == 1 && !w_transposed) /* the strided forms: dense, row r at a + 7 r; transposed, element k at 5 k */
+        /* the strided forms, accumulating and with an SGD step (the epilogue is the gathered form's): dense,
+         * row r at a + 7 r; transposed, element k at 5 k */
+        if (!w_transposed && (mode == 1 || mode == 8))
             for (int t = 0; t < 2; t++) {
                 for (int64_t r = 0; r < rows; r++) row_off[r] = (int32_t)(t ? r : r * 7);
                 for (int64_t k = 0; k < depth; k++) k_off[k] = (int32_t)(t ? k * 5 : k);
                 memcpy(got, c0, (size_t)(rows * ldc) * sizeof(float));
-                CHECK(fedc__fast_rows_gemm(rows, cols, depth, a, t ? 1 : 7, t ? 5 : 1, w, ldw, got, ldc, true));
+                fedc__gather_gemm strided = g;
+                strided.row_off = strided.k_off = NULL, strided.row_step = t ? 1 : 7, strided.k_step = t ? 5 : 1;
+                CHECK(mode == 1 ? fedc__fast_rows_gemm(rows, cols, depth, a, t ? 1 : 7, t ? 5 : 1, w, ldw, got, ldc, true)
+                                : fedc__fast_gather_gemm(&strided));
                 gather_want(&g, c0, want);
                 CHECK_MSG(memcmp(got, want, (size_t)(rows * ldc) * sizeof(float)) == 0,
                           "%s %s: not the fmaf loop's bits", what, t ? "transposed" : "dense");
@@ -199,6 +206,9 @@ static void test_gather_gemm(void) {
         for (int j = 0; j < FEDC_COUNT_OF(cols); j++)
             for (int d = 0; d < FEDC_COUNT_OF(depths); d++)
                 for (int mode = 0; mode < 32; mode++) gather_case(rows[i], cols[j], depths[d], mode & 15, mode > 15);
+    /* w over 2 MB: the few-rows forms prefetch its next slice (a dense layer's forward pass) */
+    gather_case(5, 16, 28000, 1, false);
+    gather_case(3, 20, 24000, 8, false);
 }
 
 /* The EMNIST CNN's dense input gradient dy @ W^T ([20, 128] @ [9216, 128]^T)
