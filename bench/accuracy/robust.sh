@@ -160,7 +160,8 @@ for d in datasets:
             g = 0 if v is None or v == "diverged" else max(0.0, min(1.0, v))
             fill = "#ddd" if v is None else "#555" if v == "diverged" else "rgb(%d,%d,%d)" % (255 - int(200 * g), 80 + int(160 * g), 90)
             svg.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>' % (left + cw * j, y, cw - 1, ch - 1, fill))
-            svg.append('<text x="%d" y="%d">%s</text>' % (left + cw * j + 8, y + 15, label(v, "%.0f")))
+            ink = ' fill="#fff"' if v == "diverged" else ""  # readable on the dark cell
+            svg.append('<text x="%d" y="%d"%s>%s</text>' % (left + cw * j + 8, y + 15, ink, label(v, "%.0f")))
     svg.append("</svg>")
     open("%s/robust-%s.svg" % (out, d), "w").write("\n".join(svg))
     print("\nheat map: %s/robust-%s.svg" % (out, d))
