@@ -136,15 +136,7 @@ void fedc__groups_destroy(fedc__groups *g) {
 
 void fedc__groups_order(server *s) {
     fedc__groups *g = s->groups;
-    if (!g->group_of) return;
-    /* a stable counting sort, as fedc train orders a grouped cohort (train_groups.c) */
-    memset(g->first, 0, ((size_t)g->n + 1) * sizeof *g->first);
-    for (int i = 0; i < s->k; i++) g->first[g->group_of[s->sampled[i]] + 1]++;
-    for (int i = 0; i < g->n; i++) g->first[i + 1] += g->first[i];
-    for (int i = 0; i < s->k; i++) g->scratch[g->first[g->group_of[s->sampled[i]]]++] = s->sampled[i];
-    for (int i = g->n; i > 0; i--) g->first[i] = g->first[i - 1]; /* each moved to its group's end: back by one */
-    g->first[0] = 0;
-    memcpy(s->sampled, g->scratch, (size_t)s->k * sizeof *s->sampled);
+    if (g->group_of) fedc__order_by_group(g->group_of, g->n, s->sampled, s->k, g->scratch, g->first);
 }
 
 void fedc__groups_begin(server *s) {

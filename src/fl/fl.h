@@ -147,6 +147,12 @@ FEDC_INTERNAL_API const fedc_algorithm_def *fedc__algorithm_def(const fedc_algor
  * or --groups dirichlet:N:ALPHA (keyed by seed) gives, as fedc_train_client_groups
  * does: also a deployment's, from its plan (src/deploy/plan_groups.c). */
 FEDC_INTERNAL_API fedc_status fedc__client_groups_drawn(int64_t clients, int n, double alpha, uint64_t seed, int32_t *group_of);
+/* clients[0..n) ordered by their groups (group_of[client], of `groups`), stably:
+ * the order fedc train runs a grouped round in, and the one a deployment hands
+ * each group's clients to its aggregator in. Group g's clients are then
+ * [first[g], first[g + 1]) (first: groups + 1 ints); scratch: n. */
+FEDC_INTERNAL_API void fedc__order_by_group(const int32_t *group_of, int groups, int64_t *clients, int n,
+                                            int64_t *scratch, int *first);
 
 /* One "client_id,NUMBER" line of a per-client file (--groups-file, --client-domains),
  * cut at its last comma: *id the client (in text), *value a whole number in

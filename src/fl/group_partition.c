@@ -177,3 +177,13 @@ fedc_status fedc__client_groups_drawn(int64_t clients, int n, double alpha, uint
         for (int64_t k = 0; k < clients / n + (g < clients % n); k++) group_of[i++] = g;
     return FEDC_OK;
 }
+
+void fedc__order_by_group(const int32_t *group_of, int groups, int64_t *clients, int n, int64_t *scratch, int *first) {
+    memset(first, 0, ((size_t)groups + 1) * sizeof *first);
+    for (int i = 0; i < n; i++) first[group_of[clients[i]] + 1]++;
+    for (int g = 0; g < groups; g++) first[g + 1] += first[g];
+    for (int i = 0; i < n; i++) scratch[first[group_of[clients[i]]]++] = clients[i];
+    for (int g = groups; g > 0; g--) first[g] = first[g - 1]; /* each moved to its group's end: back by one */
+    first[0] = 0;
+    memcpy(clients, scratch, (size_t)n * sizeof *clients);
+}

@@ -117,6 +117,7 @@ typedef struct trainer {
     int round_groups;
     int *round_group_id, *round_group_sizes;
     int64_t *group_scratch; /* k */
+    int *group_first;       /* groups + 1: the round's runs of each group's clients */
     struct train_group_state *group_state; /* the groups' own state (group_init; NULL: none; train_group_state.c) */
 } trainer;
 

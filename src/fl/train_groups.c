@@ -111,7 +111,8 @@ fedc_status fedc__train_groups_cohort(trainer *t) {
     t->round_group_id = fedc_malloc((size_t)most * sizeof *t->round_group_id);
     t->round_group_sizes = fedc_malloc((size_t)most * sizeof *t->round_group_sizes);
     t->group_scratch = fedc_malloc((size_t)t->k * sizeof *t->group_scratch);
-    if (!t->round_group_id || !t->round_group_sizes || !t->group_scratch)
+    t->group_first = fedc_malloc(((size_t)t->groups + 1) * sizeof *t->group_first);
+    if (!t->round_group_id || !t->round_group_sizes || !t->group_scratch || !t->group_first)
         return fedc_error(FEDC_ENOMEM, "train: out of memory for %d groups", most);
     /* the executor's first groups, before any round draws its own: the slots in
      * `most` contiguous ranges (a valid grouping of every slot) */
@@ -149,37 +150,17 @@ fedc_status fedc__train_groups_sample(trainer *t, int r, int64_t *n) {
     return FEDC_OK;
 }
 
-typedef struct placed {
-    int32_t group;
-    int slot;
-} placed;
-
-static int by_group_then_slot(const void *a, const void *b) {
-    const placed *x = a, *y = b;
-    if (x->group != y->group) return x->group < y->group ? -1 : 1;
-    return (x->slot > y->slot) - (x->slot < y->slot);
-}
-
 /* The round's present clients ordered by group (stably), and its groups: each
  * run of one group's clients. */
 fedc_status fedc__train_groups_round(trainer *t) {
-    int n = t->present;
-    placed *order = fedc_malloc((size_t)(n ? n : 1) * sizeof *order);
-    if (!order) return fedc_error(FEDC_ENOMEM, "train: out of memory");
-    for (int i = 0; i < n; i++) order[i] = (placed){t->group_of[t->sampled[i]], i};
-    qsort(order, (size_t)n, sizeof *order, by_group_then_slot);
-    for (int i = 0; i < n; i++) t->group_scratch[i] = t->sampled[order[i].slot];
-    int groups = 0;
-    for (int i = 0; i < n; i++) {
-        t->sampled[i] = t->group_scratch[i];
-        t->client_ids[i] = fedc_dataset_client_id(t->train, t->sampled[i]);
-        if (i == 0 || order[i].group != order[i - 1].group) {
-            t->round_group_id[groups] = order[i].group;
-            t->round_group_sizes[groups++] = 0;
+    int n = t->present, groups = 0;
+    fedc__order_by_group(t->group_of, t->groups, t->sampled, n, t->group_scratch, t->group_first);
+    for (int i = 0; i < n; i++) t->client_ids[i] = fedc_dataset_client_id(t->train, t->sampled[i]);
+    for (int g = 0; g < t->groups; g++)
+        if (t->group_first[g + 1] > t->group_first[g]) {
+            t->round_group_id[groups] = g;
+            t->round_group_sizes[groups++] = t->group_first[g + 1] - t->group_first[g];
         }
-        t->round_group_sizes[groups - 1]++;
-    }
-    fedc_free(order);
     t->round_groups = groups;
     return fedc_executor_set_groups(t->round_ex, groups, t->round_group_sizes);
 }
@@ -192,6 +173,7 @@ void fedc__train_groups_free(trainer *t) {
     fedc_free(t->round_group_id);
     fedc_free(t->round_group_sizes);
     fedc_free(t->group_scratch);
+    fedc_free(t->group_first);
 }
 
 /* ", \"name\": [a, b, ...]" of n ints into buf at *used. */
