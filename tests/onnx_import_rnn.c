@@ -114,27 +114,35 @@ static void gru_reference(const gru *g, double *ys) {
         }
 }
 
-/* The LSTM's outputs equal ONNX's equations; its weights are the file's three
- * parameters as they are (the program reorders the gates). */
-void test_onnx_lstm(void) {
-    lstm m;
+/* Imports the cell `write` makes of `model` and checks its three parameters and
+ * its outputs on x against want (ys [T, B, H]; Y_h its last step); with `op`,
+ * that the program runs the cell as that one op. */
+static void check_cell(void (*write)(onnx_writer *, const void *), const void *model, const float *x,
+                       const double *want, const char *op, const char *what) {
     size_t size;
-    lstm_init(&m);
-    uint8_t *bytes = onnx_packed(lstm_write, &m, &size);
-    double want[LT * LB * LH];
-    lstm_reference(&m, want);
+    uint8_t *bytes = onnx_packed(write, model, &size);
     fedc_onnx_model *im = onnx_import_bytes(bytes, size, 0, false);
     if (im) {
         CHECK_EQ_INT(im->num_params, 3);
-        CHECK_EQ_INT(onnx_count_ops(im->program, "lstm"), 1);
+        if (op) CHECK_EQ_INT(onnx_count_ops(im->program, op), 1);
         float got[LT * LB * LH];
-        onnx_run(im, m.x, "ys", got, LT * LB * LH);
-        onnx_check_close(got, want, LT * LB * LH, "ys");
-        onnx_run(im, m.x, "Y_h", got, LB * LH);
+        onnx_run(im, x, "ys", got, LT * LB * LH);
+        onnx_check_close(got, want, LT * LB * LH, what);
+        onnx_run(im, x, "Y_h", got, LB * LH);
         onnx_check_close(got, want + (LT - 1) * LB * LH, LB * LH, "Y_h");
     }
     fedc_onnx_model_destroy(im);
     free(bytes);
+}
+
+/* The LSTM's outputs equal ONNX's equations; its weights are the file's three
+ * parameters as they are (the program reorders the gates). */
+void test_onnx_lstm(void) {
+    lstm m;
+    lstm_init(&m);
+    double want[LT * LB * LH];
+    lstm_reference(&m, want);
+    check_cell(lstm_write, &m, m.x, want, "lstm", "ys");
 }
 
 /* The GRU, unrolled at import, equals ONNX's equations with either
@@ -145,20 +153,8 @@ void test_onnx_gru(void) {
     lstm_init(&x);
     for (int lbr = 0; lbr < 2; lbr++) {
         gru g = {&x, lbr};
-        size_t size;
-        uint8_t *bytes = onnx_packed(gru_write, &g, &size);
         double want[LT * LB * LH];
         gru_reference(&g, want);
-        fedc_onnx_model *im = onnx_import_bytes(bytes, size, 0, false);
-        if (im) {
-            CHECK_EQ_INT(im->num_params, 3);
-            float got[LT * LB * LH];
-            onnx_run(im, x.x, "ys", got, LT * LB * LH);
-            onnx_check_close(got, want, LT * LB * LH, lbr ? "ys (linear_before_reset)" : "ys");
-            onnx_run(im, x.x, "Y_h", got, LB * LH);
-            onnx_check_close(got, want + (LT - 1) * LB * LH, LB * LH, "Y_h");
-        }
-        fedc_onnx_model_destroy(im);
-        free(bytes);
+        check_cell(gru_write, &g, x.x, want, NULL, lbr ? "ys (linear_before_reset)" : "ys");
     }
 }
